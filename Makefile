@@ -1,0 +1,71 @@
+# Top-level convenience driver: installs missing Debian build dependencies
+# (when run as root), configures a meson build directory and drives it.
+# The real build description is meson.build.
+
+BUILD ?= build
+PREFIX ?= /usr/local
+
+# Debian packages needed to build, and the ones only the tests need (the
+# real QEMU tools are the compatibility oracle of tests/interop).
+BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
+              zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
+TEST_DEPS  := qemu-utils
+
+.PHONY: all deps test-deps configure check check-unit check-iotests \
+        check-interop bench demo install clean
+
+all: $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+define install_missing
+	@missing=""; for p in $(1); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then \
+	        echo "Installing missing Debian packages:$$missing"; \
+	        (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing) >/tmp/qblock-apt.log 2>&1 \
+	            || { cat /tmp/qblock-apt.log; exit 1; }; \
+	    else \
+	        echo "Missing Debian packages. Run as root:"; \
+	        echo "  apt-get install -y$$missing"; \
+	        exit 1; \
+	    fi; \
+	fi
+endef
+
+deps:
+	$(call install_missing,$(BUILD_DEPS))
+
+test-deps: deps
+	$(call install_missing,$(TEST_DEPS))
+
+$(BUILD)/build.ninja: | deps
+	./configure --builddir=$(BUILD)
+
+configure: deps
+	./configure --builddir=$(BUILD)
+
+check: test-deps all
+	bash tests/run-all.sh $(BUILD)
+
+check-unit: all
+	bash tests/run-all.sh $(BUILD) unit
+
+check-iotests: test-deps all
+	bash tests/run-all.sh $(BUILD) iotests
+
+check-interop: test-deps all
+	bash tests/run-all.sh $(BUILD) interop
+
+bench: test-deps all
+	bash tests/perf/run-all.sh $(BUILD)
+
+demo: all
+	bash scripts/demo.sh $(BUILD)
+
+install: all
+	meson install -C $(BUILD) --destdir "$(DESTDIR)"
+
+clean:
+	rm -rf $(BUILD)
