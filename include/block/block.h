@@ -1,0 +1,150 @@
+/*
+ * The block layer's API for its users inside qblock: opening nodes,
+ * issuing requests on them, and querying them.  Tools and devices normally
+ * go through a BlockBackend (block-backend.h) instead.
+ */
+#ifndef QBLOCK_BLOCK_H
+#define QBLOCK_BLOCK_H
+
+#include "block/block-common.h"
+
+/* Registers the built-in drivers; idempotent. */
+void bdrv_init(void);
+
+BlockDriver *bdrv_find_format(const char *format_name);
+/*
+ * The protocol driver for @filename: the one whose protocol_name prefixes
+ * it ("blkdebug:..."), else file.  Errors: "Unknown protocol 'x'".
+ */
+BlockDriver *bdrv_find_protocol(const char *filename,
+                                bool allow_protocol_prefix, Error **errp);
+/* Calls @fn for every registered format name, sorted (qemu-img --help). */
+void bdrv_iterate_format(void (*fn)(void *opaque, const char *name),
+                         void *opaque);
+
+/*
+ * Opens a node graph.  @filename may be a plain file name, "proto:..." or
+ * "json:{...}"; @options (consumed: one reference is taken over) may add
+ * or replace options ("driver", "file.filename", "cache.direct", ...).
+ * Without "driver", the format is probed from the content; when raw is
+ * probed the caller is warned as QEMU warns.  Errors name the file:
+ * "Could not open 'x': No such file or directory".
+ */
+BlockDriverState *bdrv_open(const char *filename, const char *reference,
+                            QDict *options, int flags, Error **errp);
+void bdrv_ref(BlockDriverState *bs);
+void bdrv_unref(BlockDriverState *bs);
+
+/* Creates an image of format @drv (qemu-img create). */
+int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
+                Error **errp);
+/* Creates the protocol-level file for @filename (e.g. an empty file). */
+int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp);
+
+/*
+ * Changes options of an open node (qemu-io reopen): read-only, cache
+ * options, driver options.  Either every change applies or none.
+ */
+int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp);
+int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,
+                              Error **errp);
+
+/* Requests on a child edge (what drivers use for their children). */
+int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags);
+int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags);
+int coroutine_fn bdrv_co_pwrite_zeroes(BdrvChild *child, int64_t offset,
+                                       int64_t bytes, BdrvRequestFlags flags);
+int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
+                                  int64_t bytes);
+int coroutine_fn bdrv_co_flush(BlockDriverState *bs);
+int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
+                                  bool exact, PreallocMode prealloc,
+                                  BdrvRequestFlags flags, Error **errp);
+int coroutine_fn bdrv_co_block_status(BlockDriverState *bs, bool want_zero,
+                                      int64_t offset, int64_t bytes,
+                                      int64_t *pnum, int64_t *map,
+                                      BlockDriverState **file);
+/*
+ * Status through the backing chain from @bs down to (excluding) @base:
+ * ALLOCATED if some layer above @base has the data, with the depth of the
+ * layer that does in *depth (1 = @bs) when non-NULL.
+ */
+int coroutine_fn bdrv_co_block_status_above(BlockDriverState *bs,
+                                            BlockDriverState *base,
+                                            bool want_zero, int64_t offset,
+                                            int64_t bytes, int64_t *pnum,
+                                            int64_t *map,
+                                            BlockDriverState **file,
+                                            int *depth);
+int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, int64_t *pnum);
+
+/* Synchronous wrappers: usable in and out of coroutine context (outside,
+ * they run a coroutine and poll the node's context until it is done). */
+int bdrv_pread(BdrvChild *child, int64_t offset, int64_t bytes, void *buf,
+               BdrvRequestFlags flags);
+int bdrv_pwrite(BdrvChild *child, int64_t offset, int64_t bytes,
+                const void *buf, BdrvRequestFlags flags);
+int bdrv_pwrite_sync(BdrvChild *child, int64_t offset, int64_t bytes,
+                     const void *buf, BdrvRequestFlags flags);
+int bdrv_pwrite_zeroes(BdrvChild *child, int64_t offset, int64_t bytes,
+                       BdrvRequestFlags flags);
+int bdrv_flush(BlockDriverState *bs);
+int bdrv_truncate(BdrvChild *child, int64_t offset, bool exact,
+                  PreallocMode prealloc, BdrvRequestFlags flags,
+                  Error **errp);
+int bdrv_block_status(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                      int64_t *pnum, int64_t *map, BlockDriverState **file);
+int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
+                            int64_t offset, int64_t bytes, int64_t *pnum,
+                            int64_t *map, BlockDriverState **file,
+                            int *depth);
+int bdrv_is_allocated(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                      int64_t *pnum);
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
+
+/* Waits until no request is in flight on @bs and its children. */
+void bdrv_drain(BlockDriverState *bs);
+void bdrv_drain_all(void);
+void bdrv_drained_begin(BlockDriverState *bs);
+void bdrv_drained_end(BlockDriverState *bs);
+
+/* Queries. */
+int64_t bdrv_get_allocated_file_size(BlockDriverState *bs);
+int bdrv_get_info(BlockDriverState *bs, BlockDriverInfo *bdi);
+const char *bdrv_get_format_name(BlockDriverState *bs);
+const char *bdrv_get_node_name(const BlockDriverState *bs);
+bool bdrv_is_read_only(BlockDriverState *bs);
+bool bdrv_is_writable(BlockDriverState *bs);
+AioContext *bdrv_get_aio_context(BlockDriverState *bs);
+BlockDriverState *bdrv_find_node(const char *node_name);
+/* The node below filters and formats that holds the data (file). */
+BlockDriverState *bdrv_backing_chain_next(BlockDriverState *bs);
+BlockDriverState *bdrv_filter_or_cow_bs(BlockDriverState *bs);
+/* Allocates a buffer aligned for @bs's O_DIRECT needs. */
+void *qemu_blockalign(BlockDriverState *bs, size_t size);
+void *qemu_try_blockalign(BlockDriverState *bs, size_t size);
+size_t bdrv_opt_mem_align(BlockDriverState *bs);
+size_t bdrv_min_mem_align(BlockDriverState *bs);
+/* Refreshes bs->filename / exact_filename (json: form if needed). */
+void bdrv_refresh_filename(BlockDriverState *bs);
+/* Iterates over every node with a node name (qemu-img info --backing-chain
+ * uses the chain instead). */
+BlockDriverState *bdrv_next_node(BlockDriverState *bs);
+
+/* Permission updates from parents (BlockBackend uses these). */
+int bdrv_child_try_set_perm(BdrvChild *c, uint64_t perm, uint64_t shared,
+                            Error **errp);
+
+/* blkdebug control (qemu-io break/resume/...). */
+int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
+                          const char *tag);
+int bdrv_debug_remove_breakpoint(BlockDriverState *bs, const char *tag);
+int bdrv_debug_resume(BlockDriverState *bs, const char *tag);
+bool bdrv_debug_is_suspended(BlockDriverState *bs, const char *tag);
+
+#endif

@@ -1,0 +1,339 @@
+/*
+ * The driver interface and the BlockDriverState graph node.
+ *
+ * Drivers see only this header.  The generic layer (block/block.c for the
+ * graph, block/io.c for requests) guarantees what each callback's comment
+ * says; a driver never re-checks those guarantees.
+ */
+#ifndef QBLOCK_BLOCK_INT_H
+#define QBLOCK_BLOCK_INT_H
+
+#include "block/block-common.h"
+#include "block/block.h"
+#include "block/debug-events.h"
+
+/* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
+typedef struct BlockLimits {
+    /* requests reaching the driver are aligned to this (power of 2, >= 1) */
+    uint32_t request_alignment;
+    /* largest request the driver accepts in one call; 0 = unlimited */
+    uint64_t max_transfer;
+    /* preferred discard alignment and maximum */
+    uint32_t pdiscard_alignment;
+    int64_t max_pdiscard;
+    /* preferred write-zeroes alignment and maximum */
+    uint32_t pwrite_zeroes_alignment;
+    int64_t max_pwrite_zeroes;
+    /* preferred transfer size (cluster size for formats) */
+    uint32_t opt_transfer;
+    /* alignment of buffers in memory for O_DIRECT */
+    size_t min_mem_alignment;
+    size_t opt_mem_alignment;
+    int max_iov;
+} BlockLimits;
+
+/*
+ * The driver table.  One static const instance per driver at the end of its
+ * file, registered with block_init(bdrv_register, &drv) after it.
+ *
+ * Unless noted, callbacks are optional (NULL: the generic layer emulates
+ * the operation or reports -ENOTSUP).  Coroutine callbacks (co_) run in the
+ * node's AioContext and may yield.  I/O callbacks never print; they return
+ * 0 or -errno.
+ */
+struct BlockDriver {
+    /* "qcow2", "raw", "file", "null-co", "blkdebug" */
+    const char *format_name;
+    /* size of the driver state that bs->opaque points to */
+    size_t instance_size;
+    /* protocol prefix ("blkdebug" for "blkdebug:conf:image"), or NULL */
+    const char *protocol_name;
+    /* true for protocol drivers that open a filename (file) */
+    bool bdrv_needs_filename;
+    /* true for drivers that have a "file" child and an image format */
+    bool is_format;
+    /* filter: reads and writes pass unchanged to its one child */
+    bool is_filter;
+    /* true if the driver can store a backing file reference */
+    bool supports_backing;
+
+    /* runtime options this driver absorbs (generated from qapi/) */
+    const QemuOptsList *runtime_opts;
+    /* creation options (qemu-img create -o), or NULL */
+    const QemuOptsList *create_opts;
+
+    /*
+     * Format probing: returns a score (0 = not this format, 100 = certain)
+     * for the first @buf_size bytes of @filename.
+     */
+    int (*bdrv_probe)(const uint8_t *buf, int buf_size, const char *filename);
+    /*
+     * For protocols: turns "prefix:rest" or a plain filename into options
+     * in @options (e.g. "filename").
+     */
+    void (*bdrv_parse_filename)(const char *filename, QDict *options,
+                                Error **errp);
+
+    /*
+     * Required.  Opens the node.  @options holds this node's options; the
+     * driver absorbs the ones it knows (runtime_opts) and opens its
+     * children with bdrv_open_child(); keys left over are reported by the
+     * generic layer as "Block format 'x' does not support the option 'y'".
+     * @flags are the BDRV_O_* flags.
+     */
+    int (*bdrv_open)(BlockDriverState *bs, QDict *options, int flags,
+                     Error **errp);
+    /* Called once when the node is freed, after every request drained. */
+    void (*bdrv_close)(BlockDriverState *bs);
+
+    /* Creates an image; @opts follow create_opts. */
+    int coroutine_fn (*bdrv_co_create_opts)(BlockDriver *drv,
+                                            const char *filename,
+                                            QemuOpts *opts, Error **errp);
+
+    /*
+     * Reopen: prepare may fail and must not change the node; commit applies,
+     * abort undoes prepare.  @state->flags/options are the new ones.
+     */
+    int (*bdrv_reopen_prepare)(BDRVReopenState *state, Error **errp);
+    void (*bdrv_reopen_commit)(BDRVReopenState *state);
+    void (*bdrv_reopen_abort)(BDRVReopenState *state);
+
+    /*
+     * Data path.  The generic layer guarantees: offset and bytes are
+     * multiples of bs->bl.request_alignment (except a tail at end of file
+     * for protocols that allow it), bytes <= bl.max_transfer when set, the
+     * range lies within the node's length for reads, and the node is
+     * writable for writes.  @qiov has exactly @bytes bytes.
+     */
+    int coroutine_fn (*bdrv_co_preadv)(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags);
+    int coroutine_fn (*bdrv_co_pwritev)(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags);
+    /* Only BDRV_REQ_MAY_UNMAP, FUA and NO_FALLBACK (as allowed by
+     * supported_zero_flags) reach it; -ENOTSUP makes the generic layer
+     * write a zeroed buffer instead (unless NO_FALLBACK). */
+    int coroutine_fn (*bdrv_co_pwrite_zeroes)(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags);
+    int coroutine_fn (*bdrv_co_pdiscard)(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes);
+    /* Writes a compressed cluster (format drivers). */
+    int coroutine_fn (*bdrv_co_pwritev_compressed)(BlockDriverState *bs,
+                                                   int64_t offset,
+                                                   int64_t bytes,
+                                                   QEMUIOVector *qiov);
+    /*
+     * Flushing, in three steps done by bdrv_co_flush() in this order:
+     * flush_to_os writes the driver's caches (qcow2 metadata) to the child,
+     * then the children are flushed, then flush_to_disk makes this node's
+     * own storage durable (fdatasync for file).  A driver that implements
+     * bdrv_co_flush does everything itself instead.
+     */
+    int coroutine_fn (*bdrv_co_flush)(BlockDriverState *bs);
+    int coroutine_fn (*bdrv_co_flush_to_os)(BlockDriverState *bs);
+    int coroutine_fn (*bdrv_co_flush_to_disk)(BlockDriverState *bs);
+
+    /*
+     * Allocation status of [offset, offset + bytes): returns BDRV_BLOCK_*
+     * bits for the first *pnum bytes (*pnum > 0 and <= bytes), with *map and
+     * *file set when OFFSET_VALID.  @want_zero asks for precise ZERO
+     * information even if costly.  NULL: everything is DATA|ALLOCATED (for
+     * protocols) or RAW pass-through to bs->file (for filters).
+     */
+    int coroutine_fn (*bdrv_co_block_status)(BlockDriverState *bs,
+                                             bool want_zero, int64_t offset,
+                                             int64_t bytes, int64_t *pnum,
+                                             int64_t *map,
+                                             BlockDriverState **file);
+    /*
+     * Resizes to @offset bytes.  @exact: the size must be exactly @offset
+     * (else growing more is allowed, e.g. for block devices).
+     */
+    int coroutine_fn (*bdrv_co_truncate)(BlockDriverState *bs, int64_t offset,
+                                         bool exact, PreallocMode prealloc,
+                                         BdrvRequestFlags flags,
+                                         Error **errp);
+    /* Required.  Length in bytes, or -errno. */
+    int64_t (*bdrv_getlength)(BlockDriverState *bs);
+    /* Bytes used on the host ("disk size" in qemu-img info). */
+    int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
+
+    /* Fills bs->bl; the generic layer has merged the children's first. */
+    void (*bdrv_refresh_limits)(BlockDriverState *bs, Error **errp);
+    int (*bdrv_get_info)(BlockDriverState *bs, BlockDriverInfo *bdi);
+    /*
+     * Format-specific information for qemu-img info, as a JSON object
+     * string whose members appear under "format-specific": {"type": ...,
+     * "data": {...}}, and the human lines ("Format specific information:").
+     */
+    void (*bdrv_get_specific_info)(BlockDriverState *bs, GString *json_data,
+                                   GString *human);
+    /* Consistency check and repair (qemu-img check). */
+    int coroutine_fn (*bdrv_co_check)(BlockDriverState *bs,
+                                      BdrvCheckResult *result,
+                                      BdrvCheckMode fix);
+
+    /*
+     * Permissions.  check_perm may fail (e.g. file locking conflict) and
+     * must not change anything; set_perm then commits, abort_perm_update
+     * rolls back a successful check_perm that was not committed.
+     */
+    int (*bdrv_check_perm)(BlockDriverState *bs, uint64_t perm,
+                           uint64_t shared, Error **errp);
+    void (*bdrv_set_perm)(BlockDriverState *bs, uint64_t perm,
+                          uint64_t shared);
+    void (*bdrv_abort_perm_update)(BlockDriverState *bs);
+
+    /* blkdebug hooks (only blkdebug implements them). */
+    void (*bdrv_debug_event)(BlockDriverState *bs, BlkdebugEvent event);
+    int (*bdrv_debug_breakpoint)(BlockDriverState *bs, const char *event,
+                                 const char *tag);
+    int (*bdrv_debug_remove_breakpoint)(BlockDriverState *bs,
+                                        const char *tag);
+    int (*bdrv_debug_resume)(BlockDriverState *bs, const char *tag);
+    bool (*bdrv_debug_is_suspended)(BlockDriverState *bs, const char *tag);
+
+    /* Which BDRV_REQ_* flags of the write/zero paths the driver handles. */
+    unsigned supported_write_flags;
+    unsigned supported_zero_flags;
+    unsigned supported_truncate_flags;
+};
+
+/* A parent's edge to a child node. */
+struct BdrvChild {
+    BlockDriverState *bs;       /* the child */
+    char *name;                 /* "file", "backing", "image", ... */
+    BlockDriverState *parent;   /* NULL when the parent is a BlockBackend */
+    BlockBackend *parent_blk;
+    uint64_t perm;              /* what the parent uses */
+    uint64_t shared_perm;       /* what the parent lets others use */
+    bool is_backing;
+};
+
+/* Per-node counters of requests that reached the driver (tests use them to
+ * count flushes at the file node). */
+typedef struct BdrvNodeStats {
+    uint64_t reads, writes, zero_writes, discards;
+    uint64_t flushes;           /* calls that reached flush_to_disk/flush */
+    uint64_t bytes_read, bytes_written;
+} BdrvNodeStats;
+
+typedef struct BdrvTrackedRequest BdrvTrackedRequest;
+
+struct BlockDriverState {
+    /* --- set at open, immutable until close --- */
+    BlockDriver *drv;
+    void *opaque;               /* driver state, drv->instance_size bytes */
+    AioContext *aio_context;
+    char filename[PATH_MAX];    /* what the user named */
+    /* a filename that opens this node alone, or "" (json: is then used) */
+    char exact_filename[PATH_MAX];
+    char node_name[32];
+    /* the backing file as stored in the image, and its format */
+    char backing_file[PATH_MAX];
+    char backing_format[16];
+    /* backing_file resolved against the image's directory */
+    char auto_backing_file[PATH_MAX];
+    QDict *options;             /* the options the node was opened with */
+    QDict *explicit_options;    /* those the user gave explicitly */
+    int open_flags;             /* BDRV_O_* */
+    BdrvChild *file;            /* the protocol child of a format, or NULL */
+    BdrvChild *backing;
+    GList *children;            /* BdrvChild *, every child */
+    GList *parents;             /* BdrvChild *, edges pointing at us */
+    int refcnt;
+
+    /* --- event-loop thread only --- */
+    bool read_only;
+    bool sg;
+    BlockLimits bl;
+    unsigned supported_write_flags;
+    unsigned supported_zero_flags;
+    unsigned supported_truncate_flags;
+    BlockdevDetectZeroesOptions detect_zeroes;
+    uint64_t perm;              /* union of the parents' perms */
+    uint64_t shared_perm;       /* intersection of the parents' shared */
+    /* in-flight requests (BdrvTrackedRequest), for serialisation & drain */
+    GList *tracked_requests;
+    unsigned int in_flight;
+    /* nonzero while requests are drained: new ones wait */
+    int quiesce_counter;
+    CoQueue drain_queue;
+    BdrvNodeStats stats;
+    /* set by format drivers when they find their metadata inconsistent */
+    bool corrupt;
+    /* list entry of all_bdrv_states (block.c) */
+    GList *all_link;
+};
+
+/* State passed to the reopen callbacks. */
+struct BDRVReopenState {
+    BlockDriverState *bs;
+    int flags;
+    QDict *options;             /* new options; driver absorbs its own */
+    void *opaque;               /* driver's private staging data */
+};
+
+/* A request in flight, for serialisation (RMW) and drain. */
+struct BdrvTrackedRequest {
+    BlockDriverState *bs;
+    int64_t offset;
+    int64_t bytes;
+    bool is_write;
+    /* the range rounded out to the alignment it serialises against */
+    int64_t overlap_offset;
+    int64_t overlap_bytes;
+    bool serialising;
+    Coroutine *co;
+    CoQueue wait_queue;         /* requests waiting for this one */
+    BdrvTrackedRequest *waiting_for;
+};
+
+/* Registry. */
+void bdrv_register(BlockDriver *bdrv);
+/* Runs every driver's registration once (called by bdrv_init()). */
+#define block_init(fn, arg)                                             \
+    static void __attribute__((constructor)) block_init_##fn##_##arg(void) \
+    {                                                                   \
+        fn(&arg);                                                       \
+    }
+
+/* Opens a child of @parent from options "@name.*" in @options (or the
+ * reference/filename given), registering it under @name. */
+BdrvChild *bdrv_open_child(const char *filename, QDict *options,
+                           const char *bdref_key, BlockDriverState *parent,
+                           bool is_backing, bool allow_none, Error **errp);
+void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child);
+/* Attaches an already open node as a child. */
+BdrvChild *bdrv_attach_child(BlockDriverState *parent,
+                             BlockDriverState *child_bs, const char *name,
+                             bool is_backing, Error **errp);
+
+/* Emits a blkdebug event on @bs's file child (drivers call this at their
+ * metadata steps; cheap when no blkdebug node is below). */
+void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
+#define BLKDBG_EVENT(child, evt)                                        \
+    do {                                                                \
+        if (child) {                                                    \
+            bdrv_debug_event((child)->bs, (evt));                       \
+        }                                                               \
+    } while (0)
+
+/* Helpers for drivers whose getlength depends on a child. */
+int64_t bdrv_getlength(BlockDriverState *bs);
+int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
+
+/* The default permission a format asks of its file child. */
+void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
+                        uint64_t parent_perm, uint64_t parent_shared,
+                        uint64_t *nperm, uint64_t *nshared);
+
+/* Resolves @backing relative to @base's directory; caller frees. */
+char *bdrv_get_full_backing_filename_from_filename(const char *base,
+                                                   const char *backing,
+                                                   Error **errp);
+
+#endif

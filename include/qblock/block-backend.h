@@ -1,0 +1,126 @@
+/*
+ * BlockBackend: a user's handle on a node graph (a tool, a device model, an
+ * export).
+ *
+ * It owns the guest-visible write cache flag.  With the write cache off
+ * (writethrough), every write that completes successfully is followed by a
+ * flush of the whole graph below before it is completed to the caller; with
+ * it on (writeback), flushes happen only when asked for.  The flag may be
+ * changed at any time, also while requests are in flight: the flag is read
+ * when a write completes, so a write that completes after a switch to
+ * writethrough is flushed before its completion.
+ *
+ * It also keeps the I/O statistics that query-blockstats reports.
+ *
+ * Permissions: blk_new_open() asks for CONSISTENT_READ, plus WRITE and
+ * RESIZE when opened read-write; unless BDRV_O_NO_SHARE is absent (force
+ * share, qemu-img -U) it shares only CONSISTENT_READ and WRITE_UNCHANGED,
+ * as QEMU's tools do.
+ */
+#ifndef QBLOCK_BLOCK_BACKEND_H
+#define QBLOCK_BLOCK_BACKEND_H
+
+#include "block/block.h"
+
+typedef struct BlockAIOCB BlockAIOCB;
+typedef void BlockCompletionFunc(void *opaque, int ret);
+
+BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm);
+/*
+ * Opens @filename (see bdrv_open) and attaches it.  The write cache starts
+ * enabled; callers apply the cache mode with blk_set_enable_write_cache().
+ */
+BlockBackend *blk_new_open(const char *filename, const char *reference,
+                           QDict *options, int flags, Error **errp);
+int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp);
+void blk_remove_bs(BlockBackend *blk);
+void blk_ref(BlockBackend *blk);
+/* Drains, then drops the reference (and the graph with the last one). */
+void blk_unref(BlockBackend *blk);
+BlockDriverState *blk_bs(BlockBackend *blk);
+AioContext *blk_get_aio_context(BlockBackend *blk);
+const char *blk_name(const BlockBackend *blk);
+void blk_set_name(BlockBackend *blk, const char *name);
+int blk_set_perm(BlockBackend *blk, uint64_t perm, uint64_t shared_perm,
+                 Error **errp);
+void blk_get_perm(BlockBackend *blk, uint64_t *perm, uint64_t *shared_perm);
+/* Allows writes past the end (qemu-img convert -n, create). */
+void blk_set_allow_write_beyond_eof(BlockBackend *blk, bool allow);
+
+/* The write cache flag (see the header comment). */
+bool blk_enable_write_cache(BlockBackend *blk);
+void blk_set_enable_write_cache(BlockBackend *blk, bool wce);
+
+/* Coroutine request functions; offsets and sizes are in bytes, any
+ * alignment. */
+int coroutine_fn blk_co_preadv(BlockBackend *blk, int64_t offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags);
+int coroutine_fn blk_co_pwritev(BlockBackend *blk, int64_t offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags);
+int coroutine_fn blk_co_pwrite_zeroes(BlockBackend *blk, int64_t offset,
+                                      int64_t bytes, BdrvRequestFlags flags);
+int coroutine_fn blk_co_pdiscard(BlockBackend *blk, int64_t offset,
+                                 int64_t bytes);
+int coroutine_fn blk_co_pwritev_compressed(BlockBackend *blk, int64_t offset,
+                                           int64_t bytes, QEMUIOVector *qiov);
+int coroutine_fn blk_co_flush(BlockBackend *blk);
+int coroutine_fn blk_co_truncate(BlockBackend *blk, int64_t offset,
+                                 bool exact, PreallocMode prealloc,
+                                 BdrvRequestFlags flags, Error **errp);
+
+/* Synchronous forms (run a coroutine and poll until it is done). */
+int blk_pread(BlockBackend *blk, int64_t offset, int64_t bytes, void *buf,
+              BdrvRequestFlags flags);
+int blk_pwrite(BlockBackend *blk, int64_t offset, int64_t bytes,
+               const void *buf, BdrvRequestFlags flags);
+int blk_preadv(BlockBackend *blk, int64_t offset, int64_t bytes,
+               QEMUIOVector *qiov, BdrvRequestFlags flags);
+int blk_pwritev(BlockBackend *blk, int64_t offset, int64_t bytes,
+                QEMUIOVector *qiov, BdrvRequestFlags flags);
+int blk_pwrite_zeroes(BlockBackend *blk, int64_t offset, int64_t bytes,
+                      BdrvRequestFlags flags);
+int blk_pwrite_compressed(BlockBackend *blk, int64_t offset, int64_t bytes,
+                          const void *buf);
+int blk_pdiscard(BlockBackend *blk, int64_t offset, int64_t bytes);
+int blk_flush(BlockBackend *blk);
+int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
+                 PreallocMode prealloc, BdrvRequestFlags flags, Error **errp);
+int64_t blk_getlength(BlockBackend *blk);
+
+/*
+ * Asynchronous forms: start the request and return; @cb(@opaque, ret) runs
+ * from the AioContext when it completes (never before the call returns).
+ */
+BlockAIOCB *blk_aio_preadv(BlockBackend *blk, int64_t offset,
+                           QEMUIOVector *qiov, BdrvRequestFlags flags,
+                           BlockCompletionFunc *cb, void *opaque);
+BlockAIOCB *blk_aio_pwritev(BlockBackend *blk, int64_t offset,
+                            QEMUIOVector *qiov, BdrvRequestFlags flags,
+                            BlockCompletionFunc *cb, void *opaque);
+BlockAIOCB *blk_aio_pwrite_zeroes(BlockBackend *blk, int64_t offset,
+                                  int64_t bytes, BdrvRequestFlags flags,
+                                  BlockCompletionFunc *cb, void *opaque);
+BlockAIOCB *blk_aio_pdiscard(BlockBackend *blk, int64_t offset,
+                             int64_t bytes, BlockCompletionFunc *cb,
+                             void *opaque);
+BlockAIOCB *blk_aio_flush(BlockBackend *blk, BlockCompletionFunc *cb,
+                          void *opaque);
+
+/* Waits for every request of this backend to complete. */
+void blk_drain(BlockBackend *blk);
+void blk_drain_all(void);
+/* Number of requests of this backend in flight. */
+unsigned int blk_in_flight(BlockBackend *blk);
+
+/* I/O statistics of this backend (as query-blockstats reports them). */
+BlockAcctStats *blk_get_stats(BlockBackend *blk);
+
+void *blk_blockalign(BlockBackend *blk, size_t size);
+void *blk_try_blockalign(BlockBackend *blk, size_t size);
+
+/* Iterates over all backends (NULL starts). */
+BlockBackend *blk_next(BlockBackend *blk);
+
+#endif

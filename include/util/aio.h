@@ -1,0 +1,123 @@
+/*
+ * AioContext: the event loop.
+ *
+ * One AioContext per thread that does I/O.  It dispatches file-descriptor
+ * handlers (epoll), bottom halves (callbacks scheduled to run soon, from any
+ * thread) and timers, and runs the coroutines scheduled on it.  aio_poll()
+ * is the only place where handlers run, so code that is not in a handler
+ * never sees one run under it.
+ *
+ * Thread rules: aio_notify(), qemu_bh_schedule(), aio_bh_schedule_oneshot()
+ * and aio_co_schedule() may be called from any thread; everything else only
+ * from the thread that owns the context.
+ */
+#ifndef QBLOCK_AIO_H
+#define QBLOCK_AIO_H
+
+#include "util/osdep.h"
+#include "util/error.h"
+#include "util/coroutine.h"
+
+typedef struct AioContext AioContext;
+typedef struct QEMUBH QEMUBH;
+typedef struct QEMUTimer QEMUTimer;
+typedef struct ThreadPool ThreadPool;
+
+typedef void IOHandler(void *opaque);
+typedef void QEMUBHFunc(void *opaque);
+typedef void QEMUTimerCB(void *opaque);
+
+AioContext *aio_context_new(Error **errp);
+void aio_context_ref(AioContext *ctx);
+void aio_context_unref(AioContext *ctx);
+
+/*
+ * The main context, created on first use and owned by the thread that first
+ * asks for it (the main thread in tools).
+ */
+AioContext *qemu_get_aio_context(void);
+/* The context of the calling thread (its own, or the main one). */
+AioContext *qemu_get_current_aio_context(void);
+/* Makes @ctx the current context of the calling thread (iothreads). */
+void qemu_set_current_aio_context(AioContext *ctx);
+
+/*
+ * Registers handlers for @fd (NULL for both removes it).  Handlers are
+ * level-triggered: they run from aio_poll() while the fd stays ready.
+ */
+void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
+                        IOHandler *io_write, void *opaque);
+
+/*
+ * Runs one round of the loop: pending bottom halves, expired timers and
+ * ready fd handlers.  If @blocking and nothing was ready, waits for
+ * something to be.  Returns true if any progress was made.
+ */
+bool aio_poll(AioContext *ctx, bool blocking);
+/* Wakes a thread blocked in aio_poll() on @ctx. */
+void aio_notify(AioContext *ctx);
+
+/* Polls @ctx until @cond is false (the cond is re-evaluated each round). */
+#define AIO_WAIT_WHILE(ctx, cond)                                       \
+    do {                                                                \
+        while ((cond)) {                                                \
+            aio_poll((ctx), true);                                      \
+        }                                                               \
+    } while (0)
+
+/* Bottom halves. */
+QEMUBH *aio_bh_new(AioContext *ctx, QEMUBHFunc *cb, void *opaque);
+void qemu_bh_schedule(QEMUBH *bh);
+void qemu_bh_cancel(QEMUBH *bh);
+void qemu_bh_delete(QEMUBH *bh);
+/* A bottom half that runs once and frees itself. */
+void aio_bh_schedule_oneshot(AioContext *ctx, QEMUBHFunc *cb, void *opaque);
+
+/* Timers. */
+typedef enum QEMUClockType {
+    QEMU_CLOCK_REALTIME,  /* monotonic */
+    QEMU_CLOCK_VIRTUAL,   /* same as realtime: there is no guest clock */
+} QEMUClockType;
+
+#define SCALE_MS 1000000
+#define SCALE_US 1000
+#define SCALE_NS 1
+
+int64_t qemu_clock_get_ns(QEMUClockType type);
+QEMUTimer *aio_timer_new(AioContext *ctx, QEMUClockType type, int scale,
+                         QEMUTimerCB *cb, void *opaque);
+/* Arms @timer to fire at @expire_time (in its scale units). */
+void timer_mod(QEMUTimer *timer, int64_t expire_time);
+void timer_del(QEMUTimer *timer);
+bool timer_pending(QEMUTimer *timer);
+void timer_free(QEMUTimer *timer);
+
+/*
+ * Coroutine scheduling.  aio_co_schedule() makes @co run from @ctx's loop
+ * (any thread may call it).  aio_co_wake() resumes a coroutine that yielded
+ * waiting for an event, in its own context: entered directly when the
+ * caller is that context's thread outside coroutine context, scheduled
+ * otherwise.
+ */
+void aio_co_schedule(AioContext *ctx, Coroutine *co);
+void aio_co_wake(Coroutine *co);
+void aio_co_enter(AioContext *ctx, Coroutine *co);
+
+/* The context's thread pool, created on first use. */
+ThreadPool *aio_get_thread_pool(AioContext *ctx);
+
+/*
+ * EventNotifier: an eventfd that other threads signal to wake a context.
+ */
+typedef struct EventNotifier {
+    int rfd;
+    int wfd;
+} EventNotifier;
+
+int event_notifier_init(EventNotifier *e, bool active);
+void event_notifier_cleanup(EventNotifier *e);
+int event_notifier_set(EventNotifier *e);
+bool event_notifier_test_and_clear(EventNotifier *e);
+int event_notifier_get_fd(const EventNotifier *e);
+
+#endif

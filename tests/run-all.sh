@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs the test layers that need no VM and sums them up.
+#   tests/run-all.sh BUILD_DIR [unit|iotests|interop]...
+# Every layer prints its own "N passed, N failed" line; the last line is the
+# total.  Exits non-zero if anything failed.
+set -u
+build=${1:?usage: run-all.sh BUILD_DIR [layer...]}
+shift
+build=$(cd "$build" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+layers=("$@")
+[ ${#layers[@]} -eq 0 ] && layers=(unit iotests interop)
+
+total_pass=0 total_fail=0 total_skip=0
+
+# Adds the counts from a runner's "N passed, N failed[, N skipped]" line.
+count_line() {
+    local line=$1
+    local p f s
+    p=$(sed -n 's/.*\b\([0-9]\+\) passed.*/\1/p' <<<"$line")
+    f=$(sed -n 's/.*\b\([0-9]\+\) failed.*/\1/p' <<<"$line")
+    s=$(sed -n 's/.*\b\([0-9]\+\) skipped.*/\1/p' <<<"$line")
+    total_pass=$((total_pass + ${p:-0}))
+    total_fail=$((total_fail + ${f:-0}))
+    total_skip=$((total_skip + ${s:-0}))
+}
+
+run_layer() {
+    local name=$1; shift
+    local log
+    log=$(mktemp)
+    echo "=== $name ==="
+    "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    local line
+    line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "$name: runner printed no summary (exit $rc); counting it as one failure"
+        total_fail=$((total_fail + 1))
+    else
+        count_line "$line"
+        if [ "$rc" -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' <<<"$line"; then
+            echo "$name: runner exited $rc; counting it as one failure"
+            total_fail=$((total_fail + 1))
+        fi
+    fi
+    rm -f "$log"
+}
+
+for layer in "${layers[@]}"; do
+    case $layer in
+    unit) run_layer unit bash "$src/tests/unit/run.sh" "$build" ;;
+    iotests)
+        if [ -x "$src/tests/qemu-iotests/check" ]; then
+            run_layer "iotests (raw)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -raw"
+        fi ;;
+    interop)
+        if [ -x "$src/tests/interop/run.sh" ]; then
+            run_layer interop "$src/tests/interop/run.sh" "$build"
+        fi ;;
+    *) echo "unknown test layer '$layer'" >&2; exit 2 ;;
+    esac
+done
+
+echo "=== total ==="
+echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+[ "$total_fail" -eq 0 ]
