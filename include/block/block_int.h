@@ -240,6 +240,8 @@ struct BlockDriverState {
     QDict *options;             /* the options the node was opened with */
     QDict *explicit_options;    /* those the user gave explicitly */
     int open_flags;             /* BDRV_O_* */
+    /* the format was probed, not given: raw then guards sector 0 */
+    bool probed;
     BdrvChild *file;            /* the protocol child of a format, or NULL */
     BdrvChild *backing;
     GList *children;            /* BdrvChild *, every child */
