@@ -12,10 +12,11 @@
  *
  * It also keeps the I/O statistics that query-blockstats reports.
  *
- * Permissions: blk_new_open() asks for CONSISTENT_READ, plus WRITE and
- * RESIZE when opened read-write; unless BDRV_O_NO_SHARE is absent (force
- * share, qemu-img -U) it shares only CONSISTENT_READ and WRITE_UNCHANGED,
- * as QEMU's tools do.
+ * Permissions: blk_new_open() asks for CONSISTENT_READ, plus WRITE when
+ * opened read-write and RESIZE with BDRV_O_RESIZE.  With BDRV_O_NO_SHARE it
+ * shares only CONSISTENT_READ and WRITE_UNCHANGED with other users,
+ * otherwise everything.  As in QEMU, qemu-io shares everything while
+ * qemu-img's convert/commit/... pass BDRV_O_NO_SHARE unless -U is given.
  */
 #ifndef QBLOCK_BLOCK_BACKEND_H
 #define QBLOCK_BLOCK_BACKEND_H
