@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# make bench: every benchmark, each comparing qblock with the real QEMU
+# tools in the same run.  Figures are printed, never asserted.
+set -u
+build=${1:?usage: run-all.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+echo "== qemu-img bench vs qblock-img bench ($(nproc) CPUs, $(date -u +%Y-%m-%d)) =="
+bash "$here/bench-img.sh" "$build"
