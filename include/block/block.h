@@ -44,6 +44,8 @@ int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp);
 /*
  * Changes options of an open node (qemu-io reopen): read-only, cache
  * options, driver options.  Either every change applies or none.
+ * @flags are the new BDRV_O_* flags; @opts (may be NULL) override them
+ * and are consumed, as in bdrv_open().
  */
 int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp);
 int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,

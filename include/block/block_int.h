@@ -247,6 +247,8 @@ struct BlockDriverState {
     GList *children;            /* BdrvChild *, every child */
     GList *parents;             /* BdrvChild *, edges pointing at us */
     int refcnt;
+    /* force-share=on: the node shares every permission with other users */
+    bool force_share;
 
     /* --- event-loop thread only --- */
     bool read_only;
@@ -309,10 +311,23 @@ BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            const char *bdref_key, BlockDriverState *parent,
                            bool is_backing, bool allow_none, Error **errp);
 void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child);
-/* Attaches an already open node as a child. */
+/* Attaches an already open node as a child.  The edge takes over the
+ * caller's reference to @child_bs (dropped on failure). */
 BdrvChild *bdrv_attach_child(BlockDriverState *parent,
                              BlockDriverState *child_bs, const char *name,
                              bool is_backing, Error **errp);
+/*
+ * Attaches @child_bs below the BlockBackend @blk as its root edge @name
+ * with @perm/@shared_perm, checked against the node's other users; on a
+ * conflict nothing changes and NULL is returned.  Like bdrv_attach_child,
+ * the edge takes over the caller's reference (dropped on failure).
+ */
+BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
+                                  const char *name, BlockBackend *blk,
+                                  uint64_t perm, uint64_t shared_perm,
+                                  Error **errp);
+/* Detaches a root edge, releases its permissions, drops the reference. */
+void bdrv_root_unref_child(BdrvChild *child);
 
 /* Emits a blkdebug event on @bs's file child (drivers call this at their
  * metadata steps; cheap when no blkdebug node is below). */
