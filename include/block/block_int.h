@@ -262,7 +262,18 @@ struct BlockDriverState {
     uint64_t shared_perm;       /* intersection of the parents' shared */
     /* in-flight requests (BdrvTrackedRequest), for serialisation & drain */
     GList *tracked_requests;
+    /* how many of them are serialising: 0 lets others skip the list */
+    unsigned int serialising_in_flight;
     unsigned int in_flight;
+    /*
+     * Flush bookkeeping (io.c): write_gen counts completed writes,
+     * flushed_gen is the write_gen a successful flush covered; one flush
+     * at a time (active_flush_req), the others wait in flush_queue.
+     */
+    uint64_t write_gen;
+    uint64_t flushed_gen;
+    bool active_flush_req;
+    CoQueue flush_queue;
     /* nonzero while requests are drained: new ones wait */
     int quiesce_counter;
     CoQueue drain_queue;
@@ -294,6 +305,8 @@ struct BdrvTrackedRequest {
     Coroutine *co;
     CoQueue wait_queue;         /* requests waiting for this one */
     BdrvTrackedRequest *waiting_for;
+    /* entry of bs->tracked_requests, embedded so tracking never allocates */
+    GList link;
 };
 
 /* Registry. */
