@@ -59,6 +59,13 @@ struct BlockDriver {
 
     /* runtime options this driver absorbs (generated from qapi/) */
     const QemuOptsList *runtime_opts;
+    /*
+     * Options that change what the node shows (raw's offset and size), as
+     * opposed to how it works (file's aio, locking): only these go into a
+     * json: filename.  NULL-terminated; a name ending in '.' matches every
+     * option under it.  NULL: every option of the node counts.
+     */
+    const char *const *strong_runtime_opts;
     /* creation options (qemu-img create -o), or NULL */
     const QemuOptsList *create_opts;
 
@@ -229,7 +236,9 @@ struct BlockDriverState {
     void *opaque;               /* driver state, drv->instance_size bytes */
     AioContext *aio_context;
     char filename[PATH_MAX];    /* what the user named */
-    /* a filename that opens this node alone, or "" (json: is then used) */
+    /* a filename that opens this node alone, or "" (json: is then used);
+     * block.c sets it for protocols opened from a filename and for formats
+     * over them; other drivers may set it in bdrv_open ("null-co://") */
     char exact_filename[PATH_MAX];
     char node_name[32];
     /* the backing file as stored in the image, and its format */
