@@ -1,0 +1,105 @@
+/*
+ * The asynchronous backends of the file driver: Linux AIO (aio=native,
+ * block/linux-aio.c) and io_uring (aio=io_uring, block/io_uring.c).
+ *
+ * Each AioContext has at most one instance of each backend, shared by every
+ * file node of that context and reference-counted by them.  A request is
+ * queued by the coroutine that issues it, which then yields; the queue goes
+ * to the kernel in one batch per event-loop iteration (a bottom half), or
+ * at once when it reaches the batch limit.  Completions arrive through an
+ * eventfd handler that wakes the waiting coroutines.
+ *
+ * Invariants (both backends):
+ *  1. A request is either queued (not yet given to the kernel), in flight,
+ *     or completed; it is completed exactly once.
+ *  2. Short transfers are finished by the backend: a read that stops at end
+ *     of file is zero-filled, any other short transfer is resubmitted for
+ *     the rest, EINTR and EAGAIN are retried.  The caller sees 0 or -errno.
+ *  3. An instance is freed only when no node uses it, which the block layer
+ *     guarantees happens after every request was drained.
+ */
+#ifndef QBLOCK_FILE_POSIX_AIO_H
+#define QBLOCK_FILE_POSIX_AIO_H
+
+#include "block/block_int.h"
+
+typedef enum FileAioType {
+    FILE_AIO_READ,
+    FILE_AIO_WRITE,
+    /* fdatasync (io_uring only: Linux AIO has no usable fsync) */
+    FILE_AIO_FLUSH,
+} FileAioType;
+
+/* Linux AIO; @max_batch 0 means the default batch size. */
+typedef struct LinuxAioState LinuxAioState;
+
+LinuxAioState *laio_get(AioContext *ctx, Error **errp);
+void laio_put(LinuxAioState *s);
+int coroutine_fn laio_co_submit(LinuxAioState *s, int fd, int64_t offset,
+                                QEMUIOVector *qiov, FileAioType type,
+                                unsigned max_batch);
+
+/* io_uring; @max_batch 0 means the default batch size. */
+typedef struct LuringState LuringState;
+
+LuringState *luring_get(AioContext *ctx, Error **errp);
+void luring_put(LuringState *s);
+int coroutine_fn luring_co_submit(LuringState *s, int fd, int64_t offset,
+                                  QEMUIOVector *qiov, FileAioType type,
+                                  unsigned max_batch);
+
+/*
+ * A transfer in progress over an iovec array: after a short transfer the
+ * array is copied (the caller's stays untouched) and advanced past the
+ * bytes already done.
+ */
+typedef struct FileAioIov {
+    struct iovec *iov;          /* the caller's array, or own_iov */
+    int niov;
+    struct iovec *own_iov;      /* the advanced copy, or NULL */
+} FileAioIov;
+
+static inline void file_aio_iov_init(FileAioIov *fi, QEMUIOVector *qiov)
+{
+    fi->iov = qiov->iov;
+    fi->niov = qiov->niov;
+    fi->own_iov = NULL;
+}
+
+/* Skips @bytes already transferred. */
+static inline void file_aio_iov_advance(FileAioIov *fi, size_t bytes)
+{
+    if (!fi->own_iov) {
+        fi->own_iov = g_memdup2(fi->iov, sizeof(struct iovec) * fi->niov);
+        fi->iov = fi->own_iov;
+    }
+    while (bytes && fi->niov) {
+        if (bytes < fi->iov->iov_len) {
+            fi->iov->iov_base = (char *)fi->iov->iov_base + bytes;
+            fi->iov->iov_len -= bytes;
+            return;
+        }
+        bytes -= fi->iov->iov_len;
+        fi->iov++;
+        fi->niov--;
+    }
+}
+
+static inline void file_aio_iov_destroy(FileAioIov *fi)
+{
+    g_free(fi->own_iov);
+}
+
+/*
+ * Called after a read returned fewer bytes than asked: true if the file
+ * ends at @end (so the rest reads as zeroes), false if the read should be
+ * resubmitted for the rest.
+ */
+static inline bool file_aio_at_eof(int fd, int64_t end)
+{
+    int64_t size = lseek(fd, 0, SEEK_END);
+
+    return size >= 0 && end >= size;
+}
+
+#endif
