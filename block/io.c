@@ -1,1 +1,1580 @@
-/* placeholder: being written */
+/*
+ * The request path: byte-granular requests on a node, made to fit what its
+ * driver accepts.
+ *
+ * Every read, write, zero write, discard and truncate on a node passes
+ * through here on its way to the driver.  This layer pads requests to the
+ * node's request_alignment (read-modify-write for writes), splits them at
+ * max_transfer, emulates FUA and zero writes the driver cannot do, turns
+ * zero-filled writes into zero writes (detect-zeroes), orders flushes, and
+ * counts requests so that drain can wait for them.
+ *
+ * Invariants:
+ *  1. A request is counted in bs->in_flight from its entry until its
+ *     completion; drain polls these counters.
+ *  2. A read, write or discard is in bs->tracked_requests while it may
+ *     reach the driver.  The BdrvTrackedRequest lives in the frame of the
+ *     coroutine that issued it and links itself through its embedded link,
+ *     so tracking never allocates.
+ *  3. bs->serialising_in_flight is the number of tracked requests with
+ *     serialising set.  While it is zero no request has to wait for another,
+ *     so none walks the list.
+ *  4. A serialising request (read-modify-write, BDRV_REQ_SERIALISING)
+ *     waits, before it touches the driver, until no tracked request
+ *     overlapping its aligned range is left, except requests that already
+ *     wait for another one (they will wait for it when they wake: waiting
+ *     for them would deadlock).  A non-serialising request waits the same
+ *     way for overlapping serialising ones.  Two unaligned writes to one
+ *     block therefore never read the old block concurrently.
+ *  5. bs->write_gen grows when a write, zero write, discard or truncate
+ *     completes.  Flushes of a node run one at a time; each reads write_gen
+ *     when it starts and, on success, stores it in flushed_gen.  A flush
+ *     that finds flushed_gen equal to write_gen when it starts skips
+ *     flush_to_disk: every write completed before it started was completed
+ *     before the flush that stored that value started, and is covered.
+ *  6. Requests entering from a BlockBackend wait at the drain barrier
+ *     (bdrv_drain_barrier) while a node above, at or below their root is
+ *     drained; requests that nodes issue to their children never wait, so
+ *     requests in flight when a drain starts can always finish.
+ *
+ * All functions run in the node's AioContext thread.
+ */
+
+#include "block/block_int.h"
+#include "qblock/block-backend.h"
+#include "io-internal.h"
+
+/*
+ * Largest alignment a node may ask for; lengths and offsets are kept below
+ * INT64_MAX rounded down to it so that aligning them up never overflows.
+ */
+#define BDRV_MAX_ALIGNMENT (1LL << 30)
+#define BDRV_MAX_LENGTH (INT64_MAX & ~(BDRV_MAX_ALIGNMENT - 1))
+/*
+ * Largest request passed to a driver in one call when the node sets no
+ * max_transfer: drivers and iovec totals keep byte counts in int.
+ */
+#define BDRV_REQUEST_MAX_BYTES ((int64_t)INT_MAX & ~(BDRV_MAX_ALIGNMENT - 1))
+/*
+ * Size of the zeroed buffer written when a driver cannot zero a range
+ * itself: large enough that a big range takes few requests, small enough
+ * not to matter in memory.
+ */
+#define BDRV_ZERO_BOUNCE_MAX (1 * MiB)
+
+/* Nodes whose quiesce_counter is nonzero, anywhere in the process. */
+static unsigned int bdrv_quiesced_nodes;
+
+static inline void bdrv_inc_in_flight(BlockDriverState *bs)
+{
+    bs->in_flight++;
+}
+
+static inline void bdrv_dec_in_flight(BlockDriverState *bs)
+{
+    assert(bs->in_flight > 0);
+    bs->in_flight--;
+}
+
+static AioContext *bdrv_io_context(BlockDriverState *bs)
+{
+    AioContext *ctx = bs ? bdrv_get_aio_context(bs) : NULL;
+
+    return ctx ? ctx : qemu_get_aio_context();
+}
+
+static inline int64_t bdrv_request_align(BlockDriverState *bs)
+{
+    return bs->bl.request_alignment ? bs->bl.request_alignment : 1;
+}
+
+/* The most bytes one driver call may carry, a multiple of @align. */
+static int64_t bdrv_max_transfer(BlockDriverState *bs, int64_t align)
+{
+    int64_t max = BDRV_REQUEST_MAX_BYTES;
+
+    if (bs->bl.max_transfer && bs->bl.max_transfer < (uint64_t)max) {
+        max = bs->bl.max_transfer;
+    }
+    return MAX(QEMU_ALIGN_DOWN(max, align), align);
+}
+
+static int bdrv_check_request(int64_t offset, int64_t bytes)
+{
+    if (offset < 0 || bytes < 0 || bytes > BDRV_MAX_LENGTH ||
+        offset > BDRV_MAX_LENGTH - bytes) {
+        return -EIO;
+    }
+    return 0;
+}
+
+static int bdrv_check_writable(BlockDriverState *bs)
+{
+    if (bs->read_only || (bs->open_flags & BDRV_O_INACTIVE)) {
+        return -EPERM;
+    }
+    return 0;
+}
+
+/* ---- tracked requests and serialisation ---- */
+
+static void tracked_request_begin(BdrvTrackedRequest *req,
+                                  BlockDriverState *bs, int64_t offset,
+                                  int64_t bytes, bool is_write)
+{
+    *req = (BdrvTrackedRequest) {
+        .bs = bs,
+        .offset = offset,
+        .bytes = bytes,
+        .is_write = is_write,
+        .overlap_offset = offset,
+        .overlap_bytes = bytes,
+        .co = qemu_coroutine_self(),
+    };
+    qemu_co_queue_init(&req->wait_queue);
+    req->link.data = req;
+    req->link.next = bs->tracked_requests;
+    if (bs->tracked_requests) {
+        bs->tracked_requests->prev = &req->link;
+    }
+    bs->tracked_requests = &req->link;
+}
+
+/* Makes @req serialise against everything in its range rounded to @align. */
+static void tracked_request_serialise(BdrvTrackedRequest *req, int64_t align)
+{
+    int64_t start = QEMU_ALIGN_DOWN(req->offset, align);
+    int64_t end = QEMU_ALIGN_UP(req->offset + req->bytes, align);
+
+    req->overlap_offset = MIN(req->overlap_offset, start);
+    req->overlap_bytes = MAX(req->overlap_offset + req->overlap_bytes, end) -
+                         req->overlap_offset;
+    if (!req->serialising) {
+        req->serialising = true;
+        req->bs->serialising_in_flight++;
+    }
+}
+
+static void tracked_request_end(BdrvTrackedRequest *req)
+{
+    BlockDriverState *bs = req->bs;
+
+    if (req->serialising) {
+        assert(bs->serialising_in_flight > 0);
+        bs->serialising_in_flight--;
+    }
+    bs->tracked_requests = g_list_remove_link(bs->tracked_requests,
+                                              &req->link);
+    qemu_co_queue_restart_all(&req->wait_queue);
+}
+
+static bool tracked_requests_overlap(BdrvTrackedRequest *a,
+                                     BdrvTrackedRequest *b)
+{
+    return a->overlap_offset < b->overlap_offset + b->overlap_bytes &&
+           b->overlap_offset < a->overlap_offset + a->overlap_bytes;
+}
+
+static BdrvTrackedRequest *tracked_request_conflict(BdrvTrackedRequest *self)
+{
+    GList *l;
+
+    for (l = self->bs->tracked_requests; l; l = l->next) {
+        BdrvTrackedRequest *req = l->data;
+
+        if (req == self || (!req->serialising && !self->serialising)) {
+            continue;
+        }
+        if (!tracked_requests_overlap(self, req)) {
+            continue;
+        }
+        /* A driver issuing a nested request on its own range deadlocks. */
+        assert(req->co != self->co);
+        if (!req->waiting_for) {
+            return req;
+        }
+    }
+    return NULL;
+}
+
+/* Invariant 4. */
+static void coroutine_fn tracked_request_wait(BdrvTrackedRequest *self)
+{
+    BdrvTrackedRequest *req;
+
+    if (!self->bs->serialising_in_flight) {
+        return;
+    }
+    while ((req = tracked_request_conflict(self))) {
+        self->waiting_for = req;
+        qemu_co_queue_wait(&req->wait_queue, NULL);
+        self->waiting_for = NULL;
+    }
+}
+
+/* ---- calls into the driver ---- */
+
+static int coroutine_fn bdrv_driver_preadv(BlockDriverState *bs,
+                                           int64_t offset, int64_t bytes,
+                                           QEMUIOVector *qiov,
+                                           size_t qiov_offset)
+{
+    QEMUIOVector slice;
+    QEMUIOVector *q = qiov;
+    int ret;
+
+    if (!bs->drv->bdrv_co_preadv) {
+        return -ENOTSUP;
+    }
+    if (qiov_offset || qiov->size != (size_t)bytes) {
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+        q = &slice;
+    }
+    bs->stats.reads++;
+    bs->stats.bytes_read += bytes;
+    ret = bs->drv->bdrv_co_preadv(bs, offset, bytes, q, 0);
+    if (q == &slice) {
+        qemu_iovec_destroy(&slice);
+    }
+    return ret;
+}
+
+/* Writes @bytes of @qiov from @qiov_offset, emulating FUA by a flush. */
+static int coroutine_fn bdrv_driver_pwritev(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov,
+                                            size_t qiov_offset,
+                                            BdrvRequestFlags flags)
+{
+    QEMUIOVector slice;
+    QEMUIOVector *q = qiov;
+    int ret;
+
+    if (!bs->drv->bdrv_co_pwritev) {
+        return -ENOTSUP;
+    }
+    if (qiov_offset || qiov->size != (size_t)bytes) {
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+        q = &slice;
+    }
+    bs->stats.writes++;
+    bs->stats.bytes_written += bytes;
+    ret = bs->drv->bdrv_co_pwritev(bs, offset, bytes, q,
+                                   flags & bs->supported_write_flags);
+    if (q == &slice) {
+        qemu_iovec_destroy(&slice);
+    }
+    if (ret == 0 && (flags & BDRV_REQ_FUA) &&
+        !(bs->supported_write_flags & BDRV_REQ_FUA)) {
+        ret = bdrv_co_flush(bs);
+    }
+    return ret;
+}
+
+static int coroutine_fn bdrv_driver_pwritev_compressed(BlockDriverState *bs,
+                                                       int64_t offset,
+                                                       int64_t bytes,
+                                                       QEMUIOVector *qiov,
+                                                       size_t qiov_offset)
+{
+    QEMUIOVector slice;
+    QEMUIOVector *q = qiov;
+    int ret;
+
+    if (!bs->drv->bdrv_co_pwritev_compressed) {
+        return -ENOTSUP;
+    }
+    if (qiov_offset || qiov->size != (size_t)bytes) {
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+        q = &slice;
+    }
+    bs->stats.writes++;
+    bs->stats.bytes_written += bytes;
+    ret = bs->drv->bdrv_co_pwritev_compressed(bs, offset, bytes, q);
+    if (q == &slice) {
+        qemu_iovec_destroy(&slice);
+    }
+    return ret;
+}
+
+/*
+ * Writes zeroes with a bounce buffer over [offset, offset + bytes), in
+ * chunks of at most max_transfer.  FUA is kept for the caller to emulate
+ * once (*need_flush) rather than once per chunk.
+ */
+static int coroutine_fn bdrv_write_zero_buffer(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes,
+                                               int64_t max_transfer,
+                                               BdrvRequestFlags flags,
+                                               bool *need_flush)
+{
+    BdrvRequestFlags wflags = flags & BDRV_REQ_FUA;
+    int64_t chunk = MIN(MIN(bytes, max_transfer), BDRV_ZERO_BOUNCE_MAX);
+    QEMUIOVector qiov;
+    void *buf;
+    int ret = 0;
+
+    if ((wflags & BDRV_REQ_FUA) &&
+        !(bs->supported_write_flags & BDRV_REQ_FUA)) {
+        wflags &= ~BDRV_REQ_FUA;
+        *need_flush = true;
+    }
+    buf = qemu_try_blockalign(bs, chunk);
+    if (!buf) {
+        return -ENOMEM;
+    }
+    memset(buf, 0, chunk);
+    while (bytes > 0 && ret == 0) {
+        int64_t num = MIN(bytes, chunk);
+
+        qemu_iovec_init_buf(&qiov, buf, num);
+        ret = bdrv_driver_pwritev(bs, offset, num, &qiov, 0, wflags);
+        offset += num;
+        bytes -= num;
+    }
+    qemu_vfree(buf);
+    return ret;
+}
+
+/*
+ * Zeroes an aligned range: the driver's own zero write where it has one
+ * (its bulk aligned to pwrite_zeroes_alignment, pieces of at most
+ * max_pwrite_zeroes), else a zeroed buffer unless NO_FALLBACK.
+ */
+static int coroutine_fn bdrv_do_pwrite_zeroes(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags)
+{
+    BlockDriver *drv = bs->drv;
+    int64_t align = bdrv_request_align(bs);
+    int64_t zalign = MAX((int64_t)bs->bl.pwrite_zeroes_alignment, align);
+    int64_t max_zeroes = BDRV_MAX_LENGTH;
+    int64_t max_transfer = bdrv_max_transfer(bs, align);
+    bool need_flush = false;
+    int ret = 0;
+
+    if ((flags & BDRV_REQ_NO_FALLBACK) &&
+        !(bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK)) {
+        return -ENOTSUP;
+    }
+    if (bs->bl.max_pwrite_zeroes > 0) {
+        max_zeroes = MIN(max_zeroes, bs->bl.max_pwrite_zeroes);
+    }
+    max_zeroes = MAX(QEMU_ALIGN_DOWN(max_zeroes, zalign), align);
+
+    while (bytes > 0 && ret == 0) {
+        int64_t head = offset % zalign;
+        int64_t num = bytes;
+
+        if (head) {
+            /* reach the next zalign boundary first */
+            num = MIN(bytes, zalign - head);
+        } else if (num > zalign && (offset + num) % zalign) {
+            /* the aligned bulk, leaving the unaligned tail for last */
+            num -= (offset + num) % zalign;
+        }
+        num = MIN(num, max_zeroes);
+
+        ret = -ENOTSUP;
+        if (drv->bdrv_co_pwrite_zeroes) {
+            bs->stats.zero_writes++;
+            ret = drv->bdrv_co_pwrite_zeroes(bs, offset, num,
+                                             flags & bs->supported_zero_flags);
+            if (ret == 0 && (flags & BDRV_REQ_FUA) &&
+                !(bs->supported_zero_flags & BDRV_REQ_FUA)) {
+                need_flush = true;
+            }
+        }
+        if (ret == -ENOTSUP && !(flags & BDRV_REQ_NO_FALLBACK)) {
+            ret = bdrv_write_zero_buffer(bs, offset, num, max_transfer, flags,
+                                         &need_flush);
+        }
+        offset += num;
+        bytes -= num;
+    }
+    if (ret == 0 && need_flush) {
+        ret = bdrv_co_flush(bs);
+    }
+    return ret;
+}
+
+/* ---- aligned requests ---- */
+
+/*
+ * Reads an aligned range.  Bytes past the end of the node read as zeroes;
+ * the driver sees at most the block that holds the end.
+ */
+static int coroutine_fn bdrv_aligned_preadv(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            int64_t align, QEMUIOVector *qiov,
+                                            size_t qiov_offset)
+{
+    int64_t max_transfer = bdrv_max_transfer(bs, align);
+    int64_t total = bdrv_getlength(bs);
+    int64_t max_bytes;
+    int64_t done = 0;
+
+    if (total < 0) {
+        return total;
+    }
+    max_bytes = QEMU_ALIGN_UP(MAX(0, total - offset), align);
+    if (bytes <= max_bytes && bytes <= max_transfer) {
+        return bdrv_driver_preadv(bs, offset, bytes, qiov, qiov_offset);
+    }
+    while (done < bytes) {
+        int64_t num = bytes - done;
+        int ret = 0;
+
+        if (max_bytes > 0) {
+            num = MIN(num, MIN(max_bytes, max_transfer));
+            ret = bdrv_driver_preadv(bs, offset + done, num, qiov,
+                                     qiov_offset + done);
+            max_bytes -= num;
+        } else {
+            qemu_iovec_memset(qiov, qiov_offset + done, 0, num);
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        done += num;
+    }
+    return 0;
+}
+
+/*
+ * Writes an aligned range; @qiov is NULL for zero writes.  With FUA split
+ * over several driver calls and emulated, only the last one flushes.
+ */
+static int coroutine_fn bdrv_aligned_pwritev(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             int64_t align,
+                                             QEMUIOVector *qiov,
+                                             size_t qiov_offset,
+                                             BdrvRequestFlags flags)
+{
+    int64_t max_transfer = bdrv_max_transfer(bs, align);
+    int64_t done = 0;
+    int ret = 0;
+
+    if (qiov && bs->detect_zeroes != BLOCKDEV_DETECT_ZEROES_OPTIONS_OFF &&
+        !(flags & BDRV_REQ_WRITE_COMPRESSED) &&
+        bs->drv->bdrv_co_pwrite_zeroes &&
+        qemu_iovec_is_zero(qiov, qiov_offset, bytes)) {
+        flags |= BDRV_REQ_ZERO_WRITE;
+        if (bs->detect_zeroes == BLOCKDEV_DETECT_ZEROES_OPTIONS_UNMAP &&
+            (bs->open_flags & BDRV_O_UNMAP)) {
+            flags |= BDRV_REQ_MAY_UNMAP;
+        }
+    }
+
+    if (flags & BDRV_REQ_ZERO_WRITE) {
+        ret = bdrv_do_pwrite_zeroes(bs, offset, bytes, flags);
+    } else if (flags & BDRV_REQ_WRITE_COMPRESSED) {
+        ret = bdrv_driver_pwritev_compressed(bs, offset, bytes, qiov,
+                                             qiov_offset);
+    } else if (bytes <= max_transfer) {
+        ret = bdrv_driver_pwritev(bs, offset, bytes, qiov, qiov_offset,
+                                  flags);
+    } else {
+        while (done < bytes && ret == 0) {
+            int64_t num = MIN(bytes - done, max_transfer);
+            BdrvRequestFlags f = flags;
+
+            if (done + num < bytes &&
+                !(bs->supported_write_flags & BDRV_REQ_FUA)) {
+                f &= ~BDRV_REQ_FUA;
+            }
+            ret = bdrv_driver_pwritev(bs, offset + done, num, qiov,
+                                      qiov_offset + done, f);
+            done += num;
+        }
+    }
+    bs->write_gen++;
+    return ret;
+}
+
+/* ---- padding to the request alignment ---- */
+
+/*
+ * An unaligned request widened to whole blocks: the head block (if the
+ * request starts inside one) and the tail block (if it ends inside one)
+ * live in @buf; @qiov is head padding + the caller's buffer + tail padding.
+ */
+typedef struct BdrvPadding {
+    int64_t start;          /* aligned start of the widened request */
+    int64_t end;            /* aligned end */
+    int64_t head;           /* bytes of padding before the request */
+    int64_t tail;           /* bytes of padding after it */
+    int64_t align;
+    uint8_t *buf;           /* head block, then tail block if distinct */
+    uint8_t *tail_block;
+    QEMUIOVector qiov;
+} BdrvPadding;
+
+static bool bdrv_needs_padding(int64_t offset, int64_t bytes, int64_t align)
+{
+    return !QEMU_IS_ALIGNED(offset, align) ||
+           !QEMU_IS_ALIGNED(offset + bytes, align);
+}
+
+static int bdrv_padding_init(BdrvPadding *pad, BlockDriverState *bs,
+                             int64_t offset, int64_t bytes, int64_t align,
+                             QEMUIOVector *qiov)
+{
+    int64_t blocks;
+
+    pad->align = align;
+    pad->start = QEMU_ALIGN_DOWN(offset, align);
+    pad->end = QEMU_ALIGN_UP(offset + bytes, align);
+    pad->head = offset - pad->start;
+    pad->tail = pad->end - (offset + bytes);
+    blocks = (pad->head && pad->tail && pad->end - pad->start > align) ? 2 : 1;
+    pad->buf = qemu_try_blockalign(bs, blocks * align);
+    if (!pad->buf) {
+        return -ENOMEM;
+    }
+    pad->tail_block = pad->buf + (blocks - 1) * align;
+    if (qiov) {
+        qemu_iovec_init(&pad->qiov, qiov->niov + 2);
+        if (pad->head) {
+            qemu_iovec_add(&pad->qiov, pad->buf, pad->head);
+        }
+        qemu_iovec_concat(&pad->qiov, qiov, 0, bytes);
+        if (pad->tail) {
+            qemu_iovec_add(&pad->qiov, pad->tail_block + align - pad->tail,
+                           pad->tail);
+        }
+    }
+    return 0;
+}
+
+static void bdrv_padding_destroy(BdrvPadding *pad, bool has_qiov)
+{
+    if (has_qiov) {
+        qemu_iovec_destroy(&pad->qiov);
+    }
+    qemu_vfree(pad->buf);
+}
+
+/* Reads the current content of the head and tail blocks into pad->buf. */
+static int coroutine_fn bdrv_padding_read(BlockDriverState *bs,
+                                          BdrvPadding *pad)
+{
+    QEMUIOVector q;
+    int ret;
+
+    if (pad->head) {
+        qemu_iovec_init_buf(&q, pad->buf, pad->align);
+        ret = bdrv_aligned_preadv(bs, pad->start, pad->align, pad->align,
+                                  &q, 0);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (pad->tail && !(pad->head && pad->tail_block == pad->buf)) {
+        qemu_iovec_init_buf(&q, pad->tail_block, pad->align);
+        ret = bdrv_aligned_preadv(bs, pad->end - pad->align, pad->align,
+                                  pad->align, &q, 0);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/* An unaligned write: read the edge blocks, merge, write whole blocks. */
+static int coroutine_fn bdrv_rmw_pwritev(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes,
+                                         int64_t align, QEMUIOVector *qiov,
+                                         BdrvRequestFlags flags)
+{
+    BdrvPadding pad;
+    int ret;
+
+    ret = bdrv_padding_init(&pad, bs, offset, bytes, align, qiov);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_padding_read(bs, &pad);
+    if (ret == 0) {
+        ret = bdrv_aligned_pwritev(bs, pad.start, pad.end - pad.start, align,
+                                   &pad.qiov, 0, flags);
+    }
+    bdrv_padding_destroy(&pad, true);
+    return ret;
+}
+
+/*
+ * An unaligned zero write: the partial edge blocks are rewritten with
+ * zeroes merged in, the aligned middle is zeroed as such.
+ */
+static int coroutine_fn bdrv_rmw_pwrite_zeroes(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes,
+                                               int64_t align,
+                                               BdrvRequestFlags flags)
+{
+    BdrvRequestFlags dflags = flags & BDRV_REQ_FUA;
+    uint8_t *buf;
+    QEMUIOVector q;
+    int ret = 0;
+
+    buf = qemu_try_blockalign(bs, align);
+    if (!buf) {
+        return -ENOMEM;
+    }
+    qemu_iovec_init_buf(&q, buf, align);
+    if (!QEMU_IS_ALIGNED(offset, align)) {
+        int64_t start = QEMU_ALIGN_DOWN(offset, align);
+        int64_t head = offset - start;
+        int64_t num = MIN(bytes, align - head);
+
+        ret = bdrv_aligned_preadv(bs, start, align, align, &q, 0);
+        if (ret == 0) {
+            memset(buf + head, 0, num);
+            ret = bdrv_aligned_pwritev(bs, start, align, align, &q, 0, dflags);
+        }
+        offset += num;
+        bytes -= num;
+    }
+    if (ret == 0 && bytes >= align) {
+        int64_t num = QEMU_ALIGN_DOWN(bytes, align);
+
+        ret = bdrv_aligned_pwritev(bs, offset, num, align, NULL, 0, flags);
+        offset += num;
+        bytes -= num;
+    }
+    if (ret == 0 && bytes > 0) {
+        ret = bdrv_aligned_preadv(bs, offset, align, align, &q, 0);
+        if (ret == 0) {
+            memset(buf, 0, bytes);
+            ret = bdrv_aligned_pwritev(bs, offset, align, align, &q, 0,
+                                       dflags);
+        }
+    }
+    qemu_vfree(buf);
+    return ret;
+}
+
+/* ---- public request functions ---- */
+
+int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags)
+{
+    BlockDriverState *bs = child ? child->bs : NULL;
+    BdrvTrackedRequest req;
+    int64_t align;
+    int ret;
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_check_request(offset, bytes);
+    if (ret < 0) {
+        return ret;
+    }
+    assert(qiov && qiov->size >= (size_t)bytes);
+    if (bytes == 0) {
+        return 0;
+    }
+    align = bdrv_request_align(bs);
+
+    bdrv_inc_in_flight(bs);
+    tracked_request_begin(&req, bs, offset, bytes, false);
+    if (flags & BDRV_REQ_SERIALISING) {
+        tracked_request_serialise(&req, align);
+    }
+    tracked_request_wait(&req);
+
+    if (bdrv_needs_padding(offset, bytes, align)) {
+        BdrvPadding pad;
+
+        ret = bdrv_padding_init(&pad, bs, offset, bytes, align, qiov);
+        if (ret == 0) {
+            ret = bdrv_aligned_preadv(bs, pad.start, pad.end - pad.start,
+                                      align, &pad.qiov, 0);
+            bdrv_padding_destroy(&pad, true);
+        }
+    } else {
+        ret = bdrv_aligned_preadv(bs, offset, bytes, align, qiov, 0);
+    }
+
+    tracked_request_end(&req);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
+int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags)
+{
+    BlockDriverState *bs = child ? child->bs : NULL;
+    BdrvTrackedRequest req;
+    int64_t align;
+    int ret;
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_check_request(offset, bytes);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_check_writable(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    assert((flags & BDRV_REQ_ZERO_WRITE) ||
+           (qiov && qiov->size >= (size_t)bytes));
+    if (bytes == 0) {
+        return 0;
+    }
+    align = bdrv_request_align(bs);
+
+    bdrv_inc_in_flight(bs);
+    tracked_request_begin(&req, bs, offset, bytes, true);
+    if ((flags & BDRV_REQ_SERIALISING) ||
+        bdrv_needs_padding(offset, bytes, align)) {
+        tracked_request_serialise(&req, align);
+    }
+    tracked_request_wait(&req);
+
+    if (!bdrv_needs_padding(offset, bytes, align)) {
+        ret = bdrv_aligned_pwritev(bs, offset, bytes, align,
+                                   (flags & BDRV_REQ_ZERO_WRITE) ? NULL : qiov,
+                                   0, flags);
+    } else if (flags & BDRV_REQ_ZERO_WRITE) {
+        ret = bdrv_rmw_pwrite_zeroes(bs, offset, bytes, align, flags);
+    } else {
+        ret = bdrv_rmw_pwritev(bs, offset, bytes, align, qiov, flags);
+    }
+
+    tracked_request_end(&req);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
+int coroutine_fn bdrv_co_pwrite_zeroes(BdrvChild *child, int64_t offset,
+                                       int64_t bytes, BdrvRequestFlags flags)
+{
+    if (child && child->bs && !(child->bs->open_flags & BDRV_O_UNMAP)) {
+        flags &= ~BDRV_REQ_MAY_UNMAP;
+    }
+    return bdrv_co_pwritev(child, offset, bytes, NULL,
+                           flags | BDRV_REQ_ZERO_WRITE);
+}
+
+/*
+ * Discards are advisory: without discard=unmap, or on a driver that cannot
+ * discard, they succeed doing nothing.  Partial blocks at either end are
+ * left alone; the rest goes down in pieces aligned to pdiscard_alignment
+ * where the range allows and no larger than max_pdiscard.
+ */
+int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
+                                  int64_t bytes)
+{
+    BlockDriverState *bs = child ? child->bs : NULL;
+    BdrvTrackedRequest req;
+    int64_t align, dalign, max_discard, end;
+    int ret;
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_check_request(offset, bytes);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_check_writable(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    if (!(bs->open_flags & BDRV_O_UNMAP) || !bs->drv->bdrv_co_pdiscard) {
+        return 0;
+    }
+    align = bdrv_request_align(bs);
+    dalign = MAX((int64_t)bs->bl.pdiscard_alignment, align);
+    end = QEMU_ALIGN_DOWN(offset + bytes, align);
+    offset = QEMU_ALIGN_UP(offset, align);
+    if (end <= offset) {
+        return 0;
+    }
+    bytes = end - offset;
+    max_discard = BDRV_MAX_LENGTH;
+    if (bs->bl.max_pdiscard > 0) {
+        max_discard = bs->bl.max_pdiscard;
+    }
+    max_discard = MAX(QEMU_ALIGN_DOWN(max_discard, dalign), align);
+
+    bdrv_inc_in_flight(bs);
+    tracked_request_begin(&req, bs, offset, bytes, true);
+    tracked_request_wait(&req);
+    ret = 0;
+    while (bytes > 0) {
+        int64_t head = offset % dalign;
+        int64_t num = bytes;
+
+        if (head) {
+            num = MIN(bytes, dalign - head);
+        } else if (num > dalign && (offset + num) % dalign) {
+            num -= (offset + num) % dalign;
+        }
+        num = MIN(num, max_discard);
+        bs->stats.discards++;
+        ret = bs->drv->bdrv_co_pdiscard(bs, offset, num);
+        if (ret < 0 && ret != -ENOTSUP) {
+            break;
+        }
+        ret = 0;
+        offset += num;
+        bytes -= num;
+    }
+    bs->write_gen++;
+    tracked_request_end(&req);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
+/*
+ * Invariant 5 orders flushes.  The steps follow block_int.h: flush_to_os,
+ * the children, then flush_to_disk (or the driver's bdrv_co_flush alone).
+ * cache.no-flush (BDRV_O_NO_FLUSH) keeps only the flush_to_os step, so that
+ * caches still reach the OS, and the children (which decide for
+ * themselves).
+ */
+int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
+{
+    BlockDriver *drv;
+    bool no_flush;
+    uint64_t gen;
+    GList *l;
+    int ret = 0;
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (bs->read_only) {
+        return 0;
+    }
+    drv = bs->drv;
+    no_flush = bs->open_flags & BDRV_O_NO_FLUSH;
+
+    bdrv_inc_in_flight(bs);
+    while (bs->active_flush_req) {
+        qemu_co_queue_wait(&bs->flush_queue, NULL);
+    }
+    bs->active_flush_req = true;
+    gen = bs->write_gen;
+
+    if (drv->bdrv_co_flush) {
+        if (!no_flush && bs->flushed_gen != gen) {
+            bs->stats.flushes++;
+            ret = drv->bdrv_co_flush(bs);
+        }
+        goto out;
+    }
+    if (drv->bdrv_co_flush_to_os) {
+        ret = drv->bdrv_co_flush_to_os(bs);
+        if (ret < 0) {
+            goto out;
+        }
+    }
+    for (l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        int child_ret = c->bs ? bdrv_co_flush(c->bs) : 0;
+
+        if (ret == 0) {
+            ret = child_ret;
+        }
+    }
+    if (ret == 0 && !no_flush && bs->flushed_gen != gen &&
+        drv->bdrv_co_flush_to_disk) {
+        bs->stats.flushes++;
+        ret = drv->bdrv_co_flush_to_disk(bs);
+    }
+
+out:
+    if (ret == 0 && !no_flush) {
+        bs->flushed_gen = gen;
+    }
+    bs->active_flush_req = false;
+    qemu_co_queue_next(&bs->flush_queue);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
+int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
+                                  bool exact, PreallocMode prealloc,
+                                  BdrvRequestFlags flags, Error **errp)
+{
+    BlockDriverState *bs = child ? child->bs : NULL;
+    BlockDriver *drv;
+    BdrvTrackedRequest req;
+    int64_t old_size, new_bytes;
+    int ret;
+
+    if (!bs || !bs->drv) {
+        error_setg(errp, "No medium inserted");
+        return -ENOMEDIUM;
+    }
+    drv = bs->drv;
+    if (offset < 0) {
+        error_setg(errp, "Image size cannot be negative");
+        return -EINVAL;
+    }
+    if (offset > BDRV_MAX_LENGTH) {
+        error_setg(errp, "Image size %" PRId64 " exceeds the maximum of %"
+                   PRId64, offset, (int64_t)BDRV_MAX_LENGTH);
+        return -EFBIG;
+    }
+    if (bdrv_check_writable(bs) < 0) {
+        error_setg(errp, "Image is read-only");
+        return -EACCES;
+    }
+    if (!(child->perm & BLK_PERM_RESIZE)) {
+        error_setg(errp, "Node '%s' cannot be resized through '%s': the "
+                   "resize permission was not taken",
+                   bdrv_get_node_name(bs), child->name ? child->name : "");
+        return -EPERM;
+    }
+    old_size = bdrv_getlength(bs);
+    if (old_size < 0) {
+        error_setg_errno(errp, -old_size, "Failed to get old image size");
+        return old_size;
+    }
+    new_bytes = offset > old_size ? offset - old_size : 0;
+
+    bdrv_inc_in_flight(bs);
+    tracked_request_begin(&req, bs, offset - new_bytes, new_bytes, true);
+    if (new_bytes) {
+        /* preallocation must not overwrite writes racing into the area */
+        tracked_request_serialise(&req, 1);
+    }
+    tracked_request_wait(&req);
+
+    /* a longer backing file would show through the new area: zero it */
+    if (new_bytes && bs->backing && bs->backing->bs) {
+        int64_t backing_len = bdrv_getlength(bs->backing->bs);
+
+        if (backing_len < 0) {
+            ret = backing_len;
+            error_setg_errno(errp, -ret, "Could not get backing file size");
+            goto out;
+        }
+        if (backing_len > old_size) {
+            flags |= BDRV_REQ_ZERO_WRITE;
+        }
+    }
+
+    if (drv->bdrv_co_truncate) {
+        if (flags & ~bs->supported_truncate_flags) {
+            error_setg(errp, "Block driver does not support requested flags");
+            ret = -ENOTSUP;
+            goto out;
+        }
+        ret = drv->bdrv_co_truncate(bs, offset, exact, prealloc, flags, errp);
+    } else if (drv->is_filter && bs->file) {
+        ret = bdrv_co_truncate(bs->file, offset, exact, prealloc, flags,
+                               errp);
+    } else {
+        error_setg(errp, "Image format driver does not support resize");
+        ret = -ENOTSUP;
+        goto out;
+    }
+    if (ret == 0) {
+        ret = bdrv_refresh_total_sectors(bs, offset >> BDRV_SECTOR_BITS);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not refresh total sector "
+                             "count");
+        }
+    }
+    bs->write_gen++;
+
+out:
+    tracked_request_end(&req);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
+/* ---- block status ---- */
+
+static bool bdrv_is_protocol_driver(BlockDriver *drv)
+{
+    return drv->protocol_name || !drv->is_format;
+}
+
+int coroutine_fn bdrv_co_block_status(BlockDriverState *bs, bool want_zero,
+                                      int64_t offset, int64_t bytes,
+                                      int64_t *pnum, int64_t *map,
+                                      BlockDriverState **file)
+{
+    BlockDriver *drv;
+    BlockDriverState *local_file = NULL;
+    int64_t local_map = 0;
+    int64_t total, align, aligned_offset, aligned_bytes;
+    int ret;
+
+    *pnum = 0;
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    drv = bs->drv;
+    if (offset < 0 || bytes < 0) {
+        return -EIO;
+    }
+    total = bdrv_getlength(bs);
+    if (total < 0) {
+        return total;
+    }
+    if (offset >= total) {
+        ret = BDRV_BLOCK_EOF;
+        goto early_out;
+    }
+    if (bytes == 0) {
+        ret = 0;
+        goto early_out;
+    }
+    bytes = MIN(bytes, total - offset);
+
+    if (!drv->bdrv_co_block_status) {
+        *pnum = bytes;
+        if (drv->is_filter && bs->file) {
+            /* a filter's data is its child's, at the same offset */
+            ret = bdrv_co_block_status(bs->file->bs, want_zero, offset,
+                                       bytes, pnum, &local_map, &local_file);
+            goto eof_out;
+        }
+        ret = BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED;
+        if (bdrv_is_protocol_driver(drv)) {
+            ret |= BDRV_BLOCK_OFFSET_VALID;
+            local_map = offset;
+            local_file = bs;
+        }
+        goto eof_out;
+    }
+
+    bdrv_inc_in_flight(bs);
+    align = bdrv_request_align(bs);
+    aligned_offset = QEMU_ALIGN_DOWN(offset, align);
+    aligned_bytes = QEMU_ALIGN_UP(offset + bytes, align) - aligned_offset;
+    ret = drv->bdrv_co_block_status(bs, want_zero, aligned_offset,
+                                    aligned_bytes, pnum, &local_map,
+                                    &local_file);
+    if (ret < 0) {
+        *pnum = 0;
+        bdrv_dec_in_flight(bs);
+        goto early_out;
+    }
+    assert(*pnum > 0 && *pnum <= aligned_bytes);
+    /* report for the caller's range, not the aligned one */
+    *pnum -= offset - aligned_offset;
+    if (*pnum > bytes) {
+        *pnum = bytes;
+    }
+    if (ret & BDRV_BLOCK_OFFSET_VALID) {
+        local_map += offset - aligned_offset;
+    }
+
+    if (ret & BDRV_BLOCK_RAW) {
+        assert((ret & BDRV_BLOCK_OFFSET_VALID) && local_file);
+        ret = bdrv_co_block_status(local_file, want_zero, local_map, *pnum,
+                                   pnum, &local_map, &local_file);
+        bdrv_dec_in_flight(bs);
+        goto eof_out;
+    }
+
+    if (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ZERO)) {
+        ret |= BDRV_BLOCK_ALLOCATED;
+    } else if (drv->supports_backing) {
+        BlockDriverState *cow = bs->backing ? bs->backing->bs : NULL;
+
+        if (!cow) {
+            ret |= BDRV_BLOCK_ZERO;
+        } else if (want_zero) {
+            int64_t cow_len = bdrv_getlength(cow);
+
+            if (cow_len >= 0 && offset >= cow_len) {
+                ret |= BDRV_BLOCK_ZERO;
+            }
+        }
+    }
+
+    if (want_zero && (ret & BDRV_BLOCK_RECURSE) && local_file &&
+        local_file != bs && (ret & BDRV_BLOCK_DATA) &&
+        !(ret & BDRV_BLOCK_ZERO) && (ret & BDRV_BLOCK_OFFSET_VALID)) {
+        int64_t file_pnum;
+        int ret2 = bdrv_co_block_status(local_file, want_zero, local_map,
+                                        *pnum, &file_pnum, NULL, NULL);
+
+        /* extra precision only: an error here changes nothing */
+        if (ret2 >= 0) {
+            if ((ret2 & BDRV_BLOCK_EOF) &&
+                (!file_pnum || (ret2 & BDRV_BLOCK_ZERO))) {
+                /* the file ends before the format's data: reads as zero */
+                ret |= BDRV_BLOCK_ZERO;
+            } else {
+                *pnum = file_pnum;
+                ret |= ret2 & BDRV_BLOCK_ZERO;
+            }
+        }
+    }
+    ret &= ~BDRV_BLOCK_RECURSE;
+    bdrv_dec_in_flight(bs);
+
+eof_out:
+    if (ret >= 0 && offset + *pnum == total) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+early_out:
+    if (file) {
+        *file = local_file;
+    }
+    if (map) {
+        *map = local_map;
+    }
+    return ret;
+}
+
+/*
+ * Walks from @bs down the filter/backing chain to @base (included when
+ * @include_base).  The first layer that has the range allocated answers;
+ * *depth counts the layers asked.
+ */
+static int coroutine_fn bdrv_co_common_block_status_above(
+    BlockDriverState *bs, BlockDriverState *base, bool include_base,
+    bool want_zero, int64_t offset, int64_t bytes, int64_t *pnum,
+    int64_t *map, BlockDriverState **file, int *depth)
+{
+    BlockDriverState *p;
+    int64_t eof = 0;
+    int dummy;
+    int ret;
+
+    if (!depth) {
+        depth = &dummy;
+    }
+    *depth = 0;
+    if (!include_base && bs == base) {
+        *pnum = bytes;
+        return 0;
+    }
+    ret = bdrv_co_block_status(bs, want_zero, offset, bytes, pnum, map, file);
+    ++*depth;
+    if (ret < 0 || *pnum == 0 || (ret & BDRV_BLOCK_ALLOCATED) || bs == base) {
+        return ret;
+    }
+    if (ret & BDRV_BLOCK_EOF) {
+        eof = offset + *pnum;
+    }
+    bytes = *pnum;
+
+    for (p = bdrv_filter_or_cow_bs(bs); p && (include_base || p != base);
+         p = bdrv_filter_or_cow_bs(p)) {
+        ret = bdrv_co_block_status(p, want_zero, offset, bytes, pnum, map,
+                                   file);
+        ++*depth;
+        if (ret < 0) {
+            return ret;
+        }
+        if (*pnum == 0) {
+            /*
+             * This layer is shorter than the one above: past its end the
+             * upper layer reads zeroes, as if they were allocated here.
+             */
+            *pnum = bytes;
+            if (file) {
+                *file = p;
+            }
+            ret = BDRV_BLOCK_ZERO | BDRV_BLOCK_ALLOCATED;
+            break;
+        }
+        if (ret & BDRV_BLOCK_ALLOCATED) {
+            /* this layer's EOF is not the top layer's */
+            ret &= ~BDRV_BLOCK_EOF;
+            break;
+        }
+        if (p == base) {
+            break;
+        }
+        bytes = *pnum;
+    }
+    if (eof && offset + *pnum == eof) {
+        ret |= BDRV_BLOCK_EOF;
+    }
+    return ret;
+}
+
+int coroutine_fn bdrv_co_block_status_above(BlockDriverState *bs,
+                                            BlockDriverState *base,
+                                            bool want_zero, int64_t offset,
+                                            int64_t bytes, int64_t *pnum,
+                                            int64_t *map,
+                                            BlockDriverState **file,
+                                            int *depth)
+{
+    return bdrv_co_common_block_status_above(bs, base, false, want_zero,
+                                             offset, bytes, pnum, map, file,
+                                             depth);
+}
+
+int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, int64_t *pnum)
+{
+    int64_t dummy;
+    int ret;
+
+    ret = bdrv_co_common_block_status_above(bs, bs, true, false, offset,
+                                            bytes, pnum ? pnum : &dummy,
+                                            NULL, NULL, NULL);
+    if (ret < 0) {
+        return ret;
+    }
+    return !!(ret & BDRV_BLOCK_ALLOCATED);
+}
+
+/* ---- synchronous wrappers ---- */
+
+typedef enum BdrvSyncOp {
+    BDRV_SYNC_READ,
+    BDRV_SYNC_WRITE,
+    BDRV_SYNC_FLUSH,
+    BDRV_SYNC_TRUNCATE,
+    BDRV_SYNC_BLOCK_STATUS,
+    BDRV_SYNC_BLOCK_STATUS_ABOVE,
+    BDRV_SYNC_IS_ALLOCATED,
+} BdrvSyncOp;
+
+typedef struct BdrvSyncCo {
+    BdrvSyncOp op;
+    BdrvChild *child;
+    BlockDriverState *bs;
+    BlockDriverState *base;
+    int64_t offset;
+    int64_t bytes;
+    QEMUIOVector *qiov;
+    BdrvRequestFlags flags;
+    bool exact;
+    PreallocMode prealloc;
+    Error **errp;
+    int64_t *pnum;
+    int64_t *map;
+    BlockDriverState **file;
+    int *depth;
+    int ret;
+    bool done;
+} BdrvSyncCo;
+
+static void coroutine_fn bdrv_sync_co_entry(void *opaque)
+{
+    BdrvSyncCo *s = opaque;
+
+    switch (s->op) {
+    case BDRV_SYNC_READ:
+        s->ret = bdrv_co_preadv(s->child, s->offset, s->bytes, s->qiov,
+                                s->flags);
+        break;
+    case BDRV_SYNC_WRITE:
+        s->ret = bdrv_co_pwritev(s->child, s->offset, s->bytes, s->qiov,
+                                 s->flags);
+        break;
+    case BDRV_SYNC_FLUSH:
+        s->ret = bdrv_co_flush(s->bs);
+        break;
+    case BDRV_SYNC_TRUNCATE:
+        s->ret = bdrv_co_truncate(s->child, s->offset, s->exact, s->prealloc,
+                                  s->flags, s->errp);
+        break;
+    case BDRV_SYNC_BLOCK_STATUS:
+        s->ret = bdrv_co_block_status(s->bs, true, s->offset, s->bytes,
+                                      s->pnum, s->map, s->file);
+        break;
+    case BDRV_SYNC_BLOCK_STATUS_ABOVE:
+        s->ret = bdrv_co_block_status_above(s->bs, s->base, true, s->offset,
+                                            s->bytes, s->pnum, s->map,
+                                            s->file, s->depth);
+        break;
+    case BDRV_SYNC_IS_ALLOCATED:
+        s->ret = bdrv_co_is_allocated(s->bs, s->offset, s->bytes, s->pnum);
+        break;
+    }
+    s->done = true;
+}
+
+/* Runs @s in coroutine context: directly, or in a new coroutine polled. */
+static int bdrv_run_sync(BlockDriverState *bs, BdrvSyncCo *s)
+{
+    if (qemu_in_coroutine()) {
+        bdrv_sync_co_entry(s);
+    } else {
+        Coroutine *co = qemu_coroutine_create(bdrv_sync_co_entry, s);
+
+        qemu_coroutine_enter(co);
+        AIO_WAIT_WHILE(bdrv_io_context(bs), !s->done);
+    }
+    return s->ret;
+}
+
+static BlockDriverState *bdrv_child_bs(BdrvChild *child)
+{
+    return child ? child->bs : NULL;
+}
+
+int bdrv_pread(BdrvChild *child, int64_t offset, int64_t bytes, void *buf,
+               BdrvRequestFlags flags)
+{
+    QEMUIOVector qiov;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_READ, .child = child, .offset = offset,
+        .bytes = bytes, .qiov = &qiov, .flags = flags,
+    };
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    return bdrv_run_sync(bdrv_child_bs(child), &s);
+}
+
+int bdrv_pwrite(BdrvChild *child, int64_t offset, int64_t bytes,
+                const void *buf, BdrvRequestFlags flags)
+{
+    QEMUIOVector qiov;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_WRITE, .child = child, .offset = offset,
+        .bytes = bytes, .qiov = &qiov, .flags = flags,
+    };
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    qemu_iovec_init_buf(&qiov, (void *)buf, bytes);
+    return bdrv_run_sync(bdrv_child_bs(child), &s);
+}
+
+int bdrv_pwrite_sync(BdrvChild *child, int64_t offset, int64_t bytes,
+                     const void *buf, BdrvRequestFlags flags)
+{
+    int ret = bdrv_pwrite(child, offset, bytes, buf, flags);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_flush(bdrv_child_bs(child));
+}
+
+int bdrv_pwrite_zeroes(BdrvChild *child, int64_t offset, int64_t bytes,
+                       BdrvRequestFlags flags)
+{
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_WRITE, .child = child, .offset = offset,
+        .bytes = bytes, .flags = flags | BDRV_REQ_ZERO_WRITE,
+    };
+
+    if (child && child->bs && !(child->bs->open_flags & BDRV_O_UNMAP)) {
+        s.flags &= ~BDRV_REQ_MAY_UNMAP;
+    }
+    return bdrv_run_sync(bdrv_child_bs(child), &s);
+}
+
+int bdrv_flush(BlockDriverState *bs)
+{
+    BdrvSyncCo s = { .op = BDRV_SYNC_FLUSH, .bs = bs };
+
+    return bdrv_run_sync(bs, &s);
+}
+
+int bdrv_truncate(BdrvChild *child, int64_t offset, bool exact,
+                  PreallocMode prealloc, BdrvRequestFlags flags,
+                  Error **errp)
+{
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_TRUNCATE, .child = child, .offset = offset,
+        .exact = exact, .prealloc = prealloc, .flags = flags, .errp = errp,
+    };
+
+    return bdrv_run_sync(bdrv_child_bs(child), &s);
+}
+
+int bdrv_block_status(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                      int64_t *pnum, int64_t *map, BlockDriverState **file)
+{
+    int64_t dummy;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_BLOCK_STATUS, .bs = bs, .offset = offset,
+        .bytes = bytes, .pnum = pnum ? pnum : &dummy, .map = map,
+        .file = file,
+    };
+
+    return bdrv_run_sync(bs, &s);
+}
+
+int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
+                            int64_t offset, int64_t bytes, int64_t *pnum,
+                            int64_t *map, BlockDriverState **file,
+                            int *depth)
+{
+    int64_t dummy;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_BLOCK_STATUS_ABOVE, .bs = bs, .base = base,
+        .offset = offset, .bytes = bytes, .pnum = pnum ? pnum : &dummy,
+        .map = map, .file = file, .depth = depth,
+    };
+
+    return bdrv_run_sync(bs, &s);
+}
+
+int bdrv_is_allocated(BlockDriverState *bs, int64_t offset, int64_t bytes,
+                      int64_t *pnum)
+{
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_IS_ALLOCATED, .bs = bs, .offset = offset,
+        .bytes = bytes, .pnum = pnum,
+    };
+
+    return bdrv_run_sync(bs, &s);
+}
+
+/* ---- drain ---- */
+
+static bool bdrv_subtree_quiesced(BlockDriverState *bs,
+                                  BlockDriverState **found)
+{
+    GList *l;
+
+    if (bs->quiesce_counter > 0) {
+        *found = bs;
+        return true;
+    }
+    for (l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->bs && bdrv_subtree_quiesced(c->bs, found)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool bdrv_ancestors_quiesced(BlockDriverState *bs,
+                                    BlockDriverState **found)
+{
+    GList *l;
+
+    for (l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (!c->parent) {
+            continue;
+        }
+        if (c->parent->quiesce_counter > 0) {
+            *found = c->parent;
+            return true;
+        }
+        if (bdrv_ancestors_quiesced(c->parent, found)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+BlockDriverState *bdrv_drain_barrier(BlockDriverState *bs)
+{
+    BlockDriverState *found = NULL;
+
+    if (likely(!bdrv_quiesced_nodes) || !bs) {
+        return NULL;
+    }
+    if (bdrv_subtree_quiesced(bs, &found) ||
+        bdrv_ancestors_quiesced(bs, &found)) {
+        return found;
+    }
+    return NULL;
+}
+
+static bool bdrv_subtree_busy(BlockDriverState *bs)
+{
+    GList *l;
+
+    if (bs->in_flight > 0) {
+        return true;
+    }
+    for (l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->bs && bdrv_subtree_busy(c->bs)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Requests above @bs: parent nodes' and BlockBackends'. */
+static bool bdrv_ancestors_busy(BlockDriverState *bs)
+{
+    GList *l;
+
+    for (l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->parent) {
+            if (c->parent->in_flight > 0 || bdrv_ancestors_busy(c->parent)) {
+                return true;
+            }
+        } else if (c->parent_blk && blk_in_flight(c->parent_blk) > 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool bdrv_drain_busy(BlockDriverState *bs)
+{
+    return bdrv_subtree_busy(bs) || bdrv_ancestors_busy(bs);
+}
+
+void bdrv_drained_begin(BlockDriverState *bs)
+{
+    AioContext *ctx = bdrv_io_context(bs);
+
+    if (bs->quiesce_counter++ == 0) {
+        bdrv_quiesced_nodes++;
+    }
+    if (!qemu_in_coroutine()) {
+        AIO_WAIT_WHILE(ctx, bdrv_drain_busy(bs));
+        return;
+    }
+    /* a coroutine must not poll: it lets the loop run a round and looks */
+    while (bdrv_drain_busy(bs)) {
+        aio_co_schedule(ctx, qemu_coroutine_self());
+        qemu_coroutine_yield();
+    }
+}
+
+void bdrv_drained_end(BlockDriverState *bs)
+{
+    assert(bs->quiesce_counter > 0);
+    if (--bs->quiesce_counter == 0) {
+        assert(bdrv_quiesced_nodes > 0);
+        bdrv_quiesced_nodes--;
+        qemu_co_queue_restart_all(&bs->drain_queue);
+    }
+}
+
+void bdrv_drain(BlockDriverState *bs)
+{
+    bdrv_drained_begin(bs);
+    bdrv_drained_end(bs);
+}
+
+void bdrv_drain_all(void)
+{
+    BlockBackend *blk;
+    BlockDriverState *bs;
+
+    for (blk = blk_next(NULL); blk; blk = blk_next(blk)) {
+        blk_drain(blk);
+    }
+    for (bs = bdrv_next_node(NULL); bs; bs = bdrv_next_node(bs)) {
+        bdrv_drain(bs);
+    }
+}
