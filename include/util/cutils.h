@@ -31,6 +31,14 @@ int qemu_strtoi(const char *nptr, const char **end, int base, int *result);
  * qemu-img info and qemu-io.  Caller frees with g_free().
  */
 char *size_to_str(uint64_t val);
+/*
+ * The format of qemu-io's summary lines, which differs from qemu-img's:
+ * three decimals with ".000" dropped ("1.500 MiB", "1 MiB", "1023 KiB"),
+ * and "bytes" with six decimals below 1 KiB ("512 bytes",
+ * "537.764802 bytes").  Takes a double because rates are fractional.
+ * Caller frees with g_free().
+ */
+char *size_to_str_io(double value);
 
 /*
  * Parses a boolean option value: on/off, yes/no, true/false, 1/0 is not

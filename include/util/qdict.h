@@ -37,9 +37,17 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(QDict, qdict_unref)
 void qdict_put_str(QDict *qdict, const char *key, const char *value);
 void qdict_put_int(QDict *qdict, const char *key, int64_t value);
 void qdict_put_bool(QDict *qdict, const char *key, bool value);
+/*
+ * Sets @key to a copy of @value with an explicit type: the text of a
+ * number ("4096", "1.5"), "true"/"false" for a boolean, NULL (and only
+ * NULL) for QTYPE_QNULL.  For parsers and copies that keep types.
+ */
+void qdict_put_typed(QDict *qdict, const char *key, const char *value,
+                     QType type);
 /* Sets @key only if it is not set yet. */
 void qdict_set_default_str(QDict *qdict, const char *key, const char *value);
 
+/* The text of the value, whatever its type; NULL if absent or null. */
 const char *qdict_get_try_str(const QDict *qdict, const char *key);
 bool qdict_haskey(const QDict *qdict, const char *key);
 /* Returns true if the key was present. */
