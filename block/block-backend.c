@@ -1,1 +1,832 @@
-/* placeholder: being written */
+/*
+ * BlockBackend: a user's handle on a node graph (see block-backend.h).
+ *
+ * Invariants:
+ *  1. blk->in_flight counts the requests of this backend from their entry
+ *     (or submission, for the aio forms) until their completion has been
+ *     reported (the aio callback has returned).  A request waiting at the
+ *     drain barrier is not counted, so drain never waits for it.
+ *  2. Writethrough: a write, zero write or compressed write that succeeds
+ *     is followed by a flush of the root node before it completes, when
+ *     blk->enable_write_cache is false at the moment the write returned
+ *     from the graph.  The flag is read there and nowhere else.
+ *  3. An aio callback runs from blk->done_bh, i.e. from the event loop
+ *     and outside coroutine context, never before blk_aio_*() returned,
+ *     in completion order.
+ *  4. Each request is accounted exactly once into blk->stats (done, failed
+ *     or invalid); a writethrough flush is accounted as a flush of its own.
+ *
+ * Everything runs in the thread of blk->ctx.
+ */
+
+#include "block/block_int.h"
+#include "block/accounting.h"
+#include "qblock/block-backend.h"
+#include "io-internal.h"
+
+typedef enum BlkAioOp {
+    BLK_AIO_READ,
+    BLK_AIO_WRITE,
+    BLK_AIO_WRITE_ZEROES,
+    BLK_AIO_DISCARD,
+    BLK_AIO_FLUSH,
+    BLK_AIO_WRITE_COMPRESSED,
+} BlkAioOp;
+
+struct BlockAIOCB {
+    BlockBackend *blk;
+    BlockCompletionFunc *cb;
+    void *opaque;
+    BlkAioOp op;
+    int64_t offset;
+    int64_t bytes;
+    QEMUIOVector *qiov;
+    BdrvRequestFlags flags;
+    int ret;
+    bool done;              /* the request has finished */
+    bool returned;          /* blk_aio_*() has returned to its caller */
+    BlockAIOCB *next;       /* in blk's completion list or free list */
+};
+
+struct BlockBackend {
+    char *name;
+    int refcnt;
+    AioContext *ctx;
+    BdrvChild *root;
+    uint64_t perm;
+    uint64_t shared_perm;
+    bool enable_write_cache;
+    bool allow_write_beyond_eof;
+    BlockAcctStats stats;
+    unsigned int in_flight;
+    /* finished aio requests whose callbacks are due, oldest first */
+    BlockAIOCB *done_head;
+    BlockAIOCB **done_tail;
+    QEMUBH *done_bh;
+    /* request blocks kept for reuse, so that aio requests do not allocate */
+    BlockAIOCB *free_acbs;
+    GList link;             /* entry of all_blks */
+};
+
+static GQueue all_blks = G_QUEUE_INIT;
+
+static void blk_aio_done_bh(void *opaque);
+
+BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm)
+{
+    BlockBackend *blk = g_new0(BlockBackend, 1);
+
+    blk->name = g_strdup("");
+    blk->refcnt = 1;
+    blk->ctx = ctx ? ctx : qemu_get_aio_context();
+    blk->perm = perm;
+    blk->shared_perm = shared_perm;
+    blk->enable_write_cache = true;
+    blk->done_tail = &blk->done_head;
+    blk->done_bh = aio_bh_new(blk->ctx, blk_aio_done_bh, blk);
+    blk->link.data = blk;
+    g_queue_push_tail_link(&all_blks, &blk->link);
+    return blk;
+}
+
+BlockBackend *blk_new_open(const char *filename, const char *reference,
+                           QDict *options, int flags, Error **errp)
+{
+    uint64_t perm = BLK_PERM_CONSISTENT_READ;
+    uint64_t shared = BLK_PERM_ALL;
+    BlockDriverState *bs;
+    BlockBackend *blk;
+
+    if (flags & BDRV_O_RDWR) {
+        perm |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
+    }
+    if (flags & BDRV_O_NO_SHARE) {
+        shared = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED;
+    }
+    bs = bdrv_open(filename, reference, options, flags, errp);
+    if (!bs) {
+        return NULL;
+    }
+    blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
+    blk->root = bdrv_root_attach_child(bs, "root", blk, perm, shared, errp);
+    if (!blk->root) {
+        blk_unref(blk);
+        return NULL;
+    }
+    return blk;
+}
+
+int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp)
+{
+    assert(!blk->root);
+    bdrv_ref(bs);
+    blk->root = bdrv_root_attach_child(bs, "root", blk, blk->perm,
+                                       blk->shared_perm, errp);
+    return blk->root ? 0 : -EPERM;
+}
+
+void blk_remove_bs(BlockBackend *blk)
+{
+    BdrvChild *root = blk->root;
+
+    if (!root) {
+        return;
+    }
+    blk_drain(blk);
+    blk->root = NULL;
+    bdrv_root_unref_child(root);
+}
+
+void blk_ref(BlockBackend *blk)
+{
+    assert(blk->refcnt > 0);
+    blk->refcnt++;
+}
+
+static void blk_delete(BlockBackend *blk)
+{
+    BlockAIOCB *acb;
+
+    blk_remove_bs(blk);
+    AIO_WAIT_WHILE(blk->ctx, blk->in_flight > 0);
+    assert(!blk->done_head);
+    qemu_bh_delete(blk->done_bh);
+    while ((acb = blk->free_acbs)) {
+        blk->free_acbs = acb->next;
+        g_free(acb);
+    }
+    g_queue_unlink(&all_blks, &blk->link);
+    g_free(blk->name);
+    g_free(blk);
+}
+
+void blk_unref(BlockBackend *blk)
+{
+    if (!blk) {
+        return;
+    }
+    assert(blk->refcnt > 0);
+    if (blk->refcnt > 1) {
+        blk->refcnt--;
+        return;
+    }
+    /* draining may run callbacks that take and drop references */
+    blk_drain(blk);
+    assert(blk->refcnt == 1);
+    blk->refcnt = 0;
+    blk_delete(blk);
+}
+
+BlockDriverState *blk_bs(BlockBackend *blk)
+{
+    return blk->root ? blk->root->bs : NULL;
+}
+
+AioContext *blk_get_aio_context(BlockBackend *blk)
+{
+    return blk->ctx;
+}
+
+const char *blk_name(const BlockBackend *blk)
+{
+    return blk->name;
+}
+
+void blk_set_name(BlockBackend *blk, const char *name)
+{
+    g_free(blk->name);
+    blk->name = g_strdup(name ? name : "");
+}
+
+int blk_set_perm(BlockBackend *blk, uint64_t perm, uint64_t shared_perm,
+                 Error **errp)
+{
+    if (blk->root) {
+        int ret = bdrv_child_try_set_perm(blk->root, perm, shared_perm,
+                                          errp);
+
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    blk->perm = perm;
+    blk->shared_perm = shared_perm;
+    return 0;
+}
+
+void blk_get_perm(BlockBackend *blk, uint64_t *perm, uint64_t *shared_perm)
+{
+    *perm = blk->perm;
+    *shared_perm = blk->shared_perm;
+}
+
+void blk_set_allow_write_beyond_eof(BlockBackend *blk, bool allow)
+{
+    blk->allow_write_beyond_eof = allow;
+}
+
+bool blk_enable_write_cache(BlockBackend *blk)
+{
+    return blk->enable_write_cache;
+}
+
+void blk_set_enable_write_cache(BlockBackend *blk, bool wce)
+{
+    blk->enable_write_cache = wce;
+}
+
+BlockAcctStats *blk_get_stats(BlockBackend *blk)
+{
+    return &blk->stats;
+}
+
+unsigned int blk_in_flight(BlockBackend *blk)
+{
+    return blk->in_flight;
+}
+
+BlockBackend *blk_next(BlockBackend *blk)
+{
+    GList *l = blk ? blk->link.next : all_blks.head;
+
+    return l ? l->data : NULL;
+}
+
+void *blk_try_blockalign(BlockBackend *blk, size_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    if (!bs) {
+        return qemu_try_memalign(qemu_real_host_page_size(), size);
+    }
+    return qemu_try_blockalign(bs, size);
+}
+
+void *blk_blockalign(BlockBackend *blk, size_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    if (!bs) {
+        return qemu_memalign(qemu_real_host_page_size(), size);
+    }
+    return qemu_blockalign(bs, size);
+}
+
+int64_t blk_getlength(BlockBackend *blk)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    return bdrv_getlength(bs);
+}
+
+/* ---- drain ---- */
+
+void blk_drain(BlockBackend *blk)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    if (bs) {
+        bdrv_drained_begin(bs);
+    }
+    /* the backend's own requests, also those past the graph (invariant 1) */
+    AIO_WAIT_WHILE(blk->ctx, blk->in_flight > 0);
+    if (bs) {
+        bdrv_drained_end(bs);
+    }
+}
+
+void blk_drain_all(void)
+{
+    bdrv_drain_all();
+}
+
+/* Invariant 1: not counted while it waits, so drain can finish. */
+static void coroutine_fn blk_wait_while_drained(BlockBackend *blk)
+{
+    BlockDriverState *barrier;
+
+    while ((barrier = bdrv_drain_barrier(blk_bs(blk)))) {
+        blk->in_flight--;
+        qemu_co_queue_wait(&barrier->drain_queue, NULL);
+        blk->in_flight++;
+    }
+}
+
+/* ---- coroutine requests (invariant 1: in_flight held by the caller) ---- */
+
+static bool blk_is_available(BlockBackend *blk)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    return bs && bs->drv;
+}
+
+/* The range checks QEMU's BlockBackend makes before any request. */
+static int blk_check_byte_request(BlockBackend *blk, int64_t offset,
+                                  int64_t bytes)
+{
+    int64_t len;
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    if (!blk_is_available(blk)) {
+        return -ENOMEDIUM;
+    }
+    if (offset < 0) {
+        return -EIO;
+    }
+    if (!blk->allow_write_beyond_eof) {
+        len = bdrv_getlength(blk_bs(blk));
+        if (len < 0) {
+            return len;
+        }
+        if (offset > len || len - offset < bytes) {
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
+static void blk_acct_end(BlockBackend *blk, BlockAcctCookie *cookie, int ret)
+{
+    if (ret < 0) {
+        block_acct_failed(&blk->stats, cookie);
+    } else {
+        block_acct_done(&blk->stats, cookie);
+    }
+}
+
+static int coroutine_fn blk_co_do_flush(BlockBackend *blk)
+{
+    BlockAcctCookie cookie;
+    int ret;
+
+    blk_wait_while_drained(blk);
+    if (!blk_is_available(blk)) {
+        block_acct_invalid(&blk->stats, BLOCK_ACCT_FLUSH);
+        return -ENOMEDIUM;
+    }
+    block_acct_start(&blk->stats, &cookie, 0, BLOCK_ACCT_FLUSH);
+    ret = bdrv_co_flush(blk_bs(blk));
+    blk_acct_end(blk, &cookie, ret);
+    return ret;
+}
+
+static int coroutine_fn blk_co_do_preadv(BlockBackend *blk, int64_t offset,
+                                         int64_t bytes, QEMUIOVector *qiov,
+                                         BdrvRequestFlags flags)
+{
+    BlockAcctCookie cookie;
+    int ret;
+
+    blk_wait_while_drained(blk);
+    ret = blk_check_byte_request(blk, offset, bytes);
+    if (ret < 0) {
+        block_acct_invalid(&blk->stats, BLOCK_ACCT_READ);
+        return ret;
+    }
+    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_READ);
+    ret = bdrv_co_preadv(blk->root, offset, bytes, qiov, flags);
+    blk_acct_end(blk, &cookie, ret);
+    return ret;
+}
+
+/*
+ * Every kind of write: plain (@qiov), zeroes (BDRV_REQ_ZERO_WRITE) and
+ * compressed (BDRV_REQ_WRITE_COMPRESSED).  Invariant 2.
+ */
+static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
+                                          int64_t bytes, QEMUIOVector *qiov,
+                                          BdrvRequestFlags flags)
+{
+    BlockAcctCookie cookie;
+    int ret;
+
+    blk_wait_while_drained(blk);
+    ret = blk_check_byte_request(blk, offset, bytes);
+    if (ret < 0) {
+        block_acct_invalid(&blk->stats, BLOCK_ACCT_WRITE);
+        return ret;
+    }
+    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_WRITE);
+    if (flags & BDRV_REQ_ZERO_WRITE) {
+        ret = bdrv_co_pwrite_zeroes(blk->root, offset, bytes,
+                                    flags & ~BDRV_REQ_ZERO_WRITE);
+    } else {
+        ret = bdrv_co_pwritev(blk->root, offset, bytes, qiov, flags);
+    }
+    if (ret == 0) {
+        block_acct_write_end(&blk->stats, offset + bytes);
+        if (!blk->enable_write_cache) {
+            ret = blk_co_do_flush(blk);
+        }
+    }
+    blk_acct_end(blk, &cookie, ret);
+    return ret;
+}
+
+static int coroutine_fn blk_co_do_pdiscard(BlockBackend *blk, int64_t offset,
+                                           int64_t bytes)
+{
+    BlockAcctCookie cookie;
+    int ret;
+
+    blk_wait_while_drained(blk);
+    ret = blk_check_byte_request(blk, offset, bytes);
+    if (ret < 0) {
+        block_acct_invalid(&blk->stats, BLOCK_ACCT_UNMAP);
+        return ret;
+    }
+    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_UNMAP);
+    ret = bdrv_co_pdiscard(blk->root, offset, bytes);
+    blk_acct_end(blk, &cookie, ret);
+    return ret;
+}
+
+int coroutine_fn blk_co_preadv(BlockBackend *blk, int64_t offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_preadv(blk, offset, bytes, qiov, flags);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_pwritev(BlockBackend *blk, int64_t offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
+                            flags & ~BDRV_REQ_ZERO_WRITE);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_pwrite_zeroes(BlockBackend *blk, int64_t offset,
+                                      int64_t bytes, BdrvRequestFlags flags)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_pwritev(blk, offset, bytes, NULL,
+                            flags | BDRV_REQ_ZERO_WRITE);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_pwritev_compressed(BlockBackend *blk, int64_t offset,
+                                           int64_t bytes, QEMUIOVector *qiov)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
+                            BDRV_REQ_WRITE_COMPRESSED);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_pdiscard(BlockBackend *blk, int64_t offset,
+                                 int64_t bytes)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_pdiscard(blk, offset, bytes);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_flush(BlockBackend *blk)
+{
+    int ret;
+
+    blk->in_flight++;
+    ret = blk_co_do_flush(blk);
+    blk->in_flight--;
+    return ret;
+}
+
+int coroutine_fn blk_co_truncate(BlockBackend *blk, int64_t offset,
+                                 bool exact, PreallocMode prealloc,
+                                 BdrvRequestFlags flags, Error **errp)
+{
+    int ret;
+
+    blk->in_flight++;
+    blk_wait_while_drained(blk);
+    if (!blk_is_available(blk)) {
+        error_setg(errp, "No medium inserted");
+        ret = -ENOMEDIUM;
+    } else {
+        ret = bdrv_co_truncate(blk->root, offset, exact, prealloc, flags,
+                               errp);
+    }
+    blk->in_flight--;
+    return ret;
+}
+
+/* ---- asynchronous requests ---- */
+
+static BlockAIOCB *blk_acb_get(BlockBackend *blk)
+{
+    BlockAIOCB *acb = blk->free_acbs;
+
+    if (acb) {
+        blk->free_acbs = acb->next;
+    } else {
+        acb = g_new(BlockAIOCB, 1);
+    }
+    return acb;
+}
+
+/* Invariant 3: the callback is due; run it from the loop. */
+static void blk_aio_queue_done(BlockAIOCB *acb)
+{
+    BlockBackend *blk = acb->blk;
+
+    acb->next = NULL;
+    *blk->done_tail = acb;
+    blk->done_tail = &acb->next;
+    qemu_bh_schedule(blk->done_bh);
+}
+
+static void blk_aio_done_bh(void *opaque)
+{
+    BlockBackend *blk = opaque;
+    BlockAIOCB *acb;
+
+    blk_ref(blk);
+    while ((acb = blk->done_head)) {
+        blk->done_head = acb->next;
+        if (!blk->done_head) {
+            blk->done_tail = &blk->done_head;
+        } else {
+            /* a callback that polls the loop completes the rest itself */
+            qemu_bh_schedule(blk->done_bh);
+        }
+        acb->cb(acb->opaque, acb->ret);
+        blk->in_flight--;
+        acb->next = blk->free_acbs;
+        blk->free_acbs = acb;
+    }
+    qemu_bh_cancel(blk->done_bh);
+    blk_unref(blk);
+}
+
+static void coroutine_fn blk_aio_entry(void *opaque)
+{
+    BlockAIOCB *acb = opaque;
+    BlockBackend *blk = acb->blk;
+
+    switch (acb->op) {
+    case BLK_AIO_READ:
+        acb->ret = blk_co_do_preadv(blk, acb->offset, acb->bytes, acb->qiov,
+                                    acb->flags);
+        break;
+    case BLK_AIO_WRITE:
+    case BLK_AIO_WRITE_ZEROES:
+    case BLK_AIO_WRITE_COMPRESSED:
+        acb->ret = blk_co_do_pwritev(blk, acb->offset, acb->bytes, acb->qiov,
+                                     acb->flags);
+        break;
+    case BLK_AIO_DISCARD:
+        acb->ret = blk_co_do_pdiscard(blk, acb->offset, acb->bytes);
+        break;
+    case BLK_AIO_FLUSH:
+        acb->ret = blk_co_do_flush(blk);
+        break;
+    }
+    acb->done = true;
+    if (acb->returned) {
+        blk_aio_queue_done(acb);
+    }
+}
+
+static BlockAIOCB *blk_aio_submit(BlockBackend *blk, BlkAioOp op,
+                                  int64_t offset, int64_t bytes,
+                                  QEMUIOVector *qiov, BdrvRequestFlags flags,
+                                  BlockCompletionFunc *cb, void *opaque)
+{
+    BlockAIOCB *acb = blk_acb_get(blk);
+    Coroutine *co;
+
+    *acb = (BlockAIOCB) {
+        .blk = blk,
+        .cb = cb,
+        .opaque = opaque,
+        .op = op,
+        .offset = offset,
+        .bytes = bytes,
+        .qiov = qiov,
+        .flags = flags,
+    };
+    blk->in_flight++;
+    co = qemu_coroutine_create(blk_aio_entry, acb);
+    qemu_coroutine_enter(co);
+    acb->returned = true;
+    if (acb->done) {
+        blk_aio_queue_done(acb);
+    }
+    return acb;
+}
+
+BlockAIOCB *blk_aio_preadv(BlockBackend *blk, int64_t offset,
+                           QEMUIOVector *qiov, BdrvRequestFlags flags,
+                           BlockCompletionFunc *cb, void *opaque)
+{
+    return blk_aio_submit(blk, BLK_AIO_READ, offset, qiov->size, qiov,
+                          flags, cb, opaque);
+}
+
+BlockAIOCB *blk_aio_pwritev(BlockBackend *blk, int64_t offset,
+                            QEMUIOVector *qiov, BdrvRequestFlags flags,
+                            BlockCompletionFunc *cb, void *opaque)
+{
+    return blk_aio_submit(blk, BLK_AIO_WRITE, offset, qiov->size, qiov,
+                          flags & ~BDRV_REQ_ZERO_WRITE, cb, opaque);
+}
+
+BlockAIOCB *blk_aio_pwrite_zeroes(BlockBackend *blk, int64_t offset,
+                                  int64_t bytes, BdrvRequestFlags flags,
+                                  BlockCompletionFunc *cb, void *opaque)
+{
+    return blk_aio_submit(blk, BLK_AIO_WRITE_ZEROES, offset, bytes, NULL,
+                          flags | BDRV_REQ_ZERO_WRITE, cb, opaque);
+}
+
+BlockAIOCB *blk_aio_pdiscard(BlockBackend *blk, int64_t offset,
+                             int64_t bytes, BlockCompletionFunc *cb,
+                             void *opaque)
+{
+    return blk_aio_submit(blk, BLK_AIO_DISCARD, offset, bytes, NULL, 0, cb,
+                          opaque);
+}
+
+BlockAIOCB *blk_aio_flush(BlockBackend *blk, BlockCompletionFunc *cb,
+                          void *opaque)
+{
+    return blk_aio_submit(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0, cb, opaque);
+}
+
+/* ---- synchronous requests ---- */
+
+typedef struct BlkSyncCo {
+    int ret;
+    bool done;
+} BlkSyncCo;
+
+static void blk_sync_cb(void *opaque, int ret)
+{
+    BlkSyncCo *s = opaque;
+
+    s->ret = ret;
+    s->done = true;
+}
+
+/* Outside coroutine context: submit as aio and poll until it completes. */
+static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
+                            int64_t bytes, QEMUIOVector *qiov,
+                            BdrvRequestFlags flags)
+{
+    BlkSyncCo s = { 0 };
+
+    if (qemu_in_coroutine()) {
+        int ret;
+
+        blk->in_flight++;
+        switch (op) {
+        case BLK_AIO_READ:
+            ret = blk_co_do_preadv(blk, offset, bytes, qiov, flags);
+            break;
+        case BLK_AIO_DISCARD:
+            ret = blk_co_do_pdiscard(blk, offset, bytes);
+            break;
+        case BLK_AIO_FLUSH:
+            ret = blk_co_do_flush(blk);
+            break;
+        default:
+            ret = blk_co_do_pwritev(blk, offset, bytes, qiov, flags);
+            break;
+        }
+        blk->in_flight--;
+        return ret;
+    }
+    blk_aio_submit(blk, op, offset, bytes, qiov, flags, blk_sync_cb, &s);
+    AIO_WAIT_WHILE(blk->ctx, !s.done);
+    return s.ret;
+}
+
+int blk_preadv(BlockBackend *blk, int64_t offset, int64_t bytes,
+               QEMUIOVector *qiov, BdrvRequestFlags flags)
+{
+    return blk_sync_request(blk, BLK_AIO_READ, offset, bytes, qiov, flags);
+}
+
+int blk_pwritev(BlockBackend *blk, int64_t offset, int64_t bytes,
+                QEMUIOVector *qiov, BdrvRequestFlags flags)
+{
+    return blk_sync_request(blk, BLK_AIO_WRITE, offset, bytes, qiov,
+                            flags & ~BDRV_REQ_ZERO_WRITE);
+}
+
+int blk_pread(BlockBackend *blk, int64_t offset, int64_t bytes, void *buf,
+              BdrvRequestFlags flags)
+{
+    QEMUIOVector qiov;
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    return blk_preadv(blk, offset, bytes, &qiov, flags);
+}
+
+int blk_pwrite(BlockBackend *blk, int64_t offset, int64_t bytes,
+               const void *buf, BdrvRequestFlags flags)
+{
+    QEMUIOVector qiov;
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    qemu_iovec_init_buf(&qiov, (void *)buf, bytes);
+    return blk_pwritev(blk, offset, bytes, &qiov, flags);
+}
+
+int blk_pwrite_zeroes(BlockBackend *blk, int64_t offset, int64_t bytes,
+                      BdrvRequestFlags flags)
+{
+    return blk_sync_request(blk, BLK_AIO_WRITE_ZEROES, offset, bytes, NULL,
+                            flags | BDRV_REQ_ZERO_WRITE);
+}
+
+int blk_pwrite_compressed(BlockBackend *blk, int64_t offset, int64_t bytes,
+                          const void *buf)
+{
+    QEMUIOVector qiov;
+
+    if (bytes < 0) {
+        return -EIO;
+    }
+    qemu_iovec_init_buf(&qiov, (void *)buf, bytes);
+    return blk_sync_request(blk, BLK_AIO_WRITE_COMPRESSED, offset, bytes,
+                            &qiov, BDRV_REQ_WRITE_COMPRESSED);
+}
+
+int blk_pdiscard(BlockBackend *blk, int64_t offset, int64_t bytes)
+{
+    return blk_sync_request(blk, BLK_AIO_DISCARD, offset, bytes, NULL, 0);
+}
+
+int blk_flush(BlockBackend *blk)
+{
+    return blk_sync_request(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0);
+}
+
+typedef struct BlkTruncateCo {
+    BlockBackend *blk;
+    int64_t offset;
+    bool exact;
+    PreallocMode prealloc;
+    BdrvRequestFlags flags;
+    Error **errp;
+    int ret;
+    bool done;
+} BlkTruncateCo;
+
+static void coroutine_fn blk_truncate_entry(void *opaque)
+{
+    BlkTruncateCo *s = opaque;
+
+    s->ret = blk_co_truncate(s->blk, s->offset, s->exact, s->prealloc,
+                             s->flags, s->errp);
+    s->done = true;
+}
+
+int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
+                 PreallocMode prealloc, BdrvRequestFlags flags, Error **errp)
+{
+    BlkTruncateCo s = {
+        .blk = blk, .offset = offset, .exact = exact, .prealloc = prealloc,
+        .flags = flags, .errp = errp,
+    };
+
+    if (qemu_in_coroutine()) {
+        blk_truncate_entry(&s);
+    } else {
+        qemu_coroutine_enter(qemu_coroutine_create(blk_truncate_entry, &s));
+        AIO_WAIT_WHILE(blk->ctx, !s.done);
+    }
+    return s.ret;
+}
