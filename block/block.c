@@ -1,1 +1,2049 @@
-/* placeholder: being written */
+/*
+ * The node graph: the driver registry, opening nodes from options, child
+ * edges and references, permissions, reopen, image creation, and the
+ * queries that need no request path (that is block/io.c).
+ *
+ * Invariants:
+ *  1. Every node is in all_bdrv_states from bdrv_new() until it is freed,
+ *     and once opened has a node name unique among them (given by the user
+ *     or "#blockN").
+ *  2. bs->refcnt counts the edges pointing at the node plus the references
+ *     of bdrv_open()/bdrv_ref() callers; at zero the node is drained,
+ *     closed, its children unreferenced and it is freed.
+ *  3. bs->perm is the union of the perm of the edges in bs->parents and
+ *     bs->shared_perm the intersection of their shared_perm (everything
+ *     when there is none); no edge uses a permission that another edge to
+ *     the same node does not share.  An update checks every node below the
+ *     changed edge (drv->bdrv_check_perm) before it commits all of them
+ *     (drv->bdrv_set_perm), or rolls all of them back.
+ *  4. A read-only node grants neither WRITE nor WRITE_UNCHANGED.
+ *  5. bs->options holds the node's own options (children's removed,
+ *     "driver" included, the common options of qapi_opts_bdrv_common
+ *     absorbed into open_flags and fields).
+ *
+ * All of this runs in the main loop thread outside coroutine context; the
+ * coroutine callbacks of drivers (create, check) are run by bdrv_run_co().
+ */
+#include "block/block_int.h"
+#include "qblock/block-backend.h"
+#include "util/cutils.h"
+#include "qapi-opts.h"
+
+#include <libgen.h>
+
+/* How much of an image format probing reads (all formats decide on it). */
+#define BDRV_PROBE_BUF_SIZE 2048
+
+static GSList *bdrv_drivers;            /* BlockDriver *, registration order */
+static GQueue all_bdrv_states = G_QUEUE_INIT;
+static unsigned int bdrv_node_counter;  /* for "#blockN" names */
+
+/* Images whose backing file is being opened, innermost last (loops). */
+static GPtrArray *bdrv_backing_stack;
+
+/* ---------------------------------------------------------------------- */
+/* Driver registry */
+
+void bdrv_register(BlockDriver *bdrv)
+{
+    if (!g_slist_find(bdrv_drivers, bdrv)) {
+        bdrv_drivers = g_slist_append(bdrv_drivers, bdrv);
+    }
+}
+
+void bdrv_init(void)
+{
+    /*
+     * The drivers registered themselves from constructors; what is left is
+     * to make the calling thread the owner of the main context.
+     */
+    qemu_get_aio_context();
+}
+
+BlockDriver *bdrv_find_format(const char *format_name)
+{
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        BlockDriver *drv = l->data;
+
+        if (!strcmp(drv->format_name, format_name)) {
+            return drv;
+        }
+    }
+    return NULL;
+}
+
+/* "proto:rest" names a protocol; "dir/a:b" is a path (as in QEMU). */
+static bool bdrv_path_has_protocol(const char *path)
+{
+    return path[strcspn(path, ":/")] == ':';
+}
+
+BlockDriver *bdrv_find_protocol(const char *filename,
+                                bool allow_protocol_prefix, Error **errp)
+{
+    size_t len;
+
+    if (!allow_protocol_prefix || !bdrv_path_has_protocol(filename)) {
+        BlockDriver *drv = bdrv_find_format("file");
+
+        if (!drv) {
+            error_setg(errp, "Unknown protocol 'file'");
+        }
+        return drv;
+    }
+
+    len = strcspn(filename, ":");
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        BlockDriver *drv = l->data;
+
+        if (drv->protocol_name && strlen(drv->protocol_name) == len &&
+            !strncmp(drv->protocol_name, filename, len)) {
+            return drv;
+        }
+    }
+    error_setg(errp, "Unknown protocol '%.*s'", (int)len, filename);
+    return NULL;
+}
+
+static gint bdrv_name_cmp(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void bdrv_iterate_format(void (*fn)(void *opaque, const char *name),
+                         void *opaque)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        BlockDriver *drv = l->data;
+
+        g_ptr_array_add(names, (gpointer)drv->format_name);
+    }
+    g_ptr_array_sort(names, bdrv_name_cmp);
+    for (guint i = 0; i < names->len; i++) {
+        if (i > 0 && !strcmp(names->pdata[i], names->pdata[i - 1])) {
+            continue;
+        }
+        fn(opaque, names->pdata[i]);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Nodes and node names */
+
+static BlockDriverState *bdrv_new(void)
+{
+    BlockDriverState *bs = g_new0(BlockDriverState, 1);
+
+    bs->refcnt = 1;
+    bs->aio_context = qemu_get_aio_context();
+    bs->shared_perm = BLK_PERM_ALL;
+    qemu_co_queue_init(&bs->drain_queue);
+    qemu_co_queue_init(&bs->flush_queue);
+    g_queue_push_tail(&all_bdrv_states, bs);
+    bs->all_link = g_queue_peek_tail_link(&all_bdrv_states);
+    return bs;
+}
+
+BlockDriverState *bdrv_find_node(const char *node_name)
+{
+    for (GList *l = all_bdrv_states.head; l; l = l->next) {
+        BlockDriverState *bs = l->data;
+
+        if (bs->node_name[0] && !strcmp(bs->node_name, node_name)) {
+            return bs;
+        }
+    }
+    return NULL;
+}
+
+BlockDriverState *bdrv_next_node(BlockDriverState *bs)
+{
+    GList *l = bs ? bs->all_link->next : all_bdrv_states.head;
+
+    for (; l; l = l->next) {
+        BlockDriverState *next = l->data;
+
+        if (next->node_name[0]) {
+            return next;
+        }
+    }
+    return NULL;
+}
+
+/* A letter, then letters, digits, '-', '.' and '_' (QEMU's identifiers). */
+static bool bdrv_node_name_valid(const char *name)
+{
+    if (!g_ascii_isalpha(name[0])) {
+        return false;
+    }
+    for (const char *p = name + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int bdrv_assign_node_name(BlockDriverState *bs, const char *node_name,
+                                 Error **errp)
+{
+    if (!node_name) {
+        /* '#' cannot start a user's name, so generated ones never clash */
+        snprintf(bs->node_name, sizeof(bs->node_name), "#block%u",
+                 bdrv_node_counter++);
+        return 0;
+    }
+    if (!bdrv_node_name_valid(node_name)) {
+        error_setg(errp, "Invalid node-name: '%s'", node_name);
+        return -EINVAL;
+    }
+    if (bdrv_find_node(node_name)) {
+        error_setg(errp, "Duplicate nodes with node-name='%s'", node_name);
+        return -EINVAL;
+    }
+    if (strlen(node_name) >= sizeof(bs->node_name)) {
+        error_setg(errp, "Node name too long");
+        return -EINVAL;
+    }
+    pstrcpy(bs->node_name, sizeof(bs->node_name), node_name);
+    return 0;
+}
+
+const char *bdrv_get_node_name(const BlockDriverState *bs)
+{
+    return bs->node_name;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Permissions */
+
+static uint64_t bdrv_edge_shared(BdrvChild *c)
+{
+    return c->bs->force_share ? BLK_PERM_ALL : c->shared_perm;
+}
+
+static void bdrv_cumulative_perms(BlockDriverState *bs, uint64_t *perm,
+                                  uint64_t *shared)
+{
+    *perm = 0;
+    *shared = BLK_PERM_ALL;
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        *perm |= c->perm;
+        *shared &= bdrv_edge_shared(c);
+    }
+}
+
+void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
+                        uint64_t parent_perm, uint64_t parent_shared,
+                        uint64_t *nperm, uint64_t *nshared)
+{
+    if (child->is_backing) {
+        /*
+         * A backing file is only read, for the data the parent reads; it
+         * may change under us only if the parent accepts changing data.
+         */
+        *nperm = parent_perm & BLK_PERM_CONSISTENT_READ;
+        *nshared = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED;
+        if (parent_shared & BLK_PERM_WRITE) {
+            *nshared |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
+        }
+        return;
+    }
+
+    /* A format reads its metadata, and writes it whenever it is writable. */
+    *nperm = parent_perm;
+    if (!(bs->open_flags & BDRV_O_NO_IO)) {
+        *nperm |= BLK_PERM_CONSISTENT_READ;
+    }
+    if (bdrv_is_writable(bs)) {
+        *nperm |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
+    }
+    *nshared = parent_shared;
+}
+
+/* What @bs asks of its child @c, given what its own parents ask of it. */
+static void bdrv_child_perms(BlockDriverState *bs, BdrvChild *c,
+                             uint64_t perm, uint64_t shared,
+                             uint64_t *nperm, uint64_t *nshared)
+{
+    if (bs->drv && bs->drv->is_filter && !c->is_backing) {
+        *nperm = perm;
+        *nshared = shared;
+        return;
+    }
+    bdrv_default_perms(bs, c, perm, shared, nperm, nshared);
+}
+
+static char *bdrv_edge_user_desc(BdrvChild *c)
+{
+    if (c->parent) {
+        return g_strdup_printf("node '%s'", c->parent->node_name);
+    }
+    if (c->parent_blk && blk_name(c->parent_blk) &&
+        blk_name(c->parent_blk)[0]) {
+        return g_strdup_printf("block device '%s'", blk_name(c->parent_blk));
+    }
+    return g_strdup("an unnamed block device");
+}
+
+static int bdrv_check_edge_conflicts(BlockDriverState *bs, Error **errp)
+{
+    for (GList *la = bs->parents; la; la = la->next) {
+        BdrvChild *a = la->data;
+
+        for (GList *lb = bs->parents; lb; lb = lb->next) {
+            BdrvChild *b = lb->data;
+            uint64_t missing = b->perm & ~bdrv_edge_shared(a);
+            g_autofree char *perms = NULL;
+            g_autofree char *a_user = NULL;
+            g_autofree char *b_user = NULL;
+
+            if (a == b || !missing) {
+                continue;
+            }
+            perms = bdrv_perm_names(missing);
+            a_user = bdrv_edge_user_desc(a);
+            b_user = bdrv_edge_user_desc(b);
+            error_setg(errp, "Permission conflict on node '%s': permissions "
+                       "'%s' are both required by %s (uses node '%s' as "
+                       "'%s' child) and unshared by %s (uses node '%s' as "
+                       "'%s' child).", bs->node_name, perms, b_user,
+                       bs->node_name, b->name, a_user, bs->node_name,
+                       a->name);
+            return -EPERM;
+        }
+    }
+    return 0;
+}
+
+static void bdrv_topo_visit(BlockDriverState *bs, GHashTable *seen,
+                            GPtrArray *post_order)
+{
+    if (!g_hash_table_add(seen, bs)) {
+        return;
+    }
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        bdrv_topo_visit(c->bs, seen, post_order);
+    }
+    g_ptr_array_add(post_order, bs);
+}
+
+/* @bs and every node below it, each after all its parents among them. */
+static GPtrArray *bdrv_topological_order(BlockDriverState *bs)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    GPtrArray *post_order = g_ptr_array_new();
+    GPtrArray *order = g_ptr_array_new();
+
+    bdrv_topo_visit(bs, seen, post_order);
+    for (guint i = post_order->len; i > 0; i--) {
+        g_ptr_array_add(order, post_order->pdata[i - 1]);
+    }
+    g_ptr_array_free(post_order, true);
+    return order;
+}
+
+/* One edge or node as it was before a permission update. */
+typedef struct BdrvPermUndo {
+    BdrvChild *edge;            /* NULL for a node record */
+    BlockDriverState *bs;
+    uint64_t perm;
+    uint64_t shared;
+} BdrvPermUndo;
+
+static void bdrv_perm_undo_push(GArray *undo, BdrvChild *edge,
+                                BlockDriverState *bs)
+{
+    BdrvPermUndo u = {
+        .edge = edge,
+        .bs = bs,
+        .perm = edge ? edge->perm : bs->perm,
+        .shared = edge ? edge->shared_perm : bs->shared_perm,
+    };
+
+    g_array_append_val(undo, u);
+}
+
+static void bdrv_perm_undo_apply(GArray *undo)
+{
+    for (guint i = undo->len; i > 0; i--) {
+        BdrvPermUndo *u = &g_array_index(undo, BdrvPermUndo, i - 1);
+
+        if (u->edge) {
+            u->edge->perm = u->perm;
+            u->edge->shared_perm = u->shared;
+        } else {
+            u->bs->perm = u->perm;
+            u->bs->shared_perm = u->shared;
+        }
+    }
+}
+
+/*
+ * Nodes a reopen makes read-only, with whether they were writable before,
+ * so that a refused update can say which of the two happened.
+ */
+static GHashTable *bdrv_reopen_going_read_only;
+
+static int bdrv_check_writable_for(BlockDriverState *bs, uint64_t perm,
+                                   Error **errp)
+{
+    if (!(perm & (BLK_PERM_WRITE | BLK_PERM_WRITE_UNCHANGED)) ||
+        bdrv_is_writable(bs)) {
+        return 0;
+    }
+    if (bdrv_reopen_going_read_only &&
+        g_hash_table_contains(bdrv_reopen_going_read_only, bs)) {
+        error_setg(errp, "Read-only block node '%s' cannot support "
+                   "read-write users", bs->node_name);
+    } else {
+        error_setg(errp, "Block node is read-only");
+    }
+    return -EPERM;
+}
+
+/* A permission update that was checked but not yet committed. */
+typedef struct BdrvPermTran {
+    GPtrArray *order;           /* the nodes, parents first */
+    GArray *undo;               /* BdrvPermUndo */
+    GPtrArray *checked;         /* nodes whose check_perm succeeded */
+} BdrvPermTran;
+
+static void bdrv_perm_tran_free(BdrvPermTran *tran)
+{
+    g_ptr_array_free(tran->order, true);
+    g_array_free(tran->undo, true);
+    g_ptr_array_free(tran->checked, true);
+}
+
+/* Tells every node its new permissions (invariant 3, second half). */
+static void bdrv_perm_commit(BdrvPermTran *tran)
+{
+    for (guint i = 0; i < tran->order->len; i++) {
+        BlockDriverState *n = tran->order->pdata[i];
+
+        if (n->drv && n->drv->bdrv_set_perm) {
+            n->drv->bdrv_set_perm(n, n->perm, n->shared_perm);
+        }
+    }
+    bdrv_perm_tran_free(tran);
+}
+
+static void bdrv_perm_abort(BdrvPermTran *tran)
+{
+    bdrv_perm_undo_apply(tran->undo);
+    for (guint i = tran->checked->len; i > 0; i--) {
+        BlockDriverState *n = tran->checked->pdata[i - 1];
+
+        if (n->drv && n->drv->bdrv_abort_perm_update) {
+            n->drv->bdrv_abort_perm_update(n);
+        }
+    }
+    bdrv_perm_tran_free(tran);
+}
+
+/*
+ * Computes and checks the permissions of @bs and of every node below it
+ * from the edges of their parents, after the caller changed some edge to
+ * @bs (invariant 3, first half).  On success the caller must commit or
+ * abort @tran; on failure nothing below @bs has changed.
+ */
+static int bdrv_perm_check(BlockDriverState *bs, BdrvPermTran *tran,
+                           Error **errp)
+{
+    int ret = 0;
+
+    tran->order = bdrv_topological_order(bs);
+    tran->undo = g_array_new(false, false, sizeof(BdrvPermUndo));
+    tran->checked = g_ptr_array_new();
+
+    for (guint i = 0; i < tran->order->len; i++) {
+        BlockDriverState *n = tran->order->pdata[i];
+        uint64_t perm, shared;
+
+        ret = bdrv_check_edge_conflicts(n, errp);
+        if (ret < 0) {
+            goto fail;
+        }
+        bdrv_cumulative_perms(n, &perm, &shared);
+        ret = bdrv_check_writable_for(n, perm, errp);
+        if (ret < 0) {
+            goto fail;
+        }
+        if (n->drv && n->drv->bdrv_check_perm) {
+            ret = n->drv->bdrv_check_perm(n, perm, shared, errp);
+            if (ret < 0) {
+                goto fail;
+            }
+        }
+        g_ptr_array_add(tran->checked, n);
+
+        bdrv_perm_undo_push(tran->undo, NULL, n);
+        n->perm = perm;
+        n->shared_perm = shared;
+        for (GList *l = n->children; l; l = l->next) {
+            BdrvChild *c = l->data;
+
+            bdrv_perm_undo_push(tran->undo, c, NULL);
+            bdrv_child_perms(n, c, perm, shared, &c->perm, &c->shared_perm);
+        }
+    }
+    return 0;
+
+fail:
+    bdrv_perm_abort(tran);
+    return ret;
+}
+
+/* Checks and commits in one go. */
+static int bdrv_refresh_perms(BlockDriverState *bs, Error **errp)
+{
+    BdrvPermTran tran;
+    int ret = bdrv_perm_check(bs, &tran, errp);
+
+    if (ret == 0) {
+        bdrv_perm_commit(&tran);
+    }
+    return ret;
+}
+
+int bdrv_child_try_set_perm(BdrvChild *c, uint64_t perm, uint64_t shared,
+                            Error **errp)
+{
+    uint64_t old_perm = c->perm;
+    uint64_t old_shared = c->shared_perm;
+    int ret;
+
+    c->perm = perm;
+    c->shared_perm = shared;
+    ret = bdrv_refresh_perms(c->bs, errp);
+    if (ret < 0) {
+        c->perm = old_perm;
+        c->shared_perm = old_shared;
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Edges and references */
+
+static void bdrv_delete(BlockDriverState *bs);
+
+void bdrv_ref(BlockDriverState *bs)
+{
+    bs->refcnt++;
+}
+
+void bdrv_unref(BlockDriverState *bs)
+{
+    if (!bs) {
+        return;
+    }
+    assert(bs->refcnt > 0);
+    if (--bs->refcnt == 0) {
+        bdrv_delete(bs);
+    }
+}
+
+/* Links @c into its node's parents and takes the permissions it asks. */
+static int bdrv_link_edge(BdrvChild *c, Error **errp)
+{
+    int ret;
+
+    c->bs->parents = g_list_append(c->bs->parents, c);
+    ret = bdrv_refresh_perms(c->bs, errp);
+    if (ret < 0) {
+        c->bs->parents = g_list_remove(c->bs->parents, c);
+    }
+    return ret;
+}
+
+/* Unlinks @c, releases its permissions and drops its reference. */
+static void bdrv_unlink_edge(BdrvChild *c)
+{
+    BlockDriverState *bs = c->bs;
+
+    bs->parents = g_list_remove(bs->parents, c);
+    /* Only releasing permissions: nothing can conflict. */
+    bdrv_refresh_perms(bs, NULL);
+    g_free(c->name);
+    g_free(c);
+    bdrv_unref(bs);
+}
+
+static BdrvChild *bdrv_new_edge(BlockDriverState *child_bs, const char *name,
+                                bool is_backing)
+{
+    BdrvChild *c = g_new0(BdrvChild, 1);
+
+    c->bs = child_bs;
+    c->name = g_strdup(name);
+    c->is_backing = is_backing;
+    return c;
+}
+
+BdrvChild *bdrv_attach_child(BlockDriverState *parent,
+                             BlockDriverState *child_bs, const char *name,
+                             bool is_backing, Error **errp)
+{
+    BdrvChild *c = bdrv_new_edge(child_bs, name, is_backing);
+
+    c->parent = parent;
+    bdrv_child_perms(parent, c, parent->perm, parent->shared_perm,
+                     &c->perm, &c->shared_perm);
+    if (bdrv_link_edge(c, errp) < 0) {
+        g_free(c->name);
+        g_free(c);
+        bdrv_unref(child_bs);
+        return NULL;
+    }
+
+    parent->children = g_list_append(parent->children, c);
+    if (is_backing) {
+        if (!parent->backing) {
+            parent->backing = c;
+        }
+    } else if (!parent->file &&
+               (!strcmp(name, "file") ||
+                (parent->drv && parent->drv->is_filter))) {
+        parent->file = c;
+    }
+    return c;
+}
+
+void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child)
+{
+    if (!child) {
+        return;
+    }
+    assert(child->parent == parent);
+    parent->children = g_list_remove(parent->children, child);
+    if (parent->file == child) {
+        parent->file = NULL;
+    }
+    if (parent->backing == child) {
+        parent->backing = NULL;
+    }
+    bdrv_unlink_edge(child);
+}
+
+BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
+                                  const char *name, BlockBackend *blk,
+                                  uint64_t perm, uint64_t shared_perm,
+                                  Error **errp)
+{
+    BdrvChild *c = bdrv_new_edge(child_bs, name, false);
+
+    c->parent_blk = blk;
+    c->perm = perm;
+    c->shared_perm = shared_perm;
+    if (bdrv_link_edge(c, errp) < 0) {
+        g_free(c->name);
+        g_free(c);
+        bdrv_unref(child_bs);
+        return NULL;
+    }
+    return c;
+}
+
+void bdrv_root_unref_child(BdrvChild *child)
+{
+    assert(!child->parent);
+    bdrv_unlink_edge(child);
+}
+
+static void bdrv_delete(BlockDriverState *bs)
+{
+    assert(!bs->parents);
+
+    if (bs->drv) {
+        bdrv_drain(bs);
+        if (bs->drv->bdrv_close) {
+            bs->drv->bdrv_close(bs);
+        }
+    }
+    while (bs->children) {
+        bdrv_unref_child(bs, bs->children->data);
+    }
+
+    g_queue_delete_link(&all_bdrv_states, bs->all_link);
+    if (bs->options) {
+        qdict_unref(bs->options);
+    }
+    if (bs->explicit_options) {
+        qdict_unref(bs->explicit_options);
+    }
+    g_free(bs->opaque);
+    g_free(bs);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Opening */
+
+/*
+ * The flags a child inherits: cache and I/O mode always; the file child
+ * also the parent's writability, and it is a protocol (no probing) that
+ * passes discards down since its parent already applies the policy; a
+ * backing file is opened read-only.
+ */
+static int bdrv_inherited_flags(int parent_flags, bool is_backing)
+{
+    int flags = parent_flags & ~(BDRV_O_SNAPSHOT | BDRV_O_TEMPORARY |
+                                 BDRV_O_NO_BACKING | BDRV_O_COPY_ON_READ |
+                                 BDRV_O_PROTOCOL);
+
+    if (is_backing) {
+        return flags & ~(BDRV_O_RDWR | BDRV_O_AUTO_RDONLY);
+    }
+    return flags | BDRV_O_PROTOCOL | BDRV_O_UNMAP;
+}
+
+/* The common option values of one open or reopen, before they apply. */
+typedef struct BdrvCommonOpts {
+    int flags;
+    BlockdevDetectZeroesOptions detect_zeroes;
+    bool force_share;
+    char *driver;
+    char *node_name;
+} BdrvCommonOpts;
+
+static void bdrv_common_opts_clear(BdrvCommonOpts *c)
+{
+    g_free(c->driver);
+    g_free(c->node_name);
+}
+
+static void bdrv_flag_from_opt(QemuOpts *opts, const char *name, int flag,
+                               int *flags)
+{
+    if (qemu_opt_has(opts, name)) {
+        if (qemu_opt_get_bool(opts, name, false)) {
+            *flags |= flag;
+        } else {
+            *flags &= ~flag;
+        }
+    }
+}
+
+/*
+ * Absorbs the options every node takes (qapi group bdrv-common) from
+ * @options into @c; c->flags must hold the flags they modify.
+ */
+static int bdrv_absorb_common_opts(QDict *options, BdrvCommonOpts *c,
+                                   Error **errp)
+{
+    QemuOpts *opts = qemu_opts_absorb_qdict(&qapi_opts_bdrv_common, options,
+                                            errp);
+    const char *discard;
+    int dz;
+    int ret = -EINVAL;
+
+    if (!opts) {
+        return -EINVAL;
+    }
+
+    c->driver = g_strdup(qemu_opt_get(opts, "driver"));
+    c->node_name = g_strdup(qemu_opt_get(opts, "node-name"));
+    if (qemu_opt_has(opts, BDRV_OPT_READ_ONLY)) {
+        if (qemu_opt_get_bool(opts, BDRV_OPT_READ_ONLY, false)) {
+            c->flags &= ~BDRV_O_RDWR;
+        } else {
+            c->flags |= BDRV_O_RDWR;
+        }
+    }
+    bdrv_flag_from_opt(opts, BDRV_OPT_AUTO_READ_ONLY, BDRV_O_AUTO_RDONLY,
+                       &c->flags);
+    bdrv_flag_from_opt(opts, BDRV_OPT_CACHE_DIRECT, BDRV_O_NOCACHE,
+                       &c->flags);
+    bdrv_flag_from_opt(opts, BDRV_OPT_CACHE_NO_FLUSH, BDRV_O_NO_FLUSH,
+                       &c->flags);
+
+    discard = qemu_opt_get(opts, BDRV_OPT_DISCARD);
+    if (qemu_opt_has(opts, BDRV_OPT_DISCARD) &&
+        bdrv_parse_discard_flags(discard, &c->flags) < 0) {
+        error_setg(errp, "Invalid discard option");
+        goto out;
+    }
+
+    dz = qemu_opt_get_enum(opts, "detect-zeroes");
+    c->detect_zeroes = dz < 0 ? BLOCKDEV_DETECT_ZEROES_OPTIONS_OFF : dz;
+    if (c->detect_zeroes == BLOCKDEV_DETECT_ZEROES_OPTIONS_UNMAP &&
+        !(c->flags & BDRV_O_UNMAP)) {
+        error_setg(errp, "setting detect-zeroes to unmap is not allowed "
+                   "without setting discard operation to unmap");
+        goto out;
+    }
+
+    c->force_share = qemu_opt_get_bool(opts, BDRV_OPT_FORCE_SHARE, false);
+    if (c->force_share && (c->flags & BDRV_O_RDWR)) {
+        error_setg(errp, "force-share=on can only be used with read-only "
+                   "images");
+        goto out;
+    }
+    ret = 0;
+out:
+    qemu_opts_del(opts);
+    return ret;
+}
+
+static bool bdrv_key_is_child_opt(const char *key, const char *child_name)
+{
+    size_t len = strlen(child_name);
+
+    return !strncmp(key, child_name, len) &&
+           (key[len] == '\0' || key[len] == '.');
+}
+
+/* Keeps in bs->options only what belongs to @bs itself (invariant 5). */
+static void bdrv_store_own_options(BlockDriverState *bs, QDict *all)
+{
+    QDict *own = qdict_clone(all);
+    const QDictEntry *e = qdict_first(own);
+
+    while (e) {
+        const QDictEntry *next = qdict_next(own, e);
+        const char *key = qdict_entry_key(e);
+
+        for (GList *l = bs->children; l; l = l->next) {
+            BdrvChild *c = l->data;
+
+            if (bdrv_key_is_child_opt(key, c->name)) {
+                qdict_del(own, key);
+                break;
+            }
+        }
+        e = next;
+    }
+    qdict_put_str(own, "driver", bs->drv->format_name);
+    if (bs->options) {
+        qdict_unref(bs->options);
+    }
+    bs->options = own;
+}
+
+/* Merges the children's limits into @bs's, then lets the driver refine. */
+static void bdrv_refresh_limits(BlockDriverState *bs)
+{
+    BlockLimits *bl = &bs->bl;
+
+    memset(bl, 0, sizeof(*bl));
+    bl->request_alignment = 1;
+    bl->min_mem_alignment = 512;
+    bl->opt_mem_alignment = qemu_real_host_page_size();
+    bl->max_iov = IOV_MAX;
+
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        BlockLimits *cbl = &c->bs->bl;
+
+        if (c->is_backing) {
+            continue;
+        }
+        bl->opt_transfer = MAX(bl->opt_transfer, cbl->opt_transfer);
+        if (cbl->max_transfer &&
+            (!bl->max_transfer || cbl->max_transfer < bl->max_transfer)) {
+            bl->max_transfer = cbl->max_transfer;
+        }
+        bl->min_mem_alignment = MAX(bl->min_mem_alignment,
+                                    cbl->min_mem_alignment);
+        bl->opt_mem_alignment = MAX(bl->opt_mem_alignment,
+                                    cbl->opt_mem_alignment);
+        if (cbl->max_iov) {
+            bl->max_iov = MIN(bl->max_iov, cbl->max_iov);
+        }
+    }
+    if (bs->drv->bdrv_refresh_limits) {
+        bs->drv->bdrv_refresh_limits(bs, NULL);
+    }
+}
+
+/*
+ * Runs the driver's open with the common options already absorbed.  On
+ * failure the node has no driver and no children left.
+ */
+static int bdrv_open_driver(BlockDriverState *bs, BlockDriver *drv,
+                            QDict *options, int flags, Error **errp)
+{
+    int ret;
+
+    bs->drv = drv;
+    bs->open_flags = flags;
+    bs->read_only = !(flags & BDRV_O_RDWR);
+    bs->supported_write_flags = drv->supported_write_flags;
+    bs->supported_zero_flags = drv->supported_zero_flags;
+    bs->supported_truncate_flags = drv->supported_truncate_flags;
+    bs->opaque = g_malloc0(drv->instance_size);
+
+    ret = drv->bdrv_open(bs, options, flags, errp);
+    if (ret < 0) {
+        while (bs->children) {
+            bdrv_unref_child(bs, bs->children->data);
+        }
+        g_free(bs->opaque);
+        bs->opaque = NULL;
+        bs->drv = NULL;
+        return ret;
+    }
+    bdrv_refresh_limits(bs);
+    return 0;
+}
+
+static BlockDriverState *bdrv_open_inherit(const char *filename,
+                                           const char *reference,
+                                           QDict *options, int flags,
+                                           Error **errp);
+
+/*
+ * Opens (but does not attach) the child @bdref_key of a node that is being
+ * opened with @parent_flags, from "@bdref_key.*" options, a reference in
+ * "@bdref_key" or @filename.  NULL without error if none is given and
+ * @allow_none.
+ */
+static BlockDriverState *bdrv_open_child_bs(const char *filename,
+                                            QDict *options,
+                                            const char *bdref_key,
+                                            int parent_flags,
+                                            bool is_backing, bool allow_none,
+                                            Error **errp)
+{
+    g_autofree char *prefix = g_strdup_printf("%s.", bdref_key);
+    g_autofree char *reference = NULL;
+    QDict *child_opts = NULL;
+
+    qdict_extract_subqdict(options, &child_opts, prefix);
+    reference = g_strdup(qdict_get_try_str(options, bdref_key));
+    qdict_del(options, bdref_key);
+
+    if (!filename && !reference && !qdict_size(child_opts)) {
+        qdict_unref(child_opts);
+        if (!allow_none) {
+            error_setg(errp, "A block device must be specified for \"%s\"",
+                       bdref_key);
+        }
+        return NULL;
+    }
+    return bdrv_open_inherit(filename, reference, child_opts,
+                             bdrv_inherited_flags(parent_flags, is_backing),
+                             errp);
+}
+
+BdrvChild *bdrv_open_child(const char *filename, QDict *options,
+                           const char *bdref_key, BlockDriverState *parent,
+                           bool is_backing, bool allow_none, Error **errp)
+{
+    BlockDriverState *bs;
+
+    bs = bdrv_open_child_bs(filename, options, bdref_key, parent->open_flags,
+                            is_backing, allow_none, errp);
+    if (!bs) {
+        return NULL;
+    }
+    return bdrv_attach_child(parent, bs, bdref_key, is_backing, errp);
+}
+
+/* Reads the start of @file_bs and asks every format how likely it is. */
+static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
+                                      Error **errp)
+{
+    BdrvChild probe = {
+        .bs = file_bs,
+        .name = (char *)"probe",
+        .perm = BLK_PERM_CONSISTENT_READ,
+        .shared_perm = BLK_PERM_ALL,
+    };
+    uint8_t buf[BDRV_PROBE_BUF_SIZE] = { 0 };
+    BlockDriver *best = NULL;
+    int best_score = 0;
+    int64_t len = bdrv_getlength(file_bs);
+    int64_t bytes = MIN(MAX(len, 0), BDRV_PROBE_BUF_SIZE);
+
+    if (bytes > 0) {
+        int ret = bdrv_pread(&probe, 0, bytes, buf, 0);
+
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not read image for "
+                             "determining its format");
+            return NULL;
+        }
+    }
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        BlockDriver *drv = l->data;
+        int score;
+
+        if (!drv->bdrv_probe) {
+            continue;
+        }
+        score = drv->bdrv_probe(buf, bytes, file_bs->filename);
+        if (score > best_score) {
+            best_score = score;
+            best = drv;
+        }
+    }
+    if (!best) {
+        error_setg(errp, "Could not determine image format: No compatible "
+                   "driver found");
+    }
+    return best;
+}
+
+/*
+ * Fills "filename" (or what the driver's parser makes of the name) into
+ * the options of a protocol node.
+ */
+static int bdrv_fill_protocol_options(BlockDriver *drv, const char *filename,
+                                      QDict *options, Error **errp)
+{
+    Error *local_err = NULL;
+    const char *rest;
+
+    if (!filename) {
+        return 0;
+    }
+    if (drv->bdrv_parse_filename) {
+        drv->bdrv_parse_filename(filename, options, &local_err);
+        if (local_err) {
+            error_propagate(errp, local_err);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (drv->protocol_name && strstart(filename, drv->protocol_name, &rest) &&
+        rest[0] == ':') {
+        filename = rest + 1;
+    }
+    qdict_set_default_str(options, "filename", filename);
+    return 0;
+}
+
+static void bdrv_warn_probed_raw(BlockDriverState *bs)
+{
+    const char *name = bs->file ? bs->file->bs->filename : bs->filename;
+
+    fprintf(stderr,
+            "WARNING: Image format was not specified for '%s' and probing "
+            "guessed raw.\n"
+            "         Automatically detecting the format is dangerous for "
+            "raw images, write operations on block 0 will be restricted.\n"
+            "         Specify the 'raw' format explicitly to remove the "
+            "restrictions.\n", name);
+}
+
+static bool bdrv_same_file(const char *a, const char *b)
+{
+    g_autofree char *ra = realpath(a, NULL);
+    g_autofree char *rb = realpath(b, NULL);
+
+    if (ra && rb) {
+        return !strcmp(ra, rb);
+    }
+    return !strcmp(a, b);
+}
+
+/*
+ * Opens the backing file the format found in its image (bs->backing_file)
+ * or the one the options name, unless BDRV_O_NO_BACKING.
+ */
+static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
+                             Error **errp)
+{
+    g_autofree char *backing_name = NULL;
+    const char *ref = qdict_get_try_str(options, "backing");
+    Error *local_err = NULL;
+    BdrvChild *child;
+
+    if (bs->open_flags & BDRV_O_NO_BACKING) {
+        QDict *dropped = NULL;
+
+        qdict_extract_subqdict(options, &dropped, "backing.");
+        qdict_unref(dropped);
+        qdict_del(options, "backing");
+        return 0;
+    }
+    if (qdict_haskey(options, "backing") && (!ref || !ref[0])) {
+        /* "backing": null or "": explicitly no backing file */
+        qdict_del(options, "backing");
+        return 0;
+    }
+
+    if (bs->backing_file[0]) {
+        backing_name = bdrv_get_full_backing_filename_from_filename(
+            bs->filename, bs->backing_file, &local_err);
+        if (!backing_name) {
+            error_propagate_prepend(errp, local_err,
+                                    "Could not open backing file: ");
+            return -EINVAL;
+        }
+        pstrcpy(bs->auto_backing_file, sizeof(bs->auto_backing_file),
+                backing_name);
+    }
+    if (!ref && !backing_name && !qdict_has_prefixed_entries(options,
+                                                             "backing.")) {
+        return 0;
+    }
+    if (ref || qdict_haskey(options, "backing.file.filename") ||
+        qdict_haskey(options, "backing.filename")) {
+        g_clear_pointer(&backing_name, g_free);
+    } else if (bs->backing_format[0]) {
+        qdict_set_default_str(options, "backing.driver", bs->backing_format);
+    }
+
+    if (!bdrv_backing_stack) {
+        bdrv_backing_stack = g_ptr_array_new();
+    }
+    g_ptr_array_add(bdrv_backing_stack, bs->filename);
+    for (guint i = 0; backing_name && i < bdrv_backing_stack->len; i++) {
+        if (bdrv_same_file(bdrv_backing_stack->pdata[i], backing_name)) {
+            g_ptr_array_remove_index(bdrv_backing_stack,
+                                     bdrv_backing_stack->len - 1);
+            error_setg(errp, "Could not open backing file: Backing file "
+                       "'%s' creates an infinite loop", backing_name);
+            return -ELOOP;
+        }
+    }
+    child = bdrv_open_child(backing_name, options, "backing", bs, true, false,
+                            &local_err);
+    g_ptr_array_remove_index(bdrv_backing_stack,
+                             bdrv_backing_stack->len - 1);
+    if (!child) {
+        error_propagate_prepend(errp, local_err,
+                                "Could not open backing file: ");
+        return -EINVAL;
+    }
+    bdrv_refresh_limits(bs);
+    return 0;
+}
+
+static int bdrv_check_unused_options(BlockDriverState *bs, QDict *options,
+                                     Error **errp)
+{
+    const QDictEntry *e = qdict_first(options);
+
+    if (!e) {
+        return 0;
+    }
+    if (bs->open_flags & BDRV_O_PROTOCOL) {
+        error_setg(errp, "Block protocol '%s' doesn't support the option "
+                   "'%s'", bs->drv->format_name, qdict_entry_key(e));
+    } else {
+        error_setg(errp, "Block format '%s' does not support the option "
+                   "'%s'", bs->drv->format_name, qdict_entry_key(e));
+    }
+    return -EINVAL;
+}
+
+static BlockDriverState *bdrv_open_reference(const char *reference,
+                                             const char *filename,
+                                             QDict *options, Error **errp)
+{
+    BlockDriverState *bs = NULL;
+
+    if (filename || qdict_size(options)) {
+        error_setg(errp, "Cannot reference an existing block device with "
+                   "additional options or a new filename");
+    } else {
+        bs = bdrv_find_node(reference);
+        if (!bs) {
+            error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
+                       reference, reference);
+        } else {
+            bdrv_ref(bs);
+        }
+    }
+    qdict_unref(options);
+    return bs;
+}
+
+/*
+ * Opens a format node's file child before the format is known, so that the
+ * content can be probed; the driver then finds it through the reference
+ * left in options["file"].
+ */
+static int bdrv_open_file_for_format(BlockDriverState *bs,
+                                     const char *filename, QDict *options,
+                                     int *flags, BlockDriverState **file_bs,
+                                     Error **errp)
+{
+    Error *local_err = NULL;
+
+    *file_bs = bdrv_open_child_bs(filename, options, "file", *flags, false,
+                                  true, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (!*file_bs) {
+        return 0;
+    }
+    if ((*flags & BDRV_O_AUTO_RDONLY) && (*file_bs)->read_only) {
+        *flags &= ~BDRV_O_RDWR;
+    }
+    pstrcpy(bs->filename, sizeof(bs->filename), (*file_bs)->filename);
+    qdict_put_str(options, "file", (*file_bs)->node_name);
+    return 0;
+}
+
+static BlockDriverState *bdrv_open_inherit(const char *filename,
+                                           const char *reference,
+                                           QDict *options, int flags,
+                                           Error **errp)
+{
+    BdrvCommonOpts common = { 0 };
+    BlockDriverState *bs = NULL;
+    BlockDriverState *file_bs = NULL;
+    BlockDriver *drv = NULL;
+    QDict *own_options = NULL;
+    bool probed = false;
+    int ret;
+
+    if (!options) {
+        options = qdict_new();
+    }
+    if (reference) {
+        return bdrv_open_reference(reference, filename, options, errp);
+    }
+    if (filename && g_str_has_prefix(filename, "json:")) {
+        QDict *json = qdict_from_json(filename + strlen("json:"), errp);
+
+        if (!json) {
+            goto fail;
+        }
+        /* explicit options win over the ones in the json: filename */
+        qdict_join(options, json, false);
+        qdict_unref(json);
+        filename = NULL;
+    }
+
+    bs = bdrv_new();
+    bs->explicit_options = qdict_clone(options);
+    common.flags = flags;
+    if (bdrv_absorb_common_opts(options, &common, errp) < 0 ||
+        bdrv_assign_node_name(bs, common.node_name, errp) < 0) {
+        goto fail;
+    }
+    flags = common.flags;
+    bs->detect_zeroes = common.detect_zeroes;
+    bs->force_share = common.force_share;
+    if (filename) {
+        pstrcpy(bs->filename, sizeof(bs->filename), filename);
+    }
+
+    if (common.driver) {
+        drv = bdrv_find_format(common.driver);
+        if (!drv) {
+            error_setg(errp, "Unknown driver '%s'", common.driver);
+            goto fail;
+        }
+        /* an explicit driver decides between format and protocol */
+        flags &= ~BDRV_O_PROTOCOL;
+        if (!drv->is_format) {
+            flags |= BDRV_O_PROTOCOL;
+        }
+    }
+
+    if (flags & BDRV_O_PROTOCOL) {
+        const char *name = filename ?: qdict_get_try_str(options, "filename");
+
+        if (!drv) {
+            drv = bdrv_find_protocol(name ?: "", true, errp);
+            if (!drv) {
+                goto fail;
+            }
+        }
+        if (bdrv_fill_protocol_options(drv, filename, options, errp) < 0) {
+            goto fail;
+        }
+        name = qdict_get_try_str(options, "filename");
+        if (drv->bdrv_needs_filename) {
+            if (!name) {
+                error_setg(errp, "The '%s' block driver requires a file name",
+                           drv->format_name);
+                goto fail;
+            }
+            pstrcpy(bs->filename, sizeof(bs->filename), name);
+            pstrcpy(bs->exact_filename, sizeof(bs->exact_filename), name);
+        }
+    } else {
+        if (bdrv_open_file_for_format(bs, filename, options, &flags,
+                                      &file_bs, errp) < 0) {
+            goto fail;
+        }
+        if (!drv) {
+            if (!file_bs) {
+                error_setg(errp, "Must specify either driver or file");
+                goto fail;
+            }
+            drv = bdrv_probe_format(file_bs, errp);
+            if (!drv) {
+                goto fail;
+            }
+            probed = true;
+        }
+    }
+
+    bs->probed = probed;
+    own_options = qdict_clone(options);
+    ret = bdrv_open_driver(bs, drv, options, flags, errp);
+    bdrv_unref(file_bs);
+    file_bs = NULL;
+    if (ret < 0) {
+        goto fail;
+    }
+    if (probed && !strcmp(drv->format_name, "raw") && bdrv_is_writable(bs)) {
+        bdrv_warn_probed_raw(bs);
+    }
+    if (drv->supports_backing && bdrv_open_backing(bs, options, errp) < 0) {
+        goto fail;
+    }
+    if (bdrv_check_unused_options(bs, options, errp) < 0) {
+        goto fail;
+    }
+
+    bdrv_store_own_options(bs, own_options);
+    qdict_unref(own_options);
+    bdrv_refresh_filename(bs);
+    bdrv_common_opts_clear(&common);
+    qdict_unref(options);
+    return bs;
+
+fail:
+    if (own_options) {
+        qdict_unref(own_options);
+    }
+    bdrv_unref(file_bs);
+    bdrv_unref(bs);
+    bdrv_common_opts_clear(&common);
+    qdict_unref(options);
+    return NULL;
+}
+
+BlockDriverState *bdrv_open(const char *filename, const char *reference,
+                            QDict *options, int flags, Error **errp)
+{
+    return bdrv_open_inherit(filename, reference, options, flags, errp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reopen */
+
+/* One node of a reopen transaction. */
+typedef struct BdrvReopenEntry {
+    BDRVReopenState state;
+    BdrvCommonOpts common;
+    /* the node's own options as they will be after the commit */
+    QDict *new_options;
+    int old_flags;
+    bool old_read_only;
+    bool prepared;
+} BdrvReopenEntry;
+
+static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
+                                         BlockDriverState *bs)
+{
+    for (guint i = 0; i < queue->len; i++) {
+        BdrvReopenEntry *e = queue->pdata[i];
+
+        if (e->state.bs == bs) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Queues @bs with the option changes @changes (consumed) and @flags, then
+ * its non-backing children, which inherit the new flags as at open.
+ */
+static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
+                                  QDict *changes, int flags)
+{
+    BdrvReopenEntry *e;
+    int inheritable = BDRV_O_RDWR | BDRV_O_AUTO_RDONLY | BDRV_O_CACHE_MASK;
+
+    if (bdrv_reopen_find(queue, bs)) {
+        qdict_unref(changes);
+        return;
+    }
+    e = g_new0(BdrvReopenEntry, 1);
+    e->state.bs = bs;
+    e->state.flags = flags;
+    e->old_flags = bs->open_flags;
+    e->old_read_only = bs->read_only;
+    g_ptr_array_add(queue, e);
+
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        g_autofree char *prefix = g_strdup_printf("%s.", c->name);
+        QDict *child_changes = NULL;
+        int child_flags;
+
+        qdict_extract_subqdict(changes, &child_changes, prefix);
+        if (c->is_backing) {
+            qdict_unref(child_changes);
+            continue;
+        }
+        child_flags = (c->bs->open_flags & ~inheritable) |
+                      (flags & inheritable);
+        bdrv_reopen_queue_add(queue, c->bs, child_changes, child_flags);
+    }
+
+    e->state.options = qdict_clone(bs->options);
+    qdict_del(e->state.options, "driver");
+    qdict_join(e->state.options, changes, true);
+    qdict_unref(changes);
+}
+
+static int bdrv_reopen_check_unchanged(BdrvReopenEntry *e, Error **errp)
+{
+    BlockDriverState *bs = e->state.bs;
+
+    if (e->common.driver && strcmp(e->common.driver, bs->drv->format_name)) {
+        error_setg(errp, "Cannot change the option 'driver'");
+        return -EINVAL;
+    }
+    if (e->common.node_name && strcmp(e->common.node_name, bs->node_name)) {
+        error_setg(errp, "Cannot change the option 'node-name'");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
+{
+    BDRVReopenState *state = &e->state;
+    BlockDriverState *bs = state->bs;
+    const QDictEntry *left;
+    int ret;
+
+    e->common.flags = state->flags;
+    ret = bdrv_absorb_common_opts(state->options, &e->common, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_reopen_check_unchanged(e, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    state->flags = e->common.flags;
+    e->new_options = qdict_clone(state->options);
+
+    if (!bs->drv->bdrv_reopen_prepare) {
+        error_setg(errp, "Block format '%s' used by node '%s' does not "
+                   "support reopening files", bs->drv->format_name,
+                   bs->node_name);
+        return -ENOTSUP;
+    }
+    ret = bs->drv->bdrv_reopen_prepare(state, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    e->prepared = true;
+
+    /* What the driver did not take must be what the node already has. */
+    for (left = qdict_first(state->options); left;
+         left = qdict_next(state->options, left)) {
+        const char *key = qdict_entry_key(left);
+        const char *old = qdict_get_try_str(bs->options, key);
+
+        if (!old || strcmp(old, qdict_entry_value(left))) {
+            error_setg(errp, "Cannot change the option '%s'", key);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static void bdrv_reopen_entry_free(BdrvReopenEntry *e)
+{
+    bdrv_common_opts_clear(&e->common);
+    if (e->state.options) {
+        qdict_unref(e->state.options);
+    }
+    if (e->new_options) {
+        qdict_unref(e->new_options);
+    }
+    g_free(e);
+}
+
+/* Applies the new flags for the permission check, or takes them back. */
+static void bdrv_reopen_apply_flags(GPtrArray *queue, bool apply)
+{
+    for (guint i = 0; i < queue->len; i++) {
+        BdrvReopenEntry *e = queue->pdata[i];
+        BlockDriverState *bs = e->state.bs;
+
+        bs->open_flags = apply ? e->state.flags : e->old_flags;
+        bs->read_only = apply ? !(e->state.flags & BDRV_O_RDWR)
+                              : e->old_read_only;
+    }
+}
+
+static int bdrv_reopen_multiple(BlockDriverState *bs, GPtrArray *queue,
+                                Error **errp)
+{
+    BdrvPermTran tran;
+    guint i;
+    int ret = 0;
+
+    for (i = 0; i < queue->len; i++) {
+        ret = bdrv_reopen_prepare(queue->pdata[i], errp);
+        if (ret < 0) {
+            goto abort;
+        }
+    }
+
+    bdrv_reopen_going_read_only = g_hash_table_new(NULL, NULL);
+    for (i = 0; i < queue->len; i++) {
+        BdrvReopenEntry *e = queue->pdata[i];
+
+        if (!e->old_read_only && !(e->state.flags & BDRV_O_RDWR)) {
+            g_hash_table_add(bdrv_reopen_going_read_only, e->state.bs);
+        }
+    }
+    bdrv_reopen_apply_flags(queue, true);
+    ret = bdrv_perm_check(bs, &tran, errp);
+    g_clear_pointer(&bdrv_reopen_going_read_only, g_hash_table_unref);
+    if (ret < 0) {
+        bdrv_reopen_apply_flags(queue, false);
+        goto abort;
+    }
+
+    for (i = 0; i < queue->len; i++) {
+        BdrvReopenEntry *e = queue->pdata[i];
+        BlockDriverState *n = e->state.bs;
+
+        if (n->drv->bdrv_reopen_commit) {
+            n->drv->bdrv_reopen_commit(&e->state);
+        }
+        n->detect_zeroes = e->common.detect_zeroes;
+        n->force_share = e->common.force_share;
+        bdrv_store_own_options(n, e->new_options);
+    }
+    /* the drivers switched to their new state: now they take the perms */
+    bdrv_perm_commit(&tran);
+    for (i = queue->len; i > 0; i--) {
+        BdrvReopenEntry *e = queue->pdata[i - 1];
+
+        bdrv_refresh_limits(e->state.bs);
+    }
+    bdrv_refresh_filename(bs);
+    return 0;
+
+abort:
+    for (i = 0; i < queue->len; i++) {
+        BdrvReopenEntry *e = queue->pdata[i];
+        BlockDriverState *n = e->state.bs;
+
+        if (e->prepared && n->drv->bdrv_reopen_abort) {
+            n->drv->bdrv_reopen_abort(&e->state);
+        }
+    }
+    return ret;
+}
+
+int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp)
+{
+    g_autoptr(GPtrArray) queue = g_ptr_array_new_with_free_func(
+        (GDestroyNotify)bdrv_reopen_entry_free);
+    int ret;
+
+    bdrv_drain(bs);
+    bdrv_reopen_queue_add(queue, bs, opts ?: qdict_new(), flags);
+    ret = bdrv_reopen_multiple(bs, queue, errp);
+    return ret;
+}
+
+int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,
+                              Error **errp)
+{
+    int flags = bs->open_flags;
+
+    if (bs->read_only == read_only) {
+        return 0;
+    }
+    flags = read_only ? (flags & ~BDRV_O_RDWR) : (flags | BDRV_O_RDWR);
+    return bdrv_reopen(bs, NULL, flags, errp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Driver coroutines run from outside coroutine context */
+
+typedef struct BdrvCoCall {
+    BlockDriverState *bs;
+    BlockDriver *drv;
+    const char *filename;
+    QemuOpts *opts;
+    BdrvCheckResult *res;
+    BdrvCheckMode fix;
+    Error **errp;
+    int ret;
+} BdrvCoCall;
+
+/* Runs @entry in a coroutine and polls the main context until it is done. */
+static int bdrv_run_co(CoroutineEntry *entry, BdrvCoCall *call)
+{
+    AioContext *ctx = call->bs ? bdrv_get_aio_context(call->bs)
+                               : qemu_get_aio_context();
+
+    if (qemu_in_coroutine()) {
+        entry(call);
+    } else {
+        call->ret = -EINPROGRESS;
+        qemu_coroutine_enter(qemu_coroutine_create(entry, call));
+        AIO_WAIT_WHILE(ctx, call->ret == -EINPROGRESS);
+    }
+    return call->ret;
+}
+
+static void coroutine_fn bdrv_create_co_entry(void *opaque)
+{
+    BdrvCoCall *call = opaque;
+
+    call->ret = call->drv->bdrv_co_create_opts(call->drv, call->filename,
+                                               call->opts, call->errp);
+}
+
+int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
+                Error **errp)
+{
+    BdrvCoCall call = {
+        .drv = drv,
+        .filename = filename,
+        .opts = opts,
+        .errp = errp,
+    };
+
+    if (!drv->bdrv_co_create_opts) {
+        error_setg(errp, "Driver '%s' does not support image creation",
+                   drv->format_name);
+        return -ENOTSUP;
+    }
+    return bdrv_run_co(bdrv_create_co_entry, &call);
+}
+
+int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
+{
+    BlockDriver *drv = bdrv_find_protocol(filename, true, errp);
+
+    if (!drv) {
+        return -ENOENT;
+    }
+    if (!drv->bdrv_co_create_opts) {
+        error_setg(errp, "Protocol driver '%s' does not support image "
+                   "creation", drv->format_name);
+        return -ENOTSUP;
+    }
+    return bdrv_create(drv, filename, opts, errp);
+}
+
+static void coroutine_fn bdrv_check_co_entry(void *opaque)
+{
+    BdrvCoCall *call = opaque;
+
+    call->ret = call->bs->drv->bdrv_co_check(call->bs, call->res, call->fix);
+}
+
+int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    BdrvCoCall call = { .bs = bs, .res = res, .fix = fix };
+
+    memset(res, 0, sizeof(*res));
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (!bs->drv->bdrv_co_check) {
+        return -ENOTSUP;
+    }
+    return bdrv_run_co(bdrv_check_co_entry, &call);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Queries */
+
+int64_t bdrv_getlength(BlockDriverState *bs)
+{
+    int64_t len;
+
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    len = bs->drv->bdrv_getlength(bs);
+    if (len < 0) {
+        return len;
+    }
+    /* lengths are whole sectors, as QEMU reports them */
+    return ROUND_UP(len, BDRV_SECTOR_SIZE);
+}
+
+int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint)
+{
+    int64_t len;
+
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (hint >= 0) {
+        return 0;
+    }
+    len = bs->drv->bdrv_getlength(bs);
+    return len < 0 ? len : 0;
+}
+
+int64_t bdrv_get_allocated_file_size(BlockDriverState *bs)
+{
+    int64_t total = 0;
+
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (bs->drv->bdrv_get_allocated_file_size) {
+        return bs->drv->bdrv_get_allocated_file_size(bs);
+    }
+    if (!bs->drv->is_format) {
+        return -ENOTSUP;
+    }
+    /* a format stores data and metadata in its children, not backing */
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        int64_t size;
+
+        if (c->is_backing) {
+            continue;
+        }
+        size = bdrv_get_allocated_file_size(c->bs);
+        if (size < 0) {
+            return size;
+        }
+        total += size;
+    }
+    return total;
+}
+
+int bdrv_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+{
+    memset(bdi, 0, sizeof(*bdi));
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (!bs->drv->bdrv_get_info) {
+        if (bs->drv->is_filter && bs->file) {
+            return bdrv_get_info(bs->file->bs, bdi);
+        }
+        return -ENOTSUP;
+    }
+    return bs->drv->bdrv_get_info(bs, bdi);
+}
+
+const char *bdrv_get_format_name(BlockDriverState *bs)
+{
+    return bs->drv ? bs->drv->format_name : NULL;
+}
+
+bool bdrv_is_read_only(BlockDriverState *bs)
+{
+    return bs->read_only;
+}
+
+bool bdrv_is_writable(BlockDriverState *bs)
+{
+    return !bs->read_only && !(bs->open_flags & BDRV_O_INACTIVE);
+}
+
+AioContext *bdrv_get_aio_context(BlockDriverState *bs)
+{
+    return bs && bs->aio_context ? bs->aio_context : qemu_get_aio_context();
+}
+
+BlockDriverState *bdrv_filter_or_cow_bs(BlockDriverState *bs)
+{
+    if (!bs || !bs->drv) {
+        return NULL;
+    }
+    if (bs->drv->is_filter) {
+        return bs->file ? bs->file->bs : NULL;
+    }
+    return bs->backing ? bs->backing->bs : NULL;
+}
+
+static BlockDriverState *bdrv_skip_filters(BlockDriverState *bs)
+{
+    while (bs && bs->drv && bs->drv->is_filter && bs->file) {
+        bs = bs->file->bs;
+    }
+    return bs;
+}
+
+/*
+ * The next image of the backing chain below @bs, filters skipped on both
+ * sides: the layer that supplies what @bs does not have.
+ */
+BlockDriverState *bdrv_backing_chain_next(BlockDriverState *bs)
+{
+    bs = bdrv_skip_filters(bs);
+    if (!bs || !bs->backing) {
+        return NULL;
+    }
+    return bdrv_skip_filters(bs->backing->bs);
+}
+
+size_t bdrv_opt_mem_align(BlockDriverState *bs)
+{
+    if (!bs || !bs->drv || !bs->bl.opt_mem_alignment) {
+        return qemu_real_host_page_size();
+    }
+    return bs->bl.opt_mem_alignment;
+}
+
+size_t bdrv_min_mem_align(BlockDriverState *bs)
+{
+    if (!bs || !bs->drv || !bs->bl.min_mem_alignment) {
+        return qemu_real_host_page_size();
+    }
+    return bs->bl.min_mem_alignment;
+}
+
+void *qemu_blockalign(BlockDriverState *bs, size_t size)
+{
+    return qemu_memalign(bdrv_opt_mem_align(bs), size);
+}
+
+void *qemu_try_blockalign(BlockDriverState *bs, size_t size)
+{
+    return qemu_try_memalign(bdrv_opt_mem_align(bs), size);
+}
+
+/* ---------------------------------------------------------------------- */
+/* File names */
+
+static bool bdrv_is_strong_option(BlockDriver *drv, const char *key)
+{
+    if (!strcmp(key, "driver") || !strcmp(key, "filename") ||
+        !drv->strong_runtime_opts) {
+        return true;
+    }
+    for (const char *const *o = drv->strong_runtime_opts; *o; o++) {
+        size_t len = strlen(*o);
+
+        if (len && (*o)[len - 1] == '.' ? !strncmp(key, *o, len)
+                                        : !strcmp(key, *o)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Copies one option keeping its JSON type, so json: prints it as QEMU. */
+static void bdrv_copy_option(QDict *dst, const char *key,
+                             const QDictEntry *e)
+{
+    const char *value = qdict_entry_value(e);
+    int64_t num;
+
+    switch (qdict_entry_type(e)) {
+    case QTYPE_QNUM:
+        if (qemu_strtoi64(value, NULL, 10, &num) == 0) {
+            qdict_put_int(dst, key, num);
+            return;
+        }
+        break;
+    case QTYPE_QBOOL:
+        qdict_put_bool(dst, key, !strcmp(value, "true") ||
+                                 !strcmp(value, "on"));
+        return;
+    case QTYPE_QNULL:
+        return;
+    default:
+        break;
+    }
+    qdict_put_str(dst, key, value);
+}
+
+static bool bdrv_backing_overridden(BlockDriverState *bs)
+{
+    return bs->explicit_options &&
+           (qdict_haskey(bs->explicit_options, "backing") ||
+            qdict_has_prefixed_entries(bs->explicit_options, "backing."));
+}
+
+/*
+ * The options that reopen @bs and its children as they are: the strong
+ * options of each node and its driver; *own_opts says whether @bs has
+ * strong options besides driver and filename.
+ */
+static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
+{
+    QDict *d = qdict_new();
+
+    *own_opts = false;
+    for (const QDictEntry *e = qdict_first(bs->options); e;
+         e = qdict_next(bs->options, e)) {
+        const char *key = qdict_entry_key(e);
+
+        if (bdrv_is_strong_option(bs->drv, key)) {
+            bdrv_copy_option(d, key, e);
+            if (strcmp(key, "driver") && strcmp(key, "filename")) {
+                *own_opts = true;
+            }
+        }
+    }
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        QDict *sub;
+        bool unused;
+
+        if (c->is_backing && !bdrv_backing_overridden(bs)) {
+            continue;
+        }
+        sub = bdrv_full_open_options(c->bs, &unused);
+        for (const QDictEntry *e = qdict_first(sub); e;
+             e = qdict_next(sub, e)) {
+            g_autofree char *key = g_strdup_printf("%s.%s", c->name,
+                                                   qdict_entry_key(e));
+
+            bdrv_copy_option(d, key, e);
+        }
+        qdict_unref(sub);
+    }
+    return d;
+}
+
+void bdrv_refresh_filename(BlockDriverState *bs)
+{
+    g_autoptr(QDict) full = NULL;
+    bool own_opts;
+
+    if (!bs->drv) {
+        return;
+    }
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        bdrv_refresh_filename(c->bs);
+    }
+
+    full = bdrv_full_open_options(bs, &own_opts);
+    if (bs->drv->is_format && !bs->drv->is_filter) {
+        BlockDriverState *file = bs->file ? bs->file->bs : NULL;
+
+        /*
+         * Opening the file's name probes this format over that protocol:
+         * the same node, unless the user changed what it shows.
+         */
+        bs->exact_filename[0] = '\0';
+        if (file && file->exact_filename[0] && !file->drv->is_format &&
+            !own_opts && !bdrv_backing_overridden(bs)) {
+            pstrcpy(bs->exact_filename, sizeof(bs->exact_filename),
+                    file->exact_filename);
+        }
+    }
+
+    if (bs->exact_filename[0]) {
+        pstrcpy(bs->filename, sizeof(bs->filename), bs->exact_filename);
+    } else {
+        g_autofree char *json = qdict_to_json_filename(full);
+
+        if (strlen(json) >= sizeof(bs->filename)) {
+            /* truncated: say so rather than print a broken name */
+            memcpy(bs->filename, json, sizeof(bs->filename) - 4);
+            strcpy(bs->filename + sizeof(bs->filename) - 4, "...");
+        } else {
+            strcpy(bs->filename, json);
+        }
+    }
+}
+
+char *bdrv_get_full_backing_filename_from_filename(const char *base,
+                                                   const char *backing,
+                                                   Error **errp)
+{
+    const char *slash;
+
+    if (backing[0] == '\0' || backing[0] == '/' ||
+        bdrv_path_has_protocol(backing) || !base || !base[0]) {
+        return g_strdup(backing);
+    }
+    if (g_str_has_prefix(base, "json:")) {
+        error_setg(errp, "Cannot use relative backing file names for '%s'",
+                   base);
+        return NULL;
+    }
+    slash = strrchr(base, '/');
+    if (slash) {
+        return g_strdup_printf("%.*s%s", (int)(slash - base + 1), base,
+                               backing);
+    }
+    if (bdrv_path_has_protocol(base)) {
+        /* "proto:name": the backing file lives under the same protocol */
+        return g_strdup_printf("%.*s%s", (int)(strcspn(base, ":") + 1),
+                               base, backing);
+    }
+    return g_strdup(backing);
+}
+
+/* ---------------------------------------------------------------------- */
+/* blkdebug hooks: the first node down the file chain that has them */
+
+static BlockDriverState *bdrv_debug_next(BlockDriverState *bs)
+{
+    if (bs->file) {
+        return bs->file->bs;
+    }
+    return bs->children ? ((BdrvChild *)bs->children->data)->bs : NULL;
+}
+
+void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_event) {
+        bs = bdrv_debug_next(bs);
+    }
+    if (bs && bs->drv) {
+        bs->drv->bdrv_debug_event(bs, event);
+    }
+}
+
+int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
+                          const char *tag)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_breakpoint) {
+        bs = bdrv_debug_next(bs);
+    }
+    if (!bs || !bs->drv) {
+        return -ENOTSUP;
+    }
+    return bs->drv->bdrv_debug_breakpoint(bs, event, tag);
+}
+
+int bdrv_debug_remove_breakpoint(BlockDriverState *bs, const char *tag)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_remove_breakpoint) {
+        bs = bdrv_debug_next(bs);
+    }
+    if (!bs || !bs->drv) {
+        return -ENOTSUP;
+    }
+    return bs->drv->bdrv_debug_remove_breakpoint(bs, tag);
+}
+
+int bdrv_debug_resume(BlockDriverState *bs, const char *tag)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_resume) {
+        bs = bdrv_debug_next(bs);
+    }
+    if (!bs || !bs->drv) {
+        return -ENOTSUP;
+    }
+    return bs->drv->bdrv_debug_resume(bs, tag);
+}
+
+bool bdrv_debug_is_suspended(BlockDriverState *bs, const char *tag)
+{
+    while (bs && bs->drv && !bs->drv->bdrv_debug_is_suspended) {
+        bs = bdrv_debug_next(bs);
+    }
+    return bs && bs->drv && bs->drv->bdrv_debug_is_suspended(bs, tag);
+}
