@@ -6,7 +6,8 @@
  * (aio=native, only with O_DIRECT) or io_uring (aio=io_uring).  Everything
  * that may block and has no asynchronous form (fdatasync, fallocate,
  * ftruncate) runs in the thread pool, so the event loop never waits on the
- * disk.
+ * disk; aio=threads first tries a transfer in place with RWF_NOWAIT, which
+ * the kernel performs only if it need not wait.
  *
  * Invariants:
  *  1. The file is never opened with O_DSYNC or O_SYNC: in writethrough
@@ -88,6 +89,8 @@ typedef struct BDRVRawState {
     bool has_punch_hole;
     /* invariant 4: 0 or the -errno of the first failed fdatasync */
     int flush_error;
+    /* RWF_NOWAIT works for reads/writes (cleared on EOPNOTSUPP) */
+    bool nowait_ok[2];
 } BDRVRawState;
 
 /* What bdrv_reopen_prepare staged for commit. */
@@ -338,6 +341,7 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->has_zero_range = true;
     s->has_punch_hole = true;
+    s->nowait_ok[0] = s->nowait_ok[1] = true;
     s->locked_perm = 0;
     s->locked_unshared = 0;
 
@@ -641,6 +645,7 @@ typedef struct RawWork {
     int64_t offset;
     int64_t bytes;
     QEMUIOVector *qiov;         /* reads and writes */
+    size_t done;                /* bytes of qiov already transferred */
     bool is_write;
     int mode;                   /* fallocate mode */
 } RawWork;
@@ -658,11 +663,14 @@ static int raw_work_rw(void *opaque)
 {
     RawWork *w = opaque;
     FileAioIov fi;
-    size_t remaining = w->qiov->size;
-    int64_t offset = w->offset;
+    size_t remaining = w->qiov->size - w->done;
+    int64_t offset = w->offset + w->done;
     int ret = 0;
 
     file_aio_iov_init(&fi, w->qiov);
+    if (w->done) {
+        file_aio_iov_advance(&fi, w->done);
+    }
     while (remaining) {
         int niov = MIN(fi.niov, IOV_MAX);
         ssize_t n = w->is_write ? pwritev(w->fd, fi.iov, niov, offset)
@@ -744,6 +752,29 @@ static bool raw_qiov_is_aligned(BDRVRawState *s, QEMUIOVector *qiov)
     return true;
 }
 
+/*
+ * aio=threads through the page cache: tries the transfer right here with
+ * RWF_NOWAIT, which the kernel completes only if it need not wait (data
+ * in the page cache).  Saves the trip to a worker thread and back for
+ * most reads.  Returns the bytes done (a worker finishes the rest).
+ */
+static size_t raw_try_nowait(BDRVRawState *s, int64_t offset,
+                             QEMUIOVector *qiov, bool is_write)
+{
+    ssize_t n;
+
+    if (!s->nowait_ok[is_write] || (s->open_flags & O_DIRECT) ||
+        qiov->niov > IOV_MAX) {
+        return 0;
+    }
+    n = is_write ? pwritev2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT)
+                 : preadv2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT);
+    if (n < 0 && errno == EOPNOTSUPP) {
+        s->nowait_ok[is_write] = false;
+    }
+    return MAX(n, 0);
+}
+
 static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
                                          int64_t offset, QEMUIOVector *qiov,
                                          FileAioType type)
@@ -765,6 +796,10 @@ static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
                                 s->aio_max_batch);
     case BLOCKDEV_AIO_OPTIONS_THREADS:
         break;
+    }
+    w.done = raw_try_nowait(s, offset, qiov, w.is_write);
+    if (w.done == qiov->size) {
+        return 0;
     }
     return raw_thread_pool_co(bs, raw_work_rw, &w);
 }
@@ -1297,12 +1332,19 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     return ret;
 }
 
+/* aio, locking and aio-max-batch change how the node works, not its data. */
+static const char *const raw_strong_runtime_opts[] = {
+    "filename",
+    NULL,
+};
+
 static BlockDriver bdrv_file = {
     .format_name                    = "file",
     .protocol_name                  = "file",
     .instance_size                  = sizeof(BDRVRawState),
     .bdrv_needs_filename            = true,
     .runtime_opts                   = &qapi_opts_file_runtime,
+    .strong_runtime_opts            = raw_strong_runtime_opts,
     .create_opts                    = &qapi_opts_file_create,
     .bdrv_parse_filename            = raw_parse_filename,
     .bdrv_open                      = raw_open,
