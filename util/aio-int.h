@@ -1,0 +1,80 @@
+/*
+ * AioContext internals shared by async.c (contexts, bottom halves,
+ * coroutine scheduling), aio-posix.c (fd handlers, aio_poll) and
+ * qemu-timer.c (timers).
+ *
+ * Guards:
+ *  - "atomic": written from any thread with __atomic builtins;
+ *  - "home": only the thread that polls the context touches it.
+ */
+#ifndef QBLOCK_AIO_INT_H
+#define QBLOCK_AIO_INT_H
+
+#include "util/aio.h"
+
+#include <sys/queue.h>
+
+typedef struct AioHandler AioHandler;
+
+/*
+ * A batch of bottom halves taken from the context's list by one
+ * aio_bh_poll().  Slices of nested polls are chained so that a nested
+ * aio_poll() also runs what its caller took but has not run yet.
+ */
+typedef struct BHListSlice {
+    QEMUBH *head;
+    TAILQ_ENTRY(BHListSlice) next;
+} BHListSlice;
+
+struct AioContext {
+    int refcnt;                     /* atomic */
+
+    /* Bottom halves. */
+    QEMUBH *bh_list;                /* atomic: LIFO stack of pending BHs */
+    TAILQ_HEAD(, BHListSlice) bh_slices;    /* home */
+
+    /*
+     * Wake-ups.  notify_me is set while aio_poll() may sleep in
+     * epoll_wait(); aio_notify() writes the eventfd only then.  notified
+     * records that aio_notify() was called since the last poll, so that a
+     * poll about to sleep does not miss it.
+     */
+    EventNotifier notifier;
+    bool notify_me;                 /* atomic */
+    bool notified;                  /* atomic */
+
+    /* fd handlers (aio-posix.c). */
+    int epollfd;
+    TAILQ_HEAD(, AioHandler) handlers;          /* home */
+    TAILQ_HEAD(, AioHandler) deleted_handlers;  /* home */
+    unsigned int walking_handlers;  /* home: dispatch nesting depth */
+    unsigned int epoll_skips;       /* home: see aio_poll() */
+
+    /* Timers, earliest first (qemu-timer.c). */
+    TAILQ_HEAD(, QEMUTimer) timers; /* home */
+
+    /* Coroutines scheduled with aio_co_schedule(). */
+    Coroutine *scheduled_coroutines;    /* atomic: LIFO stack */
+    QEMUBH *co_schedule_bh;
+
+    ThreadPool *thread_pool;
+};
+
+/* async.c */
+bool aio_bh_pending(AioContext *ctx);
+/* Runs the pending bottom halves; true if any callback ran. */
+bool aio_bh_poll(AioContext *ctx);
+
+/* aio-posix.c */
+int aio_context_setup(AioContext *ctx, Error **errp);
+void aio_context_destroy(AioContext *ctx);
+
+/* qemu-timer.c */
+/* Nanoseconds until the earliest timer, or -1 if none is armed. */
+int64_t aio_timers_deadline_ns(AioContext *ctx);
+/* Runs the expired timers; true if any callback ran. */
+bool aio_timers_run(AioContext *ctx);
+/* Disarms every timer of @ctx (their owners still free them). */
+void aio_timers_cleanup(AioContext *ctx);
+
+#endif
