@@ -26,8 +26,9 @@
  *     for them would deadlock).  A non-serialising request waits the same
  *     way for overlapping serialising ones.  Two unaligned writes to one
  *     block therefore never read the old block concurrently.
- *  5. bs->write_gen grows when a write, zero write, discard or truncate
- *     completes.  Flushes of a node run one at a time; each reads write_gen
+ *  5. bs->write_gen grows each time a driver's write, zero write, discard
+ *     or truncate returns (before FUA is emulated by a flush).  Flushes of
+ *     a node run one at a time; each reads write_gen
  *     when it starts and, on success, stores it in flushed_gen.  A flush
  *     that finds flushed_gen equal to write_gen when it starts skips
  *     flush_to_disk: every write completed before it started was completed
@@ -261,6 +262,7 @@ static int coroutine_fn bdrv_driver_pwritev(BlockDriverState *bs,
     bs->stats.bytes_written += bytes;
     ret = bs->drv->bdrv_co_pwritev(bs, offset, bytes, q,
                                    flags & bs->supported_write_flags);
+    bs->write_gen++;
     if (q == &slice) {
         qemu_iovec_destroy(&slice);
     }
@@ -291,6 +293,7 @@ static int coroutine_fn bdrv_driver_pwritev_compressed(BlockDriverState *bs,
     bs->stats.writes++;
     bs->stats.bytes_written += bytes;
     ret = bs->drv->bdrv_co_pwritev_compressed(bs, offset, bytes, q);
+    bs->write_gen++;
     if (q == &slice) {
         qemu_iovec_destroy(&slice);
     }
@@ -380,6 +383,7 @@ static int coroutine_fn bdrv_do_pwrite_zeroes(BlockDriverState *bs,
             bs->stats.zero_writes++;
             ret = drv->bdrv_co_pwrite_zeroes(bs, offset, num,
                                              flags & bs->supported_zero_flags);
+            bs->write_gen++;
             if (ret == 0 && (flags & BDRV_REQ_FUA) &&
                 !(bs->supported_zero_flags & BDRV_REQ_FUA)) {
                 need_flush = true;
@@ -489,7 +493,6 @@ static int coroutine_fn bdrv_aligned_pwritev(BlockDriverState *bs,
             done += num;
         }
     }
-    bs->write_gen++;
     return ret;
 }
 
@@ -822,6 +825,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         num = MIN(num, max_discard);
         bs->stats.discards++;
         ret = bs->drv->bdrv_co_pdiscard(bs, offset, num);
+        bs->write_gen++;
         if (ret < 0 && ret != -ENOTSUP) {
             break;
         }
@@ -829,7 +833,6 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         offset += num;
         bytes -= num;
     }
-    bs->write_gen++;
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
     return ret;
