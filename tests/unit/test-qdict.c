@@ -1,6 +1,8 @@
 /*
  * QDict: typed values, insertion order, replacement, deletion during
- * iteration, clone/join, sub-dict extraction and reference counting.
+ * iteration, clone/join, sub-dict extraction and reference counting;
+ * json: filenames in (flattening, types, QEMU's error texts) and out
+ * (nesting, arrays, QEMU's spacing and escapes).
  */
 #include "util/qdict.h"
 
@@ -191,6 +193,229 @@ static void test_many_keys(void)
                     "inject-error.0.event");
 }
 
+static void check_json(const char *json, const char *expect_dump)
+{
+    Error *err = NULL;
+    g_autoptr(QDict) d = qdict_from_json(json, &err);
+
+    if (!d) {
+        g_error("qdict_from_json(%s) failed: %s", json,
+                error_get_pretty(err));
+    }
+    assert_dump(d, expect_dump);
+}
+
+static void check_json_err(const char *json, const char *expect)
+{
+    Error *err = NULL;
+    QDict *d = qdict_from_json(json, &err);
+
+    if (d) {
+        g_autofree char *dump = qdict_dump(d);
+
+        g_error("qdict_from_json(%s) succeeded: %s", json, dump);
+    }
+    g_assert_cmpstr(error_get_pretty(err), ==, expect);
+    error_free(err);
+}
+
+static void test_json_flatten(void)
+{
+    check_json("{\"driver\":\"raw\",\"file\":{\"driver\":\"file\","
+               "\"filename\":\"/tmp/x\"}}",
+               "driver=raw(str) file.driver=file(str) "
+               "file.filename=/tmp/x(str)");
+    check_json("{\"file.filename\": \"/a\", \"file\": {\"x\": {\"y\": 1}}}",
+               "file.filename=/a(str) file.x.y=1(num)");
+    check_json("{\"inject-error\": [{\"event\": \"pwritev\", \"errno\": 5},"
+               " {\"event\": \"flush\"}], \"l\": [[true], []]}",
+               "inject-error.0.event=pwritev(str) inject-error.0.errno=5(num) "
+               "inject-error.1.event=flush(str) l.0.0=true(bool)");
+    /* Empty objects and arrays hold no option. */
+    check_json(" { } ", "");
+    check_json("{\"file\": {}}", "");
+    /* Duplicate keys: the last value wins. */
+    check_json("{\"a\": 1, \"a\": \"two\"}", "a=two(str)");
+}
+
+static void test_json_scalars(void)
+{
+    check_json("{\"size\": 4096, \"neg\": -1, \"zero\": -0, \"ro\": true,"
+               " \"rw\": false, \"x\": null}",
+               "size=4096(num) neg=-1(num) zero=0(num) ro=true(bool) "
+               "rw=false(bool) x=(null)");
+    /* Integers keep every digit up to UINT64_MAX; beyond, a double. */
+    check_json("{\"max\": 18446744073709551615, "
+               "\"min\": -9223372036854775808, "
+               "\"over\": 18446744073709551616}",
+               "max=18446744073709551615(num) min=-9223372036854775808(num) "
+               "over=1.8446744073709552e+19(num)");
+    check_json("{\"a\": 4096.0, \"b\": 1.5e3, \"c\": 0.5, \"d\": 1E2}",
+               "a=4096(num) b=1500(num) c=0.5(num) d=100(num)");
+}
+
+static void test_json_strings(void)
+{
+    check_json("{\"a\": \"q\\\"b\\\\s\\/n\\nt\\t\", 'b': 'single \"x\"'}",
+               "a=q\"b\\s/n\nt\t(str) b=single \"x\"(str)");
+    check_json("{\"e\": \"\\u00e9\\uD83D\\uDE00\"}",
+               "e=\u00e9\U0001F600(str)");
+    check_json("{\"raw\": \"\u00e9\"}", "raw=\u00e9(str)");
+}
+
+static void test_json_errors(void)
+{
+    check_json_err("", "Expecting a JSON value");
+    check_json_err("  \n ", "Expecting a JSON value");
+    check_json_err("{\"driver\":\"raw\"",
+                   "JSON parse error, premature EOI");
+    check_json_err("{\"driver\": \"raw\", \"file\": {",
+                   "JSON parse error, premature EOI");
+    check_json_err("{\"a\":\"x", "JSON parse error, premature EOI");
+    check_json_err("{\"a\":", "JSON parse error, premature EOI");
+    check_json_err("{\"driver\": raw}",
+                   "JSON parse error, invalid keyword 'raw'");
+    check_json_err("{\"a\": tru}", "JSON parse error, invalid keyword 'tru'");
+    check_json_err("{\"a\":1,}", "JSON parse error, expecting value");
+    check_json_err("{\"a\":[1,]}", "JSON parse error, expecting value");
+    check_json_err("{\"a\" 1}", "JSON parse error, missing : in object pair");
+    check_json_err("{1:2}", "JSON parse error, key is not a string in object");
+    check_json_err("{\"a\":1 \"b\":2}",
+                   "JSON parse error, expected separator in dict");
+    check_json_err("{\"a\":[1 2]}",
+                   "JSON parse error, expected separator in list");
+    check_json_err("{\"a\":\"\\q\"}",
+                   "JSON parse error, invalid escape sequence in string");
+    check_json_err("{\"a\":\"\\u12\"}",
+                   "JSON parse error, invalid escape sequence in string");
+    check_json_err("{\"a\":\"\\ud800\"}",
+                   "JSON parse error, \\ud800 is not a valid Unicode "
+                   "character");
+    check_json_err("{\"a\":\"\\u0000\"}",
+                   "JSON parse error, \\u0000 is not allowed in a string");
+    check_json_err("{\"a\":\"x\ty\"}",
+                   "JSON parse error, control character 0x09 in string");
+    check_json_err("{\"a\":01}", "JSON parse error, invalid number '01'");
+    check_json_err("{\"a\":0x10}", "JSON parse error, invalid number '0x10'");
+    check_json_err("{\"a\":.5}", "JSON parse error, invalid number '.5'");
+    check_json_err("{\"a\":1.}", "JSON parse error, invalid number '1.'");
+    check_json_err("{\"a\":-}", "JSON parse error, invalid number '-'");
+    check_json_err("{\"a\":+1}", "JSON parse error, invalid number '+1'");
+    check_json_err("{\"a\":1k}", "JSON parse error, invalid number '1k'");
+    check_json_err("{\"a\":1e400}",
+                   "JSON parse error, number '1e400' is out of range");
+    check_json_err("{\"a\":#}", "JSON parse error, stray '#'");
+    check_json_err("{/*c*/\"a\":1}",
+                   "JSON parse error, key is not a string in object");
+    check_json_err("{\"a\":1}x", "Expecting at most one JSON value");
+    check_json_err("{\"a\":1}{\"b\":2}", "Expecting at most one JSON value");
+}
+
+static void test_json_not_object(void)
+{
+    check_json_err("[1,2]", "Invalid JSON object given");
+    check_json_err("\"abc\"", "Invalid JSON object given");
+    check_json_err("42", "Invalid JSON object given");
+    check_json_err("null", "Invalid JSON object given");
+    /* A broken non-object says what is broken. */
+    check_json_err("[1,", "JSON parse error, premature EOI");
+}
+
+static void test_json_nesting(void)
+{
+    g_autofree char *open_ok = g_strnfill(1023, '[');
+    g_autofree char *close_ok = g_strnfill(1023, ']');
+    g_autofree char *ok = g_strdup_printf("{\"a\":%s1%s}", open_ok, close_ok);
+    g_autofree char *open_bad = g_strnfill(1024, '[');
+    g_autofree char *bad = g_strdup_printf("{\"a\":%s1}", open_bad);
+    g_autoptr(QDict) d = qdict_from_json(ok, &error_abort);
+    const char *key = qdict_entry_key(qdict_first(d));
+
+    g_assert_cmpuint(strlen(key), ==, 1 + 2 * 1023);
+    check_json_err(bad, "JSON parse error, nesting deeper than 1024 levels");
+}
+
+static void check_to_json(const QDict *d, const char *expect)
+{
+    g_autofree char *json = qdict_to_json(d);
+
+    g_assert_cmpstr(json, ==, expect);
+}
+
+static void test_json_output(void)
+{
+    /* QEMU 7.2 prints this json: filename for the same options. */
+    static const char qemu_out[] =
+        "{\"offset\": 512, \"driver\": \"raw\", \"size\": 4096, \"file\": "
+        "{\"driver\": \"file\", \"filename\": \"/tmp/utdx\"}}";
+    g_autoptr(QDict) d = qdict_from_json(qemu_out, &error_abort);
+    g_autoptr(QDict) kv = NULL;
+    g_autoptr(QDict) empty = qdict_new();
+    g_autofree char *filename = qdict_to_json_filename(d);
+
+    check_to_json(d, qemu_out);
+    g_assert_cmpstr(filename, ==, "json:{\"offset\": 512, \"driver\": "
+                    "\"raw\", \"size\": 4096, \"file\": {\"driver\": "
+                    "\"file\", \"filename\": \"/tmp/utdx\"}}");
+    check_to_json(empty, "{}");
+
+    /* Options from key=value text are strings, quoted as QEMU does. */
+    kv = qdict_new();
+    qdict_put_str(kv, "driver", "raw");
+    qdict_put_str(kv, "size", "4096");
+    qdict_put_str(kv, "file.driver", "file");
+    qdict_put_str(kv, "file.filename", "/tmp/ut\"d \u00e9\\x");
+    qdict_put_bool(kv, "read-only", true);
+    qdict_put_typed(kv, "x", NULL, QTYPE_QNULL);
+    check_to_json(kv, "{\"driver\": \"raw\", \"size\": \"4096\", \"file\": "
+                  "{\"driver\": \"file\", \"filename\": "
+                  "\"/tmp/ut\\\"d \\u00E9\\\\x\"}, \"read-only\": true, "
+                  "\"x\": null}");
+}
+
+static void test_json_output_escapes(void)
+{
+    g_autoptr(QDict) d = qdict_new();
+
+    /* DEL, a control byte, invalid UTF-8, a character beyond the BMP. */
+    qdict_put_str(d, "f", "/tmp/u\x7f\x01\xff\xf0\x9f\x98\x80");
+    qdict_put_str(d, "c", "\b\f\n\r\t/");
+    check_to_json(d, "{\"f\": \"/tmp/u\\u007F\\u0001\\uFFFD\\uD83D\\uDE00\", "
+                  "\"c\": \"\\b\\f\\n\\r\\t/\"}");
+}
+
+static void test_json_output_arrays(void)
+{
+    g_autoptr(QDict) d = qdict_new();
+    g_autoptr(QDict) e = qdict_new();
+    g_autoptr(QDict) back = NULL;
+    g_autofree char *json = NULL;
+
+    qdict_put_str(d, "driver", "blkdebug");
+    qdict_put_str(d, "inject-error.1.event", "flush");
+    qdict_put_str(d, "inject-error.0.event", "pwritev");
+    qdict_put_int(d, "inject-error.0.errno", 5);
+    check_to_json(d, "{\"driver\": \"blkdebug\", \"inject-error\": "
+                  "[{\"event\": \"pwritev\", \"errno\": 5}, "
+                  "{\"event\": \"flush\"}]}");
+    /* And it reads back to the same options. */
+    json = qdict_to_json(d);
+    back = qdict_from_json(json, &error_abort);
+    assert_dump(back, "driver=blkdebug(str) "
+                "inject-error.0.event=pwritev(str) "
+                "inject-error.0.errno=5(num) inject-error.1.event=flush(str)");
+
+    /* Not 0..n-1: an object.  A value and a prefix at once: kept flat. */
+    qdict_put_str(e, "a.1", "x");
+    qdict_put_str(e, "b.01", "y");
+    qdict_put_str(e, "0", "top");
+    qdict_put_str(e, "file", "img");
+    qdict_put_str(e, "file.locking", "off");
+    check_to_json(e, "{\"a\": {\"1\": \"x\"}, \"b\": {\"01\": \"y\"}, "
+                  "\"0\": \"top\", \"file\": \"img\", "
+                  "\"file.locking\": \"off\"}");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -202,5 +427,14 @@ int main(int argc, char **argv)
     g_test_add_func("/qdict/extract-subqdict", test_extract_subqdict);
     g_test_add_func("/qdict/refcount", test_refcount);
     g_test_add_func("/qdict/many-keys", test_many_keys);
+    g_test_add_func("/qdict/json/flatten", test_json_flatten);
+    g_test_add_func("/qdict/json/scalars", test_json_scalars);
+    g_test_add_func("/qdict/json/strings", test_json_strings);
+    g_test_add_func("/qdict/json/errors", test_json_errors);
+    g_test_add_func("/qdict/json/not-object", test_json_not_object);
+    g_test_add_func("/qdict/json/nesting", test_json_nesting);
+    g_test_add_func("/qdict/json/output", test_json_output);
+    g_test_add_func("/qdict/json/output-escapes", test_json_output_escapes);
+    g_test_add_func("/qdict/json/output-arrays", test_json_output_arrays);
     return g_test_run();
 }
