@@ -27,7 +27,7 @@
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
-#include "qapi-opts.h"
+#include "qapi/qapi-opts.h"
 
 #include <libgen.h>
 
@@ -1448,9 +1448,10 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
     for (left = qdict_first(state->options); left;
          left = qdict_next(state->options, left)) {
         const char *key = qdict_entry_key(left);
-        const char *old = qdict_get_try_str(bs->options, key);
 
-        if (!old || strcmp(old, qdict_entry_value(left))) {
+        if (!qdict_haskey(bs->options, key) ||
+            g_strcmp0(qdict_get_try_str(bs->options, key),
+                      qdict_entry_value(left))) {
             error_setg(errp, "Cannot change the option '%s'", key);
             return -EINVAL;
         }
@@ -1841,26 +1842,7 @@ static bool bdrv_is_strong_option(BlockDriver *drv, const char *key)
 static void bdrv_copy_option(QDict *dst, const char *key,
                              const QDictEntry *e)
 {
-    const char *value = qdict_entry_value(e);
-    int64_t num;
-
-    switch (qdict_entry_type(e)) {
-    case QTYPE_QNUM:
-        if (qemu_strtoi64(value, NULL, 10, &num) == 0) {
-            qdict_put_int(dst, key, num);
-            return;
-        }
-        break;
-    case QTYPE_QBOOL:
-        qdict_put_bool(dst, key, !strcmp(value, "true") ||
-                                 !strcmp(value, "on"));
-        return;
-    case QTYPE_QNULL:
-        return;
-    default:
-        break;
-    }
-    qdict_put_str(dst, key, value);
+    qdict_put_typed(dst, key, qdict_entry_value(e), qdict_entry_type(e));
 }
 
 static bool bdrv_backing_overridden(BlockDriverState *bs)
