@@ -1188,6 +1188,21 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
     return 0;
 }
 
+static QDict *bdrv_parse_json_filename(const char *filename, Error **errp)
+{
+    Error *local_err = NULL;
+    QDict *json = qdict_from_json(filename + strlen("json:"), &local_err);
+
+    if (!json) {
+        /* as QEMU: broken syntax is explained, a valid non-object is not */
+        if (strcmp(error_get_pretty(local_err), "Invalid JSON object given")) {
+            error_prepend(&local_err, "Could not parse the JSON options: ");
+        }
+        error_propagate(errp, local_err);
+    }
+    return json;
+}
+
 static BlockDriverState *bdrv_open_inherit(const char *filename,
                                            const char *reference,
                                            QDict *options, int flags,
@@ -1208,7 +1223,7 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
         return bdrv_open_reference(reference, filename, options, errp);
     }
     if (filename && g_str_has_prefix(filename, "json:")) {
-        QDict *json = qdict_from_json(filename + strlen("json:"), errp);
+        QDict *json = bdrv_parse_json_filename(filename, errp);
 
         if (!json) {
             goto fail;
