@@ -1288,6 +1288,7 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     int prealloc = qemu_opt_get_enum(opts, "preallocation");
     uint64_t hint = qemu_opt_get_size(opts, "extent_size_hint", 0);
     RawTruncate t = { .prealloc = PREALLOC_MODE_OFF, .errp = errp };
+    ThreadPool *pool = aio_get_thread_pool(qemu_get_current_aio_context());
     int ret;
 
     strstart(filename, "file:", &filename);
@@ -1318,12 +1319,12 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     if (ret == 0) {
         /* Empty it first: nothing of an older file may survive. */
         t.offset = 0;
-        ret = raw_work_truncate(&t);
+        ret = thread_pool_submit_co(pool, raw_work_truncate, &t);
     }
     if (ret == 0) {
         t.offset = size;
         t.prealloc = prealloc;
-        ret = raw_work_truncate(&t);
+        ret = thread_pool_submit_co(pool, raw_work_truncate, &t);
     }
     if (close(t.fd) < 0 && ret == 0) {
         ret = -errno;
