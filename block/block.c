@@ -1352,6 +1352,8 @@ typedef struct BdrvReopenEntry {
     BdrvCommonOpts common;
     /* the node's own options as they will be after the commit */
     QDict *new_options;
+    /* a bad common option, found when the entry was queued */
+    Error *queue_err;
     int old_flags;
     bool old_read_only;
     bool prepared;
@@ -1372,13 +1374,16 @@ static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
 
 /*
  * Queues @bs with the option changes @changes (consumed) and @flags, then
- * its non-backing children, which inherit the new flags as at open.
+ * its non-backing children, which inherit the resulting flags as at open.
+ * The common options are absorbed here already, because the children's
+ * flags depend on them; an error in them is reported by the prepare step.
  */
 static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
                                   QDict *changes, int flags)
 {
     BdrvReopenEntry *e;
     int inheritable = BDRV_O_RDWR | BDRV_O_AUTO_RDONLY | BDRV_O_CACHE_MASK;
+    g_autoptr(GPtrArray) child_changes = g_ptr_array_new();
 
     if (bdrv_reopen_find(queue, bs)) {
         qdict_unref(changes);
@@ -1386,7 +1391,6 @@ static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
     }
     e = g_new0(BdrvReopenEntry, 1);
     e->state.bs = bs;
-    e->state.flags = flags;
     e->old_flags = bs->open_flags;
     e->old_read_only = bs->read_only;
     g_ptr_array_add(queue, e);
@@ -1394,23 +1398,32 @@ static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
     for (GList *l = bs->children; l; l = l->next) {
         BdrvChild *c = l->data;
         g_autofree char *prefix = g_strdup_printf("%s.", c->name);
-        QDict *child_changes = NULL;
-        int child_flags;
+        QDict *sub = NULL;
 
-        qdict_extract_subqdict(changes, &child_changes, prefix);
-        if (c->is_backing) {
-            qdict_unref(child_changes);
-            continue;
-        }
-        child_flags = (c->bs->open_flags & ~inheritable) |
-                      (flags & inheritable);
-        bdrv_reopen_queue_add(queue, c->bs, child_changes, child_flags);
+        qdict_extract_subqdict(changes, &sub, prefix);
+        g_ptr_array_add(child_changes, sub);
     }
 
     e->state.options = qdict_clone(bs->options);
     qdict_del(e->state.options, "driver");
     qdict_join(e->state.options, changes, true);
     qdict_unref(changes);
+    e->common.flags = flags;
+    bdrv_absorb_common_opts(e->state.options, &e->common, &e->queue_err);
+    e->state.flags = e->common.flags;
+
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        QDict *sub = g_ptr_array_steal_index(child_changes, 0);
+
+        if (c->is_backing) {
+            qdict_unref(sub);
+            continue;
+        }
+        bdrv_reopen_queue_add(queue, c->bs, sub,
+                              (c->bs->open_flags & ~inheritable) |
+                              (e->state.flags & inheritable));
+    }
 }
 
 static int bdrv_reopen_check_unchanged(BdrvReopenEntry *e, Error **errp)
@@ -1435,16 +1448,15 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
     const QDictEntry *left;
     int ret;
 
-    e->common.flags = state->flags;
-    ret = bdrv_absorb_common_opts(state->options, &e->common, errp);
-    if (ret < 0) {
-        return ret;
+    if (e->queue_err) {
+        error_propagate(errp, e->queue_err);
+        e->queue_err = NULL;
+        return -EINVAL;
     }
     ret = bdrv_reopen_check_unchanged(e, errp);
     if (ret < 0) {
         return ret;
     }
-    state->flags = e->common.flags;
     e->new_options = qdict_clone(state->options);
 
     if (!bs->drv->bdrv_reopen_prepare) {
@@ -1476,6 +1488,7 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
 
 static void bdrv_reopen_entry_free(BdrvReopenEntry *e)
 {
+    error_free(e->queue_err);
     bdrv_common_opts_clear(&e->common);
     if (e->state.options) {
         qdict_unref(e->state.options);

@@ -214,11 +214,13 @@ static BlockDriverState *open_fmt(const char *name, const char *extra,
                      flags, errp);
 }
 
-static void assert_error(Error *err, const char *expected)
+/* Checks the message and clears the error for the next call. */
+static void assert_error(Error **errp, const char *expected)
 {
-    g_assert_nonnull(err);
-    g_assert_cmpstr(error_get_pretty(err), ==, expected);
-    error_free(err);
+    g_assert_nonnull(*errp);
+    g_assert_cmpstr(error_get_pretty(*errp), ==, expected);
+    error_free(*errp);
+    *errp = NULL;
 }
 
 static int64_t node_count(void)
@@ -254,7 +256,7 @@ static void test_registry(void)
     g_assert(bdrv_find_protocol("test-proto:x", false, &error_abort) ==
              bdrv_find_format("file"));
     g_assert_null(bdrv_find_protocol("nope:x", true, &err));
-    assert_error(err, "Unknown protocol 'nope'");
+    assert_error(&err, "Unknown protocol 'nope'");
 
     bdrv_iterate_format(collect_name, names);
     g_assert_cmpuint(names->len, >=, 2);
@@ -279,9 +281,9 @@ static void test_node_names(void)
     g_assert_cmpint(node_count(), ==, before + 2);
 
     g_assert_null(open_fmt("b", "node-name=top", 0, &err));
-    assert_error(err, "Duplicate nodes with node-name='top'");
+    assert_error(&err, "Duplicate nodes with node-name='top'");
     g_assert_null(open_fmt("b", "node-name=1top", 0, &err));
-    assert_error(err, "Invalid node-name: '1top'");
+    assert_error(&err, "Invalid node-name: '1top'");
     g_assert_cmpint(node_count(), ==, before + 2);
 
     /* unnamed nodes get a generated name no user could choose */
@@ -303,29 +305,29 @@ static void test_unknown_options(void)
     Error *err = NULL;
 
     g_assert_null(open_fmt("a", "foo=1", 0, &err));
-    assert_error(err, "Block format 'test-fmt' does not support the option "
+    assert_error(&err, "Block format 'test-fmt' does not support the option "
                  "'foo'");
     g_assert_null(open_fmt("a", "file.bar=1", 0, &err));
-    assert_error(err, "Block protocol 'test-proto' doesn't support the "
+    assert_error(&err, "Block protocol 'test-proto' doesn't support the "
                  "option 'bar'");
     g_assert_null(bdrv_open(NULL, NULL,
                             keyval_parse("driver=nope", NULL, &error_abort),
                             0, &err));
-    assert_error(err, "Unknown driver 'nope'");
+    assert_error(&err, "Unknown driver 'nope'");
     g_assert_null(bdrv_open(NULL, NULL,
                             keyval_parse("driver=test-fmt", NULL,
                                          &error_abort), 0, &err));
-    assert_error(err, "A block device must be specified for \"file\"");
+    assert_error(&err, "A block device must be specified for \"file\"");
     g_assert_null(bdrv_open(NULL, NULL,
                             keyval_parse("driver=test-proto", NULL,
                                          &error_abort), 0, &err));
-    assert_error(err, "The 'test-proto' block driver requires a file name");
+    assert_error(&err, "The 'test-proto' block driver requires a file name");
     g_assert_null(open_fmt("a", "discard=sometimes", 0, &err));
     g_assert_nonnull(err);
     error_free(err);
     err = NULL;
     g_assert_null(open_fmt("a", "force-share=on", BDRV_O_RDWR, &err));
-    assert_error(err, "force-share=on can only be used with read-only "
+    assert_error(&err, "force-share=on can only be used with read-only "
                  "images");
 }
 
@@ -378,12 +380,12 @@ static void test_json_filename(void)
 
     g_assert_null(bdrv_open("json:{\"driver\": \"test-fmt\",", NULL, NULL,
                             0, &err));
-    assert_error(err, "Could not parse the JSON options: JSON parse error, "
+    assert_error(&err, "Could not parse the JSON options: JSON parse error, "
                  "premature EOI");
     g_assert_null(bdrv_open("json:{\"driver\": \"test-fmt\", \"file\": "
                             "{\"driver\": \"test-proto\", \"filename\": "
                             "\"img\"}, \"foo\": 1}", NULL, NULL, 0, &err));
-    assert_error(err, "Block format 'test-fmt' does not support the option "
+    assert_error(&err, "Block format 'test-fmt' does not support the option "
                  "'foo'");
 }
 
@@ -449,7 +451,7 @@ static void test_open_by_reference(void)
     g_assert_null(bdrv_open(NULL, NULL,
                             keyval_parse("driver=test-fmt,file=nowhere",
                                          NULL, &error_abort), 0, &err));
-    assert_error(err, "Cannot find device='nowhere' nor "
+    assert_error(&err, "Cannot find device='nowhere' nor "
                  "node-name='nowhere'");
 
     bdrv_unref(bs);
@@ -483,7 +485,7 @@ static void test_backing_file(void)
     /* an image whose header names itself */
     g_assert_null(open_fmt("dir/top", "header-backing=top,"
                            "backing.file.driver=test-proto", 0, &err));
-    assert_error(err, "Could not open backing file: Backing file 'dir/top' "
+    assert_error(&err, "Could not open backing file: Backing file 'dir/top' "
                  "creates an infinite loop");
 
     g_assert_cmpstr(bdrv_get_full_backing_filename_from_filename(
@@ -492,7 +494,7 @@ static void test_backing_file(void)
                         "/a/b/img", "/c/base", &error_abort), ==, "/c/base");
     g_assert_null(bdrv_get_full_backing_filename_from_filename(
                       "json:{}", "base", &err));
-    assert_error(err, "Cannot use relative backing file names for "
+    assert_error(&err, "Cannot use relative backing file names for "
                  "'json:{}'");
 }
 
@@ -586,7 +588,7 @@ static void test_perm_check_fails_whole_update(void)
     aborts = proto_abort_calls;
     g_assert_cmpint(blk_set_perm(blk, rw, BLK_PERM_CONSISTENT_READ, &err),
                     <, 0);
-    assert_error(err, "test-proto refuses the permission");
+    assert_error(&err, "test-proto refuses the permission");
     proto_fail_name = NULL;
     g_assert_cmpint(proto_check_perm_calls, ==, checks + 2);
     g_assert_cmpint(proto_abort_calls, ==, aborts + 1);
@@ -615,13 +617,13 @@ static void test_perm_read_only(void)
     g_assert_false(bs->file->perm & BLK_PERM_WRITE);
     g_assert_null(attach_blk(bs, BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE,
                              BLK_PERM_ALL, &err));
-    assert_error(err, "Block node is read-only");
+    assert_error(&err, "Block node is read-only");
     g_assert_null(bs->parents);
     bdrv_unref(bs);
 
     /* a writable format over a read-only file cannot be opened */
     g_assert_null(open_fmt("a", "file.read-only=on", BDRV_O_RDWR, &err));
-    assert_error(err, "Block node is read-only");
+    assert_error(&err, "Block node is read-only");
 
     /* force-share: a read-only node lets everyone do anything */
     bs = open_fmt("a", "force-share=on", 0, &error_abort);
@@ -646,7 +648,7 @@ static void test_reopen_read_only(void)
 
     /* a writer is attached: nothing may change */
     g_assert_cmpint(bdrv_reopen_set_read_only(bs, true, &err), <, 0);
-    assert_error(err, "Read-only block node 'img' cannot support "
+    assert_error(&err, "Read-only block node 'img' cannot support "
                  "read-write users");
     g_assert_false(bdrv_is_read_only(bs));
     g_assert_false(bdrv_is_read_only(bs->file->bs));
@@ -663,7 +665,7 @@ static void test_reopen_read_only(void)
     g_assert_cmpint(fmt_commits, ==, commits + 1);
 
     g_assert_cmpint(blk_set_perm(blk, rw, BLK_PERM_ALL, &err), <, 0);
-    assert_error(err, "Block node is read-only");
+    assert_error(&err, "Block node is read-only");
 
     g_assert_cmpint(bdrv_reopen_set_read_only(bs, false, &error_abort), ==,
                     0);
@@ -695,18 +697,18 @@ static void test_reopen_options(void)
     g_assert_cmpint(bdrv_reopen(bs, keyval_parse("mode=slow,foo=1", NULL,
                                                  &error_abort),
                                 bs->open_flags, &err), <, 0);
-    assert_error(err, "Cannot change the option 'foo'");
+    assert_error(&err, "Cannot change the option 'foo'");
     g_assert_cmpstr(s->mode, ==, "fast");
     g_assert_cmpint(fmt_aborts, ==, aborts + 1);
 
     g_assert_cmpint(bdrv_reopen(bs, keyval_parse("file.size=4k", NULL,
                                                  &error_abort),
                                 bs->open_flags, &err), <, 0);
-    assert_error(err, "Cannot change the option 'size'");
+    assert_error(&err, "Cannot change the option 'size'");
     g_assert_cmpint(bdrv_reopen(bs, keyval_parse("driver=test-proto", NULL,
                                                  &error_abort),
                                 bs->open_flags, &err), <, 0);
-    assert_error(err, "Cannot change the option 'driver'");
+    assert_error(&err, "Cannot change the option 'driver'");
 
     /* cache options are flags of the node and its file */
     g_assert_cmpint(bdrv_reopen(bs, keyval_parse("cache.direct=on", NULL,

@@ -10,11 +10,13 @@ static char *test_dir;
 static char *raw_path;      /* 1 MiB of 0x5a */
 static char *empty_path;    /* 0 bytes */
 
-static void assert_error(Error *err, const char *expected)
+/* Checks the message and clears the error for the next call. */
+static void assert_error(Error **errp, const char *expected)
 {
-    g_assert_nonnull(err);
-    g_assert_cmpstr(error_get_pretty(err), ==, expected);
-    error_free(err);
+    g_assert_nonnull(*errp);
+    g_assert_cmpstr(error_get_pretty(*errp), ==, expected);
+    error_free(*errp);
+    *errp = NULL;
 }
 
 static QDict *opts(const char *text)
@@ -147,10 +149,10 @@ static void test_json_filename_broken(void)
     /* one message each, in QEMU's words */
     g_assert_null(bdrv_open("json:{\"driver\": \"raw\",", NULL, NULL, 0,
                             &err));
-    assert_error(err, "Could not parse the JSON options: JSON parse error, "
+    assert_error(&err, "Could not parse the JSON options: JSON parse error, "
                  "premature EOI");
     g_assert_null(bdrv_open("json:[1]", NULL, NULL, 0, &err));
-    assert_error(err, "Invalid JSON object given");
+    assert_error(&err, "Invalid JSON object given");
 }
 
 /* ---- names and errors ---- */
@@ -164,7 +166,7 @@ static void test_missing_file(void)
     Error *err = NULL;
 
     g_assert_null(bdrv_open(path, NULL, NULL, 0, &err));
-    assert_error(err, expected);
+    assert_error(&err, expected);
     g_assert_null(bdrv_open(path, NULL, opts("driver=raw"), 0, &err));
     g_assert_nonnull(err);
     g_assert_cmpstr(error_get_pretty(err), ==, expected);
@@ -178,7 +180,7 @@ static void test_protocol_prefixes(void)
     Error *err = NULL;
 
     g_assert_null(bdrv_open("nope:/x", NULL, NULL, 0, &err));
-    assert_error(err, "Unknown protocol 'nope'");
+    assert_error(&err, "Unknown protocol 'nope'");
 
     /* "dir/a:b": the colon comes after a slash, so this is a path */
     g_assert_true(g_file_set_contents(colon_path, "", 0, NULL));
@@ -193,17 +195,17 @@ static void test_unknown_options(void)
 
     g_assert_null(bdrv_open(raw_path, NULL, opts("driver=raw,foo=1"), 0,
                             &err));
-    assert_error(err, "Block format 'raw' does not support the option "
+    assert_error(&err, "Block format 'raw' does not support the option "
                  "'foo'");
     g_assert_null(bdrv_open(raw_path, NULL, opts("driver=raw,file.foo=1"), 0,
                             &err));
-    assert_error(err, "Block protocol 'file' doesn't support the option "
+    assert_error(&err, "Block protocol 'file' doesn't support the option "
                  "'foo'");
     g_assert_null(bdrv_open(NULL, NULL, opts("driver=raw"), 0, &err));
-    assert_error(err, "A block device must be specified for \"file\"");
+    assert_error(&err, "A block device must be specified for \"file\"");
     g_assert_null(bdrv_open(NULL, NULL, opts("driver=raw,file.driver=file"),
                             0, &err));
-    assert_error(err, "The 'file' block driver requires a file name");
+    assert_error(&err, "The 'file' block driver requires a file name");
 }
 
 static void test_read_only_file_refuses_writer(void)
@@ -213,7 +215,7 @@ static void test_read_only_file_refuses_writer(void)
     Error *err = NULL;
 
     g_assert_null(bdrv_open(NULL, NULL, opts(o), BDRV_O_RDWR, &err));
-    assert_error(err, "Block node is read-only");
+    assert_error(&err, "Block node is read-only");
 }
 
 int main(int argc, char **argv)
