@@ -88,8 +88,9 @@ QDict *keyval_parse(const char *params, const char *implied_key,
 
 /*
  * Parses a JSON object (the text after "json:") into a flattened QDict.
- * Errors name what is wrong ("Could not parse JSON: ...", "JSON value is
- * not an object").
+ * Errors name what is wrong in QEMU's words ("JSON parse error, premature
+ * EOI", "Invalid JSON object given"); QEMU's callers prefix them with
+ * "Could not parse the JSON options: ".
  */
 QDict *qdict_from_json(const char *json, Error **errp);
 /* Serialises a flat dict back to a nested JSON object (keys split on '.'). */

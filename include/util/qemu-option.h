@@ -93,13 +93,20 @@ const QemuOptDesc *qemu_opts_find_desc(const QemuOptsList *list,
                                        const char *name);
 /*
  * Merges @list's descriptions after @dst's (dropping duplicates): how
- * qemu-img create combines a format's and its protocol's options.  The
- * result is freed with qemu_opts_free().
+ * qemu-img create combines a format's and its protocol's options.  @dst is
+ * NULL or an earlier result of qemu_opts_append(), which is consumed
+ * (`opts = qemu_opts_append(opts, list)`).  The result is freed with
+ * qemu_opts_free().
  */
 QemuOptsList *qemu_opts_append(QemuOptsList *dst, const QemuOptsList *list);
 void qemu_opts_free(QemuOptsList *list);
 
-/* "Supported options:\n  name=<type>  - help (default: x)\n" to stdout. */
+/*
+ * Prints the options sorted by name to stdout, exactly as `qemu-img create
+ * -o help` does: "  %-22s - help" with "name=<str|bool (on/off)|num|size>"
+ * on the left (enums show as <str>; like QEMU, no defaults), after a
+ * "Supported options:" line if @print_caption.
+ */
 void qemu_opts_print_help(const QemuOptsList *list, bool print_caption);
 
 #endif
