@@ -465,6 +465,7 @@ static void test_backing_file(void)
 {
     BlockDriverState *bs;
     Error *err = NULL;
+    char *full;
 
     /* the header names "base" next to the image in dir/ */
     bs = open_fmt("dir/top", "header-backing=base,"
@@ -488,10 +489,14 @@ static void test_backing_file(void)
     assert_error(&err, "Could not open backing file: Backing file 'dir/top' "
                  "creates an infinite loop");
 
-    g_assert_cmpstr(bdrv_get_full_backing_filename_from_filename(
-                        "/a/b/img", "base", &error_abort), ==, "/a/b/base");
-    g_assert_cmpstr(bdrv_get_full_backing_filename_from_filename(
-                        "/a/b/img", "/c/base", &error_abort), ==, "/c/base");
+    full = bdrv_get_full_backing_filename_from_filename("/a/b/img", "base",
+                                                        &error_abort);
+    g_assert_cmpstr(full, ==, "/a/b/base");
+    g_free(full);
+    full = bdrv_get_full_backing_filename_from_filename("/a/b/img", "/c/base",
+                                                        &error_abort);
+    g_assert_cmpstr(full, ==, "/c/base");
+    g_free(full);
     g_assert_null(bdrv_get_full_backing_filename_from_filename(
                       "json:{}", "base", &err));
     assert_error(&err, "Cannot use relative backing file names for "
