@@ -1937,7 +1937,10 @@ void bdrv_refresh_filename(BlockDriverState *bs)
     }
 
     full = bdrv_full_open_options(bs, &own_opts);
-    if (bs->drv->is_format && !bs->drv->is_filter) {
+    if (bs->drv->bdrv_refresh_filename) {
+        bs->exact_filename[0] = '\0';
+        bs->drv->bdrv_refresh_filename(bs);
+    } else if (bs->drv->is_format && !bs->drv->is_filter) {
         BlockDriverState *file = bs->file ? bs->file->bs : NULL;
 
         /*

@@ -168,6 +168,16 @@ struct BlockDriver {
     /* Bytes used on the host ("disk size" in qemu-img info). */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
 
+    /*
+     * For drivers with a filename syntax of their own that names their
+     * children ("blkdebug:CONFIG:IMAGE"): sets bs->exact_filename from the
+     * node's options and the children's exact_filename (already
+     * refreshed), or leaves it "" when that syntax cannot say everything
+     * (a json: filename is then used).  Called by bdrv_refresh_filename()
+     * after every open and reopen.
+     */
+    void (*bdrv_refresh_filename)(BlockDriverState *bs);
+
     /* Fills bs->bl; the generic layer has merged the children's first. */
     void (*bdrv_refresh_limits)(BlockDriverState *bs, Error **errp);
     int (*bdrv_get_info)(BlockDriverState *bs, BlockDriverInfo *bdi);
