@@ -98,6 +98,51 @@ static BlockDriver bdrv_test_proto = {
     .bdrv_reopen_prepare    = test_proto_reopen_prepare,
 };
 
+/* ---- test-filter: "test-filter:IMAGE", a filter over a test-proto ---- */
+
+static void test_filter_parse_filename(const char *filename, QDict *options,
+                                       Error **errp)
+{
+    strstart(filename, "test-filter:", &filename);
+    qdict_put_str(options, "image.driver", "test-proto");
+    qdict_put_str(options, "image.filename", filename);
+}
+
+static int test_filter_open(BlockDriverState *bs, QDict *options, int flags,
+                            Error **errp)
+{
+    return bdrv_open_child(NULL, options, "image", bs, false, false, errp)
+           ? 0 : -EINVAL;
+}
+
+static int64_t test_filter_getlength(BlockDriverState *bs)
+{
+    return bdrv_getlength(bs->file->bs);
+}
+
+/* Its own syntax names the image only: anything more needs json:. */
+static void test_filter_refresh_filename(BlockDriverState *bs)
+{
+    BlockDriverState *image = bs->file->bs;
+
+    if (qdict_size(bs->options) == 1 && image->exact_filename[0]) {
+        g_autofree char *name = g_strconcat("test-filter:",
+                                            image->exact_filename, NULL);
+
+        pstrcpy(bs->exact_filename, sizeof(bs->exact_filename), name);
+    }
+}
+
+static BlockDriver bdrv_test_filter = {
+    .format_name            = "test-filter",
+    .protocol_name          = "test-filter",
+    .is_filter              = true,
+    .bdrv_parse_filename    = test_filter_parse_filename,
+    .bdrv_open              = test_filter_open,
+    .bdrv_getlength         = test_filter_getlength,
+    .bdrv_refresh_filename  = test_filter_refresh_filename,
+};
+
 /* ---- test-fmt: a format with a "mode" option it can change on reopen ---- */
 
 typedef struct TestFmtState {
@@ -202,6 +247,9 @@ static BlockDriver bdrv_test_fmt = {
 };
 
 /* ---- helpers ---- */
+
+static BlockBackend *attach_blk(BlockDriverState *bs, uint64_t perm,
+                                uint64_t shared, Error **errp);
 
 static BlockDriverState *open_fmt(const char *name, const char *extra,
                                   int flags, Error **errp)
@@ -402,6 +450,28 @@ static void test_json_filename_strong_options(void)
     /* test-fmt declares no strong option: "mode" keeps the plain name */
     bs = open_fmt("img", "mode=fast", 0, &error_abort);
     g_assert_cmpstr(bs->filename, ==, "img");
+    bdrv_unref(bs);
+}
+
+static void test_filename_through_filter(void)
+{
+    BlockDriverState *bs;
+    BlockBackend *blk;
+
+    bs = bdrv_open("test-filter:img", NULL,
+                   keyval_parse("driver=test-fmt", NULL, &error_abort),
+                   BDRV_O_RDWR, &error_abort);
+    g_assert_cmpstr(bdrv_get_format_name(bs->file->bs), ==, "test-filter");
+    g_assert_cmpstr(bs->file->bs->filename, ==, "test-filter:img");
+    g_assert_cmpstr(bs->filename, ==, "test-filter:img");
+
+    /* the filter passes its parents' permissions on unchanged */
+    blk = attach_blk(bs, BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE,
+                     BLK_PERM_CONSISTENT_READ, &error_abort);
+    g_assert_cmpuint(bs->file->bs->file->perm, ==, bs->file->perm);
+    g_assert_cmpuint(bs->file->bs->file->shared_perm, ==,
+                     BLK_PERM_CONSISTENT_READ);
+    blk_unref(blk);
     bdrv_unref(bs);
 }
 
@@ -756,6 +826,7 @@ int main(int argc, char **argv)
     g_test_init(&argc, &argv, NULL);
     bdrv_register(&bdrv_test_proto);
     bdrv_register(&bdrv_test_fmt);
+    bdrv_register(&bdrv_test_filter);
     bdrv_init();
 
     g_test_add_func("/block-graph/registry", test_registry);
@@ -766,6 +837,8 @@ int main(int argc, char **argv)
     g_test_add_func("/block-graph/json-filename", test_json_filename);
     g_test_add_func("/block-graph/json-filename-strong-options",
                     test_json_filename_strong_options);
+    g_test_add_func("/block-graph/filename-through-filter",
+                    test_filename_through_filter);
     g_test_add_func("/block-graph/refcount", test_refcount);
     g_test_add_func("/block-graph/reference", test_open_by_reference);
     g_test_add_func("/block-graph/backing", test_backing_file);
