@@ -584,29 +584,33 @@ static void blk_aio_done_bh(void *opaque)
     blk_unref(blk);
 }
 
-static void coroutine_fn blk_aio_entry(void *opaque)
+/* Runs one request of the aio or sync forms; in_flight held by the caller. */
+static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
+                                     int64_t offset, int64_t bytes,
+                                     QEMUIOVector *qiov,
+                                     BdrvRequestFlags flags)
 {
-    BlockAIOCB *acb = opaque;
-    BlockBackend *blk = acb->blk;
-
-    switch (acb->op) {
+    switch (op) {
     case BLK_AIO_READ:
-        acb->ret = blk_co_do_preadv(blk, acb->offset, acb->bytes, acb->qiov,
-                                    acb->flags);
-        break;
+        return blk_co_do_preadv(blk, offset, bytes, qiov, flags);
     case BLK_AIO_WRITE:
     case BLK_AIO_WRITE_ZEROES:
     case BLK_AIO_WRITE_COMPRESSED:
-        acb->ret = blk_co_do_pwritev(blk, acb->offset, acb->bytes, acb->qiov,
-                                     acb->flags);
-        break;
+        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags);
     case BLK_AIO_DISCARD:
-        acb->ret = blk_co_do_pdiscard(blk, acb->offset, acb->bytes);
-        break;
+        return blk_co_do_pdiscard(blk, offset, bytes);
     case BLK_AIO_FLUSH:
-        acb->ret = blk_co_do_flush(blk);
-        break;
+        return blk_co_do_flush(blk);
     }
+    g_assert_not_reached();
+}
+
+static void coroutine_fn blk_aio_entry(void *opaque)
+{
+    BlockAIOCB *acb = opaque;
+
+    acb->ret = blk_co_do_op(acb->blk, acb->op, acb->offset, acb->bytes,
+                            acb->qiov, acb->flags);
     acb->done = true;
     if (acb->returned) {
         blk_aio_queue_done(acb);
@@ -694,7 +698,10 @@ static void blk_sync_cb(void *opaque, int ret)
     s->done = true;
 }
 
-/* Outside coroutine context: submit as aio and poll until it completes. */
+/*
+ * In coroutine context the request runs directly; outside, it is submitted
+ * as aio and the loop polled until it completes.
+ */
 static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
                             int64_t bytes, QEMUIOVector *qiov,
                             BdrvRequestFlags flags)
@@ -705,20 +712,7 @@ static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
         int ret;
 
         blk->in_flight++;
-        switch (op) {
-        case BLK_AIO_READ:
-            ret = blk_co_do_preadv(blk, offset, bytes, qiov, flags);
-            break;
-        case BLK_AIO_DISCARD:
-            ret = blk_co_do_pdiscard(blk, offset, bytes);
-            break;
-        case BLK_AIO_FLUSH:
-            ret = blk_co_do_flush(blk);
-            break;
-        default:
-            ret = blk_co_do_pwritev(blk, offset, bytes, qiov, flags);
-            break;
-        }
+        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags);
         blk->in_flight--;
         return ret;
     }

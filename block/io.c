@@ -28,11 +28,11 @@
  *     block therefore never read the old block concurrently.
  *  5. bs->write_gen grows each time a driver's write, zero write, discard
  *     or truncate returns (before FUA is emulated by a flush).  Flushes of
- *     a node run one at a time; each reads write_gen
- *     when it starts and, on success, stores it in flushed_gen.  A flush
- *     that finds flushed_gen equal to write_gen when it starts skips
- *     flush_to_disk: every write completed before it started was completed
- *     before the flush that stored that value started, and is covered.
+ *     a node run one at a time; each reads write_gen when it starts and,
+ *     on success, stores it in flushed_gen.  A flush that finds flushed_gen
+ *     equal to write_gen when it starts skips flush_to_disk: every write
+ *     completed before it started was completed before the flush that
+ *     stored that value started, and is covered.
  *  6. Requests entering from a BlockBackend wait at the drain barrier
  *     (bdrv_drain_barrier) while a node above, at or below their root is
  *     drained; requests that nodes issue to their children never wait, so
