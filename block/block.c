@@ -1581,9 +1581,11 @@ int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp)
         (GDestroyNotify)bdrv_reopen_entry_free);
     int ret;
 
-    bdrv_drain(bs);
+    /* no request may see a node half switched */
+    bdrv_drained_begin(bs);
     bdrv_reopen_queue_add(queue, bs, opts ?: qdict_new(), flags);
     ret = bdrv_reopen_multiple(bs, queue, errp);
+    bdrv_drained_end(bs);
     return ret;
 }
 
