@@ -551,15 +551,22 @@ void bdrv_unref(BlockDriverState *bs)
     }
 }
 
-/* Links @c into its node's parents and takes the permissions it asks. */
+/*
+ * Links @c into its node's parents and takes the permissions it asks; on
+ * a conflict frees @c and drops the reference it was to hold.
+ */
 static int bdrv_link_edge(BdrvChild *c, Error **errp)
 {
+    BlockDriverState *bs = c->bs;
     int ret;
 
-    c->bs->parents = g_list_append(c->bs->parents, c);
-    ret = bdrv_refresh_perms(c->bs, errp);
+    bs->parents = g_list_append(bs->parents, c);
+    ret = bdrv_refresh_perms(bs, errp);
     if (ret < 0) {
-        c->bs->parents = g_list_remove(c->bs->parents, c);
+        bs->parents = g_list_remove(bs->parents, c);
+        g_free(c->name);
+        g_free(c);
+        bdrv_unref(bs);
     }
     return ret;
 }
@@ -598,9 +605,6 @@ BdrvChild *bdrv_attach_child(BlockDriverState *parent,
     bdrv_child_perms(parent, c, parent->perm, parent->shared_perm,
                      &c->perm, &c->shared_perm);
     if (bdrv_link_edge(c, errp) < 0) {
-        g_free(c->name);
-        g_free(c);
-        bdrv_unref(child_bs);
         return NULL;
     }
 
@@ -644,9 +648,6 @@ BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
     c->perm = perm;
     c->shared_perm = shared_perm;
     if (bdrv_link_edge(c, errp) < 0) {
-        g_free(c->name);
-        g_free(c);
-        bdrv_unref(child_bs);
         return NULL;
     }
     return c;
