@@ -218,6 +218,38 @@ static void test_read_only_file_refuses_writer(void)
     assert_error(&err, "Block node is read-only");
 }
 
+/* ---- creation ---- */
+
+static void test_create(void)
+{
+    g_autofree char *path = g_build_filename(test_dir, "new.img", NULL);
+    g_autofree char *proto = g_strdup_printf("file:%s", path);
+    BlockDriver *raw = bdrv_find_format("raw");
+    QemuOpts *o;
+    BlockDriverState *bs;
+    Error *err = NULL;
+
+    o = qemu_opts_create(raw->create_opts);
+    qemu_opt_set(o, "size", "64k", &error_abort);
+    g_assert_cmpint(bdrv_create(raw, path, o, &error_abort), ==, 0);
+    qemu_opts_del(o);
+    bs = bdrv_open(path, NULL, opts("driver=raw"), 0, &error_abort);
+    g_assert_cmpint(bdrv_getlength(bs), ==, 64 * KiB);
+    bdrv_unref(bs);
+
+    o = qemu_opts_create(bdrv_find_format("file")->create_opts);
+    qemu_opt_set(o, "size", "1M", &error_abort);
+    g_assert_cmpint(bdrv_create_file(proto, o, &error_abort), ==, 0);
+    qemu_opts_del(o);
+    bs = bdrv_open(path, NULL, opts("driver=raw"), 0, &error_abort);
+    g_assert_cmpint(bdrv_getlength(bs), ==, MiB);
+    bdrv_unref(bs);
+    unlink(path);
+
+    g_assert_cmpint(bdrv_create_file("nope:x", NULL, &err), <, 0);
+    assert_error(&err, "Unknown protocol 'nope'");
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *data = g_malloc(MiB);
@@ -251,6 +283,7 @@ int main(int argc, char **argv)
     g_test_add_func("/probe/unknown-options", test_unknown_options);
     g_test_add_func("/probe/read-only-file-refuses-writer",
                     test_read_only_file_refuses_writer);
+    g_test_add_func("/probe/create", test_create);
     ret = g_test_run();
 
     /* every process, subprocesses included, made and removes its own */
