@@ -27,6 +27,11 @@
  *     the union of the committed and the proposed state.
  *  4. After fdatasync fails once, the page cache may have dropped data that
  *     never reached the disk: every later flush fails with the same error.
+ *  5. The length of a regular file is cached (s->cached_length, -1 when
+ *     unknown) because the generic layer asks for it on every request.
+ *     Every operation of this node that may move the end of file drops the
+ *     cache when it completes; other processes are kept from resizing the
+ *     file by the RESIZE permission, as in QEMU, which caches it too.
  *
  * All state is used from the node's AioContext thread only; worker
  * functions run in the thread pool and touch nothing but their argument.
@@ -89,6 +94,8 @@ typedef struct BDRVRawState {
     bool has_punch_hole;
     /* invariant 4: 0 or the -errno of the first failed fdatasync */
     int flush_error;
+    /* invariant 5 */
+    int64_t cached_length;
     /* RWF_NOWAIT works for reads/writes (cleared on EOPNOTSUPP) */
     bool nowait_ok[2];
 } BDRVRawState;
@@ -339,6 +346,7 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     if (s->is_blk) {
         s->discard_granularity = raw_probe_discard_granularity(st.st_rdev);
     }
+    s->cached_length = -1;
     s->has_zero_range = true;
     s->has_punch_hole = true;
     s->nowait_ok[0] = s->nowait_ok[1] = true;
@@ -858,8 +866,15 @@ static int coroutine_fn raw_co_pwritev(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvRequestFlags flags)
 {
+    BDRVRawState *s = bs->opaque;
+    int ret;
+
     assert(qiov->size == (size_t)bytes);
-    return raw_co_prw(bs, offset, qiov, FILE_AIO_WRITE);
+    ret = raw_co_prw(bs, offset, qiov, FILE_AIO_WRITE);
+    if (offset + bytes > s->cached_length) {
+        s->cached_length = -1;
+    }
+    return ret;
 }
 
 static int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
@@ -885,13 +900,15 @@ static int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
 
 /* --- Zeroes and discard -------------------------------------------------- */
 
+static int64_t raw_fd_getlength(int fd);
 static int64_t raw_getlength(BlockDriverState *bs);
+
 
 /* Extends a regular file to @end if it is shorter (the new part is zero). */
 static int raw_extend_to(BlockDriverState *bs, int64_t end)
 {
     BDRVRawState *s = bs->opaque;
-    int64_t len = raw_getlength(bs);
+    int64_t len = raw_fd_getlength(s->fd);
 
     if (len < 0) {
         return len;
@@ -948,9 +965,9 @@ static int coroutine_fn raw_co_zero_range(BlockDriverState *bs,
     return raw_co_fallocate(bs, 0, offset, bytes);
 }
 
-static int coroutine_fn raw_co_pwrite_zeroes(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes,
-                                             BdrvRequestFlags flags)
+static int coroutine_fn raw_co_do_pwrite_zeroes(BlockDriverState *bs,
+                                                int64_t offset, int64_t bytes,
+                                                BdrvRequestFlags flags)
 {
     BDRVRawState *s = bs->opaque;
     int ret;
@@ -970,6 +987,19 @@ static int coroutine_fn raw_co_pwrite_zeroes(BlockDriverState *bs,
         return raw_extend_to(bs, offset + bytes);
     }
     return raw_co_zero_range(bs, offset, bytes);
+}
+
+static int coroutine_fn raw_co_pwrite_zeroes(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             BdrvRequestFlags flags)
+{
+    BDRVRawState *s = bs->opaque;
+    int ret = raw_co_do_pwrite_zeroes(bs, offset, bytes, flags);
+
+    if (offset + bytes > s->cached_length) {
+        s->cached_length = -1;
+    }
+    return ret;
 }
 
 static int coroutine_fn raw_co_pdiscard(BlockDriverState *bs, int64_t offset,
@@ -1074,7 +1104,14 @@ static int64_t raw_getlength(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
 
-    return raw_fd_getlength(s->fd);
+    /* A block device may be resized under us: always ask. */
+    if (s->is_blk) {
+        return raw_fd_getlength(s->fd);
+    }
+    if (s->cached_length < 0) {
+        s->cached_length = raw_fd_getlength(s->fd);
+    }
+    return s->cached_length;
 }
 
 static int64_t raw_get_allocated_file_size(BlockDriverState *bs)
@@ -1201,7 +1238,10 @@ static int coroutine_fn raw_co_truncate(BlockDriverState *bs, int64_t offset,
 
     if (!s->is_blk) {
         /* Regular files always get exactly the size asked for. */
-        return raw_thread_pool_co(bs, raw_work_truncate, &t);
+        int ret = raw_thread_pool_co(bs, raw_work_truncate, &t);
+
+        s->cached_length = -1;
+        return ret;
     }
     if (prealloc != PREALLOC_MODE_OFF) {
         error_setg(errp, "Preallocation mode '%s' unsupported for this "
