@@ -360,6 +360,44 @@ static void test_drained_section_queues(void)
     blk_unref(blk);
 }
 
+typedef struct SyncInCo {
+    BlockBackend *blk;
+    bool done;
+} SyncInCo;
+
+static void coroutine_fn sync_in_co_entry(void *opaque)
+{
+    SyncInCo *s = opaque;
+    uint8_t w[1000], r[1000];
+
+    memset(w, 0x42, sizeof(w));
+    g_assert_cmpint(blk_pwrite(s->blk, 300, sizeof(w), w, 0), ==, 0);
+    g_assert_cmpint(blk_pread(s->blk, 300, sizeof(r), r, 0), ==, 0);
+    g_assert_cmpmem(r, sizeof(r), w, sizeof(w));
+    g_assert_cmpint(blk_flush(s->blk), ==, 0);
+    g_assert_cmpint(blk_truncate(s->blk, 2 * MiB, true, PREALLOC_MODE_OFF, 0,
+                                 &error_abort), ==, 0);
+    g_assert_cmpint(bdrv_pread(blk_bs(s->blk)->file, 300, sizeof(r), r, 0),
+                    ==, 0);
+    g_assert_cmpmem(r, sizeof(r), w, sizeof(w));
+    s->done = true;
+}
+
+/* The synchronous forms also work from a coroutine, without polling. */
+static void test_sync_in_coroutine(void)
+{
+    SyncInCo s = { 0 };
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    s.blk = open_blk(BDRV_O_RDWR);
+    qemu_coroutine_enter(qemu_coroutine_create(sync_in_co_entry, &s));
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !s.done);
+    g_assert_cmpint(blk_getlength(s.blk), ==, 2 * MiB);
+    g_assert_cmpuint(blk_in_flight(s.blk), ==, 0);
+    blk_unref(s.blk);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -383,6 +421,8 @@ int main(int argc, char **argv)
     g_test_add_func("/block-backend/no-medium", test_no_medium);
     g_test_add_func("/block-backend/names-and-iteration",
                     test_names_and_iteration);
+    g_test_add_func("/block-backend/sync-in-coroutine",
+                    test_sync_in_coroutine);
     g_test_add_func("/block-backend/drain", test_drain);
     g_test_add_func("/block-backend/drained-section-queues",
                     test_drained_section_queues);
