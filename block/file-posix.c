@@ -1343,6 +1343,12 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     if (prealloc < 0) {
         prealloc = PREALLOC_MODE_OFF;
     }
+    if (prealloc == PREALLOC_MODE_METADATA) {
+        /* Refused before an existing file is emptied. */
+        error_setg(errp, "Unsupported preallocation mode: %s",
+                   PreallocMode_str[prealloc]);
+        return -ENOTSUP;
+    }
 
     t.fd = open(filename, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (t.fd < 0) {
@@ -1350,11 +1356,6 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
         error_setg_errno(errp, -ret, "Could not create '%s'", filename);
         return ret;
     }
-    if (qemu_opt_get_bool(opts, "nocow", false)) {
-        raw_set_nocow(t.fd);
-    }
-    raw_set_extent_size_hint(t.fd, hint,
-                             qemu_opt_has(opts, "extent_size_hint"));
     ret = raw_create_lock(t.fd, filename, errp);
     if (ret == 0) {
         /* Empty it first: nothing of an older file may survive. */
@@ -1362,6 +1363,12 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
         ret = thread_pool_submit_co(pool, raw_work_truncate, &t);
     }
     if (ret == 0) {
+        /* Both attributes take effect only on a file without extents. */
+        if (qemu_opt_get_bool(opts, "nocow", false)) {
+            raw_set_nocow(t.fd);
+        }
+        raw_set_extent_size_hint(t.fd, hint,
+                                 qemu_opt_has(opts, "extent_size_hint"));
         t.offset = size;
         t.prealloc = prealloc;
         ret = thread_pool_submit_co(pool, raw_work_truncate, &t);
