@@ -674,6 +674,9 @@ static void test_create(void)
                     "Unsupported preallocation mode: metadata");
     error_free(err);
     err = NULL;
+    /* Refused before the existing file was touched. */
+    g_assert_cmpint(stat(path, &st), ==, 0);
+    g_assert_cmpint(st.st_size, ==, 1 * MiB);
 
     g_assert_cmpint(create_file(missing, "size=1M", &err), ==, -ENOENT);
     expected = g_strdup_printf("Could not create '%s': No such file or "
