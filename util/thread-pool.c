@@ -32,9 +32,10 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 /* An idle worker exits after this long, so a burst leaves no threads. */
-#define THREAD_IDLE_TIMEOUT_US (10 * G_USEC_PER_SEC)
+#define THREAD_IDLE_TIMEOUT_S 10
 #define THREAD_POOL_DEFAULT_MAX 64
 
 typedef struct ThreadPoolElement ThreadPoolElement;
@@ -55,9 +56,10 @@ struct ThreadPool {
     QEMUBH *completion_bh;
     ThreadPoolElement *completed;   /* atomic: LIFO stack */
 
-    GMutex lock;
-    GCond request_cond;             /* a job or a claim is ready */
-    GCond stopped_cond;             /* a worker exited */
+    /* pthread rather than GLib locks, so that ThreadSanitizer sees them. */
+    pthread_mutex_t lock;
+    pthread_cond_t request_cond;    /* a job or a claim is ready */
+    pthread_cond_t stopped_cond;    /* a worker exited */
     GQueue requests;                /* ThreadPoolElement, FIFO */
     int cur_threads;
     int starting_threads;
@@ -83,19 +85,22 @@ static void thread_pool_complete(ThreadPool *pool, ThreadPoolElement *req)
 /* Waits for a job; false when the worker should exit.  Lock held. */
 static bool thread_pool_wait_for_work(ThreadPool *pool)
 {
-    gint64 deadline = g_get_monotonic_time() + THREAD_IDLE_TIMEOUT_US;
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += THREAD_IDLE_TIMEOUT_S;
 
     pool->idle_threads++;
     for (;;) {
-        bool signalled = g_cond_wait_until(&pool->request_cond, &pool->lock,
-                                           deadline);
+        int ret = pthread_cond_timedwait(&pool->request_cond, &pool->lock,
+                                         &deadline);
 
         if (pool->wakeups > 0) {
             /* Invariant 1: the claimer already took us off idle. */
             pool->wakeups--;
             return true;
         }
-        if (pool->stopping || !signalled) {
+        if (pool->stopping || ret == ETIMEDOUT) {
             pool->idle_threads--;
             return false;
         }
@@ -108,7 +113,7 @@ static void *thread_pool_worker(void *opaque)
 {
     ThreadPool *pool = opaque;
 
-    g_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->lock);
     pool->starting_threads--;
     for (;;) {
         ThreadPoolElement *req;
@@ -122,13 +127,13 @@ static void *thread_pool_worker(void *opaque)
             /* Invariant 4: more jobs wait, get the next worker going. */
             bool kick = thread_pool_kick(pool);
 
-            g_mutex_unlock(&pool->lock);
+            pthread_mutex_unlock(&pool->lock);
             if (kick) {
-                g_cond_signal(&pool->request_cond);
+                pthread_cond_signal(&pool->request_cond);
             }
             req->ret = req->func(req->arg);
             thread_pool_complete(pool, req);
-            g_mutex_lock(&pool->lock);
+            pthread_mutex_lock(&pool->lock);
             continue;
         }
         if (pool->stopping || !thread_pool_wait_for_work(pool)) {
@@ -138,10 +143,10 @@ static void *thread_pool_worker(void *opaque)
     pool->cur_threads--;
     /* We may have been the worker on its way to a job: pass it on. */
     if (thread_pool_kick(pool)) {
-        g_cond_signal(&pool->request_cond);
+        pthread_cond_signal(&pool->request_cond);
     }
-    g_cond_signal(&pool->stopped_cond);
-    g_mutex_unlock(&pool->lock);
+    pthread_cond_signal(&pool->stopped_cond);
+    pthread_mutex_unlock(&pool->lock);
     return NULL;
 }
 
@@ -199,18 +204,18 @@ static void thread_pool_submit(ThreadPool *pool, ThreadPoolElement *req)
 {
     bool kick;
 
-    g_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->lock);
     assert(!pool->stopping);
     g_queue_push_tail(&pool->requests, req);
     kick = thread_pool_kick(pool);
-    g_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->lock);
     /*
      * Signalled without the lock, so the worker does not wake up only to
      * block on it.  The claim is recorded, so even a worker that times out
      * meanwhile takes the job.
      */
     if (kick) {
-        g_cond_signal(&pool->request_cond);
+        pthread_cond_signal(&pool->request_cond);
     }
 }
 
@@ -243,12 +248,17 @@ static void thread_pool_completion_bh(void *opaque)
 ThreadPool *thread_pool_new(AioContext *ctx)
 {
     ThreadPool *pool = g_new0(ThreadPool, 1);
+    pthread_condattr_t attr;
 
     pool->ctx = ctx;
     pool->completion_bh = aio_bh_new(ctx, thread_pool_completion_bh, pool);
-    g_mutex_init(&pool->lock);
-    g_cond_init(&pool->request_cond);
-    g_cond_init(&pool->stopped_cond);
+    pthread_mutex_init(&pool->lock, NULL);
+    /* The idle deadline is on the monotonic clock. */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&pool->request_cond, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&pool->stopped_cond, NULL);
     g_queue_init(&pool->requests);
     pool->max_threads = THREAD_POOL_DEFAULT_MAX;
     return pool;
@@ -259,22 +269,22 @@ void thread_pool_free(ThreadPool *pool)
     if (!pool) {
         return;
     }
-    g_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->lock);
     /* Workers drain the queue before they see stopping and exit. */
     pool->stopping = true;
-    g_cond_broadcast(&pool->request_cond);
+    pthread_cond_broadcast(&pool->request_cond);
     while (pool->cur_threads > 0) {
-        g_cond_wait(&pool->stopped_cond, &pool->lock);
+        pthread_cond_wait(&pool->stopped_cond, &pool->lock);
     }
-    g_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->lock);
 
     /* Jobs finished but not completed yet get their completion now. */
     thread_pool_completion_bh(pool);
     qemu_bh_delete(pool->completion_bh);
 
-    g_mutex_clear(&pool->lock);
-    g_cond_clear(&pool->request_cond);
-    g_cond_clear(&pool->stopped_cond);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_cond_destroy(&pool->request_cond);
+    pthread_cond_destroy(&pool->stopped_cond);
     g_free(pool);
 }
 
@@ -310,7 +320,7 @@ void thread_pool_submit_aio(ThreadPool *pool, ThreadPoolFunc *func, void *arg,
 void thread_pool_set_max_threads(ThreadPool *pool, int max_threads)
 {
     assert(max_threads > 0);
-    g_mutex_lock(&pool->lock);
+    pthread_mutex_lock(&pool->lock);
     pool->max_threads = max_threads;
-    g_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->lock);
 }

@@ -23,22 +23,17 @@ typedef struct IOThread {
     GThread *thread;
     AioContext *ctx;
     bool stopping;          /* atomic */
-    GMutex lock;
-    GCond ready;
 } IOThread;
 
 static gpointer iothread_run(gpointer opaque)
 {
     IOThread *t = opaque;
+    AioContext *own = aio_context_new(&error_abort);
 
-    g_mutex_lock(&t->lock);
-    t->ctx = aio_context_new(&error_abort);
-    qemu_set_current_aio_context(t->ctx);
-    g_cond_signal(&t->ready);
-    g_mutex_unlock(&t->lock);
-
+    qemu_set_current_aio_context(own);
+    __atomic_store_n(&t->ctx, own, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&t->stopping, __ATOMIC_SEQ_CST)) {
-        aio_poll(t->ctx, true);
+        aio_poll(own, true);
     }
     return NULL;
 }
@@ -47,14 +42,10 @@ static IOThread *iothread_new(void)
 {
     IOThread *t = g_new0(IOThread, 1);
 
-    g_mutex_init(&t->lock);
-    g_cond_init(&t->ready);
-    g_mutex_lock(&t->lock);
     t->thread = g_thread_new("iothread", iothread_run, t);
-    while (!t->ctx) {
-        g_cond_wait(&t->ready, &t->lock);
+    while (!__atomic_load_n(&t->ctx, __ATOMIC_ACQUIRE)) {
+        g_usleep(1000);
     }
-    g_mutex_unlock(&t->lock);
     return t;
 }
 
@@ -64,8 +55,6 @@ static void iothread_free(IOThread *t)
     aio_notify(t->ctx);
     g_thread_join(t->thread);
     aio_context_unref(t->ctx);
-    g_mutex_clear(&t->lock);
-    g_cond_clear(&t->ready);
     g_free(t);
 }
 

@@ -213,20 +213,16 @@ typedef struct OtherContext {
     bool stopping;      /* atomic */
     int done;           /* atomic */
     AioJob jobs[2 * OTHER_JOBS];
-    GMutex lock;
-    GCond ready;
+    Job counted[2 * OTHER_JOBS];
 } OtherContext;
 
 static gpointer iothread_run(gpointer opaque)
 {
     OtherContext *o = opaque;
+    AioContext *own = aio_context_new(&error_abort);
 
-    g_mutex_lock(&o->lock);
-    o->ctx = aio_context_new(&error_abort);
-    qemu_set_current_aio_context(o->ctx);
-    g_cond_signal(&o->ready);
-    g_mutex_unlock(&o->lock);
-
+    qemu_set_current_aio_context(own);
+    __atomic_store_n(&o->ctx, own, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&o->stopping, __ATOMIC_SEQ_CST)) {
         aio_poll(o->ctx, true);
     }
@@ -249,7 +245,7 @@ static void other_submit_bh(void *opaque)
     for (int i = 0; i < OTHER_JOBS; i++) {
         thread_pool_submit_aio(pool, job_double, &o->jobs[i].job,
                                aio_job_done, &o->jobs[i]);
-        thread_pool_submit_aio(pool, job_double, &o->jobs[i].job,
+        thread_pool_submit_aio(pool, job_double, &o->counted[i],
                                other_count_done, o);
     }
     __atomic_store_n(&o->pool, pool, __ATOMIC_SEQ_CST);
@@ -260,14 +256,10 @@ static void test_submit_aio_other_context(void)
     OtherContext *o = g_new0(OtherContext, 1);
     ThreadPool *pool;
 
-    g_mutex_init(&o->lock);
-    g_cond_init(&o->ready);
-    g_mutex_lock(&o->lock);
     o->thread = g_thread_new("iothread", iothread_run, o);
-    while (!o->ctx) {
-        g_cond_wait(&o->ready, &o->lock);
+    while (!__atomic_load_n(&o->ctx, __ATOMIC_ACQUIRE)) {
+        g_usleep(1000);
     }
-    g_mutex_unlock(&o->lock);
 
     for (int i = 0; i < 2 * OTHER_JOBS; i++) {
         o->jobs[i] = (AioJob) { .job = { .value = i } };
@@ -280,7 +272,7 @@ static void test_submit_aio_other_context(void)
     for (int i = OTHER_JOBS; i < 2 * OTHER_JOBS; i++) {
         thread_pool_submit_aio(pool, job_double, &o->jobs[i].job,
                                aio_job_done, &o->jobs[i]);
-        thread_pool_submit_aio(pool, job_double, &o->jobs[i].job,
+        thread_pool_submit_aio(pool, job_double, &o->counted[i],
                                other_count_done, o);
     }
     while (__atomic_load_n(&o->done, __ATOMIC_SEQ_CST) < 2 * OTHER_JOBS) {
@@ -299,8 +291,6 @@ static void test_submit_aio_other_context(void)
         g_assert_true(o->jobs[i].job.ran_in_worker);
         g_assert_true(o->jobs[i].completion_thread == o->thread);
     }
-    g_mutex_clear(&o->lock);
-    g_cond_clear(&o->ready);
     g_free(o);
 }
 
