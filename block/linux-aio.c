@@ -171,8 +171,11 @@ static void laio_completion_cb(void *opaque)
     int n;
 
     event_notifier_test_and_clear(&s->notifier);
-    do {
+    for (;;) {
         n = io_getevents(s->io_ctx, 0, ARRAY_SIZE(events), events, &no_wait);
+        if (n == -EINTR) {
+            continue;
+        }
         if (n <= 0) {
             break;
         }
@@ -184,7 +187,7 @@ static void laio_completion_cb(void *opaque)
 
             laio_process(s, req, res);
         }
-    } while (n == ARRAY_SIZE(events));
+    }
     if (s->pending_head) {
         laio_flush(s);
     }
