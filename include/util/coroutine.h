@@ -50,6 +50,9 @@ unsigned int qemu_coroutine_pool_size(void);
 /*
  * CoMutex: a mutex for coroutines.  Lock waits by yielding; unlock hands the
  * lock to the first waiter (FIFO, so no waiter starves).
+ *
+ * A CoMutex, CoQueue or CoRwlock serves the coroutines of one AioContext
+ * (it takes no thread lock); hand the object over with its context.
  */
 typedef struct CoWaitRecord CoWaitRecord;
 typedef struct CoMutex {
