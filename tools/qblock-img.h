@@ -1,0 +1,122 @@
+/*
+ * qblock-img: private interface between the sub-command files.
+ *
+ * The tool accepts qemu-img's command lines and prints what qemu-img
+ * prints.  Each sub-command is a function img_<name>(argc, argv) that
+ * receives its own argv (argv[0] is the sub-command name) and returns the
+ * process exit status.  The helpers here do what several sub-commands
+ * share: option errors in qemu-img's words, number parsing with qemu-img's
+ * messages, opening images, cache modes, the progress meter and JSON
+ * output ordered as QEMU's dictionaries order it.
+ */
+#ifndef QBLOCK_IMG_H
+#define QBLOCK_IMG_H
+
+#include <getopt.h>
+#include <json-glib/json-glib.h>
+
+#include "qblock/block-backend.h"
+#include "util/cutils.h"
+
+/* Name in the "Try '...'" hint and usage text (qemu-img prints its own). */
+#define IMG_TOOL_NAME "qblock-img"
+
+/* Cache modes qemu-img uses when -t / -T are not given. */
+#define IMG_CACHE_DEFAULT "writeback"
+#define IMG_CACHE_CONVERT_DEFAULT "unsafe"
+
+/* Prints the full help text and exits with status 0 (`-h` anywhere). */
+QEMU_NORETURN void img_help(void);
+/*
+ * Prints "progname: <message>" and the "Try ... --help" hint, then exits
+ * with status 1: qemu-img's answer to a malformed command line.
+ */
+QEMU_NORETURN void img_error_exit(const char *fmt, ...) QEMU_PRINTF(1, 2);
+/*
+ * Handles getopt_long's ':' (missing argument) and '?' (unknown option)
+ * results, which every sub-command reports the same way; exits.  @c is
+ * the value getopt_long returned.
+ */
+QEMU_NORETURN void img_bad_option(int c, char **argv);
+
+/*
+ * Parses a size for option @name as qemu-img's cvtnum does: negative
+ * values and bad suffixes print the two-line suffix hint, values outside
+ * [@min, @max] print the range.  Returns the value or -1 after printing.
+ */
+int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
+                        int64_t max);
+int64_t img_cvtnum(const char *name, const char *value);
+
+/* Parses --output: returns true for json; exits on anything but human/json
+ * after printing qemu-img's message. */
+bool img_parse_output(const char *arg, bool *json);
+
+/* True if a -o string asks for the option list ("help" or "?" element). */
+bool img_has_help_option(const char *options);
+/*
+ * Prints the creation options of format @fmt, merged with those of
+ * @filename's protocol when @filename is not NULL (`-o help`).  Returns
+ * the exit status.
+ */
+int img_print_create_help(const char *filename, const char *fmt);
+/* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
+char *img_accumulate_options(char *options, const char *optarg);
+
+/*
+ * Options shared by the open helper.  @flags are BDRV_O_* flags; the
+ * helper adds BDRV_O_NO_SHARE unless @force_share.
+ */
+typedef struct ImgOpenOptions {
+    const char *fmt;        /* -f, or NULL to probe */
+    bool image_opts;        /* the name is a key=value,... option string */
+    int flags;
+    bool writethrough;      /* from the cache mode */
+    bool force_share;       /* -U */
+} ImgOpenOptions;
+
+/*
+ * Opens @name as qemu-img does; on failure prints "Could not open 'name':
+ * <reason>" and returns NULL.
+ */
+BlockBackend *img_open(const char *name, const ImgOpenOptions *o);
+/* Applies a -t/-T cache mode to @o; returns -1 on an unknown mode. */
+int img_parse_cache(const char *mode, ImgOpenOptions *o);
+
+/*
+ * Progress meter ("    (12.34/100%)\r"), printed when the value moved by
+ * more than @min_skip percent, at 0 and at 100; img_progress_end() ends
+ * the line.  Does nothing when disabled.
+ */
+typedef struct ImgProgress {
+    bool enabled;
+    double min_skip;
+    double last_print;
+    double current;
+} ImgProgress;
+
+void img_progress_init(ImgProgress *p, bool enabled, double min_skip);
+void img_progress_print(ImgProgress *p, double delta, double max);
+void img_progress_end(ImgProgress *p);
+
+/*
+ * JSON output as QEMU prints it: objects list their members in the
+ * order of QEMU's QDict buckets (not insertion order), four-space
+ * indentation, integers without quotes.  @node is any json-glib tree.
+ */
+void img_json_print(JsonNode *node);
+/* The same into a GString, at indentation @level. */
+void img_json_append(GString *out, JsonNode *node, int level);
+
+/* Sub-commands. */
+int img_create(int argc, char **argv);
+int img_resize(int argc, char **argv);
+int img_info(int argc, char **argv);
+int img_map(int argc, char **argv);
+int img_check(int argc, char **argv);
+int img_convert(int argc, char **argv);
+int img_dd(int argc, char **argv);
+int img_compare(int argc, char **argv);
+int img_bench(int argc, char **argv);
+
+#endif
