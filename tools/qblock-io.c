@@ -1,0 +1,407 @@
+/*
+ * qblock-io: exercises a block device, one command at a time, with
+ * qemu-io's command line and output.
+ *
+ *   qblock-io [OPTIONS]... [-c STRING]... [file]
+ *
+ * Commands come from the -c options, in order, or else from standard
+ * input: a prompt "qemu-io> " (the text scripts written for qemu-io wait
+ * for) is printed and flushed before each line is read, whether or not
+ * stdin is a terminal.  The exit status is 1 if the image could not be
+ * opened or any command failed, 0 otherwise.
+ *
+ * Asynchronous requests (aio_read, aio_write) complete, and print their
+ * reports, only while something runs the event loop: a synchronous
+ * request, aio_flush, sleep, close, or the final close at exit.  This is
+ * what qemu-io does, and scripts depend on where those reports appear.
+ */
+#include "util/osdep.h"
+
+#include <getopt.h>
+
+#include "config-host.h"
+#include "qblock/block-backend.h"
+#include "util/cutils.h"
+#include "util/error.h"
+#include "util/qdict.h"
+#include "qblock-io.h"
+
+/* The prompt scripts written for qemu-io match; keep the text as is. */
+#define QIO_PROMPT "qemu-io> "
+
+BlockBackend *qio_blk;
+bool qio_quit_requested;
+bool qio_image_opts;
+bool qio_misalign;
+
+int qio_open(const char *name, int flags, bool writethrough,
+             bool force_share, QDict *opts)
+{
+    Error *local_err = NULL;
+
+    if (qio_blk) {
+        error_report("file open already, try 'help close'");
+        if (opts) {
+            qdict_unref(opts);
+        }
+        return -EINVAL;
+    }
+
+    if (force_share) {
+        const char *fs;
+
+        if (!opts) {
+            opts = qdict_new();
+        }
+        fs = qdict_get_try_str(opts, BDRV_OPT_FORCE_SHARE);
+        if (fs && strcmp(fs, "on") && strcmp(fs, "true")) {
+            error_report("-U conflicts with image options");
+            qdict_unref(opts);
+            return -EINVAL;
+        }
+        qdict_put_str(opts, BDRV_OPT_FORCE_SHARE, "on");
+    } else {
+        flags |= BDRV_O_NO_SHARE;
+    }
+
+    qio_blk = blk_new_open(name, NULL, opts, flags, &local_err);
+    if (!qio_blk) {
+        if (name) {
+            error_prepend(&local_err, "can't open device %s: ", name);
+        } else {
+            error_prepend(&local_err, "can't open: ");
+        }
+        error_report_err(local_err);
+        return -EINVAL;
+    }
+    blk_set_enable_write_cache(qio_blk, !writethrough);
+    return 0;
+}
+
+void qio_close(void)
+{
+    BlockBackend *blk = qio_blk;
+
+    /* Requests completing during the drain still see the image open. */
+    qio_blk = NULL;
+    if (blk) {
+        blk_unref(blk);
+    }
+}
+
+/*
+ * Splits a command line at spaces, dropping empty words (qemu-io does not
+ * split at tabs and knows no quoting).  Returns a NULL-terminated vector.
+ */
+static char **qio_split_line(const char *line, int *argc)
+{
+    char **words = g_strsplit(line, " ", -1);
+    int n = 0;
+
+    for (int i = 0; words[i]; i++) {
+        if (words[i][0]) {
+            words[n++] = words[i];
+        } else {
+            g_free(words[i]);
+        }
+    }
+    words[n] = NULL;
+    *argc = n;
+    return words;
+}
+
+static void qio_report_argc(const QioCmd *ct, int argc)
+{
+    fprintf(stderr, "bad argument count %d to %s, expected ", argc, ct->name);
+    if (ct->argmax == -1) {
+        fprintf(stderr, "at least %d arguments\n", ct->argmin);
+    } else if (ct->argmin == ct->argmax) {
+        fprintf(stderr, "%d arguments\n", ct->argmin);
+    } else {
+        fprintf(stderr, "between %d and %d arguments\n",
+                ct->argmin, ct->argmax);
+    }
+}
+
+/* Asks the image for the permissions the command needs (write, resize). */
+static int qio_get_perm(const QioCmd *ct)
+{
+    uint64_t perm, shared;
+    Error *local_err = NULL;
+    int ret;
+
+    if (!ct->perm || !qio_blk) {
+        return 0;
+    }
+    blk_get_perm(qio_blk, &perm, &shared);
+    if (!(ct->perm & ~perm)) {
+        return 0;
+    }
+    ret = blk_set_perm(qio_blk, perm | ct->perm, shared, &local_err);
+    if (ret < 0) {
+        error_report_err(local_err);
+    }
+    return ret;
+}
+
+/* Runs one command line; returns 0 or a negative errno. */
+static int qio_command(const char *line)
+{
+    const QioCmd *ct;
+    char **argv;
+    int argc;
+    int ret;
+
+    argv = qio_split_line(line, &argc);
+    if (argc == 0) {
+        g_strfreev(argv);
+        return 0;
+    }
+
+    ct = qio_find_command(argv[0]);
+    if (!ct) {
+        fprintf(stderr, "command \"%s\" not found\n", argv[0]);
+        ret = -EINVAL;
+    } else if (!qio_blk && !(ct->flags & QIO_CMD_NOFILE_OK)) {
+        fprintf(stderr, "no file open, try 'help open'\n");
+        ret = -EINVAL;
+    } else if (argc - 1 < ct->argmin ||
+               (ct->argmax != -1 && argc - 1 > ct->argmax)) {
+        qio_report_argc(ct, argc - 1);
+        ret = -EINVAL;
+    } else {
+        ret = qio_get_perm(ct);
+        if (ret == 0) {
+            /* each command parses its options from scratch */
+            optind = 0;
+            ret = ct->func(qio_blk, argc, argv);
+        }
+    }
+    g_strfreev(argv);
+    return ret;
+}
+
+/* Reads commands from stdin until EOF or quit; returns true if any failed. */
+static bool qio_command_loop_stdin(void)
+{
+    bool interactive = isatty(STDIN_FILENO);
+    bool failed = false;
+    char *line = NULL;
+    size_t size = 0;
+    ssize_t len;
+
+    while (!qio_quit_requested) {
+        fputs(QIO_PROMPT, stdout);
+        fflush(stdout);
+        len = getline(&line, &size, stdin);
+        if (len < 0) {
+            if (interactive) {
+                /* leave the terminal's cursor on a fresh line */
+                putchar('\n');
+            }
+            break;
+        }
+        if (len > 0 && line[len - 1] == '\n') {
+            line[len - 1] = '\0';
+        }
+        if (qio_command(line) < 0) {
+            failed = true;
+        }
+    }
+    free(line);
+    return failed;
+}
+
+static void qio_usage(const char *name)
+{
+    printf(
+"Usage: %s [OPTIONS]... [-c STRING]... [file]\n"
+"Block device exerciser (qblock), compatible with qemu-io 7.2\n"
+"\n"
+"  --image-opts         treat file as option string\n"
+"  -c, --cmd STRING     execute command with its arguments\n"
+"                       from the given string\n"
+"  -f, --format FMT     specifies the block driver to use\n"
+"  -r, --read-only      export read-only\n"
+"  -s, --snapshot       use snapshot file\n"
+"  -n, --nocache        disable host cache, short for -t none\n"
+"  -C, --copy-on-read   enable copy-on-read\n"
+"  -m, --misalign       misalign allocations for O_DIRECT\n"
+"  -k, --native-aio     use kernel AIO implementation\n"
+"                       (Linux only, prefer use of -i)\n"
+"  -i, --aio=MODE       use AIO mode (threads, native or io_uring)\n"
+"  -t, --cache=MODE     use the given cache mode for the image\n"
+"                       (writethrough is the default)\n"
+"  -d, --discard=MODE   use the given discard mode for the image\n"
+"                       (unmap is the default)\n"
+"  -T, --trace PATTERN  accepted for compatibility; tracing is not\n"
+"                       supported and the option is ignored\n"
+"  -U, --force-share    force shared permissions\n"
+"  -h, --help           display this help and exit\n"
+"  -V, --version        output version information and exit\n"
+"\n"
+"See '%s -c help' for information on available commands.\n",
+           name, name);
+}
+
+enum {
+    QIO_OPT_IMAGE_OPTS = 256,
+};
+
+int main(int argc, char **argv)
+{
+    static const struct option long_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "cmd", required_argument, NULL, 'c' },
+        { "format", required_argument, NULL, 'f' },
+        { "read-only", no_argument, NULL, 'r' },
+        { "snapshot", no_argument, NULL, 's' },
+        { "nocache", no_argument, NULL, 'n' },
+        { "copy-on-read", no_argument, NULL, 'C' },
+        { "misalign", no_argument, NULL, 'm' },
+        { "native-aio", no_argument, NULL, 'k' },
+        { "aio", required_argument, NULL, 'i' },
+        { "discard", required_argument, NULL, 'd' },
+        { "cache", required_argument, NULL, 't' },
+        { "trace", required_argument, NULL, 'T' },
+        { "force-share", no_argument, NULL, 'U' },
+        { "image-opts", no_argument, NULL, QIO_OPT_IMAGE_OPTS },
+        { NULL, 0, NULL, 0 }
+    };
+    GPtrArray *cmds = g_ptr_array_new();
+    const char *format = NULL;
+    int flags = BDRV_O_UNMAP;
+    bool writethrough = true;
+    bool readonly = false;
+    bool force_share = false;
+    bool failed = false;
+    int c;
+
+    qemu_init_progname(argv[0]);
+    bdrv_init();
+
+    while ((c = getopt_long(argc, argv, "hVc:d:f:rsnCmki:t:T:U",
+                            long_options, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            qio_usage(qemu_get_progname());
+            return 0;
+        case 'V':
+            printf("%s version %s (qblock, compatible with qemu-io 7.2)\n",
+                   qemu_get_progname(), QBLOCK_VERSION);
+            return 0;
+        case 'c':
+            g_ptr_array_add(cmds, optarg);
+            break;
+        case 'd':
+            flags &= ~BDRV_O_UNMAP;
+            if (bdrv_parse_discard_flags(optarg, &flags) < 0) {
+                error_report("Invalid discard option: %s", optarg);
+                return 1;
+            }
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 'r':
+            readonly = true;
+            break;
+        case 's':
+            flags |= BDRV_O_SNAPSHOT;
+            break;
+        case 'n':
+            flags |= BDRV_O_NOCACHE;
+            writethrough = false;
+            break;
+        case 'C':
+            flags |= BDRV_O_COPY_ON_READ;
+            break;
+        case 'm':
+            qio_misalign = true;
+            break;
+        case 'k':
+            flags |= BDRV_O_NATIVE_AIO;
+            break;
+        case 'i':
+            flags &= ~(BDRV_O_NATIVE_AIO | BDRV_O_IO_URING);
+            if (bdrv_parse_aio(optarg, &flags) < 0) {
+                error_report("Invalid aio option: %s", optarg);
+                return 1;
+            }
+            break;
+        case 't':
+            flags &= ~BDRV_O_CACHE_MASK;
+            if (bdrv_parse_cache_mode(optarg, &flags, &writethrough) < 0) {
+                error_report("Invalid cache option: %s", optarg);
+                return 1;
+            }
+            break;
+        case 'T':
+            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            break;
+        case 'U':
+            force_share = true;
+            break;
+        case QIO_OPT_IMAGE_OPTS:
+            qio_image_opts = true;
+            break;
+        default:
+            qio_usage(qemu_get_progname());
+            return 1;
+        }
+    }
+
+    if (argc - optind > 1) {
+        qio_usage(qemu_get_progname());
+        return 1;
+    }
+    if (qio_image_opts && format) {
+        error_report("--image-opts and -f are mutually exclusive");
+        return 1;
+    }
+    if (!readonly) {
+        flags |= BDRV_O_RDWR;
+    }
+
+    if (optind < argc) {
+        int ret;
+
+        if (qio_image_opts) {
+            Error *local_err = NULL;
+            QDict *opts = keyval_parse(argv[optind], NULL, &local_err);
+
+            if (!opts) {
+                error_report_err(local_err);
+                return 1;
+            }
+            ret = qio_open(NULL, flags, writethrough, force_share, opts);
+        } else {
+            QDict *opts = NULL;
+
+            if (format) {
+                opts = qdict_new();
+                qdict_put_str(opts, "driver", format);
+            }
+            ret = qio_open(argv[optind], flags, writethrough, force_share,
+                           opts);
+        }
+        if (ret < 0) {
+            return 1;
+        }
+    }
+
+    if (cmds->len > 0) {
+        for (guint i = 0; i < cmds->len && !qio_quit_requested; i++) {
+            if (qio_command(g_ptr_array_index(cmds, i)) < 0) {
+                failed = true;
+            }
+        }
+    } else {
+        failed = qio_command_loop_stdin();
+    }
+    g_ptr_array_free(cmds, true);
+
+    qio_close();
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,68 @@
+/*
+ * qblock-io: private interface between the main program (qblock-io.c:
+ * options, opening, the command loop) and the command table
+ * (qblock-io-cmds.c).
+ *
+ * The tool accepts qemu-io's command lines and prints what qemu-io prints,
+ * so that scripts written for qemu-io run unchanged.  Command output goes
+ * to stdout through stdio (fully buffered when it is not a terminal, as
+ * qemu-io's is), command-syntax complaints go to stderr unprefixed, and
+ * errors from the block layer go through error_report() with the program
+ * name in front.
+ */
+#ifndef QBLOCK_IO_H
+#define QBLOCK_IO_H
+
+#include "qblock/block-backend.h"
+
+/* The command may run without an open image. */
+#define QIO_CMD_NOFILE_OK 0x1
+
+/*
+ * Runs a command.  @argv[0] is the command's name; the table's argmin and
+ * argmax have been checked and the permissions in @perm obtained.  Returns
+ * 0 or a negative errno; any failure makes the tool exit with status 1.
+ */
+typedef int QioCmdFunc(BlockBackend *blk, int argc, char **argv);
+
+typedef struct QioCmd {
+    const char *name;
+    QioCmdFunc *func;
+    /* number of arguments after the name; argmax -1 means no limit */
+    int argmin;
+    int argmax;
+    int flags;              /* QIO_CMD_* */
+    uint64_t perm;          /* BLK_PERM_* the command needs on the image */
+    /* synopsis of the arguments, or NULL when there are none */
+    const char *args;
+    const char *oneline;
+    /* extended help printed by "help NAME" after the synopsis, or NULL */
+    const char *help;
+} QioCmd;
+
+/* The open image, or NULL. */
+extern BlockBackend *qio_blk;
+/* Set by the quit command: no further command is read or run. */
+extern bool qio_quit_requested;
+/* --image-opts: the open command's path is an option string too. */
+extern bool qio_image_opts;
+/* -m: I/O buffers are deliberately misaligned (tests O_DIRECT bounces). */
+extern bool qio_misalign;
+
+/* qblock-io.c */
+/*
+ * Opens @name (NULL: everything is in @opts) as the current image; takes
+ * over @opts.  Prints the reason and returns -EINVAL if an image is open
+ * already or the open fails.
+ */
+int qio_open(const char *name, int flags, bool writethrough,
+             bool force_share, QDict *opts);
+/* Closes the current image (completing its requests first). */
+void qio_close(void);
+
+/* qblock-io-cmds.c */
+const QioCmd *qio_find_command(const char *name);
+/* Prints "name args -- oneline" (the synopsis qemu-io prints on misuse). */
+void qio_print_synopsis(const QioCmd *ct);
+
+#endif
