@@ -452,12 +452,13 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
         }
     }
 
-    if (s->ret == -EINPROGRESS) {
-        s->ret = 0;
-    }
     qemu_vfree(buf);
     s->co[index] = NULL;
     s->running_coroutines--;
+    /* Only the last one knows that every write has completed. */
+    if (!s->running_coroutines && s->ret == -EINPROGRESS) {
+        s->ret = 0;
+    }
 }
 
 static int img_convert_do_copy(ImgConvertState *s)
