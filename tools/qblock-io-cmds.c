@@ -1420,7 +1420,9 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
         }
     }
 
+    /* bdrv_reopen() takes the options over */
     ret = bdrv_reopen(bs, opts, flags, &local_err);
+    opts = NULL;
     if (ret < 0) {
         error_report_err(local_err);
         /* back to what the image had; failing again leaves it read-only */
@@ -1431,7 +1433,9 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
     ret = 0;
 
 out:
-    qdict_unref(opts);
+    if (opts) {
+        qdict_unref(opts);
+    }
     return ret;
 }
 
@@ -1936,7 +1940,8 @@ static const QioCmd qio_cmds[] = {
         .help = qio_help_stats,
     }, {
         .name = "truncate", .func = qio_truncate_f,
-        .argmin = 1, .argmax = 3, .perm = BLK_PERM_RESIZE,
+        .argmin = 1, .argmax = 3,
+        .perm = BLK_PERM_WRITE | BLK_PERM_RESIZE,
         .args = "[-m prealloc_mode] off",
         .oneline = "truncates the current file at the given offset",
     }, {
