@@ -266,23 +266,32 @@ static void img_json_quote(GString *out, const char *str)
     g_string_append_c(out, '"');
 }
 
-static void img_json_append_object(GString *out, JsonObject *obj, int level)
+/* The members of @obj in QEMU's order; *n receives their number. */
+static ImgJsonMember *img_json_sorted_members(JsonObject *obj, guint *n)
 {
     GList *names = json_object_get_members(obj);
-    guint n = g_list_length(names);
-    g_autofree ImgJsonMember *members = g_new(ImgJsonMember, n ? n : 1);
+    ImgJsonMember *members;
     unsigned int i = 0;
 
+    *n = g_list_length(names);
+    members = g_new(ImgJsonMember, *n ? *n : 1);
     for (GList *l = names; l; l = l->next, i++) {
         members[i].name = l->data;
         members[i].bucket = img_qdict_bucket(l->data);
         members[i].index = i;
     }
     g_list_free(names);
-    qsort(members, n, sizeof(*members), img_json_member_cmp);
+    qsort(members, *n, sizeof(*members), img_json_member_cmp);
+    return members;
+}
+
+static void img_json_append_object(GString *out, JsonObject *obj, int level)
+{
+    guint n;
+    g_autofree ImgJsonMember *members = img_json_sorted_members(obj, &n);
 
     g_string_append_c(out, '{');
-    for (i = 0; i < n; i++) {
+    for (guint i = 0; i < n; i++) {
         if (i) {
             g_string_append_c(out, ',');
         }
@@ -349,4 +358,57 @@ void img_json_print(JsonNode *node)
 
     img_json_append(out, node, 0);
     printf("%s\n", out->str);
+}
+
+static bool img_json_is_composite(JsonNode *node)
+{
+    return JSON_NODE_HOLDS_OBJECT(node) || JSON_NODE_HOLDS_ARRAY(node);
+}
+
+/* One "name: value" or "name:" line and, for composites, what is below. */
+static void img_json_human_item(GString *out, const char *label,
+                                JsonNode *value, int level)
+{
+    bool composite = img_json_is_composite(value);
+
+    g_string_append_printf(out, "%*s%s:%c", level * 4, "", label,
+                           composite ? '\n' : ' ');
+    img_json_append_human(out, value, level + 1);
+    if (!composite) {
+        g_string_append_c(out, '\n');
+    }
+}
+
+void img_json_append_human(GString *out, JsonNode *node, int level)
+{
+    if (JSON_NODE_HOLDS_OBJECT(node)) {
+        JsonObject *obj = json_node_get_object(node);
+        guint n;
+        g_autofree ImgJsonMember *members = img_json_sorted_members(obj, &n);
+
+        for (guint i = 0; i < n; i++) {
+            /* "refcount-bits" reads "refcount bits" */
+            g_autofree char *label = g_strdelimit(g_strdup(members[i].name),
+                                                  "-", ' ');
+
+            img_json_human_item(out, label,
+                                json_object_get_member(obj, members[i].name),
+                                level);
+        }
+    } else if (JSON_NODE_HOLDS_ARRAY(node)) {
+        JsonArray *arr = json_node_get_array(node);
+
+        for (guint i = 0; i < json_array_get_length(arr); i++) {
+            g_autofree char *label = g_strdup_printf("[%u]", i);
+
+            img_json_human_item(out, label, json_array_get_element(arr, i),
+                                level);
+        }
+    } else if (JSON_NODE_HOLDS_VALUE(node) &&
+               json_node_get_value_type(node) == G_TYPE_STRING) {
+        /* strings appear unquoted */
+        g_string_append(out, json_node_get_string(node));
+    } else {
+        img_json_append(out, node, level);
+    }
 }

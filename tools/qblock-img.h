@@ -107,6 +107,13 @@ void img_progress_end(ImgProgress *p);
 void img_json_print(JsonNode *node);
 /* The same into a GString, at indentation @level. */
 void img_json_append(GString *out, JsonNode *node, int level);
+/*
+ * The human rendering QEMU derives from the same tree (qemu-img info's
+ * "Format specific information"): one "key: value" line per member, keys
+ * with '-' read as spaces, nested objects and "[i]:" list items indented
+ * by four spaces per @level.
+ */
+void img_json_append_human(GString *out, JsonNode *node, int level);
 
 /* Sub-commands. */
 int img_create(int argc, char **argv);
