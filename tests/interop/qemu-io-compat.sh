@@ -36,11 +36,11 @@ image_size=1M
 # runs and tools; everything else must match byte for byte, except the
 # line by which "help" lists qblock-io's own "stats" command.
 filter() {
-    sed -e '/^stats -- prints I\/O statistics of the image and of each node$/d' \
+    sed -e '/^stats -- prints I\/O statistics of the image and of each/d' \
         -e 's#^\([^ ]*/\)\{0,1\}qblock-io:#qemu-io:#' \
         -e 's#^\([^ ]*/\)\{0,1\}qemu-io:#qemu-io:#' \
         -e 's#^\(.*ops; \)[0-9:.]*\( sec\)\{0,1\} (.*)$#\1TIME (RATES)#' \
-        -e 's#^\([0-9]*,[0-9]*\),[0-9:.]*,[-0-9.naif]*,[-0-9.naif]*$#\1,TIME,RATES#'
+        -e 's#^\([0-9]*,[0-9]*\),[0-9:.]*,[-0-9.naif]*,[-0-9.naif]*$#\1,T,R#'
 }
 
 # A directory holding a fresh image t.raw of $image_size bytes whose
@@ -169,7 +169,8 @@ io truncate "truncate 2M" "length" "truncate 512k" "length" "map" \
 # --- errors ---
 io past-end "read 1M 512" "read 1048000 1024" "write 1M 512" \
     "writev 1M 512" "readv 1M 512"
-io pattern-mismatch "write -P 1 0 4k" "read -P 2 0 4k" "read -P 1 -s 512 4k 4k" \
+io pattern-mismatch "write -P 1 0 4k" "read -P 2 0 4k" \
+    "read -P 1 -s 512 4k 4k" \
     "read -P 1 -l 100 4096 4k"
 io bad-numbers "read abc 512" "read 0 abc" "read 0 0x" "read 0 1.5" \
     "read 0 16E" "read 0 99999999999999999999" "alloc -1" "read 8E 1"
@@ -194,7 +195,6 @@ io sector-alignment "read -b 1 512" "read -b 0 1" "write -c 0 1" \
 io unknown-command "bogus" "length" "#comment"
 io spaces "read  0   512" " length" "length " "read	0	1"
 io sleep "sleep 10" "sleep 0x10" "sleep abc" "sleep -1" "sleep 1k"
-io no-blkdebug "break foo bar" "remove_break x" "resume x"
 
 # --- help ---
 io help "help"
@@ -248,6 +248,24 @@ compare cache-modes "" -t unsafe -f raw -c "write 0 4k" -c "flush" t.raw
 compare options-after-image "" t.raw -f raw -c length
 compare quit-stops "" -f raw -c quit -c length t.raw
 compare failure-then-quit "" -f raw -c "read 1M 1" -c quit t.raw
+
+# --- blkdebug: break points and injected errors ---
+compare blkdebug-break "" -f raw -c "break write_aio A" \
+    -c "aio_write -P 9 0 512" -c "wait_break A" -c "resume A" -c "aio_flush" \
+    -c "break read_aio B" -c "aio_read -P 9 0 512" -c "wait_break B" \
+    -c "resume B" -c "aio_flush" blkdebug::t.raw
+compare blkdebug-break-errors "" -f raw -c "break bogus B" -c "resume Z" \
+    -c "remove_break Z" -c "break write_aio C" -c "remove_break C" \
+    -c "break write_aio C" -c "break write_aio C" blkdebug::t.raw
+blkdebug=driver=raw,file.driver=blkdebug,file.image.filename=t.raw
+compare blkdebug-read-error "" --image-opts -c "read 0 512" \
+    -c "aio_read 0 512" -c "aio_flush" -c "readv 0 512" -c "write 0 512" \
+    "$blkdebug,file.inject-error.0.event=read_aio"
+compare blkdebug-write-error "" --image-opts -c "write 0 512" \
+    -c "aio_write 0 512" -c "aio_flush" -c "writev 0 512" \
+    "$blkdebug,file.inject-error.0.event=write_aio,file.inject-error.0.errno=5"
+compare no-blkdebug-below "" -f raw -c "break write_aio A" -c "resume A" \
+    -c "remove_break A" t.raw
 
 # --- commands from stdin ---
 compare stdin-basic 'write -P 3 0 512\nread -P 3 0 512\nlength\n' -f raw t.raw
