@@ -82,6 +82,29 @@ static int null_open(BlockDriverState *bs, QDict *options, int flags,
     return 0;
 }
 
+/*
+ * The bare "null-co://" names the node unless it was given a size or
+ * read-zeroes; latency only changes timing, not what the node shows.
+ */
+static const char *const null_strong_runtime_opts[] = {
+    NULL_OPT_SIZE,
+    NULL_OPT_ZEROES,
+    NULL
+};
+
+static void null_refresh_filename(BlockDriverState *bs)
+{
+    const char *const *o;
+
+    for (o = null_strong_runtime_opts; *o; o++) {
+        if (qdict_haskey(bs->options, *o)) {
+            return;
+        }
+    }
+    snprintf(bs->exact_filename, sizeof(bs->exact_filename), "%s://",
+             bs->drv->format_name);
+}
+
 static int64_t null_getlength(BlockDriverState *bs)
 {
     BDRVNullState *s = bs->opaque;
@@ -225,8 +248,10 @@ static BlockDriver bdrv_null_co = {
     .protocol_name                  = "null-co",
     .instance_size                  = sizeof(BDRVNullState),
     .runtime_opts                   = &qapi_opts_null_runtime,
+    .strong_runtime_opts            = null_strong_runtime_opts,
     .bdrv_needs_filename            = false,
     .bdrv_parse_filename            = null_co_parse_filename,
+    .bdrv_refresh_filename          = null_refresh_filename,
     .bdrv_open                      = null_open,
     .bdrv_reopen_prepare            = null_reopen_prepare,
     .bdrv_getlength                 = null_getlength,
@@ -243,8 +268,10 @@ static BlockDriver bdrv_null_aio = {
     .protocol_name                  = "null-aio",
     .instance_size                  = sizeof(BDRVNullState),
     .runtime_opts                   = &qapi_opts_null_runtime,
+    .strong_runtime_opts            = null_strong_runtime_opts,
     .bdrv_needs_filename            = false,
     .bdrv_parse_filename            = null_aio_parse_filename,
+    .bdrv_refresh_filename          = null_refresh_filename,
     .bdrv_open                      = null_open,
     .bdrv_reopen_prepare            = null_reopen_prepare,
     .bdrv_getlength                 = null_getlength,

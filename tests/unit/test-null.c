@@ -33,6 +33,21 @@ static void test_filename_and_default_size(void)
     check_filename("null-aio://", "null-aio");
 }
 
+static void test_exact_filename(void)
+{
+    BlockBackend *blk;
+
+    /* latency only changes timing: the bare name still opens the same */
+    blk = open_null(NULL, "driver=null-aio,latency-ns=5");
+    g_assert_cmpstr(blk_bs(blk)->filename, ==, "null-aio://");
+    blk_unref(blk);
+
+    blk = open_null(NULL, "driver=null-co,size=1M");
+    g_assert_true(g_str_has_prefix(blk_bs(blk)->filename, "json:"));
+    g_assert_nonnull(strstr(blk_bs(blk)->filename, "\"size\""));
+    blk_unref(blk);
+}
+
 static void test_bad_filename(void)
 {
     Error *err = NULL;
@@ -234,6 +249,7 @@ int main(int argc, char **argv)
     bdrv_init();
 
     g_test_add_func("/null/filename", test_filename_and_default_size);
+    g_test_add_func("/null/exact-filename", test_exact_filename);
     g_test_add_func("/null/bad-filename", test_bad_filename);
     g_test_add_func("/null/size", test_size_option);
     g_test_add_func("/null/bad-option", test_bad_option);
