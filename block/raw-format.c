@@ -26,6 +26,13 @@
 /* What bdrv_probe functions look at when the format is probed. */
 #define RAW_PROBE_BUF_SIZE  BDRV_SECTOR_SIZE
 
+/* The window changes what the node shows; a json: filename keeps it. */
+static const char *const raw_strong_runtime_opts[] = {
+    RAW_OPT_OFFSET,
+    RAW_OPT_SIZE,
+    NULL
+};
+
 typedef struct BDRVRawState {
     /* event-loop thread only; changed by reopen commit */
     uint64_t offset;
@@ -344,11 +351,6 @@ static int64_t raw_getlength(BlockDriverState *bs)
     return len > (int64_t)s->offset ? len - (int64_t)s->offset : 0;
 }
 
-static int64_t raw_get_allocated_file_size(BlockDriverState *bs)
-{
-    return bdrv_get_allocated_file_size(bs->file->bs);
-}
-
 static int raw_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
 {
     return bdrv_get_info(bs->file->bs, bdi);
@@ -378,6 +380,7 @@ static BlockDriver bdrv_raw = {
     .instance_size                  = sizeof(BDRVRawState),
     .is_format                      = true,
     .runtime_opts                   = &qapi_opts_raw_runtime,
+    .strong_runtime_opts            = raw_strong_runtime_opts,
     .create_opts                    = &qapi_opts_raw_create,
     .bdrv_probe                     = raw_probe,
     .bdrv_open                      = raw_open,
@@ -392,7 +395,6 @@ static BlockDriver bdrv_raw = {
     .bdrv_co_block_status           = raw_co_block_status,
     .bdrv_co_truncate               = raw_co_truncate,
     .bdrv_getlength                 = raw_getlength,
-    .bdrv_get_allocated_file_size   = raw_get_allocated_file_size,
     .bdrv_get_info                  = raw_get_info,
     .bdrv_refresh_limits            = raw_refresh_limits,
 };
