@@ -96,6 +96,7 @@ typedef struct BlkdebugSuspendedReq {
 
 typedef struct BDRVBlkdebugState {
     /* --- set at open, immutable until close --- */
+    char *config_file;              /* as given, possibly "" */
     uint64_t align;
     uint64_t max_transfer;
     uint64_t opt_write_zero;
@@ -496,8 +497,8 @@ static int blkdebug_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     s->state = 1;
-    ret = blkdebug_read_rules(s, qemu_opt_get(opts, "config"), options,
-                              errp);
+    s->config_file = g_strdup(qemu_opt_get(opts, "config"));
+    ret = blkdebug_read_rules(s, s->config_file, options, errp);
     if (ret < 0) {
         goto fail;
     }
@@ -528,6 +529,8 @@ fail_child:
     bs->file = NULL;
 fail:
     blkdebug_free_rules(s);
+    g_free(s->config_file);
+    s->config_file = NULL;
     qemu_opts_del(opts);
     return ret;
 }
@@ -539,6 +542,7 @@ static void blkdebug_close(BlockDriverState *bs)
     /* A suspended request would have kept the drain before close waiting. */
     assert(!s->suspended_reqs);
     blkdebug_free_rules(s);
+    g_free(s->config_file);
 }
 
 static int blkdebug_reopen_prepare(BDRVReopenState *state, Error **errp)
@@ -725,9 +729,51 @@ static int64_t blkdebug_getlength(BlockDriverState *bs)
     return bdrv_getlength(bs->file->bs);
 }
 
-static int64_t blkdebug_get_allocated_file_size(BlockDriverState *bs)
+/* What makes two blkdebug nodes over the same image behave differently. */
+static const char *const blkdebug_strong_runtime_opts[] = {
+    "config",
+    "inject-error.",
+    "set-state.",
+    "align",
+    "max-transfer",
+    "opt-write-zero",
+    "max-write-zero",
+    "opt-discard",
+    "max-discard",
+    NULL
+};
+
+/*
+ * "blkdebug:CONFIG:IMAGE" says everything only when the rules come from
+ * the config file alone and no limit was set; otherwise json: is used.
+ */
+static void blkdebug_refresh_filename(BlockDriverState *bs)
 {
-    return bdrv_get_allocated_file_size(bs->file->bs);
+    BDRVBlkdebugState *s = bs->opaque;
+    const char *const *o;
+    int len;
+
+    if (!bs->file->bs->exact_filename[0]) {
+        return;
+    }
+    for (o = blkdebug_strong_runtime_opts; *o; o++) {
+        size_t n = strlen(*o);
+
+        if (!strcmp(*o, "config")) {
+            continue;
+        }
+        if ((*o)[n - 1] == '.' ? qdict_has_prefixed_entries(bs->options, *o)
+                               : qdict_haskey(bs->options, *o)) {
+            return;
+        }
+    }
+    len = snprintf(bs->exact_filename, sizeof(bs->exact_filename),
+                   "blkdebug:%s:%s", s->config_file ? s->config_file : "",
+                   bs->file->bs->exact_filename);
+    if (len >= sizeof(bs->exact_filename)) {
+        /* a truncated name would open something else */
+        bs->exact_filename[0] = '\0';
+    }
 }
 
 static void blkdebug_refresh_limits(BlockDriverState *bs, Error **errp)
@@ -919,6 +965,7 @@ static BlockDriver bdrv_blkdebug = {
     .instance_size                  = sizeof(BDRVBlkdebugState),
     .is_filter                      = true,
     .runtime_opts                   = &qapi_opts_blkdebug_runtime,
+    .strong_runtime_opts            = blkdebug_strong_runtime_opts,
     .bdrv_parse_filename            = blkdebug_parse_filename,
     .bdrv_open                      = blkdebug_open,
     .bdrv_close                     = blkdebug_close,
@@ -931,7 +978,7 @@ static BlockDriver bdrv_blkdebug = {
     .bdrv_co_block_status           = blkdebug_co_block_status,
     .bdrv_co_truncate               = blkdebug_co_truncate,
     .bdrv_getlength                 = blkdebug_getlength,
-    .bdrv_get_allocated_file_size   = blkdebug_get_allocated_file_size,
+    .bdrv_refresh_filename          = blkdebug_refresh_filename,
     .bdrv_refresh_limits            = blkdebug_refresh_limits,
     .bdrv_debug_event               = blkdebug_debug_event,
     .bdrv_debug_breakpoint          = blkdebug_debug_breakpoint,

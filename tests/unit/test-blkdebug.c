@@ -321,6 +321,25 @@ static void test_empty_config_filename(void)
     blk_unref(blk);
 }
 
+static void test_filename(void)
+{
+    g_autofree char *conf = write_config("empty.conf", "");
+    g_autofree char *filename = g_strdup_printf("blkdebug:%s:null-co://",
+                                                conf);
+    QDict *opts = qdict_new();
+    BlockBackend *blk;
+
+    qdict_put_str(opts, "driver", "raw");
+    blk = blk_new_open(filename, NULL, opts, 0, &error_abort);
+    g_assert_cmpstr(blkdebug_node(blk)->filename, ==, filename);
+    blk_unref(blk);
+
+    /* inline rules cannot be said in that syntax */
+    blk = open_raw_over_blkdebug("file.inject-error.0.event=read_aio", 0);
+    g_assert_true(g_str_has_prefix(blkdebug_node(blk)->filename, "json:"));
+    blk_unref(blk);
+}
+
 static void test_config_errors(void)
 {
     struct {
@@ -615,6 +634,7 @@ int main(int argc, char **argv)
     g_test_add_func("/blkdebug/config/file-and-inline",
                     test_config_and_inline);
     g_test_add_func("/blkdebug/config/empty", test_empty_config_filename);
+    g_test_add_func("/blkdebug/config/filename", test_filename);
     g_test_add_func("/blkdebug/config/errors", test_config_errors);
     g_test_add_func("/blkdebug/config/inline-errors", test_inline_errors);
     g_test_add_func("/blkdebug/break/resume", test_break_resume);
