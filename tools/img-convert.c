@@ -513,7 +513,7 @@ typedef struct ImgConvertArgs {
     const char *backing_fmt;
     const char *cache;
     const char *src_cache;
-    char *options;
+    const char *options;
     bool image_opts;
     bool tgt_image_opts;
     bool skip_create;
@@ -820,6 +820,7 @@ int img_convert(int argc, char **argv)
         .num_coroutines = 8,
         .cluster_sectors = 0,
     };
+    g_autofree char *options = NULL;
     const char *out_filename;
     int64_t sval;
     int c, ret;
@@ -848,7 +849,7 @@ int img_convert(int argc, char **argv)
             a.backing_fmt = optarg;
             break;
         case 'o':
-            a.options = img_accumulate_options(a.options, optarg);
+            options = img_accumulate_options(options, optarg);
             break;
         case 'S':
             sval = img_cvtnum("buffer size for sparse output", optarg);
@@ -913,6 +914,7 @@ int img_convert(int argc, char **argv)
         }
     }
 
+    a.options = options;
     if (!a.out_fmt && !a.tgt_image_opts) {
         a.out_fmt = "raw";
     }
@@ -936,9 +938,7 @@ int img_convert(int argc, char **argv)
             error_report("Option help requires a format be specified");
             return 1;
         }
-        ret = img_print_create_help(out_filename, a.out_fmt);
-        g_free(a.options);
-        return ret;
+        return img_print_create_help(out_filename, a.out_fmt);
     }
     if (s.src_num < 1) {
         error_report("Must specify image file name");
@@ -971,7 +971,6 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
-    g_free(a.options);
     return ret ? 1 : 0;
 }
 

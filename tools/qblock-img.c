@@ -186,13 +186,14 @@ void img_help(void)
 
 void img_error_exit(const char *fmt, ...)
 {
-    g_autofree char *msg = NULL;
+    char *msg;
     va_list ap;
 
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
     error_report("%s", msg);
+    g_free(msg);
     fprintf(stderr, "Try '" IMG_TOOL_NAME " --help' for more information\n");
     exit(EXIT_FAILURE);
 }
