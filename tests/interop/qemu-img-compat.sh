@@ -116,6 +116,8 @@ case_ "unknown command" frobnicate
 case_ "unknown global option" -x info
 case_ "missing argument of -T" -T
 case_ "help: usage line" "--help | sed -n 3p"
+case_ "help of a sub-command" "info -h | sed -n 3,10p"
+case_ "help exit status" "map --help >/dev/null"
 
 # --- create ---
 case_ "create 1M" create c1.img 1M
@@ -132,6 +134,11 @@ effect "create preallocation=full allocates" "du -k c7.img"
 case_ "create -o help" create -o help
 case_ "create -f raw -o help" create -f raw -o help
 case_ "create -o help with file" create -f raw -o help x.img
+case_ "create -o help among options" create -f raw -o preallocation=off,help x.img 1M
+case_ "create file options order" create -f raw -o nocow=on,extent_size_hint=2M,preallocation=off c10.img 1.5M
+case_ "create bad preallocation" create -f raw -o preallocation=bad x.img 1M
+case_ "create bad bool" create -f raw -o nocow=maybe x.img 1M
+case_ "create bad -o size" create -f raw -o size=1x x.img
 case_ "create negative size" create x.img -5
 case_ "create bad suffix" create x.img 1x
 case_ "create fraction in bytes" create x.img 1.5
@@ -195,6 +202,10 @@ case_ "compare tail differs" compare -f raw -F raw z.img z3.img
 case_ "compare one file" compare sp.img
 case_ "compare no such file" compare -f raw -F raw sp.img nonexist
 case_ "compare bad cache" compare -T bad sp.img sp2.img
+case_ "compare -p" compare -p -f raw -F raw sp.img sp2.img
+prep "cp --sparse=always sp.img sp3.img &&
+      printf y | dd of=sp3.img bs=1 seek=5000 conv=notrunc status=none"
+case_ "compare mismatch inside a sector" compare -f raw -F raw sp.img sp3.img
 
 # --- convert ---
 case_ "convert" convert -f raw sp.img cv1.img
@@ -228,6 +239,15 @@ case_ "convert image-opts -n" convert -n --image-opts \
     driver=raw,file.filename=sp.img --target-image-opts \
     driver=raw,file.filename=cv4.img
 case_ "convert -p" convert -p -f raw sp.img cv7.img
+case_ "convert preallocation=full" convert -f raw -O raw -o preallocation=full sp.img cv8.img
+effect "convert preallocation=full allocates" "\$IMG map -f raw --output=json cv8.img && cmp sp.img cv8.img"
+case_ "convert -o help, format by default" convert -o help sp.img cv9.img
+case_ "convert -B for raw" convert -B a.img sp.img cv9.img
+case_ "convert -q -S 0 -m 1" convert -q -S 0 -m 1 -f raw sp.img cv10.img
+effect "convert -m 1 content" "cmp sp.img cv10.img"
+prep "truncate -s 1000 odd.img"
+case_ "convert unaligned size" convert -f raw odd.img odd2.img
+effect "convert unaligned size rounds up" "stat -c %s odd2.img"
 
 # --- resize ---
 prep "truncate -s 1M r.img"
