@@ -21,6 +21,7 @@
 
 #include "config-host.h"
 #include "qblock/block-backend.h"
+#include "util/aio.h"
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
@@ -181,34 +182,104 @@ static int qio_command(const char *line)
     return ret;
 }
 
+static void qio_stdin_ready(void *opaque)
+{
+    bool *ready = opaque;
+
+    *ready = true;
+}
+
+/*
+ * Reads one line from the terminal into @line (without its newline) while
+ * running the event loop, so that asynchronous requests report as soon as
+ * they complete, as they do in qemu-io's interactive mode.  @pending keeps
+ * what was read past the line.  Returns false at end of input.
+ */
+static bool qio_read_line_interactive(GString *pending, GString *line)
+{
+    AioContext *ctx = qemu_get_aio_context();
+    char *nl;
+
+    while (!(nl = memchr(pending->str, '\n', pending->len))) {
+        char buf[4096];
+        bool ready = false;
+        ssize_t n;
+
+        aio_set_fd_handler(ctx, STDIN_FILENO, qio_stdin_ready, NULL, &ready);
+        AIO_WAIT_WHILE(ctx, !ready);
+        aio_set_fd_handler(ctx, STDIN_FILENO, NULL, NULL, NULL);
+
+        n = read(STDIN_FILENO, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            if (pending->len == 0) {
+                return false;
+            }
+            /* a last line without its newline */
+            g_string_append_c(pending, '\n');
+            continue;
+        }
+        g_string_append_len(pending, buf, n);
+    }
+    g_string_assign(line, "");
+    g_string_append_len(line, pending->str, nl - pending->str);
+    g_string_erase(pending, 0, nl - pending->str + 1);
+    return true;
+}
+
+/*
+ * Reads one line from a file or pipe.  The event loop does not run while
+ * waiting, as in qemu-io: scripts see asynchronous reports where the next
+ * command that runs the loop prints them.
+ */
+static bool qio_read_line_batch(GString *line)
+{
+    char *buf = NULL;
+    size_t size = 0;
+    ssize_t len = getline(&buf, &size, stdin);
+
+    if (len < 0) {
+        free(buf);
+        return false;
+    }
+    if (len > 0 && buf[len - 1] == '\n') {
+        buf[--len] = '\0';
+    }
+    g_string_assign(line, buf);
+    free(buf);
+    return true;
+}
+
 /* Reads commands from stdin until EOF or quit; returns true if any failed. */
 static bool qio_command_loop_stdin(void)
 {
     bool interactive = isatty(STDIN_FILENO);
+    GString *pending = g_string_new(NULL);
+    GString *line = g_string_new(NULL);
     bool failed = false;
-    char *line = NULL;
-    size_t size = 0;
-    ssize_t len;
 
     while (!qio_quit_requested) {
+        bool got;
+
         fputs(QIO_PROMPT, stdout);
         fflush(stdout);
-        len = getline(&line, &size, stdin);
-        if (len < 0) {
+        got = interactive ? qio_read_line_interactive(pending, line)
+                          : qio_read_line_batch(line);
+        if (!got) {
             if (interactive) {
                 /* leave the terminal's cursor on a fresh line */
                 putchar('\n');
             }
             break;
         }
-        if (len > 0 && line[len - 1] == '\n') {
-            line[len - 1] = '\0';
-        }
-        if (qio_command(line) < 0) {
+        if (qio_command(line->str) < 0) {
             failed = true;
         }
     }
-    free(line);
+    g_string_free(pending, true);
+    g_string_free(line, true);
     return failed;
 }
 
