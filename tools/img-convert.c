@@ -48,6 +48,8 @@ typedef struct ImgConvertState {
     int64_t total_sectors;
     BlockBackend *target;
     bool target_has_backing;
+    /* length of the new target's backing file in sectors, or -1 */
+    int64_t target_backing_sectors;
     bool has_zero_init;
     bool compressed;
     bool salvage;
@@ -152,8 +154,13 @@ static int64_t img_convert_iteration_sectors(ImgConvertState *s,
         }
 
         if (ret & BDRV_BLOCK_ZERO) {
-            s->status = s->target_has_backing ? IMG_BLK_BACKING_FILE
-                                              : IMG_BLK_ZERO;
+            /* Zeroes must be written over a backing file, except past its
+             * end, where the target reads zeroes anyway. */
+            bool post_backing_zero = s->target_backing_sectors >= 0 &&
+                                     sector_num >= s->target_backing_sectors;
+
+            s->status = post_backing_zero ? IMG_BLK_BACKING_FILE
+                                          : IMG_BLK_ZERO;
         } else if (ret & BDRV_BLOCK_DATA) {
             s->status = IMG_BLK_DATA;
         } else {
@@ -699,6 +706,16 @@ static int img_convert_open_target(ImgConvertState *s,
         if (DIV_ROUND_UP(len, BDRV_SECTOR_SIZE) < s->total_sectors) {
             error_report("output file is smaller than input file");
             return -EINVAL;
+        }
+    }
+
+    s->target_backing_sectors = -1;
+    if (s->target_has_backing && !a->skip_create && out_bs->backing) {
+        int64_t len = bdrv_getlength(out_bs->backing->bs);
+
+        /* an unknown length only costs zero writes */
+        if (len >= 0) {
+            s->target_backing_sectors = DIV_ROUND_UP(len, BDRV_SECTOR_SIZE);
         }
     }
 
