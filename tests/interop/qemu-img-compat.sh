@@ -34,7 +34,7 @@ fail=0
 # Program names, timings and progress figures are allowed to differ.
 filter() {
     sed -e 's/qemu-img/PROG/g' -e 's/qblock-img/PROG/g' \
-        -e 's/^Run completed in [0-9.]* seconds\.$/Run completed in T seconds./' \
+        -e 's/^\(Run completed in \)[0-9.]*\( seconds\.\)$/\1T\2/' \
         -e 's/    ([0-9.]*\/100%)\r//g'
 }
 
@@ -105,8 +105,10 @@ sparse_image() {
           dd if=/dev/urandom of=$f.data bs=64k count=16 status=none &&
           dd if=$f.data of=$f bs=64k count=1 conv=notrunc status=none &&
           dd if=$f.data of=$f bs=64k count=1 seek=16 conv=notrunc status=none &&
-          dd if=/dev/zero of=$f bs=64k count=1 seek=48 conv=notrunc status=none &&
-          dd if=$f.data of=$f bs=64k count=16 seek=144 conv=notrunc status=none &&
+          dd if=/dev/zero of=$f bs=64k count=1 seek=48 conv=notrunc \
+    status=none &&
+          dd if=$f.data of=$f bs=64k count=16 seek=144 conv=notrunc \
+    status=none &&
           rm $f.data"
 }
 
@@ -129,13 +131,16 @@ case_ "create -q" create -q c6.img 1G
 case_ "create preallocation=full" create -f raw -o preallocation=full c7.img 1M
 case_ "create preallocation=falloc" create -o preallocation=falloc c8.img 2M
 case_ "create -o size" create -f raw -o size=3k c9.img
-effect "created sizes" "stat -c '%n %s' c1.img c2.img c3.img c4.img c5.img c6.img c7.img c8.img c9.img"
+effect "created sizes" "stat -c '%n %s' c1.img c2.img c3.img c4.img c5.img \
+    c6.img c7.img c8.img c9.img"
 effect "create preallocation=full allocates" "du -k c7.img"
 case_ "create -o help" create -o help
 case_ "create -f raw -o help" create -f raw -o help
 case_ "create -o help with file" create -f raw -o help x.img
-case_ "create -o help among options" create -f raw -o preallocation=off,help x.img 1M
-case_ "create file options order" create -f raw -o nocow=on,extent_size_hint=2M,preallocation=off c10.img 1.5M
+case_ "create -o help among options" create -f raw -o \
+    preallocation=off,help x.img 1M
+case_ "create file options order" create -f raw -o \
+    nocow=on,extent_size_hint=2M,preallocation=off c10.img 1.5M
 case_ "create bad preallocation" create -f raw -o preallocation=bad x.img 1M
 case_ "create bad bool" create -f raw -o nocow=maybe x.img 1M
 case_ "create bad -o size" create -f raw -o size=1x x.img
@@ -209,9 +214,11 @@ case_ "compare mismatch inside a sector" compare -f raw -F raw sp.img sp3.img
 
 # --- convert ---
 case_ "convert" convert -f raw sp.img cv1.img
-effect "convert keeps holes" "\$IMG map -f raw --output=json cv1.img && cmp sp.img cv1.img"
+effect "convert keeps holes" "\$IMG map -f raw --output=json cv1.img && cmp \
+    sp.img cv1.img"
 case_ "convert -S 0" convert -f raw -O raw -S 0 sp.img cv2.img
-effect "convert -S 0 allocates" "\$IMG map -f raw --output=json cv2.img && cmp sp.img cv2.img"
+effect "convert -S 0 allocates" "\$IMG map -f raw --output=json cv2.img && \
+    cmp sp.img cv2.img"
 case_ "convert -S 64k -m 16 -W" convert -f raw -S 64k -m 16 -W sp.img cv3.img
 effect "convert -S 64k" "cmp sp.img cv3.img"
 prep "truncate -s 10M cv4.img && truncate -s 1M small.img"
@@ -239,8 +246,10 @@ case_ "convert image-opts -n" convert -n --image-opts \
     driver=raw,file.filename=sp.img --target-image-opts \
     driver=raw,file.filename=cv4.img
 case_ "convert -p" convert -p -f raw sp.img cv7.img
-case_ "convert preallocation=full" convert -f raw -O raw -o preallocation=full sp.img cv8.img
-effect "convert preallocation=full allocates" "\$IMG map -f raw --output=json cv8.img && cmp sp.img cv8.img"
+case_ "convert preallocation=full" convert -f raw -O raw -o \
+    preallocation=full sp.img cv8.img
+effect "convert preallocation=full allocates" "\$IMG map -f raw \
+    --output=json cv8.img && cmp sp.img cv8.img"
 case_ "convert -o help, format by default" convert -o help sp.img cv9.img
 case_ "convert -B for raw" convert -B a.img sp.img cv9.img
 case_ "convert -q -S 0 -m 1" convert -q -S 0 -m 1 -f raw sp.img cv10.img
@@ -269,8 +278,10 @@ effect "resize preallocation=full size" "stat -c %s r.img"
 # --- dd ---
 case_ "dd" dd -f raw if=sp.img of=dd1.img
 effect "dd content" "cmp sp.img dd1.img"
-case_ "dd bs count skip" dd -f raw -O raw if=sp.img of=dd2.img bs=1M count=2 skip=1
-effect "dd bs count skip content" "stat -c %s dd2.img && dd if=sp.img bs=1M skip=1 count=1 status=none | cmp - dd2.img"
+case_ "dd bs count skip" dd -f raw -O raw if=sp.img of=dd2.img bs=1M \
+    count=2 skip=1
+effect "dd bs count skip content" "stat -c %s dd2.img && dd if=sp.img bs=1M \
+    skip=1 count=1 status=none | cmp - dd2.img"
 case_ "dd skip past end" dd -f raw if=sp.img of=dd3.img skip=100M
 case_ "dd missing output" dd if=sp.img
 case_ "dd bad bs" dd if=sp.img of=dd4.img bs=0
@@ -281,12 +292,16 @@ case_ "dd operand without value" dd if=sp.img of=dd4.img bs
 # --- bench ---
 prep "truncate -s 64M bn.img"
 case_ "bench read" bench -f raw -c 1000 bn.img
-case_ "bench write options" bench -f raw -c 100 -d 4 -s 8k -o 1M -S 64k -w bn.img
-case_ "bench flush interval" bench -f raw -c 100 -d 2 -w --flush-interval=3 bn.img
-case_ "bench flush no drain" bench -f raw -c 100 -d 2 -w --flush-interval=3 --no-drain --pattern=7 bn.img
+case_ "bench write options" bench -f raw -c 100 -d 4 -s 8k -o 1M -S 64k -w \
+    bn.img
+case_ "bench flush interval" bench -f raw -c 100 -d 2 -w --flush-interval=3 \
+    bn.img
+case_ "bench flush no drain" bench -f raw -c 100 -d 2 -w --flush-interval=3 \
+    --no-drain --pattern=7 bn.img
 case_ "bench -q prints" bench -f raw -q -c 10 -t none -i io_uring bn.img
 case_ "bench flush interval read" bench -f raw -c 10 --flush-interval=10 bn.img
-case_ "bench flush interval too small" bench -f raw -c 10 -w --flush-interval=10 bn.img
+case_ "bench flush interval too small" bench -f raw -c 10 -w \
+    --flush-interval=10 bn.img
 case_ "bench beyond end" bench -f raw -c 1 -o 64M bn.img
 case_ "bench bad count" bench -c x bn.img
 case_ "bench bad depth" bench -d -1 bn.img
