@@ -155,6 +155,14 @@ static void test_lock_bytes(void)
     g_assert_false(byte_locked(path, LOCK_SHARED_BASE + 2)); /* unchanged */
     blk_unref(a);
 
+    /* Without BDRV_O_NO_SHARE (qemu-io) everything is shared. */
+    a = open_image(path, BDRV_O_RDWR, NULL, false, &error_abort);
+    g_assert_true(byte_locked(path, LOCK_PERM_BASE + 1));
+    for (int i = 0; i < 4; i++) {
+        g_assert_false(byte_locked(path, LOCK_SHARED_BASE + i));
+    }
+    blk_unref(a);
+
     a = open_image(path, READER, NULL, false, &error_abort);
     g_assert_true(byte_locked(path, LOCK_PERM_BASE + 0));
     g_assert_false(byte_locked(path, LOCK_PERM_BASE + 1));
