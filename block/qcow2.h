@@ -1,0 +1,411 @@
+/*
+ * qcow2: private declarations shared by the qcow2 driver's files.
+ *
+ *   qcow2.c           open/close, header and extensions, create, info,
+ *                     the data path (preadv/pwritev/zeroes/discard/
+ *                     block_status), flush, truncate, the driver table
+ *   qcow2-cluster.c   L1/L2 mapping: guest offset -> host cluster,
+ *                     allocation of data clusters with copy-on-write,
+ *                     zero clusters, discard, L1 growth
+ *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
+ *                     host clusters, refcount table growth, check/repair
+ *   qcow2-cache.c     the L2 and refcount table caches
+ *
+ * On-disk format: all integers big-endian.  A host cluster is
+ * 1 << cluster_bits bytes (512 B .. 2 MiB).
+ *
+ * Invariants (numbers are cited in asserts):
+ *  1. An L2 table entry that points at a newly allocated cluster is never
+ *     written to the file before the refcount block that gives that cluster
+ *     refcount >= 1 (the L2 cache depends on the refcount cache; see
+ *     qcow2_cache_set_dependency).  A crash can leak clusters, never leave
+ *     an L2 entry pointing at a free cluster.
+ *  2. A guest data cluster's contents (including its copy-on-write head and
+ *     tail) are written before the L2 entry that maps it.
+ *  3. OFLAG_COPIED is set in an L1/L2 entry iff the refcount of the cluster
+ *     it points to is exactly 1.
+ *  4. Metadata structures are modified only under s->lock (CoMutex); guest
+ *     data I/O to already-allocated clusters runs without it.
+ *  5. With lazy refcounts (compatible bit 0) refcount updates may stay in
+ *     the cache until flush; the dirty bit (incompatible bit 0) is set in
+ *     the header before the first such deferred update reaches the file and
+ *     cleared only after a flush leaves refcounts consistent.
+ *  6. An image with the corrupt bit (incompatible bit 1) is opened
+ *     read-only only; once the driver finds its metadata inconsistent it
+ *     sets the bit, and the node refuses further writes.
+ */
+#ifndef BLOCK_QCOW2_H
+#define BLOCK_QCOW2_H
+
+#include "block/block_int.h"
+
+#define QCOW_MAGIC 0x514649fbU /* "QFI\xfb" */
+
+#define QCOW2_MIN_CLUSTER_BITS 9
+#define QCOW2_MAX_CLUSTER_BITS 21
+#define QCOW2_DEFAULT_CLUSTER_BITS 16
+
+/* Refcount widths 1..64 bits: refcount_order 0..6. */
+#define QCOW2_MAX_REFCOUNT_ORDER 6
+#define QCOW2_DEFAULT_REFCOUNT_ORDER 4
+
+/*
+ * Limits that keep a hostile header from making us allocate absurd amounts
+ * of memory: QEMU refuses L1 tables over 32 MiB and refcount tables over
+ * 8 MiB, so no valid image needs more.
+ */
+#define QCOW_MAX_L1_SIZE (32 * MiB)
+#define QCOW_MAX_REFTABLE_SIZE (8 * MiB)
+/* Snapshot table limits (a snapshot table entry is at most ~64 KiB). */
+#define QCOW_MAX_SNAPSHOTS 65536
+/* Backing file names are at most 1023 bytes, as in QEMU. */
+#define QCOW2_MAX_BACKING_FILE_NAME 1023
+
+/* L1/L2 entry bits. */
+#define QCOW_OFLAG_COPIED     (1ULL << 63)
+#define QCOW_OFLAG_COMPRESSED (1ULL << 62)
+#define QCOW_OFLAG_ZERO       (1ULL << 0)
+#define L1E_OFFSET_MASK       0x00fffffffffffe00ULL
+#define L2E_OFFSET_MASK       0x00fffffffffffe00ULL
+#define L1E_RESERVED_MASK     0x7f000000000001ffULL
+#define L2E_STD_RESERVED_MASK 0x3f000000000001feULL
+#define REFT_OFFSET_MASK      0xfffffffffffffe00ULL
+#define REFT_RESERVED_MASK    0x1ffULL
+
+/* Header feature bits. */
+enum {
+    QCOW2_INCOMPAT_DIRTY       = 1 << 0,
+    QCOW2_INCOMPAT_CORRUPT     = 1 << 1,
+    QCOW2_INCOMPAT_DATA_FILE   = 1 << 2,
+    QCOW2_INCOMPAT_COMPRESSION = 1 << 3,
+    QCOW2_INCOMPAT_EXTL2       = 1 << 4,
+    QCOW2_INCOMPAT_MASK        = 0x1f,
+
+    QCOW2_COMPAT_LAZY_REFCOUNTS = 1 << 0,
+    QCOW2_COMPAT_FEAT_MASK      = 0x1,
+
+    QCOW2_AUTOCLEAR_BITMAPS       = 1 << 0,
+    QCOW2_AUTOCLEAR_DATA_FILE_RAW = 1 << 1,
+    QCOW2_AUTOCLEAR_MASK          = 0x3,
+};
+
+/* Header extension magics. */
+#define QCOW2_EXT_MAGIC_END             0
+#define QCOW2_EXT_MAGIC_BACKING_FORMAT  0xe2792acaU
+#define QCOW2_EXT_MAGIC_FEATURE_TABLE   0x6803f857U
+#define QCOW2_EXT_MAGIC_CRYPTO_HEADER   0x0537be77U
+#define QCOW2_EXT_MAGIC_BITMAPS         0x23852875U
+#define QCOW2_EXT_MAGIC_DATA_FILE       0x44415441U
+
+typedef enum Qcow2CompressionType {
+    QCOW2_COMPRESSION_TYPE_ZLIB = 0,
+    QCOW2_COMPRESSION_TYPE_ZSTD = 1,
+} Qcow2CompressionType;
+
+/* The header as stored (v2 ends at 72 bytes, v3 at header_length >= 104). */
+typedef struct QEMU_PACKED QCowHeader {
+    uint32_t magic;
+    uint32_t version;
+    uint64_t backing_file_offset;
+    uint32_t backing_file_size;
+    uint32_t cluster_bits;
+    uint64_t size;
+    uint32_t crypt_method;
+    uint32_t l1_size;
+    uint64_t l1_table_offset;
+    uint64_t refcount_table_offset;
+    uint32_t refcount_table_clusters;
+    uint32_t nb_snapshots;
+    uint64_t snapshots_offset;
+    /* version 3 */
+    uint64_t incompatible_features;
+    uint64_t compatible_features;
+    uint64_t autoclear_features;
+    uint32_t refcount_order;
+    uint32_t header_length;
+    uint8_t compression_type;
+    uint8_t padding[7];
+} QCowHeader;
+_Static_assert(sizeof(QCowHeader) == 112, "qcow2 v3 header is 112 bytes");
+_Static_assert(offsetof(QCowHeader, incompatible_features) == 72,
+               "v2 header is 72 bytes");
+_Static_assert(offsetof(QCowHeader, compression_type) == 104,
+               "compression type at byte 104");
+
+typedef struct QEMU_PACKED Qcow2FeatureNameEntry {
+    uint8_t type;       /* 0 incompatible, 1 compatible, 2 autoclear */
+    uint8_t bit;
+    char name[46];
+} Qcow2FeatureNameEntry;
+_Static_assert(sizeof(Qcow2FeatureNameEntry) == 48, "feature name entry");
+
+/* A header extension we do not understand, kept to be written back. */
+typedef struct Qcow2UnknownHeaderExtension {
+    uint32_t magic;
+    uint32_t len;
+    uint8_t data[];
+} Qcow2UnknownHeaderExtension;
+
+typedef struct Qcow2Cache Qcow2Cache;
+
+/* Kinds of cluster an L2 entry can describe. */
+typedef enum QCow2ClusterType {
+    QCOW2_CLUSTER_UNALLOCATED,   /* reads from backing (or zeroes) */
+    QCOW2_CLUSTER_ZERO_PLAIN,    /* zero flag, no host cluster */
+    QCOW2_CLUSTER_ZERO_ALLOC,    /* zero flag, host cluster preallocated */
+    QCOW2_CLUSTER_NORMAL,        /* data at a host offset */
+    QCOW2_CLUSTER_COMPRESSED,
+} QCow2ClusterType;
+
+typedef struct BDRVQcow2State {
+    /* --- immutable after open --- */
+    int cluster_bits;
+    int cluster_size;
+    int l2_bits;                /* entries per L2 table = 1 << l2_bits */
+    int l2_size;
+    int64_t cluster_offset_mask;    /* compressed: host offset bits */
+    int csize_shift, csize_mask;    /* compressed: sector count bits */
+    int refcount_order;
+    int refcount_bits;
+    uint64_t refcount_max;
+    int refcount_block_bits;    /* entries per refcount block (log2) */
+    int refcount_block_size;
+    int qcow_version;
+    Qcow2CompressionType compression_type;
+    BdrvChild *data_file;       /* == bs->file unless data_file is set */
+    char *image_data_file;      /* the data file name from the header */
+
+    /* --- under lock (CoMutex), invariant 4 --- */
+    CoMutex lock;
+    uint64_t *l1_table;         /* host-endian copy of the active L1 */
+    int l1_size;
+    int64_t l1_table_offset;
+    uint64_t *refcount_table;   /* host-endian copy */
+    uint32_t refcount_table_size;   /* entries */
+    int64_t refcount_table_offset;
+    /* lowest host cluster index that may be free (allocation hint) */
+    int64_t free_cluster_index;
+    int64_t free_byte_offset;   /* for compressed clusters, 0 = none */
+    Qcow2Cache *l2_table_cache;
+    Qcow2Cache *refcount_block_cache;
+    uint64_t incompatible_features;
+    uint64_t compatible_features;
+    uint64_t autoclear_features;
+    uint32_t nb_snapshots;
+    int64_t snapshots_offset;
+    int snapshots_size;
+    bool use_lazy_refcounts;
+    bool discard_passthrough_request;
+    bool discard_passthrough_snapshot;
+    bool discard_passthrough_other;
+    bool discard_no_unref;
+
+    /* header contents we keep and write back */
+    size_t unknown_header_fields_size;
+    void *unknown_header_fields;
+    GList *unknown_header_ext;  /* Qcow2UnknownHeaderExtension * */
+    char *image_backing_file;
+    char *image_backing_format;
+
+    /* --- cache options --- */
+    uint64_t l2_cache_size;
+    uint64_t l2_cache_entry_size;
+    uint64_t refcount_cache_size;
+    int64_t cache_clean_interval;
+    QEMUTimer *cache_clean_timer;
+
+    /* in-flight cluster allocations, for serialising overlapping writes */
+    GList *cluster_allocs;      /* QCowL2Meta * */
+    CoQueue dependent_requests;
+} BDRVQcow2State;
+
+/*
+ * One allocating write's pending L2 update (see qcow2-cluster.c).  The
+ * cow_* ranges are guest-cluster-relative head and tail that the write does
+ * not cover.  qcow2.c may write them together with the guest data (one
+ * write for head + data + tail) and then sets both cow_*_bytes to 0;
+ * qcow2_alloc_cluster_link_l2() copies whatever is left before it updates
+ * the L2 table (invariant 2).  qcow2-cluster.c owns this struct and may add
+ * fields.
+ */
+typedef struct QCowL2Meta {
+    uint64_t offset;            /* guest offset of the first cluster */
+    uint64_t alloc_offset;      /* host offset of the allocation */
+    int nb_clusters;
+    /* head and tail of the first/last cluster to copy (bytes) */
+    uint64_t cow_start_offset, cow_start_bytes;
+    uint64_t cow_end_offset, cow_end_bytes;
+    CoQueue dependent_requests;
+    struct QCowL2Meta *next;
+} QCowL2Meta;
+
+/* Conversions. */
+static inline int64_t offset_into_cluster(BDRVQcow2State *s, int64_t offset)
+{
+    return offset & (s->cluster_size - 1);
+}
+
+static inline int64_t start_of_cluster(BDRVQcow2State *s, int64_t offset)
+{
+    return offset & ~(int64_t)(s->cluster_size - 1);
+}
+
+static inline int64_t size_to_clusters(BDRVQcow2State *s, int64_t size)
+{
+    return (size + (s->cluster_size - 1)) >> s->cluster_bits;
+}
+
+static inline int offset_to_l1_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return offset >> (s->l2_bits + s->cluster_bits);
+}
+
+static inline int offset_to_l2_index(BDRVQcow2State *s, int64_t offset)
+{
+    return (offset >> s->cluster_bits) & (s->l2_size - 1);
+}
+
+/*
+ * Calling conventions shared by every qcow2 file:
+ *  - functions that touch metadata are coroutine_fn and are called with
+ *    s->lock held (invariant 4); they may yield (I/O) while holding it.
+ *  - they return 0 (or a non-negative value documented below) or -errno;
+ *    they never print.  Inconsistent metadata found on the way is reported
+ *    with qcow2_signal_corruption() and answered with -EIO.
+ *  - every write qcow2 issues to its file child goes through
+ *    bdrv_co_pwrite()/bdrv_co_pwritev() on s->data_file (guest data) or
+ *    bs->file (metadata) at exactly one place per structure (header, L1,
+ *    L2 via the cache, refcount table, refcount block via the cache, COW),
+ *    so that the metadata overlap checks can be put in front of them.
+ */
+
+/* Why a cluster is freed: decides whether the file is told (discard). */
+typedef enum Qcow2DiscardType {
+    QCOW2_DISCARD_NEVER = 0,
+    QCOW2_DISCARD_ALWAYS,
+    QCOW2_DISCARD_REQUEST,      /* guest discard (pass-discard-request) */
+    QCOW2_DISCARD_SNAPSHOT,     /* snapshot deleted (pass-discard-snapshot) */
+    QCOW2_DISCARD_OTHER,        /* metadata moved etc. (pass-discard-other) */
+} Qcow2DiscardType;
+
+/* A compressed cluster descriptor from an L2 entry. */
+static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
+                                                   uint64_t l2_entry,
+                                                   uint64_t *coffset,
+                                                   int *csize)
+{
+    int nb_csectors;
+
+    *coffset = l2_entry & s->cluster_offset_mask;
+    nb_csectors = ((l2_entry >> s->csize_shift) & s->csize_mask) + 1;
+    *csize = nb_csectors * 512 - (*coffset & 511);
+}
+
+/* qcow2.c */
+/*
+ * Reads guest data through the driver's own read path (takes s->lock
+ * itself, so call it without the lock).  Copy-on-write uses it to fetch
+ * the old contents of a cluster that is being reallocated, before the new
+ * L2 entry is linked: backing data, zeroes or a compressed cluster.
+ */
+int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags);
+int qcow2_mark_dirty(BlockDriverState *bs);
+int qcow2_mark_clean(BlockDriverState *bs);
+int qcow2_update_header(BlockDriverState *bs);
+/*
+ * Reports inconsistent metadata: marks the image corrupt (invariant 6),
+ * prints "qcow2: Marking image as corrupt: <message>; further corruption
+ * events will be suppressed" once, and makes the node refuse writes.
+ */
+void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
+                             int64_t size, const char *fmt, ...)
+    QEMU_PRINTF(5, 6);
+
+/* qcow2-refcount.c */
+int qcow2_refcount_init(BlockDriverState *bs);
+void qcow2_refcount_close(BlockDriverState *bs);
+int qcow2_get_refcount(BlockDriverState *bs, int64_t cluster_index,
+                       uint64_t *refcount);
+/* Allocates @size bytes of whole clusters; returns the host offset. */
+int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
+int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
+                                int64_t nb_clusters);
+int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size);
+/*
+ * Drops one reference to each cluster of [offset, offset + size); clusters
+ * that reach refcount 0 are discarded in the file if @type is enabled.
+ */
+void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
+                         Qcow2DiscardType type);
+/* Frees whatever an L2 entry points to (normal, zero-alloc, compressed). */
+void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
+                            int nb_clusters, Qcow2DiscardType type);
+int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
+                                  uint64_t addend, bool decrease,
+                                  Qcow2DiscardType type);
+/*
+ * qemu-img check: rebuilds the refcounts from every reference (header,
+ * L1, L2, data and compressed clusters, refcount table and blocks,
+ * snapshot table), compares with the stored ones, checks OFLAG_COPIED and
+ * reserved bits, and repairs leaks/errors as @fix allows.  Fills @res
+ * (corruptions, leaks, *_fixed, image_end_offset, bfi.*).
+ */
+int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
+                          BdrvCheckMode fix);
+/* Writes dirty L2 then refcount tables to the file (no fdatasync). */
+int qcow2_write_caches(BlockDriverState *bs);
+/* qcow2_write_caches, then flushes the file. */
+int qcow2_flush_caches(BlockDriverState *bs);
+
+/* qcow2-cluster.c */
+int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
+                        bool exact_size);
+/*
+ * Maps guest [offset, offset + *bytes): returns the cluster type, sets
+ * *host_offset (for NORMAL/ZERO_ALLOC) and shrinks *bytes to the run of
+ * clusters of the same type and contiguous host offsets.
+ */
+int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
+                          unsigned int *bytes, uint64_t *host_offset,
+                          QCow2ClusterType *type);
+/*
+ * Finds or allocates host clusters for a write of [offset, offset +
+ * *bytes); returns the host offset of the first byte and the pending L2
+ * updates in *m (to be completed by qcow2_alloc_cluster_link_l2 after the
+ * data is written, invariant 2).
+ */
+int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
+                            unsigned int *bytes, uint64_t *host_offset,
+                            QCowL2Meta **m);
+int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
+void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
+int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
+                          uint64_t bytes, bool full_discard);
+int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
+                             uint64_t bytes, int flags);
+
+/* qcow2-cache.c */
+Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,
+                               unsigned table_size);
+int qcow2_cache_destroy(Qcow2Cache *c);
+void qcow2_cache_entry_mark_dirty(Qcow2Cache *c, void *table);
+int qcow2_cache_flush(BlockDriverState *bs, Qcow2Cache *c);
+int qcow2_cache_write(BlockDriverState *bs, Qcow2Cache *c);
+/* @c is written only after @dependency (invariant 1). */
+int qcow2_cache_set_dependency(BlockDriverState *bs, Qcow2Cache *c,
+                               Qcow2Cache *dependency);
+/* @c's next write is preceded by a flush of the file (e.g. after a
+ * cluster a table pointed to was freed and may be reused for data). */
+void qcow2_cache_depends_on_flush(Qcow2Cache *c);
+int qcow2_cache_empty(BlockDriverState *bs, Qcow2Cache *c);
+int qcow2_cache_get(BlockDriverState *bs, Qcow2Cache *c, uint64_t offset,
+                    void **table);
+int qcow2_cache_get_empty(BlockDriverState *bs, Qcow2Cache *c,
+                          uint64_t offset, void **table);
+void qcow2_cache_put(Qcow2Cache *c, void **table);
+void qcow2_cache_discard(Qcow2Cache *c, void *table);
+void qcow2_cache_clean_unused(Qcow2Cache *c);
+
+#endif
