@@ -262,7 +262,7 @@ void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
     if (bdrv_is_writable(bs)) {
         *nperm |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
     }
-    *nshared = parent_shared;
+    *nshared = parent_shared & ~(BLK_PERM_WRITE | BLK_PERM_RESIZE);
 }
 
 /* What @bs asks of its child @c, given what its own parents ask of it. */
@@ -270,6 +270,10 @@ static void bdrv_child_perms(BlockDriverState *bs, BdrvChild *c,
                              uint64_t perm, uint64_t shared,
                              uint64_t *nperm, uint64_t *nshared)
 {
+    if (bs->drv && bs->drv->bdrv_child_perm) {
+        bs->drv->bdrv_child_perm(bs, c, perm, shared, nperm, nshared);
+        return;
+    }
     if (bs->drv && bs->drv->is_filter && !c->is_backing) {
         *nperm = perm;
         *nshared = shared;
@@ -1655,6 +1659,9 @@ int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
                    drv->format_name);
         return -ENOTSUP;
     }
+    if (!qemu_opts_check_enums(opts, errp)) {
+        return -EINVAL;
+    }
     return bdrv_run_co(bdrv_create_co_entry, &call);
 }
 
@@ -2012,12 +2019,14 @@ static BlockDriverState *bdrv_debug_next(BlockDriverState *bs)
     return bs->children ? ((BdrvChild *)bs->children->data)->bs : NULL;
 }
 
+/*
+ * Only @bs itself reacts: the generic layer emits the request events on
+ * every node a request passes, so walking down here would deliver them to
+ * a blkdebug node twice.
+ */
 void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event)
 {
-    while (bs && bs->drv && !bs->drv->bdrv_debug_event) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (bs && bs->drv) {
+    if (bs && bs->drv && bs->drv->bdrv_debug_event) {
         bs->drv->bdrv_debug_event(bs, event);
     }
 }

@@ -471,15 +471,23 @@ static int coroutine_fn bdrv_aligned_pwritev(BlockDriverState *bs,
         }
     }
 
+    /*
+     * The events are emitted on the node being written: a blkdebug node
+     * sees its own writes, so that rules on "pwritev" fire once per write
+     * that reaches it, whatever format sits above.
+     */
     if (flags & BDRV_REQ_ZERO_WRITE) {
+        bdrv_debug_event(bs, BLKDBG_PWRITEV_ZERO);
         ret = bdrv_do_pwrite_zeroes(bs, offset, bytes, flags);
     } else if (flags & BDRV_REQ_WRITE_COMPRESSED) {
         ret = bdrv_driver_pwritev_compressed(bs, offset, bytes, qiov,
                                              qiov_offset);
     } else if (bytes <= max_transfer) {
+        bdrv_debug_event(bs, BLKDBG_PWRITEV);
         ret = bdrv_driver_pwritev(bs, offset, bytes, qiov, qiov_offset,
                                   flags);
     } else {
+        bdrv_debug_event(bs, BLKDBG_PWRITEV);
         while (done < bytes && ret == 0) {
             int64_t num = MIN(bytes - done, max_transfer);
             BdrvRequestFlags f = flags;
@@ -493,6 +501,7 @@ static int coroutine_fn bdrv_aligned_pwritev(BlockDriverState *bs,
             done += num;
         }
     }
+    bdrv_debug_event(bs, BLKDBG_PWRITEV_DONE);
     return ret;
 }
 
@@ -568,19 +577,23 @@ static int coroutine_fn bdrv_padding_read(BlockDriverState *bs,
 
     if (pad->head) {
         qemu_iovec_init_buf(&q, pad->buf, pad->align);
+        bdrv_debug_event(bs, BLKDBG_PWRITEV_RMW_HEAD);
         ret = bdrv_aligned_preadv(bs, pad->start, pad->align, pad->align,
                                   &q, 0);
         if (ret < 0) {
             return ret;
         }
+        bdrv_debug_event(bs, BLKDBG_PWRITEV_RMW_AFTER_HEAD);
     }
     if (pad->tail && !(pad->head && pad->tail_block == pad->buf)) {
         qemu_iovec_init_buf(&q, pad->tail_block, pad->align);
+        bdrv_debug_event(bs, BLKDBG_PWRITEV_RMW_TAIL);
         ret = bdrv_aligned_preadv(bs, pad->end - pad->align, pad->align,
                                   pad->align, &q, 0);
         if (ret < 0) {
             return ret;
         }
+        bdrv_debug_event(bs, BLKDBG_PWRITEV_RMW_AFTER_TAIL);
     }
     return 0;
 }
@@ -876,6 +889,7 @@ int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
         }
         goto out;
     }
+    BLKDBG_EVENT(bs->file, BLKDBG_FLUSH_TO_OS);
     if (drv->bdrv_co_flush_to_os) {
         ret = drv->bdrv_co_flush_to_os(bs);
         if (ret < 0) {
@@ -892,6 +906,7 @@ int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
     }
     if (ret == 0 && !no_flush && bs->flushed_gen != gen &&
         drv->bdrv_co_flush_to_disk) {
+        BLKDBG_EVENT(bs->file, BLKDBG_FLUSH_TO_DISK);
         bs->stats.flushes++;
         ret = drv->bdrv_co_flush_to_disk(bs);
     }

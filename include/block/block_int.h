@@ -198,6 +198,14 @@ struct BlockDriver {
      * must not change anything; set_perm then commits, abort_perm_update
      * rolls back a successful check_perm that was not committed.
      */
+    /*
+     * What the node asks of its child @c and lets others do with it, given
+     * what its own parents ask (@perm) and share (@shared).  NULL: filters
+     * pass both through; everything else gets bdrv_default_perms().
+     */
+    void (*bdrv_child_perm)(BlockDriverState *bs, BdrvChild *c,
+                            uint64_t perm, uint64_t shared,
+                            uint64_t *nperm, uint64_t *nshared);
     int (*bdrv_check_perm)(BlockDriverState *bs, uint64_t perm,
                            uint64_t shared, Error **errp);
     void (*bdrv_set_perm)(BlockDriverState *bs, uint64_t perm,
@@ -361,8 +369,12 @@ BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
 /* Detaches a root edge, releases its permissions, drops the reference. */
 void bdrv_root_unref_child(BdrvChild *child);
 
-/* Emits a blkdebug event on @bs's file child (drivers call this at their
- * metadata steps; cheap when no blkdebug node is below). */
+/*
+ * Emits a blkdebug event on @bs (only a blkdebug node reacts).  Drivers
+ * use BLKDBG_EVENT(bs->file, ...) at their metadata steps, so that a
+ * blkdebug node configured as their file sees them; the generic layer
+ * emits the request events (pwritev, flush_to_disk...) on each node.
+ */
 void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
 #define BLKDBG_EVENT(child, evt)                                        \
     do {                                                                \
@@ -375,7 +387,11 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
 int64_t bdrv_getlength(BlockDriverState *bs);
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
 
-/* The default permission a format asks of its file child. */
+/*
+ * The permissions a format with metadata asks of its file child: it reads
+ * metadata always and writes/resizes it whenever it is writable, and lets
+ * nobody else write or resize the file under its metadata.
+ */
 void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
                         uint64_t parent_perm, uint64_t parent_shared,
                         uint64_t *nperm, uint64_t *nshared);
