@@ -97,8 +97,14 @@ BlockBackend *blk_new_open(const char *filename, const char *reference,
     BlockDriverState *bs;
     BlockBackend *blk;
 
+    /* Resizing is asked for separately, as in QEMU: a writer that does not
+     * resize (qemu-io, a convert target) can share an image with one that
+     * forbids resizing (qemu-nbd). */
     if (flags & BDRV_O_RDWR) {
-        perm |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
+        perm |= BLK_PERM_WRITE;
+    }
+    if (flags & BDRV_O_RESIZE) {
+        perm |= BLK_PERM_RESIZE;
     }
     if (flags & BDRV_O_NO_SHARE) {
         shared = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED;

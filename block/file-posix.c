@@ -458,29 +458,34 @@ static int raw_apply_lock_bytes(int fd, uint64_t perm, uint64_t unshared,
     return 0;
 }
 
-/* Fails if another user unshares what we use or uses what we unshare. */
+/*
+ * Fails if another user unshares what we use or uses what we unshare.
+ * Every permission we use is tested before any we unshare, so that the
+ * error names the same lock as QEMU's does when both conflict.
+ */
 static int raw_check_lock_bytes(int fd, uint64_t perm, uint64_t shared,
                                 Error **errp)
 {
+    int ret;
+
     for (int i = 0; i < RAW_LOCK_NBITS; i++) {
         uint64_t bit = UINT64_C(1) << i;
-        int ret;
 
-        if (perm & bit) {
-            ret = raw_test_byte(fd, RAW_LOCK_SHARED_BASE + i);
-            if (ret < 0) {
-                error_setg(errp, "Failed to get \"%s\" lock",
-                           bdrv_perm_name(bit));
-                return ret;
-            }
+        if ((perm & bit) &&
+            (ret = raw_test_byte(fd, RAW_LOCK_SHARED_BASE + i)) < 0) {
+            error_setg(errp, "Failed to get \"%s\" lock",
+                       bdrv_perm_name(bit));
+            return ret;
         }
-        if (!(shared & bit)) {
-            ret = raw_test_byte(fd, RAW_LOCK_PERM_BASE + i);
-            if (ret < 0) {
-                error_setg(errp, "Failed to get shared \"%s\" lock",
-                           bdrv_perm_name(bit));
-                return ret;
-            }
+    }
+    for (int i = 0; i < RAW_LOCK_NBITS; i++) {
+        uint64_t bit = UINT64_C(1) << i;
+
+        if (!(shared & bit) &&
+            (ret = raw_test_byte(fd, RAW_LOCK_PERM_BASE + i)) < 0) {
+            error_setg(errp, "Failed to get shared \"%s\" lock",
+                       bdrv_perm_name(bit));
+            return ret;
         }
     }
     return 0;
@@ -1134,6 +1139,16 @@ typedef struct RawTruncate {
 } RawTruncate;
 
 /* Writes zeroes over [start, end) (preallocation=full). */
+/*
+ * A file has no cluster size and no dirty state, but answering (rather
+ * than -ENOTSUP) is what makes qemu-img info report "dirty-flag": false
+ * for raw images, as QEMU's does.
+ */
+static int raw_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+{
+    return 0;
+}
+
 static int raw_write_zeroes_full(int fd, int64_t start, int64_t end)
 {
     g_autofree void *buf = g_malloc0(RAW_PREALLOC_CHUNK);
@@ -1179,6 +1194,18 @@ static int raw_truncate_full(int fd, int64_t current, int64_t offset,
     return ret;
 }
 
+/*
+ * A file grown from empty gets its first block written, as QEMU does: with
+ * O_DIRECT the request alignment is probed by reading at offset 0, which
+ * on some file systems (XFS) succeeds at any alignment on a hole.
+ */
+static void raw_allocate_first_block(int fd, int64_t current, int64_t offset)
+{
+    if (current == 0 && offset > 0) {
+        raw_write_zeroes_full(fd, 0, MIN(offset, 4096));
+    }
+}
+
 /* Worker: resizes a regular file to exactly @offset. */
 static int raw_work_truncate(void *opaque)
 {
@@ -1201,6 +1228,7 @@ static int raw_work_truncate(void *opaque)
             error_setg_errno(t->errp, err, "Could not resize file");
             return -err;
         }
+        raw_allocate_first_block(t->fd, current, t->offset);
         return 0;
     case PREALLOC_MODE_FALLOC:
         if (t->offset > current) {
@@ -1212,6 +1240,7 @@ static int raw_work_truncate(void *opaque)
                 return -ret;
             }
         }
+        raw_allocate_first_block(t->fd, current, t->offset);
         return 0;
     case PREALLOC_MODE_FULL:
         return t->offset > current
@@ -1343,6 +1372,8 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     if (prealloc < 0) {
         prealloc = PREALLOC_MODE_OFF;
     }
+    /* A file holds whole sectors, as QEMU's images do. */
+    size = ROUND_UP(size, BDRV_SECTOR_SIZE);
     if (prealloc == PREALLOC_MODE_METADATA) {
         /* Refused before an existing file is emptied. */
         error_setg(errp, "Unsupported preallocation mode: %s",
@@ -1410,6 +1441,7 @@ static BlockDriver bdrv_file = {
     .bdrv_co_truncate               = raw_co_truncate,
     .bdrv_getlength                 = raw_getlength,
     .bdrv_get_allocated_file_size   = raw_get_allocated_file_size,
+    .bdrv_get_info                  = raw_get_info,
     .bdrv_refresh_limits            = raw_refresh_limits,
     .bdrv_check_perm                = raw_check_perm,
     .bdrv_set_perm                  = raw_set_perm,

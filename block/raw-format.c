@@ -351,6 +351,19 @@ static int64_t raw_getlength(BlockDriverState *bs)
     return len > (int64_t)s->offset ? len - (int64_t)s->offset : 0;
 }
 
+/*
+ * raw has no metadata of its own: it asks of its file exactly what its
+ * users ask of it, so that a raw image is shared as freely as the file
+ * (qemu-io beside qemu-nbd), unlike formats (bdrv_default_perms).
+ */
+static void raw_child_perm(BlockDriverState *bs, BdrvChild *c, uint64_t perm,
+                           uint64_t shared, uint64_t *nperm,
+                           uint64_t *nshared)
+{
+    *nperm = perm;
+    *nshared = shared;
+}
+
 static int raw_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
 {
     return bdrv_get_info(bs->file->bs, bdi);
@@ -396,6 +409,7 @@ static BlockDriver bdrv_raw = {
     .bdrv_co_truncate               = raw_co_truncate,
     .bdrv_getlength                 = raw_getlength,
     .bdrv_get_info                  = raw_get_info,
+    .bdrv_child_perm                = raw_child_perm,
     .bdrv_refresh_limits            = raw_refresh_limits,
 };
 

@@ -62,9 +62,9 @@ int qio_open(const char *name, int flags, bool writethrough,
             return -EINVAL;
         }
         qdict_put_str(opts, BDRV_OPT_FORCE_SHARE, "on");
-    } else {
-        flags |= BDRV_O_NO_SHARE;
     }
+    /* Without -U qemu-io still shares everything with other users: it is
+     * a debugging tool meant to run beside a VM (hence no BDRV_O_NO_SHARE). */
 
     qio_blk = blk_new_open(name, NULL, opts, flags, &local_err);
     if (!qio_blk) {

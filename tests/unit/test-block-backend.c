@@ -248,11 +248,17 @@ static void test_perms(void)
     uint64_t perm, shared;
 
     test_mem_cfg_reset(512);
+    /* A writer asks for RESIZE only when it says so (BDRV_O_RESIZE). */
     blk = open_blk(BDRV_O_RDWR);
+    blk_get_perm(blk, &perm, &shared);
+    g_assert_cmphex(perm, ==, BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE);
+    g_assert_cmphex(shared, ==, BLK_PERM_ALL);
+    blk_unref(blk);
+
+    blk = open_blk(BDRV_O_RDWR | BDRV_O_RESIZE);
     blk_get_perm(blk, &perm, &shared);
     g_assert_cmphex(perm, ==, BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE |
                     BLK_PERM_RESIZE);
-    g_assert_cmphex(shared, ==, BLK_PERM_ALL);
     blk_unref(blk);
 
     blk = open_blk(BDRV_O_NO_SHARE);
@@ -266,12 +272,25 @@ static void test_perms(void)
 static void test_truncate(void)
 {
     BlockBackend *blk;
+    Error *err = NULL;
+    int64_t len;
 
     test_mem_cfg_reset(512);
-    blk = open_blk(BDRV_O_RDWR);
+    blk = open_blk(BDRV_O_RDWR | BDRV_O_RESIZE);
     g_assert_cmpint(blk_truncate(blk, 2 * MiB, true, PREALLOC_MODE_OFF, 0,
                                  &error_abort), ==, 0);
     g_assert_cmpint(blk_getlength(blk), ==, 2 * MiB);
+    blk_unref(blk);
+
+    /* A writer that did not ask to resize gets an error, not a crash. */
+    blk = open_blk(BDRV_O_RDWR);
+    len = blk_getlength(blk);
+    g_assert_cmpint(blk_truncate(blk, len + MiB, true, PREALLOC_MODE_OFF, 0,
+                                 &err), <, 0);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "the resize permission was not taken"));
+    error_free(err);
+    g_assert_cmpint(blk_getlength(blk), ==, len);
     blk_unref(blk);
 }
 
@@ -390,7 +409,7 @@ static void test_sync_in_coroutine(void)
 
     test_mem_cfg_reset(512);
     test_mem_cfg.yield = true;
-    s.blk = open_blk(BDRV_O_RDWR);
+    s.blk = open_blk(BDRV_O_RDWR | BDRV_O_RESIZE);
     qemu_coroutine_enter(qemu_coroutine_create(sync_in_co_entry, &s));
     AIO_WAIT_WHILE(qemu_get_aio_context(), !s.done);
     g_assert_cmpint(blk_getlength(s.blk), ==, 2 * MiB);

@@ -835,7 +835,8 @@ static void test_block_device(void)
         unlink(backing);
         return;
     }
-    blk = open_image(dev, &direct, BDRV_O_RDWR | BDRV_O_UNMAP, &error_abort);
+    blk = open_image(dev, &direct, BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_UNMAP,
+                     &error_abort);
     bs = blk_bs(blk);
     g_assert_cmpint(bs->drv->bdrv_getlength(bs), ==, 8 * MiB);
     g_assert_cmpint(bs->bl.request_alignment, >=, 512);

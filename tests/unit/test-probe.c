@@ -214,7 +214,8 @@ static void test_read_only_file_refuses_writer(void)
         "driver=raw,file.filename=%s,file.read-only=on", raw_path);
     Error *err = NULL;
 
-    g_assert_null(bdrv_open(NULL, NULL, opts(o), BDRV_O_RDWR, &err));
+    /* raw asks its file only for what its users ask: a writer. */
+    g_assert_null(blk_new_open(NULL, NULL, opts(o), BDRV_O_RDWR, &err));
     assert_error(&err, "Block node is read-only");
 }
 
