@@ -75,11 +75,15 @@ static void img_bench_submit(ImgBench *b)
             error_report("Failed to issue request");
             exit(EXIT_FAILURE);
         }
+        /*
+         * Wrap at the end of the image as qemu-img bench does: a request
+         * that would cross the end fails rather than being moved.  (An
+         * empty image makes the first request fail; qemu-img divides by
+         * zero there.)
+         */
         b->offset += b->step;
-        if (b->image_size <= b->bufsize) {
-            b->offset = 0;
-        } else {
-            b->offset %= b->image_size - b->bufsize;
+        if (b->image_size > 0) {
+            b->offset %= b->image_size;
         }
     }
 }

@@ -168,8 +168,7 @@ static bool qemu_opt_check(const QemuOptDesc *desc, const char *value,
         return parse_option_size(desc->name, value, &num, errp);
     case QEMU_OPT_ENUM:
         if (parse_option_enum(desc, value) < 0) {
-            error_setg(errp, "Parameter '%s' does not accept value '%s'",
-                       desc->name, value);
+            error_setg(errp, "invalid parameter value: %s", value);
             return false;
         }
         return true;
@@ -287,6 +286,7 @@ QemuOpts *qemu_opts_parse(const QemuOptsList *list, const char *params,
         size_t name_len = strcspn(p, "=,");
         g_autofree char *name = g_strndup(p, name_len);
         g_autoptr(GString) value = g_string_new(NULL);
+        const QemuOptDesc *desc;
 
         p += name_len;
         if (*p == '=') {
@@ -302,7 +302,10 @@ QemuOpts *qemu_opts_parse(const QemuOptsList *list, const char *params,
         } else {
             g_string_append(value, "on");
         }
-        if (!qemu_opt_set(opts, name, value->str, errp)) {
+        desc = qemu_opts_find_desc(list, name);
+        if (desc && desc->type == QEMU_OPT_ENUM) {
+            qemu_opt_store(opts, desc, value->str, QTYPE_QSTRING);
+        } else if (!qemu_opt_set(opts, name, value->str, errp)) {
             qemu_opts_del(opts);
             return NULL;
         }
@@ -311,6 +314,19 @@ QemuOpts *qemu_opts_parse(const QemuOptsList *list, const char *params,
         }
     }
     return opts;
+}
+
+bool qemu_opts_check_enums(QemuOpts *opts, Error **errp)
+{
+    for (guint i = 0; i < opts->opts->len; i++) {
+        QemuOpt *opt = g_ptr_array_index(opts->opts, i);
+
+        if (opt->desc->type == QEMU_OPT_ENUM &&
+            !qemu_opt_check(opt->desc, opt->str, opt->type, errp)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 bool qemu_opt_has(QemuOpts *opts, const char *name)

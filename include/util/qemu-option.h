@@ -50,17 +50,21 @@ void qemu_opts_del(QemuOpts *opts);
  * QemuOpts, checking its value.  Unknown keys stay in @options (the caller
  * reports them, or hands them to a child).  On a bad value, returns NULL and
  * sets an error naming the option and the value, e.g.
- * "Parameter 'aio' does not accept value 'nope'" or
+ * "invalid parameter value: nope" (QEMU's wording) or
  * "Parameter 'size' expects a non-negative number below 2^64".
  */
 QemuOpts *qemu_opts_absorb_qdict(const QemuOptsList *list, QDict *options,
                                  Error **errp);
 /*
  * Parses "a=b,c=d" (the -o argument of qemu-img create) against @list.
- * Unknown keys are an error ("Invalid parameter 'x'").
+ * Unknown keys are an error ("Invalid parameter 'x'").  Enum values are
+ * stored unchecked: qemu-img prints its "Formatting" line with them before
+ * bdrv_create() judges them with qemu_opts_check_enums().
  */
 QemuOpts *qemu_opts_parse(const QemuOptsList *list, const char *params,
                           Error **errp);
+/* Checks every enum value stored by qemu_opts_parse(). */
+bool qemu_opts_check_enums(QemuOpts *opts, Error **errp);
 /* Sets one option, checking it like qemu_opts_absorb_qdict() does. */
 bool qemu_opt_set(QemuOpts *opts, const char *name, const char *value,
                   Error **errp);

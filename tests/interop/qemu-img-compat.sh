@@ -174,7 +174,7 @@ case_ "info bad output" info --output=xml a.img
 case_ "info no such file" info nonexist.img
 case_ "info no file" info
 case_ "info two files" info a.img a.img
-case_ "info wrong format" info -f qcow2 a.img
+case_ "info wrong format" info -f null-co a.img
 
 # --- check ---
 case_ "check raw" check a.img
@@ -318,6 +318,7 @@ if ! "$ours" --help | grep -q '^Supported formats:.* qcow2'; then
     skip=1
 else
     skip=0
+    case_ "info raw file as qcow2" info -f qcow2 a.img
     prep "\"$qemu_img\" create -q -f qcow2 base.qcow2 1M &&
           qemu-io -f qcow2 -c 'write -P 1 0 128k' base.qcow2 >/dev/null &&
           \"$qemu_img\" create -q -f qcow2 -b base.qcow2 -F qcow2 \

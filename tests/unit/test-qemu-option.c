@@ -39,9 +39,8 @@ static void check_set_err(const char *name, const char *value,
 
 static void test_bad_values(void)
 {
-    check_set_err("aio", "nope", "Parameter 'aio' does not accept value "
-                  "'nope'");
-    check_set_err("aio", "", "Parameter 'aio' does not accept value ''");
+    check_set_err("aio", "nope", "invalid parameter value: nope");
+    check_set_err("aio", "", "invalid parameter value: ");
     check_set_err("cache.direct", "bogus",
                   "Parameter 'cache.direct' expects 'on' or 'off'");
     check_set_err("flag", "1", "Parameter 'flag' expects 'on' or 'off'");
@@ -173,7 +172,7 @@ static void test_absorb_errors(void)
         const char *error;
     } cases[] = {
         { "{\"aio\": \"nope\"}",
-          "Parameter 'aio' does not accept value 'nope'" },
+          "invalid parameter value: nope" },
         { "{\"cache.direct\": \"bogus\"}",
           "Parameter 'cache.direct' expects 'on' or 'off'" },
         { "{\"size\": -1}",
@@ -254,6 +253,18 @@ static void test_parse(void)
     g_assert_cmpstr(error_get_pretty(err), ==,
                     "Parameter 'size' expects a non-negative number below 2^64");
     error_free(err);
+    err = NULL;
+
+    /* Enum values are judged later, by qemu_opts_check_enums(). */
+    opts = qemu_opts_parse(&test_list, "aio=nope", &error_abort);
+    g_assert_cmpstr(qemu_opt_get(opts, "aio"), ==, "nope");
+    g_assert_false(qemu_opts_check_enums(opts, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==, "invalid parameter value: nope");
+    error_free(err);
+    qemu_opts_del(opts);
+    opts = qemu_opts_parse(&test_list, "aio=native", &error_abort);
+    g_assert_true(qemu_opts_check_enums(opts, &error_abort));
+    qemu_opts_del(opts);
 }
 
 static void test_append(void)
@@ -269,7 +280,7 @@ static void test_append(void)
     g_assert_cmpuint(n, ==, 4);
     g_assert_cmpstr(merged->desc[0].name, ==, "size");
     g_assert_cmpstr(merged->desc[0].help, ==, "Virtual disk size");
-    g_assert_cmpstr(merged->desc[1].name, ==, "preallocation");
+    g_assert_cmpstr(merged->desc[1].name, ==, "nocow");
     g_assert_nonnull(qemu_opts_find_desc(merged, "extent_size_hint"));
     g_assert_null(qemu_opts_find_desc(merged, "aio"));
     qemu_opts_free(merged);
