@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test layers that need no VM and sums them up.
-#   tests/run-all.sh BUILD_DIR [unit|iotests|interop]...
+#   tests/run-all.sh BUILD_DIR [unit|iotests|interop|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.
 set -u
@@ -9,7 +9,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit iotests interop)
+[ ${#layers[@]} -eq 0 ] && layers=(unit iotests interop docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -53,11 +53,16 @@ for layer in "${layers[@]}"; do
     iotests)
         if [ -x "$src/tests/qemu-iotests/check" ]; then
             run_layer "iotests (raw)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -raw"
+        fi
+        if "$build/qblock-img" --help | grep -q '^Supported formats:.* qcow2'; then
+            run_layer "iotests (qcow2)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -qcow2"
         fi ;;
     interop)
         if [ -x "$src/tests/interop/run.sh" ]; then
             run_layer interop "$src/tests/interop/run.sh" "$build"
         fi ;;
+    docs) run_layer docs bash "$src/tests/check-docs.sh" "$build" ;;
+    demo) run_layer demo bash -c "bash '$src/scripts/demo.sh' '$build' > '$build/demo.log' 2>&1 && echo '1 passed, 0 failed' || { tail -n 20 '$build/demo.log'; echo '0 passed, 1 failed'; }" ;;
     *) echo "unknown test layer '$layer'" >&2; exit 2 ;;
     esac
 done
