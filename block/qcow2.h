@@ -217,6 +217,12 @@ typedef struct BDRVQcow2State {
     /* in-flight cluster allocations, for serialising overlapping writes */
     GList *cluster_allocs;      /* QCowL2Meta * */
     CoQueue dependent_requests;
+
+    /* --- qcow2-refcount.c, under lock --- */
+    /* freed ranges not yet discarded in the file (Qcow2DiscardRegion *) */
+    GList *discards;
+    /* true: collect discards until qcow2_process_discards() (batching) */
+    bool cache_discards;
 } BDRVQcow2State;
 
 /*
@@ -354,6 +360,12 @@ int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
  */
 int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
                           BdrvCheckMode fix);
+/*
+ * Issues the discards that freeing queued (if @ret >= 0) and forgets them.
+ * Freeing issues them itself unless s->cache_discards is set; a caller that
+ * sets it to batch many frees calls this before dropping s->lock.
+ */
+void qcow2_process_discards(BlockDriverState *bs, int ret);
 /* Writes dirty L2 then refcount tables to the file (no fdatasync). */
 int qcow2_write_caches(BlockDriverState *bs);
 /* qcow2_write_caches, then flushes the file. */
@@ -405,6 +417,8 @@ int qcow2_cache_get(BlockDriverState *bs, Qcow2Cache *c, uint64_t offset,
 int qcow2_cache_get_empty(BlockDriverState *bs, Qcow2Cache *c,
                           uint64_t offset, void **table);
 void qcow2_cache_put(Qcow2Cache *c, void **table);
+/* The cached table at @offset (held or not), or NULL: for discard. */
+void *qcow2_cache_is_table_offset(Qcow2Cache *c, uint64_t offset);
 void qcow2_cache_discard(Qcow2Cache *c, void *table);
 void qcow2_cache_clean_unused(Qcow2Cache *c);
 

@@ -1,0 +1,866 @@
+/*
+ * qcow2: reference counts of host clusters.
+ *
+ * The refcount table (s->refcount_table, host-endian copy of the on-disk
+ * table) points at refcount blocks; block i describes host clusters
+ * [i << refcount_block_bits, (i + 1) << refcount_block_bits).  A refcount
+ * block is an array of refcount_bits-wide big-endian unsigned entries;
+ * entries narrower than a byte are packed starting at the least
+ * significant bit of each byte.  A missing block (table entry 0) or a
+ * cluster beyond the table has refcount 0.
+ *
+ * Allocation is first-fit from s->free_cluster_index, which is never above
+ * the lowest free cluster.  Giving a cluster a refcount may need a new
+ * refcount block (which may describe itself) or a bigger refcount table;
+ * whenever such metadata was allocated, the update returns -EAGAIN and the
+ * allocator searches again, because the new metadata may sit where the
+ * free range was found.
+ *
+ * Ordering (besides invariant 1, enforced by the cache dependency):
+ *  - a new refcount block reaches the disk before the table entry that
+ *    points to it, and a new table with its blocks before the header
+ *    switches to it; the old table is freed only after the switch;
+ *  - a decrease makes the refcount cache depend on the L2 cache, so that
+ *    a refcount reaches 0 on disk only after the L2 entry that referenced
+ *    the cluster was replaced.
+ *
+ * Everything here runs under s->lock (invariant 4).
+ */
+#include "block/qcow2.h"
+#include "util/aio.h"
+#include "util/coroutine.h"
+
+/* A freed range waiting to be discarded in the file. */
+typedef struct Qcow2DiscardRegion {
+    BdrvChild *child;           /* bs->file, or an external data file */
+    uint64_t offset;
+    uint64_t bytes;
+} Qcow2DiscardRegion;
+
+/* ---------------------------------------------------------------------- */
+/* Refcount block entries */
+
+static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
+                                   uint64_t index)
+{
+    const uint8_t *p = block;
+
+    switch (s->refcount_order) {
+    case 0:
+    case 1:
+    case 2: {
+        int bits = s->refcount_bits;
+        int per_byte = 8 / bits;
+        int shift = (index % per_byte) * bits;
+
+        return (p[index / per_byte] >> shift) & ((1u << bits) - 1);
+    }
+    case 3:
+        return p[index];
+    case 4:
+        return GUINT16_FROM_BE(((const uint16_t *)block)[index]);
+    case 5:
+        return GUINT32_FROM_BE(((const uint32_t *)block)[index]);
+    case 6:
+        return GUINT64_FROM_BE(((const uint64_t *)block)[index]);
+    default:
+        g_assert_not_reached();
+    }
+}
+
+static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
+                               uint64_t index, uint64_t value)
+{
+    uint8_t *p = block;
+
+    assert(value <= s->refcount_max);
+    switch (s->refcount_order) {
+    case 0:
+    case 1:
+    case 2: {
+        int bits = s->refcount_bits;
+        int per_byte = 8 / bits;
+        int shift = (index % per_byte) * bits;
+        uint8_t mask = ((1u << bits) - 1) << shift;
+
+        p[index / per_byte] = (p[index / per_byte] & ~mask) |
+                              (uint8_t)(value << shift);
+        break;
+    }
+    case 3:
+        p[index] = value;
+        break;
+    case 4:
+        ((uint16_t *)block)[index] = GUINT16_TO_BE(value);
+        break;
+    case 5:
+        ((uint32_t *)block)[index] = GUINT32_TO_BE(value);
+        break;
+    case 6:
+        ((uint64_t *)block)[index] = GUINT64_TO_BE(value);
+        break;
+    default:
+        g_assert_not_reached();
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Open and close */
+
+int qcow2_refcount_init(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t bytes = (uint64_t)s->refcount_table_size * sizeof(uint64_t);
+    uint32_t i;
+    int ret;
+
+    /*
+     * Not checked against the file length: like QEMU, a table beyond the
+     * end reads as zeroes, so that check can still repair the image.
+     */
+    if (bytes > QCOW_MAX_REFTABLE_SIZE) {
+        return -EFBIG;
+    }
+    if (s->refcount_table_offset <= 0 ||
+        offset_into_cluster(s, s->refcount_table_offset) ||
+        (uint64_t)s->refcount_table_offset > INT64_MAX - bytes) {
+        return -EINVAL;
+    }
+
+    s->refcount_table = g_try_new0(uint64_t, MAX(s->refcount_table_size, 1));
+    if (!s->refcount_table) {
+        return -ENOMEM;
+    }
+    if (bytes) {
+        BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_LOAD);
+        ret = bdrv_pread(bs->file, s->refcount_table_offset, bytes,
+                         s->refcount_table, 0);
+        if (ret < 0) {
+            g_free(s->refcount_table);
+            s->refcount_table = NULL;
+            return ret;
+        }
+        for (i = 0; i < s->refcount_table_size; i++) {
+            s->refcount_table[i] = GUINT64_FROM_BE(s->refcount_table[i]);
+        }
+    }
+    return 0;
+}
+
+void qcow2_refcount_close(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    g_free(s->refcount_table);
+    s->refcount_table = NULL;
+    g_list_free_full(s->discards, g_free);
+    s->discards = NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading refcounts */
+
+/*
+ * The refcount block offset of table entry @rt_index, 0 if there is none;
+ * -EIO (after reporting corruption) if the entry is not cluster aligned.
+ */
+static int64_t qcow2_refblock_offset(BlockDriverState *bs, uint64_t rt_index)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t offset;
+
+    if (rt_index >= s->refcount_table_size) {
+        return 0;
+    }
+    offset = s->refcount_table[rt_index] & REFT_OFFSET_MASK;
+    if (offset && offset_into_cluster(s, offset)) {
+        qcow2_signal_corruption(bs, true, offset, -1,
+                                "Refblock offset %#" PRIx64 " unaligned "
+                                "(reftable index: %#" PRIx64 ")",
+                                offset, rt_index);
+        return -EIO;
+    }
+    return offset;
+}
+
+int qcow2_get_refcount(BlockDriverState *bs, int64_t cluster_index,
+                       uint64_t *refcount)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t rt_index = cluster_index >> s->refcount_block_bits;
+    void *block;
+    int64_t offset;
+    int ret;
+
+    offset = qcow2_refblock_offset(bs, rt_index);
+    if (offset <= 0) {
+        *refcount = 0;
+        return offset;
+    }
+    ret = qcow2_cache_get(bs, s->refcount_block_cache, offset, &block);
+    if (ret < 0) {
+        return ret;
+    }
+    *refcount = qcow2_refblock_get(s, block, cluster_index &
+                                   (s->refcount_block_size - 1));
+    qcow2_cache_put(s->refcount_block_cache, &block);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Discards */
+
+static bool qcow2_discard_enabled(BDRVQcow2State *s, Qcow2DiscardType type)
+{
+    switch (type) {
+    case QCOW2_DISCARD_NEVER:
+        return false;
+    case QCOW2_DISCARD_ALWAYS:
+        return true;
+    case QCOW2_DISCARD_REQUEST:
+        return s->discard_passthrough_request;
+    case QCOW2_DISCARD_SNAPSHOT:
+        return s->discard_passthrough_snapshot;
+    case QCOW2_DISCARD_OTHER:
+        return s->discard_passthrough_other;
+    }
+    g_assert_not_reached();
+}
+
+/* Queues [offset, offset + bytes) of @child, merged with an adjacent
+ * region so that a run of freed clusters becomes one discard. */
+static void qcow2_queue_discard(BDRVQcow2State *s, BdrvChild *child,
+                                uint64_t offset, uint64_t bytes)
+{
+    Qcow2DiscardRegion *d;
+    GList *l;
+
+    for (l = s->discards; l; l = l->next) {
+        d = l->data;
+        if (d->child != child) {
+            continue;
+        }
+        if (d->offset + d->bytes == offset) {
+            d->bytes += bytes;
+            return;
+        }
+        if (offset + bytes == d->offset) {
+            d->offset = offset;
+            d->bytes += bytes;
+            return;
+        }
+    }
+    d = g_new(Qcow2DiscardRegion, 1);
+    d->child = child;
+    d->offset = offset;
+    d->bytes = bytes;
+    s->discards = g_list_append(s->discards, d);
+}
+
+typedef struct Qcow2DiscardCo {
+    GList *regions;
+    bool done;
+} Qcow2DiscardCo;
+
+static void coroutine_fn qcow2_discard_co_entry(void *opaque)
+{
+    Qcow2DiscardCo *dc = opaque;
+    GList *l;
+
+    for (l = dc->regions; l; l = l->next) {
+        Qcow2DiscardRegion *d = l->data;
+
+        /* A failed discard only leaves data in place: nothing to undo. */
+        bdrv_co_pdiscard(d->child, d->offset, d->bytes);
+    }
+    dc->done = true;
+}
+
+void qcow2_process_discards(BlockDriverState *bs, int ret)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2DiscardCo dc = { .regions = s->discards };
+
+    s->discards = NULL;
+    if (ret >= 0 && dc.regions) {
+        if (qemu_in_coroutine()) {
+            qcow2_discard_co_entry(&dc);
+        } else {
+            /* e.g. repair at open time: run the requests and wait. */
+            Coroutine *co = qemu_coroutine_create(qcow2_discard_co_entry,
+                                                  &dc);
+
+            qemu_coroutine_enter(co);
+            AIO_WAIT_WHILE(bdrv_get_aio_context(bs), !dc.done);
+        }
+    }
+    g_list_free_full(dc.regions, g_free);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Refcount structure growth */
+
+/* Writes @n host-endian table entries from @entries at table index @first
+ * of the table at @table_offset: the one place the table is written. */
+static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+                                uint64_t first, const uint64_t *entries,
+                                uint64_t n)
+{
+    g_autofree uint64_t *be = g_try_new(uint64_t, n);
+    uint64_t i;
+
+    if (!be) {
+        return -ENOMEM;
+    }
+    for (i = 0; i < n; i++) {
+        be[i] = GUINT64_TO_BE(entries[i]);
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_UPDATE);
+    return bdrv_pwrite_sync(bs->file, table_offset + first * 8, n * 8, be, 0);
+}
+
+/*
+ * Finds @size bytes of free clusters (refcount 0) from the allocation hint
+ * on; returns the host offset.  Changes nothing but the hint.
+ */
+static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t nb_clusters = size_to_clusters(s, size);
+    int64_t i = s->free_cluster_index, start = i, first_free = -1;
+    uint64_t refcount;
+    int ret;
+
+    assert(nb_clusters > 0);
+    while (i - start < nb_clusters) {
+        ret = qcow2_get_refcount(bs, i, &refcount);
+        if (ret < 0) {
+            return ret;
+        }
+        if (refcount) {
+            start = i + 1;
+        } else if (first_free < 0) {
+            first_free = i;
+        }
+        i++;
+    }
+    s->free_cluster_index = first_free;
+
+    /* Host offsets must fit in the L2 entry's 56-bit offset field. */
+    if ((uint64_t)(start + nb_clusters) >
+        (L2E_OFFSET_MASK >> s->cluster_bits)) {
+        return -EFBIG;
+    }
+    return start << s->cluster_bits;
+}
+
+static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
+                                 int64_t length, uint64_t addend,
+                                 bool decrease, Qcow2DiscardType type);
+
+/*
+ * Replaces the refcount table by one with at least @min_entries entries.
+ * The new table and the refcount blocks that describe it (and themselves)
+ * go to the first clusters beyond what the old table covers: those are
+ * free by definition, since nothing there has a refcount.
+ */
+static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t epb = s->refcount_block_size;
+    uint64_t old_size = s->refcount_table_size;
+    int64_t old_offset = s->refcount_table_offset;
+    uint64_t area_start = old_size * epb;        /* cluster index */
+    uint64_t entries, table_clusters, nb_blocks, area_clusters;
+    uint64_t i, c;
+    g_autofree uint64_t *table = NULL;
+    int64_t table_offset;
+    struct QEMU_PACKED {
+        uint64_t offset;
+        uint32_t clusters;
+    } header_update;
+    int ret;
+
+    /* Grow by half at least, so that growing stays rare. */
+    entries = MAX(min_entries, old_size + old_size / 2);
+    nb_blocks = 0;
+    for (;;) {
+        uint64_t need;
+
+        entries = MAX(entries, old_size + nb_blocks);
+        table_clusters = DIV_ROUND_UP(entries * 8, s->cluster_size);
+        area_clusters = nb_blocks + table_clusters;
+        need = DIV_ROUND_UP(area_clusters, epb);
+        if (need <= nb_blocks && old_size + nb_blocks <= entries) {
+            break;
+        }
+        nb_blocks = MAX(need, nb_blocks);
+    }
+    entries = table_clusters * s->cluster_size / 8;
+    if (entries * 8 > QCOW_MAX_REFTABLE_SIZE) {
+        return -EFBIG;
+    }
+    if (area_start + area_clusters > (L2E_OFFSET_MASK >> s->cluster_bits)) {
+        return -EFBIG;
+    }
+    table_offset = (area_start + nb_blocks) << s->cluster_bits;
+
+    BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_GROW);
+    table = g_try_new0(uint64_t, entries);
+    if (!table) {
+        return -ENOMEM;
+    }
+    memcpy(table, s->refcount_table, old_size * 8);
+
+    /* The new blocks, each giving refcount 1 to the area it describes. */
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_WRITE_BLOCKS);
+    for (i = 0; i < nb_blocks; i++) {
+        uint64_t block_offset = (area_start + i) << s->cluster_bits;
+        uint64_t first = (old_size + i) * epb;
+        void *block;
+
+        ret = qcow2_cache_get_empty(bs, s->refcount_block_cache,
+                                    block_offset, &block);
+        if (ret < 0) {
+            return ret;
+        }
+        memset(block, 0, s->cluster_size);
+        for (c = MAX(first, area_start);
+             c < MIN(first + epb, area_start + area_clusters); c++) {
+            qcow2_refblock_set(s, block, c - first, 1);
+        }
+        qcow2_cache_entry_mark_dirty(s->refcount_block_cache, block);
+        qcow2_cache_put(s->refcount_block_cache, &block);
+        table[old_size + i] = block_offset;
+    }
+    ret = qcow2_cache_flush(bs, s->refcount_block_cache);
+    if (ret < 0) {
+        return ret;
+    }
+
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_WRITE_TABLE);
+    ret = qcow2_write_reftable(bs, table_offset, 0, table, entries);
+    if (ret < 0) {
+        return ret;
+    }
+
+    /* refcount_table_offset and _clusters are adjacent: one write. */
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_SWITCH_TABLE);
+    header_update.offset = GUINT64_TO_BE(table_offset);
+    header_update.clusters = GUINT32_TO_BE(table_clusters);
+    ret = bdrv_pwrite_sync(bs->file,
+                           offsetof(QCowHeader, refcount_table_offset),
+                           sizeof(header_update), &header_update, 0);
+    if (ret < 0) {
+        return ret;
+    }
+
+    g_free(s->refcount_table);
+    s->refcount_table = g_steal_pointer(&table);
+    s->refcount_table_size = entries;
+    s->refcount_table_offset = table_offset;
+
+    qcow2_free_clusters(bs, old_offset, old_size * 8, QCOW2_DISCARD_OTHER);
+    return -EAGAIN;
+}
+
+/*
+ * Gets the refcount block for @cluster_index into *block.  If there is
+ * none, allocates it (or grows the table) and returns -EAGAIN: the caller
+ * must search for free clusters again.
+ */
+static int qcow2_alloc_refcount_block(BlockDriverState *bs,
+                                      int64_t cluster_index, void **block)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t rt_index = cluster_index >> s->refcount_block_bits;
+    int64_t offset, new_block;
+    void *nb;
+    int ret;
+
+    offset = qcow2_refblock_offset(bs, rt_index);
+    if (offset < 0) {
+        return offset;
+    }
+    if (offset) {
+        return qcow2_cache_get(bs, s->refcount_block_cache, offset, block);
+    }
+
+    if (rt_index >= s->refcount_table_size) {
+        return qcow2_grow_reftable(bs, rt_index + 1);
+    }
+
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC);
+    new_block = qcow2_alloc_clusters_noref(bs, s->cluster_size);
+    if (new_block < 0) {
+        return new_block;
+    }
+    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
+        != rt_index) {
+        /* Described by another block: give it its refcount there. */
+        ret = qcow2_update_refcount(bs, new_block, s->cluster_size, 1, false,
+                                    QCOW2_DISCARD_NEVER);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+
+    ret = qcow2_cache_get_empty(bs, s->refcount_block_cache, new_block, &nb);
+    if (ret < 0) {
+        goto fail;
+    }
+    memset(nb, 0, s->cluster_size);
+    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
+        == rt_index) {
+        qcow2_refblock_set(s, nb, (new_block >> s->cluster_bits) &
+                           (s->refcount_block_size - 1), 1);
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_WRITE);
+    qcow2_cache_entry_mark_dirty(s->refcount_block_cache, nb);
+    qcow2_cache_put(s->refcount_block_cache, &nb);
+    ret = qcow2_cache_flush(bs, s->refcount_block_cache);
+    if (ret < 0) {
+        goto fail;
+    }
+
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_HOOKUP);
+    ret = qcow2_write_reftable(bs, s->refcount_table_offset, rt_index,
+                               (uint64_t *)&new_block, 1);
+    if (ret < 0) {
+        goto fail;
+    }
+    s->refcount_table[rt_index] = new_block;
+    return -EAGAIN;
+
+fail:
+    nb = qcow2_cache_is_table_offset(s->refcount_block_cache, new_block);
+    if (nb) {
+        qcow2_cache_discard(s->refcount_block_cache, nb);
+    }
+    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
+        != rt_index) {
+        qcow2_update_refcount(bs, new_block, s->cluster_size, 1, true,
+                              QCOW2_DISCARD_NEVER);
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Updating refcounts */
+
+/* A cluster whose refcount fell to 0 is no table any more: drop it from
+ * the caches, so that no stale dirty copy is written over new data. */
+static void qcow2_forget_cached_tables(BDRVQcow2State *s, uint64_t offset)
+{
+    void *table;
+
+    table = qcow2_cache_is_table_offset(s->refcount_block_cache, offset);
+    if (table) {
+        qcow2_cache_discard(s->refcount_block_cache, table);
+    }
+    /* L2 slices smaller than a cluster: every slice of the cluster. */
+    for (uint64_t o = offset; o < offset + s->cluster_size;
+         o += s->l2_cache_entry_size ? s->l2_cache_entry_size
+                                     : s->cluster_size) {
+        table = qcow2_cache_is_table_offset(s->l2_table_cache, o);
+        if (table) {
+            qcow2_cache_discard(s->l2_table_cache, table);
+        }
+    }
+}
+
+/*
+ * Adds @addend to (or subtracts it from) the refcount of every cluster
+ * touched by [offset, offset + length).  All or nothing: on failure the
+ * clusters already updated are reverted.
+ */
+static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
+                                 int64_t length, uint64_t addend,
+                                 bool decrease, Qcow2DiscardType type)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t start, last, cluster;
+    uint64_t block_index = UINT64_MAX;
+    void *block = NULL;
+    int ret = 0;
+
+    if (length <= 0 || addend == 0) {
+        return length < 0 ? -EINVAL : 0;
+    }
+    if (decrease) {
+        ret = qcow2_cache_set_dependency(bs, s->refcount_block_cache,
+                                         s->l2_table_cache);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+
+    start = offset >> s->cluster_bits;
+    last = (offset + length - 1) >> s->cluster_bits;
+    for (cluster = start; cluster <= last; cluster++) {
+        uint64_t idx = cluster >> s->refcount_block_bits;
+        uint64_t refcount;
+
+        if (idx != block_index) {
+            if (block) {
+                qcow2_cache_put(s->refcount_block_cache, &block);
+            }
+            ret = qcow2_alloc_refcount_block(bs, cluster, &block);
+            if (ret < 0) {
+                block = NULL;
+                break;
+            }
+            block_index = idx;
+        }
+
+        refcount = qcow2_refblock_get(s, block, cluster &
+                                      (s->refcount_block_size - 1));
+        if (decrease ? refcount < addend
+                     : refcount > s->refcount_max - addend) {
+            ret = decrease ? -EINVAL : -ERANGE;
+            break;
+        }
+        refcount = decrease ? refcount - addend : refcount + addend;
+        qcow2_refblock_set(s, block, cluster & (s->refcount_block_size - 1),
+                           refcount);
+        qcow2_cache_entry_mark_dirty(s->refcount_block_cache, block);
+
+        if (refcount == 0) {
+            if (cluster < s->free_cluster_index) {
+                s->free_cluster_index = cluster;
+            }
+        } else if (cluster == s->free_cluster_index) {
+            s->free_cluster_index++;
+        }
+    }
+    if (block) {
+        qcow2_cache_put(s->refcount_block_cache, &block);
+    }
+
+    if (ret < 0) {
+        if (cluster > start) {
+            /* Revert what was done: it succeeded once, it cannot fail
+             * for lack of a refcount block. */
+            qcow2_update_refcount(bs, offset,
+                                  (cluster - start) << s->cluster_bits,
+                                  addend, !decrease, QCOW2_DISCARD_NEVER);
+        }
+        return ret;
+    }
+
+    /*
+     * Only now that nothing can be reverted: forget the tables freed
+     * clusters held and queue their discard.
+     */
+    if (decrease) {
+        for (cluster = start; cluster <= last; cluster++) {
+            uint64_t refcount;
+
+            if (qcow2_get_refcount(bs, cluster, &refcount) < 0 || refcount) {
+                continue;
+            }
+            qcow2_forget_cached_tables(s, cluster << s->cluster_bits);
+            if (qcow2_discard_enabled(s, type)) {
+                qcow2_queue_discard(s, bs->file, cluster << s->cluster_bits,
+                                    s->cluster_size);
+            }
+        }
+        if (!s->cache_discards) {
+            qcow2_process_discards(bs, 0);
+        }
+    }
+    return 0;
+}
+
+int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
+                                  uint64_t addend, bool decrease,
+                                  Qcow2DiscardType type)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    do {
+        ret = qcow2_update_refcount(bs, cluster_index << s->cluster_bits, 1,
+                                    addend, decrease, type);
+    } while (ret == -EAGAIN);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Allocation and freeing */
+
+int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
+{
+    int64_t offset;
+    int ret;
+
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC);
+    /* A freed range must be discarded before it can be reused. */
+    qcow2_process_discards(bs, 0);
+    do {
+        offset = qcow2_alloc_clusters_noref(bs, size);
+        if (offset < 0) {
+            return offset;
+        }
+        ret = qcow2_update_refcount(bs, offset, size, 1, false,
+                                    QCOW2_DISCARD_NEVER);
+    } while (ret == -EAGAIN);
+    return ret < 0 ? ret : offset;
+}
+
+int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
+                                int64_t nb_clusters)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cluster = offset >> s->cluster_bits;
+    uint64_t refcount;
+    int64_t i;
+    int ret;
+
+    assert(!offset_into_cluster(s, offset));
+    if (nb_clusters == 0) {
+        return 0;
+    }
+    qcow2_process_discards(bs, 0);
+    do {
+        for (i = 0; i < nb_clusters; i++) {
+            ret = qcow2_get_refcount(bs, cluster + i, &refcount);
+            if (ret < 0) {
+                return ret;
+            }
+            if (refcount) {
+                break;
+            }
+        }
+        ret = qcow2_update_refcount(bs, offset, i << s->cluster_bits, 1,
+                                    false, QCOW2_DISCARD_NEVER);
+    } while (ret == -EAGAIN);
+    return ret < 0 ? ret : i;
+}
+
+int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t offset, new_cluster;
+    uint64_t refcount;
+    int ret;
+
+    assert(size > 0 && size <= s->cluster_size);
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC_BYTES);
+    qcow2_process_discards(bs, 0);
+
+    do {
+        int64_t free_in_cluster;
+
+        offset = s->free_byte_offset;
+        if (offset) {
+            ret = qcow2_get_refcount(bs, offset >> s->cluster_bits,
+                                     &refcount);
+            if (ret < 0) {
+                return ret;
+            }
+            /* A cluster cannot be shared by more users than this. */
+            if (refcount == s->refcount_max) {
+                offset = 0;
+            }
+        }
+        free_in_cluster = offset ? s->cluster_size -
+                                   offset_into_cluster(s, offset) : 0;
+        if (free_in_cluster < size) {
+            new_cluster = qcow2_alloc_clusters_noref(bs, s->cluster_size);
+            if (new_cluster < 0) {
+                return new_cluster;
+            }
+            /* Compressed data may run on into a contiguous cluster. */
+            if (!offset || ROUND_UP(offset, s->cluster_size) != new_cluster) {
+                offset = new_cluster;
+            }
+        }
+        ret = qcow2_update_refcount(bs, offset, size, 1, false,
+                                    QCOW2_DISCARD_NEVER);
+    } while (ret == -EAGAIN);
+    if (ret < 0) {
+        return ret;
+    }
+
+    s->free_byte_offset = offset + size;
+    if (!offset_into_cluster(s, s->free_byte_offset)) {
+        s->free_byte_offset = 0;
+    }
+    return offset;
+}
+
+void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
+                         Qcow2DiscardType type)
+{
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
+    /*
+     * A failure leaves the refcounts as they were: the clusters leak,
+     * which is safe and what `qemu-img check -r leaks` repairs.
+     */
+    qcow2_update_refcount(bs, offset, size, 1, true, type);
+}
+
+void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
+                            int nb_clusters, Qcow2DiscardType type)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t offset = l2_entry & L2E_OFFSET_MASK;
+
+    if (l2_entry & QCOW_OFLAG_COMPRESSED) {
+        uint64_t coffset;
+        int csize;
+
+        qcow2_parse_compressed_l2_entry(s, l2_entry, &coffset, &csize);
+        qcow2_free_clusters(bs, coffset & ~511ULL, csize + (coffset & 511),
+                            type);
+        return;
+    }
+    if (!offset) {
+        return;
+    }
+    if (offset_into_cluster(s, offset)) {
+        qcow2_signal_corruption(bs, false, -1, -1,
+                                "Cannot free unaligned cluster %#" PRIx64,
+                                offset);
+        return;
+    }
+    if (s->data_file != bs->file) {
+        /* An external data file has no refcounts, only the discard. */
+        if (qcow2_discard_enabled(s, type)) {
+            qcow2_queue_discard(s, s->data_file, offset,
+                                (uint64_t)nb_clusters << s->cluster_bits);
+            if (!s->cache_discards) {
+                qcow2_process_discards(bs, 0);
+            }
+        }
+        return;
+    }
+    qcow2_free_clusters(bs, offset, (int64_t)nb_clusters << s->cluster_bits,
+                        type);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing the caches */
+
+int qcow2_write_caches(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    ret = qcow2_cache_write(bs, s->l2_table_cache);
+    if (ret < 0) {
+        return ret;
+    }
+    return qcow2_cache_write(bs, s->refcount_block_cache);
+}
+
+int qcow2_flush_caches(BlockDriverState *bs)
+{
+    int ret = qcow2_write_caches(bs);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_flush(bs->file->bs);
+}
