@@ -243,6 +243,13 @@ typedef struct QCowL2Meta {
     uint64_t cow_end_offset, cow_end_bytes;
     CoQueue dependent_requests;
     struct QCowL2Meta *next;
+    /*
+     * The clusters were preallocated zero clusters (ZERO_ALLOC, COPIED)
+     * that the write reuses: linking keeps them, abort does not free them.
+     */
+    bool keep_old_clusters;
+    /* on s->cluster_allocs: link_l2 or abort has not finished with it */
+    bool in_flight;
 } QCowL2Meta;
 
 /* Conversions. */
@@ -371,32 +378,85 @@ int qcow2_write_caches(BlockDriverState *bs);
 /* qcow2_write_caches, then flushes the file. */
 int qcow2_flush_caches(BlockDriverState *bs);
 
-/* qcow2-cluster.c */
+/*
+ * qcow2-cluster.c
+ *
+ * L2 tables are accessed in cache entries ("slices") of
+ * s->l2_cache_entry_size bytes: qcow2.c sets it at open (a power of two,
+ * 512 .. cluster_size; QEMU's l2-cache-entry-size, default cluster_size)
+ * and creates s->l2_table_cache with that table size.
+ */
+/*
+ * Makes the active L1 table at least @min_size entries (exactly @min_size
+ * with @exact_size, else with room to grow): writes a new table, switches
+ * the header to it in one write, frees the old one.
+ */
 int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
                         bool exact_size);
+/* Writes the sector of the active L1 table holding entry @l1_index. */
+int qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
+QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
+                                        uint64_t l2_entry);
 /*
- * Maps guest [offset, offset + *bytes): returns the cluster type, sets
- * *host_offset (for NORMAL/ZERO_ALLOC) and shrinks *bytes to the run of
- * clusters of the same type and contiguous host offsets.
+ * Maps guest [offset, offset + *bytes): returns 0 or -errno; sets *type,
+ * *host_offset and shrinks *bytes to the run of clusters of the same type
+ * (and contiguous host offsets), never past the end of an L2 slice.
+ * *host_offset is the host offset of the byte at @offset for NORMAL and
+ * ZERO_ALLOC, the raw L2 entry for COMPRESSED (one cluster at a time; see
+ * qcow2_parse_compressed_l2_entry), 0 otherwise.
  */
 int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
                           unsigned int *bytes, uint64_t *host_offset,
                           QCow2ClusterType *type);
 /*
  * Finds or allocates host clusters for a write of [offset, offset +
- * *bytes); returns the host offset of the first byte and the pending L2
- * updates in *m (to be completed by qcow2_alloc_cluster_link_l2 after the
- * data is written, invariant 2).
+ * *bytes); shrinks *bytes to what one contiguous host range covers and
+ * sets *host_offset to the host offset of the byte at @offset.  *m is NULL
+ * when the clusters are written in place (NORMAL with OFLAG_COPIED);
+ * otherwise it is one QCowL2Meta (m->next is NULL) describing the pending
+ * L2 update, to be completed by qcow2_alloc_cluster_link_l2 after the data
+ * is written (invariant 2) or undone by qcow2_alloc_cluster_abort.  May
+ * wait (dropping s->lock) for an overlapping allocation in flight.
  */
 int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
                             unsigned int *bytes, uint64_t *host_offset,
                             QCowL2Meta **m);
+/*
+ * Copies the remaining COW head/tail (dropping s->lock for that I/O),
+ * updates the L2 entries, frees the clusters they pointed to, and ends the
+ * allocation (waking requests that wait for it).  On failure it undoes the
+ * allocation itself (as qcow2_alloc_cluster_abort; calling that as well is
+ * harmless).  The caller g_free()s @m afterwards in either case.
+ */
 int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
+/* Frees @m's new clusters and ends the allocation; the caller frees @m. */
 void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
+/*
+ * Discards the clusters of [offset, offset + bytes) (@offset cluster
+ * aligned, @bytes whole clusters or up to the end of the image): with
+ * @full_discard the entries become unallocated (the backing file shows
+ * through), else they read as zeroes (v3 zero flag where a backing file or
+ * an allocation needs it; v2: unallocated).  Host clusters are freed with
+ * QCOW2_DISCARD_REQUEST.
+ */
 int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
                           uint64_t bytes, bool full_discard);
+/*
+ * Sets the zero flag on the clusters of [offset, offset + bytes) (same
+ * alignment as discard); with BDRV_REQ_MAY_UNMAP in @flags host clusters
+ * are freed, else kept as ZERO_ALLOC.  -ENOTSUP on v2 images.
+ */
 int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
                              uint64_t bytes, int flags);
+/*
+ * preallocation=metadata: allocates and maps host clusters for every
+ * cluster of [offset, offset + bytes) that has none the active image owns
+ * (contents: whatever the file holds; partial clusters keep their guest
+ * data by copy-on-write).  *host_end is the end of the highest host
+ * cluster used, so that the caller can extend the data file to it.
+ */
+int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
+                            uint64_t bytes, uint64_t *host_end);
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,
