@@ -168,7 +168,10 @@ static bool qemu_opt_check(const QemuOptDesc *desc, const char *value,
         return parse_option_size(desc->name, value, &num, errp);
     case QEMU_OPT_ENUM:
         if (parse_option_enum(desc, value) < 0) {
-            error_setg(errp, "invalid parameter value: %s", value);
+            /* QEMU says "invalid parameter value: nope" without naming
+             * the parameter; ours names both (docs/compatibility.md). */
+            error_setg(errp, "Parameter '%s' does not accept value '%s'",
+                       desc->name, value);
             return false;
         }
         return true;

@@ -50,7 +50,7 @@ void qemu_opts_del(QemuOpts *opts);
  * QemuOpts, checking its value.  Unknown keys stay in @options (the caller
  * reports them, or hands them to a child).  On a bad value, returns NULL and
  * sets an error naming the option and the value, e.g.
- * "invalid parameter value: nope" (QEMU's wording) or
+ * "Parameter 'aio' does not accept value 'nope'" or
  * "Parameter 'size' expects a non-negative number below 2^64".
  */
 QemuOpts *qemu_opts_absorb_qdict(const QemuOptsList *list, QDict *options,

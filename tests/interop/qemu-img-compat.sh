@@ -57,6 +57,10 @@ run_both() {
 
 report() {
     local name=$1
+    if [ -n "${better:-}" ]; then
+        sed -i -e "$better" "$work/qemu.all"
+        better=
+    fi
     if diff -u "$work/qemu.all" "$work/ours.all" >"$work/diff"; then
         echo "ok $name"
         pass=$((pass + 1))
@@ -72,6 +76,18 @@ case_() {
     local name=$1
     shift
     run_both "\"\$IMG\" $*"
+    report "$name"
+}
+
+# better NAME SED ARGS...: like case_, where qblock deliberately prints a
+# clearer message than qemu-img (listed in docs/compatibility.md); SED turns
+# qemu-img's output into what qblock prints, and everything else must
+# still be equal.
+better() {
+    local name=$1 sed_expr=$2
+    shift 2
+    run_both "\"\$IMG\" $*"
+    better=$sed_expr
     report "$name"
 }
 
@@ -141,7 +157,9 @@ case_ "create -o help among options" create -f raw -o \
     preallocation=off,help x.img 1M
 case_ "create file options order" create -f raw -o \
     nocow=on,extent_size_hint=2M,preallocation=off c10.img 1.5M
-case_ "create bad preallocation" create -f raw -o preallocation=bad x.img 1M
+better "create bad preallocation" \
+    "s/invalid parameter value: bad/Parameter 'preallocation' does not accept value 'bad'/" \
+    create -f raw -o preallocation=bad x.img 1M
 case_ "create bad bool" create -f raw -o nocow=maybe x.img 1M
 case_ "create bad -o size" create -f raw -o size=1x x.img
 case_ "create negative size" create x.img -5

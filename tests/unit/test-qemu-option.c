@@ -39,8 +39,9 @@ static void check_set_err(const char *name, const char *value,
 
 static void test_bad_values(void)
 {
-    check_set_err("aio", "nope", "invalid parameter value: nope");
-    check_set_err("aio", "", "invalid parameter value: ");
+    check_set_err("aio", "nope", "Parameter 'aio' does not accept value "
+                  "'nope'");
+    check_set_err("aio", "", "Parameter 'aio' does not accept value ''");
     check_set_err("cache.direct", "bogus",
                   "Parameter 'cache.direct' expects 'on' or 'off'");
     check_set_err("flag", "1", "Parameter 'flag' expects 'on' or 'off'");
@@ -172,7 +173,7 @@ static void test_absorb_errors(void)
         const char *error;
     } cases[] = {
         { "{\"aio\": \"nope\"}",
-          "invalid parameter value: nope" },
+          "Parameter 'aio' does not accept value 'nope'" },
         { "{\"cache.direct\": \"bogus\"}",
           "Parameter 'cache.direct' expects 'on' or 'off'" },
         { "{\"size\": -1}",
@@ -259,7 +260,8 @@ static void test_parse(void)
     opts = qemu_opts_parse(&test_list, "aio=nope", &error_abort);
     g_assert_cmpstr(qemu_opt_get(opts, "aio"), ==, "nope");
     g_assert_false(qemu_opts_check_enums(opts, &err));
-    g_assert_cmpstr(error_get_pretty(err), ==, "invalid parameter value: nope");
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "Parameter 'aio' does not accept value 'nope'");
     error_free(err);
     qemu_opts_del(opts);
     opts = qemu_opts_parse(&test_list, "aio=native", &error_abort);
