@@ -505,6 +505,97 @@ static int coroutine_fn bdrv_aligned_pwritev(BlockDriverState *bs,
     return ret;
 }
 
+/* ---- copy-on-read ---- */
+
+/* Bounce buffers of copy-on-read are at most this big. */
+#define BDRV_COR_MAX_CHUNK (1 * MiB)
+
+/* Copy-on-read copies whole clusters of the node's format (or blocks). */
+static int64_t bdrv_cor_align(BlockDriverState *bs, int64_t align)
+{
+    BlockDriverInfo bdi;
+
+    if (bdrv_get_info(bs, &bdi) == 0 && bdi.cluster_size > align &&
+        is_power_of_2(bdi.cluster_size)) {
+        return bdi.cluster_size;
+    }
+    return align;
+}
+
+/*
+ * A read that also copies what it reads from below (the backing chain)
+ * into @bs, so that the next read finds it there (qemu-io -C, QEMU's
+ * copy-on-read).  [offset, offset + bytes) is aligned to @align; the copy
+ * covers whole clusters around it, which the caller has serialised against
+ * every other request.  Ranges already allocated in @bs are read as usual.
+ */
+static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, int64_t align,
+                                        int64_t cluster, QEMUIOVector *qiov,
+                                        size_t qiov_offset)
+{
+    int64_t total = bdrv_getlength(bs);
+    int64_t pos = QEMU_ALIGN_DOWN(offset, cluster);
+    int64_t end;
+    uint8_t *bounce = NULL;
+    int ret = 0;
+
+    if (total < 0) {
+        return total;
+    }
+    end = MIN(QEMU_ALIGN_UP(offset + bytes, cluster),
+              QEMU_ALIGN_UP(total, align));
+    if (end <= offset) {
+        /* entirely past the end: zeroes, nothing to copy */
+        return bdrv_aligned_preadv(bs, offset, bytes, align, qiov,
+                                   qiov_offset);
+    }
+    while (pos < end && ret == 0) {
+        int64_t pnum, chunk, from, to;
+        QEMUIOVector q;
+
+        ret = bdrv_co_is_allocated(bs, pos, end - pos, &pnum);
+        if (ret < 0) {
+            break;
+        }
+        chunk = MIN(pnum, BDRV_COR_MAX_CHUNK);
+        if (ret == 0 && chunk > cluster) {
+            chunk = QEMU_ALIGN_DOWN(chunk, cluster);
+        }
+        chunk = QEMU_ALIGN_UP(chunk, align);
+        from = MAX(pos, offset);
+        to = MIN(pos + chunk, offset + bytes);
+        if (ret) {
+            ret = to > from ? bdrv_aligned_preadv(bs, from, to - from, align,
+                                                  qiov,
+                                                  qiov_offset + from - offset)
+                            : 0;
+        } else {
+            if (!bounce) {
+                bounce = qemu_try_blockalign(bs, BDRV_COR_MAX_CHUNK);
+                if (!bounce) {
+                    ret = -ENOMEM;
+                    break;
+                }
+            }
+            qemu_iovec_init_buf(&q, bounce, chunk);
+            ret = bdrv_aligned_preadv(bs, pos, chunk, align, &q, 0);
+            if (ret == 0) {
+                BLKDBG_EVENT(bs->file, BLKDBG_COR_WRITE);
+                ret = bdrv_aligned_pwritev(bs, pos, chunk, align, &q, 0,
+                                           BDRV_REQ_WRITE_UNCHANGED);
+            }
+            if (ret == 0 && to > from) {
+                qemu_iovec_from_buf(qiov, qiov_offset + from - offset,
+                                    bounce + from - pos, to - from);
+            }
+        }
+        pos += chunk;
+    }
+    qemu_vfree(bounce);
+    return ret < 0 ? ret : 0;
+}
+
 /* ---- padding to the request alignment ---- */
 
 /*
@@ -679,7 +770,7 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
 {
     BlockDriverState *bs = child ? child->bs : NULL;
     BdrvTrackedRequest req;
-    int64_t align;
+    int64_t align, cor_align = 0;
     int ret;
 
     if (!bs || !bs->drv) {
@@ -694,10 +785,21 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
         return 0;
     }
     align = bdrv_request_align(bs);
+    /* Copying needs a writable node with something below to copy from. */
+    if ((bs->open_flags & BDRV_O_COPY_ON_READ) && bs->backing) {
+        flags |= BDRV_REQ_COPY_ON_READ;
+    }
+    if ((flags & BDRV_REQ_COPY_ON_READ) &&
+        (bdrv_check_writable(bs) < 0 || !(bs->perm & BLK_PERM_WRITE))) {
+        flags &= ~BDRV_REQ_COPY_ON_READ;
+    }
 
     bdrv_inc_in_flight(bs);
     tracked_request_begin(&req, bs, offset, bytes, false);
-    if (flags & BDRV_REQ_SERIALISING) {
+    if (flags & BDRV_REQ_COPY_ON_READ) {
+        cor_align = bdrv_cor_align(bs, align);
+        tracked_request_serialise(&req, cor_align);
+    } else if (flags & BDRV_REQ_SERIALISING) {
         tracked_request_serialise(&req, align);
     }
     tracked_request_wait(&req);
@@ -707,10 +809,15 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
 
         ret = bdrv_padding_init(&pad, bs, offset, bytes, align, qiov);
         if (ret == 0) {
-            ret = bdrv_aligned_preadv(bs, pad.start, pad.end - pad.start,
-                                      align, &pad.qiov, 0);
+            ret = cor_align
+                  ? bdrv_cor_preadv(bs, pad.start, pad.end - pad.start,
+                                    align, cor_align, &pad.qiov, 0)
+                  : bdrv_aligned_preadv(bs, pad.start, pad.end - pad.start,
+                                        align, &pad.qiov, 0);
             bdrv_padding_destroy(&pad, true);
         }
+    } else if (cor_align) {
+        ret = bdrv_cor_preadv(bs, offset, bytes, align, cor_align, qiov, 0);
     } else {
         ret = bdrv_aligned_preadv(bs, offset, bytes, align, qiov, 0);
     }
