@@ -834,6 +834,10 @@ static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
     return ret;
 }
 
+static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
+                                              uint64_t offset,
+                                              uint64_t bytes);
+
 int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
                                              QCowL2Meta *m)
 {
@@ -904,6 +908,45 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
 fail:
     qcow2_alloc_cluster_abort(bs, m);
     return ret;
+}
+
+int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
+                                               uint64_t offset,
+                                               uint64_t l2_entry)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t *slice;
+    uint64_t l2_offset, old;
+    int slice_index;
+    int ret;
+
+    assert(!offset_into_cluster(s, offset));
+    wait_for_allocations(bs, offset, s->cluster_size);
+    /* invariant 1: the bytes' refcounts reach the file first */
+    ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
+                                     s->refcount_block_cache);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
+    if (ret < 0) {
+        return ret;
+    }
+    old = l2_get_entry(s, slice, slice_index);
+    if (!l2_entry_is_valid(s, old, qcow2_get_cluster_type(bs, old))) {
+        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+        return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
+                                old, qcow2_get_cluster_type(bs, old));
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE_COMPRESSED);
+    l2_set_entry(s, slice, slice_index, l2_entry);
+    qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    /* not discarded: the new entry is still only in the cache */
+    if (cluster_type_is_allocated(qcow2_get_cluster_type(bs, old))) {
+        qcow2_free_any_cluster(bs, old, 1, QCOW2_DISCARD_NEVER);
+    }
+    return 0;
 }
 
 void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
@@ -1074,9 +1117,16 @@ int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
 {
     BDRVQcow2State *s = bs->opaque;
 
-    /* v2 has no zero flag: the generic layer writes zeroes instead */
+    /*
+     * v2 has no zero flag.  Without a backing file unallocated clusters
+     * read as zeroes, so a discard does it (as QEMU does); with one, the
+     * generic layer writes zeroes instead.
+     */
     if (s->qcow_version < 3) {
-        return -ENOTSUP;
+        if (bs->backing) {
+            return -ENOTSUP;
+        }
+        return qcow2_cluster_discard(bs, offset, bytes, false);
     }
     return rewrite_l2_range(bs, offset, bytes, L2_OP_ZEROIZE, false, flags);
 }

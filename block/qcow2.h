@@ -223,6 +223,12 @@ typedef struct BDRVQcow2State {
     GList *discards;
     /* true: collect discards until qcow2_process_discards() (batching) */
     bool cache_discards;
+
+    /* --- qcow2.c, under lock --- */
+    /* the guest-visible size (the header's size field) */
+    int64_t virtual_size;
+    /* a non-fatal corruption was reported (reported once) */
+    bool signaled_corruption;
 } BDRVQcow2State;
 
 /*
@@ -429,6 +435,14 @@ int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
  * harmless).  The caller g_free()s @m afterwards in either case.
  */
 int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
+/*
+ * Points the L2 entry of guest cluster @offset at the compressed
+ * descriptor @l2_entry, whose bytes are already written and referenced
+ * (invariant 2), and frees what the entry pointed to before.  Waits for
+ * allocations in flight on that cluster first.
+ */
+int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
+                                  uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
 void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
 /*
@@ -444,7 +458,8 @@ int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
 /*
  * Sets the zero flag on the clusters of [offset, offset + bytes) (same
  * alignment as discard); with BDRV_REQ_MAY_UNMAP in @flags host clusters
- * are freed, else kept as ZERO_ALLOC.  -ENOTSUP on v2 images.
+ * are freed, else kept as ZERO_ALLOC.  v2 images have no zero flag: a
+ * discard without a backing file, else -ENOTSUP (the caller writes zeroes).
  */
 int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
                              uint64_t bytes, int flags);

@@ -1,0 +1,2932 @@
+/*
+ * qcow2: the image format driver (open/close, header and extensions,
+ * create, the data path, block status, flush, truncate, info, check).
+ *
+ * The mapping (qcow2-cluster.c), the reference counts (qcow2-refcount.c)
+ * and the table caches (qcow2-cache.c) are reached through qcow2.h; this
+ * file owns the header and everything a BlockDriver callback sees.
+ *
+ * Invariants of this file (those of qcow2.h apply as well):
+ *  1. The header cluster is written at one place, qcow2_header_write():
+ *     the whole of it by qcow2_update_header(), the incompatible feature
+ *     field alone by the dirty/corrupt bit updates.
+ *  2. Guest data I/O to allocated clusters runs without s->lock; every
+ *     call into the other qcow2 files is made with it held (qcow2.h,
+ *     invariant 4).
+ *  3. An allocating write writes its data (merged with the copy-on-write
+ *     head and tail when they are contiguous with it) before its L2
+ *     update is linked (qcow2.h, invariant 2); a failed write aborts the
+ *     allocation instead.
+ *  4. Header extensions this driver does not know are written back
+ *     unchanged; autoclear bits of features it does not maintain (dirty
+ *     bitmaps) are cleared before the image is first modified, as the
+ *     specification demands.
+ */
+#include "block/qcow2.h"
+
+#include <zlib.h>
+#include <zstd.h>
+
+#include "qapi/qapi-opts.h"
+#include "qblock/block-backend.h"
+#include "util/cutils.h"
+#include "util/thread-pool.h"
+
+#define QCOW2_OPT_LAZY_REFCOUNTS        "lazy-refcounts"
+#define QCOW2_OPT_DISCARD_REQUEST       "pass-discard-request"
+#define QCOW2_OPT_DISCARD_SNAPSHOT      "pass-discard-snapshot"
+#define QCOW2_OPT_DISCARD_OTHER         "pass-discard-other"
+#define QCOW2_OPT_DISCARD_NO_UNREF      "discard-no-unref"
+#define QCOW2_OPT_CACHE_SIZE            "cache-size"
+#define QCOW2_OPT_L2_CACHE_SIZE         "l2-cache-size"
+#define QCOW2_OPT_L2_CACHE_ENTRY_SIZE   "l2-cache-entry-size"
+#define QCOW2_OPT_REFCOUNT_CACHE_SIZE   "refcount-cache-size"
+#define QCOW2_OPT_CACHE_CLEAN_INTERVAL  "cache-clean-interval"
+
+/* Bytes of a v2 header and of the smallest v3 header. */
+#define QCOW2_V2_HEADER_SIZE    72
+#define QCOW2_V3_MIN_HEADER_LEN 104
+
+/*
+ * Cache sizing, as QEMU does it, so that an image behaves the same under
+ * both: the L2 cache covers the whole disk up to 32 MiB (a 256 GiB disk
+ * with 64 KiB clusters), the refcount cache holds four clusters, and
+ * neither falls below the tables one request may need at once.
+ */
+#define QCOW2_DEFAULT_L2_CACHE_MAX_SIZE (32 * MiB)
+#define QCOW2_MIN_L2_CACHE_TABLES       2
+#define QCOW2_MIN_REFCOUNT_CACHE_TABLES 4
+#define QCOW2_DEFAULT_REFCOUNT_CACHE_TABLES 4
+/* An L2 cache that cannot cover the disk uses small entries (QEMU). */
+#define QCOW2_SMALL_L2_CACHE_ENTRY      4096
+
+/* Compressed cluster writes are refused in images whose compressed size
+ * field cannot describe them; a compressed cluster spans at most 2 MiB. */
+#define QCOW2_COMPRESSED_SECTOR_SIZE 512
+
+/* How many requests to the file one guest request keeps in flight. */
+#define QCOW2_MAX_PARALLEL_IO 16
+
+/* The feature names this driver writes into the feature name table. */
+static const Qcow2FeatureNameEntry qcow2_feature_names[] = {
+    { 0, 0, "dirty bit" },
+    { 0, 1, "corrupt bit" },
+    { 0, 2, "external data file" },
+    { 0, 3, "compression type" },
+    { 0, 4, "extended L2 entries" },
+    { 1, 0, "lazy refcounts" },
+    { 2, 0, "bitmaps" },
+    { 2, 1, "raw external data" },
+};
+
+/* What a header extension walk found, before it is applied to the state. */
+typedef struct Qcow2HeaderExts {
+    char *backing_format;
+    char *data_file;
+    Qcow2FeatureNameEntry *feature_table;
+    size_t feature_table_len;   /* entries */
+    bool has_crypto_header;
+    bool has_bitmaps;
+    GList *unknown;             /* Qcow2UnknownHeaderExtension * */
+} Qcow2HeaderExts;
+
+static void qcow2_header_exts_clear(Qcow2HeaderExts *exts)
+{
+    g_free(exts->backing_format);
+    g_free(exts->data_file);
+    g_free(exts->feature_table);
+    g_list_free_full(exts->unknown, g_free);
+    memset(exts, 0, sizeof(*exts));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Coroutine helpers */
+
+typedef struct Qcow2CoCall {
+    BlockDriverState *bs;
+    int (*fn)(BlockDriverState *bs, void *opaque);
+    void *opaque;
+    int ret;
+} Qcow2CoCall;
+
+static void coroutine_fn qcow2_co_call_entry(void *opaque)
+{
+    Qcow2CoCall *call = opaque;
+
+    call->ret = call->fn(call->bs, call->opaque);
+}
+
+/*
+ * Runs @fn in coroutine context (the metadata functions may yield), from
+ * either context: the open, close and create paths start outside one.
+ */
+static int qcow2_run_co(BlockDriverState *bs,
+                        int (*fn)(BlockDriverState *bs, void *opaque),
+                        void *opaque)
+{
+    Qcow2CoCall call = { .bs = bs, .fn = fn, .opaque = opaque };
+
+    if (qemu_in_coroutine()) {
+        return fn(bs, opaque);
+    }
+    call.ret = -EINPROGRESS;
+    qemu_coroutine_enter(qemu_coroutine_create(qcow2_co_call_entry, &call));
+    AIO_WAIT_WHILE(bdrv_get_aio_context(bs), call.ret == -EINPROGRESS);
+    return call.ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Probing and the header */
+
+static int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename)
+{
+    uint32_t magic, version;
+
+    if (buf_size < 8) {
+        return 0;
+    }
+    memcpy(&magic, buf, 4);
+    memcpy(&version, buf + 4, 4);
+    /* version 1 is the older qcow format, which this driver cannot read */
+    if (GUINT32_FROM_BE(magic) == QCOW_MAGIC &&
+        (GUINT32_FROM_BE(version) == 2 || GUINT32_FROM_BE(version) == 3)) {
+        return 100;
+    }
+    return 0;
+}
+
+static void qcow2_header_to_cpu(QCowHeader *h)
+{
+    h->magic = GUINT32_FROM_BE(h->magic);
+    h->version = GUINT32_FROM_BE(h->version);
+    h->backing_file_offset = GUINT64_FROM_BE(h->backing_file_offset);
+    h->backing_file_size = GUINT32_FROM_BE(h->backing_file_size);
+    h->cluster_bits = GUINT32_FROM_BE(h->cluster_bits);
+    h->size = GUINT64_FROM_BE(h->size);
+    h->crypt_method = GUINT32_FROM_BE(h->crypt_method);
+    h->l1_size = GUINT32_FROM_BE(h->l1_size);
+    h->l1_table_offset = GUINT64_FROM_BE(h->l1_table_offset);
+    h->refcount_table_offset = GUINT64_FROM_BE(h->refcount_table_offset);
+    h->refcount_table_clusters = GUINT32_FROM_BE(h->refcount_table_clusters);
+    h->nb_snapshots = GUINT32_FROM_BE(h->nb_snapshots);
+    h->snapshots_offset = GUINT64_FROM_BE(h->snapshots_offset);
+    h->incompatible_features = GUINT64_FROM_BE(h->incompatible_features);
+    h->compatible_features = GUINT64_FROM_BE(h->compatible_features);
+    h->autoclear_features = GUINT64_FROM_BE(h->autoclear_features);
+    h->refcount_order = GUINT32_FROM_BE(h->refcount_order);
+    h->header_length = GUINT32_FROM_BE(h->header_length);
+}
+
+/*
+ * Checks that a table of @entries entries of @entry_len bytes at @offset
+ * fits the limits: at most @max_bytes, cluster-aligned, and not past the
+ * largest offset a file can have.
+ */
+static int qcow2_validate_table(BDRVQcow2State *s, uint64_t offset,
+                                uint64_t entries, size_t entry_len,
+                                int64_t max_bytes, const char *name,
+                                Error **errp)
+{
+    if (entries > max_bytes / entry_len) {
+        error_setg(errp, "%s too large", name);
+        return -EFBIG;
+    }
+    if (offset_into_cluster(s, offset) ||
+        offset > INT64_MAX - entries * entry_len) {
+        error_setg(errp, "%s offset invalid", name);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Guest bytes one L1 entry covers. */
+static uint64_t qcow2_l1_entry_span(BDRVQcow2State *s)
+{
+    return (uint64_t)s->cluster_size << s->l2_bits;
+}
+
+/* L1 entries needed for a disk of @size bytes. */
+static uint64_t qcow2_size_to_l1(BDRVQcow2State *s, uint64_t size)
+{
+    uint64_t span = qcow2_l1_entry_span(s);
+
+    return size / span + (size % span != 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Header extensions */
+
+/*
+ * Walks the extensions between the header and @end (the backing file name
+ * or the end of the cluster) and collects them into @exts.  Malformed
+ * extensions make the image unusable: their length is not trustworthy.
+ */
+static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
+                                 uint64_t end, Qcow2HeaderExts *exts,
+                                 Error **errp)
+{
+    uint64_t offset = start;
+
+    while (offset < end) {
+        struct {
+            uint32_t magic;
+            uint32_t len;
+        } ext;
+        g_autofree uint8_t *data = NULL;
+        int ret;
+
+        if (end - offset < sizeof(ext)) {
+            error_setg(errp, "Header extension too large");
+            return -EINVAL;
+        }
+        ret = bdrv_pread(bs->file, offset, sizeof(ext), &ext, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "qcow2_read_extension: ERROR: "
+                             "pread fail from offset %" PRIu64, offset);
+            return ret;
+        }
+        ext.magic = GUINT32_FROM_BE(ext.magic);
+        ext.len = GUINT32_FROM_BE(ext.len);
+        offset += sizeof(ext);
+        if (ext.magic == QCOW2_EXT_MAGIC_END) {
+            return 0;
+        }
+        if (ext.len > end - offset) {
+            error_setg(errp, "Header extension too large");
+            return -EINVAL;
+        }
+        data = g_malloc0(ext.len + 1);
+        ret = bdrv_pread(bs->file, offset, ext.len, data, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "ERROR: ext 0x%x: Could not read "
+                             "extension data", ext.magic);
+            return ret;
+        }
+
+        switch (ext.magic) {
+        case QCOW2_EXT_MAGIC_BACKING_FORMAT:
+            if (ext.len >= sizeof(bs->backing_format)) {
+                error_setg(errp, "ERROR: ext_backing_format: len=%" PRIu32
+                           " too large (>=%zu)", ext.len,
+                           sizeof(bs->backing_format));
+                return -EINVAL;
+            }
+            g_free(exts->backing_format);
+            exts->backing_format = g_strndup((char *)data, ext.len);
+            break;
+        case QCOW2_EXT_MAGIC_FEATURE_TABLE:
+            g_free(exts->feature_table);
+            exts->feature_table_len = ext.len / sizeof(Qcow2FeatureNameEntry);
+            exts->feature_table = g_memdup2(data, exts->feature_table_len *
+                                            sizeof(Qcow2FeatureNameEntry));
+            break;
+        case QCOW2_EXT_MAGIC_DATA_FILE:
+            g_free(exts->data_file);
+            exts->data_file = g_strndup((char *)data, ext.len);
+            break;
+        case QCOW2_EXT_MAGIC_CRYPTO_HEADER:
+            exts->has_crypto_header = true;
+            break;
+        case QCOW2_EXT_MAGIC_BITMAPS:
+            /* kept as it is, like an unknown one: this driver does not
+             * maintain bitmaps (the autoclear bit says so) */
+            exts->has_bitmaps = true;
+            /* fall through */
+        default: {
+            Qcow2UnknownHeaderExtension *u =
+                g_malloc0(sizeof(*u) + ext.len);
+
+            u->magic = ext.magic;
+            u->len = ext.len;
+            memcpy(u->data, data, ext.len);
+            exts->unknown = g_list_append(exts->unknown, u);
+            break;
+        }
+        }
+        offset += ROUND_UP(ext.len, 8);
+    }
+    return 0;
+}
+
+/*
+ * "Unsupported qcow2 feature(s): dirty bit, Unknown incompatible feature:
+ * 200": the names the image's own feature table gives the bits, then the
+ * bits it does not name, in hex.
+ */
+static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
+                                     Error **errp)
+{
+    g_autoptr(GString) names = g_string_new(NULL);
+
+    for (size_t i = 0; i < exts->feature_table_len; i++) {
+        Qcow2FeatureNameEntry *e = &exts->feature_table[i];
+
+        if (e->type == 0 && e->bit < 64 && (mask & (1ULL << e->bit))) {
+            g_string_append_printf(names, "%s%.46s", names->len ? ", " : "",
+                                   e->name);
+            mask &= ~(1ULL << e->bit);
+        }
+    }
+    if (mask) {
+        g_string_append_printf(names, "%sUnknown incompatible feature: %"
+                               PRIx64, names->len ? ", " : "", mask);
+    }
+    error_setg(errp, "Unsupported qcow2 feature(s): %s", names->str);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing the header */
+
+/* Invariant 1: the one place where the header cluster is written. */
+static int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                              const void *buf, size_t len)
+{
+    return bdrv_pwrite_sync(bs->file, offset, len, buf, 0);
+}
+
+/* Appends one extension, padded to 8 bytes; false if it does not fit. */
+static bool qcow2_put_extension(uint8_t *buf, size_t buflen, size_t *pos,
+                                uint32_t magic, const void *data,
+                                uint32_t len)
+{
+    size_t padded = ROUND_UP(len, 8);
+    uint32_t be;
+
+    if (*pos + 8 + padded > buflen) {
+        return false;
+    }
+    be = GUINT32_TO_BE(magic);
+    memcpy(buf + *pos, &be, 4);
+    be = GUINT32_TO_BE(len);
+    memcpy(buf + *pos + 4, &be, 4);
+    memcpy(buf + *pos + 8, data, len);
+    memset(buf + *pos + 8 + len, 0, padded - len);
+    *pos += 8 + padded;
+    return true;
+}
+
+/*
+ * Lays out the header cluster as QEMU does: the header (with the fields
+ * this driver does not know, kept from the image), the extensions
+ * (backing format, external data file, feature names, unknown ones) and
+ * the backing file name after the end marker.  Returns the bytes used or
+ * -ENOSPC if it does not fit in a cluster.
+ */
+static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
+                                  uint8_t *buf, size_t buflen)
+{
+    QCowHeader h = { 0 };
+    size_t header_len = s->qcow_version >= 3 ?
+                        sizeof(h) + s->unknown_header_fields_size :
+                        QCOW2_V2_HEADER_SIZE;
+    size_t pos = header_len;
+    size_t backing_len = s->image_backing_file ?
+                         strlen(s->image_backing_file) : 0;
+    uint64_t end = 0;
+
+    memset(buf, 0, buflen);
+    h.magic = GUINT32_TO_BE(QCOW_MAGIC);
+    h.version = GUINT32_TO_BE(s->qcow_version);
+    h.cluster_bits = GUINT32_TO_BE(s->cluster_bits);
+    h.size = GUINT64_TO_BE(size);
+    h.l1_size = GUINT32_TO_BE(s->l1_size);
+    h.l1_table_offset = GUINT64_TO_BE(s->l1_table_offset);
+    h.refcount_table_offset = GUINT64_TO_BE(s->refcount_table_offset);
+    h.refcount_table_clusters = GUINT32_TO_BE(
+        ((uint64_t)s->refcount_table_size * sizeof(uint64_t)) >>
+        s->cluster_bits);
+    h.nb_snapshots = GUINT32_TO_BE(s->nb_snapshots);
+    h.snapshots_offset = GUINT64_TO_BE(s->snapshots_offset);
+    if (s->qcow_version >= 3) {
+        h.incompatible_features = GUINT64_TO_BE(s->incompatible_features);
+        h.compatible_features = GUINT64_TO_BE(s->compatible_features);
+        h.autoclear_features = GUINT64_TO_BE(s->autoclear_features);
+        h.refcount_order = GUINT32_TO_BE(s->refcount_order);
+        h.header_length = GUINT32_TO_BE(header_len);
+        h.compression_type = s->compression_type;
+    }
+    if (header_len > buflen) {
+        return -ENOSPC;
+    }
+    memcpy(buf, &h, MIN(sizeof(h), header_len));
+    if (s->qcow_version >= 3 && s->unknown_header_fields_size) {
+        memcpy(buf + sizeof(h), s->unknown_header_fields,
+               s->unknown_header_fields_size);
+    }
+
+    if (s->image_backing_format &&
+        !qcow2_put_extension(buf, buflen, &pos,
+                             QCOW2_EXT_MAGIC_BACKING_FORMAT,
+                             s->image_backing_format,
+                             strlen(s->image_backing_format))) {
+        return -ENOSPC;
+    }
+    if (s->image_data_file &&
+        !qcow2_put_extension(buf, buflen, &pos, QCOW2_EXT_MAGIC_DATA_FILE,
+                             s->image_data_file,
+                             strlen(s->image_data_file))) {
+        return -ENOSPC;
+    }
+    if (s->qcow_version >= 3 &&
+        !qcow2_put_extension(buf, buflen, &pos,
+                             QCOW2_EXT_MAGIC_FEATURE_TABLE,
+                             qcow2_feature_names,
+                             sizeof(qcow2_feature_names))) {
+        return -ENOSPC;
+    }
+    for (GList *l = s->unknown_header_ext; l; l = l->next) {
+        Qcow2UnknownHeaderExtension *u = l->data;
+
+        if (!qcow2_put_extension(buf, buflen, &pos, u->magic, u->data,
+                                 u->len)) {
+            return -ENOSPC;
+        }
+    }
+    if (!qcow2_put_extension(buf, buflen, &pos, QCOW2_EXT_MAGIC_END, &end,
+                             0)) {
+        return -ENOSPC;
+    }
+
+    if (backing_len) {
+        uint64_t off = GUINT64_TO_BE(pos);
+        uint32_t len = GUINT32_TO_BE(backing_len);
+
+        if (pos + backing_len > buflen) {
+            return -ENOSPC;
+        }
+        memcpy(buf + pos, s->image_backing_file, backing_len);
+        memcpy(buf + offsetof(QCowHeader, backing_file_offset), &off, 8);
+        memcpy(buf + offsetof(QCowHeader, backing_file_size), &len, 4);
+        pos += backing_len;
+    }
+    return pos;
+}
+
+static int64_t qcow2_getlength(BlockDriverState *bs);
+
+int qcow2_update_header(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *buf = g_malloc(s->cluster_size);
+    int ret;
+
+    ret = qcow2_header_serialise(s, s->virtual_size, buf, s->cluster_size);
+    if (ret < 0) {
+        return ret;
+    }
+    return qcow2_header_write(bs, 0, buf, s->cluster_size);
+}
+
+static int qcow2_write_incompat(BlockDriverState *bs, uint64_t features)
+{
+    uint64_t be = GUINT64_TO_BE(features);
+
+    return qcow2_header_write(bs, offsetof(QCowHeader, incompatible_features),
+                              &be, sizeof(be));
+}
+
+int qcow2_mark_dirty(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    assert(s->qcow_version >= 3);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        return 0;
+    }
+    /* invariant 5 of qcow2.h: the bit is on disk before any deferred
+     * refcount update can be */
+    ret = qcow2_write_incompat(bs, s->incompatible_features |
+                                   QCOW2_INCOMPAT_DIRTY);
+    if (ret < 0) {
+        return ret;
+    }
+    s->incompatible_features |= QCOW2_INCOMPAT_DIRTY;
+    return 0;
+}
+
+int qcow2_mark_clean(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    if (!(s->incompatible_features & QCOW2_INCOMPAT_DIRTY)) {
+        return 0;
+    }
+    /* the refcounts must be on disk before the bit saying so */
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    s->incompatible_features &= ~QCOW2_INCOMPAT_DIRTY;
+    return qcow2_update_header(bs);
+}
+
+/* Clears the corrupt bit after a successful repair. */
+static int qcow2_mark_consistent(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!(s->incompatible_features & QCOW2_INCOMPAT_CORRUPT)) {
+        return 0;
+    }
+    s->incompatible_features &= ~QCOW2_INCOMPAT_CORRUPT;
+    bs->corrupt = false;
+    return qcow2_update_header(bs);
+}
+
+void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
+                             int64_t size, const char *fmt, ...)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree char *message = NULL;
+    va_list ap;
+
+    va_start(ap, fmt);
+    message = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+
+    if (fatal) {
+        if (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+            /* reported already: the node refuses writes since */
+            bs->corrupt = true;
+            return;
+        }
+        error_report("qcow2: Marking image as corrupt: %s; further "
+                     "corruption events will be suppressed", message);
+        s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
+        bs->corrupt = true;
+        /* best effort: the image is unusable for writing either way */
+        if (s->qcow_version >= 3) {
+            qcow2_write_incompat(bs, s->incompatible_features);
+        }
+    } else if (!s->signaled_corruption) {
+        error_report("qcow2: Image is corrupt: %s; further non-fatal "
+                     "corruption events will be suppressed", message);
+        s->signaled_corruption = true;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Runtime options */
+
+/* Runtime options as parsed, applied at open and at reopen commit. */
+typedef struct Qcow2Options {
+    bool use_lazy_refcounts;
+    bool discard_passthrough_request;
+    bool discard_passthrough_snapshot;
+    bool discard_passthrough_other;
+    bool discard_no_unref;
+    uint64_t l2_cache_size;         /* bytes */
+    uint64_t l2_cache_entry_size;
+    uint64_t refcount_cache_size;   /* bytes */
+    uint64_t cache_clean_interval;  /* seconds */
+} Qcow2Options;
+
+/*
+ * Splits the cache budget between the L2 and the refcount cache.  Without
+ * any size given the L2 cache covers the whole disk (at most 32 MiB) and
+ * the refcount cache takes four clusters; cache-size gives the L2 cache
+ * what covers the disk and the refcount cache the rest.
+ */
+static int qcow2_read_cache_sizes(BlockDriverState *bs, QemuOpts *opts,
+                                  Qcow2Options *o, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    bool combined_set = qemu_opt_has(opts, QCOW2_OPT_CACHE_SIZE);
+    bool l2_set = qemu_opt_has(opts, QCOW2_OPT_L2_CACHE_SIZE);
+    bool refcount_set = qemu_opt_has(opts, QCOW2_OPT_REFCOUNT_CACHE_SIZE);
+    bool entry_set = qemu_opt_has(opts, QCOW2_OPT_L2_CACHE_ENTRY_SIZE);
+    uint64_t combined = qemu_opt_get_size(opts, QCOW2_OPT_CACHE_SIZE, 0);
+    uint64_t max_l2_cache = ROUND_UP(size_to_clusters(s, s->virtual_size) *
+                                     sizeof(uint64_t), s->cluster_size);
+    uint64_t min_refcount_cache = (uint64_t)QCOW2_DEFAULT_REFCOUNT_CACHE_TABLES
+                                  * s->cluster_size;
+    uint64_t l2_max_setting;
+
+    o->l2_cache_size = qemu_opt_get_size(opts, QCOW2_OPT_L2_CACHE_SIZE, 0);
+    o->refcount_cache_size = qemu_opt_get_size(opts,
+                                               QCOW2_OPT_REFCOUNT_CACHE_SIZE,
+                                               0);
+    o->l2_cache_entry_size = qemu_opt_get_size(opts,
+                                               QCOW2_OPT_L2_CACHE_ENTRY_SIZE,
+                                               s->cluster_size);
+    l2_max_setting = l2_set ? o->l2_cache_size
+                            : QCOW2_DEFAULT_L2_CACHE_MAX_SIZE;
+
+    if (combined_set) {
+        if (l2_set && refcount_set) {
+            error_setg(errp, QCOW2_OPT_CACHE_SIZE ", " QCOW2_OPT_L2_CACHE_SIZE
+                       " and " QCOW2_OPT_REFCOUNT_CACHE_SIZE " may not be "
+                       "set at the same time");
+            return -EINVAL;
+        }
+        if (l2_set && o->l2_cache_size > combined) {
+            error_setg(errp, QCOW2_OPT_L2_CACHE_SIZE " may not exceed "
+                       QCOW2_OPT_CACHE_SIZE);
+            return -EINVAL;
+        }
+        if (o->refcount_cache_size > combined) {
+            error_setg(errp, QCOW2_OPT_REFCOUNT_CACHE_SIZE " may not exceed "
+                       QCOW2_OPT_CACHE_SIZE);
+            return -EINVAL;
+        }
+        if (l2_set) {
+            o->refcount_cache_size = combined - o->l2_cache_size;
+        } else if (refcount_set) {
+            o->l2_cache_size = combined - o->refcount_cache_size;
+        } else if (combined >= max_l2_cache + min_refcount_cache) {
+            o->l2_cache_size = max_l2_cache;
+            o->refcount_cache_size = combined - max_l2_cache;
+        } else {
+            o->refcount_cache_size = MIN(combined, min_refcount_cache);
+            o->l2_cache_size = combined - o->refcount_cache_size;
+        }
+    } else {
+        if (!l2_set) {
+            o->l2_cache_size = MIN(max_l2_cache, l2_max_setting);
+        }
+        if (!refcount_set) {
+            o->refcount_cache_size = min_refcount_cache;
+        }
+    }
+
+    /* a cache that cannot hold the whole disk evicts; small entries make
+     * each eviction cheaper */
+    if (o->l2_cache_size < max_l2_cache && !entry_set) {
+        o->l2_cache_entry_size = MIN(s->cluster_size,
+                                     QCOW2_SMALL_L2_CACHE_ENTRY);
+    }
+    if (o->l2_cache_entry_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
+        o->l2_cache_entry_size > s->cluster_size ||
+        !is_power_of_2(o->l2_cache_entry_size)) {
+        error_setg(errp, "L2 cache entry size must be a power of two "
+                   "between %d and the cluster size (%d)",
+                   1 << QCOW2_MIN_CLUSTER_BITS, s->cluster_size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int qcow2_read_options(BlockDriverState *bs, QDict *options,
+                              int flags, Qcow2Options *o, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QemuOpts *opts;
+    int ret;
+
+    opts = qemu_opts_absorb_qdict(&qapi_opts_qcow2_runtime, options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    ret = qcow2_read_cache_sizes(bs, opts, o, errp);
+    if (ret < 0) {
+        goto out;
+    }
+    o->cache_clean_interval = qemu_opt_get_number(
+        opts, QCOW2_OPT_CACHE_CLEAN_INTERVAL, 0);
+    if (o->cache_clean_interval > UINT_MAX) {
+        error_setg(errp, "Cache clean interval too big");
+        ret = -EINVAL;
+        goto out;
+    }
+
+    o->use_lazy_refcounts = qemu_opt_get_bool(
+        opts, QCOW2_OPT_LAZY_REFCOUNTS,
+        s->compatible_features & QCOW2_COMPAT_LAZY_REFCOUNTS);
+    if (o->use_lazy_refcounts && s->qcow_version < 3) {
+        error_setg(errp, "Lazy refcounts require a qcow2 image with at least "
+                   "qemu 1.1 compatibility level");
+        ret = -EINVAL;
+        goto out;
+    }
+    o->discard_passthrough_request = qemu_opt_get_bool(
+        opts, QCOW2_OPT_DISCARD_REQUEST, flags & BDRV_O_UNMAP);
+    o->discard_passthrough_snapshot = qemu_opt_get_bool(
+        opts, QCOW2_OPT_DISCARD_SNAPSHOT, true);
+    o->discard_passthrough_other = qemu_opt_get_bool(
+        opts, QCOW2_OPT_DISCARD_OTHER, false);
+    o->discard_no_unref = qemu_opt_get_bool(opts, QCOW2_OPT_DISCARD_NO_UNREF,
+                                            false);
+    if (o->discard_no_unref && s->qcow_version < 3) {
+        error_setg(errp, QCOW2_OPT_DISCARD_NO_UNREF " is only supported "
+                   "since qcow2 version 3");
+        ret = -EINVAL;
+        goto out;
+    }
+    ret = 0;
+out:
+    qemu_opts_del(opts);
+    return ret;
+}
+
+static void qcow2_cache_clean_timer_cb(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVQcow2State *s = bs->opaque;
+
+    qcow2_cache_clean_unused(s->l2_table_cache);
+    qcow2_cache_clean_unused(s->refcount_block_cache);
+    timer_mod(s->cache_clean_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) /
+              SCALE_MS + (int64_t)s->cache_clean_interval * 1000);
+}
+
+static void qcow2_cache_clean_timer_update(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->cache_clean_timer) {
+        timer_del(s->cache_clean_timer);
+        timer_free(s->cache_clean_timer);
+        s->cache_clean_timer = NULL;
+    }
+    if (s->cache_clean_interval > 0) {
+        s->cache_clean_timer = aio_timer_new(bdrv_get_aio_context(bs),
+                                             QEMU_CLOCK_REALTIME, SCALE_MS,
+                                             qcow2_cache_clean_timer_cb, bs);
+        timer_mod(s->cache_clean_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) / SCALE_MS +
+                  (int64_t)s->cache_clean_interval * 1000);
+    }
+}
+
+/*
+ * Creates the caches for @o: L2 tables are cached in slices of the entry
+ * size, refcount blocks whole; each cache holds at least what one request
+ * needs at once.
+ */
+static int qcow2_caches_create(BlockDriverState *bs, const Qcow2Options *o,
+                               Qcow2Cache **l2, Qcow2Cache **refcount,
+                               Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t l2_tables = MAX(o->l2_cache_size / o->l2_cache_entry_size,
+                             QCOW2_MIN_L2_CACHE_TABLES);
+    uint64_t refcount_tables = MAX(o->refcount_cache_size / s->cluster_size,
+                                   QCOW2_MIN_REFCOUNT_CACHE_TABLES);
+
+    if (l2_tables > INT_MAX || refcount_tables > INT_MAX) {
+        error_setg(errp, "Cache size too big");
+        return -EINVAL;
+    }
+    *l2 = qcow2_cache_create(bs, l2_tables, o->l2_cache_entry_size);
+    *refcount = qcow2_cache_create(bs, refcount_tables, s->cluster_size);
+    if (!*l2 || !*refcount) {
+        if (*l2) {
+            qcow2_cache_destroy(*l2);
+        }
+        if (*refcount) {
+            qcow2_cache_destroy(*refcount);
+        }
+        *l2 = *refcount = NULL;
+        error_setg(errp, "Could not allocate metadata caches");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    s->use_lazy_refcounts = o->use_lazy_refcounts;
+    s->discard_passthrough_request = o->discard_passthrough_request;
+    s->discard_passthrough_snapshot = o->discard_passthrough_snapshot;
+    s->discard_passthrough_other = o->discard_passthrough_other;
+    s->discard_no_unref = o->discard_no_unref;
+    s->l2_cache_size = o->l2_cache_size;
+    s->l2_cache_entry_size = o->l2_cache_entry_size;
+    s->refcount_cache_size = o->refcount_cache_size;
+    s->cache_clean_interval = o->cache_clean_interval;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Open and close */
+
+/* The fixed part of a snapshot table entry. */
+typedef struct QEMU_PACKED Qcow2SnapshotHeader {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    uint16_t id_str_size;
+    uint16_t name_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint32_t vm_state_size;
+    uint32_t extra_data_size;
+} Qcow2SnapshotHeader;
+_Static_assert(sizeof(Qcow2SnapshotHeader) == 40, "snapshot entry header");
+
+/*
+ * Measures the snapshot table (s->snapshots_size) so that the refcount
+ * check can account for it; the snapshots themselves stay untouched.
+ */
+static int qcow2_measure_snapshots(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t offset = s->snapshots_offset;
+
+    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        Qcow2SnapshotHeader sn;
+        int ret = bdrv_pread(bs->file, offset, sizeof(sn), &sn, 0);
+
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Failed to read snapshot table");
+            return ret;
+        }
+        offset += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
+                  GUINT16_FROM_BE(sn.id_str_size) +
+                  GUINT16_FROM_BE(sn.name_size);
+        offset = ROUND_UP(offset, 8);
+        if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS * 1024ULL) {
+            error_setg(errp, "Snapshot table too large");
+            return -EFBIG;
+        }
+    }
+    s->snapshots_size = offset - s->snapshots_offset;
+    return 0;
+}
+
+/* Checks the compression type field against its feature bit. */
+static int qcow2_check_compression_type(BDRVQcow2State *s, Error **errp)
+{
+    if (s->compression_type != QCOW2_COMPRESSION_TYPE_ZLIB &&
+        s->compression_type != QCOW2_COMPRESSION_TYPE_ZSTD) {
+        error_setg(errp, "qcow2: unknown compression type: %u",
+                   s->compression_type);
+        return -ENOTSUP;
+    }
+    if (s->compression_type == QCOW2_COMPRESSION_TYPE_ZLIB &&
+        (s->incompatible_features & QCOW2_INCOMPAT_COMPRESSION)) {
+        error_setg(errp, "qcow2: Compression type incompatible feature bit "
+                   "must not be set");
+        return -EINVAL;
+    }
+    if (s->compression_type != QCOW2_COMPRESSION_TYPE_ZLIB &&
+        !(s->incompatible_features & QCOW2_INCOMPAT_COMPRESSION)) {
+        error_setg(errp, "qcow2: Compression type incompatible feature bit "
+                   "must be set");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * Reads and validates the header and its extensions into @s; every field
+ * that sizes an allocation or a table is checked against QEMU's limits
+ * with QEMU's message.
+ */
+static int qcow2_read_header(BlockDriverState *bs, int flags,
+                             Qcow2HeaderExts *exts, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QCowHeader h = { 0 };
+    int64_t file_len = bdrv_getlength(bs->file->bs);
+    uint64_t ext_end, l1_needed;
+    int ret;
+
+    if (file_len < 0) {
+        error_setg_errno(errp, -file_len, "Could not read qcow2 header");
+        return file_len;
+    }
+    ret = bdrv_pread(bs->file, 0, MIN(file_len, (int64_t)sizeof(h)), &h, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read qcow2 header");
+        return ret;
+    }
+    qcow2_header_to_cpu(&h);
+
+    if (h.magic != QCOW_MAGIC) {
+        error_setg(errp, "Image is not in qcow2 format");
+        return -EINVAL;
+    }
+    if (h.version < 2 || h.version > 3) {
+        error_setg(errp, "Unsupported qcow2 version %" PRIu32, h.version);
+        return -ENOTSUP;
+    }
+    s->qcow_version = h.version;
+    if (h.cluster_bits < QCOW2_MIN_CLUSTER_BITS ||
+        h.cluster_bits > QCOW2_MAX_CLUSTER_BITS) {
+        error_setg(errp, "Unsupported cluster size: 2^%" PRIu32,
+                   h.cluster_bits);
+        return -EINVAL;
+    }
+    s->cluster_bits = h.cluster_bits;
+    s->cluster_size = 1 << s->cluster_bits;
+
+    if (h.version == 2) {
+        h.incompatible_features = 0;
+        h.compatible_features = 0;
+        h.autoclear_features = 0;
+        h.refcount_order = QCOW2_DEFAULT_REFCOUNT_ORDER;
+        h.header_length = QCOW2_V2_HEADER_SIZE;
+        h.compression_type = QCOW2_COMPRESSION_TYPE_ZLIB;
+    } else {
+        if (h.header_length < QCOW2_V3_MIN_HEADER_LEN) {
+            error_setg(errp, "qcow2 header too short");
+            return -EINVAL;
+        }
+        if (h.header_length > s->cluster_size) {
+            error_setg(errp, "qcow2 header exceeds cluster size");
+            return -EINVAL;
+        }
+        if (h.header_length <= offsetof(QCowHeader, compression_type)) {
+            h.compression_type = QCOW2_COMPRESSION_TYPE_ZLIB;
+        }
+    }
+    if (h.header_length > sizeof(h)) {
+        s->unknown_header_fields_size = h.header_length - sizeof(h);
+        s->unknown_header_fields = g_malloc(s->unknown_header_fields_size);
+        ret = bdrv_pread(bs->file, sizeof(h), s->unknown_header_fields_size,
+                         s->unknown_header_fields, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not read unknown qcow2 "
+                             "header fields");
+            return ret;
+        }
+    }
+    s->incompatible_features = h.incompatible_features;
+    s->compatible_features = h.compatible_features;
+    s->autoclear_features = h.autoclear_features;
+    s->compression_type = h.compression_type;
+    ret = qcow2_check_compression_type(s, errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    if (h.backing_file_offset > s->cluster_size) {
+        error_setg(errp, "Invalid backing file offset");
+        return -EINVAL;
+    }
+    ext_end = h.backing_file_offset ? h.backing_file_offset
+                                    : (uint64_t)s->cluster_size;
+    ret = qcow2_read_extensions(bs, h.header_length, ext_end, exts, errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    if (s->incompatible_features & ~(uint64_t)QCOW2_INCOMPAT_MASK) {
+        qcow2_report_unsupported(exts, s->incompatible_features &
+                                 ~(uint64_t)QCOW2_INCOMPAT_MASK, errp);
+        return -ENOTSUP;
+    }
+    if (s->incompatible_features & QCOW2_INCOMPAT_EXTL2) {
+        error_setg(errp, "Images with extended L2 entries (subclusters) are "
+                   "not supported yet");
+        return -ENOTSUP;
+    }
+    if ((s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) &&
+        (flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
+        /* invariant 6 of qcow2.h; check -r repairs such images */
+        error_setg(errp, "qcow2: Image is corrupt; cannot be opened "
+                   "read/write");
+        return -EACCES;
+    }
+    if (h.refcount_order > QCOW2_MAX_REFCOUNT_ORDER) {
+        error_setg(errp, "Reference count entry width too large; may not "
+                   "exceed 64 bits");
+        return -EINVAL;
+    }
+    s->refcount_order = h.refcount_order;
+    s->refcount_bits = 1 << s->refcount_order;
+    s->refcount_max = s->refcount_bits == 64 ? UINT64_MAX
+                      : (1ULL << s->refcount_bits) - 1;
+    s->refcount_block_bits = s->cluster_bits - (s->refcount_order - 3);
+    s->refcount_block_size = 1 << s->refcount_block_bits;
+
+    if (h.crypt_method > 2) {
+        error_setg(errp, "Unsupported encryption method %" PRIu32,
+                   h.crypt_method);
+        return -EINVAL;
+    }
+    if (h.crypt_method || exts->has_crypto_header) {
+        error_setg(errp, "Encrypted qcow2 images are not supported yet");
+        return -ENOTSUP;
+    }
+
+    s->l2_bits = s->cluster_bits - 3;
+    s->l2_size = 1 << s->l2_bits;
+    s->csize_shift = 62 - (s->cluster_bits - 8);
+    s->csize_mask = (1 << (s->cluster_bits - 8)) - 1;
+    s->cluster_offset_mask = (1ULL << s->csize_shift) - 1;
+    s->virtual_size = h.size;
+
+    if (!h.refcount_table_clusters) {
+        error_setg(errp, "Image does not contain a reference count table");
+        return -EINVAL;
+    }
+    ret = qcow2_validate_table(s, h.refcount_table_offset,
+                               h.refcount_table_clusters, s->cluster_size,
+                               QCOW_MAX_REFTABLE_SIZE,
+                               "Reference count table", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    s->refcount_table_offset = h.refcount_table_offset;
+    s->refcount_table_size = ((uint64_t)h.refcount_table_clusters <<
+                              s->cluster_bits) / sizeof(uint64_t);
+
+    if (h.nb_snapshots > QCOW_MAX_SNAPSHOTS) {
+        error_setg(errp, "Snapshot table too large");
+        return -EFBIG;
+    }
+    if (offset_into_cluster(s, h.snapshots_offset)) {
+        error_setg(errp, "Snapshot table offset invalid");
+        return -EINVAL;
+    }
+    s->nb_snapshots = h.nb_snapshots;
+    s->snapshots_offset = h.snapshots_offset;
+
+    if (h.l1_size > QCOW_MAX_L1_SIZE / sizeof(uint64_t)) {
+        error_setg(errp, "Active L1 table too large");
+        return -EFBIG;
+    }
+    l1_needed = qcow2_size_to_l1(s, h.size);
+    if (l1_needed > INT_MAX / sizeof(uint64_t)) {
+        error_setg(errp, "Image is too big");
+        return -EFBIG;
+    }
+    if (h.l1_size < l1_needed) {
+        error_setg(errp, "L1 table is too small");
+        return -EINVAL;
+    }
+    ret = qcow2_validate_table(s, h.l1_table_offset, h.l1_size,
+                               sizeof(uint64_t), QCOW_MAX_L1_SIZE,
+                               "Active L1 table", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    s->l1_size = h.l1_size;
+    s->l1_table_offset = h.l1_table_offset;
+
+    if (h.backing_file_offset) {
+        if (h.backing_file_size > QCOW2_MAX_BACKING_FILE_NAME ||
+            h.backing_file_size >= sizeof(bs->backing_file)) {
+            error_setg(errp, "Backing file name too long");
+            return -EINVAL;
+        }
+        s->image_backing_file = g_malloc0(h.backing_file_size + 1);
+        ret = bdrv_pread(bs->file, h.backing_file_offset,
+                         h.backing_file_size, s->image_backing_file, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not read backing file name");
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/* Reads the active L1 table into its host-endian copy. */
+static int qcow2_read_l1(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    s->l1_table = g_try_malloc0(ROUND_UP(MAX(s->l1_size, 1) *
+                                         sizeof(uint64_t), 512));
+    if (!s->l1_table) {
+        error_setg(errp, "Could not allocate L1 table");
+        return -ENOMEM;
+    }
+    if (!s->l1_size) {
+        return 0;
+    }
+    ret = bdrv_pread(bs->file, s->l1_table_offset,
+                     s->l1_size * sizeof(uint64_t), s->l1_table, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read L1 table");
+        return ret;
+    }
+    for (int i = 0; i < s->l1_size; i++) {
+        s->l1_table[i] = GUINT64_FROM_BE(s->l1_table[i]);
+    }
+    return 0;
+}
+
+/* Opens the external data file the header names, or the one given. */
+static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
+                                Qcow2HeaderExts *exts, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Error *local_err = NULL;
+    g_autofree char *full = NULL;
+
+    s->image_data_file = g_steal_pointer(&exts->data_file);
+    if (!(s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE)) {
+        if (qdict_haskey(options, "data-file") ||
+            qdict_has_prefixed_entries(options, "data-file.")) {
+            error_setg(errp, "'data-file' can only be set for images with "
+                       "an external data file");
+            return -EINVAL;
+        }
+        s->data_file = bs->file;
+        return 0;
+    }
+    s->data_file = bdrv_open_child(NULL, options, "data-file", bs, false,
+                                   true, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (s->data_file) {
+        return 0;
+    }
+    if (!s->image_data_file && (bs->open_flags & BDRV_O_NO_IO)) {
+        /* qemu-img info can still describe the image */
+        s->data_file = bs->file;
+        return 0;
+    }
+    if (!s->image_data_file) {
+        error_setg(errp, "'data-file' is required for this image");
+        return -EINVAL;
+    }
+    full = bdrv_get_full_backing_filename_from_filename(bs->filename,
+                                                        s->image_data_file,
+                                                        errp);
+    if (!full) {
+        return -EINVAL;
+    }
+    s->data_file = bdrv_open_child(full, options, "data-file", bs, false,
+                                   false, errp);
+    return s->data_file ? 0 : -EINVAL;
+}
+
+static bool qcow2_data_file_is_raw(BDRVQcow2State *s)
+{
+    return s->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+}
+
+typedef struct Qcow2OpenCo {
+    int flags;
+    Error **errp;
+} Qcow2OpenCo;
+
+/* The metadata part of open, in coroutine context under s->lock. */
+static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
+                                             Qcow2OpenCo *o)
+{
+    BDRVQcow2State *s = bs->opaque;
+    bool writable = (o->flags & BDRV_O_RDWR) &&
+                    !(o->flags & BDRV_O_INACTIVE);
+    int ret;
+
+    ret = qcow2_refcount_init(bs);
+    if (ret < 0) {
+        error_setg_errno(o->errp, -ret, "Could not initialize refcount "
+                         "handling");
+        return ret;
+    }
+    ret = qcow2_read_l1(bs, o->errp);
+    if (ret < 0) {
+        return ret;
+    }
+
+    /*
+     * A dirty image (lazy refcounts, not closed cleanly) has refcounts that
+     * may be too low; rebuild them before anything allocates.  check opens
+     * it to report, not to repair behind the user's back.
+     */
+    if (writable && !(o->flags & BDRV_O_CHECK) &&
+        (s->incompatible_features & QCOW2_INCOMPAT_DIRTY)) {
+        BdrvCheckResult result = { 0 };
+
+        ret = qcow2_check_refcounts(bs, &result,
+                                    BDRV_FIX_ERRORS | BDRV_FIX_LEAKS);
+        if (ret < 0 || result.check_errors) {
+            if (ret >= 0) {
+                ret = -EIO;
+            }
+            error_setg_errno(o->errp, -ret, "Could not repair dirty image");
+            return ret;
+        }
+        ret = qcow2_mark_clean(bs);
+        if (ret < 0) {
+            error_setg_errno(o->errp, -ret, "Could not mark image clean");
+            return ret;
+        }
+    }
+
+    /* invariant 4: bits of features we do not maintain go first */
+    if (writable &&
+        (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
+        s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        ret = qcow2_update_header(bs);
+        if (ret < 0) {
+            error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
+            return ret;
+        }
+    }
+    return 0;
+}
+
+static int coroutine_fn qcow2_open_co(BlockDriverState *bs, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_open_co_locked(bs, opaque);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Frees what open built; used by close and by a failed open. */
+static void qcow2_free_state(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (s->cache_clean_timer) {
+        timer_del(s->cache_clean_timer);
+        timer_free(s->cache_clean_timer);
+        s->cache_clean_timer = NULL;
+    }
+    if (s->l2_table_cache) {
+        qcow2_cache_destroy(s->l2_table_cache);
+        s->l2_table_cache = NULL;
+    }
+    if (s->refcount_block_cache) {
+        qcow2_cache_destroy(s->refcount_block_cache);
+        s->refcount_block_cache = NULL;
+    }
+    if (s->refcount_table) {
+        qcow2_refcount_close(bs);
+    }
+    g_clear_pointer(&s->l1_table, g_free);
+    g_clear_pointer(&s->unknown_header_fields, g_free);
+    g_list_free_full(s->unknown_header_ext, g_free);
+    s->unknown_header_ext = NULL;
+    g_clear_pointer(&s->image_backing_file, g_free);
+    g_clear_pointer(&s->image_backing_format, g_free);
+    g_clear_pointer(&s->image_data_file, g_free);
+}
+
+static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
+                      Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2HeaderExts exts = { 0 };
+    Qcow2Options opts;
+    Qcow2OpenCo co = { .flags = flags, .errp = errp };
+    int ret;
+
+    qemu_co_mutex_init(&s->lock);
+    qemu_co_queue_init(&s->dependent_requests);
+    bs->file = bdrv_open_child(NULL, options, "file", bs, false, false,
+                               errp);
+    if (!bs->file) {
+        return -EINVAL;
+    }
+
+    ret = qcow2_read_header(bs, flags, &exts, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    ret = qcow2_open_data_file(bs, options, &exts, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    s->image_backing_format = g_steal_pointer(&exts.backing_format);
+    s->unknown_header_ext = g_steal_pointer(&exts.unknown);
+
+    ret = qcow2_read_options(bs, options, flags, &opts, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    qcow2_apply_options(bs, &opts);
+    ret = qcow2_caches_create(bs, &opts, &s->l2_table_cache,
+                              &s->refcount_block_cache, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    if (!s->use_lazy_refcounts) {
+        /* qcow2.h invariant 1 */
+        qcow2_cache_set_dependency(bs, s->l2_table_cache,
+                                   s->refcount_block_cache);
+    }
+    if (s->nb_snapshots) {
+        ret = qcow2_measure_snapshots(bs, errp);
+        if (ret < 0) {
+            goto fail;
+        }
+    }
+    ret = qcow2_run_co(bs, qcow2_open_co, &co);
+    if (ret < 0) {
+        goto fail;
+    }
+
+    if (s->image_backing_file) {
+        pstrcpy(bs->backing_file, sizeof(bs->backing_file),
+                s->image_backing_file);
+    }
+    if (s->image_backing_format) {
+        pstrcpy(bs->backing_format, sizeof(bs->backing_format),
+                s->image_backing_format);
+    }
+    bs->corrupt = s->incompatible_features & QCOW2_INCOMPAT_CORRUPT;
+    if (s->qcow_version >= 3) {
+        /* zero clusters keep a longer backing file from showing through */
+        bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
+    }
+    qcow2_cache_clean_timer_update(bs);
+    qcow2_header_exts_clear(&exts);
+    return 0;
+
+fail:
+    qcow2_header_exts_clear(&exts);
+    qcow2_free_state(bs);
+    return ret;
+}
+
+static int coroutine_fn qcow2_close_co(BlockDriverState *bs, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_write_caches(bs);
+    if (ret == 0 && s->use_lazy_refcounts) {
+        ret = qcow2_mark_clean(bs);
+    }
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static void qcow2_close(BlockDriverState *bs)
+{
+    if (bdrv_is_writable(bs) && !bs->corrupt) {
+        /* nobody to report a failure to: the image stays dirty (lazy
+         * refcounts) or leaks clusters, and check repairs it */
+        qcow2_run_co(bs, qcow2_close_co, NULL);
+    }
+    qcow2_free_state(bs);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Compression */
+
+/* Inflates raw deflate data (no zlib header, 4 KiB window) into @dest. */
+static int qcow2_zlib_decompress(void *dest, size_t dest_size,
+                                 const void *src, size_t src_size)
+{
+    z_stream strm = { 0 };
+    int ret;
+
+    if (inflateInit2(&strm, -12) != Z_OK) {
+        return -EIO;
+    }
+    strm.next_in = (Bytef *)src;
+    strm.avail_in = src_size;
+    strm.next_out = dest;
+    strm.avail_out = dest_size;
+    ret = inflate(&strm, Z_FINISH);
+    /* the compressed size is rounded up to sectors: trailing bytes after
+     * a full cluster are padding */
+    ret = ((ret == Z_STREAM_END || ret == Z_BUF_ERROR) &&
+           strm.avail_out == 0) ? 0 : -EIO;
+    inflateEnd(&strm);
+    return ret;
+}
+
+static int qcow2_zstd_decompress(void *dest, size_t dest_size,
+                                 const void *src, size_t src_size)
+{
+    ZSTD_DCtx *dctx = ZSTD_createDCtx();
+    ZSTD_inBuffer in = { src, src_size, 0 };
+    ZSTD_outBuffer out = { dest, dest_size, 0 };
+    int ret = 0;
+
+    if (!dctx) {
+        return -ENOMEM;
+    }
+    while (out.pos < out.size) {
+        size_t last_pos = out.pos;
+        size_t zret = ZSTD_decompressStream(dctx, &out, &in);
+
+        if (ZSTD_isError(zret)) {
+            ret = -EIO;
+            break;
+        }
+        if (out.pos == last_pos && in.pos == in.size) {
+            break;
+        }
+    }
+    if (ret == 0 && out.pos != out.size) {
+        ret = -EIO;
+    }
+    ZSTD_freeDCtx(dctx);
+    return ret;
+}
+
+static int qcow2_decompress(BDRVQcow2State *s, void *dest, size_t dest_size,
+                            const void *src, size_t src_size)
+{
+    if (s->compression_type == QCOW2_COMPRESSION_TYPE_ZSTD) {
+        return qcow2_zstd_decompress(dest, dest_size, src, src_size);
+    }
+    return qcow2_zlib_decompress(dest, dest_size, src, src_size);
+}
+
+/*
+ * Compresses @src into @dest; returns the compressed size, or -ENOSPC if
+ * it would not be smaller than @dest_size (the caller then writes the
+ * cluster uncompressed).
+ */
+static ssize_t qcow2_compress(BDRVQcow2State *s, void *dest,
+                              size_t dest_size, const void *src,
+                              size_t src_size)
+{
+    if (s->compression_type == QCOW2_COMPRESSION_TYPE_ZSTD) {
+        size_t zret = ZSTD_compress(dest, dest_size, src, src_size,
+                                    ZSTD_CLEVEL_DEFAULT);
+
+        return ZSTD_isError(zret) ? -ENOSPC : (ssize_t)zret;
+    } else {
+        z_stream strm = { 0 };
+        ssize_t ret;
+
+        if (deflateInit2(&strm, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -12, 9,
+                         Z_DEFAULT_STRATEGY) != Z_OK) {
+            return -EIO;
+        }
+        strm.next_in = (Bytef *)src;
+        strm.avail_in = src_size;
+        strm.next_out = dest;
+        strm.avail_out = dest_size;
+        ret = deflate(&strm, Z_FINISH);
+        ret = ret == Z_STREAM_END ? (ssize_t)(dest_size - strm.avail_out)
+                                  : -ENOSPC;
+        deflateEnd(&strm);
+        return ret;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Parallel I/O of one request */
+
+/*
+ * The pieces of one guest request that go to different host places run
+ * as coroutines of their own, at most QCOW2_MAX_PARALLEL_IO at a time;
+ * the request's coroutine waits for a free slot and for the last one.
+ */
+typedef struct Qcow2TaskPool {
+    Coroutine *waiter;
+    int in_flight;
+    int ret;                    /* the first error */
+} Qcow2TaskPool;
+
+typedef struct Qcow2Task Qcow2Task;
+struct Qcow2Task {
+    Qcow2TaskPool *pool;
+    BlockDriverState *bs;
+    int (*fn)(Qcow2Task *t);
+    QCow2ClusterType type;
+    uint64_t host_offset;       /* or the compressed descriptor */
+    uint64_t offset;            /* guest */
+    uint64_t bytes;
+    QEMUIOVector *qiov;
+    size_t qiov_offset;
+};
+
+static void coroutine_fn qcow2_task_entry(void *opaque)
+{
+    Qcow2Task *t = opaque;
+    Qcow2TaskPool *pool = t->pool;
+    int ret = t->fn(t);
+
+    if (ret < 0 && pool->ret == 0) {
+        pool->ret = ret;
+    }
+    pool->in_flight--;
+    g_free(t);
+    if (pool->waiter) {
+        Coroutine *waiter = pool->waiter;
+
+        pool->waiter = NULL;
+        aio_co_wake(waiter);
+    }
+}
+
+static void coroutine_fn qcow2_pool_wait_below(Qcow2TaskPool *pool, int n)
+{
+    while (pool->in_flight > n) {
+        pool->waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+}
+
+/* Runs @t (taking ownership) in the pool; the first piece runs inline. */
+static int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
+                                       bool alone)
+{
+    int ret;
+
+    if (alone) {
+        ret = t->fn(t);
+        g_free(t);
+        return ret;
+    }
+    qcow2_pool_wait_below(pool, QCOW2_MAX_PARALLEL_IO - 1);
+    if (pool->ret < 0) {
+        g_free(t);
+        return pool->ret;
+    }
+    t->pool = pool;
+    pool->in_flight++;
+    aio_co_enter(bdrv_get_aio_context(t->bs),
+                 qemu_coroutine_create(qcow2_task_entry, t));
+    return 0;
+}
+
+static int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret)
+{
+    qcow2_pool_wait_below(pool, 0);
+    return ret < 0 ? ret : pool->ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading */
+
+static int coroutine_fn qcow2_co_read_compressed(BlockDriverState *bs,
+                                                 uint64_t l2_entry,
+                                                 uint64_t offset,
+                                                 uint64_t bytes,
+                                                 QEMUIOVector *qiov,
+                                                 size_t qiov_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t coffset;
+    int csize, ret;
+    g_autofree uint8_t *in = NULL;
+    g_autofree uint8_t *out = NULL;
+
+    qcow2_parse_compressed_l2_entry(s, l2_entry, &coffset, &csize);
+    in = g_try_malloc(csize);
+    out = g_try_malloc(s->cluster_size);
+    if (!in || !out) {
+        return -ENOMEM;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_READ_COMPRESSED);
+    ret = bdrv_pread(bs->file, coffset, csize, in, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    if (qcow2_decompress(s, out, s->cluster_size, in, csize) < 0) {
+        return -EIO;
+    }
+    qemu_iovec_from_buf(qiov, qiov_offset,
+                        out + offset_into_cluster(s, offset), bytes);
+    return 0;
+}
+
+/* Reads from the backing file; what lies past its end reads as zeroes. */
+static int coroutine_fn qcow2_co_read_backing(BlockDriverState *bs,
+                                              uint64_t offset,
+                                              uint64_t bytes,
+                                              QEMUIOVector *qiov,
+                                              size_t qiov_offset)
+{
+    int64_t backing_len = bdrv_getlength(bs->backing->bs);
+    uint64_t n;
+    QEMUIOVector slice;
+    int ret = 0;
+
+    if (backing_len < 0) {
+        return backing_len;
+    }
+    n = offset < (uint64_t)backing_len ?
+        MIN(bytes, (uint64_t)backing_len - offset) : 0;
+    if (n) {
+        BLKDBG_EVENT(bs->file, BLKDBG_READ_BACKING_AIO);
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, n);
+        ret = bdrv_co_preadv(bs->backing, offset, n, &slice, 0);
+        qemu_iovec_destroy(&slice);
+    }
+    if (ret == 0 && n < bytes) {
+        qemu_iovec_memset(qiov, qiov_offset + n, 0, bytes - n);
+    }
+    return ret;
+}
+
+static int coroutine_fn qcow2_read_task(Qcow2Task *t)
+{
+    BlockDriverState *bs = t->bs;
+    BDRVQcow2State *s = bs->opaque;
+    QEMUIOVector slice;
+    int ret;
+
+    switch (t->type) {
+    case QCOW2_CLUSTER_UNALLOCATED:
+        if (bs->backing) {
+            return qcow2_co_read_backing(bs, t->offset, t->bytes, t->qiov,
+                                         t->qiov_offset);
+        }
+        /* fall through */
+    case QCOW2_CLUSTER_ZERO_PLAIN:
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        qemu_iovec_memset(t->qiov, t->qiov_offset, 0, t->bytes);
+        return 0;
+    case QCOW2_CLUSTER_COMPRESSED:
+        return qcow2_co_read_compressed(bs, t->host_offset, t->offset,
+                                        t->bytes, t->qiov, t->qiov_offset);
+    case QCOW2_CLUSTER_NORMAL:
+        BLKDBG_EVENT(bs->file, BLKDBG_READ_AIO);
+        qemu_iovec_init_slice(&slice, t->qiov, t->qiov_offset, t->bytes);
+        ret = bdrv_co_preadv(s->data_file, t->host_offset, t->bytes, &slice,
+                             0);
+        qemu_iovec_destroy(&slice);
+        return ret;
+    }
+    g_assert_not_reached();
+}
+
+/* The longest piece one mapping call handles: whole clusters below 2 GiB. */
+static unsigned int qcow2_max_piece(BDRVQcow2State *s, uint64_t offset,
+                                    uint64_t bytes)
+{
+    uint64_t max = QEMU_ALIGN_DOWN(INT_MAX, s->cluster_size) -
+                   offset_into_cluster(s, offset);
+
+    return MIN(bytes, max);
+}
+
+int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2TaskPool pool = { 0 };
+    size_t qiov_offset = 0;
+    int ret = 0;
+
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset = 0;
+        QCow2ClusterType type;
+        Qcow2Task *t;
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+        t = g_new0(Qcow2Task, 1);
+        *t = (Qcow2Task) {
+            .bs = bs, .fn = qcow2_read_task, .type = type,
+            .host_offset = host_offset, .offset = offset, .bytes = cur,
+            .qiov = qiov, .qiov_offset = qiov_offset,
+        };
+        /* invariant 2: the data I/O runs without s->lock */
+        ret = qcow2_pool_run(&pool, t, qiov_offset == 0 && cur == bytes);
+        if (ret < 0) {
+            break;
+        }
+        offset += cur;
+        bytes -= cur;
+        qiov_offset += cur;
+    }
+    return qcow2_pool_finish(&pool, ret);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing */
+
+/*
+ * Completes the pending L2 update of a write under s->lock: links it if
+ * the data is written (@ret == 0), else undoes the allocation (link_l2
+ * undoes it itself when it fails).  Either lets the requests that waited
+ * for it go on; the QCowL2Meta is then ours to free.
+ */
+static int coroutine_fn qcow2_handle_l2meta(BlockDriverState *bs,
+                                            QCowL2Meta *m, int ret)
+{
+    if (!m) {
+        return ret;
+    }
+    if (ret == 0) {
+        ret = qcow2_alloc_cluster_link_l2(bs, m);
+    } else {
+        qcow2_alloc_cluster_abort(bs, m);
+    }
+    g_free(m);
+    return ret;
+}
+
+/*
+ * Whether the copy-on-write head and tail of @m can be written with the
+ * guest data in one request: a single allocation whose head ends where
+ * the data starts and whose tail starts where it ends, inside the disk.
+ */
+static bool qcow2_can_merge_cow(BlockDriverState *bs, QCowL2Meta *m,
+                                uint64_t offset, uint64_t bytes,
+                                uint64_t host_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!m || m->next || (!m->cow_start_bytes && !m->cow_end_bytes)) {
+        return false;
+    }
+    if (host_offset != m->alloc_offset + (offset - m->offset)) {
+        return false;
+    }
+    if (m->cow_start_bytes &&
+        m->offset + m->cow_start_offset + m->cow_start_bytes != offset) {
+        return false;
+    }
+    if (m->cow_end_bytes &&
+        (m->offset + m->cow_end_offset != offset + bytes ||
+         m->offset + m->cow_end_offset + m->cow_end_bytes >
+         ROUND_UP(s->virtual_size, BDRV_SECTOR_SIZE))) {
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Writes head + data + tail of a fresh allocation as one request
+ * (invariant 3).  The head and tail are read through the driver's read
+ * path: the L2 entry still maps the old contents (backing file, zeroes,
+ * a compressed or shared cluster).
+ */
+static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
+                                               QCowL2Meta *m,
+                                               uint64_t offset,
+                                               uint64_t bytes,
+                                               QEMUIOVector *qiov,
+                                               size_t qiov_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint8_t *head = NULL, *tail = NULL;
+    QEMUIOVector hv, tv, all;
+    uint64_t start = m->offset + m->cow_start_offset;
+    int ret = 0;
+
+    qemu_iovec_init(&all, qiov->niov + 2);
+    if (m->cow_start_bytes) {
+        head = qemu_try_blockalign(bs, m->cow_start_bytes);
+        if (!head) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        qemu_iovec_init_buf(&hv, head, m->cow_start_bytes);
+        BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+        ret = qcow2_co_preadv(bs, start, m->cow_start_bytes, &hv, 0);
+        if (ret < 0) {
+            goto out;
+        }
+        qemu_iovec_add(&all, head, m->cow_start_bytes);
+    } else {
+        start = offset;
+    }
+    qemu_iovec_concat(&all, qiov, qiov_offset, bytes);
+    if (m->cow_end_bytes) {
+        tail = qemu_try_blockalign(bs, m->cow_end_bytes);
+        if (!tail) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        qemu_iovec_init_buf(&tv, tail, m->cow_end_bytes);
+        BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+        ret = qcow2_co_preadv(bs, m->offset + m->cow_end_offset,
+                              m->cow_end_bytes, &tv, 0);
+        if (ret < 0) {
+            goto out;
+        }
+        qemu_iovec_add(&all, tail, m->cow_end_bytes);
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+    ret = bdrv_co_pwritev(s->data_file, m->alloc_offset + (start - m->offset),
+                          all.size, &all, 0);
+    if (ret == 0) {
+        m->cow_start_bytes = 0;
+        m->cow_end_bytes = 0;
+    }
+out:
+    qemu_iovec_destroy(&all);
+    qemu_vfree(head);
+    qemu_vfree(tail);
+    return ret;
+}
+
+static int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                         int64_t bytes, QEMUIOVector *qiov,
+                                         BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    size_t qiov_offset = 0;
+    int ret = 0;
+
+    if (bs->corrupt) {
+        return -EIO;
+    }
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset = 0;
+        QCowL2Meta *l2meta = NULL;
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_alloc_host_offset(bs, offset, &cur, &host_offset,
+                                      &l2meta);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+
+        if (qcow2_can_merge_cow(bs, l2meta, offset, cur, host_offset)) {
+            ret = qcow2_write_merged_cow(bs, l2meta, offset, cur, qiov,
+                                         qiov_offset);
+        } else {
+            QEMUIOVector slice;
+
+            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+            BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+            ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice, 0);
+            qemu_iovec_destroy(&slice);
+        }
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_handle_l2meta(bs, l2meta, ret);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+        offset += cur;
+        bytes -= cur;
+        qiov_offset += cur;
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Compressed writes */
+
+typedef struct Qcow2CompressJob {
+    BDRVQcow2State *s;
+    void *dest;
+    size_t dest_size;
+    const void *src;
+    size_t src_size;
+} Qcow2CompressJob;
+
+/* Worker thread: compression is CPU work, kept off the event loop. */
+static int qcow2_compress_job(void *opaque)
+{
+    Qcow2CompressJob *job = opaque;
+
+    return qcow2_compress(job->s, job->dest, job->dest_size, job->src,
+                          job->src_size);
+}
+
+/*
+ * Stores guest cluster @offset (@buf, one cluster; the image's last
+ * cluster is zero-padded by the caller) as @out_len compressed bytes.
+ */
+static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
+                                                       uint64_t offset,
+                                                       const void *out,
+                                                       size_t out_len)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t coffset;
+    uint64_t nb_csectors, entry;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    coffset = qcow2_alloc_bytes(bs, out_len);
+    if (coffset < 0) {
+        ret = coffset;
+        goto out;
+    }
+    /* stored as the number of 512-byte sectors touched, minus one */
+    nb_csectors = ((coffset + out_len - 1) >> 9) - (coffset >> 9);
+    assert(nb_csectors <= (uint64_t)s->csize_mask);
+    entry = QCOW_OFLAG_COMPRESSED | (uint64_t)coffset |
+            (nb_csectors << s->csize_shift);
+
+    /*
+     * The lock stays held over the data write, so that no allocation of
+     * this guest cluster can start between the write and the link.
+     */
+    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_COMPRESSED);
+    ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    if (ret == 0) {
+        ret = qcow2_link_compressed_cluster(bs, offset, entry);
+    }
+    if (ret < 0) {
+        qcow2_free_clusters(bs, coffset, out_len, QCOW2_DISCARD_NEVER);
+    }
+out:
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/*
+ * Writes whole clusters compressed.  A cluster that does not shrink by
+ * at least a sector is written as a normal cluster, as QEMU does.  Unlike
+ * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
+ * is freed) instead of failing with EIO.
+ */
+static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
+                                                    int64_t offset,
+                                                    int64_t bytes,
+                                                    QEMUIOVector *qiov)
+{
+    BDRVQcow2State *s = bs->opaque;
+    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
+    uint8_t *in, *out;
+    size_t qiov_offset = 0;
+    int ret = 0;
+
+    if (bs->corrupt) {
+        return -EIO;
+    }
+    if (s->data_file != bs->file) {
+        return -ENOTSUP;
+    }
+    if (offset_into_cluster(s, offset) ||
+        (offset_into_cluster(s, bytes) &&
+         offset + bytes != s->virtual_size)) {
+        return -EINVAL;
+    }
+    in = qemu_try_blockalign(bs, s->cluster_size);
+    out = g_try_malloc(s->cluster_size);
+    if (!in || !out) {
+        ret = -ENOMEM;
+        bytes = 0;
+    }
+
+    while (bytes > 0 && ret == 0) {
+        size_t cur = MIN(bytes, (int64_t)s->cluster_size);
+        Qcow2CompressJob job = {
+            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
+            .src = in, .src_size = s->cluster_size,
+        };
+        ssize_t out_len;
+
+        qemu_iovec_to_buf(qiov, qiov_offset, in, cur);
+        memset(in + cur, 0, s->cluster_size - cur);
+        out_len = thread_pool_submit_co(pool, qcow2_compress_job, &job);
+        if (out_len == -ENOSPC) {
+            QEMUIOVector slice;
+
+            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+            ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
+            qemu_iovec_destroy(&slice);
+        } else if (out_len < 0) {
+            ret = out_len;
+        } else {
+            ret = qcow2_write_compressed_cluster(bs, offset, out, out_len);
+        }
+        offset += cur;
+        bytes -= cur;
+        qiov_offset += cur;
+    }
+    qemu_vfree(in);
+    g_free(out);
+    return ret;
+}
+
+/*
+ * True if guest [offset, offset + bytes) reads as zeroes from this image
+ * alone (zero or unallocated clusters and no backing file behind them).
+ */
+static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset;
+        QCow2ClusterType type;
+
+        if (qcow2_get_host_offset(bs, offset, &cur, &host_offset,
+                                  &type) < 0) {
+            return false;
+        }
+        if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
+            type != QCOW2_CLUSTER_ZERO_ALLOC &&
+            (type != QCOW2_CLUSTER_UNALLOCATED || bs->backing)) {
+            return false;
+        }
+        offset += cur;
+        bytes -= cur;
+    }
+    return true;
+}
+
+static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes,
+                                               BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t end = offset + bytes;
+    int64_t start = start_of_cluster(s, offset);
+    int64_t aligned_end = MIN(ROUND_UP(end, s->cluster_size),
+                              ROUND_UP(s->virtual_size, s->cluster_size));
+    int ret;
+
+    if (bs->corrupt) {
+        return -EIO;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    /*
+     * Zero clusters are whole clusters: a partial one can only become a
+     * zero cluster if the rest of it reads as zero already (the end of the
+     * disk counts as zero).
+     */
+    if ((start < offset && !qcow2_range_is_zero(bs, start, offset - start)) ||
+        (end < aligned_end && end < s->virtual_size &&
+         !qcow2_range_is_zero(bs, end, MIN(aligned_end, s->virtual_size) -
+                              end))) {
+        qemu_co_mutex_unlock(&s->lock);
+        return -ENOTSUP;
+    }
+    ret = qcow2_subcluster_zeroize(bs, start, aligned_end - start, flags);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    if (bs->corrupt) {
+        return -EIO;
+    }
+    /* only whole clusters can be discarded; the end of the disk counts as
+     * the end of its last cluster */
+    if (offset_into_cluster(s, offset) ||
+        (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
+        return -ENOTSUP;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_cluster_discard(bs, offset, bytes, false);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Block status and flush */
+
+static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
+                                              bool want_zero, int64_t offset,
+                                              int64_t bytes, int64_t *pnum,
+                                              int64_t *map,
+                                              BlockDriverState **file)
+{
+    BDRVQcow2State *s = bs->opaque;
+    unsigned int cur = qcow2_max_piece(s, offset, bytes);
+    uint64_t host_offset = 0;
+    QCow2ClusterType type;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
+    qemu_co_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        return ret;
+    }
+    *pnum = cur;
+    switch (type) {
+    case QCOW2_CLUSTER_NORMAL:
+        *map = host_offset;
+        *file = s->data_file->bs;
+        /* preallocated metadata maps clusters never written: the file's
+         * holes tell that they read as zeroes */
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
+               BDRV_BLOCK_RECURSE;
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        *map = host_offset;
+        *file = s->data_file->bs;
+        return BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID;
+    case QCOW2_CLUSTER_ZERO_PLAIN:
+        return BDRV_BLOCK_ZERO;
+    case QCOW2_CLUSTER_COMPRESSED:
+        return BDRV_BLOCK_DATA;
+    case QCOW2_CLUSTER_UNALLOCATED:
+        /* the generic layer asks the backing file, or reports zeroes */
+        return 0;
+    }
+    g_assert_not_reached();
+}
+
+static int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_write_caches(bs);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Resizing */
+
+/* The end of the last cluster with a nonzero refcount, for shrinking. */
+static int64_t qcow2_last_used_cluster_end(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_len = bdrv_getlength(bs->file->bs);
+    int64_t i;
+
+    if (file_len < 0) {
+        return file_len;
+    }
+    for (i = size_to_clusters(s, file_len) - 1; i >= 0; i--) {
+        uint64_t refcount;
+        int ret = qcow2_get_refcount(bs, i, &refcount);
+
+        if (ret < 0) {
+            return ret;
+        }
+        if (refcount) {
+            break;
+        }
+    }
+    return (i + 1) << s->cluster_bits;
+}
+
+static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
+                                     Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t start = ROUND_UP(offset, s->cluster_size);
+    int64_t end;
+    int ret;
+
+    if (start < s->virtual_size) {
+        ret = qcow2_cluster_discard(bs, start, s->virtual_size - start,
+                                    true);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Failed to discard cropped "
+                             "clusters");
+            return ret;
+        }
+    }
+    ret = qcow2_write_caches(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to flush the metadata");
+        return ret;
+    }
+    end = qcow2_last_used_cluster_end(bs);
+    if (end < 0) {
+        error_setg_errno(errp, -end, "Failed to find the last cluster");
+        return end;
+    }
+    /* the freed tail of the file goes back to the host; failing to do so
+     * only wastes space */
+    bdrv_co_truncate(bs->file, end, false, PREALLOC_MODE_OFF, 0, NULL);
+    return 0;
+}
+
+/*
+ * Grows the disk: the L1 table first, then the preallocation asked for;
+ * the header's size changes last, so that a failure leaves the old size.
+ */
+static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
+                                   PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t new_l1 = qcow2_size_to_l1(s, offset);
+    int64_t old = s->virtual_size;
+    uint64_t host_end = 0;
+    int64_t file_len;
+    int ret;
+
+    if (new_l1 > QCOW_MAX_L1_SIZE / sizeof(uint64_t)) {
+        error_setg(errp, "Active L1 table too large");
+        return -EFBIG;
+    }
+    if (new_l1 > (uint64_t)s->l1_size) {
+        ret = qcow2_grow_l1_table(bs, new_l1, true);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Failed to grow the L1 table");
+            return ret;
+        }
+    }
+
+    if (prealloc != PREALLOC_MODE_OFF) {
+        ret = qcow2_preallocate_range(bs, old, offset - old, &host_end);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Preallocation failed");
+            return ret;
+        }
+        file_len = bdrv_getlength(s->data_file->bs);
+        if (file_len < 0) {
+            error_setg_errno(errp, -file_len, "Could not get file size");
+            return file_len;
+        }
+        /* the clusters exist in the file: metadata preallocation makes
+         * them holes, falloc and full reserve them */
+        if ((int64_t)host_end > file_len) {
+            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
+                                   0, errp);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+    }
+
+    if ((flags & BDRV_REQ_ZERO_WRITE) && offset > old) {
+        /* a longer backing file must not show through the new area */
+        int64_t zero_start = ROUND_UP(old, s->cluster_size);
+
+        if (zero_start < offset) {
+            ret = qcow2_subcluster_zeroize(bs, zero_start,
+                                           offset - zero_start, 0);
+            if (ret < 0) {
+                error_setg_errno(errp, -ret, "Failed to zero out new "
+                                 "clusters");
+                return ret;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Writes zeroes over [offset, offset + bytes) through the data path. */
+static int coroutine_fn qcow2_write_zero_bytes(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes)
+{
+    g_autofree uint8_t *buf = g_malloc0(bytes);
+    QEMUIOVector qiov;
+
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    return qcow2_co_pwritev(bs, offset, bytes, &qiov, 0);
+}
+
+static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
+                                          int64_t offset, bool exact,
+                                          PreallocMode prealloc,
+                                          BdrvRequestFlags flags,
+                                          Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t old;
+    int ret;
+
+    if (bs->corrupt) {
+        error_setg(errp, "Image is corrupt");
+        return -EIO;
+    }
+    if (offset & (BDRV_SECTOR_SIZE - 1)) {
+        error_setg(errp, "The new size must be a multiple of 512");
+        return -EINVAL;
+    }
+    if (prealloc >= PREALLOC_MODE__MAX) {
+        error_setg(errp, "Unsupported preallocation mode");
+        return -ENOTSUP;
+    }
+
+    qemu_co_mutex_lock(&s->lock);
+    old = s->virtual_size;
+    if (s->nb_snapshots) {
+        error_setg(errp, "Can't resize an image which has snapshots");
+        ret = -ENOTSUP;
+        goto out;
+    }
+    if (offset < old) {
+        if (prealloc != PREALLOC_MODE_OFF) {
+            error_setg(errp, "Preallocation can't be used for shrinking an "
+                       "image");
+            ret = -EINVAL;
+            goto out;
+        }
+        ret = qcow2_shrink(bs, offset, errp);
+    } else {
+        ret = qcow2_grow(bs, offset, prealloc, flags, errp);
+    }
+    if (ret < 0) {
+        goto out;
+    }
+    if (qcow2_data_file_is_raw(s)) {
+        ret = bdrv_co_truncate(s->data_file, offset, exact, prealloc, 0,
+                               errp);
+        if (ret < 0) {
+            goto out;
+        }
+    }
+    s->virtual_size = offset;
+    ret = qcow2_update_header(bs);
+    if (ret < 0) {
+        s->virtual_size = old;
+        error_setg_errno(errp, -ret, "Failed to update the image size");
+    }
+out:
+    qemu_co_mutex_unlock(&s->lock);
+
+    /* the part of the old last cluster the zero clusters did not cover */
+    if (ret == 0 && (flags & BDRV_REQ_ZERO_WRITE) && offset > old &&
+        offset_into_cluster(s, old)) {
+        int64_t n = MIN(ROUND_UP(old, s->cluster_size), offset) - old;
+
+        ret = qcow2_write_zero_bytes(bs, old, n);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Failed to zero out the new area");
+        }
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Creating images */
+
+typedef struct Qcow2CreateOpts {
+    uint64_t size;
+    int version;
+    const char *backing_file;
+    const char *backing_fmt;
+    const char *data_file;
+    bool data_file_raw;
+    uint64_t cluster_size;
+    PreallocMode prealloc;
+    bool lazy_refcounts;
+    uint64_t refcount_bits;
+    Qcow2CompressionType compression_type;
+} Qcow2CreateOpts;
+
+/* The "v3 or greater" requirements, in QEMU's words. */
+static int qcow2_create_need_v3(const Qcow2CreateOpts *c, bool condition,
+                                const char *what, Error **errp)
+{
+    if (condition && c->version < 3) {
+        error_setg(errp, "%s only supported with compatibility level 1.1 "
+                   "and above (use version=v3 or greater)", what);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
+                                   Error **errp)
+{
+    const char *compat = qemu_opt_get(opts, "compat");
+    const char *prealloc = qemu_opt_get(opts, "preallocation");
+    const char *ctype = qemu_opt_get(opts, "compression_type");
+    int ret;
+
+    c->size = ROUND_UP(qemu_opt_get_size(opts, "size", 0), BDRV_SECTOR_SIZE);
+    c->backing_file = qemu_opt_get(opts, "backing_file");
+    c->backing_fmt = qemu_opt_get(opts, "backing_fmt");
+    c->data_file = qemu_opt_get(opts, "data_file");
+    c->data_file_raw = qemu_opt_get_bool(opts, "data_file_raw", false);
+    c->cluster_size = qemu_opt_get_size(opts, "cluster_size",
+                                        1 << QCOW2_DEFAULT_CLUSTER_BITS);
+    c->lazy_refcounts = qemu_opt_get_bool(opts, "lazy_refcounts", false);
+    c->refcount_bits = qemu_opt_get_number(opts, "refcount_bits",
+                                           1 << QCOW2_DEFAULT_REFCOUNT_ORDER);
+
+    if (!compat || !strcmp(compat, "v3") || !strcmp(compat, "1.1")) {
+        c->version = 3;
+    } else if (!strcmp(compat, "v2") || !strcmp(compat, "0.10")) {
+        c->version = 2;
+    } else {
+        error_setg(errp, "Parameter 'version' does not accept value '%s'",
+                   compat);
+        return -EINVAL;
+    }
+    c->prealloc = PREALLOC_MODE__MAX;
+    for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
+        if (!prealloc || !strcmp(prealloc, PreallocMode_str[i])) {
+            c->prealloc = prealloc ? i : PREALLOC_MODE_OFF;
+            break;
+        }
+    }
+    if (c->prealloc == PREALLOC_MODE__MAX) {
+        error_setg(errp, "Parameter 'preallocation' does not accept value "
+                   "'%s'", prealloc);
+        return -EINVAL;
+    }
+    if (!ctype || !strcmp(ctype, "zlib")) {
+        c->compression_type = QCOW2_COMPRESSION_TYPE_ZLIB;
+    } else if (!strcmp(ctype, "zstd")) {
+        c->compression_type = QCOW2_COMPRESSION_TYPE_ZSTD;
+    } else {
+        error_setg(errp, "Parameter 'compression-type' does not accept "
+                   "value '%s'", ctype);
+        return -EINVAL;
+    }
+
+    if (c->backing_fmt && !c->backing_file) {
+        error_setg(errp, "Backing format cannot be used without backing "
+                   "file");
+        return -EINVAL;
+    }
+    if (!is_power_of_2(c->cluster_size) ||
+        c->cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
+        c->cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
+        error_setg(errp, "Cluster size must be a power of two between %d "
+                   "and %dk", 1 << QCOW2_MIN_CLUSTER_BITS,
+                   1 << (QCOW2_MAX_CLUSTER_BITS - 10));
+        return -EINVAL;
+    }
+    if (qemu_opt_has(opts, "encryption") ||
+        qemu_opt_has(opts, "encrypt.format")) {
+        error_setg(errp, "Encrypted qcow2 images are not supported yet");
+        return -ENOTSUP;
+    }
+    if (qemu_opt_get_bool(opts, "extended_l2", false)) {
+        ret = qcow2_create_need_v3(c, true, "Extended L2 entries are", errp);
+        if (ret == 0) {
+            error_setg(errp, "Extended L2 entries (subclusters) are not "
+                       "supported yet");
+            ret = -ENOTSUP;
+        }
+        return ret;
+    }
+    ret = qcow2_create_need_v3(c, c->lazy_refcounts, "Lazy refcounts", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (c->refcount_bits > 64 || !is_power_of_2(c->refcount_bits)) {
+        error_setg(errp, "Refcount width must be a power of two and may not "
+                   "exceed 64 bits");
+        return -EINVAL;
+    }
+    if (c->version < 3 && c->refcount_bits != 16) {
+        error_setg(errp, "Different refcount widths than 16 bits require "
+                   "compatibility level 1.1 or above (use version=v3 or "
+                   "greater)");
+        return -EINVAL;
+    }
+    if (c->data_file) {
+        ret = qcow2_create_need_v3(c, true, "External data files are",
+                                   errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (c->data_file_raw && !c->data_file) {
+        error_setg(errp, "data-file-raw requires data-file");
+        return -EINVAL;
+    }
+    if (c->data_file_raw && c->backing_file) {
+        error_setg(errp, "Backing file and data-file-raw cannot be used at "
+                   "the same time");
+        return -EINVAL;
+    }
+    if (c->backing_file && c->prealloc != PREALLOC_MODE_OFF) {
+        error_setg(errp, "Backing file and preallocation can only be used "
+                   "at the same time if extended_l2 is on");
+        return -EINVAL;
+    }
+    if (c->compression_type != QCOW2_COMPRESSION_TYPE_ZLIB &&
+        c->version < 3) {
+        error_setg(errp, "Non-zlib compression type is only supported with "
+                   "compatibility level 1.1 and above (use version=v3 or "
+                   "greater)");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * The protocol's own creation options (nocow, extent_size_hint) for the
+ * image file and the data file; size and preallocation are qcow2's.
+ */
+static QemuOpts *qcow2_file_create_opts(BlockDriver *drv,
+                                        const char *filename, QemuOpts *opts,
+                                        Error **errp)
+{
+    BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
+    QemuOpts *file_opts;
+
+    if (!proto) {
+        return NULL;
+    }
+    file_opts = qemu_opts_create(proto->create_opts);
+    for (const QemuOptDesc *d = proto->create_opts->desc; d->name; d++) {
+        if (!qemu_opts_find_desc(drv->create_opts, d->name) &&
+            qemu_opt_has(opts, d->name) &&
+            !qemu_opt_set(file_opts, d->name, qemu_opt_get(opts, d->name),
+                          errp)) {
+            qemu_opts_del(file_opts);
+            return NULL;
+        }
+    }
+    return file_opts;
+}
+
+/* Creates and opens a protocol-level file. */
+static BlockBackend *qcow2_create_file(BlockDriver *drv,
+                                       const char *filename, QemuOpts *opts,
+                                       Error **errp)
+{
+    QemuOpts *file_opts = qcow2_file_create_opts(drv, filename, opts, errp);
+    BlockBackend *blk;
+    int ret;
+
+    if (!file_opts) {
+        return NULL;
+    }
+    ret = bdrv_create_file(filename, file_opts, errp);
+    qemu_opts_del(file_opts);
+    if (ret < 0) {
+        return NULL;
+    }
+    blk = blk_new_open(filename, NULL, NULL,
+                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
+    if (blk) {
+        blk_set_allow_write_beyond_eof(blk, true);
+    }
+    return blk;
+}
+
+/* Sets refcount entry @index of a refcount block to 1, any width. */
+static void qcow2_refblock_set_one(uint8_t *block, int refcount_order,
+                                   uint64_t index)
+{
+    int bits = 1 << refcount_order;
+
+    if (bits < 8) {
+        /* sub-byte entries are packed from the least significant bit */
+        block[index * bits / 8] |= 1 << ((index * bits) % 8);
+    } else {
+        block[(index + 1) * (bits / 8) - 1] = 1;
+    }
+}
+
+/*
+ * Writes an empty image: header, refcount table, one refcount block and
+ * the L1 table in clusters 0, 1, 2 and 3.., as QEMU lays them out.  With
+ * @l1_size 0 and size 0 this is the seed that a later resize grows.
+ */
+static int qcow2_write_layout(BlockBackend *blk, BDRVQcow2State *t,
+                              uint64_t size, Error **errp)
+{
+    size_t cs = t->cluster_size;
+    uint64_t l1_bytes = (uint64_t)t->l1_size * sizeof(uint64_t);
+    uint64_t nb_clusters = 3 + DIV_ROUND_UP(l1_bytes, cs);
+    g_autofree uint8_t *buf = g_malloc0(3 * cs + l1_bytes);
+    uint64_t reftable0 = GUINT64_TO_BE(2 * cs);
+    int ret;
+
+    ret = qcow2_header_serialise(t, size, buf, cs);
+    if (ret < 0) {
+        error_setg(errp, "Header extensions do not fit in a cluster");
+        return ret;
+    }
+    memcpy(buf + cs, &reftable0, sizeof(reftable0));
+    for (uint64_t i = 0; i < nb_clusters; i++) {
+        qcow2_refblock_set_one(buf + 2 * cs, t->refcount_order, i);
+    }
+    ret = blk_pwrite(blk, 0, 3 * cs + l1_bytes, buf, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write qcow2 header");
+        return ret;
+    }
+    return 0;
+}
+
+/* A state that describes the new image, for qcow2_header_serialise(). */
+static void qcow2_create_state(BDRVQcow2State *t, const Qcow2CreateOpts *c)
+{
+    memset(t, 0, sizeof(*t));
+    t->qcow_version = c->version;
+    t->cluster_bits = ctz64(c->cluster_size);
+    t->cluster_size = c->cluster_size;
+    t->l2_bits = t->cluster_bits - 3;
+    t->refcount_order = ctz64(c->refcount_bits);
+    t->refcount_table_offset = c->cluster_size;
+    t->refcount_table_size = c->cluster_size / sizeof(uint64_t);
+    t->compression_type = c->compression_type;
+    if (c->compression_type != QCOW2_COMPRESSION_TYPE_ZLIB) {
+        t->incompatible_features |= QCOW2_INCOMPAT_COMPRESSION;
+    }
+    if (c->data_file) {
+        t->incompatible_features |= QCOW2_INCOMPAT_DATA_FILE;
+        t->image_data_file = (char *)c->data_file;
+    }
+    if (c->data_file_raw) {
+        t->autoclear_features |= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+    }
+    if (c->lazy_refcounts) {
+        t->compatible_features |= QCOW2_COMPAT_LAZY_REFCOUNTS;
+    }
+    t->image_backing_file = (char *)c->backing_file;
+    t->image_backing_format = (char *)c->backing_fmt;
+}
+
+/*
+ * Grows the seed image to its size through the driver itself (L1 growth,
+ * preallocation), as QEMU does, for what the fixed layout cannot hold.
+ */
+static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
+                             Error **errp)
+{
+    QDict *options = qdict_new();
+    BlockBackend *blk;
+    int ret;
+
+    qdict_put_str(options, "driver", "qcow2");
+    blk = blk_new_open(filename, NULL, options,
+                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_NO_BACKING,
+                       errp);
+    if (!blk) {
+        return -EIO;
+    }
+    ret = blk_truncate(blk, c->size, false, c->prealloc, 0, errp);
+    blk_unref(blk);
+    return ret;
+}
+
+static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
+                                             const char *filename,
+                                             QemuOpts *opts, Error **errp)
+{
+    Qcow2CreateOpts c = { 0 };
+    BDRVQcow2State t;
+    BlockBackend *blk = NULL;
+    uint64_t l1_size, refblock_entries, l1_clusters;
+    bool fixed_layout;
+    int ret;
+
+    ret = qcow2_parse_create_opts(opts, &c, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    qcow2_create_state(&t, &c);
+    l1_size = qcow2_size_to_l1(&t, c.size);
+    if (l1_size > QCOW_MAX_L1_SIZE / sizeof(uint64_t)) {
+        error_setg(errp, "The image size is too large for file format "
+                   "'qcow2'");
+        return -EFBIG;
+    }
+
+    if (c.data_file) {
+        blk = qcow2_create_file(drv, c.data_file, opts, errp);
+        if (!blk) {
+            return -EIO;
+        }
+        ret = blk_truncate(blk, c.size, false, c.data_file_raw ?
+                           c.prealloc : PREALLOC_MODE_OFF, 0, errp);
+        blk_unref(blk);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    blk = qcow2_create_file(drv, filename, opts, errp);
+    if (!blk) {
+        return -EIO;
+    }
+
+    /* the fixed layout holds the L1 table if one refcount block covers
+     * it; anything else grows through the allocator */
+    refblock_entries = (uint64_t)c.cluster_size * 8 / c.refcount_bits;
+    l1_clusters = DIV_ROUND_UP(l1_size * sizeof(uint64_t), c.cluster_size);
+    fixed_layout = c.prealloc == PREALLOC_MODE_OFF &&
+                   3 + l1_clusters <= refblock_entries;
+    if (fixed_layout) {
+        t.l1_size = l1_size;
+        t.l1_table_offset = l1_size ? 3 * c.cluster_size : 0;
+    }
+    ret = qcow2_write_layout(blk, &t, fixed_layout ? c.size : 0, errp);
+    blk_unref(blk);
+    if (ret < 0 || fixed_layout) {
+        return ret;
+    }
+    return qcow2_create_grow(filename, &c, errp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reopen */
+
+typedef struct Qcow2ReopenState {
+    Qcow2Options opts;
+    Qcow2Cache *l2_table_cache;
+    Qcow2Cache *refcount_block_cache;
+} Qcow2ReopenState;
+
+static int coroutine_fn qcow2_reopen_flush_co(BlockDriverState *bs,
+                                              void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    bool going_ro = *(bool *)opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_write_caches(bs);
+    if (ret == 0 && going_ro) {
+        /* read-only, the image must be consistent on its own */
+        ret = qcow2_mark_clean(bs);
+    }
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/*
+ * New options take new caches, so the old ones are written back first;
+ * a switch to read-only also leaves the refcounts consistent on disk.
+ */
+static int qcow2_reopen_prepare(BDRVReopenState *state, Error **errp)
+{
+    BlockDriverState *bs = state->bs;
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2ReopenState *r = g_new0(Qcow2ReopenState, 1);
+    bool going_ro = !(state->flags & BDRV_O_RDWR);
+    int ret;
+
+    ret = qcow2_read_options(bs, state->options, state->flags, &r->opts,
+                             errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    if (bdrv_is_writable(bs)) {
+        ret = qcow2_run_co(bs, qcow2_reopen_flush_co, &going_ro);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not write the qcow2 "
+                             "metadata");
+            goto fail;
+        }
+    }
+    if ((state->flags & BDRV_O_RDWR) &&
+        (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT)) {
+        error_setg(errp, "qcow2: Image is corrupt; cannot be opened "
+                   "read/write");
+        ret = -EACCES;
+        goto fail;
+    }
+    ret = qcow2_caches_create(bs, &r->opts, &r->l2_table_cache,
+                              &r->refcount_block_cache, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    state->opaque = r;
+    return 0;
+
+fail:
+    g_free(r);
+    return ret;
+}
+
+static void qcow2_reopen_commit(BDRVReopenState *state)
+{
+    BlockDriverState *bs = state->bs;
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2ReopenState *r = state->opaque;
+
+    /* prepare wrote them back and nothing ran since */
+    qcow2_cache_destroy(s->l2_table_cache);
+    qcow2_cache_destroy(s->refcount_block_cache);
+    s->l2_table_cache = r->l2_table_cache;
+    s->refcount_block_cache = r->refcount_block_cache;
+    qcow2_apply_options(bs, &r->opts);
+    if (!s->use_lazy_refcounts) {
+        qcow2_cache_set_dependency(bs, s->l2_table_cache,
+                                   s->refcount_block_cache);
+    }
+    qcow2_cache_clean_timer_update(bs);
+    g_free(r);
+    state->opaque = NULL;
+}
+
+static void qcow2_reopen_abort(BDRVReopenState *state)
+{
+    Qcow2ReopenState *r = state->opaque;
+
+    if (r) {
+        qcow2_cache_destroy(r->l2_table_cache);
+        qcow2_cache_destroy(r->refcount_block_cache);
+        g_free(r);
+        state->opaque = NULL;
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Queries */
+
+static int64_t qcow2_getlength(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return s->virtual_size;
+}
+
+static int qcow2_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    bdi->cluster_size = s->cluster_size;
+    bdi->is_dirty = s->incompatible_features & QCOW2_INCOMPAT_DIRTY;
+    return 0;
+}
+
+static void qcow2_json_add_string(GString *json, const char *name,
+                                  const char *value)
+{
+    g_autofree char *escaped = g_strescape(value, NULL);
+
+    g_string_append_printf(json, ", \"%s\": \"%s\"", name, escaped);
+}
+
+/*
+ * The members of qemu-img info's "format-specific" object, in QEMU's
+ * order; the human "Format specific information:" lines are derived from
+ * them by the tool.
+ */
+static void qcow2_get_specific_info(BlockDriverState *bs, GString *json,
+                                    GString *human)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const char *ctype = s->compression_type == QCOW2_COMPRESSION_TYPE_ZSTD ?
+                        "zstd" : "zlib";
+
+    g_string_append(json, "{\"type\": \"qcow2\", \"data\": {");
+    if (s->qcow_version == 2) {
+        g_string_append_printf(json, "\"compat\": \"0.10\", "
+                               "\"compression-type\": \"%s\", "
+                               "\"refcount-bits\": %d}}",
+                               ctype, s->refcount_bits);
+        return;
+    }
+    g_string_append_printf(json, "\"compat\": \"1.1\", "
+                           "\"compression-type\": \"%s\", "
+                           "\"lazy-refcounts\": %s, "
+                           "\"refcount-bits\": %d",
+                           ctype,
+                           (s->compatible_features &
+                            QCOW2_COMPAT_LAZY_REFCOUNTS) ? "true" : "false",
+                           s->refcount_bits);
+    if (s->image_data_file) {
+        qcow2_json_add_string(json, "data-file", s->image_data_file);
+    }
+    if (s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+        g_string_append_printf(json, ", \"data-file-raw\": %s",
+                               qcow2_data_file_is_raw(s) ? "true" : "false");
+    }
+    g_string_append_printf(json, ", \"corrupt\": %s, \"extended-l2\": %s}}",
+                           (s->incompatible_features &
+                            QCOW2_INCOMPAT_CORRUPT) ? "true" : "false",
+                           (s->incompatible_features &
+                            QCOW2_INCOMPAT_EXTL2) ? "true" : "false");
+}
+
+static int coroutine_fn qcow2_co_check(BlockDriverState *bs,
+                                       BdrvCheckResult *result,
+                                       BdrvCheckMode fix)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_check_refcounts(bs, result, fix);
+    if (ret == 0 && fix && !result->check_errors && !result->corruptions) {
+        /* the refcounts are right now: neither bit applies any more */
+        ret = qcow2_mark_clean(bs);
+        if (ret == 0) {
+            ret = qcow2_mark_consistent(bs);
+        }
+    }
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static void qcow2_refresh_limits(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* byte-granular: copy-on-write fills the rest of a cluster */
+    bs->bl.request_alignment = 1;
+    bs->bl.pwrite_zeroes_alignment = s->cluster_size;
+    bs->bl.pdiscard_alignment = s->cluster_size;
+    bs->bl.opt_transfer = MAX(bs->bl.opt_transfer, s->cluster_size);
+}
+
+static BlockDriver bdrv_qcow2 = {
+    .format_name                    = "qcow2",
+    .instance_size                  = sizeof(BDRVQcow2State),
+    .is_format                      = true,
+    .supports_backing               = true,
+    .runtime_opts                   = &qapi_opts_qcow2_runtime,
+    .create_opts                    = &qapi_opts_qcow2_create,
+    .bdrv_probe                     = qcow2_probe,
+    .bdrv_open                      = qcow2_open,
+    .bdrv_close                     = qcow2_close,
+    .bdrv_co_create_opts            = qcow2_co_create_opts,
+    .bdrv_reopen_prepare            = qcow2_reopen_prepare,
+    .bdrv_reopen_commit             = qcow2_reopen_commit,
+    .bdrv_reopen_abort              = qcow2_reopen_abort,
+    .bdrv_co_preadv                 = qcow2_co_preadv,
+    .bdrv_co_pwritev                = qcow2_co_pwritev,
+    .bdrv_co_pwritev_compressed     = qcow2_co_pwritev_compressed,
+    .bdrv_co_pwrite_zeroes          = qcow2_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = qcow2_co_pdiscard,
+    .bdrv_co_flush_to_os            = qcow2_co_flush_to_os,
+    .bdrv_co_block_status           = qcow2_co_block_status,
+    .bdrv_co_truncate               = qcow2_co_truncate,
+    .bdrv_getlength                 = qcow2_getlength,
+    .bdrv_refresh_limits            = qcow2_refresh_limits,
+    .bdrv_get_info                  = qcow2_get_info,
+    .bdrv_get_specific_info         = qcow2_get_specific_info,
+    .bdrv_co_check                  = qcow2_co_check,
+    .supported_zero_flags           = BDRV_REQ_MAY_UNMAP |
+                                      BDRV_REQ_NO_FALLBACK,
+};
+
+block_init(bdrv_register, bdrv_qcow2)
