@@ -524,6 +524,7 @@ static int ol_check_index(BDRVQcow2State *s, int chk, uint64_t first,
         return 0;
     }
     if (end - first <= g_hash_table_size(s->overlap_index)) {
+        s->overlap_lookups += end - first;
         for (uint64_t c = first; c < end; c++) {
             found |= GPOINTER_TO_SIZE(
                 g_hash_table_lookup(s->overlap_index, GSIZE_TO_POINTER(c)));
@@ -532,6 +533,7 @@ static int ol_check_index(BDRVQcow2State *s, int chk, uint64_t first,
         GHashTableIter iter;
         gpointer key, value;
 
+        s->overlap_lookups += g_hash_table_size(s->overlap_index);
         g_hash_table_iter_init(&iter, s->overlap_index);
         while (g_hash_table_iter_next(&iter, &key, &value)) {
             uint64_t c = GPOINTER_TO_SIZE(key);

@@ -1272,6 +1272,9 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (writable &&
         (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
         s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        /* the bitmaps are invalid from now on: their clusters are leaks */
+        s->bitmap_directory_offset = 0;
+        s->bitmap_directory_size = 0;
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
@@ -1350,9 +1353,11 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->image_backing_format = g_steal_pointer(&exts.backing_format);
     s->unknown_header_ext = g_steal_pointer(&exts.unknown);
-    /* the directory's clusters stay referenced: a write there is damage */
-    s->bitmap_directory_offset = exts.bitmap_directory_offset;
-    s->bitmap_directory_size = exts.bitmap_directory_size;
+    /* metadata only while the bitmaps are valid (autoclear bit set) */
+    if (s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS) {
+        s->bitmap_directory_offset = exts.bitmap_directory_offset;
+        s->bitmap_directory_size = exts.bitmap_directory_size;
+    }
 
     ret = qcow2_read_options(bs, options, flags, &opts, errp);
     if (ret < 0) {

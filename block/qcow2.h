@@ -272,7 +272,13 @@ typedef struct BDRVQcow2State {
     /* host cluster index -> reference counts of the indexed structures */
     GHashTable *overlap_index;
     bool overlap_inactive_l2_loaded;
-    /* from the bitmaps header extension; size 0 if there is none */
+    /* index entries looked at by checks (statistics, for tests) */
+    uint64_t overlap_lookups;
+    /*
+     * From the bitmaps header extension while the bitmaps are valid; size
+     * 0 if there is none.  qblock does not maintain bitmaps: a writable
+     * open invalidates them (autoclear bit), as the specification demands.
+     */
     uint64_t bitmap_directory_offset;
     uint64_t bitmap_directory_size;
 
