@@ -190,6 +190,7 @@ typedef struct Qcow2UnknownHeaderExtension {
 } Qcow2UnknownHeaderExtension;
 
 typedef struct Qcow2Cache Qcow2Cache;
+typedef struct Qcow2OverlapIndex Qcow2OverlapIndex;
 
 /* Kinds of cluster an L2 entry can describe. */
 typedef enum QCow2ClusterType {
@@ -270,7 +271,7 @@ typedef struct BDRVQcow2State {
     /* --- qcow2-overlap.c, under lock (invariant 7) --- */
     int overlap_check;          /* QCOW2_OL_* mask of what is checked */
     /* host cluster index -> reference counts of the indexed structures */
-    GHashTable *overlap_index;
+    Qcow2OverlapIndex *overlap_index;
     bool overlap_inactive_l2_loaded;
     /* index entries looked at by checks (statistics, for tests) */
     uint64_t overlap_lookups;
@@ -560,6 +561,8 @@ void qcow2_overlap_rebuild_active(BDRVQcow2State *s);
  * tables' locations (and their L2 tables' if inactive-l2 is checked).
  */
 int qcow2_overlap_snapshots_changed(BlockDriverState *bs);
+/* Clusters in the index (statistics, for tests). */
+uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
 /* The message name of a QCOW2_OL_* structure ("active L1 table"). */
 const char *qcow2_overlap_name(int type);
 /*
@@ -577,8 +580,17 @@ int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
 int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
                                   int64_t offset, int64_t size);
 /* The check for guest data at host @offset of s->data_file. */
-int qcow2_pre_write_data_check(BlockDriverState *bs, int64_t offset,
-                               int64_t size);
+static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
+                                             int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* an external data file holds no metadata */
+    if (s->data_file != bs->file) {
+        return 0;
+    }
+    return qcow2_pre_write_overlap_check(bs, 0, offset, size);
+}
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,

@@ -207,6 +207,52 @@ static void test_index_saturation(void)
     blk_unref(blk);
 }
 
+/*
+ * The index against a plain model under random adds and removes of
+ * clusters that collide in the hash table, growing and shrinking it.
+ */
+static void test_index_random_model(void)
+{
+    g_autofree char *path = make_image("model.qcow2", "64k");
+    BlockBackend *blk = open_image(path, "cached");
+    BDRVQcow2State *s = state_of(blk);
+    int only_l2 = QCOW2_OL_ALL & ~QCOW2_OL_ACTIVE_L2;
+    enum { N = 3000 };
+    g_autofree int *model = g_new0(int, N);
+    GRand *rand = g_rand_new_with_seed(4242);
+
+    for (int round = 0; round < 40; round++) {
+        for (int op = 0; op < 2000; op++) {
+            /* clusters 1000.. hold no real metadata of this image */
+            int c = g_rand_int_range(rand, 0, round < 20 ? N : N / 10);
+            uint64_t e = (uint64_t)(1000 + c) << 16;
+
+            if (g_rand_boolean(rand) || !model[c]) {
+                qcow2_overlap_l2_changed(s, 0, e);
+                model[c]++;
+            } else {
+                qcow2_overlap_l2_changed(s, e, 0);
+                model[c]--;
+            }
+        }
+        for (int c = 0; c < N; c++) {
+            g_assert_cmpint(check(blk, only_l2, (int64_t)(1000 + c) << 16, 1),
+                            ==, model[c] ? QCOW2_OL_ACTIVE_L2 : 0);
+        }
+        if (round == 20) {
+            /* drop most entries: what stays must still be found */
+            for (int c = 0; c < N; c++) {
+                while (model[c] && c >= N / 10) {
+                    qcow2_overlap_l2_changed(s, (uint64_t)(1000 + c) << 16, 0);
+                    model[c]--;
+                }
+            }
+        }
+    }
+    g_rand_free(rand);
+    blk_unref(blk);
+}
+
 typedef struct EventLog {
     int count;
     QDict *last;
@@ -289,7 +335,7 @@ static void test_cost_independent_of_size(void)
     for (int64_t off = 0; off < 2048 * l2_span; off += l2_span) {
         write_pattern(blk, off, 512);
     }
-    g_assert_cmpuint(g_hash_table_size(s->overlap_index), >, 2000);
+    g_assert_cmpuint(qcow2_overlap_index_size(s), >, 2000);
     s->overlap_lookups = 0;
     g_assert_cmpint(check(blk, 0, 2048 * l2_span, 4096), ==, 0);
     /* 4096 bytes at 512-byte clusters: 8 clusters, 8 lookups */
@@ -313,6 +359,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2-overlap/index-counts", test_index_counts);
     g_test_add_func("/qcow2-overlap/index-saturation",
                     test_index_saturation);
+    g_test_add_func("/qcow2-overlap/index-random-model",
+                    test_index_random_model);
     g_test_add_func("/qcow2-overlap/hit-reports-once", test_hit_reports_once);
     g_test_add_func("/qcow2-overlap/cost-independent-of-size",
                     test_cost_independent_of_size);
