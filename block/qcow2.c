@@ -67,6 +67,13 @@
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
 
+/*
+ * The feature name table (392 bytes) is optional; like QEMU, it is left
+ * out of header clusters smaller than 8 KiB, where it would crowd out the
+ * backing file name (a 512-byte cluster could not hold both).
+ */
+#define QCOW2_FEATURE_TABLE_MIN_CLUSTER 8192
+
 /* The feature names this driver writes into the feature name table. */
 static const Qcow2FeatureNameEntry qcow2_feature_names[] = {
     { 0, 0, "dirty bit" },
@@ -428,6 +435,7 @@ static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
         return -ENOSPC;
     }
     if (s->qcow_version >= 3 &&
+        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
         !qcow2_put_extension(buf, buflen, &pos,
                              QCOW2_EXT_MAGIC_FEATURE_TABLE,
                              qcow2_feature_names,
