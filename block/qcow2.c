@@ -1997,12 +1997,23 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
 /*
  * True if guest [offset, offset + bytes) reads as zeroes from this image
  * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not: its L2 entry still
+ * says unallocated, but a write is filling it.
  */
 static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
     while (bytes > 0) {
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset;
