@@ -629,6 +629,11 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
             if (cluster < s->free_cluster_index) {
                 s->free_cluster_index = cluster;
             }
+            /* a free cluster may become anything: compressed data must
+             * not go on filling it */
+            if (s->free_byte_offset >> s->cluster_bits == cluster) {
+                s->free_byte_offset = 0;
+            }
         } else if (cluster == s->free_cluster_index) {
             s->free_cluster_index++;
         }
