@@ -2138,7 +2138,16 @@ static int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_write_caches(bs);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        /*
+         * Lazy refcounts (qcow2.h, invariant 5): the guest's data needs
+         * its L2 tables on disk, not its refcounts, which the dirty bit
+         * has the next open rebuild.  QEMU flushes the same way.
+         */
+        ret = qcow2_cache_write(bs, s->l2_table_cache);
+    } else {
+        ret = qcow2_write_caches(bs);
+    }
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }

@@ -27,9 +27,10 @@
  *  4. Metadata structures are modified only under s->lock (CoMutex); guest
  *     data I/O to already-allocated clusters runs without it.
  *  5. With lazy refcounts (compatible bit 0) refcount updates may stay in
- *     the cache until flush; the dirty bit (incompatible bit 0) is set in
- *     the header before the first such deferred update reaches the file and
- *     cleared only after a flush leaves refcounts consistent.
+ *     the cache until it evicts them or the image is marked clean (a guest
+ *     flush writes the L2 tables only); the dirty bit (incompatible bit 0)
+ *     is set in the header before the first such deferred update matters
+ *     and cleared only after the refcounts are written consistent.
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
  *     sets the bit, and the node refuses further writes.
