@@ -2081,6 +2081,14 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
         return -ENOTSUP;
     }
+    /*
+     * Without the zero flag (v2) a discarded cluster would read as the
+     * backing file, which is neither the old data nor zeroes; like QEMU,
+     * keep the data.
+     */
+    if (s->qcow_version < 3 && bs->backing) {
+        return -ENOTSUP;
+    }
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_cluster_discard(bs, offset, bytes, false);
     qemu_co_mutex_unlock(&s->lock);

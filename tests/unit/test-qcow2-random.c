@@ -109,9 +109,9 @@ static void model_fill_unallocated(TestState *t, int64_t offset,
 
 /*
  * A discard frees whole clusters only (the image's last cluster counts as
- * whole when the request reaches the end); they read as zeroes in v3
- * images, and fall through to the backing file in v2 images, which have
- * no zero flag.
+ * whole when the request reaches the end); they read as zeroes.  v2
+ * images have no zero flag: there a discard does nothing if a backing
+ * file would show through.
  */
 static void model_discard(TestState *t, int64_t offset, int64_t bytes)
 {
@@ -121,14 +121,10 @@ static void model_discard(TestState *t, int64_t offset, int64_t bytes)
                                             : QEMU_ALIGN_DOWN(offset + bytes,
                                                               cs);
 
-    if (end <= start) {
+    if (end <= start || (t->cfg->v2 && t->cfg->backing)) {
         return;
     }
-    if (t->cfg->v2) {
-        model_fill_unallocated(t, start, end - start);
-    } else {
-        memset(t->model + start, 0, end - start);
-    }
+    memset(t->model + start, 0, end - start);
 }
 
 static void model_apply(TestOp *op)
