@@ -9,8 +9,12 @@
  * significant bit of each byte.  A missing block (table entry 0) or a
  * cluster beyond the table has refcount 0.
  *
- * Allocation is first-fit from s->free_cluster_index, which is never above
- * the lowest free cluster.  Giving a cluster a refcount may need a new
+ * Allocation is first-fit from s->free_cluster_index.  As in QEMU, a
+ * search leaves the index past the range it found (so that the refcount
+ * block that range may need goes after it, and the range stays where it
+ * was found on the retry), and only freeing moves it back: free clusters
+ * below it that were too few for an earlier request stay unused until
+ * then.  Host layouts therefore come out as QEMU's do.  Giving a cluster a refcount may need a new
  * refcount block (which may describe itself) or a bigger refcount table;
  * whenever such metadata was allocated, the update returns -EAGAIN and the
  * allocator searches again, because the new metadata may sit where the
@@ -327,7 +331,7 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t nb_clusters = size_to_clusters(s, size);
-    int64_t i = s->free_cluster_index, start = i, first_free = -1;
+    int64_t i = s->free_cluster_index, start = i;
     uint64_t refcount;
     int ret;
 
@@ -339,12 +343,11 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
         }
         if (refcount) {
             start = i + 1;
-        } else if (first_free < 0) {
-            first_free = i;
         }
         i++;
     }
-    s->free_cluster_index = first_free;
+    /* past the range, which the caller is about to use (see the top) */
+    s->free_cluster_index = i;
 
     /* Host offsets must fit in the L2 entry's 56-bit offset field. */
     if ((uint64_t)(start + nb_clusters) >
