@@ -60,10 +60,6 @@
 /* An L2 cache that cannot cover the disk uses small entries (QEMU). */
 #define QCOW2_SMALL_L2_CACHE_ENTRY      4096
 
-/* Compressed cluster writes are refused in images whose compressed size
- * field cannot describe them; a compressed cluster spans at most 2 MiB. */
-#define QCOW2_COMPRESSED_SECTOR_SIZE 512
-
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
 
@@ -1900,6 +1896,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_prepare_compressed_cluster(bs, offset);
+    if (ret < 0) {
+        goto out;
+    }
     coffset = qcow2_alloc_bytes(bs, out_len);
     if (coffset < 0) {
         ret = coffset;
@@ -1929,8 +1929,8 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink by
- * at least a sector is written as a normal cluster, as QEMU does.  Unlike
+ * Writes whole clusters compressed.  A cluster that does not shrink is
+ * written as a normal cluster, as QEMU does.  Unlike
  * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
  * is freed) instead of failing with EIO.
  */
@@ -1966,7 +1966,7 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     while (bytes > 0 && ret == 0) {
         size_t cur = MIN(bytes, (int64_t)s->cluster_size);
         Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
+            .s = s, .dest = out, .dest_size = s->cluster_size - 1,
             .src = in, .src_size = s->cluster_size,
         };
         ssize_t out_len;

@@ -442,6 +442,13 @@ int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
  * (invariant 2), and frees what the entry pointed to before.  Waits for
  * allocations in flight on that cluster first.
  */
+/*
+ * Gives guest cluster @offset an L2 table of the active image (allocating
+ * it) before the compressed bytes are allocated, so that, as in QEMU, the
+ * table comes before the data in the file.  Waits for allocations in
+ * flight on that cluster first.
+ */
+int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
 int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
                                   uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
