@@ -2204,6 +2204,12 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
             return ret;
         }
     }
+    ret = qcow2_shrink_l1_table(bs, qcow2_size_to_l1(s, offset));
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to reduce the number of L2 "
+                         "tables");
+        return ret;
+    }
     ret = qcow2_write_caches(bs);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Failed to flush the metadata");
@@ -2261,8 +2267,9 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
         /* the clusters exist in the file: metadata preallocation makes
          * them holes, falloc and full reserve them */
         if ((int64_t)host_end > file_len) {
-            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
-                                   0, errp);
+            ret = bdrv_co_truncate(s->data_file, host_end, false,
+                                   prealloc == PREALLOC_MODE_METADATA ?
+                                   PREALLOC_MODE_OFF : prealloc, 0, errp);
             if (ret < 0) {
                 return ret;
             }
