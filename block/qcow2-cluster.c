@@ -348,6 +348,32 @@ fail:
     return ret;
 }
 
+int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
+                                       uint64_t new_l1_size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (int64_t i = new_l1_size; i < s->l1_size; i++) {
+        uint64_t l2_offset = s->l1_table[i] & L1E_OFFSET_MASK;
+        uint64_t old = s->l1_table[i];
+        int ret;
+
+        if (!l2_offset) {
+            continue;
+        }
+        /* the entry goes first: a crash in between leaks the table */
+        s->l1_table[i] = 0;
+        ret = qcow2_write_l1_entry(bs, i);
+        if (ret < 0) {
+            s->l1_table[i] = old;
+            return ret;
+        }
+        qcow2_free_clusters(bs, l2_offset, s->cluster_size,
+                            QCOW2_DISCARD_ALWAYS);
+    }
+    return 0;
+}
+
 /*
  * Gives L1 entry @l1_index a fresh L2 table with refcount 1: a copy of the
  * table it points to now (shared with a snapshot), or zeroes if none.
@@ -1056,10 +1082,28 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    int l1_index = offset_to_l1_index(s, offset);
     uint64_t *slice;
     uint64_t l2_offset;
     int slice_index;
     int ret;
+
+    /*
+     * Without an L2 table every entry is unallocated; if that is what the
+     * operation leaves, there is no table to allocate (a shrink or a
+     * discard of a sparse disk would create one per L1 entry).
+     */
+    if (l1_index >= s->l1_size ||
+        !(s->l1_table[l1_index] & L1E_OFFSET_MASK)) {
+        bool no_table_unmap;
+        uint64_t new = op == L2_OP_DISCARD
+                       ? discarded_entry(bs, 0, full_discard)
+                       : zeroized_entry(bs, 0, flags, &no_table_unmap);
+
+        if (new == 0) {
+            return 0;
+        }
+    }
 
     ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
     if (ret < 0) {
