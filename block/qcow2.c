@@ -2461,6 +2461,14 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                    "file");
         return -EINVAL;
     }
+    /* an image with a longer name could not be opened (QEMU's limit) */
+    if (c->backing_file &&
+        strlen(c->backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        error_setg_errno(errp, EINVAL, "Could not assign backing file '%s' "
+                         "with format '%s'", c->backing_file,
+                         c->backing_fmt ? c->backing_fmt : "");
+        return -EINVAL;
+    }
     if (!is_power_of_2(c->cluster_size) ||
         c->cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
         c->cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
