@@ -129,17 +129,15 @@ static bool cluster_type_is_allocated(QCow2ClusterType type)
     return cluster_type_has_host(type) || type == QCOW2_CLUSTER_COMPRESSED;
 }
 
-/* True if the entry has no reserved bit set and a cluster-aligned offset. */
+/*
+ * True if the entry's host cluster offset (where it has one) is cluster
+ * aligned.  Reserved bits (and the copied flag of a compressed descriptor)
+ * are masked off and otherwise ignored, as QEMU does: an image that QEMU
+ * uses must not be marked corrupt by reading it.  check reports them.
+ */
 static bool l2_entry_is_valid(BDRVQcow2State *s, uint64_t entry,
                               QCow2ClusterType type)
 {
-    if (type == QCOW2_CLUSTER_COMPRESSED) {
-        /* the copied flag is reserved (0) in compressed descriptors */
-        return !(entry & QCOW_OFLAG_COPIED);
-    }
-    if (entry & L2E_STD_RESERVED_MASK) {
-        return false;
-    }
     return !cluster_type_has_host(type) ||
            !offset_into_cluster(s, entry & L2E_OFFSET_MASK);
 }
@@ -149,22 +147,13 @@ static int l2_entry_corrupt(BlockDriverState *bs, uint64_t l2_offset,
                             int l2_index, uint64_t entry,
                             QCow2ClusterType type)
 {
-    BDRVQcow2State *s = bs->opaque;
-
-    if (cluster_type_has_host(type) &&
-        offset_into_cluster(s, entry & L2E_OFFSET_MASK)) {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "Cluster allocation offset %#" PRIx64
-                                " unaligned (L2 offset: %#" PRIx64
-                                ", L2 index: %#x)",
-                                (uint64_t)(entry & L2E_OFFSET_MASK),
-                                l2_offset, l2_index);
-    } else {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "L2 entry %#" PRIx64 " has reserved bits set"
-                                " (L2 offset: %#" PRIx64 ", L2 index: %#x)",
-                                entry, l2_offset, l2_index);
-    }
+    assert(cluster_type_has_host(type));
+    qcow2_signal_corruption(bs, true, -1, -1,
+                            "Cluster allocation offset %#" PRIx64
+                            " unaligned (L2 offset: %#" PRIx64
+                            ", L2 index: %#x)",
+                            (uint64_t)(entry & L2E_OFFSET_MASK),
+                            l2_offset, l2_index);
     return -EIO;
 }
 
@@ -185,12 +174,7 @@ static int64_t l1_entry_l2_offset(BlockDriverState *bs, int l1_index)
                                 l2_offset, l1_index);
         return -EIO;
     }
-    if (l1_entry & L1E_RESERVED_MASK) {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "L1 entry %#" PRIx64 " has reserved bits set"
-                                " (L1 index: %#x)", l1_entry, l1_index);
-        return -EIO;
-    }
+    /* reserved bits are ignored, as in L2 entries (l2_entry_is_valid) */
     return l2_offset;
 }
 
