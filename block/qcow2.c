@@ -556,8 +556,9 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
             bs->corrupt = true;
             return;
         }
-        error_report("qcow2: Marking image as corrupt: %s; further "
-                     "corruption events will be suppressed", message);
+        /* QEMU prints these without the program's name */
+        fprintf(stderr, "qcow2: Marking image as corrupt: %s; further "
+                "corruption events will be suppressed\n", message);
         s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
         bs->corrupt = true;
         /* best effort: the image is unusable for writing either way */
@@ -565,8 +566,8 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
             qcow2_write_incompat(bs, s->incompatible_features);
         }
     } else if (!s->signaled_corruption) {
-        error_report("qcow2: Image is corrupt: %s; further non-fatal "
-                     "corruption events will be suppressed", message);
+        fprintf(stderr, "qcow2: Image is corrupt: %s; further non-fatal "
+                "corruption events will be suppressed\n", message);
         s->signaled_corruption = true;
     }
 }
