@@ -1067,7 +1067,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
                 if (zero && (fix & BDRV_FIX_ERRORS)) {
                     /* nothing is lost: the cluster reads as zeroes */
                     fprintf(stderr, "Repairing offset=%" PRIx64 ": "
-                            "Preallocated zero cluster is not properly "
+                            "Preallocated cluster is not properly "
                             "aligned; L2 entry corrupted.\n", offset);
                     ret = qcow2_check_set_l2_entry(bs, l2_offset, i,
                                                    QCOW_OFLAG_ZERO);
@@ -1081,7 +1081,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
                 } else {
                     fprintf(stderr, "ERROR offset=%" PRIx64 ": %s cluster "
                             "is not properly aligned; L2 entry corrupted.\n",
-                            offset, zero ? "Preallocated zero" : "Data");
+                            offset, zero ? "Preallocated" : "Data");
                     res->corruptions++;
                 }
             }
@@ -1682,7 +1682,9 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
     BDRVQcow2State *s = bs->opaque;
     Qcow2CheckRefs r = { 0 };
     BdrvCheckResult pre_compare;
-    int64_t highest_cluster = -1, virtual_size;
+    /* cluster 0 (the header) is always in use; QEMU reports at least it
+     * as the image end even when no refcount could be read */
+    int64_t highest_cluster = 0, virtual_size;
     bool rebuild = false;
     int ret;
 
@@ -1743,7 +1745,7 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
             res->check_errors++;
             goto out;
         }
-        highest_cluster = -1;
+        highest_cluster = 0;
         qcow2_check_compare(bs, &scratch, &r, BDRV_FIX_LEAKS, &still_broken,
                             &highest_cluster);
         if (still_broken) {
@@ -1760,7 +1762,7 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
         goto out;
     } else if (fix && (res->leaks || res->corruptions)) {
         *res = pre_compare;
-        highest_cluster = -1;
+        highest_cluster = 0;
         qcow2_check_compare(bs, res, &r, fix, &rebuild, &highest_cluster);
     }
 

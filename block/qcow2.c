@@ -550,6 +550,8 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
     message = g_strdup_vprintf(fmt, ap);
     va_end(ap);
 
+    /* a read-only image cannot be marked, nor written to anyway (QEMU) */
+    fatal = fatal && bdrv_is_writable(bs);
     if (fatal) {
         if (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
             /* reported already: the node refuses writes since */
