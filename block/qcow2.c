@@ -61,12 +61,15 @@
 /* An L2 cache that cannot cover the disk uses small entries (QEMU). */
 #define QCOW2_SMALL_L2_CACHE_ENTRY      4096
 
-/* Compressed cluster writes are refused in images whose compressed size
- * field cannot describe them; a compressed cluster spans at most 2 MiB. */
-#define QCOW2_COMPRESSED_SECTOR_SIZE 512
-
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
+
+/*
+ * The feature name table (392 bytes) is optional; like QEMU, it is left
+ * out of header clusters smaller than 8 KiB, where it would crowd out the
+ * backing file name (a 512-byte cluster could not hold both).
+ */
+#define QCOW2_FEATURE_TABLE_MIN_CLUSTER 8192
 
 /* The feature names this driver writes into the feature name table. */
 static const Qcow2FeatureNameEntry qcow2_feature_names[] = {
@@ -446,6 +449,7 @@ static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
         return -ENOSPC;
     }
     if (s->qcow_version >= 3 &&
+        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
         !qcow2_put_extension(buf, buflen, &pos,
                              QCOW2_EXT_MAGIC_FEATURE_TABLE,
                              qcow2_feature_names,
@@ -589,8 +593,10 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
 
     /*
      * The report goes to stderr without the program name, as QEMU prints
-     * it: scripts match this line.
+     * it: scripts match this line.  A read-only image cannot be marked,
+     * nor written to anyway (QEMU).
      */
+    fatal = fatal && bdrv_is_writable(bs);
     if (fatal) {
         if (bs->corrupt) {
             /* reported already: the node refuses writes since */
@@ -1972,6 +1978,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_prepare_compressed_cluster(bs, offset);
+    if (ret < 0) {
+        goto out;
+    }
     coffset = qcow2_alloc_bytes(bs, out_len);
     if (coffset < 0) {
         ret = coffset;
@@ -2004,8 +2014,8 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink by
- * at least a sector is written as a normal cluster, as QEMU does.  Unlike
+ * Writes whole clusters compressed.  A cluster that does not shrink is
+ * written as a normal cluster, as QEMU does.  Unlike
  * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
  * is freed) instead of failing with EIO.
  */
@@ -2041,7 +2051,7 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     while (bytes > 0 && ret == 0) {
         size_t cur = MIN(bytes, (int64_t)s->cluster_size);
         Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
+            .s = s, .dest = out, .dest_size = s->cluster_size - 1,
             .src = in, .src_size = s->cluster_size,
         };
         ssize_t out_len;
@@ -2072,12 +2082,23 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
 /*
  * True if guest [offset, offset + bytes) reads as zeroes from this image
  * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not: its L2 entry still
+ * says unallocated, but a write is filling it.
  */
 static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
     while (bytes > 0) {
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset;
@@ -2145,6 +2166,14 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
         return -ENOTSUP;
     }
+    /*
+     * Without the zero flag (v2) a discarded cluster would read as the
+     * backing file, which is neither the old data nor zeroes; like QEMU,
+     * keep the data.
+     */
+    if (s->qcow_version < 3 && bs->backing) {
+        return -ENOTSUP;
+    }
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_cluster_discard(bs, offset, bytes, false);
     qemu_co_mutex_unlock(&s->lock);
@@ -2202,7 +2231,16 @@ static int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_write_caches(bs);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        /*
+         * Lazy refcounts (qcow2.h, invariant 5): the guest's data needs
+         * its L2 tables on disk, not its refcounts, which the dirty bit
+         * has the next open rebuild.  QEMU flushes the same way.
+         */
+        ret = qcow2_cache_write(bs, s->l2_table_cache);
+    } else {
+        ret = qcow2_write_caches(bs);
+    }
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }
@@ -2250,6 +2288,12 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
                              "clusters");
             return ret;
         }
+    }
+    ret = qcow2_shrink_l1_table(bs, qcow2_size_to_l1(s, offset));
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to reduce the number of L2 "
+                         "tables");
+        return ret;
     }
     ret = qcow2_write_caches(bs);
     if (ret < 0) {
@@ -2308,8 +2352,9 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
         /* the clusters exist in the file: metadata preallocation makes
          * them holes, falloc and full reserve them */
         if ((int64_t)host_end > file_len) {
-            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
-                                   0, errp);
+            ret = bdrv_co_truncate(s->data_file, host_end, false,
+                                   prealloc == PREALLOC_MODE_METADATA ?
+                                   PREALLOC_MODE_OFF : prealloc, 0, errp);
             if (ret < 0) {
                 return ret;
             }
@@ -2499,6 +2544,14 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     if (c->backing_fmt && !c->backing_file) {
         error_setg(errp, "Backing format cannot be used without backing "
                    "file");
+        return -EINVAL;
+    }
+    /* an image with a longer name could not be opened (QEMU's limit) */
+    if (c->backing_file &&
+        strlen(c->backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        error_setg_errno(errp, EINVAL, "Could not assign backing file '%s' "
+                         "with format '%s'", c->backing_file,
+                         c->backing_fmt ? c->backing_fmt : "");
         return -EINVAL;
     }
     if (!is_power_of_2(c->cluster_size) ||

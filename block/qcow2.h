@@ -28,9 +28,10 @@
  *  4. Metadata structures are modified only under s->lock (CoMutex); guest
  *     data I/O to already-allocated clusters runs without it.
  *  5. With lazy refcounts (compatible bit 0) refcount updates may stay in
- *     the cache until flush; the dirty bit (incompatible bit 0) is set in
- *     the header before the first such deferred update reaches the file and
- *     cleared only after a flush leaves refcounts consistent.
+ *     the cache until it evicts them or the image is marked clean (a guest
+ *     flush writes the L2 tables only); the dirty bit (incompatible bit 0)
+ *     is set in the header before the first such deferred update matters
+ *     and cleared only after the refcounts are written consistent.
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
  *     sets the bit, and the node refuses further writes.
@@ -464,6 +465,12 @@ int qcow2_flush_caches(BlockDriverState *bs);
  */
 int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
                         bool exact_size);
+/*
+ * After a shrink: empties the L1 entries from @new_l1_size on and frees
+ * their L2 tables (whose entries the caller has discarded already).  The
+ * table keeps its size, as in QEMU.
+ */
+int qcow2_shrink_l1_table(BlockDriverState *bs, uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
 int qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
@@ -506,6 +513,13 @@ int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
  * (invariant 2), and frees what the entry pointed to before.  Waits for
  * allocations in flight on that cluster first.
  */
+/*
+ * Gives guest cluster @offset an L2 table of the active image (allocating
+ * it) before the compressed bytes are allocated, so that, as in QEMU, the
+ * table comes before the data in the file.  Waits for allocations in
+ * flight on that cluster first.
+ */
+int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
 int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
                                   uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
