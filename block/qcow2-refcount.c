@@ -660,6 +660,12 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
                 continue;
             }
             qcow2_forget_cached_tables(s, cluster << s->cluster_bits);
+            /* a free cluster may be reused for anything: compressed
+             * bytes must not be appended to it any more */
+            if (s->free_byte_offset &&
+                (s->free_byte_offset >> s->cluster_bits) == cluster) {
+                s->free_byte_offset = 0;
+            }
             if (qcow2_discard_enabled(s, type)) {
                 qcow2_queue_discard(s, bs->file, cluster << s->cluster_bits,
                                     s->cluster_size);
@@ -682,6 +688,19 @@ int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
     do {
         ret = qcow2_update_refcount(bs, cluster_index << s->cluster_bits, 1,
                                     addend, decrease, type);
+    } while (ret == -EAGAIN);
+    return ret;
+}
+
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type)
+{
+    int ret;
+
+    do {
+        ret = qcow2_update_refcount(bs, offset, length, addend, decrease,
+                                    type);
     } while (ret == -EAGAIN);
     return ret;
 }

@@ -116,13 +116,10 @@ static void coroutine_fn qcow2_co_call_entry(void *opaque)
     call->ret = call->fn(call->bs, call->opaque);
 }
 
-/*
- * Runs @fn in coroutine context (the metadata functions may yield), from
- * either context: the open, close and create paths start outside one.
- */
-static int qcow2_run_co(BlockDriverState *bs,
-                        int (*fn)(BlockDriverState *bs, void *opaque),
-                        void *opaque)
+/* The metadata functions may yield: qcow2.h. */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque)
 {
     Qcow2CoCall call = { .bs = bs, .fn = fn, .opaque = opaque };
 
@@ -803,50 +800,6 @@ static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
 /* ---------------------------------------------------------------------- */
 /* Open and close */
 
-/* The fixed part of a snapshot table entry. */
-typedef struct QEMU_PACKED Qcow2SnapshotHeader {
-    uint64_t l1_table_offset;
-    uint32_t l1_size;
-    uint16_t id_str_size;
-    uint16_t name_size;
-    uint32_t date_sec;
-    uint32_t date_nsec;
-    uint64_t vm_clock_nsec;
-    uint32_t vm_state_size;
-    uint32_t extra_data_size;
-} Qcow2SnapshotHeader;
-_Static_assert(sizeof(Qcow2SnapshotHeader) == 40, "snapshot entry header");
-
-/*
- * Measures the snapshot table (s->snapshots_size) so that the refcount
- * check can account for it; the snapshots themselves stay untouched.
- */
-static int qcow2_measure_snapshots(BlockDriverState *bs, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t offset = s->snapshots_offset;
-
-    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
-        Qcow2SnapshotHeader sn;
-        int ret = bdrv_pread(bs->file, offset, sizeof(sn), &sn, 0);
-
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to read snapshot table");
-            return ret;
-        }
-        offset += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
-                  GUINT16_FROM_BE(sn.id_str_size) +
-                  GUINT16_FROM_BE(sn.name_size);
-        offset = ROUND_UP(offset, 8);
-        if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS * 1024ULL) {
-            error_setg(errp, "Snapshot table too large");
-            return -EFBIG;
-        }
-    }
-    s->snapshots_size = offset - s->snapshots_offset;
-    return 0;
-}
-
 /* Checks the compression type field against its feature bit. */
 static int qcow2_check_compression_type(BDRVQcow2State *s, Error **errp)
 {
@@ -1252,6 +1205,7 @@ static void qcow2_free_state(BlockDriverState *bs)
         qcow2_refcount_close(bs);
     }
     g_clear_pointer(&s->l1_table, g_free);
+    qcow2_free_snapshots(bs);
     g_clear_pointer(&s->unknown_header_fields, g_free);
     g_list_free_full(s->unknown_header_ext, g_free);
     s->unknown_header_ext = NULL;
@@ -1303,11 +1257,9 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
         qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                    s->refcount_block_cache);
     }
-    if (s->nb_snapshots) {
-        ret = qcow2_measure_snapshots(bs, errp);
-        if (ret < 0) {
-            goto fail;
-        }
+    ret = qcow2_read_snapshots(bs, flags & BDRV_O_CHECK, errp);
+    if (ret < 0) {
+        goto fail;
     }
     ret = qcow2_run_co(bs, qcow2_open_co, &co);
     if (ret < 0) {
@@ -2286,8 +2238,9 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
 
     qemu_co_mutex_lock(&s->lock);
     old = s->virtual_size;
-    if (s->nb_snapshots) {
-        error_setg(errp, "Can't resize an image which has snapshots");
+    /* v3 snapshots record their own disk size; v2 ones cannot */
+    if (s->nb_snapshots && s->qcow_version < 3) {
+        error_setg(errp, "Can't resize a v2 image which has snapshots");
         ret = -ENOTSUP;
         goto out;
     }
@@ -2332,6 +2285,29 @@ out:
         }
     }
     return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The VM state area (after the end of the disk, qcow2.h) */
+
+static int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_pwritev(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                            qiov, 0);
+}
+
+static int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                           qiov, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2813,6 +2789,7 @@ static int qcow2_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     BDRVQcow2State *s = bs->opaque;
 
     bdi->cluster_size = s->cluster_size;
+    bdi->vm_state_offset = qcow2_vm_state_offset(s);
     bdi->is_dirty = s->incompatible_features & QCOW2_INCOMPAT_DIRTY;
     return 0;
 }
@@ -2925,6 +2902,13 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_info                  = qcow2_get_info,
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
+    .bdrv_snapshot_create           = qcow2_snapshot_create,
+    .bdrv_snapshot_goto             = qcow2_snapshot_goto,
+    .bdrv_snapshot_delete           = qcow2_snapshot_delete,
+    .bdrv_snapshot_list             = qcow2_snapshot_list,
+    .bdrv_snapshot_load_tmp         = qcow2_snapshot_load_tmp,
+    .bdrv_co_save_vmstate           = qcow2_co_save_vmstate,
+    .bdrv_co_load_vmstate           = qcow2_co_load_vmstate,
     .supported_zero_flags           = BDRV_REQ_MAY_UNMAP |
                                       BDRV_REQ_NO_FALLBACK,
 };

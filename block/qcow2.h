@@ -10,6 +10,8 @@
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
  *                     host clusters, refcount table growth, check/repair
  *   qcow2-cache.c     the L2 and refcount table caches
+ *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
+ *                     goto, delete, list, load_tmp), the VM state offset
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -58,6 +60,9 @@
 #define QCOW_MAX_REFTABLE_SIZE (8 * MiB)
 /* Snapshot table limits (a snapshot table entry is at most ~64 KiB). */
 #define QCOW_MAX_SNAPSHOTS 65536
+/* QEMU's bound on the whole table, and on one entry's extra data. */
+#define QCOW_MAX_SNAPSHOTS_SIZE (1024 * QCOW_MAX_SNAPSHOTS)
+#define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
 
@@ -148,6 +153,23 @@ typedef struct Qcow2UnknownHeaderExtension {
 
 typedef struct Qcow2Cache Qcow2Cache;
 
+/* One snapshot table entry, host-endian (qcow2-snapshot.c). */
+typedef struct QCowSnapshot {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    char *id_str;
+    char *name;
+    uint64_t disk_size;         /* the virtual disk size when taken */
+    uint64_t vm_state_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint64_t icount;            /* -1: not recorded */
+    /* extra data this driver does not know, written back unchanged */
+    uint32_t unknown_extra_data_size;
+    void *unknown_extra_data;
+} QCowSnapshot;
+
 /* Kinds of cluster an L2 entry can describe. */
 typedef enum QCow2ClusterType {
     QCOW2_CLUSTER_UNALLOCATED,   /* reads from backing (or zeroes) */
@@ -193,7 +215,8 @@ typedef struct BDRVQcow2State {
     uint64_t autoclear_features;
     uint32_t nb_snapshots;
     int64_t snapshots_offset;
-    int snapshots_size;
+    int snapshots_size;         /* bytes of the table on disk */
+    QCowSnapshot *snapshots;    /* nb_snapshots entries */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;
@@ -322,6 +345,13 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
 
 /* qcow2.c */
 /*
+ * Runs @fn in coroutine context from either context (the open, close and
+ * snapshot paths start outside one) and returns its result.
+ */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque);
+/*
  * Reads guest data through the driver's own read path (takes s->lock
  * itself, so call it without the lock).  Copy-on-write uses it to fetch
  * the old contents of a cluster that is being reallocated, before the new
@@ -364,6 +394,10 @@ void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
 int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
                                   uint64_t addend, bool decrease,
                                   Qcow2DiscardType type);
+/* The same for every cluster that [offset, offset + length) touches. */
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type);
 /*
  * qemu-img check: rebuilds the refcounts from every reference (header,
  * L1, L2, data and compressed clusters, refcount table and blocks,
@@ -472,6 +506,48 @@ int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
                             uint64_t bytes, uint64_t *host_end);
+/* Writes the whole active L1 table (s->l1_table) and flushes. */
+int qcow2_write_l1_table(BlockDriverState *bs);
+/*
+ * Calls @fn for every entry of the L2 table at @l2_offset, through the L2
+ * cache, with the entry's type; @fn may change *entry (the slice is then
+ * marked dirty; the caller sets the cache dependencies that the change
+ * needs).  Invalid entries are reported as corruption (-EIO) before @fn
+ * sees them.  Stops at the first negative return of @fn.
+ */
+typedef int Qcow2L2EntryFn(BlockDriverState *bs, QCow2ClusterType type,
+                           uint64_t *entry, void *opaque);
+int qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                       Qcow2L2EntryFn *fn, void *opaque);
+
+/*
+ * qcow2-snapshot.c
+ *
+ * The VM state area starts at the first L1 entry past the end of the
+ * disk, as in QEMU, so that the disk can grow a little without moving it.
+ */
+static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
+{
+    uint64_t span = (uint64_t)s->cluster_size << s->l2_bits;
+
+    return DIV_ROUND_UP((uint64_t)s->virtual_size, span) * span;
+}
+/* Reads the snapshot table at open; @repair (check -r) drops what cannot
+ * be kept instead of failing. */
+int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
+void qcow2_free_snapshots(BlockDriverState *bs);
+/*
+ * Writes s->snapshots as a new table, switches the header to it and frees
+ * the old one: the one place where the snapshot table is written.
+ */
+int qcow2_write_snapshots(BlockDriverState *bs);
+int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
+int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
+int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                          const char *name, Error **errp);
+int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab);
+int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
+                            const char *name, Error **errp);
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,

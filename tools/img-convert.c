@@ -21,6 +21,7 @@
 #include "qblock-img.h"
 
 #include "block/block_int.h"
+#include "block/snapshot.h"
 
 /* Bounds of -S and of the copy buffer, in sectors (16 MiB). */
 #define IMG_MAX_BUF_SECTORS 32768
@@ -527,7 +528,52 @@ typedef struct ImgConvertArgs {
     bool force_share;
     bool progress;
     bool target_is_zero;
+    /* -l: a snapshot ID or name, or snapshot.id/snapshot.name options */
+    const char *snapshot_name;
+    QemuOpts *snapshot_opts;
 } ImgConvertArgs;
+
+/* convert -l snapshot.id=ID,snapshot.name=NAME */
+static const QemuOptDesc img_internal_snapshot_desc[] = {
+    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
+      .help = "ID of the internal snapshot" },
+    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
+      .help = "name of the internal snapshot" },
+    { NULL }
+};
+
+static const QemuOptsList img_internal_snapshot_opts = {
+    .name = "internal-snapshot",
+    .desc = img_internal_snapshot_desc,
+};
+
+/* Makes the first source show the snapshot -l names (read-only). */
+static int img_convert_load_snapshot(ImgConvertState *s,
+                                     const ImgConvertArgs *a)
+{
+    Error *err = NULL;
+
+    if (a->snapshot_opts) {
+        bdrv_snapshot_load_tmp(blk_bs(s->src[0]),
+                               qemu_opt_get(a->snapshot_opts, "snapshot.id"),
+                               qemu_opt_get(a->snapshot_opts,
+                                            "snapshot.name"),
+                               &err);
+    } else if (a->snapshot_name) {
+        if (s->src_num > 1) {
+            error_report("No support for concatenating multiple snapshot");
+            return -EINVAL;
+        }
+        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(s->src[0]),
+                                             a->snapshot_name, &err);
+    }
+    if (err) {
+        error_report("Failed to load snapshot: %s", error_get_pretty(err));
+        error_free(err);
+        return -EINVAL;
+    }
+    return 0;
+}
 
 /* Builds the creation options of the target; NULL after an error. */
 static QemuOpts *img_convert_create_opts(ImgConvertState *s,
@@ -751,6 +797,10 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     if (ret < 0) {
         goto out;
     }
+    ret = img_convert_load_snapshot(s, a);
+    if (ret < 0) {
+        goto out;
+    }
 
     ret = -EINVAL;
     if (!a->skip_create) {
@@ -842,7 +892,7 @@ int img_convert(int argc, char **argv)
     int64_t sval;
     int c, ret;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:B:cF:o:S:pt:T:qnm:WU",
+    while ((c = getopt_long(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
                             long_options, NULL)) != -1) {
         switch (c) {
         case ':':
@@ -867,6 +917,25 @@ int img_convert(int argc, char **argv)
             break;
         case 'o':
             options = img_accumulate_options(options, optarg);
+            break;
+        case 'l':
+            if (g_str_has_prefix(optarg, "snapshot.")) {
+                Error *err = NULL;
+
+                if (a.snapshot_opts) {
+                    qemu_opts_del(a.snapshot_opts);
+                }
+                a.snapshot_opts = qemu_opts_parse(&img_internal_snapshot_opts,
+                                                  optarg, &err);
+                if (!a.snapshot_opts) {
+                    error_report_err(err);
+                    error_report("Failed in parsing snapshot param '%s'",
+                                 optarg);
+                    return 1;
+                }
+            } else {
+                a.snapshot_name = optarg;
+            }
             break;
         case 'S':
             sval = img_cvtnum("buffer size for sparse output", optarg);
@@ -988,6 +1057,9 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
+    if (a.snapshot_opts) {
+        qemu_opts_del(a.snapshot_opts);
+    }
     return ret ? 1 : 0;
 }
 

@@ -29,6 +29,7 @@ static const ImgCmd img_cmds[] = {
     { "info",    img_info },
     { "map",     img_map },
     { "resize",  img_resize },
+    { "snapshot", img_snapshot },
 };
 
 static void img_print_version(void)
@@ -75,7 +76,7 @@ void img_help(void)
            "[--target-image-opts] [--target-is-zero] [-U] [-c] [-p] [-q] "
            "[-n] [-f fmt] [-t cache] [-T src_cache] [-O output_fmt] "
            "[-B backing_file [-F backing_fmt]] [-o options] "
-           "[-S sparse_size] [-m num_coroutines] [-W] [--salvage] "
+           "[-l snapshot_param] [-S sparse_size] [-m num_coroutines] [-W] [--salvage] "
            "filename [filename2 [...]] output_filename\n"
            "  create [-q] [-f fmt] "
            "[-b backing_file [-F backing_fmt]] [-u] [-o options] "
@@ -88,6 +89,8 @@ void img_help(void)
            "  map [--image-opts] [-f fmt] "
            "[--start-offset=offset] [--max-length=len] [--output=ofmt] "
            "[-U] filename\n"
+           "  snapshot [--image-opts] [-U] [-q] [-l | -a snapshot | "
+           "-c snapshot | -d snapshot] filename\n"
            "  resize [--image-opts] [-f fmt] "
            "[--preallocation=prealloc] [-q] [--shrink] filename "
            "[+ | -]size\n"
@@ -117,6 +120,10 @@ void img_help(void)
            "    name=value format. Use -o help for an overview of the "
            "options supported by\n"
            "    the used format\n"
+           "  'snapshot_param' is param used for internal snapshot, "
+           "format\n"
+           "    is 'snapshot.id=[ID],snapshot.name=[NAME]', or\n"
+           "    '[ID_OR_NAME]'\n"
            "  '-c' indicates that target image must be compressed "
            "(qcow format only)\n"
            "  '-u' allows unsafe backing chains. For rebasing, it is "
@@ -163,6 +170,14 @@ void img_help(void)
            "       process (defaults to 8)\n"
            "  '-W' allow to write to the target out of order rather than "
            "sequential\n"
+           "\n"
+           "Parameters to snapshot subcommand:\n"
+           "  'snapshot' is the name of the snapshot to create, apply or "
+           "delete\n"
+           "  '-a' applies a snapshot (revert disk to saved state)\n"
+           "  '-c' creates a snapshot\n"
+           "  '-d' deletes a snapshot\n"
+           "  '-l' lists all snapshots in the given image\n"
            "\n"
            "Parameters to compare subcommand:\n"
            "  '-f' first image format\n"

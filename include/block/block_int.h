@@ -11,6 +11,7 @@
 #include "block/block-common.h"
 #include "block/block.h"
 #include "block/debug-events.h"
+#include "block/snapshot.h"
 
 /* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
 typedef struct BlockLimits {
@@ -192,6 +193,33 @@ struct BlockDriver {
     int coroutine_fn (*bdrv_co_check)(BlockDriverState *bs,
                                       BdrvCheckResult *result,
                                       BdrvCheckMode fix);
+
+    /*
+     * Internal snapshots (block/snapshot.c calls them, outside coroutine
+     * context, with the node drained; NULL: the format has none).  Each
+     * returns 0 or -errno; create, goto and delete leave the image on
+     * stable storage when they succeed.  goto looks up @snapshot_id as an
+     * ID, then as a name; delete needs whichever of ID and name is given
+     * to match; load_tmp only runs on read-only nodes.
+     */
+    int (*bdrv_snapshot_create)(BlockDriverState *bs,
+                                QEMUSnapshotInfo *sn_info);
+    int (*bdrv_snapshot_goto)(BlockDriverState *bs, const char *snapshot_id);
+    int (*bdrv_snapshot_delete)(BlockDriverState *bs,
+                                const char *snapshot_id, const char *name,
+                                Error **errp);
+    int (*bdrv_snapshot_list)(BlockDriverState *bs,
+                              QEMUSnapshotInfo **psn_info);
+    int (*bdrv_snapshot_load_tmp)(BlockDriverState *bs,
+                                  const char *snapshot_id, const char *name,
+                                  Error **errp);
+    /* The VM state area (bytes at @pos of it); coroutine context. */
+    int coroutine_fn (*bdrv_co_save_vmstate)(BlockDriverState *bs,
+                                             QEMUIOVector *qiov,
+                                             int64_t pos);
+    int coroutine_fn (*bdrv_co_load_vmstate)(BlockDriverState *bs,
+                                             QEMUIOVector *qiov,
+                                             int64_t pos);
 
     /*
      * Permissions.  check_perm may fail (e.g. file locking conflict) and
