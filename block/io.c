@@ -850,6 +850,17 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     assert((flags & BDRV_REQ_ZERO_WRITE) ||
            (qiov && qiov->size >= (size_t)bytes));
     if (bytes == 0) {
+        /*
+         * An empty compressed write ends a stream of them (qemu-img
+         * convert -c): the format may tidy up its file.
+         */
+        if ((flags & BDRV_REQ_WRITE_COMPRESSED) && offset == 0 &&
+            bs->drv->bdrv_co_pwritev_compressed) {
+            bdrv_inc_in_flight(bs);
+            ret = bs->drv->bdrv_co_pwritev_compressed(bs, 0, 0, qiov);
+            bdrv_dec_in_flight(bs);
+            return ret;
+        }
         return 0;
     }
     align = bdrv_request_align(bs);

@@ -953,6 +953,24 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
     return 0;
 }
 
+int coroutine_fn qcow2_prepare_compressed_l2(BlockDriverState *bs,
+                                             uint64_t offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t *slice;
+    uint64_t l2_offset;
+    int slice_index;
+    int ret;
+
+    wait_for_allocations(bs, offset, s->cluster_size);
+    ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
+    if (ret < 0) {
+        return ret;
+    }
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    return 0;
+}
+
 void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
                                             QCowL2Meta *m)
 {

@@ -60,9 +60,6 @@
 /* An L2 cache that cannot cover the disk uses small entries (QEMU). */
 #define QCOW2_SMALL_L2_CACHE_ENTRY      4096
 
-/* Compressed cluster writes are refused in images whose compressed size
- * field cannot describe them; a compressed cluster spans at most 2 MiB. */
-#define QCOW2_COMPRESSED_SECTOR_SIZE 512
 
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
@@ -424,7 +421,9 @@ static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
                              strlen(s->image_data_file))) {
         return -ENOSPC;
     }
-    if (s->qcow_version >= 3 &&
+    /* QEMU leaves the (optional) table out of headers of 4 KiB clusters
+     * and less, where it would crowd out a backing file name */
+    if (s->qcow_version >= 3 && s->cluster_size > 4096 &&
         !qcow2_put_extension(buf, buflen, &pos,
                              QCOW2_EXT_MAGIC_FEATURE_TABLE,
                              qcow2_feature_names,
@@ -1437,6 +1436,7 @@ struct Qcow2Task {
     uint64_t bytes;
     QEMUIOVector *qiov;
     size_t qiov_offset;
+    void *opaque;               /* the task's own data (compression job) */
 };
 
 static void coroutine_fn qcow2_task_entry(void *opaque)
@@ -1818,6 +1818,7 @@ typedef struct Qcow2CompressJob {
     size_t dest_size;
     const void *src;
     size_t src_size;
+    ssize_t out_len;            /* the result: bytes, -ENOSPC or -errno */
 } Qcow2CompressJob;
 
 /* Worker thread: compression is CPU work, kept off the event loop. */
@@ -1827,6 +1828,16 @@ static int qcow2_compress_job(void *opaque)
 
     return qcow2_compress(job->s, job->dest, job->dest_size, job->src,
                           job->src_size);
+}
+
+/* A pool task that hands one cluster to a worker thread. */
+static int coroutine_fn qcow2_compress_task(Qcow2Task *t)
+{
+    Qcow2CompressJob *job = t->opaque;
+    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(t->bs));
+
+    job->out_len = thread_pool_submit_co(pool, qcow2_compress_job, job);
+    return job->out_len < 0 && job->out_len != -ENOSPC ? job->out_len : 0;
 }
 
 /*
@@ -1844,6 +1855,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_prepare_compressed_l2(bs, offset);
+    if (ret < 0) {
+        goto out;
+    }
     coffset = qcow2_alloc_bytes(bs, out_len);
     if (coffset < 0) {
         ret = coffset;
@@ -1873,10 +1888,33 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink by
- * at least a sector is written as a normal cluster, as QEMU does.  Unlike
- * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
- * is freed) instead of failing with EIO.
+ * Compresses the clusters of one batch in worker threads at the same time
+ * (at most QCOW2_MAX_PARALLEL_IO), so that one request of many clusters
+ * keeps as many cores busy.
+ */
+static int coroutine_fn qcow2_compress_batch(BlockDriverState *bs,
+                                             Qcow2CompressJob *jobs, int n)
+{
+    Qcow2TaskPool pool = { 0 };
+    int ret = 0;
+
+    for (int i = 0; i < n && ret == 0; i++) {
+        Qcow2Task *t = g_new0(Qcow2Task, 1);
+
+        *t = (Qcow2Task) {
+            .bs = bs, .fn = qcow2_compress_task, .opaque = &jobs[i],
+        };
+        ret = qcow2_pool_run(&pool, t, n == 1);
+    }
+    return qcow2_pool_finish(&pool, ret);
+}
+
+/*
+ * Writes whole clusters compressed.  The clusters of a request are
+ * compressed in parallel and then stored in guest order, so that the
+ * image is laid out as if they had been written one by one.  A cluster
+ * that does not shrink is written as a normal cluster.  Unlike QEMU 7.2, an allocated cluster may be
+ * overwritten (its old host cluster is freed) instead of failing with EIO.
  */
 static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     int64_t offset,
@@ -1884,7 +1922,8 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     QEMUIOVector *qiov)
 {
     BDRVQcow2State *s = bs->opaque;
-    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
+    int batch = MIN(size_to_clusters(s, bytes), QCOW2_MAX_PARALLEL_IO);
+    g_autofree Qcow2CompressJob *jobs = NULL;
     uint8_t *in, *out;
     size_t qiov_offset = 0;
     int ret = 0;
@@ -1895,43 +1934,71 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     if (s->data_file != bs->file) {
         return -ENOTSUP;
     }
+    if (bytes == 0) {
+        /* the end of the stream: the file ends on a sector boundary, so
+         * that sector-based readers see the last compressed bytes whole */
+        int64_t len = bdrv_getlength(bs->file->bs);
+
+        if (len < 0) {
+            return len;
+        }
+        qemu_co_mutex_lock(&s->lock);
+        ret = bdrv_co_truncate(bs->file, len, false, PREALLOC_MODE_OFF, 0,
+                               NULL);
+        qemu_co_mutex_unlock(&s->lock);
+        return ret;
+    }
     if (offset_into_cluster(s, offset) ||
         (offset_into_cluster(s, bytes) &&
          offset + bytes != s->virtual_size)) {
         return -EINVAL;
     }
-    in = qemu_try_blockalign(bs, s->cluster_size);
-    out = g_try_malloc(s->cluster_size);
+    jobs = g_new0(Qcow2CompressJob, batch);
+    in = qemu_try_blockalign(bs, (size_t)batch * s->cluster_size);
+    out = g_try_malloc((size_t)batch * s->cluster_size);
     if (!in || !out) {
         ret = -ENOMEM;
         bytes = 0;
     }
 
     while (bytes > 0 && ret == 0) {
-        size_t cur = MIN(bytes, (int64_t)s->cluster_size);
-        Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
-            .src = in, .src_size = s->cluster_size,
-        };
-        ssize_t out_len;
+        int n = MIN(size_to_clusters(s, bytes), batch);
 
-        qemu_iovec_to_buf(qiov, qiov_offset, in, cur);
-        memset(in + cur, 0, s->cluster_size - cur);
-        out_len = thread_pool_submit_co(pool, qcow2_compress_job, &job);
-        if (out_len == -ENOSPC) {
-            QEMUIOVector slice;
+        for (int i = 0; i < n; i++) {
+            size_t cur = MIN(bytes - (int64_t)i * s->cluster_size,
+                             (int64_t)s->cluster_size);
+            uint8_t *src = in + (size_t)i * s->cluster_size;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
-            ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
-        } else if (out_len < 0) {
-            ret = out_len;
-        } else {
-            ret = qcow2_write_compressed_cluster(bs, offset, out, out_len);
+            qemu_iovec_to_buf(qiov, qiov_offset + (size_t)i * s->cluster_size,
+                              src, cur);
+            memset(src + cur, 0, s->cluster_size - cur);
+            jobs[i] = (Qcow2CompressJob) {
+                .s = s, .dest = out + (size_t)i * s->cluster_size,
+                /* anything smaller than a cluster is stored compressed,
+                 * as QEMU does */
+                .dest_size = s->cluster_size - 1,
+                .src = src, .src_size = s->cluster_size,
+            };
         }
-        offset += cur;
-        bytes -= cur;
-        qiov_offset += cur;
+        ret = qcow2_compress_batch(bs, jobs, n);
+
+        for (int i = 0; i < n && ret == 0; i++) {
+            size_t cur = MIN(bytes, (int64_t)s->cluster_size);
+
+            if (jobs[i].out_len == -ENOSPC) {
+                QEMUIOVector slice;
+
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
+                qemu_iovec_destroy(&slice);
+            } else {
+                ret = qcow2_write_compressed_cluster(bs, offset, jobs[i].dest,
+                                                     jobs[i].out_len);
+            }
+            offset += cur;
+            bytes -= cur;
+            qiov_offset += cur;
+        }
     }
     qemu_vfree(in);
     g_free(out);

@@ -477,6 +477,12 @@ int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
  */
 int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
                                   uint64_t l2_entry);
+/*
+ * Makes the L2 table that maps guest cluster @offset exist and belong to
+ * the active image, before the compressed bytes for it are allocated: so
+ * the table lands in front of the data, where QEMU puts it.
+ */
+int qcow2_prepare_compressed_l2(BlockDriverState *bs, uint64_t offset);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
 void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
 /*

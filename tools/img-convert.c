@@ -30,6 +30,9 @@
 /* Default -S: 4 KiB. */
 #define IMG_MIN_SPARSE_DEFAULT 8
 #define IMG_MAX_COROUTINES 16
+/* Clusters per compressed write request, which a format may compress in
+ * parallel (qcow2 does, one worker thread per cluster, up to 16). */
+#define IMG_COMPRESS_CLUSTERS 16
 /* Largest request the block layer takes, in sectors. */
 #define IMG_REQUEST_MAX_SECTORS (INT_MAX >> BDRV_SECTOR_BITS)
 
@@ -304,6 +307,37 @@ static int coroutine_fn img_convert_co_read(ImgConvertState *s,
     return 0;
 }
 
+/*
+ * With -c: the length in sectors of the run of whole clusters at @buf
+ * (@n sectors from @sector_num, the last cluster possibly cut by the end
+ * of the image) that are all zero or all not; true for data.  Zero
+ * clusters become holes, as they do when qemu-img writes one cluster at a
+ * time; with -S 0 everything is data.
+ */
+static bool img_convert_compressed_run(ImgConvertState *s, const uint8_t *buf,
+                                       int64_t n, int64_t *pnum)
+{
+    int64_t cs = s->cluster_sectors;
+    int64_t done = 0;
+    bool data = true;
+
+    while (done < n) {
+        int64_t len = MIN(cs, n - done);
+        bool zero = s->min_sparse &&
+                    buffer_is_zero(buf + done * BDRV_SECTOR_SIZE,
+                                   len * BDRV_SECTOR_SIZE);
+
+        if (done == 0) {
+            data = !zero;
+        } else if (data == zero) {
+            break;
+        }
+        done += len;
+    }
+    *pnum = done;
+    return data;
+}
+
 static int coroutine_fn img_convert_co_write(ImgConvertState *s,
                                              int64_t sector_num,
                                              int64_t nb_sectors,
@@ -323,12 +357,12 @@ static int coroutine_fn img_convert_co_write(ImgConvertState *s,
             break;
         case IMG_BLK_DATA:
             /* Written unless sparse output may turn it into a hole. */
-            if (!s->min_sparse ||
+            if ((s->compressed &&
+                 img_convert_compressed_run(s, buf, n, &n)) ||
                 (!s->compressed &&
-                 img_is_allocated_sectors_min(buf, n, &n, s->min_sparse,
-                                              sector_num, s->alignment)) ||
-                (s->compressed &&
-                 !buffer_is_zero(buf, n * BDRV_SECTOR_SIZE))) {
+                 (!s->min_sparse ||
+                  img_is_allocated_sectors_min(buf, n, &n, s->min_sparse,
+                                               sector_num, s->alignment)))) {
                 qemu_iovec_init_buf(&qiov, buf, n * BDRV_SECTOR_SIZE);
                 ret = s->compressed ?
                       blk_co_pwritev_compressed(s->target,
@@ -504,6 +538,14 @@ static int img_convert_do_copy(ImgConvertState *s)
     }
     while (s->running_coroutines) {
         aio_poll(ctx, true);
+    }
+    if (s->compressed && s->ret == 0) {
+        /* an empty compressed write tells the format the stream ended */
+        s->ret = blk_pwrite_compressed(s->target, 0, 0, NULL);
+        if (s->ret < 0) {
+            error_report("error while writing at byte 0: %s",
+                         strerror(-s->ret));
+        }
     }
     return s->ret;
 }
@@ -778,7 +820,10 @@ static int img_convert_open_target(ImgConvertState *s,
             error_report("invalid cluster size");
             return -EINVAL;
         }
-        s->buf_sectors = s->cluster_sectors;
+        /* several clusters per request: the driver compresses them in
+         * parallel (one worker thread each) */
+        s->buf_sectors = MAX(MIN(s->cluster_sectors * IMG_COMPRESS_CLUSTERS,
+                                 IMG_MAX_BUF_SECTORS), s->cluster_sectors);
     }
     return 0;
 }

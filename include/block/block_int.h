@@ -128,7 +128,11 @@ struct BlockDriver {
                                               BdrvRequestFlags flags);
     int coroutine_fn (*bdrv_co_pdiscard)(BlockDriverState *bs,
                                          int64_t offset, int64_t bytes);
-    /* Writes a compressed cluster (format drivers). */
+    /*
+     * Writes compressed clusters (format drivers).  @bytes == 0 at offset 0
+     * ends a stream of compressed writes: qcow2 rounds its file up to
+     * whole sectors then, as QEMU does.
+     */
     int coroutine_fn (*bdrv_co_pwritev_compressed)(BlockDriverState *bs,
                                                    int64_t offset,
                                                    int64_t bytes,
