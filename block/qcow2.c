@@ -2090,6 +2090,39 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
 /* ---------------------------------------------------------------------- */
 /* Block status and flush */
 
+/*
+ * QEMU's test for an image made with preallocation=metadata: clearly more
+ * clusters have a refcount than the file has allocated on the host (at
+ * least a ninth more, and two).  Only such images have clusters that were
+ * never written, whose holes in the file block status reports as zeroes;
+ * in any other image an allocated cluster is data, as QEMU's map says.
+ */
+static int coroutine_fn qcow2_detect_metadata_preallocation(
+    BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_length = bdrv_getlength(bs->file->bs);
+    int64_t allocated = bdrv_get_allocated_file_size(bs->file->bs);
+    int64_t real_clusters, threshold, count = 0;
+
+    if (file_length < 0 || allocated < 0) {
+        return file_length < 0 ? file_length : allocated;
+    }
+    real_clusters = allocated / s->cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    for (int64_t i = 0; i < size_to_clusters(s, file_length) &&
+                        count < threshold; i++) {
+        uint64_t refcount;
+        int ret = qcow2_get_refcount(bs, i, &refcount);
+
+        if (ret < 0) {
+            return ret;
+        }
+        count += refcount != 0;
+    }
+    return count >= threshold;
+}
+
 static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
                                               bool want_zero, int64_t offset,
                                               int64_t bytes, int64_t *pnum,
@@ -2103,6 +2136,11 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    if (!s->metadata_preallocation_checked) {
+        ret = qcow2_detect_metadata_preallocation(bs);
+        s->metadata_preallocation = ret == 1;
+        s->metadata_preallocation_checked = true;
+    }
     ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
     qemu_co_mutex_unlock(&s->lock);
     if (ret < 0) {
@@ -2116,7 +2154,7 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
         /* preallocated metadata maps clusters never written: the file's
          * holes tell that they read as zeroes */
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
-               BDRV_BLOCK_RECURSE;
+               (s->metadata_preallocation ? BDRV_BLOCK_RECURSE : 0);
     case QCOW2_CLUSTER_ZERO_ALLOC:
         *map = host_offset;
         *file = s->data_file->bs;
@@ -2244,8 +2282,9 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
         /* the clusters exist in the file: metadata preallocation makes
          * them holes, falloc and full reserve them */
         if ((int64_t)host_end > file_len) {
-            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
-                                   0, errp);
+            ret = bdrv_co_truncate(s->data_file, host_end, false,
+                                   prealloc == PREALLOC_MODE_METADATA ?
+                                   PREALLOC_MODE_OFF : prealloc, 0, errp);
             if (ret < 0) {
                 return ret;
             }
@@ -2969,6 +3008,7 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_info                  = qcow2_get_info,
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
+    .bdrv_measure                   = qcow2_measure,
     .bdrv_snapshot_create           = qcow2_snapshot_create,
     .bdrv_snapshot_goto             = qcow2_snapshot_goto,
     .bdrv_snapshot_delete           = qcow2_snapshot_delete,

@@ -12,6 +12,7 @@
  *   qcow2-cache.c     the L2 and refcount table caches
  *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
  *                     goto, delete, list, load_tmp), the VM state offset
+ *   qcow2-measure.c   qemu-img measure
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -252,6 +253,10 @@ typedef struct BDRVQcow2State {
     int64_t virtual_size;
     /* a non-fatal corruption was reported (reported once) */
     bool signaled_corruption;
+    /* whether the image looks preallocated with preallocation=metadata
+     * (block status then asks the file for holes); decided once */
+    bool metadata_preallocation_checked;
+    bool metadata_preallocation;
 } BDRVQcow2State;
 
 /*
@@ -554,6 +559,10 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
 int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab);
 int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
                             const char *name, Error **errp);
+
+/* qcow2-measure.c: the BlockDriver measure callback. */
+int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
+                  BlockMeasureInfo *info, Error **errp);
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,

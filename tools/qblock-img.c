@@ -28,6 +28,7 @@ static const ImgCmd img_cmds[] = {
     { "dd",      img_dd },
     { "info",    img_info },
     { "map",     img_map },
+    { "measure", img_measure },
     { "resize",  img_resize },
     { "snapshot", img_snapshot },
 };
@@ -89,6 +90,9 @@ void img_help(void)
            "  map [--image-opts] [-f fmt] "
            "[--start-offset=offset] [--max-length=len] [--output=ofmt] "
            "[-U] filename\n"
+           "  measure [--output=ofmt] [-O output_fmt] [-o options] "
+           "[--size N | [--image-opts] [-f fmt] [-l snapshot_param] "
+           "filename]\n"
            "  snapshot [--image-opts] [-U] [-q] [-l | -a snapshot | "
            "-c snapshot | -d snapshot] filename\n"
            "  resize [--image-opts] [-f fmt] "

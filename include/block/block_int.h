@@ -33,6 +33,14 @@ typedef struct BlockLimits {
     int max_iov;
 } BlockLimits;
 
+/* What qemu-img measure reports for an image of a format (bytes). */
+typedef struct BlockMeasureInfo {
+    int64_t required;           /* for the data that would be written */
+    int64_t fully_allocated;    /* with every cluster allocated */
+    bool has_bitmaps;           /* the target could keep the source's */
+    int64_t bitmaps;            /* persistent dirty bitmaps' size */
+} BlockMeasureInfo;
+
 /*
  * The driver table.  One static const instance per driver at the end of its
  * file, registered with block_init(bdrv_register, &drv) after it.
@@ -193,6 +201,14 @@ struct BlockDriver {
      */
     void (*bdrv_get_specific_info)(BlockDriverState *bs, GString *json_data,
                                    GString *human);
+    /*
+     * Size of a new image of this format (qemu-img measure) created with
+     * @opts (create_opts, "size" set unless @in_bs is given), holding the
+     * data of @in_bs (NULL: an empty image).  Fills @info; 0 or -errno
+     * with @errp set.
+     */
+    int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
+                        BlockMeasureInfo *info, Error **errp);
     /* Consistency check and repair (qemu-img check). */
     int coroutine_fn (*bdrv_co_check)(BlockDriverState *bs,
                                       BdrvCheckResult *result,
