@@ -383,13 +383,8 @@ static char *qcow2_new_snapshot_id(BDRVQcow2State *s)
     return g_strdup_printf("%" PRIu64, max + 1);
 }
 
-/*
- * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
- * checking that the entry describes a possible one.
- */
-static int qcow2_snapshot_read_l1(BlockDriverState *bs,
-                                  const QCowSnapshot *sn, uint64_t **l1,
-                                  Error **errp)
+int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
+                           uint64_t **l1, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t bytes = (uint64_t)sn->l1_size * sizeof(uint64_t);

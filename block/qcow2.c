@@ -2319,11 +2319,9 @@ static int coroutine_fn qcow2_write_zero_bytes(BlockDriverState *bs,
     return qcow2_co_pwritev(bs, offset, bytes, &qiov, 0);
 }
 
-static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
-                                          int64_t offset, bool exact,
-                                          PreallocMode prealloc,
-                                          BdrvRequestFlags flags,
-                                          Error **errp)
+int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
+                                   bool exact, PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t old;
@@ -3009,6 +3007,8 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
     .bdrv_measure                   = qcow2_measure,
+    .amend_opts                     = &qapi_opts_qcow2_amend,
+    .bdrv_amend_options             = qcow2_amend_options,
     .bdrv_snapshot_create           = qcow2_snapshot_create,
     .bdrv_snapshot_goto             = qcow2_snapshot_goto,
     .bdrv_snapshot_delete           = qcow2_snapshot_delete,

@@ -13,6 +13,7 @@
  *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
  *                     goto, delete, list, load_tmp), the VM state offset
  *   qcow2-measure.c   qemu-img measure
+ *   qcow2-amend.c     qemu-img amend: up/downgrade, refcount width, ...
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -365,6 +366,10 @@ int qcow2_run_co(BlockDriverState *bs,
 int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
+/* The driver's truncate (takes s->lock itself): amend resizes with it. */
+int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
+                      PreallocMode prealloc, BdrvRequestFlags flags,
+                      Error **errp);
 int qcow2_mark_dirty(BlockDriverState *bs);
 int qcow2_mark_clean(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
@@ -382,6 +387,19 @@ int qcow2_refcount_init(BlockDriverState *bs);
 void qcow2_refcount_close(BlockDriverState *bs);
 int qcow2_get_refcount(BlockDriverState *bs, int64_t cluster_index,
                        uint64_t *refcount);
+/* Entry @index of a refcount block of 1 << @refcount_order bit entries. */
+uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
+                                  uint64_t index);
+void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
+                              uint64_t value);
+/*
+ * Writes @n host-endian entries from @entries at index @first of the
+ * refcount table at @table_offset, and flushes: the one place where
+ * refcount tables are written.
+ */
+int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+                         uint64_t first, const uint64_t *entries,
+                         uint64_t n);
 /* Allocates @size bytes of whole clusters; returns the host offset. */
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
@@ -548,6 +566,12 @@ static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
 int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
+ * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
+ * checking that the entry describes a possible one.
+ */
+int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
+                           uint64_t **l1, Error **errp);
+/*
  * Writes s->snapshots as a new table, switches the header to it and frees
  * the old one: the one place where the snapshot table is written.
  */
@@ -559,6 +583,11 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
 int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab);
 int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
                             const char *name, Error **errp);
+
+/* qcow2-amend.c: the BlockDriver amend callback (qemu-img amend). */
+int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
+                        BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
+                        bool force, Error **errp);
 
 /* qcow2-measure.c: the BlockDriver measure callback. */
 int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,

@@ -20,6 +20,7 @@ typedef struct ImgCmd {
 } ImgCmd;
 
 static const ImgCmd img_cmds[] = {
+    { "amend",   img_amend },
     { "bench",   img_bench },
     { "check",   img_check },
     { "compare", img_compare },
@@ -63,6 +64,8 @@ void img_help(void)
            "                         specify tracing options\n"
            "\n"
            "Command syntax:\n"
+           "  amend [--image-opts] [-p] [-q] [-f fmt] [-t cache] "
+           "[--force] -o options filename\n"
            "  bench [-c count] [-d depth] [-f fmt] "
            "[--flush-interval=flush_interval] [-i aio] [-n] [--no-drain] "
            "[-o offset] [--pattern=pattern] [-q] [-s buffer_size] "

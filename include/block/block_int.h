@@ -41,6 +41,10 @@ typedef struct BlockMeasureInfo {
     int64_t bitmaps;            /* persistent dirty bitmaps' size */
 } BlockMeasureInfo;
 
+/* Progress of a long amend: @done of @total units of work. */
+typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
+                                      int64_t total, void *opaque);
+
 /*
  * The driver table.  One static const instance per driver at the end of its
  * file, registered with block_init(bdrv_register, &drv) after it.
@@ -209,6 +213,17 @@ struct BlockDriver {
      */
     int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
                         BlockMeasureInfo *info, Error **errp);
+    /* The options qemu-img amend accepts, or NULL. */
+    const QemuOptsList *amend_opts;
+    /*
+     * Changes an open image to the options set in @opts (amend_opts; only
+     * those given).  Outside coroutine context, the node writable; may
+     * call @status_cb.  @force: qemu-img amend --force.  0 or -errno with
+     * @errp set.
+     */
+    int (*bdrv_amend_options)(BlockDriverState *bs, QemuOpts *opts,
+                              BlockDriverAmendStatusCB *status_cb,
+                              void *cb_opaque, bool force, Error **errp);
     /* Consistency check and repair (qemu-img check). */
     int coroutine_fn (*bdrv_co_check)(BlockDriverState *bs,
                                       BdrvCheckResult *result,
