@@ -2879,6 +2879,40 @@ static void qcow2_reopen_abort(BDRVReopenState *state)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Rebase */
+
+static int qcow2_change_backing_file(BlockDriverState *bs,
+                                     const char *backing_file,
+                                     const char *backing_fmt)
+{
+    BDRVQcow2State *s = bs->opaque;
+    char *old_file = s->image_backing_file;
+    char *old_fmt = s->image_backing_format;
+    int ret;
+
+    if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        return -EINVAL;
+    }
+    /* a raw data file is the whole disk: nothing may show through */
+    if (backing_file && qcow2_data_file_is_raw(s)) {
+        return -EINVAL;
+    }
+    s->image_backing_file = g_strdup(backing_file);
+    s->image_backing_format = g_strdup(backing_fmt);
+    ret = qcow2_update_header(bs);
+    if (ret < 0) {
+        g_free(s->image_backing_file);
+        g_free(s->image_backing_format);
+        s->image_backing_file = old_file;
+        s->image_backing_format = old_fmt;
+        return ret;
+    }
+    g_free(old_file);
+    g_free(old_fmt);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Queries */
 
 static int64_t qcow2_getlength(BlockDriverState *bs)
@@ -3006,6 +3040,7 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_info                  = qcow2_get_info,
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
+    .bdrv_change_backing_file       = qcow2_change_backing_file,
     .bdrv_measure                   = qcow2_measure,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,

@@ -30,6 +30,7 @@ static const ImgCmd img_cmds[] = {
     { "info",    img_info },
     { "map",     img_map },
     { "measure", img_measure },
+    { "rebase",  img_rebase },
     { "resize",  img_resize },
     { "snapshot", img_snapshot },
 };
@@ -98,6 +99,9 @@ void img_help(void)
            "filename]\n"
            "  snapshot [--image-opts] [-U] [-q] [-l | -a snapshot | "
            "-c snapshot | -d snapshot] filename\n"
+           "  rebase [--image-opts] [-U] [-q] [-f fmt] [-t cache] "
+           "[-T src_cache] [-p] [-u] -b backing_file [-F backing_fmt] "
+           "filename\n"
            "  resize [--image-opts] [-f fmt] "
            "[--preallocation=prealloc] [-q] [--shrink] filename "
            "[+ | -]size\n"

@@ -108,6 +108,17 @@ int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
 int bdrv_is_allocated(BlockDriverState *bs, int64_t offset, int64_t bytes,
                       int64_t *pnum);
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
+/*
+ * Changes the backing file that the image of @bs names (qemu-img rebase):
+ * NULL removes it.  With @require, a backing file needs a format
+ * (-EINVAL otherwise, as QEMU); a format without a file is -EINVAL too.
+ * The open graph is not changed.
+ */
+int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                             const char *backing_fmt, bool require);
+/* The image in the backing chain of @bs whose file is @filename, or NULL. */
+BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
+                                          const char *filename);
 
 /*
  * The VM state area: a byte space beside the guest disk where a

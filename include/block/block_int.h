@@ -213,6 +213,14 @@ struct BlockDriver {
      */
     int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
                         BlockMeasureInfo *info, Error **errp);
+    /*
+     * Records @backing_file (NULL: none) and @backing_fmt (may be NULL) as
+     * the image's backing file, on disk; opens nothing.  -ENOSPC if the
+     * header has no room for the name.
+     */
+    int (*bdrv_change_backing_file)(BlockDriverState *bs,
+                                    const char *backing_file,
+                                    const char *backing_fmt);
     /* The options qemu-img amend accepts, or NULL. */
     const QemuOptsList *amend_opts;
     /*
