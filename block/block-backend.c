@@ -804,6 +804,31 @@ int blk_flush(BlockBackend *blk)
     return blk_sync_request(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0);
 }
 
+int blk_save_vmstate(BlockBackend *blk, const uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    int ret;
+
+    if (!bs) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_save_vmstate(bs, buf, pos, size);
+    /* writethrough: the state is durable once saving returns */
+    if (ret == 0 && !blk->enable_write_cache) {
+        ret = bdrv_flush(bs);
+    }
+    return ret;
+}
+
+int blk_load_vmstate(BlockBackend *blk, uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    return bs ? bdrv_load_vmstate(bs, buf, pos, size) : -ENOMEDIUM;
+}
+
 typedef struct BlkTruncateCo {
     BlockBackend *blk;
     int64_t offset;
