@@ -8,8 +8,11 @@
  *     drain barrier is not counted, so drain never waits for it.
  *  2. Writethrough: a write, zero write or compressed write that succeeds
  *     is followed by a flush of the root node before it completes, when
- *     blk->enable_write_cache is false at the moment the write returned
- *     from the graph.  The flag is read there and nowhere else.
+ *     blk->enable_write_cache was false when the write entered the graph
+ *     or is false when it returned from it.  The flag is read there and
+ *     nowhere else: a write the guest issued to a writethrough disk stays
+ *     durable at completion even if the guest enabled the cache meanwhile,
+ *     and one that completes after a switch to writethrough is flushed.
  *  3. An aio callback runs from blk->done_bh, i.e. from the event loop
  *     and outside coroutine context, never before blk_aio_*() returned,
  *     in completion order.
@@ -410,6 +413,7 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
                                           BdrvRequestFlags flags)
 {
     BlockAcctCookie cookie;
+    bool wce_at_start;
     int ret;
 
     blk_wait_while_drained(blk);
@@ -419,6 +423,7 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
         return ret;
     }
     block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_WRITE);
+    wce_at_start = blk->enable_write_cache;
     if (flags & BDRV_REQ_ZERO_WRITE) {
         ret = bdrv_co_pwrite_zeroes(blk->root, offset, bytes,
                                     flags & ~BDRV_REQ_ZERO_WRITE);
@@ -427,7 +432,7 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
     }
     if (ret == 0) {
         block_acct_write_end(&blk->stats, offset + bytes);
-        if (!blk->enable_write_cache) {
+        if (!wce_at_start || !blk->enable_write_cache) {
             ret = blk_co_do_flush(blk);
         }
     }

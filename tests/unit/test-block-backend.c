@@ -116,7 +116,8 @@ static void aio_write_start(AioWrite *w, BlockBackend *blk, int64_t offset)
 
 /*
  * Writes submitted in writeback mode that complete after the switch to
- * writethrough are flushed before their callbacks run.
+ * writethrough are flushed before their callbacks run, and so are writes
+ * submitted in writethrough mode that complete after the switch back.
  */
 static void test_toggle_while_in_flight(void)
 {
@@ -144,12 +145,22 @@ static void test_toggle_while_in_flight(void)
     g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 3);
     g_assert_cmpuint(blk_in_flight(blk), ==, 0);
 
-    /* and the other way round: completing in writeback, no flush */
+    /*
+     * The other way round: issued in writethrough, completing after the
+     * switch to writeback, it is still flushed (its issuer counted on it).
+     */
     blk_set_enable_write_cache(blk, false);
     aio_write_start(&w[0], blk, 0);
     blk_set_enable_write_cache(blk, true);
     AIO_WAIT_WHILE(qemu_get_aio_context(), !w[0].done);
-    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 3);
+    g_assert_cmpint(w[0].ret, ==, 0);
+    g_assert_cmpuint(w[0].flushes_seen, ==, 4);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 4);
+
+    /* issued and completed in writeback: no flush */
+    aio_write_start(&w[0], blk, 0);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w[0].done);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 4);
     blk_unref(blk);
 }
 
