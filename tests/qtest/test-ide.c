@@ -698,6 +698,278 @@ static void test_toggle_while_busy(void)
     fixture_close(&f);
 }
 
+/* ---- device state ---- */
+
+static void save_channel(IDEGuest *ig, VMStateBuffer *b)
+{
+    vmstate_buffer_init(b);
+    vmstate_save_header(b);
+    g_assert_cmpint(vmstate_save(b, &vmstate_ide_bus, 0, ig->bus,
+                                 &error_abort), ==, 0);
+}
+
+/* Loads @b into @ig's channel; NULL or the error message. */
+static char *load_channel(IDEGuest *ig, VMStateBuffer *b)
+{
+    Error *err = NULL;
+    char *msg = NULL;
+
+    b->pos = 0;
+    if (vmstate_load_header(b, &err) == 0) {
+        vmstate_load(b, &vmstate_ide_bus, 0, ig->bus, &err);
+    }
+    if (err) {
+        msg = g_strdup(error_get_pretty(err));
+        error_free(err);
+    }
+    return msg;
+}
+
+/* A channel on a fresh BlockBackend of the same image (the target). */
+static void fixture_reopen(IDEFixture *f, IDEFixture *target,
+                           const char *mode)
+{
+    target->path = NULL;
+    target->blk = qguest_blk_open(f->path, "raw", mode, NULL);
+    target->ig = ide_guest_new(target->blk);
+}
+
+static void fixture_close_target(IDEFixture *t)
+{
+    ide_guest_free(t->ig);
+    blk_unref(t->blk);
+}
+
+/*
+ * The guest turned the write cache off; after a load into a fresh device
+ * whose drive defaults to writeback, IDENTIFY shows it off and every write
+ * is flushed, and the other settings came along.
+ */
+static void test_vmstate_write_cache(void)
+{
+    IDEFixture f, t;
+    uint16_t id[ATA_ID_WORDS];
+    VMStateBuffer b;
+
+    fixture_open(&f, "raw", DISK_SIZE, "writeback");
+    g_assert_cmphex(ide_guest_nodata(f.ig, ATA_CMD_SET_FEATURES,
+                                     ATA_SF_DISABLE_WCE, 0), ==, STATUS_OK);
+    g_assert_cmphex(ide_guest_nodata(f.ig, ATA_CMD_SET_MULTIPLE, 0, 8), ==,
+                    STATUS_OK);
+    save_channel(f.ig, &b);
+
+    fixture_reopen(&f, &t, "writeback");
+    g_assert_true(id_wce(t.ig));
+    g_assert_null(load_channel(t.ig, &b));
+    g_assert_false(blk_enable_write_cache(t.blk));
+    g_assert_cmphex(ide_guest_identify(t.ig, id), ==, STATUS_OK);
+    g_assert_false(id[ATA_ID_CFS_ENABLE_1] & ATA_ID_CS1_WCACHE);
+    g_assert_cmphex(id[ATA_ID_MULTSECT], ==, 0x0108);
+    for (int i = 0; i < 3; i++) {
+        g_assert_cmpuint(dma_write_flushes(&t, ATA_CMD_WRITE_DMA, i * 8, 8),
+                         ==, 1);
+    }
+    /* and the other way round: a cache enabled in the state is enabled */
+    g_assert_cmphex(ide_guest_nodata(t.ig, ATA_CMD_SET_FEATURES,
+                                     ATA_SF_ENABLE_WCE, 0), ==, STATUS_OK);
+    vmstate_buffer_destroy(&b);
+    save_channel(t.ig, &b);
+    fixture_close_target(&t);
+    fixture_reopen(&f, &t, "writethrough");
+    g_assert_null(load_channel(t.ig, &b));
+    g_assert_true(id_wce(t.ig));
+    g_assert_cmpuint(dma_write_flushes(&t, ATA_CMD_WRITE_DMA, 0, 8), ==, 0);
+    fixture_close_target(&t);
+    vmstate_buffer_destroy(&b);
+    fixture_close(&f);
+}
+
+/* A PIO write half done moves to the new device and finishes there. */
+static void test_vmstate_pio_in_progress(void)
+{
+    IDEFixture f, t;
+    uint8_t out[2 * 512], disk[2 * 512];
+    VMStateBuffer b;
+
+    fixture_open(&f, "raw", DISK_SIZE, "writeback");
+    qguest_pattern(out, sizeof(out), 40, 11);
+    ide_guest_taskfile(f.ig, ATA_CMD_WRITE, 40, 2, false);
+    g_assert_true(ide_guest_wait_not_busy(f.ig) & ATA_STAT_DRQ);
+    for (int i = 0; i < 100; i++) {
+        ide_data_write16(f.ig->bus, out[2 * i] | (out[2 * i + 1] << 8));
+    }
+    save_channel(f.ig, &b);
+
+    fixture_reopen(&f, &t, "writeback");
+    g_assert_null(load_channel(t.ig, &b));
+    g_assert_cmphex(ide_ctrl_read(t.ig->bus), ==, STATUS_OK | ATA_STAT_DRQ);
+    for (int i = 100; i < 256; i++) {
+        ide_data_write16(t.ig->bus, out[2 * i] | (out[2 * i + 1] << 8));
+    }
+    qguest_wait_irq(t.ig->g);
+    g_assert_true(ide_cmd_read(t.ig->bus, ATA_REG_STATUS) & ATA_STAT_DRQ);
+    for (int i = 256; i < 512; i++) {
+        ide_data_write16(t.ig->bus, out[2 * i] | (out[2 * i + 1] << 8));
+    }
+    qguest_wait_irq(t.ig->g);
+    g_assert_cmphex(ide_cmd_read(t.ig->bus, ATA_REG_STATUS), ==, STATUS_OK);
+    g_assert_cmpint(blk_pread(t.blk, 40 * 512, sizeof(disk), disk, 0), ==, 0);
+    g_assert_cmpmem(disk, sizeof(disk), out, sizeof(out));
+    fixture_close_target(&t);
+    vmstate_buffer_destroy(&b);
+    fixture_close(&f);
+}
+
+/* A DMA command waiting for the bus master runs once the target starts it. */
+static void test_vmstate_dma_waiting(void)
+{
+    IDEFixture f, t;
+    uint8_t out[4 * 512], in[4 * 512];
+    VMStateBuffer b;
+
+    fixture_open(&f, "raw", DISK_SIZE, "writeback");
+    qguest_pattern(out, sizeof(out), 60, 12);
+    g_assert_cmpint(blk_pwrite(f.blk, 60 * 512, sizeof(out), out, 0), ==, 0);
+    qguest_writel(f.ig->g, f.ig->prdt, f.ig->buf);
+    qguest_writew(f.ig->g, f.ig->prdt + 4, sizeof(in));
+    qguest_writew(f.ig->g, f.ig->prdt + 6, ATA_PRD_EOT);
+    ide_bmdma_write(f.ig->bus, BM_REG_PRDT, 4, f.ig->prdt);
+    ide_bmdma_write(f.ig->bus, BM_REG_COMMAND, 1, BM_CMD_READ);
+    ide_guest_taskfile(f.ig, ATA_CMD_READ_DMA, 60, 4, false);
+    save_channel(f.ig, &b);
+
+    /* the target's guest memory holds the same PRD table */
+    fixture_reopen(&f, &t, "writeback");
+    qguest_writel(t.ig->g, t.ig->prdt, t.ig->buf);
+    qguest_writew(t.ig->g, t.ig->prdt + 4, sizeof(in));
+    qguest_writew(t.ig->g, t.ig->prdt + 6, ATA_PRD_EOT);
+    g_assert_null(load_channel(t.ig, &b));
+    ide_bmdma_write(t.ig->bus, BM_REG_COMMAND, 1, BM_CMD_READ | BM_CMD_START);
+    g_assert_cmphex(ide_guest_dma_finish(t.ig, NULL), ==, STATUS_OK);
+    qguest_memread(t.ig->g, t.ig->buf, in, sizeof(in));
+    g_assert_cmpmem(in, sizeof(in), out, sizeof(out));
+    fixture_close_target(&t);
+    vmstate_buffer_destroy(&b);
+    fixture_close(&f);
+}
+
+static void test_vmstate_busy_refused(void)
+{
+    IDEFixture f;
+    VMStateBuffer b;
+    Error *err = NULL;
+
+    fixture_open(&f, "raw", DISK_SIZE, "writeback");
+    ide_guest_dma_start(f.ig, ATA_CMD_WRITE_DMA, 0, 64, 0);
+    g_assert_true(ide_bus_busy(f.ig->bus));
+    vmstate_buffer_init(&b);
+    g_assert_cmpint(vmstate_save(&b, &vmstate_ide_bus, 0, f.ig->bus, &err),
+                    ==, -EBUSY);
+    g_assert_cmpstr(error_get_pretty(err), ==, "IDE unit 0 has a request in "
+                    "flight; drain it before saving");
+    error_free(err);
+    g_assert_cmphex(ide_guest_dma_finish(f.ig, NULL), ==, STATUS_OK);
+    g_assert_cmpint(vmstate_save(&b, &vmstate_ide_bus, 0, f.ig->bus,
+                                 &error_abort), ==, 0);
+    vmstate_buffer_destroy(&b);
+    fixture_close(&f);
+}
+
+/* The offset of field @name's value in the stream (the first such). */
+static size_t stream_field(VMStateBuffer *b, const char *name)
+{
+    size_t len = strlen(name);
+
+    for (size_t i = 0; i + 1 + len + 5 < b->data->len; i++) {
+        if (b->data->data[i] == len &&
+            !memcmp(b->data->data + i + 1, name, len)) {
+            return i + 1 + len + 5;
+        }
+    }
+    g_error("no field '%s' in the stream", name);
+}
+
+static void stream_put(VMStateBuffer *b, size_t off, uint64_t val,
+                       int size)
+{
+    for (int i = 0; i < size; i++) {
+        b->data->data[off + i] = val >> (8 * (size - 1 - i));
+    }
+}
+
+typedef struct HostileField {
+    const char *name;
+    uint64_t value;
+    int size;
+    const char *error;
+} HostileField;
+
+/* Values a crafted stream could hold, each refused by the check named. */
+static void test_vmstate_hostile(void)
+{
+    static const HostileField cases[] = {
+        { "data_pos", 600, 4, "PIO window 600-512" },
+        { "data_end", 65536, 4, "is not inside the 8192-byte buffer" },
+        { "data_pos", 3, 4, "PIO window 3-512" },
+        { "xfer", 99, 1, "transfer state 99 cannot be saved" },
+        { "xfer", 5, 1, "transfer state 5 cannot be saved" },  /* VERIFY */
+        { "lba", DISK_SIZE / 512 - 1, 8, "is outside the disk" },
+        { "mult_sectors", 3, 1, "settings out of range (multiple 3" },
+        { "xfer_mode", 0x47, 1, "transfer mode 0x47" },
+        { "heads", 0, 1, "0 heads" },
+        { "status", ATA_STAT_DRDY, 1, "does not match transfer state" },
+        { "saved_nb_sectors", 1, 8, "the state is of a disk of 1 sectors" },
+        { "block_sectors", 17, 4, "PIO block of 17 sectors" },
+    };
+    IDEFixture f, t;
+    VMStateBuffer b;
+
+    fixture_open(&f, "raw", DISK_SIZE, "writeback");
+    /* a state with a PIO read in progress: data_pos 0 of 512 */
+    ide_guest_taskfile(f.ig, ATA_CMD_READ, 10, 4, false);
+    qguest_wait_irq(f.ig->g);
+    save_channel(f.ig, &b);
+    fixture_reopen(&f, &t, "writeback");
+    g_assert_null(load_channel(t.ig, &b));
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        const HostileField *c = &cases[i];
+        VMStateBuffer bad;
+        g_autofree char *msg = NULL;
+
+        vmstate_buffer_init_data(&bad, b.data->data, b.data->len);
+        stream_put(&bad, stream_field(&bad, c->name), c->value, c->size);
+        msg = load_channel(t.ig, &bad);
+        g_assert_nonnull(msg);
+        if (!strstr(msg, c->error)) {
+            g_error("%s=%" PRIu64 ": expected '%s' in: %s", c->name,
+                    c->value, c->error, msg);
+        }
+        vmstate_buffer_destroy(&bad);
+        /* a failed load leaves the state undefined: reset before reuse */
+        ide_bus_reset(t.ig->bus);
+    }
+    fixture_close_target(&t);
+
+    /* a channel without the drive the state has */
+    {
+        QGuest *g = qguest_new(1 * MiB);
+        IDEBus *empty = ide_bus_new(&g->mem, &g->irq);
+        Error *err = NULL;
+
+        b.pos = 0;
+        g_assert_cmpint(vmstate_load_header(&b, &error_abort), ==, 0);
+        g_assert_cmpint(vmstate_load(&b, &vmstate_ide_bus, 0, empty, &err),
+                        <, 0);
+        g_assert_cmpstr(error_get_pretty(err), ==, "IDE unit 0: the state "
+                        "has a drive, this channel has none");
+        error_free(err);
+        ide_bus_free(empty);
+        qguest_free(g);
+    }
+    vmstate_buffer_destroy(&b);
+    fixture_close(&f);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -724,5 +996,11 @@ int main(int argc, char **argv)
                     test_write_cache_toggle_qcow2);
     g_test_add_func("/ide/disable-wce-flushes", test_disable_wce_flushes);
     g_test_add_func("/ide/toggle-while-busy", test_toggle_while_busy);
+    g_test_add_func("/ide/vmstate/write-cache", test_vmstate_write_cache);
+    g_test_add_func("/ide/vmstate/pio-in-progress",
+                    test_vmstate_pio_in_progress);
+    g_test_add_func("/ide/vmstate/dma-waiting", test_vmstate_dma_waiting);
+    g_test_add_func("/ide/vmstate/busy-refused", test_vmstate_busy_refused);
+    g_test_add_func("/ide/vmstate/hostile", test_vmstate_hostile);
     return g_test_run();
 }
