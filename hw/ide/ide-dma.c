@@ -62,6 +62,7 @@ static int ide_dma_map_prdt(IDEState *s, uint64_t bytes, bool *exact)
         ATAPrd prd;
         uint32_t count;
         uint64_t take;
+        bool eot;
 
         if (guest_memory_read(&bus->mem, bus->bm.prdt + i * sizeof(prd),
                               &prd, sizeof(prd)) < 0) {
@@ -70,17 +71,18 @@ static int ide_dma_map_prdt(IDEState *s, uint64_t bytes, bool *exact)
         /* bit 0 of both address and count is reserved */
         count = GUINT16_FROM_LE(prd.count) & ~1u;
         count = count ? count : ATA_PRD_MAX_BYTES;
+        eot = GUINT16_FROM_LE(prd.flags) & ATA_PRD_EOT;
         take = MIN(count, bytes - mapped);
-        if (guest_memory_map_iov(&bus->mem, GUINT32_FROM_LE(prd.addr) & ~1u, take,
-                                 &s->dma_qiov, IDE_DMA_MAX_IOV) < 0) {
+        if (guest_memory_map_iov(&bus->mem, GUINT32_FROM_LE(prd.addr) & ~1u,
+                                 take, &s->dma_qiov, IDE_DMA_MAX_IOV) < 0) {
             return -EINVAL;
         }
         mapped += take;
         if (mapped == bytes) {
-            *exact = take == count && (GUINT16_FROM_LE(prd.flags) & ATA_PRD_EOT);
+            *exact = take == count && eot;
             return 0;
         }
-        if (GUINT16_FROM_LE(prd.flags) & ATA_PRD_EOT) {
+        if (eot) {
             return -EINVAL;
         }
     }
