@@ -8,14 +8,17 @@
  *     drain barrier is not counted, so drain never waits for it.
  *  2. Writethrough: a write, zero write or compressed write that succeeds
  *     is followed by a flush of the root node before it completes, when
- *     blk->enable_write_cache was false when the write entered the graph
- *     or is false when it returned from it.  The flag is read there and
- *     nowhere else: a write the guest issued to a writethrough disk stays
- *     durable at completion even if the guest enabled the cache meanwhile,
- *     and one that completes after a switch to writethrough is flushed.
+ *     blk->enable_write_cache was false when the write entered the graph,
+ *     when it returned from it, or (aio forms) when its callback is about
+ *     to run.  The flag is read there and nowhere else: a write the guest
+ *     issued to a writethrough disk stays durable at completion even if
+ *     the guest enabled the cache meanwhile, and one whose completion is
+ *     reported after a switch to writethrough is flushed first, also when
+ *     the switch came between the graph's completion and the callback.
  *  3. An aio callback runs from blk->done_bh, i.e. from the event loop
  *     and outside coroutine context, never before blk_aio_*() returned,
- *     in completion order.
+ *     in completion order (a write that needs a late writethrough flush
+ *     completes when that flush does).
  *  4. Each request is accounted exactly once into blk->stats (done, failed
  *     or invalid); a writethrough flush is accounted as a flush of its own.
  *
@@ -46,6 +49,9 @@ struct BlockAIOCB {
     QEMUIOVector *qiov;
     BdrvRequestFlags flags;
     int ret;
+    /* a write that succeeded, and whether a flush followed it */
+    bool wrote;
+    bool flushed;
     bool done;              /* the request has finished */
     bool returned;          /* blk_aio_*() has returned to its caller */
     BlockAIOCB *next;       /* in blk's completion list or free list */
@@ -410,7 +416,8 @@ static int coroutine_fn blk_co_do_preadv(BlockBackend *blk, int64_t offset,
  */
 static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
                                           int64_t bytes, QEMUIOVector *qiov,
-                                          BdrvRequestFlags flags)
+                                          BdrvRequestFlags flags,
+                                          bool *flushed)
 {
     BlockAcctCookie cookie;
     bool wce_at_start;
@@ -434,6 +441,9 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
         block_acct_write_end(&blk->stats, offset + bytes);
         if (!wce_at_start || !blk->enable_write_cache) {
             ret = blk_co_do_flush(blk);
+            if (flushed) {
+                *flushed = true;
+            }
         }
     }
     blk_acct_end(blk, &cookie, ret);
@@ -478,7 +488,7 @@ int coroutine_fn blk_co_pwritev(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            flags & ~BDRV_REQ_ZERO_WRITE);
+                            flags & ~BDRV_REQ_ZERO_WRITE, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -490,7 +500,7 @@ int coroutine_fn blk_co_pwrite_zeroes(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, NULL,
-                            flags | BDRV_REQ_ZERO_WRITE);
+                            flags | BDRV_REQ_ZERO_WRITE, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -502,7 +512,7 @@ int coroutine_fn blk_co_pwritev_compressed(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            BDRV_REQ_WRITE_COMPRESSED);
+                            BDRV_REQ_WRITE_COMPRESSED, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -572,6 +582,16 @@ static void blk_aio_queue_done(BlockAIOCB *acb)
     qemu_bh_schedule(blk->done_bh);
 }
 
+/* Invariant 2: the cache went off after the write left the graph. */
+static void coroutine_fn blk_aio_late_flush_entry(void *opaque)
+{
+    BlockAIOCB *acb = opaque;
+
+    acb->ret = blk_co_do_flush(acb->blk);
+    acb->flushed = true;
+    blk_aio_queue_done(acb);
+}
+
 static void blk_aio_done_bh(void *opaque)
 {
     BlockBackend *blk = opaque;
@@ -586,6 +606,13 @@ static void blk_aio_done_bh(void *opaque)
             /* a callback that polls the loop completes the rest itself */
             qemu_bh_schedule(blk->done_bh);
         }
+        if (acb->wrote && !acb->flushed && !blk->enable_write_cache) {
+            /* it comes back through blk_aio_queue_done() once flushed */
+            acb->wrote = false;
+            qemu_coroutine_enter(qemu_coroutine_create(
+                blk_aio_late_flush_entry, acb));
+            continue;
+        }
         acb->cb(acb->opaque, acb->ret);
         blk->in_flight--;
         acb->next = blk->free_acbs;
@@ -595,11 +622,14 @@ static void blk_aio_done_bh(void *opaque)
     blk_unref(blk);
 }
 
-/* Runs one request of the aio or sync forms; in_flight held by the caller. */
+/*
+ * Runs one request of the aio or sync forms; in_flight held by the caller.
+ * For writes, *flushed tells whether a writethrough flush followed.
+ */
 static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
                                      int64_t offset, int64_t bytes,
                                      QEMUIOVector *qiov,
-                                     BdrvRequestFlags flags)
+                                     BdrvRequestFlags flags, bool *flushed)
 {
     switch (op) {
     case BLK_AIO_READ:
@@ -607,7 +637,7 @@ static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
     case BLK_AIO_WRITE:
     case BLK_AIO_WRITE_ZEROES:
     case BLK_AIO_WRITE_COMPRESSED:
-        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags);
+        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags, flushed);
     case BLK_AIO_DISCARD:
         return blk_co_do_pdiscard(blk, offset, bytes);
     case BLK_AIO_FLUSH:
@@ -616,12 +646,19 @@ static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
     g_assert_not_reached();
 }
 
+static bool blk_aio_op_is_write(BlkAioOp op)
+{
+    return op == BLK_AIO_WRITE || op == BLK_AIO_WRITE_ZEROES ||
+           op == BLK_AIO_WRITE_COMPRESSED;
+}
+
 static void coroutine_fn blk_aio_entry(void *opaque)
 {
     BlockAIOCB *acb = opaque;
 
     acb->ret = blk_co_do_op(acb->blk, acb->op, acb->offset, acb->bytes,
-                            acb->qiov, acb->flags);
+                            acb->qiov, acb->flags, &acb->flushed);
+    acb->wrote = blk_aio_op_is_write(acb->op) && acb->ret == 0;
     acb->done = true;
     if (acb->returned) {
         blk_aio_queue_done(acb);
@@ -723,7 +760,7 @@ static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
         int ret;
 
         blk->in_flight++;
-        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags);
+        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags, NULL);
         blk->in_flight--;
         return ret;
     }

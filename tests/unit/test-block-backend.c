@@ -164,6 +164,37 @@ static void test_toggle_while_in_flight(void)
     blk_unref(blk);
 }
 
+/*
+ * The switch to writethrough may come after a write left the graph but
+ * before its callback ran: it is flushed before the callback all the same.
+ */
+static void test_toggle_before_callback(void)
+{
+    BlockBackend *blk;
+    AioWrite w;
+
+    test_mem_cfg_reset(512);
+    blk = open_blk(BDRV_O_RDWR);
+    aio_write_start(&w, blk, 0);
+    /* the driver completed it at once; only the callback is pending */
+    test_log_assert("write 0 4096");
+    g_assert_false(w.done);
+    blk_set_enable_write_cache(blk, false);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w.done);
+    g_assert_cmpint(w.ret, ==, 0);
+    g_assert_cmpuint(w.flushes_seen, ==, 1);
+    g_assert_cmpuint(blk_in_flight(blk), ==, 0);
+    /* the late flush counts as a flush op of its own */
+    g_assert_cmpuint(blk_get_stats(blk)->nr_ops[BLOCK_ACCT_FLUSH], ==, 1);
+
+    /* without a switch, a writeback write stays unflushed */
+    blk_set_enable_write_cache(blk, true);
+    aio_write_start(&w, blk, 4096);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w.done);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 1);
+    blk_unref(blk);
+}
+
 static void test_aio_callback_after_return(void)
 {
     BlockBackend *blk;
@@ -441,6 +472,8 @@ int main(int argc, char **argv)
                     test_toggle_between_writes);
     g_test_add_func("/block-backend/toggle-while-in-flight",
                     test_toggle_while_in_flight);
+    g_test_add_func("/block-backend/toggle-before-callback",
+                    test_toggle_before_callback);
     g_test_add_func("/block-backend/aio-callback-after-return",
                     test_aio_callback_after_return);
     g_test_add_func("/block-backend/statistics", test_statistics);
