@@ -18,6 +18,11 @@
  *  4. s->journal_bytes is the sum of the entries' lengths and never
  *     exceeds s->journal_max.
  *
+ *  5. An armed cut (blkcrash_arm) happens when the given request arrives,
+ *     counting every read, write, zero write, discard and flush: that
+ *     request and every later one fail with -EIO.  Sweeping the number
+ *     over a workload cuts the power at every point of its I/O.
+ *
  * Lock: s->lock (CoRwlock) guards removal from the journal; appending
  * never yields and needs no lock.
  */
@@ -38,9 +43,36 @@ typedef struct BDRVBlkcrashState {
     uint64_t journal_max;
     CoRwlock lock;
     bool dead;
+    /* requests that reached the node, and the one that cuts the power */
+    uint64_t requests;
+    uint64_t cut_at;            /* 0: not armed */
+    BlkcrashCut cut_mode;
+    uint32_t cut_seed;
 } BDRVBlkcrashState;
 
 static BlockDriver bdrv_blkcrash;
+
+static int blkcrash_cut(BlockDriverState *bs, BlkcrashCut mode,
+                        uint32_t seed);
+
+/*
+ * Counts a request; returns -EIO if the power is off, including when this
+ * request is the one an armed cut waits for (it never happens then).
+ */
+static int blkcrash_enter(BlockDriverState *bs)
+{
+    BDRVBlkcrashState *s = bs->opaque;
+
+    if (s->dead) {
+        return -EIO;
+    }
+    s->requests++;
+    if (s->cut_at && s->requests == s->cut_at) {
+        blkcrash_cut(bs, s->cut_mode, s->cut_seed);
+        return -EIO;
+    }
+    return 0;
+}
 
 static void blkcrash_write_free(BlkcrashWrite *w)
 {
@@ -145,10 +177,10 @@ static int coroutine_fn blkcrash_co_preadv(BlockDriverState *bs,
     BDRVBlkcrashState *s = bs->opaque;
     int64_t file_len;
     int64_t in_file;
-    int ret = 0;
+    int ret = blkcrash_enter(bs);
 
-    if (s->dead) {
-        return -EIO;
+    if (ret < 0) {
+        return ret;
     }
     qemu_co_rwlock_rdlock(&s->lock);
     file_len = bdrv_getlength(bs->file->bs);
@@ -168,6 +200,11 @@ static int coroutine_fn blkcrash_co_preadv(BlockDriverState *bs,
             goto out;
         }
     }
+    if (s->dead) {
+        /* the cache went with the power while we waited or read */
+        ret = -EIO;
+        goto out;
+    }
     if (in_file < bytes) {
         qemu_iovec_memset(qiov, in_file, 0, bytes - in_file);
     }
@@ -178,13 +215,15 @@ out:
 }
 
 /* Puts a write into the cache (invariant 4). */
-static int blkcrash_cache_write(BDRVBlkcrashState *s, int64_t offset,
+static int blkcrash_cache_write(BlockDriverState *bs, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov)
 {
+    BDRVBlkcrashState *s = bs->opaque;
     BlkcrashWrite *w;
+    int ret = blkcrash_enter(bs);
 
-    if (s->dead) {
-        return -EIO;
+    if (ret < 0) {
+        return ret;
     }
     if (bytes > s->journal_max - s->journal_bytes) {
         return -ENOSPC;
@@ -207,7 +246,7 @@ static int coroutine_fn blkcrash_co_pwritev(BlockDriverState *bs,
                                             QEMUIOVector *qiov,
                                             BdrvRequestFlags flags)
 {
-    return blkcrash_cache_write(bs->opaque, offset, bytes, qiov);
+    return blkcrash_cache_write(bs, offset, bytes, qiov);
 }
 
 static int coroutine_fn blkcrash_co_pwrite_zeroes(BlockDriverState *bs,
@@ -215,14 +254,14 @@ static int coroutine_fn blkcrash_co_pwrite_zeroes(BlockDriverState *bs,
                                                   int64_t bytes,
                                                   BdrvRequestFlags flags)
 {
-    return blkcrash_cache_write(bs->opaque, offset, bytes, NULL);
+    return blkcrash_cache_write(bs, offset, bytes, NULL);
 }
 
 /* A discarded range reads as zeroes, as the file's hole punching does. */
 static int coroutine_fn blkcrash_co_pdiscard(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes)
 {
-    return blkcrash_cache_write(bs->opaque, offset, bytes, NULL);
+    return blkcrash_cache_write(bs, offset, bytes, NULL);
 }
 
 static int coroutine_fn blkcrash_apply(BlockDriverState *bs, BlkcrashWrite *w)
@@ -236,30 +275,39 @@ static int coroutine_fn blkcrash_apply(BlockDriverState *bs, BlkcrashWrite *w)
     return bdrv_co_pwrite_zeroes(bs->file, w->offset, w->bytes, 0);
 }
 
-/* Invariant 2: the cache into the file; the generic layer flushes it. */
+/*
+ * Invariant 2: the cache into the file; the generic layer flushes it.
+ * Each write to the file yields, and the power may go meanwhile (an armed
+ * cut in another request): the journal is then gone and is not touched.
+ */
 static int coroutine_fn blkcrash_co_flush_to_os(BlockDriverState *bs)
 {
     BDRVBlkcrashState *s = bs->opaque;
     GList *last = s->journal.tail;
-    GList *l;
-    int ret = 0;
+    GList *l = s->journal.head;
+    int ret = blkcrash_enter(bs);
 
-    if (s->dead) {
-        return -EIO;
+    if (ret < 0 || !last) {
+        return ret;
     }
-    if (!last) {
-        return 0;
-    }
-    for (l = s->journal.head; l && ret == 0; l = l->next) {
+    for (;;) {
         ret = blkcrash_apply(bs, l->data);
+        if (s->dead) {
+            return -EIO;
+        }
+        if (ret < 0) {
+            return ret;
+        }
         if (l == last) {
             break;
         }
-    }
-    if (ret < 0) {
-        return ret;
+        l = l->next;
     }
     qemu_co_rwlock_wrlock(&s->lock);
+    if (s->dead) {
+        qemu_co_rwlock_unlock(&s->lock);
+        return -EIO;
+    }
     for (;;) {
         GList *head = s->journal.head;
         BlkcrashWrite *w = head->data;
@@ -341,19 +389,20 @@ static int blkcrash_persist_sectors(BlockDriverState *bs, BlkcrashWrite *w,
     return 0;
 }
 
-int blkcrash_power_cut(BlockDriverState *bs, BlkcrashCut mode,
-                       uint32_t seed)
+/*
+ * The power goes: what of the cache reaches the file is chosen now, the
+ * rest is lost, and the node is dead.  Runs in or out of coroutine
+ * context, with other requests possibly in flight (they see s->dead).
+ */
+static int blkcrash_cut(BlockDriverState *bs, BlkcrashCut mode,
+                        uint32_t seed)
 {
     BDRVBlkcrashState *s = bs->opaque;
-    GRand *rand;
+    GRand *rand = g_rand_new_with_seed(seed);
     int count = 0;
     int ret = 0;
 
-    if (bs->drv != &bdrv_blkcrash || s->dead) {
-        return -EINVAL;
-    }
-    bdrv_drain(bs);
-    rand = g_rand_new_with_seed(seed);
+    s->dead = true;
     for (GList *l = s->journal.head; l && ret == 0; l = l->next) {
         BlkcrashWrite *w = l->data;
 
@@ -371,12 +420,43 @@ int blkcrash_power_cut(BlockDriverState *bs, BlkcrashCut mode,
     }
     g_rand_free(rand);
     blkcrash_journal_clear(s);
-    s->dead = true;
-    /* what did reach the file must be on its disk before the test reads */
-    if (ret == 0) {
-        ret = bdrv_flush(bs->file->bs);
-    }
     return ret < 0 ? ret : count;
+}
+
+int blkcrash_power_cut(BlockDriverState *bs, BlkcrashCut mode,
+                       uint32_t seed)
+{
+    BDRVBlkcrashState *s = bs->opaque;
+
+    if (bs->drv != &bdrv_blkcrash || s->dead) {
+        return -EINVAL;
+    }
+    bdrv_drain(bs);
+    return blkcrash_cut(bs, mode, seed);
+}
+
+int blkcrash_arm(BlockDriverState *bs, uint64_t request, BlkcrashCut mode,
+                 uint32_t seed)
+{
+    BDRVBlkcrashState *s = bs->opaque;
+
+    if (bs->drv != &bdrv_blkcrash || s->dead || request <= s->requests) {
+        return -EINVAL;
+    }
+    s->cut_at = request;
+    s->cut_mode = mode;
+    s->cut_seed = seed;
+    return 0;
+}
+
+uint64_t blkcrash_requests(BlockDriverState *bs)
+{
+    return ((BDRVBlkcrashState *)bs->opaque)->requests;
+}
+
+bool blkcrash_is_dead(BlockDriverState *bs)
+{
+    return ((BDRVBlkcrashState *)bs->opaque)->dead;
 }
 
 bool blkcrash_is_unflushed(BlockDriverState *bs, int64_t offset,

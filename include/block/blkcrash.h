@@ -36,6 +36,17 @@ BlockDriverState *blkcrash_find(BlockDriverState *bs);
  */
 int blkcrash_power_cut(BlockDriverState *bs, BlkcrashCut mode,
                        uint32_t seed);
+/*
+ * Arms a cut for the @request-th request to reach the node (counted from
+ * its open, see blkcrash_requests()): when it arrives the power goes as
+ * @mode says and it fails, as does everything after it.  -EINVAL if the
+ * node is not a live blkcrash node or @request is already past.
+ */
+int blkcrash_arm(BlockDriverState *bs, uint64_t request, BlkcrashCut mode,
+                 uint32_t seed);
+/* Reads, writes, zero writes, discards and flushes that reached the node. */
+uint64_t blkcrash_requests(BlockDriverState *bs);
+bool blkcrash_is_dead(BlockDriverState *bs);
 /* True if some unflushed write overlaps [offset, offset + bytes). */
 bool blkcrash_is_unflushed(BlockDriverState *bs, int64_t offset,
                            int64_t bytes);

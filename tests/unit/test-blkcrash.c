@@ -178,6 +178,35 @@ static void test_power_cut_random(void)
     }
 }
 
+/* An armed cut fails the request it waits for and everything after it. */
+static void test_armed_cut(void)
+{
+    g_autofree char *path = make_file(64 * KiB);
+    BlockBackend *blk = open_crash(path);
+    BlockDriverState *bs = blk_bs(blk);
+    uint8_t buf[512], got[512];
+
+    memset(buf, 0x5a, sizeof(buf));
+    g_assert_cmpint(blkcrash_arm(bs, 0, BLKCRASH_CUT_ALL, 0), ==, -EINVAL);
+    g_assert_cmpint(blk_pwrite(blk, 0, 512, buf, 0), ==, 0);
+    g_assert_cmpint(blk_flush(blk), ==, 0);
+    g_assert_cmpuint(blkcrash_requests(bs), ==, 2);
+    g_assert_cmpint(blkcrash_arm(bs, 2, BLKCRASH_CUT_ALL, 0), ==, -EINVAL);
+    g_assert_cmpint(blkcrash_arm(bs, 4, BLKCRASH_CUT_ALL, 0), ==, 0);
+    g_assert_cmpint(blk_pwrite(blk, 512, 512, buf, 0), ==, 0);
+    g_assert_false(blkcrash_is_dead(bs));
+    /* request 4: the flush that would have saved the second write */
+    g_assert_cmpint(blk_flush(blk), ==, -EIO);
+    g_assert_true(blkcrash_is_dead(bs));
+    g_assert_cmpint(blk_pread(blk, 0, 512, got, 0), ==, -EIO);
+    blk_unref(blk);
+    file_read(path, 0, got, sizeof(got));
+    g_assert_cmpmem(got, sizeof(got), buf, sizeof(buf));
+    file_read(path, 512, got, sizeof(got));
+    g_assert_cmpuint(got[0], ==, 0);
+    unlink(path);
+}
+
 static void test_journal_limit(void)
 {
     g_autofree char *path = make_file(1 * MiB);
@@ -206,6 +235,7 @@ int main(int argc, char **argv)
     g_test_add_func("/blkcrash/cache-and-flush", test_cache_and_flush);
     g_test_add_func("/blkcrash/power-cut-all", test_power_cut_all);
     g_test_add_func("/blkcrash/power-cut-random", test_power_cut_random);
+    g_test_add_func("/blkcrash/armed-cut", test_armed_cut);
     g_test_add_func("/blkcrash/journal-limit", test_journal_limit);
     return g_test_run();
 }
