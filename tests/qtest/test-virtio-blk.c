@@ -644,31 +644,55 @@ static void test_in_flight_to_writeback(void)
     in_flight_toggle(false);
 }
 
-/* The same with real asynchronous I/O (the file's thread pool). */
-static void test_in_flight_file(void)
+/*
+ * The same with a write held inside the graph (a blkdebug break point
+ * above the power-cut filter) while the driver switches: when it is let
+ * go and completes, it is out of the volatile cache.
+ */
+static void suspended_toggle(bool to_writethrough)
 {
-    uint8_t buf[8][64 * 1024];
-    int slots[8];
-    VFixture f;
+    g_autofree char *path = qguest_image_new("raw", DISK_SIZE);
+    QDict *extra = qdict_new();
+    BlockDriverState *dbg, *crash;
+    VirtioBlkGuest *vg;
+    BlockBackend *blk;
+    uint8_t buf[4096];
+    int slot;
 
-    vfixture_open(&f, "raw", "writeback", NULL);
-    g_assert_true(vbg_init(f.vg, FEATURES_ALL));
-    for (int i = 0; i < 8; i++) {
-        qguest_pattern(buf[i], sizeof(buf[i]), i * 256, 5);
-        slots[i] = vbg_submit(f.vg, VIRTIO_BLK_T_OUT, i * 256, buf[i],
-                              sizeof(buf[i]), 1, false);
+    qdict_put_str(extra, "file.driver", "blkdebug");
+    qdict_put_str(extra, "file.image.driver", "blkcrash");
+    qdict_put_str(extra, "file.image.file.driver", "file");
+    qdict_put_str(extra, "file.image.file.filename", path);
+    blk = qguest_blk_open(path, "raw", "writeback", extra);
+    dbg = blk_bs(blk)->file->bs;
+    crash = blkcrash_find(blk_bs(blk));
+    vg = vbg_new(blk, NULL);
+    g_assert_true(vbg_init(vg, FEATURES_ALL));
+    if (!to_writethrough) {
+        vbg_config_write8(vg, WRITEBACK, 0);
     }
-    vbg_kick(f.vg);
-    vbg_config_write8(f.vg, WRITEBACK, 0);
-    for (int i = 0; i < 8; i++) {
-        g_assert_cmpuint(vbg_wait(f.vg, slots[i], NULL, 0), ==,
-                         VIRTIO_BLK_S_OK);
-        /* every write the file completed so far is covered by a flush */
-        g_assert_cmpuint(qguest_file_node(f.blk)->flushed_gen, ==,
-                         qguest_file_node(f.blk)->write_gen);
-    }
-    g_assert_cmpuint(qguest_file_flushes(f.blk), >=, 1);
-    vfixture_close(&f);
+    g_assert_cmpint(bdrv_debug_breakpoint(dbg, "pwritev", "held"), ==, 0);
+    qguest_pattern(buf, sizeof(buf), 0, 7);
+    slot = vbg_submit(vg, VIRTIO_BLK_T_OUT, 0, buf, sizeof(buf), 1, true);
+    qguest_settle();
+    g_assert_true(bdrv_debug_is_suspended(dbg, "held"));
+    vbg_config_write8(vg, WRITEBACK, to_writethrough ? 0 : 1);
+    g_assert_cmpint(bdrv_debug_resume(dbg, "held"), ==, 0);
+    g_assert_cmpuint(vbg_wait(vg, slot, NULL, 0), ==, VIRTIO_BLK_S_OK);
+    g_assert_false(blkcrash_is_unflushed(crash, 0, sizeof(buf)));
+    vbg_free(vg);
+    blk_unref(blk);
+    unlink(path);
+}
+
+static void test_suspended_to_writethrough(void)
+{
+    suspended_toggle(true);
+}
+
+static void test_suspended_to_writeback(void)
+{
+    suspended_toggle(false);
 }
 
 /* ---- device state ---- */
@@ -838,7 +862,10 @@ int main(int argc, char **argv)
                     test_in_flight_to_writethrough);
     g_test_add_func("/virtio-blk/in-flight/to-writeback",
                     test_in_flight_to_writeback);
-    g_test_add_func("/virtio-blk/in-flight/file", test_in_flight_file);
+    g_test_add_func("/virtio-blk/in-flight/held-to-writethrough",
+                    test_suspended_to_writethrough);
+    g_test_add_func("/virtio-blk/in-flight/held-to-writeback",
+                    test_suspended_to_writeback);
     g_test_add_func("/virtio-blk/vmstate/round-trip",
                     test_vmstate_round_trip);
     g_test_add_func("/virtio-blk/vmstate/hostile", test_vmstate_hostile);

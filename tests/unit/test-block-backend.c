@@ -195,6 +195,63 @@ static void test_toggle_before_callback(void)
     blk_unref(blk);
 }
 
+/*
+ * Group commit: writethrough writes that complete while a flush runs share
+ * the next one.  Eight writes in flight: the first one's flush covers it
+ * alone, the second flush covers the seven that returned meanwhile.
+ */
+static void test_writethrough_group_commit(void)
+{
+    BlockBackend *blk;
+    AioWrite w[8];
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    test_mem_cfg.flush_yield = true;
+    blk = open_blk(BDRV_O_RDWR);
+    blk_set_enable_write_cache(blk, false);
+    for (int i = 0; i < 8; i++) {
+        aio_write_start(&w[i], blk, i * 4096);
+    }
+    AIO_WAIT_WHILE(qemu_get_aio_context(), blk_in_flight(blk) > 0);
+    for (int i = 0; i < 8; i++) {
+        g_assert_true(w[i].done);
+        g_assert_cmpint(w[i].ret, ==, 0);
+        /* never reported before a flush that started after it returned */
+        g_assert_cmpuint(w[i].flushes_seen, >=, i == 0 ? 1 : 2);
+    }
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 2);
+    blk_unref(blk);
+}
+
+/*
+ * A drain while writethrough writes wait for their shared flush: the
+ * flush is part of writes already in flight and must not wait for the
+ * drain to end (which waits for those writes).
+ */
+static void test_writethrough_drain(void)
+{
+    BlockBackend *blk;
+    AioWrite w[4];
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    test_mem_cfg.flush_yield = true;
+    blk = open_blk(BDRV_O_RDWR);
+    blk_set_enable_write_cache(blk, false);
+    for (int i = 0; i < 4; i++) {
+        aio_write_start(&w[i], blk, i * 4096);
+    }
+    blk_drain(blk);
+    g_assert_cmpuint(blk_in_flight(blk), ==, 0);
+    for (int i = 0; i < 4; i++) {
+        g_assert_true(w[i].done);
+        g_assert_cmpint(w[i].ret, ==, 0);
+    }
+    g_assert_cmpuint(file_node(blk)->stats.flushes, >=, 1);
+    blk_unref(blk);
+}
+
 static void test_aio_callback_after_return(void)
 {
     BlockBackend *blk;
@@ -474,6 +531,10 @@ int main(int argc, char **argv)
                     test_toggle_while_in_flight);
     g_test_add_func("/block-backend/toggle-before-callback",
                     test_toggle_before_callback);
+    g_test_add_func("/block-backend/writethrough-group-commit",
+                    test_writethrough_group_commit);
+    g_test_add_func("/block-backend/writethrough-drain",
+                    test_writethrough_drain);
     g_test_add_func("/block-backend/aio-callback-after-return",
                     test_aio_callback_after_return);
     g_test_add_func("/block-backend/statistics", test_statistics);
