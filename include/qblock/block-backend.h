@@ -7,8 +7,10 @@
  * flush of the whole graph below before it is completed to the caller; with
  * it on (writeback), flushes happen only when asked for.  The flag may be
  * changed at any time, also while requests are in flight: the flag is read
- * when a write completes, so a write that completes after a switch to
- * writethrough is flushed before its completion.
+ * when a write starts and when it completes, and the write is flushed
+ * before its completion if the cache was off at either moment.  So a write
+ * that completes after a switch to writethrough is flushed, and so is one
+ * issued in writethrough mode that completes after a switch to writeback.
  *
  * It also keeps the I/O statistics that query-blockstats reports.
  *
