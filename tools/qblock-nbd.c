@@ -443,15 +443,20 @@ static BlockBackend *qnbd_open_blk(const char *filename, QDict *opts,
 
 /*
  * A BlockBackend over a node opened from @opts, which name the node of
- * @below in a child reference.  Drops @below's backend: the new node's
- * edge keeps the node alive.
+ * @below in a child reference.  @below's backend goes first, so that its
+ * permissions do not stand in the way of the new node's; the new node's
+ * edge then keeps the node alive.
  */
 static BlockBackend *qnbd_open_above(BlockBackend *below, QDict *opts,
                                      int flags, Error **errp)
 {
-    BlockBackend *blk = qnbd_open_blk(NULL, opts, flags, errp);
+    BlockDriverState *bs = blk_bs(below);
+    BlockBackend *blk;
 
+    bdrv_ref(bs);
     blk_unref(below);
+    blk = qnbd_open_blk(NULL, opts, flags, errp);
+    bdrv_unref(bs);
     return blk;
 }
 
