@@ -792,25 +792,26 @@ static int qnbd_serve(QnbdOptions *o)
     if (o->fork) {
         qnbd_fork(&ready_fd, &saved_stderr);
     }
+    /* listening comes first, as in qemu-nbd: a bad address is reported
+     * before the image is even probed */
     qnbd_ctx = qemu_get_aio_context();
+    qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
+    if (nbd_server_listen(qnbd_server, addr, &err) < 0) {
+        goto fail;
+    }
     blk = qnbd_open_image(o, &err);
     if (!blk) {
-        error_report_err(err);
-        return EXIT_FAILURE;
+        goto fail;
     }
     if (qnbd_check_image_features(blk, o) < 0) {
         blk_unref(blk);
+        nbd_server_free(qnbd_server);
         return EXIT_FAILURE;
     }
-
-    qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
     if (!nbd_export_new(qnbd_server, blk, &ecfg, &err) ||
-        nbd_server_listen(qnbd_server, addr, &err) < 0 ||
         (o->pid_file && qnbd_write_pid_file(o->pid_file, &err) < 0)) {
-        error_report_err(err);
-        nbd_server_free(qnbd_server);
         blk_unref(blk);
-        return EXIT_FAILURE;
+        goto fail;
     }
 
     sigaction(SIGTERM, &sa, NULL);
@@ -833,6 +834,11 @@ static int qnbd_serve(QnbdOptions *o)
         unlink(o->pid_file);
     }
     return EXIT_SUCCESS;
+
+fail:
+    error_report_err(err);
+    nbd_server_free(qnbd_server);
+    return EXIT_FAILURE;
 }
 
 static int qnbd_list(QnbdOptions *o)
