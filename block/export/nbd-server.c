@@ -205,6 +205,11 @@ void nbd_export_remove(NBDExport *exp, void (*done)(void *opaque),
         if (client->exp == exp) {
             nbd_client_close(client);
         }
+        if (client->contexts.exp == exp) {
+            /* a client in the handshake must not carry them over to an
+             * export that might later live at the same address */
+            client->contexts = (NBDMetaContexts) { 0 };
+        }
     }
     nbd_export_unref(exp);
 }

@@ -46,7 +46,8 @@ typedef struct NBDServerConfig {
      * Optional: called from the event loop after a connection has ended
      * and its client is freed.  @negotiated tells whether the client got
      * as far as the transmission phase (a client that only listed the
-     * exports did not).
+     * exports did not).  Not called for the connections that
+     * nbd_server_free() ends.
      */
     void (*client_closed)(void *opaque, bool negotiated);
     void *opaque;
