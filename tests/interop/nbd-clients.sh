@@ -86,7 +86,8 @@ for args in "-f qcow2" "-f qcow2 -r" "-f qcow2 -e 0" "-f qcow2 -e 2 -r" \
     image=$img/t.qcow2
     [[ "$args" == *raw* || -z "$args" ]] && image=$img/sparse.raw
     server_args="$args $image"
-    compare_servers "nbdinfo --json equal to qemu-nbd's: ${args:-(probed raw)}" \
+    compare_servers \
+        "nbdinfo --json equal to qemu-nbd's: ${args:-(probed raw)}" \
         info_json cmp
 done
 server_args="-f qcow2 -x exp1 -D described -A $img/t.qcow2"
@@ -114,8 +115,9 @@ for spec in "raw:sparse.raw:base" "qcow2:t.qcow2:base" \
     IFS=: read -r fmt file ctx <<<"$spec"
     ctxname=
     [ "$ctx" = depth ] && ctxname=qemu:allocation-depth
+    what="nbdinfo --map${ctxname:+=$ctxname} of $file"
     server_args="-r -A -f $fmt $img/$file"
-    compare_servers "nbdinfo --map${ctxname:+=$ctxname} of $file equal to qemu-nbd's" \
+    compare_servers "$what equal to qemu-nbd's" \
         nbdinfo --map${ctxname:+=$ctxname} "$(uri cmp)"
     start_server map "$qnbd" -r -A -f "$fmt" "$img/$file"
     got=$(map_lines "$(uri map)" "$ctxname")
@@ -123,9 +125,9 @@ for spec in "raw:sparse.raw:base" "qcow2:t.qcow2:base" \
     want=$(qemu-img map --output=json -f "$fmt" "$img/$file" |
            python3 "$here/nbd-map-expect.py" "$ctx")
     if [ "$got" = "$want" ] && [ -n "$got" ]; then
-        ok "nbdinfo --map${ctxname:+=$ctxname} of $file is the image's allocation"
+        ok "$what is the image's allocation"
     else
-        fail "nbdinfo --map${ctxname:+=$ctxname} of $file is the image's allocation" \
+        fail "$what is the image's allocation" \
             "$(diff <(echo "$want") <(echo "$got"))"
     fi
 done
@@ -318,7 +320,9 @@ rc=$?
 check "--fork with a bad image exits 1 and passes the error on" \
     bash -c "test $rc = 1 && grep -q 'Could not open' '$work/fork2.err'"
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# a port that is free now (the kernel picks it)
+port=$(python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$qnbd" -b 127.0.0.1 -p "$port" -f raw "$work/life.raw" 2>/dev/null &
 tcp_pid=$!
 server_pids+=("$tcp_pid")
