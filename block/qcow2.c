@@ -30,6 +30,7 @@
 #include "qapi/qapi-opts.h"
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
+#include "util/qapi-event.h"
 #include "util/thread-pool.h"
 
 #define QCOW2_OPT_LAZY_REFCOUNTS        "lazy-refcounts"
@@ -60,12 +61,15 @@
 /* An L2 cache that cannot cover the disk uses small entries (QEMU). */
 #define QCOW2_SMALL_L2_CACHE_ENTRY      4096
 
-/* Compressed cluster writes are refused in images whose compressed size
- * field cannot describe them; a compressed cluster spans at most 2 MiB. */
-#define QCOW2_COMPRESSED_SECTOR_SIZE 512
-
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
+
+/*
+ * The feature name table (392 bytes) is optional; like QEMU, it is left
+ * out of header clusters smaller than 8 KiB, where it would crowd out the
+ * backing file name (a 512-byte cluster could not hold both).
+ */
+#define QCOW2_FEATURE_TABLE_MIN_CLUSTER 8192
 
 /* The feature names this driver writes into the feature name table. */
 static const Qcow2FeatureNameEntry qcow2_feature_names[] = {
@@ -87,6 +91,8 @@ typedef struct Qcow2HeaderExts {
     size_t feature_table_len;   /* entries */
     bool has_crypto_header;
     bool has_bitmaps;
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
     GList *unknown;             /* Qcow2UnknownHeaderExtension * */
 } Qcow2HeaderExts;
 
@@ -291,6 +297,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             /* kept as it is, like an unknown one: this driver does not
              * maintain bitmaps (the autoclear bit says so) */
             exts->has_bitmaps = true;
+            if (ext.len >= sizeof(Qcow2BitmapHeaderExt)) {
+                Qcow2BitmapHeaderExt b;
+
+                memcpy(&b, data, sizeof(b));
+                exts->bitmap_directory_offset =
+                    GUINT64_FROM_BE(b.bitmap_directory_offset);
+                exts->bitmap_directory_size =
+                    GUINT64_FROM_BE(b.bitmap_directory_size);
+            }
             /* fall through */
         default: {
             Qcow2UnknownHeaderExtension *u =
@@ -338,9 +353,15 @@ static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
 /* Writing the header */
 
 /* Invariant 1: the one place where the header cluster is written. */
-static int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
-                              const void *buf, size_t len)
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len)
 {
+    int ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
+                                            len);
+
+    if (ret < 0) {
+        return ret;
+    }
     return bdrv_pwrite_sync(bs->file, offset, len, buf, 0);
 }
 
@@ -428,6 +449,7 @@ static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
         return -ENOSPC;
     }
     if (s->qcow_version >= 3 &&
+        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
         !qcow2_put_extension(buf, buflen, &pos,
                              QCOW2_EXT_MAGIC_FEATURE_TABLE,
                              qcow2_feature_names,
@@ -535,6 +557,29 @@ static int qcow2_mark_consistent(BlockDriverState *bs)
     return qcow2_update_header(bs);
 }
 
+/* BLOCK_IMAGE_CORRUPTED, for the monitor (qapi/block-core.json). */
+static void qcow2_send_corrupted_event(BlockDriverState *bs,
+                                       const char *message, int64_t offset,
+                                       int64_t size, bool fatal)
+{
+    QDict *data = qdict_new();
+    const char *node_name = bdrv_get_node_name(bs);
+
+    qdict_put_str(data, "device", bdrv_get_device_or_node_name(bs));
+    if (node_name && *node_name) {
+        qdict_put_str(data, "node-name", node_name);
+    }
+    qdict_put_str(data, "msg", message);
+    if (offset >= 0) {
+        qdict_put_int(data, "offset", offset);
+    }
+    if (size >= 0) {
+        qdict_put_int(data, "size", size);
+    }
+    qdict_put_bool(data, "fatal", fatal);
+    qapi_event_emit("BLOCK_IMAGE_CORRUPTED", data);
+}
+
 void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
                              int64_t size, const char *fmt, ...)
 {
@@ -546,25 +591,38 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
     message = g_strdup_vprintf(fmt, ap);
     va_end(ap);
 
+    /*
+     * The report goes to stderr without the program name, as QEMU prints
+     * it: scripts match this line.  A read-only image cannot be marked,
+     * nor written to anyway (QEMU).
+     */
+    fatal = fatal && bdrv_is_writable(bs);
     if (fatal) {
-        if (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+        if (bs->corrupt) {
             /* reported already: the node refuses writes since */
-            bs->corrupt = true;
             return;
         }
-        error_report("qcow2: Marking image as corrupt: %s; further "
-                     "corruption events will be suppressed", message);
+        fprintf(stderr, "qcow2: Marking image as corrupt: %s; further "
+                "corruption events will be suppressed\n", message);
         s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
+        /* invariant 6: set first, so that marking cannot recurse */
         bs->corrupt = true;
-        /* best effort: the image is unusable for writing either way */
+        /*
+         * Best effort: the image is unusable for writing either way, and
+         * the header write is overlap-checked itself (if the header is
+         * what overlaps, it is left alone).
+         */
         if (s->qcow_version >= 3) {
             qcow2_write_incompat(bs, s->incompatible_features);
         }
     } else if (!s->signaled_corruption) {
-        error_report("qcow2: Image is corrupt: %s; further non-fatal "
-                     "corruption events will be suppressed", message);
+        fprintf(stderr, "qcow2: Image is corrupt: %s; further non-fatal "
+                "corruption events will be suppressed\n", message);
         s->signaled_corruption = true;
+    } else {
+        return;
     }
+    qcow2_send_corrupted_event(bs, message, offset, size, fatal);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -581,6 +639,7 @@ typedef struct Qcow2Options {
     uint64_t l2_cache_entry_size;
     uint64_t refcount_cache_size;   /* bytes */
     uint64_t cache_clean_interval;  /* seconds */
+    int overlap_check;              /* QCOW2_OL_* */
 } Qcow2Options;
 
 /*
@@ -708,6 +767,10 @@ static int qcow2_read_options(BlockDriverState *bs, QDict *options,
         opts, QCOW2_OPT_DISCARD_OTHER, false);
     o->discard_no_unref = qemu_opt_get_bool(opts, QCOW2_OPT_DISCARD_NO_UNREF,
                                             false);
+    ret = qcow2_overlap_read_options(opts, &o->overlap_check, errp);
+    if (ret < 0) {
+        goto out;
+    }
     if (o->discard_no_unref && s->qcow_version < 3) {
         error_setg(errp, QCOW2_OPT_DISCARD_NO_UNREF " is only supported "
                    "since qcow2 version 3");
@@ -798,6 +861,7 @@ static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
     s->l2_cache_entry_size = o->l2_cache_entry_size;
     s->refcount_cache_size = o->refcount_cache_size;
     s->cache_clean_interval = o->cache_clean_interval;
+    s->overlap_check = o->overlap_check;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1180,6 +1244,10 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (ret < 0) {
         return ret;
     }
+    ret = qcow2_overlap_init(bs, o->errp);
+    if (ret < 0) {
+        return ret;
+    }
 
     /*
      * A dirty image (lazy refcounts, not closed cleanly) has refcounts that
@@ -1210,6 +1278,9 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (writable &&
         (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
         s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        /* the bitmaps are invalid from now on: their clusters are leaks */
+        s->bitmap_directory_offset = 0;
+        s->bitmap_directory_size = 0;
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
@@ -1251,6 +1322,7 @@ static void qcow2_free_state(BlockDriverState *bs)
     if (s->refcount_table) {
         qcow2_refcount_close(bs);
     }
+    qcow2_overlap_close(s);
     g_clear_pointer(&s->l1_table, g_free);
     g_clear_pointer(&s->unknown_header_fields, g_free);
     g_list_free_full(s->unknown_header_ext, g_free);
@@ -1287,6 +1359,11 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->image_backing_format = g_steal_pointer(&exts.backing_format);
     s->unknown_header_ext = g_steal_pointer(&exts.unknown);
+    /* metadata only while the bitmaps are valid (autoclear bit set) */
+    if (s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS) {
+        s->bitmap_directory_offset = exts.bitmap_directory_offset;
+        s->bitmap_directory_size = exts.bitmap_directory_size;
+    }
 
     ret = qcow2_read_options(bs, options, flags, &opts, errp);
     if (ret < 0) {
@@ -1795,8 +1872,13 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
         qemu_iovec_add(&all, tail, m->cow_end_bytes);
     }
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-    ret = bdrv_co_pwritev(s->data_file, m->alloc_offset + (start - m->offset),
-                          all.size, &all, 0);
+    ret = qcow2_pre_write_data_check(bs, m->alloc_offset +
+                                     (start - m->offset), all.size);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file,
+                              m->alloc_offset + (start - m->offset),
+                              all.size, &all, 0);
+    }
     if (ret == 0) {
         m->cow_start_bytes = 0;
         m->cow_end_bytes = 0;
@@ -1838,10 +1920,14 @@ static int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
         } else {
             QEMUIOVector slice;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
             BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-            ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
+            ret = qcow2_pre_write_data_check(bs, host_offset, cur);
+            if (ret == 0) {
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice,
+                                      0);
+                qemu_iovec_destroy(&slice);
+            }
         }
 
         qemu_co_mutex_lock(&s->lock);
@@ -1892,6 +1978,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_prepare_compressed_cluster(bs, offset);
+    if (ret < 0) {
+        goto out;
+    }
     coffset = qcow2_alloc_bytes(bs, out_len);
     if (coffset < 0) {
         ret = coffset;
@@ -1908,7 +1998,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
      * this guest cluster can start between the write and the link.
      */
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_COMPRESSED);
-    ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    ret = qcow2_pre_write_overlap_check(bs, 0, coffset, out_len);
+    if (ret == 0) {
+        ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    }
     if (ret == 0) {
         ret = qcow2_link_compressed_cluster(bs, offset, entry);
     }
@@ -1921,8 +2014,8 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink by
- * at least a sector is written as a normal cluster, as QEMU does.  Unlike
+ * Writes whole clusters compressed.  A cluster that does not shrink is
+ * written as a normal cluster, as QEMU does.  Unlike
  * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
  * is freed) instead of failing with EIO.
  */
@@ -1958,7 +2051,7 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     while (bytes > 0 && ret == 0) {
         size_t cur = MIN(bytes, (int64_t)s->cluster_size);
         Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
+            .s = s, .dest = out, .dest_size = s->cluster_size - 1,
             .src = in, .src_size = s->cluster_size,
         };
         ssize_t out_len;
@@ -1989,12 +2082,23 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
 /*
  * True if guest [offset, offset + bytes) reads as zeroes from this image
  * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not: its L2 entry still
+ * says unallocated, but a write is filling it.
  */
 static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
     while (bytes > 0) {
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset;
@@ -2062,6 +2166,14 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
         return -ENOTSUP;
     }
+    /*
+     * Without the zero flag (v2) a discarded cluster would read as the
+     * backing file, which is neither the old data nor zeroes; like QEMU,
+     * keep the data.
+     */
+    if (s->qcow_version < 3 && bs->backing) {
+        return -ENOTSUP;
+    }
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_cluster_discard(bs, offset, bytes, false);
     qemu_co_mutex_unlock(&s->lock);
@@ -2119,7 +2231,16 @@ static int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_write_caches(bs);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        /*
+         * Lazy refcounts (qcow2.h, invariant 5): the guest's data needs
+         * its L2 tables on disk, not its refcounts, which the dirty bit
+         * has the next open rebuild.  QEMU flushes the same way.
+         */
+        ret = qcow2_cache_write(bs, s->l2_table_cache);
+    } else {
+        ret = qcow2_write_caches(bs);
+    }
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }
@@ -2167,6 +2288,12 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
                              "clusters");
             return ret;
         }
+    }
+    ret = qcow2_shrink_l1_table(bs, qcow2_size_to_l1(s, offset));
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to reduce the number of L2 "
+                         "tables");
+        return ret;
     }
     ret = qcow2_write_caches(bs);
     if (ret < 0) {
@@ -2225,8 +2352,9 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
         /* the clusters exist in the file: metadata preallocation makes
          * them holes, falloc and full reserve them */
         if ((int64_t)host_end > file_len) {
-            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
-                                   0, errp);
+            ret = bdrv_co_truncate(s->data_file, host_end, false,
+                                   prealloc == PREALLOC_MODE_METADATA ?
+                                   PREALLOC_MODE_OFF : prealloc, 0, errp);
             if (ret < 0) {
                 return ret;
             }
@@ -2416,6 +2544,14 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     if (c->backing_fmt && !c->backing_file) {
         error_setg(errp, "Backing format cannot be used without backing "
                    "file");
+        return -EINVAL;
+    }
+    /* an image with a longer name could not be opened (QEMU's limit) */
+    if (c->backing_file &&
+        strlen(c->backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        error_setg_errno(errp, EINVAL, "Could not assign backing file '%s' "
+                         "with format '%s'", c->backing_file,
+                         c->backing_fmt ? c->backing_fmt : "");
         return -EINVAL;
     }
     if (!is_power_of_2(c->cluster_size) ||
