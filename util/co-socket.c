@@ -117,6 +117,96 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
     return 0;
 }
 
+/*
+ * Room for this many descriptors in one recvmsg(): a sender that passes
+ * more than the caller takes is still seen (and refused), up to here.
+ */
+#define CO_SOCKET_FDS_ROOM 16
+
+/* Moves the descriptors of @msg into @fds; false if they do not fit. */
+static bool co_socket_take_fds(struct msghdr *msg, int *fds, size_t max_fds,
+                               size_t *nfds)
+{
+    bool fit = !(msg->msg_flags & MSG_CTRUNC);
+
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c;
+         c = CMSG_NXTHDR(msg, c)) {
+        size_t n;
+        int *p;
+
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        p = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+
+            memcpy(&fd, p + i, sizeof(fd));
+            if (*nfds < max_fds) {
+                fds[(*nfds)++] = fd;
+            } else {
+                close(fd);
+                fit = false;
+            }
+        }
+    }
+    return fit;
+}
+
+int coroutine_fn co_socket_read_fds(CoSocket *s, void *buf, size_t len,
+                                    int *fds, size_t max_fds, size_t *nfds)
+{
+    union {
+        char buf[CMSG_SPACE(CO_SOCKET_FDS_ROOM * sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    char *p = buf;
+    int ret = 0;
+
+    assert(max_fds <= CO_SOCKET_FDS_ROOM);
+    *nfds = 0;
+    while (len > 0) {
+        struct iovec iov = { .iov_base = p, .iov_len = len };
+        struct msghdr msg = {
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = control.buf,
+            .msg_controllen = sizeof(control.buf),
+        };
+        ssize_t n;
+
+        if (s->shut_down) {
+            ret = -ESHUTDOWN;
+            break;
+        }
+        n = recvmsg(s->fd, &msg, MSG_CMSG_CLOEXEC);
+        if (n > 0) {
+            if (!co_socket_take_fds(&msg, fds, max_fds, nfds)) {
+                ret = -EMSGSIZE;
+                break;
+            }
+            p += n;
+            len -= n;
+        } else if (n == 0) {
+            ret = s->shut_down ? -ESHUTDOWN : -EPIPE;
+            break;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            co_socket_wait(s, &s->read_co);
+        } else if (errno != EINTR) {
+            ret = -errno;
+            break;
+        }
+    }
+    if (ret < 0) {
+        for (size_t i = 0; i < *nfds; i++) {
+            close(fds[i]);
+        }
+        *nfds = 0;
+    }
+    return ret;
+}
+
 int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
                                       unsigned int iovcnt)
 {

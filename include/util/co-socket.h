@@ -39,6 +39,16 @@ void co_socket_shutdown(CoSocket *s);
  * or another -errno.
  */
 int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len);
+/*
+ * Reads exactly @len bytes, like co_socket_read_all(), and collects the
+ * file descriptors that arrive with them (SCM_RIGHTS) into @fds, at most
+ * @max_fds; *@nfds says how many.  More descriptors than that, or
+ * truncated ancillary data, fail with -EMSGSIZE.  On any error every
+ * descriptor received is closed and *@nfds is 0.  Received descriptors
+ * are close-on-exec.
+ */
+int coroutine_fn co_socket_read_fds(CoSocket *s, void *buf, size_t len,
+                                    int *fds, size_t max_fds, size_t *nfds);
 /* Writes all of @iov.  Returns 0 or -errno (-EPIPE: the peer is gone). */
 int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
                                       unsigned int iovcnt);
