@@ -133,6 +133,20 @@ static void aio_remove_handler(AioContext *ctx, AioHandler *node)
     }
 }
 
+bool aio_fd_can_be_watched(int fd)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    bool ok;
+
+    if (epfd < 0) {
+        return false;
+    }
+    ok = epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+    close(epfd);
+    return ok;
+}
+
 void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
                         IOHandler *io_write, void *opaque)
 {

@@ -49,6 +49,14 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
                         IOHandler *io_write, void *opaque);
 
 /*
+ * Whether @fd can be given to aio_set_fd_handler(): regular files,
+ * directories and devices without poll support cannot, and registering
+ * one is a bug.  For descriptors that come from outside (a vhost-user
+ * front-end's eventfds).
+ */
+bool aio_fd_can_be_watched(int fd);
+
+/*
  * Runs one round of the loop: pending bottom halves, expired timers and
  * ready fd handlers.  If @blocking and nothing was ready, waits for
  * something to be.  Returns true if any progress was made.
