@@ -16,7 +16,8 @@
  *  5. Once broken, a queue pops and pushes nothing until reset.
  *  6. A used entry is written before the used idx that publishes it
  *     (release); the avail ring entry is read after the avail idx that
- *     published it (acquire).
+ *     published it (acquire); with EVENT_IDX, avail_event is written
+ *     before the avail idx is read again (a full fence).
  */
 
 #include "hw/virtio/virtqueue.h"
@@ -283,6 +284,14 @@ int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
             virtqueue_store16(vq, vq->used +
                               VRING_USED_OFF_AVAIL_EVENT(vq->num),
                               vq->last_avail_idx);
+            /*
+             * The next pop's read of the avail idx must not pass this
+             * store: a driver running concurrently (vhost-user) reads
+             * avail_event after publishing its idx, and if each side saw
+             * the other's old value, the driver would not kick and the
+             * device would not see the new request.
+             */
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
         }
     }
     qemu_iovec_destroy(&c.out);
