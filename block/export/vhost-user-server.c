@@ -1,0 +1,1257 @@
+/*
+ * The vhost-user back-end (see vhost-user-server.h): the listener, the
+ * connection's message loop, guest memory and the vrings.
+ *
+ * A connection's coroutine reads one message at a time, checks it,
+ * carries it out and replies.  The rings run beside it: a kick eventfd's
+ * handler pops requests, and their completions (from the block layer)
+ * push them back and signal the call eventfd.
+ *
+ * A vring goes through these states:
+ *
+ *   stopped --SET_VRING_KICK--> started --GET_VRING_BASE--> stopped
+ *   (NUM, ADDR, BASE may be set)  |  (they may not)
+ *                                 +-- popping while enabled and not paused
+ *
+ * Invariants:
+ *  1. Guest memory (s->regions) is unmapped or replaced only when no
+ *     request is in flight (s->inflight == 0), since a popped element
+ *     holds host pointers into it: SET_MEM_TABLE pauses every ring and
+ *     waits, the end of a connection stops them and waits.
+ *  2. A started ring has its size, its addresses and a kick fd, and its
+ *     rings (translated from the front-end's addresses to guest-physical
+ *     ones) lie entirely within one memory region each: checked when it
+ *     starts and again after every SET_MEM_TABLE.  Its size, addresses
+ *     and base change only while it is stopped.
+ *  3. A ring is stopped (GET_VRING_BASE) only once its own requests have
+ *     completed, so the base it reports is where the front-end resumes
+ *     and no completion writes to a ring the front-end has taken back.
+ *  4. Every request popped is counted in its ring's and the server's
+ *     inflight until vu_virtq_complete() or vu_virtq_fail(); the message
+ *     coroutine waits for these counts (s->drain_co) and is woken from
+ *     the loop (aio_co_schedule), never inside a completion.
+ *  5. A message's file descriptors are closed after it is handled unless
+ *     a handler took them (setting its slot to -1).
+ *  6. At most one front-end is connected; the listener is registered with
+ *     the loop exactly while none is and the server is not closing.
+ *
+ * Everything runs in the thread of s->ctx.
+ */
+#include "vhost-user-server.h"
+
+#include "util/co-socket.h"
+#include "util/sockets.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+/* Protocol features offered (the export needs no others). */
+#define VU_PROTOCOL_FEATURES                              \
+    ((UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |          \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |   \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG))
+
+/* Header flags a request may carry. */
+#define VU_REQUEST_FLAGS (VHOST_USER_VERSION_MASK | VHOST_USER_NEED_REPLY_MASK)
+
+typedef struct VuMemRegion {
+    uint64_t gpa;               /* guest-physical start */
+    uint64_t size;
+    uint64_t uva;               /* start in the front-end's address space */
+    void *mmap_addr;            /* the mapping, from a page boundary */
+    size_t mmap_size;
+    uint8_t *host;              /* where gpa is mapped */
+} VuMemRegion;
+
+struct VuVirtq {
+    VuServer *s;
+    unsigned int index;
+    VirtQueue vq;               /* size, guest-physical rings, indexes */
+    /* --- set by the front-end (invariant 2) --- */
+    bool has_addr;
+    uint64_t desc_uva;
+    uint64_t avail_uva;
+    uint64_t used_uva;
+    int kick_fd;                /* -1: none */
+    int call_fd;
+    int err_fd;
+    bool enabled;               /* SET_VRING_ENABLE */
+    bool started;
+    /* --- requests popped and not completed (invariant 4) --- */
+    unsigned int inflight;
+};
+
+typedef struct VuMsg {
+    VhostUserHeader hdr;
+    VhostUserPayload payload;
+    int fds[VHOST_USER_MAX_FDS];
+    size_t nfds;
+} VuMsg;
+
+struct VuServer {
+    /* --- set by vu_server_new, immutable --- */
+    AioContext *ctx;
+    char *name;
+    char *path;
+    const VuDeviceOps *ops;
+    void *opaque;
+    void (*client_changed)(void *opaque, bool connected);
+    int listen_fd;
+    unsigned int nvqs;
+    VuVirtq *vqs;
+    GuestMemory mem;            /* over regions[] */
+
+    /* --- the server --- */
+    bool accepting;             /* invariant 6 */
+    bool closing;               /* vu_server_free() has begun */
+
+    /* --- the connection, reset at its end --- */
+    bool connected;
+    CoSocket sock;
+    uint64_t features;          /* SET_FEATURES */
+    uint64_t protocol_features; /* SET_PROTOCOL_FEATURES */
+    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
+    unsigned int nregions;
+    bool paused;                /* SET_MEM_TABLE waits: rings do not pop */
+    unsigned int inflight;      /* invariant 4 */
+    Coroutine *drain_co;        /* the message coroutine, waiting for it */
+};
+
+static void vu_server_update_accepting(VuServer *s);
+
+/* ---- reporting ---- */
+
+static void vu_report(VuServer *s, Error *err)
+{
+    error_prepend(&err, "%s: ", s->name);
+    error_report_err(err);
+}
+
+/* Ends the connection from outside the message coroutine. */
+static void vu_close_client(VuServer *s, Error *err)
+{
+    vu_report(s, err);
+    co_socket_shutdown(&s->sock);
+}
+
+/* ---- guest memory ---- */
+
+static void *vu_mem_map(void *opaque, uint64_t addr, uint64_t *len)
+{
+    VuServer *s = opaque;
+
+    for (unsigned int i = 0; i < s->nregions; i++) {
+        VuMemRegion *r = &s->regions[i];
+
+        if (addr >= r->gpa && addr - r->gpa < r->size) {
+            *len = MIN(*len, r->size - (addr - r->gpa));
+            return r->host + (addr - r->gpa);
+        }
+    }
+    return NULL;
+}
+
+/* Where [@uva, +@len) of the front-end's space is guest-physically. */
+static bool vu_uva_to_gpa(VuServer *s, uint64_t uva, uint64_t len,
+                          uint64_t *gpa)
+{
+    for (unsigned int i = 0; i < s->nregions; i++) {
+        VuMemRegion *r = &s->regions[i];
+
+        if (uva >= r->uva && uva - r->uva < r->size &&
+            len <= r->size - (uva - r->uva)) {
+            *gpa = r->gpa + (uva - r->uva);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void vu_mem_unmap(VuMemRegion *regions, unsigned int n)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        munmap(regions[i].mmap_addr, regions[i].mmap_size);
+    }
+}
+
+static bool vu_ranges_overlap(uint64_t a, uint64_t alen, uint64_t b,
+                              uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* Checks region @i of a new table against its file and those before it. */
+static int vu_mem_region_check(const VhostUserMemoryRegion *regions,
+                               unsigned int i, int fd, Error **errp)
+{
+    const VhostUserMemoryRegion *d = &regions[i];
+    uint64_t size = d->memory_size;
+    struct stat st;
+
+    if (size == 0) {
+        error_setg(errp, "memory region %u is empty", i);
+        return -EINVAL;
+    }
+    if (d->guest_phys_addr > UINT64_MAX - size ||
+        d->userspace_addr > UINT64_MAX - size ||
+        d->mmap_offset > UINT64_MAX - size || size > SIZE_MAX / 2) {
+        error_setg(errp, "memory region %u (guest %#" PRIx64 ", user %#"
+                   PRIx64 ", offset %#" PRIx64 ", %#" PRIx64 " bytes) "
+                   "wraps around", i, d->guest_phys_addr, d->userspace_addr,
+                   d->mmap_offset, size);
+        return -EINVAL;
+    }
+    for (unsigned int j = 0; j < i; j++) {
+        const VhostUserMemoryRegion *o = &regions[j];
+
+        if (vu_ranges_overlap(d->guest_phys_addr, size, o->guest_phys_addr,
+                              o->memory_size) ||
+            vu_ranges_overlap(d->userspace_addr, size, o->userspace_addr,
+                              o->memory_size)) {
+            error_setg(errp, "memory regions %u and %u overlap", j, i);
+            return -EINVAL;
+        }
+    }
+    if (fstat(fd, &st) < 0) {
+        error_setg_errno(errp, errno, "memory region %u: fstat", i);
+        return -errno;
+    }
+    /*
+     * Only a regular file (a memfd, a file in tmpfs or hugetlbfs) has a
+     * size to check the region against; touching a mapping past the end
+     * of its file would kill the process with SIGBUS.
+     */
+    if (!S_ISREG(st.st_mode)) {
+        error_setg(errp, "memory region %u: the file descriptor is not a "
+                   "regular file (a memfd or a shared memory file)", i);
+        return -EINVAL;
+    }
+    if ((uint64_t)st.st_size < d->mmap_offset + size) {
+        error_setg(errp, "memory region %u: bytes %#" PRIx64 "+%#" PRIx64
+                   " are past the end of its %" PRId64 "-byte file", i,
+                   d->mmap_offset, size, (int64_t)st.st_size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int vu_mem_region_map(const VhostUserMemoryRegion *d, unsigned int i,
+                             int fd, VuMemRegion *r, Error **errp)
+{
+    uint64_t start = QEMU_ALIGN_DOWN(d->mmap_offset,
+                                     qemu_real_host_page_size());
+    size_t skip = d->mmap_offset - start;
+    void *p;
+
+    r->mmap_size = skip + d->memory_size;
+    p = mmap(NULL, r->mmap_size, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_NORESERVE, fd, start);
+    if (p == MAP_FAILED) {
+        error_setg_errno(errp, errno, "memory region %u: mmap of %zu bytes",
+                         i, r->mmap_size);
+        return -errno;
+    }
+    r->mmap_addr = p;
+    r->host = (uint8_t *)p + skip;
+    r->gpa = d->guest_phys_addr;
+    r->size = d->memory_size;
+    r->uva = d->userspace_addr;
+    return 0;
+}
+
+/* ---- vrings ---- */
+
+static bool vu_virtq_enabled(VuVirtq *q)
+{
+    /* without protocol features, rings are enabled from the start */
+    return q->enabled ||
+           !(q->s->features & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+}
+
+static void vu_close_fd(int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+}
+
+/* Signals an eventfd the front-end gave; a full counter has been told. */
+static void vu_signal(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, the front-end will look */
+        return;
+    }
+}
+
+/* Invariant 2: the rings of @q, guest-physically, within regions. */
+static int vu_virtq_map_rings(VuVirtq *q, Error **errp)
+{
+    VuServer *s = q->s;
+    uint16_t num = q->vq.num;
+
+    if (!vu_uva_to_gpa(s, q->desc_uva, (uint64_t)num * sizeof(VRingDesc),
+                       &q->vq.desc) ||
+        !vu_uva_to_gpa(s, q->avail_uva, VRING_AVAIL_SIZE(num),
+                       &q->vq.avail) ||
+        !vu_uva_to_gpa(s, q->used_uva, VRING_USED_SIZE(num), &q->vq.used)) {
+        error_setg(errp, "vring %u: the rings at %#" PRIx64 "/%#" PRIx64
+                   "/%#" PRIx64 " (%u entries) are not within guest memory",
+                   q->index, q->desc_uva, q->avail_uva, q->used_uva, num);
+        return -EINVAL;
+    }
+    q->vq.ready = true;
+    return 0;
+}
+
+static void vu_virtq_process(VuVirtq *q)
+{
+    VuServer *s = q->s;
+
+    if (q->started && vu_virtq_enabled(q) && !s->paused && !q->vq.broken) {
+        s->ops->handle_queue(s, q);
+    }
+}
+
+static void vu_virtq_kicked(void *opaque)
+{
+    VuVirtq *q = opaque;
+    uint64_t count;
+    ssize_t n = read(q->kick_fd, &count, sizeof(count));
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+    if (n <= 0) {
+        Error *err = NULL;
+
+        /* not an eventfd: stop watching it, or the loop would spin */
+        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        error_setg(&err, "vring %u: reading its kick file descriptor "
+                   "failed: %s", q->index,
+                   n == 0 ? "end of file" : strerror(errno));
+        vu_close_client(q->s, err);
+        return;
+    }
+    vu_virtq_process(q);
+}
+
+/* Stops popping; requests in flight go on (invariant 3 waits for them). */
+static void vu_virtq_stop(VuVirtq *q)
+{
+    if (q->kick_fd >= 0) {
+        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        vu_close_fd(&q->kick_fd);
+    }
+    q->started = false;
+    q->vq.ready = false;
+}
+
+/* Back to the state of a new connection; nothing may be in flight. */
+static void vu_virtq_reset(VuVirtq *q)
+{
+    assert(q->inflight == 0);
+    vu_virtq_stop(q);
+    vu_close_fd(&q->call_fd);
+    vu_close_fd(&q->err_fd);
+    virtqueue_reset(&q->vq);
+    q->has_addr = false;
+    q->desc_uva = q->avail_uva = q->used_uva = 0;
+    q->enabled = false;
+}
+
+/* The guest broke the ring: stop it, tell the front-end. */
+static void vu_virtq_broken(VuVirtq *q, Error *err)
+{
+    q->vq.broken = true;
+    if (err) {
+        error_prepend(&err, "vring %u: ", q->index);
+        vu_report(q->s, err);
+    }
+    vu_signal(q->err_fd);
+}
+
+unsigned int vu_virtq_index(VuVirtq *q)
+{
+    return q->index;
+}
+
+int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
+{
+    VuServer *s = q->s;
+    Error *err = NULL;
+    int ret;
+
+    *elem = NULL;
+    if (!q->started || !vu_virtq_enabled(q) || s->paused) {
+        return 0;
+    }
+    ret = virtqueue_pop(&q->vq, elem, &err);
+    if (ret < 0) {
+        vu_virtq_broken(q, err);
+        return ret;
+    }
+    if (ret > 0) {
+        q->inflight++;
+        s->inflight++;
+    }
+    return ret;
+}
+
+/* Invariant 4. */
+static void vu_virtq_request_done(VuVirtq *q)
+{
+    VuServer *s = q->s;
+
+    assert(q->inflight > 0 && s->inflight > 0);
+    q->inflight--;
+    s->inflight--;
+    if (s->drain_co) {
+        Coroutine *co = s->drain_co;
+
+        s->drain_co = NULL;
+        aio_co_schedule(s->ctx, co);
+    }
+}
+
+void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
+{
+    Error *err = NULL;
+
+    if (virtqueue_push(&q->vq, elem, len, &err) < 0) {
+        if (err) {
+            vu_virtq_broken(q, err);
+        }
+    } else if (virtqueue_should_notify(&q->vq)) {
+        vu_signal(q->call_fd);
+    }
+    virtqueue_element_free(elem);
+    vu_virtq_request_done(q);
+}
+
+void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err)
+{
+    virtqueue_element_free(elem);
+    vu_virtq_broken(q, err);
+    vu_virtq_request_done(q);
+}
+
+/* Invariant 4: waits until @q (all rings if NULL) has nothing in flight. */
+static void coroutine_fn vu_wait_inflight(VuServer *s, VuVirtq *q)
+{
+    while (q ? q->inflight : s->inflight) {
+        assert(!s->drain_co);
+        s->drain_co = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+}
+
+/* ---- messages ---- */
+
+static VuVirtq *vu_msg_vring(VuServer *s, uint32_t index, Error **errp)
+{
+    if (index >= s->nvqs) {
+        error_setg(errp, "vring index %" PRIu32 " is out of range (%u "
+                   "vrings)", index, s->nvqs);
+        return NULL;
+    }
+    return &s->vqs[index];
+}
+
+/* A stopped ring, for the messages that set one up (invariant 2). */
+static VuVirtq *vu_msg_stopped_vring(VuServer *s, uint32_t index,
+                                     Error **errp)
+{
+    VuVirtq *q = vu_msg_vring(s, index, errp);
+
+    if (q && q->started) {
+        error_setg(errp, "vring %" PRIu32 " is running", index);
+        return NULL;
+    }
+    return q;
+}
+
+static void vu_reply_u64(VuMsg *reply, uint64_t val)
+{
+    reply->hdr.size = sizeof(reply->payload.u64);
+    reply->payload.u64 = val;
+}
+
+static int coroutine_fn vu_get_features(VuServer *s, VuMsg *m,
+                                        VuMsg *reply, Error **errp)
+{
+    vu_reply_u64(reply, s->ops->get_features(s) |
+                        (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+    return 0;
+}
+
+static int coroutine_fn vu_set_features(VuServer *s, VuMsg *m, VuMsg *reply,
+                                        Error **errp)
+{
+    uint64_t offered = s->ops->get_features(s) |
+                       (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES);
+    uint64_t f = m->payload.u64;
+
+    if (f & ~offered) {
+        error_setg(errp, "features %#" PRIx64 " were not offered (offer: %#"
+                   PRIx64 ")", f & ~offered, offered);
+        return -EINVAL;
+    }
+    s->features = f;
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        VirtQueue *vq = &s->vqs[i].vq;
+
+        vq->indirect = f & (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC);
+        vq->event_idx = f & (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX);
+        vq->signalled_used_valid = false;
+    }
+    s->ops->set_features(s, f & ~(UINT64_C(1) <<
+                                  VHOST_USER_F_PROTOCOL_FEATURES));
+    /* rings that were waiting for protocol features to be decided */
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_process(&s->vqs[i]);
+    }
+    return 0;
+}
+
+static int coroutine_fn vu_get_protocol_features(VuServer *s, VuMsg *m,
+                                                 VuMsg *reply, Error **errp)
+{
+    vu_reply_u64(reply, VU_PROTOCOL_FEATURES);
+    return 0;
+}
+
+static int coroutine_fn vu_set_protocol_features(VuServer *s, VuMsg *m,
+                                                 VuMsg *reply, Error **errp)
+{
+    uint64_t f = m->payload.u64;
+
+    if (f & ~VU_PROTOCOL_FEATURES) {
+        error_setg(errp, "protocol features %#" PRIx64 " were not offered "
+                   "(offer: %#" PRIx64 ")", f & ~VU_PROTOCOL_FEATURES,
+                   VU_PROTOCOL_FEATURES);
+        return -EINVAL;
+    }
+    s->protocol_features = f;
+    return 0;
+}
+
+/* SET_OWNER claims a connection that is already the front-end's. */
+static int coroutine_fn vu_set_owner(VuServer *s, VuMsg *m, VuMsg *reply,
+                                     Error **errp)
+{
+    return 0;
+}
+
+/*
+ * RESET_OWNER is obsolete: the specification recommends that back-ends
+ * ignore it, because back-ends that dropped their state on it broke
+ * front-ends that went on using the connection.
+ */
+static int coroutine_fn vu_reset_owner(VuServer *s, VuMsg *m, VuMsg *reply,
+                                       Error **errp)
+{
+    return 0;
+}
+
+static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
+                                         VuMsg *reply, Error **errp)
+{
+    const VhostUserMemory *mem = &m->payload.memory;
+    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
+    unsigned int n;
+    int ret;
+
+    if (m->hdr.size < offsetof(VhostUserMemory, regions)) {
+        error_setg(errp, "payload of %" PRIu32 " bytes has no region count",
+                   m->hdr.size);
+        return -EINVAL;
+    }
+    n = mem->nregions;
+    if (n == 0 || n > VHOST_MEMORY_BASELINE_NREGIONS) {
+        error_setg(errp, "%u memory regions, not 1 to %d", n,
+                   VHOST_MEMORY_BASELINE_NREGIONS);
+        return -EINVAL;
+    }
+    if (m->hdr.size != offsetof(VhostUserMemory, regions) +
+                       n * sizeof(VhostUserMemoryRegion)) {
+        error_setg(errp, "payload of %" PRIu32 " bytes for %u regions",
+                   m->hdr.size, n);
+        return -EINVAL;
+    }
+    if (m->nfds != n) {
+        error_setg(errp, "%u memory regions came with %zu file descriptors",
+                   n, m->nfds);
+        return -EINVAL;
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        ret = vu_mem_region_check(mem->regions, i, m->fds[i], errp);
+        if (ret == 0) {
+            ret = vu_mem_region_map(&mem->regions[i], i, m->fds[i],
+                                    &regions[i], errp);
+        }
+        if (ret < 0) {
+            vu_mem_unmap(regions, i);
+            return ret;
+        }
+    }
+
+    /* invariant 1 */
+    s->paused = true;
+    vu_wait_inflight(s, NULL);
+    vu_mem_unmap(s->regions, s->nregions);
+    memcpy(s->regions, regions, n * sizeof(regions[0]));
+    s->nregions = n;
+    s->paused = false;
+
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        if (s->vqs[i].started) {
+            ret = vu_virtq_map_rings(&s->vqs[i], errp);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+    }
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_process(&s->vqs[i]);
+    }
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_num(VuServer *s, VuMsg *m, VuMsg *reply,
+                                         Error **errp)
+{
+    uint32_t num = m->payload.state.num;
+    VuVirtq *q = vu_msg_stopped_vring(s, m->payload.state.index, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    if (num == 0 || num > VIRTQUEUE_MAX_SIZE || !is_power_of_2(num)) {
+        error_setg(errp, "vring %u: size %" PRIu32 " is not a power of 2 "
+                   "from 1 to %d", q->index, num, VIRTQUEUE_MAX_SIZE);
+        return -EINVAL;
+    }
+    q->vq.num = num;
+    q->vq.broken = false;
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_addr(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    const VhostUserVringAddr *a = &m->payload.addr;
+    VuVirtq *q = vu_msg_stopped_vring(s, a->index, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    if (a->flags) {
+        error_setg(errp, "vring %u: flags %#" PRIx32 " (dirty logging was "
+                   "not offered)", q->index, a->flags);
+        return -EINVAL;
+    }
+    if (a->desc_user_addr % VRING_DESC_ALIGN ||
+        a->avail_user_addr % VRING_AVAIL_ALIGN ||
+        a->used_user_addr % VRING_USED_ALIGN) {
+        error_setg(errp, "vring %u: the rings at %#" PRIx64 "/%#" PRIx64
+                   "/%#" PRIx64 " are not aligned as virtio requires",
+                   q->index, a->desc_user_addr, a->avail_user_addr,
+                   a->used_user_addr);
+        return -EINVAL;
+    }
+    q->desc_uva = a->desc_user_addr;
+    q->avail_uva = a->avail_user_addr;
+    q->used_uva = a->used_user_addr;
+    q->has_addr = true;
+    q->vq.broken = false;
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_base(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    uint32_t base = m->payload.state.num;
+    VuVirtq *q = vu_msg_stopped_vring(s, m->payload.state.index, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    if (base > UINT16_MAX) {
+        error_setg(errp, "vring %u: base %" PRIu32 " is not a 16-bit index",
+                   q->index, base);
+        return -EINVAL;
+    }
+    assert(q->inflight == 0);
+    q->vq.last_avail_idx = base;
+    q->vq.used_idx = base;
+    q->vq.signalled_used_valid = false;
+    q->vq.inuse = 0;
+    q->vq.broken = false;
+    return 0;
+}
+
+static int coroutine_fn vu_get_vring_base(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    VuVirtq *q = vu_msg_vring(s, m->payload.state.index, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    /* invariant 3 */
+    vu_virtq_stop(q);
+    vu_wait_inflight(s, q);
+    reply->hdr.size = sizeof(reply->payload.state);
+    reply->payload.state.index = q->index;
+    reply->payload.state.num = q->vq.last_avail_idx;
+    return 0;
+}
+
+/* The vring and the descriptor of SET_VRING_KICK/CALL/ERR (-1: none). */
+static VuVirtq *vu_msg_vring_fd(VuServer *s, VuMsg *m, int *fd, Error **errp)
+{
+    uint64_t v = m->payload.u64;
+    bool nofd = v & VHOST_USER_VRING_NOFD_MASK;
+    VuVirtq *q;
+
+    if (v & ~(uint64_t)(VHOST_USER_VRING_IDX_MASK |
+                        VHOST_USER_VRING_NOFD_MASK)) {
+        error_setg(errp, "payload %#" PRIx64 " sets reserved bits", v);
+        return NULL;
+    }
+    q = vu_msg_vring(s, v & VHOST_USER_VRING_IDX_MASK, errp);
+    if (!q) {
+        return NULL;
+    }
+    if (m->nfds != (nofd ? 0 : 1)) {
+        error_setg(errp, "vring %u: %zu file descriptors, expected %d",
+                   q->index, m->nfds, nofd ? 0 : 1);
+        return NULL;
+    }
+    *fd = -1;
+    if (!nofd) {
+        *fd = m->fds[0];
+        m->fds[0] = -1;
+        /* a blocking descriptor must never stall the event loop */
+        if (fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) | O_NONBLOCK) < 0) {
+            error_setg_errno(errp, errno, "vring %u: file descriptor",
+                             q->index);
+            vu_close_fd(fd);
+            return NULL;
+        }
+    }
+    return q;
+}
+
+static int coroutine_fn vu_set_vring_kick(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    int fd;
+    VuVirtq *q = vu_msg_vring_fd(s, m, &fd, errp);
+    int ret;
+
+    if (!q) {
+        return -EINVAL;
+    }
+    if (fd < 0) {
+        error_setg(errp, "vring %u: no kick file descriptor (polling the "
+                   "rings is not supported)", q->index);
+        return -EINVAL;
+    }
+    if (!aio_fd_can_be_watched(fd)) {
+        close(fd);
+        error_setg(errp, "vring %u: the kick file descriptor cannot be "
+                   "polled (not an eventfd)", q->index);
+        return -EINVAL;
+    }
+    if (!q->vq.num || !q->has_addr) {
+        close(fd);
+        error_setg(errp, "vring %u: kick file descriptor before its %s",
+                   q->index, !q->vq.num ? "size" : "address");
+        return -EINVAL;
+    }
+    if (q->kick_fd >= 0) {
+        aio_set_fd_handler(s->ctx, q->kick_fd, NULL, NULL, NULL);
+        vu_close_fd(&q->kick_fd);
+    }
+    q->kick_fd = fd;
+    if (!q->started) {
+        ret = vu_virtq_map_rings(q, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        q->started = true;
+    }
+    aio_set_fd_handler(s->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
+    /* the driver may have made requests available before the kick fd */
+    vu_virtq_process(q);
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_call(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    int fd;
+    VuVirtq *q = vu_msg_vring_fd(s, m, &fd, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    vu_close_fd(&q->call_fd);
+    q->call_fd = fd;
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_err(VuServer *s, VuMsg *m,
+                                         VuMsg *reply, Error **errp)
+{
+    int fd;
+    VuVirtq *q = vu_msg_vring_fd(s, m, &fd, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    vu_close_fd(&q->err_fd);
+    q->err_fd = fd;
+    return 0;
+}
+
+static int coroutine_fn vu_get_queue_num(VuServer *s, VuMsg *m, VuMsg *reply,
+                                         Error **errp)
+{
+    vu_reply_u64(reply, s->nvqs);
+    return 0;
+}
+
+static int coroutine_fn vu_set_vring_enable(VuServer *s, VuMsg *m,
+                                            VuMsg *reply, Error **errp)
+{
+    uint32_t enable = m->payload.state.num;
+    VuVirtq *q = vu_msg_vring(s, m->payload.state.index, errp);
+
+    if (!q) {
+        return -EINVAL;
+    }
+    if (enable > 1) {
+        error_setg(errp, "vring %u: enable value %" PRIu32 ", not 0 or 1",
+                   q->index, enable);
+        return -EINVAL;
+    }
+    q->enabled = enable;
+    vu_virtq_process(q);
+    return 0;
+}
+
+/* The config range of GET_CONFIG/SET_CONFIG, checked against the size. */
+static int vu_msg_config(VuMsg *m, Error **errp)
+{
+    const VhostUserConfig *c = &m->payload.config;
+
+    if (m->hdr.size < VHOST_USER_CONFIG_HDR_SIZE) {
+        error_setg(errp, "payload of %" PRIu32 " bytes has no config "
+                   "header", m->hdr.size);
+        return -EINVAL;
+    }
+    if (c->size > VHOST_USER_MAX_CONFIG_SIZE ||
+        c->offset > VHOST_USER_MAX_CONFIG_SIZE - c->size) {
+        error_setg(errp, "config range %" PRIu32 "+%" PRIu32 " is beyond "
+                   "the %d bytes of config space", c->offset, c->size,
+                   VHOST_USER_MAX_CONFIG_SIZE);
+        return -EINVAL;
+    }
+    if (m->hdr.size != VHOST_USER_CONFIG_HDR_SIZE + c->size) {
+        error_setg(errp, "payload of %" PRIu32 " bytes for %" PRIu32
+                   " bytes of config", m->hdr.size, c->size);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int coroutine_fn vu_get_config(VuServer *s, VuMsg *m, VuMsg *reply,
+                                      Error **errp)
+{
+    const VhostUserConfig *c = &m->payload.config;
+    /* the device's bytes; any the front-end asks beyond them read 0 */
+    uint8_t config[VHOST_USER_MAX_CONFIG_SIZE] = { 0 };
+    int ret = vu_msg_config(m, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    s->ops->get_config(s, config);
+    reply->hdr.size = m->hdr.size;
+    reply->payload.config.offset = c->offset;
+    reply->payload.config.size = c->size;
+    reply->payload.config.flags = 0;
+    memcpy(reply->payload.config.region, config + c->offset, c->size);
+    return 0;
+}
+
+static int coroutine_fn vu_set_config(VuServer *s, VuMsg *m, VuMsg *reply,
+                                      Error **errp)
+{
+    const VhostUserConfig *c = &m->payload.config;
+    Error *err = NULL;
+    int ret = vu_msg_config(m, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (c->flags != VHOST_SET_CONFIG_TYPE_FRONTEND &&
+        c->flags != VHOST_SET_CONFIG_TYPE_MIGRATION) {
+        error_setg(errp, "config flags %#" PRIx32 " are unknown", c->flags);
+        return -EINVAL;
+    }
+    if (!s->ops->set_config) {
+        error_setg(&err, "the configuration space is read-only");
+        ret = -EPERM;
+    } else {
+        ret = s->ops->set_config(s, c->region, c->offset, c->size, &err);
+    }
+    if (ret < 0) {
+        /* a refusal, not a broken protocol: the connection stays */
+        error_prepend(&err, "config write of %" PRIu32 " bytes at %" PRIu32
+                      " refused: ", c->size, c->offset);
+        vu_report(s, err);
+        vu_reply_u64(reply, -ret);
+    }
+    return 0;
+}
+
+/* Any payload size: the handler checks it. */
+#define VU_SIZE_ANY UINT32_MAX
+
+typedef struct VuRequestType {
+    const char *name;
+    int coroutine_fn (*handle)(VuServer *s, VuMsg *m, VuMsg *reply,
+                               Error **errp);
+    uint32_t size;              /* payload bytes, or VU_SIZE_ANY */
+    bool takes_fds;             /* the handler checks their number */
+    bool has_reply;             /* the request has a reply of its own */
+} VuRequestType;
+
+#define VU_U64 sizeof(uint64_t)
+#define VU_STATE sizeof(VhostUserVringState)
+
+/*
+ * The requests the back-end carries out; the others (logging, IOTLB,
+ * postcopy, inflight tracking, memory slots, status) belong to features
+ * it does not offer, so a front-end that sends them breaks the protocol.
+ */
+static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
+    [VHOST_USER_GET_FEATURES] = {
+        "VHOST_USER_GET_FEATURES", vu_get_features, 0, false, true },
+    [VHOST_USER_SET_FEATURES] = {
+        "VHOST_USER_SET_FEATURES", vu_set_features, VU_U64, false, false },
+    [VHOST_USER_SET_OWNER] = {
+        "VHOST_USER_SET_OWNER", vu_set_owner, 0, false, false },
+    [VHOST_USER_RESET_OWNER] = {
+        "VHOST_USER_RESET_OWNER", vu_reset_owner, 0, false, false },
+    [VHOST_USER_SET_MEM_TABLE] = {
+        "VHOST_USER_SET_MEM_TABLE", vu_set_mem_table, VU_SIZE_ANY, true,
+        false },
+    [VHOST_USER_SET_VRING_NUM] = {
+        "VHOST_USER_SET_VRING_NUM", vu_set_vring_num, VU_STATE, false,
+        false },
+    [VHOST_USER_SET_VRING_ADDR] = {
+        "VHOST_USER_SET_VRING_ADDR", vu_set_vring_addr,
+        sizeof(VhostUserVringAddr), false, false },
+    [VHOST_USER_SET_VRING_BASE] = {
+        "VHOST_USER_SET_VRING_BASE", vu_set_vring_base, VU_STATE, false,
+        false },
+    [VHOST_USER_GET_VRING_BASE] = {
+        "VHOST_USER_GET_VRING_BASE", vu_get_vring_base, VU_STATE, false,
+        true },
+    [VHOST_USER_SET_VRING_KICK] = {
+        "VHOST_USER_SET_VRING_KICK", vu_set_vring_kick, VU_U64, true, false },
+    [VHOST_USER_SET_VRING_CALL] = {
+        "VHOST_USER_SET_VRING_CALL", vu_set_vring_call, VU_U64, true, false },
+    [VHOST_USER_SET_VRING_ERR] = {
+        "VHOST_USER_SET_VRING_ERR", vu_set_vring_err, VU_U64, true, false },
+    [VHOST_USER_GET_PROTOCOL_FEATURES] = {
+        "VHOST_USER_GET_PROTOCOL_FEATURES", vu_get_protocol_features, 0,
+        false, true },
+    [VHOST_USER_SET_PROTOCOL_FEATURES] = {
+        "VHOST_USER_SET_PROTOCOL_FEATURES", vu_set_protocol_features,
+        VU_U64, false, false },
+    [VHOST_USER_GET_QUEUE_NUM] = {
+        "VHOST_USER_GET_QUEUE_NUM", vu_get_queue_num, 0, false, true },
+    [VHOST_USER_SET_VRING_ENABLE] = {
+        "VHOST_USER_SET_VRING_ENABLE", vu_set_vring_enable, VU_STATE, false,
+        false },
+    [VHOST_USER_GET_CONFIG] = {
+        "VHOST_USER_GET_CONFIG", vu_get_config, VU_SIZE_ANY, false, true },
+    [VHOST_USER_SET_CONFIG] = {
+        "VHOST_USER_SET_CONFIG", vu_set_config, VU_SIZE_ANY, false, false },
+};
+
+static void vu_msg_close_fds(VuMsg *m)
+{
+    for (size_t i = 0; i < m->nfds; i++) {
+        vu_close_fd(&m->fds[i]);
+    }
+    m->nfds = 0;
+}
+
+/* Reads a message; -EPIPE (quietly) when the front-end hung up first. */
+static int coroutine_fn vu_read_msg(VuServer *s, VuMsg *m, Error **errp)
+{
+    size_t n;
+    int ret;
+
+    ret = co_socket_read_fds(&s->sock, &m->hdr, sizeof(m->hdr), m->fds,
+                             VHOST_USER_MAX_FDS, &m->nfds);
+    if (ret == -EPIPE || ret == -ESHUTDOWN) {
+        return ret;
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading a message");
+        return ret;
+    }
+    if ((m->hdr.flags & ~VU_REQUEST_FLAGS) ||
+        (m->hdr.flags & VHOST_USER_VERSION_MASK) != VHOST_USER_VERSION) {
+        error_setg(errp, "request %" PRIu32 " has flags %#" PRIx32
+                   " (version %d without REPLY expected)", m->hdr.request,
+                   m->hdr.flags, VHOST_USER_VERSION);
+        return -EINVAL;
+    }
+    if (m->hdr.size > VHOST_USER_PAYLOAD_MAX) {
+        error_setg(errp, "request %" PRIu32 " has a payload of %" PRIu32
+                   " bytes, more than the %zu of any request this back-end "
+                   "takes", m->hdr.request, m->hdr.size,
+                   VHOST_USER_PAYLOAD_MAX);
+        return -EINVAL;
+    }
+    memset(&m->payload, 0, sizeof(m->payload));
+    ret = co_socket_read_fds(&s->sock, &m->payload, m->hdr.size,
+                             m->fds + m->nfds, VHOST_USER_MAX_FDS - m->nfds,
+                             &n);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "reading the %" PRIu32 "-byte payload "
+                         "of request %" PRIu32, m->hdr.size, m->hdr.request);
+        return ret;
+    }
+    m->nfds += n;
+    return 0;
+}
+
+static int coroutine_fn vu_send_reply(VuServer *s, const VuMsg *m,
+                                      VuMsg *reply, Error **errp)
+{
+    struct iovec iov[2] = {
+        { .iov_base = &reply->hdr, .iov_len = sizeof(reply->hdr) },
+        { .iov_base = &reply->payload, .iov_len = reply->hdr.size },
+    };
+    int ret;
+
+    reply->hdr.request = m->hdr.request;
+    reply->hdr.flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK;
+    ret = co_socket_writev_all(&s->sock, iov, ARRAY_SIZE(iov));
+    if (ret < 0 && ret != -EPIPE && ret != -ESHUTDOWN) {
+        error_setg_errno(errp, -ret, "sending a reply");
+    }
+    return ret;
+}
+
+static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
+{
+    uint32_t req = m->hdr.request;
+    const VuRequestType *t = req < ARRAY_SIZE(vu_requests) ? &vu_requests[req]
+                                                            : NULL;
+    VuMsg reply = { 0 };
+    int ret;
+
+    if (!t || !t->handle) {
+        error_setg(errp, "request %" PRIu32 " is not supported", req);
+        return -ENOTSUP;
+    }
+    if (t->size != VU_SIZE_ANY && m->hdr.size != t->size) {
+        error_setg(errp, "%s with a payload of %" PRIu32 " bytes, not %"
+                   PRIu32, t->name, m->hdr.size, t->size);
+        return -EINVAL;
+    }
+    if (!t->takes_fds && m->nfds) {
+        error_setg(errp, "%s came with %zu file descriptors", t->name,
+                   m->nfds);
+        return -EINVAL;
+    }
+    ret = t->handle(s, m, &reply, errp);
+    if (ret < 0) {
+        error_prepend(errp, "%s: ", t->name);
+        return ret;
+    }
+    if (!t->has_reply) {
+        if (!(m->hdr.flags & VHOST_USER_NEED_REPLY_MASK) ||
+            !(s->protocol_features &
+              (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK))) {
+            return 0;
+        }
+        /* REPLY_ACK: 0 for success, or what the handler refused with */
+        reply.hdr.size = sizeof(reply.payload.u64);
+    }
+    return vu_send_reply(s, m, &reply, errp);
+}
+
+/* ---- the connection ---- */
+
+/* The front-end is gone: invariants 1 and 3, then a clean slate. */
+static void coroutine_fn vu_client_end(VuServer *s)
+{
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_stop(&s->vqs[i]);
+    }
+    vu_wait_inflight(s, NULL);
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_reset(&s->vqs[i]);
+    }
+    vu_mem_unmap(s->regions, s->nregions);
+    s->nregions = 0;
+    s->paused = false;
+    s->features = 0;
+    s->protocol_features = 0;
+    if (s->ops->reset) {
+        s->ops->reset(s);
+    }
+    co_socket_close(&s->sock);
+    s->connected = false;
+    if (!s->closing) {
+        vu_server_update_accepting(s);
+        if (s->client_changed) {
+            s->client_changed(s->opaque, false);
+        }
+    }
+}
+
+static void coroutine_fn vu_client_co(void *opaque)
+{
+    VuServer *s = opaque;
+
+    for (;;) {
+        VuMsg m = { .nfds = 0 };
+        Error *err = NULL;
+        int ret = vu_read_msg(s, &m, &err);
+
+        if (ret == 0) {
+            ret = vu_dispatch(s, &m, &err);
+        }
+        vu_msg_close_fds(&m);
+        if (ret < 0) {
+            if (err) {
+                error_append_hint(&err, "Closing the connection\n");
+                vu_report(s, err);
+            }
+            break;
+        }
+    }
+    vu_client_end(s);
+}
+
+static void vu_server_accept(void *opaque)
+{
+    VuServer *s = opaque;
+    int fd = socket_accept(s->listen_fd);
+
+    if (fd < 0) {
+        if (fd != -EAGAIN) {
+            error_report("%s: accepting a connection: %s", s->name,
+                         strerror(-fd));
+        }
+        return;
+    }
+    assert(!s->connected);
+    s->connected = true;
+    co_socket_init(&s->sock, fd, s->ctx);
+    vu_server_update_accepting(s);
+    if (s->client_changed) {
+        s->client_changed(s->opaque, true);
+    }
+    qemu_coroutine_enter(qemu_coroutine_create(vu_client_co, s));
+}
+
+/* Invariant 6. */
+static void vu_server_update_accepting(VuServer *s)
+{
+    bool want = !s->connected && !s->closing;
+
+    if (want != s->accepting) {
+        s->accepting = want;
+        aio_set_fd_handler(s->ctx, s->listen_fd,
+                           want ? vu_server_accept : NULL, NULL, s);
+    }
+}
+
+/* ---- the server ---- */
+
+VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
+                        Error **errp)
+{
+    g_autoptr(SocketAddress) addr = socket_address_new_unix(cfg->path);
+    VuServer *s;
+    int fd;
+
+    assert(cfg->num_queues >= 1 && cfg->num_queues <= VU_MAX_QUEUES);
+    assert(cfg->ops->config_size <= VHOST_USER_MAX_CONFIG_SIZE);
+    fd = socket_listen(addr, 1, errp);
+    if (fd < 0) {
+        return NULL;
+    }
+    s = g_new0(VuServer, 1);
+    s->ctx = ctx;
+    s->name = g_strdup(cfg->name);
+    s->path = g_strdup(cfg->path);
+    s->ops = cfg->ops;
+    s->opaque = cfg->opaque;
+    s->client_changed = cfg->client_changed;
+    s->listen_fd = fd;
+    s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
+    s->nvqs = cfg->num_queues;
+    s->vqs = g_new0(VuVirtq, s->nvqs);
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        VuVirtq *q = &s->vqs[i];
+
+        q->s = s;
+        q->index = i;
+        q->kick_fd = q->call_fd = q->err_fd = -1;
+        virtqueue_init(&q->vq, &s->mem);
+    }
+    vu_server_update_accepting(s);
+    return s;
+}
+
+void vu_server_free(VuServer *s)
+{
+    if (!s) {
+        return;
+    }
+    s->closing = true;
+    vu_server_update_accepting(s);
+    if (s->connected) {
+        co_socket_shutdown(&s->sock);
+        AIO_WAIT_WHILE(s->ctx, s->connected);
+    }
+    close(s->listen_fd);
+    unlink(s->path);
+    g_free(s->vqs);
+    g_free(s->name);
+    g_free(s->path);
+    g_free(s);
+}
+
+void *vu_server_opaque(VuServer *s)
+{
+    return s->opaque;
+}
+
+bool vu_server_has_client(VuServer *s)
+{
+    return s->connected;
+}
+
+uint64_t vu_server_features(VuServer *s)
+{
+    return s->features;
+}

@@ -1,0 +1,131 @@
+/*
+ * The back-end side of the vhost-user protocol: a unix socket that one
+ * front-end (QEMU) at a time connects to, the guest memory it shares,
+ * and the split virtqueues it sets up.  A device type (vhost-user-blk)
+ * supplies its features, its configuration space and the processing of
+ * its queues; the server does the rest.
+ *
+ * The server listens from creation to vu_server_free().  While a
+ * front-end is connected it accepts no other (later ones wait in the
+ * listen backlog); when the front-end disconnects, the server waits for
+ * the requests in flight, forgets everything the front-end set (memory,
+ * rings, features) and accepts again, so a front-end may reconnect.
+ *
+ * Everything the front-end sends is checked before it is used: message
+ * sizes, file descriptors, region counts, addresses, ring sizes and
+ * indexes.  A message that breaks the protocol ends the connection with
+ * an error report naming the request and the value; the server goes on
+ * listening.  The guest's own mistakes in a ring break that queue only:
+ * it stops, and the front-end is told through the vring's error eventfd.
+ *
+ * Everything runs in the thread of the server's AioContext, which must be
+ * the context of the device's BlockBackend.
+ */
+#ifndef QBLOCK_VHOST_USER_SERVER_H
+#define QBLOCK_VHOST_USER_SERVER_H
+
+#include "block/vhost-user-proto.h"
+#include "hw/virtio/virtqueue.h"
+#include "util/aio.h"
+
+/* Queues one server may have: the vring index of SET_VRING_KICK is 8 bits */
+#define VU_MAX_QUEUES 256
+
+typedef struct VuServer VuServer;
+typedef struct VuVirtq VuVirtq;
+
+/*
+ * What a device type provides.  Everything is called from the event loop
+ * in the server's thread; a callback may run inside a message handler
+ * coroutine, so none may poll the loop.
+ */
+typedef struct VuDeviceOps {
+    /* bytes of configuration space (at most VHOST_USER_MAX_CONFIG_SIZE) */
+    size_t config_size;
+    /*
+     * Required.  The virtio features offered (the server adds
+     * VHOST_USER_F_PROTOCOL_FEATURES).
+     */
+    uint64_t (*get_features)(VuServer *s);
+    /*
+     * Required.  The front-end set @features (a subset of the offer, with
+     * VHOST_USER_F_PROTOCOL_FEATURES masked out).  May come again at any
+     * time, also while queues run.
+     */
+    void (*set_features)(VuServer *s, uint64_t features);
+    /* Required.  Fills @config (config_size bytes, little-endian). */
+    void (*get_config)(VuServer *s, uint8_t *config);
+    /*
+     * Optional (NULL: the configuration is read-only).  The front-end
+     * wrote @len bytes at @offset; the range lies within the protocol's
+     * limit but may extend past config_size.  Returns 0, or -errno with
+     * @errp set when the write is refused: the front-end is told if it
+     * asked for a reply, and the connection stays.
+     */
+    int (*set_config)(VuServer *s, const uint8_t *data, uint32_t offset,
+                      uint32_t len, Error **errp);
+    /*
+     * Required.  The queue may have requests: pop them with
+     * vu_virtq_pop() until it returns 0 or less.
+     */
+    void (*handle_queue)(VuServer *s, VuVirtq *q);
+    /*
+     * Optional.  The front-end is gone (or reset the device) and no
+     * request is in flight any more: restore what a new front-end is to
+     * find.
+     */
+    void (*reset)(VuServer *s);
+} VuDeviceOps;
+
+typedef struct VuServerConfig {
+    const char *name;           /* for messages: "vhost-user-blk export 'x'" */
+    const char *path;           /* the unix socket to listen on */
+    unsigned int num_queues;    /* 1 to VU_MAX_QUEUES */
+    const VuDeviceOps *ops;
+    void *opaque;               /* vu_server_opaque() */
+    /*
+     * Optional: a front-end connected (@connected) or its connection has
+     * ended and is cleaned up (!@connected).  Not called for the
+     * connection that vu_server_free() ends.
+     */
+    void (*client_changed)(void *opaque, bool connected);
+} VuServerConfig;
+
+/*
+ * Listens on @cfg->path (replacing a stale socket there, never another
+ * kind of file).  Returns NULL with @errp set on failure.
+ */
+VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
+                        Error **errp);
+/*
+ * Stops listening and removes the socket, disconnects the front-end,
+ * waits (polling the loop) for its requests in flight, and frees.
+ */
+void vu_server_free(VuServer *s);
+void *vu_server_opaque(VuServer *s);
+/* Whether a front-end is connected now. */
+bool vu_server_has_client(VuServer *s);
+/* The features the front-end set (0 before SET_FEATURES). */
+uint64_t vu_server_features(VuServer *s);
+
+/* The queue's index (0 to num_queues - 1). */
+unsigned int vu_virtq_index(VuVirtq *q);
+/*
+ * Pops the next available request of @q into *elem.  Returns 1 with an
+ * element, which must go back through vu_virtq_complete(); 0 if there is
+ * none or the queue does not run; -EIO if the ring is (now) broken, which
+ * has been reported.
+ */
+int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem);
+/*
+ * Returns @elem through the used ring with @len bytes written into it,
+ * notifies the front-end if the driver wants it, and frees @elem.
+ */
+void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len);
+/*
+ * Drops @elem without completing it and breaks @q: the request was too
+ * malformed to answer.  @err (consumed) says why.
+ */
+void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err);
+
+#endif

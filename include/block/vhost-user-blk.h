@@ -1,0 +1,59 @@
+/*
+ * The vhost-user-blk export: a BlockBackend served as a virtio-blk device
+ * to a vhost-user front-end (QEMU's vhost-user-blk-pci) over a unix
+ * socket.  Requests are processed by the virtio-blk request code of
+ * hw/block, over the guest memory the front-end shares.
+ *
+ * The write cache is the BlockBackend's flag: the export starts with the
+ * flag as the caller set it (writethrough=on clears it), the guest reads
+ * that very value in the config's writeback field, and the guest's
+ * writes of the field (VIRTIO_BLK_F_CONFIG_WCE) flip the flag.  A driver
+ * that does not negotiate VIRTIO_BLK_F_FLUSH gets writethrough while it
+ * is connected, since it could never make its writes durable.
+ *
+ * Everything runs in the thread of the BlockBackend's AioContext.
+ */
+#ifndef QBLOCK_VHOST_USER_BLK_H
+#define QBLOCK_VHOST_USER_BLK_H
+
+#include "qblock/block-backend.h"
+
+typedef struct VhostUserBlkExport VhostUserBlkExport;
+
+/* Most request queues an export has (the protocol's vring index limit). */
+#define VHOST_USER_BLK_MAX_QUEUES 256
+
+typedef struct VhostUserBlkExportConfig {
+    /* the export id: names it in messages; the guest's serial (GET_ID) */
+    const char *id;
+    const char *path;           /* the unix socket to listen on */
+    /* accept writes; the BlockBackend must have the WRITE permission */
+    bool writable;
+    uint16_t num_queues;        /* 1 to VHOST_USER_BLK_MAX_QUEUES */
+    /* a power of 2 from 512 to 65536 that divides the disk size */
+    uint32_t logical_block_size;
+    /*
+     * Optional: a front-end connected (@connected), or its connection
+     * ended and its requests are done (!@connected).  Not called for the
+     * connection that vhost_user_blk_export_free() ends.
+     */
+    void (*client_changed)(void *opaque, bool connected);
+    void *opaque;
+} VhostUserBlkExportConfig;
+
+/*
+ * Starts listening on cfg->path for front-ends, taking a reference to
+ * @blk.  Errors name the export and the setting that is wrong.
+ */
+VhostUserBlkExport *vhost_user_blk_export_new(BlockBackend *blk,
+                                              const VhostUserBlkExportConfig *cfg,
+                                              Error **errp);
+/*
+ * Disconnects the front-end, waits for its requests (polling the loop),
+ * removes the socket and drops the BlockBackend reference.
+ */
+void vhost_user_blk_export_free(VhostUserBlkExport *exp);
+/* Whether a front-end is connected now. */
+bool vhost_user_blk_export_has_client(VhostUserBlkExport *exp);
+
+#endif
