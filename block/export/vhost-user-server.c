@@ -914,8 +914,8 @@ static int coroutine_fn vu_set_config(VuServer *s, VuMsg *m, VuMsg *reply,
     }
     if (ret < 0) {
         /* a refusal, not a broken protocol: the connection stays */
-        error_prepend(&err, "config write of %" PRIu32 " bytes at %" PRIu32
-                      " refused: ", c->size, c->offset);
+        error_prepend(&err, "config write at %" PRIu32 "+%" PRIu32
+                      " refused: ", c->offset, c->size);
         vu_report(s, err);
         vu_reply_u64(reply, -ret);
     }
@@ -1008,6 +1008,11 @@ static int coroutine_fn vu_read_msg(VuServer *s, VuMsg *m, Error **errp)
     if (ret == -EPIPE || ret == -ESHUTDOWN) {
         return ret;
     }
+    if (ret == -EMSGSIZE) {
+        error_setg(errp, "a message came with more than the %d file "
+                   "descriptors any request takes", VHOST_USER_MAX_FDS);
+        return ret;
+    }
     if (ret < 0) {
         error_setg_errno(errp, -ret, "reading a message");
         return ret;
@@ -1030,6 +1035,11 @@ static int coroutine_fn vu_read_msg(VuServer *s, VuMsg *m, Error **errp)
     ret = co_socket_read_fds(&s->sock, &m->payload, m->hdr.size,
                              m->fds + m->nfds, VHOST_USER_MAX_FDS - m->nfds,
                              &n);
+    if (ret == -EMSGSIZE) {
+        error_setg(errp, "request %" PRIu32 " came with more than %d file "
+                   "descriptors", m->hdr.request, VHOST_USER_MAX_FDS);
+        return ret;
+    }
     if (ret < 0) {
         error_setg_errno(errp, -ret, "reading the %" PRIu32 "-byte payload "
                          "of request %" PRIu32, m->hdr.size, m->hdr.request);
@@ -1075,7 +1085,7 @@ static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
         return -EINVAL;
     }
     if (!t->takes_fds && m->nfds) {
-        error_setg(errp, "%s came with %zu file descriptors", t->name,
+        error_setg(errp, "%s came with file descriptors (%zu)", t->name,
                    m->nfds);
         return -EINVAL;
     }

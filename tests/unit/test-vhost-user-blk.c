@@ -1,0 +1,1381 @@
+/*
+ * block/export/vhost-user-blk.c and vhost-user-server.c, driven from the
+ * outside as QEMU drives them: a vhost-user front-end on the export's
+ * unix socket, sharing a memfd as guest memory, setting up vrings with
+ * eventfds and submitting virtio-blk requests as a guest driver would.
+ *
+ * What it covers: feature and protocol-feature negotiation, the config
+ * space (capacity, block size, queues, and the writeback field matching
+ * the BlockBackend's real cache mode from the first GET_CONFIG), I/O on
+ * one and on several queues, writeback toggled by SET_CONFIG with the
+ * flushes counted in the BlockBackend's statistics, a driver without
+ * FLUSH, GET_VRING_BASE and reconnecting, a read-only export, a guest's
+ * broken ring (the error eventfd), and malformed messages: each closes
+ * the connection, and the export serves the next front-end.
+ *
+ * One thread: the front-end sends on a blocking socket and then runs the
+ * export's event loop until the reply (or the used ring) shows up.
+ */
+
+#include "test-mem-driver.h"
+#include "block/vhost-user-blk.h"
+#include "block/vhost-user-proto.h"
+#include "hw/virtio/virtio-blk-wire.h"
+#include "hw/virtio/virtio-ring.h"
+#include "qblock/block-backend.h"
+#include "util/sockets.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#define MEM_SIZE        (4 * MiB)
+#define GPA_BASE        UINT64_C(0x40000000)
+#define QUEUE_SIZE      128
+/* per queue: descriptor table, available ring, used ring */
+#define RING_AREA(q)    ((q) * 64 * KiB)
+#define DESC_OFF(q)     (RING_AREA(q))
+#define AVAIL_OFF(q)    (RING_AREA(q) + 16 * KiB)
+#define USED_OFF(q)     (RING_AREA(q) + 32 * KiB)
+/* request slots: header and status, then up to 64 KiB of data */
+#define SLOT_OFF(slot)  (1 * MiB + (slot) * 72 * KiB)
+#define SLOT_DATA       (4 * KiB)
+#define MAX_QUEUES      4
+
+typedef struct TestFE {
+    int fd;
+    int memfd;
+    uint8_t *mem;
+    unsigned int nq;
+    int kick[MAX_QUEUES];
+    int call[MAX_QUEUES];
+    int err[MAX_QUEUES];
+    uint16_t avail_idx[MAX_QUEUES];
+    uint16_t used_idx[MAX_QUEUES];
+} TestFE;
+
+static AioContext *ctx;
+static char *sock_path;
+static BlockBackend *blk;
+static VhostUserBlkExport *exp;
+static int connects, disconnects;
+
+/* ---- the export ---- */
+
+static void client_changed(void *opaque, bool connected)
+{
+    if (connected) {
+        connects++;
+    } else {
+        disconnects++;
+    }
+}
+
+static void start_export(bool writable, bool wce, uint16_t nq, uint32_t lbs)
+{
+    VhostUserBlkExportConfig cfg = {
+        .id = "vub0",
+        .path = sock_path,
+        .writable = writable,
+        .num_queues = nq,
+        .logical_block_size = lbs,
+        .client_changed = client_changed,
+    };
+    QDict *opts = qdict_new();
+
+    test_mem_cfg_reset(1);
+    test_mem_cfg.has_zero = true;
+    test_mem_cfg.has_discard = true;
+    qdict_put_str(opts, "driver", "test-mem");
+    blk = blk_new_open(NULL, NULL, opts, writable ? BDRV_O_RDWR : 0,
+                       &error_abort);
+    blk_set_enable_write_cache(blk, wce);
+    exp = vhost_user_blk_export_new(blk, &cfg, &error_abort);
+    connects = disconnects = 0;
+}
+
+static void stop_export(void)
+{
+    vhost_user_blk_export_free(exp);
+    blk_unref(blk);
+    exp = NULL;
+    blk = NULL;
+    g_assert_false(g_file_test(sock_path, G_FILE_TEST_EXISTS));
+}
+
+static uint64_t flushes(void)
+{
+    return blk_get_stats(blk)->nr_ops[BLOCK_ACCT_FLUSH];
+}
+
+static uint64_t writes(void)
+{
+    return blk_get_stats(blk)->nr_ops[BLOCK_ACCT_WRITE];
+}
+
+/* ---- the socket ---- */
+
+static bool fd_readable(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+
+    return poll(&p, 1, 0) > 0;
+}
+
+/* Runs the export's loop until @fd has something to read. */
+static void poll_until_readable(int fd)
+{
+    while (!fd_readable(fd)) {
+        aio_poll(ctx, true);
+    }
+}
+
+static void fe_send_raw(TestFE *fe, uint32_t req, uint32_t flags,
+                        const void *payload, uint32_t size,
+                        const int *fds, int nfds, uint32_t wire_size)
+{
+    VhostUserHeader hdr = { .request = req, .flags = flags,
+                            .size = wire_size };
+    struct iovec iov[2] = {
+        { .iov_base = &hdr, .iov_len = sizeof(hdr) },
+        { .iov_base = (void *)payload, .iov_len = size },
+    };
+    union {
+        char buf[CMSG_SPACE(16 * sizeof(int))];
+        struct cmsghdr align;
+    } control = { { 0 } };
+    struct msghdr msg = { .msg_iov = iov, .msg_iovlen = size ? 2 : 1 };
+
+    if (nfds) {
+        struct cmsghdr *c;
+
+        msg.msg_control = control.buf;
+        msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+        c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+    }
+    g_assert_cmpint(sendmsg(fe->fd, &msg, MSG_NOSIGNAL), ==,
+                    sizeof(hdr) + size);
+}
+
+static void fe_send(TestFE *fe, uint32_t req, uint32_t flags,
+                    const void *payload, uint32_t size, const int *fds,
+                    int nfds)
+{
+    fe_send_raw(fe, req, VHOST_USER_VERSION | flags, payload, size, fds,
+                nfds, size);
+}
+
+static void read_full(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+
+    while (len > 0) {
+        ssize_t n;
+
+        poll_until_readable(fd);
+        n = recv(fd, p, len, 0);
+        g_assert_cmpint(n, >, 0);
+        p += n;
+        len -= n;
+    }
+}
+
+/* Receives the reply to @req, which must carry @size bytes. */
+static void fe_recv(TestFE *fe, uint32_t req, void *payload, uint32_t size)
+{
+    VhostUserHeader hdr;
+
+    read_full(fe->fd, &hdr, sizeof(hdr));
+    g_assert_cmpuint(hdr.request, ==, req);
+    g_assert_cmphex(hdr.flags, ==, VHOST_USER_VERSION |
+                                   VHOST_USER_REPLY_MASK);
+    g_assert_cmpuint(hdr.size, ==, size);
+    read_full(fe->fd, payload, size);
+}
+
+static uint64_t fe_get_u64(TestFE *fe, uint32_t req)
+{
+    uint64_t v;
+
+    fe_send(fe, req, 0, NULL, 0, NULL, 0);
+    fe_recv(fe, req, &v, sizeof(v));
+    return v;
+}
+
+/* Sends @req asking for REPLY_ACK; returns the ack (0: success). */
+static uint64_t fe_set(TestFE *fe, uint32_t req, const void *payload,
+                       uint32_t size, const int *fds, int nfds)
+{
+    uint64_t ack;
+
+    fe_send(fe, req, VHOST_USER_NEED_REPLY_MASK, payload, size, fds, nfds);
+    fe_recv(fe, req, &ack, sizeof(ack));
+    return ack;
+}
+
+static uint64_t fe_set_u64(TestFE *fe, uint32_t req, uint64_t v)
+{
+    return fe_set(fe, req, &v, sizeof(v), NULL, 0);
+}
+
+static uint64_t fe_set_state(TestFE *fe, uint32_t req, uint32_t index,
+                             uint32_t num)
+{
+    VhostUserVringState st = { .index = index, .num = num };
+
+    return fe_set(fe, req, &st, sizeof(st), NULL, 0);
+}
+
+/* Runs the loop until the export hangs up on @fe. */
+static void fe_expect_closed(TestFE *fe)
+{
+    char buf[512];
+    ssize_t n;
+
+    do {
+        poll_until_readable(fe->fd);
+        n = recv(fe->fd, buf, sizeof(buf), 0);
+    } while (n > 0);
+    /* a reset when the export left part of our message unread */
+    g_assert_true(n == 0 || errno == ECONNRESET);
+}
+
+static TestFE *fe_connect(void)
+{
+    g_autoptr(SocketAddress) addr = socket_address_new_unix(sock_path);
+    TestFE *fe = g_new0(TestFE, 1);
+
+    fe->fd = socket_connect(addr, &error_abort);
+    g_assert_cmpint(fe->fd, >=, 0);
+    fe->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC);
+    g_assert_cmpint(fe->memfd, >=, 0);
+    g_assert_cmpint(ftruncate(fe->memfd, MEM_SIZE), ==, 0);
+    fe->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                   fe->memfd, 0);
+    g_assert_true(fe->mem != MAP_FAILED);
+    for (int i = 0; i < MAX_QUEUES; i++) {
+        fe->kick[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        fe->call[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        fe->err[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    }
+    return fe;
+}
+
+/* Hangs up and waits until the export has cleaned up after us. */
+static void fe_close(TestFE *fe)
+{
+    int before = disconnects;
+
+    close(fe->fd);
+    while (vhost_user_blk_export_has_client(exp) && disconnects == before) {
+        aio_poll(ctx, true);
+    }
+    munmap(fe->mem, MEM_SIZE);
+    close(fe->memfd);
+    for (int i = 0; i < MAX_QUEUES; i++) {
+        close(fe->kick[i]);
+        close(fe->call[i]);
+        close(fe->err[i]);
+    }
+    g_free(fe);
+}
+
+static uint64_t fe_uva(TestFE *fe, size_t off)
+{
+    return (uintptr_t)fe->mem + off;
+}
+
+static uint64_t fe_gpa(TestFE *fe, size_t off)
+{
+    return GPA_BASE + off;
+}
+
+static uint64_t fe_set_mem_table(TestFE *fe)
+{
+    VhostUserMemory m = {
+        .nregions = 1,
+        .regions[0] = {
+            .guest_phys_addr = GPA_BASE,
+            .memory_size = MEM_SIZE,
+            .userspace_addr = fe_uva(fe, 0),
+            .mmap_offset = 0,
+        },
+    };
+
+    return fe_set(fe, VHOST_USER_SET_MEM_TABLE, &m,
+                  offsetof(VhostUserMemory, regions) + sizeof(m.regions[0]),
+                  &fe->memfd, 1);
+}
+
+static uint64_t fe_set_vring_fd(TestFE *fe, uint32_t req, unsigned int q,
+                                int fd)
+{
+    uint64_t v = q;
+
+    return fe_set(fe, req, &v, sizeof(v), &fd, 1);
+}
+
+/* Features, protocol features and memory, as QEMU sends them. */
+static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
+{
+    uint64_t f = fe_get_u64(fe, VHOST_USER_GET_FEATURES);
+    uint64_t pf;
+
+    g_assert_true(f & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+    pf = fe_get_u64(fe, VHOST_USER_GET_PROTOCOL_FEATURES);
+    g_assert_cmphex(pf, ==,
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG));
+    fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf),
+            NULL, 0);
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0), ==,
+                     0);
+    f &= ~drop_features;
+    g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES, f), ==, 0);
+    g_assert_cmpuint(fe_set_mem_table(fe), ==, 0);
+    return f;
+}
+
+static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
+{
+    VhostUserVringAddr a = {
+        .index = q,
+        .desc_user_addr = fe_uva(fe, DESC_OFF(q)),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(q)),
+        .used_user_addr = fe_uva(fe, USED_OFF(q)),
+    };
+
+    uint16_t le_base = GUINT16_TO_LE(base);
+
+    /* the driver's rings stand where the ring is resumed */
+    memcpy(fe->mem + AVAIL_OFF(q) + VRING_AVAIL_OFF_IDX, &le_base, 2);
+    memcpy(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX, &le_base, 2);
+    fe->avail_idx[q] = fe->used_idx[q] = base;
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, q,
+                                  QUEUE_SIZE), ==, 0);
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_BASE, q, base),
+                     ==, 0);
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
+                            NULL, 0), ==, 0);
+    g_assert_cmpuint(fe_set_vring_fd(fe, VHOST_USER_SET_VRING_CALL, q,
+                                     fe->call[q]), ==, 0);
+    g_assert_cmpuint(fe_set_vring_fd(fe, VHOST_USER_SET_VRING_ERR, q,
+                                     fe->err[q]), ==, 0);
+    g_assert_cmpuint(fe_set_vring_fd(fe, VHOST_USER_SET_VRING_KICK, q,
+                                     fe->kick[q]), ==, 0);
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_ENABLE, q, 1),
+                     ==, 0);
+}
+
+static TestFE *fe_start(unsigned int nq, uint64_t drop_features)
+{
+    TestFE *fe = fe_connect();
+
+    fe->nq = nq;
+    fe_negotiate(fe, drop_features);
+    for (unsigned int q = 0; q < nq; q++) {
+        fe_setup_vring(fe, q, 0);
+    }
+    return fe;
+}
+
+static void fe_get_config(TestFE *fe, VirtIOBlkConfig *c)
+{
+    VhostUserConfig req = { .offset = 0, .size = sizeof(*c) };
+    VhostUserConfig reply;
+
+    fe_send(fe, VHOST_USER_GET_CONFIG, 0, &req,
+            VHOST_USER_CONFIG_HDR_SIZE + sizeof(*c), NULL, 0);
+    fe_recv(fe, VHOST_USER_GET_CONFIG, &reply,
+            VHOST_USER_CONFIG_HDR_SIZE + sizeof(*c));
+    g_assert_cmpuint(reply.offset, ==, 0);
+    g_assert_cmpuint(reply.size, ==, sizeof(*c));
+    memcpy(c, reply.region, sizeof(*c));
+}
+
+/* What QEMU sends when the guest writes the writeback field. */
+static uint64_t fe_set_wce(TestFE *fe, uint8_t wce)
+{
+    VhostUserConfig c = {
+        .offset = offsetof(VirtIOBlkConfig, writeback),
+        .size = 1,
+        .flags = VHOST_SET_CONFIG_TYPE_FRONTEND,
+        .region[0] = wce,
+    };
+
+    return fe_set(fe, VHOST_USER_SET_CONFIG, &c,
+                  VHOST_USER_CONFIG_HDR_SIZE + 1, NULL, 0);
+}
+
+/* ---- the driver side of the rings ---- */
+
+static void fe_desc(TestFE *fe, unsigned int q, uint16_t i, uint64_t addr,
+                    uint32_t len, uint16_t flags, uint16_t next)
+{
+    VRingDesc d = {
+        .addr = GUINT64_TO_LE(addr),
+        .len = GUINT32_TO_LE(len),
+        .flags = GUINT16_TO_LE(flags),
+        .next = GUINT16_TO_LE(next),
+    };
+
+    memcpy(fe->mem + DESC_OFF(q) + i * sizeof(d), &d, sizeof(d));
+}
+
+static uint8_t *fe_slot_data(TestFE *fe, unsigned int slot)
+{
+    return fe->mem + SLOT_OFF(slot) + SLOT_DATA;
+}
+
+static uint8_t fe_slot_status(TestFE *fe, unsigned int slot)
+{
+    return fe->mem[SLOT_OFF(slot) + 16];
+}
+
+/*
+ * Builds a request in @slot's memory and descriptors 3*slot.. of queue
+ * @q: header, @len bytes of data (device-writable if @data_in), status.
+ */
+static uint16_t fe_blk_req(TestFE *fe, unsigned int q, unsigned int slot,
+                           uint32_t type, uint64_t sector, uint32_t len,
+                           bool data_in)
+{
+    VirtIOBlkOutHdr hdr = {
+        .type = GUINT32_TO_LE(type),
+        .sector = GUINT64_TO_LE(sector),
+    };
+    uint16_t head = slot * 3;
+    size_t off = SLOT_OFF(slot);
+
+    g_assert_cmpuint(head + 2, <, QUEUE_SIZE);
+    memcpy(fe->mem + off, &hdr, sizeof(hdr));
+    fe->mem[off + 16] = 0xff;
+    if (len) {
+        fe_desc(fe, q, head, fe_gpa(fe, off), sizeof(hdr), VRING_DESC_F_NEXT,
+                head + 1);
+        fe_desc(fe, q, head + 1, fe_gpa(fe, off + SLOT_DATA), len,
+                VRING_DESC_F_NEXT | (data_in ? VRING_DESC_F_WRITE : 0),
+                head + 2);
+    } else {
+        fe_desc(fe, q, head, fe_gpa(fe, off), sizeof(hdr), VRING_DESC_F_NEXT,
+                head + 2);
+    }
+    fe_desc(fe, q, head + 2, fe_gpa(fe, off + 16), 1, VRING_DESC_F_WRITE, 0);
+    return head;
+}
+
+static void fe_kick(TestFE *fe, unsigned int q)
+{
+    uint64_t one = 1;
+
+    g_assert_cmpint(write(fe->kick[q], &one, sizeof(one)), ==, sizeof(one));
+}
+
+/* Makes @head available (without kicking). */
+static void fe_make_available(TestFE *fe, unsigned int q, uint16_t head)
+{
+    uint16_t *ring = (uint16_t *)(fe->mem + AVAIL_OFF(q) +
+                                  VRING_AVAIL_OFF_RING);
+    uint16_t *idx = (uint16_t *)(fe->mem + AVAIL_OFF(q) +
+                                 VRING_AVAIL_OFF_IDX);
+
+    ring[fe->avail_idx[q] % QUEUE_SIZE] = GUINT16_TO_LE(head);
+    fe->avail_idx[q]++;
+    __atomic_store_n(idx, GUINT16_TO_LE(fe->avail_idx[q]), __ATOMIC_RELEASE);
+}
+
+static uint16_t fe_used_idx(TestFE *fe, unsigned int q)
+{
+    uint16_t *idx = (uint16_t *)(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX);
+
+    return GUINT16_FROM_LE(__atomic_load_n(idx, __ATOMIC_ACQUIRE));
+}
+
+/* Runs the loop until @n more requests of @q are used; returns the last. */
+static VRingUsedElem fe_wait_used(TestFE *fe, unsigned int q, unsigned int n)
+{
+    VRingUsedElem u;
+
+    fe->used_idx[q] += n;
+    while (fe_used_idx(fe, q) != fe->used_idx[q]) {
+        aio_poll(ctx, true);
+    }
+    memcpy(&u, fe->mem + USED_OFF(q) + VRING_USED_OFF_RING +
+           sizeof(u) * ((uint16_t)(fe->used_idx[q] - 1) % QUEUE_SIZE),
+           sizeof(u));
+    return u;
+}
+
+static uint64_t eventfd_take(int fd)
+{
+    uint64_t v = 0;
+
+    if (read(fd, &v, sizeof(v)) != sizeof(v)) {
+        return 0;
+    }
+    return v;
+}
+
+/* One request, submitted and waited for; returns its status byte. */
+static uint8_t fe_do_req(TestFE *fe, unsigned int q, unsigned int slot,
+                         uint32_t type, uint64_t sector, uint32_t len,
+                         bool data_in)
+{
+    uint16_t head = fe_blk_req(fe, q, slot, type, sector, len, data_in);
+    VRingUsedElem u;
+
+    fe_make_available(fe, q, head);
+    fe_kick(fe, q);
+    u = fe_wait_used(fe, q, 1);
+    g_assert_cmpuint(u.id, ==, head);
+    g_assert_cmpuint(u.len, ==, (data_in ? len : 0) + 1);
+    return fe_slot_status(fe, slot);
+}
+
+static uint8_t fe_write(TestFE *fe, unsigned int q, uint64_t sector,
+                        uint32_t len, uint8_t pattern)
+{
+    memset(fe_slot_data(fe, 0), pattern, len);
+    return fe_do_req(fe, q, 0, VIRTIO_BLK_T_OUT, sector, len, false);
+}
+
+/* ---- tests ---- */
+
+static void test_negotiation(void)
+{
+    TestFE *fe;
+    VirtIOBlkConfig c;
+    uint64_t f;
+
+    start_export(true, true, 3, 4096);
+    fe = fe_connect();
+    f = fe_get_u64(fe, VHOST_USER_GET_FEATURES);
+    for (int bit = 0; bit < 64; bit++) {
+        bool want = bit == VIRTIO_F_VERSION_1 ||
+                    bit == VIRTIO_RING_F_INDIRECT_DESC ||
+                    bit == VIRTIO_RING_F_EVENT_IDX ||
+                    bit == VHOST_USER_F_PROTOCOL_FEATURES ||
+                    bit == VIRTIO_BLK_F_SEG_MAX ||
+                    bit == VIRTIO_BLK_F_BLK_SIZE ||
+                    bit == VIRTIO_BLK_F_TOPOLOGY ||
+                    bit == VIRTIO_BLK_F_FLUSH ||
+                    bit == VIRTIO_BLK_F_CONFIG_WCE ||
+                    bit == VIRTIO_BLK_F_MQ ||
+                    bit == VIRTIO_BLK_F_DISCARD ||
+                    bit == VIRTIO_BLK_F_WRITE_ZEROES;
+
+        g_assert_cmpint(!!(f & (UINT64_C(1) << bit)), ==, want);
+    }
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_get_u64(fe, VHOST_USER_GET_QUEUE_NUM), ==, 3);
+    fe_get_config(fe, &c);
+    g_assert_cmpuint(GUINT64_FROM_LE(c.capacity), ==, MiB / 512);
+    g_assert_cmpuint(GUINT32_FROM_LE(c.blk_size), ==, 4096);
+    g_assert_cmpuint(GUINT16_FROM_LE(c.num_queues), ==, 3);
+    g_assert_cmpuint(GUINT32_FROM_LE(c.seg_max), ==, VIRTQUEUE_MAX_SIZE - 2);
+    g_assert_cmpuint(GUINT32_FROM_LE(c.discard_sector_alignment), ==, 8);
+    g_assert_cmpuint(c.writeback, ==, 1);
+
+    /* a config read past the device's 60 bytes gets zeroes, not an error */
+    {
+        VhostUserConfig req = { .offset = 56, .size = 16 };
+        VhostUserConfig reply;
+
+        fe_send(fe, VHOST_USER_GET_CONFIG, 0, &req,
+                VHOST_USER_CONFIG_HDR_SIZE + 16, NULL, 0);
+        fe_recv(fe, VHOST_USER_GET_CONFIG, &reply,
+                VHOST_USER_CONFIG_HDR_SIZE + 16);
+        g_assert_cmpuint(reply.region[0], ==, 1);   /* may_unmap */
+        for (int i = 4; i < 16; i++) {
+            g_assert_cmpuint(reply.region[i], ==, 0);
+        }
+    }
+    g_assert_cmpint(connects, ==, 1);
+    fe_close(fe);
+    g_assert_cmpint(disconnects, ==, 1);
+    stop_export();
+}
+
+/*
+ * The writeback field is the real cache mode from the very first
+ * GET_CONFIG, before any negotiation (QEMU reads it once, at connect).
+ */
+static void test_first_config_matches_cache(void)
+{
+    for (int wce = 0; wce <= 1; wce++) {
+        TestFE *fe;
+        VirtIOBlkConfig c;
+
+        start_export(true, wce, 1, 512);
+        fe = fe_connect();
+        fe_get_config(fe, &c);
+        g_assert_cmpuint(c.writeback, ==, wce);
+        g_assert_cmpint(blk_enable_write_cache(blk), ==, wce);
+        fe_close(fe);
+        stop_export();
+    }
+}
+
+static void test_io(void)
+{
+    TestFE *fe;
+    uint8_t buf[8192];
+    uint64_t w0;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+
+    w0 = writes();
+    g_assert_cmpuint(fe_write(fe, 0, 8, 8192, 0xa5), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(writes() - w0, ==, 1);
+    g_assert_cmpint(blk_pread(blk, 4096, sizeof(buf), buf, 0), ==, 0);
+    for (size_t i = 0; i < sizeof(buf); i++) {
+        g_assert_cmphex(buf[i], ==, 0xa5);
+    }
+    memset(fe_slot_data(fe, 1), 0, 8192);
+    g_assert_cmpuint(fe_do_req(fe, 0, 1, VIRTIO_BLK_T_IN, 8, 8192, true), ==,
+                     VIRTIO_BLK_S_OK);
+    g_assert_cmpmem(fe_slot_data(fe, 1), 8192, buf, sizeof(buf));
+    /* the driver asked for an interrupt: the call eventfd was signalled */
+    g_assert_cmpuint(eventfd_take(fe->call[0]), >=, 1);
+
+    /* GET_ID: the export id */
+    g_assert_cmpuint(fe_do_req(fe, 0, 2, VIRTIO_BLK_T_GET_ID, 0, 20, true),
+                     ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpmem(fe_slot_data(fe, 2), 5, "vub0", 5);
+
+    /* past the end: IOERR, nothing reaches the image */
+    w0 = writes();
+    g_assert_cmpuint(fe_write(fe, 0, MiB / 512 - 1, 1024, 0x11), ==,
+                     VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(writes() - w0, ==, 0);
+    g_assert_cmpuint(fe_do_req(fe, 0, 0, 99, 0, 0, false), ==,
+                     VIRTIO_BLK_S_UNSUPP);
+
+    /* several requests made available under one kick */
+    for (unsigned int slot = 0; slot < 8; slot++) {
+        memset(fe_slot_data(fe, slot), 0x30 + slot, 4096);
+        fe_make_available(fe, 0, fe_blk_req(fe, 0, slot, VIRTIO_BLK_T_OUT,
+                                            slot * 8, 4096, false));
+    }
+    fe_kick(fe, 0);
+    fe_wait_used(fe, 0, 8);
+    for (unsigned int slot = 0; slot < 8; slot++) {
+        g_assert_cmpuint(fe_slot_status(fe, slot), ==, VIRTIO_BLK_S_OK);
+        g_assert_cmpint(blk_pread(blk, slot * 4096, 4096, buf, 0), ==, 0);
+        g_assert_cmphex(buf[0], ==, 0x30 + slot);
+        g_assert_cmphex(buf[4095], ==, 0x30 + slot);
+    }
+    fe_close(fe);
+    stop_export();
+}
+
+/* The guest's writeback field drives the BlockBackend's write cache. */
+static void test_wce_toggle(void)
+{
+    TestFE *fe;
+    VirtIOBlkConfig c;
+    uint64_t f0;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+
+    /* write back: writes are not flushed, a FLUSH request is */
+    f0 = flushes();
+    for (int i = 0; i < 4; i++) {
+        g_assert_cmpuint(fe_write(fe, 0, i * 8, 4096, 0x10 + i), ==,
+                         VIRTIO_BLK_S_OK);
+    }
+    g_assert_cmpuint(flushes() - f0, ==, 0);
+    g_assert_cmpuint(fe_do_req(fe, 0, 0, VIRTIO_BLK_T_FLUSH, 0, 0, false),
+                     ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(flushes() - f0, ==, 1);
+
+    /* write through: each write is flushed before it completes */
+    g_assert_cmpuint(fe_set_wce(fe, 0), ==, 0);
+    g_assert_false(blk_enable_write_cache(blk));
+    fe_get_config(fe, &c);
+    g_assert_cmpuint(c.writeback, ==, 0);
+    f0 = flushes();
+    for (int i = 0; i < 5; i++) {
+        g_assert_cmpuint(fe_write(fe, 0, i * 8, 4096, 0x20 + i), ==,
+                         VIRTIO_BLK_S_OK);
+        g_assert_cmpuint(flushes() - f0, ==, i + 1);
+    }
+
+    /* what reached the driver: the write, then its flush */
+    test_log_reset();
+    g_assert_cmpuint(fe_write(fe, 0, 16, 4096, 0x2f), ==, VIRTIO_BLK_S_OK);
+    test_log_assert("write 8192 4096; mem.flush_to_disk");
+
+    /* and back */
+    g_assert_cmpuint(fe_set_wce(fe, 1), ==, 0);
+    g_assert_true(blk_enable_write_cache(blk));
+    fe_get_config(fe, &c);
+    g_assert_cmpuint(c.writeback, ==, 1);
+    f0 = flushes();
+    for (int i = 0; i < 3; i++) {
+        g_assert_cmpuint(fe_write(fe, 0, i * 8, 4096, 0x30 + i), ==,
+                         VIRTIO_BLK_S_OK);
+    }
+    g_assert_cmpuint(flushes() - f0, ==, 0);
+
+    /* only the writeback byte is writable: the refusal is acked, the
+     * connection stays, nothing changes */
+    {
+        VhostUserConfig bad = { .offset = 0, .size = 8 };
+
+        g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_CONFIG, &bad,
+                                VHOST_USER_CONFIG_HDR_SIZE + 8, NULL, 0),
+                         !=, 0);
+    }
+    g_assert_true(blk_enable_write_cache(blk));
+
+    /* a front-end that goes away leaves the mode the guest chose */
+    g_assert_cmpuint(fe_set_wce(fe, 0), ==, 0);
+    fe_close(fe);
+    g_assert_false(blk_enable_write_cache(blk));
+    fe = fe_connect();
+    fe_get_config(fe, &c);
+    g_assert_cmpuint(c.writeback, ==, 0);
+    fe_close(fe);
+    stop_export();
+}
+
+/* Without CONFIG_WCE the field is read-only; without FLUSH, writethrough. */
+static void test_wce_not_negotiated(void)
+{
+    TestFE *fe;
+    VirtIOBlkConfig c;
+    uint64_t f0;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE);
+    g_assert_cmpuint(fe_set_wce(fe, 0), !=, 0);
+    g_assert_true(blk_enable_write_cache(blk));
+    fe_close(fe);
+
+    fe = fe_start(1, UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
+    g_assert_false(blk_enable_write_cache(blk));
+    f0 = flushes();
+    g_assert_cmpuint(fe_write(fe, 0, 0, 4096, 0x42), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(flushes() - f0, ==, 1);
+    /* the field shows the mode kept for drivers that can flush */
+    fe_get_config(fe, &c);
+    g_assert_cmpuint(c.writeback, ==, 1);
+    g_assert_cmpuint(fe_set_wce(fe, 0), !=, 0);
+    fe_close(fe);
+    g_assert_true(blk_enable_write_cache(blk));
+    stop_export();
+}
+
+static void test_multiqueue(void)
+{
+    TestFE *fe;
+    uint8_t buf[4096];
+
+    start_export(true, true, 3, 512);
+    fe = fe_start(3, 0);
+    for (unsigned int q = 0; q < 3; q++) {
+        memset(fe_slot_data(fe, q + 4), 0x60 + q, 4096);
+        g_assert_cmpuint(fe_do_req(fe, q, q + 4, VIRTIO_BLK_T_OUT, 64 + q * 8,
+                                   4096, false), ==, VIRTIO_BLK_S_OK);
+    }
+    for (unsigned int q = 0; q < 3; q++) {
+        g_assert_cmpint(blk_pread(blk, (64 + q * 8) * 512, 4096, buf, 0), ==,
+                        0);
+        g_assert_cmphex(buf[100], ==, 0x60 + q);
+        g_assert_cmpuint(fe_used_idx(fe, q), ==, 1);
+    }
+    /* a vring index past num-queues breaks the protocol */
+    fe_send(fe, VHOST_USER_SET_VRING_NUM, 0,
+            &(VhostUserVringState){ .index = 3, .num = 128 },
+            sizeof(VhostUserVringState), NULL, 0);
+    fe_expect_closed(fe);
+    fe_close(fe);
+    stop_export();
+}
+
+/* GET_VRING_BASE stops a ring; a front-end may come back and resume. */
+static void test_vring_base_and_reconnect(void)
+{
+    TestFE *fe;
+    VhostUserVringState st = { .index = 0 };
+    uint8_t buf[512];
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    for (int i = 0; i < 5; i++) {
+        g_assert_cmpuint(fe_write(fe, 0, i, 512, 0x70 + i), ==,
+                         VIRTIO_BLK_S_OK);
+    }
+    fe_send(fe, VHOST_USER_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+    fe_recv(fe, VHOST_USER_GET_VRING_BASE, &st, sizeof(st));
+    g_assert_cmpuint(st.index, ==, 0);
+    g_assert_cmpuint(st.num, ==, 5);
+    /* a stopped ring pops nothing, whatever the driver does */
+    fe_make_available(fe, 0, fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_OUT, 9, 512,
+                                        false));
+    fe_kick(fe, 0);
+    while (aio_poll(ctx, false)) {
+        continue;
+    }
+    g_assert_cmpuint(fe_used_idx(fe, 0), ==, 5);
+    fe_close(fe);
+
+    /* a new connection, resuming at the base, as QEMU does */
+    fe = fe_connect();
+    fe_negotiate(fe, 0);
+    fe_setup_vring(fe, 0, 5);
+    g_assert_cmpuint(fe_write(fe, 0, 9, 512, 0x7f), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(blk_pread(blk, 9 * 512, 512, buf, 0), ==, 0);
+    g_assert_cmphex(buf[0], ==, 0x7f);
+    g_assert_cmpint(connects, ==, 2);
+    fe_close(fe);
+    g_assert_cmpint(disconnects, ==, 2);
+    stop_export();
+}
+
+static void test_read_only(void)
+{
+    TestFE *fe;
+    uint64_t f, w0;
+
+    start_export(false, true, 1, 512);
+    fe = fe_connect();
+    f = fe_get_u64(fe, VHOST_USER_GET_FEATURES);
+    g_assert_true(f & (UINT64_C(1) << VIRTIO_BLK_F_RO));
+    g_assert_false(f & (UINT64_C(1) << VIRTIO_BLK_F_DISCARD));
+    fe_close(fe);
+    fe = fe_start(1, 0);
+    w0 = writes();
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x99), ==, VIRTIO_BLK_S_IOERR);
+    g_assert_cmpuint(writes(), ==, w0);
+    g_assert_cmpuint(fe_do_req(fe, 0, 1, VIRTIO_BLK_T_IN, 0, 512, true), ==,
+                     VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/* A guest's bad ring breaks that ring only, and says so on the err fd. */
+static void test_broken_ring(void)
+{
+    TestFE *fe;
+    uint16_t head;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    head = fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_IN, 0, 512, true);
+    /* the data buffer lies past the end of guest memory */
+    fe_desc(fe, 0, head + 1, GPA_BASE + MEM_SIZE - 256, 512,
+            VRING_DESC_F_NEXT | VRING_DESC_F_WRITE, head + 2);
+    fe_make_available(fe, 0, head);
+    fe_kick(fe, 0);
+    while (!fd_readable(fe->err[0])) {
+        aio_poll(ctx, true);
+    }
+    g_assert_cmpuint(eventfd_take(fe->err[0]), ==, 1);
+    g_assert_cmpuint(fe_used_idx(fe, 0), ==, 0);
+    /* the connection lives on; a new ring setup repairs the ring */
+    g_assert_true(fe_get_u64(fe, VHOST_USER_GET_FEATURES) != 0);
+    {
+        VhostUserVringState st = { .index = 0 };
+
+        fe_send(fe, VHOST_USER_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+        fe_recv(fe, VHOST_USER_GET_VRING_BASE, &st, sizeof(st));
+    }
+    fe_setup_vring(fe, 0, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x12), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/* ---- malformed messages ---- */
+
+typedef void HostileFn(TestFE *fe);
+
+static void hostile_version(TestFE *fe)
+{
+    fe_send_raw(fe, VHOST_USER_GET_FEATURES, 2, NULL, 0, NULL, 0, 0);
+}
+
+static void hostile_reply_flag(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_GET_FEATURES, VHOST_USER_REPLY_MASK, NULL, 0,
+            NULL, 0);
+}
+
+static void hostile_huge_payload(TestFE *fe)
+{
+    /* announces 1 GiB and sends nothing more: no allocation, no read */
+    fe_send_raw(fe, VHOST_USER_SET_FEATURES, VHOST_USER_VERSION, NULL, 0,
+                NULL, 0, 1u << 30);
+}
+
+static void hostile_short_u64(TestFE *fe)
+{
+    uint32_t v = 0;
+
+    fe_send(fe, VHOST_USER_SET_FEATURES, 0, &v, sizeof(v), NULL, 0);
+}
+
+static void hostile_unoffered_feature(TestFE *fe)
+{
+    uint64_t f = UINT64_C(1) << 63;
+
+    fe_send(fe, VHOST_USER_SET_FEATURES, 0, &f, sizeof(f), NULL, 0);
+}
+
+static void hostile_unoffered_protocol_feature(TestFE *fe)
+{
+    uint64_t f = UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD;
+
+    fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &f, sizeof(f), NULL, 0);
+}
+
+static void hostile_unknown_request(TestFE *fe)
+{
+    fe_send(fe, 200, 0, NULL, 0, NULL, 0);
+}
+
+static void hostile_unsupported_request(TestFE *fe)
+{
+    uint64_t v = 0;
+
+    fe_send(fe, VHOST_USER_SET_LOG_BASE, 0, &v, sizeof(v), NULL, 0);
+}
+
+static void hostile_fds_on_get_features(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_GET_FEATURES, 0, NULL, 0, &fe->kick[0], 1);
+}
+
+static void hostile_too_many_fds(TestFE *fe)
+{
+    int fds[12];
+
+    for (int i = 0; i < 12; i++) {
+        fds[i] = fe->memfd;
+    }
+    fe_send(fe, VHOST_USER_SET_MEM_TABLE, 0, &(VhostUserMemory){ 0 }, 8,
+            fds, 12);
+}
+
+static void hostile_truncated(TestFE *fe)
+{
+    uint8_t half[6] = { VHOST_USER_GET_FEATURES };
+
+    g_assert_cmpint(send(fe->fd, half, sizeof(half), 0), ==, sizeof(half));
+    shutdown(fe->fd, SHUT_WR);
+}
+
+/* One region of the memfd, which the case then spoils. */
+static void hostile_mem(TestFE *fe, VhostUserMemory *m, unsigned int n,
+                        const int *fds, int nfds)
+{
+    fe_send(fe, VHOST_USER_SET_MEM_TABLE, 0, m,
+            offsetof(VhostUserMemory, regions) + n * sizeof(m->regions[0]),
+            fds, nfds);
+}
+
+static VhostUserMemory good_mem(TestFE *fe)
+{
+    return (VhostUserMemory) {
+        .nregions = 1,
+        .regions[0] = { GPA_BASE, MEM_SIZE, fe_uva(fe, 0), 0 },
+    };
+}
+
+static void hostile_mem_no_regions(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+
+    m.nregions = 0;
+    hostile_mem(fe, &m, 0, NULL, 0);
+}
+
+static void hostile_mem_nine_regions(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+    int fds[8];
+
+    for (int i = 0; i < 8; i++) {
+        fds[i] = fe->memfd;
+    }
+    m.nregions = 9;
+    hostile_mem(fe, &m, 8, fds, 8);
+}
+
+static void hostile_mem_fd_count(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+
+    hostile_mem(fe, &m, 1, NULL, 0);
+}
+
+static void hostile_mem_past_file(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+
+    m.regions[0].mmap_offset = 4096;
+    hostile_mem(fe, &m, 1, &fe->memfd, 1);
+}
+
+static void hostile_mem_wraps(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+
+    m.regions[0].guest_phys_addr = UINT64_MAX - 4095;
+    hostile_mem(fe, &m, 1, &fe->memfd, 1);
+}
+
+static void hostile_mem_overlap(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+    int fds[2] = { fe->memfd, fe->memfd };
+
+    m.nregions = 2;
+    m.regions[0].memory_size = MiB;
+    m.regions[1] = m.regions[0];
+    m.regions[1].userspace_addr += MiB;
+    m.regions[1].mmap_offset = MiB;
+    m.regions[1].guest_phys_addr += MiB / 2;
+    hostile_mem(fe, &m, 2, fds, 2);
+}
+
+static void hostile_mem_pipe(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+    int p[2];
+
+    g_assert_cmpint(pipe(p), ==, 0);
+    hostile_mem(fe, &m, 1, p, 1);
+    close(p[0]);
+    close(p[1]);
+}
+
+static void hostile_mem_size_mismatch(TestFE *fe)
+{
+    VhostUserMemory m = good_mem(fe);
+
+    fe_send(fe, VHOST_USER_SET_MEM_TABLE, 0, &m, sizeof(m), &fe->memfd, 1);
+}
+
+static void hostile_vring_num_not_pow2(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_SET_VRING_NUM, 0,
+            &(VhostUserVringState){ .index = 0, .num = 100 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_vring_num_too_big(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_SET_VRING_NUM, 0,
+            &(VhostUserVringState){ .index = 0, .num = 2048 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_vring_base(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_SET_VRING_BASE, 0,
+            &(VhostUserVringState){ .index = 0, .num = 65536 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_vring_index(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_GET_VRING_BASE, 0,
+            &(VhostUserVringState){ .index = 7 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_vring_enable(TestFE *fe)
+{
+    fe_send(fe, VHOST_USER_SET_VRING_ENABLE, 0,
+            &(VhostUserVringState){ .index = 0, .num = 2 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_vring_addr_align(TestFE *fe)
+{
+    VhostUserVringAddr a = {
+        .desc_user_addr = fe_uva(fe, 8),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+        .used_user_addr = fe_uva(fe, USED_OFF(0)),
+    };
+
+    fe_send(fe, VHOST_USER_SET_VRING_ADDR, 0, &a, sizeof(a), NULL, 0);
+}
+
+static void hostile_vring_addr_log(TestFE *fe)
+{
+    VhostUserVringAddr a = {
+        .flags = 1u << VHOST_VRING_F_LOG,
+        .desc_user_addr = fe_uva(fe, DESC_OFF(0)),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+        .used_user_addr = fe_uva(fe, USED_OFF(0)),
+    };
+
+    fe_send(fe, VHOST_USER_SET_VRING_ADDR, 0, &a, sizeof(a), NULL, 0);
+}
+
+/* Rings outside guest memory: refused when the ring starts. */
+static void hostile_rings_outside(TestFE *fe)
+{
+    VhostUserVringAddr a = {
+        .desc_user_addr = fe_uva(fe, MEM_SIZE - 1024),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+        .used_user_addr = fe_uva(fe, USED_OFF(0)),
+    };
+    uint64_t v = 0;
+
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, 0, 128), ==,
+                     0);
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
+                            NULL, 0), ==, 0);
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), &fe->kick[0], 1);
+}
+
+static void hostile_kick_before_num(TestFE *fe)
+{
+    uint64_t v = 0;
+
+    fe_negotiate(fe, 0);
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), &fe->kick[0], 1);
+}
+
+static void hostile_kick_nofd(TestFE *fe)
+{
+    uint64_t v = VHOST_USER_VRING_NOFD_MASK;
+
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), NULL, 0);
+}
+
+static void hostile_kick_reserved_bits(TestFE *fe)
+{
+    uint64_t v = 1u << 9;
+
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), &fe->kick[0], 1);
+}
+
+static void hostile_kick_regular_file(TestFE *fe)
+{
+    uint64_t v = 0;
+
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, 0, 128), ==,
+                     0);
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), &fe->memfd, 1);
+}
+
+/* A pipe whose writer is gone reads end-of-file forever. */
+static void hostile_kick_eof(TestFE *fe)
+{
+    VhostUserVringAddr a = {
+        .desc_user_addr = fe_uva(fe, DESC_OFF(0)),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+        .used_user_addr = fe_uva(fe, USED_OFF(0)),
+    };
+    uint64_t v = 0;
+    int p[2];
+
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, 0, 128), ==,
+                     0);
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
+                            NULL, 0), ==, 0);
+    g_assert_cmpint(pipe(p), ==, 0);
+    close(p[1]);
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &v, sizeof(v), &p[0], 1);
+    close(p[0]);
+}
+
+static void hostile_running_ring_num(TestFE *fe)
+{
+    fe->nq = 1;
+    fe_negotiate(fe, 0);
+    fe_setup_vring(fe, 0, 0);
+    fe_send(fe, VHOST_USER_SET_VRING_NUM, 0,
+            &(VhostUserVringState){ .index = 0, .num = 64 },
+            sizeof(VhostUserVringState), NULL, 0);
+}
+
+static void hostile_config_range(TestFE *fe)
+{
+    VhostUserConfig c = { .offset = 250, .size = 8 };
+
+    fe_send(fe, VHOST_USER_GET_CONFIG, 0, &c, VHOST_USER_CONFIG_HDR_SIZE + 8,
+            NULL, 0);
+}
+
+static void hostile_config_size(TestFE *fe)
+{
+    VhostUserConfig c = { .offset = 0, .size = 60 };
+
+    fe_send(fe, VHOST_USER_GET_CONFIG, 0, &c, VHOST_USER_CONFIG_HDR_SIZE + 8,
+            NULL, 0);
+}
+
+static void hostile_config_flags(TestFE *fe)
+{
+    VhostUserConfig c = { .offset = 32, .size = 1, .flags = 7 };
+
+    fe_send(fe, VHOST_USER_SET_CONFIG, 0, &c, VHOST_USER_CONFIG_HDR_SIZE + 1,
+            NULL, 0);
+}
+
+static const struct {
+    const char *name;
+    HostileFn *fn;
+} hostile_cases[] = {
+    { "version", hostile_version },
+    { "reply-flag", hostile_reply_flag },
+    { "huge-payload", hostile_huge_payload },
+    { "short-u64", hostile_short_u64 },
+    { "unoffered-feature", hostile_unoffered_feature },
+    { "unoffered-protocol-feature", hostile_unoffered_protocol_feature },
+    { "unknown-request", hostile_unknown_request },
+    { "unsupported-request", hostile_unsupported_request },
+    { "fds-on-get-features", hostile_fds_on_get_features },
+    { "too-many-fds", hostile_too_many_fds },
+    { "truncated", hostile_truncated },
+    { "mem-no-regions", hostile_mem_no_regions },
+    { "mem-nine-regions", hostile_mem_nine_regions },
+    { "mem-fd-count", hostile_mem_fd_count },
+    { "mem-past-file", hostile_mem_past_file },
+    { "mem-wraps", hostile_mem_wraps },
+    { "mem-overlap", hostile_mem_overlap },
+    { "mem-pipe", hostile_mem_pipe },
+    { "mem-size-mismatch", hostile_mem_size_mismatch },
+    { "vring-num-not-pow2", hostile_vring_num_not_pow2 },
+    { "vring-num-too-big", hostile_vring_num_too_big },
+    { "vring-base", hostile_vring_base },
+    { "vring-index", hostile_vring_index },
+    { "vring-enable", hostile_vring_enable },
+    { "vring-addr-align", hostile_vring_addr_align },
+    { "vring-addr-log", hostile_vring_addr_log },
+    { "rings-outside", hostile_rings_outside },
+    { "kick-before-num", hostile_kick_before_num },
+    { "kick-nofd", hostile_kick_nofd },
+    { "kick-reserved-bits", hostile_kick_reserved_bits },
+    { "kick-regular-file", hostile_kick_regular_file },
+    { "kick-eof", hostile_kick_eof },
+    { "running-ring-num", hostile_running_ring_num },
+    { "config-range", hostile_config_range },
+    { "config-size", hostile_config_size },
+    { "config-flags", hostile_config_flags },
+};
+
+/*
+ * Each malformed message ends its connection, and the export goes on:
+ * the next front-end negotiates and does I/O.
+ */
+static void test_hostile(void)
+{
+    start_export(true, true, 1, 512);
+    for (size_t i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
+        TestFE *fe = fe_connect();
+
+        if (g_test_verbose()) {
+            g_test_message("hostile case %s", hostile_cases[i].name);
+        }
+        hostile_cases[i].fn(fe);
+        fe_expect_closed(fe);
+        fe_close(fe);
+        g_assert_false(vhost_user_blk_export_has_client(exp));
+    }
+    g_assert_cmpint(disconnects, ==, ARRAY_SIZE(hostile_cases));
+    {
+        TestFE *fe = fe_start(1, 0);
+
+        g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x5a), ==,
+                         VIRTIO_BLK_S_OK);
+        fe_close(fe);
+    }
+    stop_export();
+}
+
+/* Freeing the export hangs up on the front-end and removes the socket. */
+static void test_free_with_client(void)
+{
+    TestFE *fe;
+    Error *err = NULL;
+    VhostUserBlkExportConfig cfg = {
+        .id = "bad", .path = sock_path, .writable = true,
+        .num_queues = 1, .logical_block_size = 1000,
+    };
+
+    start_export(true, true, 1, 512);
+    g_assert_null(vhost_user_blk_export_new(blk, &cfg, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "vhost-user-blk export 'bad': logical-block-size 1000 "
+                    "is not a power of 2 from 512 to 65536");
+    g_clear_pointer(&err, error_free);
+    cfg.logical_block_size = 512;
+    cfg.num_queues = 0;
+    g_assert_null(vhost_user_blk_export_new(blk, &cfg, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "vhost-user-blk export 'bad': num-queues 0 is not from "
+                    "1 to 256");
+    g_clear_pointer(&err, error_free);
+
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x01), ==, VIRTIO_BLK_S_OK);
+    vhost_user_blk_export_free(exp);
+    exp = NULL;
+    fe_expect_closed(fe);
+    g_assert_false(g_file_test(sock_path, G_FILE_TEST_EXISTS));
+    close(fe->fd);
+    munmap(fe->mem, MEM_SIZE);
+    close(fe->memfd);
+    for (int i = 0; i < MAX_QUEUES; i++) {
+        close(fe->kick[i]);
+        close(fe->call[i]);
+        close(fe->err[i]);
+    }
+    g_free(fe);
+    blk_unref(blk);
+    blk = NULL;
+}
+
+int main(int argc, char **argv)
+{
+    g_autofree char *dir = NULL;
+    int ret;
+
+    g_test_init(&argc, &argv, NULL);
+    test_drivers_register();
+    ctx = qemu_get_aio_context();
+    dir = g_dir_make_tmp("test-vhost-user-blk-XXXXXX", NULL);
+    g_assert_nonnull(dir);
+    sock_path = g_build_filename(dir, "vub.sock", NULL);
+    /* a hang is a failure: the loop blocks while waiting for the export */
+    alarm(120);
+
+    g_test_add_func("/vhost-user-blk/negotiation", test_negotiation);
+    g_test_add_func("/vhost-user-blk/first-config-matches-cache",
+                    test_first_config_matches_cache);
+    g_test_add_func("/vhost-user-blk/io", test_io);
+    g_test_add_func("/vhost-user-blk/wce-toggle", test_wce_toggle);
+    g_test_add_func("/vhost-user-blk/wce-not-negotiated",
+                    test_wce_not_negotiated);
+    g_test_add_func("/vhost-user-blk/multiqueue", test_multiqueue);
+    g_test_add_func("/vhost-user-blk/vring-base-and-reconnect",
+                    test_vring_base_and_reconnect);
+    g_test_add_func("/vhost-user-blk/read-only", test_read_only);
+    g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
+    g_test_add_func("/vhost-user-blk/hostile", test_hostile);
+    g_test_add_func("/vhost-user-blk/free-with-client",
+                    test_free_with_client);
+    ret = g_test_run();
+    rmdir(dir);
+    g_free(sock_path);
+    return ret;
+}
