@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/iov.h"
 #include "util/qdict.h"
+#include "json-output.h"
 #include "qblock-io.h"
 
 /*
@@ -1093,6 +1094,7 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
 {
     BlockDriverState *bs = blk_bs(blk);
     BlockDriverInfo bdi = { 0 };
+    g_autofree char *specific = NULL;
     char s1[64], s2[64];
     int ret;
 
@@ -1110,16 +1112,9 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
     printf("cluster size: %s\n", s1);
     printf("vm state offset: %s\n", s2);
 
-    if (bs->drv && bs->drv->bdrv_get_specific_info) {
-        GString *json = g_string_new(NULL);
-        GString *human = g_string_new(NULL);
-
-        bs->drv->bdrv_get_specific_info(bs, json, human);
-        if (human->len) {
-            printf("Format specific information:\n%s", human->str);
-        }
-        g_string_free(json, true);
-        g_string_free(human, true);
+    specific = img_format_specific_human(bs);
+    if (specific) {
+        printf("Format specific information:\n%s", specific);
     }
     return 0;
 }

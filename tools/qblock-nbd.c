@@ -461,63 +461,6 @@ static BlockBackend *qnbd_open_above(BlockBackend *below, QDict *opts,
     return blk;
 }
 
-/*
- * -s: a temporary qcow2 overlay over the image, opened read-only, takes
- * the writes; it is unlinked as soon as it is open, so nothing is left
- * behind however the server ends.
- */
-static BlockBackend *qnbd_open_snapshot(BlockBackend *base, int flags,
-                                        Error **errp)
-{
-    BlockDriverState *bs = blk_bs(base);
-    BlockDriver *qcow2 = bdrv_find_format("qcow2");
-    const char *tmpdir = g_getenv("TMPDIR");
-    g_autofree char *path = NULL;
-    QemuOpts *create;
-    QDict *opts;
-    int64_t size = blk_getlength(base);
-    int fd, ret;
-
-    if (size < 0) {
-        error_setg_errno(errp, -size, "Could not get the size of the image");
-        blk_unref(base);
-        return NULL;
-    }
-    if (!qcow2) {
-        error_setg(errp, "temporary snapshots (-s) need the qcow2 driver");
-        blk_unref(base);
-        return NULL;
-    }
-    path = g_strdup_printf("%s/qblock-nbd-snapshot.XXXXXX",
-                           tmpdir && tmpdir[0] ? tmpdir : "/var/tmp");
-    fd = mkstemp(path);
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "Could not create the temporary "
-                         "overlay '%s'", path);
-        blk_unref(base);
-        return NULL;
-    }
-    close(fd);
-    create = qemu_opts_create(qcow2->create_opts);
-    qemu_opt_set_number(create, "size", size, &error_abort);
-    ret = bdrv_create(qcow2, path, create, errp);
-    qemu_opts_del(create);
-    if (ret < 0) {
-        error_prepend(errp, "Could not create the temporary overlay: ");
-        unlink(path);
-        blk_unref(base);
-        return NULL;
-    }
-
-    opts = qdict_new();
-    qdict_put_str(opts, "driver", "qcow2");
-    qdict_put_str(opts, "file.filename", path);
-    qdict_put_str(opts, "backing", bdrv_get_node_name(bs));
-    base = qnbd_open_above(base, opts, flags | BDRV_O_RDWR, errp);
-    unlink(path);
-    return base;
-}
-
 static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
 {
     int flags = o->flags | (o->readonly ? 0 : BDRV_O_RDWR);
@@ -539,22 +482,14 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
         qdict_put_str(opts, "detect-zeroes", o->detect_zeroes);
     }
     if (o->snapshot) {
-        /* the image itself is only read */
-        flags &= ~BDRV_O_RDWR;
+        /* a temporary overlay takes the writes; the image is only read */
+        flags |= BDRV_O_SNAPSHOT;
     }
     blk = qnbd_open_blk(o->image_opts ? NULL : o->filename, opts, flags,
                         errp);
     if (!blk) {
         error_prepend(errp, "Failed to blk_new_open '%s': ", o->filename);
         return NULL;
-    }
-    if (o->snapshot) {
-        blk = qnbd_open_snapshot(blk, o->flags | (o->readonly ? 0
-                                                              : BDRV_O_RDWR),
-                                 errp);
-        if (!blk) {
-            return NULL;
-        }
     }
     if (o->offset) {
         /* -o exposes the image from OFFSET on, through a raw node */
