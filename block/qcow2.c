@@ -3041,6 +3041,7 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
     .bdrv_change_backing_file       = qcow2_change_backing_file,
+    .bdrv_make_empty                = qcow2_make_empty,
     .bdrv_measure                   = qcow2_measure,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,

@@ -14,6 +14,7 @@
  *                     goto, delete, list, load_tmp), the VM state offset
  *   qcow2-measure.c   qemu-img measure
  *   qcow2-amend.c     qemu-img amend: up/downgrade, refcount width, ...
+ *   qcow2-make-empty.c  emptying an image after qemu-img commit
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -588,6 +589,9 @@ int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
 int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
                         BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
                         bool force, Error **errp);
+
+/* qcow2-make-empty.c: the BlockDriver make_empty callback. */
+int qcow2_make_empty(BlockDriverState *bs);
 
 /* qcow2-measure.c: the BlockDriver measure callback. */
 int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
