@@ -695,6 +695,13 @@ again:
                       entry & L2E_OFFSET_MASK);
         alloc_offset = entry & L2E_OFFSET_MASK;
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    } else if (has_data_file(bs)) {
+        /* an external data file holds each cluster at its guest offset
+         * (QEMU requires it) and has no refcounts */
+        n = count_run(bs, slice, slice_index, nb_clusters,
+                      cluster_needs_new_alloc, false, 0);
+        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+        alloc_offset = start_of_cluster(s, offset);
     } else {
         int64_t ret64;
 
@@ -979,7 +986,7 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
     if (!m->in_flight) {
         return;
     }
-    if (!m->keep_old_clusters) {
+    if (!m->keep_old_clusters && !has_data_file(bs)) {
         qcow2_free_clusters(bs, m->alloc_offset,
                             (uint64_t)m->nb_clusters << s->cluster_bits,
                             QCOW2_DISCARD_NEVER);

@@ -977,7 +977,8 @@ static int qcow2_check_inc_refs(BlockDriverState *bs, BdrvCheckResult *res,
 }
 
 static QCow2ClusterType qcow2_check_entry_type(BDRVQcow2State *s,
-                                               uint64_t l2_entry)
+                                               uint64_t l2_entry,
+                                               bool ext_data)
 {
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
@@ -986,8 +987,12 @@ static QCow2ClusterType qcow2_check_entry_type(BDRVQcow2State *s,
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
-    return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL
-                                        : QCOW2_CLUSTER_UNALLOCATED;
+    /* in an external data file, offset 0 is the first guest cluster */
+    if (!(l2_entry & L2E_OFFSET_MASK) &&
+        !(ext_data && (l2_entry & QCOW_OFLAG_COPIED))) {
+        return QCOW2_CLUSTER_UNALLOCATED;
+    }
+    return QCOW2_CLUSTER_NORMAL;
 }
 
 /* Writes L2 entry @index of the table at @l2_offset through the cache. */
@@ -1038,7 +1043,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
     for (i = 0; i < s->l2_size; i++) {
         uint64_t entry = GUINT64_FROM_BE(l2[i]);
         uint64_t offset = entry & L2E_OFFSET_MASK;
-        QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+        QCow2ClusterType type = qcow2_check_entry_type(s, entry, ext_data);
 
         switch (type) {
         case QCOW2_CLUSTER_COMPRESSED: {
@@ -1658,7 +1663,8 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
         }
         for (j = 0; j < s->l2_size; j++) {
             uint64_t entry = GUINT64_FROM_BE(l2[j]);
-            QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+            QCow2ClusterType type = qcow2_check_entry_type(s, entry,
+                                                           ext_data);
 
             if (type != QCOW2_CLUSTER_NORMAL &&
                 type != QCOW2_CLUSTER_ZERO_ALLOC) {

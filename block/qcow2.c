@@ -2063,6 +2063,10 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
     }
     ret = qcow2_subcluster_zeroize(bs, start, aligned_end - start, flags);
     qemu_co_mutex_unlock(&s->lock);
+    /* a raw data file must read as the disk does */
+    if (ret == 0 && qcow2_data_file_is_raw(s)) {
+        ret = bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+    }
     return ret;
 }
 
@@ -2363,8 +2367,9 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
         goto out;
     }
     if (qcow2_data_file_is_raw(s)) {
-        ret = bdrv_co_truncate(s->data_file, offset, exact, prealloc, 0,
-                               errp);
+        ret = bdrv_co_truncate(s->data_file, offset, exact,
+                               prealloc == PREALLOC_MODE_METADATA ?
+                               PREALLOC_MODE_OFF : prealloc, 0, errp);
         if (ret < 0) {
             goto out;
         }
@@ -2739,12 +2744,19 @@ static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
         return -EFBIG;
     }
 
+    /* a raw data file is the disk: every cluster maps to its own offset
+     * from the start (QEMU preallocates the metadata for it too) */
+    if (c.data_file_raw && c.prealloc == PREALLOC_MODE_OFF) {
+        c.prealloc = PREALLOC_MODE_METADATA;
+    }
     if (c.data_file) {
         blk = qcow2_create_file(drv, c.data_file, opts, errp);
         if (!blk) {
             return -EIO;
         }
-        ret = blk_truncate(blk, c.size, false, c.data_file_raw ?
+        ret = blk_truncate(blk, c.size, false,
+                           c.data_file_raw &&
+                           c.prealloc != PREALLOC_MODE_METADATA ?
                            c.prealloc : PREALLOC_MODE_OFF, 0, errp);
         blk_unref(blk);
         if (ret < 0) {
