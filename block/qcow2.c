@@ -3002,7 +3002,10 @@ static int coroutine_fn qcow2_co_check(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_check_refcounts(bs, result, fix);
+    ret = qcow2_check_snapshot_table(bs, result, fix);
+    if (ret == 0) {
+        ret = qcow2_check_refcounts(bs, result, fix);
+    }
     if (ret == 0 && fix && !result->check_errors && !result->corruptions) {
         /* the refcounts are right now: neither bit applies any more */
         ret = qcow2_mark_clean(bs);

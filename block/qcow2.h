@@ -220,6 +220,9 @@ typedef struct BDRVQcow2State {
     int64_t snapshots_offset;
     int snapshots_size;         /* bytes of the table on disk */
     QCowSnapshot *snapshots;    /* nb_snapshots entries */
+    /* opened for check: entries whose excess extra data was dropped in
+     * memory (index, bytes on disk), for check to report or repair */
+    GArray *snapshot_extra_dropped;     /* Qcow2DroppedExtra */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;
@@ -565,6 +568,13 @@ static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
 /* Reads the snapshot table at open; @repair (check -r) drops what cannot
  * be kept instead of failing. */
 int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
+/*
+ * check's part for the snapshot table: entries with too much extra data
+ * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
+ * without it (counted as repaired corruptions).
+ */
+int qcow2_check_snapshot_table(BlockDriverState *bs, BdrvCheckResult *res,
+                               BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
