@@ -36,12 +36,11 @@
 /*
  * Bytes of one L2 entry.  Extended L2 entries (subclusters) add a 64-bit
  * bitmap after the descriptor; every index computation below goes through
- * this, so that support only changes here and in the entry accessors.
+ * this and the entry accessors.
  */
 static inline size_t l2_entry_size(BDRVQcow2State *s)
 {
-    (void)s;
-    return sizeof(uint64_t);
+    return s->extended_l2 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
 }
 
 /* Entries per L2 cache entry (a power of two, at most s->l2_size). */
@@ -55,15 +54,33 @@ static inline int l2_slice_entries(BDRVQcow2State *s)
 static inline uint64_t l2_get_entry(BDRVQcow2State *s, const uint64_t *slice,
                                     int idx)
 {
-    (void)s;
-    return GUINT64_FROM_BE(slice[idx]);
+    return GUINT64_FROM_BE(slice[idx * (l2_entry_size(s) / 8)]);
 }
 
 static inline void l2_set_entry(BDRVQcow2State *s, uint64_t *slice, int idx,
                                 uint64_t entry)
 {
-    (void)s;
-    slice[idx] = GUINT64_TO_BE(entry);
+    slice[idx * (l2_entry_size(s) / 8)] = GUINT64_TO_BE(entry);
+}
+
+/* The subcluster bitmap of an entry; 0 without extended L2 entries. */
+static inline uint64_t l2_get_bitmap(BDRVQcow2State *s, const uint64_t *slice,
+                                     int idx)
+{
+    return s->extended_l2 ? GUINT64_FROM_BE(slice[idx * 2 + 1]) : 0;
+}
+
+static inline void l2_set_bitmap(BDRVQcow2State *s, uint64_t *slice, int idx,
+                                 uint64_t bitmap)
+{
+    assert(s->extended_l2);
+    slice[idx * 2 + 1] = GUINT64_TO_BE(bitmap);
+}
+
+/* The subcluster of @offset within its cluster (0 without subclusters). */
+static inline int offset_to_sc_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return offset_into_cluster(s, offset) >> s->subcluster_bits;
 }
 
 /* The guest bytes one L2 slice maps. */
@@ -98,10 +115,13 @@ static bool has_data_file(BlockDriverState *bs)
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
                                         uint64_t l2_entry)
 {
+    BDRVQcow2State *s = bs->opaque;
+
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
     }
-    if (l2_entry & QCOW_OFLAG_ZERO) {
+    /* with subclusters the bitmap says what reads as zeroes */
+    if ((l2_entry & QCOW_OFLAG_ZERO) && !s->extended_l2) {
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
@@ -127,6 +147,51 @@ static bool cluster_type_has_host(QCow2ClusterType type)
 static bool cluster_type_is_allocated(QCow2ClusterType type)
 {
     return cluster_type_has_host(type) || type == QCOW2_CLUSTER_COMPRESSED;
+}
+
+/*
+ * What subcluster @sc of the cluster that @entry and @bitmap describe
+ * reads from: its own data (NORMAL), zeroes (ZERO_ALLOC when the cluster
+ * has a host cluster, else ZERO_PLAIN), or the backing file (UNALLOCATED,
+ * also in a cluster that has a host cluster).  Without subclusters this is
+ * the cluster's type.
+ */
+static QCow2ClusterType l2_subcluster_type(BlockDriverState *bs,
+                                           uint64_t entry, uint64_t bitmap,
+                                           int sc)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+
+    if (!s->extended_l2 || type == QCOW2_CLUSTER_COMPRESSED) {
+        return type;
+    }
+    if (bitmap & QCOW2_SC_ZERO(sc)) {
+        return type == QCOW2_CLUSTER_NORMAL ? QCOW2_CLUSTER_ZERO_ALLOC
+                                            : QCOW2_CLUSTER_ZERO_PLAIN;
+    }
+    if (type == QCOW2_CLUSTER_NORMAL && (bitmap & QCOW2_SC_ALLOC(sc))) {
+        return QCOW2_CLUSTER_NORMAL;
+    }
+    return QCOW2_CLUSTER_UNALLOCATED;
+}
+
+/*
+ * A subcluster bitmap is invalid if a subcluster is both allocated and
+ * zero, or allocated in a cluster without a host cluster.
+ */
+static bool l2_bitmap_is_valid(BlockDriverState *bs, uint64_t entry,
+                               uint64_t bitmap)
+{
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+
+    if (type == QCOW2_CLUSTER_COMPRESSED) {
+        return true;
+    }
+    if ((bitmap >> 32) & bitmap) {
+        return false;
+    }
+    return type == QCOW2_CLUSTER_NORMAL || !(bitmap & QCOW2_SC_ALL_ALLOC);
 }
 
 /* True if the entry has no reserved bit set and a cluster-aligned offset. */
@@ -478,16 +543,15 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
     uint64_t bytes_needed = in_cluster + *bytes;
     uint64_t bytes_available;
     uint64_t *slice;
-    uint64_t entry, first_host;
+    uint64_t entry, bitmap, first_host, pos;
+    QCow2ClusterType cluster_type;
     int64_t l2_offset;
-    int nb_clusters, n;
     int ret;
 
     assert(*bytes > 0);
     bytes_available = (uint64_t)(l2_slice_entries(s) - slice_index)
                       << s->cluster_bits;
     bytes_needed = MIN(bytes_needed, bytes_available);
-    nb_clusters = size_to_clusters(s, bytes_needed);
     *host_offset = 0;
     *type = QCOW2_CLUSTER_UNALLOCATED;
 
@@ -508,42 +572,53 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
     }
 
     entry = l2_get_entry(s, slice, slice_index);
-    *type = qcow2_get_cluster_type(bs, entry);
-    if (!l2_entry_is_valid(s, entry, *type)) {
+    bitmap = l2_get_bitmap(s, slice, slice_index);
+    cluster_type = qcow2_get_cluster_type(bs, entry);
+    if (!l2_entry_is_valid(s, entry, cluster_type) ||
+        !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset,
-                                offset_to_l2_index(s, offset), entry, *type);
+                                offset_to_l2_index(s, offset), entry,
+                                cluster_type);
     }
+    *type = l2_subcluster_type(bs, entry, bitmap,
+                               offset_to_sc_index(s, offset));
 
     first_host = entry & L2E_OFFSET_MASK;
-    switch (*type) {
-    case QCOW2_CLUSTER_COMPRESSED:
+    if (*type == QCOW2_CLUSTER_COMPRESSED) {
         /* each compressed cluster is a run of its own */
         *host_offset = entry;
-        n = 1;
-        break;
-    case QCOW2_CLUSTER_NORMAL:
-    case QCOW2_CLUSTER_ZERO_ALLOC:
-        *host_offset = first_host + in_cluster;
-        /* fall through */
-    default:
-        for (n = 1; n < nb_clusters; n++) {
+        pos = s->cluster_size;
+    } else {
+        if (cluster_type_has_host(*type)) {
+            *host_offset = first_host + in_cluster;
+        }
+        /* the run goes on, subcluster by subcluster, while the type stays
+         * and host clusters follow each other */
+        pos = QEMU_ALIGN_DOWN(in_cluster, s->subcluster_size) +
+              s->subcluster_size;
+        while (pos < bytes_needed) {
+            int n = pos >> s->cluster_bits;
             uint64_t e = l2_get_entry(s, slice, slice_index + n);
-            QCow2ClusterType t = qcow2_get_cluster_type(bs, e);
+            uint64_t b = l2_get_bitmap(s, slice, slice_index + n);
+            QCow2ClusterType ct = qcow2_get_cluster_type(bs, e);
 
-            if (t != *type || !l2_entry_is_valid(s, e, t)) {
+            if (!l2_entry_is_valid(s, e, ct) ||
+                !l2_bitmap_is_valid(bs, e, b) ||
+                l2_subcluster_type(bs, e, b, offset_to_sc_index(s, pos)) !=
+                *type) {
                 break;
             }
-            if (cluster_type_has_host(t) &&
+            if (cluster_type_has_host(*type) &&
                 (e & L2E_OFFSET_MASK) !=
                 first_host + ((uint64_t)n << s->cluster_bits)) {
                 break;
             }
+            pos += s->subcluster_size;
         }
-        break;
     }
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
-    bytes_needed = MIN(bytes_needed, (uint64_t)n << s->cluster_bits);
+    bytes_needed = MIN(bytes_needed, pos);
 
 out:
     *bytes = bytes_needed - in_cluster;

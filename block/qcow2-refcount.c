@@ -983,7 +983,9 @@ static QCow2ClusterType qcow2_check_entry_type(BDRVQcow2State *s,
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
     }
-    if ((l2_entry & QCOW_OFLAG_ZERO) && s->qcow_version >= 3) {
+    /* with subclusters the bitmap, not the flag, says what is zero */
+    if ((l2_entry & QCOW_OFLAG_ZERO) && s->qcow_version >= 3 &&
+        !s->extended_l2) {
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
@@ -1002,7 +1004,7 @@ static int qcow2_check_set_l2_entry(BlockDriverState *bs, uint64_t l2_offset,
     BDRVQcow2State *s = bs->opaque;
     uint64_t slice = s->l2_cache_entry_size ? s->l2_cache_entry_size
                                             : s->cluster_size;
-    uint64_t byte = (uint64_t)index * 8;
+    uint64_t byte = (uint64_t)index * (s->extended_l2 ? 16 : 8);
     uint64_t *table;
     int ret;
 
@@ -1041,7 +1043,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
     }
 
     for (i = 0; i < s->l2_size; i++) {
-        uint64_t entry = GUINT64_FROM_BE(l2[i]);
+        uint64_t entry = GUINT64_FROM_BE(l2[i * (s->extended_l2 ? 2 : 1)]);
         uint64_t offset = entry & L2E_OFFSET_MASK;
         QCow2ClusterType type = qcow2_check_entry_type(s, entry, ext_data);
 
@@ -1662,7 +1664,8 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
             return ret;
         }
         for (j = 0; j < s->l2_size; j++) {
-            uint64_t entry = GUINT64_FROM_BE(l2[j]);
+            uint64_t entry = GUINT64_FROM_BE(l2[j * (s->extended_l2 ? 2 :
+                                                       1)]);
             QCow2ClusterType type = qcow2_check_entry_type(s, entry,
                                                            ext_data);
 

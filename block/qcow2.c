@@ -595,7 +595,8 @@ static int qcow2_read_cache_sizes(BlockDriverState *bs, QemuOpts *opts,
     bool entry_set = qemu_opt_has(opts, QCOW2_OPT_L2_CACHE_ENTRY_SIZE);
     uint64_t combined = qemu_opt_get_size(opts, QCOW2_OPT_CACHE_SIZE, 0);
     uint64_t max_l2_cache = ROUND_UP(size_to_clusters(s, s->virtual_size) *
-                                     sizeof(uint64_t), s->cluster_size);
+                                     (s->extended_l2 ? 16 : 8),
+                                     s->cluster_size);
     uint64_t min_refcount_cache = (uint64_t)QCOW2_DEFAULT_REFCOUNT_CACHE_TABLES
                                   * s->cluster_size;
     uint64_t l2_max_setting;
@@ -922,10 +923,12 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
                                  ~(uint64_t)QCOW2_INCOMPAT_MASK, errp);
         return -ENOTSUP;
     }
-    if (s->incompatible_features & QCOW2_INCOMPAT_EXTL2) {
-        error_setg(errp, "Images with extended L2 entries (subclusters) are "
-                   "not supported yet");
-        return -ENOTSUP;
+    s->extended_l2 = s->incompatible_features & QCOW2_INCOMPAT_EXTL2;
+    if (s->extended_l2 && s->cluster_bits < QCOW2_MIN_EXTL2_CLUSTER_BITS) {
+        error_setg(errp, "Extended L2 entries are only supported with "
+                   "cluster sizes of at least %d bytes",
+                   1 << QCOW2_MIN_EXTL2_CLUSTER_BITS);
+        return -EINVAL;
     }
     if ((s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) &&
         (flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
@@ -956,8 +959,12 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
         return -ENOTSUP;
     }
 
-    s->l2_bits = s->cluster_bits - 3;
+    /* an L2 table is one cluster of 8-byte (16 with the bitmap) entries */
+    s->l2_bits = s->cluster_bits - (s->extended_l2 ? 4 : 3);
     s->l2_size = 1 << s->l2_bits;
+    s->subcluster_bits = s->cluster_bits -
+                         (s->extended_l2 ? ctz64(QCOW2_SUBCLUSTERS) : 0);
+    s->subcluster_size = 1 << s->subcluster_bits;
     s->csize_shift = 62 - (s->cluster_bits - 8);
     s->csize_mask = (1 << (s->cluster_bits - 8)) - 1;
     s->cluster_offset_mask = (1ULL << s->csize_shift) - 1;
@@ -2434,6 +2441,7 @@ typedef struct Qcow2CreateOpts {
     bool lazy_refcounts;
     uint64_t refcount_bits;
     Qcow2CompressionType compression_type;
+    bool extended_l2;
 } Qcow2CreateOpts;
 
 /* The "v3 or greater" requirements, in QEMU's words. */
@@ -2516,14 +2524,18 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
         error_setg(errp, "Encrypted qcow2 images are not supported yet");
         return -ENOTSUP;
     }
-    if (qemu_opt_get_bool(opts, "extended_l2", false)) {
+    c->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
+    if (c->extended_l2) {
         ret = qcow2_create_need_v3(c, true, "Extended L2 entries are", errp);
-        if (ret == 0) {
-            error_setg(errp, "Extended L2 entries (subclusters) are not "
-                       "supported yet");
-            ret = -ENOTSUP;
+        if (ret < 0) {
+            return ret;
         }
-        return ret;
+        if (c->cluster_size < (1 << QCOW2_MIN_EXTL2_CLUSTER_BITS)) {
+            error_setg(errp, "Extended L2 entries are only supported with "
+                       "cluster sizes of at least %d bytes",
+                       1 << QCOW2_MIN_EXTL2_CLUSTER_BITS);
+            return -EINVAL;
+        }
     }
     ret = qcow2_create_need_v3(c, c->lazy_refcounts, "Lazy refcounts", errp);
     if (ret < 0) {
@@ -2556,7 +2568,10 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                    "the same time");
         return -EINVAL;
     }
-    if (c->backing_file && c->prealloc != PREALLOC_MODE_OFF) {
+    /* preallocated clusters hide the backing file unless their
+     * subclusters can stay unallocated */
+    if (c->backing_file && c->prealloc != PREALLOC_MODE_OFF &&
+        !c->extended_l2) {
         error_setg(errp, "Backing file and preallocation can only be used "
                    "at the same time if extended_l2 is on");
         return -EINVAL;
@@ -2676,7 +2691,11 @@ static void qcow2_create_state(BDRVQcow2State *t, const Qcow2CreateOpts *c)
     t->qcow_version = c->version;
     t->cluster_bits = ctz64(c->cluster_size);
     t->cluster_size = c->cluster_size;
-    t->l2_bits = t->cluster_bits - 3;
+    t->l2_bits = t->cluster_bits - (c->extended_l2 ? 4 : 3);
+    if (c->extended_l2) {
+        t->extended_l2 = true;
+        t->incompatible_features |= QCOW2_INCOMPAT_EXTL2;
+    }
     t->refcount_order = ctz64(c->refcount_bits);
     t->refcount_table_offset = c->cluster_size;
     t->refcount_table_size = c->cluster_size / sizeof(uint64_t);

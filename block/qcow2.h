@@ -69,6 +69,21 @@
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
 
+/* Subclusters per cluster with extended L2 entries, and the least
+ * cluster size that keeps them at 512 bytes or more. */
+#define QCOW2_SUBCLUSTERS   32
+#define QCOW2_MIN_EXTL2_CLUSTER_BITS 14
+/* The subcluster bitmap of an extended L2 entry. */
+#define QCOW2_SC_ALLOC(n)       (1ULL << (n))
+#define QCOW2_SC_ZERO(n)        (1ULL << (32 + (n)))
+/* Bits of subclusters [first, end). */
+#define QCOW2_SC_ALLOC_RANGE(first, end) \
+    (((1ULL << (end)) - 1) & ~((1ULL << (first)) - 1))
+#define QCOW2_SC_ZERO_RANGE(first, end) \
+    (QCOW2_SC_ALLOC_RANGE(first, end) << 32)
+#define QCOW2_SC_ALL_ALLOC  0x00000000ffffffffULL
+#define QCOW2_SC_ALL_ZERO   0xffffffff00000000ULL
+
 /* L1/L2 entry bits. */
 #define QCOW_OFLAG_COPIED     (1ULL << 63)
 #define QCOW_OFLAG_COMPRESSED (1ULL << 62)
@@ -188,6 +203,14 @@ typedef struct BDRVQcow2State {
     int cluster_size;
     int l2_bits;                /* entries per L2 table = 1 << l2_bits */
     int l2_size;
+    /*
+     * Extended L2 entries (incompatible bit 4): each entry is followed by
+     * a 64-bit bitmap over the cluster's 32 subclusters, bit n "subcluster
+     * n allocated", bit 32 + n "subcluster n reads as zeroes".
+     */
+    bool extended_l2;
+    int subcluster_bits;        /* log2 of the subcluster size */
+    int subcluster_size;
     int64_t cluster_offset_mask;    /* compressed: host offset bits */
     int csize_shift, csize_mask;    /* compressed: sector count bits */
     int refcount_order;
