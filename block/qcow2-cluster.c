@@ -665,38 +665,80 @@ static int coroutine_fn handle_dependencies(BlockDriverState *bs,
 }
 
 /* True if a write may go to the entry's host cluster in place. */
-static bool cluster_is_writable_in_place(BlockDriverState *bs, uint64_t e)
+/* How a write reaches a cluster. */
+typedef enum ClusterWriteKind {
+    WRITE_IN_PLACE,     /* the active image owns it, all written parts too */
+    WRITE_REUSE,        /* owned host cluster, metadata to update */
+    WRITE_NEW,          /* needs a new host cluster */
+} ClusterWriteKind;
+
+/*
+ * The kind of write to a cluster described by @e and @bitmap, of its
+ * subclusters [first_sc, end_sc).  A cluster the active image owns
+ * (OFLAG_COPIED) is written in place; with subclusters only if every
+ * written one is allocated, else its bitmap changes too; a preallocated
+ * zero cluster is reused.
+ */
+static ClusterWriteKind cluster_write_kind(BlockDriverState *bs, uint64_t e,
+                                           uint64_t bitmap, int first_sc,
+                                           int end_sc)
 {
-    return qcow2_get_cluster_type(bs, e) == QCOW2_CLUSTER_NORMAL &&
-           (e & QCOW_OFLAG_COPIED);
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, e);
+    uint64_t written = QCOW2_SC_ALLOC_RANGE(first_sc, end_sc);
+
+    if (!(e & QCOW_OFLAG_COPIED)) {
+        return WRITE_NEW;
+    }
+    if (type == QCOW2_CLUSTER_NORMAL) {
+        return !s->extended_l2 || (bitmap & written) == written ?
+               WRITE_IN_PLACE : WRITE_REUSE;
+    }
+    return type == QCOW2_CLUSTER_ZERO_ALLOC ? WRITE_REUSE : WRITE_NEW;
 }
 
-/* A preallocated zero cluster the active image owns: reused by writes. */
-static bool cluster_is_reusable_zero(BlockDriverState *bs, uint64_t e)
+/* The write of [in_cluster, end) from the start of a run of clusters. */
+typedef struct ClusterWrite {
+    uint64_t in_cluster;        /* of the first cluster */
+    uint64_t end;               /* from the start of the first cluster */
+} ClusterWrite;
+
+/* The subclusters [*first, *end) of cluster @n of the run that @w writes. */
+static void cluster_write_range(BDRVQcow2State *s, const ClusterWrite *w,
+                                int n, int *first, int *end)
 {
-    return qcow2_get_cluster_type(bs, e) == QCOW2_CLUSTER_ZERO_ALLOC &&
-           (e & QCOW_OFLAG_COPIED);
+    uint64_t start = (uint64_t)n << s->cluster_bits;
+    uint64_t from = MAX(w->in_cluster, start);
+    uint64_t to = MIN(w->end, start + s->cluster_size);
+
+    *first = (from - start) >> s->subcluster_bits;
+    *end = DIV_ROUND_UP(to - start, s->subcluster_size);
 }
 
 /*
- * Counts the entries from @idx on (at most @max) that form one run with
- * the first: host clusters contiguous from @first_host when @contiguous.
+ * Counts the clusters from slice index @idx on (at most @max) that a write
+ * reaches the same way as the first, @kind; host clusters contiguous
+ * unless they are new.
  */
 static int count_run(BlockDriverState *bs, uint64_t *slice, int idx, int max,
-                     bool (*same)(BlockDriverState *, uint64_t),
-                     bool contiguous, uint64_t first_host)
+                     const ClusterWrite *w, ClusterWriteKind kind,
+                     uint64_t first_host)
 {
     BDRVQcow2State *s = bs->opaque;
     int n;
 
     for (n = 0; n < max; n++) {
         uint64_t e = l2_get_entry(s, slice, idx + n);
+        uint64_t b = l2_get_bitmap(s, slice, idx + n);
+        int first, end;
 
-        if (!same(bs, e) ||
-            !l2_entry_is_valid(s, e, qcow2_get_cluster_type(bs, e))) {
+        cluster_write_range(s, w, n, &first, &end);
+        if (!l2_entry_is_valid(s, e, qcow2_get_cluster_type(bs, e)) ||
+            !l2_bitmap_is_valid(bs, e, b) ||
+            cluster_write_kind(bs, e, b, first, end) != kind) {
             break;
         }
-        if (contiguous &&
+        if (kind != WRITE_NEW &&
             (e & L2E_OFFSET_MASK) !=
             first_host + ((uint64_t)n << s->cluster_bits)) {
             break;
@@ -705,11 +747,37 @@ static int count_run(BlockDriverState *bs, uint64_t *slice, int idx, int max,
     return n;
 }
 
-/* Clusters that need a new host cluster before they can be written. */
-static bool cluster_needs_new_alloc(BlockDriverState *bs, uint64_t e)
+/*
+ * Where the copy-on-write around a write must start (relative to the
+ * first cluster): at the cluster's start, unless only whole untouched
+ * subclusters lie before the write (they keep what they read now, the
+ * backing file or zeroes, through the bitmap), or the written subcluster
+ * holds data already (a write in place needs no copy).  @end_side asks
+ * the same for the end of the write in the last cluster (@n), returning
+ * where the copy ends.
+ */
+static uint64_t cow_boundary(BlockDriverState *bs, uint64_t entry,
+                             uint64_t bitmap, ClusterWriteKind kind,
+                             uint64_t pos, bool end_side, int n)
 {
-    return !cluster_is_writable_in_place(bs, e) &&
-           !cluster_is_reusable_zero(bs, e);
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cluster_start = (uint64_t)n << s->cluster_bits;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+    int sc = ((end_side ? pos - 1 : pos) - cluster_start) >>
+             s->subcluster_bits;
+
+    if (!s->extended_l2) {
+        return end_side ? cluster_start + s->cluster_size : cluster_start;
+    }
+    if (kind == WRITE_NEW && cluster_type_is_allocated(type)) {
+        /* the cluster moves: everything else in it comes along */
+        return end_side ? cluster_start + s->cluster_size : cluster_start;
+    }
+    if (kind == WRITE_REUSE && (bitmap & QCOW2_SC_ALLOC(sc))) {
+        return pos;
+    }
+    return end_side ? ROUND_UP(pos, s->subcluster_size)
+                    : QEMU_ALIGN_DOWN(pos, s->subcluster_size);
 }
 
 int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
@@ -720,10 +788,13 @@ int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t in_cluster = offset_into_cluster(s, offset);
-    uint64_t cur_bytes, slice_end, alloc_offset, entry;
+    uint64_t cur_bytes, slice_end, alloc_offset, entry, bitmap;
+    uint64_t last_entry, last_bitmap;
     uint64_t *slice;
     uint64_t l2_offset;
-    int slice_index, nb_clusters, n;
+    int slice_index, nb_clusters, n, first_sc, end_sc;
+    ClusterWriteKind kind;
+    ClusterWrite w;
     bool keep_old;
     QCowL2Meta *meta;
     int ret;
@@ -747,42 +818,41 @@ again:
     nb_clusters = size_to_clusters(s, in_cluster + cur_bytes);
 
     entry = l2_get_entry(s, slice, slice_index);
-    if (!l2_entry_is_valid(s, entry, qcow2_get_cluster_type(bs, entry))) {
+    bitmap = l2_get_bitmap(s, slice, slice_index);
+    if (!l2_entry_is_valid(s, entry, qcow2_get_cluster_type(bs, entry)) ||
+        !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
                                 entry, qcow2_get_cluster_type(bs, entry));
     }
+    w.in_cluster = in_cluster;
+    w.end = in_cluster + cur_bytes;
+    cluster_write_range(s, &w, 0, &first_sc, &end_sc);
+    kind = cluster_write_kind(bs, entry, bitmap, first_sc, end_sc);
+    n = count_run(bs, slice, slice_index, nb_clusters, &w, kind,
+                  entry & L2E_OFFSET_MASK);
+    assert(n > 0);
+    cur_bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
+    w.end = in_cluster + cur_bytes;
+    last_entry = l2_get_entry(s, slice, slice_index + n - 1);
+    last_bitmap = l2_get_bitmap(s, slice, slice_index + n - 1);
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
 
-    if (cluster_is_writable_in_place(bs, entry)) {
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_is_writable_in_place, true,
-                      entry & L2E_OFFSET_MASK);
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    if (kind == WRITE_IN_PLACE) {
         *host_offset = (entry & L2E_OFFSET_MASK) + in_cluster;
-        *bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
+        *bytes = cur_bytes;
         return 0;
     }
-
-    keep_old = cluster_is_reusable_zero(bs, entry);
+    keep_old = kind == WRITE_REUSE;
     if (keep_old) {
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_is_reusable_zero, true,
-                      entry & L2E_OFFSET_MASK);
         alloc_offset = entry & L2E_OFFSET_MASK;
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
     } else if (has_data_file(bs)) {
         /* an external data file holds each cluster at its guest offset
          * (QEMU requires it) and has no refcounts */
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_needs_new_alloc, false, 0);
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         alloc_offset = start_of_cluster(s, offset);
     } else {
         int64_t ret64;
 
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_needs_new_alloc, false, 0);
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC);
         ret64 = qcow2_alloc_clusters(bs, (uint64_t)n << s->cluster_bits);
         if (ret64 < 0) {
@@ -790,19 +860,20 @@ again:
         }
         alloc_offset = ret64;
     }
-    assert(n > 0);
-    cur_bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
 
     meta = g_new0(QCowL2Meta, 1);
     meta->offset = start_of_cluster(s, offset);
     meta->alloc_offset = alloc_offset;
     meta->nb_clusters = n;
     meta->keep_old_clusters = keep_old;
-    meta->cow_start_offset = 0;
-    meta->cow_start_bytes = in_cluster;
-    meta->cow_end_offset = in_cluster + cur_bytes;
-    meta->cow_end_bytes = ((uint64_t)n << s->cluster_bits) -
-                          meta->cow_end_offset;
+    meta->cow_start_offset = cow_boundary(bs, entry, bitmap, kind,
+                                          in_cluster, false, 0);
+    meta->cow_start_bytes = in_cluster - meta->cow_start_offset;
+    meta->cow_end_offset = w.end;
+    meta->cow_end_bytes = cow_boundary(bs, last_entry, last_bitmap, kind,
+                                       w.end, true, n - 1) - w.end;
+    meta->filled_start = meta->cow_start_offset;
+    meta->filled_end = meta->cow_end_offset + meta->cow_end_bytes;
     qemu_co_queue_init(&meta->dependent_requests);
     meta->in_flight = true;
     s->cluster_allocs = g_list_prepend(s->cluster_allocs, meta);
@@ -924,6 +995,27 @@ static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
                                               uint64_t offset,
                                               uint64_t bytes);
 
+/*
+ * The subclusters of cluster @i of @m that the write and its copy-on-write
+ * filled are allocated now and no longer zero; the others keep their
+ * state.
+ */
+static void l2meta_update_bitmap(BDRVQcow2State *s, QCowL2Meta *m,
+                                 uint64_t *slice, int idx, int i)
+{
+    uint64_t start = (uint64_t)i << s->cluster_bits;
+    uint64_t from = MAX(m->filled_start, start);
+    uint64_t to = MIN(m->filled_end, start + s->cluster_size);
+    uint64_t bitmap = l2_get_bitmap(s, slice, idx);
+    int first = (from - start) >> s->subcluster_bits;
+    int end = DIV_ROUND_UP(to - start, s->subcluster_size);
+
+    assert(from < to);
+    bitmap |= QCOW2_SC_ALLOC_RANGE(first, end);
+    bitmap &= ~QCOW2_SC_ZERO_RANGE(first, end);
+    l2_set_bitmap(s, slice, idx, bitmap);
+}
+
 int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
                                              QCowL2Meta *m)
 {
@@ -968,6 +1060,9 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
 
         old_entries[i] = l2_get_entry(s, slice, slice_index + i);
         l2_set_entry(s, slice, slice_index + i, host | QCOW_OFLAG_COPIED);
+        if (s->extended_l2 && !m->prealloc) {
+            l2meta_update_bitmap(s, m, slice, slice_index + i, i);
+        }
     }
     qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
@@ -1026,6 +1121,10 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
     }
     BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE_COMPRESSED);
     l2_set_entry(s, slice, slice_index, l2_entry);
+    if (s->extended_l2) {
+        /* a compressed cluster has no subclusters */
+        l2_set_bitmap(s, slice, slice_index, 0);
+    }
     qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
     /* not discarded: the new entry is still only in the cache */
@@ -1097,34 +1196,60 @@ static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
     } while (waited);
 }
 
-/* What a discard leaves in an entry; see qcow2_cluster_discard(). */
-static uint64_t discarded_entry(BlockDriverState *bs, uint64_t old,
-                                bool full_discard)
+/*
+ * What a discard leaves in an entry and its bitmap (whole clusters); see
+ * qcow2_cluster_discard().
+ */
+static void discarded_entry(BlockDriverState *bs, uint64_t *entry,
+                            uint64_t *bitmap, bool full_discard)
 {
     BDRVQcow2State *s = bs->opaque;
-    QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, *entry);
 
     if (full_discard) {
-        return 0;
-    }
-    if (bs->backing || cluster_type_is_allocated(type)) {
+        *entry = 0;
+        *bitmap = 0;
+    } else if (bs->backing || cluster_type_is_allocated(type)) {
         /* v2 has no zero flag: the backing file shows through there */
-        return s->qcow_version >= 3 ? QCOW_OFLAG_ZERO : 0;
+        *entry = s->qcow_version >= 3 && !s->extended_l2 ? QCOW_OFLAG_ZERO
+                                                         : 0;
+        *bitmap = s->extended_l2 ? QCOW2_SC_ALL_ZERO : 0;
     }
-    /* unallocated or zero without a backing file reads zeroes already */
-    return old;
+    /* else unallocated or zero without a backing file reads zeroes already */
 }
 
-/* What zeroize leaves in an entry; see qcow2_subcluster_zeroize(). */
-static uint64_t zeroized_entry(BlockDriverState *bs, uint64_t old, int flags,
-                               bool *unmap)
+/*
+ * What zeroize leaves in an entry and its bitmap for subclusters
+ * [first, end) (the whole cluster without subclusters); see
+ * qcow2_subcluster_zeroize().  -ENOTSUP: part of a compressed cluster.
+ */
+static int zeroized_entry(BlockDriverState *bs, uint64_t *entry,
+                          uint64_t *bitmap, int first, int end, int flags,
+                          bool *unmap)
 {
-    QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, *entry);
+    bool whole = !s->extended_l2 || (first == 0 && end == QCOW2_SUBCLUSTERS);
 
+    if (!whole) {
+        if (type == QCOW2_CLUSTER_COMPRESSED) {
+            return -ENOTSUP;
+        }
+        *unmap = false;
+        *bitmap |= QCOW2_SC_ZERO_RANGE(first, end);
+        *bitmap &= ~QCOW2_SC_ALLOC_RANGE(first, end);
+        return 0;
+    }
     /* a compressed descriptor cannot carry the zero flag */
     *unmap = type == QCOW2_CLUSTER_COMPRESSED ||
              ((flags & BDRV_REQ_MAY_UNMAP) && cluster_type_is_allocated(type));
-    return *unmap ? QCOW_OFLAG_ZERO : old | QCOW_OFLAG_ZERO;
+    if (s->extended_l2) {
+        *entry = *unmap ? 0 : *entry;
+        *bitmap = QCOW2_SC_ALL_ZERO;
+    } else {
+        *entry = *unmap ? QCOW_OFLAG_ZERO : *entry | QCOW_OFLAG_ZERO;
+    }
+    return 0;
 }
 
 enum {
@@ -1133,15 +1258,23 @@ enum {
 };
 
 /*
- * Rewrites the entries of @nb_clusters clusters from @offset, all within
- * one L2 slice, and frees what the replaced entries pointed to.
+ * Rewrites the entries of the clusters that [offset, offset + bytes)
+ * touches, all within one L2 slice (subclusters of the first and last
+ * cluster only, for zeroize with subclusters), and frees what the
+ * replaced entries pointed to.
  */
 static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
-                                         uint64_t offset, int nb_clusters,
+                                         uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    int nb_clusters = size_to_clusters(s, offset_into_cluster(s, offset) +
+                                          bytes);
+    ClusterWrite w = {
+        .in_cluster = offset_into_cluster(s, offset),
+        .end = offset_into_cluster(s, offset) + bytes,
+    };
     uint64_t *slice;
     uint64_t l2_offset;
     int slice_index;
@@ -1153,28 +1286,39 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
     }
     for (int i = 0; i < nb_clusters; i++) {
         uint64_t old = l2_get_entry(s, slice, slice_index + i);
+        uint64_t old_bitmap = l2_get_bitmap(s, slice, slice_index + i);
         QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
-        uint64_t new;
-        bool unmap;
+        uint64_t new = old, new_bitmap = old_bitmap;
+        bool unmap = true;
+        int first, end;
 
-        if (!l2_entry_is_valid(s, old, type)) {
+        if (!l2_entry_is_valid(s, old, type) ||
+            !l2_bitmap_is_valid(bs, old, old_bitmap)) {
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
             return l2_entry_corrupt(bs, l2_offset,
                                     offset_to_l2_index(s, offset) + i, old,
                                     type);
         }
         if (op == L2_OP_DISCARD) {
-            new = discarded_entry(bs, old, full_discard);
-            unmap = true;
+            discarded_entry(bs, &new, &new_bitmap, full_discard);
         } else {
-            new = zeroized_entry(bs, old, flags, &unmap);
+            cluster_write_range(s, &w, i, &first, &end);
+            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, flags,
+                                 &unmap);
+            if (ret < 0) {
+                qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+                return ret;
+            }
         }
-        if (new == old) {
+        if (new == old && new_bitmap == old_bitmap) {
             continue;
         }
         l2_set_entry(s, slice, slice_index + i, new);
+        if (s->extended_l2) {
+            l2_set_bitmap(s, slice, slice_index + i, new_bitmap);
+        }
         qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
-        if (unmap && cluster_type_is_allocated(type)) {
+        if (unmap && new != old && cluster_type_is_allocated(type)) {
             qcow2_free_any_cluster(bs, old, 1, QCOW2_DISCARD_REQUEST);
         }
     }
@@ -1182,28 +1326,28 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
     return 0;
 }
 
-/* Applies rewrite_l2_slice() to the clusters of [offset, offset + bytes). */
+/* Applies rewrite_l2_slice() to [offset, offset + bytes), slice by slice;
+ * the range is whole clusters (or subclusters, for zeroize with them). */
 static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
-    uint64_t nb_clusters = size_to_clusters(s, bytes);
     int ret;
 
-    assert(!offset_into_cluster(s, offset));
+    assert(!(offset & (s->subcluster_size - 1)));
     wait_for_allocations(bs, offset, bytes);
-    while (nb_clusters > 0) {
-        int n = MIN(nb_clusters, (uint64_t)(l2_slice_entries(s) -
-                                 offset_to_l2_slice_index(s, offset)));
+    while (bytes > 0) {
+        uint64_t slice_end = ROUND_UP(offset + 1, l2_slice_bytes_mapped(s));
+        uint64_t n = MIN(bytes, slice_end - offset);
 
         ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags);
         if (ret < 0) {
             return ret;
         }
-        offset += (uint64_t)n << s->cluster_bits;
-        nb_clusters -= n;
+        offset += n;
+        bytes -= n;
     }
     return 0;
 }
@@ -1254,6 +1398,7 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
             return ret;
         }
         if (m) {
+            m->prealloc = true;
             ret = qcow2_alloc_cluster_link_l2(bs, m);
             g_free(m);
             if (ret < 0) {

@@ -2046,10 +2046,12 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
                                                BdrvRequestFlags flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    /* with subclusters, each of them can read as zeroes on its own */
+    int64_t unit = s->subcluster_size;
     int64_t end = offset + bytes;
-    int64_t start = start_of_cluster(s, offset);
-    int64_t aligned_end = MIN(ROUND_UP(end, s->cluster_size),
-                              ROUND_UP(s->virtual_size, s->cluster_size));
+    int64_t start = QEMU_ALIGN_DOWN(offset, unit);
+    int64_t aligned_end = MIN(ROUND_UP(end, unit),
+                              ROUND_UP(s->virtual_size, unit));
     int ret;
 
     if (bs->corrupt) {
@@ -2057,9 +2059,9 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
     }
     qemu_co_mutex_lock(&s->lock);
     /*
-     * Zero clusters are whole clusters: a partial one can only become a
-     * zero cluster if the rest of it reads as zero already (the end of the
-     * disk counts as zero).
+     * Zero clusters (subclusters) are whole: a partial one can only become
+     * zero if the rest of it reads as zero already (the end of the disk
+     * counts as zero).
      */
     if ((start < offset && !qcow2_range_is_zero(bs, start, offset - start)) ||
         (end < aligned_end && end < s->virtual_size &&
@@ -3042,7 +3044,7 @@ static void qcow2_refresh_limits(BlockDriverState *bs, Error **errp)
 
     /* byte-granular: copy-on-write fills the rest of a cluster */
     bs->bl.request_alignment = 1;
-    bs->bl.pwrite_zeroes_alignment = s->cluster_size;
+    bs->bl.pwrite_zeroes_alignment = s->subcluster_size;
     bs->bl.pdiscard_alignment = s->cluster_size;
     bs->bl.opt_transfer = MAX(bs->bl.opt_transfer, s->cluster_size);
 }

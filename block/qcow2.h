@@ -312,6 +312,14 @@ typedef struct QCowL2Meta {
     bool keep_old_clusters;
     /* on s->cluster_allocs: link_l2 or abort has not finished with it */
     bool in_flight;
+    /*
+     * preallocation: nothing was written, so with subclusters the bitmap
+     * stays as it is (the clusters read as before)
+     */
+    bool prealloc;
+    /* what the write and its copy-on-write fill, from @offset: with
+     * subclusters these become allocated (cow_* may be zeroed meanwhile) */
+    uint64_t filled_start, filled_end;
 } QCowL2Meta;
 
 /* Conversions. */
