@@ -140,7 +140,8 @@ QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
 
 static bool cluster_type_has_host(QCow2ClusterType type)
 {
-    return type == QCOW2_CLUSTER_NORMAL || type == QCOW2_CLUSTER_ZERO_ALLOC;
+    return type == QCOW2_CLUSTER_NORMAL || type == QCOW2_CLUSTER_ZERO_ALLOC ||
+           type == QCOW2_CLUSTER_UNALLOCATED_ALLOC;
 }
 
 /* True if freeing the entry's reference releases something. */
@@ -153,8 +154,8 @@ static bool cluster_type_is_allocated(QCow2ClusterType type)
  * What subcluster @sc of the cluster that @entry and @bitmap describe
  * reads from: its own data (NORMAL), zeroes (ZERO_ALLOC when the cluster
  * has a host cluster, else ZERO_PLAIN), or the backing file (UNALLOCATED,
- * also in a cluster that has a host cluster).  Without subclusters this is
- * the cluster's type.
+ * UNALLOCATED_ALLOC in a cluster that has a host cluster).  Without
+ * subclusters this is the cluster's type.
  */
 static QCow2ClusterType l2_subcluster_type(BlockDriverState *bs,
                                            uint64_t entry, uint64_t bitmap,
@@ -170,8 +171,9 @@ static QCow2ClusterType l2_subcluster_type(BlockDriverState *bs,
         return type == QCOW2_CLUSTER_NORMAL ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
-    if (type == QCOW2_CLUSTER_NORMAL && (bitmap & QCOW2_SC_ALLOC(sc))) {
-        return QCOW2_CLUSTER_NORMAL;
+    if (type == QCOW2_CLUSTER_NORMAL) {
+        return (bitmap & QCOW2_SC_ALLOC(sc)) ? QCOW2_CLUSTER_NORMAL
+                                             : QCOW2_CLUSTER_UNALLOCATED_ALLOC;
     }
     return QCOW2_CLUSTER_UNALLOCATED;
 }
@@ -749,12 +751,14 @@ static int count_run(BlockDriverState *bs, uint64_t *slice, int idx, int max,
 
 /*
  * Where the copy-on-write around a write must start (relative to the
- * first cluster): at the cluster's start, unless only whole untouched
- * subclusters lie before the write (they keep what they read now, the
- * backing file or zeroes, through the bitmap), or the written subcluster
- * holds data already (a write in place needs no copy).  @end_side asks
- * the same for the end of the write in the last cluster (@n), returning
- * where the copy ends.
+ * first cluster): at the cluster's start without subclusters.  With them,
+ * a cluster that moves brings its allocated subclusters (from the first
+ * to the last, all of a compressed cluster); unallocated and zero ones
+ * outside that keep what they read through the bitmap; a written
+ * subcluster that holds data already in a reused cluster needs no copy;
+ * else the written subcluster is completed.  @end_side asks the same for
+ * the end of the write in the last cluster (@n), returning where the copy
+ * ends.
  */
 static uint64_t cow_boundary(BlockDriverState *bs, uint64_t entry,
                              uint64_t bitmap, ClusterWriteKind kind,
@@ -769,9 +773,22 @@ static uint64_t cow_boundary(BlockDriverState *bs, uint64_t entry,
     if (!s->extended_l2) {
         return end_side ? cluster_start + s->cluster_size : cluster_start;
     }
-    if (kind == WRITE_NEW && cluster_type_is_allocated(type)) {
-        /* the cluster moves: everything else in it comes along */
+    if (kind == WRITE_NEW && type == QCOW2_CLUSTER_COMPRESSED) {
         return end_side ? cluster_start + s->cluster_size : cluster_start;
+    }
+    if (kind == WRITE_NEW && cluster_type_has_host(type) &&
+        (bitmap & QCOW2_SC_ALL_ALLOC)) {
+        uint32_t alloc = bitmap & QCOW2_SC_ALL_ALLOC;
+
+        if (end_side) {
+            int last = 31 - __builtin_clz(alloc);
+
+            return cluster_start +
+                   ((uint64_t)MAX(last, sc) + 1) * s->subcluster_size;
+        }
+        return cluster_start +
+               ((uint64_t)MIN(__builtin_ctz(alloc), sc) <<
+                s->subcluster_bits);
     }
     if (kind == WRITE_REUSE && (bitmap & QCOW2_SC_ALLOC(sc))) {
         return pos;

@@ -1126,6 +1126,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
             break;
         case QCOW2_CLUSTER_ZERO_PLAIN:
         case QCOW2_CLUSTER_UNALLOCATED:
+        case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
             break;
         }
     }

@@ -1575,6 +1575,7 @@ static int coroutine_fn qcow2_read_task(Qcow2Task *t)
 
     switch (t->type) {
     case QCOW2_CLUSTER_UNALLOCATED:
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
         if (bs->backing) {
             return qcow2_co_read_backing(bs, t->offset, t->bytes, t->qiov,
                                          t->qiov_offset);
@@ -2032,7 +2033,8 @@ static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
         }
         if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
             type != QCOW2_CLUSTER_ZERO_ALLOC &&
-            (type != QCOW2_CLUSTER_UNALLOCATED || bs->backing)) {
+            ((type != QCOW2_CLUSTER_UNALLOCATED &&
+              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
             return false;
         }
         offset += cur;
@@ -2176,6 +2178,11 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
         return BDRV_BLOCK_ZERO;
     case QCOW2_CLUSTER_COMPRESSED:
         return BDRV_BLOCK_DATA;
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
+        /* where the data would go, but it is the backing file's still */
+        *map = host_offset;
+        *file = s->data_file->bs;
+        return BDRV_BLOCK_OFFSET_VALID;
     case QCOW2_CLUSTER_UNALLOCATED:
         /* the generic layer asks the backing file, or reports zeroes */
         return 0;

@@ -195,6 +195,9 @@ typedef enum QCow2ClusterType {
     QCOW2_CLUSTER_ZERO_ALLOC,    /* zero flag, host cluster preallocated */
     QCOW2_CLUSTER_NORMAL,        /* data at a host offset */
     QCOW2_CLUSTER_COMPRESSED,
+    /* extended L2 only: a subcluster that reads from the backing file (or
+     * zeroes) in a cluster that has a host cluster */
+    QCOW2_CLUSTER_UNALLOCATED_ALLOC,
 } QCow2ClusterType;
 
 typedef struct BDRVQcow2State {

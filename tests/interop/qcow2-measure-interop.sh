@@ -96,7 +96,9 @@ make_image() {
 }
 for opts in "" cluster_size=4k cluster_size=2M compat=0.10 \
             compression_type=zstd refcount_bits=8 lazy_refcounts=on \
-            preallocation=metadata "backing_file=base.qcow2,backing_fmt=qcow2"; do
+            preallocation=metadata "backing_file=base.qcow2,backing_fmt=qcow2" \
+            extended_l2=on "extended_l2=on,backing_file=base.qcow2,backing_fmt=qcow2" \
+            "extended_l2=on,cluster_size=32k,preallocation=metadata,backing_file=base.qcow2,backing_fmt=qcow2"; do
     for side in q b; do
         mkdir -p $side
         (cd $side && "$Q_IMG" create -q -f qcow2 base.qcow2 6M &&

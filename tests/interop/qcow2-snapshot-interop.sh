@@ -100,7 +100,8 @@ sequence() {
 
 # --- forward: qblock's images judged by QEMU ---
 for opts in "compat=1.1" "compat=0.10" "compression_type=zstd" \
-            "cluster_size=4k,refcount_bits=64" "lazy_refcounts=on"; do
+            "cluster_size=4k,refcount_bits=64" "lazy_refcounts=on" \
+            "extended_l2=on" "extended_l2=on,cluster_size=16k"; do
     rm -f q.qcow2 b.qcow2
     if ! out=$(sequence "$QB_IMG" "$QB_IO" q.qcow2 "$opts" 2>&1); then
         bad "qblock sequence ($opts)" "$out"
