@@ -1921,8 +1921,9 @@ static int coroutine_fn qcow2_compress_batch(BlockDriverState *bs,
  * Writes whole clusters compressed.  The clusters of a request are
  * compressed in parallel and then stored in guest order, so that the
  * image is laid out as if they had been written one by one.  A cluster
- * that does not shrink is written as a normal cluster.  Unlike QEMU 7.2, an allocated cluster may be
- * overwritten (its old host cluster is freed) instead of failing with EIO.
+ * that does not shrink is written as a normal cluster.  Unlike QEMU 7.2,
+ * an allocated cluster may be overwritten (its old host cluster is freed)
+ * instead of failing with EIO.
  */
 static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     int64_t offset,
