@@ -16,8 +16,9 @@
  *  1. guest_features is a subset of what get_features() offers and is
  *     fixed once FEATURES_OK is set; it is what queues and the device type
  *     see (VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC).
- *  2. Queues are served only with DRIVER_OK set and DEVICE_NEEDS_RESET
- *     clear.
+ *  2. Queues are served only with FEATURES_OK and DRIVER_OK set and
+ *     DEVICE_NEEDS_RESET clear: a driver that skipped the negotiation
+ *     gets nothing, rather than features it never agreed to.
  *  3. The interrupt line is high exactly while isr is nonzero.
  */
 
@@ -148,7 +149,9 @@ void virtio_set_status(VirtIODevice *vdev, uint8_t val)
 /* Invariant 2. */
 void virtio_queue_notify(VirtIODevice *vdev, uint32_t index)
 {
-    if (index >= vdev->nvqs || !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) ||
+    uint8_t needed = VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK;
+
+    if (index >= vdev->nvqs || (vdev->status & needed) != needed ||
         virtio_device_broken(vdev) || !vdev->vqs[index].ready) {
         return;
     }

@@ -6,3 +6,5 @@ build=${1:?usage: run-all.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 echo "== qemu-img bench vs qblock-img bench ($(nproc) CPUs, $(date -u +%Y-%m-%d)) =="
 bash "$here/bench-img.sh" "$build"
+echo "== qcow2 writethrough vs writeback, qemu-img bench vs qblock-img bench =="
+bash "$here/bench-writethrough.sh" "$build"

@@ -70,6 +70,21 @@ static void test_registers(void)
     /* a driver without VERSION_1 is refused */
     g_assert_false(vbg_init(f.vg, FEATURES_ALL & ~F(VIRTIO_F_VERSION_1)));
     g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+    /* DRIVER_OK without FEATURES_OK: requests are not served */
+    {
+        uint8_t buf[512];
+        int slot;
+
+        g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+        vbg_writel(f.vg, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+                   VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_DRIVER_OK);
+        slot = vbg_submit(f.vg, VIRTIO_BLK_T_IN, 0, buf, sizeof(buf), 1,
+                          true);
+        qguest_settle();
+        g_assert_false(vbg_poll(f.vg, slot));
+        f.vg->busy[slot] = false;
+        g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+    }
     /* a queue size that is no power of 2 does not make the queue ready */
     vbg_writel(f.vg, VIRTIO_MMIO_STATUS, 0);
     vbg_writel(f.vg, VIRTIO_MMIO_QUEUE_NUM, 100);
