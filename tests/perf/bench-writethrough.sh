@@ -10,7 +10,9 @@
 # Per case: write ops/s for each tool, and the host flushes (fdatasync)
 # per write, counted with strace in a separate, shorter run so that the
 # timed run is not traced.  Each ops/s figure is the best of $RUNS runs
-# (default 3).  This script prints figures; it never fails on them.
+# (default 3), the two tools' runs alternating so that a slow spell of the
+# host's disk does not fall on one tool only.  This script prints
+# figures; it never fails on them.
 set -u
 build=${1:?usage: bench-writethrough.sh BUILD_DIR}
 scale=${2:-1}
@@ -45,13 +47,17 @@ ops_per_sec() {  # case count tool args...
     awk -v c="$count" -v s="$secs" 'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
 }
 
-best_of() {
-    local best=0 v i
+# "QEMU_BEST QBLOCK_BEST" over $runs alternating runs of each tool.
+best_of_both() {  # case count args...
+    local case=$1 count=$2; shift 2
+    local a=0 b=0 v i
     for i in $(seq "$runs"); do
-        v=$(ops_per_sec "$@")
-        [ "$v" -gt "$best" ] && best=$v
+        v=$(ops_per_sec "$case" "$count" "$qemu" "$@")
+        [ "$v" -gt "$a" ] && a=$v
+        v=$(ops_per_sec "$case" "$count" "$qblock" "$@")
+        [ "$v" -gt "$b" ] && b=$v
     done
-    echo "$best"
+    echo "$a $b"
 }
 
 # fdatasync/fsync calls per write over a run of COUNT writes.
@@ -72,8 +78,7 @@ for case in overwrite allocate; do
         for mode in writethrough writeback; do
             [ "$mode" = writethrough ] && n=$((2000 * scale)) || n=$((20000 * scale))
             args=(bench -w -f qcow2 -t "$mode" -d "$depth" -s 4k -S "$stride")
-            a=$(best_of "$case" "$n" "$qemu" "${args[@]}" -c "$n" "$img")
-            b=$(best_of "$case" "$n" "$qblock" "${args[@]}" -c "$n" "$img")
+            read -r a b < <(best_of_both "$case" "$n" "${args[@]}" -c "$n" "$img")
             fa=$(flushes_per_write "$case" 500 "$qemu" "${args[@]}" -c 500 "$img")
             fb=$(flushes_per_write "$case" 500 "$qblock" "${args[@]}" -c 500 "$img")
             printf '%-36s %10s %10s %7s %9s %9s\n' \
