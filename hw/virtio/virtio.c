@@ -57,6 +57,8 @@ static void virtio_update_irq(VirtIODevice *vdev)
 void virtio_device_reset(VirtIODevice *vdev)
 {
     vdev->ops->reset(vdev);
+    g_free(vdev->broken_reason);
+    vdev->broken_reason = NULL;
     vdev->status = 0;
     vdev->guest_features = 0;
     vdev->device_features_sel = 0;
@@ -97,15 +99,26 @@ void virtio_notify_config(VirtIODevice *vdev)
 
 void virtio_device_error(VirtIODevice *vdev, Error *err)
 {
-    /* the driver sees the state; the reason goes to whoever runs us */
-    g_message("virtio device %" PRIu32 ": %s", vdev->ops->device_id,
-              error_get_pretty(err));
-    error_free(err);
     if (virtio_device_broken(vdev)) {
+        error_free(err);
         return;
     }
+    /* the driver sees the state; the reason is kept for the operator */
+    vdev->broken_reason = g_strdup(error_get_pretty(err));
+    error_free(err);
     vdev->status |= VIRTIO_CONFIG_S_DEVICE_NEEDS_RESET;
     virtio_notify_config(vdev);
+}
+
+const char *virtio_device_broken_reason(const VirtIODevice *vdev)
+{
+    return vdev->broken_reason;
+}
+
+void virtio_device_cleanup(VirtIODevice *vdev)
+{
+    g_free(vdev->broken_reason);
+    vdev->broken_reason = NULL;
 }
 
 /* What the queues take from the negotiated features (invariant 1). */
