@@ -290,6 +290,16 @@ BlockBackend *blk_next(BlockBackend *blk)
     return l ? l->data : NULL;
 }
 
+const char *bdrv_get_device_or_node_name(const BlockDriverState *bs)
+{
+    for (BlockBackend *blk = blk_next(NULL); blk; blk = blk_next(blk)) {
+        if (blk_bs(blk) == bs && blk->name && *blk->name) {
+            return blk->name;
+        }
+    }
+    return bdrv_get_node_name(bs);
+}
+
 void *blk_try_blockalign(BlockBackend *blk, size_t size)
 {
     BlockDriverState *bs = blk_bs(blk);
@@ -890,6 +900,31 @@ int blk_pdiscard(BlockBackend *blk, int64_t offset, int64_t bytes)
 int blk_flush(BlockBackend *blk)
 {
     return blk_sync_request(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0);
+}
+
+int blk_save_vmstate(BlockBackend *blk, const uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    int ret;
+
+    if (!bs) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_save_vmstate(bs, buf, pos, size);
+    /* writethrough: the state is durable once saving returns */
+    if (ret == 0 && !blk->enable_write_cache) {
+        ret = bdrv_flush(bs);
+    }
+    return ret;
+}
+
+int blk_load_vmstate(BlockBackend *blk, uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    return bs ? bdrv_load_vmstate(bs, buf, pos, size) : -ENOMEDIUM;
 }
 
 typedef struct BlkTruncateCo {

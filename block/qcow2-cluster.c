@@ -129,17 +129,15 @@ static bool cluster_type_is_allocated(QCow2ClusterType type)
     return cluster_type_has_host(type) || type == QCOW2_CLUSTER_COMPRESSED;
 }
 
-/* True if the entry has no reserved bit set and a cluster-aligned offset. */
+/*
+ * True if the entry's host cluster offset (where it has one) is cluster
+ * aligned.  Reserved bits (and the copied flag of a compressed descriptor)
+ * are masked off and otherwise ignored, as QEMU does: an image that QEMU
+ * uses must not be marked corrupt by reading it.  check reports them.
+ */
 static bool l2_entry_is_valid(BDRVQcow2State *s, uint64_t entry,
                               QCow2ClusterType type)
 {
-    if (type == QCOW2_CLUSTER_COMPRESSED) {
-        /* the copied flag is reserved (0) in compressed descriptors */
-        return !(entry & QCOW_OFLAG_COPIED);
-    }
-    if (entry & L2E_STD_RESERVED_MASK) {
-        return false;
-    }
     return !cluster_type_has_host(type) ||
            !offset_into_cluster(s, entry & L2E_OFFSET_MASK);
 }
@@ -149,22 +147,13 @@ static int l2_entry_corrupt(BlockDriverState *bs, uint64_t l2_offset,
                             int l2_index, uint64_t entry,
                             QCow2ClusterType type)
 {
-    BDRVQcow2State *s = bs->opaque;
-
-    if (cluster_type_has_host(type) &&
-        offset_into_cluster(s, entry & L2E_OFFSET_MASK)) {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "Cluster allocation offset %#" PRIx64
-                                " unaligned (L2 offset: %#" PRIx64
-                                ", L2 index: %#x)",
-                                (uint64_t)(entry & L2E_OFFSET_MASK),
-                                l2_offset, l2_index);
-    } else {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "L2 entry %#" PRIx64 " has reserved bits set"
-                                " (L2 offset: %#" PRIx64 ", L2 index: %#x)",
-                                entry, l2_offset, l2_index);
-    }
+    assert(cluster_type_has_host(type));
+    qcow2_signal_corruption(bs, true, -1, -1,
+                            "Cluster allocation offset %#" PRIx64
+                            " unaligned (L2 offset: %#" PRIx64
+                            ", L2 index: %#x)",
+                            (uint64_t)(entry & L2E_OFFSET_MASK),
+                            l2_offset, l2_index);
     return -EIO;
 }
 
@@ -185,12 +174,7 @@ static int64_t l1_entry_l2_offset(BlockDriverState *bs, int l1_index)
                                 l2_offset, l1_index);
         return -EIO;
     }
-    if (l1_entry & L1E_RESERVED_MASK) {
-        qcow2_signal_corruption(bs, true, -1, -1,
-                                "L1 entry %#" PRIx64 " has reserved bits set"
-                                " (L1 index: %#x)", l1_entry, l1_index);
-        return -EIO;
-    }
+    /* reserved bits are ignored, as in L2 entries (l2_entry_is_valid) */
     return l2_offset;
 }
 
@@ -216,8 +200,14 @@ static int coroutine_fn qcow2_l1_write(BlockDriverState *bs,
         buf[i] = GUINT64_TO_BE(table[first + i]);
     }
     qemu_iovec_init_buf(&qiov, buf, count * sizeof(uint64_t));
-    ret = bdrv_co_pwritev(bs->file, l1_offset + first * sizeof(uint64_t),
-                          count * sizeof(uint64_t), &qiov, 0);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_ACTIVE_L1,
+                                        l1_offset + first * sizeof(uint64_t),
+                                        count * sizeof(uint64_t));
+    if (ret >= 0) {
+        ret = bdrv_co_pwritev(bs->file,
+                              l1_offset + first * sizeof(uint64_t),
+                              count * sizeof(uint64_t), &qiov, 0);
+    }
     if (ret >= 0) {
         ret = bdrv_co_flush(bs->file->bs);
     }
@@ -261,8 +251,13 @@ static int coroutine_fn qcow2_write_l1_header_fields(BlockDriverState *bs,
                    offsetof(QCowHeader, l1_size) + sizeof(uint32_t),
                    "l1_size and l1_table_offset are adjacent");
     qemu_iovec_init_buf(&qiov, &fields, sizeof(fields));
-    ret = bdrv_co_pwritev(bs->file, offsetof(QCowHeader, l1_size),
-                          sizeof(fields), &qiov, 0);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER,
+                                        offsetof(QCowHeader, l1_size),
+                                        sizeof(fields));
+    if (ret >= 0) {
+        ret = bdrv_co_pwritev(bs->file, offsetof(QCowHeader, l1_size),
+                              sizeof(fields), &qiov, 0);
+    }
     if (ret >= 0) {
         ret = bdrv_co_flush(bs->file->bs);
     }
@@ -348,6 +343,32 @@ fail:
     return ret;
 }
 
+int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
+                                       uint64_t new_l1_size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (int64_t i = new_l1_size; i < s->l1_size; i++) {
+        uint64_t l2_offset = s->l1_table[i] & L1E_OFFSET_MASK;
+        uint64_t old = s->l1_table[i];
+        int ret;
+
+        if (!l2_offset) {
+            continue;
+        }
+        /* the entry goes first: a crash in between leaks the table */
+        s->l1_table[i] = 0;
+        ret = qcow2_write_l1_entry(bs, i);
+        if (ret < 0) {
+            s->l1_table[i] = old;
+            return ret;
+        }
+        qcow2_free_clusters(bs, l2_offset, s->cluster_size,
+                            QCOW2_DISCARD_ALWAYS);
+    }
+    return 0;
+}
+
 /*
  * Gives L1 entry @l1_index a fresh L2 table with refcount 1: a copy of the
  * table it points to now (shared with a snapshot), or zeroes if none.
@@ -409,6 +430,7 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
         s->l1_table[l1_index] = old_l1_entry;
         goto fail;
     }
+    qcow2_overlap_l2_changed(s, old_l1_entry, s->l1_table[l1_index]);
     if (old_l2_offset) {
         /* drop our reference; the snapshot keeps the old table */
         qcow2_free_clusters(bs, old_l2_offset, s->l2_size * l2_entry_size(s),
@@ -742,17 +764,21 @@ static void l2meta_finish(BDRVQcow2State *s, QCowL2Meta *m)
 /*
  * Reads guest bytes [offset, offset + bytes) into @buf through the
  * driver's read path; bytes past the end of the image read as zeroes (the
- * last cluster of an image may reach beyond it).
+ * last cluster of an image may reach beyond it), except in the VM state
+ * area, which lies beyond the end on purpose.
  */
 static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
                                  uint64_t offset, uint8_t *buf,
                                  uint64_t bytes)
 {
+    BDRVQcow2State *s = bs->opaque;
     uint64_t valid = 0;
     QEMUIOVector qiov;
     int ret;
 
-    if ((int64_t)offset < disk_size) {
+    if ((int64_t)offset >= qcow2_vm_state_offset(s)) {
+        valid = bytes;
+    } else if ((int64_t)offset < disk_size) {
         valid = MIN(bytes, disk_size - offset);
     }
     memset(buf + valid, 0, bytes - valid);
@@ -775,7 +801,10 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
 
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     qemu_iovec_init_buf(&qiov, buf, bytes);
-    ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    ret = qcow2_pre_write_data_check(bs, host_offset, bytes);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    }
     return ret < 0 ? ret : 0;
 }
 
@@ -910,6 +939,24 @@ fail:
     return ret;
 }
 
+int coroutine_fn qcow2_prepare_compressed_cluster(BlockDriverState *bs,
+                                                  uint64_t offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t *slice;
+    uint64_t l2_offset;
+    int slice_index;
+    int ret;
+
+    wait_for_allocations(bs, offset, s->cluster_size);
+    ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
+    if (ret < 0) {
+        return ret;
+    }
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    return 0;
+}
+
 int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
                                                uint64_t offset,
                                                uint64_t l2_entry)
@@ -1038,10 +1085,28 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    int l1_index = offset_to_l1_index(s, offset);
     uint64_t *slice;
     uint64_t l2_offset;
     int slice_index;
     int ret;
+
+    /*
+     * Without an L2 table every entry is unallocated; if that is what the
+     * operation leaves, there is no table to allocate (a shrink or a
+     * discard of a sparse disk would create one per L1 entry).
+     */
+    if (l1_index >= s->l1_size ||
+        !(s->l1_table[l1_index] & L1E_OFFSET_MASK)) {
+        bool no_table_unmap;
+        uint64_t new = op == L2_OP_DISCARD
+                       ? discarded_entry(bs, 0, full_discard)
+                       : zeroized_entry(bs, 0, flags, &no_table_unmap);
+
+        if (new == 0) {
+            return 0;
+        }
+    }
 
     ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
     if (ret < 0) {
@@ -1162,4 +1227,57 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
         bytes -= cur;
     }
     return 0;
+}
+
+int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!s->l1_size) {
+        return 0;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_L1_UPDATE);
+    return qcow2_l1_write(bs, s->l1_table_offset, s->l1_table, 0,
+                          s->l1_size);
+}
+
+int coroutine_fn qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                                    Qcow2L2EntryFn *fn, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int slices = s->cluster_size / s->l2_cache_entry_size;
+    int per_slice = l2_slice_entries(s);
+    int ret = 0;
+
+    for (int i = 0; i < slices && ret == 0; i++) {
+        uint64_t *slice;
+
+        ret = qcow2_cache_get(bs, s->l2_table_cache,
+                              l2_offset + (uint64_t)i *
+                              s->l2_cache_entry_size, (void **)&slice);
+        if (ret < 0) {
+            break;
+        }
+        for (int j = 0; j < per_slice; j++) {
+            uint64_t entry = l2_get_entry(s, slice, j);
+            QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+            uint64_t new_entry = entry;
+
+            if (!l2_entry_is_valid(s, entry, type)) {
+                ret = l2_entry_corrupt(bs, l2_offset, i * per_slice + j,
+                                       entry, type);
+                break;
+            }
+            ret = fn(bs, type, &new_entry, opaque);
+            if (ret < 0) {
+                break;
+            }
+            if (new_entry != entry) {
+                l2_set_entry(s, slice, j, new_entry);
+                qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
+            }
+        }
+        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    }
+    return ret;
 }

@@ -9,8 +9,12 @@
  * significant bit of each byte.  A missing block (table entry 0) or a
  * cluster beyond the table has refcount 0.
  *
- * Allocation is first-fit from s->free_cluster_index, which is never above
- * the lowest free cluster.  Giving a cluster a refcount may need a new
+ * Allocation is first-fit from s->free_cluster_index.  As in QEMU, a
+ * search leaves the index past the range it found (so that the refcount
+ * block that range may need goes after it, and the range stays where it
+ * was found on the retry), and only freeing moves it back: free clusters
+ * below it that were too few for an earlier request stay unused until
+ * then.  Host layouts therefore come out as QEMU's do.  Giving a cluster a refcount may need a new
  * refcount block (which may describe itself) or a bigger refcount table;
  * whenever such metadata was allocated, the update returns -EAGAIN and the
  * allocator searches again, because the new metadata may sit where the
@@ -40,16 +44,16 @@ typedef struct Qcow2DiscardRegion {
 /* ---------------------------------------------------------------------- */
 /* Refcount block entries */
 
-static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
-                                   uint64_t index)
+uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
+                                  uint64_t index)
 {
     const uint8_t *p = block;
 
-    switch (s->refcount_order) {
+    switch (refcount_order) {
     case 0:
     case 1:
     case 2: {
-        int bits = s->refcount_bits;
+        int bits = 1 << refcount_order;
         int per_byte = 8 / bits;
         int shift = (index % per_byte) * bits;
 
@@ -68,32 +72,35 @@ static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
     }
 }
 
-static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
-                               uint64_t index, uint64_t value)
+void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
+                              uint64_t value)
 {
     uint8_t *p = block;
 
-    assert(value <= s->refcount_max);
-    switch (s->refcount_order) {
+    switch (refcount_order) {
     case 0:
     case 1:
     case 2: {
-        int bits = s->refcount_bits;
+        int bits = 1 << refcount_order;
         int per_byte = 8 / bits;
         int shift = (index % per_byte) * bits;
         uint8_t mask = ((1u << bits) - 1) << shift;
 
+        assert(value < (1u << bits));
         p[index / per_byte] = (p[index / per_byte] & ~mask) |
                               (uint8_t)(value << shift);
         break;
     }
     case 3:
+        assert(value <= UINT8_MAX);
         p[index] = value;
         break;
     case 4:
+        assert(value <= UINT16_MAX);
         ((uint16_t *)block)[index] = GUINT16_TO_BE(value);
         break;
     case 5:
+        assert(value <= UINT32_MAX);
         ((uint32_t *)block)[index] = GUINT32_TO_BE(value);
         break;
     case 6:
@@ -102,6 +109,18 @@ static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
     default:
         g_assert_not_reached();
     }
+}
+
+static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
+                                   uint64_t index)
+{
+    return qcow2_refblock_get_entry(s->refcount_order, block, index);
+}
+
+static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
+                               uint64_t index, uint64_t value)
+{
+    qcow2_refblock_set_entry(s->refcount_order, block, index, value);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -300,14 +319,13 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
 /* ---------------------------------------------------------------------- */
 /* Refcount structure growth */
 
-/* Writes @n host-endian table entries from @entries at table index @first
- * of the table at @table_offset: the one place the table is written. */
-static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
                                 uint64_t first, const uint64_t *entries,
                                 uint64_t n)
 {
     g_autofree uint64_t *be = g_try_new(uint64_t, n);
     uint64_t i;
+    int ret;
 
     if (!be) {
         return -ENOMEM;
@@ -316,6 +334,11 @@ static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
         be[i] = GUINT64_TO_BE(entries[i]);
     }
     BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_UPDATE);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_REFCOUNT_TABLE,
+                                        table_offset + first * 8, n * 8);
+    if (ret < 0) {
+        return ret;
+    }
     return bdrv_pwrite_sync(bs->file, table_offset + first * 8, n * 8, be, 0);
 }
 
@@ -327,7 +350,7 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t nb_clusters = size_to_clusters(s, size);
-    int64_t i = s->free_cluster_index, start = i, first_free = -1;
+    int64_t i = s->free_cluster_index, start = i;
     uint64_t refcount;
     int ret;
 
@@ -339,12 +362,11 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
         }
         if (refcount) {
             start = i + 1;
-        } else if (first_free < 0) {
-            first_free = i;
         }
         i++;
     }
-    s->free_cluster_index = first_free;
+    /* past the range, which the caller is about to use (see the top) */
+    s->free_cluster_index = i;
 
     /* Host offsets must fit in the L2 entry's 56-bit offset field. */
     if ((uint64_t)(start + nb_clusters) >
@@ -448,9 +470,8 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_SWITCH_TABLE);
     header_update.offset = GUINT64_TO_BE(table_offset);
     header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = bdrv_pwrite_sync(bs->file,
-                           offsetof(QCowHeader, refcount_table_offset),
-                           sizeof(header_update), &header_update, 0);
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
+                             &header_update, sizeof(header_update));
     if (ret < 0) {
         return ret;
     }
@@ -459,6 +480,9 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     s->refcount_table = g_steal_pointer(&table);
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
+    for (uint64_t i = old_size; i < entries; i++) {
+        qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
+    }
 
     qcow2_free_clusters(bs, old_offset, old_size * 8, QCOW2_DISCARD_OTHER);
     return -EAGAIN;
@@ -529,6 +553,8 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
     if (ret < 0) {
         goto fail;
     }
+    qcow2_overlap_refblock_changed(s, s->refcount_table[rt_index],
+                                   new_block);
     s->refcount_table[rt_index] = new_block;
     return -EAGAIN;
 
@@ -629,6 +655,11 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
             if (cluster < s->free_cluster_index) {
                 s->free_cluster_index = cluster;
             }
+            /* a free cluster may become anything: compressed data must
+             * not go on filling it */
+            if (s->free_byte_offset >> s->cluster_bits == cluster) {
+                s->free_byte_offset = 0;
+            }
         } else if (cluster == s->free_cluster_index) {
             s->free_cluster_index++;
         }
@@ -660,6 +691,12 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
                 continue;
             }
             qcow2_forget_cached_tables(s, cluster << s->cluster_bits);
+            /* a free cluster may be reused for anything: compressed
+             * bytes must not be appended to it any more */
+            if (s->free_byte_offset &&
+                (s->free_byte_offset >> s->cluster_bits) == cluster) {
+                s->free_byte_offset = 0;
+            }
             if (qcow2_discard_enabled(s, type)) {
                 qcow2_queue_discard(s, bs->file, cluster << s->cluster_bits,
                                     s->cluster_size);
@@ -682,6 +719,19 @@ int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
     do {
         ret = qcow2_update_refcount(bs, cluster_index << s->cluster_bits, 1,
                                     addend, decrease, type);
+    } while (ret == -EAGAIN);
+    return ret;
+}
+
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type)
+{
+    int ret;
+
+    do {
+        ret = qcow2_update_refcount(bs, offset, length, addend, decrease,
+                                    type);
     } while (ret == -EAGAIN);
     return ret;
 }
@@ -1059,7 +1109,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
                 if (zero && (fix & BDRV_FIX_ERRORS)) {
                     /* nothing is lost: the cluster reads as zeroes */
                     fprintf(stderr, "Repairing offset=%" PRIx64 ": "
-                            "Preallocated zero cluster is not properly "
+                            "Preallocated cluster is not properly "
                             "aligned; L2 entry corrupted.\n", offset);
                     ret = qcow2_check_set_l2_entry(bs, l2_offset, i,
                                                    QCOW_OFLAG_ZERO);
@@ -1073,7 +1123,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
                 } else {
                     fprintf(stderr, "ERROR offset=%" PRIx64 ": %s cluster "
                             "is not properly aligned; L2 entry corrupted.\n",
-                            offset, zero ? "Preallocated zero" : "Data");
+                            offset, zero ? "Preallocated" : "Data");
                     res->corruptions++;
                 }
             }
@@ -1555,9 +1605,8 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
 
     header_update.offset = GUINT64_TO_BE(table_offset);
     header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = bdrv_pwrite_sync(bs->file,
-                           offsetof(QCowHeader, refcount_table_offset),
-                           sizeof(header_update), &header_update, 0);
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
+                             &header_update, sizeof(header_update));
     if (ret < 0) {
         error_report("ERROR setting reftable: %s", strerror(-ret));
         return ret;
@@ -1568,6 +1617,7 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
     s->free_cluster_index = 0;
+    qcow2_overlap_rebuild_active(s);
     return 0;
 }
 
@@ -1674,7 +1724,9 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
     BDRVQcow2State *s = bs->opaque;
     Qcow2CheckRefs r = { 0 };
     BdrvCheckResult pre_compare;
-    int64_t highest_cluster = -1, virtual_size;
+    /* cluster 0 (the header) is always in use; QEMU reports at least it
+     * as the image end even when no refcount could be read */
+    int64_t highest_cluster = 0, virtual_size;
     bool rebuild = false;
     int ret;
 
@@ -1735,7 +1787,7 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
             res->check_errors++;
             goto out;
         }
-        highest_cluster = -1;
+        highest_cluster = 0;
         qcow2_check_compare(bs, &scratch, &r, BDRV_FIX_LEAKS, &still_broken,
                             &highest_cluster);
         if (still_broken) {
@@ -1752,7 +1804,7 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
         goto out;
     } else if (fix && (res->leaks || res->corruptions)) {
         *res = pre_compare;
-        highest_cluster = -1;
+        highest_cluster = 0;
         qcow2_check_compare(bs, res, &r, fix, &rebuild, &highest_cluster);
     }
 

@@ -30,6 +30,7 @@
 #include "qapi/qapi-opts.h"
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
+#include "util/qapi-event.h"
 #include "util/thread-pool.h"
 
 #define QCOW2_OPT_LAZY_REFCOUNTS        "lazy-refcounts"
@@ -60,12 +61,15 @@
 /* An L2 cache that cannot cover the disk uses small entries (QEMU). */
 #define QCOW2_SMALL_L2_CACHE_ENTRY      4096
 
-/* Compressed cluster writes are refused in images whose compressed size
- * field cannot describe them; a compressed cluster spans at most 2 MiB. */
-#define QCOW2_COMPRESSED_SECTOR_SIZE 512
-
 /* How many requests to the file one guest request keeps in flight. */
 #define QCOW2_MAX_PARALLEL_IO 16
+
+/*
+ * The feature name table (392 bytes) is optional; like QEMU, it is left
+ * out of header clusters smaller than 8 KiB, where it would crowd out the
+ * backing file name (a 512-byte cluster could not hold both).
+ */
+#define QCOW2_FEATURE_TABLE_MIN_CLUSTER 8192
 
 /* The feature names this driver writes into the feature name table. */
 static const Qcow2FeatureNameEntry qcow2_feature_names[] = {
@@ -87,6 +91,8 @@ typedef struct Qcow2HeaderExts {
     size_t feature_table_len;   /* entries */
     bool has_crypto_header;
     bool has_bitmaps;
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
     GList *unknown;             /* Qcow2UnknownHeaderExtension * */
 } Qcow2HeaderExts;
 
@@ -116,13 +122,10 @@ static void coroutine_fn qcow2_co_call_entry(void *opaque)
     call->ret = call->fn(call->bs, call->opaque);
 }
 
-/*
- * Runs @fn in coroutine context (the metadata functions may yield), from
- * either context: the open, close and create paths start outside one.
- */
-static int qcow2_run_co(BlockDriverState *bs,
-                        int (*fn)(BlockDriverState *bs, void *opaque),
-                        void *opaque)
+/* The metadata functions may yield: qcow2.h. */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque)
 {
     Qcow2CoCall call = { .bs = bs, .fn = fn, .opaque = opaque };
 
@@ -291,6 +294,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             /* kept as it is, like an unknown one: this driver does not
              * maintain bitmaps (the autoclear bit says so) */
             exts->has_bitmaps = true;
+            if (ext.len >= sizeof(Qcow2BitmapHeaderExt)) {
+                Qcow2BitmapHeaderExt b;
+
+                memcpy(&b, data, sizeof(b));
+                exts->bitmap_directory_offset =
+                    GUINT64_FROM_BE(b.bitmap_directory_offset);
+                exts->bitmap_directory_size =
+                    GUINT64_FROM_BE(b.bitmap_directory_size);
+            }
             /* fall through */
         default: {
             Qcow2UnknownHeaderExtension *u =
@@ -338,9 +350,15 @@ static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
 /* Writing the header */
 
 /* Invariant 1: the one place where the header cluster is written. */
-static int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
-                              const void *buf, size_t len)
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len)
 {
+    int ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
+                                            len);
+
+    if (ret < 0) {
+        return ret;
+    }
     return bdrv_pwrite_sync(bs->file, offset, len, buf, 0);
 }
 
@@ -428,6 +446,7 @@ static int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
         return -ENOSPC;
     }
     if (s->qcow_version >= 3 &&
+        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
         !qcow2_put_extension(buf, buflen, &pos,
                              QCOW2_EXT_MAGIC_FEATURE_TABLE,
                              qcow2_feature_names,
@@ -535,6 +554,29 @@ static int qcow2_mark_consistent(BlockDriverState *bs)
     return qcow2_update_header(bs);
 }
 
+/* BLOCK_IMAGE_CORRUPTED, for the monitor (qapi/block-core.json). */
+static void qcow2_send_corrupted_event(BlockDriverState *bs,
+                                       const char *message, int64_t offset,
+                                       int64_t size, bool fatal)
+{
+    QDict *data = qdict_new();
+    const char *node_name = bdrv_get_node_name(bs);
+
+    qdict_put_str(data, "device", bdrv_get_device_or_node_name(bs));
+    if (node_name && *node_name) {
+        qdict_put_str(data, "node-name", node_name);
+    }
+    qdict_put_str(data, "msg", message);
+    if (offset >= 0) {
+        qdict_put_int(data, "offset", offset);
+    }
+    if (size >= 0) {
+        qdict_put_int(data, "size", size);
+    }
+    qdict_put_bool(data, "fatal", fatal);
+    qapi_event_emit("BLOCK_IMAGE_CORRUPTED", data);
+}
+
 void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
                              int64_t size, const char *fmt, ...)
 {
@@ -546,25 +588,38 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
     message = g_strdup_vprintf(fmt, ap);
     va_end(ap);
 
+    /*
+     * The report goes to stderr without the program name, as QEMU prints
+     * it: scripts match this line.  A read-only image cannot be marked,
+     * nor written to anyway (QEMU).
+     */
+    fatal = fatal && bdrv_is_writable(bs);
     if (fatal) {
-        if (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+        if (bs->corrupt) {
             /* reported already: the node refuses writes since */
-            bs->corrupt = true;
             return;
         }
-        error_report("qcow2: Marking image as corrupt: %s; further "
-                     "corruption events will be suppressed", message);
+        fprintf(stderr, "qcow2: Marking image as corrupt: %s; further "
+                "corruption events will be suppressed\n", message);
         s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
+        /* invariant 6: set first, so that marking cannot recurse */
         bs->corrupt = true;
-        /* best effort: the image is unusable for writing either way */
+        /*
+         * Best effort: the image is unusable for writing either way, and
+         * the header write is overlap-checked itself (if the header is
+         * what overlaps, it is left alone).
+         */
         if (s->qcow_version >= 3) {
             qcow2_write_incompat(bs, s->incompatible_features);
         }
     } else if (!s->signaled_corruption) {
-        error_report("qcow2: Image is corrupt: %s; further non-fatal "
-                     "corruption events will be suppressed", message);
+        fprintf(stderr, "qcow2: Image is corrupt: %s; further non-fatal "
+                "corruption events will be suppressed\n", message);
         s->signaled_corruption = true;
+    } else {
+        return;
     }
+    qcow2_send_corrupted_event(bs, message, offset, size, fatal);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -581,6 +636,7 @@ typedef struct Qcow2Options {
     uint64_t l2_cache_entry_size;
     uint64_t refcount_cache_size;   /* bytes */
     uint64_t cache_clean_interval;  /* seconds */
+    int overlap_check;              /* QCOW2_OL_* */
 } Qcow2Options;
 
 /*
@@ -708,6 +764,10 @@ static int qcow2_read_options(BlockDriverState *bs, QDict *options,
         opts, QCOW2_OPT_DISCARD_OTHER, false);
     o->discard_no_unref = qemu_opt_get_bool(opts, QCOW2_OPT_DISCARD_NO_UNREF,
                                             false);
+    ret = qcow2_overlap_read_options(opts, &o->overlap_check, errp);
+    if (ret < 0) {
+        goto out;
+    }
     if (o->discard_no_unref && s->qcow_version < 3) {
         error_setg(errp, QCOW2_OPT_DISCARD_NO_UNREF " is only supported "
                    "since qcow2 version 3");
@@ -798,54 +858,11 @@ static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
     s->l2_cache_entry_size = o->l2_cache_entry_size;
     s->refcount_cache_size = o->refcount_cache_size;
     s->cache_clean_interval = o->cache_clean_interval;
+    s->overlap_check = o->overlap_check;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Open and close */
-
-/* The fixed part of a snapshot table entry. */
-typedef struct QEMU_PACKED Qcow2SnapshotHeader {
-    uint64_t l1_table_offset;
-    uint32_t l1_size;
-    uint16_t id_str_size;
-    uint16_t name_size;
-    uint32_t date_sec;
-    uint32_t date_nsec;
-    uint64_t vm_clock_nsec;
-    uint32_t vm_state_size;
-    uint32_t extra_data_size;
-} Qcow2SnapshotHeader;
-_Static_assert(sizeof(Qcow2SnapshotHeader) == 40, "snapshot entry header");
-
-/*
- * Measures the snapshot table (s->snapshots_size) so that the refcount
- * check can account for it; the snapshots themselves stay untouched.
- */
-static int qcow2_measure_snapshots(BlockDriverState *bs, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t offset = s->snapshots_offset;
-
-    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
-        Qcow2SnapshotHeader sn;
-        int ret = bdrv_pread(bs->file, offset, sizeof(sn), &sn, 0);
-
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to read snapshot table");
-            return ret;
-        }
-        offset += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
-                  GUINT16_FROM_BE(sn.id_str_size) +
-                  GUINT16_FROM_BE(sn.name_size);
-        offset = ROUND_UP(offset, 8);
-        if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS * 1024ULL) {
-            error_setg(errp, "Snapshot table too large");
-            return -EFBIG;
-        }
-    }
-    s->snapshots_size = offset - s->snapshots_offset;
-    return 0;
-}
 
 /* Checks the compression type field against its feature bit. */
 static int qcow2_check_compression_type(BDRVQcow2State *s, Error **errp)
@@ -1180,6 +1197,10 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (ret < 0) {
         return ret;
     }
+    ret = qcow2_overlap_init(bs, o->errp);
+    if (ret < 0) {
+        return ret;
+    }
 
     /*
      * A dirty image (lazy refcounts, not closed cleanly) has refcounts that
@@ -1210,6 +1231,9 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (writable &&
         (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
         s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        /* the bitmaps are invalid from now on: their clusters are leaks */
+        s->bitmap_directory_offset = 0;
+        s->bitmap_directory_size = 0;
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
@@ -1251,7 +1275,9 @@ static void qcow2_free_state(BlockDriverState *bs)
     if (s->refcount_table) {
         qcow2_refcount_close(bs);
     }
+    qcow2_overlap_close(s);
     g_clear_pointer(&s->l1_table, g_free);
+    qcow2_free_snapshots(bs);
     g_clear_pointer(&s->unknown_header_fields, g_free);
     g_list_free_full(s->unknown_header_ext, g_free);
     s->unknown_header_ext = NULL;
@@ -1287,6 +1313,11 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->image_backing_format = g_steal_pointer(&exts.backing_format);
     s->unknown_header_ext = g_steal_pointer(&exts.unknown);
+    /* metadata only while the bitmaps are valid (autoclear bit set) */
+    if (s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS) {
+        s->bitmap_directory_offset = exts.bitmap_directory_offset;
+        s->bitmap_directory_size = exts.bitmap_directory_size;
+    }
 
     ret = qcow2_read_options(bs, options, flags, &opts, errp);
     if (ret < 0) {
@@ -1303,11 +1334,9 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
         qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                    s->refcount_block_cache);
     }
-    if (s->nb_snapshots) {
-        ret = qcow2_measure_snapshots(bs, errp);
-        if (ret < 0) {
-            goto fail;
-        }
+    ret = qcow2_read_snapshots(bs, flags & BDRV_O_CHECK, errp);
+    if (ret < 0) {
+        goto fail;
     }
     ret = qcow2_run_co(bs, qcow2_open_co, &co);
     if (ret < 0) {
@@ -1485,6 +1514,7 @@ struct Qcow2Task {
     uint64_t bytes;
     QEMUIOVector *qiov;
     size_t qiov_offset;
+    void *opaque;               /* the task's own data (compression job) */
 };
 
 static void coroutine_fn qcow2_task_entry(void *opaque)
@@ -1795,8 +1825,13 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
         qemu_iovec_add(&all, tail, m->cow_end_bytes);
     }
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-    ret = bdrv_co_pwritev(s->data_file, m->alloc_offset + (start - m->offset),
-                          all.size, &all, 0);
+    ret = qcow2_pre_write_data_check(bs, m->alloc_offset +
+                                     (start - m->offset), all.size);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file,
+                              m->alloc_offset + (start - m->offset),
+                              all.size, &all, 0);
+    }
     if (ret == 0) {
         m->cow_start_bytes = 0;
         m->cow_end_bytes = 0;
@@ -1838,10 +1873,14 @@ static int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
         } else {
             QEMUIOVector slice;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
             BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-            ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
+            ret = qcow2_pre_write_data_check(bs, host_offset, cur);
+            if (ret == 0) {
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice,
+                                      0);
+                qemu_iovec_destroy(&slice);
+            }
         }
 
         qemu_co_mutex_lock(&s->lock);
@@ -1866,6 +1905,7 @@ typedef struct Qcow2CompressJob {
     size_t dest_size;
     const void *src;
     size_t src_size;
+    ssize_t out_len;            /* the result: bytes, -ENOSPC or -errno */
 } Qcow2CompressJob;
 
 /* Worker thread: compression is CPU work, kept off the event loop. */
@@ -1875,6 +1915,16 @@ static int qcow2_compress_job(void *opaque)
 
     return qcow2_compress(job->s, job->dest, job->dest_size, job->src,
                           job->src_size);
+}
+
+/* A pool task that hands one cluster to a worker thread. */
+static int coroutine_fn qcow2_compress_task(Qcow2Task *t)
+{
+    Qcow2CompressJob *job = t->opaque;
+    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(t->bs));
+
+    job->out_len = thread_pool_submit_co(pool, qcow2_compress_job, job);
+    return job->out_len < 0 && job->out_len != -ENOSPC ? job->out_len : 0;
 }
 
 /*
@@ -1892,6 +1942,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_prepare_compressed_cluster(bs, offset);
+    if (ret < 0) {
+        goto out;
+    }
     coffset = qcow2_alloc_bytes(bs, out_len);
     if (coffset < 0) {
         ret = coffset;
@@ -1908,7 +1962,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
      * this guest cluster can start between the write and the link.
      */
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_COMPRESSED);
-    ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    ret = qcow2_pre_write_overlap_check(bs, 0, coffset, out_len);
+    if (ret == 0) {
+        ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    }
     if (ret == 0) {
         ret = qcow2_link_compressed_cluster(bs, offset, entry);
     }
@@ -1921,10 +1978,34 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink by
- * at least a sector is written as a normal cluster, as QEMU does.  Unlike
- * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
- * is freed) instead of failing with EIO.
+ * Compresses the clusters of one batch in worker threads at the same time
+ * (at most QCOW2_MAX_PARALLEL_IO), so that one request of many clusters
+ * keeps as many cores busy.
+ */
+static int coroutine_fn qcow2_compress_batch(BlockDriverState *bs,
+                                             Qcow2CompressJob *jobs, int n)
+{
+    Qcow2TaskPool pool = { 0 };
+    int ret = 0;
+
+    for (int i = 0; i < n && ret == 0; i++) {
+        Qcow2Task *t = g_new0(Qcow2Task, 1);
+
+        *t = (Qcow2Task) {
+            .bs = bs, .fn = qcow2_compress_task, .opaque = &jobs[i],
+        };
+        ret = qcow2_pool_run(&pool, t, n == 1);
+    }
+    return qcow2_pool_finish(&pool, ret);
+}
+
+/*
+ * Writes whole clusters compressed.  The clusters of a request are
+ * compressed in parallel and then stored in guest order, so that the
+ * image is laid out as if they had been written one by one.  A cluster
+ * that does not shrink is written as a normal cluster.  Unlike QEMU 7.2,
+ * an allocated cluster may be overwritten (its old host cluster is freed)
+ * instead of failing with EIO.
  */
 static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     int64_t offset,
@@ -1932,7 +2013,8 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     QEMUIOVector *qiov)
 {
     BDRVQcow2State *s = bs->opaque;
-    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
+    int batch = MIN(size_to_clusters(s, bytes), QCOW2_MAX_PARALLEL_IO);
+    g_autofree Qcow2CompressJob *jobs = NULL;
     uint8_t *in, *out;
     size_t qiov_offset = 0;
     int ret = 0;
@@ -1943,43 +2025,71 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     if (s->data_file != bs->file) {
         return -ENOTSUP;
     }
+    if (bytes == 0) {
+        /* the end of the stream: the file ends on a sector boundary, so
+         * that sector-based readers see the last compressed bytes whole */
+        int64_t len = bdrv_getlength(bs->file->bs);
+
+        if (len < 0) {
+            return len;
+        }
+        qemu_co_mutex_lock(&s->lock);
+        ret = bdrv_co_truncate(bs->file, len, false, PREALLOC_MODE_OFF, 0,
+                               NULL);
+        qemu_co_mutex_unlock(&s->lock);
+        return ret;
+    }
     if (offset_into_cluster(s, offset) ||
         (offset_into_cluster(s, bytes) &&
          offset + bytes != s->virtual_size)) {
         return -EINVAL;
     }
-    in = qemu_try_blockalign(bs, s->cluster_size);
-    out = g_try_malloc(s->cluster_size);
+    jobs = g_new0(Qcow2CompressJob, batch);
+    in = qemu_try_blockalign(bs, (size_t)batch * s->cluster_size);
+    out = g_try_malloc((size_t)batch * s->cluster_size);
     if (!in || !out) {
         ret = -ENOMEM;
         bytes = 0;
     }
 
     while (bytes > 0 && ret == 0) {
-        size_t cur = MIN(bytes, (int64_t)s->cluster_size);
-        Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 512,
-            .src = in, .src_size = s->cluster_size,
-        };
-        ssize_t out_len;
+        int n = MIN(size_to_clusters(s, bytes), batch);
 
-        qemu_iovec_to_buf(qiov, qiov_offset, in, cur);
-        memset(in + cur, 0, s->cluster_size - cur);
-        out_len = thread_pool_submit_co(pool, qcow2_compress_job, &job);
-        if (out_len == -ENOSPC) {
-            QEMUIOVector slice;
+        for (int i = 0; i < n; i++) {
+            size_t cur = MIN(bytes - (int64_t)i * s->cluster_size,
+                             (int64_t)s->cluster_size);
+            uint8_t *src = in + (size_t)i * s->cluster_size;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
-            ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
-        } else if (out_len < 0) {
-            ret = out_len;
-        } else {
-            ret = qcow2_write_compressed_cluster(bs, offset, out, out_len);
+            qemu_iovec_to_buf(qiov, qiov_offset + (size_t)i * s->cluster_size,
+                              src, cur);
+            memset(src + cur, 0, s->cluster_size - cur);
+            jobs[i] = (Qcow2CompressJob) {
+                .s = s, .dest = out + (size_t)i * s->cluster_size,
+                /* anything smaller than a cluster is stored compressed,
+                 * as QEMU does */
+                .dest_size = s->cluster_size - 1,
+                .src = src, .src_size = s->cluster_size,
+            };
         }
-        offset += cur;
-        bytes -= cur;
-        qiov_offset += cur;
+        ret = qcow2_compress_batch(bs, jobs, n);
+
+        for (int i = 0; i < n && ret == 0; i++) {
+            size_t cur = MIN(bytes, (int64_t)s->cluster_size);
+
+            if (jobs[i].out_len == -ENOSPC) {
+                QEMUIOVector slice;
+
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
+                qemu_iovec_destroy(&slice);
+            } else {
+                ret = qcow2_write_compressed_cluster(bs, offset, jobs[i].dest,
+                                                     jobs[i].out_len);
+            }
+            offset += cur;
+            bytes -= cur;
+            qiov_offset += cur;
+        }
     }
     qemu_vfree(in);
     g_free(out);
@@ -1989,12 +2099,23 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
 /*
  * True if guest [offset, offset + bytes) reads as zeroes from this image
  * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not: its L2 entry still
+ * says unallocated, but a write is filling it.
  */
 static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
     while (bytes > 0) {
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset;
@@ -2062,6 +2183,14 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
         return -ENOTSUP;
     }
+    /*
+     * Without the zero flag (v2) a discarded cluster would read as the
+     * backing file, which is neither the old data nor zeroes; like QEMU,
+     * keep the data.
+     */
+    if (s->qcow_version < 3 && bs->backing) {
+        return -ENOTSUP;
+    }
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_cluster_discard(bs, offset, bytes, false);
     qemu_co_mutex_unlock(&s->lock);
@@ -2070,6 +2199,39 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
 
 /* ---------------------------------------------------------------------- */
 /* Block status and flush */
+
+/*
+ * QEMU's test for an image made with preallocation=metadata: clearly more
+ * clusters have a refcount than the file has allocated on the host (at
+ * least a ninth more, and two).  Only such images have clusters that were
+ * never written, whose holes in the file block status reports as zeroes;
+ * in any other image an allocated cluster is data, as QEMU's map says.
+ */
+static int coroutine_fn qcow2_detect_metadata_preallocation(
+    BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_length = bdrv_getlength(bs->file->bs);
+    int64_t allocated = bdrv_get_allocated_file_size(bs->file->bs);
+    int64_t real_clusters, threshold, count = 0;
+
+    if (file_length < 0 || allocated < 0) {
+        return file_length < 0 ? file_length : allocated;
+    }
+    real_clusters = allocated / s->cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    for (int64_t i = 0; i < size_to_clusters(s, file_length) &&
+                        count < threshold; i++) {
+        uint64_t refcount;
+        int ret = qcow2_get_refcount(bs, i, &refcount);
+
+        if (ret < 0) {
+            return ret;
+        }
+        count += refcount != 0;
+    }
+    return count >= threshold;
+}
 
 static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
                                               bool want_zero, int64_t offset,
@@ -2084,6 +2246,11 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    if (!s->metadata_preallocation_checked) {
+        ret = qcow2_detect_metadata_preallocation(bs);
+        s->metadata_preallocation = ret == 1;
+        s->metadata_preallocation_checked = true;
+    }
     ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
     qemu_co_mutex_unlock(&s->lock);
     if (ret < 0) {
@@ -2097,7 +2264,7 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
         /* preallocated metadata maps clusters never written: the file's
          * holes tell that they read as zeroes */
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
-               BDRV_BLOCK_RECURSE;
+               (s->metadata_preallocation ? BDRV_BLOCK_RECURSE : 0);
     case QCOW2_CLUSTER_ZERO_ALLOC:
         *map = host_offset;
         *file = s->data_file->bs;
@@ -2119,7 +2286,16 @@ static int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_write_caches(bs);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        /*
+         * Lazy refcounts (qcow2.h, invariant 5): the guest's data needs
+         * its L2 tables on disk, not its refcounts, which the dirty bit
+         * has the next open rebuild.  QEMU flushes the same way.
+         */
+        ret = qcow2_cache_write(bs, s->l2_table_cache);
+    } else {
+        ret = qcow2_write_caches(bs);
+    }
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }
@@ -2167,6 +2343,12 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
                              "clusters");
             return ret;
         }
+    }
+    ret = qcow2_shrink_l1_table(bs, qcow2_size_to_l1(s, offset));
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to reduce the number of L2 "
+                         "tables");
+        return ret;
     }
     ret = qcow2_write_caches(bs);
     if (ret < 0) {
@@ -2225,8 +2407,9 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
         /* the clusters exist in the file: metadata preallocation makes
          * them holes, falloc and full reserve them */
         if ((int64_t)host_end > file_len) {
-            ret = bdrv_co_truncate(s->data_file, host_end, false, prealloc,
-                                   0, errp);
+            ret = bdrv_co_truncate(s->data_file, host_end, false,
+                                   prealloc == PREALLOC_MODE_METADATA ?
+                                   PREALLOC_MODE_OFF : prealloc, 0, errp);
             if (ret < 0) {
                 return ret;
             }
@@ -2261,11 +2444,9 @@ static int coroutine_fn qcow2_write_zero_bytes(BlockDriverState *bs,
     return qcow2_co_pwritev(bs, offset, bytes, &qiov, 0);
 }
 
-static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
-                                          int64_t offset, bool exact,
-                                          PreallocMode prealloc,
-                                          BdrvRequestFlags flags,
-                                          Error **errp)
+int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
+                                   bool exact, PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t old;
@@ -2286,8 +2467,9 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
 
     qemu_co_mutex_lock(&s->lock);
     old = s->virtual_size;
-    if (s->nb_snapshots) {
-        error_setg(errp, "Can't resize an image which has snapshots");
+    /* v3 snapshots record their own disk size; v2 ones cannot */
+    if (s->nb_snapshots && s->qcow_version < 3) {
+        error_setg(errp, "Can't resize a v2 image which has snapshots");
         ret = -ENOTSUP;
         goto out;
     }
@@ -2332,6 +2514,29 @@ out:
         }
     }
     return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The VM state area (after the end of the disk, qcow2.h) */
+
+static int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_pwritev(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                            qiov, 0);
+}
+
+static int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                           qiov, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2416,6 +2621,14 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     if (c->backing_fmt && !c->backing_file) {
         error_setg(errp, "Backing format cannot be used without backing "
                    "file");
+        return -EINVAL;
+    }
+    /* an image with a longer name could not be opened (QEMU's limit) */
+    if (c->backing_file &&
+        strlen(c->backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        error_setg_errno(errp, EINVAL, "Could not assign backing file '%s' "
+                         "with format '%s'", c->backing_file,
+                         c->backing_fmt ? c->backing_fmt : "");
         return -EINVAL;
     }
     if (!is_power_of_2(c->cluster_size) ||
@@ -2799,6 +3012,40 @@ static void qcow2_reopen_abort(BDRVReopenState *state)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Rebase */
+
+static int qcow2_change_backing_file(BlockDriverState *bs,
+                                     const char *backing_file,
+                                     const char *backing_fmt)
+{
+    BDRVQcow2State *s = bs->opaque;
+    char *old_file = s->image_backing_file;
+    char *old_fmt = s->image_backing_format;
+    int ret;
+
+    if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        return -EINVAL;
+    }
+    /* a raw data file is the whole disk: nothing may show through */
+    if (backing_file && qcow2_data_file_is_raw(s)) {
+        return -EINVAL;
+    }
+    s->image_backing_file = g_strdup(backing_file);
+    s->image_backing_format = g_strdup(backing_fmt);
+    ret = qcow2_update_header(bs);
+    if (ret < 0) {
+        g_free(s->image_backing_file);
+        g_free(s->image_backing_format);
+        s->image_backing_file = old_file;
+        s->image_backing_format = old_fmt;
+        return ret;
+    }
+    g_free(old_file);
+    g_free(old_fmt);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Queries */
 
 static int64_t qcow2_getlength(BlockDriverState *bs)
@@ -2813,6 +3060,7 @@ static int qcow2_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     BDRVQcow2State *s = bs->opaque;
 
     bdi->cluster_size = s->cluster_size;
+    bdi->vm_state_offset = qcow2_vm_state_offset(s);
     bdi->is_dirty = s->incompatible_features & QCOW2_INCOMPAT_DIRTY;
     return 0;
 }
@@ -2925,6 +3173,17 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_info                  = qcow2_get_info,
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
+    .bdrv_change_backing_file       = qcow2_change_backing_file,
+    .bdrv_measure                   = qcow2_measure,
+    .amend_opts                     = &qapi_opts_qcow2_amend,
+    .bdrv_amend_options             = qcow2_amend_options,
+    .bdrv_snapshot_create           = qcow2_snapshot_create,
+    .bdrv_snapshot_goto             = qcow2_snapshot_goto,
+    .bdrv_snapshot_delete           = qcow2_snapshot_delete,
+    .bdrv_snapshot_list             = qcow2_snapshot_list,
+    .bdrv_snapshot_load_tmp         = qcow2_snapshot_load_tmp,
+    .bdrv_co_save_vmstate           = qcow2_co_save_vmstate,
+    .bdrv_co_load_vmstate           = qcow2_co_load_vmstate,
     .supported_zero_flags           = BDRV_REQ_MAY_UNMAP |
                                       BDRV_REQ_NO_FALLBACK,
 };

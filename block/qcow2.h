@@ -10,6 +10,11 @@
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
  *                     host clusters, refcount table growth, check/repair
  *   qcow2-cache.c     the L2 and refcount table caches
+ *   qcow2-overlap.c   metadata overlap checks in front of every write
+ *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
+ *                     goto, delete, list, load_tmp), the VM state offset
+ *   qcow2-measure.c   qemu-img measure
+ *   qcow2-amend.c     qemu-img amend: up/downgrade, refcount width, ...
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -27,17 +32,23 @@
  *  4. Metadata structures are modified only under s->lock (CoMutex); guest
  *     data I/O to already-allocated clusters runs without it.
  *  5. With lazy refcounts (compatible bit 0) refcount updates may stay in
- *     the cache until flush; the dirty bit (incompatible bit 0) is set in
- *     the header before the first such deferred update reaches the file and
- *     cleared only after a flush leaves refcounts consistent.
+ *     the cache until it evicts them or the image is marked clean (a guest
+ *     flush writes the L2 tables only); the dirty bit (incompatible bit 0)
+ *     is set in the header before the first such deferred update matters
+ *     and cleared only after the refcounts are written consistent.
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
  *     sets the bit, and the node refuses further writes.
+ *  7. Every write to the file is preceded by a metadata overlap check
+ *     (qcow2_pre_write_overlap_check) that names the structures the write
+ *     is meant to update; the overlap index follows every change of the
+ *     active L1 table, the refcount table and the snapshot table.
  */
 #ifndef BLOCK_QCOW2_H
 #define BLOCK_QCOW2_H
 
 #include "block/block_int.h"
+#include "util/qemu-option.h"
 
 #define QCOW_MAGIC 0x514649fbU /* "QFI\xfb" */
 
@@ -58,6 +69,9 @@
 #define QCOW_MAX_REFTABLE_SIZE (8 * MiB)
 /* Snapshot table limits (a snapshot table entry is at most ~64 KiB). */
 #define QCOW_MAX_SNAPSHOTS 65536
+/* QEMU's bound on the whole table, and on one entry's extra data. */
+#define QCOW_MAX_SNAPSHOTS_SIZE (1024 * QCOW_MAX_SNAPSHOTS)
+#define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
 
@@ -87,6 +101,34 @@ enum {
     QCOW2_AUTOCLEAR_BITMAPS       = 1 << 0,
     QCOW2_AUTOCLEAR_DATA_FILE_RAW = 1 << 1,
     QCOW2_AUTOCLEAR_MASK          = 0x3,
+};
+
+/*
+ * Metadata structures, as the overlap checks know them (qcow2-overlap.c).
+ * The bit order is QEMU's: when a write overlaps several, the lowest bit
+ * is the one reported.
+ */
+enum {
+    QCOW2_OL_MAIN_HEADER      = 1 << 0,
+    QCOW2_OL_ACTIVE_L1        = 1 << 1,
+    QCOW2_OL_ACTIVE_L2        = 1 << 2,
+    QCOW2_OL_REFCOUNT_TABLE   = 1 << 3,
+    QCOW2_OL_REFCOUNT_BLOCK   = 1 << 4,
+    QCOW2_OL_SNAPSHOT_TABLE   = 1 << 5,
+    QCOW2_OL_INACTIVE_L1      = 1 << 6,
+    QCOW2_OL_INACTIVE_L2      = 1 << 7,
+    QCOW2_OL_BITMAP_DIRECTORY = 1 << 8,
+
+    QCOW2_OL_NONE = 0,
+    /* checks of constant cost that read nothing */
+    QCOW2_OL_CONSTANT = QCOW2_OL_MAIN_HEADER | QCOW2_OL_ACTIVE_L1 |
+                        QCOW2_OL_REFCOUNT_TABLE | QCOW2_OL_SNAPSHOT_TABLE |
+                        QCOW2_OL_BITMAP_DIRECTORY,
+    /* also what is known without reading from disk (the default) */
+    QCOW2_OL_CACHED = QCOW2_OL_CONSTANT | QCOW2_OL_ACTIVE_L2 |
+                      QCOW2_OL_REFCOUNT_BLOCK | QCOW2_OL_INACTIVE_L1,
+    /* also the snapshots' L2 tables, read from their L1 tables once */
+    QCOW2_OL_ALL = QCOW2_OL_CACHED | QCOW2_OL_INACTIVE_L2,
 };
 
 /* Header extension magics. */
@@ -139,6 +181,15 @@ typedef struct QEMU_PACKED Qcow2FeatureNameEntry {
 } Qcow2FeatureNameEntry;
 _Static_assert(sizeof(Qcow2FeatureNameEntry) == 48, "feature name entry");
 
+/* The data of the bitmaps header extension. */
+typedef struct QEMU_PACKED Qcow2BitmapHeaderExt {
+    uint32_t nb_bitmaps;
+    uint32_t reserved32;
+    uint64_t bitmap_directory_size;
+    uint64_t bitmap_directory_offset;
+} Qcow2BitmapHeaderExt;
+_Static_assert(sizeof(Qcow2BitmapHeaderExt) == 24, "bitmaps extension");
+
 /* A header extension we do not understand, kept to be written back. */
 typedef struct Qcow2UnknownHeaderExtension {
     uint32_t magic;
@@ -147,6 +198,24 @@ typedef struct Qcow2UnknownHeaderExtension {
 } Qcow2UnknownHeaderExtension;
 
 typedef struct Qcow2Cache Qcow2Cache;
+typedef struct Qcow2OverlapIndex Qcow2OverlapIndex;
+
+/* One snapshot table entry, host-endian (qcow2-snapshot.c). */
+typedef struct QCowSnapshot {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    char *id_str;
+    char *name;
+    uint64_t disk_size;         /* the virtual disk size when taken */
+    uint64_t vm_state_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint64_t icount;            /* -1: not recorded */
+    /* extra data this driver does not know, written back unchanged */
+    uint32_t unknown_extra_data_size;
+    void *unknown_extra_data;
+} QCowSnapshot;
 
 /* Kinds of cluster an L2 entry can describe. */
 typedef enum QCow2ClusterType {
@@ -193,7 +262,8 @@ typedef struct BDRVQcow2State {
     uint64_t autoclear_features;
     uint32_t nb_snapshots;
     int64_t snapshots_offset;
-    int snapshots_size;
+    int snapshots_size;         /* bytes of the table on disk */
+    QCowSnapshot *snapshots;    /* nb_snapshots entries */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;
@@ -224,11 +294,32 @@ typedef struct BDRVQcow2State {
     /* true: collect discards until qcow2_process_discards() (batching) */
     bool cache_discards;
 
+    /* --- qcow2-overlap.c, under lock (invariant 7) --- */
+    int overlap_check;          /* QCOW2_OL_* mask of what is checked */
+    /* host cluster index -> reference counts of the indexed structures */
+    Qcow2OverlapIndex *overlap_index;
+    bool overlap_inactive_l2_loaded;
+    /* index entries looked at by checks (statistics, for tests) */
+    uint64_t overlap_lookups;
+    /* a snapshot operation or amend is rewriting shared L2 tables */
+    bool overlap_shared_l2_writes;
+    /*
+     * From the bitmaps header extension while the bitmaps are valid; size
+     * 0 if there is none.  qblock does not maintain bitmaps: a writable
+     * open invalidates them (autoclear bit), as the specification demands.
+     */
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
+
     /* --- qcow2.c, under lock --- */
     /* the guest-visible size (the header's size field) */
     int64_t virtual_size;
     /* a non-fatal corruption was reported (reported once) */
     bool signaled_corruption;
+    /* whether the image looks preallocated with preallocation=metadata
+     * (block status then asks the file for holes); decided once */
+    bool metadata_preallocation_checked;
+    bool metadata_preallocation;
 } BDRVQcow2State;
 
 /*
@@ -322,6 +413,13 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
 
 /* qcow2.c */
 /*
+ * Runs @fn in coroutine context from either context (the open, close and
+ * snapshot paths start outside one) and returns its result.
+ */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque);
+/*
  * Reads guest data through the driver's own read path (takes s->lock
  * itself, so call it without the lock).  Copy-on-write uses it to fetch
  * the old contents of a cluster that is being reallocated, before the new
@@ -330,9 +428,19 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
 int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
+/* The driver's truncate (takes s->lock itself): amend resizes with it. */
+int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
+                      PreallocMode prealloc, BdrvRequestFlags flags,
+                      Error **errp);
 int qcow2_mark_dirty(BlockDriverState *bs);
 int qcow2_mark_clean(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
+/*
+ * The one place where the header cluster is written (after the overlap
+ * check: invariant 7), synchronously flushed.
+ */
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len);
 /*
  * Reports inconsistent metadata: marks the image corrupt (invariant 6),
  * prints "qcow2: Marking image as corrupt: <message>; further corruption
@@ -347,6 +455,19 @@ int qcow2_refcount_init(BlockDriverState *bs);
 void qcow2_refcount_close(BlockDriverState *bs);
 int qcow2_get_refcount(BlockDriverState *bs, int64_t cluster_index,
                        uint64_t *refcount);
+/* Entry @index of a refcount block of 1 << @refcount_order bit entries. */
+uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
+                                  uint64_t index);
+void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
+                              uint64_t value);
+/*
+ * Writes @n host-endian entries from @entries at index @first of the
+ * refcount table at @table_offset, and flushes: the one place where
+ * refcount tables are written.
+ */
+int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+                         uint64_t first, const uint64_t *entries,
+                         uint64_t n);
 /* Allocates @size bytes of whole clusters; returns the host offset. */
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
@@ -364,6 +485,10 @@ void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
 int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
                                   uint64_t addend, bool decrease,
                                   Qcow2DiscardType type);
+/* The same for every cluster that [offset, offset + length) touches. */
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type);
 /*
  * qemu-img check: rebuilds the refcounts from every reference (header,
  * L1, L2, data and compressed clusters, refcount table and blocks,
@@ -399,6 +524,12 @@ int qcow2_flush_caches(BlockDriverState *bs);
  */
 int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
                         bool exact_size);
+/*
+ * After a shrink: empties the L1 entries from @new_l1_size on and frees
+ * their L2 tables (whose entries the caller has discarded already).  The
+ * table keeps its size, as in QEMU.
+ */
+int qcow2_shrink_l1_table(BlockDriverState *bs, uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
 int qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
@@ -436,6 +567,13 @@ int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
 /*
+ * Gives guest cluster @offset an L2 table of the active image (allocating
+ * it) before the compressed bytes are allocated, so that, as in QEMU, the
+ * table comes before the data in the file.  Waits for allocations in
+ * flight on that cluster first.
+ */
+int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
+/*
  * Points the L2 entry of guest cluster @offset at the compressed
  * descriptor @l2_entry, whose bytes are already written and referenced
  * (invariant 2), and frees what the entry pointed to before.  Waits for
@@ -472,6 +610,129 @@ int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
                             uint64_t bytes, uint64_t *host_end);
+/* Writes the whole active L1 table (s->l1_table) and flushes. */
+int qcow2_write_l1_table(BlockDriverState *bs);
+/*
+ * Calls @fn for every entry of the L2 table at @l2_offset, through the L2
+ * cache, with the entry's type; @fn may change *entry (the slice is then
+ * marked dirty; the caller sets the cache dependencies that the change
+ * needs).  Invalid entries are reported as corruption (-EIO) before @fn
+ * sees them.  Stops at the first negative return of @fn.
+ */
+typedef int Qcow2L2EntryFn(BlockDriverState *bs, QCow2ClusterType type,
+                           uint64_t *entry, void *opaque);
+int qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                       Qcow2L2EntryFn *fn, void *opaque);
+
+/*
+ * qcow2-snapshot.c
+ *
+ * The VM state area starts at the first L1 entry past the end of the
+ * disk, as in QEMU, so that the disk can grow a little without moving it.
+ */
+static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
+{
+    uint64_t span = (uint64_t)s->cluster_size << s->l2_bits;
+
+    return DIV_ROUND_UP((uint64_t)s->virtual_size, span) * span;
+}
+/* Reads the snapshot table at open; @repair (check -r) drops what cannot
+ * be kept instead of failing. */
+int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
+void qcow2_free_snapshots(BlockDriverState *bs);
+/*
+ * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
+ * checking that the entry describes a possible one.
+ */
+int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
+                           uint64_t **l1, Error **errp);
+/*
+ * Writes s->snapshots as a new table, switches the header to it and frees
+ * the old one: the one place where the snapshot table is written.
+ */
+int qcow2_write_snapshots(BlockDriverState *bs);
+int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
+int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
+int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                          const char *name, Error **errp);
+int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab);
+int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
+                            const char *name, Error **errp);
+
+/* qcow2-amend.c: the BlockDriver amend callback (qemu-img amend). */
+int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
+                        BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
+                        bool force, Error **errp);
+
+/* qcow2-measure.c: the BlockDriver measure callback. */
+int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
+                  BlockMeasureInfo *info, Error **errp);
+
+/* qcow2-overlap.c */
+/*
+ * Parses overlap-check, overlap-check.template and overlap-check.<name>
+ * from @opts into a QCOW2_OL_* mask (default: the "cached" template).
+ */
+int qcow2_overlap_read_options(QemuOpts *opts, int *mask, Error **errp);
+/* Builds the index from the active L1, refcount and snapshot tables. */
+int qcow2_overlap_init(BlockDriverState *bs, Error **errp);
+void qcow2_overlap_close(BDRVQcow2State *s);
+/* An active L1 entry changed from @old_l1_entry to @new_l1_entry. */
+void qcow2_overlap_l2_changed(BDRVQcow2State *s, uint64_t old_l1_entry,
+                              uint64_t new_l1_entry);
+/* A refcount table entry changed. */
+void qcow2_overlap_refblock_changed(BDRVQcow2State *s, uint64_t old_entry,
+                                    uint64_t new_entry);
+/* The active L1 table or the refcount table was replaced as a whole. */
+void qcow2_overlap_rebuild_active(BDRVQcow2State *s);
+/*
+ * The snapshot table changed (s->snapshots, nb_snapshots, snapshots_offset
+ * and snapshots_size describe the new one): takes the snapshots' L1
+ * tables' locations anew (and reads their L2 tables' if inactive-l2 is
+ * checked).
+ */
+int qcow2_overlap_snapshots_changed(BlockDriverState *bs);
+/*
+ * Snapshot operations and amend rewrite L2 tables that snapshots share
+ * (their COPIED flags, reference walks, expanded zero clusters): between
+ * qcow2_overlap_begin_shared_l2_writes() and _end_, which writes the L2
+ * cache out first, the L2 cache's writes are not checked against the
+ * snapshots' L2 tables.  qcow2_overlap_l2_cache_ign() is what the L2
+ * cache's writes ignore.
+ */
+void qcow2_overlap_begin_shared_l2_writes(BlockDriverState *bs);
+void qcow2_overlap_end_shared_l2_writes(BlockDriverState *bs);
+int qcow2_overlap_l2_cache_ign(BlockDriverState *bs);
+/* Clusters in the index (statistics, for tests). */
+uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
+/* The message name of a QCOW2_OL_* structure ("active L1 table"). */
+const char *qcow2_overlap_name(int type);
+/*
+ * The first checked structure (a QCOW2_OL_* bit) that [offset, offset +
+ * size) of the file overlaps, ignoring those in @ign; 0 if none; -errno if
+ * the check could not be made.
+ */
+int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
+                                 int64_t offset, int64_t size);
+/*
+ * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
+ * returns -EIO (invariant 7): every write to bs->file calls it first,
+ * with @ign the structures the write is meant to update.
+ */
+int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
+                                  int64_t offset, int64_t size);
+/* The check for guest data at host @offset of s->data_file. */
+static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
+                                             int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* an external data file holds no metadata */
+    if (s->data_file != bs->file) {
+        return 0;
+    }
+    return qcow2_pre_write_overlap_check(bs, 0, offset, size);
+}
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,

@@ -91,6 +91,14 @@ int blk_flush(BlockBackend *blk);
 int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
                  PreallocMode prealloc, BdrvRequestFlags flags, Error **errp);
 int64_t blk_getlength(BlockBackend *blk);
+/*
+ * The VM state area of the node (bdrv_save_vmstate); saving flushes
+ * afterwards when the write cache is off (writethrough).
+ */
+int blk_save_vmstate(BlockBackend *blk, const uint8_t *buf, int64_t pos,
+                     int64_t size);
+int blk_load_vmstate(BlockBackend *blk, uint8_t *buf, int64_t pos,
+                     int64_t size);
 
 /*
  * Asynchronous forms: start the request and return; @cb(@opaque, ret) runs
@@ -125,5 +133,10 @@ void *blk_try_blockalign(BlockBackend *blk, size_t size);
 
 /* Iterates over all backends (NULL starts). */
 BlockBackend *blk_next(BlockBackend *blk);
+/*
+ * The name of the named backend attached to @bs, else @bs's node name:
+ * how events such as BLOCK_IMAGE_CORRUPTED name a device, as QEMU does.
+ */
+const char *bdrv_get_device_or_node_name(const BlockDriverState *bs);
 
 #endif
