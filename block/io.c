@@ -998,14 +998,24 @@ int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
     no_flush = bs->open_flags & BDRV_O_NO_FLUSH;
 
     bdrv_inc_in_flight(bs);
+    /*
+     * The writes this flush must cover are those completed before it was
+     * asked for: the generation now.  A flush queued behind an active one
+     * then finds its writes on disk already (flushed_gen >= gen) when its
+     * turn comes, and skips the disk flush, instead of flushing again for
+     * writes that came meanwhile.  Flushes run in FIFO order, so the
+     * generations reach the driver in nondecreasing order.  What formats
+     * keep in memory (flush_to_os) and the children are flushed always:
+     * not every metadata update counts as a write.
+     */
+    gen = bs->write_gen;
     while (bs->active_flush_req) {
         qemu_co_queue_wait(&bs->flush_queue, NULL);
     }
     bs->active_flush_req = true;
-    gen = bs->write_gen;
 
     if (drv->bdrv_co_flush) {
-        if (!no_flush && bs->flushed_gen != gen) {
+        if (!no_flush && bs->flushed_gen < gen) {
             bs->stats.flushes++;
             ret = drv->bdrv_co_flush(bs);
         }
@@ -1026,7 +1036,7 @@ int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
             ret = child_ret;
         }
     }
-    if (ret == 0 && !no_flush && bs->flushed_gen != gen &&
+    if (ret == 0 && !no_flush && bs->flushed_gen < gen &&
         drv->bdrv_co_flush_to_disk) {
         BLKDBG_EVENT(bs->file, BLKDBG_FLUSH_TO_DISK);
         bs->stats.flushes++;
@@ -1034,7 +1044,7 @@ int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
     }
 
 out:
-    if (ret == 0 && !no_flush) {
+    if (ret == 0 && !no_flush && gen > bs->flushed_gen) {
         bs->flushed_gen = gen;
     }
     bs->active_flush_req = false;
