@@ -283,6 +283,13 @@ VhostUserBlkExport *vhost_user_blk_export_new(BlockBackend *blk,
     return exp;
 }
 
+void vhost_user_blk_export_shutdown(VhostUserBlkExport *exp,
+                                    void (*done)(void *opaque),
+                                    void *opaque)
+{
+    vu_server_shutdown(exp->server, done, opaque);
+}
+
 void vhost_user_blk_export_free(VhostUserBlkExport *exp)
 {
     if (!exp) {

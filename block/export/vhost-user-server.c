@@ -103,7 +103,10 @@ struct VuServer {
 
     /* --- the server --- */
     bool accepting;             /* invariant 6 */
-    bool closing;               /* vu_server_free() has begun */
+    bool closing;               /* shut down: the listener is closed */
+    bool freeing;               /* vu_server_free() has begun */
+    void (*shutdown_done)(void *opaque);
+    void *shutdown_opaque;
 
     /* --- the connection, reset at its end --- */
     bool connected;
@@ -118,6 +121,7 @@ struct VuServer {
 };
 
 static void vu_server_update_accepting(VuServer *s);
+static void vu_server_shutdown_done(VuServer *s);
 
 /* ---- reporting ---- */
 
@@ -1128,11 +1132,15 @@ static void coroutine_fn vu_client_end(VuServer *s)
     }
     co_socket_close(&s->sock);
     s->connected = false;
-    if (!s->closing) {
-        vu_server_update_accepting(s);
-        if (s->client_changed) {
-            s->client_changed(s->opaque, false);
-        }
+    if (s->freeing) {
+        return;
+    }
+    vu_server_update_accepting(s);
+    if (s->client_changed) {
+        s->client_changed(s->opaque, false);
+    }
+    if (s->closing) {
+        vu_server_shutdown_done(s);
     }
 }
 
@@ -1232,19 +1240,63 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     return s;
 }
 
+typedef struct VuShutdownDone {
+    void (*done)(void *opaque);
+    void *opaque;
+} VuShutdownDone;
+
+static void vu_shutdown_done_bh(void *opaque)
+{
+    VuShutdownDone *d = opaque;
+
+    d->done(d->opaque);
+    g_free(d);
+}
+
+/* The shutdown is complete: its callback runs from the loop. */
+static void vu_server_shutdown_done(VuServer *s)
+{
+    VuShutdownDone *d;
+
+    if (!s->shutdown_done) {
+        return;
+    }
+    d = g_new(VuShutdownDone, 1);
+    d->done = s->shutdown_done;
+    d->opaque = s->shutdown_opaque;
+    s->shutdown_done = NULL;
+    aio_bh_schedule_oneshot(s->ctx, vu_shutdown_done_bh, d);
+}
+
+void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
+                        void *opaque)
+{
+    assert(!s->closing);
+    s->closing = true;
+    s->shutdown_done = done;
+    s->shutdown_opaque = opaque;
+    vu_server_update_accepting(s);
+    close(s->listen_fd);
+    s->listen_fd = -1;
+    unlink(s->path);
+    if (s->connected) {
+        /* vu_client_end() completes the shutdown */
+        co_socket_shutdown(&s->sock);
+    } else {
+        vu_server_shutdown_done(s);
+    }
+}
+
 void vu_server_free(VuServer *s)
 {
     if (!s) {
         return;
     }
-    s->closing = true;
-    vu_server_update_accepting(s);
-    if (s->connected) {
-        co_socket_shutdown(&s->sock);
-        AIO_WAIT_WHILE(s->ctx, s->connected);
+    if (!s->closing) {
+        vu_server_shutdown(s, NULL, NULL);
     }
-    close(s->listen_fd);
-    unlink(s->path);
+    s->freeing = true;
+    AIO_WAIT_WHILE(s->ctx, s->connected);
     g_free(s->vqs);
     g_free(s->name);
     g_free(s->path);

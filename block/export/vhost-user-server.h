@@ -85,7 +85,7 @@ typedef struct VuServerConfig {
     void *opaque;               /* vu_server_opaque() */
     /*
      * Optional: a front-end connected (@connected) or its connection has
-     * ended and is cleaned up (!@connected).  Not called for the
+     * ended and is cleaned up (!@connected).  Not called for a
      * connection that vu_server_free() ends.
      */
     void (*client_changed)(void *opaque, bool connected);
@@ -98,8 +98,16 @@ typedef struct VuServerConfig {
 VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
                         Error **errp);
 /*
- * Stops listening and removes the socket, disconnects the front-end,
- * waits (polling the loop) for its requests in flight, and frees.
+ * Stops listening, removes the socket and disconnects the front-end;
+ * once its connection has ended (its requests done, client_changed
+ * called), @done(@opaque) runs from the loop.  @done may be NULL.  At
+ * most once per server.
+ */
+void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
+                        void *opaque);
+/*
+ * Shuts down (unless vu_server_shutdown() did), waits (polling the loop)
+ * for the connection to end, and frees.  A pending @done still runs.
  */
 void vu_server_free(VuServer *s);
 void *vu_server_opaque(VuServer *s);

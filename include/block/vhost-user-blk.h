@@ -34,7 +34,7 @@ typedef struct VhostUserBlkExportConfig {
     uint32_t logical_block_size;
     /*
      * Optional: a front-end connected (@connected), or its connection
-     * ended and its requests are done (!@connected).  Not called for the
+     * ended and its requests are done (!@connected).  Not called for a
      * connection that vhost_user_blk_export_free() ends.
      */
     void (*client_changed)(void *opaque, bool connected);
@@ -49,8 +49,16 @@ VhostUserBlkExport *vhost_user_blk_export_new(BlockBackend *blk,
                                               const VhostUserBlkExportConfig *cfg,
                                               Error **errp);
 /*
- * Disconnects the front-end, waits for its requests (polling the loop),
- * removes the socket and drops the BlockBackend reference.
+ * Stops listening (removing the socket) and disconnects the front-end;
+ * once its requests are done and its connection has ended,
+ * @done(@opaque) runs from the loop (@done may be NULL).  At most once.
+ */
+void vhost_user_blk_export_shutdown(VhostUserBlkExport *exp,
+                                    void (*done)(void *opaque),
+                                    void *opaque);
+/*
+ * Shuts down if that has not begun, waits (polling the loop) until the
+ * connection has ended, and drops the BlockBackend reference.
  */
 void vhost_user_blk_export_free(VhostUserBlkExport *exp);
 /* Whether a front-end is connected now. */

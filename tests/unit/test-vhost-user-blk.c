@@ -1345,6 +1345,45 @@ static void test_free_with_client(void)
     blk = NULL;
 }
 
+static void shutdown_done(void *opaque)
+{
+    (*(int *)opaque)++;
+}
+
+/*
+ * An asynchronous shutdown: no new front-end, the connected one is hung
+ * up on, and the callback comes once its connection is cleaned up.
+ */
+static void test_shutdown(void)
+{
+    TestFE *fe;
+    int done = 0;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x02), ==, VIRTIO_BLK_S_OK);
+    vhost_user_blk_export_shutdown(exp, shutdown_done, &done);
+    g_assert_false(g_file_test(sock_path, G_FILE_TEST_EXISTS));
+    g_assert_cmpint(done, ==, 0);
+    fe_expect_closed(fe);
+    while (!done) {
+        aio_poll(ctx, true);
+    }
+    g_assert_cmpint(disconnects, ==, 1);
+    g_assert_false(vhost_user_blk_export_has_client(exp));
+    fe_close(fe);
+    stop_export();
+
+    /* without a front-end, the callback still comes from the loop */
+    start_export(true, true, 1, 512);
+    vhost_user_blk_export_shutdown(exp, shutdown_done, &done);
+    g_assert_cmpint(done, ==, 1);
+    while (done == 1) {
+        aio_poll(ctx, true);
+    }
+    stop_export();
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *dir = NULL;
@@ -1374,6 +1413,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
     g_test_add_func("/vhost-user-blk/free-with-client",
                     test_free_with_client);
+    g_test_add_func("/vhost-user-blk/shutdown", test_shutdown);
     ret = g_test_run();
     rmdir(dir);
     g_free(sock_path);
