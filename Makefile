@@ -9,10 +9,11 @@ PREFIX ?= /usr/local
 # real QEMU tools are the compatibility oracle of tests/interop).
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
-TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd strace
+TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
+              busybox-static strace
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
-        check-interop bench demo install clean
+        check-interop check-guest bench demo install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -57,6 +58,11 @@ check-iotests: test-deps all
 
 check-interop: test-deps all
 	bash tests/run-all.sh $(BUILD) interop
+
+# The real Linux guest (also part of check); its kernel is fetched with
+# apt-get download at test time, see tests/guest/build-guest.py.
+check-guest: test-deps all
+	bash tests/run-all.sh $(BUILD) guest
 
 bench: test-deps all
 	bash tests/perf/run-all.sh $(BUILD)

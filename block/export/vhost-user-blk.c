@@ -38,7 +38,7 @@ struct VhostUserBlkExport {
     /* --- set by vhost_user_blk_export_new, immutable --- */
     char *id;
     BlockBackend *blk;          /* one reference */
-    uint16_t num_queues;
+    unsigned int num_queues;
     VuServer *server;
     void (*client_changed)(void *opaque, bool connected);
     void *opaque;
@@ -183,12 +183,12 @@ static void vu_blk_reset(VuServer *s)
 static int vu_blk_check_config(const VhostUserBlkExportConfig *cfg,
                             BlockBackend *blk, int64_t len, Error **errp)
 {
-    uint32_t bs = cfg->logical_block_size;
+    uint64_t bs = cfg->logical_block_size;
     uint64_t perm, shared;
 
     if (bs < VIRTIO_BLK_SECTOR_SIZE || bs > 64 * KiB || !is_power_of_2(bs)) {
         error_setg(errp, "vhost-user-blk export '%s': logical-block-size %"
-                   PRIu32 " is not a power of 2 from 512 to 65536", cfg->id,
+                   PRIu64 " is not a power of 2 from 512 to 65536", cfg->id,
                    bs);
         return -EINVAL;
     }
@@ -212,7 +212,7 @@ static int vu_blk_check_config(const VhostUserBlkExportConfig *cfg,
     }
     if (len % bs) {
         error_setg(errp, "vhost-user-blk export '%s': the disk size %" PRId64
-                   " is not a multiple of logical-block-size %" PRIu32,
+                   " is not a multiple of logical-block-size %" PRIu64,
                    cfg->id, len, bs);
         return -EINVAL;
     }

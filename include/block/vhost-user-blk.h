@@ -29,9 +29,9 @@ typedef struct VhostUserBlkExportConfig {
     const char *path;           /* the unix socket to listen on */
     /* accept writes; the BlockBackend must have the WRITE permission */
     bool writable;
-    uint16_t num_queues;        /* 1 to VHOST_USER_BLK_MAX_QUEUES */
+    unsigned int num_queues;    /* 1 to VHOST_USER_BLK_MAX_QUEUES */
     /* a power of 2 from 512 to 65536 that divides the disk size */
-    uint32_t logical_block_size;
+    uint64_t logical_block_size;
     /*
      * Optional: a front-end connected (@connected), or its connection
      * ended and its requests are done (!@connected).  Not called for a

@@ -1,0 +1,124 @@
+#!/bin/sh
+# /init of the test guest (busybox sh), put into the initramfs by
+# build-guest.py.  It drives the guest side of tests/guest/vhost-user-blk.py.
+#
+# The host talks to it on the second serial port (/dev/ttyS1): the guest
+# writes one line per event,
+#   @@SYNC TAG KEY=VALUE...   a checkpoint: the host checks the export, then
+#                             answers a line "go" (or "stop" to give up)
+#   @@RESULT PASS | @@RESULT FAIL WHY
+# and powers off at the end.  The console (ttyS0) only carries the kernel's
+# messages and this script's errors, for the log.
+#
+# The steps on /dev/vda (each write is 1 MiB of one byte value); the host
+# checks the export at each checkpoint named here:
+#   initial     what the driver found: cache_type, size, serial, logical
+#               block size, number of queues
+#   direct-1    0xa1 at 0 MiB, O_DIRECT writes of 64 KiB, no flush
+#   fsync-1     an fsync of the disk (a flush if the cache is on)
+#   set-wt      cache_type set to "write through"
+#   direct-2    0xb2 at 1 MiB, O_DIRECT (the guest sends no flush now)
+#   set-wb      cache_type set to "write back"
+#   direct-3    0xc3 at 2 MiB, O_DIRECT, no flush
+#   buffered    0xd4 at 3 MiB through the page cache, then fsync
+#   readback    every pattern read back with O_DIRECT and compared
+PATH=/bin
+export PATH
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+
+DEV=vda
+ATTR=/sys/block/$DEV/cache_type
+FAIL=""
+
+# the control channel: raw, no echo, opened once so nothing is lost
+stty -F /dev/ttyS1 raw -echo
+exec 3<>/dev/ttyS1
+
+say() { echo "$*" >&3; }
+fail() { echo "guest: $*" >/dev/console; FAIL="${FAIL:+$FAIL; }$*"; }
+
+finish() {
+    if [ -z "$FAIL" ]; then say "@@RESULT PASS"; else say "@@RESULT FAIL $FAIL"; fi
+    sync
+    poweroff -f
+}
+
+sync_point() { # TAG [KEY=VALUE...]
+    say "@@SYNC $*"
+    while read -r line <&3; do
+        case "$line" in
+            *go*) return 0 ;;
+            *stop*) fail "host stopped at $1"; finish ;;
+        esac
+    done
+    fail "control channel closed at $1"
+    finish
+}
+
+for m in $(cat /lib/modules/order); do
+    insmod /lib/modules/$m.ko || fail "insmod $m"
+done
+i=0
+while [ ! -b /dev/$DEV ] && [ $i -lt 200 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+[ -b /dev/$DEV ] || { fail "no /dev/$DEV"; finish; }
+
+# pattern NAME OCTAL: a 1 MiB file of one byte value in /tmp
+pattern() {
+    dd if=/dev/zero bs=65536 count=16 2>/dev/null | tr '\000' "\\$2" > /tmp/$1
+}
+# write_direct NAME MIB: O_DIRECT writes of 64 KiB, one after the other
+write_direct() {
+    dd if=/tmp/$1 of=/dev/$DEV bs=65536 seek=$(($2 * 16)) oflag=direct \
+        conv=notrunc 2>/tmp/dd.err || fail "write $1: $(cat /tmp/dd.err)"
+}
+flush_disk() {
+    dd if=/dev/null of=/dev/$DEV bs=512 count=0 conv=notrunc,fsync \
+        2>/tmp/dd.err || fail "fsync: $(cat /tmp/dd.err)"
+}
+set_cache() {
+    echo "$1" > $ATTR || fail "writing '$1' to $ATTR"
+    got=$(cat $ATTR)
+    [ "$got" = "$1" ] || fail "$ATTR reads '$got' after writing '$1'"
+}
+
+pattern a 241; pattern b 262; pattern c 303; pattern d 324
+
+sync_point initial "cache_type=$(tr ' ' _ < $ATTR)" \
+    "size=$(cat /sys/block/$DEV/size)" \
+    "serial=$(cat /sys/block/$DEV/serial)" \
+    "lbs=$(cat /sys/block/$DEV/queue/logical_block_size)" \
+    "queues=$(ls /sys/block/$DEV/mq | wc -l)"
+
+write_direct a 0
+sync_point direct-1
+flush_disk
+sync_point fsync-1
+
+set_cache "write through"
+sync_point set-wt "cache_type=$(tr ' ' _ < $ATTR)"
+write_direct b 1
+sync_point direct-2
+
+set_cache "write back"
+sync_point set-wb "cache_type=$(tr ' ' _ < $ATTR)"
+write_direct c 2
+sync_point direct-3
+
+dd if=/tmp/d of=/dev/$DEV bs=65536 seek=48 conv=notrunc,fsync 2>/tmp/dd.err ||
+    fail "buffered write: $(cat /tmp/dd.err)"
+sync_point buffered
+
+for spec in "a 0" "b 1" "c 2" "d 3"; do
+    set -- $spec
+    want=$(md5sum < /tmp/$1)
+    got=$(dd if=/dev/$DEV bs=65536 skip=$(($2 * 16)) count=16 iflag=direct \
+          2>/dev/null | md5sum)
+    [ "$got" = "$want" ] || fail "pattern $1 at $2 MiB reads back wrong"
+done
+sync_point readback
+finish

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The guest layer: a real Linux guest under QEMU (TCG) on
+# qblock-storage-daemon's vhost-user-blk export.
+#   tests/guest/run.sh BUILD_DIR
+# Builds the guest (kernel + busybox initramfs, see build-guest.py) into
+# BUILD_DIR/tests/guest when it is missing or older than its sources, then
+# runs vhost-user-blk.py.  A missing dependency is a skip, with the reason.
+set -u
+build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+out=$build/tests/guest
+# the system python: the guest test needs only its standard library
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+skip() {
+    echo "guest: skipped: $*"
+    echo "0 passed, 0 failed, 1 skipped"
+    exit 0
+}
+
+[ -x "$build/qblock-storage-daemon" ] ||
+    skip "qblock-storage-daemon is not built"
+command -v qemu-system-x86_64 >/dev/null ||
+    skip "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)"
+
+stale=0
+for f in vmlinux initramfs.cpio.gz; do
+    [ -f "$out/$f" ] || stale=1
+done
+for src in "$here/build-guest.py" "$here/guest-init.sh"; do
+    [ "$src" -nt "$out/initramfs.cpio.gz" ] && stale=1
+done
+if [ "$stale" = 1 ]; then
+    "$py" "$here/build-guest.py" "$out"
+    rc=$?
+    [ "$rc" = 77 ] && skip "no guest could be built (see the message above)"
+    if [ "$rc" != 0 ]; then
+        echo "guest: build-guest.py failed (exit $rc)"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+fi
+timeout 900 "$py" "$here/vhost-user-blk.py" "$build" "$out"
+rc=$?
+case $rc in
+124) echo "guest: timed out after 900 s"; echo "0 passed, 1 failed" ;;
+77) exit 0 ;;                   # skipped; it printed why and the counts
+esac
+exit $rc

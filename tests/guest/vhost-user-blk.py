@@ -1,0 +1,394 @@
+#!/usr/bin/python3
+"""A real Linux guest on qblock-storage-daemon's vhost-user-blk export.
+
+    vhost-user-blk.py BUILD_DIR GUEST_DIR
+
+QEMU (qemu-system-x86_64, TCG) boots the kernel and initramfs that
+build-guest.py made in GUEST_DIR, with a vhost-user-blk-pci disk whose
+back-end is the daemon's export of a qcow2 image.  The guest (its /init
+is guest-init.sh) writes, flushes and switches /sys/block/vda/cache_type
+between "write back" and "write through"; at each of its checkpoints this
+script asks the daemon over QMP for the export's write cache
+(x-blockdev-set-write-cache without a value) and its statistics
+(query-blockstats) and checks:
+
+  - the guest's first view of the cache matches the export's real mode
+    (writeback=on by default; writethrough=on in the second scenario);
+  - each switch of cache_type flips the export's write cache;
+  - while the cache is on, the guest's O_DIRECT writes reach the export
+    and nothing flushes them; an fsync is one flush;
+  - while it is off, every one of the guest's synchronous writes was
+    flushed before it completed: at least one flush per write, although
+    the guest itself sends no flush in write-through mode;
+  - afterwards (QEMU powered off, the daemon quit) every byte the guest
+    wrote is in the image, read back with qblock-io and with QEMU's
+    qemu-io, the rest of the disk is still zero, and QEMU's qemu-img
+    check finds the image clean.
+
+Prints one line per scenario and "N passed, N failed, N skipped".
+Exit status 0, 1 on a failure, 77 when QEMU is missing.
+"""
+
+import json
+import os
+import select
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+STEP_TIMEOUT = 120      # seconds for one guest step (TCG on a busy machine)
+DISK_SIZE = 64 << 20
+PATTERNS = [(0xa1, 0), (0xb2, 1), (0xc3, 2), (0xd4, 3)]   # (byte, MiB)
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+class Qmp:
+    """A QMP client for the daemon's monitor."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.settimeout(STEP_TIMEOUT)
+        self.sock.connect(path)
+        self.f = self.sock.makefile('rwb', buffering=0)
+        greeting = json.loads(self.f.readline())
+        check('QMP' in greeting, 'QMP greeting: %r' % greeting)
+        self.cmd('qmp_capabilities')
+
+    def cmd(self, name, **args):
+        msg = {'execute': name}
+        if args:
+            msg['arguments'] = args
+        self.f.write(json.dumps(msg).encode() + b'\n')
+        while True:
+            line = self.f.readline()
+            check(line, 'QMP connection closed during %s' % name)
+            reply = json.loads(line)
+            if 'event' in reply:
+                continue
+            check('return' in reply, '%s failed: %r' % (name, reply))
+            return reply['return']
+
+    def close(self):
+        self.sock.close()
+
+
+class Scenario:
+    def __init__(self, name, build, guest, writethrough, num_queues, lbs):
+        self.name = name
+        self.build = build
+        self.guest = guest
+        self.writethrough = writethrough
+        self.num_queues = num_queues
+        self.lbs = lbs
+        self.work = tempfile.mkdtemp(prefix='qblock-guest-')
+        self.img = os.path.join(self.work, 'disk.qcow2')
+        self.procs = []
+        self.qmp = None
+        self.stats = None
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def log(self, msg):
+        with open(self.path('test.log'), 'a') as f:
+            f.write(msg + '\n')
+
+    # ---- processes ----
+
+    def start_daemon(self):
+        opts = ('type=vhost-user-blk,id=exp0,node-name=disk0,'
+                'addr.type=unix,addr.path=%s,writable=on,num-queues=%d,'
+                'logical-block-size=%d,writethrough=%s'
+                % (self.path('vub.sock'), self.num_queues, self.lbs,
+                   'on' if self.writethrough else 'off'))
+        argv = [os.path.join(self.build, 'qblock-storage-daemon'),
+                '--chardev', 'socket,id=m0,path=%s,server=on,wait=off'
+                % self.path('qmp.sock'),
+                '--monitor', 'chardev=m0',
+                '--blockdev', 'driver=file,filename=%s,node-name=file0'
+                % self.img,
+                '--blockdev', 'driver=qcow2,file=file0,node-name=disk0',
+                '--export', opts]
+        self.log('daemon: ' + ' '.join(argv))
+        self.daemon = subprocess.Popen(argv, stdout=open(self.path('daemon.log'),
+                                                         'w'),
+                                       stderr=subprocess.STDOUT)
+        self.procs.append(self.daemon)
+        self.wait_for_file('qmp.sock', self.daemon)
+        self.wait_for_file('vub.sock', self.daemon)
+        self.qmp = Qmp(self.path('qmp.sock'))
+
+    def start_qemu(self):
+        argv = ['qemu-system-x86_64',
+                '-machine', 'q35,accel=tcg', '-cpu', 'max', '-m', '256',
+                # Linux uses at most one queue per CPU
+                '-smp', str(self.num_queues), '-nodefaults', '-no-user-config', '-nographic',
+                '-monitor', 'none', '-no-reboot',
+                '-serial', 'file:' + self.path('console.log'),
+                '-chardev', 'socket,id=ctl,path=%s,server=on,wait=off'
+                % self.path('ctl.sock'),
+                '-serial', 'chardev:ctl',
+                '-kernel', os.path.join(self.guest, 'vmlinux'),
+                '-initrd', os.path.join(self.guest, 'initramfs.cpio.gz'),
+                '-append', 'console=ttyS0 panic=-1 quiet',
+                # vhost-user needs guest RAM the daemon can map
+                '-object', 'memory-backend-memfd,id=mem,size=256M,share=on',
+                '-numa', 'node,memdev=mem',
+                '-chardev', 'socket,id=vu0,path=' + self.path('vub.sock'),
+                '-device', 'vhost-user-blk-pci,chardev=vu0,num-queues=%d'
+                % self.num_queues]
+        self.log('qemu: ' + ' '.join(argv))
+        self.qemu = subprocess.Popen(argv, stdout=open(self.path('qemu.log'),
+                                                       'w'),
+                                     stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL)
+        self.procs.append(self.qemu)
+        self.wait_for_file('ctl.sock', self.qemu)
+        self.ctl = socket.socket(socket.AF_UNIX)
+        self.ctl.connect(self.path('ctl.sock'))
+        self.ctl_buf = b''
+
+    def wait_for_file(self, name, proc):
+        deadline = time.time() + STEP_TIMEOUT
+        while not os.path.exists(self.path(name)):
+            check(proc.poll() is None, '%s exited with %s before creating %s'
+                  % (proc.args[0], proc.returncode, name))
+            check(time.time() < deadline, 'no %s after %d s'
+                  % (name, STEP_TIMEOUT))
+            time.sleep(0.05)
+
+    def wait_exit(self, proc, what):
+        try:
+            rc = proc.wait(timeout=STEP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise Failure('%s did not exit' % what)
+        check(rc == 0, '%s exited with status %d' % (what, rc))
+
+    def cleanup(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    # ---- the guest's control channel ----
+
+    def guest_line(self):
+        deadline = time.time() + STEP_TIMEOUT
+        while b'\n' not in self.ctl_buf:
+            left = deadline - time.time()
+            check(left > 0, 'the guest said nothing for %d s' % STEP_TIMEOUT)
+            check(self.qemu.poll() is None,
+                  'QEMU exited with status %s' % self.qemu.returncode)
+            r, _, _ = select.select([self.ctl], [], [], min(left, 1))
+            if r:
+                data = self.ctl.recv(4096)
+                check(data, 'the guest control channel closed')
+                self.ctl_buf += data
+        line, self.ctl_buf = self.ctl_buf.split(b'\n', 1)
+        line = line.decode(errors='replace').strip()
+        self.log('guest: ' + line)
+        return line
+
+    def next_sync(self, tag):
+        while True:
+            line = self.guest_line()
+            if line.startswith('@@RESULT FAIL'):
+                raise Failure('guest: ' + line)
+            if line.startswith('@@SYNC '):
+                break
+        words = line.split()
+        check(words[1] == tag, 'guest at %s, expected %s' % (words[1], tag))
+        return dict(w.split('=', 1) for w in words[2:] if '=' in w)
+
+    def go(self):
+        self.ctl.sendall(b'go\n')
+
+    # ---- the export, seen over QMP ----
+
+    def writeback(self):
+        return self.qmp.cmd('x-blockdev-set-write-cache',
+                            id='exp0')['writeback']
+
+    def delta(self):
+        """The export's statistics since the last call."""
+        for entry in self.qmp.cmd('query-blockstats'):
+            if entry.get('x-export') == 'exp0':
+                s = entry['stats']
+                break
+        else:
+            raise Failure('query-blockstats has no entry for export exp0')
+        now = {k: s[k] for k in ('wr_operations', 'flush_operations',
+                                 'rd_operations')}
+        old = self.stats or {k: 0 for k in now}
+        self.stats = now
+        d = {k: now[k] - old[k] for k in now}
+        self.log('stats: %r, delta %r' % (now, d))
+        return d['wr_operations'], d['flush_operations']
+
+    def expect_cached(self, step):
+        wr, fl = self.delta()
+        check(wr >= 16, '%s: %d writes reached the export, expected 16 or '
+              'more' % (step, wr))
+        check(fl == 0, '%s: %d flushes in write-back mode with no guest '
+              'flush' % (step, fl))
+
+    def expect_flushed(self, step):
+        wr, fl = self.delta()
+        check(wr >= 16, '%s: %d writes reached the export, expected 16 or '
+              'more' % (step, wr))
+        check(fl >= 16, '%s: %d flushes for 16 synchronous writes in '
+              'write-through mode' % (step, fl))
+
+    def expect_mode(self, step, guest, want_wb):
+        wb = self.writeback()
+        check(wb == want_wb, '%s: the export\'s writeback is %s, expected %s'
+              % (step, wb, want_wb))
+        want = 'write_back' if want_wb else 'write_through'
+        check(guest.get('cache_type') == want, '%s: the guest reads '
+              'cache_type %s, expected %s' % (step, guest.get('cache_type'),
+                                              want))
+
+    # ---- the scenario ----
+
+    def run(self):
+        subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', self.img,
+                        str(DISK_SIZE)], check=True)
+        self.start_daemon()
+        self.start_qemu()
+        wb = not self.writethrough
+
+        g = self.next_sync('initial')
+        self.expect_mode('initial', g, wb)
+        check(g.get('size') == str(DISK_SIZE // 512),
+              'the guest sees %s sectors' % g.get('size'))
+        check(g.get('serial') == 'exp0', 'serial %s' % g.get('serial'))
+        check(g.get('lbs') == str(self.lbs), 'logical block size %s, '
+              'expected %d' % (g.get('lbs'), self.lbs))
+        check(g.get('queues') == str(self.num_queues), 'the guest uses %s '
+              'queues, expected %d' % (g.get('queues'), self.num_queues))
+        self.delta()
+        self.go()
+
+        self.next_sync('direct-1')
+        (self.expect_cached if wb else self.expect_flushed)('direct-1')
+        self.go()
+        self.next_sync('fsync-1')
+        wr, fl = self.delta()
+        # a driver in write-through mode has nothing to flush
+        check(wr == 0 and (fl >= 1 if wb else fl == 0),
+              'fsync-1: %d writes and %d flushes, expected %s' %
+              (wr, fl, 'a flush' if wb else 'none'))
+        self.go()
+
+        self.expect_mode('set-wt', self.next_sync('set-wt'), False)
+        self.delta()
+        self.go()
+        self.next_sync('direct-2')
+        self.expect_flushed('direct-2')
+        self.go()
+
+        self.expect_mode('set-wb', self.next_sync('set-wb'), True)
+        self.delta()
+        self.go()
+        self.next_sync('direct-3')
+        self.expect_cached('direct-3')
+        self.go()
+
+        self.next_sync('buffered')
+        wr, fl = self.delta()
+        check(wr >= 1 and fl >= 1, 'buffered: %d writes and %d flushes'
+              % (wr, fl))
+        self.go()
+        self.next_sync('readback')
+        self.go()
+        line = self.guest_line()
+        check(line == '@@RESULT PASS', 'guest: ' + line)
+
+        self.wait_exit(self.qemu, 'QEMU')
+        self.qmp.cmd('quit')
+        self.wait_exit(self.daemon, 'qblock-storage-daemon')
+        self.check_image()
+
+    def check_image(self):
+        reads = ['read -P 0x%02x %dM 1M' % (b, mib) for b, mib in PATTERNS]
+        reads.append('read -P 0 4M %dM' % (DISK_SIZE // (1 << 20) - 4))
+        for tool in (os.path.join(self.build, 'qblock-io'), 'qemu-io'):
+            argv = [tool, '-r', '-f', 'qcow2']
+            for r in reads:
+                argv += ['-c', r]
+            r = subprocess.run(argv + [self.img], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            self.log('%s:\n%s' % (' '.join(argv), r.stdout))
+            check(r.returncode == 0 and 'Pattern verification failed'
+                  not in r.stdout and r.stdout.count('read ') == len(reads),
+                  '%s: the image does not hold what the guest wrote:\n%s'
+                  % (os.path.basename(tool), r.stdout))
+        r = subprocess.run(['qemu-img', 'check', self.img],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        self.log('qemu-img check:\n' + r.stdout)
+        check(r.returncode == 0 and 'No errors were found' in r.stdout,
+              'qemu-img check:\n' + r.stdout)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print('usage: vhost-user-blk.py BUILD_DIR GUEST_DIR', file=sys.stderr)
+        return 2
+    build, guest = sys.argv[1:]
+    for prog in ('qemu-system-x86_64', 'qemu-img', 'qemu-io'):
+        if not shutil.which(prog):
+            print('guest: skipped: %s is not installed (qemu-system-x86, '
+                  'qemu-utils)' % prog)
+            print('0 passed, 0 failed, 1 skipped')
+            return 77
+    scenarios = [
+        # the default: the export caches writes, and says so
+        ('writeback', dict(writethrough=False, num_queues=1, lbs=512)),
+        # writethrough=on, two queues, 4 KiB blocks
+        ('writethrough', dict(writethrough=True, num_queues=2, lbs=4096)),
+    ]
+    passed = failed = 0
+    for name, kw in scenarios:
+        s = Scenario(name, build, guest, **kw)
+        t0 = time.time()
+        try:
+            s.run()
+        except (Failure, OSError, subprocess.SubprocessError,
+                json.JSONDecodeError) as e:
+            s.cleanup()
+            failed += 1
+            print('FAIL %s (%.1f s): %s' % (name, time.time() - t0, e))
+            for log in ('test.log', 'console.log', 'qemu.log', 'daemon.log'):
+                p = s.path(log)
+                if os.path.exists(p):
+                    print('--- %s ---' % log)
+                    with open(p, errors='replace') as f:
+                        print(''.join(f.readlines()[-40:]), end='')
+            print('(work directory kept: %s)' % s.work)
+            continue
+        s.cleanup()
+        passed += 1
+        print('ok   %s (%.1f s)' % (name, time.time() - t0))
+        shutil.rmtree(s.work)
+    print('%d passed, %d failed' % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
