@@ -150,9 +150,14 @@ static int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename)
     }
     memcpy(&magic, buf, 4);
     memcpy(&version, buf + 4, 4);
-    /* version 1 is the older qcow format, which this driver cannot read */
+    /*
+     * Version 1 is the older qcow format, which this driver cannot read.
+     * Later versions than 3 are claimed, so that open refuses them by
+     * name ("Unsupported qcow2 version 4") instead of their being opened
+     * as raw images, as QEMU does too.
+     */
     if (GUINT32_FROM_BE(magic) == QCOW_MAGIC &&
-        (GUINT32_FROM_BE(version) == 2 || GUINT32_FROM_BE(version) == 3)) {
+        GUINT32_FROM_BE(version) >= 2) {
         return 100;
     }
     return 0;
@@ -1067,8 +1072,11 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
     s->l1_table_offset = h.l1_table_offset;
 
     if (h.backing_file_offset) {
+        /* the name lies in the header cluster, as the extensions do */
         if (h.backing_file_size > QCOW2_MAX_BACKING_FILE_NAME ||
-            h.backing_file_size >= sizeof(bs->backing_file)) {
+            h.backing_file_size >= sizeof(bs->backing_file) ||
+            h.backing_file_offset + h.backing_file_size >
+            (uint64_t)s->cluster_size) {
             error_setg(errp, "Backing file name too long");
             return -EINVAL;
         }
