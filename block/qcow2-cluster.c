@@ -705,6 +705,16 @@ again:
                       entry & L2E_OFFSET_MASK);
         alloc_offset = entry & L2E_OFFSET_MASK;
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    } else if (has_data_file(bs)) {
+        /*
+         * An external data file has no refcounts: guest cluster N lives
+         * at host cluster N, as in QEMU, which data_file_raw relies on.
+         */
+        n = count_run(bs, slice, slice_index, nb_clusters,
+                      cluster_needs_new_alloc, false, 0);
+        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+        alloc_offset = start_of_cluster(s, offset);
+        keep_old = true;
     } else {
         int64_t ret64;
 

@@ -952,15 +952,22 @@ static int qcow2_check_inc_refs(BlockDriverState *bs, BdrvCheckResult *res,
     return 0;
 }
 
-static QCow2ClusterType qcow2_check_entry_type(BDRVQcow2State *s,
+static QCow2ClusterType qcow2_check_entry_type(BlockDriverState *bs,
                                                uint64_t l2_entry)
 {
+    BDRVQcow2State *s = bs->opaque;
+
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
     }
     if ((l2_entry & QCOW_OFLAG_ZERO) && s->qcow_version >= 3) {
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
+    }
+    /* host cluster 0 of an external data file is data (copied flag) */
+    if (!(l2_entry & L2E_OFFSET_MASK) && s->data_file != bs->file &&
+        (l2_entry & QCOW_OFLAG_COPIED)) {
+        return QCOW2_CLUSTER_NORMAL;
     }
     return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL
                                         : QCOW2_CLUSTER_UNALLOCATED;
@@ -1014,7 +1021,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
     for (i = 0; i < s->l2_size; i++) {
         uint64_t entry = GUINT64_FROM_BE(l2[i]);
         uint64_t offset = entry & L2E_OFFSET_MASK;
-        QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+        QCow2ClusterType type = qcow2_check_entry_type(bs, entry);
 
         switch (type) {
         case QCOW2_CLUSTER_COMPRESSED: {
@@ -1634,7 +1641,7 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
         }
         for (j = 0; j < s->l2_size; j++) {
             uint64_t entry = GUINT64_FROM_BE(l2[j]);
-            QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+            QCow2ClusterType type = qcow2_check_entry_type(bs, entry);
 
             if (type != QCOW2_CLUSTER_NORMAL &&
                 type != QCOW2_CLUSTER_ZERO_ALLOC) {

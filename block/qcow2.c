@@ -2132,10 +2132,14 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
     case QCOW2_CLUSTER_NORMAL:
         *map = host_offset;
         *file = s->data_file->bs;
-        /* preallocated metadata maps clusters never written: the file's
-         * holes tell that they read as zeroes */
+        /*
+         * Preallocated metadata maps clusters never written: the file's
+         * holes tell that they read as zeroes.  Not asked of an external
+         * data file, whose clusters are all mapped when it is raw (QEMU
+         * reports them as data too).
+         */
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
-               BDRV_BLOCK_RECURSE;
+               (s->data_file == bs->file ? BDRV_BLOCK_RECURSE : 0);
     case QCOW2_CLUSTER_ZERO_ALLOC:
         *map = host_offset;
         *file = s->data_file->bs;
@@ -2353,6 +2357,10 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
             goto out;
         }
         ret = qcow2_shrink(bs, offset, errp);
+    } else if (qcow2_data_file_is_raw(s) && prealloc == PREALLOC_MODE_OFF) {
+        /* a raw data file is the disk: every cluster maps to its place
+         * there, as QEMU maps them */
+        ret = qcow2_grow(bs, offset, PREALLOC_MODE_METADATA, flags, errp);
     } else {
         ret = qcow2_grow(bs, offset, prealloc, flags, errp);
     }
@@ -2742,7 +2750,7 @@ static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
      * it; anything else grows through the allocator */
     refblock_entries = (uint64_t)c.cluster_size * 8 / c.refcount_bits;
     l1_clusters = DIV_ROUND_UP(l1_size * sizeof(uint64_t), c.cluster_size);
-    fixed_layout = c.prealloc == PREALLOC_MODE_OFF &&
+    fixed_layout = c.prealloc == PREALLOC_MODE_OFF && !c.data_file_raw &&
                    3 + l1_clusters <= refblock_entries;
     if (fixed_layout) {
         t.l1_size = l1_size;
