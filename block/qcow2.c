@@ -1809,7 +1809,8 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
         }
         qemu_iovec_add(&all, tail, m->cow_end_bytes);
     }
-    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+    /* the copy-on-write event, as QEMU emits it for a merged write */
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     ret = bdrv_co_pwritev(s->data_file, m->alloc_offset + (start - m->offset),
                           all.size, &all, 0);
     if (ret == 0) {
