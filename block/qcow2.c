@@ -1338,10 +1338,12 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
                 s->image_backing_format);
     }
     bs->corrupt = s->incompatible_features & QCOW2_INCOMPAT_CORRUPT;
-    if (s->qcow_version >= 3) {
-        /* zero clusters keep a longer backing file from showing through */
-        bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
-    }
+    /*
+     * Zero clusters keep a longer backing file from showing through.  A
+     * v2 image has none: it takes the flag too and fails in the driver,
+     * with QEMU's "Failed to zero out new clusters".
+     */
+    bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
     qcow2_cache_clean_timer_update(bs);
     qcow2_header_exts_clear(&exts);
     return 0;
