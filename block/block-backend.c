@@ -258,6 +258,16 @@ BlockBackend *blk_next(BlockBackend *blk)
     return l ? l->data : NULL;
 }
 
+const char *bdrv_get_device_or_node_name(const BlockDriverState *bs)
+{
+    for (BlockBackend *blk = blk_next(NULL); blk; blk = blk_next(blk)) {
+        if (blk_bs(blk) == bs && blk->name && *blk->name) {
+            return blk->name;
+        }
+    }
+    return bdrv_get_node_name(bs);
+}
+
 void *blk_try_blockalign(BlockBackend *blk, size_t size)
 {
     BlockDriverState *bs = blk_bs(blk);

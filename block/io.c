@@ -114,6 +114,10 @@ static int bdrv_check_writable(BlockDriverState *bs)
     if (bs->read_only || (bs->open_flags & BDRV_O_INACTIVE)) {
         return -EPERM;
     }
+    /* a format that found its metadata inconsistent takes no more writes */
+    if (bs->corrupt) {
+        return -EIO;
+    }
     return 0;
 }
 
@@ -1052,7 +1056,11 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
                    PRId64, offset, (int64_t)BDRV_MAX_LENGTH);
         return -EFBIG;
     }
-    if (bdrv_check_writable(bs) < 0) {
+    ret = bdrv_check_writable(bs);
+    if (ret == -EIO) {
+        error_setg(errp, "Image is corrupt; cannot be resized");
+        return ret;
+    } else if (ret < 0) {
         error_setg(errp, "Image is read-only");
         return -EACCES;
     }

@@ -141,6 +141,13 @@ static int coroutine_fn qcow2_cache_entry_flush(BlockDriverState *bs,
     } else {
         BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_UPDATE_PART);
     }
+    ret = qcow2_pre_write_overlap_check(bs, qcow2_cache_is_l2(bs, c)
+                                            ? QCOW2_OL_ACTIVE_L2
+                                            : QCOW2_OL_REFCOUNT_BLOCK,
+                                        e->offset, c->table_size);
+    if (ret < 0) {
+        return ret;
+    }
     ret = bdrv_pwrite(bs->file, e->offset, c->table_size,
                       qcow2_cache_table_addr(c, i), 0);
     if (ret < 0) {

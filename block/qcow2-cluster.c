@@ -200,8 +200,14 @@ static int coroutine_fn qcow2_l1_write(BlockDriverState *bs,
         buf[i] = GUINT64_TO_BE(table[first + i]);
     }
     qemu_iovec_init_buf(&qiov, buf, count * sizeof(uint64_t));
-    ret = bdrv_co_pwritev(bs->file, l1_offset + first * sizeof(uint64_t),
-                          count * sizeof(uint64_t), &qiov, 0);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_ACTIVE_L1,
+                                        l1_offset + first * sizeof(uint64_t),
+                                        count * sizeof(uint64_t));
+    if (ret >= 0) {
+        ret = bdrv_co_pwritev(bs->file,
+                              l1_offset + first * sizeof(uint64_t),
+                              count * sizeof(uint64_t), &qiov, 0);
+    }
     if (ret >= 0) {
         ret = bdrv_co_flush(bs->file->bs);
     }
@@ -245,8 +251,13 @@ static int coroutine_fn qcow2_write_l1_header_fields(BlockDriverState *bs,
                    offsetof(QCowHeader, l1_size) + sizeof(uint32_t),
                    "l1_size and l1_table_offset are adjacent");
     qemu_iovec_init_buf(&qiov, &fields, sizeof(fields));
-    ret = bdrv_co_pwritev(bs->file, offsetof(QCowHeader, l1_size),
-                          sizeof(fields), &qiov, 0);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER,
+                                        offsetof(QCowHeader, l1_size),
+                                        sizeof(fields));
+    if (ret >= 0) {
+        ret = bdrv_co_pwritev(bs->file, offsetof(QCowHeader, l1_size),
+                              sizeof(fields), &qiov, 0);
+    }
     if (ret >= 0) {
         ret = bdrv_co_flush(bs->file->bs);
     }
@@ -419,6 +430,7 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
         s->l1_table[l1_index] = old_l1_entry;
         goto fail;
     }
+    qcow2_overlap_l2_changed(s, old_l1_entry, s->l1_table[l1_index]);
     if (old_l2_offset) {
         /* drop our reference; the snapshot keeps the old table */
         qcow2_free_clusters(bs, old_l2_offset, s->l2_size * l2_entry_size(s),
@@ -795,7 +807,10 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
 
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     qemu_iovec_init_buf(&qiov, buf, bytes);
-    ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    ret = qcow2_pre_write_data_check(bs, host_offset, bytes);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    }
     return ret < 0 ? ret : 0;
 }
 

@@ -312,6 +312,7 @@ static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
 {
     g_autofree uint64_t *be = g_try_new(uint64_t, n);
     uint64_t i;
+    int ret;
 
     if (!be) {
         return -ENOMEM;
@@ -320,6 +321,11 @@ static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
         be[i] = GUINT64_TO_BE(entries[i]);
     }
     BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_UPDATE);
+    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_REFCOUNT_TABLE,
+                                        table_offset + first * 8, n * 8);
+    if (ret < 0) {
+        return ret;
+    }
     return bdrv_pwrite_sync(bs->file, table_offset + first * 8, n * 8, be, 0);
 }
 
@@ -451,9 +457,8 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_SWITCH_TABLE);
     header_update.offset = GUINT64_TO_BE(table_offset);
     header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = bdrv_pwrite_sync(bs->file,
-                           offsetof(QCowHeader, refcount_table_offset),
-                           sizeof(header_update), &header_update, 0);
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
+                             &header_update, sizeof(header_update));
     if (ret < 0) {
         return ret;
     }
@@ -462,6 +467,9 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     s->refcount_table = g_steal_pointer(&table);
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
+    for (uint64_t i = old_size; i < entries; i++) {
+        qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
+    }
 
     qcow2_free_clusters(bs, old_offset, old_size * 8, QCOW2_DISCARD_OTHER);
     return -EAGAIN;
@@ -532,6 +540,8 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
     if (ret < 0) {
         goto fail;
     }
+    qcow2_overlap_refblock_changed(s, s->refcount_table[rt_index],
+                                   new_block);
     s->refcount_table[rt_index] = new_block;
     return -EAGAIN;
 
@@ -1570,9 +1580,8 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
 
     header_update.offset = GUINT64_TO_BE(table_offset);
     header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = bdrv_pwrite_sync(bs->file,
-                           offsetof(QCowHeader, refcount_table_offset),
-                           sizeof(header_update), &header_update, 0);
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
+                             &header_update, sizeof(header_update));
     if (ret < 0) {
         error_report("ERROR setting reftable: %s", strerror(-ret));
         return ret;
@@ -1583,6 +1592,7 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
     s->free_cluster_index = 0;
+    qcow2_overlap_rebuild_active(s);
     return 0;
 }
 

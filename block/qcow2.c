@@ -30,6 +30,7 @@
 #include "qapi/qapi-opts.h"
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
+#include "util/qapi-event.h"
 #include "util/thread-pool.h"
 
 #define QCOW2_OPT_LAZY_REFCOUNTS        "lazy-refcounts"
@@ -90,6 +91,8 @@ typedef struct Qcow2HeaderExts {
     size_t feature_table_len;   /* entries */
     bool has_crypto_header;
     bool has_bitmaps;
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
     GList *unknown;             /* Qcow2UnknownHeaderExtension * */
 } Qcow2HeaderExts;
 
@@ -299,6 +302,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             /* kept as it is, like an unknown one: this driver does not
              * maintain bitmaps (the autoclear bit says so) */
             exts->has_bitmaps = true;
+            if (ext.len >= sizeof(Qcow2BitmapHeaderExt)) {
+                Qcow2BitmapHeaderExt b;
+
+                memcpy(&b, data, sizeof(b));
+                exts->bitmap_directory_offset =
+                    GUINT64_FROM_BE(b.bitmap_directory_offset);
+                exts->bitmap_directory_size =
+                    GUINT64_FROM_BE(b.bitmap_directory_size);
+            }
             /* fall through */
         default: {
             Qcow2UnknownHeaderExtension *u =
@@ -346,9 +358,15 @@ static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
 /* Writing the header */
 
 /* Invariant 1: the one place where the header cluster is written. */
-static int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
-                              const void *buf, size_t len)
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len)
 {
+    int ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
+                                            len);
+
+    if (ret < 0) {
+        return ret;
+    }
     return bdrv_pwrite_sync(bs->file, offset, len, buf, 0);
 }
 
@@ -544,6 +562,29 @@ static int qcow2_mark_consistent(BlockDriverState *bs)
     return qcow2_update_header(bs);
 }
 
+/* BLOCK_IMAGE_CORRUPTED, for the monitor (qapi/block-core.json). */
+static void qcow2_send_corrupted_event(BlockDriverState *bs,
+                                       const char *message, int64_t offset,
+                                       int64_t size, bool fatal)
+{
+    QDict *data = qdict_new();
+    const char *node_name = bdrv_get_node_name(bs);
+
+    qdict_put_str(data, "device", bdrv_get_device_or_node_name(bs));
+    if (node_name && *node_name) {
+        qdict_put_str(data, "node-name", node_name);
+    }
+    qdict_put_str(data, "msg", message);
+    if (offset >= 0) {
+        qdict_put_int(data, "offset", offset);
+    }
+    if (size >= 0) {
+        qdict_put_int(data, "size", size);
+    }
+    qdict_put_bool(data, "fatal", fatal);
+    qapi_event_emit("BLOCK_IMAGE_CORRUPTED", data);
+}
+
 void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
                              int64_t size, const char *fmt, ...)
 {
@@ -555,20 +596,27 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
     message = g_strdup_vprintf(fmt, ap);
     va_end(ap);
 
-    /* a read-only image cannot be marked, nor written to anyway (QEMU) */
+    /*
+     * The report goes to stderr without the program name, as QEMU prints
+     * it: scripts match this line.  A read-only image cannot be marked,
+     * nor written to anyway (QEMU).
+     */
     fatal = fatal && bdrv_is_writable(bs);
     if (fatal) {
-        if (s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) {
+        if (bs->corrupt) {
             /* reported already: the node refuses writes since */
-            bs->corrupt = true;
             return;
         }
-        /* QEMU prints these without the program's name */
         fprintf(stderr, "qcow2: Marking image as corrupt: %s; further "
                 "corruption events will be suppressed\n", message);
         s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
+        /* invariant 6: set first, so that marking cannot recurse */
         bs->corrupt = true;
-        /* best effort: the image is unusable for writing either way */
+        /*
+         * Best effort: the image is unusable for writing either way, and
+         * the header write is overlap-checked itself (if the header is
+         * what overlaps, it is left alone).
+         */
         if (s->qcow_version >= 3) {
             qcow2_write_incompat(bs, s->incompatible_features);
         }
@@ -576,7 +624,10 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
         fprintf(stderr, "qcow2: Image is corrupt: %s; further non-fatal "
                 "corruption events will be suppressed\n", message);
         s->signaled_corruption = true;
+    } else {
+        return;
     }
+    qcow2_send_corrupted_event(bs, message, offset, size, fatal);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -593,6 +644,7 @@ typedef struct Qcow2Options {
     uint64_t l2_cache_entry_size;
     uint64_t refcount_cache_size;   /* bytes */
     uint64_t cache_clean_interval;  /* seconds */
+    int overlap_check;              /* QCOW2_OL_* */
 } Qcow2Options;
 
 /*
@@ -720,6 +772,10 @@ static int qcow2_read_options(BlockDriverState *bs, QDict *options,
         opts, QCOW2_OPT_DISCARD_OTHER, false);
     o->discard_no_unref = qemu_opt_get_bool(opts, QCOW2_OPT_DISCARD_NO_UNREF,
                                             false);
+    ret = qcow2_overlap_read_options(opts, &o->overlap_check, errp);
+    if (ret < 0) {
+        goto out;
+    }
     if (o->discard_no_unref && s->qcow_version < 3) {
         error_setg(errp, QCOW2_OPT_DISCARD_NO_UNREF " is only supported "
                    "since qcow2 version 3");
@@ -810,6 +866,7 @@ static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
     s->l2_cache_entry_size = o->l2_cache_entry_size;
     s->refcount_cache_size = o->refcount_cache_size;
     s->cache_clean_interval = o->cache_clean_interval;
+    s->overlap_check = o->overlap_check;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1195,6 +1252,10 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (ret < 0) {
         return ret;
     }
+    ret = qcow2_overlap_init(bs, o->errp);
+    if (ret < 0) {
+        return ret;
+    }
 
     /*
      * A dirty image (lazy refcounts, not closed cleanly) has refcounts that
@@ -1225,6 +1286,9 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
     if (writable &&
         (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
         s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+        /* the bitmaps are invalid from now on: their clusters are leaks */
+        s->bitmap_directory_offset = 0;
+        s->bitmap_directory_size = 0;
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
@@ -1266,6 +1330,7 @@ static void qcow2_free_state(BlockDriverState *bs)
     if (s->refcount_table) {
         qcow2_refcount_close(bs);
     }
+    qcow2_overlap_close(s);
     g_clear_pointer(&s->l1_table, g_free);
     g_clear_pointer(&s->unknown_header_fields, g_free);
     g_list_free_full(s->unknown_header_ext, g_free);
@@ -1302,6 +1367,11 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->image_backing_format = g_steal_pointer(&exts.backing_format);
     s->unknown_header_ext = g_steal_pointer(&exts.unknown);
+    /* metadata only while the bitmaps are valid (autoclear bit set) */
+    if (s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS) {
+        s->bitmap_directory_offset = exts.bitmap_directory_offset;
+        s->bitmap_directory_size = exts.bitmap_directory_size;
+    }
 
     ret = qcow2_read_options(bs, options, flags, &opts, errp);
     if (ret < 0) {
@@ -1813,8 +1883,13 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
     }
     /* the copy-on-write event, as QEMU emits it for a merged write */
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
-    ret = bdrv_co_pwritev(s->data_file, m->alloc_offset + (start - m->offset),
-                          all.size, &all, 0);
+    ret = qcow2_pre_write_data_check(bs, m->alloc_offset +
+                                     (start - m->offset), all.size);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file,
+                              m->alloc_offset + (start - m->offset),
+                              all.size, &all, 0);
+    }
     if (ret == 0) {
         m->cow_start_bytes = 0;
         m->cow_end_bytes = 0;
@@ -1856,10 +1931,14 @@ static int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
         } else {
             QEMUIOVector slice;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
             BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-            ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
+            ret = qcow2_pre_write_data_check(bs, host_offset, cur);
+            if (ret == 0) {
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice,
+                                      0);
+                qemu_iovec_destroy(&slice);
+            }
         }
 
         qemu_co_mutex_lock(&s->lock);
@@ -1930,7 +2009,10 @@ static int coroutine_fn qcow2_write_compressed_cluster(BlockDriverState *bs,
      * this guest cluster can start between the write and the link.
      */
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_COMPRESSED);
-    ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    ret = qcow2_pre_write_overlap_check(bs, 0, coffset, out_len);
+    if (ret == 0) {
+        ret = bdrv_pwrite(bs->file, coffset, out_len, out, 0);
+    }
     if (ret == 0) {
         ret = qcow2_link_compressed_cluster(bs, offset, entry);
     }

@@ -10,6 +10,7 @@
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
  *                     host clusters, refcount table growth, check/repair
  *   qcow2-cache.c     the L2 and refcount table caches
+ *   qcow2-overlap.c   metadata overlap checks in front of every write
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -34,11 +35,16 @@
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
  *     sets the bit, and the node refuses further writes.
+ *  7. Every write to the file is preceded by a metadata overlap check
+ *     (qcow2_pre_write_overlap_check) that names the structures the write
+ *     is meant to update; the overlap index follows every change of the
+ *     active L1 table, the refcount table and the snapshot table.
  */
 #ifndef BLOCK_QCOW2_H
 #define BLOCK_QCOW2_H
 
 #include "block/block_int.h"
+#include "util/qemu-option.h"
 
 #define QCOW_MAGIC 0x514649fbU /* "QFI\xfb" */
 
@@ -88,6 +94,34 @@ enum {
     QCOW2_AUTOCLEAR_BITMAPS       = 1 << 0,
     QCOW2_AUTOCLEAR_DATA_FILE_RAW = 1 << 1,
     QCOW2_AUTOCLEAR_MASK          = 0x3,
+};
+
+/*
+ * Metadata structures, as the overlap checks know them (qcow2-overlap.c).
+ * The bit order is QEMU's: when a write overlaps several, the lowest bit
+ * is the one reported.
+ */
+enum {
+    QCOW2_OL_MAIN_HEADER      = 1 << 0,
+    QCOW2_OL_ACTIVE_L1        = 1 << 1,
+    QCOW2_OL_ACTIVE_L2        = 1 << 2,
+    QCOW2_OL_REFCOUNT_TABLE   = 1 << 3,
+    QCOW2_OL_REFCOUNT_BLOCK   = 1 << 4,
+    QCOW2_OL_SNAPSHOT_TABLE   = 1 << 5,
+    QCOW2_OL_INACTIVE_L1      = 1 << 6,
+    QCOW2_OL_INACTIVE_L2      = 1 << 7,
+    QCOW2_OL_BITMAP_DIRECTORY = 1 << 8,
+
+    QCOW2_OL_NONE = 0,
+    /* checks of constant cost that read nothing */
+    QCOW2_OL_CONSTANT = QCOW2_OL_MAIN_HEADER | QCOW2_OL_ACTIVE_L1 |
+                        QCOW2_OL_REFCOUNT_TABLE | QCOW2_OL_SNAPSHOT_TABLE |
+                        QCOW2_OL_BITMAP_DIRECTORY,
+    /* also what is known without reading from disk (the default) */
+    QCOW2_OL_CACHED = QCOW2_OL_CONSTANT | QCOW2_OL_ACTIVE_L2 |
+                      QCOW2_OL_REFCOUNT_BLOCK | QCOW2_OL_INACTIVE_L1,
+    /* also the snapshots' L2 tables, read from their L1 tables once */
+    QCOW2_OL_ALL = QCOW2_OL_CACHED | QCOW2_OL_INACTIVE_L2,
 };
 
 /* Header extension magics. */
@@ -140,6 +174,15 @@ typedef struct QEMU_PACKED Qcow2FeatureNameEntry {
 } Qcow2FeatureNameEntry;
 _Static_assert(sizeof(Qcow2FeatureNameEntry) == 48, "feature name entry");
 
+/* The data of the bitmaps header extension. */
+typedef struct QEMU_PACKED Qcow2BitmapHeaderExt {
+    uint32_t nb_bitmaps;
+    uint32_t reserved32;
+    uint64_t bitmap_directory_size;
+    uint64_t bitmap_directory_offset;
+} Qcow2BitmapHeaderExt;
+_Static_assert(sizeof(Qcow2BitmapHeaderExt) == 24, "bitmaps extension");
+
 /* A header extension we do not understand, kept to be written back. */
 typedef struct Qcow2UnknownHeaderExtension {
     uint32_t magic;
@@ -148,6 +191,7 @@ typedef struct Qcow2UnknownHeaderExtension {
 } Qcow2UnknownHeaderExtension;
 
 typedef struct Qcow2Cache Qcow2Cache;
+typedef struct Qcow2OverlapIndex Qcow2OverlapIndex;
 
 /* Kinds of cluster an L2 entry can describe. */
 typedef enum QCow2ClusterType {
@@ -224,6 +268,21 @@ typedef struct BDRVQcow2State {
     GList *discards;
     /* true: collect discards until qcow2_process_discards() (batching) */
     bool cache_discards;
+
+    /* --- qcow2-overlap.c, under lock (invariant 7) --- */
+    int overlap_check;          /* QCOW2_OL_* mask of what is checked */
+    /* host cluster index -> reference counts of the indexed structures */
+    Qcow2OverlapIndex *overlap_index;
+    bool overlap_inactive_l2_loaded;
+    /* index entries looked at by checks (statistics, for tests) */
+    uint64_t overlap_lookups;
+    /*
+     * From the bitmaps header extension while the bitmaps are valid; size
+     * 0 if there is none.  qblock does not maintain bitmaps: a writable
+     * open invalidates them (autoclear bit), as the specification demands.
+     */
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
 
     /* --- qcow2.c, under lock --- */
     /* the guest-visible size (the header's size field) */
@@ -336,6 +395,12 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
 int qcow2_mark_dirty(BlockDriverState *bs);
 int qcow2_mark_clean(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
+/*
+ * The one place where the header cluster is written (after the overlap
+ * check: invariant 7), synchronously flushed.
+ */
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len);
 /*
  * Reports inconsistent metadata: marks the image corrupt (invariant 6),
  * prints "qcow2: Marking image as corrupt: <message>; further corruption
@@ -488,6 +553,60 @@ int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
                             uint64_t bytes, uint64_t *host_end);
+
+/* qcow2-overlap.c */
+/*
+ * Parses overlap-check, overlap-check.template and overlap-check.<name>
+ * from @opts into a QCOW2_OL_* mask (default: the "cached" template).
+ */
+int qcow2_overlap_read_options(QemuOpts *opts, int *mask, Error **errp);
+/* Builds the index from the active L1, refcount and snapshot tables. */
+int qcow2_overlap_init(BlockDriverState *bs, Error **errp);
+void qcow2_overlap_close(BDRVQcow2State *s);
+/* An active L1 entry changed from @old_l1_entry to @new_l1_entry. */
+void qcow2_overlap_l2_changed(BDRVQcow2State *s, uint64_t old_l1_entry,
+                              uint64_t new_l1_entry);
+/* A refcount table entry changed. */
+void qcow2_overlap_refblock_changed(BDRVQcow2State *s, uint64_t old_entry,
+                                    uint64_t new_entry);
+/* The active L1 table or the refcount table was replaced as a whole. */
+void qcow2_overlap_rebuild_active(BDRVQcow2State *s);
+/*
+ * The snapshot table changed (s->nb_snapshots, snapshots_offset and
+ * snapshots_size describe the new one): re-reads the snapshots' L1
+ * tables' locations (and their L2 tables' if inactive-l2 is checked).
+ */
+int qcow2_overlap_snapshots_changed(BlockDriverState *bs);
+/* Clusters in the index (statistics, for tests). */
+uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
+/* The message name of a QCOW2_OL_* structure ("active L1 table"). */
+const char *qcow2_overlap_name(int type);
+/*
+ * The first checked structure (a QCOW2_OL_* bit) that [offset, offset +
+ * size) of the file overlaps, ignoring those in @ign; 0 if none; -errno if
+ * the check could not be made.
+ */
+int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
+                                 int64_t offset, int64_t size);
+/*
+ * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
+ * returns -EIO (invariant 7): every write to bs->file calls it first,
+ * with @ign the structures the write is meant to update.
+ */
+int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
+                                  int64_t offset, int64_t size);
+/* The check for guest data at host @offset of s->data_file. */
+static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
+                                             int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* an external data file holds no metadata */
+    if (s->data_file != bs->file) {
+        return 0;
+    }
+    return qcow2_pre_write_overlap_check(bs, 0, offset, size);
+}
 
 /* qcow2-cache.c */
 Qcow2Cache *qcow2_cache_create(BlockDriverState *bs, int num_tables,

@@ -96,7 +96,7 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
             error_report("--image-opts and --format are mutually exclusive");
             return NULL;
         }
-        options = keyval_parse(name, "file", &err);
+        options = keyval_parse_flat(name, "file", &err);
         if (!options) {
             error_report_err(err);
             return NULL;

@@ -1248,7 +1248,7 @@ static int qio_map_f(BlockBackend *blk, int argc, char **argv)
 static bool qio_parse_options(QDict *opts, const char *str)
 {
     Error *local_err = NULL;
-    QDict *parsed = keyval_parse(str, NULL, &local_err);
+    QDict *parsed = keyval_parse_flat(str, NULL, &local_err);
 
     if (!parsed) {
         error_report_err(local_err);

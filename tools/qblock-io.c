@@ -452,7 +452,8 @@ int main(int argc, char **argv)
 
         if (qio_image_opts) {
             Error *local_err = NULL;
-            QDict *opts = keyval_parse(argv[optind], NULL, &local_err);
+            QDict *opts = keyval_parse_flat(argv[optind], NULL,
+                                            &local_err);
 
             if (!opts) {
                 error_report_err(local_err);

@@ -10,11 +10,12 @@
  *   value    = any text; ",," stands for one ","
  *
  * An implied value runs to the first "," (no escaping there), as QEMU
- * reads it.  A repeated key overrides the earlier one.  After the whole
- * string is read, keys are checked as a tree: a key cannot be both a value
- * and a prefix ("a=1,a.b=2"), and the members under a prefix are either
- * all list indexes 0..n-1 or all names.  The result stays flat: dotted
- * keys, string values, in the order they were first written.
+ * reads it.  A repeated key overrides the earlier one.  keyval_parse()
+ * then checks the keys as a tree (keyval_parse_flat(), which reads as
+ * QemuOpts do, does not): a key cannot be both a value and a prefix
+ * ("a=1,a.b=2"), and the members under a prefix are either all list
+ * indexes 0..n-1 or all names.  The result stays flat: dotted keys, string
+ * values, in the order they were first written.
  */
 #include "util/qdict.h"
 
@@ -27,6 +28,8 @@ typedef struct KeyvalParser {
     GHashTable *members;
     /* prefixes in the order they first appeared, for stable error order */
     GPtrArray *prefixes;
+    /* check the keys as a tree (keyval_parse), or not (keyval_parse_flat) */
+    bool tree;
 } KeyvalParser;
 
 static bool keyval_fragment_is_index(const char *frag, size_t len)
@@ -210,7 +213,7 @@ static bool keyval_parse_element(KeyvalParser *kp, const char **sp,
         }
         s = keyval_read_value(s + key_len + 1, value);
     }
-    if (!keyval_add_key(kp, key, errp)) {
+    if (kp->tree && !keyval_add_key(kp, key, errp)) {
         return false;
     }
     qdict_put_str(kp->qdict, key, value->str);
@@ -218,14 +221,15 @@ static bool keyval_parse_element(KeyvalParser *kp, const char **sp,
     return true;
 }
 
-QDict *keyval_parse(const char *params, const char *implied_key,
-                    Error **errp)
+static QDict *keyval_do_parse(const char *params, const char *implied_key,
+                              bool tree, Error **errp)
 {
     KeyvalParser kp = {
         .qdict = qdict_new(),
         .members = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                          (GDestroyNotify)g_ptr_array_unref),
         .prefixes = g_ptr_array_new(),
+        .tree = tree,
     };
     const char *s = params;
     bool ok = true;
@@ -234,7 +238,7 @@ QDict *keyval_parse(const char *params, const char *implied_key,
         ok = keyval_parse_element(&kp, &s, s == params ? implied_key : NULL,
                                   errp);
     }
-    if (ok) {
+    if (ok && tree) {
         ok = keyval_check_lists(&kp, errp);
     }
     g_ptr_array_unref(kp.prefixes);
@@ -244,4 +248,16 @@ QDict *keyval_parse(const char *params, const char *implied_key,
         return NULL;
     }
     return kp.qdict;
+}
+
+QDict *keyval_parse(const char *params, const char *implied_key,
+                    Error **errp)
+{
+    return keyval_do_parse(params, implied_key, true, errp);
+}
+
+QDict *keyval_parse_flat(const char *params, const char *implied_key,
+                         Error **errp)
+{
+    return keyval_do_parse(params, implied_key, false, errp);
 }

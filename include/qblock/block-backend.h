@@ -123,5 +123,10 @@ void *blk_try_blockalign(BlockBackend *blk, size_t size);
 
 /* Iterates over all backends (NULL starts). */
 BlockBackend *blk_next(BlockBackend *blk);
+/*
+ * The name of the named backend attached to @bs, else @bs's node name:
+ * how events such as BLOCK_IMAGE_CORRUPTED name a device, as QEMU does.
+ */
+const char *bdrv_get_device_or_node_name(const BlockDriverState *bs);
 
 #endif

@@ -85,6 +85,14 @@ bool qdict_has_prefixed_entries(const QDict *qdict, const char *prefix);
  */
 QDict *keyval_parse(const char *params, const char *implied_key,
                     Error **errp);
+/*
+ * The same syntax read as QEMU's QemuOpts reads option strings (the
+ * tools' --image-opts, qemu-io's open -o): keys are not checked as a tree,
+ * so "overlap-check=none,overlap-check.template=all" is two options (that
+ * the driver may find in conflict) instead of a syntax error.
+ */
+QDict *keyval_parse_flat(const char *params, const char *implied_key,
+                         Error **errp);
 
 /*
  * Parses a JSON object (the text after "json:") into a flattened QDict.

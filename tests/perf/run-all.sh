@@ -6,3 +6,5 @@ build=${1:?usage: run-all.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 echo "== qemu-img bench vs qblock-img bench ($(nproc) CPUs, $(date -u +%Y-%m-%d)) =="
 bash "$here/bench-img.sh" "$build"
+echo "== qcow2 metadata overlap checks: none / cached / all, qemu-img and qblock-img =="
+bash "$here/bench-overlap.sh" "$build"

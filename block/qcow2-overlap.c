@@ -1,0 +1,730 @@
+/*
+ * qcow2 metadata overlap checks.
+ *
+ * Before qcow2 writes to its file, qcow2_pre_write_overlap_check() asks
+ * whether the target range overlaps a metadata structure that the write is
+ * not meant to update.  A hit means the metadata is already inconsistent
+ * (two structures claim one cluster): the write is refused with EIO, the
+ * image is marked corrupt and nothing more is damaged.
+ *
+ * Which structures are checked is s->overlap_check, a mask of QCOW2_OL_*
+ * set from a template (none, constant, cached, all) and per-structure
+ * overrides; see qcow2_overlap_read_options().
+ *
+ * Cost.  Structures with a single range (the header, the active L1 table,
+ * the refcount table, the snapshot table, the bitmap directory) are
+ * compared directly.  The others are sets of clusters that can be many:
+ * active L2 tables, refcount blocks, the L1 tables of snapshots and their
+ * L2 tables.  They live in one index, a hash table from host cluster index
+ * to four reference counts (one per set), so a check costs one lookup per
+ * cluster the write covers (or one pass over the index when that is
+ * smaller), whatever the size of the image or the number of snapshots:
+ * for a 4 KiB write, a few dozen instructions.
+ * QEMU instead walks the L1 and refcount tables, and for "all" reads every
+ * snapshot's L1 table from disk, on every write.
+ *
+ * Invariants (cited in asserts):
+ *  1. For the active sets (active L2, refcount block) a cluster's count is
+ *     the number of active L1 / refcount table entries that point at it:
+ *     each change of such an entry goes through qcow2_overlap_l2_changed()
+ *     or qcow2_overlap_refblock_changed(), and wholesale replacements
+ *     through qcow2_overlap_rebuild_active().
+ *  2. The inactive sets are rebuilt from the snapshot table whenever it
+ *     changes (qcow2_overlap_snapshots_changed()); inactive L2 tables are
+ *     read only when that check is enabled, and then kept.
+ *  3. A count that reached its maximum never goes down again: when unsure,
+ *     the index believes a structure is there (a false alarm is reported as
+ *     corruption of an image that is corrupt already; a miss would let a
+ *     write destroy metadata).
+ */
+#include "block/qcow2.h"
+
+#include "util/cutils.h"
+#include "util/qemu-option.h"
+
+/* The sets of the index, in the order of their counts in a value. */
+enum {
+    OL_SET_ACTIVE_L2,
+    OL_SET_REFCOUNT_BLOCK,
+    OL_SET_INACTIVE_L1,
+    OL_SET_INACTIVE_L2,
+    OL_SETS,
+};
+
+#define OL_COUNT_BITS 16
+#define OL_COUNT_MAX  ((1ULL << OL_COUNT_BITS) - 1)
+
+static const int ol_set_type[OL_SETS] = {
+    [OL_SET_ACTIVE_L2]      = QCOW2_OL_ACTIVE_L2,
+    [OL_SET_REFCOUNT_BLOCK] = QCOW2_OL_REFCOUNT_BLOCK,
+    [OL_SET_INACTIVE_L1]    = QCOW2_OL_INACTIVE_L1,
+    [OL_SET_INACTIVE_L2]    = QCOW2_OL_INACTIVE_L2,
+};
+
+/*
+ * Option names (after "overlap-check.") and message names, in QEMU's
+ * order: when a write overlaps several structures, the first is named.
+ */
+static const struct {
+    int type;
+    const char *option;
+    const char *name;
+} ol_structures[] = {
+    { QCOW2_OL_MAIN_HEADER,      "main-header",      "qcow2_header" },
+    { QCOW2_OL_ACTIVE_L1,        "active-l1",        "active L1 table" },
+    { QCOW2_OL_ACTIVE_L2,        "active-l2",        "active L2 table" },
+    { QCOW2_OL_REFCOUNT_TABLE,   "refcount-table",   "refcount table" },
+    { QCOW2_OL_REFCOUNT_BLOCK,   "refcount-block",   "refcount block" },
+    { QCOW2_OL_SNAPSHOT_TABLE,   "snapshot-table",   "snapshot table" },
+    { QCOW2_OL_INACTIVE_L1,      "inactive-l1",      "inactive L1 table" },
+    { QCOW2_OL_INACTIVE_L2,      "inactive-l2",      "inactive L2 table" },
+    { QCOW2_OL_BITMAP_DIRECTORY, "bitmap-directory", "bitmap directory" },
+};
+
+static const struct {
+    const char *name;
+    int mask;
+} ol_templates[] = {
+    { "none",     QCOW2_OL_NONE },
+    { "constant", QCOW2_OL_CONSTANT },
+    { "cached",   QCOW2_OL_CACHED },
+    { "all",      QCOW2_OL_ALL },
+};
+
+const char *qcow2_overlap_name(int type)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(ol_structures); i++) {
+        if (ol_structures[i].type == type) {
+            return ol_structures[i].name;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* ---------------------------------------------------------------------- */
+/* Options */
+
+static int ol_template_mask(const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(ol_templates); i++) {
+        if (!strcmp(ol_templates[i].name, name)) {
+            return ol_templates[i].mask;
+        }
+    }
+    return -1;
+}
+
+int qcow2_overlap_read_options(QemuOpts *opts, int *mask, Error **errp)
+{
+    const char *short_form = qemu_opt_has(opts, "overlap-check")
+                             ? qemu_opt_get(opts, "overlap-check") : NULL;
+    const char *tmpl = qemu_opt_has(opts, "overlap-check.template")
+                       ? qemu_opt_get(opts, "overlap-check.template") : NULL;
+    int m;
+
+    if (short_form && tmpl && strcmp(short_form, tmpl)) {
+        error_setg(errp, "Conflicting values for qcow2 options "
+                   "'overlap-check' ('%s') and 'overlap-check.template' "
+                   "('%s')", short_form, tmpl);
+        return -EINVAL;
+    }
+    tmpl = tmpl ? tmpl : short_form ? short_form : "cached";
+    m = ol_template_mask(tmpl);
+    if (m < 0) {
+        error_setg(errp, "Unsupported value '%s' for qcow2 option "
+                   "'overlap-check'. Allowed are any of the following: "
+                   "none, constant, cached, all", tmpl);
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(ol_structures); i++) {
+        g_autofree char *key = g_strdup_printf("overlap-check.%s",
+                                               ol_structures[i].option);
+
+        if (qemu_opt_has(opts, key)) {
+            if (qemu_opt_get_bool(opts, key, false)) {
+                m |= ol_structures[i].type;
+            } else {
+                m &= ~ol_structures[i].type;
+            }
+        }
+    }
+    *mask = m;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The index */
+
+/*
+ * An open-addressing hash table from host cluster index to four packed
+ * counts, with linear probing and backward-shift deletion.  It is written
+ * here instead of using GHashTable because a lookup is on the path of
+ * every guest write: this one is inlined and costs a multiplication and,
+ * in the usual case, one probe of an empty slot.  A slot whose counts are
+ * 0 is empty (an indexed cluster always has a count).
+ */
+typedef struct Qcow2OverlapSlot {
+    uint64_t cluster;
+    uint64_t counts;
+} Qcow2OverlapSlot;
+
+struct Qcow2OverlapIndex {
+    Qcow2OverlapSlot *slots;
+    uint64_t mask;              /* slots - 1; a power of two minus one */
+    int shift;                  /* 64 - log2(slots) */
+    uint64_t used;
+};
+
+/* Small enough to cost nothing per image; grows when half full. */
+#define OL_INDEX_MIN_BITS 6
+
+static inline uint64_t ol_count(uint64_t value, int set)
+{
+    return (value >> (set * OL_COUNT_BITS)) & OL_COUNT_MAX;
+}
+
+static inline uint64_t ol_hash(const Qcow2OverlapIndex *ix, uint64_t cluster)
+{
+    /* Fibonacci hashing: the top bits of the product are well mixed */
+    return (cluster * 0x9e3779b97f4a7c15ULL) >> ix->shift;
+}
+
+static Qcow2OverlapIndex *ol_index_new(int bits)
+{
+    Qcow2OverlapIndex *ix = g_new0(Qcow2OverlapIndex, 1);
+
+    ix->slots = g_new0(Qcow2OverlapSlot, 1ULL << bits);
+    ix->mask = (1ULL << bits) - 1;
+    ix->shift = 64 - bits;
+    return ix;
+}
+
+static void ol_index_free(Qcow2OverlapIndex *ix)
+{
+    g_free(ix->slots);
+    g_free(ix);
+}
+
+/* The slot of @cluster, or the empty slot where it would go. */
+static inline uint64_t ol_index_find(const Qcow2OverlapIndex *ix,
+                                     uint64_t cluster)
+{
+    uint64_t i = ol_hash(ix, cluster);
+
+    while (ix->slots[i].counts && ix->slots[i].cluster != cluster) {
+        i = (i + 1) & ix->mask;
+    }
+    return i;
+}
+
+static inline uint64_t ol_index_get(const Qcow2OverlapIndex *ix,
+                                    uint64_t cluster)
+{
+    return ix->slots[ol_index_find(ix, cluster)].counts;
+}
+
+/* Empties slot @i, moving up the entries that probed past it. */
+static void ol_index_delete_slot(Qcow2OverlapIndex *ix, uint64_t i)
+{
+    uint64_t j = i;
+
+    for (;;) {
+        uint64_t home;
+
+        j = (j + 1) & ix->mask;
+        if (!ix->slots[j].counts) {
+            break;
+        }
+        home = ol_hash(ix, ix->slots[j].cluster);
+        /* the entry at j may fill the hole at i unless home is in (i, j] */
+        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+            ix->slots[i] = ix->slots[j];
+            i = j;
+        }
+    }
+    ix->slots[i].counts = 0;
+    ix->used--;
+}
+
+static void ol_index_set(Qcow2OverlapIndex *ix, uint64_t cluster,
+                         uint64_t counts);
+
+static void ol_index_grow(Qcow2OverlapIndex *ix)
+{
+    Qcow2OverlapIndex *bigger = ol_index_new(64 - ix->shift + 1);
+
+    for (uint64_t i = 0; i <= ix->mask; i++) {
+        if (ix->slots[i].counts) {
+            ol_index_set(bigger, ix->slots[i].cluster, ix->slots[i].counts);
+        }
+    }
+    g_free(ix->slots);
+    *ix = *bigger;
+    g_free(bigger);
+}
+
+/* Sets the counts of @cluster (0 removes it). */
+static void ol_index_set(Qcow2OverlapIndex *ix, uint64_t cluster,
+                         uint64_t counts)
+{
+    uint64_t i = ol_index_find(ix, cluster);
+
+    if (ix->slots[i].counts) {
+        if (counts) {
+            ix->slots[i].counts = counts;
+        } else {
+            ol_index_delete_slot(ix, i);
+        }
+        return;
+    }
+    if (!counts) {
+        return;
+    }
+    ix->slots[i] = (Qcow2OverlapSlot) { .cluster = cluster, .counts = counts };
+    ix->used++;
+    if (ix->used * 2 > ix->mask + 1) {
+        ol_index_grow(ix);
+    }
+}
+
+/*
+ * Before qcow2_overlap_init() (and after close) there is no index:
+ * updates are dropped and checks find nothing.
+ */
+static void ol_index_add(BDRVQcow2State *s, int set, uint64_t cluster)
+{
+    uint64_t v;
+
+    if (!s->overlap_index) {
+        return;
+    }
+    v = ol_index_get(s->overlap_index, cluster);
+    if (ol_count(v, set) < OL_COUNT_MAX) {
+        v += 1ULL << (set * OL_COUNT_BITS);
+    }
+    ol_index_set(s->overlap_index, cluster, v);
+}
+
+static void ol_index_remove(BDRVQcow2State *s, int set, uint64_t cluster)
+{
+    uint64_t v, n;
+
+    if (!s->overlap_index) {
+        return;
+    }
+    v = ol_index_get(s->overlap_index, cluster);
+    n = ol_count(v, set);
+    /* invariant 3: a saturated count stays */
+    if (n == 0 || n == OL_COUNT_MAX) {
+        return;
+    }
+    ol_index_set(s->overlap_index, cluster,
+                 v - (1ULL << (set * OL_COUNT_BITS)));
+}
+
+/* Adds (or removes) every cluster of [offset, offset + size). */
+static void ol_index_range(BDRVQcow2State *s, int set, uint64_t offset,
+                           uint64_t size, bool add)
+{
+    uint64_t first = offset >> s->cluster_bits;
+    uint64_t end = (offset + size + s->cluster_size - 1) >> s->cluster_bits;
+
+    for (uint64_t c = first; c < end; c++) {
+        if (add) {
+            ol_index_add(s, set, c);
+        } else {
+            ol_index_remove(s, set, c);
+        }
+    }
+}
+
+/* Drops every count of @set (the others stay): a new table is built. */
+static void ol_index_clear_set(BDRVQcow2State *s, int set)
+{
+    Qcow2OverlapIndex *old = s->overlap_index;
+    uint64_t keep = ~(OL_COUNT_MAX << (set * OL_COUNT_BITS));
+
+    if (!old) {
+        return;
+    }
+    s->overlap_index = ol_index_new(OL_INDEX_MIN_BITS);
+    for (uint64_t i = 0; i <= old->mask; i++) {
+        if (old->slots[i].counts & keep) {
+            ol_index_set(s->overlap_index, old->slots[i].cluster,
+                         old->slots[i].counts & keep);
+        }
+    }
+    ol_index_free(old);
+}
+
+uint64_t qcow2_overlap_index_size(BDRVQcow2State *s)
+{
+    return s->overlap_index ? s->overlap_index->used : 0;
+}
+
+void qcow2_overlap_l2_changed(BDRVQcow2State *s, uint64_t old_l1_entry,
+                              uint64_t new_l1_entry)
+{
+    uint64_t old_l2 = old_l1_entry & L1E_OFFSET_MASK;
+    uint64_t new_l2 = new_l1_entry & L1E_OFFSET_MASK;
+
+    if (old_l2 == new_l2) {
+        return;
+    }
+    if (new_l2) {
+        ol_index_add(s, OL_SET_ACTIVE_L2, new_l2 >> s->cluster_bits);
+    }
+    if (old_l2) {
+        ol_index_remove(s, OL_SET_ACTIVE_L2, old_l2 >> s->cluster_bits);
+    }
+}
+
+void qcow2_overlap_refblock_changed(BDRVQcow2State *s, uint64_t old_entry,
+                                    uint64_t new_entry)
+{
+    uint64_t old_block = old_entry & REFT_OFFSET_MASK;
+    uint64_t new_block = new_entry & REFT_OFFSET_MASK;
+
+    if (old_block == new_block) {
+        return;
+    }
+    if (new_block) {
+        ol_index_add(s, OL_SET_REFCOUNT_BLOCK, new_block >> s->cluster_bits);
+    }
+    if (old_block) {
+        ol_index_remove(s, OL_SET_REFCOUNT_BLOCK,
+                        old_block >> s->cluster_bits);
+    }
+}
+
+void qcow2_overlap_rebuild_active(BDRVQcow2State *s)
+{
+    ol_index_clear_set(s, OL_SET_ACTIVE_L2);
+    ol_index_clear_set(s, OL_SET_REFCOUNT_BLOCK);
+    for (int i = 0; i < s->l1_size; i++) {
+        qcow2_overlap_l2_changed(s, 0, s->l1_table[i]);
+    }
+    for (uint32_t i = 0; i < s->refcount_table_size; i++) {
+        qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Snapshots: their L1 tables, and the L2 tables these point to */
+
+/* The fields of a snapshot table entry that locate its L1 table. */
+typedef struct QEMU_PACKED Qcow2OverlapSnapshotEntry {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    uint16_t id_str_size;
+    uint16_t name_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint32_t vm_state_size;
+    uint32_t extra_data_size;
+} Qcow2OverlapSnapshotEntry;
+_Static_assert(sizeof(Qcow2OverlapSnapshotEntry) == 40,
+               "snapshot table entry header");
+
+/* Calls @fn for each snapshot's L1 table; stops at the first error. */
+static int ol_for_each_snapshot_l1(BlockDriverState *bs,
+                                   int (*fn)(BlockDriverState *bs,
+                                             uint64_t l1_offset,
+                                             uint32_t l1_size))
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *table = NULL;
+    uint64_t pos = 0;
+    int ret;
+
+    if (!s->nb_snapshots) {
+        return 0;
+    }
+    table = g_try_malloc(s->snapshots_size);
+    if (!table) {
+        return -ENOMEM;
+    }
+    ret = bdrv_pread(bs->file, s->snapshots_offset, s->snapshots_size,
+                     table, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        Qcow2OverlapSnapshotEntry sn;
+
+        /* the table was measured at open: every entry lies inside it */
+        assert(pos + sizeof(sn) <= (uint64_t)s->snapshots_size);
+        memcpy(&sn, table + pos, sizeof(sn));
+        ret = fn(bs, GUINT64_FROM_BE(sn.l1_table_offset),
+                 GUINT32_FROM_BE(sn.l1_size));
+        if (ret < 0) {
+            return ret;
+        }
+        pos += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
+               GUINT16_FROM_BE(sn.id_str_size) +
+               GUINT16_FROM_BE(sn.name_size);
+        pos = ROUND_UP(pos, 8);
+    }
+    return 0;
+}
+
+/* A snapshot's L1 table must be a table qcow2 could have written. */
+static int ol_check_snapshot_l1(BDRVQcow2State *s, uint64_t l1_offset,
+                                uint32_t l1_size)
+{
+    if ((uint64_t)l1_size * sizeof(uint64_t) > QCOW_MAX_L1_SIZE ||
+        offset_into_cluster(s, l1_offset)) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int ol_add_inactive_l1(BlockDriverState *bs, uint64_t l1_offset,
+                              uint32_t l1_size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret = ol_check_snapshot_l1(s, l1_offset, l1_size);
+
+    if (ret < 0) {
+        return ret;
+    }
+    ol_index_range(s, OL_SET_INACTIVE_L1, l1_offset,
+                   (uint64_t)l1_size * sizeof(uint64_t), true);
+    return 0;
+}
+
+static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
+                              uint32_t l1_size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint64_t *l1 = NULL;
+    int ret = ol_check_snapshot_l1(s, l1_offset, l1_size);
+
+    if (ret < 0 || !l1_size) {
+        return ret;
+    }
+    l1 = g_try_new(uint64_t, l1_size);
+    if (!l1) {
+        return -ENOMEM;
+    }
+    ret = bdrv_pread(bs->file, l1_offset, l1_size * sizeof(uint64_t), l1, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    for (uint32_t i = 0; i < l1_size; i++) {
+        uint64_t l2 = GUINT64_FROM_BE(l1[i]) & L1E_OFFSET_MASK;
+
+        if (l2) {
+            ol_index_add(s, OL_SET_INACTIVE_L2, l2 >> s->cluster_bits);
+        }
+    }
+    return 0;
+}
+
+/* Reads the inactive L2 tables' locations, once (invariant 2). */
+static int ol_load_inactive_l2(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    if (s->overlap_inactive_l2_loaded) {
+        return 0;
+    }
+    ret = ol_for_each_snapshot_l1(bs, ol_add_inactive_l2);
+    if (ret < 0) {
+        ol_index_clear_set(s, OL_SET_INACTIVE_L2);
+        return ret;
+    }
+    s->overlap_inactive_l2_loaded = true;
+    return 0;
+}
+
+int qcow2_overlap_snapshots_changed(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    ol_index_clear_set(s, OL_SET_INACTIVE_L1);
+    ol_index_clear_set(s, OL_SET_INACTIVE_L2);
+    s->overlap_inactive_l2_loaded = false;
+    ret = ol_for_each_snapshot_l1(bs, ol_add_inactive_l1);
+    if (ret < 0) {
+        ol_index_clear_set(s, OL_SET_INACTIVE_L1);
+        return ret;
+    }
+    if (s->overlap_check & QCOW2_OL_INACTIVE_L2) {
+        return ol_load_inactive_l2(bs);
+    }
+    return 0;
+}
+
+int qcow2_overlap_init(BlockDriverState *bs, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    s->overlap_index = ol_index_new(OL_INDEX_MIN_BITS);
+    qcow2_overlap_rebuild_active(s);
+    ret = qcow2_overlap_snapshots_changed(bs);
+    if (ret == -EINVAL) {
+        error_setg(errp, "qcow2: a snapshot's L1 table is invalid (too "
+                   "large or unaligned)");
+    } else if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the snapshots' L1 "
+                         "tables");
+    }
+    return ret;
+}
+
+void qcow2_overlap_close(BDRVQcow2State *s)
+{
+    if (s->overlap_index) {
+        ol_index_free(s->overlap_index);
+        s->overlap_index = NULL;
+    }
+    s->overlap_inactive_l2_loaded = false;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The check */
+
+/* [a, a_end) and [b, b + b_size); @a_end > a. */
+static inline bool ol_ranges_overlap(uint64_t a, uint64_t a_end, uint64_t b,
+                                     uint64_t b_size)
+{
+    return b_size && a < b + b_size && b < a_end;
+}
+
+/* The structures with one range each that @chk selects and the range hits. */
+static inline int ol_check_single_ranges(BDRVQcow2State *s, int chk,
+                                         uint64_t offset, uint64_t end)
+{
+    int hits = 0;
+
+    if ((chk & QCOW2_OL_MAIN_HEADER) && offset < (uint64_t)s->cluster_size) {
+        hits |= QCOW2_OL_MAIN_HEADER;
+    }
+    if ((chk & QCOW2_OL_ACTIVE_L1) &&
+        ol_ranges_overlap(offset, end, s->l1_table_offset,
+                          (uint64_t)s->l1_size * sizeof(uint64_t))) {
+        hits |= QCOW2_OL_ACTIVE_L1;
+    }
+    if ((chk & QCOW2_OL_REFCOUNT_TABLE) &&
+        ol_ranges_overlap(offset, end, s->refcount_table_offset,
+                          (uint64_t)s->refcount_table_size *
+                          sizeof(uint64_t))) {
+        hits |= QCOW2_OL_REFCOUNT_TABLE;
+    }
+    if ((chk & QCOW2_OL_SNAPSHOT_TABLE) && s->nb_snapshots &&
+        ol_ranges_overlap(offset, end, s->snapshots_offset,
+                          s->snapshots_size)) {
+        hits |= QCOW2_OL_SNAPSHOT_TABLE;
+    }
+    if ((chk & QCOW2_OL_BITMAP_DIRECTORY) &&
+        ol_ranges_overlap(offset, end, s->bitmap_directory_offset,
+                          s->bitmap_directory_size)) {
+        hits |= QCOW2_OL_BITMAP_DIRECTORY;
+    }
+    return hits;
+}
+
+#define OL_LANE(set) (OL_COUNT_MAX << ((set) * OL_COUNT_BITS))
+
+/* The counts of the sets that @chk selects, as a mask over packed counts. */
+static inline uint64_t ol_wanted_counts(int chk)
+{
+    return (chk & QCOW2_OL_ACTIVE_L2 ? OL_LANE(OL_SET_ACTIVE_L2) : 0) |
+           (chk & QCOW2_OL_REFCOUNT_BLOCK ? OL_LANE(OL_SET_REFCOUNT_BLOCK)
+                                          : 0) |
+           (chk & QCOW2_OL_INACTIVE_L1 ? OL_LANE(OL_SET_INACTIVE_L1) : 0) |
+           (chk & QCOW2_OL_INACTIVE_L2 ? OL_LANE(OL_SET_INACTIVE_L2) : 0);
+}
+
+/* The sets' structures in the clusters [first, end) that @chk selects. */
+static inline int ol_check_index(BDRVQcow2State *s, int chk,
+                                 uint64_t first, uint64_t end)
+{
+    const Qcow2OverlapIndex *ix = s->overlap_index;
+    uint64_t want, found = 0;
+    int hits = 0;
+
+    if (!ix->used) {
+        return 0;
+    }
+    want = ol_wanted_counts(chk);
+    if (!want) {
+        return 0;
+    }
+    if (end - first <= ix->used) {
+        s->overlap_lookups += end - first;
+        for (uint64_t c = first; c < end; c++) {
+            found |= ol_index_get(ix, c);
+        }
+    } else {
+        /* a write larger than the index: one pass over the index */
+        s->overlap_lookups += ix->used;
+        for (uint64_t i = 0; i <= ix->mask; i++) {
+            uint64_t c = ix->slots[i].cluster;
+
+            if (ix->slots[i].counts && c >= first && c < end) {
+                found |= ix->slots[i].counts;
+            }
+        }
+    }
+    found &= want;
+    if (!found) {
+        return 0;
+    }
+    for (int set = 0; set < OL_SETS; set++) {
+        if (ol_count(found, set)) {
+            hits |= ol_set_type[set];
+        }
+    }
+    return hits;
+}
+
+/* qcow2_check_metadata_overlap(), inlined into the write path's check. */
+static inline int ol_check(BlockDriverState *bs, int ign, int64_t offset,
+                           int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int chk = s->overlap_check & ~ign;
+    uint64_t end = (uint64_t)offset + size;
+    int hits, ret;
+
+    if (!chk || size <= 0 || !s->overlap_index) {
+        return 0;
+    }
+    hits = ol_check_single_ranges(s, chk, offset, end);
+    if ((chk & QCOW2_OL_INACTIVE_L2) && !s->overlap_inactive_l2_loaded) {
+        ret = ol_load_inactive_l2(bs);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    hits |= ol_check_index(s, chk, (uint64_t)offset >> s->cluster_bits,
+                           (end + s->cluster_size - 1) >> s->cluster_bits);
+    /* the first structure in QEMU's order is the one named */
+    return hits & -hits;
+}
+
+int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
+                                 int64_t offset, int64_t size)
+{
+    return ol_check(bs, ign, offset, size);
+}
+
+int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
+                                  int64_t offset, int64_t size)
+{
+    int ret = ol_check(bs, ign, offset, size);
+
+    if (ret <= 0) {
+        return ret;
+    }
+    qcow2_signal_corruption(bs, true, offset, size,
+                            "Preventing invalid write on metadata (overlaps "
+                            "with %s)", qcow2_overlap_name(ret));
+    return -EIO;
+}
