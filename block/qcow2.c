@@ -2411,6 +2411,7 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
                                           Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    bool stale_tail = false;
     int64_t old;
     int ret;
 
@@ -2465,12 +2466,25 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
         s->virtual_size = old;
         error_setg_errno(errp, -ret, "Failed to update the image size");
     }
+    /*
+     * A shrink to the middle of a cluster leaves the rest of it as it
+     * was: growing again must not bring that data back (QEMU 7.2 does).
+     */
+    if (ret == 0 && offset > old && offset_into_cluster(s, old)) {
+        unsigned int n = s->cluster_size - offset_into_cluster(s, old);
+        uint64_t host;
+        QCow2ClusterType type;
+
+        stale_tail = qcow2_get_host_offset(bs, old, &n, &host, &type) == 0 &&
+                     (type == QCOW2_CLUSTER_NORMAL ||
+                      type == QCOW2_CLUSTER_COMPRESSED);
+    }
 out:
     qemu_co_mutex_unlock(&s->lock);
 
     /* the part of the old last cluster the zero clusters did not cover */
-    if (ret == 0 && (flags & BDRV_REQ_ZERO_WRITE) && offset > old &&
-        offset_into_cluster(s, old)) {
+    if (ret == 0 && ((flags & BDRV_REQ_ZERO_WRITE) || stale_tail) &&
+        offset > old && offset_into_cluster(s, old)) {
         int64_t n = MIN(ROUND_UP(old, s->cluster_size), offset) - old;
 
         ret = qcow2_write_zero_bytes(bs, old, n);
