@@ -15,7 +15,8 @@
 #   - qblock-img compare finds QEMU's images identical to qblock's, and
 #     qblock-io reads QEMU's overlay back pattern by pattern;
 #   - qblock-img check, info and map print what qemu-img prints for
-#     QEMU's overlay (human and json), with the same exit status.
+#     QEMU's overlay (human and json) and for qblock's, with the same exit
+#     status.
 #
 # Finally images QEMU wrote are damaged in known ways, and qblock-img
 # check (also -r leaks and -r all, on copies) must print what qemu-img
@@ -196,6 +197,10 @@ matrix_case() {
     same "$name: info --output=json" "\$TOOL info --output=json '$theirs/top.qcow2'"
     same "$name: map" "\$TOOL map '$theirs/top.qcow2'"
     same "$name: map --output=json" "\$TOOL map --output=json '$theirs/top.qcow2'"
+    # and both tools describe qblock's overlay alike
+    same "$name: info of qblock's overlay" "\$TOOL info --output=json '$ours/top.qcow2'"
+    same "$name: map of qblock's overlay" "\$TOOL map --output=json '$ours/top.qcow2'"
+    same "$name: check of qblock's overlay" "\$TOOL check '$ours/top.qcow2'"
     rm -rf "$ours" "$theirs"
 }
 
