@@ -8,13 +8,28 @@
  *     drain barrier is not counted, so drain never waits for it.
  *  2. Writethrough: a write, zero write or compressed write that succeeds
  *     is followed by a flush of the root node before it completes, when
- *     blk->enable_write_cache is false at the moment the write returned
- *     from the graph.  The flag is read there and nowhere else.
+ *     blk->enable_write_cache was false when the write entered the graph,
+ *     when it returned from it, or (aio forms) when its callback is about
+ *     to run.  The flag is read there and nowhere else: a write the guest
+ *     issued to a writethrough disk stays durable at completion even if
+ *     the guest enabled the cache meanwhile, and one whose completion is
+ *     reported after a switch to writethrough is flushed first, also when
+ *     the switch came between the graph's completion and the callback.
  *  3. An aio callback runs from blk->done_bh, i.e. from the event loop
  *     and outside coroutine context, never before blk_aio_*() returned,
- *     in completion order.
+ *     in completion order (a write that needs a late writethrough flush
+ *     completes when that flush does).
  *  4. Each request is accounted exactly once into blk->stats (done, failed
  *     or invalid); a writethrough flush is accounted as a flush of its own.
+ *  5. Group commit: a successful write gets the next number of
+ *     blk->writes_done; blk->flushed_writes is the highest writes_done
+ *     value read at the start of a flush of this backend that succeeded.
+ *     A write whose number is at most flushed_writes is durable, so its
+ *     writethrough flush is skipped; otherwise it waits for the
+ *     writethrough flush in progress, or starts one.  One flush thus
+ *     covers every write that completed before it started, and a deep
+ *     queue of writethrough writes costs about one flush per round
+ *     instead of one per write.
  *
  * Everything runs in the thread of blk->ctx.
  */
@@ -23,6 +38,16 @@
 #include "block/accounting.h"
 #include "qblock/block-backend.h"
 #include "io-internal.h"
+
+/*
+ * What a write leaves for its completion: its number among the backend's
+ * completed writes (0: it failed, or was no write), and whether a
+ * writethrough flush already covered it.
+ */
+typedef struct BlkWriteDone {
+    uint64_t seq;
+    bool flushed;
+} BlkWriteDone;
 
 typedef enum BlkAioOp {
     BLK_AIO_READ,
@@ -43,6 +68,7 @@ struct BlockAIOCB {
     QEMUIOVector *qiov;
     BdrvRequestFlags flags;
     int ret;
+    BlkWriteDone wd;        /* what a write left for its completion */
     bool done;              /* the request has finished */
     bool returned;          /* blk_aio_*() has returned to its caller */
     BlockAIOCB *next;       /* in blk's completion list or free list */
@@ -59,6 +85,11 @@ struct BlockBackend {
     bool allow_write_beyond_eof;
     BlockAcctStats stats;
     unsigned int in_flight;
+    /* group commit (invariant 5) */
+    uint64_t writes_done;
+    uint64_t flushed_writes;
+    bool wt_flush_active;
+    CoQueue wt_flush_queue;
     /* finished aio requests whose callbacks are due, oldest first */
     BlockAIOCB *done_head;
     BlockAIOCB **done_tail;
@@ -82,6 +113,7 @@ BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm)
     blk->perm = perm;
     blk->shared_perm = shared_perm;
     blk->enable_write_cache = true;
+    qemu_co_queue_init(&blk->wt_flush_queue);
     blk->done_tail = &blk->done_head;
     blk->done_bh = aio_bh_new(blk->ctx, blk_aio_done_bh, blk);
     blk->link.data = blk;
@@ -376,19 +408,56 @@ static void blk_acct_end(BlockBackend *blk, BlockAcctCookie *cookie, int ret)
     }
 }
 
-static int coroutine_fn blk_co_do_flush(BlockBackend *blk)
+/*
+ * A flush of the graph, accounted, recording what it covers (invariant
+ * 5).  It does not wait at the drain barrier: a writethrough flush is the
+ * end of a write already in flight, which a drain lets finish.
+ */
+static int coroutine_fn blk_co_flush_graph(BlockBackend *blk)
 {
     BlockAcctCookie cookie;
+    uint64_t start;
     int ret;
 
-    blk_wait_while_drained(blk);
     if (!blk_is_available(blk)) {
         block_acct_invalid(&blk->stats, BLOCK_ACCT_FLUSH);
         return -ENOMEDIUM;
     }
+    start = blk->writes_done;
     block_acct_start(&blk->stats, &cookie, 0, BLOCK_ACCT_FLUSH);
     ret = bdrv_co_flush(blk_bs(blk));
     blk_acct_end(blk, &cookie, ret);
+    if (ret == 0) {
+        blk->flushed_writes = MAX(blk->flushed_writes, start);
+    }
+    return ret;
+}
+
+static int coroutine_fn blk_co_do_flush(BlockBackend *blk)
+{
+    blk_wait_while_drained(blk);
+    return blk_co_flush_graph(blk);
+}
+
+/* Invariant 5: makes write number @seq durable, sharing flushes. */
+static int coroutine_fn blk_co_writethrough_flush(BlockBackend *blk,
+                                                  uint64_t seq)
+{
+    int ret = 0;
+
+    while (blk->flushed_writes < seq) {
+        if (blk->wt_flush_active) {
+            qemu_co_queue_wait(&blk->wt_flush_queue, NULL);
+            continue;
+        }
+        blk->wt_flush_active = true;
+        ret = blk_co_flush_graph(blk);
+        blk->wt_flush_active = false;
+        qemu_co_queue_restart_all(&blk->wt_flush_queue);
+        if (ret < 0) {
+            break;
+        }
+    }
     return ret;
 }
 
@@ -417,9 +486,12 @@ static int coroutine_fn blk_co_do_preadv(BlockBackend *blk, int64_t offset,
  */
 static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
                                           int64_t bytes, QEMUIOVector *qiov,
-                                          BdrvRequestFlags flags)
+                                          BdrvRequestFlags flags,
+                                          BlkWriteDone *wd)
 {
+    BlkWriteDone local = { 0 };
     BlockAcctCookie cookie;
+    bool wce_at_start;
     int ret;
 
     blk_wait_while_drained(blk);
@@ -429,16 +501,22 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
         return ret;
     }
     block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_WRITE);
+    wce_at_start = blk->enable_write_cache;
     if (flags & BDRV_REQ_ZERO_WRITE) {
         ret = bdrv_co_pwrite_zeroes(blk->root, offset, bytes,
                                     flags & ~BDRV_REQ_ZERO_WRITE);
     } else {
         ret = bdrv_co_pwritev(blk->root, offset, bytes, qiov, flags);
     }
+    if (!wd) {
+        wd = &local;
+    }
     if (ret == 0) {
         block_acct_write_end(&blk->stats, offset + bytes);
-        if (!blk->enable_write_cache) {
-            ret = blk_co_do_flush(blk);
+        wd->seq = ++blk->writes_done;
+        if (!wce_at_start || !blk->enable_write_cache) {
+            ret = blk_co_writethrough_flush(blk, wd->seq);
+            wd->flushed = true;
         }
     }
     blk_acct_end(blk, &cookie, ret);
@@ -483,7 +561,7 @@ int coroutine_fn blk_co_pwritev(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            flags & ~BDRV_REQ_ZERO_WRITE);
+                            flags & ~BDRV_REQ_ZERO_WRITE, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -495,7 +573,7 @@ int coroutine_fn blk_co_pwrite_zeroes(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, NULL,
-                            flags | BDRV_REQ_ZERO_WRITE);
+                            flags | BDRV_REQ_ZERO_WRITE, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -507,7 +585,7 @@ int coroutine_fn blk_co_pwritev_compressed(BlockBackend *blk, int64_t offset,
 
     blk->in_flight++;
     ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            BDRV_REQ_WRITE_COMPRESSED);
+                            BDRV_REQ_WRITE_COMPRESSED, NULL);
     blk->in_flight--;
     return ret;
 }
@@ -577,6 +655,15 @@ static void blk_aio_queue_done(BlockAIOCB *acb)
     qemu_bh_schedule(blk->done_bh);
 }
 
+/* Invariant 2: the cache went off after the write left the graph. */
+static void coroutine_fn blk_aio_late_flush_entry(void *opaque)
+{
+    BlockAIOCB *acb = opaque;
+
+    acb->ret = blk_co_writethrough_flush(acb->blk, acb->wd.seq);
+    blk_aio_queue_done(acb);
+}
+
 static void blk_aio_done_bh(void *opaque)
 {
     BlockBackend *blk = opaque;
@@ -591,6 +678,14 @@ static void blk_aio_done_bh(void *opaque)
             /* a callback that polls the loop completes the rest itself */
             qemu_bh_schedule(blk->done_bh);
         }
+        if (acb->wd.seq && !acb->wd.flushed && !blk->enable_write_cache &&
+            acb->ret == 0) {
+            /* it comes back through blk_aio_queue_done() once flushed */
+            acb->wd.flushed = true;
+            qemu_coroutine_enter(qemu_coroutine_create(
+                blk_aio_late_flush_entry, acb));
+            continue;
+        }
         acb->cb(acb->opaque, acb->ret);
         blk->in_flight--;
         acb->next = blk->free_acbs;
@@ -600,11 +695,14 @@ static void blk_aio_done_bh(void *opaque)
     blk_unref(blk);
 }
 
-/* Runs one request of the aio or sync forms; in_flight held by the caller. */
+/*
+ * Runs one request of the aio or sync forms; in_flight held by the caller.
+ * Writes fill *wd (may be NULL).
+ */
 static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
                                      int64_t offset, int64_t bytes,
                                      QEMUIOVector *qiov,
-                                     BdrvRequestFlags flags)
+                                     BdrvRequestFlags flags, BlkWriteDone *wd)
 {
     switch (op) {
     case BLK_AIO_READ:
@@ -612,7 +710,7 @@ static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
     case BLK_AIO_WRITE:
     case BLK_AIO_WRITE_ZEROES:
     case BLK_AIO_WRITE_COMPRESSED:
-        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags);
+        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags, wd);
     case BLK_AIO_DISCARD:
         return blk_co_do_pdiscard(blk, offset, bytes);
     case BLK_AIO_FLUSH:
@@ -626,7 +724,7 @@ static void coroutine_fn blk_aio_entry(void *opaque)
     BlockAIOCB *acb = opaque;
 
     acb->ret = blk_co_do_op(acb->blk, acb->op, acb->offset, acb->bytes,
-                            acb->qiov, acb->flags);
+                            acb->qiov, acb->flags, &acb->wd);
     acb->done = true;
     if (acb->returned) {
         blk_aio_queue_done(acb);
@@ -728,7 +826,7 @@ static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
         int ret;
 
         blk->in_flight++;
-        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags);
+        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags, NULL);
         blk->in_flight--;
         return ret;
     }
@@ -802,6 +900,31 @@ int blk_pdiscard(BlockBackend *blk, int64_t offset, int64_t bytes)
 int blk_flush(BlockBackend *blk)
 {
     return blk_sync_request(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0);
+}
+
+int blk_save_vmstate(BlockBackend *blk, const uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    int ret;
+
+    if (!bs) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_save_vmstate(bs, buf, pos, size);
+    /* writethrough: the state is durable once saving returns */
+    if (ret == 0 && !blk->enable_write_cache) {
+        ret = bdrv_flush(bs);
+    }
+    return ret;
+}
+
+int blk_load_vmstate(BlockBackend *blk, uint8_t *buf, int64_t pos,
+                     int64_t size)
+{
+    BlockDriverState *bs = blk_bs(blk);
+
+    return bs ? bdrv_load_vmstate(bs, buf, pos, size) : -ENOMEDIUM;
 }
 
 typedef struct BlkTruncateCo {

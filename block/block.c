@@ -1702,6 +1702,53 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Backing file names */
+
+int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                             const char *backing_fmt, bool require)
+{
+    int ret;
+
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if ((backing_fmt && !backing_file) ||
+        (require && backing_file && !backing_fmt)) {
+        return -EINVAL;
+    }
+    if (!bs->drv->bdrv_change_backing_file) {
+        return -ENOTSUP;
+    }
+    ret = bs->drv->bdrv_change_backing_file(bs, backing_file, backing_fmt);
+    if (ret == 0) {
+        pstrcpy(bs->backing_file, sizeof(bs->backing_file),
+                backing_file ? backing_file : "");
+        pstrcpy(bs->backing_format, sizeof(bs->backing_format),
+                backing_fmt ? backing_fmt : "");
+        pstrcpy(bs->auto_backing_file, sizeof(bs->auto_backing_file),
+                backing_file ? backing_file : "");
+    }
+    return ret;
+}
+
+BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
+                                          const char *filename)
+{
+    g_autofree char *wanted = realpath(filename, NULL);
+
+    for (BlockDriverState *b = bs->backing ? bs->backing->bs : NULL; b;
+         b = b->backing ? b->backing->bs : NULL) {
+        g_autofree char *path = realpath(b->filename, NULL);
+
+        if (!strcmp(b->filename, filename) ||
+            (wanted && path && !strcmp(wanted, path))) {
+            return b;
+        }
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Queries */
 
 int64_t bdrv_getlength(BlockDriverState *bs)

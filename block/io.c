@@ -854,6 +854,17 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     assert((flags & BDRV_REQ_ZERO_WRITE) ||
            (qiov && qiov->size >= (size_t)bytes));
     if (bytes == 0) {
+        /*
+         * An empty compressed write ends a stream of them (qemu-img
+         * convert -c): the format may tidy up its file.
+         */
+        if ((flags & BDRV_REQ_WRITE_COMPRESSED) && offset == 0 &&
+            bs->drv->bdrv_co_pwritev_compressed) {
+            bdrv_inc_in_flight(bs);
+            ret = bs->drv->bdrv_co_pwritev_compressed(bs, 0, 0, qiov);
+            bdrv_dec_in_flight(bs);
+            return ret;
+        }
         return 0;
     }
     align = bdrv_request_align(bs);
@@ -1365,6 +1376,74 @@ int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
     return !!(ret & BDRV_BLOCK_ALLOCATED);
 }
 
+/* ---- the VM state area ---- */
+
+/*
+ * The node that keeps the VM state for @bs: @bs itself if its driver has
+ * a VM state area, else the one below a filter; NULL if there is none.
+ */
+static BlockDriverState *bdrv_vmstate_bs(BlockDriverState *bs, bool save)
+{
+    while (bs && bs->drv) {
+        if (save ? bs->drv->bdrv_co_save_vmstate != NULL
+                 : bs->drv->bdrv_co_load_vmstate != NULL) {
+            return bs;
+        }
+        if (!bs->drv->is_filter || !bs->file) {
+            return NULL;
+        }
+        bs = bs->file->bs;
+    }
+    return NULL;
+}
+
+/*
+ * The area is not guest data: no request tracking or alignment applies,
+ * but the request counts as in flight so that drain waits for it.
+ */
+static int coroutine_fn bdrv_co_vmstate(BlockDriverState *bs,
+                                        QEMUIOVector *qiov, int64_t pos,
+                                        bool save)
+{
+    BlockDriverState *target = bdrv_vmstate_bs(bs, save);
+    int ret;
+
+    if (!bs->drv) {
+        return -ENOMEDIUM;
+    }
+    if (!target) {
+        return -ENOTSUP;
+    }
+    if (pos < 0 || qiov->size > INT64_MAX - (uint64_t)pos) {
+        return -EINVAL;
+    }
+    if (save && !bdrv_is_writable(target)) {
+        return -EACCES;
+    }
+    bdrv_inc_in_flight(target);
+    if (save) {
+        BLKDBG_EVENT(target->file, BLKDBG_VMSTATE_SAVE);
+        ret = target->drv->bdrv_co_save_vmstate(target, qiov, pos);
+    } else {
+        BLKDBG_EVENT(target->file, BLKDBG_VMSTATE_LOAD);
+        ret = target->drv->bdrv_co_load_vmstate(target, qiov, pos);
+    }
+    bdrv_dec_in_flight(target);
+    return ret < 0 ? ret : 0;
+}
+
+int coroutine_fn bdrv_co_writev_vmstate(BlockDriverState *bs,
+                                        QEMUIOVector *qiov, int64_t pos)
+{
+    return bdrv_co_vmstate(bs, qiov, pos, true);
+}
+
+int coroutine_fn bdrv_co_readv_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos)
+{
+    return bdrv_co_vmstate(bs, qiov, pos, false);
+}
+
 /* ---- synchronous wrappers ---- */
 
 typedef enum BdrvSyncOp {
@@ -1375,6 +1454,8 @@ typedef enum BdrvSyncOp {
     BDRV_SYNC_BLOCK_STATUS,
     BDRV_SYNC_BLOCK_STATUS_ABOVE,
     BDRV_SYNC_IS_ALLOCATED,
+    BDRV_SYNC_SAVE_VMSTATE,
+    BDRV_SYNC_LOAD_VMSTATE,
 } BdrvSyncOp;
 
 typedef struct BdrvSyncCo {
@@ -1428,6 +1509,12 @@ static void coroutine_fn bdrv_sync_co_entry(void *opaque)
         break;
     case BDRV_SYNC_IS_ALLOCATED:
         s->ret = bdrv_co_is_allocated(s->bs, s->offset, s->bytes, s->pnum);
+        break;
+    case BDRV_SYNC_SAVE_VMSTATE:
+        s->ret = bdrv_co_writev_vmstate(s->bs, s->qiov, s->offset);
+        break;
+    case BDRV_SYNC_LOAD_VMSTATE:
+        s->ret = bdrv_co_readv_vmstate(s->bs, s->qiov, s->offset);
         break;
     }
     s->done = true;
@@ -1553,6 +1640,38 @@ int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
         .map = map, .file = file, .depth = depth,
     };
 
+    return bdrv_run_sync(bs, &s);
+}
+
+int bdrv_save_vmstate(BlockDriverState *bs, const uint8_t *buf, int64_t pos,
+                      int64_t size)
+{
+    QEMUIOVector qiov;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_SAVE_VMSTATE, .bs = bs, .offset = pos,
+        .qiov = &qiov,
+    };
+
+    if (size < 0) {
+        return -EINVAL;
+    }
+    qemu_iovec_init_buf(&qiov, (void *)buf, size);
+    return bdrv_run_sync(bs, &s);
+}
+
+int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
+                      int64_t size)
+{
+    QEMUIOVector qiov;
+    BdrvSyncCo s = {
+        .op = BDRV_SYNC_LOAD_VMSTATE, .bs = bs, .offset = pos,
+        .qiov = &qiov,
+    };
+
+    if (size < 0) {
+        return -EINVAL;
+    }
+    qemu_iovec_init_buf(&qiov, buf, size);
     return bdrv_run_sync(bs, &s);
 }
 

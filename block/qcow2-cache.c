@@ -142,7 +142,7 @@ static int coroutine_fn qcow2_cache_entry_flush(BlockDriverState *bs,
         BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_UPDATE_PART);
     }
     ret = qcow2_pre_write_overlap_check(bs, qcow2_cache_is_l2(bs, c)
-                                            ? QCOW2_OL_ACTIVE_L2
+                                            ? qcow2_overlap_l2_cache_ign(bs)
                                             : QCOW2_OL_REFCOUNT_BLOCK,
                                         e->offset, c->table_size);
     if (ret < 0) {

@@ -764,17 +764,21 @@ static void l2meta_finish(BDRVQcow2State *s, QCowL2Meta *m)
 /*
  * Reads guest bytes [offset, offset + bytes) into @buf through the
  * driver's read path; bytes past the end of the image read as zeroes (the
- * last cluster of an image may reach beyond it).
+ * last cluster of an image may reach beyond it), except in the VM state
+ * area, which lies beyond the end on purpose.
  */
 static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
                                  uint64_t offset, uint8_t *buf,
                                  uint64_t bytes)
 {
+    BDRVQcow2State *s = bs->opaque;
     uint64_t valid = 0;
     QEMUIOVector qiov;
     int ret;
 
-    if ((int64_t)offset < disk_size) {
+    if ((int64_t)offset >= qcow2_vm_state_offset(s)) {
+        valid = bytes;
+    } else if ((int64_t)offset < disk_size) {
         valid = MIN(bytes, disk_size - offset);
     }
     memset(buf + valid, 0, bytes - valid);
@@ -1223,4 +1227,57 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
         bytes -= cur;
     }
     return 0;
+}
+
+int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!s->l1_size) {
+        return 0;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_L1_UPDATE);
+    return qcow2_l1_write(bs, s->l1_table_offset, s->l1_table, 0,
+                          s->l1_size);
+}
+
+int coroutine_fn qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                                    Qcow2L2EntryFn *fn, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int slices = s->cluster_size / s->l2_cache_entry_size;
+    int per_slice = l2_slice_entries(s);
+    int ret = 0;
+
+    for (int i = 0; i < slices && ret == 0; i++) {
+        uint64_t *slice;
+
+        ret = qcow2_cache_get(bs, s->l2_table_cache,
+                              l2_offset + (uint64_t)i *
+                              s->l2_cache_entry_size, (void **)&slice);
+        if (ret < 0) {
+            break;
+        }
+        for (int j = 0; j < per_slice; j++) {
+            uint64_t entry = l2_get_entry(s, slice, j);
+            QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+            uint64_t new_entry = entry;
+
+            if (!l2_entry_is_valid(s, entry, type)) {
+                ret = l2_entry_corrupt(bs, l2_offset, i * per_slice + j,
+                                       entry, type);
+                break;
+            }
+            ret = fn(bs, type, &new_entry, opaque);
+            if (ret < 0) {
+                break;
+            }
+            if (new_entry != entry) {
+                l2_set_entry(s, slice, j, new_entry);
+                qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
+            }
+        }
+        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    }
+    return ret;
 }

@@ -434,37 +434,14 @@ static int ol_for_each_snapshot_l1(BlockDriverState *bs,
                                              uint32_t l1_size))
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autofree uint8_t *table = NULL;
-    uint64_t pos = 0;
-    int ret;
 
-    if (!s->nb_snapshots) {
-        return 0;
-    }
-    table = g_try_malloc(s->snapshots_size);
-    if (!table) {
-        return -ENOMEM;
-    }
-    ret = bdrv_pread(bs->file, s->snapshots_offset, s->snapshots_size,
-                     table, 0);
-    if (ret < 0) {
-        return ret;
-    }
     for (uint32_t i = 0; i < s->nb_snapshots; i++) {
-        Qcow2OverlapSnapshotEntry sn;
+        int ret = fn(bs, s->snapshots[i].l1_table_offset,
+                     s->snapshots[i].l1_size);
 
-        /* the table was measured at open: every entry lies inside it */
-        assert(pos + sizeof(sn) <= (uint64_t)s->snapshots_size);
-        memcpy(&sn, table + pos, sizeof(sn));
-        ret = fn(bs, GUINT64_FROM_BE(sn.l1_table_offset),
-                 GUINT32_FROM_BE(sn.l1_size));
         if (ret < 0) {
             return ret;
         }
-        pos += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
-               GUINT16_FROM_BE(sn.id_str_size) +
-               GUINT16_FROM_BE(sn.name_size);
-        pos = ROUND_UP(pos, 8);
     }
     return 0;
 }
@@ -584,6 +561,31 @@ void qcow2_overlap_close(BDRVQcow2State *s)
         s->overlap_index = NULL;
     }
     s->overlap_inactive_l2_loaded = false;
+}
+
+void qcow2_overlap_begin_shared_l2_writes(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    assert(!s->overlap_shared_l2_writes);
+    s->overlap_shared_l2_writes = true;
+}
+
+void qcow2_overlap_end_shared_l2_writes(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    /* a failure leaves tables dirty: they are checked when written later */
+    qcow2_cache_write(bs, s->l2_table_cache);
+    s->overlap_shared_l2_writes = false;
+}
+
+int qcow2_overlap_l2_cache_ign(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return QCOW2_OL_ACTIVE_L2 |
+           (s->overlap_shared_l2_writes ? QCOW2_OL_INACTIVE_L2 : 0);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -44,16 +44,16 @@ typedef struct Qcow2DiscardRegion {
 /* ---------------------------------------------------------------------- */
 /* Refcount block entries */
 
-static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
-                                   uint64_t index)
+uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
+                                  uint64_t index)
 {
     const uint8_t *p = block;
 
-    switch (s->refcount_order) {
+    switch (refcount_order) {
     case 0:
     case 1:
     case 2: {
-        int bits = s->refcount_bits;
+        int bits = 1 << refcount_order;
         int per_byte = 8 / bits;
         int shift = (index % per_byte) * bits;
 
@@ -72,32 +72,35 @@ static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
     }
 }
 
-static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
-                               uint64_t index, uint64_t value)
+void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
+                              uint64_t value)
 {
     uint8_t *p = block;
 
-    assert(value <= s->refcount_max);
-    switch (s->refcount_order) {
+    switch (refcount_order) {
     case 0:
     case 1:
     case 2: {
-        int bits = s->refcount_bits;
+        int bits = 1 << refcount_order;
         int per_byte = 8 / bits;
         int shift = (index % per_byte) * bits;
         uint8_t mask = ((1u << bits) - 1) << shift;
 
+        assert(value < (1u << bits));
         p[index / per_byte] = (p[index / per_byte] & ~mask) |
                               (uint8_t)(value << shift);
         break;
     }
     case 3:
+        assert(value <= UINT8_MAX);
         p[index] = value;
         break;
     case 4:
+        assert(value <= UINT16_MAX);
         ((uint16_t *)block)[index] = GUINT16_TO_BE(value);
         break;
     case 5:
+        assert(value <= UINT32_MAX);
         ((uint32_t *)block)[index] = GUINT32_TO_BE(value);
         break;
     case 6:
@@ -106,6 +109,18 @@ static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
     default:
         g_assert_not_reached();
     }
+}
+
+static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
+                                   uint64_t index)
+{
+    return qcow2_refblock_get_entry(s->refcount_order, block, index);
+}
+
+static void qcow2_refblock_set(BDRVQcow2State *s, void *block,
+                               uint64_t index, uint64_t value)
+{
+    qcow2_refblock_set_entry(s->refcount_order, block, index, value);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -304,9 +319,7 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
 /* ---------------------------------------------------------------------- */
 /* Refcount structure growth */
 
-/* Writes @n host-endian table entries from @entries at table index @first
- * of the table at @table_offset: the one place the table is written. */
-static int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
                                 uint64_t first, const uint64_t *entries,
                                 uint64_t n)
 {
@@ -678,6 +691,12 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
                 continue;
             }
             qcow2_forget_cached_tables(s, cluster << s->cluster_bits);
+            /* a free cluster may be reused for anything: compressed
+             * bytes must not be appended to it any more */
+            if (s->free_byte_offset &&
+                (s->free_byte_offset >> s->cluster_bits) == cluster) {
+                s->free_byte_offset = 0;
+            }
             if (qcow2_discard_enabled(s, type)) {
                 qcow2_queue_discard(s, bs->file, cluster << s->cluster_bits,
                                     s->cluster_size);
@@ -700,6 +719,19 @@ int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
     do {
         ret = qcow2_update_refcount(bs, cluster_index << s->cluster_bits, 1,
                                     addend, decrease, type);
+    } while (ret == -EAGAIN);
+    return ret;
+}
+
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type)
+{
+    int ret;
+
+    do {
+        ret = qcow2_update_refcount(bs, offset, length, addend, decrease,
+                                    type);
     } while (ret == -EAGAIN);
     return ret;
 }

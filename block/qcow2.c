@@ -122,13 +122,10 @@ static void coroutine_fn qcow2_co_call_entry(void *opaque)
     call->ret = call->fn(call->bs, call->opaque);
 }
 
-/*
- * Runs @fn in coroutine context (the metadata functions may yield), from
- * either context: the open, close and create paths start outside one.
- */
-static int qcow2_run_co(BlockDriverState *bs,
-                        int (*fn)(BlockDriverState *bs, void *opaque),
-                        void *opaque)
+/* The metadata functions may yield: qcow2.h. */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque)
 {
     Qcow2CoCall call = { .bs = bs, .fn = fn, .opaque = opaque };
 
@@ -867,50 +864,6 @@ static void qcow2_apply_options(BlockDriverState *bs, const Qcow2Options *o)
 /* ---------------------------------------------------------------------- */
 /* Open and close */
 
-/* The fixed part of a snapshot table entry. */
-typedef struct QEMU_PACKED Qcow2SnapshotHeader {
-    uint64_t l1_table_offset;
-    uint32_t l1_size;
-    uint16_t id_str_size;
-    uint16_t name_size;
-    uint32_t date_sec;
-    uint32_t date_nsec;
-    uint64_t vm_clock_nsec;
-    uint32_t vm_state_size;
-    uint32_t extra_data_size;
-} Qcow2SnapshotHeader;
-_Static_assert(sizeof(Qcow2SnapshotHeader) == 40, "snapshot entry header");
-
-/*
- * Measures the snapshot table (s->snapshots_size) so that the refcount
- * check can account for it; the snapshots themselves stay untouched.
- */
-static int qcow2_measure_snapshots(BlockDriverState *bs, Error **errp)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t offset = s->snapshots_offset;
-
-    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
-        Qcow2SnapshotHeader sn;
-        int ret = bdrv_pread(bs->file, offset, sizeof(sn), &sn, 0);
-
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to read snapshot table");
-            return ret;
-        }
-        offset += sizeof(sn) + GUINT32_FROM_BE(sn.extra_data_size) +
-                  GUINT16_FROM_BE(sn.id_str_size) +
-                  GUINT16_FROM_BE(sn.name_size);
-        offset = ROUND_UP(offset, 8);
-        if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS * 1024ULL) {
-            error_setg(errp, "Snapshot table too large");
-            return -EFBIG;
-        }
-    }
-    s->snapshots_size = offset - s->snapshots_offset;
-    return 0;
-}
-
 /* Checks the compression type field against its feature bit. */
 static int qcow2_check_compression_type(BDRVQcow2State *s, Error **errp)
 {
@@ -1324,6 +1277,7 @@ static void qcow2_free_state(BlockDriverState *bs)
     }
     qcow2_overlap_close(s);
     g_clear_pointer(&s->l1_table, g_free);
+    qcow2_free_snapshots(bs);
     g_clear_pointer(&s->unknown_header_fields, g_free);
     g_list_free_full(s->unknown_header_ext, g_free);
     s->unknown_header_ext = NULL;
@@ -1380,11 +1334,9 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
         qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                    s->refcount_block_cache);
     }
-    if (s->nb_snapshots) {
-        ret = qcow2_measure_snapshots(bs, errp);
-        if (ret < 0) {
-            goto fail;
-        }
+    ret = qcow2_read_snapshots(bs, flags & BDRV_O_CHECK, errp);
+    if (ret < 0) {
+        goto fail;
     }
     ret = qcow2_run_co(bs, qcow2_open_co, &co);
     if (ret < 0) {
@@ -1562,6 +1514,7 @@ struct Qcow2Task {
     uint64_t bytes;
     QEMUIOVector *qiov;
     size_t qiov_offset;
+    void *opaque;               /* the task's own data (compression job) */
 };
 
 static void coroutine_fn qcow2_task_entry(void *opaque)
@@ -1952,6 +1905,7 @@ typedef struct Qcow2CompressJob {
     size_t dest_size;
     const void *src;
     size_t src_size;
+    ssize_t out_len;            /* the result: bytes, -ENOSPC or -errno */
 } Qcow2CompressJob;
 
 /* Worker thread: compression is CPU work, kept off the event loop. */
@@ -1961,6 +1915,16 @@ static int qcow2_compress_job(void *opaque)
 
     return qcow2_compress(job->s, job->dest, job->dest_size, job->src,
                           job->src_size);
+}
+
+/* A pool task that hands one cluster to a worker thread. */
+static int coroutine_fn qcow2_compress_task(Qcow2Task *t)
+{
+    Qcow2CompressJob *job = t->opaque;
+    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(t->bs));
+
+    job->out_len = thread_pool_submit_co(pool, qcow2_compress_job, job);
+    return job->out_len < 0 && job->out_len != -ENOSPC ? job->out_len : 0;
 }
 
 /*
@@ -2014,10 +1978,34 @@ out:
 }
 
 /*
- * Writes whole clusters compressed.  A cluster that does not shrink is
- * written as a normal cluster, as QEMU does.  Unlike
- * QEMU 7.2, an allocated cluster may be overwritten (its old host cluster
- * is freed) instead of failing with EIO.
+ * Compresses the clusters of one batch in worker threads at the same time
+ * (at most QCOW2_MAX_PARALLEL_IO), so that one request of many clusters
+ * keeps as many cores busy.
+ */
+static int coroutine_fn qcow2_compress_batch(BlockDriverState *bs,
+                                             Qcow2CompressJob *jobs, int n)
+{
+    Qcow2TaskPool pool = { 0 };
+    int ret = 0;
+
+    for (int i = 0; i < n && ret == 0; i++) {
+        Qcow2Task *t = g_new0(Qcow2Task, 1);
+
+        *t = (Qcow2Task) {
+            .bs = bs, .fn = qcow2_compress_task, .opaque = &jobs[i],
+        };
+        ret = qcow2_pool_run(&pool, t, n == 1);
+    }
+    return qcow2_pool_finish(&pool, ret);
+}
+
+/*
+ * Writes whole clusters compressed.  The clusters of a request are
+ * compressed in parallel and then stored in guest order, so that the
+ * image is laid out as if they had been written one by one.  A cluster
+ * that does not shrink is written as a normal cluster.  Unlike QEMU 7.2,
+ * an allocated cluster may be overwritten (its old host cluster is freed)
+ * instead of failing with EIO.
  */
 static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     int64_t offset,
@@ -2025,7 +2013,8 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                                     QEMUIOVector *qiov)
 {
     BDRVQcow2State *s = bs->opaque;
-    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
+    int batch = MIN(size_to_clusters(s, bytes), QCOW2_MAX_PARALLEL_IO);
+    g_autofree Qcow2CompressJob *jobs = NULL;
     uint8_t *in, *out;
     size_t qiov_offset = 0;
     int ret = 0;
@@ -2036,43 +2025,71 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     if (s->data_file != bs->file) {
         return -ENOTSUP;
     }
+    if (bytes == 0) {
+        /* the end of the stream: the file ends on a sector boundary, so
+         * that sector-based readers see the last compressed bytes whole */
+        int64_t len = bdrv_getlength(bs->file->bs);
+
+        if (len < 0) {
+            return len;
+        }
+        qemu_co_mutex_lock(&s->lock);
+        ret = bdrv_co_truncate(bs->file, len, false, PREALLOC_MODE_OFF, 0,
+                               NULL);
+        qemu_co_mutex_unlock(&s->lock);
+        return ret;
+    }
     if (offset_into_cluster(s, offset) ||
         (offset_into_cluster(s, bytes) &&
          offset + bytes != s->virtual_size)) {
         return -EINVAL;
     }
-    in = qemu_try_blockalign(bs, s->cluster_size);
-    out = g_try_malloc(s->cluster_size);
+    jobs = g_new0(Qcow2CompressJob, batch);
+    in = qemu_try_blockalign(bs, (size_t)batch * s->cluster_size);
+    out = g_try_malloc((size_t)batch * s->cluster_size);
     if (!in || !out) {
         ret = -ENOMEM;
         bytes = 0;
     }
 
     while (bytes > 0 && ret == 0) {
-        size_t cur = MIN(bytes, (int64_t)s->cluster_size);
-        Qcow2CompressJob job = {
-            .s = s, .dest = out, .dest_size = s->cluster_size - 1,
-            .src = in, .src_size = s->cluster_size,
-        };
-        ssize_t out_len;
+        int n = MIN(size_to_clusters(s, bytes), batch);
 
-        qemu_iovec_to_buf(qiov, qiov_offset, in, cur);
-        memset(in + cur, 0, s->cluster_size - cur);
-        out_len = thread_pool_submit_co(pool, qcow2_compress_job, &job);
-        if (out_len == -ENOSPC) {
-            QEMUIOVector slice;
+        for (int i = 0; i < n; i++) {
+            size_t cur = MIN(bytes - (int64_t)i * s->cluster_size,
+                             (int64_t)s->cluster_size);
+            uint8_t *src = in + (size_t)i * s->cluster_size;
 
-            qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
-            ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
-            qemu_iovec_destroy(&slice);
-        } else if (out_len < 0) {
-            ret = out_len;
-        } else {
-            ret = qcow2_write_compressed_cluster(bs, offset, out, out_len);
+            qemu_iovec_to_buf(qiov, qiov_offset + (size_t)i * s->cluster_size,
+                              src, cur);
+            memset(src + cur, 0, s->cluster_size - cur);
+            jobs[i] = (Qcow2CompressJob) {
+                .s = s, .dest = out + (size_t)i * s->cluster_size,
+                /* anything smaller than a cluster is stored compressed,
+                 * as QEMU does */
+                .dest_size = s->cluster_size - 1,
+                .src = src, .src_size = s->cluster_size,
+            };
         }
-        offset += cur;
-        bytes -= cur;
-        qiov_offset += cur;
+        ret = qcow2_compress_batch(bs, jobs, n);
+
+        for (int i = 0; i < n && ret == 0; i++) {
+            size_t cur = MIN(bytes, (int64_t)s->cluster_size);
+
+            if (jobs[i].out_len == -ENOSPC) {
+                QEMUIOVector slice;
+
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = qcow2_co_pwritev(bs, offset, cur, &slice, 0);
+                qemu_iovec_destroy(&slice);
+            } else {
+                ret = qcow2_write_compressed_cluster(bs, offset, jobs[i].dest,
+                                                     jobs[i].out_len);
+            }
+            offset += cur;
+            bytes -= cur;
+            qiov_offset += cur;
+        }
     }
     qemu_vfree(in);
     g_free(out);
@@ -2183,6 +2200,39 @@ static int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
 /* ---------------------------------------------------------------------- */
 /* Block status and flush */
 
+/*
+ * QEMU's test for an image made with preallocation=metadata: clearly more
+ * clusters have a refcount than the file has allocated on the host (at
+ * least a ninth more, and two).  Only such images have clusters that were
+ * never written, whose holes in the file block status reports as zeroes;
+ * in any other image an allocated cluster is data, as QEMU's map says.
+ */
+static int coroutine_fn qcow2_detect_metadata_preallocation(
+    BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_length = bdrv_getlength(bs->file->bs);
+    int64_t allocated = bdrv_get_allocated_file_size(bs->file->bs);
+    int64_t real_clusters, threshold, count = 0;
+
+    if (file_length < 0 || allocated < 0) {
+        return file_length < 0 ? file_length : allocated;
+    }
+    real_clusters = allocated / s->cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    for (int64_t i = 0; i < size_to_clusters(s, file_length) &&
+                        count < threshold; i++) {
+        uint64_t refcount;
+        int ret = qcow2_get_refcount(bs, i, &refcount);
+
+        if (ret < 0) {
+            return ret;
+        }
+        count += refcount != 0;
+    }
+    return count >= threshold;
+}
+
 static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
                                               bool want_zero, int64_t offset,
                                               int64_t bytes, int64_t *pnum,
@@ -2196,6 +2246,11 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    if (!s->metadata_preallocation_checked) {
+        ret = qcow2_detect_metadata_preallocation(bs);
+        s->metadata_preallocation = ret == 1;
+        s->metadata_preallocation_checked = true;
+    }
     ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
     qemu_co_mutex_unlock(&s->lock);
     if (ret < 0) {
@@ -2209,7 +2264,7 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
         /* preallocated metadata maps clusters never written: the file's
          * holes tell that they read as zeroes */
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
-               BDRV_BLOCK_RECURSE;
+               (s->metadata_preallocation ? BDRV_BLOCK_RECURSE : 0);
     case QCOW2_CLUSTER_ZERO_ALLOC:
         *map = host_offset;
         *file = s->data_file->bs;
@@ -2389,11 +2444,9 @@ static int coroutine_fn qcow2_write_zero_bytes(BlockDriverState *bs,
     return qcow2_co_pwritev(bs, offset, bytes, &qiov, 0);
 }
 
-static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
-                                          int64_t offset, bool exact,
-                                          PreallocMode prealloc,
-                                          BdrvRequestFlags flags,
-                                          Error **errp)
+int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
+                                   bool exact, PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t old;
@@ -2414,8 +2467,9 @@ static int coroutine_fn qcow2_co_truncate(BlockDriverState *bs,
 
     qemu_co_mutex_lock(&s->lock);
     old = s->virtual_size;
-    if (s->nb_snapshots) {
-        error_setg(errp, "Can't resize an image which has snapshots");
+    /* v3 snapshots record their own disk size; v2 ones cannot */
+    if (s->nb_snapshots && s->qcow_version < 3) {
+        error_setg(errp, "Can't resize a v2 image which has snapshots");
         ret = -ENOTSUP;
         goto out;
     }
@@ -2460,6 +2514,29 @@ out:
         }
     }
     return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The VM state area (after the end of the disk, qcow2.h) */
+
+static int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_pwritev(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                            qiov, 0);
+}
+
+static int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                              QEMUIOVector *qiov,
+                                              int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                           qiov, 0);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -2935,6 +3012,40 @@ static void qcow2_reopen_abort(BDRVReopenState *state)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Rebase */
+
+static int qcow2_change_backing_file(BlockDriverState *bs,
+                                     const char *backing_file,
+                                     const char *backing_fmt)
+{
+    BDRVQcow2State *s = bs->opaque;
+    char *old_file = s->image_backing_file;
+    char *old_fmt = s->image_backing_format;
+    int ret;
+
+    if (backing_file && strlen(backing_file) > QCOW2_MAX_BACKING_FILE_NAME) {
+        return -EINVAL;
+    }
+    /* a raw data file is the whole disk: nothing may show through */
+    if (backing_file && qcow2_data_file_is_raw(s)) {
+        return -EINVAL;
+    }
+    s->image_backing_file = g_strdup(backing_file);
+    s->image_backing_format = g_strdup(backing_fmt);
+    ret = qcow2_update_header(bs);
+    if (ret < 0) {
+        g_free(s->image_backing_file);
+        g_free(s->image_backing_format);
+        s->image_backing_file = old_file;
+        s->image_backing_format = old_fmt;
+        return ret;
+    }
+    g_free(old_file);
+    g_free(old_fmt);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Queries */
 
 static int64_t qcow2_getlength(BlockDriverState *bs)
@@ -2949,6 +3060,7 @@ static int qcow2_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     BDRVQcow2State *s = bs->opaque;
 
     bdi->cluster_size = s->cluster_size;
+    bdi->vm_state_offset = qcow2_vm_state_offset(s);
     bdi->is_dirty = s->incompatible_features & QCOW2_INCOMPAT_DIRTY;
     return 0;
 }
@@ -3061,6 +3173,17 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_info                  = qcow2_get_info,
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
+    .bdrv_change_backing_file       = qcow2_change_backing_file,
+    .bdrv_measure                   = qcow2_measure,
+    .amend_opts                     = &qapi_opts_qcow2_amend,
+    .bdrv_amend_options             = qcow2_amend_options,
+    .bdrv_snapshot_create           = qcow2_snapshot_create,
+    .bdrv_snapshot_goto             = qcow2_snapshot_goto,
+    .bdrv_snapshot_delete           = qcow2_snapshot_delete,
+    .bdrv_snapshot_list             = qcow2_snapshot_list,
+    .bdrv_snapshot_load_tmp         = qcow2_snapshot_load_tmp,
+    .bdrv_co_save_vmstate           = qcow2_co_save_vmstate,
+    .bdrv_co_load_vmstate           = qcow2_co_load_vmstate,
     .supported_zero_flags           = BDRV_REQ_MAY_UNMAP |
                                       BDRV_REQ_NO_FALLBACK,
 };

@@ -11,6 +11,10 @@
  *                     host clusters, refcount table growth, check/repair
  *   qcow2-cache.c     the L2 and refcount table caches
  *   qcow2-overlap.c   metadata overlap checks in front of every write
+ *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
+ *                     goto, delete, list, load_tmp), the VM state offset
+ *   qcow2-measure.c   qemu-img measure
+ *   qcow2-amend.c     qemu-img amend: up/downgrade, refcount width, ...
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -65,6 +69,9 @@
 #define QCOW_MAX_REFTABLE_SIZE (8 * MiB)
 /* Snapshot table limits (a snapshot table entry is at most ~64 KiB). */
 #define QCOW_MAX_SNAPSHOTS 65536
+/* QEMU's bound on the whole table, and on one entry's extra data. */
+#define QCOW_MAX_SNAPSHOTS_SIZE (1024 * QCOW_MAX_SNAPSHOTS)
+#define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
 
@@ -193,6 +200,23 @@ typedef struct Qcow2UnknownHeaderExtension {
 typedef struct Qcow2Cache Qcow2Cache;
 typedef struct Qcow2OverlapIndex Qcow2OverlapIndex;
 
+/* One snapshot table entry, host-endian (qcow2-snapshot.c). */
+typedef struct QCowSnapshot {
+    uint64_t l1_table_offset;
+    uint32_t l1_size;
+    char *id_str;
+    char *name;
+    uint64_t disk_size;         /* the virtual disk size when taken */
+    uint64_t vm_state_size;
+    uint32_t date_sec;
+    uint32_t date_nsec;
+    uint64_t vm_clock_nsec;
+    uint64_t icount;            /* -1: not recorded */
+    /* extra data this driver does not know, written back unchanged */
+    uint32_t unknown_extra_data_size;
+    void *unknown_extra_data;
+} QCowSnapshot;
+
 /* Kinds of cluster an L2 entry can describe. */
 typedef enum QCow2ClusterType {
     QCOW2_CLUSTER_UNALLOCATED,   /* reads from backing (or zeroes) */
@@ -238,7 +262,8 @@ typedef struct BDRVQcow2State {
     uint64_t autoclear_features;
     uint32_t nb_snapshots;
     int64_t snapshots_offset;
-    int snapshots_size;
+    int snapshots_size;         /* bytes of the table on disk */
+    QCowSnapshot *snapshots;    /* nb_snapshots entries */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;
@@ -276,6 +301,8 @@ typedef struct BDRVQcow2State {
     bool overlap_inactive_l2_loaded;
     /* index entries looked at by checks (statistics, for tests) */
     uint64_t overlap_lookups;
+    /* a snapshot operation or amend is rewriting shared L2 tables */
+    bool overlap_shared_l2_writes;
     /*
      * From the bitmaps header extension while the bitmaps are valid; size
      * 0 if there is none.  qblock does not maintain bitmaps: a writable
@@ -289,6 +316,10 @@ typedef struct BDRVQcow2State {
     int64_t virtual_size;
     /* a non-fatal corruption was reported (reported once) */
     bool signaled_corruption;
+    /* whether the image looks preallocated with preallocation=metadata
+     * (block status then asks the file for holes); decided once */
+    bool metadata_preallocation_checked;
+    bool metadata_preallocation;
 } BDRVQcow2State;
 
 /*
@@ -382,6 +413,13 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
 
 /* qcow2.c */
 /*
+ * Runs @fn in coroutine context from either context (the open, close and
+ * snapshot paths start outside one) and returns its result.
+ */
+int qcow2_run_co(BlockDriverState *bs,
+                 int (*fn)(BlockDriverState *bs, void *opaque),
+                 void *opaque);
+/*
  * Reads guest data through the driver's own read path (takes s->lock
  * itself, so call it without the lock).  Copy-on-write uses it to fetch
  * the old contents of a cluster that is being reallocated, before the new
@@ -390,6 +428,10 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
 int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
+/* The driver's truncate (takes s->lock itself): amend resizes with it. */
+int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
+                      PreallocMode prealloc, BdrvRequestFlags flags,
+                      Error **errp);
 int qcow2_mark_dirty(BlockDriverState *bs);
 int qcow2_mark_clean(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
@@ -413,6 +455,19 @@ int qcow2_refcount_init(BlockDriverState *bs);
 void qcow2_refcount_close(BlockDriverState *bs);
 int qcow2_get_refcount(BlockDriverState *bs, int64_t cluster_index,
                        uint64_t *refcount);
+/* Entry @index of a refcount block of 1 << @refcount_order bit entries. */
+uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
+                                  uint64_t index);
+void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
+                              uint64_t value);
+/*
+ * Writes @n host-endian entries from @entries at index @first of the
+ * refcount table at @table_offset, and flushes: the one place where
+ * refcount tables are written.
+ */
+int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
+                         uint64_t first, const uint64_t *entries,
+                         uint64_t n);
 /* Allocates @size bytes of whole clusters; returns the host offset. */
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
@@ -430,6 +485,10 @@ void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
 int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
                                   uint64_t addend, bool decrease,
                                   Qcow2DiscardType type);
+/* The same for every cluster that [offset, offset + length) touches. */
+int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
+                                int64_t length, uint64_t addend,
+                                bool decrease, Qcow2DiscardType type);
 /*
  * qemu-img check: rebuilds the refcounts from every reference (header,
  * L1, L2, data and compressed clusters, refcount table and blocks,
@@ -508,18 +567,18 @@ int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
 /*
- * Points the L2 entry of guest cluster @offset at the compressed
- * descriptor @l2_entry, whose bytes are already written and referenced
- * (invariant 2), and frees what the entry pointed to before.  Waits for
- * allocations in flight on that cluster first.
- */
-/*
  * Gives guest cluster @offset an L2 table of the active image (allocating
  * it) before the compressed bytes are allocated, so that, as in QEMU, the
  * table comes before the data in the file.  Waits for allocations in
  * flight on that cluster first.
  */
 int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
+/*
+ * Points the L2 entry of guest cluster @offset at the compressed
+ * descriptor @l2_entry, whose bytes are already written and referenced
+ * (invariant 2), and frees what the entry pointed to before.  Waits for
+ * allocations in flight on that cluster first.
+ */
 int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
                                   uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
@@ -551,6 +610,63 @@ int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
                             uint64_t bytes, uint64_t *host_end);
+/* Writes the whole active L1 table (s->l1_table) and flushes. */
+int qcow2_write_l1_table(BlockDriverState *bs);
+/*
+ * Calls @fn for every entry of the L2 table at @l2_offset, through the L2
+ * cache, with the entry's type; @fn may change *entry (the slice is then
+ * marked dirty; the caller sets the cache dependencies that the change
+ * needs).  Invalid entries are reported as corruption (-EIO) before @fn
+ * sees them.  Stops at the first negative return of @fn.
+ */
+typedef int Qcow2L2EntryFn(BlockDriverState *bs, QCow2ClusterType type,
+                           uint64_t *entry, void *opaque);
+int qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                       Qcow2L2EntryFn *fn, void *opaque);
+
+/*
+ * qcow2-snapshot.c
+ *
+ * The VM state area starts at the first L1 entry past the end of the
+ * disk, as in QEMU, so that the disk can grow a little without moving it.
+ */
+static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
+{
+    uint64_t span = (uint64_t)s->cluster_size << s->l2_bits;
+
+    return DIV_ROUND_UP((uint64_t)s->virtual_size, span) * span;
+}
+/* Reads the snapshot table at open; @repair (check -r) drops what cannot
+ * be kept instead of failing. */
+int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
+void qcow2_free_snapshots(BlockDriverState *bs);
+/*
+ * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
+ * checking that the entry describes a possible one.
+ */
+int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
+                           uint64_t **l1, Error **errp);
+/*
+ * Writes s->snapshots as a new table, switches the header to it and frees
+ * the old one: the one place where the snapshot table is written.
+ */
+int qcow2_write_snapshots(BlockDriverState *bs);
+int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
+int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
+int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                          const char *name, Error **errp);
+int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab);
+int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
+                            const char *name, Error **errp);
+
+/* qcow2-amend.c: the BlockDriver amend callback (qemu-img amend). */
+int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
+                        BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
+                        bool force, Error **errp);
+
+/* qcow2-measure.c: the BlockDriver measure callback. */
+int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
+                  BlockMeasureInfo *info, Error **errp);
 
 /* qcow2-overlap.c */
 /*
@@ -570,11 +686,23 @@ void qcow2_overlap_refblock_changed(BDRVQcow2State *s, uint64_t old_entry,
 /* The active L1 table or the refcount table was replaced as a whole. */
 void qcow2_overlap_rebuild_active(BDRVQcow2State *s);
 /*
- * The snapshot table changed (s->nb_snapshots, snapshots_offset and
- * snapshots_size describe the new one): re-reads the snapshots' L1
- * tables' locations (and their L2 tables' if inactive-l2 is checked).
+ * The snapshot table changed (s->snapshots, nb_snapshots, snapshots_offset
+ * and snapshots_size describe the new one): takes the snapshots' L1
+ * tables' locations anew (and reads their L2 tables' if inactive-l2 is
+ * checked).
  */
 int qcow2_overlap_snapshots_changed(BlockDriverState *bs);
+/*
+ * Snapshot operations and amend rewrite L2 tables that snapshots share
+ * (their COPIED flags, reference walks, expanded zero clusters): between
+ * qcow2_overlap_begin_shared_l2_writes() and _end_, which writes the L2
+ * cache out first, the L2 cache's writes are not checked against the
+ * snapshots' L2 tables.  qcow2_overlap_l2_cache_ign() is what the L2
+ * cache's writes ignore.
+ */
+void qcow2_overlap_begin_shared_l2_writes(BlockDriverState *bs);
+void qcow2_overlap_end_shared_l2_writes(BlockDriverState *bs);
+int qcow2_overlap_l2_cache_ign(BlockDriverState *bs);
 /* Clusters in the index (statistics, for tests). */
 uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
 /* The message name of a QCOW2_OL_* structure ("active L1 table"). */

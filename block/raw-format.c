@@ -388,6 +388,26 @@ static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
     return bdrv_create_file(filename, opts, errp);
 }
 
+/* A raw image is as big as its disk: holes still count towards its size. */
+static int raw_measure(QemuOpts *opts, BlockDriverState *in_bs,
+                       BlockMeasureInfo *info, Error **errp)
+{
+    int64_t size;
+
+    if (in_bs) {
+        size = bdrv_getlength(in_bs);
+        if (size < 0) {
+            error_setg_errno(errp, -size, "Unable to get image virtual_size");
+            return size;
+        }
+    } else {
+        size = ROUND_UP(qemu_opt_get_size(opts, "size", 0), BDRV_SECTOR_SIZE);
+    }
+    info->required = size;
+    info->fully_allocated = size;
+    return 0;
+}
+
 static BlockDriver bdrv_raw = {
     .format_name                    = "raw",
     .instance_size                  = sizeof(BDRVRawState),
@@ -411,6 +431,7 @@ static BlockDriver bdrv_raw = {
     .bdrv_get_info                  = raw_get_info,
     .bdrv_child_perm                = raw_child_perm,
     .bdrv_refresh_limits            = raw_refresh_limits,
+    .bdrv_measure                   = raw_measure,
 };
 
 block_init(bdrv_register, bdrv_raw)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test layers that need no VM and sums them up.
-#   tests/run-all.sh BUILD_DIR [unit|iotests|interop|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.
 set -u
@@ -9,7 +9,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit iotests interop docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -50,6 +50,7 @@ run_layer() {
 for layer in "${layers[@]}"; do
     case $layer in
     unit) run_layer unit bash "$src/tests/unit/run.sh" "$build" ;;
+    qtest) run_layer qtest bash "$src/tests/qtest/run.sh" "$build" ;;
     iotests)
         if [ -x "$src/tests/qemu-iotests/check" ]; then
             run_layer "iotests (raw)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -raw"

@@ -21,6 +21,7 @@
 #include "qblock-img.h"
 
 #include "block/block_int.h"
+#include "block/snapshot.h"
 
 /* Bounds of -S and of the copy buffer, in sectors (16 MiB). */
 #define IMG_MAX_BUF_SECTORS 32768
@@ -29,6 +30,9 @@
 /* Default -S: 4 KiB. */
 #define IMG_MIN_SPARSE_DEFAULT 8
 #define IMG_MAX_COROUTINES 16
+/* Clusters per compressed write request, which a format may compress in
+ * parallel (qcow2 does, one worker thread per cluster, up to 16). */
+#define IMG_COMPRESS_CLUSTERS 16
 /* Largest request the block layer takes, in sectors. */
 #define IMG_REQUEST_MAX_SECTORS (INT_MAX >> BDRV_SECTOR_BITS)
 
@@ -303,6 +307,37 @@ static int coroutine_fn img_convert_co_read(ImgConvertState *s,
     return 0;
 }
 
+/*
+ * With -c: the length in sectors of the run of whole clusters at @buf
+ * (@n sectors from @sector_num, the last cluster possibly cut by the end
+ * of the image) that are all zero or all not; true for data.  Zero
+ * clusters become holes, as they do when qemu-img writes one cluster at a
+ * time; with -S 0 everything is data.
+ */
+static bool img_convert_compressed_run(ImgConvertState *s, const uint8_t *buf,
+                                       int64_t n, int64_t *pnum)
+{
+    int64_t cs = s->cluster_sectors;
+    int64_t done = 0;
+    bool data = true;
+
+    while (done < n) {
+        int64_t len = MIN(cs, n - done);
+        bool zero = s->min_sparse &&
+                    buffer_is_zero(buf + done * BDRV_SECTOR_SIZE,
+                                   len * BDRV_SECTOR_SIZE);
+
+        if (done == 0) {
+            data = !zero;
+        } else if (data == zero) {
+            break;
+        }
+        done += len;
+    }
+    *pnum = done;
+    return data;
+}
+
 static int coroutine_fn img_convert_co_write(ImgConvertState *s,
                                              int64_t sector_num,
                                              int64_t nb_sectors,
@@ -322,12 +357,12 @@ static int coroutine_fn img_convert_co_write(ImgConvertState *s,
             break;
         case IMG_BLK_DATA:
             /* Written unless sparse output may turn it into a hole. */
-            if (!s->min_sparse ||
+            if ((s->compressed &&
+                 img_convert_compressed_run(s, buf, n, &n)) ||
                 (!s->compressed &&
-                 img_is_allocated_sectors_min(buf, n, &n, s->min_sparse,
-                                              sector_num, s->alignment)) ||
-                (s->compressed &&
-                 !buffer_is_zero(buf, n * BDRV_SECTOR_SIZE))) {
+                 (!s->min_sparse ||
+                  img_is_allocated_sectors_min(buf, n, &n, s->min_sparse,
+                                               sector_num, s->alignment)))) {
                 qemu_iovec_init_buf(&qiov, buf, n * BDRV_SECTOR_SIZE);
                 ret = s->compressed ?
                       blk_co_pwritev_compressed(s->target,
@@ -504,6 +539,14 @@ static int img_convert_do_copy(ImgConvertState *s)
     while (s->running_coroutines) {
         aio_poll(ctx, true);
     }
+    if (s->compressed && s->ret == 0) {
+        /* an empty compressed write tells the format the stream ended */
+        s->ret = blk_pwrite_compressed(s->target, 0, 0, NULL);
+        if (s->ret < 0) {
+            error_report("error while writing at byte 0: %s",
+                         strerror(-s->ret));
+        }
+    }
     return s->ret;
 }
 
@@ -527,7 +570,52 @@ typedef struct ImgConvertArgs {
     bool force_share;
     bool progress;
     bool target_is_zero;
+    /* -l: a snapshot ID or name, or snapshot.id/snapshot.name options */
+    const char *snapshot_name;
+    QemuOpts *snapshot_opts;
 } ImgConvertArgs;
+
+/* convert -l snapshot.id=ID,snapshot.name=NAME */
+static const QemuOptDesc img_internal_snapshot_desc[] = {
+    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
+      .help = "ID of the internal snapshot" },
+    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
+      .help = "name of the internal snapshot" },
+    { NULL }
+};
+
+static const QemuOptsList img_internal_snapshot_opts = {
+    .name = "internal-snapshot",
+    .desc = img_internal_snapshot_desc,
+};
+
+/* Makes the first source show the snapshot -l names (read-only). */
+static int img_convert_load_snapshot(ImgConvertState *s,
+                                     const ImgConvertArgs *a)
+{
+    Error *err = NULL;
+
+    if (a->snapshot_opts) {
+        bdrv_snapshot_load_tmp(blk_bs(s->src[0]),
+                               qemu_opt_get(a->snapshot_opts, "snapshot.id"),
+                               qemu_opt_get(a->snapshot_opts,
+                                            "snapshot.name"),
+                               &err);
+    } else if (a->snapshot_name) {
+        if (s->src_num > 1) {
+            error_report("No support for concatenating multiple snapshot");
+            return -EINVAL;
+        }
+        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(s->src[0]),
+                                             a->snapshot_name, &err);
+    }
+    if (err) {
+        error_report("Failed to load snapshot: %s", error_get_pretty(err));
+        error_free(err);
+        return -EINVAL;
+    }
+    return 0;
+}
 
 /* Builds the creation options of the target; NULL after an error. */
 static QemuOpts *img_convert_create_opts(ImgConvertState *s,
@@ -732,7 +820,10 @@ static int img_convert_open_target(ImgConvertState *s,
             error_report("invalid cluster size");
             return -EINVAL;
         }
-        s->buf_sectors = s->cluster_sectors;
+        /* several clusters per request: the driver compresses them in
+         * parallel (one worker thread each) */
+        s->buf_sectors = MAX(MIN(s->cluster_sectors * IMG_COMPRESS_CLUSTERS,
+                                 IMG_MAX_BUF_SECTORS), s->cluster_sectors);
     }
     return 0;
 }
@@ -748,6 +839,10 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     int ret;
 
     ret = img_convert_open_sources(s, a, names);
+    if (ret < 0) {
+        goto out;
+    }
+    ret = img_convert_load_snapshot(s, a);
     if (ret < 0) {
         goto out;
     }
@@ -842,7 +937,7 @@ int img_convert(int argc, char **argv)
     int64_t sval;
     int c, ret;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:B:cF:o:S:pt:T:qnm:WU",
+    while ((c = getopt_long(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
                             long_options, NULL)) != -1) {
         switch (c) {
         case ':':
@@ -867,6 +962,25 @@ int img_convert(int argc, char **argv)
             break;
         case 'o':
             options = img_accumulate_options(options, optarg);
+            break;
+        case 'l':
+            if (g_str_has_prefix(optarg, "snapshot.")) {
+                Error *err = NULL;
+
+                if (a.snapshot_opts) {
+                    qemu_opts_del(a.snapshot_opts);
+                }
+                a.snapshot_opts = qemu_opts_parse(&img_internal_snapshot_opts,
+                                                  optarg, &err);
+                if (!a.snapshot_opts) {
+                    error_report_err(err);
+                    error_report("Failed in parsing snapshot param '%s'",
+                                 optarg);
+                    return 1;
+                }
+            } else {
+                a.snapshot_name = optarg;
+            }
             break;
         case 'S':
             sval = img_cvtnum("buffer size for sparse output", optarg);
@@ -988,6 +1102,9 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
+    if (a.snapshot_opts) {
+        qemu_opts_del(a.snapshot_opts);
+    }
     return ret ? 1 : 0;
 }
 

@@ -5,6 +5,7 @@
 #include "qblock-img.h"
 
 #include "block/block_int.h"
+#include "block/snapshot.h"
 
 /* What `info` reports about one image of a chain. */
 typedef struct ImgImageInfo {
@@ -19,6 +20,8 @@ typedef struct ImgImageInfo {
     char *backing_format;       /* NULL: not recorded */
     JsonNode *format_specific;  /* NULL: the driver has nothing to say */
     char *format_specific_human;
+    QEMUSnapshotInfo *snapshots;
+    int nb_snapshots;
 } ImgImageInfo;
 
 static void img_image_info_free(ImgImageInfo *info)
@@ -31,6 +34,7 @@ static void img_image_info_free(ImgImageInfo *info)
         json_node_unref(info->format_specific);
     }
     g_free(info->format_specific_human);
+    g_free(info->snapshots);
     g_free(info);
 }
 
@@ -92,6 +96,13 @@ static ImgImageInfo *img_query_image_info(BlockDriverState *bs, Error **errp)
             info->backing_format = g_strdup(bs->backing_format);
         }
     }
+    info->nb_snapshots = bdrv_snapshot_list(bs, &info->snapshots);
+    if (info->nb_snapshots < 0) {
+        error_setg_errno(errp, -info->nb_snapshots, "Can't list snapshots "
+                         "of '%s'", bs->filename);
+        img_image_info_free(info);
+        return NULL;
+    }
     img_query_specific(bs, info);
     return info;
 }
@@ -127,10 +138,45 @@ static void img_dump_human_info(const ImgImageInfo *info)
             printf("backing file format: %s\n", info->backing_format);
         }
     }
+    if (info->nb_snapshots > 0) {
+        img_snapshot_print_list(info->snapshots, info->nb_snapshots);
+    }
     if (info->format_specific_human) {
         printf("Format specific information:\n%s",
                info->format_specific_human);
     }
+}
+
+/* info's "snapshots": QEMU's SnapshotInfo members, icount if known. */
+static void img_snapshots_to_json(JsonBuilder *b,
+                                  const QEMUSnapshotInfo *tab, int n)
+{
+    json_builder_begin_array(b);
+    for (int i = 0; i < n; i++) {
+        const QEMUSnapshotInfo *sn = &tab[i];
+
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "id");
+        json_builder_add_string_value(b, sn->id_str);
+        json_builder_set_member_name(b, "name");
+        json_builder_add_string_value(b, sn->name);
+        json_builder_set_member_name(b, "vm-state-size");
+        json_builder_add_int_value(b, sn->vm_state_size);
+        json_builder_set_member_name(b, "date-sec");
+        json_builder_add_int_value(b, sn->date_sec);
+        json_builder_set_member_name(b, "date-nsec");
+        json_builder_add_int_value(b, sn->date_nsec);
+        json_builder_set_member_name(b, "vm-clock-sec");
+        json_builder_add_int_value(b, sn->vm_clock_nsec / 1000000000);
+        json_builder_set_member_name(b, "vm-clock-nsec");
+        json_builder_add_int_value(b, sn->vm_clock_nsec % 1000000000);
+        if (sn->icount != QEMU_SNAPSHOT_NO_ICOUNT) {
+            json_builder_set_member_name(b, "icount");
+            json_builder_add_int_value(b, sn->icount);
+        }
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
 }
 
 static JsonNode *img_info_to_json(const ImgImageInfo *info)
@@ -168,6 +214,10 @@ static JsonNode *img_info_to_json(const ImgImageInfo *info)
             json_builder_set_member_name(b, "backing-filename-format");
             json_builder_add_string_value(b, info->backing_format);
         }
+    }
+    if (info->nb_snapshots > 0) {
+        json_builder_set_member_name(b, "snapshots");
+        img_snapshots_to_json(b, info->snapshots, info->nb_snapshots);
     }
     if (info->format_specific) {
         json_builder_set_member_name(b, "format-specific");

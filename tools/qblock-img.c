@@ -20,6 +20,7 @@ typedef struct ImgCmd {
 } ImgCmd;
 
 static const ImgCmd img_cmds[] = {
+    { "amend",   img_amend },
     { "bench",   img_bench },
     { "check",   img_check },
     { "compare", img_compare },
@@ -28,7 +29,10 @@ static const ImgCmd img_cmds[] = {
     { "dd",      img_dd },
     { "info",    img_info },
     { "map",     img_map },
+    { "measure", img_measure },
+    { "rebase",  img_rebase },
     { "resize",  img_resize },
+    { "snapshot", img_snapshot },
 };
 
 static void img_print_version(void)
@@ -61,6 +65,8 @@ void img_help(void)
            "                         specify tracing options\n"
            "\n"
            "Command syntax:\n"
+           "  amend [--image-opts] [-p] [-q] [-f fmt] [-t cache] "
+           "[--force] -o options filename\n"
            "  bench [-c count] [-d depth] [-f fmt] "
            "[--flush-interval=flush_interval] [-i aio] [-n] [--no-drain] "
            "[-o offset] [--pattern=pattern] [-q] [-s buffer_size] "
@@ -75,7 +81,7 @@ void img_help(void)
            "[--target-image-opts] [--target-is-zero] [-U] [-c] [-p] [-q] "
            "[-n] [-f fmt] [-t cache] [-T src_cache] [-O output_fmt] "
            "[-B backing_file [-F backing_fmt]] [-o options] "
-           "[-S sparse_size] [-m num_coroutines] [-W] [--salvage] "
+           "[-l snapshot_param] [-S sparse_size] [-m num_coroutines] [-W] [--salvage] "
            "filename [filename2 [...]] output_filename\n"
            "  create [-q] [-f fmt] "
            "[-b backing_file [-F backing_fmt]] [-u] [-o options] "
@@ -88,6 +94,14 @@ void img_help(void)
            "  map [--image-opts] [-f fmt] "
            "[--start-offset=offset] [--max-length=len] [--output=ofmt] "
            "[-U] filename\n"
+           "  measure [--output=ofmt] [-O output_fmt] [-o options] "
+           "[--size N | [--image-opts] [-f fmt] [-l snapshot_param] "
+           "filename]\n"
+           "  snapshot [--image-opts] [-U] [-q] [-l | -a snapshot | "
+           "-c snapshot | -d snapshot] filename\n"
+           "  rebase [--image-opts] [-U] [-q] [-f fmt] [-t cache] "
+           "[-T src_cache] [-p] [-u] -b backing_file [-F backing_fmt] "
+           "filename\n"
            "  resize [--image-opts] [-f fmt] "
            "[--preallocation=prealloc] [-q] [--shrink] filename "
            "[+ | -]size\n"
@@ -117,6 +131,10 @@ void img_help(void)
            "    name=value format. Use -o help for an overview of the "
            "options supported by\n"
            "    the used format\n"
+           "  'snapshot_param' is param used for internal snapshot, "
+           "format\n"
+           "    is 'snapshot.id=[ID],snapshot.name=[NAME]', or\n"
+           "    '[ID_OR_NAME]'\n"
            "  '-c' indicates that target image must be compressed "
            "(qcow format only)\n"
            "  '-u' allows unsafe backing chains. For rebasing, it is "
@@ -163,6 +181,14 @@ void img_help(void)
            "       process (defaults to 8)\n"
            "  '-W' allow to write to the target out of order rather than "
            "sequential\n"
+           "\n"
+           "Parameters to snapshot subcommand:\n"
+           "  'snapshot' is the name of the snapshot to create, apply or "
+           "delete\n"
+           "  '-a' applies a snapshot (revert disk to saved state)\n"
+           "  '-c' creates a snapshot\n"
+           "  '-d' deletes a snapshot\n"
+           "  '-l' lists all snapshots in the given image\n"
            "\n"
            "Parameters to compare subcommand:\n"
            "  '-f' first image format\n"

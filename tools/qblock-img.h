@@ -125,5 +125,14 @@ int img_convert(int argc, char **argv);
 int img_dd(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_bench(int argc, char **argv);
+int img_snapshot(int argc, char **argv);
+int img_measure(int argc, char **argv);
+int img_amend(int argc, char **argv);
+int img_rebase(int argc, char **argv);
+
+/* img-snapshot.c: "Snapshot list:" and the table, as qemu-img prints
+ * them (snapshot -l, info). */
+typedef struct QEMUSnapshotInfo QEMUSnapshotInfo;
+void img_snapshot_print_list(const QEMUSnapshotInfo *tab, int n);
 
 #endif

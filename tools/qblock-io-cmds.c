@@ -423,11 +423,7 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
     buf = qio_alloc(blk, count, QIO_READ_FILL);
     start = get_clock_ns();
     if (bflag) {
-        /*
-         * qblock's block layer has no VM state API: -b fails as qemu-io's
-         * does on formats without a VM state area.
-         */
-        ret = -ENOTSUP;
+        ret = blk_load_vmstate(blk, buf, offset, count);
     } else {
         ret = blk_pread(blk, offset, count, buf, 0);
     }
@@ -648,8 +644,7 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
 
     start = get_clock_ns();
     if (bflag) {
-        /* no VM state API (see qio_read_f) */
-        ret = -ENOTSUP;
+        ret = blk_save_vmstate(blk, buf, offset, count);
     } else if (zflag) {
         ret = blk_pwrite_zeroes(blk, offset, count,
                                 flags | (cflag ? BDRV_REQ_WRITE_COMPRESSED

@@ -108,6 +108,37 @@ int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
 int bdrv_is_allocated(BlockDriverState *bs, int64_t offset, int64_t bytes,
                       int64_t *pnum);
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
+/*
+ * Changes the backing file that the image of @bs names (qemu-img rebase):
+ * NULL removes it.  With @require, a backing file needs a format
+ * (-EINVAL otherwise, as QEMU); a format without a file is -EINVAL too.
+ * The open graph is not changed.
+ */
+int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
+                             const char *backing_fmt, bool require);
+/* The image in the backing chain of @bs whose file is @filename, or NULL. */
+BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
+                                          const char *filename);
+
+/*
+ * The VM state area: a byte space beside the guest disk where a
+ * hypervisor saves device and RAM state before it creates an internal
+ * snapshot (qcow2 keeps it after the end of the virtual disk, in guest
+ * offset space, so that the snapshot's L1 table captures it).  @size
+ * bytes at @pos of it; 0 or -errno, -ENOTSUP if the format has none.
+ * Saving does not flush (a VM saves its state in many pieces):
+ * bdrv_snapshot_create() makes it durable before a snapshot refers to
+ * it, and blk_save_vmstate() flushes after each piece in writethrough
+ * mode.
+ */
+int coroutine_fn bdrv_co_writev_vmstate(BlockDriverState *bs,
+                                        QEMUIOVector *qiov, int64_t pos);
+int coroutine_fn bdrv_co_readv_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos);
+int bdrv_save_vmstate(BlockDriverState *bs, const uint8_t *buf, int64_t pos,
+                      int64_t size);
+int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
+                      int64_t size);
 
 /* Waits until no request is in flight on @bs and its children. */
 void bdrv_drain(BlockDriverState *bs);

@@ -11,6 +11,7 @@
 #include "block/block-common.h"
 #include "block/block.h"
 #include "block/debug-events.h"
+#include "block/snapshot.h"
 
 /* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
 typedef struct BlockLimits {
@@ -31,6 +32,18 @@ typedef struct BlockLimits {
     size_t opt_mem_alignment;
     int max_iov;
 } BlockLimits;
+
+/* What qemu-img measure reports for an image of a format (bytes). */
+typedef struct BlockMeasureInfo {
+    int64_t required;           /* for the data that would be written */
+    int64_t fully_allocated;    /* with every cluster allocated */
+    bool has_bitmaps;           /* the target could keep the source's */
+    int64_t bitmaps;            /* persistent dirty bitmaps' size */
+} BlockMeasureInfo;
+
+/* Progress of a long amend: @done of @total units of work. */
+typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
+                                      int64_t total, void *opaque);
 
 /*
  * The driver table.  One static const instance per driver at the end of its
@@ -127,7 +140,11 @@ struct BlockDriver {
                                               BdrvRequestFlags flags);
     int coroutine_fn (*bdrv_co_pdiscard)(BlockDriverState *bs,
                                          int64_t offset, int64_t bytes);
-    /* Writes a compressed cluster (format drivers). */
+    /*
+     * Writes compressed clusters (format drivers).  @bytes == 0 at offset 0
+     * ends a stream of compressed writes: qcow2 rounds its file up to
+     * whole sectors then, as QEMU does.
+     */
     int coroutine_fn (*bdrv_co_pwritev_compressed)(BlockDriverState *bs,
                                                    int64_t offset,
                                                    int64_t bytes,
@@ -188,10 +205,64 @@ struct BlockDriver {
      */
     void (*bdrv_get_specific_info)(BlockDriverState *bs, GString *json_data,
                                    GString *human);
+    /*
+     * Size of a new image of this format (qemu-img measure) created with
+     * @opts (create_opts, "size" set unless @in_bs is given), holding the
+     * data of @in_bs (NULL: an empty image).  Fills @info; 0 or -errno
+     * with @errp set.
+     */
+    int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
+                        BlockMeasureInfo *info, Error **errp);
+    /*
+     * Records @backing_file (NULL: none) and @backing_fmt (may be NULL) as
+     * the image's backing file, on disk; opens nothing.  -ENOSPC if the
+     * header has no room for the name.
+     */
+    int (*bdrv_change_backing_file)(BlockDriverState *bs,
+                                    const char *backing_file,
+                                    const char *backing_fmt);
+    /* The options qemu-img amend accepts, or NULL. */
+    const QemuOptsList *amend_opts;
+    /*
+     * Changes an open image to the options set in @opts (amend_opts; only
+     * those given).  Outside coroutine context, the node writable; may
+     * call @status_cb.  @force: qemu-img amend --force.  0 or -errno with
+     * @errp set.
+     */
+    int (*bdrv_amend_options)(BlockDriverState *bs, QemuOpts *opts,
+                              BlockDriverAmendStatusCB *status_cb,
+                              void *cb_opaque, bool force, Error **errp);
     /* Consistency check and repair (qemu-img check). */
     int coroutine_fn (*bdrv_co_check)(BlockDriverState *bs,
                                       BdrvCheckResult *result,
                                       BdrvCheckMode fix);
+
+    /*
+     * Internal snapshots (block/snapshot.c calls them, outside coroutine
+     * context, with the node drained; NULL: the format has none).  Each
+     * returns 0 or -errno; create, goto and delete leave the image on
+     * stable storage when they succeed.  goto looks up @snapshot_id as an
+     * ID, then as a name; delete needs whichever of ID and name is given
+     * to match; load_tmp only runs on read-only nodes.
+     */
+    int (*bdrv_snapshot_create)(BlockDriverState *bs,
+                                QEMUSnapshotInfo *sn_info);
+    int (*bdrv_snapshot_goto)(BlockDriverState *bs, const char *snapshot_id);
+    int (*bdrv_snapshot_delete)(BlockDriverState *bs,
+                                const char *snapshot_id, const char *name,
+                                Error **errp);
+    int (*bdrv_snapshot_list)(BlockDriverState *bs,
+                              QEMUSnapshotInfo **psn_info);
+    int (*bdrv_snapshot_load_tmp)(BlockDriverState *bs,
+                                  const char *snapshot_id, const char *name,
+                                  Error **errp);
+    /* The VM state area (bytes at @pos of it); coroutine context. */
+    int coroutine_fn (*bdrv_co_save_vmstate)(BlockDriverState *bs,
+                                             QEMUIOVector *qiov,
+                                             int64_t pos);
+    int coroutine_fn (*bdrv_co_load_vmstate)(BlockDriverState *bs,
+                                             QEMUIOVector *qiov,
+                                             int64_t pos);
 
     /*
      * Permissions.  check_perm may fail (e.g. file locking conflict) and

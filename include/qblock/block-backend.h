@@ -7,8 +7,10 @@
  * flush of the whole graph below before it is completed to the caller; with
  * it on (writeback), flushes happen only when asked for.  The flag may be
  * changed at any time, also while requests are in flight: the flag is read
- * when a write completes, so a write that completes after a switch to
- * writethrough is flushed before its completion.
+ * when a write starts and when it completes, and the write is flushed
+ * before its completion if the cache was off at either moment.  So a write
+ * that completes after a switch to writethrough is flushed, and so is one
+ * issued in writethrough mode that completes after a switch to writeback.
  *
  * It also keeps the I/O statistics that query-blockstats reports.
  *
@@ -89,6 +91,14 @@ int blk_flush(BlockBackend *blk);
 int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
                  PreallocMode prealloc, BdrvRequestFlags flags, Error **errp);
 int64_t blk_getlength(BlockBackend *blk);
+/*
+ * The VM state area of the node (bdrv_save_vmstate); saving flushes
+ * afterwards when the write cache is off (writethrough).
+ */
+int blk_save_vmstate(BlockBackend *blk, const uint8_t *buf, int64_t pos,
+                     int64_t size);
+int blk_load_vmstate(BlockBackend *blk, uint8_t *buf, int64_t pos,
+                     int64_t size);
 
 /*
  * Asynchronous forms: start the request and return; @cb(@opaque, ret) runs

@@ -116,7 +116,8 @@ static void aio_write_start(AioWrite *w, BlockBackend *blk, int64_t offset)
 
 /*
  * Writes submitted in writeback mode that complete after the switch to
- * writethrough are flushed before their callbacks run.
+ * writethrough are flushed before their callbacks run, and so are writes
+ * submitted in writethrough mode that complete after the switch back.
  */
 static void test_toggle_while_in_flight(void)
 {
@@ -144,12 +145,110 @@ static void test_toggle_while_in_flight(void)
     g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 3);
     g_assert_cmpuint(blk_in_flight(blk), ==, 0);
 
-    /* and the other way round: completing in writeback, no flush */
+    /*
+     * The other way round: issued in writethrough, completing after the
+     * switch to writeback, it is still flushed (its issuer counted on it).
+     */
     blk_set_enable_write_cache(blk, false);
     aio_write_start(&w[0], blk, 0);
     blk_set_enable_write_cache(blk, true);
     AIO_WAIT_WHILE(qemu_get_aio_context(), !w[0].done);
-    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 3);
+    g_assert_cmpint(w[0].ret, ==, 0);
+    g_assert_cmpuint(w[0].flushes_seen, ==, 4);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 4);
+
+    /* issued and completed in writeback: no flush */
+    aio_write_start(&w[0], blk, 0);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w[0].done);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 4);
+    blk_unref(blk);
+}
+
+/*
+ * The switch to writethrough may come after a write left the graph but
+ * before its callback ran: it is flushed before the callback all the same.
+ */
+static void test_toggle_before_callback(void)
+{
+    BlockBackend *blk;
+    AioWrite w;
+
+    test_mem_cfg_reset(512);
+    blk = open_blk(BDRV_O_RDWR);
+    aio_write_start(&w, blk, 0);
+    /* the driver completed it at once; only the callback is pending */
+    test_log_assert("write 0 4096");
+    g_assert_false(w.done);
+    blk_set_enable_write_cache(blk, false);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w.done);
+    g_assert_cmpint(w.ret, ==, 0);
+    g_assert_cmpuint(w.flushes_seen, ==, 1);
+    g_assert_cmpuint(blk_in_flight(blk), ==, 0);
+    /* the late flush counts as a flush op of its own */
+    g_assert_cmpuint(blk_get_stats(blk)->nr_ops[BLOCK_ACCT_FLUSH], ==, 1);
+
+    /* without a switch, a writeback write stays unflushed */
+    blk_set_enable_write_cache(blk, true);
+    aio_write_start(&w, blk, 4096);
+    AIO_WAIT_WHILE(qemu_get_aio_context(), !w.done);
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 1);
+    blk_unref(blk);
+}
+
+/*
+ * Group commit: writethrough writes that complete while a flush runs share
+ * the next one.  Eight writes in flight: the first one's flush covers it
+ * alone, the second flush covers the seven that returned meanwhile.
+ */
+static void test_writethrough_group_commit(void)
+{
+    BlockBackend *blk;
+    AioWrite w[8];
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    test_mem_cfg.flush_yield = true;
+    blk = open_blk(BDRV_O_RDWR);
+    blk_set_enable_write_cache(blk, false);
+    for (int i = 0; i < 8; i++) {
+        aio_write_start(&w[i], blk, i * 4096);
+    }
+    AIO_WAIT_WHILE(qemu_get_aio_context(), blk_in_flight(blk) > 0);
+    for (int i = 0; i < 8; i++) {
+        g_assert_true(w[i].done);
+        g_assert_cmpint(w[i].ret, ==, 0);
+        /* never reported before a flush that started after it returned */
+        g_assert_cmpuint(w[i].flushes_seen, >=, i == 0 ? 1 : 2);
+    }
+    g_assert_cmpuint(file_node(blk)->stats.flushes, ==, 2);
+    blk_unref(blk);
+}
+
+/*
+ * A drain while writethrough writes wait for their shared flush: the
+ * flush is part of writes already in flight and must not wait for the
+ * drain to end (which waits for those writes).
+ */
+static void test_writethrough_drain(void)
+{
+    BlockBackend *blk;
+    AioWrite w[4];
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    test_mem_cfg.flush_yield = true;
+    blk = open_blk(BDRV_O_RDWR);
+    blk_set_enable_write_cache(blk, false);
+    for (int i = 0; i < 4; i++) {
+        aio_write_start(&w[i], blk, i * 4096);
+    }
+    blk_drain(blk);
+    g_assert_cmpuint(blk_in_flight(blk), ==, 0);
+    for (int i = 0; i < 4; i++) {
+        g_assert_true(w[i].done);
+        g_assert_cmpint(w[i].ret, ==, 0);
+    }
+    g_assert_cmpuint(file_node(blk)->stats.flushes, >=, 1);
     blk_unref(blk);
 }
 
@@ -430,6 +529,12 @@ int main(int argc, char **argv)
                     test_toggle_between_writes);
     g_test_add_func("/block-backend/toggle-while-in-flight",
                     test_toggle_while_in_flight);
+    g_test_add_func("/block-backend/toggle-before-callback",
+                    test_toggle_before_callback);
+    g_test_add_func("/block-backend/writethrough-group-commit",
+                    test_writethrough_group_commit);
+    g_test_add_func("/block-backend/writethrough-drain",
+                    test_writethrough_drain);
     g_test_add_func("/block-backend/aio-callback-after-return",
                     test_aio_callback_after_return);
     g_test_add_func("/block-backend/statistics", test_statistics);

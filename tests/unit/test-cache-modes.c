@@ -2,7 +2,9 @@
  * Cache modes (DESIGN.md's table): each mode string gives open flags and
  * the BlockBackend's write cache flag, and on a real file they mean what
  * they say: O_DIRECT for none/directsync, a flush after each write for
- * writethrough/directsync, no flush reaching the file for unsafe.
+ * writethrough/directsync, no flush reaching the file for unsafe.  Over
+ * qcow2, writethrough costs the bounded number of file flushes per write
+ * that docs/cache-modes.md gives.
  */
 
 #include "block/block_int.h"
@@ -169,6 +171,89 @@ static void test_file_flushes(void)
     g_free(path);
 }
 
+/* A fresh qcow2 image of @size with the driver's default options. */
+static char *make_qcow2(int64_t size)
+{
+    BlockDriver *drv = bdrv_find_format("qcow2");
+    char *path = make_image(0);
+    QemuOptsList *list;
+    QemuOpts *opts;
+
+    g_assert_nonnull(drv);
+    list = qemu_opts_append(NULL, drv->create_opts);
+    opts = qemu_opts_create(list);
+    qemu_opt_set_number(opts, "size", size, &error_abort);
+    g_assert_cmpint(bdrv_create(drv, path, opts, &error_abort), ==, 0);
+    qemu_opts_del(opts);
+    qemu_opts_free(list);
+    return path;
+}
+
+static BlockBackend *open_qcow2(const char *path, const char *mode)
+{
+    QDict *opts = qdict_new();
+    int flags = BDRV_O_RDWR;
+    bool writethrough;
+    BlockBackend *blk;
+
+    g_assert_cmpint(bdrv_parse_cache_mode(mode, &flags, &writethrough), ==,
+                    0);
+    qdict_put_str(opts, "driver", "qcow2");
+    qdict_put_str(opts, "file.driver", "file");
+    qdict_put_str(opts, "file.filename", path);
+    blk = blk_new_open(NULL, NULL, opts, flags, &error_abort);
+    blk_set_enable_write_cache(blk, !writethrough);
+    return blk;
+}
+
+/* Flushes reaching the file node while one 4 KiB write at @offset runs. */
+static uint64_t qcow2_write_flushes(BlockBackend *blk, int64_t offset)
+{
+    BlockDriverState *file = blk_bs(blk)->file->bs;
+    uint64_t before = file->stats.flushes;
+    uint8_t buf[4096];
+
+    memset(buf, 0xa5, sizeof(buf));
+    g_assert_cmpint(blk_pwrite(blk, offset, sizeof(buf), buf, 0), ==, 0);
+    return file->stats.flushes - before;
+}
+
+/*
+ * qcow2 has no writethrough logic of its own: the flushes it issues order
+ * its metadata, the BlockBackend's one flush makes the write durable.  An
+ * overwrite costs exactly that one flush; an allocating write adds the
+ * flush that orders the refcount update before the L2 update, and one
+ * that needs a new L2 table the flushes that order the table's refcount,
+ * the table and the L1 entry (the same counts as QEMU 7.2's qemu-io).
+ */
+static void test_qcow2_writethrough_flushes(void)
+{
+    char *path = make_qcow2(64 * MiB);
+    BlockBackend *blk = open_qcow2(path, "writethrough");
+    int fl = fd_flags_of(path);
+
+    g_assert_cmpint(fl, >=, 0);
+    g_assert_cmpint(fl & (O_DSYNC | O_SYNC), ==, 0);
+    /* the first write allocates the first L2 table */
+    g_assert_cmpuint(qcow2_write_flushes(blk, 0), <=, 5);
+    g_assert_cmpuint(qcow2_write_flushes(blk, 0), ==, 1);
+    g_assert_cmpuint(qcow2_write_flushes(blk, 8192), ==, 1);
+    /* a cluster of its own, in the same L2 table */
+    g_assert_cmpuint(qcow2_write_flushes(blk, 1 * MiB), <=, 2);
+    g_assert_cmpuint(qcow2_write_flushes(blk, 1 * MiB), ==, 1);
+    blk_unref(blk);
+
+    /* in writeback, no write flushes; a flush then reaches the file once */
+    blk = open_qcow2(path, "writeback");
+    g_assert_cmpuint(qcow2_write_flushes(blk, 0), ==, 0);
+    g_assert_cmpuint(qcow2_write_flushes(blk, 2 * MiB), ==, 0);
+    g_assert_cmpint(blk_flush(blk), ==, 0);
+    g_assert_cmpuint(blk_bs(blk)->file->bs->stats.flushes, >=, 1);
+    blk_unref(blk);
+    unlink(path);
+    g_free(path);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -178,5 +263,7 @@ int main(int argc, char **argv)
     g_test_add_func("/cache-modes/parse-unknown", test_parse_unknown);
     g_test_add_func("/cache-modes/file-direct", test_file_direct);
     g_test_add_func("/cache-modes/file-flushes", test_file_flushes);
+    g_test_add_func("/cache-modes/qcow2-writethrough-flushes",
+                    test_qcow2_writethrough_flushes);
     return g_test_run();
 }

@@ -31,6 +31,8 @@ typedef struct TestMemConfig {
     unsigned write_flags;
     /* yield to the loop once inside every read/write, to interleave */
     bool yield;
+    /* yield once inside flush_to_disk too (flushes then take a while) */
+    bool flush_yield;
 } TestMemConfig;
 
 static TestMemConfig test_mem_cfg;
@@ -223,7 +225,13 @@ static int coroutine_fn test_mem_pdiscard(BlockDriverState *bs,
 
 static int coroutine_fn test_mem_flush_to_disk(BlockDriverState *bs)
 {
+    BDRVTestMemState *s = bs->opaque;
+
     test_log_add("mem.flush_to_disk");
+    if (s->cfg.flush_yield) {
+        aio_co_schedule(qemu_get_current_aio_context(), qemu_coroutine_self());
+        qemu_coroutine_yield();
+    }
     return 0;
 }
 

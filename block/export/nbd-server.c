@@ -1,0 +1,420 @@
+/*
+ * The NBD server: listeners, exports and the life of a client connection
+ * (see include/block/nbd.h).  The handshake is in nbd-negotiate.c, the
+ * transmission phase in nbd-transmit.c.
+ *
+ * A connection goes through these states:
+ *
+ *   accepted --nbd_negotiate()--> transmission --nbd_transmit()--> ended
+ *       |                              |                              |
+ *       +---- error, ABORT, timeout ---+----- DISC, error, close -----+
+ *                                                                     v
+ *                                         nbd_client_free_bh(): freed
+ *
+ * Invariants:
+ *  1. The server owns each client: a client is on server->clients from
+ *     the moment it is created until nbd_client_free_bh() frees it, and
+ *     nothing else frees it.  That bottom half is scheduled only by the
+ *     connection coroutine, as its last action, after nbd_negotiate() and
+ *     nbd_transmit() returned; nbd_transmit() returns only once every
+ *     request coroutine of the client has finished.  So no coroutine of
+ *     a client runs or waits when it is freed.
+ *  2. Closing a client (nbd_client_close(): handshake timeout, export
+ *     removal, server shutdown) never frees it: it shuts the socket down,
+ *     every read and write of its coroutines then fails with -ESHUTDOWN,
+ *     and the connection ends through invariant 1.
+ *  3. An export is referenced by the server's export list (until it is
+ *     removed) and by each client that chose it (until that client is
+ *     freed); the last reference frees it and drops its BlockBackend.
+ *     Removed exports are not found by new clients.
+ *  4. Replies are serialised by client->send_lock: a reply, or one chunk
+ *     of a structured reply, is written whole while the lock is held.
+ *     Chunks of different requests may interleave on the wire, as the
+ *     protocol allows; the last chunk of every reply carries
+ *     NBD_REPLY_FLAG_DONE.  Only the connection coroutine reads from the
+ *     socket, so requests are read one at a time, each with its payload.
+ *  5. The listeners are registered with the loop (server->accepting)
+ *     exactly while the server is not being freed and has fewer clients
+ *     than cfg.max_connections (or no limit).
+ *
+ * Everything runs in the thread of server->ctx.
+ */
+#include "util/osdep.h"
+#include "nbd-int.h"
+
+#include <sys/socket.h>
+
+typedef struct NBDListener {
+    NBDServer *server;
+    int fd;
+    char *unix_path;            /* removed when the listener closes */
+} NBDListener;
+
+static void nbd_server_update_accepting(NBDServer *server);
+
+/* ---- exports ---- */
+
+NBDExport *nbd_export_new(NBDServer *server, BlockBackend *blk,
+                          const NBDExportConfig *cfg, Error **errp)
+{
+    const char *name = cfg->name ? cfg->name : "";
+    uint64_t perm, shared;
+    NBDExport *exp;
+    int64_t size;
+
+    if (strlen(name) > NBD_MAX_STRING_SIZE) {
+        error_setg(errp, "export name '%s' too long", name);
+        return NULL;
+    }
+    if (cfg->description &&
+        strlen(cfg->description) > NBD_MAX_STRING_SIZE) {
+        error_setg(errp, "export description '%s' too long",
+                   cfg->description);
+        return NULL;
+    }
+    if (nbd_export_find(server, name)) {
+        error_setg(errp, "NBD server already has export named '%s'", name);
+        return NULL;
+    }
+    blk_get_perm(blk, &perm, &shared);
+    if (cfg->writable && !(perm & BLK_PERM_WRITE)) {
+        error_setg(errp, "export '%s' is writable but its block backend "
+                   "was opened read-only", name);
+        return NULL;
+    }
+    size = blk_getlength(blk);
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Failed to determine the size of "
+                         "export '%s'", name);
+        return NULL;
+    }
+
+    exp = g_new0(NBDExport, 1);
+    exp->server = server;
+    exp->blk = blk;
+    blk_ref(blk);
+    exp->name = g_strdup(name);
+    exp->description = g_strdup(cfg->description);
+    exp->size = size;
+    exp->allocation_depth = cfg->allocation_depth;
+    /* FLUSH and FUA are always offered: with the write cache off they are
+     * no-ops, and a client cannot know the cache mode otherwise. */
+    exp->flags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
+                 NBD_FLAG_SEND_FUA | NBD_FLAG_SEND_CACHE;
+    if (cfg->writable) {
+        exp->flags |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
+                      NBD_FLAG_SEND_FAST_ZERO;
+    } else {
+        exp->flags |= NBD_FLAG_READ_ONLY;
+    }
+    if (cfg->multi_conn) {
+        exp->flags |= NBD_FLAG_CAN_MULTI_CONN;
+    }
+    exp->refcnt = 1;            /* invariant 3: the server's list */
+    g_queue_push_tail(&server->exports, exp);
+    return exp;
+}
+
+NBDExport *nbd_export_find(NBDServer *server, const char *name)
+{
+    for (GList *l = server->exports.head; l; l = l->next) {
+        NBDExport *exp = l->data;
+
+        if (!strcmp(exp->name, name)) {
+            return exp;
+        }
+    }
+    return NULL;
+}
+
+const char *nbd_export_name(NBDExport *exp)
+{
+    return exp->name;
+}
+
+BlockBackend *nbd_export_blk(NBDExport *exp)
+{
+    return exp->blk;
+}
+
+unsigned int nbd_export_client_count(NBDExport *exp)
+{
+    unsigned int n = 0;
+
+    for (GList *l = exp->server->clients.head; l; l = l->next) {
+        NBDClient *client = l->data;
+
+        n += client->exp == exp;
+    }
+    return n;
+}
+
+void nbd_export_ref(NBDExport *exp)
+{
+    assert(exp->refcnt > 0);
+    exp->refcnt++;
+}
+
+typedef struct NBDExportDone {
+    void (*done)(void *opaque);
+    void *opaque;
+} NBDExportDone;
+
+static void nbd_export_done_bh(void *opaque)
+{
+    NBDExportDone *d = opaque;
+
+    d->done(d->opaque);
+    g_free(d);
+}
+
+void nbd_export_unref(NBDExport *exp)
+{
+    assert(exp->refcnt > 0);
+    if (--exp->refcnt > 0) {
+        return;
+    }
+    /* invariant 3: only a removed export loses its last reference */
+    assert(exp->removed);
+    if (exp->removed_done) {
+        NBDExportDone *d = g_new(NBDExportDone, 1);
+
+        d->done = exp->removed_done;
+        d->opaque = exp->removed_opaque;
+        aio_bh_schedule_oneshot(exp->server->ctx, nbd_export_done_bh, d);
+    }
+    blk_unref(exp->blk);
+    g_free(exp->name);
+    g_free(exp->description);
+    g_free(exp);
+}
+
+void nbd_export_remove(NBDExport *exp, void (*done)(void *opaque),
+                       void *opaque)
+{
+    NBDServer *server = exp->server;
+
+    assert(!exp->removed);
+    exp->removed = true;
+    exp->removed_done = done;
+    exp->removed_opaque = opaque;
+    g_queue_remove(&server->exports, exp);
+    for (GList *l = server->clients.head; l; l = l->next) {
+        NBDClient *client = l->data;
+
+        if (client->exp == exp) {
+            nbd_client_close(client);
+        }
+        if (client->contexts.exp == exp) {
+            /* a client in the handshake must not carry them over to an
+             * export that might later live at the same address */
+            client->contexts = (NBDMetaContexts) { 0 };
+        }
+    }
+    nbd_export_unref(exp);
+}
+
+/* ---- clients ---- */
+
+void nbd_client_close(NBDClient *client)
+{
+    client->quitting = true;
+    co_socket_shutdown(&client->sock);
+}
+
+static void nbd_client_handshake_timeout(void *opaque)
+{
+    NBDClient *client = opaque;
+
+    error_report("Disconnect client, due to: handshake not finished "
+                 "within %" PRId64 " seconds",
+                 client->server->cfg.handshake_max_ns / (1000 * SCALE_MS));
+    nbd_client_close(client);
+}
+
+/* Invariant 1: the only place a client is freed. */
+static void nbd_client_free_bh(void *opaque)
+{
+    NBDClient *client = opaque;
+    NBDServer *server = client->server;
+    bool negotiated = client->exp != NULL;
+
+    assert(client->nr_requests == 0);
+    g_queue_unlink(&server->clients, &client->link);
+    timer_free(client->handshake_timer);
+    co_socket_close(&client->sock);
+    if (client->exp) {
+        nbd_export_unref(client->exp);
+    }
+    g_free(client);
+
+    nbd_server_update_accepting(server);
+    if (server->cfg.client_closed) {
+        server->cfg.client_closed(server->cfg.opaque, negotiated);
+    }
+}
+
+static void coroutine_fn nbd_client_co_run(void *opaque)
+{
+    NBDClient *client = opaque;
+    Error *err = NULL;
+
+    if (nbd_negotiate(client, &err) == 0) {
+        timer_del(client->handshake_timer);
+        nbd_transmit(client, &err);
+    }
+    if (err) {
+        error_prepend(&err, "Disconnect client, due to: ");
+        error_report_err(err);
+    }
+    aio_bh_schedule_oneshot(client->server->ctx, nbd_client_free_bh,
+                            client);
+}
+
+void nbd_server_add_client(NBDServer *server, int fd)
+{
+    NBDClient *client = g_new0(NBDClient, 1);
+    int fl = fcntl(fd, F_GETFL);
+
+    if (fl >= 0 && !(fl & O_NONBLOCK)) {
+        fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    client->server = server;
+    client->link.data = client;
+    co_socket_init(&client->sock, fd, server->ctx);
+    qemu_co_mutex_init(&client->send_lock);
+    client->handshake_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
+                                            SCALE_NS,
+                                            nbd_client_handshake_timeout,
+                                            client);
+    if (server->cfg.handshake_max_ns > 0) {
+        timer_mod(client->handshake_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  server->cfg.handshake_max_ns);
+    }
+    g_queue_push_tail_link(&server->clients, &client->link);
+    nbd_server_update_accepting(server);
+
+    client->co = qemu_coroutine_create(nbd_client_co_run, client);
+    aio_co_enter(server->ctx, client->co);
+}
+
+unsigned int nbd_server_client_count(NBDServer *server)
+{
+    return server->clients.length;
+}
+
+/* ---- listeners ---- */
+
+static void nbd_listener_accept(void *opaque)
+{
+    NBDListener *l = opaque;
+    NBDServer *server = l->server;
+
+    /* invariant 5: adding a client may unregister us; stop then */
+    while (server->accepting) {
+        int fd = socket_accept(l->fd);
+
+        if (fd < 0) {
+            if (fd != -EAGAIN && fd != -ECONNABORTED) {
+                error_report("Failed to accept a connection: %s",
+                             strerror(-fd));
+            }
+            return;
+        }
+        nbd_server_add_client(server, fd);
+    }
+}
+
+/* Invariant 5. */
+static void nbd_server_set_accepting(NBDServer *server, bool on)
+{
+    if (server->accepting == on) {
+        return;
+    }
+    server->accepting = on;
+    for (GList *l = server->listeners; l; l = l->next) {
+        NBDListener *listener = l->data;
+
+        aio_set_fd_handler(server->ctx, listener->fd,
+                           on ? nbd_listener_accept : NULL, NULL, listener);
+    }
+}
+
+static void nbd_server_update_accepting(NBDServer *server)
+{
+    unsigned int max = server->cfg.max_connections;
+
+    nbd_server_set_accepting(server, !server->closing &&
+                             (!max || server->clients.length < max));
+}
+
+int nbd_server_listen(NBDServer *server, const SocketAddress *addr,
+                      Error **errp)
+{
+    NBDListener *l;
+    int fd = socket_listen(addr, SOMAXCONN, errp);
+
+    if (fd < 0) {
+        return fd;
+    }
+    l = g_new0(NBDListener, 1);
+    l->server = server;
+    l->fd = fd;
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        l->unix_path = g_strdup(addr->path);
+    }
+    server->listeners = g_list_append(server->listeners, l);
+    if (server->accepting) {
+        aio_set_fd_handler(server->ctx, fd, nbd_listener_accept, NULL, l);
+    }
+    return 0;
+}
+
+static void nbd_listener_free(NBDListener *l)
+{
+    aio_set_fd_handler(l->server->ctx, l->fd, NULL, NULL, NULL);
+    close(l->fd);
+    if (l->unix_path) {
+        unlink(l->unix_path);
+        g_free(l->unix_path);
+    }
+    g_free(l);
+}
+
+/* ---- the server ---- */
+
+NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
+{
+    NBDServer *server = g_new0(NBDServer, 1);
+
+    server->ctx = ctx ? ctx : qemu_get_aio_context();
+    if (cfg) {
+        server->cfg = *cfg;
+    }
+    g_queue_init(&server->clients);
+    g_queue_init(&server->exports);
+    nbd_server_update_accepting(server);
+    return server;
+}
+
+void nbd_server_free(NBDServer *server)
+{
+    GList *l;
+
+    /* invariant 5: no new clients from here on */
+    server->closing = true;
+    server->cfg.client_closed = NULL;
+    nbd_server_update_accepting(server);
+    g_list_free_full(server->listeners, (GDestroyNotify)nbd_listener_free);
+    server->listeners = NULL;
+
+    while ((l = server->exports.head)) {
+        nbd_export_remove(l->data, NULL, NULL);
+    }
+    for (l = server->clients.head; l; l = l->next) {
+        nbd_client_close(l->data);
+    }
+    AIO_WAIT_WHILE(server->ctx, server->clients.length > 0);
+    g_free(server);
+}

@@ -1,0 +1,607 @@
+/*
+ * The NBD transmission phase, server side: requests in, replies out.
+ *
+ * The connection coroutine reads one request at a time, with its WRITE
+ * payload, checks it, and starts a request coroutine for it; up to
+ * NBD_MAX_REQUESTS of them run at once, so a client's requests overlap
+ * in the block layer.  Each request coroutine sends its own reply under
+ * client->send_lock (invariant 4 of nbd-server.c) and frees itself.
+ *
+ * Replies: without structured replies every reply is simple.  With them,
+ * READ answers with data and hole chunks (one data chunk under
+ * NBD_CMD_FLAG_DF), BLOCK_STATUS with one chunk per selected context,
+ * errors of every command with an error chunk carrying a message, and
+ * the other commands' successes with simple replies, which the protocol
+ * allows.
+ *
+ * A request that breaks the protocol in a way the stream cannot recover
+ * from (bad magic, a WRITE payload too large to read) ends the
+ * connection; any other bad request gets an error reply and the client
+ * stays.
+ */
+#include "util/osdep.h"
+#include "block/block_int.h"
+#include "nbd-int.h"
+
+typedef struct NBDRequest {
+    NBDClient *client;
+    uint16_t flags;             /* NBD_CMD_FLAG_* */
+    uint16_t type;              /* NBD_CMD_* */
+    uint64_t cookie;
+    uint64_t offset;
+    uint32_t len;
+    void *data;                 /* the WRITE payload */
+    int error;                  /* -errno found by the checks, or 0 */
+} NBDRequest;
+
+/* ---- sending ---- */
+
+/* Writes one reply or chunk whole (invariant 4); a failure closes. */
+static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
+                                 unsigned int iovcnt)
+{
+    int ret;
+
+    qemu_co_mutex_lock(&client->send_lock);
+    ret = co_socket_writev_all(&client->sock, iov, iovcnt);
+    qemu_co_mutex_unlock(&client->send_lock);
+    if (ret < 0) {
+        /* the client is gone: stop reading its requests too */
+        nbd_client_close(client);
+    }
+    return ret;
+}
+
+static int coroutine_fn nbd_send_simple(NBDRequest *req, uint32_t error,
+                                        void *data, size_t len)
+{
+    NBDSimpleReply reply = {
+        .magic = GUINT32_TO_BE(NBD_SIMPLE_REPLY_MAGIC),
+        .error = GUINT32_TO_BE(error),
+        .cookie = GUINT64_TO_BE(req->cookie),
+    };
+    struct iovec iov[2] = {
+        { .iov_base = &reply, .iov_len = sizeof(reply) },
+        { .iov_base = data, .iov_len = len },
+    };
+
+    return nbd_send(req->client, iov, 2);
+}
+
+/* A structured chunk: header, then the @n iovecs of @payload. */
+static int coroutine_fn nbd_send_chunk(NBDRequest *req, uint16_t flags,
+                                       uint16_t type, struct iovec *payload,
+                                       unsigned int n)
+{
+    NBDStructuredReplyChunk chunk = {
+        .magic = GUINT32_TO_BE(NBD_STRUCTURED_REPLY_MAGIC),
+        .flags = GUINT16_TO_BE(flags),
+        .type = GUINT16_TO_BE(type),
+        .cookie = GUINT64_TO_BE(req->cookie),
+        .length = GUINT32_TO_BE(iov_size(payload, n)),
+    };
+    struct iovec iov[4];
+
+    assert(n < ARRAY_SIZE(iov));
+    iov[0] = (struct iovec) { .iov_base = &chunk, .iov_len = sizeof(chunk) };
+    if (n) {
+        memcpy(iov + 1, payload, n * sizeof(*payload));
+    }
+    return nbd_send(req->client, iov, n + 1);
+}
+
+/*
+ * The final reply of a failed request: an error chunk with a message for
+ * people when structured replies are on, else a simple reply.  @wire is
+ * the protocol's error value for @err.
+ */
+static int coroutine_fn nbd_send_error(NBDRequest *req, uint32_t wire,
+                                       int err)
+{
+    g_autofree char *msg = NULL;
+    NBDReplyError head;
+    struct iovec payload[2];
+
+    if (!req->client->structured_reply) {
+        return nbd_send_simple(req, wire, NULL, 0);
+    }
+    msg = g_strdup_printf("%s failed: %s", nbd_cmd_name(req->type),
+                          strerror(-err));
+    head = (NBDReplyError) {
+        .error = GUINT32_TO_BE(wire),
+        .message_length = GUINT16_TO_BE(strlen(msg)),
+    };
+    payload[0] = (struct iovec) { .iov_base = &head,
+                                  .iov_len = sizeof(head) };
+    payload[1] = (struct iovec) { .iov_base = msg, .iov_len = strlen(msg) };
+    return nbd_send_chunk(req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_ERROR,
+                          payload, 2);
+}
+
+/* The reply of a request without data: success or an error. */
+static int coroutine_fn nbd_send_result(NBDRequest *req, int ret)
+{
+    if (ret < 0) {
+        return nbd_send_error(req, nbd_errno_to_wire(ret), ret);
+    }
+    return nbd_send_simple(req, 0, NULL, 0);
+}
+
+static int coroutine_fn nbd_send_data_chunk(NBDRequest *req, bool last,
+                                            uint64_t offset, void *buf,
+                                            size_t len)
+{
+    uint64_t be_offset = GUINT64_TO_BE(offset);
+    struct iovec payload[2] = {
+        { .iov_base = &be_offset, .iov_len = sizeof(be_offset) },
+        { .iov_base = buf, .iov_len = len },
+    };
+
+    return nbd_send_chunk(req, last ? NBD_REPLY_FLAG_DONE : 0,
+                          NBD_REPLY_TYPE_OFFSET_DATA, payload, 2);
+}
+
+static int coroutine_fn nbd_send_hole_chunk(NBDRequest *req, bool last,
+                                            uint64_t offset, uint32_t len)
+{
+    NBDReplyOffsetHole hole = {
+        .offset = GUINT64_TO_BE(offset),
+        .length = GUINT32_TO_BE(len),
+    };
+    struct iovec payload = { .iov_base = &hole, .iov_len = sizeof(hole) };
+
+    return nbd_send_chunk(req, last ? NBD_REPLY_FLAG_DONE : 0,
+                          NBD_REPLY_TYPE_OFFSET_HOLE, &payload, 1);
+}
+
+/* ---- READ ---- */
+
+/*
+ * A structured read without DF: ranges that read as zeroes go out as
+ * hole chunks, the rest as data chunks, so a sparse image costs little
+ * bandwidth.  Block status errors only cost precision: the range is then
+ * read as data.
+ */
+static void coroutine_fn nbd_co_read_sparse(NBDRequest *req, uint8_t *buf)
+{
+    NBDExport *exp = req->client->exp;
+    int64_t offset = req->offset;
+    int64_t end = req->offset + req->len;
+
+    while (offset < end) {
+        int64_t pnum = 0;
+        int st = bdrv_co_block_status_above(blk_bs(exp->blk), NULL, true,
+                                            offset, end - offset, &pnum,
+                                            NULL, NULL, NULL);
+        bool zero = st >= 0 && pnum > 0 && (st & BDRV_BLOCK_ZERO);
+        bool last;
+        int ret;
+
+        if (st < 0 || pnum <= 0) {
+            pnum = end - offset;
+        }
+        last = offset + pnum == end;
+        if (zero) {
+            ret = nbd_send_hole_chunk(req, last, offset, pnum);
+        } else {
+            uint8_t *p = buf + (offset - req->offset);
+            QEMUIOVector qiov;
+
+            qemu_iovec_init_buf(&qiov, p, pnum);
+            ret = blk_co_preadv(exp->blk, offset, pnum, &qiov, 0);
+            if (ret < 0) {
+                nbd_send_result(req, ret);
+                return;
+            }
+            ret = nbd_send_data_chunk(req, last, offset, p, pnum);
+        }
+        if (ret < 0) {
+            return;
+        }
+        offset += pnum;
+    }
+}
+
+static void coroutine_fn nbd_co_read(NBDRequest *req)
+{
+    NBDClient *client = req->client;
+    BlockBackend *blk = client->exp->blk;
+    QEMUIOVector qiov;
+    uint8_t *buf;
+    int ret;
+
+    if (req->len == 0) {
+        /* nothing to read; a structured reply still needs a DONE chunk */
+        if (client->structured_reply) {
+            nbd_send_chunk(req, NBD_REPLY_FLAG_DONE, NBD_REPLY_TYPE_NONE,
+                           NULL, 0);
+        } else {
+            nbd_send_simple(req, 0, NULL, 0);
+        }
+        return;
+    }
+    buf = blk_try_blockalign(blk, req->len);
+    if (!buf) {
+        nbd_send_result(req, -ENOMEM);
+        return;
+    }
+    if (client->structured_reply && !(req->flags & NBD_CMD_FLAG_DF)) {
+        nbd_co_read_sparse(req, buf);
+        qemu_vfree(buf);
+        return;
+    }
+    qemu_iovec_init_buf(&qiov, buf, req->len);
+    ret = blk_co_preadv(blk, req->offset, req->len, &qiov, 0);
+    if (ret < 0) {
+        nbd_send_result(req, ret);
+    } else if (client->structured_reply) {
+        nbd_send_data_chunk(req, true, req->offset, buf, req->len);
+    } else {
+        nbd_send_simple(req, 0, buf, req->len);
+    }
+    qemu_vfree(buf);
+}
+
+/* ---- BLOCK_STATUS ---- */
+
+/*
+ * Collects the extents of [req->offset, +len) for one context: at most
+ * NBD_MAX_BLOCK_STATUS_EXTENTS, one with REQ_ONE, neighbours with the
+ * same flags merged.  The last extent may end before the range does.
+ */
+static int coroutine_fn nbd_collect_extents(NBDRequest *req, bool depth_ctx,
+                                            GArray *extents)
+{
+    BlockDriverState *bs = blk_bs(req->client->exp->blk);
+    int64_t offset = req->offset;
+    int64_t end = req->offset + req->len;
+
+    while (offset < end && extents->len < NBD_MAX_BLOCK_STATUS_EXTENTS) {
+        NBDBlockStatusExtent *prev;
+        int64_t pnum = 0;
+        uint32_t flags;
+        int depth = 0;
+        int ret = bdrv_co_block_status_above(bs, NULL, !depth_ctx, offset,
+                                             end - offset, &pnum, NULL,
+                                             NULL, &depth);
+
+        if (ret < 0) {
+            return ret;
+        }
+        if (pnum <= 0) {
+            break;
+        }
+        if (depth_ctx) {
+            /* 0: no layer has it, 1: the top image, 2: its backing... */
+            flags = (ret & BDRV_BLOCK_ALLOCATED) ? depth : 0;
+        } else {
+            flags = ((ret & BDRV_BLOCK_DATA) ? 0 : NBD_STATE_HOLE) |
+                    ((ret & BDRV_BLOCK_ZERO) ? NBD_STATE_ZERO : 0);
+        }
+        prev = extents->len ? &g_array_index(extents, NBDBlockStatusExtent,
+                                             extents->len - 1) : NULL;
+        if (prev && prev->flags == flags &&
+            prev->length + pnum <= UINT32_MAX) {
+            prev->length += pnum;
+        } else {
+            NBDBlockStatusExtent e = { .length = pnum, .flags = flags };
+
+            g_array_append_val(extents, e);
+        }
+        offset += pnum;
+        if (req->flags & NBD_CMD_FLAG_REQ_ONE) {
+            break;
+        }
+    }
+    return 0;
+}
+
+static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
+                                         bool depth_ctx, bool last)
+{
+    g_autoptr(GArray) extents =
+        g_array_new(false, false, sizeof(NBDBlockStatusExtent));
+    uint32_t be_id = GUINT32_TO_BE(ctx_id);
+    struct iovec payload[2];
+    int ret = nbd_collect_extents(req, depth_ctx, extents);
+
+    if (ret < 0) {
+        nbd_send_result(req, ret);
+        return ret;
+    }
+    for (guint i = 0; i < extents->len; i++) {
+        NBDBlockStatusExtent *e = &g_array_index(extents,
+                                                 NBDBlockStatusExtent, i);
+
+        e->length = GUINT32_TO_BE(e->length);
+        e->flags = GUINT32_TO_BE(e->flags);
+    }
+    payload[0] = (struct iovec) { .iov_base = &be_id,
+                                  .iov_len = sizeof(be_id) };
+    payload[1] = (struct iovec) {
+        .iov_base = extents->data,
+        .iov_len = extents->len * sizeof(NBDBlockStatusExtent),
+    };
+    return nbd_send_chunk(req, last ? NBD_REPLY_FLAG_DONE : 0,
+                          NBD_REPLY_TYPE_BLOCK_STATUS, payload, 2);
+}
+
+/* One chunk per selected context; the checks made sure there is one. */
+static void coroutine_fn nbd_co_block_status(NBDRequest *req)
+{
+    NBDMetaContexts *ctx = &req->client->contexts;
+
+    if (ctx->base_allocation &&
+        nbd_send_extents(req, NBD_META_ID_BASE_ALLOCATION, false,
+                         !ctx->allocation_depth) < 0) {
+        return;
+    }
+    if (ctx->allocation_depth) {
+        nbd_send_extents(req, NBD_META_ID_ALLOCATION_DEPTH, true, true);
+    }
+}
+
+/* ---- the other commands ---- */
+
+static int coroutine_fn nbd_co_cache(NBDRequest *req)
+{
+    BlockBackend *blk = req->client->exp->blk;
+    QEMUIOVector qiov;
+    void *buf;
+    int ret;
+
+    if (req->len == 0) {
+        return 0;
+    }
+    buf = blk_try_blockalign(blk, req->len);
+    if (!buf) {
+        return -ENOMEM;
+    }
+    /* reading is what pulls the data into every cache below */
+    qemu_iovec_init_buf(&qiov, buf, req->len);
+    ret = blk_co_preadv(blk, req->offset, req->len, &qiov, 0);
+    qemu_vfree(buf);
+    return ret;
+}
+
+/* The commands whose reply carries no data; returns 0 or -errno. */
+static int coroutine_fn nbd_co_simple_command(NBDRequest *req)
+{
+    BlockBackend *blk = req->client->exp->blk;
+    BdrvRequestFlags fua = (req->flags & NBD_CMD_FLAG_FUA) ? BDRV_REQ_FUA
+                                                            : 0;
+    BdrvRequestFlags flags;
+    QEMUIOVector qiov;
+    int ret;
+
+    switch (req->type) {
+    case NBD_CMD_WRITE:
+        qemu_iovec_init_buf(&qiov, req->data, req->len);
+        return blk_co_pwritev(blk, req->offset, req->len, &qiov, fua);
+    case NBD_CMD_FLUSH:
+        return blk_co_flush(blk);
+    case NBD_CMD_TRIM:
+        ret = blk_co_pdiscard(blk, req->offset, req->len);
+        if (ret == 0 && fua) {
+            ret = blk_co_flush(blk);
+        }
+        return ret;
+    case NBD_CMD_WRITE_ZEROES:
+        flags = fua;
+        if (!(req->flags & NBD_CMD_FLAG_NO_HOLE)) {
+            flags |= BDRV_REQ_MAY_UNMAP;
+        }
+        if (req->flags & NBD_CMD_FLAG_FAST_ZERO) {
+            flags |= BDRV_REQ_NO_FALLBACK;
+        }
+        return blk_co_pwrite_zeroes(blk, req->offset, req->len, flags);
+    case NBD_CMD_CACHE:
+        return nbd_co_cache(req);
+    }
+    g_assert_not_reached();
+}
+
+/* ---- requests ---- */
+
+/* The request coroutine ended: let the connection coroutine go on. */
+static void nbd_request_done(NBDClient *client)
+{
+    assert(client->nr_requests > 0);
+    client->nr_requests--;
+    if (client->waiting_for_requests) {
+        client->waiting_for_requests = false;
+        aio_co_wake(client->co);
+    }
+}
+
+static void coroutine_fn nbd_request_co(void *opaque)
+{
+    NBDRequest *req = opaque;
+    NBDClient *client = req->client;
+    int ret;
+
+    if (req->error) {
+        nbd_send_result(req, req->error);
+    } else if (req->type == NBD_CMD_READ) {
+        nbd_co_read(req);
+    } else if (req->type == NBD_CMD_BLOCK_STATUS) {
+        nbd_co_block_status(req);
+    } else {
+        ret = nbd_co_simple_command(req);
+        if (ret == -ENOTSUP && (req->flags & NBD_CMD_FLAG_FAST_ZERO)) {
+            /* the one case where the protocol wants ENOTSUP back */
+            nbd_send_error(req, NBD_ENOTSUP, ret);
+        } else {
+            nbd_send_result(req, ret);
+        }
+    }
+    qemu_vfree(req->data);
+    g_free(req);
+    nbd_request_done(client);
+}
+
+/* The flags each command accepts. */
+static uint16_t nbd_valid_flags(NBDClient *client, uint16_t type)
+{
+    uint16_t valid = NBD_CMD_FLAG_FUA;
+
+    switch (type) {
+    case NBD_CMD_READ:
+        return valid | (client->structured_reply ? NBD_CMD_FLAG_DF : 0);
+    case NBD_CMD_WRITE_ZEROES:
+        return valid | NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FAST_ZERO;
+    case NBD_CMD_BLOCK_STATUS:
+        return valid | NBD_CMD_FLAG_REQ_ONE;
+    default:
+        return valid;
+    }
+}
+
+/* Checks a request that was read whole; returns 0 or the -errno to send. */
+static int nbd_check_request(NBDClient *client, NBDRequest *req)
+{
+    NBDExport *exp = client->exp;
+    bool is_write = false;
+
+    switch (req->type) {
+    case NBD_CMD_READ:
+    case NBD_CMD_CACHE:
+        if (req->len > NBD_MAX_PAYLOAD_SIZE) {
+            return -EINVAL;
+        }
+        break;
+    case NBD_CMD_WRITE:
+    case NBD_CMD_TRIM:
+    case NBD_CMD_WRITE_ZEROES:
+        is_write = true;
+        break;
+    case NBD_CMD_FLUSH:
+        return req->flags & ~nbd_valid_flags(client, req->type) ? -EINVAL
+                                                                 : 0;
+    case NBD_CMD_BLOCK_STATUS:
+        if (!client->contexts.base_allocation &&
+            !client->contexts.allocation_depth) {
+            /* no context selected (or no structured replies) */
+            return -EINVAL;
+        }
+        if (req->len == 0) {
+            return -EINVAL;
+        }
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (req->flags & ~nbd_valid_flags(client, req->type)) {
+        return -EINVAL;
+    }
+    if (is_write && (exp->flags & NBD_FLAG_READ_ONLY)) {
+        return -EPERM;
+    }
+    if (req->offset > (uint64_t)exp->size ||
+        req->len > (uint64_t)exp->size - req->offset) {
+        /* the protocol asks for ENOSPC on writes past the end */
+        return req->type == NBD_CMD_WRITE ||
+               req->type == NBD_CMD_WRITE_ZEROES ? -ENOSPC : -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * Reads the next request with its payload into @req.  Returns 0, or
+ * -errno when the connection must end: the client left or was closed
+ * (no error set), or broke the protocol (@errp).
+ */
+static int coroutine_fn nbd_receive_request(NBDClient *client,
+                                            NBDRequest *req, Error **errp)
+{
+    NBDRequestHeader hdr;
+    int ret;
+
+    ret = co_socket_read_all(&client->sock, &hdr, sizeof(hdr));
+    if (ret == -EPIPE || ret == -ESHUTDOWN) {
+        /* a client that hangs up without NBD_CMD_DISC is no error */
+        return ret;
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to read a request");
+        return ret;
+    }
+    if (GUINT32_FROM_BE(hdr.magic) != NBD_REQUEST_MAGIC) {
+        error_setg(errp, "invalid request magic 0x%08" PRIx32,
+                   GUINT32_FROM_BE(hdr.magic));
+        return -EINVAL;
+    }
+    req->client = client;
+    req->flags = GUINT16_FROM_BE(hdr.flags);
+    req->type = GUINT16_FROM_BE(hdr.type);
+    req->cookie = GUINT64_FROM_BE(hdr.cookie);
+    req->offset = GUINT64_FROM_BE(hdr.offset);
+    req->len = GUINT32_FROM_BE(hdr.length);
+
+    if (req->type == NBD_CMD_WRITE) {
+        if (req->len > NBD_MAX_PAYLOAD_SIZE) {
+            /* its payload follows: the stream is lost, hang up */
+            error_setg(errp, "write of %" PRIu32 " bytes exceeds the "
+                       "limit of %u", req->len,
+                       (unsigned int)NBD_MAX_PAYLOAD_SIZE);
+            return -EINVAL;
+        }
+        req->data = blk_try_blockalign(client->exp->blk, req->len);
+        if (!req->data) {
+            error_setg(errp, "no memory for a write of %" PRIu32 " bytes",
+                       req->len);
+            return -ENOMEM;
+        }
+        ret = co_socket_read_all(&client->sock, req->data, req->len);
+        if (ret < 0) {
+            if (ret != -ESHUTDOWN) {
+                error_setg_errno(errp, -ret, "Failed to read the payload "
+                                 "of a write");
+            }
+            return ret;
+        }
+    }
+    if (req->type != NBD_CMD_DISC) {
+        req->error = nbd_check_request(client, req);
+    }
+    return 0;
+}
+
+/* Sleeps until at most @max requests of @client are in flight. */
+static void coroutine_fn nbd_wait_requests(NBDClient *client,
+                                           unsigned int max)
+{
+    while (client->nr_requests > max) {
+        client->waiting_for_requests = true;
+        qemu_coroutine_yield();
+    }
+}
+
+void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
+{
+    while (!client->quitting) {
+        NBDRequest *req;
+        int ret;
+
+        nbd_wait_requests(client, NBD_MAX_REQUESTS - 1);
+        if (client->quitting) {
+            break;
+        }
+        req = g_new0(NBDRequest, 1);
+        ret = nbd_receive_request(client, req, errp);
+        if (ret < 0 || req->type == NBD_CMD_DISC) {
+            if (ret < 0 && ret != -EPIPE) {
+                /* replies still due would go to a broken stream; a
+                 * client that only closed its sending side still reads */
+                nbd_client_close(client);
+            }
+            qemu_vfree(req->data);
+            g_free(req);
+            break;
+        }
+        client->nr_requests++;
+        qemu_coroutine_enter(qemu_coroutine_create(nbd_request_co, req));
+    }
+    /* invariant 1 of nbd-server.c: no request may outlive the client */
+    nbd_wait_requests(client, 0);
+}

@@ -1,0 +1,231 @@
+/*
+ * qcow2: the size of an image before it exists (qemu-img measure).
+ *
+ * "fully allocated" is what an image of the disk size takes with every
+ * cluster allocated: the header cluster, L2 tables for every cluster, an
+ * L1 table in whole clusters, the data, and the refcount blocks and table
+ * that count all of it, themselves included.  "required" is the same
+ * metadata with only the data clusters the source has (every cluster with
+ * at least one byte of data counts whole; zeroes and holes count nothing),
+ * or all of them with full/falloc preallocation.  The figures are QEMU's:
+ * scripts size volumes with them.
+ */
+#include "block/qcow2.h"
+
+/* Bytes of an L2 entry: extended entries carry a subcluster bitmap. */
+#define QCOW2_MEASURE_L2E_SIZE 8
+#define QCOW2_MEASURE_L2E_SIZE_EXTENDED 16
+/* Extended L2 entries need 32 subclusters of at least 512 bytes. */
+#define QCOW2_MEASURE_MIN_EXTL2_CLUSTER (16 * 1024)
+
+/*
+ * Clusters of refcount blocks and table needed to count @clusters
+ * clusters and themselves: the smallest fixed point of the count.
+ */
+static int64_t qcow2_measure_refcount_clusters(int64_t clusters,
+                                               int64_t cluster_size,
+                                               int refcount_order)
+{
+    int64_t per_block = cluster_size * 8 >> refcount_order;
+    int64_t per_table_cluster = cluster_size / sizeof(uint64_t);
+    int64_t blocks = 0, table = 0, prev;
+
+    do {
+        prev = blocks + table;
+        blocks = DIV_ROUND_UP(clusters + blocks + table, per_block);
+        table = DIV_ROUND_UP(blocks, per_table_cluster);
+    } while (blocks + table != prev);
+    return blocks + table;
+}
+
+/* The file size of an image of @disk_size with every cluster allocated. */
+static int64_t qcow2_measure_full(int64_t disk_size, int64_t cluster_size,
+                                  int refcount_order, bool extended_l2)
+{
+    int64_t l2e = extended_l2 ? QCOW2_MEASURE_L2E_SIZE_EXTENDED
+                              : QCOW2_MEASURE_L2E_SIZE;
+    int64_t aligned = ROUND_UP(disk_size, cluster_size);
+    int64_t meta = cluster_size;            /* the header */
+    int64_t l2_entries, l1_entries;
+
+    /* L2 tables in whole clusters, the L1 table likewise */
+    l2_entries = ROUND_UP(aligned / cluster_size, cluster_size / l2e);
+    meta += l2_entries * l2e;
+    l1_entries = ROUND_UP(l2_entries * l2e / cluster_size,
+                          cluster_size / (int64_t)sizeof(uint64_t));
+    meta += l1_entries * sizeof(uint64_t);
+    meta += qcow2_measure_refcount_clusters((meta + aligned) / cluster_size,
+                                            cluster_size, refcount_order) *
+            cluster_size;
+    return meta + aligned;
+}
+
+/* Bytes of whole clusters of @in_bs that hold data (see the top). */
+static int64_t qcow2_measure_data(BlockDriverState *in_bs,
+                                  int64_t cluster_size, Error **errp)
+{
+    int64_t size = bdrv_getlength(in_bs);
+    int64_t offset = 0, total = 0;
+
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Unable to get image virtual_size");
+        return size;
+    }
+    while (offset < size) {
+        int64_t pnum;
+        int ret = bdrv_block_status_above(in_bs, NULL, offset,
+                                          size - offset, &pnum, NULL, NULL,
+                                          NULL);
+
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Unable to get block status");
+            return ret;
+        }
+        if (!(ret & BDRV_BLOCK_ZERO) &&
+            (ret & (BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED)) ==
+            (BDRV_BLOCK_DATA | BDRV_BLOCK_ALLOCATED)) {
+            int64_t start = QEMU_ALIGN_DOWN(offset, cluster_size);
+
+            pnum = ROUND_UP(offset + pnum, cluster_size) - offset;
+            total += offset + pnum - start;
+        }
+        offset += pnum;
+    }
+    return total;
+}
+
+/* The options that shape the image, with QEMU's checks and messages. */
+typedef struct Qcow2MeasureOpts {
+    int64_t cluster_size;
+    int refcount_order;
+    int version;
+    bool extended_l2;
+    PreallocMode prealloc;
+} Qcow2MeasureOpts;
+
+static int qcow2_measure_parse(QemuOpts *opts, Qcow2MeasureOpts *m,
+                               Error **errp)
+{
+    const char *compat = qemu_opt_get(opts, "compat");
+    const char *prealloc = qemu_opt_get(opts, "preallocation");
+    uint64_t refcount_bits;
+
+    m->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
+    m->cluster_size = qemu_opt_get_size(opts, "cluster_size",
+                                        1 << QCOW2_DEFAULT_CLUSTER_BITS);
+    if (!is_power_of_2(m->cluster_size) ||
+        m->cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
+        m->cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
+        error_setg(errp, "Cluster size must be a power of two between %d "
+                   "and %dk", 1 << QCOW2_MIN_CLUSTER_BITS,
+                   1 << (QCOW2_MAX_CLUSTER_BITS - 10));
+        return -EINVAL;
+    }
+    if (m->extended_l2 &&
+        m->cluster_size < QCOW2_MEASURE_MIN_EXTL2_CLUSTER) {
+        error_setg(errp, "Extended L2 entries are only supported with "
+                   "cluster sizes of at least %d bytes",
+                   QCOW2_MEASURE_MIN_EXTL2_CLUSTER);
+        return -EINVAL;
+    }
+    if (!compat || !strcmp(compat, "1.1") || !strcmp(compat, "v3")) {
+        m->version = 3;
+    } else if (!strcmp(compat, "0.10") || !strcmp(compat, "v2")) {
+        m->version = 2;
+    } else {
+        error_setg(errp, "Invalid compatibility level: '%s'", compat);
+        return -EINVAL;
+    }
+    refcount_bits = qemu_opt_get_number(opts, "refcount_bits",
+                                        1 << QCOW2_DEFAULT_REFCOUNT_ORDER);
+    if (refcount_bits > 64 || !is_power_of_2(refcount_bits)) {
+        error_setg(errp, "Refcount width must be a power of two and may not "
+                   "exceed 64 bits");
+        return -EINVAL;
+    }
+    if (m->version < 3 && refcount_bits != 16) {
+        error_setg(errp, "Different refcount widths than 16 bits require "
+                   "compatibility level 1.1 or above (use compat=1.1 or "
+                   "greater)");
+        return -EINVAL;
+    }
+    m->refcount_order = ctz64(refcount_bits);
+    m->prealloc = PREALLOC_MODE_OFF;
+    if (prealloc) {
+        m->prealloc = PREALLOC_MODE__MAX;
+        for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
+            if (!strcmp(prealloc, PreallocMode_str[i])) {
+                m->prealloc = i;
+            }
+        }
+        if (m->prealloc == PREALLOC_MODE__MAX) {
+            error_setg(errp, "invalid parameter value: %s", prealloc);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+/* True if the source is an image that keeps persistent dirty bitmaps. */
+static bool qcow2_measure_source_has_bitmaps(BlockDriverState *in_bs)
+{
+    if (!in_bs->drv || strcmp(in_bs->drv->format_name, "qcow2")) {
+        return false;
+    }
+    return ((BDRVQcow2State *)in_bs->opaque)->qcow_version >= 3;
+}
+
+int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
+                  BlockMeasureInfo *info, Error **errp)
+{
+    Qcow2MeasureOpts m;
+    int64_t disk_size, data, l2_tables;
+    int ret;
+
+    ret = qcow2_measure_parse(opts, &m, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (in_bs) {
+        disk_size = bdrv_getlength(in_bs);
+        if (disk_size < 0) {
+            error_setg_errno(errp, -disk_size, "Unable to get image "
+                             "virtual_size");
+            return disk_size;
+        }
+    } else {
+        disk_size = qemu_opt_get_size(opts, "size", 0);
+    }
+    disk_size = ROUND_UP(disk_size, m.cluster_size);
+
+    /* the L1 table must fit QEMU's limit */
+    l2_tables = DIV_ROUND_UP(disk_size / m.cluster_size,
+                             m.cluster_size / (m.extended_l2 ?
+                                               QCOW2_MEASURE_L2E_SIZE_EXTENDED :
+                                               QCOW2_MEASURE_L2E_SIZE));
+    if (l2_tables * (int64_t)sizeof(uint64_t) > QCOW_MAX_L1_SIZE) {
+        error_setg(errp, "The image size is too large (try using a larger "
+                   "cluster size)");
+        return -EINVAL;
+    }
+
+    if (m.prealloc == PREALLOC_MODE_FULL ||
+        m.prealloc == PREALLOC_MODE_FALLOC) {
+        data = disk_size;
+    } else if (in_bs) {
+        data = qcow2_measure_data(in_bs, m.cluster_size, errp);
+        if (data < 0) {
+            return data;
+        }
+    } else {
+        data = 0;
+    }
+    info->fully_allocated = qcow2_measure_full(disk_size, m.cluster_size,
+                                               m.refcount_order,
+                                               m.extended_l2);
+    info->required = info->fully_allocated - disk_size + data;
+    info->has_bitmaps = m.version >= 3 && in_bs &&
+                        qcow2_measure_source_has_bitmaps(in_bs);
+    info->bitmaps = 0;
+    return 0;
+}

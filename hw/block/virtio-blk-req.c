@@ -1,0 +1,256 @@
+/*
+ * virtio-blk request processing (5.2.6), independent of the transport:
+ * the in-process device and the vhost-user-blk export both pop chains
+ * their own way and hand them here.
+ *
+ * A request's layout: device-readable, the 16-byte header then the
+ * request's data (writes, discard/write-zeroes segments); device-writable,
+ * the data (reads, GET_ID) then one status byte, the chain's last
+ * writable byte.
+ *
+ * Invariants:
+ *  1. Every field of the header and of segments is checked before use:
+ *     ranges against the capacity (no overflow), lengths and sectors
+ *     against blk_size, segment counts and sizes against the advertised
+ *     maximums.  A guest error completes the request with IOERR (bad
+ *     range or size) or UNSUPP (unknown type or flag), never reaches the
+ *     image.
+ *  2. The status byte is written exactly once, just before the completion
+ *     callback, which runs exactly once per accepted request.
+ *  3. Buffers are only those of the element: host pointers already
+ *     checked to lie in guest RAM (virtqueue.c).
+ */
+
+#include "hw/virtio-blk.h"
+
+typedef struct VirtIOBlkReq {
+    VirtIOBlkHandler *h;
+    VirtQueueElement *elem;
+    VirtIOBlkCompleteFunc *cb;
+    void *opaque;
+    VirtIOBlkOutHdr hdr;
+    QEMUIOVector out;           /* device-readable bytes after the header */
+    QEMUIOVector in;            /* device-writable bytes before the status */
+    uint8_t *status;
+    uint32_t in_len;            /* data bytes written into @in */
+    /* discard / write zeroes: the segments and the next one to run */
+    VirtIOBlkDiscardWriteZeroes *segs;
+    uint32_t nsegs;
+    uint32_t next_seg;
+} VirtIOBlkReq;
+
+static void virtio_blk_req_complete(VirtIOBlkReq *req, uint8_t status)
+{
+    VirtIOBlkHandler *h = req->h;
+
+    *req->status = status;
+    req->cb(h, req->elem, req->in_len + 1, req->opaque);
+    qemu_iovec_destroy(&req->out);
+    qemu_iovec_destroy(&req->in);
+    g_free(req->segs);
+    g_free(req);
+}
+
+static void virtio_blk_rw_cb(void *opaque, int ret)
+{
+    VirtIOBlkReq *req = opaque;
+
+    if (ret < 0) {
+        req->in_len = 0;
+    }
+    virtio_blk_req_complete(req, ret < 0 ? VIRTIO_BLK_S_IOERR
+                                         : VIRTIO_BLK_S_OK);
+}
+
+/* Invariant 1: @bytes at @sector fit the disk and its block size. */
+static bool virtio_blk_range_ok(VirtIOBlkHandler *h, uint64_t sector,
+                                uint64_t bytes)
+{
+    uint64_t block_sectors = h->blk_size / VIRTIO_BLK_SECTOR_SIZE;
+    uint64_t n = bytes / VIRTIO_BLK_SECTOR_SIZE;
+
+    return bytes % h->blk_size == 0 && sector % block_sectors == 0 &&
+           sector <= h->sectors && h->sectors - sector >= n;
+}
+
+static void virtio_blk_do_rw(VirtIOBlkReq *req, bool is_write)
+{
+    VirtIOBlkHandler *h = req->h;
+    QEMUIOVector *qiov = is_write ? &req->out : &req->in;
+    uint64_t sector = GUINT64_FROM_LE(req->hdr.sector);
+
+    if (is_write && h->read_only) {
+        virtio_blk_req_complete(req, VIRTIO_BLK_S_IOERR);
+        return;
+    }
+    if (!virtio_blk_range_ok(h, sector, qiov->size)) {
+        virtio_blk_req_complete(req, VIRTIO_BLK_S_IOERR);
+        return;
+    }
+    if (is_write) {
+        blk_aio_pwritev(h->blk, sector * VIRTIO_BLK_SECTOR_SIZE, qiov, 0,
+                        virtio_blk_rw_cb, req);
+    } else {
+        req->in_len = qiov->size;
+        blk_aio_preadv(h->blk, sector * VIRTIO_BLK_SECTOR_SIZE, qiov, 0,
+                       virtio_blk_rw_cb, req);
+    }
+}
+
+static void virtio_blk_do_get_id(VirtIOBlkReq *req)
+{
+    req->in_len = qemu_iovec_from_buf(&req->in, 0, req->h->serial,
+                                      MIN(req->in.size,
+                                          VIRTIO_BLK_ID_BYTES));
+    virtio_blk_req_complete(req, VIRTIO_BLK_S_OK);
+}
+
+/* Runs the segments one after the other; each completion starts the next. */
+static void virtio_blk_seg_cb(void *opaque, int ret)
+{
+    VirtIOBlkReq *req = opaque;
+    bool is_discard = GUINT32_FROM_LE(req->hdr.type) ==
+                      VIRTIO_BLK_T_DISCARD;
+    const VirtIOBlkDiscardWriteZeroes *seg;
+    int64_t offset, bytes;
+
+    if (ret < 0 || req->next_seg == req->nsegs) {
+        virtio_blk_req_complete(req, ret < 0 ? VIRTIO_BLK_S_IOERR
+                                             : VIRTIO_BLK_S_OK);
+        return;
+    }
+    seg = &req->segs[req->next_seg++];
+    offset = seg->sector * VIRTIO_BLK_SECTOR_SIZE;
+    bytes = (int64_t)seg->num_sectors * VIRTIO_BLK_SECTOR_SIZE;
+    if (is_discard) {
+        blk_aio_pdiscard(req->h->blk, offset, bytes, virtio_blk_seg_cb, req);
+    } else {
+        blk_aio_pwrite_zeroes(req->h->blk, offset, bytes,
+                              seg->flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
+                              ? BDRV_REQ_MAY_UNMAP : 0,
+                              virtio_blk_seg_cb, req);
+    }
+}
+
+/* Reads and checks the segments (invariant 1); returns a status. */
+static uint8_t virtio_blk_parse_segs(VirtIOBlkReq *req, bool is_discard)
+{
+    VirtIOBlkHandler *h = req->h;
+    uint32_t max_seg = is_discard ? h->max_discard_seg
+                                  : h->max_write_zeroes_seg;
+    uint32_t max_sectors = is_discard ? h->max_discard_sectors
+                                      : h->max_write_zeroes_sectors;
+    uint32_t allowed_flags = is_discard ? 0
+                                        : VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP;
+    size_t seg_size = sizeof(VirtIOBlkDiscardWriteZeroes);
+
+    if (req->out.size == 0 || req->out.size % seg_size ||
+        req->out.size / seg_size > max_seg) {
+        return VIRTIO_BLK_S_IOERR;
+    }
+    req->nsegs = req->out.size / seg_size;
+    req->segs = g_new(VirtIOBlkDiscardWriteZeroes, req->nsegs);
+    qemu_iovec_to_buf(&req->out, 0, req->segs, req->out.size);
+    for (uint32_t i = 0; i < req->nsegs; i++) {
+        VirtIOBlkDiscardWriteZeroes *seg = &req->segs[i];
+
+        seg->sector = GUINT64_FROM_LE(seg->sector);
+        seg->num_sectors = GUINT32_FROM_LE(seg->num_sectors);
+        seg->flags = GUINT32_FROM_LE(seg->flags);
+        if (seg->flags & ~allowed_flags) {
+            return VIRTIO_BLK_S_UNSUPP;
+        }
+        if (seg->num_sectors > max_sectors ||
+            !virtio_blk_range_ok(h, seg->sector, (uint64_t)seg->num_sectors *
+                                 VIRTIO_BLK_SECTOR_SIZE)) {
+            return VIRTIO_BLK_S_IOERR;
+        }
+    }
+    return VIRTIO_BLK_S_OK;
+}
+
+static void virtio_blk_do_discard_zeroes(VirtIOBlkReq *req, bool is_discard)
+{
+    VirtIOBlkHandler *h = req->h;
+    uint8_t status;
+
+    if (!(is_discard ? h->discard : h->write_zeroes)) {
+        virtio_blk_req_complete(req, VIRTIO_BLK_S_UNSUPP);
+        return;
+    }
+    if (h->read_only) {
+        virtio_blk_req_complete(req, VIRTIO_BLK_S_IOERR);
+        return;
+    }
+    status = virtio_blk_parse_segs(req, is_discard);
+    if (status != VIRTIO_BLK_S_OK) {
+        virtio_blk_req_complete(req, status);
+        return;
+    }
+    virtio_blk_seg_cb(req, 0);
+}
+
+int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
+                              VirtIOBlkCompleteFunc *cb, void *opaque,
+                              Error **errp)
+{
+    size_t out_size = iov_size(elem->out_sg, elem->out_num);
+    size_t in_size = iov_size(elem->in_sg, elem->in_num);
+    struct iovec *last;
+    VirtIOBlkReq *req;
+    QEMUIOVector all;
+
+    if (out_size < sizeof(VirtIOBlkOutHdr)) {
+        error_setg(errp, "virtio-blk: request %u has a %zu-byte header, "
+                   "not %zu", elem->head, out_size, sizeof(VirtIOBlkOutHdr));
+        return -EINVAL;
+    }
+    if (in_size < 1) {
+        error_setg(errp, "virtio-blk: request %u has no status byte",
+                   elem->head);
+        return -EINVAL;
+    }
+    req = g_new0(VirtIOBlkReq, 1);
+    req->h = h;
+    req->elem = elem;
+    req->cb = cb;
+    req->opaque = opaque;
+    iov_to_buf(elem->out_sg, elem->out_num, 0, &req->hdr, sizeof(req->hdr));
+
+    qemu_iovec_init_external(&all, elem->out_sg, elem->out_num);
+    qemu_iovec_init_slice(&req->out, &all, sizeof(req->hdr),
+                          out_size - sizeof(req->hdr));
+    qemu_iovec_init_external(&all, elem->in_sg, elem->in_num);
+    qemu_iovec_init_slice(&req->in, &all, 0, in_size - 1);
+    /* the status is the last byte of the last non-empty writable piece */
+    last = &elem->in_sg[elem->in_num - 1];
+    while (last->iov_len == 0) {
+        last--;
+    }
+    req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
+
+    switch (GUINT32_FROM_LE(req->hdr.type)) {
+    case VIRTIO_BLK_T_IN:
+        virtio_blk_do_rw(req, false);
+        break;
+    case VIRTIO_BLK_T_OUT:
+        virtio_blk_do_rw(req, true);
+        break;
+    case VIRTIO_BLK_T_FLUSH:
+        blk_aio_flush(h->blk, virtio_blk_rw_cb, req);
+        break;
+    case VIRTIO_BLK_T_GET_ID:
+        virtio_blk_do_get_id(req);
+        break;
+    case VIRTIO_BLK_T_DISCARD:
+        virtio_blk_do_discard_zeroes(req, true);
+        break;
+    case VIRTIO_BLK_T_WRITE_ZEROES:
+        virtio_blk_do_discard_zeroes(req, false);
+        break;
+    default:
+        virtio_blk_req_complete(req, VIRTIO_BLK_S_UNSUPP);
+        break;
+    }
+    return 0;
+}

@@ -1,0 +1,294 @@
+/*
+ * The virtio-blk device (virtio spec 1.2, 5.2): feature negotiation, the
+ * configuration space, the write cache, and the queue that feeds requests
+ * to virtio-blk-req.c.
+ *
+ * Invariants:
+ *  1. The write cache state is the BlockBackend's flag.  At FEATURES_OK
+ *     it becomes the drive's default if the driver negotiated
+ *     VIRTIO_BLK_F_FLUSH, and writethrough otherwise: a driver that cannot
+ *     flush must not be given a cache it cannot empty (this covers the
+ *     spec's "neither FLUSH nor CONFIG_WCE" and "CONFIG_WCE without
+ *     FLUSH" cases).  After that only the driver changes it, through the
+ *     writeback field, and only with CONFIG_WCE and FLUSH negotiated.
+ *  2. The flag may change with requests in flight: the BlockBackend
+ *     flushes every write that completes after a switch to writethrough
+ *     (and every write issued before a switch to writeback), so the
+ *     device does not drain.
+ *  3. inflight counts the requests handed to virtio_blk_handle_request
+ *     and not completed yet; reset and free drain them first, so no
+ *     completion ever writes into a queue that was reset.
+ *  4. A malformed chain or ring breaks the device (DEVICE_NEEDS_RESET);
+ *     nothing more is popped until the driver resets it.
+ */
+
+#include "virtio-blk-internal.h"
+
+/* QEMU's choice: room in a queue-sized chain for the header and status. */
+#define VIRTIO_BLK_SEG_MAX(queue_size) ((queue_size) - 2)
+/* Segments of one discard or write-zeroes request. */
+#define VIRTIO_BLK_MAX_DWZ_SEG 8
+/* Sectors of one segment: 2 GiB keeps a request within what the block
+ * layer takes in one piece. */
+#define VIRTIO_BLK_MAX_DWZ_SECTORS (1u << 22)
+
+static VirtIOBlock *virtio_blk_of(VirtIODevice *vdev)
+{
+    return container_of(vdev, VirtIOBlock, vdev);
+}
+
+VirtIODevice *virtio_blk_vdev(VirtIOBlock *s)
+{
+    return &s->vdev;
+}
+
+unsigned int virtio_blk_inflight(VirtIOBlock *s)
+{
+    return s->inflight;
+}
+
+static uint64_t virtio_blk_get_features(VirtIODevice *vdev)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+    uint64_t f = (UINT64_C(1) << VIRTIO_F_VERSION_1) |
+                 (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC) |
+                 (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_SEG_MAX) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_BLK_SIZE) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_TOPOLOGY) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
+
+    if (s->offer_config_wce) {
+        f |= UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE;
+    }
+    if (s->offer_discard) {
+        f |= UINT64_C(1) << VIRTIO_BLK_F_DISCARD;
+    }
+    if (s->offer_write_zeroes) {
+        f |= UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES;
+    }
+    if (s->handler.read_only) {
+        f |= UINT64_C(1) << VIRTIO_BLK_F_RO;
+    }
+    return f;
+}
+
+/* Invariant 1. */
+static bool virtio_blk_set_features(VirtIODevice *vdev, uint64_t features)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+    bool flush = features & (UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
+
+    blk_set_enable_write_cache(s->blk, flush && s->wce_default);
+    s->handler.discard = features & (UINT64_C(1) << VIRTIO_BLK_F_DISCARD);
+    s->handler.write_zeroes = features &
+                              (UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES);
+    return true;
+}
+
+static void virtio_blk_get_config(VirtIODevice *vdev, uint8_t *config)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+    VirtIOBlkHandler *h = &s->handler;
+    VirtIOBlkConfig c = {
+        .capacity = GUINT64_TO_LE(h->sectors),
+        .seg_max = GUINT32_TO_LE(VIRTIO_BLK_SEG_MAX(s->queue_size)),
+        .blk_size = GUINT32_TO_LE(h->blk_size),
+        .topology.min_io_size = GUINT16_TO_LE(1),
+        .writeback = blk_enable_write_cache(s->blk),
+        .num_queues = GUINT16_TO_LE(1),
+        .max_discard_sectors = GUINT32_TO_LE(h->max_discard_sectors),
+        .max_discard_seg = GUINT32_TO_LE(h->max_discard_seg),
+        .discard_sector_alignment = GUINT32_TO_LE(h->blk_size /
+                                                  VIRTIO_BLK_SECTOR_SIZE),
+        .max_write_zeroes_sectors = GUINT32_TO_LE(h->max_write_zeroes_sectors),
+        .max_write_zeroes_seg = GUINT32_TO_LE(h->max_write_zeroes_seg),
+        .write_zeroes_may_unmap = 1,
+    };
+
+    memcpy(config, &c, sizeof(c));
+}
+
+/* Invariant 1: only writeback is writable, and only when negotiated. */
+static void virtio_blk_set_config(VirtIODevice *vdev, const uint8_t *config,
+                                  uint32_t offset, uint32_t len)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+    uint32_t wb = offsetof(VirtIOBlkConfig, writeback);
+
+    if (offset > wb || offset + len <= wb ||
+        !(vdev->status & VIRTIO_CONFIG_S_FEATURES_OK) ||
+        !virtio_has_feature(vdev, VIRTIO_BLK_F_CONFIG_WCE) ||
+        !virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH)) {
+        return;
+    }
+    blk_set_enable_write_cache(s->blk, config[wb] != 0);
+}
+
+static void virtio_blk_complete(VirtIOBlkHandler *h, VirtQueueElement *elem,
+                                uint32_t in_len, void *opaque)
+{
+    VirtIOBlock *s = container_of(h, VirtIOBlock, handler);
+    VirtQueue *vq = opaque;
+    Error *err = NULL;
+
+    if (virtqueue_push(vq, elem, in_len, &err) < 0) {
+        if (err) {
+            virtio_device_error(&s->vdev, err);
+        }
+    } else {
+        virtio_notify(&s->vdev, vq);
+    }
+    virtqueue_element_free(elem);
+    assert(s->inflight > 0);
+    s->inflight--;
+}
+
+static void virtio_blk_handle_queue(VirtIODevice *vdev, VirtQueue *vq)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+
+    while (!virtio_device_broken(vdev)) {
+        VirtQueueElement *elem;
+        Error *err = NULL;
+        int ret = virtqueue_pop(vq, &elem, &err);
+
+        if (ret <= 0) {
+            if (ret < 0 && err) {
+                virtio_device_error(vdev, err);
+            }
+            return;
+        }
+        s->inflight++;
+        if (virtio_blk_handle_request(&s->handler, elem, virtio_blk_complete,
+                                      vq, &err) < 0) {
+            /* invariant 4: the chain stays with the broken queue */
+            s->inflight--;
+            virtqueue_element_free(elem);
+            vq->broken = true;
+            virtio_device_error(vdev, err);
+            return;
+        }
+    }
+}
+
+/* Invariant 3, and the defaults a reset restores. */
+static void virtio_blk_reset(VirtIODevice *vdev)
+{
+    VirtIOBlock *s = virtio_blk_of(vdev);
+
+    if (s->inflight) {
+        blk_drain(s->blk);
+    }
+    assert(s->inflight == 0);
+    blk_set_enable_write_cache(s->blk, s->wce_default);
+    s->handler.discard = false;
+    s->handler.write_zeroes = false;
+}
+
+void virtio_blk_conf_init(VirtIOBlkConf *conf, BlockBackend *blk)
+{
+    *conf = (VirtIOBlkConf) {
+        .blk = blk,
+        .logical_block_size = VIRTIO_BLK_SECTOR_SIZE,
+        .queue_size = 256,
+        .config_wce = true,
+        .discard = true,
+        .write_zeroes = true,
+    };
+}
+
+static const VirtioDeviceOps virtio_blk_ops;
+
+static int virtio_blk_check_conf(const VirtIOBlkConf *conf, int64_t len,
+                                 Error **errp)
+{
+    uint32_t bs = conf->logical_block_size;
+
+    if (bs < VIRTIO_BLK_SECTOR_SIZE || bs > 64 * KiB || !is_power_of_2(bs)) {
+        error_setg(errp, "virtio-blk: logical block size %" PRIu32 " is not "
+                   "a power of 2 from 512 to 65536", bs);
+        return -EINVAL;
+    }
+    if (conf->queue_size < 4 || conf->queue_size > VIRTQUEUE_MAX_SIZE ||
+        !is_power_of_2(conf->queue_size)) {
+        error_setg(errp, "virtio-blk: queue size %u is not a power of 2 "
+                   "from 4 to %d", conf->queue_size, VIRTQUEUE_MAX_SIZE);
+        return -EINVAL;
+    }
+    if (conf->serial && strlen(conf->serial) > VIRTIO_BLK_ID_BYTES) {
+        error_setg(errp, "virtio-blk: serial '%s' is longer than %d bytes",
+                   conf->serial, VIRTIO_BLK_ID_BYTES);
+        return -EINVAL;
+    }
+    if (len < 0) {
+        error_setg_errno(errp, -len, "virtio-blk: cannot get the image "
+                         "size");
+        return len;
+    }
+    if (len % bs) {
+        error_setg(errp, "virtio-blk: the image size %" PRId64 " is not a "
+                   "multiple of the logical block size %" PRIu32, len, bs);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+VirtIOBlock *virtio_blk_new(const VirtIOBlkConf *conf,
+                            const GuestMemory *mem, const IRQLine *irq,
+                            Error **errp)
+{
+    int64_t len = blk_getlength(conf->blk);
+    VirtIOBlock *s;
+
+    if (virtio_blk_check_conf(conf, len, errp) < 0) {
+        return NULL;
+    }
+    s = g_new0(VirtIOBlock, 1);
+    virtio_device_init(&s->vdev, &virtio_blk_ops, mem, irq, s->vqs,
+                       ARRAY_SIZE(s->vqs), conf->queue_size);
+    blk_ref(conf->blk);
+    s->blk = conf->blk;
+    s->offer_config_wce = conf->config_wce;
+    s->offer_discard = conf->discard;
+    s->offer_write_zeroes = conf->write_zeroes;
+    s->queue_size = conf->queue_size;
+    s->wce_default = blk_enable_write_cache(s->blk);
+    s->handler = (VirtIOBlkHandler) {
+        .blk = s->blk,
+        .sectors = len / VIRTIO_BLK_SECTOR_SIZE,
+        .blk_size = conf->logical_block_size,
+        .read_only = bdrv_is_read_only(blk_bs(s->blk)),
+        .max_discard_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
+        .max_discard_seg = VIRTIO_BLK_MAX_DWZ_SEG,
+        .max_write_zeroes_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
+        .max_write_zeroes_seg = VIRTIO_BLK_MAX_DWZ_SEG,
+    };
+    if (conf->serial) {
+        memcpy(s->handler.serial, conf->serial, strlen(conf->serial));
+    }
+    return s;
+}
+
+void virtio_blk_free(VirtIOBlock *s)
+{
+    if (!s) {
+        return;
+    }
+    if (s->inflight) {
+        blk_drain(s->blk);
+    }
+    blk_unref(s->blk);
+    g_free(s);
+}
+
+static const VirtioDeviceOps virtio_blk_ops = {
+    .device_id      = VIRTIO_ID_BLOCK,
+    .config_size    = sizeof(VirtIOBlkConfig),
+    .get_features   = virtio_blk_get_features,
+    .set_features   = virtio_blk_set_features,
+    .get_config     = virtio_blk_get_config,
+    .set_config     = virtio_blk_set_config,
+    .handle_queue   = virtio_blk_handle_queue,
+    .reset          = virtio_blk_reset,
+};

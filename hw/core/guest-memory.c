@@ -1,0 +1,110 @@
+/*
+ * Guest memory accessors (see include/hw/guest-memory.h).
+ *
+ * Each helper walks the range piece by piece through map(), so a range
+ * that spans RAM regions works and one that touches a hole fails before
+ * anything beyond the hole is used.
+ */
+
+#include "hw/guest-memory.h"
+
+/* Guest ranges are at most this long: it keeps lengths and sums in range. */
+#define GUEST_MEMORY_MAX_RANGE (INT64_C(1) << 40)
+
+static bool guest_memory_range_ok(uint64_t addr, uint64_t len)
+{
+    return len <= GUEST_MEMORY_MAX_RANGE && addr + len >= addr;
+}
+
+typedef void GuestPieceFn(void *host, uint64_t len, uint64_t done,
+                          void *opaque);
+
+static int guest_memory_walk(const GuestMemory *mem, uint64_t addr,
+                             uint64_t len, GuestPieceFn *fn, void *opaque)
+{
+    uint64_t done = 0;
+
+    if (!guest_memory_range_ok(addr, len)) {
+        return -EFAULT;
+    }
+    while (done < len) {
+        uint64_t piece = len - done;
+        void *host = mem->map(mem->opaque, addr + done, &piece);
+
+        if (!host || piece == 0 || piece > len - done) {
+            return -EFAULT;
+        }
+        fn(host, piece, done, opaque);
+        done += piece;
+    }
+    return 0;
+}
+
+static void guest_piece_read(void *host, uint64_t len, uint64_t done,
+                             void *opaque)
+{
+    memcpy((uint8_t *)opaque + done, host, len);
+}
+
+static void guest_piece_write(void *host, uint64_t len, uint64_t done,
+                              void *opaque)
+{
+    memcpy(host, (const uint8_t *)opaque + done, len);
+}
+
+int guest_memory_read(const GuestMemory *mem, uint64_t addr, void *buf,
+                      uint64_t len)
+{
+    /* a failed walk must not leave the caller with stale bytes */
+    int ret = guest_memory_walk(mem, addr, len, guest_piece_read, buf);
+
+    if (ret < 0) {
+        memset(buf, 0, len);
+    }
+    return ret;
+}
+
+int guest_memory_write(const GuestMemory *mem, uint64_t addr,
+                       const void *buf, uint64_t len)
+{
+    /* check the whole range first: a failed write changes nothing */
+    uint64_t done = 0;
+
+    if (!guest_memory_range_ok(addr, len)) {
+        return -EFAULT;
+    }
+    while (done < len) {
+        uint64_t piece = len - done;
+
+        if (!mem->map(mem->opaque, addr + done, &piece) || piece == 0 ||
+            piece > len - done) {
+            return -EFAULT;
+        }
+        done += piece;
+    }
+    return guest_memory_walk(mem, addr, len, guest_piece_write, (void *)buf);
+}
+
+int guest_memory_map_iov(const GuestMemory *mem, uint64_t addr,
+                         uint64_t len, QEMUIOVector *qiov, int max_iov)
+{
+    uint64_t done = 0;
+
+    if (!guest_memory_range_ok(addr, len)) {
+        return -EFAULT;
+    }
+    while (done < len) {
+        uint64_t piece = MIN(len - done, (uint64_t)SSIZE_MAX);
+        void *host = mem->map(mem->opaque, addr + done, &piece);
+
+        if (!host || piece == 0 || piece > len - done) {
+            return -EFAULT;
+        }
+        if (qiov->niov >= max_iov) {
+            return -E2BIG;
+        }
+        qemu_iovec_add(qiov, host, piece);
+        done += piece;
+    }
+    return 0;
+}

@@ -1,0 +1,354 @@
+/*
+ * The device side of a split virtqueue (see include/hw/virtio/virtqueue.h).
+ *
+ * Invariants:
+ *  1. The driver's avail idx is read once per pop and trusted only if it
+ *     is at most num entries ahead of last_avail_idx; a head index read
+ *     from the ring is checked against num before it is used.
+ *  2. A chain is followed for at most num descriptors (an indirect table
+ *     for at most its own length, itself at most VIRTQUEUE_MAX_SIZE), so
+ *     a cycle ends as an error, not a hang.  Indirect tables do not nest,
+ *     and an indirect descriptor is never chained (the spec forbids both).
+ *  3. Device-readable descriptors all come before device-writable ones.
+ *  4. Each buffer is mapped with guest_memory_map_iov(), so every byte of
+ *     an element lies in guest RAM; an element holds at most
+ *     VIRTQUEUE_MAX_SG pieces in all.
+ *  5. Once broken, a queue pops and pushes nothing until reset.
+ *  6. A used entry is written before the used idx that publishes it
+ *     (release); the avail ring entry is read after the avail idx that
+ *     published it (acquire).
+ */
+
+#include "hw/virtio/virtqueue.h"
+
+void virtqueue_init(VirtQueue *vq, const GuestMemory *mem)
+{
+    memset(vq, 0, sizeof(*vq));
+    vq->mem = mem;
+}
+
+void virtqueue_reset(VirtQueue *vq)
+{
+    virtqueue_init(vq, vq->mem);
+}
+
+static int G_GNUC_PRINTF(3, 4) virtqueue_fail(VirtQueue *vq, Error **errp,
+                                              const char *fmt, ...)
+{
+    va_list ap;
+    g_autofree char *msg = NULL;
+
+    va_start(ap, fmt);
+    msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    vq->broken = true;
+    error_setg(errp, "virtqueue: %s", msg);
+    return -EIO;
+}
+
+/* A 16-bit ring field, read with acquire semantics (invariant 6). */
+static bool virtqueue_load16(VirtQueue *vq, uint64_t addr, uint16_t *val)
+{
+    uint64_t len = 2;
+    uint16_t *p = vq->mem->map(vq->mem->opaque, addr, &len);
+
+    if (!p || len < 2 || (uintptr_t)p % 2) {
+        return false;
+    }
+    *val = GUINT16_FROM_LE(__atomic_load_n(p, __ATOMIC_ACQUIRE));
+    return true;
+}
+
+static bool virtqueue_store16(VirtQueue *vq, uint64_t addr, uint16_t val)
+{
+    uint64_t len = 2;
+    uint16_t *p = vq->mem->map(vq->mem->opaque, addr, &len);
+
+    if (!p || len < 2 || (uintptr_t)p % 2) {
+        return false;
+    }
+    __atomic_store_n(p, GUINT16_TO_LE(val), __ATOMIC_RELEASE);
+    return true;
+}
+
+static int virtqueue_check_layout(VirtQueue *vq, Error **errp)
+{
+    if (!vq->ready) {
+        return virtqueue_fail(vq, errp, "used before it is ready");
+    }
+    if (vq->desc % VRING_DESC_ALIGN || vq->avail % VRING_AVAIL_ALIGN ||
+        vq->used % VRING_USED_ALIGN) {
+        return virtqueue_fail(vq, errp, "rings at %#" PRIx64 "/%#" PRIx64
+                              "/%#" PRIx64 " are not aligned as the spec "
+                              "requires", vq->desc, vq->avail, vq->used);
+    }
+    return 0;
+}
+
+typedef struct VirtQueueChain {
+    VirtQueueElement *elem;
+    QEMUIOVector out;
+    QEMUIOVector in;
+} VirtQueueChain;
+
+/* Maps one buffer into the chain (invariants 3 and 4). */
+static int virtqueue_add_buffer(VirtQueue *vq, VirtQueueChain *c,
+                                const VRingDesc *d, Error **errp)
+{
+    bool is_write = d->flags & VRING_DESC_F_WRITE;
+    QEMUIOVector *q = is_write ? &c->in : &c->out;
+    int room = VIRTQUEUE_MAX_SG - c->out.niov - c->in.niov + q->niov;
+    int ret;
+
+    if (!is_write && c->in.niov) {
+        return virtqueue_fail(vq, errp, "a device-readable descriptor "
+                              "follows a device-writable one");
+    }
+    ret = guest_memory_map_iov(vq->mem, d->addr, d->len, q, room);
+    if (ret == -E2BIG) {
+        return virtqueue_fail(vq, errp, "a chain needs more than %d buffer "
+                              "pieces", VIRTQUEUE_MAX_SG);
+    }
+    if (ret < 0) {
+        return virtqueue_fail(vq, errp, "buffer %#" PRIx64 "+%" PRIu32
+                              " is not in guest memory", d->addr, d->len);
+    }
+    return 0;
+}
+
+static int virtqueue_read_desc(VirtQueue *vq, uint64_t table, uint32_t i,
+                               VRingDesc *d, Error **errp)
+{
+    if (guest_memory_read(vq->mem, table + (uint64_t)i * sizeof(*d), d,
+                          sizeof(*d)) < 0) {
+        return virtqueue_fail(vq, errp, "descriptor %" PRIu32 " of table "
+                              "%#" PRIx64 " is not in guest memory", i,
+                              table);
+    }
+    d->addr = GUINT64_FROM_LE(d->addr);
+    d->len = GUINT32_FROM_LE(d->len);
+    d->flags = GUINT16_FROM_LE(d->flags);
+    d->next = GUINT16_FROM_LE(d->next);
+    return 0;
+}
+
+/* Follows the chain of an indirect table (invariant 2). */
+static int virtqueue_walk_indirect(VirtQueue *vq, VirtQueueChain *c,
+                                   const VRingDesc *ind, Error **errp)
+{
+    uint32_t max = ind->len / sizeof(VRingDesc);
+    uint32_t i = 0;
+
+    if (!vq->indirect) {
+        return virtqueue_fail(vq, errp, "indirect descriptor without "
+                              "VIRTIO_RING_F_INDIRECT_DESC");
+    }
+    if (ind->len == 0 || ind->len % sizeof(VRingDesc) ||
+        max > VIRTQUEUE_MAX_SIZE) {
+        return virtqueue_fail(vq, errp, "indirect table of %" PRIu32
+                              " bytes", ind->len);
+    }
+    for (uint32_t steps = 0; ; steps++) {
+        VRingDesc d;
+        int ret;
+
+        if (steps == max) {
+            return virtqueue_fail(vq, errp, "indirect chain longer than its "
+                                  "table (%" PRIu32 " entries)", max);
+        }
+        ret = virtqueue_read_desc(vq, ind->addr, i, &d, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (d.flags & VRING_DESC_F_INDIRECT) {
+            return virtqueue_fail(vq, errp, "nested indirect table");
+        }
+        ret = virtqueue_add_buffer(vq, c, &d, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (!(d.flags & VRING_DESC_F_NEXT)) {
+            return 0;
+        }
+        if (d.next >= max) {
+            return virtqueue_fail(vq, errp, "indirect descriptor %" PRIu32
+                                  " points at %u of %" PRIu32, i, d.next,
+                                  max);
+        }
+        i = d.next;
+    }
+}
+
+/* Follows the chain from @head in the queue's table (invariant 2). */
+static int virtqueue_walk(VirtQueue *vq, VirtQueueChain *c, uint16_t head,
+                          Error **errp)
+{
+    uint16_t i = head;
+
+    for (unsigned int steps = 0; ; steps++) {
+        VRingDesc d;
+        int ret;
+
+        if (steps == vq->num) {
+            return virtqueue_fail(vq, errp, "chain from %u is longer than the"
+                                  " queue (%u entries): a loop", head,
+                                  vq->num);
+        }
+        ret = virtqueue_read_desc(vq, vq->desc, i, &d, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (d.flags & VRING_DESC_F_INDIRECT) {
+            if (d.flags & VRING_DESC_F_NEXT || steps > 0) {
+                return virtqueue_fail(vq, errp, "indirect descriptor %u is "
+                                      "part of a chain", i);
+            }
+            return virtqueue_walk_indirect(vq, c, &d, errp);
+        }
+        ret = virtqueue_add_buffer(vq, c, &d, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (!(d.flags & VRING_DESC_F_NEXT)) {
+            return 0;
+        }
+        if (d.next >= vq->num) {
+            return virtqueue_fail(vq, errp, "descriptor %u points at %u of %u",
+                                  i, d.next, vq->num);
+        }
+        i = d.next;
+    }
+}
+
+static VirtQueueElement *virtqueue_element_from(VirtQueueChain *c,
+                                                uint16_t head)
+{
+    VirtQueueElement *elem = g_new0(VirtQueueElement, 1);
+
+    elem->head = head;
+    elem->out_num = c->out.niov;
+    elem->in_num = c->in.niov;
+    elem->out_sg = g_memdup2(c->out.iov,
+                             c->out.niov * sizeof(struct iovec));
+    elem->in_sg = g_memdup2(c->in.iov, c->in.niov * sizeof(struct iovec));
+    return elem;
+}
+
+int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
+{
+    VirtQueueChain c = { 0 };
+    uint16_t avail_idx, head;
+    uint64_t slot;
+    int ret;
+
+    *elem = NULL;
+    if (vq->broken) {
+        return -EIO;
+    }
+    ret = virtqueue_check_layout(vq, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (!virtqueue_load16(vq, vq->avail + VRING_AVAIL_OFF_IDX, &avail_idx)) {
+        return virtqueue_fail(vq, errp, "available ring at %#" PRIx64
+                              " is not in guest memory", vq->avail);
+    }
+    if ((uint16_t)(avail_idx - vq->last_avail_idx) > vq->num) {
+        return virtqueue_fail(vq, errp, "available index %u is more than "
+                              "%u entries ahead of %u", avail_idx, vq->num,
+                              vq->last_avail_idx);
+    }
+    if (avail_idx == vq->last_avail_idx) {
+        return 0;
+    }
+    slot = vq->avail + VRING_AVAIL_OFF_RING +
+           2 * (vq->last_avail_idx % vq->num);
+    if (!virtqueue_load16(vq, slot, &head)) {
+        return virtqueue_fail(vq, errp, "available ring entry at %#" PRIx64
+                              " is not in guest memory", slot);
+    }
+    if (head >= vq->num) {
+        return virtqueue_fail(vq, errp, "available ring names descriptor %u "
+                              "of %u", head, vq->num);
+    }
+    qemu_iovec_init(&c.out, 4);
+    qemu_iovec_init(&c.in, 4);
+    ret = virtqueue_walk(vq, &c, head, errp);
+    if (ret == 0) {
+        *elem = virtqueue_element_from(&c, head);
+        vq->last_avail_idx++;
+        vq->inuse++;
+        if (vq->event_idx) {
+            /* ask to be notified when the driver goes past this one */
+            virtqueue_store16(vq, vq->used +
+                              VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                              vq->last_avail_idx);
+        }
+    }
+    qemu_iovec_destroy(&c.out);
+    qemu_iovec_destroy(&c.in);
+    return ret < 0 ? ret : 1;
+}
+
+int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
+                   uint32_t len, Error **errp)
+{
+    VRingUsedElem u = {
+        .id = GUINT32_TO_LE(elem->head),
+        .len = GUINT32_TO_LE(len),
+    };
+    uint64_t slot;
+
+    assert(vq->inuse > 0);
+    vq->inuse--;
+    if (vq->broken) {
+        return -EIO;
+    }
+    slot = vq->used + VRING_USED_OFF_RING +
+           sizeof(u) * (vq->used_idx % vq->num);
+    if (guest_memory_write(vq->mem, slot, &u, sizeof(u)) < 0 ||
+        !virtqueue_store16(vq, vq->used + VRING_USED_OFF_IDX,
+                           vq->used_idx + 1)) {
+        return virtqueue_fail(vq, errp, "used ring at %#" PRIx64 " is not "
+                              "in guest memory", vq->used);
+    }
+    vq->used_idx++;
+    return 0;
+}
+
+bool virtqueue_should_notify(VirtQueue *vq)
+{
+    uint16_t old = vq->signalled_used;
+    bool valid = vq->signalled_used_valid;
+    uint16_t event, flags;
+
+    if (vq->broken) {
+        return false;
+    }
+    /* the used idx store must be visible before the driver's field is read */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (!vq->event_idx) {
+        if (!virtqueue_load16(vq, vq->avail + VRING_AVAIL_OFF_FLAGS,
+                              &flags)) {
+            return true;
+        }
+        return !(flags & VRING_AVAIL_F_NO_INTERRUPT);
+    }
+    vq->signalled_used = vq->used_idx;
+    vq->signalled_used_valid = true;
+    if (!valid || !virtqueue_load16(vq, vq->avail +
+                                    VRING_AVAIL_OFF_USED_EVENT(vq->num),
+                                    &event)) {
+        return true;
+    }
+    return vring_need_event(event, vq->used_idx, old);
+}
+
+void virtqueue_element_free(VirtQueueElement *elem)
+{
+    if (elem) {
+        g_free(elem->out_sg);
+        g_free(elem->in_sg);
+        g_free(elem);
+    }
+}

@@ -1,0 +1,76 @@
+/*
+ * The device side of a split virtqueue: popping descriptor chains that the
+ * driver made available, and returning them through the used ring.
+ *
+ * Everything in guest memory is written by an untrusted driver.  The
+ * queue checks every index, length, flag and address before it uses it
+ * and, on the first violation, stops: the queue is broken, pop returns an
+ * error that names the fault, and the device is to set DEVICE_NEEDS_RESET.
+ * It never reads or writes host memory outside guest RAM, never loops
+ * forever on a cyclic chain, and never trusts a count it read twice.
+ *
+ * The same code serves the in-process device models and the vhost-user
+ * export, where the driver runs concurrently in another process: ring
+ * indexes are read with acquire and published with release semantics,
+ * and event-index checks are ordered by a full fence.
+ */
+#ifndef HW_VIRTQUEUE_H
+#define HW_VIRTQUEUE_H
+
+#include "util/error.h"
+#include "hw/guest-memory.h"
+#include "hw/virtio/virtio-ring.h"
+
+/* Most host iovec entries one element may need (UIO_MAXIOV on Linux). */
+#define VIRTQUEUE_MAX_SG 1024
+
+typedef struct VirtQueue {
+    /* --- set by the driver through the transport, fixed while ready --- */
+    uint16_t num;               /* entries, a power of 2 */
+    uint64_t desc;              /* descriptor table */
+    uint64_t avail;             /* available ring (the "driver area") */
+    uint64_t used;              /* used ring (the "device area") */
+    bool ready;
+    /* negotiated features */
+    bool indirect;
+    bool event_idx;
+
+    /* --- device state --- */
+    uint16_t last_avail_idx;    /* next available entry to pop */
+    uint16_t used_idx;          /* next used entry to fill */
+    uint16_t signalled_used;    /* used_idx at the last interrupt */
+    bool signalled_used_valid;
+    unsigned int inuse;         /* popped, not pushed yet */
+    bool broken;
+
+    const GuestMemory *mem;
+} VirtQueue;
+
+/* A popped chain: device-readable (out) and device-writable (in) pieces. */
+typedef struct VirtQueueElement {
+    uint16_t head;
+    unsigned int out_num;
+    unsigned int in_num;
+    struct iovec *out_sg;
+    struct iovec *in_sg;
+} VirtQueueElement;
+
+void virtqueue_init(VirtQueue *vq, const GuestMemory *mem);
+/* Back to the state after reset: not ready, no addresses, indexes 0. */
+void virtqueue_reset(VirtQueue *vq);
+/*
+ * Pops the next available chain into *elem (free it with
+ * virtqueue_element_free, after pushing it).  Returns 1 with an element,
+ * 0 if none is available, -EIO if the queue is (now) broken, with @errp
+ * saying why the first time.
+ */
+int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp);
+/* Returns @elem through the used ring with @len bytes written into it. */
+int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
+                   uint32_t len, Error **errp);
+/* After pushes: whether the driver wants an interrupt (EVENT_IDX or the
+ * avail ring's NO_INTERRUPT flag). */
+bool virtqueue_should_notify(VirtQueue *vq);
+void virtqueue_element_free(VirtQueueElement *elem);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * CoSocket: a connected non-blocking socket that coroutines read and write.
+ *
+ * A read or write that would block registers the socket's fd with the
+ * AioContext and yields; the fd handler wakes the coroutine when the fd
+ * is ready.  At most one coroutine waits to read and one to write at a
+ * time (callers serialise their readers and their writers, e.g. with a
+ * CoMutex); the two directions are independent.
+ *
+ * co_socket_shutdown() ends both directions: waiters wake up and every
+ * later read or write fails with -ESHUTDOWN, so a server can end a
+ * connection whose coroutines are blocked in I/O.
+ *
+ * Everything runs in the thread of the socket's AioContext.
+ */
+#ifndef QBLOCK_CO_SOCKET_H
+#define QBLOCK_CO_SOCKET_H
+
+#include "util/aio.h"
+
+typedef struct CoSocket {
+    int fd;
+    AioContext *ctx;
+    Coroutine *read_co;         /* waiting for the fd to be readable */
+    Coroutine *write_co;        /* waiting for the fd to be writable */
+    bool shut_down;
+} CoSocket;
+
+/* Takes over @fd (which must be non-blocking). */
+void co_socket_init(CoSocket *s, int fd, AioContext *ctx);
+/* Unregisters and closes the fd; no coroutine may be waiting. */
+void co_socket_close(CoSocket *s);
+/* Shuts both directions down and wakes the waiters (see above). */
+void co_socket_shutdown(CoSocket *s);
+
+/*
+ * Reads exactly @len bytes.  Returns 0, -EPIPE if the peer closed the
+ * connection first (at any point), -ESHUTDOWN after co_socket_shutdown(),
+ * or another -errno.
+ */
+int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len);
+/* Writes all of @iov.  Returns 0 or -errno (-EPIPE: the peer is gone). */
+int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
+                                      unsigned int iovcnt);
+int coroutine_fn co_socket_write_all(CoSocket *s, const void *buf,
+                                     size_t len);
+
+#endif

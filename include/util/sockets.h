@@ -1,0 +1,49 @@
+/*
+ * Stream sockets: addresses, listening and connecting (TCP and unix).
+ *
+ * Sockets are created close-on-exec.  Listening sockets are non-blocking
+ * (the event loop accepts from them); connected client sockets are
+ * blocking, for tools that talk to a server step by step.  Error messages
+ * are QEMU's, since scripts written for QEMU's tools match them.
+ */
+#ifndef QBLOCK_SOCKETS_H
+#define QBLOCK_SOCKETS_H
+
+#include "util/osdep.h"
+#include "util/error.h"
+
+typedef enum SocketAddressType {
+    SOCKET_ADDRESS_TYPE_INET,
+    SOCKET_ADDRESS_TYPE_UNIX,
+} SocketAddressType;
+
+typedef struct SocketAddress {
+    SocketAddressType type;
+    char *host;                 /* inet: name or numeric address */
+    char *port;                 /* inet: number or service name */
+    char *path;                 /* unix */
+} SocketAddress;
+
+SocketAddress *socket_address_new_inet(const char *host, const char *port);
+SocketAddress *socket_address_new_unix(const char *path);
+void socket_address_free(SocketAddress *addr);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(SocketAddress, socket_address_free)
+/* "host:port" or the path, for messages (caller frees). */
+char *socket_address_to_string(const SocketAddress *addr);
+
+/*
+ * Creates a socket listening on @addr with room for @backlog pending
+ * connections.  TCP binds the first address @addr resolves to that can be
+ * bound (as QEMU does); unix replaces a stale socket at the path, but
+ * never a file of another kind.  Returns the fd or -errno.
+ */
+int socket_listen(const SocketAddress *addr, int backlog, Error **errp);
+
+/* Connects to @addr (blocking).  Returns the fd or -errno. */
+int socket_connect(const SocketAddress *addr, Error **errp);
+
+/* Accepts a connection from @listen_fd: non-blocking, close-on-exec, with
+ * TCP_NODELAY on TCP.  Returns the fd or -errno (-EAGAIN when none). */
+int socket_accept(int listen_fd);
+
+#endif

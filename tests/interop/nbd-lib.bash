@@ -1,0 +1,111 @@
+# Shared by the tests/interop/nbd-*.sh scripts (sourced, not run).
+#
+# Before sourcing: build=BUILD_DIR.  Provides $qnbd (our server), $work (a
+# scratch folder removed at exit), ok/fail/check counters, and helpers to
+# start a server in the background and to stop it.  A server's stderr
+# goes to $work/NAME.err; start_server waits until its socket exists.
+
+qnbd=$(cd "$build" && pwd)/qblock-nbd
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+for tool in qemu-nbd qemu-img qemu-io nbdinfo nbdcopy; do
+    if ! command -v $tool >/dev/null 2>&1; then
+        echo "skip: $tool is not installed (Debian packages qemu-utils," \
+             "libnbd-bin)"
+        exit 77
+    fi
+done
+if [ ! -x "$qnbd" ]; then
+    echo "FAIL: $qnbd has not been built"
+    echo "0 passed, 1 failed"
+    exit 1
+fi
+
+# python3-libnbd is built for Debian's python3, which need not be first
+# in PATH.
+py_nbd=
+for py in /usr/bin/python3 python3; do
+    if "$py" -c 'import nbd' 2>/dev/null; then
+        py_nbd=$py
+        break
+    fi
+done
+
+work=$(mktemp -d)
+server_pids=()
+cleanup() {
+    local pid
+    for pid in "${server_pids[@]}"; do
+        kill "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+fail() {
+    echo "FAIL $1"
+    shift
+    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+# check NAME CMD...: ok if CMD succeeds
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else fail "$name"; fi
+}
+# quiet CMD...: CMD with its output dropped (for check)
+quiet() { "$@" >/dev/null 2>&1; }
+summary() {
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+}
+
+# Waits (up to 10 s) until unix socket $1 exists or process $2 is gone.
+wait_socket() {
+    local i
+    for i in $(seq 100); do
+        [ -S "$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# start_server NAME PROG ARGS...: runs PROG (qemu-nbd or $qnbd) on the
+# unix socket $work/NAME.sock in the background; sets $server_pid.
+start_server() {
+    local name=$1 prog=$2
+    shift 2
+    rm -f "$work/$name.sock"
+    "$prog" -k "$work/$name.sock" "$@" 2> "$work/$name.err" &
+    server_pid=$!
+    server_pids+=("$server_pid")
+    if ! wait_socket "$work/$name.sock" "$server_pid"; then
+        echo "server $name did not start:" >&2
+        cat "$work/$name.err" >&2
+        return 1
+    fi
+}
+
+# Stops the last server started and waits for it to exit.
+stop_server() {
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+}
+
+# Waits (up to 10 s) for process $1 to exit by itself; fails if it does not.
+wait_exit() {
+    local i
+    for i in $(seq 100); do
+        kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }
+        sleep 0.1
+    done
+    return 1
+}
+
+uri() { echo "nbd+unix:///${2:-}?socket=$work/$1.sock"; }

@@ -1,0 +1,173 @@
+/*
+ * qblock-img amend: changes the options of an existing image (compat
+ * level, refcount width, lazy refcounts, size, ...) in place, as
+ * qemu-img amend does.
+ */
+#include "qblock-img.h"
+
+#include "block/block_int.h"
+
+static int img_amend_print_help(const char *fmt)
+{
+    BlockDriver *drv = bdrv_find_format(fmt);
+
+    if (!drv) {
+        error_report("Unknown file format '%s'", fmt);
+        return 1;
+    }
+    if (!drv->bdrv_amend_options) {
+        error_report("Format driver '%s' does not support option amendment",
+                     fmt);
+        return 1;
+    }
+    printf("Amend options for '%s':\n", fmt);
+    qemu_opts_print_help(drv->amend_opts, false);
+    return 0;
+}
+
+static void img_amend_status(BlockDriverState *bs, int64_t done,
+                             int64_t total, void *opaque)
+{
+    img_progress_print(opaque, 100.0 * done / total, 0);
+}
+
+/*
+ * Parses -o against the format's amend options; an option only creation
+ * knows gets qemu-img's hint.  NULL after printing the error.
+ */
+static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
+{
+    Error *err = NULL;
+    QemuOpts *opts = qemu_opts_parse(drv->amend_opts, options, &err);
+    QemuOptsList *both;
+    QemuOpts *create;
+
+    if (opts) {
+        return opts;
+    }
+    both = qemu_opts_append(NULL, drv->amend_opts);
+    if (drv->create_opts) {
+        both = qemu_opts_append(both, drv->create_opts);
+    }
+    create = qemu_opts_parse(both, options, NULL);
+    if (create) {
+        error_append_hint(&err, "This option is only supported for image "
+                          "creation\n");
+        qemu_opts_del(create);
+    }
+    qemu_opts_free(both);
+    error_report_err(err);
+    return NULL;
+}
+
+int img_amend(int argc, char **argv)
+{
+    enum {
+        OPTION_IMAGE_OPTS = 256,
+        OPTION_FORCE,
+    };
+    static const struct option long_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
+        { "force", no_argument, NULL, OPTION_FORCE },
+        { NULL, 0, NULL, 0 }
+    };
+    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    const char *cache = IMG_CACHE_DEFAULT, *filename;
+    g_autofree char *options = NULL;
+    ImgProgress progress;
+    BlockBackend *blk = NULL;
+    QemuOpts *opts = NULL;
+    BlockDriverState *bs;
+    bool show_progress = false, quiet = false, force = false;
+    Error *err = NULL;
+    int c, ret = 1;
+
+    while ((c = getopt_long(argc, argv, ":ho:f:t:pq", long_options,
+                            NULL)) != -1) {
+        switch (c) {
+        case ':':
+        case '?':
+            img_bad_option(c, argv);
+        case 'h':
+            img_help();
+        case 'o':
+            options = img_accumulate_options(options, optarg);
+            break;
+        case 'f':
+            o.fmt = optarg;
+            break;
+        case 't':
+            cache = optarg;
+            break;
+        case 'p':
+            show_progress = true;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case OPTION_IMAGE_OPTS:
+            o.image_opts = true;
+            break;
+        case OPTION_FORCE:
+            force = true;
+            break;
+        }
+    }
+    if (!options) {
+        img_error_exit("Must specify options (-o)");
+    }
+    img_progress_init(&progress, show_progress && !quiet, 1.0);
+    filename = optind == argc - 1 ? argv[argc - 1] : NULL;
+    if (o.fmt && img_has_help_option(options)) {
+        ret = img_amend_print_help(o.fmt);
+        goto out;
+    }
+    if (!filename) {
+        error_report("Expecting one image file name");
+        goto out;
+    }
+    if (img_parse_cache(cache, &o) < 0) {
+        error_report("Invalid cache option: %s", cache);
+        goto out;
+    }
+    blk = img_open(filename, &o);
+    if (!blk) {
+        goto out;
+    }
+    bs = blk_bs(blk);
+    if (img_has_help_option(options)) {
+        ret = img_amend_print_help(bs->drv->format_name);
+        goto out;
+    }
+    if (!bs->drv->bdrv_amend_options) {
+        error_report("Format driver '%s' does not support option amendment",
+                     bs->drv->format_name);
+        goto out;
+    }
+    opts = img_amend_parse(bs->drv, options);
+    if (!opts) {
+        goto out;
+    }
+    /* 0 and 100 are printed even when the driver reports nothing */
+    img_progress_print(&progress, 0, 0);
+    ret = bs->drv->bdrv_amend_options(bs, opts, img_amend_status, &progress,
+                                      force, &err);
+    img_progress_print(&progress, 100, 0);
+    if (ret < 0) {
+        error_report_err(err);
+        ret = 1;
+    } else {
+        ret = 0;
+    }
+
+out:
+    img_progress_end(&progress);
+    if (opts) {
+        qemu_opts_del(opts);
+    }
+    if (blk) {
+        blk_unref(blk);
+    }
+    return ret;
+}

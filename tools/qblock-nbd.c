@@ -1,0 +1,872 @@
+/*
+ * qblock-nbd: exports a disk image over NBD, with qemu-nbd's command line.
+ *
+ *   qblock-nbd [OPTIONS] FILE
+ *   qblock-nbd -L [OPTIONS]
+ *
+ * The tool opens the image as a BlockBackend, adds one export of it to
+ * an NBD server (block/export/) listening on a TCP port or a unix socket,
+ * and runs the event loop until it is told to stop (SIGTERM, SIGINT,
+ * SIGHUP) or, without -t, until the last client that reached the
+ * transmission phase has gone.  Then every client is disconnected, the
+ * image is flushed and closed.
+ *
+ * With QBLOCK_NBD_STATS=FILE in the environment, the image's I/O
+ * statistics are written to FILE before it is closed, in the format of
+ * qblock-io's "stats" command, so tests can see what the clients' flushes
+ * and FUA writes did to the image.
+ */
+#include "util/osdep.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "config-host.h"
+#include "block/block_int.h"
+#include "block/nbd.h"
+#include "block/nbd-proto.h"
+#include "qblock/block-backend.h"
+#include "util/aio.h"
+#include "util/cutils.h"
+#include "util/error.h"
+#include "util/qdict.h"
+#include "qblock-nbd.h"
+
+#define QNBD_DEFAULT_PORT "10809"
+#define QNBD_DEFAULT_BIND "0.0.0.0"
+
+typedef struct QnbdOptions {
+    /* connection */
+    const char *bind;
+    const char *port;
+    const char *socket_path;
+    long shared;                /* -e: clients at once, 0 for any number */
+    bool persistent;
+    bool verbose;
+    const char *export_name;
+    const char *description;
+    /* exposing part of the image */
+    uint64_t offset;
+    bool allocation_depth;
+    const char *bitmap;
+    /* general */
+    bool list;
+    bool fork;
+    const char *pid_file;
+    const char *unsupported;    /* an option this tool refuses */
+    /* kernel client */
+    const char *device;
+    bool disconnect;
+    /* block device */
+    const char *format;
+    bool readonly;
+    bool snapshot;
+    const char *load_snapshot;
+    int flags;                  /* BDRV_O_* from cache, aio, discard */
+    bool writethrough;
+    const char *detect_zeroes;
+    bool image_opts;
+    /* options whose presence makes --list refuse (per-device settings) */
+    bool per_device;
+    const char *filename;
+} QnbdOptions;
+
+enum {
+    QNBD_OPT_CACHE = 256,
+    QNBD_OPT_AIO,
+    QNBD_OPT_DISCARD,
+    QNBD_OPT_DETECT_ZEROES,
+    QNBD_OPT_OBJECT,
+    QNBD_OPT_TLSCREDS,
+    QNBD_OPT_TLSAUTHZ,
+    QNBD_OPT_IMAGE_OPTS,
+    QNBD_OPT_FORK,
+    QNBD_OPT_PID_FILE,
+    QNBD_OPT_SELINUX_LABEL,
+};
+
+/* What the event loop is doing: serving, or told to stop. */
+static volatile sig_atomic_t qnbd_stop;
+static AioContext *qnbd_ctx;
+static NBDServer *qnbd_server;
+static QnbdOptions qnbd_opts;
+
+static void qnbd_usage(const char *name)
+{
+    printf(
+"Usage: %s [OPTIONS] FILE\n"
+"  or:  %s -L [OPTIONS]\n"
+"Disk Network Block Device server (qblock), compatible with qemu-nbd 7.2\n"
+"\n"
+"  -h, --help                display this help and exit\n"
+"  -V, --version             output version information and exit\n"
+"\n"
+"Connection properties:\n"
+"  -p, --port=PORT           port to listen on (default `%s')\n"
+"  -b, --bind=IFACE          interface to bind to (default `%s')\n"
+"  -k, --socket=PATH         path to the unix socket\n"
+"  -e, --shared=NUM          device can be shared by NUM clients\n"
+"                            (default '1', 0 for any number)\n"
+"  -t, --persistent          don't exit on the last connection\n"
+"  -v, --verbose             keep standard error open with --fork\n"
+"  -x, --export-name=NAME    expose export by name (default is empty string)\n"
+"  -D, --description=TEXT    export a human-readable description\n"
+"\n"
+"Exposing part of the image:\n"
+"  -o, --offset=OFFSET       offset into the image\n"
+"  -A, --allocation-depth    expose the allocation depth\n"
+"  -B, --bitmap=NAME         expose a persistent dirty bitmap (not supported)\n"
+"\n"
+"General purpose options:\n"
+"  -L, --list                list exports available from another NBD server\n"
+"  --object type,id=ID,...   not supported\n"
+"  --tls-creds=ID            not supported (no TLS)\n"
+"  --tls-authz=ID            not supported (no TLS)\n"
+"  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
+"                            supported and the option is ignored\n"
+"  --fork                    fork off the server process and exit the parent\n"
+"                            once the server is running\n"
+"  --pid-file=PATH           store the server's process ID in the given file\n"
+"  --selinux-label=LABEL     not supported\n"
+"\n"
+"Kernel NBD client support:\n"
+"  -c, --connect=DEV         not supported (no kernel NBD devices)\n"
+"  -d, --disconnect          not supported (no kernel NBD devices)\n"
+"\n"
+"Block device options:\n"
+"  -f, --format=FORMAT       set image format (raw, qcow2, ...)\n"
+"  -r, --read-only           export read-only\n"
+"  -s, --snapshot            use FILE as an external snapshot, create a\n"
+"                            temporary file with backing_file=FILE, redirect\n"
+"                            the write to the temporary one\n"
+"  -l, --load-snapshot=SNAPSHOT_PARAM\n"
+"                            load an internal snapshot (not supported yet)\n"
+"  -n, --nocache             disable host cache\n"
+"      --cache=MODE          set cache mode used to access the disk image,\n"
+"                            the valid options are: 'none', 'writeback'\n"
+"                            (default), 'writethrough', 'directsync' and\n"
+"                            'unsafe'\n"
+"      --aio=MODE            set AIO mode (native, io_uring or threads)\n"
+"      --discard=MODE        set discard mode (ignore, unmap)\n"
+"      --detect-zeroes=MODE  set detect-zeroes mode (off, on, unmap)\n"
+"      --image-opts          treat FILE as a full set of image options\n"
+"\n"
+"Environment: QBLOCK_NBD_STATS=FILE writes the image's I/O statistics to\n"
+"FILE at exit.  See the qblock-nbd manual (docs/qblock-nbd.md).\n",
+           name, name, QNBD_DEFAULT_PORT, QNBD_DEFAULT_BIND);
+}
+
+/* qemu-nbd's answer to a malformed command line. */
+static QEMU_NORETURN void qnbd_try_help(void)
+{
+    error_report("Try `%s --help' for more information.",
+                 qemu_get_progname());
+    exit(EXIT_FAILURE);
+}
+
+/* ---- the command line ---- */
+
+static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
+{
+    static const struct option long_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { "bind", required_argument, NULL, 'b' },
+        { "port", required_argument, NULL, 'p' },
+        { "socket", required_argument, NULL, 'k' },
+        { "offset", required_argument, NULL, 'o' },
+        { "read-only", no_argument, NULL, 'r' },
+        { "allocation-depth", no_argument, NULL, 'A' },
+        { "bitmap", required_argument, NULL, 'B' },
+        { "connect", required_argument, NULL, 'c' },
+        { "disconnect", no_argument, NULL, 'd' },
+        { "list", no_argument, NULL, 'L' },
+        { "snapshot", no_argument, NULL, 's' },
+        { "load-snapshot", required_argument, NULL, 'l' },
+        { "nocache", no_argument, NULL, 'n' },
+        { "cache", required_argument, NULL, QNBD_OPT_CACHE },
+        { "aio", required_argument, NULL, QNBD_OPT_AIO },
+        { "discard", required_argument, NULL, QNBD_OPT_DISCARD },
+        { "detect-zeroes", required_argument, NULL, QNBD_OPT_DETECT_ZEROES },
+        { "shared", required_argument, NULL, 'e' },
+        { "format", required_argument, NULL, 'f' },
+        { "persistent", no_argument, NULL, 't' },
+        { "verbose", no_argument, NULL, 'v' },
+        { "object", required_argument, NULL, QNBD_OPT_OBJECT },
+        { "export-name", required_argument, NULL, 'x' },
+        { "description", required_argument, NULL, 'D' },
+        { "tls-creds", required_argument, NULL, QNBD_OPT_TLSCREDS },
+        { "tls-authz", required_argument, NULL, QNBD_OPT_TLSAUTHZ },
+        { "image-opts", no_argument, NULL, QNBD_OPT_IMAGE_OPTS },
+        { "trace", required_argument, NULL, 'T' },
+        { "fork", no_argument, NULL, QNBD_OPT_FORK },
+        { "pid-file", required_argument, NULL, QNBD_OPT_PID_FILE },
+        { "selinux-label", required_argument, NULL, QNBD_OPT_SELINUX_LABEL },
+        { NULL, 0, NULL, 0 }
+    };
+    int c;
+
+    while ((c = getopt_long(argc, argv, "hVb:o:p:rsnc:dvk:e:f:tl:x:T:D:AB:L",
+                            long_options, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            qnbd_usage(qemu_get_progname());
+            exit(EXIT_SUCCESS);
+        case 'V':
+            printf("%s version %s (qblock, compatible with qemu-nbd 7.2)\n",
+                   qemu_get_progname(), QBLOCK_VERSION);
+            exit(EXIT_SUCCESS);
+        case 'b':
+            o->bind = optarg;
+            break;
+        case 'p':
+            o->port = optarg;
+            break;
+        case 'k':
+            o->socket_path = optarg;
+            break;
+        case 'o':
+            if (qemu_strtou64(optarg, NULL, 0, &o->offset) < 0 ||
+                o->offset > INT64_MAX) {
+                error_report("Invalid offset '%s'", optarg);
+                return -1;
+            }
+            o->per_device |= o->offset != 0;
+            break;
+        case 'r':
+            o->readonly = true;
+            break;
+        case 'A':
+            o->allocation_depth = true;
+            o->per_device = true;
+            break;
+        case 'B':
+            o->bitmap = optarg;
+            o->per_device = true;
+            break;
+        case 'c':
+            o->device = optarg;
+            o->per_device = true;
+            break;
+        case 'd':
+            o->disconnect = true;
+            o->per_device = true;
+            break;
+        case 'L':
+            o->list = true;
+            break;
+        case 's':
+            o->snapshot = true;
+            break;
+        case 'l':
+            o->load_snapshot = optarg;
+            o->per_device = true;
+            break;
+        case 'n':
+            if (bdrv_parse_cache_mode("none", &o->flags,
+                                      &o->writethrough) < 0) {
+                g_assert_not_reached();
+            }
+            o->per_device = true;
+            break;
+        case QNBD_OPT_CACHE:
+            if (bdrv_parse_cache_mode(optarg, &o->flags,
+                                      &o->writethrough) < 0) {
+                error_report("Invalid cache mode `%s'", optarg);
+                return -1;
+            }
+            o->per_device = true;
+            break;
+        case QNBD_OPT_AIO:
+            if (bdrv_parse_aio(optarg, &o->flags) < 0) {
+                error_report("Invalid aio mode '%s'", optarg);
+                return -1;
+            }
+            o->per_device = true;
+            break;
+        case QNBD_OPT_DISCARD:
+            if (bdrv_parse_discard_flags(optarg, &o->flags) < 0) {
+                error_report("Invalid discard mode `%s'", optarg);
+                return -1;
+            }
+            o->per_device = true;
+            break;
+        case QNBD_OPT_DETECT_ZEROES:
+            if (strcmp(optarg, "off") && strcmp(optarg, "on") &&
+                strcmp(optarg, "unmap")) {
+                error_report("Failed to parse detect_zeroes mode: invalid "
+                             "parameter value: %s", optarg);
+                return -1;
+            }
+            o->detect_zeroes = optarg;
+            break;
+        case 'e': {
+            char *end;
+
+            errno = 0;
+            o->shared = strtol(optarg, &end, 0);
+            if (errno || end == optarg || *end || o->shared < 0 ||
+                o->shared > INT_MAX) {
+                error_report("Invalid shared device number '%s'", optarg);
+                return -1;
+            }
+            break;
+        }
+        case 'f':
+            o->format = optarg;
+            o->per_device = true;
+            break;
+        case 't':
+            o->persistent = true;
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'x':
+            o->export_name = optarg;
+            if (strlen(optarg) > NBD_MAX_STRING_SIZE) {
+                error_report("export name '%s' too long", optarg);
+                return -1;
+            }
+            o->per_device = true;
+            break;
+        case 'D':
+            o->description = optarg;
+            if (strlen(optarg) > NBD_MAX_STRING_SIZE) {
+                error_report("export description '%s' too long", optarg);
+                return -1;
+            }
+            o->per_device = true;
+            break;
+        case 'T':
+            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            break;
+        case QNBD_OPT_OBJECT:
+            o->unsupported = "--object";
+            break;
+        case QNBD_OPT_TLSCREDS:
+        case QNBD_OPT_TLSAUTHZ:
+            o->unsupported = c == QNBD_OPT_TLSCREDS ? "--tls-creds"
+                                                    : "--tls-authz";
+            break;
+        case QNBD_OPT_SELINUX_LABEL:
+            o->unsupported = "--selinux-label";
+            break;
+        case QNBD_OPT_IMAGE_OPTS:
+            o->image_opts = true;
+            break;
+        case QNBD_OPT_FORK:
+            o->fork = true;
+            break;
+        case QNBD_OPT_PID_FILE:
+            o->pid_file = optarg;
+            break;
+        default:
+            /* getopt_long already said what was wrong */
+            qnbd_try_help();
+        }
+    }
+    return 0;
+}
+
+/* The checks qemu-nbd makes once the whole command line is known. */
+static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
+{
+    if (o->list) {
+        if (argc != optind) {
+            error_report("List mode is incompatible with a file name");
+            return -1;
+        }
+        if (o->per_device) {
+            error_report("List mode is incompatible with per-device "
+                         "settings");
+            return -1;
+        }
+        if (o->fork) {
+            error_report("List mode is incompatible with forking");
+            return -1;
+        }
+    } else if (argc - optind != 1) {
+        error_report("Invalid number of arguments");
+        fprintf(stderr, "Try `%s --help' for more information.\n",
+                qemu_get_progname());
+        exit(EXIT_FAILURE);
+    } else {
+        o->filename = argv[optind];
+    }
+    if (o->unsupported) {
+        error_report("%s is not supported: qblock-nbd has no objects, TLS "
+                     "or SELinux support", o->unsupported);
+        return -1;
+    }
+    if (o->device || o->disconnect) {
+        error_report("Kernel NBD devices (-c/-d%s%s) are not supported; "
+                     "export over a socket and connect a client instead",
+                     o->device ? " " : "", o->device ? o->device : "");
+        return -1;
+    }
+    if (o->image_opts && o->format) {
+        error_report("--image-opts and -f are mutually exclusive");
+        return -1;
+    }
+    if (o->detect_zeroes && !strcmp(o->detect_zeroes, "unmap") &&
+        !(o->flags & BDRV_O_UNMAP)) {
+        error_report("setting detect-zeroes to unmap is not allowed "
+                     "without setting discard operation to unmap");
+        return -1;
+    }
+    if (o->port && !o->socket_path) {
+        uint64_t port;
+
+        /* qemu-nbd would bind port 99999 as 34463 */
+        if (!qemu_strtou64(o->port, NULL, 10, &port) && port > 65535) {
+            error_report("Invalid port '%s': must be at most 65535",
+                         o->port);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- opening the image ---- */
+
+/*
+ * The export is opened as qemu-nbd opens it: other users may read the
+ * image but neither write nor resize it while it is exported.
+ */
+static BlockBackend *qnbd_open_blk(const char *filename, QDict *opts,
+                                   int flags, Error **errp)
+{
+    return blk_new_open(filename, NULL, opts, flags | BDRV_O_NO_SHARE,
+                        errp);
+}
+
+/*
+ * A BlockBackend over a node opened from @opts, which name the node of
+ * @below in a child reference.  @below's backend goes first, so that its
+ * permissions do not stand in the way of the new node's; the new node's
+ * edge then keeps the node alive.
+ */
+static BlockBackend *qnbd_open_above(BlockBackend *below, QDict *opts,
+                                     int flags, Error **errp)
+{
+    BlockDriverState *bs = blk_bs(below);
+    BlockBackend *blk;
+
+    bdrv_ref(bs);
+    blk_unref(below);
+    blk = qnbd_open_blk(NULL, opts, flags, errp);
+    bdrv_unref(bs);
+    return blk;
+}
+
+/*
+ * -s: a temporary qcow2 overlay over the image, opened read-only, takes
+ * the writes; it is unlinked as soon as it is open, so nothing is left
+ * behind however the server ends.
+ */
+static BlockBackend *qnbd_open_snapshot(BlockBackend *base, int flags,
+                                        Error **errp)
+{
+    BlockDriverState *bs = blk_bs(base);
+    BlockDriver *qcow2 = bdrv_find_format("qcow2");
+    const char *tmpdir = g_getenv("TMPDIR");
+    g_autofree char *path = NULL;
+    QemuOpts *create;
+    QDict *opts;
+    int64_t size = blk_getlength(base);
+    int fd, ret;
+
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get the size of the image");
+        blk_unref(base);
+        return NULL;
+    }
+    if (!qcow2) {
+        error_setg(errp, "temporary snapshots (-s) need the qcow2 driver");
+        blk_unref(base);
+        return NULL;
+    }
+    path = g_strdup_printf("%s/qblock-nbd-snapshot.XXXXXX",
+                           tmpdir && tmpdir[0] ? tmpdir : "/var/tmp");
+    fd = mkstemp(path);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not create the temporary "
+                         "overlay '%s'", path);
+        blk_unref(base);
+        return NULL;
+    }
+    close(fd);
+    create = qemu_opts_create(qcow2->create_opts);
+    qemu_opt_set_number(create, "size", size, &error_abort);
+    ret = bdrv_create(qcow2, path, create, errp);
+    qemu_opts_del(create);
+    if (ret < 0) {
+        error_prepend(errp, "Could not create the temporary overlay: ");
+        unlink(path);
+        blk_unref(base);
+        return NULL;
+    }
+
+    opts = qdict_new();
+    qdict_put_str(opts, "driver", "qcow2");
+    qdict_put_str(opts, "file.filename", path);
+    qdict_put_str(opts, "backing", bdrv_get_node_name(bs));
+    base = qnbd_open_above(base, opts, flags | BDRV_O_RDWR, errp);
+    unlink(path);
+    return base;
+}
+
+static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
+{
+    int flags = o->flags | (o->readonly ? 0 : BDRV_O_RDWR);
+    BlockBackend *blk;
+    QDict *opts;
+
+    if (o->image_opts) {
+        opts = keyval_parse(o->filename, NULL, errp);
+        if (!opts) {
+            return NULL;
+        }
+    } else {
+        opts = qdict_new();
+        if (o->format) {
+            qdict_put_str(opts, "driver", o->format);
+        }
+    }
+    if (o->detect_zeroes) {
+        qdict_put_str(opts, "detect-zeroes", o->detect_zeroes);
+    }
+    if (o->snapshot) {
+        /* the image itself is only read */
+        flags &= ~BDRV_O_RDWR;
+    }
+    blk = qnbd_open_blk(o->image_opts ? NULL : o->filename, opts, flags,
+                        errp);
+    if (!blk) {
+        error_prepend(errp, "Failed to blk_new_open '%s': ", o->filename);
+        return NULL;
+    }
+    if (o->snapshot) {
+        blk = qnbd_open_snapshot(blk, o->flags | (o->readonly ? 0
+                                                              : BDRV_O_RDWR),
+                                 errp);
+        if (!blk) {
+            return NULL;
+        }
+    }
+    if (o->offset) {
+        /* -o exposes the image from OFFSET on, through a raw node */
+        opts = qdict_new();
+        qdict_put_str(opts, "driver", "raw");
+        qdict_put_str(opts, "file", bdrv_get_node_name(blk_bs(blk)));
+        qdict_put_int(opts, "offset", o->offset);
+        blk = qnbd_open_above(blk, opts, flags, errp);
+        if (!blk) {
+            return NULL;
+        }
+    }
+    blk_set_enable_write_cache(blk, !o->writethrough);
+    return blk;
+}
+
+/*
+ * Refusals that need the open image, in qemu-nbd's words where it has
+ * them: it has no internal snapshots to load and no dirty bitmaps.
+ */
+static int qnbd_check_image_features(BlockBackend *blk, QnbdOptions *o)
+{
+    if (o->load_snapshot) {
+        error_report("Failed to load snapshot: Block format '%s' used by "
+                     "device '' does not support temporarily loading "
+                     "internal snapshots",
+                     bdrv_get_format_name(blk_bs(blk)));
+        return -1;
+    }
+    if (o->bitmap) {
+        error_report("Bitmap '%s' is not found: dirty bitmaps are not "
+                     "supported", o->bitmap);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- serving ---- */
+
+static void qnbd_signal(int sig)
+{
+    qnbd_stop = 1;
+    aio_notify(qnbd_ctx);
+}
+
+static void qnbd_client_closed(void *opaque, bool negotiated)
+{
+    /* as qemu-nbd: only a client that got to transmission ends a server
+     * without -t; one that merely listed the exports does not */
+    if (negotiated && !qnbd_opts.persistent &&
+        nbd_server_client_count(qnbd_server) == 0) {
+        qnbd_stop = 1;
+    }
+}
+
+static int qnbd_write_pid_file(const char *path, Error **errp)
+{
+    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
+    GError *gerr = NULL;
+
+    if (!g_file_set_contents(path, pid, -1, &gerr)) {
+        error_setg(errp, "Failed to write pid file '%s': %s", path,
+                   gerr->message);
+        g_error_free(gerr);
+        return -EIO;
+    }
+    return 0;
+}
+
+static void qnbd_print_node_stats(FILE *f, BlockDriverState *bs,
+                                  const char *path)
+{
+    const BdrvNodeStats *st = &bs->stats;
+
+    fprintf(f, "node %s %s %s: reads=%" PRIu64 " writes=%" PRIu64
+            " zero_writes=%" PRIu64 " discards=%" PRIu64 " flushes=%" PRIu64
+            " bytes_read=%" PRIu64 " bytes_written=%" PRIu64 "\n",
+            path, bs->drv ? bs->drv->format_name : "-",
+            bs->node_name[0] ? bs->node_name : "-",
+            st->reads, st->writes, st->zero_writes, st->discards,
+            st->flushes, st->bytes_read, st->bytes_written);
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *child = l->data;
+        g_autofree char *child_path = g_strdup_printf("%s.%s", path,
+                                                      child->name);
+
+        qnbd_print_node_stats(f, child->bs, child_path);
+    }
+}
+
+/* QBLOCK_NBD_STATS: qblock-io's "stats" lines, before the image closes. */
+static void qnbd_dump_stats(BlockBackend *blk)
+{
+    static const char *const names[BLOCK_MAX_IOTYPE] = {
+        [BLOCK_ACCT_READ] = "rd", [BLOCK_ACCT_WRITE] = "wr",
+        [BLOCK_ACCT_FLUSH] = "flush", [BLOCK_ACCT_UNMAP] = "unmap",
+    };
+    const char *path = g_getenv("QBLOCK_NBD_STATS");
+    const BlockAcctStats *st = blk_get_stats(blk);
+    FILE *f;
+
+    if (!path || !path[0]) {
+        return;
+    }
+    f = fopen(path, "w");
+    if (!f) {
+        error_report("Could not write statistics to '%s': %s", path,
+                     strerror(errno));
+        return;
+    }
+    fprintf(f, "backend:");
+    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
+        fprintf(f, " %s_bytes=%" PRIu64, names[t], st->nr_bytes[t]);
+    }
+    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
+        fprintf(f, " %s_operations=%" PRIu64, names[t], st->nr_ops[t]);
+    }
+    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
+        fprintf(f, " failed_%s_operations=%" PRIu64, names[t],
+                st->failed_ops[t]);
+    }
+    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
+        fprintf(f, " invalid_%s_operations=%" PRIu64, names[t],
+                st->invalid_ops[t]);
+    }
+    fprintf(f, " wr_highest_offset=%" PRIu64 "\n", st->wr_highest_offset);
+    qnbd_print_node_stats(f, blk_bs(blk), "root");
+    fclose(f);
+}
+
+/*
+ * --fork: the parent waits until the child serves (or fails), copying the
+ * child's error messages to its own stderr, and exits with the outcome.
+ * Unlike qemu-nbd's parent, a warning printed on the way (a probed raw
+ * image) is not mistaken for a failure.  Returns in the child only, with
+ * *@ready_fd to write to once serving.
+ */
+static void qnbd_fork(int *ready_fd, int *saved_stderr)
+{
+    int err_pipe[2], ready_pipe[2];
+    char buf[4096];
+    ssize_t n;
+    pid_t pid;
+
+    if (pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(ready_pipe, O_CLOEXEC) < 0) {
+        error_report("Failed to create pipes for --fork: %s",
+                     strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    pid = fork();
+    if (pid < 0) {
+        error_report("Failed to fork: %s", strerror(errno));
+        exit(EXIT_FAILURE);
+    }
+    if (pid == 0) {
+        close(err_pipe[0]);
+        close(ready_pipe[0]);
+        setsid();
+        *saved_stderr = dup(STDERR_FILENO);
+        dup2(err_pipe[1], STDERR_FILENO);
+        close(err_pipe[1]);
+        *ready_fd = ready_pipe[1];
+        return;
+    }
+    close(err_pipe[1]);
+    close(ready_pipe[1]);
+    while ((n = read(err_pipe[0], buf, sizeof(buf))) != 0) {
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            break;
+        }
+        if (write(STDERR_FILENO, buf, n) < 0) {
+            break;
+        }
+    }
+    do {
+        n = read(ready_pipe[0], buf, 1);
+    } while (n < 0 && errno == EINTR);
+    exit(n == 1 ? EXIT_SUCCESS : EXIT_FAILURE);
+}
+
+/* The forked child is serving: release the parent and stderr. */
+static void qnbd_fork_ready(int ready_fd, int saved_stderr, bool verbose)
+{
+    int null_fd = open("/dev/null", O_RDWR);
+
+    if (verbose) {
+        dup2(saved_stderr, STDERR_FILENO);
+    } else if (null_fd >= 0) {
+        dup2(null_fd, STDERR_FILENO);
+    }
+    if (null_fd >= 0) {
+        dup2(null_fd, STDIN_FILENO);
+        dup2(null_fd, STDOUT_FILENO);
+        close(null_fd);
+    }
+    close(saved_stderr);
+    if (write(ready_fd, "R", 1) != 1) {
+        /* the parent is gone; nobody waits for the news */
+    }
+    close(ready_fd);
+}
+
+static SocketAddress *qnbd_listen_address(QnbdOptions *o)
+{
+    if (o->socket_path) {
+        return socket_address_new_unix(o->socket_path);
+    }
+    return socket_address_new_inet(o->bind ? o->bind : QNBD_DEFAULT_BIND,
+                                   o->port ? o->port : QNBD_DEFAULT_PORT);
+}
+
+static int qnbd_serve(QnbdOptions *o)
+{
+    NBDServerConfig scfg = {
+        .max_connections = o->shared,
+        .handshake_max_ns = NBD_DEFAULT_HANDSHAKE_MAX_SECS *
+                            (int64_t)1000 * SCALE_MS,
+        .client_closed = qnbd_client_closed,
+    };
+    NBDExportConfig ecfg = {
+        .name = o->export_name ? o->export_name : "",
+        .description = o->description,
+        .writable = !o->readonly,
+        .allocation_depth = o->allocation_depth,
+        .multi_conn = o->shared != 1,
+    };
+    g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
+    struct sigaction sa = { .sa_handler = qnbd_signal };
+    int ready_fd = -1, saved_stderr = -1;
+    Error *err = NULL;
+    BlockBackend *blk;
+
+    if (o->fork) {
+        qnbd_fork(&ready_fd, &saved_stderr);
+    }
+    /* listening comes first, as in qemu-nbd: a bad address is reported
+     * before the image is even probed */
+    qnbd_ctx = qemu_get_aio_context();
+    qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
+    if (nbd_server_listen(qnbd_server, addr, &err) < 0) {
+        goto fail;
+    }
+    blk = qnbd_open_image(o, &err);
+    if (!blk) {
+        goto fail;
+    }
+    if (qnbd_check_image_features(blk, o) < 0) {
+        blk_unref(blk);
+        nbd_server_free(qnbd_server);
+        return EXIT_FAILURE;
+    }
+    if (!nbd_export_new(qnbd_server, blk, &ecfg, &err) ||
+        (o->pid_file && qnbd_write_pid_file(o->pid_file, &err) < 0)) {
+        blk_unref(blk);
+        goto fail;
+    }
+
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (o->fork) {
+        qnbd_fork_ready(ready_fd, saved_stderr, o->verbose);
+    }
+
+    while (!qnbd_stop) {
+        aio_poll(qnbd_ctx, true);
+    }
+
+    nbd_server_free(qnbd_server);
+    blk_drain(blk);
+    qnbd_dump_stats(blk);
+    blk_unref(blk);
+    if (o->pid_file) {
+        unlink(o->pid_file);
+    }
+    return EXIT_SUCCESS;
+
+fail:
+    error_report_err(err);
+    nbd_server_free(qnbd_server);
+    return EXIT_FAILURE;
+}
+
+static int qnbd_list(QnbdOptions *o)
+{
+    g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
+    Error *err = NULL;
+
+    if (qnbd_list_exports(addr, &err) < 0) {
+        error_report_err(err);
+        return EXIT_FAILURE;
+    }
+    return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    QnbdOptions *o = &qnbd_opts;
+
+    qemu_init_progname(argv[0]);
+    bdrv_init();
+    o->shared = 1;
+    if (bdrv_parse_cache_mode("writeback", &o->flags, &o->writethrough) < 0) {
+        g_assert_not_reached();
+    }
+    if (qnbd_parse_args(argc, argv, o) < 0 ||
+        qnbd_check_args(argc, argv, o) < 0) {
+        return EXIT_FAILURE;
+    }
+    return o->list ? qnbd_list(o) : qnbd_serve(o);
+}

@@ -1,0 +1,181 @@
+/*
+ * CoSocket: coroutine reads and writes on a non-blocking socket (see
+ * co-socket.h).
+ *
+ * Invariants:
+ *  1. The fd is registered with the context exactly while a coroutine
+ *     waits on it, with io_read set iff s->read_co and io_write set iff
+ *     s->write_co.
+ *  2. A waiting coroutine is woken only by the fd handler of its
+ *     direction (or by co_socket_shutdown()), and the handler clears its
+ *     pointer before waking it, so no coroutine is entered twice.
+ */
+#include "util/osdep.h"
+#include "util/co-socket.h"
+
+#include <sys/socket.h>
+
+static void co_socket_update_handler(CoSocket *s);
+
+/*
+ * The handler is updated before the coroutine runs: the coroutine may
+ * finish and free the socket's owner before aio_co_wake() returns.
+ */
+static void co_socket_wake(CoSocket *s, Coroutine **waiter)
+{
+    Coroutine *co = *waiter;
+
+    *waiter = NULL;
+    co_socket_update_handler(s);
+    if (co) {
+        aio_co_wake(co);
+    }
+}
+
+static void co_socket_readable(void *opaque)
+{
+    CoSocket *s = opaque;
+
+    co_socket_wake(s, &s->read_co);
+}
+
+static void co_socket_writable(void *opaque)
+{
+    CoSocket *s = opaque;
+
+    co_socket_wake(s, &s->write_co);
+}
+
+/* Invariant 1. */
+static void co_socket_update_handler(CoSocket *s)
+{
+    aio_set_fd_handler(s->ctx, s->fd,
+                       s->read_co ? co_socket_readable : NULL,
+                       s->write_co ? co_socket_writable : NULL, s);
+}
+
+static void coroutine_fn co_socket_wait(CoSocket *s, Coroutine **waiter)
+{
+    assert(!*waiter);
+    *waiter = qemu_coroutine_self();
+    co_socket_update_handler(s);
+    qemu_coroutine_yield();
+    /* invariant 2: whoever woke us cleared *waiter */
+    assert(*waiter != qemu_coroutine_self());
+}
+
+void co_socket_init(CoSocket *s, int fd, AioContext *ctx)
+{
+    *s = (CoSocket) {
+        .fd = fd,
+        .ctx = ctx,
+    };
+}
+
+void co_socket_shutdown(CoSocket *s)
+{
+    if (s->shut_down) {
+        return;
+    }
+    s->shut_down = true;
+    shutdown(s->fd, SHUT_RDWR);
+    /* the fd is now ready both ways: its handler wakes the waiters */
+}
+
+void co_socket_close(CoSocket *s)
+{
+    assert(!s->read_co && !s->write_co);
+    if (s->fd >= 0) {
+        aio_set_fd_handler(s->ctx, s->fd, NULL, NULL, NULL);
+        close(s->fd);
+        s->fd = -1;
+    }
+}
+
+int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
+{
+    char *p = buf;
+
+    while (len > 0) {
+        ssize_t n;
+
+        if (s->shut_down) {
+            return -ESHUTDOWN;
+        }
+        n = recv(s->fd, p, len, 0);
+        if (n > 0) {
+            p += n;
+            len -= n;
+        } else if (n == 0) {
+            return s->shut_down ? -ESHUTDOWN : -EPIPE;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            co_socket_wait(s, &s->read_co);
+        } else if (errno != EINTR) {
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
+                                      unsigned int iovcnt)
+{
+    struct iovec local[8];
+    struct iovec *v = iovcnt <= ARRAY_SIZE(local) ? local
+                                                  : g_new(struct iovec, iovcnt);
+    unsigned int first = 0;
+    int ret = 0;
+
+    memcpy(v, iov, iovcnt * sizeof(*iov));
+    while (first < iovcnt) {
+        struct msghdr msg = {
+            .msg_iov = v + first,
+            .msg_iovlen = iovcnt - first,
+        };
+        ssize_t n;
+
+        if (v[first].iov_len == 0) {
+            first++;
+            continue;
+        }
+        if (s->shut_down) {
+            ret = -ESHUTDOWN;
+            break;
+        }
+        /* MSG_NOSIGNAL: a client that went away is an error, not SIGPIPE */
+        n = sendmsg(s->fd, &msg, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                co_socket_wait(s, &s->write_co);
+                continue;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            ret = -errno;
+            break;
+        }
+        while (n > 0) {
+            size_t step = MIN((size_t)n, v[first].iov_len);
+
+            v[first].iov_base = (char *)v[first].iov_base + step;
+            v[first].iov_len -= step;
+            n -= step;
+            if (v[first].iov_len == 0) {
+                first++;
+            }
+        }
+    }
+    if (v != local) {
+        g_free(v);
+    }
+    return ret;
+}
+
+int coroutine_fn co_socket_write_all(CoSocket *s, const void *buf,
+                                     size_t len)
+{
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+    return co_socket_writev_all(s, &iov, 1);
+}

@@ -1,0 +1,299 @@
+/*
+ * Stream sockets: addresses, listening and connecting (see sockets.h).
+ */
+#include "util/osdep.h"
+#include "util/sockets.h"
+
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+SocketAddress *socket_address_new_inet(const char *host, const char *port)
+{
+    SocketAddress *addr = g_new0(SocketAddress, 1);
+
+    addr->type = SOCKET_ADDRESS_TYPE_INET;
+    addr->host = g_strdup(host);
+    addr->port = g_strdup(port);
+    return addr;
+}
+
+SocketAddress *socket_address_new_unix(const char *path)
+{
+    SocketAddress *addr = g_new0(SocketAddress, 1);
+
+    addr->type = SOCKET_ADDRESS_TYPE_UNIX;
+    addr->path = g_strdup(path);
+    return addr;
+}
+
+void socket_address_free(SocketAddress *addr)
+{
+    if (!addr) {
+        return;
+    }
+    g_free(addr->host);
+    g_free(addr->port);
+    g_free(addr->path);
+    g_free(addr);
+}
+
+char *socket_address_to_string(const SocketAddress *addr)
+{
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        return g_strdup(addr->path);
+    }
+    /* IPv6 literals keep their brackets, as in URLs */
+    if (strchr(addr->host, ':')) {
+        return g_strdup_printf("[%s]:%s", addr->host, addr->port);
+    }
+    return g_strdup_printf("%s:%s", addr->host, addr->port);
+}
+
+static int socket_fill_unix(struct sockaddr_un *un, const char *path,
+                            Error **errp)
+{
+    memset(un, 0, sizeof(*un));
+    un->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(un->sun_path)) {
+        error_setg(errp, "UNIX socket path '%s' is too long", path);
+        error_append_hint(errp, "Path must be less than %zu bytes\n",
+                          sizeof(un->sun_path));
+        return -ENAMETOOLONG;
+    }
+    strcpy(un->sun_path, path);
+    return 0;
+}
+
+/*
+ * QEMU unlinks whatever is at the path, even a regular file (an image
+ * passed by mistake is lost); only a socket is replaced here.
+ */
+static int socket_remove_stale_unix(const char *path, Error **errp)
+{
+    struct stat st;
+
+    if (lstat(path, &st) < 0) {
+        return errno == ENOENT ? 0 : -errno;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        error_setg(errp, "Failed to bind socket to %s: %s", path,
+                   "the path exists and is not a socket");
+        return -EEXIST;
+    }
+    if (unlink(path) < 0 && errno != ENOENT) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to unlink socket %s", path);
+        return ret;
+    }
+    return 0;
+}
+
+static int socket_listen_unix(const char *path, int backlog, Error **errp)
+{
+    struct sockaddr_un un;
+    int fd, ret;
+
+    ret = socket_fill_unix(&un, path, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to create Unix socket");
+        return ret;
+    }
+    ret = socket_remove_stale_unix(path, errp);
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        close(fd);
+        return ret;
+    }
+    if (listen(fd, backlog) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to listen on socket");
+        unlink(path);
+        close(fd);
+        return ret;
+    }
+    return fd;
+}
+
+static struct addrinfo *socket_resolve(const char *host, const char *port,
+                                       int flags, Error **errp)
+{
+    struct addrinfo hints = {
+        .ai_flags = flags | AI_ADDRCONFIG,
+        .ai_family = AF_UNSPEC,
+        .ai_socktype = SOCK_STREAM,
+    };
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, port, &hints, &res);
+
+    if (rc == EAI_BADFLAGS || (rc != 0 && (hints.ai_flags & AI_ADDRCONFIG))) {
+        /* AI_ADDRCONFIG hides loopback when no interface is configured */
+        hints.ai_flags &= ~AI_ADDRCONFIG;
+        rc = getaddrinfo(host, port, &hints, &res);
+    }
+    if (rc != 0) {
+        error_setg(errp, "address resolution failed for %s:%s: %s", host,
+                   port, gai_strerror(rc));
+        return NULL;
+    }
+    return res;
+}
+
+static int socket_listen_inet(const char *host, const char *port,
+                              int backlog, Error **errp)
+{
+    struct addrinfo *res = socket_resolve(host, port, AI_PASSIVE, errp);
+    int last_err = 0;
+
+    if (!res) {
+        return -EINVAL;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int one = 1;
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        ai->ai_protocol);
+
+        if (fd < 0) {
+            last_err = errno;
+            continue;
+        }
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (ai->ai_family == AF_INET6) {
+            /* "::" then serves IPv4 as well, as QEMU's does */
+            int zero = 0;
+
+            setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        }
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+            last_err = errno;
+            close(fd);
+            continue;
+        }
+        if (listen(fd, backlog) < 0) {
+            int ret = -errno;
+
+            error_setg_errno(errp, errno, "Failed to listen on socket");
+            close(fd);
+            freeaddrinfo(res);
+            return ret;
+        }
+        freeaddrinfo(res);
+        return fd;
+    }
+    freeaddrinfo(res);
+    if (last_err == EADDRINUSE) {
+        error_setg_errno(errp, last_err, "Failed to find an available port");
+    } else {
+        error_setg_errno(errp, last_err, "Failed to bind socket");
+    }
+    return -last_err;
+}
+
+int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
+{
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        return socket_listen_unix(addr->path, backlog, errp);
+    }
+    return socket_listen_inet(addr->host, addr->port, backlog, errp);
+}
+
+static int socket_connect_unix(const char *path, Error **errp)
+{
+    struct sockaddr_un un;
+    int fd, ret;
+
+    ret = socket_fill_unix(&un, path, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to create Unix socket");
+        return ret;
+    }
+    if (connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to connect to '%s'", path);
+        close(fd);
+        return ret;
+    }
+    return fd;
+}
+
+static int socket_connect_inet(const char *host, const char *port,
+                               Error **errp)
+{
+    struct addrinfo *res = socket_resolve(host, port, 0, errp);
+    int last_err = ECONNREFUSED;
+
+    if (!res) {
+        return -EINVAL;
+    }
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int one = 1;
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+                        ai->ai_protocol);
+
+        if (fd < 0) {
+            last_err = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+            last_err = errno;
+            close(fd);
+            continue;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        freeaddrinfo(res);
+        return fd;
+    }
+    freeaddrinfo(res);
+    error_setg_errno(errp, last_err, "Failed to connect to '%s:%s'", host,
+                     port);
+    return -last_err;
+}
+
+int socket_connect(const SocketAddress *addr, Error **errp)
+{
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        return socket_connect_unix(addr->path, errp);
+    }
+    return socket_connect_inet(addr->host, addr->port, errp);
+}
+
+int socket_accept(int listen_fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    int one = 1;
+    int fd;
+
+    do {
+        fd = accept4(listen_fd, (struct sockaddr *)&ss, &len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+    if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
+        /* replies are small and latency matters more than packet count */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    return fd;
+}
