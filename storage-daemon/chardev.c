@@ -166,7 +166,7 @@ static int chardev_connect(Chardev *chr, Error **errp)
         close(fd);
         return ret;
     }
-    g_unix_set_fd_nonblocking(fd, true, NULL);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     chardev_deliver(chr, fd, fd);
     return 0;
 }

@@ -23,6 +23,7 @@
 #include "monitor.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "config-host.h"

@@ -193,7 +193,8 @@ int blk_exp_del(const char *id, bool hard, Error **errp)
         error_setg(errp, "Export '%s' is already shutting down", id);
         return -EBUSY;
     }
-    if (!hard && exp->refcount > 1) {
+    if (!hard && (exp->drv->client_count ? exp->drv->client_count(exp) > 0
+                                          : exp->refcount > 1)) {
         error_setg(errp, "export '%s' still in use", id);
         error_append_hint(errp, "Use mode='hard' to force client "
                           "disconnect\n");

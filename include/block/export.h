@@ -13,12 +13,13 @@
  *                                                               down
  *                                  last reference dropped  -->  deleted
  *
- *  1. An active export holds one reference of its own (user_owned), and
- *     each client holds one more (blk_exp_ref() when it connects,
- *     blk_exp_unref() when it is gone), so refcount > 1 means "in use".
+ *  1. An active export holds one reference of its own (user_owned).  A
+ *     driver holds more for as long as it needs the export: one per
+ *     client, or one from request_shutdown until its clients are gone.
  *  2. Removal (block-export-del, the end of the NBD server, shutdown)
  *     calls request_shutdown once and drops the export's own reference;
- *     the export stays listed, shutting-down, until its clients are gone.
+ *     the export stays listed, shutting-down, until the driver drops its
+ *     last one.
  *  3. When the last reference goes, the driver's delete runs, the export
  *     leaves the list, BLOCK_EXPORT_DELETED {"id"} is sent and the
  *     BlockBackend is released.
@@ -51,10 +52,17 @@ typedef struct BlockExportDriver {
     int (*create)(BlockExport *exp, JsonObject *opts, Error **errp);
     /*
      * Required.  Stops accepting clients and disconnects the ones
-     * connected, each of which drops its reference once it is gone (from
-     * the event loop, maybe later).  Called exactly once.
+     * connected; the references the driver holds for them (invariant 1)
+     * go once they are gone, from the event loop, maybe later.  Called
+     * exactly once.
      */
     void (*request_shutdown)(BlockExport *exp);
+    /*
+     * Optional.  The number of clients connected now, which a safe
+     * block-export-del refuses to disconnect.  NULL: every reference
+     * beyond the export's own is a client.
+     */
+    unsigned int (*client_count)(BlockExport *exp);
     /* Optional.  Frees the driver state; no reference is left. */
     void (*delete)(BlockExport *exp);
 } BlockExportDriver;
