@@ -149,7 +149,8 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     json_builder_begin_object(b);
     qapi_add_str(b, "file", bs->filename);
     qapi_add_str(b, "node-name", bdrv_get_node_name(bs));
-    qapi_add_bool(b, "ro", bdrv_is_read_only(bs));
+    /* a node found corrupt refuses writes: read-only to its users */
+    qapi_add_bool(b, "ro", bdrv_is_read_only(bs) || bs->corrupt);
     qapi_add_str(b, "drv", bdrv_get_format_name(bs));
     if (bs->backing_file[0]) {
         qapi_add_str(b, "backing_file", bs->backing_file);

@@ -8,7 +8,8 @@
  * Invariants:
  *  1. s->cur holds the bytes of the message being scanned, unless it
  *     broke a limit (s->overflow), in which case it holds nothing and the
- *     scan only follows the brackets to the message's end.
+ *     scan only follows the brackets to the message's end.  A raw control
+ *     character inside a string ends the message at once, as an error.
  *  2. s->depth counts the brackets open in the current message; a message
  *     ends when it drops back to 0, or at the end of a top-level scalar.
  *  3. Every queued item is a complete message (JsonStreamItem).
@@ -19,11 +20,14 @@ typedef enum JsonStreamOverflow {
     JSON_STREAM_OK,
     JSON_STREAM_TOO_LONG,
     JSON_STREAM_TOO_DEEP,
+    /* a raw control character in a string: the string was never closed */
+    JSON_STREAM_BAD_STRING,
 } JsonStreamOverflow;
 
 typedef struct JsonStreamItem {
     GString *text;              /* NULL when the message broke a limit */
     JsonStreamOverflow overflow;
+    unsigned char bad_char;     /* for JSON_STREAM_BAD_STRING */
 } JsonStreamItem;
 
 struct JsonStreamer {
@@ -108,6 +112,20 @@ static bool json_streamer_is_ws(char c)
 
 static void json_streamer_byte(JsonStreamer *s, char c)
 {
+    if (s->quote && (unsigned char)c < 0x20) {
+        /*
+         * JSON strings cannot hold raw control characters, so the quote
+         * was never closed: end the message here, and a client that sent
+         * an unterminated string is back in step at the next line.
+         */
+        JsonStreamItem *item = g_new0(JsonStreamItem, 1);
+
+        item->overflow = JSON_STREAM_BAD_STRING;
+        item->bad_char = c;
+        g_queue_push_tail(&s->items, item);
+        json_streamer_reset(s);
+        return;
+    }
     if (s->quote) {
         json_streamer_keep(s, c);
         if (s->escape) {
@@ -190,6 +208,10 @@ bool json_streamer_next(JsonStreamer *s, JsonNode **node, Error **errp)
         break;
     case JSON_STREAM_TOO_DEEP:
         error_setg(errp, "JSON nesting depth limit exceeded");
+        break;
+    case JSON_STREAM_BAD_STRING:
+        error_setg(errp, "JSON parse error, control character 0x%02x in "
+                   "string", item->bad_char);
         break;
     }
     json_stream_item_free(item);

@@ -49,7 +49,9 @@ JsonNode *json_parse_text(const char *text, size_t len, Error **errp);
  * end and then reported as one error, so that a hostile client costs
  * neither memory nor a flood of error replies.  A 0xFF byte (never valid
  * in UTF-8) discards a partial message, as QEMU's monitor does, so that a
- * client can get back in step after sending garbage.
+ * client can get back in step after sending garbage; so does a raw control
+ * character (a newline) inside a string, which means the string was never
+ * closed, and is reported as an error.
  */
 typedef struct JsonStreamer JsonStreamer;
 

@@ -201,6 +201,10 @@ static void test_streamer(void)
     check_stream("{\"a\":[1,2", "");
     /* 0xff drops what came before it */
     check_stream("{\"a\":\xff{\"b\":1}", "{\"b\": 1}");
+    /* a string still open at the end of the line ends the message */
+    check_stream("{\"a\":\"abc\n{\"b\":1}",
+                 "!JSON parse error, control character 0x0a in string|"
+                 "{\"b\": 1}");
 }
 
 static void test_streamer_limits(void)
