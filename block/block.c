@@ -1342,10 +1342,80 @@ fail:
     return NULL;
 }
 
+/*
+ * BDRV_O_SNAPSHOT: puts a temporary qcow2 overlay above @base, which takes
+ * every write, so that the image itself is only read.  The overlay file is
+ * unlinked as soon as it is open: nothing is left behind however the
+ * program ends.  Takes @base's reference; returns the overlay or NULL.
+ */
+static BlockDriverState *bdrv_append_temp_snapshot(BlockDriverState *base,
+                                                   int flags, Error **errp)
+{
+    BlockDriver *qcow2 = bdrv_find_format("qcow2");
+    const char *tmpdir = g_getenv("TMPDIR");
+    int64_t size = bdrv_getlength(base);
+    g_autofree char *path = NULL;
+    BlockDriverState *overlay = NULL;
+    QemuOpts *create;
+    QDict *opts;
+    int fd, ret;
+
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get image size");
+        goto out;
+    }
+    if (!qcow2) {
+        error_setg(errp, "Temporary snapshots need the qcow2 driver");
+        goto out;
+    }
+    path = g_strdup_printf("%s/vl.XXXXXX",
+                           tmpdir && tmpdir[0] ? tmpdir : "/var/tmp");
+    fd = mkstemp(path);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not get temporary filename");
+        goto out;
+    }
+    close(fd);
+    create = qemu_opts_create(qcow2->create_opts);
+    qemu_opt_set_number(create, "size", size, &error_abort);
+    ret = bdrv_create(qcow2, path, create, errp);
+    qemu_opts_del(create);
+    if (ret < 0) {
+        error_prepend(errp, "Could not create temporary overlay '%s': ",
+                      path);
+        unlink(path);
+        goto out;
+    }
+    opts = qdict_new();
+    qdict_put_str(opts, "driver", "qcow2");
+    qdict_put_str(opts, "file.driver", "file");
+    qdict_put_str(opts, "file.filename", path);
+    qdict_put_str(opts, "backing", bdrv_get_node_name(base));
+    overlay = bdrv_open_inherit(NULL, NULL, opts,
+                                (flags & ~BDRV_O_SNAPSHOT) | BDRV_O_RDWR,
+                                errp);
+    unlink(path);
+out:
+    /* the overlay's backing edge holds the image now, if it opened */
+    bdrv_unref(base);
+    return overlay;
+}
+
 BlockDriverState *bdrv_open(const char *filename, const char *reference,
                             QDict *options, int flags, Error **errp)
 {
-    return bdrv_open_inherit(filename, reference, options, flags, errp);
+    BlockDriverState *bs;
+
+    if (!(flags & BDRV_O_SNAPSHOT)) {
+        return bdrv_open_inherit(filename, reference, options, flags, errp);
+    }
+    /* the image is only read: the overlay takes the writes */
+    bs = bdrv_open_inherit(filename, reference, options,
+                           flags & ~(BDRV_O_SNAPSHOT | BDRV_O_RDWR), errp);
+    if (!bs) {
+        return NULL;
+    }
+    return bdrv_append_temp_snapshot(bs, flags, errp);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -50,24 +50,7 @@ static void img_query_specific(BlockDriverState *bs, ImgImageInfo *info)
     if (json->len) {
         info->format_specific = json_from_string(json->str, NULL);
     }
-    /*
-     * qemu-img renders the human lines from the "data" member, so that
-     * both outputs always agree; the driver's own lines serve a driver
-     * that has no JSON to give.
-     */
-    if (info->format_specific &&
-        JSON_NODE_HOLDS_OBJECT(info->format_specific)) {
-        JsonObject *obj = json_node_get_object(info->format_specific);
-
-        if (json_object_has_member(obj, "data")) {
-            g_string_truncate(human, 0);
-            img_json_append_human(human,
-                                  json_object_get_member(obj, "data"), 1);
-        }
-    }
-    if (human->len) {
-        info->format_specific_human = g_strdup(human->str);
-    }
+    info->format_specific_human = img_format_specific_human(bs);
 }
 
 static ImgImageInfo *img_query_image_info(BlockDriverState *bs, Error **errp)

@@ -15,6 +15,8 @@
 #include <getopt.h>
 #include <json-glib/json-glib.h>
 
+#include "json-output.h"
+
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
 
@@ -98,22 +100,6 @@ typedef struct ImgProgress {
 void img_progress_init(ImgProgress *p, bool enabled, double min_skip);
 void img_progress_print(ImgProgress *p, double delta, double max);
 void img_progress_end(ImgProgress *p);
-
-/*
- * JSON output as QEMU prints it: objects list their members in the
- * order of QEMU's QDict buckets (not insertion order), four-space
- * indentation, integers without quotes.  @node is any json-glib tree.
- */
-void img_json_print(JsonNode *node);
-/* The same into a GString, at indentation @level. */
-void img_json_append(GString *out, JsonNode *node, int level);
-/*
- * The human rendering QEMU derives from the same tree (qemu-img info's
- * "Format specific information"): one "key: value" line per member, keys
- * with '-' read as spaces, nested objects and "[i]:" list items indented
- * by four spaces per @level.
- */
-void img_json_append_human(GString *out, JsonNode *node, int level);
 
 /* Sub-commands. */
 int img_create(int argc, char **argv);

@@ -24,6 +24,8 @@
 #include "util/error.h"
 #include "util/iov.h"
 #include "util/qdict.h"
+#include "io-stats.h"
+#include "json-output.h"
 #include "qblock-io.h"
 
 /*
@@ -1093,6 +1095,7 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
 {
     BlockDriverState *bs = blk_bs(blk);
     BlockDriverInfo bdi = { 0 };
+    g_autofree char *specific = NULL;
     char s1[64], s2[64];
     int ret;
 
@@ -1110,16 +1113,9 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
     printf("cluster size: %s\n", s1);
     printf("vm state offset: %s\n", s2);
 
-    if (bs->drv && bs->drv->bdrv_get_specific_info) {
-        GString *json = g_string_new(NULL);
-        GString *human = g_string_new(NULL);
-
-        bs->drv->bdrv_get_specific_info(bs, json, human);
-        if (human->len) {
-            printf("Format specific information:\n%s", human->str);
-        }
-        g_string_free(json, true);
-        g_string_free(human, true);
+    specific = img_format_specific_human(bs);
+    if (specific) {
+        printf("Format specific information:\n%s", specific);
     }
     return 0;
 }
@@ -1546,57 +1542,9 @@ static int qio_wait_break_f(BlockBackend *blk, int argc, char **argv)
 /* ---- statistics ---- */
 
 /* One line per node, depth first; @path names the edges from the top. */
-static void qio_print_node_stats(BlockDriverState *bs, const char *path)
-{
-    const BdrvNodeStats *st = &bs->stats;
-
-    printf("node %s %s %s: reads=%" PRIu64 " writes=%" PRIu64
-           " zero_writes=%" PRIu64 " discards=%" PRIu64 " flushes=%" PRIu64
-           " bytes_read=%" PRIu64 " bytes_written=%" PRIu64 "\n",
-           path, bs->drv ? bs->drv->format_name : "-",
-           bs->node_name[0] ? bs->node_name : "-",
-           st->reads, st->writes, st->zero_writes, st->discards,
-           st->flushes, st->bytes_read, st->bytes_written);
-
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *child = l->data;
-        char *child_path = g_strdup_printf("%s.%s", path, child->name);
-
-        qio_print_node_stats(child->bs, child_path);
-        g_free(child_path);
-    }
-}
-
 static int qio_stats_f(BlockBackend *blk, int argc, char **argv)
 {
-    static const char *const type_names[BLOCK_MAX_IOTYPE] = {
-        [BLOCK_ACCT_READ] = "rd",
-        [BLOCK_ACCT_WRITE] = "wr",
-        [BLOCK_ACCT_FLUSH] = "flush",
-        [BLOCK_ACCT_UNMAP] = "unmap",
-    };
-    const BlockAcctStats *st = blk_get_stats(blk);
-
-    printf("backend:");
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        printf(" %s_bytes=%" PRIu64, type_names[t], st->nr_bytes[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        printf(" %s_operations=%" PRIu64, type_names[t], st->nr_ops[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        printf(" failed_%s_operations=%" PRIu64, type_names[t],
-               st->failed_ops[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        printf(" invalid_%s_operations=%" PRIu64, type_names[t],
-               st->invalid_ops[t]);
-    }
-    printf(" wr_highest_offset=%" PRIu64 "\n", st->wr_highest_offset);
-
-    if (blk_bs(blk)) {
-        qio_print_node_stats(blk_bs(blk), "root");
-    }
+    tool_print_io_stats(stdout, blk);
     return 0;
 }
 

@@ -76,17 +76,6 @@ int qio_open(const char *name, int flags, bool writethrough,
         error_report_err(local_err);
         return -EINVAL;
     }
-    /*
-     * -s promises that the image stays untouched: writes go to a temporary
-     * overlay with the image as its backing file.  A block layer that does
-     * not build one would write to the image itself, so refuse instead.
-     */
-    if ((flags & BDRV_O_SNAPSHOT) && !blk_bs(qio_blk)->backing) {
-        error_report("can't open%s%s: temporary snapshot overlays (-s) are"
-                     " not supported", name ? " device " : "", name ?: "");
-        qio_close();
-        return -ENOTSUP;
-    }
     blk_set_enable_write_cache(qio_blk, !writethrough);
     return 0;
 }

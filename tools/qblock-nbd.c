@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "config-host.h"
+#include "io-stats.h"
 #include "block/block_int.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
@@ -461,63 +462,6 @@ static BlockBackend *qnbd_open_above(BlockBackend *below, QDict *opts,
     return blk;
 }
 
-/*
- * -s: a temporary qcow2 overlay over the image, opened read-only, takes
- * the writes; it is unlinked as soon as it is open, so nothing is left
- * behind however the server ends.
- */
-static BlockBackend *qnbd_open_snapshot(BlockBackend *base, int flags,
-                                        Error **errp)
-{
-    BlockDriverState *bs = blk_bs(base);
-    BlockDriver *qcow2 = bdrv_find_format("qcow2");
-    const char *tmpdir = g_getenv("TMPDIR");
-    g_autofree char *path = NULL;
-    QemuOpts *create;
-    QDict *opts;
-    int64_t size = blk_getlength(base);
-    int fd, ret;
-
-    if (size < 0) {
-        error_setg_errno(errp, -size, "Could not get the size of the image");
-        blk_unref(base);
-        return NULL;
-    }
-    if (!qcow2) {
-        error_setg(errp, "temporary snapshots (-s) need the qcow2 driver");
-        blk_unref(base);
-        return NULL;
-    }
-    path = g_strdup_printf("%s/qblock-nbd-snapshot.XXXXXX",
-                           tmpdir && tmpdir[0] ? tmpdir : "/var/tmp");
-    fd = mkstemp(path);
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "Could not create the temporary "
-                         "overlay '%s'", path);
-        blk_unref(base);
-        return NULL;
-    }
-    close(fd);
-    create = qemu_opts_create(qcow2->create_opts);
-    qemu_opt_set_number(create, "size", size, &error_abort);
-    ret = bdrv_create(qcow2, path, create, errp);
-    qemu_opts_del(create);
-    if (ret < 0) {
-        error_prepend(errp, "Could not create the temporary overlay: ");
-        unlink(path);
-        blk_unref(base);
-        return NULL;
-    }
-
-    opts = qdict_new();
-    qdict_put_str(opts, "driver", "qcow2");
-    qdict_put_str(opts, "file.filename", path);
-    qdict_put_str(opts, "backing", bdrv_get_node_name(bs));
-    base = qnbd_open_above(base, opts, flags | BDRV_O_RDWR, errp);
-    unlink(path);
-    return base;
-}
-
 static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
 {
     int flags = o->flags | (o->readonly ? 0 : BDRV_O_RDWR);
@@ -539,22 +483,14 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
         qdict_put_str(opts, "detect-zeroes", o->detect_zeroes);
     }
     if (o->snapshot) {
-        /* the image itself is only read */
-        flags &= ~BDRV_O_RDWR;
+        /* a temporary overlay takes the writes; the image is only read */
+        flags |= BDRV_O_SNAPSHOT;
     }
     blk = qnbd_open_blk(o->image_opts ? NULL : o->filename, opts, flags,
                         errp);
     if (!blk) {
         error_prepend(errp, "Failed to blk_new_open '%s': ", o->filename);
         return NULL;
-    }
-    if (o->snapshot) {
-        blk = qnbd_open_snapshot(blk, o->flags | (o->readonly ? 0
-                                                              : BDRV_O_RDWR),
-                                 errp);
-        if (!blk) {
-            return NULL;
-        }
     }
     if (o->offset) {
         /* -o exposes the image from OFFSET on, through a raw node */
@@ -624,36 +560,10 @@ static int qnbd_write_pid_file(const char *path, Error **errp)
     return 0;
 }
 
-static void qnbd_print_node_stats(FILE *f, BlockDriverState *bs,
-                                  const char *path)
-{
-    const BdrvNodeStats *st = &bs->stats;
-
-    fprintf(f, "node %s %s %s: reads=%" PRIu64 " writes=%" PRIu64
-            " zero_writes=%" PRIu64 " discards=%" PRIu64 " flushes=%" PRIu64
-            " bytes_read=%" PRIu64 " bytes_written=%" PRIu64 "\n",
-            path, bs->drv ? bs->drv->format_name : "-",
-            bs->node_name[0] ? bs->node_name : "-",
-            st->reads, st->writes, st->zero_writes, st->discards,
-            st->flushes, st->bytes_read, st->bytes_written);
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *child = l->data;
-        g_autofree char *child_path = g_strdup_printf("%s.%s", path,
-                                                      child->name);
-
-        qnbd_print_node_stats(f, child->bs, child_path);
-    }
-}
-
 /* QBLOCK_NBD_STATS: qblock-io's "stats" lines, before the image closes. */
 static void qnbd_dump_stats(BlockBackend *blk)
 {
-    static const char *const names[BLOCK_MAX_IOTYPE] = {
-        [BLOCK_ACCT_READ] = "rd", [BLOCK_ACCT_WRITE] = "wr",
-        [BLOCK_ACCT_FLUSH] = "flush", [BLOCK_ACCT_UNMAP] = "unmap",
-    };
     const char *path = g_getenv("QBLOCK_NBD_STATS");
-    const BlockAcctStats *st = blk_get_stats(blk);
     FILE *f;
 
     if (!path || !path[0]) {
@@ -665,23 +575,7 @@ static void qnbd_dump_stats(BlockBackend *blk)
                      strerror(errno));
         return;
     }
-    fprintf(f, "backend:");
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        fprintf(f, " %s_bytes=%" PRIu64, names[t], st->nr_bytes[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        fprintf(f, " %s_operations=%" PRIu64, names[t], st->nr_ops[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        fprintf(f, " failed_%s_operations=%" PRIu64, names[t],
-                st->failed_ops[t]);
-    }
-    for (int t = BLOCK_ACCT_READ; t < BLOCK_MAX_IOTYPE; t++) {
-        fprintf(f, " invalid_%s_operations=%" PRIu64, names[t],
-                st->invalid_ops[t]);
-    }
-    fprintf(f, " wr_highest_offset=%" PRIu64 "\n", st->wr_highest_offset);
-    qnbd_print_node_stats(f, blk_bs(blk), "root");
+    tool_print_io_stats(f, blk);
     fclose(f);
 }
 
