@@ -157,7 +157,8 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     }
     qapi_add_int(b, "backing_file_depth", bdrv_backing_depth(bs));
     qapi_add_bool(b, "encrypted", false);
-    qapi_add_str(b, "detect_zeroes", bdrv_detect_zeroes_names[bs->detect_zeroes]);
+    qapi_add_str(b, "detect_zeroes",
+                 bdrv_detect_zeroes_names[bs->detect_zeroes]);
     for (size_t i = 0; i < ARRAY_SIZE(throttle); i++) {
         qapi_add_int(b, throttle[i], 0);
     }

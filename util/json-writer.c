@@ -54,7 +54,8 @@ static void json_write_string(GString *out, const char *str)
             } else {
                 c -= 0x10000;
                 g_string_append_printf(out, "\\u%04X\\u%04X",
-                                       0xd800 | (c >> 10), 0xdc00 | (c & 0x3ff));
+                                       0xd800 | (c >> 10),
+                                       0xdc00 | (c & 0x3ff));
             }
         }
     }

@@ -96,8 +96,9 @@ static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
         blk_unref(blk);
         return NULL;
     }
-    blk_set_enable_write_cache(blk, !json_object_get_boolean_member_with_default(
-                                        opts, "writethrough", false));
+    blk_set_enable_write_cache(
+        blk, !json_object_get_boolean_member_with_default(opts, "writethrough",
+                                                          false));
     return blk;
 }
 

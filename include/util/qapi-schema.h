@@ -3,11 +3,11 @@
  *
  * scripts/qapi-gen.py --qmp turns the command, event and type definitions
  * of the qapi/ schema files into the tables declared here (qapi-qmp.c,
- * generated at build time).  The monitor checks the arguments of every command against
- * them before the command runs, the storage daemon checks its keyval
- * options (--export, --nbd-server, --chardev, --monitor) against them,
- * and every event sent is checked against its declaration; so what
- * docs/qmp-reference.md says is what the code accepts.
+ * generated at build time).  The monitor checks the arguments of every
+ * command against them before the command runs, the storage daemon checks
+ * its keyval options (--export, --nbd-server, --chardev, --monitor)
+ * against them, and every event sent is checked against its declaration;
+ * so what docs/qmp-reference.md says is what the code accepts.
  *
  * A value that passed qapi_check_input() has exactly the members and JSON
  * types its schema type declares: handlers read it without checking again.

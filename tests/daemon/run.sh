@@ -15,7 +15,8 @@ if [ ! -x "$build/qblock-storage-daemon" ]; then
 fi
 for t in "$dir"/test-*.py; do
     out=$(cd "$dir" && timeout 600 python3 "$t" "$build" 2>&1)
-    line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -n 1)
+    line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out" |
+           tail -n 1)
     if [ -z "$line" ]; then
         echo "--- $(basename "$t") printed no summary ---"
         tail -n 30 <<<"$out"
