@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 # real QEMU tools are the compatibility oracle of tests/interop).
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
-TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd
+TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd strace
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-interop check-daemon bench demo run install clean

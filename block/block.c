@@ -1801,6 +1801,33 @@ int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
     return ret;
 }
 
+int bdrv_make_empty(BlockDriverState *bs, Error **errp)
+{
+    int ret;
+
+    if (!bs->drv) {
+        error_setg(errp, "Node is closed");
+        return -ENOMEDIUM;
+    }
+    if (!bs->drv->bdrv_make_empty) {
+        error_setg(errp, "%s does not support emptying nodes",
+                   bs->drv->format_name);
+        return -ENOTSUP;
+    }
+    if (!bdrv_is_writable(bs)) {
+        error_setg(errp, "Cannot empty the read-only image '%s'",
+                   bs->filename);
+        return -EACCES;
+    }
+    bdrv_drained_begin(bs);
+    ret = bs->drv->bdrv_make_empty(bs);
+    bdrv_drained_end(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to empty '%s'", bs->filename);
+    }
+    return ret;
+}
+
 BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
                                           const char *filename)
 {

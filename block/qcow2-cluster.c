@@ -36,12 +36,11 @@
 /*
  * Bytes of one L2 entry.  Extended L2 entries (subclusters) add a 64-bit
  * bitmap after the descriptor; every index computation below goes through
- * this, so that support only changes here and in the entry accessors.
+ * this and the entry accessors.
  */
 static inline size_t l2_entry_size(BDRVQcow2State *s)
 {
-    (void)s;
-    return sizeof(uint64_t);
+    return s->extended_l2 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
 }
 
 /* Entries per L2 cache entry (a power of two, at most s->l2_size). */
@@ -55,15 +54,33 @@ static inline int l2_slice_entries(BDRVQcow2State *s)
 static inline uint64_t l2_get_entry(BDRVQcow2State *s, const uint64_t *slice,
                                     int idx)
 {
-    (void)s;
-    return GUINT64_FROM_BE(slice[idx]);
+    return GUINT64_FROM_BE(slice[idx * (l2_entry_size(s) / 8)]);
 }
 
 static inline void l2_set_entry(BDRVQcow2State *s, uint64_t *slice, int idx,
                                 uint64_t entry)
 {
-    (void)s;
-    slice[idx] = GUINT64_TO_BE(entry);
+    slice[idx * (l2_entry_size(s) / 8)] = GUINT64_TO_BE(entry);
+}
+
+/* The subcluster bitmap of an entry; 0 without extended L2 entries. */
+static inline uint64_t l2_get_bitmap(BDRVQcow2State *s, const uint64_t *slice,
+                                     int idx)
+{
+    return s->extended_l2 ? GUINT64_FROM_BE(slice[idx * 2 + 1]) : 0;
+}
+
+static inline void l2_set_bitmap(BDRVQcow2State *s, uint64_t *slice, int idx,
+                                 uint64_t bitmap)
+{
+    assert(s->extended_l2);
+    slice[idx * 2 + 1] = GUINT64_TO_BE(bitmap);
+}
+
+/* The subcluster of @offset within its cluster (0 without subclusters). */
+static inline int offset_to_sc_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return offset_into_cluster(s, offset) >> s->subcluster_bits;
 }
 
 /* The guest bytes one L2 slice maps. */
@@ -98,10 +115,13 @@ static bool has_data_file(BlockDriverState *bs)
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
                                         uint64_t l2_entry)
 {
+    BDRVQcow2State *s = bs->opaque;
+
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
     }
-    if (l2_entry & QCOW_OFLAG_ZERO) {
+    /* with subclusters the bitmap says what reads as zeroes */
+    if ((l2_entry & QCOW_OFLAG_ZERO) && !s->extended_l2) {
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
@@ -120,13 +140,60 @@ QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
 
 static bool cluster_type_has_host(QCow2ClusterType type)
 {
-    return type == QCOW2_CLUSTER_NORMAL || type == QCOW2_CLUSTER_ZERO_ALLOC;
+    return type == QCOW2_CLUSTER_NORMAL || type == QCOW2_CLUSTER_ZERO_ALLOC ||
+           type == QCOW2_CLUSTER_UNALLOCATED_ALLOC;
 }
 
 /* True if freeing the entry's reference releases something. */
 static bool cluster_type_is_allocated(QCow2ClusterType type)
 {
     return cluster_type_has_host(type) || type == QCOW2_CLUSTER_COMPRESSED;
+}
+
+/*
+ * What subcluster @sc of the cluster that @entry and @bitmap describe
+ * reads from: its own data (NORMAL), zeroes (ZERO_ALLOC when the cluster
+ * has a host cluster, else ZERO_PLAIN), or the backing file (UNALLOCATED,
+ * UNALLOCATED_ALLOC in a cluster that has a host cluster).  Without
+ * subclusters this is the cluster's type.
+ */
+static QCow2ClusterType l2_subcluster_type(BlockDriverState *bs,
+                                           uint64_t entry, uint64_t bitmap,
+                                           int sc)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+
+    if (!s->extended_l2 || type == QCOW2_CLUSTER_COMPRESSED) {
+        return type;
+    }
+    if (bitmap & QCOW2_SC_ZERO(sc)) {
+        return type == QCOW2_CLUSTER_NORMAL ? QCOW2_CLUSTER_ZERO_ALLOC
+                                            : QCOW2_CLUSTER_ZERO_PLAIN;
+    }
+    if (type == QCOW2_CLUSTER_NORMAL) {
+        return (bitmap & QCOW2_SC_ALLOC(sc)) ? QCOW2_CLUSTER_NORMAL
+                                             : QCOW2_CLUSTER_UNALLOCATED_ALLOC;
+    }
+    return QCOW2_CLUSTER_UNALLOCATED;
+}
+
+/*
+ * A subcluster bitmap is invalid if a subcluster is both allocated and
+ * zero, or allocated in a cluster without a host cluster.
+ */
+static bool l2_bitmap_is_valid(BlockDriverState *bs, uint64_t entry,
+                               uint64_t bitmap)
+{
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+
+    if (type == QCOW2_CLUSTER_COMPRESSED) {
+        return true;
+    }
+    if ((bitmap >> 32) & bitmap) {
+        return false;
+    }
+    return type == QCOW2_CLUSTER_NORMAL || !(bitmap & QCOW2_SC_ALL_ALLOC);
 }
 
 /*
@@ -142,18 +209,30 @@ static bool l2_entry_is_valid(BDRVQcow2State *s, uint64_t entry,
            !offset_into_cluster(s, entry & L2E_OFFSET_MASK);
 }
 
-/* Reports an invalid L2 entry (qcow2.h: corruption -> -EIO). */
+/*
+ * Reports an invalid L2 entry (qcow2.h: corruption -> -EIO): an unaligned
+ * host offset, or (extended L2) a subcluster bitmap that contradicts it.
+ */
 static int l2_entry_corrupt(BlockDriverState *bs, uint64_t l2_offset,
                             int l2_index, uint64_t entry,
                             QCow2ClusterType type)
 {
-    assert(cluster_type_has_host(type));
-    qcow2_signal_corruption(bs, true, -1, -1,
-                            "Cluster allocation offset %#" PRIx64
-                            " unaligned (L2 offset: %#" PRIx64
-                            ", L2 index: %#x)",
-                            (uint64_t)(entry & L2E_OFFSET_MASK),
-                            l2_offset, l2_index);
+    BDRVQcow2State *s = bs->opaque;
+
+    if (cluster_type_has_host(type) &&
+        offset_into_cluster(s, entry & L2E_OFFSET_MASK)) {
+        qcow2_signal_corruption(bs, true, -1, -1,
+                                "Cluster allocation offset %#" PRIx64
+                                " unaligned (L2 offset: %#" PRIx64
+                                ", L2 index: %#x)",
+                                (uint64_t)(entry & L2E_OFFSET_MASK),
+                                l2_offset, l2_index);
+    } else {
+        qcow2_signal_corruption(bs, true, -1, -1,
+                                "Invalid cluster entry found (L2 offset: %#"
+                                PRIx64 ", L2 index: %#x)", l2_offset,
+                                l2_index);
+    }
     return -EIO;
 }
 
@@ -500,16 +579,15 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
     uint64_t bytes_needed = in_cluster + *bytes;
     uint64_t bytes_available;
     uint64_t *slice;
-    uint64_t entry, first_host;
+    uint64_t entry, bitmap, first_host, pos;
+    QCow2ClusterType cluster_type;
     int64_t l2_offset;
-    int nb_clusters, n;
     int ret;
 
     assert(*bytes > 0);
     bytes_available = (uint64_t)(l2_slice_entries(s) - slice_index)
                       << s->cluster_bits;
     bytes_needed = MIN(bytes_needed, bytes_available);
-    nb_clusters = size_to_clusters(s, bytes_needed);
     *host_offset = 0;
     *type = QCOW2_CLUSTER_UNALLOCATED;
 
@@ -530,42 +608,53 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
     }
 
     entry = l2_get_entry(s, slice, slice_index);
-    *type = qcow2_get_cluster_type(bs, entry);
-    if (!l2_entry_is_valid(s, entry, *type)) {
+    bitmap = l2_get_bitmap(s, slice, slice_index);
+    cluster_type = qcow2_get_cluster_type(bs, entry);
+    if (!l2_entry_is_valid(s, entry, cluster_type) ||
+        !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset,
-                                offset_to_l2_index(s, offset), entry, *type);
+                                offset_to_l2_index(s, offset), entry,
+                                cluster_type);
     }
+    *type = l2_subcluster_type(bs, entry, bitmap,
+                               offset_to_sc_index(s, offset));
 
     first_host = entry & L2E_OFFSET_MASK;
-    switch (*type) {
-    case QCOW2_CLUSTER_COMPRESSED:
+    if (*type == QCOW2_CLUSTER_COMPRESSED) {
         /* each compressed cluster is a run of its own */
         *host_offset = entry;
-        n = 1;
-        break;
-    case QCOW2_CLUSTER_NORMAL:
-    case QCOW2_CLUSTER_ZERO_ALLOC:
-        *host_offset = first_host + in_cluster;
-        /* fall through */
-    default:
-        for (n = 1; n < nb_clusters; n++) {
+        pos = s->cluster_size;
+    } else {
+        if (cluster_type_has_host(*type)) {
+            *host_offset = first_host + in_cluster;
+        }
+        /* the run goes on, subcluster by subcluster, while the type stays
+         * and host clusters follow each other */
+        pos = QEMU_ALIGN_DOWN(in_cluster, s->subcluster_size) +
+              s->subcluster_size;
+        while (pos < bytes_needed) {
+            int n = pos >> s->cluster_bits;
             uint64_t e = l2_get_entry(s, slice, slice_index + n);
-            QCow2ClusterType t = qcow2_get_cluster_type(bs, e);
+            uint64_t b = l2_get_bitmap(s, slice, slice_index + n);
+            QCow2ClusterType ct = qcow2_get_cluster_type(bs, e);
 
-            if (t != *type || !l2_entry_is_valid(s, e, t)) {
+            if (!l2_entry_is_valid(s, e, ct) ||
+                !l2_bitmap_is_valid(bs, e, b) ||
+                l2_subcluster_type(bs, e, b, offset_to_sc_index(s, pos)) !=
+                *type) {
                 break;
             }
-            if (cluster_type_has_host(t) &&
+            if (cluster_type_has_host(*type) &&
                 (e & L2E_OFFSET_MASK) !=
                 first_host + ((uint64_t)n << s->cluster_bits)) {
                 break;
             }
+            pos += s->subcluster_size;
         }
-        break;
     }
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
-    bytes_needed = MIN(bytes_needed, (uint64_t)n << s->cluster_bits);
+    bytes_needed = MIN(bytes_needed, pos);
 
 out:
     *bytes = bytes_needed - in_cluster;
@@ -612,38 +701,80 @@ static int coroutine_fn handle_dependencies(BlockDriverState *bs,
 }
 
 /* True if a write may go to the entry's host cluster in place. */
-static bool cluster_is_writable_in_place(BlockDriverState *bs, uint64_t e)
+/* How a write reaches a cluster. */
+typedef enum ClusterWriteKind {
+    WRITE_IN_PLACE,     /* the active image owns it, all written parts too */
+    WRITE_REUSE,        /* owned host cluster, metadata to update */
+    WRITE_NEW,          /* needs a new host cluster */
+} ClusterWriteKind;
+
+/*
+ * The kind of write to a cluster described by @e and @bitmap, of its
+ * subclusters [first_sc, end_sc).  A cluster the active image owns
+ * (OFLAG_COPIED) is written in place; with subclusters only if every
+ * written one is allocated, else its bitmap changes too; a preallocated
+ * zero cluster is reused.
+ */
+static ClusterWriteKind cluster_write_kind(BlockDriverState *bs, uint64_t e,
+                                           uint64_t bitmap, int first_sc,
+                                           int end_sc)
 {
-    return qcow2_get_cluster_type(bs, e) == QCOW2_CLUSTER_NORMAL &&
-           (e & QCOW_OFLAG_COPIED);
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, e);
+    uint64_t written = QCOW2_SC_ALLOC_RANGE(first_sc, end_sc);
+
+    if (!(e & QCOW_OFLAG_COPIED)) {
+        return WRITE_NEW;
+    }
+    if (type == QCOW2_CLUSTER_NORMAL) {
+        return !s->extended_l2 || (bitmap & written) == written ?
+               WRITE_IN_PLACE : WRITE_REUSE;
+    }
+    return type == QCOW2_CLUSTER_ZERO_ALLOC ? WRITE_REUSE : WRITE_NEW;
 }
 
-/* A preallocated zero cluster the active image owns: reused by writes. */
-static bool cluster_is_reusable_zero(BlockDriverState *bs, uint64_t e)
+/* The write of [in_cluster, end) from the start of a run of clusters. */
+typedef struct ClusterWrite {
+    uint64_t in_cluster;        /* of the first cluster */
+    uint64_t end;               /* from the start of the first cluster */
+} ClusterWrite;
+
+/* The subclusters [*first, *end) of cluster @n of the run that @w writes. */
+static void cluster_write_range(BDRVQcow2State *s, const ClusterWrite *w,
+                                int n, int *first, int *end)
 {
-    return qcow2_get_cluster_type(bs, e) == QCOW2_CLUSTER_ZERO_ALLOC &&
-           (e & QCOW_OFLAG_COPIED);
+    uint64_t start = (uint64_t)n << s->cluster_bits;
+    uint64_t from = MAX(w->in_cluster, start);
+    uint64_t to = MIN(w->end, start + s->cluster_size);
+
+    *first = (from - start) >> s->subcluster_bits;
+    *end = DIV_ROUND_UP(to - start, s->subcluster_size);
 }
 
 /*
- * Counts the entries from @idx on (at most @max) that form one run with
- * the first: host clusters contiguous from @first_host when @contiguous.
+ * Counts the clusters from slice index @idx on (at most @max) that a write
+ * reaches the same way as the first, @kind; host clusters contiguous
+ * unless they are new.
  */
 static int count_run(BlockDriverState *bs, uint64_t *slice, int idx, int max,
-                     bool (*same)(BlockDriverState *, uint64_t),
-                     bool contiguous, uint64_t first_host)
+                     const ClusterWrite *w, ClusterWriteKind kind,
+                     uint64_t first_host)
 {
     BDRVQcow2State *s = bs->opaque;
     int n;
 
     for (n = 0; n < max; n++) {
         uint64_t e = l2_get_entry(s, slice, idx + n);
+        uint64_t b = l2_get_bitmap(s, slice, idx + n);
+        int first, end;
 
-        if (!same(bs, e) ||
-            !l2_entry_is_valid(s, e, qcow2_get_cluster_type(bs, e))) {
+        cluster_write_range(s, w, n, &first, &end);
+        if (!l2_entry_is_valid(s, e, qcow2_get_cluster_type(bs, e)) ||
+            !l2_bitmap_is_valid(bs, e, b) ||
+            cluster_write_kind(bs, e, b, first, end) != kind) {
             break;
         }
-        if (contiguous &&
+        if (kind != WRITE_NEW &&
             (e & L2E_OFFSET_MASK) !=
             first_host + ((uint64_t)n << s->cluster_bits)) {
             break;
@@ -652,11 +783,52 @@ static int count_run(BlockDriverState *bs, uint64_t *slice, int idx, int max,
     return n;
 }
 
-/* Clusters that need a new host cluster before they can be written. */
-static bool cluster_needs_new_alloc(BlockDriverState *bs, uint64_t e)
+/*
+ * Where the copy-on-write around a write must start (relative to the
+ * first cluster): at the cluster's start without subclusters.  With them,
+ * a cluster that moves brings its allocated subclusters (from the first
+ * to the last, all of a compressed cluster); unallocated and zero ones
+ * outside that keep what they read through the bitmap; a written
+ * subcluster that holds data already in a reused cluster needs no copy;
+ * else the written subcluster is completed.  @end_side asks the same for
+ * the end of the write in the last cluster (@n), returning where the copy
+ * ends.
+ */
+static uint64_t cow_boundary(BlockDriverState *bs, uint64_t entry,
+                             uint64_t bitmap, ClusterWriteKind kind,
+                             uint64_t pos, bool end_side, int n)
 {
-    return !cluster_is_writable_in_place(bs, e) &&
-           !cluster_is_reusable_zero(bs, e);
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t cluster_start = (uint64_t)n << s->cluster_bits;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, entry);
+    int sc = ((end_side ? pos - 1 : pos) - cluster_start) >>
+             s->subcluster_bits;
+
+    if (!s->extended_l2) {
+        return end_side ? cluster_start + s->cluster_size : cluster_start;
+    }
+    if (kind == WRITE_NEW && type == QCOW2_CLUSTER_COMPRESSED) {
+        return end_side ? cluster_start + s->cluster_size : cluster_start;
+    }
+    if (kind == WRITE_NEW && cluster_type_has_host(type) &&
+        (bitmap & QCOW2_SC_ALL_ALLOC)) {
+        uint32_t alloc = bitmap & QCOW2_SC_ALL_ALLOC;
+
+        if (end_side) {
+            int last = 31 - __builtin_clz(alloc);
+
+            return cluster_start +
+                   ((uint64_t)MAX(last, sc) + 1) * s->subcluster_size;
+        }
+        return cluster_start +
+               ((uint64_t)MIN(__builtin_ctz(alloc), sc) <<
+                s->subcluster_bits);
+    }
+    if (kind == WRITE_REUSE && (bitmap & QCOW2_SC_ALLOC(sc))) {
+        return pos;
+    }
+    return end_side ? ROUND_UP(pos, s->subcluster_size)
+                    : QEMU_ALIGN_DOWN(pos, s->subcluster_size);
 }
 
 int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
@@ -667,10 +839,13 @@ int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t in_cluster = offset_into_cluster(s, offset);
-    uint64_t cur_bytes, slice_end, alloc_offset, entry;
+    uint64_t cur_bytes, slice_end, alloc_offset, entry, bitmap;
+    uint64_t last_entry, last_bitmap;
     uint64_t *slice;
     uint64_t l2_offset;
-    int slice_index, nb_clusters, n;
+    int slice_index, nb_clusters, n, first_sc, end_sc;
+    ClusterWriteKind kind;
+    ClusterWrite w;
     bool keep_old;
     QCowL2Meta *meta;
     int ret;
@@ -694,35 +869,41 @@ again:
     nb_clusters = size_to_clusters(s, in_cluster + cur_bytes);
 
     entry = l2_get_entry(s, slice, slice_index);
-    if (!l2_entry_is_valid(s, entry, qcow2_get_cluster_type(bs, entry))) {
+    bitmap = l2_get_bitmap(s, slice, slice_index);
+    if (!l2_entry_is_valid(s, entry, qcow2_get_cluster_type(bs, entry)) ||
+        !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
                                 entry, qcow2_get_cluster_type(bs, entry));
     }
+    w.in_cluster = in_cluster;
+    w.end = in_cluster + cur_bytes;
+    cluster_write_range(s, &w, 0, &first_sc, &end_sc);
+    kind = cluster_write_kind(bs, entry, bitmap, first_sc, end_sc);
+    n = count_run(bs, slice, slice_index, nb_clusters, &w, kind,
+                  entry & L2E_OFFSET_MASK);
+    assert(n > 0);
+    cur_bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
+    w.end = in_cluster + cur_bytes;
+    last_entry = l2_get_entry(s, slice, slice_index + n - 1);
+    last_bitmap = l2_get_bitmap(s, slice, slice_index + n - 1);
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
 
-    if (cluster_is_writable_in_place(bs, entry)) {
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_is_writable_in_place, true,
-                      entry & L2E_OFFSET_MASK);
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    if (kind == WRITE_IN_PLACE) {
         *host_offset = (entry & L2E_OFFSET_MASK) + in_cluster;
-        *bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
+        *bytes = cur_bytes;
         return 0;
     }
-
-    keep_old = cluster_is_reusable_zero(bs, entry);
+    keep_old = kind == WRITE_REUSE;
     if (keep_old) {
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_is_reusable_zero, true,
-                      entry & L2E_OFFSET_MASK);
         alloc_offset = entry & L2E_OFFSET_MASK;
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    } else if (has_data_file(bs)) {
+        /* an external data file holds each cluster at its guest offset
+         * (QEMU requires it) and has no refcounts */
+        alloc_offset = start_of_cluster(s, offset);
     } else {
         int64_t ret64;
 
-        n = count_run(bs, slice, slice_index, nb_clusters,
-                      cluster_needs_new_alloc, false, 0);
-        qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC);
         ret64 = qcow2_alloc_clusters(bs, (uint64_t)n << s->cluster_bits);
         if (ret64 < 0) {
@@ -730,19 +911,20 @@ again:
         }
         alloc_offset = ret64;
     }
-    assert(n > 0);
-    cur_bytes = MIN(cur_bytes, ((uint64_t)n << s->cluster_bits) - in_cluster);
 
     meta = g_new0(QCowL2Meta, 1);
     meta->offset = start_of_cluster(s, offset);
     meta->alloc_offset = alloc_offset;
     meta->nb_clusters = n;
     meta->keep_old_clusters = keep_old;
-    meta->cow_start_offset = 0;
-    meta->cow_start_bytes = in_cluster;
-    meta->cow_end_offset = in_cluster + cur_bytes;
-    meta->cow_end_bytes = ((uint64_t)n << s->cluster_bits) -
-                          meta->cow_end_offset;
+    meta->cow_start_offset = cow_boundary(bs, entry, bitmap, kind,
+                                          in_cluster, false, 0);
+    meta->cow_start_bytes = in_cluster - meta->cow_start_offset;
+    meta->cow_end_offset = w.end;
+    meta->cow_end_bytes = cow_boundary(bs, last_entry, last_bitmap, kind,
+                                       w.end, true, n - 1) - w.end;
+    meta->filled_start = meta->cow_start_offset;
+    meta->filled_end = meta->cow_end_offset + meta->cow_end_bytes;
     qemu_co_queue_init(&meta->dependent_requests);
     meta->in_flight = true;
     s->cluster_allocs = g_list_prepend(s->cluster_allocs, meta);
@@ -867,6 +1049,27 @@ static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
                                               uint64_t offset,
                                               uint64_t bytes);
 
+/*
+ * The subclusters of cluster @i of @m that the write and its copy-on-write
+ * filled are allocated now and no longer zero; the others keep their
+ * state.
+ */
+static void l2meta_update_bitmap(BDRVQcow2State *s, QCowL2Meta *m,
+                                 uint64_t *slice, int idx, int i)
+{
+    uint64_t start = (uint64_t)i << s->cluster_bits;
+    uint64_t from = MAX(m->filled_start, start);
+    uint64_t to = MIN(m->filled_end, start + s->cluster_size);
+    uint64_t bitmap = l2_get_bitmap(s, slice, idx);
+    int first = (from - start) >> s->subcluster_bits;
+    int end = DIV_ROUND_UP(to - start, s->subcluster_size);
+
+    assert(from < to);
+    bitmap |= QCOW2_SC_ALLOC_RANGE(first, end);
+    bitmap &= ~QCOW2_SC_ZERO_RANGE(first, end);
+    l2_set_bitmap(s, slice, idx, bitmap);
+}
+
 int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
                                              QCowL2Meta *m)
 {
@@ -911,6 +1114,9 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
 
         old_entries[i] = l2_get_entry(s, slice, slice_index + i);
         l2_set_entry(s, slice, slice_index + i, host | QCOW_OFLAG_COPIED);
+        if (s->extended_l2 && !m->prealloc) {
+            l2meta_update_bitmap(s, m, slice, slice_index + i, i);
+        }
     }
     qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
@@ -987,6 +1193,10 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
     }
     BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE_COMPRESSED);
     l2_set_entry(s, slice, slice_index, l2_entry);
+    if (s->extended_l2) {
+        /* a compressed cluster has no subclusters */
+        l2_set_bitmap(s, slice, slice_index, 0);
+    }
     qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
     /* not discarded: the new entry is still only in the cache */
@@ -1004,7 +1214,7 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
     if (!m->in_flight) {
         return;
     }
-    if (!m->keep_old_clusters) {
+    if (!m->keep_old_clusters && !has_data_file(bs)) {
         qcow2_free_clusters(bs, m->alloc_offset,
                             (uint64_t)m->nb_clusters << s->cluster_bits,
                             QCOW2_DISCARD_NEVER);
@@ -1040,34 +1250,60 @@ static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
     } while (waited);
 }
 
-/* What a discard leaves in an entry; see qcow2_cluster_discard(). */
-static uint64_t discarded_entry(BlockDriverState *bs, uint64_t old,
-                                bool full_discard)
+/*
+ * What a discard leaves in an entry and its bitmap (whole clusters); see
+ * qcow2_cluster_discard().
+ */
+static void discarded_entry(BlockDriverState *bs, uint64_t *entry,
+                            uint64_t *bitmap, bool full_discard)
 {
     BDRVQcow2State *s = bs->opaque;
-    QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, *entry);
 
     if (full_discard) {
-        return 0;
-    }
-    if (bs->backing || cluster_type_is_allocated(type)) {
+        *entry = 0;
+        *bitmap = 0;
+    } else if (bs->backing || cluster_type_is_allocated(type)) {
         /* v2 has no zero flag: the backing file shows through there */
-        return s->qcow_version >= 3 ? QCOW_OFLAG_ZERO : 0;
+        *entry = s->qcow_version >= 3 && !s->extended_l2 ? QCOW_OFLAG_ZERO
+                                                         : 0;
+        *bitmap = s->extended_l2 ? QCOW2_SC_ALL_ZERO : 0;
     }
-    /* unallocated or zero without a backing file reads zeroes already */
-    return old;
+    /* else unallocated or zero without a backing file reads zeroes already */
 }
 
-/* What zeroize leaves in an entry; see qcow2_subcluster_zeroize(). */
-static uint64_t zeroized_entry(BlockDriverState *bs, uint64_t old, int flags,
-                               bool *unmap)
+/*
+ * What zeroize leaves in an entry and its bitmap for subclusters
+ * [first, end) (the whole cluster without subclusters); see
+ * qcow2_subcluster_zeroize().  -ENOTSUP: part of a compressed cluster.
+ */
+static int zeroized_entry(BlockDriverState *bs, uint64_t *entry,
+                          uint64_t *bitmap, int first, int end, int flags,
+                          bool *unmap)
 {
-    QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
+    BDRVQcow2State *s = bs->opaque;
+    QCow2ClusterType type = qcow2_get_cluster_type(bs, *entry);
+    bool whole = !s->extended_l2 || (first == 0 && end == QCOW2_SUBCLUSTERS);
 
+    if (!whole) {
+        if (type == QCOW2_CLUSTER_COMPRESSED) {
+            return -ENOTSUP;
+        }
+        *unmap = false;
+        *bitmap |= QCOW2_SC_ZERO_RANGE(first, end);
+        *bitmap &= ~QCOW2_SC_ALLOC_RANGE(first, end);
+        return 0;
+    }
     /* a compressed descriptor cannot carry the zero flag */
     *unmap = type == QCOW2_CLUSTER_COMPRESSED ||
              ((flags & BDRV_REQ_MAY_UNMAP) && cluster_type_is_allocated(type));
-    return *unmap ? QCOW_OFLAG_ZERO : old | QCOW_OFLAG_ZERO;
+    if (s->extended_l2) {
+        *entry = *unmap ? 0 : *entry;
+        *bitmap = QCOW2_SC_ALL_ZERO;
+    } else {
+        *entry = *unmap ? QCOW_OFLAG_ZERO : *entry | QCOW_OFLAG_ZERO;
+    }
+    return 0;
 }
 
 enum {
@@ -1076,16 +1312,24 @@ enum {
 };
 
 /*
- * Rewrites the entries of @nb_clusters clusters from @offset, all within
- * one L2 slice, and frees what the replaced entries pointed to.
+ * Rewrites the entries of the clusters that [offset, offset + bytes)
+ * touches, all within one L2 slice (subclusters of the first and last
+ * cluster only, for zeroize with subclusters), and frees what the
+ * replaced entries pointed to.
  */
 static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
-                                         uint64_t offset, int nb_clusters,
+                                         uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
     int l1_index = offset_to_l1_index(s, offset);
+    int nb_clusters = size_to_clusters(s, offset_into_cluster(s, offset) +
+                                          bytes);
+    ClusterWrite w = {
+        .in_cluster = offset_into_cluster(s, offset),
+        .end = offset_into_cluster(s, offset) + bytes,
+    };
     uint64_t *slice;
     uint64_t l2_offset;
     int slice_index;
@@ -1098,12 +1342,23 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
      */
     if (l1_index >= s->l1_size ||
         !(s->l1_table[l1_index] & L1E_OFFSET_MASK)) {
-        bool no_table_unmap;
-        uint64_t new = op == L2_OP_DISCARD
-                       ? discarded_entry(bs, 0, full_discard)
-                       : zeroized_entry(bs, 0, flags, &no_table_unmap);
+        uint64_t new = 0, new_bitmap = 0;
 
-        if (new == 0) {
+        if (op == L2_OP_DISCARD) {
+            discarded_entry(bs, &new, &new_bitmap, full_discard);
+        } else {
+            bool no_table_unmap;
+            int first, end;
+
+            /* every entry is the same (0): the first cluster tells */
+            cluster_write_range(s, &w, 0, &first, &end);
+            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, flags,
+                                 &no_table_unmap);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        if (new == 0 && new_bitmap == 0) {
             return 0;
         }
     }
@@ -1114,28 +1369,39 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
     }
     for (int i = 0; i < nb_clusters; i++) {
         uint64_t old = l2_get_entry(s, slice, slice_index + i);
+        uint64_t old_bitmap = l2_get_bitmap(s, slice, slice_index + i);
         QCow2ClusterType type = qcow2_get_cluster_type(bs, old);
-        uint64_t new;
-        bool unmap;
+        uint64_t new = old, new_bitmap = old_bitmap;
+        bool unmap = true;
+        int first, end;
 
-        if (!l2_entry_is_valid(s, old, type)) {
+        if (!l2_entry_is_valid(s, old, type) ||
+            !l2_bitmap_is_valid(bs, old, old_bitmap)) {
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
             return l2_entry_corrupt(bs, l2_offset,
                                     offset_to_l2_index(s, offset) + i, old,
                                     type);
         }
         if (op == L2_OP_DISCARD) {
-            new = discarded_entry(bs, old, full_discard);
-            unmap = true;
+            discarded_entry(bs, &new, &new_bitmap, full_discard);
         } else {
-            new = zeroized_entry(bs, old, flags, &unmap);
+            cluster_write_range(s, &w, i, &first, &end);
+            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, flags,
+                                 &unmap);
+            if (ret < 0) {
+                qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+                return ret;
+            }
         }
-        if (new == old) {
+        if (new == old && new_bitmap == old_bitmap) {
             continue;
         }
         l2_set_entry(s, slice, slice_index + i, new);
+        if (s->extended_l2) {
+            l2_set_bitmap(s, slice, slice_index + i, new_bitmap);
+        }
         qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
-        if (unmap && cluster_type_is_allocated(type)) {
+        if (unmap && new != old && cluster_type_is_allocated(type)) {
             qcow2_free_any_cluster(bs, old, 1, QCOW2_DISCARD_REQUEST);
         }
     }
@@ -1143,28 +1409,28 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
     return 0;
 }
 
-/* Applies rewrite_l2_slice() to the clusters of [offset, offset + bytes). */
+/* Applies rewrite_l2_slice() to [offset, offset + bytes), slice by slice;
+ * the range is whole clusters (or subclusters, for zeroize with them). */
 static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
                                          int flags)
 {
     BDRVQcow2State *s = bs->opaque;
-    uint64_t nb_clusters = size_to_clusters(s, bytes);
     int ret;
 
-    assert(!offset_into_cluster(s, offset));
+    assert(!(offset & (s->subcluster_size - 1)));
     wait_for_allocations(bs, offset, bytes);
-    while (nb_clusters > 0) {
-        int n = MIN(nb_clusters, (uint64_t)(l2_slice_entries(s) -
-                                 offset_to_l2_slice_index(s, offset)));
+    while (bytes > 0) {
+        uint64_t slice_end = ROUND_UP(offset + 1, l2_slice_bytes_mapped(s));
+        uint64_t n = MIN(bytes, slice_end - offset);
 
         ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags);
         if (ret < 0) {
             return ret;
         }
-        offset += (uint64_t)n << s->cluster_bits;
-        nb_clusters -= n;
+        offset += n;
+        bytes -= n;
     }
     return 0;
 }
@@ -1215,6 +1481,7 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
             return ret;
         }
         if (m) {
+            m->prealloc = true;
             ret = qcow2_alloc_cluster_link_l2(bs, m);
             g_free(m);
             if (ret < 0) {

@@ -446,28 +446,26 @@ static int ol_for_each_snapshot_l1(BlockDriverState *bs,
     return 0;
 }
 
-/* A snapshot's L1 table must be a table qcow2 could have written. */
-static int ol_check_snapshot_l1(BDRVQcow2State *s, uint64_t l1_offset,
-                                uint32_t l1_size)
+/*
+ * A snapshot's L1 table larger than any qcow2 writes is not indexed: it is
+ * not a structure qcow2 could have made, and using the snapshot fails
+ * anyway (the snapshot code refuses it), while indexing it could cost
+ * gigabytes.  An unaligned one is indexed over the clusters it spans.
+ */
+static bool ol_snapshot_l1_is_sane(uint32_t l1_size)
 {
-    if ((uint64_t)l1_size * sizeof(uint64_t) > QCOW_MAX_L1_SIZE ||
-        offset_into_cluster(s, l1_offset)) {
-        return -EINVAL;
-    }
-    return 0;
+    return (uint64_t)l1_size * sizeof(uint64_t) <= QCOW_MAX_L1_SIZE;
 }
 
 static int ol_add_inactive_l1(BlockDriverState *bs, uint64_t l1_offset,
                               uint32_t l1_size)
 {
     BDRVQcow2State *s = bs->opaque;
-    int ret = ol_check_snapshot_l1(s, l1_offset, l1_size);
 
-    if (ret < 0) {
-        return ret;
+    if (ol_snapshot_l1_is_sane(l1_size)) {
+        ol_index_range(s, OL_SET_INACTIVE_L1, l1_offset,
+                       (uint64_t)l1_size * sizeof(uint64_t), true);
     }
-    ol_index_range(s, OL_SET_INACTIVE_L1, l1_offset,
-                   (uint64_t)l1_size * sizeof(uint64_t), true);
     return 0;
 }
 
@@ -476,10 +474,10 @@ static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
 {
     BDRVQcow2State *s = bs->opaque;
     g_autofree uint64_t *l1 = NULL;
-    int ret = ol_check_snapshot_l1(s, l1_offset, l1_size);
+    int ret;
 
-    if (ret < 0 || !l1_size) {
-        return ret;
+    if (!l1_size || !ol_snapshot_l1_is_sane(l1_size)) {
+        return 0;
     }
     l1 = g_try_new(uint64_t, l1_size);
     if (!l1) {
@@ -487,7 +485,8 @@ static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
     }
     ret = bdrv_pread(bs->file, l1_offset, l1_size * sizeof(uint64_t), l1, 0);
     if (ret < 0) {
-        return ret;
+        /* a table that cannot be read names no L2 table we could know */
+        return 0;
     }
     for (uint32_t i = 0; i < l1_size; i++) {
         uint64_t l2 = GUINT64_FROM_BE(l1[i]) & L1E_OFFSET_MASK;
@@ -544,12 +543,9 @@ int qcow2_overlap_init(BlockDriverState *bs, Error **errp)
     s->overlap_index = ol_index_new(OL_INDEX_MIN_BITS);
     qcow2_overlap_rebuild_active(s);
     ret = qcow2_overlap_snapshots_changed(bs);
-    if (ret == -EINVAL) {
-        error_setg(errp, "qcow2: a snapshot's L1 table is invalid (too "
-                   "large or unaligned)");
-    } else if (ret < 0) {
-        error_setg_errno(errp, -ret, "Could not read the snapshots' L1 "
-                         "tables");
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not index the snapshots' "
+                         "metadata");
     }
     return ret;
 }

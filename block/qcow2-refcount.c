@@ -995,17 +995,24 @@ static int qcow2_check_inc_refs(BlockDriverState *bs, BdrvCheckResult *res,
 }
 
 static QCow2ClusterType qcow2_check_entry_type(BDRVQcow2State *s,
-                                               uint64_t l2_entry)
+                                               uint64_t l2_entry,
+                                               bool ext_data)
 {
     if (l2_entry & QCOW_OFLAG_COMPRESSED) {
         return QCOW2_CLUSTER_COMPRESSED;
     }
-    if ((l2_entry & QCOW_OFLAG_ZERO) && s->qcow_version >= 3) {
+    /* with subclusters the bitmap, not the flag, says what is zero */
+    if ((l2_entry & QCOW_OFLAG_ZERO) && s->qcow_version >= 3 &&
+        !s->extended_l2) {
         return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_ZERO_ALLOC
                                             : QCOW2_CLUSTER_ZERO_PLAIN;
     }
-    return (l2_entry & L2E_OFFSET_MASK) ? QCOW2_CLUSTER_NORMAL
-                                        : QCOW2_CLUSTER_UNALLOCATED;
+    /* in an external data file, offset 0 is the first guest cluster */
+    if (!(l2_entry & L2E_OFFSET_MASK) &&
+        !(ext_data && (l2_entry & QCOW_OFLAG_COPIED))) {
+        return QCOW2_CLUSTER_UNALLOCATED;
+    }
+    return QCOW2_CLUSTER_NORMAL;
 }
 
 /* Writes L2 entry @index of the table at @l2_offset through the cache. */
@@ -1015,7 +1022,7 @@ static int qcow2_check_set_l2_entry(BlockDriverState *bs, uint64_t l2_offset,
     BDRVQcow2State *s = bs->opaque;
     uint64_t slice = s->l2_cache_entry_size ? s->l2_cache_entry_size
                                             : s->cluster_size;
-    uint64_t byte = (uint64_t)index * 8;
+    uint64_t byte = (uint64_t)index * (s->extended_l2 ? 16 : 8);
     uint64_t *table;
     int ret;
 
@@ -1054,9 +1061,9 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
     }
 
     for (i = 0; i < s->l2_size; i++) {
-        uint64_t entry = GUINT64_FROM_BE(l2[i]);
+        uint64_t entry = GUINT64_FROM_BE(l2[i * (s->extended_l2 ? 2 : 1)]);
         uint64_t offset = entry & L2E_OFFSET_MASK;
-        QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+        QCow2ClusterType type = qcow2_check_entry_type(s, entry, ext_data);
 
         switch (type) {
         case QCOW2_CLUSTER_COMPRESSED: {
@@ -1137,6 +1144,7 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
             break;
         case QCOW2_CLUSTER_ZERO_PLAIN:
         case QCOW2_CLUSTER_UNALLOCATED:
+        case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
             break;
         }
     }
@@ -1675,8 +1683,10 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
             return ret;
         }
         for (j = 0; j < s->l2_size; j++) {
-            uint64_t entry = GUINT64_FROM_BE(l2[j]);
-            QCow2ClusterType type = qcow2_check_entry_type(s, entry);
+            uint64_t entry = GUINT64_FROM_BE(l2[j * (s->extended_l2 ? 2 :
+                                                       1)]);
+            QCow2ClusterType type = qcow2_check_entry_type(s, entry,
+                                                           ext_data);
 
             if (type != QCOW2_CLUSTER_NORMAL &&
                 type != QCOW2_CLUSTER_ZERO_ALLOC) {

@@ -61,6 +61,12 @@ typedef struct QEMU_PACKED QCowSnapshotExtraData {
 } QCowSnapshotExtraData;
 _Static_assert(sizeof(QCowSnapshotExtraData) == 24, "snapshot extra data");
 
+/* An entry whose extra data was cut to QCOW_MAX_SNAPSHOT_EXTRA_DATA. */
+typedef struct Qcow2DroppedExtra {
+    int index;
+    uint32_t size;
+} Qcow2DroppedExtra;
+
 /* ---------------------------------------------------------------------- */
 /* The table */
 
@@ -74,6 +80,10 @@ void qcow2_free_snapshots(BlockDriverState *bs)
         g_free(s->snapshots[i].unknown_extra_data);
     }
     g_clear_pointer(&s->snapshots, g_free);
+    if (s->snapshot_extra_dropped) {
+        g_array_free(s->snapshot_extra_dropped, true);
+        s->snapshot_extra_dropped = NULL;
+    }
 }
 
 /* Reads @len bytes at *offset into @buf and moves *offset past them. */
@@ -142,6 +152,8 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
         uint32_t keep = extra_size;
 
         if (extra_size > QCOW_MAX_SNAPSHOT_EXTRA_DATA) {
+            Qcow2DroppedExtra d = { .index = index, .size = extra_size };
+
             if (!repair) {
                 error_setg(errp, "Too much extra metadata in snapshot table "
                            "entry %i", index);
@@ -149,9 +161,11 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
                                   "metadata with qemu-img check -r all\n");
                 return -EFBIG;
             }
-            fprintf(stderr, "Discarding too much extra metadata in snapshot "
-                    "table entry %i (%" PRIu32 " > %u)\n", index, extra_size,
-                    QCOW_MAX_SNAPSHOT_EXTRA_DATA);
+            if (!s->snapshot_extra_dropped) {
+                s->snapshot_extra_dropped =
+                    g_array_new(false, false, sizeof(Qcow2DroppedExtra));
+            }
+            g_array_append_val(s->snapshot_extra_dropped, d);
             keep = QCOW_MAX_SNAPSHOT_EXTRA_DATA;
         }
         sn->unknown_extra_data_size = keep - sizeof(extra);
@@ -214,6 +228,46 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
 fail:
     qcow2_free_snapshots(bs);
     return ret;
+}
+
+int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
+                                            BdrvCheckResult *res,
+                                            BdrvCheckMode fix)
+{
+    BDRVQcow2State *s = bs->opaque;
+    GArray *dropped = s->snapshot_extra_dropped;
+    int ret;
+
+    if (!dropped || !dropped->len) {
+        return 0;
+    }
+    if (!(fix & BDRV_FIX_ERRORS)) {
+        Qcow2DroppedExtra *d = &g_array_index(dropped, Qcow2DroppedExtra, 0);
+
+        error_report("ERROR failed to read the snapshot table: Too much "
+                     "extra metadata in snapshot table entry %i", d->index);
+        fprintf(stderr, "You can force-remove this extra metadata with "
+                "qemu-img check -r all\n");
+        res->check_errors++;
+        return -EFBIG;
+    }
+    for (guint i = 0; i < dropped->len; i++) {
+        Qcow2DroppedExtra *d = &g_array_index(dropped, Qcow2DroppedExtra, i);
+
+        fprintf(stderr, "Discarding too much extra metadata in snapshot "
+                "table entry %i (%" PRIu32 " > %u)\n", d->index, d->size,
+                QCOW_MAX_SNAPSHOT_EXTRA_DATA);
+    }
+    ret = qcow2_write_snapshots(bs);
+    if (ret < 0) {
+        fprintf(stderr, "ERROR failed to update the snapshot table: %s\n",
+                strerror(-ret));
+        res->check_errors++;
+        return ret;
+    }
+    res->corruptions_fixed += dropped->len;
+    g_array_set_size(dropped, 0);
+    return 0;
 }
 
 /* Bytes the entry of @sn takes in the table, padding included. */

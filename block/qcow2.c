@@ -655,7 +655,8 @@ static int qcow2_read_cache_sizes(BlockDriverState *bs, QemuOpts *opts,
     bool entry_set = qemu_opt_has(opts, QCOW2_OPT_L2_CACHE_ENTRY_SIZE);
     uint64_t combined = qemu_opt_get_size(opts, QCOW2_OPT_CACHE_SIZE, 0);
     uint64_t max_l2_cache = ROUND_UP(size_to_clusters(s, s->virtual_size) *
-                                     sizeof(uint64_t), s->cluster_size);
+                                     (s->extended_l2 ? 16 : 8),
+                                     s->cluster_size);
     uint64_t min_refcount_cache = (uint64_t)QCOW2_DEFAULT_REFCOUNT_CACHE_TABLES
                                   * s->cluster_size;
     uint64_t l2_max_setting;
@@ -987,10 +988,12 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
                                  ~(uint64_t)QCOW2_INCOMPAT_MASK, errp);
         return -ENOTSUP;
     }
-    if (s->incompatible_features & QCOW2_INCOMPAT_EXTL2) {
-        error_setg(errp, "Images with extended L2 entries (subclusters) are "
-                   "not supported yet");
-        return -ENOTSUP;
+    s->extended_l2 = s->incompatible_features & QCOW2_INCOMPAT_EXTL2;
+    if (s->extended_l2 && s->cluster_bits < QCOW2_MIN_EXTL2_CLUSTER_BITS) {
+        error_setg(errp, "Extended L2 entries are only supported with "
+                   "cluster sizes of at least %d bytes",
+                   1 << QCOW2_MIN_EXTL2_CLUSTER_BITS);
+        return -EINVAL;
     }
     if ((s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) &&
         (flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
@@ -1021,8 +1024,12 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
         return -ENOTSUP;
     }
 
-    s->l2_bits = s->cluster_bits - 3;
+    /* an L2 table is one cluster of 8-byte (16 with the bitmap) entries */
+    s->l2_bits = s->cluster_bits - (s->extended_l2 ? 4 : 3);
     s->l2_size = 1 << s->l2_bits;
+    s->subcluster_bits = s->cluster_bits -
+                         (s->extended_l2 ? ctz64(QCOW2_SUBCLUSTERS) : 0);
+    s->subcluster_size = 1 << s->subcluster_bits;
     s->csize_shift = 62 - (s->cluster_bits - 8);
     s->csize_mask = (1 << (s->cluster_bits - 8)) - 1;
     s->cluster_offset_mask = (1ULL << s->csize_shift) - 1;
@@ -1646,6 +1653,7 @@ static int coroutine_fn qcow2_read_task(Qcow2Task *t)
 
     switch (t->type) {
     case QCOW2_CLUSTER_UNALLOCATED:
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
         if (bs->backing) {
             return qcow2_co_read_backing(bs, t->offset, t->bytes, t->qiov,
                                          t->qiov_offset);
@@ -2127,7 +2135,8 @@ static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
         }
         if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
             type != QCOW2_CLUSTER_ZERO_ALLOC &&
-            (type != QCOW2_CLUSTER_UNALLOCATED || bs->backing)) {
+            ((type != QCOW2_CLUSTER_UNALLOCATED &&
+              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
             return false;
         }
         offset += cur;
@@ -2141,10 +2150,12 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
                                                BdrvRequestFlags flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    /* with subclusters, each of them can read as zeroes on its own */
+    int64_t unit = s->subcluster_size;
     int64_t end = offset + bytes;
-    int64_t start = start_of_cluster(s, offset);
-    int64_t aligned_end = MIN(ROUND_UP(end, s->cluster_size),
-                              ROUND_UP(s->virtual_size, s->cluster_size));
+    int64_t start = QEMU_ALIGN_DOWN(offset, unit);
+    int64_t aligned_end = MIN(ROUND_UP(end, unit),
+                              ROUND_UP(s->virtual_size, unit));
     int ret;
 
     if (bs->corrupt) {
@@ -2152,9 +2163,9 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
     }
     qemu_co_mutex_lock(&s->lock);
     /*
-     * Zero clusters are whole clusters: a partial one can only become a
-     * zero cluster if the rest of it reads as zero already (the end of the
-     * disk counts as zero).
+     * Zero clusters (subclusters) are whole: a partial one can only become
+     * zero if the rest of it reads as zero already (the end of the disk
+     * counts as zero).
      */
     if ((start < offset && !qcow2_range_is_zero(bs, start, offset - start)) ||
         (end < aligned_end && end < s->virtual_size &&
@@ -2165,6 +2176,10 @@ static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
     }
     ret = qcow2_subcluster_zeroize(bs, start, aligned_end - start, flags);
     qemu_co_mutex_unlock(&s->lock);
+    /* a raw data file must read as the disk does */
+    if (ret == 0 && qcow2_data_file_is_raw(s)) {
+        ret = bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+    }
     return ret;
 }
 
@@ -2273,6 +2288,11 @@ static int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
         return BDRV_BLOCK_ZERO;
     case QCOW2_CLUSTER_COMPRESSED:
         return BDRV_BLOCK_DATA;
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
+        /* where the data would go, but it is the backing file's still */
+        *map = host_offset;
+        *file = s->data_file->bs;
+        return BDRV_BLOCK_OFFSET_VALID;
     case QCOW2_CLUSTER_UNALLOCATED:
         /* the generic layer asks the backing file, or reports zeroes */
         return 0;
@@ -2488,8 +2508,9 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
         goto out;
     }
     if (qcow2_data_file_is_raw(s)) {
-        ret = bdrv_co_truncate(s->data_file, offset, exact, prealloc, 0,
-                               errp);
+        ret = bdrv_co_truncate(s->data_file, offset, exact,
+                               prealloc == PREALLOC_MODE_METADATA ?
+                               PREALLOC_MODE_OFF : prealloc, 0, errp);
         if (ret < 0) {
             goto out;
         }
@@ -2554,6 +2575,7 @@ typedef struct Qcow2CreateOpts {
     bool lazy_refcounts;
     uint64_t refcount_bits;
     Qcow2CompressionType compression_type;
+    bool extended_l2;
 } Qcow2CreateOpts;
 
 /* The "v3 or greater" requirements, in QEMU's words. */
@@ -2644,14 +2666,18 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
         error_setg(errp, "Encrypted qcow2 images are not supported yet");
         return -ENOTSUP;
     }
-    if (qemu_opt_get_bool(opts, "extended_l2", false)) {
+    c->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
+    if (c->extended_l2) {
         ret = qcow2_create_need_v3(c, true, "Extended L2 entries are", errp);
-        if (ret == 0) {
-            error_setg(errp, "Extended L2 entries (subclusters) are not "
-                       "supported yet");
-            ret = -ENOTSUP;
+        if (ret < 0) {
+            return ret;
         }
-        return ret;
+        if (c->cluster_size < (1 << QCOW2_MIN_EXTL2_CLUSTER_BITS)) {
+            error_setg(errp, "Extended L2 entries are only supported with "
+                       "cluster sizes of at least %d bytes",
+                       1 << QCOW2_MIN_EXTL2_CLUSTER_BITS);
+            return -EINVAL;
+        }
     }
     ret = qcow2_create_need_v3(c, c->lazy_refcounts, "Lazy refcounts", errp);
     if (ret < 0) {
@@ -2684,7 +2710,10 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                    "the same time");
         return -EINVAL;
     }
-    if (c->backing_file && c->prealloc != PREALLOC_MODE_OFF) {
+    /* preallocated clusters hide the backing file unless their
+     * subclusters can stay unallocated */
+    if (c->backing_file && c->prealloc != PREALLOC_MODE_OFF &&
+        !c->extended_l2) {
         error_setg(errp, "Backing file and preallocation can only be used "
                    "at the same time if extended_l2 is on");
         return -EINVAL;
@@ -2804,7 +2833,11 @@ static void qcow2_create_state(BDRVQcow2State *t, const Qcow2CreateOpts *c)
     t->qcow_version = c->version;
     t->cluster_bits = ctz64(c->cluster_size);
     t->cluster_size = c->cluster_size;
-    t->l2_bits = t->cluster_bits - 3;
+    t->l2_bits = t->cluster_bits - (c->extended_l2 ? 4 : 3);
+    if (c->extended_l2) {
+        t->extended_l2 = true;
+        t->incompatible_features |= QCOW2_INCOMPAT_EXTL2;
+    }
     t->refcount_order = ctz64(c->refcount_bits);
     t->refcount_table_offset = c->cluster_size;
     t->refcount_table_size = c->cluster_size / sizeof(uint64_t);
@@ -2872,12 +2905,19 @@ static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
         return -EFBIG;
     }
 
+    /* a raw data file is the disk: every cluster maps to its own offset
+     * from the start (QEMU preallocates the metadata for it too) */
+    if (c.data_file_raw && c.prealloc == PREALLOC_MODE_OFF) {
+        c.prealloc = PREALLOC_MODE_METADATA;
+    }
     if (c.data_file) {
         blk = qcow2_create_file(drv, c.data_file, opts, errp);
         if (!blk) {
             return -EIO;
         }
-        ret = blk_truncate(blk, c.size, false, c.data_file_raw ?
+        ret = blk_truncate(blk, c.size, false,
+                           c.data_file_raw &&
+                           c.prealloc != PREALLOC_MODE_METADATA ?
                            c.prealloc : PREALLOC_MODE_OFF, 0, errp);
         blk_unref(blk);
         if (ret < 0) {
@@ -3123,7 +3163,10 @@ static int coroutine_fn qcow2_co_check(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_check_refcounts(bs, result, fix);
+    ret = qcow2_check_snapshot_table(bs, result, fix);
+    if (ret == 0) {
+        ret = qcow2_check_refcounts(bs, result, fix);
+    }
     if (ret == 0 && fix && !result->check_errors && !result->corruptions) {
         /* the refcounts are right now: neither bit applies any more */
         ret = qcow2_mark_clean(bs);
@@ -3141,7 +3184,7 @@ static void qcow2_refresh_limits(BlockDriverState *bs, Error **errp)
 
     /* byte-granular: copy-on-write fills the rest of a cluster */
     bs->bl.request_alignment = 1;
-    bs->bl.pwrite_zeroes_alignment = s->cluster_size;
+    bs->bl.pwrite_zeroes_alignment = s->subcluster_size;
     bs->bl.pdiscard_alignment = s->cluster_size;
     bs->bl.opt_transfer = MAX(bs->bl.opt_transfer, s->cluster_size);
 }
@@ -3174,6 +3217,7 @@ static BlockDriver bdrv_qcow2 = {
     .bdrv_get_specific_info         = qcow2_get_specific_info,
     .bdrv_co_check                  = qcow2_co_check,
     .bdrv_change_backing_file       = qcow2_change_backing_file,
+    .bdrv_make_empty                = qcow2_make_empty,
     .bdrv_measure                   = qcow2_measure,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,

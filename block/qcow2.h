@@ -15,6 +15,7 @@
  *                     goto, delete, list, load_tmp), the VM state offset
  *   qcow2-measure.c   qemu-img measure
  *   qcow2-amend.c     qemu-img amend: up/downgrade, refcount width, ...
+ *   qcow2-make-empty.c  emptying an image after qemu-img commit
  *
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
@@ -74,6 +75,21 @@
 #define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
+
+/* Subclusters per cluster with extended L2 entries, and the least
+ * cluster size that keeps them at 512 bytes or more. */
+#define QCOW2_SUBCLUSTERS   32
+#define QCOW2_MIN_EXTL2_CLUSTER_BITS 14
+/* The subcluster bitmap of an extended L2 entry. */
+#define QCOW2_SC_ALLOC(n)       (1ULL << (n))
+#define QCOW2_SC_ZERO(n)        (1ULL << (32 + (n)))
+/* Bits of subclusters [first, end). */
+#define QCOW2_SC_ALLOC_RANGE(first, end) \
+    (((1ULL << (end)) - 1) & ~((1ULL << (first)) - 1))
+#define QCOW2_SC_ZERO_RANGE(first, end) \
+    (QCOW2_SC_ALLOC_RANGE(first, end) << 32)
+#define QCOW2_SC_ALL_ALLOC  0x00000000ffffffffULL
+#define QCOW2_SC_ALL_ZERO   0xffffffff00000000ULL
 
 /* L1/L2 entry bits. */
 #define QCOW_OFLAG_COPIED     (1ULL << 63)
@@ -224,6 +240,9 @@ typedef enum QCow2ClusterType {
     QCOW2_CLUSTER_ZERO_ALLOC,    /* zero flag, host cluster preallocated */
     QCOW2_CLUSTER_NORMAL,        /* data at a host offset */
     QCOW2_CLUSTER_COMPRESSED,
+    /* extended L2 only: a subcluster that reads from the backing file (or
+     * zeroes) in a cluster that has a host cluster */
+    QCOW2_CLUSTER_UNALLOCATED_ALLOC,
 } QCow2ClusterType;
 
 typedef struct BDRVQcow2State {
@@ -232,6 +251,14 @@ typedef struct BDRVQcow2State {
     int cluster_size;
     int l2_bits;                /* entries per L2 table = 1 << l2_bits */
     int l2_size;
+    /*
+     * Extended L2 entries (incompatible bit 4): each entry is followed by
+     * a 64-bit bitmap over the cluster's 32 subclusters, bit n "subcluster
+     * n allocated", bit 32 + n "subcluster n reads as zeroes".
+     */
+    bool extended_l2;
+    int subcluster_bits;        /* log2 of the subcluster size */
+    int subcluster_size;
     int64_t cluster_offset_mask;    /* compressed: host offset bits */
     int csize_shift, csize_mask;    /* compressed: sector count bits */
     int refcount_order;
@@ -264,6 +291,9 @@ typedef struct BDRVQcow2State {
     int64_t snapshots_offset;
     int snapshots_size;         /* bytes of the table on disk */
     QCowSnapshot *snapshots;    /* nb_snapshots entries */
+    /* opened for check: entries whose excess extra data was dropped in
+     * memory (index, bytes on disk), for check to report or repair */
+    GArray *snapshot_extra_dropped;     /* Qcow2DroppedExtra */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;
@@ -347,6 +377,14 @@ typedef struct QCowL2Meta {
     bool keep_old_clusters;
     /* on s->cluster_allocs: link_l2 or abort has not finished with it */
     bool in_flight;
+    /*
+     * preallocation: nothing was written, so with subclusters the bitmap
+     * stays as it is (the clusters read as before)
+     */
+    bool prealloc;
+    /* what the write and its copy-on-write fill, from @offset: with
+     * subclusters these become allocated (cow_* may be zeroed meanwhile) */
+    uint64_t filled_start, filled_end;
 } QCowL2Meta;
 
 /* Conversions. */
@@ -639,6 +677,13 @@ static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
 /* Reads the snapshot table at open; @repair (check -r) drops what cannot
  * be kept instead of failing. */
 int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
+/*
+ * check's part for the snapshot table: entries with too much extra data
+ * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
+ * without it (counted as repaired corruptions).
+ */
+int qcow2_check_snapshot_table(BlockDriverState *bs, BdrvCheckResult *res,
+                               BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
@@ -663,6 +708,9 @@ int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
 int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
                         BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
                         bool force, Error **errp);
+
+/* qcow2-make-empty.c: the BlockDriver make_empty callback. */
+int qcow2_make_empty(BlockDriverState *bs);
 
 /* qcow2-measure.c: the BlockDriver measure callback. */
 int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,

@@ -23,6 +23,7 @@ static const ImgCmd img_cmds[] = {
     { "amend",   img_amend },
     { "bench",   img_bench },
     { "check",   img_check },
+    { "commit",  img_commit },
     { "compare", img_compare },
     { "convert", img_convert },
     { "create",  img_create },
@@ -74,6 +75,8 @@ void img_help(void)
            "  check [--image-opts] [-q] [-f fmt] "
            "[--output=ofmt] [-r [leaks | all]] [-T src_cache] [-U] "
            "filename\n"
+           "  commit [--image-opts] [-q] [-f fmt] [-t cache] [-b base] "
+           "[-r rate_limit] [-d] [-p] filename\n"
            "  compare [--image-opts] [-f fmt] "
            "[-F fmt] [-T src_cache] [-p] [-q] [-s] [-U] filename1 "
            "filename2\n"
@@ -81,7 +84,8 @@ void img_help(void)
            "[--target-image-opts] [--target-is-zero] [-U] [-c] [-p] [-q] "
            "[-n] [-f fmt] [-t cache] [-T src_cache] [-O output_fmt] "
            "[-B backing_file [-F backing_fmt]] [-o options] "
-           "[-l snapshot_param] [-S sparse_size] [-m num_coroutines] [-W] [--salvage] "
+           "[-l snapshot_param] [-S sparse_size] [-m num_coroutines] "
+           "[-W] [--salvage] "
            "filename [filename2 [...]] output_filename\n"
            "  create [-q] [-f fmt] "
            "[-b backing_file [-F backing_fmt]] [-u] [-o options] "

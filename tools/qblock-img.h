@@ -115,6 +115,7 @@ int img_snapshot(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_amend(int argc, char **argv);
 int img_rebase(int argc, char **argv);
+int img_commit(int argc, char **argv);
 
 /* img-snapshot.c: "Snapshot list:" and the table, as qemu-img prints
  * them (snapshot -l, info). */

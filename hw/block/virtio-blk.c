@@ -278,6 +278,7 @@ void virtio_blk_free(VirtIOBlock *s)
     if (s->inflight) {
         blk_drain(s->blk);
     }
+    virtio_device_cleanup(&s->vdev);
     blk_unref(s->blk);
     g_free(s);
 }

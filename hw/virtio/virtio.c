@@ -16,8 +16,9 @@
  *  1. guest_features is a subset of what get_features() offers and is
  *     fixed once FEATURES_OK is set; it is what queues and the device type
  *     see (VIRTIO_RING_F_EVENT_IDX, VIRTIO_RING_F_INDIRECT_DESC).
- *  2. Queues are served only with DRIVER_OK set and DEVICE_NEEDS_RESET
- *     clear.
+ *  2. Queues are served only with FEATURES_OK and DRIVER_OK set and
+ *     DEVICE_NEEDS_RESET clear: a driver that skipped the negotiation
+ *     gets nothing, rather than features it never agreed to.
  *  3. The interrupt line is high exactly while isr is nonzero.
  */
 
@@ -56,6 +57,8 @@ static void virtio_update_irq(VirtIODevice *vdev)
 void virtio_device_reset(VirtIODevice *vdev)
 {
     vdev->ops->reset(vdev);
+    g_free(vdev->broken_reason);
+    vdev->broken_reason = NULL;
     vdev->status = 0;
     vdev->guest_features = 0;
     vdev->device_features_sel = 0;
@@ -96,15 +99,26 @@ void virtio_notify_config(VirtIODevice *vdev)
 
 void virtio_device_error(VirtIODevice *vdev, Error *err)
 {
-    /* the driver sees the state; the reason goes to whoever runs us */
-    g_message("virtio device %" PRIu32 ": %s", vdev->ops->device_id,
-              error_get_pretty(err));
-    error_free(err);
     if (virtio_device_broken(vdev)) {
+        error_free(err);
         return;
     }
+    /* the driver sees the state; the reason is kept for the operator */
+    vdev->broken_reason = g_strdup(error_get_pretty(err));
+    error_free(err);
     vdev->status |= VIRTIO_CONFIG_S_DEVICE_NEEDS_RESET;
     virtio_notify_config(vdev);
+}
+
+const char *virtio_device_broken_reason(const VirtIODevice *vdev)
+{
+    return vdev->broken_reason;
+}
+
+void virtio_device_cleanup(VirtIODevice *vdev)
+{
+    g_free(vdev->broken_reason);
+    vdev->broken_reason = NULL;
 }
 
 /* What the queues take from the negotiated features (invariant 1). */
@@ -148,7 +162,9 @@ void virtio_set_status(VirtIODevice *vdev, uint8_t val)
 /* Invariant 2. */
 void virtio_queue_notify(VirtIODevice *vdev, uint32_t index)
 {
-    if (index >= vdev->nvqs || !(vdev->status & VIRTIO_CONFIG_S_DRIVER_OK) ||
+    uint8_t needed = VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK;
+
+    if (index >= vdev->nvqs || (vdev->status & needed) != needed ||
         virtio_device_broken(vdev) || !vdev->vqs[index].ready) {
         return;
     }

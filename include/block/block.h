@@ -116,6 +116,9 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix);
  */
 int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
                              const char *backing_fmt, bool require);
+/* Empties the image of @bs (bdrv_make_empty callback); -ENOTSUP if the
+ * format cannot. */
+int bdrv_make_empty(BlockDriverState *bs, Error **errp);
 /* The image in the backing chain of @bs whose file is @filename, or NULL. */
 BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
                                           const char *filename);

@@ -221,6 +221,12 @@ struct BlockDriver {
     int (*bdrv_change_backing_file)(BlockDriverState *bs,
                                     const char *backing_file,
                                     const char *backing_fmt);
+    /*
+     * Drops every cluster of the image so that it shows its backing file
+     * (qemu-img commit); snapshots keep theirs.  Outside coroutine
+     * context.  NULL: -ENOTSUP, which qemu-img commit ignores.
+     */
+    int (*bdrv_make_empty)(BlockDriverState *bs);
     /* The options qemu-img amend accepts, or NULL. */
     const QemuOptsList *amend_opts;
     /*

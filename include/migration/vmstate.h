@@ -23,6 +23,12 @@
  *
  * The stream is a byte buffer (VMStateBuffer); the machine writes a header
  * and then one section per device, and loads them back in the same order.
+ * savevm/loadvm are to store this buffer in a qcow2 internal snapshot's VM
+ * state area (blk_save_vmstate(), then bdrv_snapshot_create() with its
+ * size, which makes it durable first) and read it back after
+ * bdrv_snapshot_goto(); that hookup is not written yet (README, Known
+ * gaps): today the buffer travels in memory only, which is how the
+ * devices' tests use it.
  * Wire format, big-endian:
  *   header:  "QBVM" u32 format version
  *   section: u8 'S', name, u32 instance id, u32 version, fields, u8 'E'

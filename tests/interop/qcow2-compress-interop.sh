@@ -44,7 +44,7 @@ head -c 70000 /dev/urandom | dd of=in.raw bs=1k seek=$((12 * 1024 - 80)) \
     conv=notrunc status=none
 
 for ctype in zlib zstd; do
-    for cs in 64k 4k 2M; do
+    for cs in 64k 4k 2M 64k,extended_l2=on; do
         o="compression_type=$ctype,cluster_size=$cs"
         rm -f q.qcow2 b.qcow2
         "$Q_IMG" convert -c -O qcow2 -o "$o" in.raw q.qcow2

@@ -83,6 +83,9 @@ same "measure errors" '"$IMG" measure; "$IMG" measure -f raw --size 1;
     "$IMG" measure -O qcow2 -o extended_l2=on,cluster_size=8k --size 1'
 
 # --- info and map of images each tool made ---
+BF=backing_fmt=qcow2
+BACKING=backing_file=base.qcow2,$BF
+PREALLOC=preallocation=metadata
 # make IMG IO FILE OPTS: the same image by either tool
 make_image() {
     local img=$1 io=$2 f=$3 opts=$4 c=-c
@@ -96,7 +99,9 @@ make_image() {
 }
 for opts in "" cluster_size=4k cluster_size=2M compat=0.10 \
             compression_type=zstd refcount_bits=8 lazy_refcounts=on \
-            preallocation=metadata "backing_file=base.qcow2,backing_fmt=qcow2"; do
+            preallocation=metadata "backing_file=base.qcow2,backing_fmt=qcow2" \
+            extended_l2=on "extended_l2=on,backing_file=base.qcow2,$BF" \
+            "extended_l2=on,cluster_size=32k,$PREALLOC,$BACKING"; do
     for side in q b; do
         mkdir -p $side
         (cd $side && "$Q_IMG" create -q -f qcow2 base.qcow2 6M &&
@@ -108,14 +113,15 @@ for opts in "" cluster_size=4k cluster_size=2M compat=0.10 \
         same "info ($side, ${opts:--})" \
             'cd $side && "$IMG" info t.qcow2 | grep -v "^disk size"'
         same "info json ($side, ${opts:--})" \
-            'cd $side && "$IMG" info --output=json t.qcow2 | grep -v actual-size'
+            'cd $side && "$IMG" info --output=json t.qcow2 |
+             grep -v actual-size'
         same "map ($side, ${opts:--})" 'cd $side && "$IMG" map t.qcow2'
         same "map json ($side, ${opts:--})" \
             'cd $side && "$IMG" map --output=json t.qcow2'
     done
     same "qblock's image maps as QEMU's (${opts:--})" \
         '"$IMG" map --output=json q/t.qcow2 | sed s#q/##;
-         "$IMG" map --output=json b/t.qcow2 | sed s#b/##' 
+         "$IMG" map --output=json b/t.qcow2 | sed s#b/##'
 done
 
 echo "$pass passed, $fail failed"

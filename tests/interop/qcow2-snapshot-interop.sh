@@ -100,7 +100,8 @@ sequence() {
 
 # --- forward: qblock's images judged by QEMU ---
 for opts in "compat=1.1" "compat=0.10" "compression_type=zstd" \
-            "cluster_size=4k,refcount_bits=64" "lazy_refcounts=on"; do
+            "cluster_size=4k,refcount_bits=64" "lazy_refcounts=on" \
+            "extended_l2=on" "extended_l2=on,cluster_size=16k"; do
     rm -f q.qcow2 b.qcow2
     if ! out=$(sequence "$QB_IMG" "$QB_IO" q.qcow2 "$opts" 2>&1); then
         bad "qblock sequence ($opts)" "$out"
@@ -213,9 +214,11 @@ else
         else
             bad "vmstate-snapshot saves through the block layer" "$out"
         fi
+        vm_size() {
+            "$Q_IMG" snapshot -l "$1" | awk -v n="$2" '$2 == n { print $3, $4 }'
+        }
         same "qemu-img snapshot -l shows qblock's VM SIZE as QEMU's" \
-            "$("$Q_IMG" snapshot -l n.qcow2 | awk '$2 == "saved" { print $3, $4 }')" \
-            "$("$Q_IMG" snapshot -l w.qcow2 | awk '$2 == "vm1" { print $3, $4 }')"
+            "$(vm_size n.qcow2 saved)" "$(vm_size w.qcow2 vm1)"
         expect "qemu-img check of qblock's VM state snapshot" \
             "$Q_IMG" check n.qcow2
         expect "QEMU loadvm of the VM state qblock saved" \

@@ -13,7 +13,10 @@ build=${1:?usage: bench-convert-compress.sh BUILD_DIR [SIZE_MIB]}
 size_mib=${2:-1024}
 runs=${RUNS:-1}
 qblock=$build/qblock-img
-qemu=$(command -v qemu-img) || { echo "qemu-img is not installed; nothing to compare against"; exit 77; }
+qemu=$(command -v qemu-img) || {
+    echo "qemu-img is not installed; nothing to compare against"
+    exit 77
+}
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 src=$dir/mixed.raw
@@ -38,7 +41,8 @@ seconds() {  # command...: wall-clock seconds of the best of $runs runs
     for ((i = 0; i < runs; i++)); do
         rm -f "$dir/out.qcow2"
         t=$( { TIMEFORMAT=%R; time "$@" >/dev/null 2>&1; } 2>&1 )
-        if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+        if [ -z "$best" ] ||
+           awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
             best=$t
         fi
     done
@@ -48,14 +52,16 @@ seconds() {  # command...: wall-clock seconds of the best of $runs runs
 printf '%-34s %10s %10s %8s %s\n' "case (${size_mib} MiB, $(nproc) CPUs)" \
     "qemu-img" "qblock-img" "speed-up" "outputs"
 for ctype in zlib zstd; do
-    args=(convert -c -O qcow2 -o compression_type=$ctype "$src" "$dir/out.qcow2")
+    args=(convert -c -O qcow2 -o compression_type=$ctype "$src"
+          "$dir/out.qcow2")
     a=$(seconds "$qemu" "${args[@]}")
     mv "$dir/out.qcow2" "$dir/qemu.qcow2"
     b=$(seconds "$qblock" "${args[@]}")
     same=differ
     cmp -s "$dir/out.qcow2" "$dir/qemu.qcow2" && same=identical
+    ratio=$(awk -v a="$a" -v b="$b" \
+            'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
     printf '%-34s %9ss %9ss %7sx %s\n' "convert -c compression_type=$ctype" \
-        "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" \
-        "$same"
+        "$a" "$b" "$ratio" "$same"
     rm -f "$dir/qemu.qcow2" "$dir/out.qcow2"
 done

@@ -10,3 +10,5 @@ echo "== qcow2 metadata overlap checks: none / cached / all, qemu-img and qblock
 bash "$here/bench-overlap.sh" "$build"
 echo "== qemu-img convert -c vs qblock-img convert -c =="
 bash "$here/bench-convert-compress.sh" "$build"
+echo "== qcow2 writethrough vs writeback, qemu-img bench vs qblock-img bench =="
+bash "$here/bench-writethrough.sh" "$build"

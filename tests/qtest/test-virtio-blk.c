@@ -70,6 +70,21 @@ static void test_registers(void)
     /* a driver without VERSION_1 is refused */
     g_assert_false(vbg_init(f.vg, FEATURES_ALL & ~F(VIRTIO_F_VERSION_1)));
     g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+    /* DRIVER_OK without FEATURES_OK: requests are not served */
+    {
+        uint8_t buf[512];
+        int slot;
+
+        g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+        vbg_writel(f.vg, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE |
+                   VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_DRIVER_OK);
+        slot = vbg_submit(f.vg, VIRTIO_BLK_T_IN, 0, buf, sizeof(buf), 1,
+                          true);
+        qguest_settle();
+        g_assert_false(vbg_poll(f.vg, slot));
+        f.vg->busy[slot] = false;
+        g_assert_true(vbg_init(f.vg, FEATURES_ALL));
+    }
     /* a queue size that is no power of 2 does not make the queue ready */
     vbg_writel(f.vg, VIRTIO_MMIO_STATUS, 0);
     vbg_writel(f.vg, VIRTIO_MMIO_QUEUE_NUM, 100);
@@ -313,19 +328,29 @@ static void test_bad_requests(void)
     vfixture_close(&f);
 }
 
-/* After a hostile chain: broken, and usable again after a reset. */
-static void assert_broken_then_reset(VFixture *f)
+/*
+ * After a hostile chain: broken for the reason given, and usable again
+ * after a reset.
+ */
+static void assert_broken_then_reset(VFixture *f, const char *reason)
 {
+    const char *got;
     uint8_t buf[512];
 
     qguest_settle();
     g_assert_true(vbg_needs_reset(f->vg));
+    got = virtio_device_broken_reason(f->vg->vdev);
+    g_assert_nonnull(got);
+    if (!strstr(got, reason)) {
+        g_error("expected '%s' in: %s", reason, got);
+    }
     g_assert_true(vbg_readl(f->vg, VIRTIO_MMIO_INTERRUPT_STATUS) &
                   VIRTIO_MMIO_INT_CONFIG);
     g_assert_cmpuint(virtio_blk_inflight(f->vg->dev), ==, 0);
     g_assert_true(vbg_init(f->vg, FEATURES_ALL |
                            F(VIRTIO_RING_F_INDIRECT_DESC)));
     g_assert_false(vbg_needs_reset(f->vg));
+    g_assert_null(virtio_device_broken_reason(f->vg->vdev));
     g_assert_cmpuint(vbg_request(f->vg, VIRTIO_BLK_T_IN, 0, buf, 512), ==,
                      VIRTIO_BLK_S_OK);
 }
@@ -349,22 +374,22 @@ static void test_hostile_rings(void)
 
     /* a head index past the queue */
     vbg_post_head(vg, 300);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "available ring names descriptor 300 of 256");
 
     /* an avail idx far ahead of what the device has seen */
     vbg_post_idx(vg, vg->avail_idx + vg->num + 1);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "is more than 256 entries ahead");
 
     /* a loop: 0 -> 1 -> 0 */
     vbg_write_desc(vg, vg->desc, 0, hdr, 16, VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, vg->desc, 1, hdr, 16, VRING_DESC_F_NEXT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "a loop");
 
     /* next past the queue */
     vbg_write_desc(vg, vg->desc, 0, hdr, 16, VRING_DESC_F_NEXT, 5000);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "descriptor 0 points at 5000 of 256");
 
     /* a buffer outside guest RAM, and one that wraps the address space */
     vbg_write_desc(vg, vg->desc, 0, hdr, 16, VRING_DESC_F_NEXT, 1);
@@ -372,72 +397,80 @@ static void test_hostile_rings(void)
                    VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 2);
     vbg_write_desc(vg, vg->desc, 2, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "buffer 0x3fffff8+512 is not in guest memory");
     vbg_write_desc(vg, vg->desc, 0, hdr, 16, VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, vg->desc, 1, UINT64_MAX - 100, 512,
                    VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 2);
     vbg_write_desc(vg, vg->desc, 2, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f,
+                             "buffer 0xffffffffffffff9b+512 is"
+                             " not in guest memory");
 
     /* a readable descriptor after a writable one */
     vbg_write_desc(vg, vg->desc, 0, hdr + 16, 1,
                    VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, vg->desc, 1, hdr, 16, 0, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f,
+                             "a device-readable descriptor follows a"
+                             " device-writable one");
 
     /* no status byte, and a header shorter than 16 bytes */
     vbg_write_desc(vg, vg->desc, 0, hdr, 16, 0, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "request 0 has no status byte");
     vbg_write_desc(vg, vg->desc, 0, hdr, 8, VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, vg->desc, 1, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "request 0 has a 8-byte header, not 16");
 
     /* indirect: a table of odd size, a nested table, a loop inside it,
      * an indirect descriptor that is chained */
     vbg_write_desc(vg, vg->desc, 0, table, 24, VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "indirect table of 24 bytes");
     vbg_write_desc(vg, table, 0, table, 32, VRING_DESC_F_INDIRECT, 0);
     vbg_write_desc(vg, vg->desc, 0, table, 32, VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "nested indirect table");
     vbg_write_desc(vg, table, 0, hdr, 16, VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, table, 1, hdr + 16, 1,
                    VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 0);
     vbg_write_desc(vg, vg->desc, 0, table, 32, VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f,
+                             "indirect chain longer than its"
+                             " table (2 entries)");
     vbg_write_desc(vg, table, 0, hdr, 16, VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, table, 1, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_write_desc(vg, vg->desc, 0, table, 32,
                    VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT, 1);
     vbg_write_desc(vg, vg->desc, 1, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "indirect descriptor 0 is part of a chain");
     /* a table outside RAM, and a huge one */
     vbg_write_desc(vg, vg->desc, 0, ram + 4096, 32, VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "is not in guest memory");
     vbg_write_desc(vg, vg->desc, 0, table, 0xfffffff0,
                    VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "indirect table of 4294967280 bytes");
 
     /* rings outside RAM or misaligned */
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_READY, 0);
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_DESC_LOW, vg->desc + 8);
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_READY, 1);
     vbg_kick(vg);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "are not aligned as the spec requires");
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_READY, 0);
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_DRIVER_HIGH, 0x10);
     vbg_writel(vg, VIRTIO_MMIO_QUEUE_READY, 1);
     vbg_kick(vg);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f,
+                             "available ring at 0x1000002000 is"
+                             " not in guest memory");
 
     /* indirect without the feature */
     g_assert_true(vbg_init(vg, FEATURES_ALL));
@@ -445,7 +478,9 @@ static void test_hostile_rings(void)
     vbg_write_desc(vg, table, 1, hdr + 16, 1, VRING_DESC_F_WRITE, 0);
     vbg_write_desc(vg, vg->desc, 0, table, 32, VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f,
+                             "indirect descriptor without"
+                             " VIRTIO_RING_F_INDIRECT_DESC");
     vfixture_close(&f);
 }
 
@@ -472,7 +507,7 @@ static void test_too_many_pieces(void)
     vbg_write_desc(vg, vg->desc, 0, table, VIRTQUEUE_MAX_SIZE * 16,
                    VRING_DESC_F_INDIRECT, 0);
     vbg_post_head(vg, 0);
-    assert_broken_then_reset(&f);
+    assert_broken_then_reset(&f, "a chain needs more than 1024 buffer pieces");
     vfixture_close(&f);
 }
 

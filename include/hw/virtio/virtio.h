@@ -58,6 +58,9 @@ struct VirtIODevice {
     uint64_t guest_features;
     uint32_t config_generation;
 
+    /* why DEVICE_NEEDS_RESET was set (the first reason), or NULL */
+    char *broken_reason;
+
     /* --- virtio-mmio registers --- */
     uint32_t device_features_sel;
     uint32_t driver_features_sel;
@@ -90,10 +93,15 @@ void virtio_notify(VirtIODevice *vdev, VirtQueue *vq);
 void virtio_notify_config(VirtIODevice *vdev);
 /*
  * The device cannot go on (a broken queue): DEVICE_NEEDS_RESET, a config
- * interrupt, and no more requests until reset.  @err is consumed.
+ * interrupt, and no more requests until reset.  @err is consumed; its
+ * message is kept for whoever runs the device (an operator's log).
  */
 void virtio_device_error(VirtIODevice *vdev, Error *err);
 bool virtio_device_broken(const VirtIODevice *vdev);
+/* The message of the error that broke the device, or NULL. */
+const char *virtio_device_broken_reason(const VirtIODevice *vdev);
+/* Frees what the core allocated (the device is not used after). */
+void virtio_device_cleanup(VirtIODevice *vdev);
 
 /* virtio-mmio register accesses: @size 1, 2 or 4 (4 below the config). */
 uint32_t virtio_mmio_read(VirtIODevice *vdev, uint64_t offset, unsigned size);
