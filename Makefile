@@ -12,7 +12,7 @@ BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd strace
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
-        check-interop bench demo install clean
+        check-interop check-daemon bench demo run install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -58,11 +58,19 @@ check-iotests: test-deps all
 check-interop: test-deps all
 	bash tests/run-all.sh $(BUILD) interop
 
+check-daemon: test-deps all
+	bash tests/run-all.sh $(BUILD) daemon
+
 bench: test-deps all
 	bash tests/perf/run-all.sh $(BUILD)
 
 demo: all
 	bash scripts/demo.sh $(BUILD)
+
+# The storage daemon on $(BUILD)/run/disk.qcow2, over NBD on localhost
+# and QMP in $(BUILD)/run; Ctrl-C stops it cleanly.
+run: all
+	bash scripts/run-daemon.sh $(BUILD)
 
 install: all
 	meson install -C $(BUILD) --destdir "$(DESTDIR)"

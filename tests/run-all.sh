@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the test layers that need no VM and sums them up.
-#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|daemon|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.
 set -u
@@ -9,7 +9,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop daemon docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -62,6 +62,7 @@ for layer in "${layers[@]}"; do
         if [ -x "$src/tests/interop/run.sh" ]; then
             run_layer interop "$src/tests/interop/run.sh" "$build"
         fi ;;
+    daemon) run_layer daemon bash "$src/tests/daemon/run.sh" "$build" ;;
     docs) run_layer docs bash "$src/tests/check-docs.sh" "$build" ;;
     demo) run_layer demo bash -c "bash '$src/scripts/demo.sh' '$build' > '$build/demo.log' 2>&1 && echo '1 passed, 0 failed' || { tail -n 20 '$build/demo.log'; echo '0 passed, 1 failed'; }" ;;
     *) echo "unknown test layer '$layer'" >&2; exit 2 ;;
