@@ -13,7 +13,7 @@ TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
               busybox-static strace
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
-        check-interop check-guest bench demo install clean
+        check-interop check-daemon check-guest bench demo run install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -59,6 +59,9 @@ check-iotests: test-deps all
 check-interop: test-deps all
 	bash tests/run-all.sh $(BUILD) interop
 
+check-daemon: test-deps all
+	bash tests/run-all.sh $(BUILD) daemon
+
 # The real Linux guest (also part of check); its kernel is fetched with
 # apt-get download at test time, see tests/guest/build-guest.py.
 check-guest: test-deps all
@@ -69,6 +72,11 @@ bench: test-deps all
 
 demo: all
 	bash scripts/demo.sh $(BUILD)
+
+# The storage daemon on $(BUILD)/run/disk.qcow2, over NBD on localhost
+# and QMP in $(BUILD)/run; Ctrl-C stops it cleanly.
+run: all
+	bash scripts/run-daemon.sh $(BUILD)
 
 install: all
 	meson install -C $(BUILD) --destdir "$(DESTDIR)"

@@ -442,6 +442,8 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
             s->l1_table[i] = old;
             return ret;
         }
+        /* qcow2.h invariant 7: the freed table is no metadata any more */
+        qcow2_overlap_l2_changed(s, old, 0);
         qcow2_free_clusters(bs, l2_offset, s->cluster_size,
                             QCOW2_DISCARD_ALWAYS);
     }

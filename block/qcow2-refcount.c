@@ -1636,7 +1636,14 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
     BDRVQcow2State *s = bs->opaque;
     g_autofree uint64_t *l2 = g_try_malloc(s->cluster_size);
     bool ext_data = s->data_file != bs->file;
-    bool repair = fix & BDRV_FIX_ERRORS;
+    /*
+     * -r leaks repairs the flag too, but only when nothing else was found
+     * wrong: the refcounts it compares with are trustworthy then (QEMU
+     * does the same).
+     */
+    bool repair = (fix & BDRV_FIX_ERRORS) ||
+                  ((fix & BDRV_FIX_LEAKS) && !res->check_errors &&
+                   !res->corruptions && !res->leaks);
     uint64_t refcount;
     int i, j, ret;
 

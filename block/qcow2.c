@@ -150,9 +150,14 @@ static int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename)
     }
     memcpy(&magic, buf, 4);
     memcpy(&version, buf + 4, 4);
-    /* version 1 is the older qcow format, which this driver cannot read */
+    /*
+     * Version 1 is the older qcow format, which this driver cannot read.
+     * Later versions than 3 are claimed, so that open refuses them by
+     * name ("Unsupported qcow2 version 4") instead of their being opened
+     * as raw images, as QEMU does too.
+     */
     if (GUINT32_FROM_BE(magic) == QCOW_MAGIC &&
-        (GUINT32_FROM_BE(version) == 2 || GUINT32_FROM_BE(version) == 3)) {
+        GUINT32_FROM_BE(version) >= 2) {
         return 100;
     }
     return 0;
@@ -1084,8 +1089,11 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
     s->l1_table_offset = h.l1_table_offset;
 
     if (h.backing_file_offset) {
+        /* the name lies in the header cluster, as the extensions do */
         if (h.backing_file_size > QCOW2_MAX_BACKING_FILE_NAME ||
-            h.backing_file_size >= sizeof(bs->backing_file)) {
+            h.backing_file_size >= sizeof(bs->backing_file) ||
+            h.backing_file_offset + h.backing_file_size >
+            (uint64_t)s->cluster_size) {
             error_setg(errp, "Backing file name too long");
             return -EINVAL;
         }
@@ -1359,10 +1367,12 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
                 s->image_backing_format);
     }
     bs->corrupt = s->incompatible_features & QCOW2_INCOMPAT_CORRUPT;
-    if (s->qcow_version >= 3) {
-        /* zero clusters keep a longer backing file from showing through */
-        bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
-    }
+    /*
+     * Zero clusters keep a longer backing file from showing through.  A
+     * v2 image has none: it takes the flag too and fails in the driver,
+     * with QEMU's "Failed to zero out new clusters".
+     */
+    bs->supported_truncate_flags = BDRV_REQ_ZERO_WRITE;
     qcow2_cache_clean_timer_update(bs);
     qcow2_header_exts_clear(&exts);
     return 0;
@@ -1832,7 +1842,8 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
         }
         qemu_iovec_add(&all, tail, m->cow_end_bytes);
     }
-    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+    /* the copy-on-write event, as QEMU emits it for a merged write */
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     ret = qcow2_pre_write_data_check(bs, m->alloc_offset +
                                      (start - m->offset), all.size);
     if (ret == 0) {
@@ -2469,6 +2480,7 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
                                    BdrvRequestFlags flags, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    bool stale_tail = false;
     int64_t old;
     int ret;
 
@@ -2501,6 +2513,10 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
             goto out;
         }
         ret = qcow2_shrink(bs, offset, errp);
+    } else if (qcow2_data_file_is_raw(s) && prealloc == PREALLOC_MODE_OFF) {
+        /* a raw data file is the disk: every cluster maps to its place
+         * there, as QEMU maps them */
+        ret = qcow2_grow(bs, offset, PREALLOC_MODE_METADATA, flags, errp);
     } else {
         ret = qcow2_grow(bs, offset, prealloc, flags, errp);
     }
@@ -2521,12 +2537,25 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
         s->virtual_size = old;
         error_setg_errno(errp, -ret, "Failed to update the image size");
     }
+    /*
+     * A shrink to the middle of a cluster leaves the rest of it as it
+     * was: growing again must not bring that data back (QEMU 7.2 does).
+     */
+    if (ret == 0 && offset > old && offset_into_cluster(s, old)) {
+        unsigned int n = s->cluster_size - offset_into_cluster(s, old);
+        uint64_t host;
+        QCow2ClusterType type;
+
+        stale_tail = qcow2_get_host_offset(bs, old, &n, &host, &type) == 0 &&
+                     (type == QCOW2_CLUSTER_NORMAL ||
+                      type == QCOW2_CLUSTER_COMPRESSED);
+    }
 out:
     qemu_co_mutex_unlock(&s->lock);
 
     /* the part of the old last cluster the zero clusters did not cover */
-    if (ret == 0 && (flags & BDRV_REQ_ZERO_WRITE) && offset > old &&
-        offset_into_cluster(s, old)) {
+    if (ret == 0 && ((flags & BDRV_REQ_ZERO_WRITE) || stale_tail) &&
+        offset > old && offset_into_cluster(s, old)) {
         int64_t n = MIN(ROUND_UP(old, s->cluster_size), offset) - old;
 
         ret = qcow2_write_zero_bytes(bs, old, n);
@@ -2933,7 +2962,7 @@ static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
      * it; anything else grows through the allocator */
     refblock_entries = (uint64_t)c.cluster_size * 8 / c.refcount_bits;
     l1_clusters = DIV_ROUND_UP(l1_size * sizeof(uint64_t), c.cluster_size);
-    fixed_layout = c.prealloc == PREALLOC_MODE_OFF &&
+    fixed_layout = c.prealloc == PREALLOC_MODE_OFF && !c.data_file_raw &&
                    3 + l1_clusters <= refblock_entries;
     if (fixed_layout) {
         t.l1_size = l1_size;

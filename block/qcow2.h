@@ -372,7 +372,9 @@ typedef struct QCowL2Meta {
     struct QCowL2Meta *next;
     /*
      * The clusters were preallocated zero clusters (ZERO_ALLOC, COPIED)
-     * that the write reuses: linking keeps them, abort does not free them.
+     * that the write reuses, or are the identity-mapped clusters of an
+     * external data file, which have no refcounts: linking keeps them,
+     * abort does not free them.
      */
     bool keep_old_clusters;
     /* on s->cluster_allocs: link_l2 or abort has not finished with it */

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Generates the C option tables and the option reference from qapi/*.json.
+"""Generates the C tables and the references of the schema in qapi/*.json.
 
-Each schema file is a JSON array of groups:
+Two kinds of schema files, each a JSON array:
+
+Option files (the default mode) hold groups of driver options:
 
   {"group": "file-runtime",            # C symbol qapi_opts_file_runtime
    "title": "file protocol (runtime options)",
@@ -13,6 +15,30 @@ Each schema file is a JSON array of groups:
 Types: string, bool, number, size, enum.  Every option must have a help
 line; defaults are text and are checked against the type here, so that a
 bad default fails the build instead of a user's command.
+
+QMP files (--qmp) declare the monitor's commands, events and their types,
+in QEMU's names:
+
+  {"doc-section": "Block exports", "doc": "..."}        # a reference heading
+  {"enum": "BlockExportType", "doc": "...",
+   "values": [{"name": "nbd", "help": "..."}]}
+  {"struct": "UnixSocketAddress", "doc": "...", "open": false,
+   "members": [{"name": "path", "type": "str", "optional": false,
+                "help": "..."}]}
+  {"union": "SocketAddress", "doc": "...", "base": [members...],
+   "discriminator": "type",                   # an enum member of the base
+   "variants": {"unix": "UnixSocketAddress"}}  # value -> struct adding members
+  {"command": "blockdev-del", "doc": "...",
+   "arguments": [members...] or "StructOrUnionName",
+   "returns": "TypeName" or ["TypeName"]}     # for the reference only
+  {"event": "SHUTDOWN", "doc": "...", "data": [members...]}
+
+A member type is a builtin (str, int, uint16, uint32, uint64, size, bool,
+number, any), a declared name, or a one-element list of either for a JSON
+array.  "open": true lets a struct carry members it does not declare (the
+driver options of blockdev-add, which the block layer checks).  The C
+tables (util/qapi-schema.h) drive the checking of every command's
+arguments, of the daemon's keyval options and of every event sent.
 """
 import argparse
 import json
@@ -142,13 +168,378 @@ def gen_doc(groups):
     return '\n'.join(out)
 
 
+# --- QMP schema -----------------------------------------------------------
+
+# builtin -> (C kind, minimum, maximum, name in range errors)
+BUILTINS = {
+    'str': ('QAPI_KIND_STR', None, None, None),
+    'int': ('QAPI_KIND_INT', 'INT64_MIN', 'INT64_MAX', 'int64_t'),
+    'uint16': ('QAPI_KIND_INT', '0', 'UINT16_MAX', 'uint16_t'),
+    'uint32': ('QAPI_KIND_INT', '0', 'UINT32_MAX', 'uint32_t'),
+    'uint64': ('QAPI_KIND_INT', '0', 'INT64_MAX', 'uint64_t'),
+    'size': ('QAPI_KIND_SIZE', '0', 'INT64_MAX', 'size'),
+    'bool': ('QAPI_KIND_BOOL', None, None, None),
+    'number': ('QAPI_KIND_NUMBER', None, None, None),
+    'any': ('QAPI_KIND_ANY', None, None, None),
+}
+DEF_KINDS = ('enum', 'struct', 'union', 'command', 'event', 'doc-section')
+NAME_RE = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*$')
+
+
+class QmpSchema:
+    def __init__(self):
+        self.defs = []          # in file order, doc sections included
+        self.types = {}         # name -> definition
+        self.commands = {}
+        self.events = {}
+
+    def add(self, path, d):
+        kinds = [k for k in DEF_KINDS if k in d]
+        if len(kinds) != 1:
+            fail(path, 'definition needs exactly one of %s: %r' %
+                 (', '.join(DEF_KINDS), d))
+        kind = kinds[0]
+        name = d[kind]
+        d['kind'] = kind
+        d['path'] = path
+        if kind != 'doc-section':
+            if not isinstance(name, str) or not NAME_RE.match(name):
+                fail(path, 'bad %s name %r' % (kind, name))
+            if not d.get('doc'):
+                fail(path, '%s %s lacks "doc"' % (kind, name))
+            table = {'command': self.commands,
+                     'event': self.events}.get(kind, self.types)
+            if name in table or name in BUILTINS:
+                fail(path, '%s %s defined twice' % (kind, name))
+            table[name] = d
+        self.defs.append(d)
+
+    def type_name(self, t):
+        return t[0] if isinstance(t, list) else t
+
+    def check_type_ref(self, where, t):
+        if isinstance(t, list):
+            if len(t) != 1 or isinstance(t[0], list):
+                fail('schema', '%s: a list type has one element type' % where)
+            t = t[0]
+        if not isinstance(t, str) or (t not in BUILTINS and
+                                      t not in self.types):
+            fail('schema', '%s: unknown type %r' % (where, t))
+
+    def check_members(self, where, members):
+        if not isinstance(members, list):
+            fail('schema', '%s: members must be a list' % where)
+        names = set()
+        for m in members:
+            mw = '%s.%s' % (where, m.get('name'))
+            for key in ('name', 'type', 'help'):
+                if key not in m:
+                    fail('schema', '%s lacks "%s"' % (mw, key))
+            if m['name'] in names:
+                fail('schema', '%s defined twice' % mw)
+            names.add(m['name'])
+            self.check_type_ref(mw, m['type'])
+
+    def members_of(self, name):
+        """Every member a struct or union (base and all variants) can have."""
+        d = self.types[name]
+        if d['kind'] == 'struct':
+            return d['members']
+        out = list(d['base'])
+        for v in d['variants'].values():
+            out += self.types[v]['members']
+        return out
+
+    def check(self):
+        for d in self.defs:
+            kind = d['kind']
+            where = '%s %s' % (kind, d.get(kind))
+            if kind == 'enum':
+                vals = [v.get('name') for v in d.get('values', [])]
+                if not vals or len(set(vals)) != len(vals):
+                    fail(d['path'], '%s: values missing or repeated' % where)
+                for v in d['values']:
+                    if 'help' not in v:
+                        fail(d['path'], '%s.%s lacks "help"' %
+                             (where, v['name']))
+            elif kind == 'struct':
+                self.check_members(where, d.get('members'))
+            elif kind == 'union':
+                self.check_union(where, d)
+            elif kind == 'command':
+                args = d.get('arguments', [])
+                if isinstance(args, str):
+                    if self.types.get(args, {}).get('kind') not in (
+                            'struct', 'union'):
+                        fail(d['path'], '%s: arguments %r is not a struct '
+                             'or union' % (where, args))
+                else:
+                    self.check_members(where, args)
+                if 'returns' in d:
+                    self.check_type_ref(where + ' returns', d['returns'])
+            elif kind == 'event':
+                self.check_members(where, d.get('data', []))
+
+    def check_union(self, where, d):
+        self.check_members(where, d.get('base'))
+        disc = d.get('discriminator')
+        base = {m['name']: m for m in d['base']}
+        if disc not in base or base[disc].get('optional'):
+            fail(d['path'], '%s: discriminator must be a required member '
+                 'of the base' % where)
+        enum = self.types.get(base[disc]['type'])
+        if not enum or enum['kind'] != 'enum':
+            fail(d['path'], '%s: discriminator must be an enum' % where)
+        values = [v['name'] for v in enum['values']]
+        for value, vtype in d.get('variants', {}).items():
+            if value not in values:
+                fail(d['path'], '%s: variant %r is not a value of %s' %
+                     (where, value, enum['enum']))
+            if self.types.get(vtype, {}).get('kind') != 'struct':
+                fail(d['path'], '%s: variant %r must be a struct' %
+                     (where, value))
+            for m in self.types[vtype]['members']:
+                if m['name'] in base:
+                    fail(d['path'], '%s: variant %r repeats member %r' %
+                         (where, value, m['name']))
+
+
+def c_type_sym(name):
+    if name in BUILTINS:
+        return 'qapi_type_builtin_' + c_ident(name)
+    return 'qapi_type_' + c_ident(name)
+
+
+def gen_qmp_members(out, sym, members):
+    out.append('static const QapiMember %s[] = {' % sym)
+    for m in members:
+        t = m['type']
+        is_list = isinstance(t, list)
+        out.append('    { %s, &%s, %s, %s },' % (
+            c_str(m['name']), c_type_sym(t[0] if is_list else t),
+            'true' if m.get('optional') else 'false',
+            'true' if is_list else 'false'))
+    out.append('    { NULL, NULL, false, false },')
+    out.append('};')
+
+
+def gen_qmp_c(schema, h_name):
+    out = ['/* Generated by scripts/qapi-gen.py --qmp from the schema in '
+           'qapi/. */',
+           '#include "util/qapi-schema.h"',
+           '#include "%s"' % h_name, '']
+    for name, (kind, lo, hi, rname) in BUILTINS.items():
+        out.append('const QapiType %s = {' % c_type_sym(name))
+        out.append('    .name = %s,' % c_str(name))
+        out.append('    .kind = %s,' % kind)
+        if lo is not None:
+            out.append('    .min = %s,' % lo)
+            out.append('    .max = %s,' % hi)
+            out.append('    .range_name = %s,' % c_str(rname))
+        out.append('};')
+    out.append('')
+    for d in schema.defs:
+        kind = d['kind']
+        if kind not in ('enum', 'struct', 'union'):
+            continue
+        name = d[kind]
+        sym = c_ident(name)
+        if kind == 'enum':
+            out.append('static const char *const values_%s[] = {' % sym)
+            out.extend('    %s,' % c_str(v['name']) for v in d['values'])
+            out.append('    NULL,')
+            out.append('};')
+        elif kind == 'struct':
+            gen_qmp_members(out, 'members_' + sym, d['members'])
+        else:
+            gen_qmp_members(out, 'members_' + sym, d['base'])
+            out.append('static const QapiVariant variants_%s[] = {' % sym)
+            for value, vtype in d['variants'].items():
+                out.append('    { %s, &%s },' % (c_str(value),
+                                                 c_type_sym(vtype)))
+            out.append('    { NULL, NULL },')
+            out.append('};')
+        out.append('const QapiType %s = {' % c_type_sym(name))
+        out.append('    .name = %s,' % c_str(name))
+        if kind == 'enum':
+            out.append('    .kind = QAPI_KIND_ENUM,')
+            out.append('    .values = values_%s,' % sym)
+        elif kind == 'struct':
+            out.append('    .kind = QAPI_KIND_STRUCT,')
+            out.append('    .members = members_%s,' % sym)
+            if d.get('open'):
+                out.append('    .open = true,')
+        else:
+            out.append('    .kind = QAPI_KIND_UNION,')
+            out.append('    .members = members_%s,' % sym)
+            out.append('    .discriminator = %s,' % c_str(d['discriminator']))
+            out.append('    .variants = variants_%s,' % sym)
+        out.append('};')
+        out.append('')
+    for table, key, field in (('commands', 'arguments', 'args'),
+                              ('events', 'data', 'data')):
+        for d in schema.defs:
+            if d['kind'] != table[:-1] or isinstance(d.get(key), str):
+                continue
+            sym = 'anon_%s_%s' % (table[:-1], c_ident(d[table[:-1]]))
+            gen_qmp_members(out, 'members_' + sym, d.get(key, []))
+            out.append('static const QapiType %s = {' % sym)
+            out.append('    .name = %s,' % c_str(d[table[:-1]]))
+            out.append('    .kind = QAPI_KIND_STRUCT,')
+            out.append('    .members = members_%s,' % sym)
+            out.append('};')
+        ctype = 'QapiCommand' if table == 'commands' else 'QapiEvent'
+        out.append('const %s qapi_%s[] = {' % (ctype, table))
+        for d in schema.defs:
+            if d['kind'] != table[:-1]:
+                continue
+            name = d[table[:-1]]
+            ref = d.get(key)
+            if isinstance(ref, str):
+                tsym = c_type_sym(ref)
+            else:
+                tsym = 'anon_%s_%s' % (table[:-1], c_ident(name))
+            out.append('    { %s, &%s },' % (c_str(name), tsym))
+        out.append('    { NULL, NULL },')
+        out.append('};')
+        out.append('')
+    return '\n'.join(out)
+
+
+def gen_qmp_h(schema):
+    out = ['/* Generated by scripts/qapi-gen.py --qmp from the schema in '
+           'qapi/. */',
+           '#ifndef QAPI_QMP_H', '#define QAPI_QMP_H',
+           '#include "util/qapi-schema.h"', '']
+    for name in BUILTINS:
+        out.append('extern const QapiType %s;' % c_type_sym(name))
+    for d in schema.defs:
+        if d['kind'] in ('enum', 'struct', 'union'):
+            out.append('extern const QapiType %s;' % c_type_sym(d[d['kind']]))
+    out += ['', '#endif', '']
+    return '\n'.join(out)
+
+
+def doc_type_ref(schema, t):
+    if isinstance(t, list):
+        return 'array of ' + doc_type_ref(schema, t[0])
+    if t in BUILTINS:
+        return t
+    return '[%s](#%s)' % (t, t.lower())
+
+
+def doc_members(schema, out, members):
+    if not members:
+        out.append('None.')
+        out.append('')
+        return
+    out.append('| name | type | | description |')
+    out.append('|---|---|---|---|')
+    for m in members:
+        out.append('| `%s` | %s | %s | %s |' % (
+            m['name'], doc_type_ref(schema, m['type']),
+            'optional' if m.get('optional') else 'required', m['help']))
+    out.append('')
+
+
+def gen_qmp_doc(schema):
+    out = ['# QMP reference', '',
+           'The commands, events and types of qblock-storage-daemon\'s QMP '
+           'monitor',
+           '(see [storage-daemon.md](storage-daemon.md)).  Generated from '
+           'the schema',
+           'in `qapi/` by `scripts/qapi-gen.py --qmp`; the same tables check '
+           'the',
+           'arguments of every command, the daemon\'s command-line options '
+           'and every',
+           'event sent, so this page is what the daemon accepts.', '']
+    for d in schema.defs:
+        kind = d['kind']
+        if kind == 'doc-section':
+            out += ['## %s' % d['doc-section'], '', d['doc'], '']
+            continue
+        name = d[kind]
+        out.append('### %s' % name)
+        out.append('')
+        label = {'enum': 'Enumeration', 'struct': 'Structure',
+                 'union': 'Union', 'command': 'Command',
+                 'event': 'Event'}[kind]
+        out.append('*%s.* %s' % (label, d['doc']))
+        out.append('')
+        if kind == 'enum':
+            out.append('| value | description |')
+            out.append('|---|---|')
+            for v in d['values']:
+                out.append('| `%s` | %s |' % (v['name'], v['help']))
+            out.append('')
+        elif kind == 'struct':
+            if d.get('open'):
+                out.append('Other members are allowed (see above).')
+                out.append('')
+            doc_members(schema, out, d['members'])
+        elif kind == 'union':
+            doc_members(schema, out, d['base'])
+            for value, vtype in d['variants'].items():
+                out.append('With `%s` = `%s`: the members of %s.' % (
+                    d['discriminator'], value, doc_type_ref(schema, vtype)))
+                out.append('')
+        elif kind == 'command':
+            args = d.get('arguments', [])
+            out.append('Arguments:')
+            out.append('')
+            if isinstance(args, str):
+                out.append('The members of %s.' % doc_type_ref(schema, args))
+                out.append('')
+            else:
+                doc_members(schema, out, args)
+            if 'returns' in d:
+                out.append('Returns: %s.' % doc_type_ref(schema, d['returns']))
+            else:
+                out.append('Returns: an empty object.')
+            out.append('')
+        elif kind == 'event':
+            out.append('Data:')
+            out.append('')
+            doc_members(schema, out, d.get('data', []))
+    return '\n'.join(out)
+
+
+def qmp_main(args):
+    schema = QmpSchema()
+    for path in args.schema:
+        try:
+            with open(path, encoding='utf-8') as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            fail(path, str(e))
+        if not isinstance(data, list):
+            fail(path, 'top level must be a JSON array of definitions')
+        for d in data:
+            if not isinstance(d, dict):
+                fail(path, 'a definition must be an object: %r' % d)
+            schema.add(path, d)
+    schema.check()
+    h_name = args.h_out.rsplit('/', 1)[-1]
+    with open(args.c_out, 'w', encoding='utf-8') as f:
+        f.write(gen_qmp_c(schema, h_name))
+    with open(args.h_out, 'w', encoding='utf-8') as f:
+        f.write(gen_qmp_h(schema))
+    with open(args.doc_out, 'w', encoding='utf-8') as f:
+        f.write(gen_qmp_doc(schema))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('--qmp', action='store_true',
+                    help='the schema files declare QMP commands and events')
     ap.add_argument('--c-out', required=True)
     ap.add_argument('--h-out', required=True)
     ap.add_argument('--doc-out', required=True)
     ap.add_argument('schema', nargs='+')
     args = ap.parse_args()
+    if args.qmp:
+        qmp_main(args)
+        return
     groups = []
     seen = set()
     for path in args.schema:

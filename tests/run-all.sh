@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test layers and sums them up (the guest layer boots a Linux
 # guest under QEMU TCG, in about 15 s).
-#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|guest|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|daemon|guest|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.
 set -u
@@ -10,7 +10,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop guest docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop daemon guest docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -63,6 +63,7 @@ for layer in "${layers[@]}"; do
         if [ -x "$src/tests/interop/run.sh" ]; then
             run_layer interop "$src/tests/interop/run.sh" "$build"
         fi ;;
+    daemon) run_layer daemon bash "$src/tests/daemon/run.sh" "$build" ;;
     guest) run_layer guest bash "$src/tests/guest/run.sh" "$build" ;;
     docs) run_layer docs bash "$src/tests/check-docs.sh" "$build" ;;
     demo) run_layer demo bash -c "bash '$src/scripts/demo.sh' '$build' > '$build/demo.log' 2>&1 && echo '1 passed, 0 failed' || { tail -n 20 '$build/demo.log'; echo '0 passed, 1 failed'; }" ;;

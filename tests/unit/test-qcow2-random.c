@@ -6,7 +6,8 @@
  * corruption, no leak) after each round.
  *
  * Requests are data writes at any offset and length, zero writes with and
- * without unmap, discards, compressed cluster writes and reads.  Several
+ * without unmap, discards, compressed cluster writes and reads; between
+ * rounds the disk may shrink and grow back.  Several
  * of them run at once (one coroutine each): their byte ranges never
  * overlap, so the model's result does not depend on the order in which
  * they complete, but they often share clusters, which is where the
@@ -14,7 +15,8 @@
  *
  * Every cluster size from 512 B to 2 MiB is run, with refcount widths from
  * 1 to 64 bits, compat 0.10 and 1.1, with and without a (shorter) backing
- * file, and with small or sliced L2 caches that force evictions.
+ * file, with small or sliced L2 caches that force evictions, and with
+ * external data files (raw or not).
  *
  * The seed is fixed so that a failure can be replayed; it is printed, and
  * QCOW2_RANDOM_SEED=<n> runs another one (QCOW2_RANDOM_ROUNDS=<n> more
@@ -38,6 +40,8 @@ typedef struct TestConfig {
     bool v2;                    /* compat=0.10 */
     bool backing;
     bool lazy_refcounts;
+    /* external data file: 0 none, 1 data_file, 2 data_file_raw */
+    int data_file;
     /* runtime options: NULL for the default */
     const char *l2_cache_entry_size;
     const char *l2_cache_size;
@@ -65,6 +69,7 @@ typedef struct TestState {
     char *dir;
     char *path;
     char *backing_path;
+    char *data_path;
     BlockBackend *blk;
     int64_t cluster_size;
     int64_t size;
@@ -261,6 +266,7 @@ static void test_state_init(TestState *t, const TestConfig *cfg,
     t->backing_size = QEMU_ALIGN_DOWN(t->size * 3 / 4, 512);
     t->path = g_strdup_printf("%s/img%d.qcow2", test_dir, n);
     t->backing_path = g_strdup_printf("%s/base%d.qcow2", test_dir, n);
+    t->data_path = g_strdup_printf("%s/data%d.raw", test_dir, n);
     n++;
 
     if (cfg->backing) {
@@ -268,13 +274,16 @@ static void test_state_init(TestState *t, const TestConfig *cfg,
     }
     options = g_strdup_printf("size=%" PRId64 ",cluster_size=%" PRId64
                               ",refcount_bits=%d,compat=%s"
-                              ",lazy_refcounts=%s%s%s%s",
+                              ",lazy_refcounts=%s%s%s%s%s%s%s",
                               t->size, t->cluster_size, cfg->refcount_bits,
                               cfg->v2 ? "0.10" : "1.1",
                               cfg->lazy_refcounts ? "on" : "off",
                               cfg->backing ? ",backing_fmt=qcow2" : "",
                               cfg->backing ? ",backing_file=" : "",
-                              cfg->backing ? t->backing_path : "");
+                              cfg->backing ? t->backing_path : "",
+                              cfg->data_file ? ",data_file=" : "",
+                              cfg->data_file ? t->data_path : "",
+                              cfg->data_file == 2 ? ",data_file_raw=on" : "");
     g_assert_cmpint(create_image(t->path, options, &error_abort), ==, 0);
 
     t->model = g_malloc(t->size);
@@ -289,8 +298,10 @@ static void test_state_destroy(TestState *t)
     }
     unlink(t->path);
     unlink(t->backing_path);
+    unlink(t->data_path);
     g_free(t->path);
     g_free(t->backing_path);
+    g_free(t->data_path);
     g_free(t->model);
     g_free(t->backing);
     g_string_free(t->log, true);
@@ -450,6 +461,10 @@ static bool random_op(TestState *t, TestOp *ops, int n, TestOp *op)
     memset(op, 0, sizeof(*op));
     op->t = t;
     op->type = weights[g_rand_int_range(t->rand, 0, G_N_ELEMENTS(weights))];
+    if (op->type == OP_COMPRESSED && t->cfg->data_file) {
+        /* compressed clusters live in the image file only */
+        op->type = OP_WRITE;
+    }
     /* (MIN evaluates its arguments twice: no random numbers inside) */
     if (op->type == OP_COMPRESSED) {
         /* whole clusters; the image's last one may be partial */
@@ -517,6 +532,34 @@ static void run_batch(TestState *t)
     }
 }
 
+/*
+ * Shrinks the disk to a random size (a multiple of 512, often within a
+ * cluster) and grows it back: what lay past the smaller size reads as
+ * zeroes afterwards, whatever the backing file holds there.  A v2 image
+ * cannot hide a longer backing file, so it is not shrunk below it.
+ */
+static void shrink_and_grow(TestState *t)
+{
+    int64_t min = t->size / 2;
+    int64_t new_size;
+
+    if (t->cfg->v2 && t->cfg->backing) {
+        min = t->backing_size;
+    }
+    min = ROUND_UP(min, 512);
+    new_size = min + 512 * (int64_t)g_rand_int_range(
+                   t->rand, 0, (t->size - min) / 512);
+    g_string_append_printf(t->log, "  truncate %" PRId64 "\n  truncate %"
+                           PRId64 "\n", new_size, t->size);
+    if (blk_truncate(t->blk, new_size, false, PREALLOC_MODE_OFF, 0,
+                     &error_abort) < 0 ||
+        blk_truncate(t->blk, t->size, false, PREALLOC_MODE_OFF, 0,
+                     &error_abort) < 0) {
+        test_fail(t, "truncate to %" PRId64 " and back failed", new_size);
+    }
+    memset(t->model + new_size, 0, t->size - new_size);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The test */
 
@@ -527,7 +570,8 @@ static void test_random(gconstpointer opaque)
                    (cfg->refcount_bits * 104729u) ^ (cfg->v2 << 20) ^
                    (cfg->backing << 21) ^ (cfg->lazy_refcounts << 22) ^
                    ((cfg->l2_cache_size != NULL) << 23) ^
-                   ((cfg->l2_cache_entry_size != NULL) << 24);
+                   ((cfg->l2_cache_entry_size != NULL) << 24) ^
+                   (cfg->data_file << 25);
     TestState t;
 
     g_test_message("seed %u (QCOW2_RANDOM_SEED=%u)", seed, base_seed);
@@ -541,6 +585,9 @@ static void test_random(gconstpointer opaque)
             if (paranoid) {
                 verify_all(&t, t.blk, when);
             }
+        }
+        if (g_rand_boolean(t.rand)) {
+            shrink_and_grow(&t);
         }
         verify_all(&t, t.blk, when);
         check_image(&t, t.blk, when);
@@ -599,6 +646,10 @@ static const TestConfig configs[] = {
     { .cluster_bits = 16, .refcount_bits = 16, .lazy_refcounts = true },
     { .cluster_bits = 12, .refcount_bits = 2, .lazy_refcounts = true,
       .backing = true },
+    /* external data files */
+    { .cluster_bits = 16, .refcount_bits = 16, .data_file = 1,
+      .backing = true },
+    { .cluster_bits = 12, .refcount_bits = 16, .data_file = 2 },
 };
 
 int main(int argc, char **argv)
@@ -624,12 +675,14 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
         const TestConfig *c = &configs[i];
         g_autofree char *name = g_strdup_printf(
-            "/qcow2-random/%d/refcount%d%s%s%s%s%s", 1 << c->cluster_bits,
+            "/qcow2-random/%d/refcount%d%s%s%s%s%s%s", 1 << c->cluster_bits,
             c->refcount_bits, c->v2 ? "/v2" : "",
             c->backing ? "/backing" : "",
             c->lazy_refcounts ? "/lazy" : "",
             c->l2_cache_size ? "/small-l2-cache" : "",
-            c->l2_cache_entry_size ? "/l2-slices" : "");
+            c->l2_cache_entry_size ? "/l2-slices" : "",
+            c->data_file == 1 ? "/data-file" :
+            c->data_file == 2 ? "/data-file-raw" : "");
 
         g_test_add_data_func(name, c, test_random);
     }

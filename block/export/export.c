@@ -1,0 +1,237 @@
+/*
+ * Block exports: the registry of export types, the export list and the
+ * life cycle every export type shares (see include/block/export.h for the
+ * states and their invariants).
+ */
+#include "block/export.h"
+
+#include "block/block_int.h"
+#include "util/qapi-event.h"
+
+static GPtrArray *blk_exp_drivers;
+/* BlockExport *, in creation order (the link is embedded) */
+static GQueue blk_exp_list = G_QUEUE_INIT;
+
+void blk_exp_register(const BlockExportDriver *drv)
+{
+    assert(drv->create && drv->request_shutdown);
+    if (!blk_exp_drivers) {
+        blk_exp_drivers = g_ptr_array_new();
+    }
+    assert(!blk_exp_type_available(drv->type));
+    g_ptr_array_add(blk_exp_drivers, (gpointer)drv);
+}
+
+static const BlockExportDriver *blk_exp_find_driver(const char *type)
+{
+    for (guint i = 0; blk_exp_drivers && i < blk_exp_drivers->len; i++) {
+        const BlockExportDriver *drv = g_ptr_array_index(blk_exp_drivers, i);
+
+        if (!strcmp(drv->type, type)) {
+            return drv;
+        }
+    }
+    return NULL;
+}
+
+bool blk_exp_type_available(const char *type)
+{
+    return blk_exp_find_driver(type) != NULL;
+}
+
+BlockExport *blk_exp_find(const char *id)
+{
+    for (GList *l = blk_exp_list.head; l; l = l->next) {
+        BlockExport *exp = l->data;
+
+        if (!strcmp(exp->id, id)) {
+            return exp;
+        }
+    }
+    return NULL;
+}
+
+BlockExport *blk_exp_next(BlockExport *exp)
+{
+    GList *l = exp ? exp->link.next : blk_exp_list.head;
+
+    return l ? l->data : NULL;
+}
+
+static void blk_exp_free(BlockExport *exp)
+{
+    blk_unref(exp->blk);
+    g_free(exp->opaque);
+    g_free(exp->id);
+    g_free(exp);
+}
+
+/* The BlockBackend an export serves, with the permissions it needs. */
+static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
+                                      Error **errp)
+{
+    const char *node_name = json_object_get_string_member(opts, "node-name");
+    BlockDriverState *bs = bdrv_find_node(node_name);
+    uint64_t perm = BLK_PERM_CONSISTENT_READ;
+    BlockBackend *blk;
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='' nor node-name='%s'",
+                   node_name);
+        return NULL;
+    }
+    if (writable) {
+        if (bdrv_is_read_only(bs)) {
+            error_setg(errp, "Cannot export read-only node as writable");
+            return NULL;
+        }
+        perm |= BLK_PERM_WRITE;
+    }
+    /*
+     * Exports share everything, as QEMU's do: whether another user may
+     * write beside them is up to that user's own permissions.
+     */
+    blk = blk_new(bdrv_get_aio_context(bs), perm, BLK_PERM_ALL);
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return NULL;
+    }
+    blk_set_enable_write_cache(
+        blk, !json_object_get_boolean_member_with_default(opts, "writethrough",
+                                                          false));
+    return blk;
+}
+
+BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
+{
+    const char *type = json_object_get_string_member(opts, "type");
+    const char *id = json_object_get_string_member(opts, "id");
+    const BlockExportDriver *drv = blk_exp_find_driver(type);
+    BlockExport *exp;
+
+    if (!drv) {
+        error_setg(errp, "Export type '%s' is not available in this build",
+                   type);
+        return NULL;
+    }
+    if (blk_exp_find(id)) {
+        error_setg(errp, "Block export id '%s' is already in use", id);
+        return NULL;
+    }
+    if (json_object_has_member(opts, "iothread")) {
+        error_setg(errp, "Cannot export on iothread '%s': "
+                   "qblock-storage-daemon runs one event loop",
+                   json_object_get_string_member(opts, "iothread"));
+        return NULL;
+    }
+
+    exp = g_new0(BlockExport, 1);
+    exp->drv = drv;
+    exp->id = g_strdup(id);
+    exp->writable = json_object_get_boolean_member_with_default(
+                        opts, "writable", false);
+    exp->refcount = 1;
+    exp->user_owned = true;
+    exp->link.data = exp;
+    exp->opaque = drv->instance_size ? g_malloc0(drv->instance_size) : NULL;
+    exp->blk = blk_exp_open_blk(opts, exp->writable, errp);
+    if (!exp->blk || drv->create(exp, opts, errp) < 0) {
+        blk_exp_free(exp);
+        return NULL;
+    }
+    g_queue_push_tail_link(&blk_exp_list, &exp->link);
+    return exp;
+}
+
+void blk_exp_ref(BlockExport *exp)
+{
+    assert(exp->refcount > 0);
+    exp->refcount++;
+}
+
+void blk_exp_unref(BlockExport *exp)
+{
+    QDict *data;
+
+    assert(exp->refcount > 0);
+    if (--exp->refcount > 0) {
+        return;
+    }
+    /* invariant 1: the export's own reference went with the removal */
+    assert(!exp->user_owned);
+    if (exp->drv->delete) {
+        exp->drv->delete(exp);
+    }
+    g_queue_unlink(&blk_exp_list, &exp->link);
+    data = qdict_new();
+    qdict_put_str(data, "id", exp->id);
+    qapi_event_emit("BLOCK_EXPORT_DELETED", data);
+    blk_exp_free(exp);
+}
+
+void blk_exp_request_shutdown(BlockExport *exp)
+{
+    if (!exp->user_owned) {
+        return;
+    }
+    /* the reference keeps the export alive while its driver disconnects */
+    blk_exp_ref(exp);
+    exp->drv->request_shutdown(exp);
+    exp->user_owned = false;
+    blk_exp_unref(exp);
+    blk_exp_unref(exp);
+}
+
+int blk_exp_del(const char *id, bool hard, Error **errp)
+{
+    BlockExport *exp = blk_exp_find(id);
+
+    if (!exp) {
+        error_setg(errp, "Export '%s' is not found", id);
+        return -ENOENT;
+    }
+    if (!exp->user_owned) {
+        error_setg(errp, "Export '%s' is already shutting down", id);
+        return -EBUSY;
+    }
+    if (!hard && (exp->drv->client_count ? exp->drv->client_count(exp) > 0
+                                          : exp->refcount > 1)) {
+        error_setg(errp, "export '%s' still in use", id);
+        error_append_hint(errp, "Use mode='hard' to force client "
+                          "disconnect\n");
+        return -EBUSY;
+    }
+    blk_exp_request_shutdown(exp);
+    return 0;
+}
+
+static bool blk_exp_any_of_type(const char *type)
+{
+    for (BlockExport *exp = blk_exp_next(NULL); exp; exp = blk_exp_next(exp)) {
+        if (!type || !strcmp(exp->drv->type, type)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void blk_exp_close_all_type(const char *type)
+{
+    BlockExport *exp = blk_exp_next(NULL);
+
+    while (exp) {
+        /* shutting down may delete it: step past it first */
+        BlockExport *next = blk_exp_next(exp);
+
+        if (!type || !strcmp(exp->drv->type, type)) {
+            blk_exp_request_shutdown(exp);
+        }
+        exp = next;
+    }
+    AIO_WAIT_WHILE(qemu_get_aio_context(), blk_exp_any_of_type(type));
+}
+
+void blk_exp_close_all(void)
+{
+    blk_exp_close_all_type(NULL);
+}

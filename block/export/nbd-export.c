@@ -1,0 +1,132 @@
+/*
+ * The "nbd" export type and the storage daemon's NBD server (see
+ * include/block/nbd-export.h).
+ *
+ * An NBD export of the export layer wraps an NBDExport of the one server.
+ * The BlockBackend is the export layer's, so the write cache and the I/O
+ * statistics are the export's; the NBD server serves clients from it.
+ */
+#include "block/nbd-export.h"
+
+#include "block/export.h"
+#include "block/nbd.h"
+
+/* how long a client may take over its handshake, as QEMU's daemon */
+#define NBD_EXPORT_HANDSHAKE_NS \
+    (NBD_DEFAULT_HANDSHAKE_MAX_SECS * 1000 * (int64_t)SCALE_MS)
+
+static NBDServer *nbd_export_server;
+
+typedef struct NBDBlockExport {
+    NBDExport *nbd;
+} NBDBlockExport;
+
+int nbd_export_server_start(const SocketAddress *addr,
+                            unsigned int max_connections, Error **errp)
+{
+    NBDServerConfig cfg = {
+        .max_connections = max_connections,
+        .handshake_max_ns = NBD_EXPORT_HANDSHAKE_NS,
+    };
+    NBDServer *server;
+    int ret;
+
+    if (nbd_export_server) {
+        error_setg(errp, "NBD server already running");
+        return -EBUSY;
+    }
+    server = nbd_server_new(qemu_get_aio_context(), &cfg);
+    ret = nbd_server_listen(server, addr, errp);
+    if (ret < 0) {
+        nbd_server_free(server);
+        return ret;
+    }
+    nbd_export_server = server;
+    return 0;
+}
+
+bool nbd_export_server_running(void)
+{
+    return nbd_export_server != NULL;
+}
+
+int nbd_export_server_stop(Error **errp)
+{
+    if (!nbd_export_server) {
+        error_setg(errp, "NBD server not running");
+        return -ENOENT;
+    }
+    blk_exp_close_all_type("nbd");
+    nbd_server_free(nbd_export_server);
+    nbd_export_server = NULL;
+    return 0;
+}
+
+static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
+                                   Error **errp)
+{
+    NBDBlockExport *e = exp->opaque;
+    JsonArray *bitmaps = json_object_has_member(opts, "bitmaps") ?
+                         json_object_get_array_member(opts, "bitmaps") :
+                         NULL;
+    NBDExportConfig cfg = {
+        .name = json_object_get_string_member_with_default(
+                    opts, "name",
+                    json_object_get_string_member(opts, "node-name")),
+        .description = json_object_get_string_member_with_default(
+                           opts, "description", NULL),
+        .writable = exp->writable,
+        .allocation_depth = json_object_get_boolean_member_with_default(
+                                opts, "allocation-depth", false),
+        /*
+         * Every connection to an export uses the one BlockBackend, so a
+         * flush on any of them covers the writes of all (see
+         * NBDExportConfig): safe to announce, as for qblock-nbd -e N.
+         */
+        .multi_conn = true,
+    };
+
+    if (!nbd_export_server) {
+        error_setg(errp, "NBD server not running");
+        return -EINVAL;
+    }
+    /* qblock keeps no dirty bitmaps, so none can be found */
+    if (bitmaps && json_array_get_length(bitmaps)) {
+        error_setg(errp, "Bitmap '%s' is not found",
+                   json_array_get_string_element(bitmaps, 0));
+        return -ENOENT;
+    }
+    e->nbd = nbd_export_new(nbd_export_server, exp->blk, &cfg, errp);
+    return e->nbd ? 0 : -EINVAL;
+}
+
+static void nbd_block_export_removed(void *opaque)
+{
+    blk_exp_unref(opaque);
+}
+
+static void nbd_block_export_request_shutdown(BlockExport *exp)
+{
+    NBDBlockExport *e = exp->opaque;
+
+    /* held until the NBD export's last client is gone (invariant 1) */
+    blk_exp_ref(exp);
+    nbd_export_remove(e->nbd, nbd_block_export_removed, exp);
+}
+
+static unsigned int nbd_block_export_client_count(BlockExport *exp)
+{
+    NBDBlockExport *e = exp->opaque;
+
+    return nbd_export_client_count(e->nbd);
+}
+
+static const BlockExportDriver nbd_block_export_driver = {
+    .type               = "nbd",
+    .instance_size      = sizeof(NBDBlockExport),
+    .create             = nbd_block_export_create,
+    .request_shutdown   = nbd_block_export_request_shutdown,
+    .client_count       = nbd_block_export_client_count,
+};
+
+block_export_init(nbd_block_export_driver)

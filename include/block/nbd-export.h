@@ -1,0 +1,27 @@
+/*
+ * NBD exports of the export layer (include/block/export.h), type "nbd",
+ * and the one NBD server they are served on: what qemu-storage-daemon's
+ * --nbd-server, nbd-server-start/-stop and block-export-add type=nbd
+ * manage.  qblock-nbd drives the NBD server directly instead.
+ */
+#ifndef QBLOCK_NBD_EXPORT_H
+#define QBLOCK_NBD_EXPORT_H
+
+#include "util/sockets.h"
+
+/*
+ * Starts the server on @addr, serving at most @max_connections clients at
+ * once (0: no limit).  Errors: "NBD server already running", or the
+ * socket's.
+ */
+int nbd_export_server_start(const SocketAddress *addr,
+                            unsigned int max_connections, Error **errp);
+bool nbd_export_server_running(void);
+/*
+ * Removes every NBD export (their clients are disconnected, and
+ * BLOCK_EXPORT_DELETED is sent for each) and frees the server.  Errors:
+ * "NBD server not running".
+ */
+int nbd_export_server_stop(Error **errp);
+
+#endif

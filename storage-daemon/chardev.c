@@ -1,0 +1,311 @@
+/*
+ * Character devices of the storage daemon (see chardev.h).
+ *
+ * Invariants:
+ *  1. A device with a user hands every connection to it at once; one
+ *     without keeps them in chr->waiting (fds it still owns).
+ *  2. A listening device removes its socket file at cleanup only if the
+ *     path still names the socket it bound (same device and inode), so a
+ *     newer daemon's socket at the same path survives an older one's exit.
+ */
+#include "chardev.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "util/aio.h"
+
+typedef enum ChardevKind {
+    CHARDEV_SOCKET_SERVER,
+    CHARDEV_SOCKET_CLIENT,
+    CHARDEV_STDIO,
+} ChardevKind;
+
+struct Chardev {
+    char *id;
+    ChardevKind kind;
+    char *path;                 /* sockets: absolute path */
+    int listen_fd;              /* server: -1 once closed */
+    dev_t sock_dev;             /* server: what the path named after bind */
+    ino_t sock_ino;
+    bool wait;                  /* server: wait=on and no client yet */
+    GArray *waiting;            /* int pairs (in, out) without a user */
+    ChardevConnectFunc *connect;
+    void *opaque;
+};
+
+/* Chardev *, in creation order */
+static GPtrArray *chardevs;
+
+Chardev *chardev_find(const char *id, Error **errp)
+{
+    for (guint i = 0; chardevs && i < chardevs->len; i++) {
+        Chardev *chr = g_ptr_array_index(chardevs, i);
+
+        if (!strcmp(chr->id, id)) {
+            return chr;
+        }
+    }
+    error_setg(errp, "chardev \"%s\" not found", id);
+    return NULL;
+}
+
+static void chardev_deliver(Chardev *chr, int in_fd, int out_fd)
+{
+    if (chr->connect) {
+        chr->connect(chr->opaque, in_fd, out_fd);
+    } else {
+        int fds[2] = { in_fd, out_fd };
+
+        g_array_append_vals(chr->waiting, fds, 2);
+    }
+}
+
+static void chardev_accept(void *opaque)
+{
+    Chardev *chr = opaque;
+    int fd = accept4(chr->listen_fd, NULL, NULL,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+    if (fd < 0) {
+        /* EAGAIN: another wake-up took it; anything else is the client's */
+        return;
+    }
+    chr->wait = false;
+    chardev_deliver(chr, fd, fd);
+}
+
+static bool chardev_fill_addr(struct sockaddr_un *sa, const char *path,
+                              Error **errp)
+{
+    memset(sa, 0, sizeof(*sa));
+    sa->sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(sa->sun_path)) {
+        error_setg(errp, "UNIX socket path '%s' is too long", path);
+        return false;
+    }
+    strcpy(sa->sun_path, path);
+    return true;
+}
+
+/* A stale socket at @path may be replaced; any other file may not. */
+static bool chardev_clear_path(const char *path, Error **errp)
+{
+    struct stat st;
+
+    if (lstat(path, &st) < 0) {
+        return true;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        error_setg(errp, "Failed to bind socket to %s: a file that is not "
+                   "a socket exists there", path);
+        return false;
+    }
+    if (unlink(path) < 0) {
+        error_setg_errno(errp, errno, "Failed to unlink socket %s", path);
+        return false;
+    }
+    return true;
+}
+
+static int chardev_listen(Chardev *chr, Error **errp)
+{
+    struct sockaddr_un sa;
+    struct stat st;
+    int fd;
+
+    if (!chardev_fill_addr(&sa, chr->path, errp) ||
+        !chardev_clear_path(chr->path, errp)) {
+        return -EINVAL;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Failed to create socket");
+        return -errno;
+    }
+    /* several clients may connect at once: give them some backlog */
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(fd, 16) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to bind socket to %s",
+                         chr->path);
+        close(fd);
+        return ret;
+    }
+    if (stat(chr->path, &st) == 0) {
+        chr->sock_dev = st.st_dev;
+        chr->sock_ino = st.st_ino;
+    }
+    chr->listen_fd = fd;
+    aio_set_fd_handler(qemu_get_aio_context(), fd, chardev_accept, NULL,
+                       chr);
+    return 0;
+}
+
+static int chardev_connect(Chardev *chr, Error **errp)
+{
+    struct sockaddr_un sa;
+    int fd;
+
+    if (!chardev_fill_addr(&sa, chr->path, errp)) {
+        return -EINVAL;
+    }
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Failed to create socket");
+        return -errno;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to connect to '%s'",
+                         chr->path);
+        close(fd);
+        return ret;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    chardev_deliver(chr, fd, fd);
+    return 0;
+}
+
+static void chardev_free(Chardev *chr)
+{
+    /* stdio's descriptors stay open for the messages at exit */
+    for (guint i = 0; chr->kind != CHARDEV_STDIO &&
+                      i + 1 < chr->waiting->len; i += 2) {
+        int in_fd = g_array_index(chr->waiting, int, i);
+        int out_fd = g_array_index(chr->waiting, int, i + 1);
+
+        close(in_fd);
+        if (out_fd != in_fd) {
+            close(out_fd);
+        }
+    }
+    g_array_unref(chr->waiting);
+    g_free(chr->id);
+    g_free(chr->path);
+    g_free(chr);
+}
+
+Chardev *chardev_add(JsonObject *opts, Error **errp)
+{
+    const char *id = json_object_get_string_member(opts, "id");
+    const char *backend = json_object_get_string_member(opts, "backend");
+    Chardev *chr;
+    int ret = 0;
+
+    if (chardev_find(id, NULL)) {
+        error_setg(errp, "Duplicate chardev id '%s'", id);
+        return NULL;
+    }
+    chr = g_new0(Chardev, 1);
+    chr->id = g_strdup(id);
+    chr->listen_fd = -1;
+    chr->waiting = g_array_new(false, false, sizeof(int));
+    if (!strcmp(backend, "stdio")) {
+        chr->kind = CHARDEV_STDIO;
+        chardev_deliver(chr, STDIN_FILENO, STDOUT_FILENO);
+    } else {
+        g_autofree char *cwd = g_get_current_dir();
+
+        /* absolute: the daemon may chdir("/") when it daemonizes */
+        chr->path = g_canonicalize_filename(
+                        json_object_get_string_member(opts, "path"), cwd);
+        if (json_object_get_boolean_member_with_default(opts, "server",
+                                                        false)) {
+            chr->kind = CHARDEV_SOCKET_SERVER;
+            chr->wait = json_object_get_boolean_member_with_default(
+                            opts, "wait", true);
+            ret = chardev_listen(chr, errp);
+        } else {
+            chr->kind = CHARDEV_SOCKET_CLIENT;
+            ret = chardev_connect(chr, errp);
+        }
+    }
+    if (ret < 0) {
+        chardev_free(chr);
+        return NULL;
+    }
+    if (!chardevs) {
+        chardevs = g_ptr_array_new();
+    }
+    g_ptr_array_add(chardevs, chr);
+    return chr;
+}
+
+int chardev_attach(Chardev *chr, ChardevConnectFunc *fn, void *opaque,
+                   Error **errp)
+{
+    g_autoptr(GArray) waiting = NULL;
+
+    if (chr->connect) {
+        error_setg(errp, "Device '%s' is in use", chr->id);
+        return -EBUSY;
+    }
+    chr->connect = fn;
+    chr->opaque = opaque;
+    waiting = chr->waiting;
+    chr->waiting = g_array_new(false, false, sizeof(int));
+    for (guint i = 0; i + 1 < waiting->len; i += 2) {
+        fn(opaque, g_array_index(waiting, int, i),
+           g_array_index(waiting, int, i + 1));
+    }
+    return 0;
+}
+
+bool chardev_is_waiting(Chardev *chr)
+{
+    return chr->kind == CHARDEV_SOCKET_SERVER && chr->wait;
+}
+
+char *chardev_describe(Chardev *chr)
+{
+    return g_strdup_printf("disconnected:unix:%s,server=on", chr->path);
+}
+
+bool chardev_fd_is_pollable(int fd)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    bool ok;
+
+    if (epfd < 0) {
+        return false;
+    }
+    ok = epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
+    close(epfd);
+    return ok;
+}
+
+static void chardev_close(Chardev *chr)
+{
+    struct stat st;
+
+    if (chr->listen_fd >= 0) {
+        aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd, NULL,
+                           NULL, NULL);
+        close(chr->listen_fd);
+        chr->listen_fd = -1;
+        /* invariant 2 */
+        if (stat(chr->path, &st) == 0 && st.st_dev == chr->sock_dev &&
+            st.st_ino == chr->sock_ino) {
+            unlink(chr->path);
+        }
+    }
+    chardev_free(chr);
+}
+
+void chardev_cleanup(void)
+{
+    if (!chardevs) {
+        return;
+    }
+    for (guint i = 0; i < chardevs->len; i++) {
+        chardev_close(g_ptr_array_index(chardevs, i));
+    }
+    g_ptr_array_unref(chardevs);
+    chardevs = NULL;
+}

@@ -1,0 +1,541 @@
+/*
+ * qblock-storage-daemon: block nodes, their exports and QMP monitors in
+ * one process, with qemu-storage-daemon's command line.
+ *
+ *   qblock-storage-daemon [--blockdev OPTS]... [--chardev OPTS]...
+ *       [--monitor OPTS]... [--nbd-server OPTS] [--export OPTS]...
+ *       [--object OPTS]... [--pidfile PATH] [--daemonize]
+ *
+ * Start-up, in this order:
+ *  1. -h, -V and --daemonize are seen first; with --daemonize the process
+ *     forks now, before it opens anything, and the parent waits until
+ *     the child reports that it started (exit 0) or failed (exit 1).
+ *  2. The other options take effect in command-line order, as in QEMU:
+ *     an --export needs its node, and an NBD export the --nbd-server,
+ *     before it.  The first error ends the daemon ("--export ARG: why").
+ *  3. The pid file is written (and locked), then a daemon detaches.
+ *
+ * Then one event loop runs everything: monitors, NBD clients, the I/O.
+ *
+ * Shutdown, on SIGTERM, SIGINT or SIGHUP or the QMP quit command: no new
+ * request starts, SHUTDOWN is sent, every export is removed (its clients
+ * disconnected; BLOCK_EXPORT_DELETED for each), the NBD server stops,
+ * every image is flushed and closed (which releases its locks), the
+ * monitors get what is left of their output, and the socket and pid
+ * files are removed.  The exit status is 1 if a flush failed.
+ */
+#include "util/osdep.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/signalfd.h>
+
+#include "config-host.h"
+#include "block/block.h"
+#include "block/export.h"
+#include "block/nbd-export.h"
+#include "block-export.h"
+#include "blockdev.h"
+#include "chardev.h"
+#include "monitor.h"
+#include "nbd.h"
+#include "qapi-qmp.h"
+#include "qmp-dispatch.h"
+#include "util/qapi-event.h"
+
+enum {
+    OPTION_BLOCKDEV = 256,
+    OPTION_CHARDEV,
+    OPTION_DAEMONIZE,
+    OPTION_EXPORT,
+    OPTION_MONITOR,
+    OPTION_NBD_SERVER,
+    OPTION_OBJECT,
+    OPTION_PIDFILE,
+};
+
+static const struct option qsd_long_options[] = {
+    { "blockdev",   required_argument, NULL, OPTION_BLOCKDEV },
+    { "chardev",    required_argument, NULL, OPTION_CHARDEV },
+    { "daemonize",  no_argument,       NULL, OPTION_DAEMONIZE },
+    { "export",     required_argument, NULL, OPTION_EXPORT },
+    { "help",       no_argument,       NULL, 'h' },
+    { "monitor",    required_argument, NULL, OPTION_MONITOR },
+    { "nbd-server", required_argument, NULL, OPTION_NBD_SERVER },
+    { "object",     required_argument, NULL, OPTION_OBJECT },
+    { "pidfile",    required_argument, NULL, OPTION_PIDFILE },
+    { "trace",      required_argument, NULL, 'T' },
+    { "version",    no_argument,       NULL, 'V' },
+    { NULL, 0, NULL, 0 },
+};
+#define QSD_SHORT_OPTIONS "+hT:V"
+
+/* QEMU's --object types: qblock has none of them, and says so. */
+static const char *const qsd_qemu_object_types[] = {
+    "authz-list", "authz-list-file", "authz-pam", "authz-simple",
+    "iothread", "main-loop", "pr-manager-helper", "secret",
+    "secret_keyring", "thread-context", "throttle-group",
+    "tls-cipher-suites", "tls-creds-anon", "tls-creds-psk",
+    "tls-creds-x509", NULL,
+};
+
+/* NULL while running; the ShutdownCause once shutdown is requested */
+static const char *qsd_shutdown_reason;
+static bool qsd_daemonize;
+/* --daemonize: the write end of the pipe the parent waits on */
+static int qsd_daemon_pipe = -1;
+static char *qsd_pidfile;
+static int qsd_pidfile_fd = -1;
+
+static void qsd_usage(void)
+{
+    printf(
+"Usage: %s [options]\n"
+"QEMU storage daemon (qblock)\n"
+"\n"
+"  -h, --help             display this help and exit\n"
+"  -V, --version          output version information and exit\n"
+"\n"
+"  --blockdev [driver=]<driver>[,node-name=<N>][,discard=ignore|unmap]\n"
+"             [,cache.direct=on|off][,cache.no-flush=on|off]\n"
+"             [,read-only=on|off][,auto-read-only=on|off]\n"
+"             [,force-share=on|off][,detect-zeroes=on|off|unmap]\n"
+"             [,driver specific parameters...]\n"
+"  --blockdev '{\"driver\": <driver>, \"node-name\": <N>, ...}'\n"
+"                         configure a block node (drivers: file, raw,\n"
+"                         qcow2, null-co, null-aio, blkdebug; options in\n"
+"                         docs/block-options.md)\n"
+"\n"
+"  --chardev socket,id=<id>,path=<path>[,server=on|off][,wait=on|off]\n"
+"  --chardev stdio,id=<id>\n"
+"                         configure a character device for a monitor\n"
+"                         (server=off: connect to <path>; wait=on, the\n"
+"                         default, waits for the first client)\n"
+"\n"
+"  --daemonize            daemonize the process, and have the parent exit\n"
+"                         once startup is complete\n"
+"\n"
+"  --export [type=]nbd,id=<id>,node-name=<node-name>[,name=<export-name>]\n"
+"           [,description=<text>][,writable=on|off][,writethrough=on|off]\n"
+"           [,allocation-depth=on|off]\n"
+"                         export the specified block node over NBD\n"
+"                         (requires --nbd-server; writethrough=off, the\n"
+"                         default, caches writes until a flush)\n"
+"\n"
+"  --monitor [chardev=]name[,mode=control][,pretty[=on|off]]\n"
+"                         configure a QMP monitor\n"
+"\n"
+"  --nbd-server addr.type=inet,addr.host=<host>,addr.port=<port>\n"
+"               [,max-connections=<n>]\n"
+"  --nbd-server addr.type=unix,addr.path=<path>[,max-connections=<n>]\n"
+"                         start an NBD server for exporting block nodes\n"
+"                         (max-connections=0, the default: no limit)\n"
+"\n"
+"  --object help          list object types that can be added (none)\n"
+"\n"
+"  --pidfile <path>       write process ID to a file after startup\n"
+"\n"
+"The QMP commands are listed in docs/qmp-reference.md.\n",
+           qemu_get_progname());
+}
+
+static void qsd_print_version(void)
+{
+    printf("%s version %s (qblock, compatible with qemu-storage-daemon "
+           "7.2)\n"
+           "Copyright (c) the qblock authors\n",
+           qemu_get_progname(), QBLOCK_VERSION);
+}
+
+static void qsd_request_shutdown(const char *reason)
+{
+    if (!qsd_shutdown_reason) {
+        qsd_shutdown_reason = reason;
+    }
+    aio_notify(qemu_get_aio_context());
+}
+
+static void qmp_quit(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    /* the reply goes out first; requests queued behind it never run */
+    monitor_stop_dispatch();
+    qsd_request_shutdown("host-qmp-quit");
+}
+
+static void qsd_signal_read(void *opaque)
+{
+    int fd = GPOINTER_TO_INT(opaque);
+    struct signalfd_siginfo info;
+
+    while (read(fd, &info, sizeof(info)) == sizeof(info)) {
+        qsd_request_shutdown("host-signal");
+    }
+}
+
+/*
+ * The shutdown signals are blocked in every thread (the thread pool's
+ * inherit the mask) and read from a signalfd by the event loop, so that
+ * shutdown runs as ordinary code, never in a signal handler.
+ */
+static void qsd_block_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigprocmask(SIG_BLOCK, set, NULL);
+    /* a client that goes away must not kill the daemon */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+static void qsd_watch_signals(const sigset_t *set)
+{
+    int fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC);
+
+    if (fd < 0) {
+        error_report("Failed to create a signalfd: %s", strerror(errno));
+        exit(1);
+    }
+    aio_set_fd_handler(qemu_get_aio_context(), fd, qsd_signal_read, NULL,
+                       GINT_TO_POINTER(fd));
+}
+
+static void qsd_daemonize_start(void)
+{
+    int fds[2];
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC) < 0) {
+        error_report("Failed to create a pipe: %s", strerror(errno));
+        exit(1);
+    }
+    pid = fork();
+    if (pid < 0) {
+        error_report("Failed to fork: %s", strerror(errno));
+        exit(1);
+    }
+    if (pid > 0) {
+        char status;
+        ssize_t n;
+
+        close(fds[1]);
+        do {
+            n = read(fds[0], &status, 1);
+        } while (n < 0 && errno == EINTR);
+        /* EOF: the child failed and said why on stderr */
+        _exit(n == 1 && status == 0 ? 0 : 1);
+    }
+    close(fds[0]);
+    setsid();
+    qsd_daemon_pipe = fds[1];
+}
+
+static void qsd_daemonize_finish(void)
+{
+    char status = 0;
+    int null_fd;
+
+    if (qsd_daemon_pipe < 0) {
+        return;
+    }
+    if (chdir("/") < 0) {
+        error_report("Failed to change to /: %s", strerror(errno));
+        exit(1);
+    }
+    null_fd = open("/dev/null", O_RDWR);
+    if (null_fd >= 0) {
+        dup2(null_fd, STDIN_FILENO);
+        dup2(null_fd, STDOUT_FILENO);
+        dup2(null_fd, STDERR_FILENO);
+        if (null_fd > STDERR_FILENO) {
+            close(null_fd);
+        }
+    }
+    if (write(qsd_daemon_pipe, &status, 1) != 1) {
+        exit(1);
+    }
+    close(qsd_daemon_pipe);
+    qsd_daemon_pipe = -1;
+}
+
+/* Writes and locks the pid file, as QEMU does. */
+static bool qsd_write_pidfile(const char *path, Error **errp)
+{
+    g_autofree char *cwd = g_get_current_dir();
+    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
+    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not create '%s'", path);
+        return false;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        error_setg_errno(errp, errno, "Cannot lock pid file '%s'", path);
+        close(fd);
+        return false;
+    }
+    if (ftruncate(fd, 0) < 0 ||
+        write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid)) {
+        error_setg_errno(errp, errno, "Failed to write pid file '%s'", path);
+        close(fd);
+        return false;
+    }
+    /* absolute: a daemon is in / by the time it removes it */
+    qsd_pidfile = g_canonicalize_filename(path, cwd);
+    qsd_pidfile_fd = fd;
+    return true;
+}
+
+static int qsd_object_add(const char *arg, Error **errp)
+{
+    g_autoptr(QDict) opts = NULL;
+    const char *type;
+
+    if (!strcmp(arg, "help")) {
+        printf("List of user creatable objects:\n"
+               "(none: qblock-storage-daemon supports no --object type)\n");
+        exit(0);
+    }
+    opts = keyval_parse(arg, "qom-type", errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    type = qdict_get_try_str(opts, "qom-type");
+    if (!type) {
+        error_setg(errp, "Parameter 'qom-type' is missing");
+        return -EINVAL;
+    }
+    if (!qdict_haskey(opts, "id") && !qdict_haskey(opts, "help")) {
+        error_setg(errp, "Parameter 'id' is missing");
+        return -EINVAL;
+    }
+    if (g_strv_contains(qsd_qemu_object_types, type)) {
+        error_setg(errp, "Object type '%s' is not supported by "
+                   "qblock-storage-daemon (it runs one event loop and has "
+                   "no secrets, TLS, throttling or authorization)", type);
+        return -ENOTSUP;
+    }
+    error_setg(errp, "Parameter 'qom-type' does not accept value '%s'",
+               type);
+    return -EINVAL;
+}
+
+/* The keyval options of --chardev and --monitor, checked. */
+static JsonNode *qsd_keyval_options(const QapiType *type, const char *arg,
+                                    const char *implied_key, Error **errp)
+{
+    g_autoptr(QDict) qdict = keyval_parse(arg, implied_key, errp);
+
+    return qdict ? qapi_input_from_keyval(type, qdict, errp) : NULL;
+}
+
+static int qsd_chardev_add(const char *arg, Error **errp)
+{
+    g_autoptr(JsonNode) node = qsd_keyval_options(&qapi_type_ChardevOptions,
+                                                  arg, "backend", errp);
+    JsonObject *opts;
+    Chardev *chr;
+
+    if (!node) {
+        return -EINVAL;
+    }
+    opts = json_node_get_object(node);
+    if (qsd_daemonize &&
+        !strcmp(json_object_get_string_member(opts, "backend"), "stdio")) {
+        error_setg(errp, "cannot use stdio with --daemonize");
+        return -EINVAL;
+    }
+    chr = chardev_add(opts, errp);
+    if (!chr) {
+        return -EINVAL;
+    }
+    if (chardev_is_waiting(chr)) {
+        g_autofree char *desc = chardev_describe(chr);
+
+        info_report("--chardev %s: info: waiting for connection on: %s",
+                    arg, desc);
+        /* a signal ends the wait, as it ends the daemon */
+        while (chardev_is_waiting(chr) && !qsd_shutdown_reason) {
+            aio_poll(qemu_get_aio_context(), true);
+        }
+    }
+    return 0;
+}
+
+static int qsd_monitor_add(const char *arg, Error **errp)
+{
+    g_autoptr(JsonNode) node = qsd_keyval_options(&qapi_type_MonitorOptions,
+                                                  arg, "chardev", errp);
+
+    return node ? monitor_add(json_node_get_object(node), errp) : -EINVAL;
+}
+
+/* Pass 1: what must be known before anything is opened. */
+static void qsd_process_early_options(int argc, char **argv)
+{
+    int c;
+
+    opterr = 1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
+                            NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            qsd_usage();
+            exit(0);
+        case 'V':
+            qsd_print_version();
+            exit(0);
+        case 'T':
+            error_report("--trace is not supported by qblock-storage-daemon");
+            exit(1);
+        case OPTION_DAEMONIZE:
+            qsd_daemonize = true;
+            break;
+        case '?':
+            exit(1);
+        }
+    }
+    if (optind < argc) {
+        error_report("%s: Unexpected argument", argv[optind]);
+        exit(1);
+    }
+}
+
+static const char *qsd_option_name(int val)
+{
+    for (const struct option *o = qsd_long_options; o->name; o++) {
+        if (o->val == val) {
+            return o->name;
+        }
+    }
+    g_assert_not_reached();
+}
+
+/* Undoes what start-up did (socket files above all), then exits 1. */
+static void QEMU_NORETURN qsd_startup_failed(void)
+{
+    blk_exp_close_all();
+    if (nbd_export_server_running()) {
+        nbd_export_server_stop(&error_abort);
+    }
+    blockdev_close_all();
+    monitor_cleanup();
+    chardev_cleanup();
+    exit(1);
+}
+
+/* Pass 2: everything else, in order; the first error ends the daemon. */
+static void qsd_process_options(int argc, char **argv)
+{
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
+                            NULL)) != -1) {
+        Error *err = NULL;
+        int ret = 0;
+
+        switch (c) {
+        case OPTION_BLOCKDEV:
+            ret = blockdev_add_cmdline(optarg, &err);
+            break;
+        case OPTION_CHARDEV:
+            ret = qsd_chardev_add(optarg, &err);
+            break;
+        case OPTION_EXPORT:
+            ret = block_export_add_cmdline(optarg, &err);
+            break;
+        case OPTION_MONITOR:
+            ret = qsd_monitor_add(optarg, &err);
+            break;
+        case OPTION_NBD_SERVER:
+            ret = nbd_server_start_cmdline(optarg, &err);
+            break;
+        case OPTION_OBJECT:
+            ret = qsd_object_add(optarg, &err);
+            break;
+        case OPTION_PIDFILE:
+            g_free(qsd_pidfile);
+            qsd_pidfile = g_strdup(optarg);
+            break;
+        }
+        if (ret < 0) {
+            error_prepend(&err, "--%s %s: ", qsd_option_name(c), optarg);
+            error_report_err(err);
+            qsd_startup_failed();
+        }
+    }
+}
+
+static void qsd_register_commands(void)
+{
+    qmp_register_dispatch_commands();
+    monitor_init();
+    blockdev_register_commands();
+    block_export_register_commands();
+    nbd_register_commands();
+    qmp_register_command("quit", qmp_quit);
+}
+
+static int qsd_shutdown(void)
+{
+    QDict *data = qdict_new();
+    int ret;
+
+    monitor_stop_dispatch();
+    qdict_put_bool(data, "guest", false);
+    qdict_put_str(data, "reason", qsd_shutdown_reason);
+    qapi_event_emit("SHUTDOWN", data);
+
+    blk_exp_close_all();
+    if (nbd_export_server_running()) {
+        nbd_export_server_stop(&error_abort);
+    }
+    ret = blockdev_close_all();
+    monitor_cleanup();
+    chardev_cleanup();
+    if (qsd_pidfile_fd >= 0) {
+        unlink(qsd_pidfile);
+        close(qsd_pidfile_fd);
+    }
+    return ret < 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    sigset_t signals;
+    g_autofree char *pidfile = NULL;
+
+    qemu_init_progname(argv[0]);
+    /* getopt's complaints begin with argv[0]: the name, as ours do */
+    argv[0] = (char *)qemu_get_progname();
+    qsd_process_early_options(argc, argv);
+    qsd_block_signals(&signals);
+    if (qsd_daemonize) {
+        qsd_daemonize_start();
+    }
+    qsd_watch_signals(&signals);
+    bdrv_init();
+    qsd_register_commands();
+
+    qsd_process_options(argc, argv);
+    if (qsd_pidfile) {
+        Error *err = NULL;
+
+        pidfile = g_steal_pointer(&qsd_pidfile);
+        if (!qsd_write_pidfile(pidfile, &err)) {
+            error_prepend(&err, "cannot create PID file: ");
+            error_report_err(err);
+            qsd_startup_failed();
+        }
+    }
+    qsd_daemonize_finish();
+
+    while (!qsd_shutdown_reason) {
+        aio_poll(qemu_get_aio_context(), true);
+    }
+    return qsd_shutdown();
+}

@@ -1,0 +1,258 @@
+"""Helpers for the qblock-storage-daemon tests: start a daemon, talk raw
+QMP to it, run real NBD clients against it, and count results.
+
+Every test script imports this, makes a Tests() and ends with
+tests.finish(), which prints "NAME: N passed, N failed, N skipped" and
+exits 1 if anything failed.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+# A loaded 2-core machine can take seconds to start a process.
+TIMEOUT = 30.0
+
+
+class Tests:
+    def __init__(self, name):
+        self.name = name
+        self.passed = self.failed = self.skipped = 0
+        build = sys.argv[1] if len(sys.argv) > 1 else 'build'
+        self.build = os.path.abspath(build)
+        self.daemon_bin = os.path.join(self.build, 'qblock-storage-daemon')
+        self.img_bin = os.path.join(self.build, 'qblock-img')
+        self.dir = tempfile.mkdtemp(prefix='qsd-test-')
+        self.daemons = []
+
+    def check(self, what, cond, detail=''):
+        if cond:
+            self.passed += 1
+            print('ok %s' % what)
+        else:
+            self.failed += 1
+            print('FAIL %s%s' % (what, ': ' + str(detail) if detail else ''))
+        return cond
+
+    def equal(self, what, got, expect):
+        return self.check(what, got == expect,
+                          'got %r, expected %r' % (got, expect))
+
+    def skip(self, what, why):
+        self.skipped += 1
+        print('skip %s: %s' % (what, why))
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def finish(self):
+        for d in self.daemons:
+            d.kill()
+        if not self.failed:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        else:
+            print('(files kept in %s)' % self.dir)
+        print('%s: %d passed, %d failed, %d skipped' %
+              (self.name, self.passed, self.failed, self.skipped))
+        sys.exit(1 if self.failed else 0)
+
+    def run(self, args, **kw):
+        """Runs a program, returning (exit status, stdout, stderr)."""
+        p = subprocess.run(args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT * 2,
+                           cwd=kw.get('cwd', self.dir),
+                           input=kw.get('input'))
+        return p.returncode, p.stdout.decode(errors='replace'), \
+            p.stderr.decode(errors='replace')
+
+    def create_image(self, name, size='64M', fmt='qcow2'):
+        path = self.path(name)
+        rc, out, err = self.run([self.img_bin, 'create', '-q', '-f', fmt,
+                                 path, size])
+        if rc:
+            raise RuntimeError('qblock-img create failed: ' + err)
+        return path
+
+    def daemon(self, args, qmp=True, **kw):
+        d = Daemon(self, args, qmp=qmp, **kw)
+        self.daemons.append(d)
+        return d
+
+
+def have(program):
+    return shutil.which(program) is not None
+
+
+def nbd_uri(sock, name):
+    return 'nbd+unix:///%s?socket=%s' % (name, sock)
+
+
+def wait_for(cond, timeout=TIMEOUT):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.02)
+    return cond()
+
+
+class Daemon:
+    """A qblock-storage-daemon with a QMP socket (unless qmp=False)."""
+
+    def __init__(self, tests, args, qmp=True, stdin=None):
+        self.tests = tests
+        self.qmp_path = tests.path('qmp-%d.sock' % len(tests.daemons))
+        cmd = [tests.daemon_bin]
+        if qmp:
+            cmd += ['--chardev', 'socket,id=qmp0,path=%s,server=on,wait=off'
+                    % self.qmp_path, '--monitor', 'chardev=qmp0']
+        cmd += args
+        self.proc = subprocess.Popen(cmd, cwd=tests.dir, stdin=stdin,
+                                     stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self.stderr = ''
+        if qmp and not wait_for(lambda: os.path.exists(self.qmp_path) or
+                                self.proc.poll() is not None):
+            raise RuntimeError('daemon did not create its QMP socket')
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def qmp(self, negotiate=True):
+        c = QmpClient(self.qmp_path)
+        if negotiate:
+            c.negotiate()
+        return c
+
+    def wait(self, timeout=TIMEOUT):
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        self.stderr = self.proc.stderr.read().decode(errors='replace')
+        return self.proc.returncode
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.alive():
+            self.proc.send_signal(sig)
+        return self.wait()
+
+    def kill(self):
+        if self.alive():
+            self.proc.kill()
+            self.proc.wait()
+
+
+class QmpClient:
+    """Raw QMP: bytes in, one JSON object per "\\r\\n" line out."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.buf = b''
+        self.events = []
+        self.eof = False
+        self.greeting = self.recv()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def recv_line(self, timeout=TIMEOUT):
+        """The next line (without "\\r\\n"), or None at EOF/timeout."""
+        end = time.monotonic() + timeout
+        while b'\r\n' not in self.buf:
+            left = end - time.monotonic()
+            if left <= 0 or self.eof:
+                return None
+            self.sock.settimeout(left)
+            try:
+                data = self.sock.recv(65536)
+            except socket.timeout:
+                return None
+            except ConnectionResetError:
+                data = b''
+            if not data:
+                self.eof = True
+                continue
+            self.buf += data
+        line, self.buf = self.buf.split(b'\r\n', 1)
+        return line
+
+    def recv(self, timeout=TIMEOUT):
+        line = self.recv_line(timeout)
+        return None if line is None else json.loads(line)
+
+    def reply(self, timeout=TIMEOUT):
+        """The next reply; events before it are kept in self.events."""
+        while True:
+            msg = self.recv(timeout)
+            if msg is None or 'event' not in msg:
+                return msg
+            self.events.append(msg)
+
+    def cmd(self, name, args=None, id=None):
+        req = {'execute': name}
+        if args is not None:
+            req['arguments'] = args
+        if id is not None:
+            req['id'] = id
+        self.send_raw(json.dumps(req).encode() + b'\n')
+        return self.reply()
+
+    def ok(self, name, args=None):
+        r = self.cmd(name, args)
+        if r is None or 'return' not in r:
+            raise RuntimeError('%s %r failed: %r' % (name, args, r))
+        return r['return']
+
+    def negotiate(self):
+        self.ok('qmp_capabilities')
+
+    def event(self, name, timeout=TIMEOUT):
+        """Waits for event @name (kept ones first); None on timeout."""
+        end = time.monotonic() + timeout
+        while True:
+            for i, e in enumerate(self.events):
+                if e['event'] == name:
+                    return self.events.pop(i)
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            msg = self.recv(left)
+            if msg is None:
+                return None
+            if 'event' in msg:
+                self.events.append(msg)
+
+    def close(self):
+        self.sock.close()
+
+
+def error_of(reply):
+    """(class, desc) of an error reply, or None."""
+    if not reply or 'error' not in reply:
+        return None
+    return reply['error']['class'], reply['error']['desc']
+
+
+def generic(desc):
+    return ('GenericError', desc)
+
+
+def qemu_io(tests, uri, *cmds, fmt='raw', cache='writeback'):
+    """Runs the real qemu-io on an NBD URI (qemu-utils is a test
+    dependency); returns (status, output).  qemu-io's own default cache
+    mode, writethrough, would send every write with FUA: writeback lets
+    the daemon's write cache alone decide when writes are flushed."""
+    args = ['qemu-io', '-f', fmt, '-t', cache]
+    for c in cmds:
+        args += ['-c', c]
+    rc, out, err = tests.run(args + [uri])
+    return rc, out + err

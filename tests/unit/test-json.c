@@ -1,0 +1,251 @@
+/*
+ * The monitor's JSON: the strict parser (QEMU 7.2's error texts, observed
+ * through qemu-storage-daemon's QMP socket), the writer (QEMU's spacing,
+ * escapes and pretty layout) and the streamer's framing and limits.
+ */
+#include "util/json.h"
+
+/* Parses @text and writes it back compactly. */
+static char *roundtrip(const char *text)
+{
+    Error *err = NULL;
+    JsonNode *node = json_parse_text(text, strlen(text), &err);
+    char *out;
+
+    if (!node) {
+        g_error("parsing '%s' failed: %s", text, error_get_pretty(err));
+    }
+    out = json_to_text(node, 0);
+    json_node_unref(node);
+    return out;
+}
+
+static void check_roundtrip(const char *text, const char *expect)
+{
+    g_autofree char *out = roundtrip(text);
+
+    g_assert_cmpstr(out, ==, expect);
+}
+
+static void check_error(const char *text, const char *expect)
+{
+    Error *err = NULL;
+    JsonNode *node = json_parse_text(text, strlen(text), &err);
+
+    if (node) {
+        g_error("'%s' was accepted", text);
+    }
+    g_assert_cmpstr(error_get_pretty(err), ==, expect);
+    error_free(err);
+}
+
+static void test_values(void)
+{
+    check_roundtrip("{\"a\":1,\"b\":[true,false,null],\"c\":\"x\"}",
+                    "{\"a\": 1, \"b\": [true, false, null], \"c\": \"x\"}");
+    check_roundtrip(" { } ", "{}");
+    check_roundtrip("[ ]", "[]");
+    check_roundtrip("-0", "0");
+    check_roundtrip("9223372036854775807", "9223372036854775807");
+    check_roundtrip("-9223372036854775808", "-9223372036854775808");
+    /* beyond int64: a double, as QEMU makes numbers beyond uint64 */
+    check_roundtrip("18446744073709551616", "1.8446744073709552e+19");
+    check_roundtrip("1.5", "1.5");
+    check_roundtrip("1e3", "1000");
+    check_roundtrip("{'a':'b'}", "{\"a\": \"b\"}");
+    /* members keep their order */
+    check_roundtrip("{\"z\":1,\"a\":2,\"m\":3}",
+                    "{\"z\": 1, \"a\": 2, \"m\": 3}");
+}
+
+static void test_strings(void)
+{
+    check_roundtrip("\"\\u00e9\\ud83d\\ude00\"", "\"\\u00E9\\uD83D\\uDE00\"");
+    check_roundtrip("\"\xc3\xa9\"", "\"\\u00E9\"");
+    check_roundtrip("\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\"",
+                    "\"a\\\"b\\\\c/d\\b\\f\\n\\r\\t\"");
+    check_roundtrip("\"\\u0001\\u007f\"", "\"\\u0001\\u007F\"");
+    check_roundtrip("'it\\'s'", "\"it's\"");
+    check_error("\"\\ud800\"",
+                "JSON parse error, \\ud800 is not a valid Unicode character");
+    check_error("\"\\u0000\"",
+                "JSON parse error, \\u0000 is not allowed in a string");
+    check_error("\"\\q\"",
+                "JSON parse error, invalid escape sequence in string");
+    check_error("\"\\u12\"",
+                "JSON parse error, invalid escape sequence in string");
+    check_error("\"a\x01\"",
+                "JSON parse error, control character 0x01 in string");
+    check_error("\"\xff\xfe\"",
+                "JSON parse error, invalid UTF-8 sequence in string");
+    check_error("\"abc", "JSON parse error, premature EOI");
+}
+
+static void test_errors(void)
+{
+    check_error("{\"a\":}", "JSON parse error, expecting value");
+    check_error("{\"a\" 1}", "JSON parse error, missing : in object pair");
+    check_error("{\"a\":1,}", "JSON parse error, expecting value");
+    check_error("{\"a\":1 \"b\":2}",
+                "JSON parse error, expected separator in dict");
+    check_error("[1 2]", "JSON parse error, expected separator in list");
+    check_error("[1,]", "JSON parse error, expecting value");
+    check_error("{1:2}", "JSON parse error, key is not a string in object");
+    check_error("{\"a\":1,\"a\":2}", "JSON parse error, duplicate key");
+    check_error("{bad}", "JSON parse error, key is not a string in object");
+    check_error("tru", "JSON parse error, invalid keyword 'tru'");
+    check_error("{\"a\":0x10}",
+                "JSON parse error, expected separator in dict");
+    check_error("01", "JSON parse error, invalid number '01'");
+    check_error("1.", "JSON parse error, invalid number '1.'");
+    check_error("-", "JSON parse error, invalid number '-'");
+    check_error("1e", "JSON parse error, invalid number '1e'");
+    check_error("1e400", "JSON parse error, number '1e400' is out of range");
+    check_error("/*c*/1", "JSON parse error, stray '/'");
+    check_error("]", "JSON parse error, expecting value");
+    check_error("", "JSON parse error, premature EOI");
+    check_error("{\"a\":1", "JSON parse error, premature EOI");
+    check_error("{} {}", "Expecting at most one JSON value");
+}
+
+static void test_nesting(void)
+{
+    GString *deep = g_string_new(NULL);
+    Error *err = NULL;
+
+    for (int i = 0; i < JSON_MAX_NESTING; i++) {
+        g_string_append_c(deep, '[');
+    }
+    for (int i = 0; i < JSON_MAX_NESTING; i++) {
+        g_string_append_c(deep, ']');
+    }
+    g_assert_nonnull(json_parse_text(deep->str, deep->len, &err));
+    g_string_prepend_c(deep, '[');
+    g_string_append_c(deep, ']');
+    g_assert_null(json_parse_text(deep->str, deep->len, &err));
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "JSON nesting depth limit exceeded");
+    error_free(err);
+    g_string_free(deep, TRUE);
+}
+
+static void test_pretty(void)
+{
+    Error *err = NULL;
+    const char *text = "{\"return\":{},\"list\":[1,{\"a\":[]}]}";
+    JsonNode *node = json_parse_text(text, strlen(text), &err);
+    g_autofree char *out = json_to_text(node, JSON_WRITE_PRETTY);
+
+    g_assert_cmpstr(out, ==,
+                    "{\n"
+                    "    \"return\": {\n"
+                    "    },\n"
+                    "    \"list\": [\n"
+                    "        1,\n"
+                    "        {\n"
+                    "            \"a\": [\n"
+                    "            ]\n"
+                    "        }\n"
+                    "    ]\n"
+                    "}");
+    json_node_unref(node);
+}
+
+/* Feeds @input and returns the messages as "text" or "!error", '|'-joined. */
+static char *stream(const char *input, size_t len, size_t max_len)
+{
+    JsonStreamer *s = json_streamer_new(max_len);
+    GString *out = g_string_new(NULL);
+    JsonNode *node;
+    Error *err = NULL;
+
+    /* byte by byte, so that framing never depends on read boundaries */
+    for (size_t i = 0; i < len; i++) {
+        json_streamer_feed(s, input + i, 1);
+    }
+    while (json_streamer_next(s, &node, &err)) {
+        if (out->len) {
+            g_string_append_c(out, '|');
+        }
+        if (node) {
+            json_write(out, node, 0);
+            json_node_unref(node);
+        } else {
+            g_string_append_printf(out, "!%s", error_get_pretty(err));
+            error_free(err);
+            err = NULL;
+        }
+    }
+    json_streamer_free(s);
+    return g_string_free(out, FALSE);
+}
+
+static void check_stream(const char *input, const char *expect)
+{
+    g_autofree char *out = stream(input, strlen(input), 4096);
+
+    g_assert_cmpstr(out, ==, expect);
+}
+
+static void test_streamer(void)
+{
+    check_stream("{\"a\":1}{\"b\":2}\n", "{\"a\": 1}|{\"b\": 2}");
+    check_stream("{\"a\":\n\"}{\"}\n", "{\"a\": \"}{\"}");
+    check_stream("{'a':'\\''}", "{\"a\": \"'\"}");
+    check_stream("1 \"x\" [2]\n", "1|\"x\"|[2]");
+    check_stream("true{}", "true|{}");
+    check_stream("{bad\n}\n",
+                 "!JSON parse error, key is not a string in object");
+    check_stream("]\n", "!JSON parse error, expecting value");
+    /* an incomplete message stays pending */
+    check_stream("{\"a\":[1,2", "");
+    /* 0xff drops what came before it */
+    check_stream("{\"a\":\xff{\"b\":1}", "{\"b\": 1}");
+    /* a string still open at the end of the line ends the message */
+    check_stream("{\"a\":\"abc\n{\"b\":1}",
+                 "!JSON parse error, control character 0x0a in string|"
+                 "{\"b\": 1}");
+}
+
+static void test_streamer_limits(void)
+{
+    GString *in = g_string_new("{\"a\":\"");
+    g_autofree char *out = NULL;
+    g_autofree char *deep_out = NULL;
+    GString *deep = g_string_new(NULL);
+
+    for (int i = 0; i < 10000; i++) {
+        g_string_append_c(in, 'x');
+    }
+    g_string_append(in, "\"}{\"b\":1}");
+    out = stream(in->str, in->len, 4096);
+    /* one error for the long message, then the next one is fine */
+    g_assert_cmpstr(out, ==,
+                    "!JSON message longer than 4096 bytes|{\"b\": 1}");
+
+    for (int i = 0; i < 5000; i++) {
+        g_string_append_c(deep, '[');
+    }
+    for (int i = 0; i < 5000; i++) {
+        g_string_append_c(deep, ']');
+    }
+    g_string_append(deep, "[3]");
+    deep_out = stream(deep->str, deep->len, 1 << 20);
+    g_assert_cmpstr(deep_out, ==,
+                    "!JSON nesting depth limit exceeded|[3]");
+    g_string_free(in, TRUE);
+    g_string_free(deep, TRUE);
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/json/values", test_values);
+    g_test_add_func("/json/strings", test_strings);
+    g_test_add_func("/json/errors", test_errors);
+    g_test_add_func("/json/nesting", test_nesting);
+    g_test_add_func("/json/pretty", test_pretty);
+    g_test_add_func("/json/streamer", test_streamer);
+    g_test_add_func("/json/streamer-limits", test_streamer_limits);
+    return g_test_run();
+}
