@@ -339,8 +339,18 @@ def test_exports(d):
          "Cannot export on iothread 'io0': qblock-storage-daemon runs one "
          "event loop"),
         ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
-          'addr': {'type': 'unix', 'path': t.path('vhost.sock')}},
-         "Export type 'vhost-user-blk' is not available in this build"),
+          'addr': {'type': 'inet', 'host': '127.0.0.1', 'port': '0'}},
+         "vhost-user-blk export 'e1': addr.type 'inet': only unix sockets "
+         "are supported"),
+        ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
+          'addr': {'type': 'unix', 'path': t.path('vhost.sock')},
+          'logical-block-size': 1000},
+         "vhost-user-blk export 'e1': logical-block-size 1000 is not a "
+         "power of 2 from 512 to 65536"),
+        ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
+          'addr': {'type': 'unix', 'path': t.path('vhost.sock')},
+          'num-queues': 0},
+         "vhost-user-blk export 'e1': num-queues 0 is not from 1 to 256"),
     ]:
         t.equal('block-export-add refuses %s' % json.dumps(args)[:60],
                 error_of(c.cmd('block-export-add', args)), generic(desc))

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The daemon's vhost-user-blk export type: --export and block-export-add
+with its options, the writeback byte a front-end reads (the export's
+writethrough setting) and writes (seen by x-blockdev-set-write-cache),
+block-export-del refused while a front-end is connected and forced with
+mode=hard, a front-end that breaks the protocol, and shutdown with a
+front-end connected.  The front-end here speaks raw vhost-user messages;
+tests/unit/test-vhost-user-blk.c drives rings and memory, tests/guest/
+a real QEMU and Linux guest."""
+import os
+import socket
+import struct
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qsd                                              # noqa: E402
+from qsd import error_of, generic                       # noqa: E402
+
+t = qsd.Tests('test-vhost-user-blk')
+
+GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
+GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES = 15, 16
+GET_QUEUE_NUM, GET_CONFIG, SET_CONFIG = 17, 24, 25
+VERSION, REPLY, NEED_REPLY = 0x1, 0x4, 0x8
+F_PROTOCOL_FEATURES = 1 << 30
+BLK_F_FLUSH, BLK_F_CONFIG_WCE, BLK_F_RO = 1 << 9, 1 << 11, 1 << 5
+PF_MQ, PF_REPLY_ACK, PF_CONFIG = 1 << 0, 1 << 3, 1 << 9
+WRITEBACK_OFFSET = 32           # virtio_blk_config.writeback
+
+
+class FrontEnd:
+    """Just enough of a vhost-user front-end for the config space."""
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(qsd.TIMEOUT)
+        self.sock.connect(path)
+
+    def send(self, req, payload=b'', flags=VERSION):
+        self.sock.sendall(struct.pack('<III', req, flags, len(payload)) +
+                          payload)
+
+    def recv_exact(self, n):
+        data = b''
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            if not chunk:
+                raise EOFError('the export closed the connection')
+            data += chunk
+        return data
+
+    def reply(self, req):
+        r, flags, size = struct.unpack('<III', self.recv_exact(12))
+        if (r, flags) != (req, VERSION | REPLY):
+            raise RuntimeError('reply %d/%#x to request %d' % (r, flags, req))
+        return self.recv_exact(size)
+
+    def get_u64(self, req):
+        self.send(req)
+        return struct.unpack('<Q', self.reply(req))[0]
+
+    def set_u64(self, req, val, ack=True):
+        self.send(req, struct.pack('<Q', val),
+                  VERSION | (NEED_REPLY if ack else 0))
+        return struct.unpack('<Q', self.reply(req))[0] if ack else None
+
+    def negotiate(self):
+        features = self.get_u64(GET_FEATURES)
+        pf = self.get_u64(GET_PROTOCOL_FEATURES)
+        self.set_u64(SET_PROTOCOL_FEATURES, pf & (PF_REPLY_ACK | PF_CONFIG),
+                     ack=False)
+        self.send(SET_OWNER, b'', VERSION | NEED_REPLY)
+        self.reply(SET_OWNER)
+        return features, pf
+
+    def writeback(self):
+        self.send(GET_CONFIG, struct.pack('<III', 0, 60, 0) + bytes(60))
+        data = self.reply(GET_CONFIG)
+        return data[12 + WRITEBACK_OFFSET]
+
+    def set_writeback(self, wb):
+        self.send(SET_CONFIG, struct.pack('<IIIB', WRITEBACK_OFFSET, 1, 0, wb),
+                  VERSION | NEED_REPLY)
+        return struct.unpack('<Q', self.reply(SET_CONFIG))[0]
+
+    def closed(self):
+        try:
+            return self.sock.recv(1) == b''
+        except ConnectionResetError:
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def export_cache(c, export_id):
+    return c.ok('x-blockdev-set-write-cache', {'id': export_id})['writeback']
+
+
+def test_cmdline_export():
+    img = t.create_image('a.qcow2')
+    sock = t.path('vub.sock')
+    d = t.daemon(['--blockdev', 'driver=file,filename=%s,node-name=file0'
+                  % img,
+                  '--blockdev', 'driver=qcow2,file=file0,node-name=disk0',
+                  '--export', 'type=vhost-user-blk,id=vub0,node-name=disk0,'
+                  'addr.type=unix,addr.path=%s,writable=on,num-queues=4,'
+                  'logical-block-size=4096' % sock])
+    c = d.qmp()
+    t.equal('query-block-exports', c.ok('query-block-exports'),
+            [{'id': 'vub0', 'type': 'vhost-user-blk', 'node-name': 'disk0',
+              'shutting-down': False}])
+
+    fe = FrontEnd(sock)
+    features, pf = fe.negotiate()
+    t.check('features offer FLUSH, CONFIG_WCE, protocol features',
+            features & (BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES)
+            == BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES,
+            hex(features))
+    t.check('writable: no RO', not features & BLK_F_RO, hex(features))
+    t.equal('protocol features', pf, PF_MQ | PF_REPLY_ACK | PF_CONFIG)
+    t.equal('num-queues=4', fe.get_u64(GET_QUEUE_NUM), 4)
+    t.equal('SET_FEATURES with every feature offered',
+            fe.set_u64(SET_FEATURES, features), 0)
+    t.equal('the export caches writes, and the config says so',
+            (fe.writeback(), export_cache(c, 'vub0')), (1, True))
+    t.equal('SET_CONFIG writeback=0 is acked', fe.set_writeback(0), 0)
+    t.equal('... and switches the export to writethrough',
+            (fe.writeback(), export_cache(c, 'vub0')), (0, False))
+    t.equal('SET_CONFIG writeback=1', fe.set_writeback(1), 0)
+    t.equal('... back to writeback', export_cache(c, 'vub0'), True)
+
+    r = c.cmd('block-export-del', {'id': 'vub0'})
+    t.equal('a safe block-export-del is refused while a front-end is '
+            'connected', error_of(r), generic("export 'vub0' still in use"))
+    r = c.cmd('block-export-del', {'id': 'vub0', 'mode': 'hard'})
+    t.equal('block-export-del mode=hard', r, {'return': {}})
+    t.check('hard removal hangs up on the front-end', fe.closed())
+    t.check('BLOCK_EXPORT_DELETED', c.event('BLOCK_EXPORT_DELETED') and True)
+    t.check('the socket is removed', not os.path.exists(sock))
+    t.equal('no export left', c.ok('query-block-exports'), [])
+    fe.close()
+    c.ok('quit')
+    t.equal('the daemon exits 0', d.wait(), 0)
+
+
+def test_qmp_export_and_shutdown():
+    img = t.create_image('b.qcow2')
+    sock = t.path('vub-b.sock')
+    d = t.daemon(['--blockdev', 'driver=file,filename=%s,node-name=file0'
+                  % img,
+                  '--blockdev', 'driver=qcow2,file=file0,node-name=disk0'])
+    c = d.qmp()
+    r = c.cmd('block-export-add', {
+        'type': 'vhost-user-blk', 'id': 'vub1', 'node-name': 'disk0',
+        'addr': {'type': 'unix', 'path': sock}, 'writethrough': True})
+    t.equal('block-export-add vhost-user-blk writethrough', r, {'return': {}})
+    fe = FrontEnd(sock)
+    features, _ = fe.negotiate()
+    t.check('read-only by default: RO', features & BLK_F_RO, hex(features))
+    t.equal('writethrough=on: the first GET_CONFIG says writethrough',
+            (fe.writeback(), export_cache(c, 'vub1')), (0, False))
+
+    # a front-end that breaks the protocol is hung up on; the export stays
+    fe.send(GET_FEATURES, b'', 0x2)
+    t.check('a bad message ends the connection', fe.closed())
+    fe.close()
+    fe = FrontEnd(sock)
+    fe.negotiate()
+    t.equal('the next front-end is served', fe.writeback(), 0)
+
+    # shutdown with a front-end connected
+    d.proc.send_signal(15)
+    t.equal('SIGTERM with a front-end connected: exit 0', d.wait(), 0)
+    t.check('the front-end was hung up on', fe.closed())
+    t.check('the daemon said why it closed the first connection',
+            "vhost-user-blk export 'vub1'" in d.stderr and
+            'has flags 0x2' in d.stderr, d.stderr)
+    t.check('the socket is removed', not os.path.exists(sock))
+    fe.close()
+    if qsd.have('qemu-img'):
+        rc, out, err = t.run(['qemu-img', 'check', img])
+        t.check('the image checks clean with qemu-img', rc == 0, out + err)
+    else:
+        t.skip('qemu-img check', 'qemu-img is not installed')
+
+
+test_cmdline_export()
+test_qmp_export_and_shutdown()
+t.finish()
