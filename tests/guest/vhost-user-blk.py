@@ -84,8 +84,10 @@ class Qmp:
 
 
 class Scenario:
-    def __init__(self, name, build, guest, writethrough, num_queues, lbs):
+    def __init__(self, name, build, guest, writethrough, num_queues, lbs,
+                 reconnect=False):
         self.name = name
+        self.reconnect = reconnect
         self.build = build
         self.guest = guest
         self.writethrough = writethrough
@@ -149,8 +151,10 @@ class Scenario:
                 '-device', 'vhost-user-blk-pci,chardev=vu0,num-queues=%d'
                 % self.num_queues]
         self.log('qemu: ' + ' '.join(argv))
+        if os.path.exists(self.path('ctl.sock')):
+            os.unlink(self.path('ctl.sock'))    # left by a killed QEMU
         self.qemu = subprocess.Popen(argv, stdout=open(self.path('qemu.log'),
-                                                       'w'),
+                                                       'a'),
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.procs.append(self.qemu)
@@ -269,9 +273,19 @@ class Scenario:
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', self.img,
                         str(DISK_SIZE)], check=True)
         self.start_daemon()
-        self.start_qemu()
-        wb = not self.writethrough
+        if self.reconnect:
+            # the front-end dies with the guest's writes in flight
+            self.boot(not self.writethrough, kill_after='set-wt')
+            self.boot(False)
+        else:
+            self.boot(not self.writethrough)
+        self.qmp.cmd('quit')
+        self.wait_exit(self.daemon, 'qblock-storage-daemon')
+        self.check_image()
 
+    def boot(self, wb, kill_after=None):
+        """One QEMU through the guest's steps; @wb: the mode it finds."""
+        self.start_qemu()
         g = self.next_sync('initial')
         self.expect_mode('initial', g, wb)
         check(g.get('size') == str(DISK_SIZE // 512),
@@ -298,6 +312,9 @@ class Scenario:
         self.expect_mode('set-wt', self.next_sync('set-wt'), False)
         self.delta()
         self.go()
+        if kill_after == 'set-wt':
+            self.kill_qemu()
+            return
         self.next_sync('direct-2')
         self.expect_flushed('direct-2')
         self.go()
@@ -318,11 +335,27 @@ class Scenario:
         self.go()
         line = self.guest_line()
         check(line == '@@RESULT PASS', 'guest: ' + line)
-
         self.wait_exit(self.qemu, 'QEMU')
-        self.qmp.cmd('quit')
-        self.wait_exit(self.daemon, 'qblock-storage-daemon')
-        self.check_image()
+        self.ctl.close()
+
+    def kill_qemu(self):
+        """SIGKILL once the guest's next writes reach the export."""
+        deadline = time.time() + STEP_TIMEOUT
+        while self.qmp_writes() == self.stats['wr_operations']:
+            check(time.time() < deadline, 'the guest wrote nothing')
+            time.sleep(0.01)
+        self.qemu.kill()
+        self.qemu.wait()
+        self.ctl.close()
+        # the next QEMU waits in the listen backlog until the export has
+        # finished with this one's requests and memory
+        self.delta()
+
+    def qmp_writes(self):
+        for entry in self.qmp.cmd('query-blockstats'):
+            if entry.get('x-export') == 'exp0':
+                return entry['stats']['wr_operations']
+        raise Failure('query-blockstats has no entry for export exp0')
 
     def check_image(self):
         reads = ['read -P 0x%02x %dM 1M' % (b, mib) for b, mib in PATTERNS]
@@ -362,6 +395,10 @@ def main():
         ('writeback', dict(writethrough=False, num_queues=1, lbs=512)),
         # writethrough=on, two queues, 4 KiB blocks
         ('writethrough', dict(writethrough=True, num_queues=2, lbs=4096)),
+        # a QEMU killed during writes, then another on the same export,
+        # which finds the write cache the first guest chose
+        ('reconnect', dict(writethrough=False, num_queues=1, lbs=512,
+                           reconnect=True)),
     ]
     passed = failed = 0
     for name, kw in scenarios:
