@@ -60,6 +60,8 @@ static char *sock_path;
 static BlockBackend *blk;
 static VhostUserBlkExport *exp;
 static int connects, disconnects;
+/* the next start_export() puts blkdebug (for break points) on top */
+static bool export_blkdebug;
 
 /* ---- the export ---- */
 
@@ -87,7 +89,13 @@ static void start_export(bool writable, bool wce, uint16_t nq, uint32_t lbs)
     test_mem_cfg_reset(1);
     test_mem_cfg.has_zero = true;
     test_mem_cfg.has_discard = true;
-    qdict_put_str(opts, "driver", "test-mem");
+    if (export_blkdebug) {
+        qdict_put_str(opts, "driver", "blkdebug");
+        qdict_put_str(opts, "image.driver", "test-mem");
+        export_blkdebug = false;
+    } else {
+        qdict_put_str(opts, "driver", "test-mem");
+    }
     blk = blk_new_open(NULL, NULL, opts, writable ? BDRV_O_RDWR : 0,
                        &error_abort);
     blk_set_enable_write_cache(blk, wce);
@@ -295,17 +303,18 @@ static uint64_t fe_gpa(TestFE *fe, size_t off)
     return GPA_BASE + off;
 }
 
+/* All of the memfd as one region. */
+static VhostUserMemory good_mem(TestFE *fe)
+{
+    return (VhostUserMemory) {
+        .nregions = 1,
+        .regions[0] = { GPA_BASE, MEM_SIZE, fe_uva(fe, 0), 0 },
+    };
+}
+
 static uint64_t fe_set_mem_table(TestFE *fe)
 {
-    VhostUserMemory m = {
-        .nregions = 1,
-        .regions[0] = {
-            .guest_phys_addr = GPA_BASE,
-            .memory_size = MEM_SIZE,
-            .userspace_addr = fe_uva(fe, 0),
-            .mmap_offset = 0,
-        },
-    };
+    VhostUserMemory m = good_mem(fe);
 
     return fe_set(fe, VHOST_USER_SET_MEM_TABLE, &m,
                   offsetof(VhostUserMemory, regions) + sizeof(m.regions[0]),
@@ -658,6 +667,24 @@ static void test_io(void)
     g_assert_cmpuint(fe_do_req(fe, 0, 0, 99, 0, 0, false), ==,
                      VIRTIO_BLK_S_UNSUPP);
 
+    /* write zeroes and discard: one segment each */
+    {
+        VirtIOBlkDiscardWriteZeroes seg = {
+            .sector = GUINT64_TO_LE(8),
+            .num_sectors = GUINT32_TO_LE(8),
+        };
+
+        memcpy(fe_slot_data(fe, 3), &seg, sizeof(seg));
+        g_assert_cmpuint(fe_do_req(fe, 0, 3, VIRTIO_BLK_T_WRITE_ZEROES, 0,
+                                   sizeof(seg), false), ==, VIRTIO_BLK_S_OK);
+        g_assert_cmpint(blk_pread(blk, 4096, 4096, buf, 0), ==, 0);
+        g_assert_cmphex(buf[0], ==, 0);
+        g_assert_cmphex(buf[4095], ==, 0);
+        g_assert_cmphex(buf[4096], ==, 0xa5);
+        g_assert_cmpuint(fe_do_req(fe, 0, 3, VIRTIO_BLK_T_DISCARD, 0,
+                                   sizeof(seg), false), ==, VIRTIO_BLK_S_OK);
+    }
+
     /* several requests made available under one kick */
     for (unsigned int slot = 0; slot < 8; slot++) {
         memset(fe_slot_data(fe, slot), 0x30 + slot, 4096);
@@ -842,6 +869,108 @@ static void test_vring_base_and_reconnect(void)
     stop_export();
 }
 
+/* GET_VRING_BASE waits for the ring's requests in flight (invariant 3). */
+static void test_vring_base_waits(void)
+{
+    TestFE *fe;
+    VhostUserVringState st = { .index = 0 };
+
+    export_blkdebug = true;
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", "held"),
+                    ==, 0);
+    fe_make_available(fe, 0, fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_OUT, 0, 512,
+                                        false));
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), "held")) {
+        aio_poll(ctx, true);
+    }
+    fe_send(fe, VHOST_USER_GET_VRING_BASE, 0, &st, sizeof(st), NULL, 0);
+    for (int i = 0; i < 20; i++) {
+        aio_poll(ctx, false);
+    }
+    /* no reply while the write is held */
+    g_assert_false(fd_readable(fe->fd));
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held"), ==, 0);
+    fe_recv(fe, VHOST_USER_GET_VRING_BASE, &st, sizeof(st));
+    g_assert_cmpuint(st.num, ==, 1);
+    g_assert_cmpuint(fe_used_idx(fe, 0), ==, 1);
+    g_assert_cmpuint(fe_slot_status(fe, 0), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/*
+ * Guest memory stays mapped while a request is in flight (invariant 1):
+ * SET_MEM_TABLE waits for it, and so does the end of a connection.
+ */
+static void test_memory_held(void)
+{
+    TestFE *fe;
+    uint16_t head;
+
+    export_blkdebug = true;
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", "held"),
+                    ==, 0);
+    head = fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_OUT, 0, 512, false);
+    fe_make_available(fe, 0, head);
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), "held")) {
+        aio_poll(ctx, true);
+    }
+    {
+        VhostUserMemory m = good_mem(fe);
+
+        fe_send(fe, VHOST_USER_SET_MEM_TABLE, VHOST_USER_NEED_REPLY_MASK, &m,
+                offsetof(VhostUserMemory, regions) + sizeof(m.regions[0]),
+                &fe->memfd, 1);
+    }
+    for (int i = 0; i < 20; i++) {
+        aio_poll(ctx, false);
+    }
+    g_assert_false(fd_readable(fe->fd));
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held"), ==, 0);
+    {
+        uint64_t ack;
+
+        fe_recv(fe, VHOST_USER_SET_MEM_TABLE, &ack, sizeof(ack));
+        g_assert_cmpuint(ack, ==, 0);
+    }
+    fe_wait_used(fe, 0, 1);
+    g_assert_cmpuint(fe_slot_status(fe, 0), ==, VIRTIO_BLK_S_OK);
+    /* rings and requests go on in the new mapping */
+    g_assert_cmpuint(fe_write(fe, 0, 1, 512, 0x44), ==, VIRTIO_BLK_S_OK);
+
+    /* a front-end that hangs up with a request held */
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", "held"),
+                    ==, 0);
+    fe_make_available(fe, 0, fe_blk_req(fe, 0, 1, VIRTIO_BLK_T_OUT, 2, 512,
+                                        false));
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), "held")) {
+        aio_poll(ctx, true);
+    }
+    close(fe->fd);
+    fe->fd = -1;
+    for (int i = 0; i < 20; i++) {
+        aio_poll(ctx, false);
+    }
+    g_assert_true(vhost_user_blk_export_has_client(exp));
+    g_assert_cmpint(disconnects, ==, 0);
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held"), ==, 0);
+    while (disconnects == 0) {
+        aio_poll(ctx, true);
+    }
+    /* the completion reached guest memory before it was unmapped */
+    g_assert_cmpuint(fe_slot_status(fe, 1), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(fe_used_idx(fe, 0), ==, 3);
+    fe_close(fe);
+    stop_export();
+}
+
 static void test_read_only(void)
 {
     TestFE *fe;
@@ -982,14 +1111,6 @@ static void hostile_mem(TestFE *fe, VhostUserMemory *m, unsigned int n,
     fe_send(fe, VHOST_USER_SET_MEM_TABLE, 0, m,
             offsetof(VhostUserMemory, regions) + n * sizeof(m->regions[0]),
             fds, nfds);
-}
-
-static VhostUserMemory good_mem(TestFE *fe)
-{
-    return (VhostUserMemory) {
-        .nregions = 1,
-        .regions[0] = { GPA_BASE, MEM_SIZE, fe_uva(fe, 0), 0 },
-    };
 }
 
 static void hostile_mem_no_regions(TestFE *fe)
@@ -1408,6 +1529,9 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/multiqueue", test_multiqueue);
     g_test_add_func("/vhost-user-blk/vring-base-and-reconnect",
                     test_vring_base_and_reconnect);
+    g_test_add_func("/vhost-user-blk/vring-base-waits",
+                    test_vring_base_waits);
+    g_test_add_func("/vhost-user-blk/memory-held", test_memory_held);
     g_test_add_func("/vhost-user-blk/read-only", test_read_only);
     g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
