@@ -230,9 +230,8 @@ static void vu_blk_client_changed(void *opaque, bool connected)
 
 static const VuDeviceOps vu_blk_ops;
 
-VhostUserBlkExport *vhost_user_blk_export_new(BlockBackend *blk,
-                                              const VhostUserBlkExportConfig *cfg,
-                                              Error **errp)
+VhostUserBlkExport *vhost_user_blk_export_new(
+    BlockBackend *blk, const VhostUserBlkExportConfig *cfg, Error **errp)
 {
     int64_t len = blk_getlength(blk);
     g_autofree char *name = NULL;

@@ -45,9 +45,8 @@ typedef struct VhostUserBlkExportConfig {
  * Starts listening on cfg->path for front-ends, taking a reference to
  * @blk.  Errors name the export and the setting that is wrong.
  */
-VhostUserBlkExport *vhost_user_blk_export_new(BlockBackend *blk,
-                                              const VhostUserBlkExportConfig *cfg,
-                                              Error **errp);
+VhostUserBlkExport *vhost_user_blk_export_new(
+    BlockBackend *blk, const VhostUserBlkExportConfig *cfg, Error **errp);
 /*
  * Stops listening (removing the socket) and disconnects the front-end;
  * once its requests are done and its connection has ended,

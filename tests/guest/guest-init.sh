@@ -40,7 +40,11 @@ say() { echo "$*" >&3; }
 fail() { echo "guest: $*" >/dev/console; FAIL="${FAIL:+$FAIL; }$*"; }
 
 finish() {
-    if [ -z "$FAIL" ]; then say "@@RESULT PASS"; else say "@@RESULT FAIL $FAIL"; fi
+    if [ -z "$FAIL" ]; then
+        say "@@RESULT PASS"
+    else
+        say "@@RESULT FAIL $FAIL"
+    fi
     sync
     poweroff -f
 }

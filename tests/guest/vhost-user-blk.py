@@ -123,8 +123,8 @@ class Scenario:
                 '--blockdev', 'driver=qcow2,file=file0,node-name=disk0',
                 '--export', opts]
         self.log('daemon: ' + ' '.join(argv))
-        self.daemon = subprocess.Popen(argv, stdout=open(self.path('daemon.log'),
-                                                         'w'),
+        log = open(self.path('daemon.log'), 'w')
+        self.daemon = subprocess.Popen(argv, stdout=log,
                                        stderr=subprocess.STDOUT)
         self.procs.append(self.daemon)
         self.wait_for_file('qmp.sock', self.daemon)
@@ -135,7 +135,8 @@ class Scenario:
         argv = ['qemu-system-x86_64',
                 '-machine', 'q35,accel=tcg', '-cpu', 'max', '-m', '256',
                 # Linux uses at most one queue per CPU
-                '-smp', str(self.num_queues), '-nodefaults', '-no-user-config', '-nographic',
+                '-smp', str(self.num_queues),
+                '-nodefaults', '-no-user-config', '-nographic',
                 '-monitor', 'none', '-no-reboot',
                 '-serial', 'file:' + self.path('console.log'),
                 '-chardev', 'socket,id=ctl,path=%s,server=on,wait=off'
@@ -153,8 +154,8 @@ class Scenario:
         self.log('qemu: ' + ' '.join(argv))
         if os.path.exists(self.path('ctl.sock')):
             os.unlink(self.path('ctl.sock'))    # left by a killed QEMU
-        self.qemu = subprocess.Popen(argv, stdout=open(self.path('qemu.log'),
-                                                       'a'),
+        log = open(self.path('qemu.log'), 'a')
+        self.qemu = subprocess.Popen(argv, stdout=log,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.procs.append(self.qemu)
