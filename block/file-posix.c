@@ -987,10 +987,17 @@ static int coroutine_fn raw_co_do_pwrite_zeroes(BlockDriverState *bs,
             return ret;
         }
     }
-    if (!s->is_blk && offset >= raw_getlength(bs)) {
+    if (!s->is_blk && !s->has_zero_range && offset >= raw_getlength(bs)) {
         /* Entirely beyond the end: growing the file is enough. */
         return raw_extend_to(bs, offset + bytes);
     }
+    /*
+     * Zeroes written without MAY_UNMAP stay allocated, beyond the end of
+     * the file too (ZERO_RANGE grows it), as QEMU's: qcow2 zeroes a new
+     * cluster before it writes part of it, and the cluster must not become
+     * a hole (fragmentation; the file's allocation is how preallocated
+     * metadata is told apart).
+     */
     return raw_co_zero_range(bs, offset, bytes);
 }
 

@@ -1761,6 +1761,116 @@ static int coroutine_fn qcow2_handle_l2meta(BlockDriverState *bs,
 }
 
 /*
+ * True if guest [offset, offset + bytes) reads as zeroes from this image
+ * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not (its L2 entry still
+ * says unallocated, but a write is filling it), unless the allocation is
+ * @except, the caller's own.  Called with s->lock held.
+ */
+static bool coroutine_fn qcow2_range_is_zero_except(BlockDriverState *bs,
+                                                    int64_t offset,
+                                                    int64_t bytes,
+                                                    QCowL2Meta *except)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if (m == except) {
+            continue;
+        }
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset;
+        QCow2ClusterType type;
+
+        if (qcow2_get_host_offset(bs, offset, &cur, &host_offset,
+                                  &type) < 0) {
+            return false;
+        }
+        if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
+            type != QCOW2_CLUSTER_ZERO_ALLOC &&
+            ((type != QCOW2_CLUSTER_UNALLOCATED &&
+              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
+            return false;
+        }
+        offset += cur;
+        bytes -= cur;
+    }
+    return true;
+}
+
+static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes)
+{
+    return qcow2_range_is_zero_except(bs, offset, bytes, NULL);
+}
+
+/*
+ * An allocating write whose copy-on-write head and tail read as zeroes
+ * (no backing data there) zeroes its span in the file, cheaply (fallocate,
+ * BDRV_REQ_NO_FALLBACK), and then writes only the guest data, instead of
+ * writing buffers of zeroes around it: a 4 KiB write into a new 64 KiB
+ * cluster writes 4 KiB, as QEMU does.  -ENOTSUP where that is not possible
+ * (the caller then writes head, data and tail together).
+ */
+static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
+                                               QCowL2Meta *m,
+                                               uint64_t offset,
+                                               uint64_t bytes,
+                                               QEMUIOVector *qiov,
+                                               size_t qiov_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t start = m->offset + m->cow_start_offset;
+    uint64_t end = m->offset + m->cow_end_offset + m->cow_end_bytes;
+    uint64_t host_start = m->alloc_offset + m->cow_start_offset;
+    bool zero;
+    QEMUIOVector slice;
+    int ret;
+
+    if (!(s->data_file->bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK)) {
+        return -ENOTSUP;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    zero = (!m->cow_start_bytes ||
+            qcow2_range_is_zero_except(bs, start, m->cow_start_bytes, m)) &&
+           (!m->cow_end_bytes ||
+            qcow2_range_is_zero_except(bs, m->offset + m->cow_end_offset,
+                                       m->cow_end_bytes, m));
+    qemu_co_mutex_unlock(&s->lock);
+    if (!zero) {
+        return -ENOTSUP;
+    }
+    ret = qcow2_pre_write_data_check(bs, host_start, end - start);
+    if (ret < 0) {
+        return ret;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC_SPACE);
+    ret = bdrv_co_pwrite_zeroes(s->data_file, host_start, end - start,
+                                BDRV_REQ_NO_FALLBACK);
+    if (ret < 0) {
+        return ret == -ENOTSUP || ret == -EINVAL ? -ENOTSUP : ret;
+    }
+    m->cow_start_bytes = 0;
+    m->cow_end_bytes = 0;
+    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+    ret = bdrv_co_pwritev(s->data_file,
+                          m->alloc_offset + (offset - m->offset), bytes,
+                          &slice, 0);
+    qemu_iovec_destroy(&slice);
+    return ret;
+}
+
+/*
  * Whether the copy-on-write head and tail of @m can be written with the
  * guest data in one request: a single allocation whose head ends where
  * the data starts and whose tail starts where it ends, inside the disk.
@@ -1887,8 +1997,12 @@ static int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
         }
 
         if (qcow2_can_merge_cow(bs, l2meta, offset, cur, host_offset)) {
-            ret = qcow2_write_merged_cow(bs, l2meta, offset, cur, qiov,
+            ret = qcow2_write_zeroed_cow(bs, l2meta, offset, cur, qiov,
                                          qiov_offset);
+            if (ret == -ENOTSUP) {
+                ret = qcow2_write_merged_cow(bs, l2meta, offset, cur, qiov,
+                                             qiov_offset);
+            }
         } else {
             QEMUIOVector slice;
 
@@ -2115,46 +2229,6 @@ static int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     return ret;
 }
 
-/*
- * True if guest [offset, offset + bytes) reads as zeroes from this image
- * alone (zero or unallocated clusters and no backing file behind them).
- * A cluster with an allocation in flight does not: its L2 entry still
- * says unallocated, but a write is filling it.
- */
-static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes)
-{
-    BDRVQcow2State *s = bs->opaque;
-
-    for (GList *l = s->cluster_allocs; l; l = l->next) {
-        QCowL2Meta *m = l->data;
-        uint64_t m_end = m->offset +
-                         ((uint64_t)m->nb_clusters << s->cluster_bits);
-
-        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
-            return false;
-        }
-    }
-    while (bytes > 0) {
-        unsigned int cur = qcow2_max_piece(s, offset, bytes);
-        uint64_t host_offset;
-        QCow2ClusterType type;
-
-        if (qcow2_get_host_offset(bs, offset, &cur, &host_offset,
-                                  &type) < 0) {
-            return false;
-        }
-        if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
-            type != QCOW2_CLUSTER_ZERO_ALLOC &&
-            ((type != QCOW2_CLUSTER_UNALLOCATED &&
-              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
-            return false;
-        }
-        offset += cur;
-        bytes -= cur;
-    }
-    return true;
-}
 
 static int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
                                                int64_t offset, int64_t bytes,

@@ -5,6 +5,8 @@
  */
 #include "json-output.h"
 
+#include "util/json.h"
+
 /*
  * QEMU prints a dictionary in the order of its hash buckets: the hash is
  * the one of tdb (seeded with the key's length), reduced modulo the 512
@@ -47,60 +49,6 @@ static void img_json_indent(GString *out, int level)
     }
 }
 
-/* QEMU escapes every character outside printable ASCII as \uXXXX. */
-static void img_json_quote(GString *out, const char *str)
-{
-    const char *p = str;
-
-    g_string_append_c(out, '"');
-    while (*p) {
-        gunichar c = g_utf8_get_char_validated(p, -1);
-
-        if (c == (gunichar)-1 || c == (gunichar)-2) {
-            c = 0xFFFD;
-            p++;
-        } else {
-            p = g_utf8_next_char(p);
-        }
-        switch (c) {
-        case '"':
-            g_string_append(out, "\\\"");
-            break;
-        case '\\':
-            g_string_append(out, "\\\\");
-            break;
-        case '\b':
-            g_string_append(out, "\\b");
-            break;
-        case '\f':
-            g_string_append(out, "\\f");
-            break;
-        case '\n':
-            g_string_append(out, "\\n");
-            break;
-        case '\r':
-            g_string_append(out, "\\r");
-            break;
-        case '\t':
-            g_string_append(out, "\\t");
-            break;
-        default:
-            if (c < 0x20 || c >= 0x7F) {
-                if (c >= 0x10000) {
-                    c -= 0x10000;
-                    g_string_append_printf(out, "\\u%04X\\u%04X",
-                                           0xD800 | (c >> 10),
-                                           0xDC00 | (c & 0x3FF));
-                } else {
-                    g_string_append_printf(out, "\\u%04X", c);
-                }
-            } else {
-                g_string_append_c(out, c);
-            }
-        }
-    }
-    g_string_append_c(out, '"');
-}
 
 /* The members of @obj in QEMU's order; *n receives their number. */
 static ImgJsonMember *img_json_sorted_members(JsonObject *obj, guint *n)
@@ -132,7 +80,7 @@ static void img_json_append_object(GString *out, JsonObject *obj, int level)
             g_string_append_c(out, ',');
         }
         img_json_indent(out, level + 1);
-        img_json_quote(out, members[i].name);
+        json_append_string(out, members[i].name);
         g_string_append(out, ": ");
         img_json_append(out, json_object_get_member(obj, members[i].name),
                         level + 1);
@@ -183,7 +131,7 @@ void img_json_append(GString *out, JsonNode *node, int level)
         g_string_append_printf(out, "%.17g", json_node_get_double(node));
         break;
     default:
-        img_json_quote(out, json_node_get_string(node));
+        json_append_string(out, json_node_get_string(node));
         break;
     }
 }

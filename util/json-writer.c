@@ -18,12 +18,20 @@ static void json_write_indent(GString *out, JsonWriteFlags flags, int level)
     }
 }
 
-static void json_write_string(GString *out, const char *str)
+void json_append_string(GString *out, const char *str)
 {
-    g_string_append_c(out, '"');
-    for (const char *p = str; *p; p = g_utf8_next_char(p)) {
-        gunichar c = g_utf8_get_char(p);
+    const char *p = str;
 
+    g_string_append_c(out, '"');
+    while (*p) {
+        gunichar c = g_utf8_get_char_validated(p, -1);
+
+        if (c == (gunichar)-1 || c == (gunichar)-2) {
+            c = 0xFFFD;
+            p++;
+        } else {
+            p = g_utf8_next_char(p);
+        }
         switch (c) {
         case '"':
             g_string_append(out, "\\\"");
@@ -47,15 +55,17 @@ static void json_write_string(GString *out, const char *str)
             g_string_append(out, "\\t");
             break;
         default:
-            if (c >= 0x20 && c < 0x7f) {
-                g_string_append_c(out, c);
-            } else if (c < 0x10000) {
-                g_string_append_printf(out, "\\u%04X", c);
+            if (c < 0x20 || c >= 0x7F) {
+                if (c >= 0x10000) {
+                    c -= 0x10000;
+                    g_string_append_printf(out, "\\u%04X\\u%04X",
+                                           0xD800 | (c >> 10),
+                                           0xDC00 | (c & 0x3FF));
+                } else {
+                    g_string_append_printf(out, "\\u%04X", c);
+                }
             } else {
-                c -= 0x10000;
-                g_string_append_printf(out, "\\u%04X\\u%04X",
-                                       0xd800 | (c >> 10),
-                                       0xdc00 | (c & 0x3ff));
+                g_string_append_c(out, c);
             }
         }
     }
@@ -79,7 +89,7 @@ static void json_write_value(GString *out, JsonNode *node)
         g_string_append(out, json_node_get_boolean(node) ? "true" : "false");
         break;
     case G_TYPE_STRING:
-        json_write_string(out, json_node_get_string(node));
+        json_append_string(out, json_node_get_string(node));
         break;
     default:
         g_assert_not_reached();
@@ -99,7 +109,7 @@ static void json_write_object(GString *out, JsonObject *obj,
         }
         first = false;
         json_write_indent(out, flags, level + 1);
-        json_write_string(out, l->data);
+        json_append_string(out, l->data);
         g_string_append(out, ": ");
         json_write_node(out, json_object_get_member(obj, l->data), flags,
                         level + 1);

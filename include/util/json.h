@@ -79,5 +79,11 @@ typedef enum JsonWriteFlags {
 void json_write(GString *out, JsonNode *node, JsonWriteFlags flags);
 /* The same into a new string (caller frees). */
 char *json_to_text(JsonNode *node, JsonWriteFlags flags);
+/*
+ * Appends @str as a JSON string the way QEMU writes one: printable ASCII
+ * as is, the usual escapes, everything else as \uXXXX (surrogate pairs
+ * above U+FFFF); bytes that are not UTF-8 become U+FFFD.
+ */
+void json_append_string(GString *out, const char *str);
 
 #endif
