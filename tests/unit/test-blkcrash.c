@@ -85,6 +85,7 @@ static void test_cache_and_flush(void)
     g_assert_cmpmem(got, 2048, zero, 2048);
     g_assert_cmpmem(got + 2048, 2048, b, 2048);
     blk_unref(blk);
+    unlink(path);
 }
 
 static void test_power_cut_all(void)
@@ -121,6 +122,7 @@ static void test_power_cut_all(void)
         g_assert_cmpint(stat(path, &st), ==, 0);
         g_assert_cmpint(st.st_size, ==, 64 * KiB);
     }
+    unlink(path);
 }
 
 /*
