@@ -384,7 +384,11 @@ static uint64_t savevm_max_stream_size(SaveState *s)
     return size;
 }
 
-/* Invariant 3: the area as a whole, before any device sees it. */
+/*
+ * Invariant 3: the area as a whole, before any device sees it.  On
+ * success the buffer holds the stream without its trailer, positioned
+ * after the header.
+ */
 static int savevm_check_stream(VMStateBuffer *b, Error **errp)
 {
     size_t len = b->data->len;
@@ -394,6 +398,10 @@ static int savevm_check_stream(VMStateBuffer *b, Error **errp)
     if (len < VMSTATE_HEADER_SIZE + SAVEVM_TRAILER_SIZE) {
         error_setg(errp, "The VM state is %zu bytes, too short for a device "
                    "state stream", len);
+        return -EINVAL;
+    }
+    /* the magic first: QEMU's own VM state is refused as what it is */
+    if (vmstate_load_header(b, errp) < 0) {
         return -EINVAL;
     }
     trailer = b->data->data + len - SAVEVM_TRAILER_SIZE;
@@ -496,7 +504,7 @@ static int savevm_load_section(SaveState *s, VMStateBuffer *b,
 static int savevm_load_stream(SaveState *s, VMStateBuffer *b, Error **errp)
 {
     g_autofree bool *ram_seen = g_new0(bool, s->ram_pages + 1);
-    int ret = vmstate_load_header(b, errp);
+    int ret = 0;
 
     for (guint i = 0; i < s->entries->len; i++) {
         ((SaveStateEntry *)g_ptr_array_index(s->entries, i))->loaded = false;

@@ -8,9 +8,9 @@
  *  - the VM state size the tools list (qblock-img and the real qemu-img);
  *  - which drives get snapshots and which holds the VM state;
  *  - errors, each naming what is wrong: no such snapshot, a raw drive, a
- *    disk-only snapshot, corrupt, truncated or oversized VM state, an
- *    unknown, missing or newer device section, a device that refuses to
- *    be saved; a failed load leaves the devices and RAM reset;
+ *    disk-only snapshot, corrupt, truncated, oversized or foreign VM
+ *    state, an unknown, missing or newer device section, a device that
+ *    refuses to be saved; a failed load leaves the devices and RAM reset;
  *  - crashes: a process killed right after savevm, or after any write it
  *    makes, and a power cut at any request of savevm (blkcrash), leave an
  *    image that checks clean and either has no snapshot or one that
@@ -597,6 +597,14 @@ static void test_drives(void)
               "'ide0-hd0' is a disk-only snapshot");
     g_assert_cmpint(savevm_load_snapshot(vms, "snap2", "ide0-hd1",
                                          &error_abort), ==, 0);
+    /* a snapshot that one writable drive lacks is not loaded */
+    {
+        QEMUSnapshotInfo only = { .name = "a-only" };
+
+        g_assert_cmpint(bdrv_snapshot_create(blk_bs(m.blk), &only), ==, 0);
+        HMP_FAILS(m.ig->g, "loadvm a-only",
+                  "Snapshot 'a-only' does not exist on drive 'ide0-hd1'");
+    }
     ide_guest_free(m.ig);
     blk_unref(m.blk);
     blk_unref(blk_b);
@@ -806,6 +814,29 @@ static void test_bad_vm_state(void)
     machine_open(&m, path, "qcow2", "writeback");
     hmp_ok(m.ig->g, "loadvm snap1");
     ide_check_loaded(&m);
+    machine_close(&m);
+    unlink(path);
+}
+
+/*
+ * VM state another hypervisor saved (QEMU's stream starts "QEVM", version
+ * 3) is refused as such, the devices reset.
+ */
+static void test_foreign_vm_state(void)
+{
+    g_autofree char *path = qguest_image_new("qcow2", DISK_SIZE);
+    QEMUSnapshotInfo sn = { .name = "qemu" };
+    uint8_t state[4096] = { 'Q', 'E', 'V', 'M', 0, 0, 0, 3 };
+    Machine m;
+
+    machine_open(&m, path, "qcow2", "writeback");
+    g_assert_cmpint(blk_save_vmstate(m.blk, state, 0, sizeof(state)), ==, 0);
+    sn.vm_state_size = sizeof(state);
+    g_assert_cmpint(bdrv_snapshot_create(blk_bs(m.blk), &sn), ==, 0);
+    ide_dirty(&m);
+    HMP_FAILS(m.ig->g, "loadvm qemu", "(the devices are reset): Not a "
+              "device state stream (no 'QBVM' magic)");
+    ide_check_reset(&m, "writeback");
     machine_close(&m);
     unlink(path);
 }
@@ -1234,6 +1265,7 @@ int main(int argc, char **argv)
     g_test_add_func("/savevm/error/raw", test_raw);
     g_test_add_func("/savevm/error/disk-only", test_disk_only);
     g_test_add_func("/savevm/error/bad-vm-state", test_bad_vm_state);
+    g_test_add_func("/savevm/error/foreign-vm-state", test_foreign_vm_state);
     g_test_add_func("/savevm/error/sections", test_sections);
     g_test_add_func("/savevm/section-older-version",
                     test_section_older_version);
