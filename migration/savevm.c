@@ -550,12 +550,13 @@ static int savevm_create_all(SaveState *s, const QEMUSnapshotInfo *sn,
                              SaveVMDrive *vmd, uint64_t vm_state_size,
                              Error **errp)
 {
-    g_auto(GStrv) ids = g_new0(char *, s->drives->len + 1);
+    /* per drive: the ID of the snapshot made on it, or NULL */
+    char **ids = g_new0(char *, s->drives->len);
+    int ret = 0;
 
-    for (guint i = 0; i < s->drives->len; i++) {
+    for (guint i = 0; i < s->drives->len && ret == 0; i++) {
         SaveVMDrive *d = g_ptr_array_index(s->drives, i);
         QEMUSnapshotInfo info = *sn;
-        int ret;
 
         if (!savevm_drive_writable(d)) {
             continue;
@@ -566,11 +567,15 @@ static int savevm_create_all(SaveState *s, const QEMUSnapshotInfo *sn,
             error_setg_errno(errp, -ret, "Could not create snapshot '%s' on "
                              "drive '%s'", sn->name, d->name);
             savevm_undo_create(s, ids, i);
-            return ret;
+        } else {
+            ids[i] = g_strdup(info.id_str);
         }
-        ids[i] = g_strdup(info.id_str);
     }
-    return 0;
+    for (guint i = 0; i < s->drives->len; i++) {
+        g_free(ids[i]);
+    }
+    g_free(ids);
+    return ret;
 }
 
 /* Deletes the snapshots listed per drive in @old (savevm's replace). */

@@ -625,6 +625,41 @@ static void test_drives(void)
 
 /* ---- errors ---- */
 
+/*
+ * A drive whose snapshot cannot be made after another's was (qcow2 with
+ * an external data file refuses snapshots): savevm fails naming it and
+ * removes the snapshot it had made on the first drive.
+ */
+static void test_partial_failure(void)
+{
+    g_autofree char *qblock_img = tool_path("qblock-img");
+    g_autofree char *path = qguest_image_new("qcow2", DISK_SIZE);
+    g_autofree char *ext = qguest_image_new("raw", 0);
+    g_autofree char *ext_data = g_strconcat(ext, ".data", NULL);
+    g_autofree char *opt = g_strconcat("data_file=", ext_data, NULL);
+    char *create[] = { qblock_img, "create", "-q", "-f", "qcow2", "-o", opt,
+                       ext, "64M", NULL };
+    g_autofree char *out = NULL;
+    QEMUSnapshotInfo *tab;
+    BlockBackend *blk_ext;
+    Machine m;
+
+    g_assert_cmpint(run_tool(create, &out), ==, 0);
+    machine_open(&m, path, "qcow2", "writeback");
+    blk_ext = qguest_blk_open(ext, "qcow2", "writeback", NULL);
+    g_assert_cmpint(savevm_register_drive(m.ig->g->savevm, "ext", blk_ext,
+                                          &error_abort), ==, 0);
+    blk_unref(blk_ext);
+    ide_guest_setup(&m);
+    HMP_FAILS(m.ig->g, "savevm snap1", "Could not create snapshot 'snap1' "
+              "on drive 'ext'", "not supported");
+    machine_close(&m);
+    g_assert_cmpint(list_snapshots(path, &tab), ==, 0);
+    unlink(path);
+    unlink(ext);
+    unlink(ext_data);
+}
+
 /* A missing snapshot changes nothing (not even the devices). */
 static void test_unknown_snapshot(void)
 {
@@ -1262,6 +1297,7 @@ int main(int argc, char **argv)
     g_test_add_func("/savevm/replace-and-delete", test_replace_and_delete);
     g_test_add_func("/savevm/drives", test_drives);
     g_test_add_func("/savevm/error/unknown-snapshot", test_unknown_snapshot);
+    g_test_add_func("/savevm/error/partial-failure", test_partial_failure);
     g_test_add_func("/savevm/error/raw", test_raw);
     g_test_add_func("/savevm/error/disk-only", test_disk_only);
     g_test_add_func("/savevm/error/bad-vm-state", test_bad_vm_state);
