@@ -37,6 +37,14 @@ static const char *bdrv_snapshot_device_name(BlockDriverState *bs)
     return "";
 }
 
+bool bdrv_can_snapshot(BlockDriverState *bs)
+{
+    BlockDriverState *node = bdrv_snapshot_node(bs);
+
+    return node && node->drv->bdrv_snapshot_create &&
+           bdrv_is_writable(node);
+}
+
 int bdrv_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_info)
 {
     BlockDriverState *node = bdrv_snapshot_node(bs);

@@ -19,8 +19,6 @@
 #define VMSTATE_FORMAT_VERSION 1
 #define VMSTATE_SECTION_START  'S'
 #define VMSTATE_SECTION_END    'E'
-/* names are length-prefixed with one byte */
-#define VMSTATE_NAME_MAX       255
 
 static const char *const vmstate_type_names[VMS__MAX] = {
     [VMS_BOOL]   = "bool",
@@ -489,4 +487,60 @@ int vmstate_load(VMStateBuffer *b, const VMStateDescription *vmsd,
         return -EINVAL;
     }
     return 0;
+}
+
+int vmstate_peek_section(VMStateBuffer *b, char *name, uint32_t *instance_id,
+                         Error **errp)
+{
+    size_t start = b->pos;
+    uint64_t tag;
+    int ret;
+
+    if (vmstate_get_uint(b, &tag, 1, "a section", errp) < 0) {
+        return -EINVAL;
+    }
+    if (tag != VMSTATE_SECTION_START) {
+        error_setg(errp, "Device state section expected at offset %zu",
+                   start);
+        b->pos = start;
+        return -EINVAL;
+    }
+    ret = vmstate_get_name(b, name, "a section name", errp);
+    if (ret == 0) {
+        ret = vmstate_get_u32(b, instance_id, name, errp);
+    }
+    b->pos = start;
+    return ret;
+}
+
+/* ---- sizes ---- */
+
+static uint64_t vmstate_struct_size(const VMStateDescription *vmsd);
+
+static uint64_t vmstate_field_size(const VMStateField *f)
+{
+    /* name, type, element count */
+    uint64_t size = 1 + strlen(f->name) + 1 + 4;
+
+    if (f->type == VMS_STRUCT) {
+        return size + f->count * vmstate_struct_size(f->vmsd);
+    }
+    return size + (uint64_t)f->count * vmstate_scalar_size(f->type);
+}
+
+/* Version and field count, then the fields of the current version. */
+static uint64_t vmstate_struct_size(const VMStateDescription *vmsd)
+{
+    uint64_t size = 4 + 4;
+
+    for (const VMStateField *f = vmsd->fields; f->name; f++) {
+        size += vmstate_field_size(f);
+    }
+    return size;
+}
+
+uint64_t vmstate_section_size(const VMStateDescription *vmsd)
+{
+    /* tag, name, instance id, the struct, end tag */
+    return 1 + 1 + strlen(vmsd->name) + 4 + vmstate_struct_size(vmsd) + 1;
 }

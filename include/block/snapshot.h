@@ -33,6 +33,11 @@ typedef struct QEMUSnapshotInfo {
 #define QEMU_SNAPSHOT_NO_ICOUNT UINT64_MAX
 
 /*
+ * True if @bs (or the node below it through filters) can take internal
+ * snapshots now: its format has them and it is writable.
+ */
+bool bdrv_can_snapshot(BlockDriverState *bs);
+/*
  * Lists the snapshots of @bs: returns their number (0 or more) and, when
  * positive, a g_new'd array in *psn_info (the caller g_free()s it); a
  * format without snapshots has none.  -errno on failure.

@@ -21,14 +21,13 @@
  * relies on (indexes, lengths, states) and refuse inconsistent ones.  If a
  * load fails, the device's state is undefined: reset or discard it.
  *
- * The stream is a byte buffer (VMStateBuffer); the machine writes a header
- * and then one section per device, and loads them back in the same order.
- * savevm/loadvm are to store this buffer in a qcow2 internal snapshot's VM
- * state area (blk_save_vmstate(), then bdrv_snapshot_create() with its
- * size, which makes it durable first) and read it back after
- * bdrv_snapshot_goto(); that hookup is not written yet (README, Known
- * gaps): today the buffer travels in memory only, which is how the
- * devices' tests use it.
+ * The stream is a byte buffer (VMStateBuffer): a header, then one section
+ * per device (and per page of guest RAM), each named by its description
+ * and an instance id.  migration/savevm.c (include/migration/savevm.h)
+ * stores it in a qcow2 internal snapshot's VM state area on savevm and
+ * loads it back on loadvm, finding each section's device by its name and
+ * instance id; the devices' tests also move it through memory.
+ *
  * Wire format, big-endian:
  *   header:  "QBVM" u32 format version
  *   section: u8 'S', name, u32 instance id, u32 version, fields, u8 'E'
@@ -42,6 +41,11 @@
 
 #include "util/osdep.h"
 #include "util/error.h"
+
+/* Section and field names are length-prefixed with one byte. */
+#define VMSTATE_NAME_MAX    255
+/* The stream header: magic and format version. */
+#define VMSTATE_HEADER_SIZE 8
 
 typedef enum VMStateType {
     VMS_BOOL = 1,
@@ -109,6 +113,22 @@ int vmstate_save(VMStateBuffer *b, const VMStateDescription *vmsd,
 /* Loads the next section, which must be @vmsd->name, @instance_id. */
 int vmstate_load(VMStateBuffer *b, const VMStateDescription *vmsd,
                  uint32_t instance_id, void *opaque, Error **errp);
+
+/*
+ * Reads the name (into @name, VMSTATE_NAME_MAX + 1 bytes) and instance id
+ * of the section that starts at the buffer's position, without consuming
+ * it: the loader looks up the device it belongs to, then vmstate_load()s
+ * it.  -EINVAL with @errp set if no section starts there.
+ */
+int vmstate_peek_section(VMStateBuffer *b, char *name, uint32_t *instance_id,
+                         Error **errp);
+/*
+ * Bytes of the section vmstate_save() writes for a device of @vmsd: the
+ * same for every device of the description (the wire format holds every
+ * field at its full size), and an upper bound for a section of an older
+ * version of it.
+ */
+uint64_t vmstate_section_size(const VMStateDescription *vmsd);
 
 /*
  * Field macros.  Each checks at compile time that the struct member has

@@ -7,6 +7,11 @@
 #define IDE_GUEST_RAM      (16 * MiB)
 #define IDE_GUEST_BUF_SIZE (4 * MiB)
 
+static void ide_guest_reset(void *opaque)
+{
+    ide_bus_reset(opaque);
+}
+
 IDEGuest *ide_guest_new(BlockBackend *blk)
 {
     IDEGuest *ig = g_new0(IDEGuest, 1);
@@ -15,6 +20,11 @@ IDEGuest *ide_guest_new(BlockBackend *blk)
     ig->g = qguest_new(IDE_GUEST_RAM);
     ig->bus = ide_bus_new(&ig->g->mem, &ig->g->irq);
     g_assert_cmpint(ide_bus_attach(ig->bus, 0, &conf, &error_abort), ==, 0);
+    g_assert_cmpint(savevm_register_device(ig->g->savevm, &vmstate_ide_bus, 0,
+                                           ig->bus, ide_guest_reset,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(savevm_register_drive(ig->g->savevm, "ide0-hd0", blk,
+                                          &error_abort), ==, 0);
     ig->prdt = qguest_alloc(ig->g, 64 * KiB, 64 * KiB);
     /* the data buffer straddles the boundary between the two RAM halves */
     ig->buf = IDE_GUEST_RAM / 2 - IDE_GUEST_BUF_SIZE / 2;

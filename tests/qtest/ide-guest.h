@@ -18,7 +18,11 @@ typedef struct IDEGuest {
     uint64_t buf_size;
 } IDEGuest;
 
-/* A channel with @blk as unit 0, and 16 MiB of guest RAM. */
+/*
+ * A channel with @blk as unit 0, and 16 MiB of guest RAM; the machine
+ * (ig->g->savevm) has the channel as device "ide-bus" 0 and @blk as drive
+ * "ide0-hd0".
+ */
 IDEGuest *ide_guest_new(BlockBackend *blk);
 void ide_guest_free(IDEGuest *ig);
 

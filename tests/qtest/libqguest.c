@@ -41,11 +41,15 @@ QGuest *qguest_new(uint64_t ram_size)
     g->alloc_next = 4096;
     g->mem = (GuestMemory) { .map = qguest_map, .opaque = g };
     g->irq = (IRQLine) { .set = qguest_irq_set, .opaque = g };
+    g->savevm = savevm_state_new();
+    g_assert_cmpint(savevm_register_ram(g->savevm, &g->mem, ram_size,
+                                        &error_abort), ==, 0);
     return g;
 }
 
 void qguest_free(QGuest *g)
 {
+    savevm_state_free(g->savevm);
     g_free(g->ram[0]);
     g_free(g->ram[1]);
     g_free(g);
@@ -113,6 +117,30 @@ uint32_t qguest_readl(QGuest *g, uint64_t addr)
 
     qguest_memread(g, addr, &le, sizeof(le));
     return GUINT32_FROM_LE(le);
+}
+
+char *qguest_hmp(QGuest *g, const char *cmdline)
+{
+    g_auto(GStrv) argv = NULL;
+    Error *err = NULL;
+    char *msg = NULL;
+    int argc;
+
+    g_assert_true(g_shell_parse_argv(cmdline, &argc, &argv, NULL));
+    if (!strcmp(argv[0], "savevm") && argc <= 2) {
+        savevm_save_snapshot(g->savevm, argv[1], NULL, &err);
+    } else if (!strcmp(argv[0], "loadvm") && argc == 2) {
+        savevm_load_snapshot(g->savevm, argv[1], NULL, &err);
+    } else if (!strcmp(argv[0], "delvm") && argc == 2) {
+        savevm_delete_snapshot(g->savevm, argv[1], &err);
+    } else {
+        g_error("qguest_hmp: unknown command or arguments: '%s'", cmdline);
+    }
+    if (err) {
+        msg = g_strdup(error_get_pretty(err));
+        error_free(err);
+    }
+    return msg;
 }
 
 void qguest_wait(bool (*cond)(void *opaque), void *opaque)

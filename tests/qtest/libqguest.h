@@ -6,6 +6,11 @@
  * Guest RAM is two host allocations, [0, size/2) and [size/2, size), so
  * that DMA across the boundary exercises devices' handling of ranges that
  * map in pieces; addresses at or past the end are not RAM.
+ *
+ * A QGuest is also the machine: its SaveState (migration/savevm.h) holds
+ * the RAM, and the device harnesses register their device and drive in it
+ * when they create them, so that qguest_hmp("savevm NAME") snapshots the
+ * whole machine into its qcow2 images and "loadvm NAME" brings it back.
  */
 #ifndef LIBQGUEST_H
 #define LIBQGUEST_H
@@ -14,6 +19,7 @@
 #include "qblock/block-backend.h"
 #include "hw/guest-memory.h"
 #include "hw/irq.h"
+#include "migration/savevm.h"
 
 typedef struct QGuest {
     uint8_t *ram[2];
@@ -23,6 +29,7 @@ typedef struct QGuest {
     IRQLine irq;
     int irq_level;
     unsigned irq_raised;        /* rising edges seen */
+    SaveState *savevm;          /* RAM, devices and drives of the machine */
 } QGuest;
 
 QGuest *qguest_new(uint64_t ram_size);
@@ -37,6 +44,15 @@ void qguest_writel(QGuest *g, uint64_t addr, uint32_t val);
 void qguest_writeq(QGuest *g, uint64_t addr, uint64_t val);
 uint16_t qguest_readw(QGuest *g, uint64_t addr);
 uint32_t qguest_readl(QGuest *g, uint64_t addr);
+
+/*
+ * A monitor command on the machine, with QEMU's HMP names:
+ *   savevm [NAME]   snapshot the disks, the devices and RAM
+ *   loadvm NAME     go back to snapshot NAME (by ID, else tag)
+ *   delvm NAME      delete snapshot NAME from every drive
+ * Returns NULL on success, else the error message (g_free it).
+ */
+char *qguest_hmp(QGuest *g, const char *cmdline);
 
 /*
  * Runs the event loop until @cond(@opaque) is true; fails the test after

@@ -6,6 +6,11 @@
 
 #define VBG_RAM (64 * MiB)
 
+static void vbg_reset(void *opaque)
+{
+    virtio_device_reset(virtio_blk_vdev(opaque));
+}
+
 VirtioBlkGuest *vbg_new(BlockBackend *blk, const VirtIOBlkConf *conf)
 {
     VirtioBlkGuest *vg = g_new0(VirtioBlkGuest, 1);
@@ -19,6 +24,11 @@ VirtioBlkGuest *vbg_new(BlockBackend *blk, const VirtIOBlkConf *conf)
     vg->g = qguest_new(VBG_RAM);
     vg->dev = virtio_blk_new(conf, &vg->g->mem, &vg->g->irq, &error_abort);
     vg->vdev = virtio_blk_vdev(vg->dev);
+    g_assert_cmpint(savevm_register_device(vg->g->savevm, &vmstate_virtio_blk,
+                                           0, vg->dev, vbg_reset,
+                                           &error_abort), ==, 0);
+    g_assert_cmpint(savevm_register_drive(vg->g->savevm, "virtio0", blk,
+                                          &error_abort), ==, 0);
     vg->desc = qguest_alloc(vg->g, VBG_QUEUE_SIZE * 16, 4096);
     vg->avail = qguest_alloc(vg->g, VRING_AVAIL_SIZE(VBG_QUEUE_SIZE), 4096);
     vg->used = qguest_alloc(vg->g, VRING_USED_SIZE(VBG_QUEUE_SIZE), 4096);
@@ -97,6 +107,16 @@ bool vbg_init(VirtioBlkGuest *vg, uint64_t want)
     vg->use_indirect = vg->features &
                        (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC);
     return true;
+}
+
+void vbg_resume(VirtioBlkGuest *vg, uint64_t features)
+{
+    vg->features = features;
+    vg->num = VBG_QUEUE_SIZE;
+    vg->avail_idx = qguest_readw(vg->g, vg->avail + VRING_AVAIL_OFF_IDX);
+    vg->last_used = qguest_readw(vg->g, vg->used + VRING_USED_OFF_IDX);
+    memset(vg->busy, 0, sizeof(vg->busy));
+    vg->use_indirect = features & (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC);
 }
 
 uint8_t vbg_config8(VirtioBlkGuest *vg, size_t offset)

@@ -37,7 +37,11 @@ typedef struct VirtioBlkGuest {
     bool use_indirect;
 } VirtioBlkGuest;
 
-/* A device on @blk (with @conf, or the defaults when NULL). */
+/*
+ * A device on @blk (with @conf, or the defaults when NULL); the machine
+ * (vg->g->savevm) has it as device "virtio-blk" 0 and @blk as drive
+ * "virtio0".
+ */
 VirtioBlkGuest *vbg_new(BlockBackend *blk, const VirtIOBlkConf *conf);
 void vbg_free(VirtioBlkGuest *vg);
 
@@ -49,6 +53,13 @@ uint64_t vbg_device_features(VirtioBlkGuest *vg);
  * queue and DRIVER_OK.  Returns false if the device refused FEATURES_OK.
  */
 bool vbg_init(VirtioBlkGuest *vg, uint64_t want);
+/*
+ * The driver's own variables after a loadvm brought its rings back in
+ * guest RAM: the queue as vbg_init() set it up with @features accepted,
+ * and the ring positions as RAM holds them (every request was reaped
+ * before the savevm).
+ */
+void vbg_resume(VirtioBlkGuest *vg, uint64_t features);
 uint8_t vbg_config8(VirtioBlkGuest *vg, size_t offset);
 uint32_t vbg_config32(VirtioBlkGuest *vg, size_t offset);
 uint64_t vbg_config64(VirtioBlkGuest *vg, size_t offset);

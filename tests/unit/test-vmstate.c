@@ -3,7 +3,8 @@
  * type round-trips, versions add fields compatibly, and a stream that does
  * not fit the device (unknown, missing, retyped or repeated fields, other
  * versions, truncation at any byte, bad values) is refused with a message
- * naming what is wrong.
+ * naming what is wrong; the next section can be named without reading
+ * it, and a description tells the size of its sections.
  */
 
 #include "migration/vmstate.h"
@@ -372,6 +373,66 @@ static void test_sections_and_header(void)
     vmstate_buffer_destroy(&b);
 }
 
+/* Peeking names the next section and consumes nothing. */
+static void test_peek_section(void)
+{
+    char name[VMSTATE_NAME_MAX + 1];
+    Outer o = sample(), back = { 0 };
+    Error *err = NULL;
+    uint32_t id;
+    VMStateBuffer b;
+
+    save_to(&b, &vmstate_outer_v1, &o);
+    g_assert_cmpint(vmstate_save(&b, &vmstate_inner, 9, &o.one,
+                                 &error_abort), ==, 0);
+    b.pos = 0;
+    g_assert_cmpint(vmstate_load_header(&b, &error_abort), ==, 0);
+    g_assert_cmpint(vmstate_peek_section(&b, name, &id, &error_abort), ==, 0);
+    g_assert_cmpstr(name, ==, "outer");
+    g_assert_cmpuint(id, ==, 3);
+    g_assert_cmpuint(b.pos, ==, VMSTATE_HEADER_SIZE);
+    g_assert_cmpint(vmstate_load(&b, &vmstate_outer_v1, 3, &back,
+                                 &error_abort), ==, 0);
+    g_assert_cmpint(vmstate_peek_section(&b, name, &id, &error_abort), ==, 0);
+    g_assert_cmpstr(name, ==, "inner");
+    g_assert_cmpuint(id, ==, 9);
+    /* not at a section: the header's bytes, or past the end */
+    b.pos = 0;
+    g_assert_cmpint(vmstate_peek_section(&b, name, &id, &err), ==, -EINVAL);
+    g_assert_nonnull(strstr(error_get_pretty(err), "section expected at "
+                            "offset 0"));
+    error_free(err);
+    err = NULL;
+    g_assert_cmpuint(b.pos, ==, 0);
+    b.pos = b.data->len;
+    g_assert_cmpint(vmstate_peek_section(&b, name, &id, &err), ==, -EINVAL);
+    error_free(err);
+    vmstate_buffer_destroy(&b);
+}
+
+/* The size a description announces is the size a save writes. */
+static void test_section_size(void)
+{
+    Outer o = sample();
+    VMStateBuffer b;
+
+    vmstate_buffer_init(&b);
+    g_assert_cmpint(vmstate_save(&b, &vmstate_outer_v2, 0, &o,
+                                 &error_abort), ==, 0);
+    g_assert_cmpuint(b.data->len, ==, vmstate_section_size(&vmstate_outer_v2));
+    g_byte_array_set_size(b.data, 0);
+    g_assert_cmpint(vmstate_save(&b, &vmstate_outer_v1, 0, &o,
+                                 &error_abort), ==, 0);
+    g_assert_cmpuint(b.data->len, ==, vmstate_section_size(&vmstate_outer_v1));
+    g_assert_cmpuint(vmstate_section_size(&vmstate_outer_v1), <,
+                     vmstate_section_size(&vmstate_outer_v2));
+    vmstate_buffer_destroy(&b);
+    vmstate_buffer_init(&b);
+    vmstate_save_header(&b);
+    g_assert_cmpuint(b.data->len, ==, VMSTATE_HEADER_SIZE);
+    vmstate_buffer_destroy(&b);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -385,5 +446,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vmstate/corrupted-bytes", test_corrupted_bytes);
     g_test_add_func("/vmstate/bad-values", test_bad_values);
     g_test_add_func("/vmstate/sections-and-header", test_sections_and_header);
+    g_test_add_func("/vmstate/peek-section", test_peek_section);
+    g_test_add_func("/vmstate/section-size", test_section_size);
     return g_test_run();
 }
