@@ -106,6 +106,8 @@ static gpointer test_client_thread(gpointer opaque)
             send_full(c->fd, &req, sizeof(req));
         }
         __atomic_store_n(&c->in_transmission, true, __ATOMIC_SEQ_CST);
+        /* the main loop may be asleep with nothing else to wake it */
+        aio_notify(ctx);
     }
     c->saw_eof = wait_eof(c->fd);
     close(c->fd);
