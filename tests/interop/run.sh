@@ -10,7 +10,7 @@ pass=0 fail=0 skip=0
 for script in "$here"/*.sh; do
     [ "$(basename "$script")" = run.sh ] && continue
     name=$(basename "$script" .sh)
-    out=$(bash "$script" "$build" 2>&1)
+    out=$(timeout 900 bash "$script" "$build" 2>&1)
     rc=$?
     if [ $rc -eq 77 ]; then
         echo "$name: skipped: $(tail -n 1 <<<"$out")"
