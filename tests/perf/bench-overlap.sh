@@ -75,7 +75,14 @@ row() {  # label base count kind args...
     local out=() tool opts
     for tool in "$qemu" "$qblock"; do
         for opts in none cached all; do
-            out+=("$(best_of "$tool" "$base" "$opts" "$count" "$@")")
+            local c=$count
+            # QEMU's "all" reads every snapshot's L1 table for each write:
+            # a twentieth of the requests keeps the run within minutes
+            if [ "$tool" = "$qemu" ] && [ $opts = all ] &&
+               [ "$base" = "$dir/base100.qcow2" ]; then
+                c=$((count / 20))
+            fi
+            out+=("$(best_of "$tool" "$base" "$opts" "$c" "$@")")
         done
     done
     printf '%-34s %10s %10s %10s %10s %10s %10s\n' "$label" "${out[@]}"
