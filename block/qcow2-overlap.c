@@ -629,14 +629,34 @@ static inline int ol_check_single_ranges(BDRVQcow2State *s, int chk,
 
 #define OL_LANE(set) (OL_COUNT_MAX << ((set) * OL_COUNT_BITS))
 
-/* The counts of the sets that @chk selects, as a mask over packed counts. */
+/*
+ * The counts of the sets that @chk selects, as a mask over packed counts:
+ * a table indexed by the four set bits of @chk (bits 2, 4, 6 and 7), so
+ * that the write path spends no branch on it.
+ */
+#define OL_WANT(i) \
+    ((((i) & 1) ? OL_LANE(OL_SET_ACTIVE_L2) : 0) | \
+     (((i) & 2) ? OL_LANE(OL_SET_REFCOUNT_BLOCK) : 0) | \
+     (((i) & 4) ? OL_LANE(OL_SET_INACTIVE_L1) : 0) | \
+     (((i) & 8) ? OL_LANE(OL_SET_INACTIVE_L2) : 0))
+
+static const uint64_t ol_want_table[16] = {
+    OL_WANT(0), OL_WANT(1), OL_WANT(2), OL_WANT(3),
+    OL_WANT(4), OL_WANT(5), OL_WANT(6), OL_WANT(7),
+    OL_WANT(8), OL_WANT(9), OL_WANT(10), OL_WANT(11),
+    OL_WANT(12), OL_WANT(13), OL_WANT(14), OL_WANT(15),
+};
+
+_Static_assert(QCOW2_OL_ACTIVE_L2 == 1 << 2 &&
+               QCOW2_OL_REFCOUNT_BLOCK == 1 << 4 &&
+               QCOW2_OL_INACTIVE_L1 == 1 << 6 &&
+               QCOW2_OL_INACTIVE_L2 == 1 << 7,
+               "ol_wanted_counts() reads the set bits at these places");
+
 static inline uint64_t ol_wanted_counts(int chk)
 {
-    return (chk & QCOW2_OL_ACTIVE_L2 ? OL_LANE(OL_SET_ACTIVE_L2) : 0) |
-           (chk & QCOW2_OL_REFCOUNT_BLOCK ? OL_LANE(OL_SET_REFCOUNT_BLOCK)
-                                          : 0) |
-           (chk & QCOW2_OL_INACTIVE_L1 ? OL_LANE(OL_SET_INACTIVE_L1) : 0) |
-           (chk & QCOW2_OL_INACTIVE_L2 ? OL_LANE(OL_SET_INACTIVE_L2) : 0);
+    return ol_want_table[((chk >> 2) & 1) | ((chk >> 3) & 2) |
+                         ((chk >> 4) & 0xc)];
 }
 
 /* The sets' structures in the clusters [first, end) that @chk selects. */
@@ -683,7 +703,7 @@ static inline int ol_check_index(BDRVQcow2State *s, int chk,
 }
 
 /* qcow2_check_metadata_overlap(), inlined into the write path's check. */
-static inline int ol_check(BlockDriverState *bs, int ign, int64_t offset,
+static inline __attribute__((always_inline)) int ol_check(BlockDriverState *bs, int ign, int64_t offset,
                            int64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
