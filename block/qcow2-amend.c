@@ -292,6 +292,7 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
     s->refcount_table_size = table_clusters * s->cluster_size /
                              sizeof(uint64_t);
     s->refcount_table_offset = (clusters + blocks) << s->cluster_bits;
+    qcow2_overlap_singles_changed(s);
     qcow2_amend_set_order(s, order);
     ret = qcow2_update_header(bs);
     if (ret < 0) {
@@ -299,6 +300,7 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
         s->refcount_table = old_table;
         s->refcount_table_size = old_size;
         s->refcount_table_offset = old_offset;
+        qcow2_overlap_singles_changed(s);
         qcow2_amend_set_order(s, old_order);
         error_setg_errno(errp, -ret, "Failed to update the image header");
         return ret;

@@ -408,6 +408,7 @@ int coroutine_fn qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
     s->l1_table = new_table;
     s->l1_size = new_size;
     s->l1_table_offset = new_offset;
+    qcow2_overlap_singles_changed(s);
     g_free(old_table);
     if (old_size) {
         qcow2_free_clusters(bs, old_offset, old_size * sizeof(uint64_t),

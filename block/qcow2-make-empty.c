@@ -85,9 +85,11 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
         int64_t old = s->l1_table_offset;
 
         s->l1_table_offset = 3 * s->cluster_size;
+        qcow2_overlap_singles_changed(s);
         ret = qcow2_write_l1_table(bs);
         if (ret < 0) {
             s->l1_table_offset = old;
+            qcow2_overlap_singles_changed(s);
         }
     }
     if (ret < 0) {
@@ -100,6 +102,7 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     s->refcount_table = reftable;
     s->refcount_table_size = s->cluster_size / sizeof(uint64_t);
     s->refcount_table_offset = s->cluster_size;
+    qcow2_overlap_singles_changed(s);
     s->free_cluster_index = clusters;
     s->free_byte_offset = 0;
     ret = qcow2_update_header(bs);

@@ -11,15 +11,19 @@
  * set from a template (none, constant, cached, all) and per-structure
  * overrides; see qcow2_overlap_read_options().
  *
- * Cost.  Structures with a single range (the header, the active L1 table,
- * the refcount table, the snapshot table, the bitmap directory) are
- * compared directly.  The others are sets of clusters that can be many:
- * active L2 tables, refcount blocks, the L1 tables of snapshots and their
- * L2 tables.  They live in one index, a hash table from host cluster index
- * to four reference counts (one per set), so a check costs one lookup per
- * cluster the write covers (or one pass over the index when that is
- * smaller), whatever the size of the image or the number of snapshots:
- * for a 4 KiB write, a few dozen instructions.
+ * Cost.  The structures that are sets of clusters, which can be many
+ * (active L2 tables, refcount blocks, the L1 tables of snapshots and their
+ * L2 tables), live in one index, a hash table from host cluster index to
+ * four reference counts (one per set).  The clusters of the structures
+ * with a single range each (the header, the active L1 table, the refcount
+ * table, the snapshot table, the bitmap directory) carry a mark in the
+ * same index.  So a write within one cluster that the index does not hold
+ * overlaps nothing, and the inline check in qcow2.h decides that with one
+ * hash probe, whatever the size of the image or the number of snapshots:
+ * about 25 instructions.  Only writes to indexed clusters (metadata
+ * updates, and hits) and writes across clusters take the full check here,
+ * which compares the single ranges byte by byte and looks up each cluster
+ * (or makes one pass over the index when that is smaller).
  * QEMU instead walks the L1 and refcount tables, and for "all" reads every
  * snapshot's L1 table from disk, on every write.
  *
@@ -36,6 +40,11 @@
  *     the index believes a structure is there (a false alarm is reported as
  *     corruption of an image that is corrupt already; a miss would let a
  *     write destroy metadata).
+ *  4. Every cluster that a single-range structure touches carries
+ *     OL_SINGLE_MARK, whatever is checked: s->overlap_marked records the
+ *     ranges the marks come from, and qcow2_overlap_singles_changed(),
+ *     called wherever one of those fields is assigned, brings the marks
+ *     up to date.  The full check asserts that they are.
  */
 #include "block/qcow2.h"
 
@@ -51,8 +60,11 @@ enum {
     OL_SETS,
 };
 
-#define OL_COUNT_BITS 16
+#define OL_COUNT_BITS 15
 #define OL_COUNT_MAX  ((1ULL << OL_COUNT_BITS) - 1)
+/* above the four counts: a single-range structure is here (invariant 4) */
+#define OL_SINGLE_MARK (1ULL << 63)
+_Static_assert(OL_SETS * OL_COUNT_BITS < 63, "the mark is above the counts");
 
 static const int ol_set_type[OL_SETS] = {
     [OL_SET_ACTIVE_L2]      = QCOW2_OL_ACTIVE_L2,
@@ -156,24 +168,14 @@ int qcow2_overlap_read_options(QemuOpts *opts, int *mask, Error **errp)
 /* The index */
 
 /*
- * An open-addressing hash table from host cluster index to four packed
- * counts, with linear probing and backward-shift deletion.  It is written
- * here instead of using GHashTable because a lookup is on the path of
- * every guest write: this one is inlined and costs a multiplication and,
- * in the usual case, one probe of an empty slot.  A slot whose counts are
- * 0 is empty (an indexed cluster always has a count).
+ * An open-addressing hash table (Qcow2OverlapIndex, qcow2.h) from host
+ * cluster index to four packed counts and a mark, with linear probing and
+ * backward-shift deletion.  It is written here instead of using
+ * GHashTable because a lookup is on the path of every guest write: it is
+ * inlined and costs a multiplication and, in the usual case, one probe of
+ * an empty slot.  A slot whose value is 0 is empty (an indexed cluster
+ * always has a count or the mark).
  */
-typedef struct Qcow2OverlapSlot {
-    uint64_t cluster;
-    uint64_t counts;
-} Qcow2OverlapSlot;
-
-struct Qcow2OverlapIndex {
-    Qcow2OverlapSlot *slots;
-    uint64_t mask;              /* slots - 1; a power of two minus one */
-    int shift;                  /* 64 - log2(slots) */
-    uint64_t used;
-};
 
 /* Small enough to cost nothing per image; grows when half full. */
 #define OL_INDEX_MIN_BITS 6
@@ -185,8 +187,7 @@ static inline uint64_t ol_count(uint64_t value, int set)
 
 static inline uint64_t ol_hash(const Qcow2OverlapIndex *ix, uint64_t cluster)
 {
-    /* Fibonacci hashing: the top bits of the product are well mixed */
-    return (cluster * 0x9e3779b97f4a7c15ULL) >> ix->shift;
+    return qcow2_overlap_hash(ix, cluster);
 }
 
 static Qcow2OverlapIndex *ol_index_new(int bits)
@@ -205,16 +206,10 @@ static void ol_index_free(Qcow2OverlapIndex *ix)
     g_free(ix);
 }
 
-/* The slot of @cluster, or the empty slot where it would go. */
 static inline uint64_t ol_index_find(const Qcow2OverlapIndex *ix,
                                      uint64_t cluster)
 {
-    uint64_t i = ol_hash(ix, cluster);
-
-    while (ix->slots[i].counts && ix->slots[i].cluster != cluster) {
-        i = (i + 1) & ix->mask;
-    }
-    return i;
+    return qcow2_overlap_find(ix, cluster);
 }
 
 static inline uint64_t ol_index_get(const Qcow2OverlapIndex *ix,
@@ -410,6 +405,68 @@ void qcow2_overlap_rebuild_active(BDRVQcow2State *s)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The structures with a single range each: marks (invariant 4) */
+
+/* Their ranges now, in the order of s->overlap_marked. */
+static void ol_single_ranges(BDRVQcow2State *s,
+                             Qcow2OverlapRange r[QCOW2_OL_SINGLE_RANGES])
+{
+    r[0] = (Qcow2OverlapRange) { 0, s->cluster_size };
+    r[1] = (Qcow2OverlapRange) { s->l1_table_offset,
+                                 (uint64_t)s->l1_size * sizeof(uint64_t) };
+    r[2] = (Qcow2OverlapRange) { s->refcount_table_offset,
+                                 (uint64_t)s->refcount_table_size *
+                                 sizeof(uint64_t) };
+    /* marked even without snapshots: the check decides by nb_snapshots */
+    r[3] = (Qcow2OverlapRange) { s->snapshots_offset, s->snapshots_size };
+    r[4] = (Qcow2OverlapRange) { s->bitmap_directory_offset,
+                                 s->bitmap_directory_size };
+}
+
+static void ol_mark_range(BDRVQcow2State *s, Qcow2OverlapRange r, bool mark)
+{
+    Qcow2OverlapIndex *ix = s->overlap_index;
+    uint64_t first = r.offset >> s->cluster_bits;
+    uint64_t end = (r.offset + r.size + s->cluster_size - 1) >>
+                   s->cluster_bits;
+
+    if (!r.size) {
+        return;
+    }
+    for (uint64_t c = first; c < end; c++) {
+        uint64_t v = ol_index_get(ix, c);
+
+        ol_index_set(ix, c, mark ? v | OL_SINGLE_MARK : v & ~OL_SINGLE_MARK);
+    }
+}
+
+void qcow2_overlap_singles_changed(BDRVQcow2State *s)
+{
+    Qcow2OverlapRange now[QCOW2_OL_SINGLE_RANGES];
+
+    if (!s->overlap_index) {
+        return;
+    }
+    ol_single_ranges(s, now);
+    /* all marks go, then all come back: two ranges may share a cluster */
+    for (int i = 0; i < QCOW2_OL_SINGLE_RANGES; i++) {
+        ol_mark_range(s, s->overlap_marked[i], false);
+    }
+    for (int i = 0; i < QCOW2_OL_SINGLE_RANGES; i++) {
+        ol_mark_range(s, now[i], true);
+        s->overlap_marked[i] = now[i];
+    }
+}
+
+static bool ol_marks_are_current(BDRVQcow2State *s)
+{
+    Qcow2OverlapRange now[QCOW2_OL_SINGLE_RANGES];
+
+    ol_single_ranges(s, now);
+    return !memcmp(now, s->overlap_marked, sizeof(now));
+}
+
+/* ---------------------------------------------------------------------- */
 /* Snapshots: their L1 tables, and the L2 tables these point to */
 
 /* The fields of a snapshot table entry that locate its L1 table. */
@@ -541,6 +598,8 @@ int qcow2_overlap_init(BlockDriverState *bs, Error **errp)
     int ret;
 
     s->overlap_index = ol_index_new(OL_INDEX_MIN_BITS);
+    memset(s->overlap_marked, 0, sizeof(s->overlap_marked));
+    qcow2_overlap_singles_changed(s);
     qcow2_overlap_rebuild_active(s);
     ret = qcow2_overlap_snapshots_changed(bs);
     if (ret < 0) {
@@ -733,10 +792,15 @@ int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
     return ol_check(bs, ign, offset, size);
 }
 
-int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
-                                  int64_t offset, int64_t size)
+int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
+                                       int64_t offset, int64_t size)
 {
-    int ret = ol_check(bs, ign, offset, size);
+    int ret;
+
+    /* invariant 4, or the inline check may have missed a structure */
+    assert(!((BDRVQcow2State *)bs->opaque)->overlap_index ||
+           ol_marks_are_current(bs->opaque));
+    ret = ol_check(bs, ign, offset, size);
 
     if (ret <= 0) {
         return ret;

@@ -480,6 +480,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     s->refcount_table = g_steal_pointer(&table);
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
+    qcow2_overlap_singles_changed(s);
     for (uint64_t i = old_size; i < entries; i++) {
         qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
     }
@@ -1624,6 +1625,7 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     s->refcount_table = g_steal_pointer(&table);
     s->refcount_table_size = entries;
     s->refcount_table_offset = table_offset;
+    qcow2_overlap_singles_changed(s);
     s->free_cluster_index = 0;
     qcow2_overlap_rebuild_active(s);
     return 0;

@@ -201,6 +201,7 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
     int ret;
 
     s->snapshots_size = 0;
+    qcow2_overlap_singles_changed(s);
     if (!s->nb_snapshots) {
         return 0;
     }
@@ -223,6 +224,7 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
         }
     }
     s->snapshots_size = offset - s->snapshots_offset;
+    qcow2_overlap_singles_changed(s);
     return 0;
 
 fail:
@@ -380,12 +382,15 @@ int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
     }
 
     s->snapshots_offset = offset;
+    s->snapshots_size = size;
+    qcow2_overlap_singles_changed(s);
     ret = qcow2_update_header(bs);
     if (ret < 0) {
         s->snapshots_offset = old_offset;
+        s->snapshots_size = old_size;
+        qcow2_overlap_singles_changed(s);
         goto fail;
     }
-    s->snapshots_size = size;
     if (old_size) {
         qcow2_free_clusters(bs, old_offset, old_size,
                             QCOW2_DISCARD_SNAPSHOT);
@@ -1046,6 +1051,7 @@ static int coroutine_fn qcow2_snapshot_load_tmp_locked(BlockDriverState *bs,
     s->l1_table = l1;
     s->l1_size = s->snapshots[index].l1_size;
     s->l1_table_offset = s->snapshots[index].l1_table_offset;
+    qcow2_overlap_singles_changed(s);
     qcow2_overlap_rebuild_active(s);
     return 0;
 }

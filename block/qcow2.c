@@ -307,6 +307,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
                     GUINT64_FROM_BE(b.bitmap_directory_offset);
                 exts->bitmap_directory_size =
                     GUINT64_FROM_BE(b.bitmap_directory_size);
+                if (exts->bitmap_directory_size >
+                    QCOW2_MAX_BITMAP_DIRECTORY_SIZE) {
+                    error_setg(errp, "bitmaps_ext: bitmap directory size "
+                               "(%" PRIu64 ") exceeds the maximum "
+                               "supported size (%d)",
+                               exts->bitmap_directory_size,
+                               QCOW2_MAX_BITMAP_DIRECTORY_SIZE);
+                    return -EINVAL;
+                }
             }
             /* fall through */
         default: {
@@ -1249,6 +1258,7 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
         /* the bitmaps are invalid from now on: their clusters are leaks */
         s->bitmap_directory_offset = 0;
         s->bitmap_directory_size = 0;
+        qcow2_overlap_singles_changed(s);
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");

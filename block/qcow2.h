@@ -43,7 +43,9 @@
  *  7. Every write to the file is preceded by a metadata overlap check
  *     (qcow2_pre_write_overlap_check) that names the structures the write
  *     is meant to update; the overlap index follows every change of the
- *     active L1 table, the refcount table and the snapshot table.
+ *     active L1 table, the refcount table and the snapshot table, and of
+ *     the place of any structure with a single range
+ *     (qcow2_overlap_singles_changed()).
  */
 #ifndef BLOCK_QCOW2_H
 #define BLOCK_QCOW2_H
@@ -72,6 +74,8 @@
 #define QCOW_MAX_SNAPSHOTS 65536
 /* QEMU's bound on the whole table, and on one entry's extra data. */
 #define QCOW_MAX_SNAPSHOTS_SIZE (1024 * QCOW_MAX_SNAPSHOTS)
+/* 1 KiB per entry for at most 65535 bitmaps, as QEMU bounds it */
+#define QCOW2_MAX_BITMAP_DIRECTORY_SIZE (1024 * 65535)
 #define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
 /* Backing file names are at most 1023 bytes, as in QEMU. */
 #define QCOW2_MAX_BACKING_FILE_NAME 1023
@@ -214,7 +218,54 @@ typedef struct Qcow2UnknownHeaderExtension {
 } Qcow2UnknownHeaderExtension;
 
 typedef struct Qcow2Cache Qcow2Cache;
-typedef struct Qcow2OverlapIndex Qcow2OverlapIndex;
+/*
+ * The overlap index (qcow2-overlap.c): an open-addressing hash table from
+ * host cluster index to packed reference counts, with linear probing.  Its
+ * layout is here because the check in front of every write looks a
+ * cluster up inline (qcow2_pre_write_overlap_check() below).  A slot whose
+ * counts are 0 is empty.
+ */
+typedef struct Qcow2OverlapSlot {
+    uint64_t cluster;
+    uint64_t counts;
+} Qcow2OverlapSlot;
+
+typedef struct Qcow2OverlapIndex {
+    Qcow2OverlapSlot *slots;
+    uint64_t mask;              /* slots - 1; a power of two minus one */
+    int shift;                  /* 64 - log2(slots) */
+    uint64_t used;
+} Qcow2OverlapIndex;
+
+static inline uint64_t qcow2_overlap_hash(const Qcow2OverlapIndex *ix,
+                                          uint64_t cluster)
+{
+    /* Fibonacci hashing: the top bits of the product are well mixed */
+    return (cluster * 0x9e3779b97f4a7c15ULL) >> ix->shift;
+}
+
+/* The slot of @cluster, or the empty slot where it would go. */
+static inline uint64_t qcow2_overlap_find(const Qcow2OverlapIndex *ix,
+                                          uint64_t cluster)
+{
+    uint64_t i = qcow2_overlap_hash(ix, cluster);
+
+    while (ix->slots[i].counts && ix->slots[i].cluster != cluster) {
+        i = (i + 1) & ix->mask;
+    }
+    return i;
+}
+
+/*
+ * The structures with one range each (header, active L1 table, refcount
+ * table, snapshot table, bitmap directory), in that order, as the index
+ * has marked their clusters.
+ */
+enum { QCOW2_OL_SINGLE_RANGES = 5 };
+typedef struct Qcow2OverlapRange {
+    uint64_t offset;
+    uint64_t size;
+} Qcow2OverlapRange;
 
 /* One snapshot table entry, host-endian (qcow2-snapshot.c). */
 typedef struct QCowSnapshot {
@@ -328,6 +379,8 @@ typedef struct BDRVQcow2State {
     int overlap_check;          /* QCOW2_OL_* mask of what is checked */
     /* host cluster index -> reference counts of the indexed structures */
     Qcow2OverlapIndex *overlap_index;
+    /* what the index's single-range marks come from (qcow2-overlap.c 4.) */
+    Qcow2OverlapRange overlap_marked[QCOW2_OL_SINGLE_RANGES];
     bool overlap_inactive_l2_loaded;
     /* index entries looked at by checks (statistics, for tests) */
     uint64_t overlap_lookups;
@@ -755,6 +808,12 @@ void qcow2_overlap_end_shared_l2_writes(BlockDriverState *bs);
 int qcow2_overlap_l2_cache_ign(BlockDriverState *bs);
 /* Clusters in the index (statistics, for tests). */
 uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
+/*
+ * The place or size of the header, the active L1 table, the refcount
+ * table, the snapshot table or the bitmap directory changed (or a change
+ * was rolled back): called right after the fields are assigned.
+ */
+void qcow2_overlap_singles_changed(BDRVQcow2State *s);
 /* The message name of a QCOW2_OL_* structure ("active L1 table"). */
 const char *qcow2_overlap_name(int type);
 /*
@@ -764,13 +823,56 @@ const char *qcow2_overlap_name(int type);
  */
 int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
                                  int64_t offset, int64_t size);
+/* qcow2_pre_write_overlap_check() when the index does not clear a write. */
+int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
+                                       int64_t offset, int64_t size);
+
+/*
+ * True if the index alone shows that [offset, offset + size) of the file
+ * overlaps no structure checked outside @ign; false means "look closer".
+ *
+ * Inline because it is on the path of every guest write: every cluster of
+ * a checked structure is in the index (those of the single-range ones
+ * marked, qcow2-overlap.c invariant 4), so a write within one cluster
+ * that the index does not hold overlaps nothing, which one hash probe
+ * shows.  A write across clusters, or while inactive L2 tables are still
+ * to be read, is left to the full check.
+ */
+static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
+                                              int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    const Qcow2OverlapIndex *ix = s->overlap_index;
+    int chk = s->overlap_check & ~ign;
+    uint64_t cluster = (uint64_t)offset >> s->cluster_bits;
+
+    if (!chk || !ix) {
+        return true;
+    }
+    if (size <= 0 ||
+        ((uint64_t)offset + size - 1) >> s->cluster_bits != cluster ||
+        ((chk & QCOW2_OL_INACTIVE_L2) && !s->overlap_inactive_l2_loaded)) {
+        return false;
+    }
+    s->overlap_lookups++;
+    return !ix->slots[qcow2_overlap_find(ix, cluster)].counts;
+}
+
 /*
  * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
  * returns -EIO (invariant 7): every write to bs->file calls it first,
  * with @ign the structures the write is meant to update.
  */
-int qcow2_pre_write_overlap_check(BlockDriverState *bs, int ign,
-                                  int64_t offset, int64_t size);
+static inline int qcow2_pre_write_overlap_check(BlockDriverState *bs,
+                                                int ign, int64_t offset,
+                                                int64_t size)
+{
+    if (qcow2_overlap_index_clears(bs, ign, offset, size)) {
+        return 0;
+    }
+    return qcow2_pre_write_overlap_check_slow(bs, ign, offset, size);
+}
+
 /* The check for guest data at host @offset of s->data_file. */
 static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
                                              int64_t offset, int64_t size)

@@ -9,6 +9,7 @@
 #include "qblock/block-backend.h"
 #include "util/qapi-event.h"
 #include "util/qdict.h"
+#include "block/snapshot.h"
 
 #include <glib/gstdio.h>
 
@@ -27,7 +28,8 @@ static char *make_image(const char *name, const char *cluster_size)
     return path;
 }
 
-static BlockBackend *open_image(const char *path, const char *overlap)
+static BlockBackend *open_image_flags(const char *path, const char *overlap,
+                                     int flags)
 {
     QDict *opts = qdict_new();
     BlockBackend *blk;
@@ -36,9 +38,14 @@ static BlockBackend *open_image(const char *path, const char *overlap)
     if (overlap) {
         qdict_put_str(opts, "overlap-check", overlap);
     }
-    blk = blk_new_open(path, NULL, opts, BDRV_O_RDWR, &error_abort);
+    blk = blk_new_open(path, NULL, opts, flags, &error_abort);
     g_assert_nonnull(blk);
     return blk;
+}
+
+static BlockBackend *open_image(const char *path, const char *overlap)
+{
+    return open_image_flags(path, overlap, BDRV_O_RDWR);
 }
 
 static BDRVQcow2State *state_of(BlockBackend *blk)
@@ -185,7 +192,7 @@ static void test_index_counts(void)
     blk_unref(blk);
 }
 
-/* Invariant 3: past 65535 references a count no longer goes down. */
+/* Invariant 3: past 32767 references a count no longer goes down. */
 static void test_index_saturation(void)
 {
     g_autofree char *path = make_image("saturate.qcow2", "64k");
@@ -343,6 +350,93 @@ static void test_cost_independent_of_size(void)
     blk_unref(blk);
 }
 
+/*
+ * Over the whole file, every 512-byte write that the inline check clears
+ * (qcow2_overlap_index_clears) is one the full check finds nothing in;
+ * returns how many it cleared.
+ */
+static int64_t assert_index_clears_only_free_ranges(BlockBackend *blk)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    int64_t len = bdrv_getlength(bs->file->bs);
+    int64_t cleared = 0;
+
+    g_assert_cmpint(len, >, 0);
+    for (int64_t off = 0; off < len + 65536; off += 512) {
+        if (qcow2_overlap_index_clears(bs, 0, off, 512)) {
+            g_assert_cmpint(check(blk, 0, off, 512), ==, 0);
+            cleared++;
+        }
+    }
+    return cleared;
+}
+
+/*
+ * The one-probe check in front of every write (qcow2.h) never clears a
+ * write that the full check refuses, while the tables move and grow: the
+ * refcount table outgrows its cluster, snapshots come and go (the
+ * snapshot table moves, the active L1 table is replaced by a snapshot's),
+ * the L1 table grows, the bitmap directory goes.  512-byte clusters, so
+ * that each table spans many clusters.
+ */
+static void test_inline_check_agrees(void)
+{
+    g_autofree char *path = make_image("inline.qcow2", "512");
+    BlockBackend *blk = open_image_flags(path, "all",
+                                         BDRV_O_RDWR | BDRV_O_RESIZE);
+    BlockDriverState *bs = blk_bs(blk);
+    BDRVQcow2State *s = state_of(blk);
+    int64_t old_l1 = s->l1_table_offset, old_reftable;
+    QEMUSnapshotInfo sn;
+
+    g_assert_cmpint(assert_index_clears_only_free_ranges(blk), >, 0);
+
+    /* 10 MiB of data: the 8 MiB one reftable cluster covers run out */
+    old_reftable = s->refcount_table_offset;
+    for (int64_t off = 0; off < 10 * MiB; off += MiB) {
+        write_pattern(blk, off, MiB);
+    }
+    g_assert_cmpint(s->refcount_table_offset, !=, old_reftable);
+    /* data clusters are cleared, so the probe is what decides for them */
+    g_assert_cmpint(assert_index_clears_only_free_ranges(blk), >,
+                    9 * MiB / 512);
+    g_assert_false(qcow2_overlap_index_clears(bs, 0, old_l1, 8));
+    g_assert_false(qcow2_overlap_index_clears(bs, 0, 0, 8));
+    g_assert_false(qcow2_overlap_index_clears(bs, 0,
+                                              s->refcount_table_offset +
+                                              s->refcount_table_size * 8 - 8,
+                                              8));
+
+    for (int i = 0; i < 3; i++) {
+        sn = (QEMUSnapshotInfo) { 0 };
+        snprintf(sn.name, sizeof(sn.name), "s%d", i);
+        g_assert_cmpint(bdrv_snapshot_create(bs, &sn), ==, 0);
+        write_pattern(blk, i * MiB, 64 * 1024);
+        assert_index_clears_only_free_ranges(blk);
+    }
+    g_assert_cmpint(s->nb_snapshots, ==, 3);
+    g_assert_false(qcow2_overlap_index_clears(bs, 0, s->snapshots_offset,
+                                              8));
+    g_assert_cmpint(bdrv_snapshot_delete(bs, NULL, "s1", &error_abort), ==,
+                    0);
+    assert_index_clears_only_free_ranges(blk);
+    g_assert_cmpint(bdrv_snapshot_goto(bs, "s0", &error_abort), ==, 0);
+    assert_index_clears_only_free_ranges(blk);
+
+    /* 64 MiB -> 8 GiB: the L1 table moves and grows from 16 KiB to 2 MiB */
+    old_l1 = s->l1_table_offset;
+    g_assert_cmpint(blk_truncate(blk, 8 * GiB, false, PREALLOC_MODE_OFF, 0,
+                                 &error_abort), ==, 0);
+    g_assert_cmpint(s->l1_table_offset, !=, old_l1);
+    g_assert_false(qcow2_overlap_index_clears(bs, 0, s->l1_table_offset +
+                                              s->l1_size * 8 - 512, 512));
+    assert_index_clears_only_free_ranges(blk);
+
+    /* writes across two clusters always take the full check */
+    g_assert_false(qcow2_overlap_index_clears(bs, 0, 20 * MiB + 256, 512));
+    blk_unref(blk);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -362,6 +456,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2-overlap/index-random-model",
                     test_index_random_model);
     g_test_add_func("/qcow2-overlap/hit-reports-once", test_hit_reports_once);
+    g_test_add_func("/qcow2-overlap/inline-check-agrees",
+                    test_inline_check_agrees);
     g_test_add_func("/qcow2-overlap/cost-independent-of-size",
                     test_cost_independent_of_size);
     ret = g_test_run();
