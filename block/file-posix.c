@@ -6,8 +6,8 @@
  * (aio=native, only with O_DIRECT) or io_uring (aio=io_uring).  Everything
  * that may block and has no asynchronous form (fdatasync, fallocate,
  * ftruncate) runs in the thread pool, so the event loop never waits on the
- * disk; aio=threads first tries a transfer in place with RWF_NOWAIT, which
- * the kernel performs only if it need not wait.
+ * disk; through the page cache, small transfers are first tried in place
+ * where the kernel need not wait for the disk (raw_try_in_place()).
  *
  * Invariants:
  *  1. The file is never opened with O_DSYNC or O_SYNC: in writethrough
@@ -98,6 +98,8 @@ typedef struct BDRVRawState {
     int64_t cached_length;
     /* RWF_NOWAIT works for reads/writes (cleared on EOPNOTSUPP) */
     bool nowait_ok[2];
+    /* writes still to go to a worker after a slow in-place one */
+    unsigned in_place_backoff;
 } BDRVRawState;
 
 /* What bdrv_reopen_prepare staged for commit. */
@@ -350,6 +352,7 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     s->has_zero_range = true;
     s->has_punch_hole = true;
     s->nowait_ok[0] = s->nowait_ok[1] = true;
+    s->in_place_backoff = 0;
     s->locked_perm = 0;
     s->locked_unshared = 0;
 
@@ -766,26 +769,102 @@ static bool raw_qiov_is_aligned(BDRVRawState *s, QEMUIOVector *qiov)
 }
 
 /*
- * aio=threads through the page cache: tries the transfer right here with
- * RWF_NOWAIT, which the kernel completes only if it need not wait (data
- * in the page cache).  Saves the trip to a worker thread and back for
- * most reads.  Returns the bytes done (a worker finishes the rest).
+ * In-place transfers.  Through the page cache, a small transfer the kernel
+ * can do without waiting for the disk costs about a microsecond, while the
+ * trip to a worker thread and back (the pool's, or io_uring's own for a
+ * buffered write it cannot do at once) costs two wake-ups, tens of
+ * microseconds.  So:
+ *  - every read and write is tried here first with RWF_NOWAIT, which the
+ *    kernel completes only if it need not wait (data in the page cache):
+ *    for io_uring too, which would do the same at submission but then
+ *    deliver the completion through its ring and the event loop;
+ *  - where the kernel refuses RWF_NOWAIT for buffered writes (ext4 does),
+ *    a small page-aligned write is done here with a plain pwritev, for
+ *    aio=threads and aio=io_uring: page-aligned, so the kernel has no page
+ *    to read first.  It may still wait (dirty-page throttling, a block
+ *    allocation in the file system), so the write is timed, and one slower
+ *    than RAW_IN_PLACE_SLOW_NS sends the next RAW_IN_PLACE_BACKOFF writes
+ *    to the worker: the event loop waits for the disk at most once in that
+ *    many writes.
+ * A transfer done in part here is finished by the worker.
  */
-static size_t raw_try_nowait(BDRVRawState *s, int64_t offset,
-                             QEMUIOVector *qiov, bool is_write)
-{
-    ssize_t n;
+#define RAW_IN_PLACE_MAX_BYTES  (128 * KiB)
+#define RAW_IN_PLACE_SLOW_NS    (500 * 1000)
+#define RAW_IN_PLACE_BACKOFF    1024
 
-    if (!s->nowait_ok[is_write] || (s->open_flags & O_DIRECT) ||
-        qiov->niov > IOV_MAX) {
-        return 0;
+static bool raw_write_in_place_ok(BDRVRawState *s, int64_t offset,
+                                  QEMUIOVector *qiov)
+{
+    size_t page = qemu_real_host_page_size();
+
+    if (s->in_place_backoff) {
+        s->in_place_backoff--;
+        return false;
     }
-    n = is_write ? pwritev2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT)
-                 : preadv2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT);
+    return qiov->size <= RAW_IN_PLACE_MAX_BYTES &&
+           QEMU_IS_ALIGNED(offset, page) && QEMU_IS_ALIGNED(qiov->size, page);
+}
+
+/* The bytes RWF_NOWAIT did, or -1 if the kernel refuses it here. */
+static ssize_t raw_nowait(BDRVRawState *s, int64_t offset, QEMUIOVector *qiov,
+                          bool is_write)
+{
+    ssize_t n = is_write
+        ? pwritev2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT)
+        : preadv2(s->fd, qiov->iov, qiov->niov, offset, RWF_NOWAIT);
+
     if (n < 0 && errno == EOPNOTSUPP) {
         s->nowait_ok[is_write] = false;
+        return -1;
     }
     return MAX(n, 0);
+}
+
+/* Returns the bytes done (a worker finishes the rest). */
+static size_t raw_try_in_place(BDRVRawState *s, int64_t offset,
+                               QEMUIOVector *qiov, bool is_write)
+{
+    int64_t start;
+    ssize_t n;
+
+    if ((s->open_flags & O_DIRECT) || qiov->niov > IOV_MAX) {
+        return 0;
+    }
+    if (s->nowait_ok[is_write]) {
+        n = raw_nowait(s, offset, qiov, is_write);
+        if (n >= 0) {
+            return n;
+        }
+    }
+    if (!is_write || s->nowait_ok[is_write] ||
+        !raw_write_in_place_ok(s, offset, qiov)) {
+        return 0;
+    }
+    start = get_clock_ns();
+    n = pwritev(s->fd, qiov->iov, qiov->niov, offset);
+    if (get_clock_ns() - start > RAW_IN_PLACE_SLOW_NS) {
+        s->in_place_backoff = RAW_IN_PLACE_BACKOFF;
+    }
+    return MAX(n, 0);
+}
+
+/* io_uring does what raw_try_in_place() left of @w. */
+static int coroutine_fn raw_co_submit_rest_io_uring(BDRVRawState *s,
+                                                    RawWork *w,
+                                                    FileAioType type)
+{
+    QEMUIOVector rest;
+    int ret;
+
+    if (!w->done) {
+        return luring_co_submit(s->luring, s->fd, w->offset, w->qiov, type,
+                                s->aio_max_batch);
+    }
+    qemu_iovec_init_slice(&rest, w->qiov, w->done, w->qiov->size - w->done);
+    ret = luring_co_submit(s->luring, s->fd, w->offset + w->done, &rest, type,
+                           s->aio_max_batch);
+    qemu_iovec_destroy(&rest);
+    return ret;
 }
 
 static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
@@ -800,19 +879,16 @@ static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
         .is_write = type == FILE_AIO_WRITE,
     };
 
-    switch (s->aio) {
-    case BLOCKDEV_AIO_OPTIONS_NATIVE:
+    if (s->aio == BLOCKDEV_AIO_OPTIONS_NATIVE) {
         return laio_co_submit(s->laio, s->fd, offset, qiov, type,
                               s->aio_max_batch);
-    case BLOCKDEV_AIO_OPTIONS_IO_URING:
-        return luring_co_submit(s->luring, s->fd, offset, qiov, type,
-                                s->aio_max_batch);
-    case BLOCKDEV_AIO_OPTIONS_THREADS:
-        break;
     }
-    w.done = raw_try_nowait(s, offset, qiov, w.is_write);
+    w.done = raw_try_in_place(s, offset, qiov, w.is_write);
     if (w.done == qiov->size) {
         return 0;
+    }
+    if (s->aio == BLOCKDEV_AIO_OPTIONS_IO_URING) {
+        return raw_co_submit_rest_io_uring(s, &w, type);
     }
     return raw_thread_pool_co(bs, raw_work_rw, &w);
 }

@@ -351,6 +351,59 @@ static void test_parallel(const void *opaque)
     unlink(path);
 }
 
+/*
+ * Through the page cache, a page-aligned 4 KiB write and a read of cached
+ * data complete in place, without a trip to a worker: the coroutine that
+ * makes them finishes before aio_co_enter() returns, before the event loop
+ * runs.  With O_DIRECT they go to the backend and the coroutine waits.
+ * Either way the data is in the file.
+ */
+static void test_in_place(const void *opaque)
+{
+    const AioMode *mode = opaque;
+    enum { BLOCK = 4096 };
+    g_autofree char *path = NULL;
+    ParallelWrite w;
+    BlockBackend *blk;
+    uint8_t *buf, *check;
+    unsigned pending;
+
+    if (skip_without_direct(mode)) {
+        return;
+    }
+    path = new_image(mode, 1 * MiB);
+    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    if (!blk) {
+        unlink(path);
+        return;
+    }
+    buf = pattern_buf(BLOCK, 5);
+    check = g_malloc(BLOCK);
+    for (int i = 0; i < 8; i++) {
+        pending = 1;
+        w = (ParallelWrite) {
+            .blk = blk, .offset = (int64_t)i * 64 * KiB,
+            .pending = &pending, .ret = -EINPROGRESS,
+        };
+        qemu_iovec_init_buf(&w.qiov, buf, BLOCK);
+        aio_co_enter(blk_get_aio_context(blk),
+                     qemu_coroutine_create(parallel_write_entry, &w));
+        if (mode->direct) {
+            g_assert_cmpuint(pending, ==, 1);
+        } else {
+            g_assert_cmpuint(pending, ==, 0);
+        }
+        AIO_WAIT_WHILE(blk_get_aio_context(blk), pending > 0);
+        g_assert_cmpint(w.ret, ==, 0);
+        file_read(path, w.offset, check, BLOCK);
+        g_assert_cmpmem(check, BLOCK, buf, BLOCK);
+    }
+    blk_unref(blk);
+    g_free(check);
+    qemu_vfree(buf);
+    unlink(path);
+}
+
 /* A read past the end of the file returns the data, then zeroes. */
 static void test_short_read(const void *opaque)
 {
@@ -896,6 +949,7 @@ int main(int argc, char **argv)
     add_mode_tests("rw", test_rw);
     add_mode_tests("parallel", test_parallel);
     add_mode_tests("short-read", test_short_read);
+    add_mode_tests("in-place", test_in_place);
     add_mode_tests("open-flags", test_open_flags_and_alignment);
     add_mode_tests("write-zeroes", test_write_zeroes);
     add_mode_tests("discard-block-status", test_discard_and_block_status);
