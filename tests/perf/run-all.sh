@@ -8,6 +8,8 @@ echo "== qemu-img bench vs qblock-img bench ($(nproc) CPUs, $(date -u +%Y-%m-%d)
 bash "$here/bench-img.sh" "$build"
 echo "== qcow2 metadata overlap checks: none / cached / all, qemu-img and qblock-img =="
 bash "$here/bench-overlap.sh" "$build"
+echo "== qcow2 metadata overlap checks: instructions per write (valgrind) =="
+bash "$here/bench-overlap-cost.sh" "$build"
 echo "== qemu-img convert -c vs qblock-img convert -c =="
 bash "$here/bench-convert-compress.sh" "$build"
 echo "== qcow2 writethrough vs writeback, qemu-img bench vs qblock-img bench =="
