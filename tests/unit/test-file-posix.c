@@ -15,7 +15,9 @@
 #include "qapi/qapi-opts.h"
 
 #include <linux/loop.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 /* Where the images go; direct_dir is NULL without O_DIRECT support. */
@@ -398,6 +400,52 @@ static void test_in_place(const void *opaque)
         file_read(path, w.offset, check, BLOCK);
         g_assert_cmpmem(check, BLOCK, buf, BLOCK);
     }
+    blk_unref(blk);
+    g_free(check);
+    qemu_vfree(buf);
+    unlink(path);
+}
+
+/*
+ * A write that the kernel does only in part in place is finished (here:
+ * failed) by the backend: RLIMIT_FSIZE, which the kernel applies to the
+ * write's offset whatever the file's size, lets the first 2 KiB of a
+ * 4 KiB write through and refuses the rest with EFBIG.  The error reaches
+ * the caller and the first part is in the file.
+ */
+static void test_in_place_short_write(const void *opaque)
+{
+    const AioMode *mode = opaque;
+    const int64_t end = 64 * KiB;
+    g_autofree char *path = NULL;
+    struct rlimit old, limit;
+    BlockBackend *blk;
+    uint8_t *buf, *check;
+    int ret;
+
+    if (mode->direct) {
+        g_test_skip("in-place transfers are for the page cache only");
+        return;
+    }
+    path = new_image(mode, 2 * end);
+    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    if (!blk) {
+        unlink(path);
+        return;
+    }
+    buf = pattern_buf(4096, 7);
+    check = g_malloc(4096);
+    signal(SIGXFSZ, SIG_IGN);
+    g_assert_cmpint(getrlimit(RLIMIT_FSIZE, &old), ==, 0);
+    limit = (struct rlimit) { .rlim_cur = end + 2048,
+                              .rlim_max = old.rlim_max };
+    g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &limit), ==, 0);
+    ret = blk_pwrite(blk, end, 4096, buf, 0);
+    g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &old), ==, 0);
+    signal(SIGXFSZ, SIG_DFL);
+    g_assert_cmpint(ret, ==, -EFBIG);
+    file_read(path, end, check, 2048);
+    g_assert_cmpmem(check, 2048, buf, 2048);
     blk_unref(blk);
     g_free(check);
     qemu_vfree(buf);
@@ -950,6 +998,7 @@ int main(int argc, char **argv)
     add_mode_tests("parallel", test_parallel);
     add_mode_tests("short-read", test_short_read);
     add_mode_tests("in-place", test_in_place);
+    add_mode_tests("in-place-short-write", test_in_place_short_write);
     add_mode_tests("open-flags", test_open_flags_and_alignment);
     add_mode_tests("write-zeroes", test_write_zeroes);
     add_mode_tests("discard-block-status", test_discard_and_block_status);
