@@ -151,13 +151,15 @@ static int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename)
     memcpy(&magic, buf, 4);
     memcpy(&version, buf + 4, 4);
     /*
-     * Version 1 is the older qcow format, which this driver cannot read.
-     * Later versions than 3 are claimed, so that open refuses them by
-     * name ("Unsupported qcow2 version 4") instead of their being opened
-     * as raw images, as QEMU does too.
+     * Versions past 3 are claimed, so that open refuses them by name
+     * ("Unsupported qcow2 version 4") instead of their being opened as raw
+     * images, whose first sector a write could then destroy, as QEMU does
+     * too.  So is version 1, the older qcow format, which QEMU opens with
+     * a driver of its own that qblock does not have: open refuses it.
+     * (Version 0 is no format; QEMU probes it as raw.)
      */
     if (GUINT32_FROM_BE(magic) == QCOW_MAGIC &&
-        GUINT32_FROM_BE(version) >= 2) {
+        GUINT32_FROM_BE(version) >= 1) {
         return 100;
     }
     return 0;
@@ -931,6 +933,12 @@ static int qcow2_read_header(BlockDriverState *bs, int flags,
     if (h.magic != QCOW_MAGIC) {
         error_setg(errp, "Image is not in qcow2 format");
         return -EINVAL;
+    }
+    if (h.version == 1 && bs->probed) {
+        error_setg(errp, "Image is in the qcow (version 1) format, which "
+                   "qblock does not support; convert it to qcow2 with "
+                   "'qemu-img convert -f qcow -O qcow2'");
+        return -ENOTSUP;
     }
     if (h.version < 2 || h.version > 3) {
         error_setg(errp, "Unsupported qcow2 version %" PRIu32, h.version);

@@ -1,6 +1,6 @@
 /*
- * Opening images by name with the real file and raw drivers: format
- * probing (and QEMU's warning when it guesses raw), json: filenames,
+ * Opening images by name with the real drivers: format probing (QEMU's
+ * warning when it guesses raw, qcow version 1 refused), json: filenames,
  * protocol prefixes, and the errors a user sees for bad names and options.
  */
 #include "block/block_int.h"
@@ -49,6 +49,37 @@ static void test_probe_raw_warns(void)
         "images, write operations on block 0 will be restricted.\n"
         "         Specify the 'raw' format explicitly to remove the "
         "restrictions.\n");
+}
+
+/*
+ * An image in the older qcow format (version 1: magic "QFI\xfb", version
+ * 1, the size at byte 24) is refused by name, never opened as raw, where
+ * a write could destroy its header; with -f qcow2, QEMU's message.
+ */
+static void test_probe_qcow_v1_refused(void)
+{
+    g_autofree char *path = g_build_filename(test_dir, "v1.qcow", NULL);
+    static const uint8_t header[48] = {
+        'Q', 'F', 'I', 0xfb, 0, 0, 0, 1,
+        [24] = 0, 0, 0, 0, 0, 0x10, 0, 0,       /* 1 MiB */
+        [32] = 12, 9,                           /* cluster and L2 bits */
+    };
+    g_autofree char *after = NULL;
+    gsize len;
+    Error *err = NULL;
+
+    g_assert_true(g_file_set_contents(path, (const char *)header,
+                                      sizeof(header), NULL));
+    g_assert_null(bdrv_open(path, NULL, NULL, BDRV_O_RDWR, &err));
+    assert_error(&err, "Image is in the qcow (version 1) format, which "
+                 "qblock does not support; convert it to qcow2 with "
+                 "'qemu-img convert -f qcow -O qcow2'");
+    g_assert_null(bdrv_open(path, NULL, opts("driver=qcow2"), BDRV_O_RDWR,
+                            &err));
+    assert_error(&err, "Unsupported qcow2 version 1");
+    g_assert_true(g_file_get_contents(path, &after, &len, NULL));
+    g_assert_cmpmem(after, len, header, sizeof(header));
+    unlink(path);
 }
 
 static void test_probe_raw_read_only_silent(void)
@@ -269,6 +300,7 @@ int main(int argc, char **argv)
     g_assert_true(g_file_set_contents(empty_path, "", 0, NULL));
 
     g_test_add_func("/probe/raw-warns", test_probe_raw_warns);
+    g_test_add_func("/probe/qcow-v1-refused", test_probe_qcow_v1_refused);
     g_test_add_func("/probe/raw-read-only-silent",
                     test_probe_raw_read_only_silent);
     g_test_add_func("/probe/explicit-format-silent",
