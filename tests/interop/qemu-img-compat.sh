@@ -226,8 +226,11 @@ case_ "compare one file" compare sp.img
 case_ "compare no such file" compare -f raw -F raw sp.img nonexist
 case_ "compare bad cache" compare -T bad sp.img sp2.img
 case_ "compare -p" compare -p -f raw -F raw sp.img sp2.img
+# byte 5000 is random: write its complement, so that it always changes
 prep "cp --sparse=always sp.img sp3.img &&
-      printf y | dd of=sp3.img bs=1 seek=5000 conv=notrunc status=none"
+      b=\$(od -An -tu1 -j5000 -N1 sp.img) &&
+      printf \"\\\\\$(printf %o \$((b ^ 255)))\" |
+      dd of=sp3.img bs=1 seek=5000 conv=notrunc status=none"
 case_ "compare mismatch inside a sector" compare -f raw -F raw sp.img sp3.img
 
 # --- convert ---
