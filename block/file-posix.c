@@ -836,8 +836,8 @@ static size_t raw_try_in_place(BDRVRawState *s, int64_t offset,
             return n;
         }
     }
-    if (!is_write || s->nowait_ok[is_write] ||
-        !raw_write_in_place_ok(s, offset, qiov)) {
+    /* the kernel refuses RWF_NOWAIT here (raw_nowait() said so) */
+    if (!is_write || !raw_write_in_place_ok(s, offset, qiov)) {
         return 0;
     }
     start = get_clock_ns();

@@ -185,11 +185,6 @@ static inline uint64_t ol_count(uint64_t value, int set)
     return (value >> (set * OL_COUNT_BITS)) & OL_COUNT_MAX;
 }
 
-static inline uint64_t ol_hash(const Qcow2OverlapIndex *ix, uint64_t cluster)
-{
-    return qcow2_overlap_hash(ix, cluster);
-}
-
 static Qcow2OverlapIndex *ol_index_new(int bits)
 {
     Qcow2OverlapIndex *ix = g_new0(Qcow2OverlapIndex, 1);
@@ -206,16 +201,10 @@ static void ol_index_free(Qcow2OverlapIndex *ix)
     g_free(ix);
 }
 
-static inline uint64_t ol_index_find(const Qcow2OverlapIndex *ix,
-                                     uint64_t cluster)
-{
-    return qcow2_overlap_find(ix, cluster);
-}
-
 static inline uint64_t ol_index_get(const Qcow2OverlapIndex *ix,
                                     uint64_t cluster)
 {
-    return ix->slots[ol_index_find(ix, cluster)].counts;
+    return ix->slots[qcow2_overlap_find(ix, cluster)].counts;
 }
 
 /* Empties slot @i, moving up the entries that probed past it. */
@@ -230,7 +219,7 @@ static void ol_index_delete_slot(Qcow2OverlapIndex *ix, uint64_t i)
         if (!ix->slots[j].counts) {
             break;
         }
-        home = ol_hash(ix, ix->slots[j].cluster);
+        home = qcow2_overlap_hash(ix, ix->slots[j].cluster);
         /* the entry at j may fill the hole at i unless home is in (i, j] */
         if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
             ix->slots[i] = ix->slots[j];
@@ -262,7 +251,7 @@ static void ol_index_grow(Qcow2OverlapIndex *ix)
 static void ol_index_set(Qcow2OverlapIndex *ix, uint64_t cluster,
                          uint64_t counts)
 {
-    uint64_t i = ol_index_find(ix, cluster);
+    uint64_t i = qcow2_overlap_find(ix, cluster);
 
     if (ix->slots[i].counts) {
         if (counts) {
@@ -688,34 +677,17 @@ static inline int ol_check_single_ranges(BDRVQcow2State *s, int chk,
 
 #define OL_LANE(set) (OL_COUNT_MAX << ((set) * OL_COUNT_BITS))
 
-/*
- * The counts of the sets that @chk selects, as a mask over packed counts:
- * a table indexed by the four set bits of @chk (bits 2, 4, 6 and 7), so
- * that the write path spends no branch on it.
- */
-#define OL_WANT(i) \
-    ((((i) & 1) ? OL_LANE(OL_SET_ACTIVE_L2) : 0) | \
-     (((i) & 2) ? OL_LANE(OL_SET_REFCOUNT_BLOCK) : 0) | \
-     (((i) & 4) ? OL_LANE(OL_SET_INACTIVE_L1) : 0) | \
-     (((i) & 8) ? OL_LANE(OL_SET_INACTIVE_L2) : 0))
-
-static const uint64_t ol_want_table[16] = {
-    OL_WANT(0), OL_WANT(1), OL_WANT(2), OL_WANT(3),
-    OL_WANT(4), OL_WANT(5), OL_WANT(6), OL_WANT(7),
-    OL_WANT(8), OL_WANT(9), OL_WANT(10), OL_WANT(11),
-    OL_WANT(12), OL_WANT(13), OL_WANT(14), OL_WANT(15),
-};
-
-_Static_assert(QCOW2_OL_ACTIVE_L2 == 1 << 2 &&
-               QCOW2_OL_REFCOUNT_BLOCK == 1 << 4 &&
-               QCOW2_OL_INACTIVE_L1 == 1 << 6 &&
-               QCOW2_OL_INACTIVE_L2 == 1 << 7,
-               "ol_wanted_counts() reads the set bits at these places");
-
+/* The counts of the sets that @chk selects, as a mask over packed counts. */
 static inline uint64_t ol_wanted_counts(int chk)
 {
-    return ol_want_table[((chk >> 2) & 1) | ((chk >> 3) & 2) |
-                         ((chk >> 4) & 0xc)];
+    uint64_t want = 0;
+
+    for (int set = 0; set < OL_SETS; set++) {
+        if (chk & ol_set_type[set]) {
+            want |= OL_LANE(set);
+        }
+    }
+    return want;
 }
 
 /* The sets' structures in the clusters [first, end) that @chk selects. */
@@ -761,9 +733,9 @@ static inline int ol_check_index(BDRVQcow2State *s, int chk,
     return hits;
 }
 
-/* qcow2_check_metadata_overlap(), inlined into the write path's check. */
-static inline __attribute__((always_inline)) int ol_check(BlockDriverState *bs, int ign, int64_t offset,
-                           int64_t size)
+/* qcow2_check_metadata_overlap(), and the write path's full check. */
+static int ol_check(BlockDriverState *bs, int ign, int64_t offset,
+                    int64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
     int chk = s->overlap_check & ~ign;

@@ -222,7 +222,7 @@ typedef struct Qcow2Cache Qcow2Cache;
  * The overlap index (qcow2-overlap.c): an open-addressing hash table from
  * host cluster index to packed reference counts, with linear probing.  Its
  * layout is here because the check in front of every write looks a
- * cluster up inline (qcow2_pre_write_overlap_check() below).  A slot whose
+ * cluster up inline (qcow2_overlap_index_clears() below).  A slot whose
  * counts are 0 is empty.
  */
 typedef struct Qcow2OverlapSlot {

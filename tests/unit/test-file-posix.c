@@ -136,6 +136,23 @@ static BlockBackend *open_or_skip(const char *path, const AioMode *mode,
     return blk;
 }
 
+/*
+ * A new image of @size (its name in *@path), opened read-write; NULL, the
+ * image removed and the test skipped, where the backend is unavailable.
+ */
+static BlockBackend *new_image_open_or_skip(const AioMode *mode, int64_t size,
+                                            char **path)
+{
+    BlockBackend *blk;
+
+    *path = new_image(mode, size);
+    blk = open_or_skip(*path, mode, BDRV_O_RDWR);
+    if (!blk) {
+        unlink(*path);
+    }
+    return blk;
+}
+
 static bool skip_without_direct(const AioMode *mode)
 {
     if (mode->direct && !direct_dir) {
@@ -262,10 +279,8 @@ static void test_rw(const void *opaque)
     if (skip_without_direct(mode)) {
         return;
     }
-    path = new_image(mode, 1 * MiB);
-    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    blk = new_image_open_or_skip(mode, 1 * MiB, &path);
     if (!blk) {
-        unlink(path);
         return;
     }
     wbuf = pattern_buf(len, 1);
@@ -319,10 +334,8 @@ static void test_parallel(const void *opaque)
     if (skip_without_direct(mode)) {
         return;
     }
-    path = new_image(mode, DEPTH * BLOCK);
-    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    blk = new_image_open_or_skip(mode, DEPTH * BLOCK, &path);
     if (!blk) {
-        unlink(path);
         return;
     }
     bufs = pattern_buf(DEPTH * BLOCK, 3);
@@ -373,10 +386,8 @@ static void test_in_place(const void *opaque)
     if (skip_without_direct(mode)) {
         return;
     }
-    path = new_image(mode, 1 * MiB);
-    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    blk = new_image_open_or_skip(mode, 1 * MiB, &path);
     if (!blk) {
-        unlink(path);
         return;
     }
     buf = pattern_buf(BLOCK, 5);
@@ -427,10 +438,8 @@ static void test_in_place_short_write(const void *opaque)
         g_test_skip("in-place transfers are for the page cache only");
         return;
     }
-    path = new_image(mode, 2 * end);
-    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    blk = new_image_open_or_skip(mode, 2 * end, &path);
     if (!blk) {
-        unlink(path);
         return;
     }
     buf = pattern_buf(4096, 7);
@@ -507,10 +516,8 @@ static void test_open_flags_and_alignment(const void *opaque)
     if (skip_without_direct(mode)) {
         return;
     }
-    path = new_image(mode, 1 * MiB);
-    blk = open_or_skip(path, mode, BDRV_O_RDWR);
+    blk = new_image_open_or_skip(mode, 1 * MiB, &path);
     if (!blk) {
-        unlink(path);
         return;
     }
     bs = blk_bs(blk);
