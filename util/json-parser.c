@@ -147,6 +147,7 @@ static bool json_parse_escape(JsonParseState *st, GString *out)
     case 'u':
         return json_parse_unicode_escape(st, out);
     }
+    st->p--;    /* the offset of the error names the bad character */
     json_error(st, "invalid escape sequence in string");
     return false;
 }

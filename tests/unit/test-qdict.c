@@ -6,6 +6,8 @@
  */
 #include "util/qdict.h"
 
+#include "util/json.h"
+
 /* "key=value(type)" for every entry, in order, joined by spaces. */
 static char *qdict_dump(const QDict *qdict)
 {
@@ -423,6 +425,51 @@ static void test_json_output_arrays(void)
                   "\"file.locking\": \"off\"}");
 }
 
+/*
+ * The same QDict as a tree (events, keyval arguments): nested as in the
+ * text, numbers typed as the parser would read the text, except that the
+ * text keeps a uint64 exact where the tree has only a double.
+ */
+static void test_json_node(void)
+{
+    g_autoptr(QDict) d = qdict_new();
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree char *tree_text = NULL;
+
+    qdict_put_str(d, "node-name", "n0");
+    qdict_put_int(d, "offset", -512);
+    qdict_put_typed(d, "size", "18446744073709551615", QTYPE_QNUM);
+    qdict_put_typed(d, "ratio", "0.5", QTYPE_QNUM);
+    qdict_put_bool(d, "nospace", false);
+    qdict_put_str(d, "list.0.x", "a");
+    qdict_put_typed(d, "list.1", NULL, QTYPE_QNULL);
+    check_to_json(d, "{\"node-name\": \"n0\", \"offset\": -512, "
+                  "\"size\": 18446744073709551615, \"ratio\": 0.5, "
+                  "\"nospace\": false, \"list\": [{\"x\": \"a\"}, null]}");
+    node = qdict_to_json_node(d);
+    tree_text = json_to_text(node, 0);
+    g_assert_cmpstr(tree_text, ==,
+                    "{\"node-name\": \"n0\", \"offset\": -512, "
+                    "\"size\": 1.8446744073709552e+19, \"ratio\": 0.5, "
+                    "\"nospace\": false, \"list\": [{\"x\": \"a\"}, null]}");
+    g_assert_cmpint(json_node_get_value_type(
+                        json_object_get_member(json_node_get_object(node),
+                                               "offset")), ==, G_TYPE_INT64);
+}
+
+/* A parsed object flattens as its text does (QMP's blockdev-add). */
+static void test_json_from_object(void)
+{
+    const char *text = "{\"driver\": \"raw\", \"file\": {\"driver\": "
+                       "\"file\", \"filename\": \"/x\"}, \"n\": 1.5e3}";
+    g_autoptr(JsonNode) node = json_parse_text(text, strlen(text),
+                                               &error_abort);
+    g_autoptr(QDict) d = qdict_from_json_object(json_node_get_object(node));
+
+    assert_dump(d, "driver=raw(str) file.driver=file(str) "
+                "file.filename=/x(str) n=1500(num)");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -443,5 +490,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qdict/json/output", test_json_output);
     g_test_add_func("/qdict/json/output-escapes", test_json_output_escapes);
     g_test_add_func("/qdict/json/output-arrays", test_json_output_arrays);
+    g_test_add_func("/qdict/json/node", test_json_node);
+    g_test_add_func("/qdict/json/from-object", test_json_from_object);
     return g_test_run();
 }
