@@ -74,7 +74,7 @@ static void json_writer_start(JsonWriter *w, const char *name, char open)
 
 static void json_writer_end(JsonWriter *w, char close)
 {
-    assert(w->level > 0);
+    assert(w->level > 0);       /* invariant 2 */
     w->level--;
     /* QEMU breaks the line even in an empty pretty object or array */
     json_writer_newline(w);
