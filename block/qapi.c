@@ -1,5 +1,7 @@
 /*
- * Nodes and BlockBackends described for the monitor (include/block/qapi.h).
+ * Nodes and BlockBackends described for the monitor and for qemu-img
+ * info (include/block/qapi.h): one ImageInfo, from the drivers' own
+ * structures (never from text they printed), so that both agree.
  */
 #include "block/qapi.h"
 
@@ -29,78 +31,214 @@ static void qapi_add_node(JsonBuilder *b, const char *name, JsonNode *node)
     json_builder_add_value(b, node);
 }
 
-/* The driver's format-specific JSON, as qemu-img info prints it. */
-static JsonNode *bdrv_format_specific(BlockDriverState *bs)
+JsonNode *bdrv_get_specific_info(BlockDriverState *bs)
 {
-    g_autoptr(GString) json = g_string_new(NULL);
-    g_autoptr(GString) human = g_string_new(NULL);
-
-    if (!bs->drv->bdrv_get_specific_info) {
+    if (!bs->drv || !bs->drv->bdrv_get_specific_info) {
         return NULL;
     }
-    bs->drv->bdrv_get_specific_info(bs, json, human);
-    if (!json->len) {
-        return NULL;
-    }
-    return json_parse_text(json->str, json->len, NULL);
+    return bs->drv->bdrv_get_specific_info(bs);
 }
 
-/* ImageInfo of @bs; NULL with an error if its size cannot be read. */
-static JsonNode *bdrv_image_info(BlockDriverState *bs, bool flat,
+void image_info_free(ImageInfo *info)
+{
+    if (!info) {
+        return;
+    }
+    g_free(info->filename);
+    g_free(info->backing_filename);
+    g_free(info->full_backing_filename);
+    g_free(info->backing_format);
+    g_free(info->snapshots);
+    if (info->format_specific) {
+        json_node_unref(info->format_specific);
+    }
+    image_info_free(info->backing_image);
+    g_free(info);
+}
+
+ImageInfo *bdrv_query_image_info(BlockDriverState *bs, bool flat,
                                  Error **errp)
 {
-    g_autoptr(JsonBuilder) b = json_builder_new();
-    int64_t size = bdrv_getlength(bs);
-    int64_t actual = bdrv_get_allocated_file_size(bs);
+    g_autoptr(ImageInfo) info = g_new0(ImageInfo, 1);
     BlockDriverInfo bdi;
-    bool has_bdi = bdrv_get_info(bs, &bdi) == 0;
-    BlockDriverState *backing = bs->backing ? bs->backing->bs : NULL;
-    JsonNode *specific;
 
-    if (size < 0) {
-        error_setg_errno(errp, -size, "Can't get size of node '%s'",
-                         bdrv_get_node_name(bs));
+    bdrv_refresh_filename(bs);
+    info->virtual_size = bdrv_getlength(bs);
+    if (info->virtual_size < 0) {
+        error_setg_errno(errp, -info->virtual_size,
+                         "Can't get image size '%s'", bs->exact_filename);
         return NULL;
     }
-    json_builder_begin_object(b);
-    qapi_add_str(b, "filename", bs->filename);
-    qapi_add_str(b, "format", bdrv_get_format_name(bs));
-    if (has_bdi) {
-        qapi_add_bool(b, "dirty-flag", bdi.is_dirty);
-    }
-    if (actual >= 0) {
-        qapi_add_int(b, "actual-size", actual);
-    }
-    qapi_add_int(b, "virtual-size", size);
-    if (has_bdi && bdi.cluster_size) {
-        qapi_add_int(b, "cluster-size", bdi.cluster_size);
+    info->filename = g_strdup(bs->filename);
+    info->format = bdrv_get_format_name(bs);
+    info->actual_size = bdrv_get_allocated_file_size(bs);
+    if (bdrv_get_info(bs, &bdi) == 0) {
+        info->has_dirty_flag = true;
+        info->dirty_flag = bdi.is_dirty;
+        info->cluster_size = bdi.cluster_size;
     }
     if (bs->backing_file[0]) {
-        g_autofree char *full = bdrv_get_full_backing_filename_from_filename(
-                                    bs->filename, bs->backing_file, NULL);
-
-        qapi_add_str(b, "backing-filename", bs->backing_file);
-        if (full) {
-            qapi_add_str(b, "full-backing-filename", full);
-        }
+        info->backing_filename = g_strdup(bs->backing_file);
+        info->full_backing_filename =
+            bdrv_get_full_backing_filename_from_filename(bs->filename,
+                                                         bs->backing_file,
+                                                         NULL);
         if (bs->backing_format[0]) {
-            qapi_add_str(b, "backing-filename-format", bs->backing_format);
+            info->backing_format = g_strdup(bs->backing_format);
         }
     }
-    specific = bdrv_format_specific(bs);
-    if (specific) {
-        qapi_add_node(b, "format-specific", specific);
+    info->nb_snapshots = bdrv_snapshot_list(bs, &info->snapshots);
+    if (info->nb_snapshots < 0) {
+        error_setg_errno(errp, -info->nb_snapshots, "Can't list snapshots "
+                         "of '%s'", bs->filename);
+        return NULL;
     }
-    if (!flat && backing) {
-        JsonNode *bi = bdrv_image_info(backing, false, errp);
-
-        if (!bi) {
+    info->format_specific = bdrv_get_specific_info(bs);
+    if (!flat && bs->backing) {
+        info->backing_image = bdrv_query_image_info(bs->backing->bs, false,
+                                                    errp);
+        if (!info->backing_image) {
             return NULL;
         }
-        qapi_add_node(b, "backing-image", bi);
+    }
+    return g_steal_pointer(&info);
+}
+
+/* SnapshotInfo members, icount only where it is known. */
+static void qapi_add_snapshots(JsonBuilder *b, const QEMUSnapshotInfo *tab,
+                               int n)
+{
+    json_builder_set_member_name(b, "snapshots");
+    json_builder_begin_array(b);
+    for (int i = 0; i < n; i++) {
+        const QEMUSnapshotInfo *sn = &tab[i];
+
+        json_builder_begin_object(b);
+        qapi_add_str(b, "id", sn->id_str);
+        qapi_add_str(b, "name", sn->name);
+        qapi_add_int(b, "vm-state-size", sn->vm_state_size);
+        qapi_add_int(b, "date-sec", sn->date_sec);
+        qapi_add_int(b, "date-nsec", sn->date_nsec);
+        qapi_add_int(b, "vm-clock-sec", sn->vm_clock_nsec / 1000000000);
+        qapi_add_int(b, "vm-clock-nsec", sn->vm_clock_nsec % 1000000000);
+        if (sn->icount != QEMU_SNAPSHOT_NO_ICOUNT) {
+            qapi_add_int(b, "icount", sn->icount);
+        }
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+}
+
+JsonNode *image_info_to_json(const ImageInfo *info)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+
+    /* QEMU's insertion order: it breaks ties in QEMU's QDict order */
+    json_builder_begin_object(b);
+    qapi_add_str(b, "filename", info->filename);
+    qapi_add_str(b, "format", info->format);
+    if (info->has_dirty_flag) {
+        qapi_add_bool(b, "dirty-flag", info->dirty_flag);
+    }
+    if (info->actual_size >= 0) {
+        qapi_add_int(b, "actual-size", info->actual_size);
+    }
+    qapi_add_int(b, "virtual-size", info->virtual_size);
+    if (info->cluster_size) {
+        qapi_add_int(b, "cluster-size", info->cluster_size);
+    }
+    if (info->backing_filename) {
+        qapi_add_str(b, "backing-filename", info->backing_filename);
+        if (info->full_backing_filename) {
+            qapi_add_str(b, "full-backing-filename",
+                         info->full_backing_filename);
+        }
+        if (info->backing_format) {
+            qapi_add_str(b, "backing-filename-format", info->backing_format);
+        }
+    }
+    if (info->nb_snapshots > 0) {
+        qapi_add_snapshots(b, info->snapshots, info->nb_snapshots);
+    }
+    if (info->format_specific) {
+        qapi_add_node(b, "format-specific",
+                      json_node_copy(info->format_specific));
+    }
+    if (info->backing_image) {
+        qapi_add_node(b, "backing-image",
+                      image_info_to_json(info->backing_image));
     }
     json_builder_end_object(b);
     return json_builder_get_root(b);
+}
+
+static void image_info_human_node(GString *out, JsonNode *node, int level);
+
+/* One "name: value" or "name:" line and, for composites, what is below. */
+static void image_info_human_item(GString *out, const char *label,
+                                  JsonNode *value, int level)
+{
+    bool composite = JSON_NODE_HOLDS_OBJECT(value) ||
+                     JSON_NODE_HOLDS_ARRAY(value);
+
+    g_string_append_printf(out, "%*s%s:%c", level * 4, "", label,
+                           composite ? '\n' : ' ');
+    image_info_human_node(out, value, level + 1);
+    if (!composite) {
+        g_string_append_c(out, '\n');
+    }
+}
+
+/*
+ * QEMU's rendering: members in QEMU's QDict order (as qemu-img's JSON
+ * lists them), keys with '-' read as spaces, "[i]:" list items, strings
+ * unquoted and other scalars as in JSON.
+ */
+static void image_info_human_node(GString *out, JsonNode *node, int level)
+{
+    if (JSON_NODE_HOLDS_OBJECT(node)) {
+        JsonObject *obj = json_node_get_object(node);
+        g_autofree const char **order =
+            json_object_ordered_members(obj, JSON_WRITE_QDICT_ORDER);
+
+        for (const char **m = order; *m; m++) {
+            /* "refcount-bits" reads "refcount bits" */
+            g_autofree char *label = g_strdelimit(g_strdup(*m), "-", ' ');
+
+            image_info_human_item(out, label,
+                                  json_object_get_member(obj, *m), level);
+        }
+    } else if (JSON_NODE_HOLDS_ARRAY(node)) {
+        JsonArray *arr = json_node_get_array(node);
+
+        for (guint i = 0; i < json_array_get_length(arr); i++) {
+            g_autofree char *label = g_strdup_printf("[%u]", i);
+
+            image_info_human_item(out, label,
+                                  json_array_get_element(arr, i), level);
+        }
+    } else if (JSON_NODE_HOLDS_VALUE(node) &&
+               json_node_get_value_type(node) == G_TYPE_STRING) {
+        g_string_append(out, json_node_get_string(node));
+    } else {
+        json_write(out, node, 0);
+    }
+}
+
+char *image_info_specific_human(JsonNode *specific)
+{
+    g_autoptr(GString) human = g_string_new(NULL);
+    JsonObject *obj;
+
+    if (!specific || !JSON_NODE_HOLDS_OBJECT(specific)) {
+        return NULL;
+    }
+    obj = json_node_get_object(specific);
+    if (!json_object_has_member(obj, "data")) {
+        return NULL;
+    }
+    image_info_human_node(human, json_object_get_member(obj, "data"), 1);
+    return human->len ? g_strdup(human->str) : NULL;
 }
 
 bool bdrv_users_write_cache(BlockDriverState *bs)
@@ -139,11 +277,9 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
         "bps", "bps_rd", "bps_wr", "iops", "iops_rd", "iops_wr",
     };
     g_autoptr(JsonBuilder) b = json_builder_new();
-    JsonNode *image;
+    g_autoptr(ImageInfo) info = bdrv_query_image_info(bs, flat, errp);
 
-    bdrv_refresh_filename(bs);
-    image = bdrv_image_info(bs, flat, errp);
-    if (!image) {
+    if (!info) {
         return NULL;
     }
     json_builder_begin_object(b);
@@ -162,7 +298,7 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     for (size_t i = 0; i < ARRAY_SIZE(throttle); i++) {
         qapi_add_int(b, throttle[i], 0);
     }
-    qapi_add_node(b, "image", image);
+    qapi_add_node(b, "image", image_info_to_json(info));
     json_builder_set_member_name(b, "cache");
     json_builder_begin_object(b);
     qapi_add_bool(b, "writeback", bdrv_users_write_cache(bs));

@@ -3226,54 +3226,48 @@ static int qcow2_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
-static void qcow2_json_add_string(GString *json, const char *name,
-                                  const char *value)
-{
-    g_autofree char *escaped = g_strescape(value, NULL);
-
-    g_string_append_printf(json, ", \"%s\": \"%s\"", name, escaped);
-}
-
 /*
- * The members of qemu-img info's "format-specific" object, in QEMU's
- * order; the human "Format specific information:" lines are derived from
- * them by the tool.
+ * ImageInfoSpecific for qemu-img info and the monitor: the members of
+ * "data" in QEMU's order (ties in QEMU's QDict order depend on it); the
+ * human "Format specific information:" lines are rendered from them.
  */
-static void qcow2_get_specific_info(BlockDriverState *bs, GString *json,
-                                    GString *human)
+static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
-    const char *ctype = s->compression_type == QCOW2_COMPRESSION_TYPE_ZSTD ?
-                        "zstd" : "zlib";
+    g_autoptr(JsonObject) data = json_object_new();
+    g_autoptr(JsonObject) info = json_object_new();
 
-    g_string_append(json, "{\"type\": \"qcow2\", \"data\": {");
-    if (s->qcow_version == 2) {
-        g_string_append_printf(json, "\"compat\": \"0.10\", "
-                               "\"compression-type\": \"%s\", "
-                               "\"refcount-bits\": %d}}",
-                               ctype, s->refcount_bits);
-        return;
+    json_object_set_string_member(data, "compat",
+                                  s->qcow_version == 2 ? "0.10" : "1.1");
+    json_object_set_string_member(data, "compression-type",
+                                  s->compression_type ==
+                                  QCOW2_COMPRESSION_TYPE_ZSTD ?
+                                  "zstd" : "zlib");
+    if (s->qcow_version != 2) {
+        json_object_set_boolean_member(data, "lazy-refcounts",
+                                       !!(s->compatible_features &
+                                       QCOW2_COMPAT_LAZY_REFCOUNTS));
     }
-    g_string_append_printf(json, "\"compat\": \"1.1\", "
-                           "\"compression-type\": \"%s\", "
-                           "\"lazy-refcounts\": %s, "
-                           "\"refcount-bits\": %d",
-                           ctype,
-                           (s->compatible_features &
-                            QCOW2_COMPAT_LAZY_REFCOUNTS) ? "true" : "false",
-                           s->refcount_bits);
-    if (s->image_data_file) {
-        qcow2_json_add_string(json, "data-file", s->image_data_file);
+    json_object_set_int_member(data, "refcount-bits", s->refcount_bits);
+    if (s->qcow_version != 2) {
+        if (s->image_data_file) {
+            json_object_set_string_member(data, "data-file",
+                                          s->image_data_file);
+        }
+        if (s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
+            json_object_set_boolean_member(data, "data-file-raw",
+                                           qcow2_data_file_is_raw(s));
+        }
+        json_object_set_boolean_member(data, "corrupt",
+                                       !!(s->incompatible_features &
+                                       QCOW2_INCOMPAT_CORRUPT));
+        json_object_set_boolean_member(data, "extended-l2",
+                                       !!(s->incompatible_features &
+                                       QCOW2_INCOMPAT_EXTL2));
     }
-    if (s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE) {
-        g_string_append_printf(json, ", \"data-file-raw\": %s",
-                               qcow2_data_file_is_raw(s) ? "true" : "false");
-    }
-    g_string_append_printf(json, ", \"corrupt\": %s, \"extended-l2\": %s}}",
-                           (s->incompatible_features &
-                            QCOW2_INCOMPAT_CORRUPT) ? "true" : "false",
-                           (s->incompatible_features &
-                            QCOW2_INCOMPAT_EXTL2) ? "true" : "false");
+    json_object_set_string_member(info, "type", "qcow2");
+    json_object_set_object_member(info, "data", json_object_ref(data));
+    return json_node_init_object(json_node_alloc(), info);
 }
 
 static int coroutine_fn qcow2_co_check(BlockDriverState *bs,

@@ -205,15 +205,12 @@ static int blockdev_open(QDict *options, Error **errp)
 /* JSON options (checked) into the flat dict the block layer takes. */
 static QDict *blockdev_json_to_qdict(JsonNode *node, Error **errp)
 {
-    g_autofree char *text = NULL;
-
     if (!qapi_check_input(&qapi_type_BlockdevOptions, node, QAPI_INPUT_JSON,
                           errp) ||
         !blockdev_check_node(json_node_get_object(node), "", errp)) {
         return NULL;
     }
-    text = json_to_text(node, 0);
-    return qdict_from_json(text, errp);
+    return qdict_from_json_object(json_node_get_object(node));
 }
 
 int blockdev_add_cmdline(const char *arg, Error **errp)

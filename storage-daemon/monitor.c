@@ -390,7 +390,7 @@ static void monitor_event(const char *event, QDict *data, void *opaque)
     g_autoptr(JsonObject) msg = json_object_new();
     JsonObject *ts = json_object_new();
     g_autoptr(JsonNode) node = NULL;
-    JsonNode *jdata = qapi_qdict_to_json(data);
+    JsonNode *jdata = qdict_to_json_node(data);
     Error *err = NULL;
     struct timeval tv;
 

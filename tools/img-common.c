@@ -55,6 +55,14 @@ bool img_parse_output(const char *arg, bool *json)
     return false;
 }
 
+void img_json_print(JsonNode *node)
+{
+    g_autofree char *text = json_to_text(node, JSON_WRITE_PRETTY |
+                                               JSON_WRITE_QDICT_ORDER);
+
+    printf("%s\n", text);
+}
+
 bool img_has_help_option(const char *options)
 {
     g_auto(GStrv) parts = g_strsplit(options, ",", -1);

@@ -15,10 +15,9 @@
 #include <getopt.h>
 #include <json-glib/json-glib.h>
 
-#include "json-output.h"
-
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
+#include "util/json.h"
 
 /* Name in the "Try '...'" hint and usage text (qemu-img prints its own). */
 #define IMG_TOOL_NAME "qblock-img"
@@ -53,6 +52,11 @@ int64_t img_cvtnum(const char *name, const char *value);
 /* Parses --output: returns true for json; exits on anything but human/json
  * after printing qemu-img's message. */
 bool img_parse_output(const char *arg, bool *json);
+/*
+ * Prints @node as qemu-img --output=json does: pretty, members in QEMU's
+ * QDict order, and a final newline.
+ */
+void img_json_print(JsonNode *node);
 
 /* True if a -o string asks for the option list ("help" or "?" element). */
 bool img_has_help_option(const char *options);

@@ -24,8 +24,8 @@
 #include "util/error.h"
 #include "util/iov.h"
 #include "util/qdict.h"
+#include "block/qapi.h"
 #include "io-stats.h"
-#include "json-output.h"
 #include "qblock-io.h"
 
 /*
@@ -1095,6 +1095,7 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
 {
     BlockDriverState *bs = blk_bs(blk);
     BlockDriverInfo bdi = { 0 };
+    g_autoptr(JsonNode) specific_info = NULL;
     g_autofree char *specific = NULL;
     char s1[64], s2[64];
     int ret;
@@ -1113,7 +1114,8 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
     printf("cluster size: %s\n", s1);
     printf("vm state offset: %s\n", s2);
 
-    specific = img_format_specific_human(bs);
+    specific_info = bdrv_get_specific_info(bs);
+    specific = image_info_specific_human(specific_info);
     if (specific) {
         printf("Format specific information:\n%s", specific);
     }

@@ -1,19 +1,29 @@
 /*
- * Strict JSON text into json-glib trees (see include/util/json.h).
+ * The one JSON parser: strict JSON text into json-glib trees, for the
+ * monitor, json: filenames and --blockdev (see include/util/json.h).
+ *
+ * Our own code rather than json-glib's JsonParser, which is not
+ * QEMU-exact: it wraps integers above INT64_MAX, accepts comments,
+ * hexadecimal numbers, duplicate keys and trailing text, rejects QMP's
+ * single-quoted strings, and words its errors its own way.  Error
+ * messages here are the ones QEMU sends (observed with QEMU 7.2's monitor
+ * and qemu-img's json: filenames, which share one parser there too).
  *
  * A recursive-descent parser over the whole message: the streamer has cut
- * it out already, so the text is complete and its length bounded.  The
- * recursion is bounded by JSON_MAX_NESTING.  Error messages are the ones
- * QEMU's monitor sends, where it has one.
+ * it out already (or the caller holds the whole text), so the text is
+ * complete and its length bounded.  The recursion is bounded by
+ * JSON_MAX_NESTING.
  */
 #include "util/json.h"
 
 #include <math.h>
 
 typedef struct JsonParseState {
+    const char *start;
     const char *p;
     const char *end;
     int depth;
+    size_t *err_offset;         /* where the first error was found */
     Error **errp;
 } JsonParseState;
 
@@ -21,6 +31,13 @@ static JsonNode *json_parse_value(JsonParseState *st);
 
 static JsonNode *json_error(JsonParseState *st, const char *fmt, ...)
     QEMU_PRINTF(2, 3);
+
+static void json_error_offset(JsonParseState *st)
+{
+    if (st->err_offset) {
+        *st->err_offset = st->p - st->start;
+    }
+}
 
 static JsonNode *json_error(JsonParseState *st, const char *fmt, ...)
 {
@@ -30,6 +47,7 @@ static JsonNode *json_error(JsonParseState *st, const char *fmt, ...)
     va_start(ap, fmt);
     msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
+    json_error_offset(st);
     error_setg(st->errp, "JSON parse error, %s", msg);
     return NULL;
 }
@@ -129,6 +147,7 @@ static bool json_parse_escape(JsonParseState *st, GString *out)
     case 'u':
         return json_parse_unicode_escape(st, out);
     }
+    st->p--;    /* the offset of the error names the bad character */
     json_error(st, "invalid escape sequence in string");
     return false;
 }
@@ -388,6 +407,7 @@ static JsonNode *json_parse_value(JsonParseState *st)
     case '{':
     case '[':
         if (++st->depth > JSON_MAX_NESTING) {
+            json_error_offset(st);
             error_setg(st->errp, "JSON nesting depth limit exceeded");
             return NULL;
         }
@@ -424,11 +444,14 @@ static JsonNode *json_parse_value(JsonParseState *st)
     return json_error(st, "stray byte 0x%02x", (unsigned char)c);
 }
 
-JsonNode *json_parse_text(const char *text, size_t len, Error **errp)
+JsonNode *json_parse_text_at(const char *text, size_t len,
+                             size_t *err_offset, Error **errp)
 {
     JsonParseState st = {
+        .start = text,
         .p = text,
         .end = text + len,
+        .err_offset = err_offset,
         .errp = errp,
     };
     JsonNode *node = json_parse_value(&st);
@@ -439,8 +462,14 @@ JsonNode *json_parse_text(const char *text, size_t len, Error **errp)
     json_skip_ws(&st);
     if (!json_at_end(&st)) {
         json_node_unref(node);
+        json_error_offset(&st);
         error_setg(errp, "Expecting at most one JSON value");
         return NULL;
     }
     return node;
+}
+
+JsonNode *json_parse_text(const char *text, size_t len, Error **errp)
+{
+    return json_parse_text_at(text, len, NULL, errp);
 }

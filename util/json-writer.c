@@ -1,21 +1,132 @@
 /*
- * json-glib trees into the JSON text QEMU's monitor writes (see
- * include/util/json.h).  Clients parse it, but people and test logs read
- * it too, so the spacing and escapes follow QEMU's exactly.
+ * The one JSON writer (see include/util/json.h): json-glib trees, or a
+ * stream of calls, into the JSON text QEMU writes.  Clients parse it, but
+ * people, scripts and test logs compare it byte for byte, so the spacing,
+ * the escapes, the number formats and the order of members follow QEMU's
+ * exactly; json-glib's own generator differs in all four, hence our own
+ * code.
+ *
+ * Invariants:
+ *  1. w->need_comma is true exactly when the innermost open object or
+ *     array already holds an item (the next one is preceded by a comma).
+ *  2. w->level is the number of objects and arrays open, and never
+ *     negative: every end matches a start.
  */
 #include "util/json.h"
 
-static void json_write_node(GString *out, JsonNode *node,
-                            JsonWriteFlags flags, int level);
+struct JsonWriter {
+    GString *out;
+    JsonWriteFlags flags;
+    int level;
+    bool need_comma;
+};
 
-static void json_write_indent(GString *out, JsonWriteFlags flags, int level)
+JsonWriter *json_writer_new(GString *out, JsonWriteFlags flags)
 {
-    if (flags & JSON_WRITE_PRETTY) {
-        g_string_append_c(out, '\n');
-        for (int i = 0; i < level; i++) {
-            g_string_append(out, "    ");
+    JsonWriter *w = g_new0(JsonWriter, 1);
+
+    w->out = out;
+    w->flags = flags;
+    return w;
+}
+
+void json_writer_free(JsonWriter *w)
+{
+    /* invariant 2: a document left open is a caller's bug */
+    assert(w->level == 0);
+    g_free(w);
+}
+
+static void json_writer_newline(JsonWriter *w)
+{
+    if (w->flags & JSON_WRITE_PRETTY) {
+        g_string_append_c(w->out, '\n');
+        for (int i = 0; i < w->level; i++) {
+            g_string_append(w->out, "    ");
         }
     }
+}
+
+/* What comes before an item: separator, line break, member name. */
+static void json_writer_item(JsonWriter *w, const char *name)
+{
+    if (w->need_comma) {
+        g_string_append(w->out,
+                        (w->flags & JSON_WRITE_PRETTY) ? "," : ", ");
+    }
+    if (w->level) {
+        json_writer_newline(w);
+    }
+    if (name) {
+        json_append_string(w->out, name);
+        g_string_append(w->out, ": ");
+    }
+    w->need_comma = true;
+}
+
+static void json_writer_start(JsonWriter *w, const char *name, char open)
+{
+    json_writer_item(w, name);
+    g_string_append_c(w->out, open);
+    w->level++;
+    w->need_comma = false;
+}
+
+static void json_writer_end(JsonWriter *w, char close)
+{
+    assert(w->level > 0);       /* invariant 2 */
+    w->level--;
+    /* QEMU breaks the line even in an empty pretty object or array */
+    json_writer_newline(w);
+    g_string_append_c(w->out, close);
+    w->need_comma = true;
+}
+
+void json_writer_start_object(JsonWriter *w, const char *name)
+{
+    json_writer_start(w, name, '{');
+}
+
+void json_writer_end_object(JsonWriter *w)
+{
+    json_writer_end(w, '}');
+}
+
+void json_writer_start_array(JsonWriter *w, const char *name)
+{
+    json_writer_start(w, name, '[');
+}
+
+void json_writer_end_array(JsonWriter *w)
+{
+    json_writer_end(w, ']');
+}
+
+void json_writer_str(JsonWriter *w, const char *name, const char *value)
+{
+    json_writer_item(w, name);
+    json_append_string(w->out, value);
+}
+
+void json_writer_literal(JsonWriter *w, const char *name, const char *text)
+{
+    json_writer_item(w, name);
+    g_string_append(w->out, text);
+}
+
+void json_writer_int64(JsonWriter *w, const char *name, int64_t value)
+{
+    json_writer_item(w, name);
+    g_string_append_printf(w->out, "%" PRId64, value);
+}
+
+void json_writer_double(JsonWriter *w, const char *name, double value)
+{
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+    json_writer_item(w, name);
+    g_string_append(w->out, g_ascii_formatd(buf, sizeof(buf), "%.17g",
+                                            value));
 }
 
 void json_append_string(GString *out, const char *str)
@@ -72,93 +183,124 @@ void json_append_string(GString *out, const char *str)
     g_string_append_c(out, '"');
 }
 
-static void json_write_value(GString *out, JsonNode *node)
-{
-    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+/*
+ * QEMU's QDict iterates its 512 hash buckets in order, the newest key
+ * first inside a bucket; the hash is tdb's, seeded with the key's length.
+ * qemu-img prints its dictionaries in that order, so reproducing it is
+ * what makes `--output=json` byte-identical.
+ */
+#define JSON_QDICT_BUCKETS 512
 
+static unsigned int json_qdict_bucket(const char *key)
+{
+    uint32_t value = 0x238F13AF * (uint32_t)strlen(key);
+
+    for (unsigned int i = 0; key[i]; i++) {
+        value += (uint32_t)(unsigned char)key[i] << (i * 5 % 24);
+    }
+    return (1103515243 * value + 12345) % JSON_QDICT_BUCKETS;
+}
+
+typedef struct JsonOrderedMember {
+    const char *name;
+    unsigned int bucket;
+    unsigned int index;         /* insertion order */
+} JsonOrderedMember;
+
+static int json_ordered_member_cmp(const void *a, const void *b)
+{
+    const JsonOrderedMember *ma = a, *mb = b;
+
+    if (ma->bucket != mb->bucket) {
+        return ma->bucket < mb->bucket ? -1 : 1;
+    }
+    return ma->index > mb->index ? -1 : 1;
+}
+
+const char **json_object_ordered_members(JsonObject *obj,
+                                         JsonWriteFlags flags)
+{
+    GList *names = json_object_get_members(obj);
+    guint n = g_list_length(names);
+    g_autofree JsonOrderedMember *members = g_new(JsonOrderedMember, n + 1);
+    const char **order = g_new(const char *, n + 1);
+    unsigned int i = 0;
+
+    for (GList *l = names; l; l = l->next, i++) {
+        members[i] = (JsonOrderedMember) {
+            .name = l->data,
+            .bucket = (flags & JSON_WRITE_QDICT_ORDER) ?
+                      json_qdict_bucket(l->data) : 0,
+            .index = i,
+        };
+    }
+    g_list_free(names);
+    if (flags & JSON_WRITE_QDICT_ORDER) {
+        qsort(members, n, sizeof(*members), json_ordered_member_cmp);
+    }
+    for (i = 0; i < n; i++) {
+        order[i] = members[i].name;
+    }
+    order[n] = NULL;
+    return order;
+}
+
+void json_writer_node(JsonWriter *w, const char *name, JsonNode *node)
+{
+    switch (json_node_get_node_type(node)) {
+    case JSON_NODE_OBJECT: {
+        JsonObject *obj = json_node_get_object(node);
+        g_autofree const char **order =
+            json_object_ordered_members(obj, w->flags);
+
+        json_writer_start_object(w, name);
+        for (const char **m = order; *m; m++) {
+            json_writer_node(w, *m, json_object_get_member(obj, *m));
+        }
+        json_writer_end_object(w);
+        return;
+    }
+    case JSON_NODE_ARRAY: {
+        JsonArray *arr = json_node_get_array(node);
+
+        json_writer_start_array(w, name);
+        for (guint i = 0; i < json_array_get_length(arr); i++) {
+            json_writer_node(w, NULL, json_array_get_element(arr, i));
+        }
+        json_writer_end_array(w);
+        return;
+    }
+    case JSON_NODE_NULL:
+        json_writer_literal(w, name, "null");
+        return;
+    case JSON_NODE_VALUE:
+        break;
+    }
     switch (json_node_get_value_type(node)) {
     case G_TYPE_INT64:
-        g_string_append_printf(out, "%" G_GINT64_FORMAT,
-                               json_node_get_int(node));
+        json_writer_int64(w, name, json_node_get_int(node));
         break;
     case G_TYPE_DOUBLE:
-        g_string_append(out, g_ascii_formatd(buf, sizeof(buf), "%.17g",
-                                             json_node_get_double(node)));
+        json_writer_double(w, name, json_node_get_double(node));
         break;
     case G_TYPE_BOOLEAN:
-        g_string_append(out, json_node_get_boolean(node) ? "true" : "false");
+        json_writer_literal(w, name,
+                            json_node_get_boolean(node) ? "true" : "false");
         break;
     case G_TYPE_STRING:
-        json_append_string(out, json_node_get_string(node));
+        json_writer_str(w, name, json_node_get_string(node));
         break;
     default:
         g_assert_not_reached();
     }
 }
 
-static void json_write_object(GString *out, JsonObject *obj,
-                              JsonWriteFlags flags, int level)
-{
-    g_autoptr(GList) members = json_object_get_members(obj);
-    bool first = true;
-
-    g_string_append_c(out, '{');
-    for (GList *l = members; l; l = l->next) {
-        if (!first) {
-            g_string_append(out, (flags & JSON_WRITE_PRETTY) ? "," : ", ");
-        }
-        first = false;
-        json_write_indent(out, flags, level + 1);
-        json_append_string(out, l->data);
-        g_string_append(out, ": ");
-        json_write_node(out, json_object_get_member(obj, l->data), flags,
-                        level + 1);
-    }
-    /* QEMU breaks the line even in an empty pretty object */
-    json_write_indent(out, flags, level);
-    g_string_append_c(out, '}');
-}
-
-static void json_write_array(GString *out, JsonArray *arr,
-                             JsonWriteFlags flags, int level)
-{
-    guint n = json_array_get_length(arr);
-
-    g_string_append_c(out, '[');
-    for (guint i = 0; i < n; i++) {
-        if (i) {
-            g_string_append(out, (flags & JSON_WRITE_PRETTY) ? "," : ", ");
-        }
-        json_write_indent(out, flags, level + 1);
-        json_write_node(out, json_array_get_element(arr, i), flags,
-                        level + 1);
-    }
-    json_write_indent(out, flags, level);
-    g_string_append_c(out, ']');
-}
-
-static void json_write_node(GString *out, JsonNode *node,
-                            JsonWriteFlags flags, int level)
-{
-    switch (json_node_get_node_type(node)) {
-    case JSON_NODE_OBJECT:
-        json_write_object(out, json_node_get_object(node), flags, level);
-        break;
-    case JSON_NODE_ARRAY:
-        json_write_array(out, json_node_get_array(node), flags, level);
-        break;
-    case JSON_NODE_VALUE:
-        json_write_value(out, node);
-        break;
-    case JSON_NODE_NULL:
-        g_string_append(out, "null");
-        break;
-    }
-}
-
 void json_write(GString *out, JsonNode *node, JsonWriteFlags flags)
 {
-    json_write_node(out, node, flags, 0);
+    JsonWriter *w = json_writer_new(out, flags);
+
+    json_writer_node(w, NULL, node);
+    json_writer_free(w);
 }
 
 char *json_to_text(JsonNode *node, JsonWriteFlags flags)

@@ -321,20 +321,10 @@ bool qapi_check_input(const QapiType *type, JsonNode *value,
     return qapi_check_value(&w, type, value, NULL);
 }
 
-JsonNode *qapi_qdict_to_json(const QDict *qdict)
-{
-    g_autofree char *text = qdict_to_json(qdict);
-    JsonNode *node = json_parse_text(text, strlen(text), NULL);
-
-    /* qdict_to_json() writes valid JSON by construction */
-    assert(node);
-    return node;
-}
-
 JsonNode *qapi_input_from_keyval(const QapiType *type, const QDict *qdict,
                                  Error **errp)
 {
-    JsonNode *node = qapi_qdict_to_json(qdict);
+    JsonNode *node = qdict_to_json_node(qdict);
 
     if (!qapi_check_input(type, node, QAPI_INPUT_KEYVAL, errp)) {
         json_node_unref(node);

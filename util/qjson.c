@@ -1,499 +1,175 @@
 /*
- * json: filenames: JSON text to a flat QDict and back.
+ * Option QDicts to and from JSON: json: filenames, --blockdev and
+ * blockdev-add arguments in, json: filenames, QMP events and keyval
+ * arguments out.  The text is parsed and printed by the one JSON stack
+ * (util/json-parser.c, util/json-writer.c); this file only converts
+ * between its trees and the flat dotted keys of a QDict.
  *
- * The parser is our own rather than json-glib's: json-glib 1.6 wraps
- * integers above INT64_MAX ("size": 18446744073709551615 becomes -1),
- * ignores a second document after the first and accepts comments and
- * hexadecimal numbers, none of which may silently change a disk option.
- * This parser is strict JSON plus the one extension QEMU's has (strings
- * in single quotes), and its messages use QEMU's words.
+ * In: {"file": {"filename": "a"}} gives "file.filename", arrays give
+ * indexes ("inject-error.0.event").  Scalars keep their type; a number
+ * keeps the text the writer prints for it: an integer as such, anything
+ * else as "%.17g" of the double, as QEMU prints numbers.
  *
- * Input is flattened: {"file": {"filename": "a"}} gives "file.filename",
- * arrays give indexes ("inject-error.0.event").  Scalars keep their type;
- * a number keeps a canonical text: integers as such (up to UINT64_MAX),
- * anything else as "%.17g" of the double, as QEMU prints numbers.
- *
- * Output nests the dotted keys again, turns members named 0..n-1 into
- * arrays, and writes the spacing and escapes QEMU's json: filenames use.
+ * Out: the dotted keys nest again, and an object whose members are named
+ * 0..n-1 becomes an array.  Numbers and booleans are written from the
+ * QDict's text as it is, so that a number set as text (an option's
+ * uint64, say) comes out exactly.
  */
 #include "util/qdict.h"
 
-#include <math.h>
+#include "util/json.h"
 
-/* As QEMU: deeper documents are refused rather than risking the stack. */
-#define JSON_MAX_NESTING 1024
+static void qdict_flatten_node(QDict *qdict, GString *key, JsonNode *node);
 
-typedef struct JsonParser {
-    const char *p;
-    QDict *qdict;
-    int depth;
-    Error **errp;
-} JsonParser;
-
-static bool json_error(JsonParser *jp, const char *fmt, ...) QEMU_PRINTF(2, 3);
-
-static bool json_error(JsonParser *jp, const char *fmt, ...)
-{
-    g_autofree char *msg = NULL;
-    va_list ap;
-
-    va_start(ap, fmt);
-    msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    error_setg(jp->errp, "JSON parse error, %s", msg);
-    return false;
-}
-
-static void json_skip_ws(JsonParser *jp)
-{
-    while (*jp->p == ' ' || *jp->p == '\t' || *jp->p == '\n' ||
-           *jp->p == '\r') {
-        jp->p++;
-    }
-}
-
-static bool json_premature_end(JsonParser *jp)
-{
-    return json_error(jp, "premature EOI");
-}
-
-static int json_hex4(const char *s)
-{
-    int val = 0;
-
-    for (int i = 0; i < 4; i++) {
-        int d = g_ascii_xdigit_value(s[i]);
-
-        if (d < 0) {
-            return -1;
-        }
-        val = val * 16 + d;
-    }
-    return val;
-}
-
-/* Reads "\uXXXX" (and its low surrogate) at jp->p, just after the 'u'. */
-static bool json_parse_unicode_escape(JsonParser *jp, GString *out)
-{
-    int cp = json_hex4(jp->p);
-
-    if (cp < 0) {
-        return json_error(jp, "invalid escape sequence in string");
-    }
-    jp->p += 4;
-    if (cp >= 0xd800 && cp < 0xdc00 && jp->p[0] == '\\' && jp->p[1] == 'u') {
-        int low = json_hex4(jp->p + 2);
-
-        if (low >= 0xdc00 && low < 0xe000) {
-            cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-            jp->p += 6;
-        }
-    }
-    if (cp >= 0xd800 && cp < 0xe000) {
-        return json_error(jp, "\\u%04x is not a valid Unicode character",
-                          cp);
-    }
-    if (cp == 0) {
-        /* Values are C strings: a NUL would silently cut them short. */
-        return json_error(jp, "\\u0000 is not allowed in a string");
-    }
-    g_string_append_unichar(out, cp);
-    return true;
-}
-
-static bool json_parse_string(JsonParser *jp, GString *out)
-{
-    char quote = *jp->p++;
-
-    for (;;) {
-        unsigned char c = *jp->p;
-
-        if (!c) {
-            return json_premature_end(jp);
-        }
-        jp->p++;
-        if (c == quote) {
-            return true;
-        }
-        if (c < 0x20) {
-            return json_error(jp, "control character 0x%02x in string", c);
-        }
-        if (c != '\\') {
-            g_string_append_c(out, c);
-            continue;
-        }
-        c = *jp->p++;
-        switch (c) {
-        case '"': case '\'': case '\\': case '/':
-            g_string_append_c(out, c);
-            break;
-        case 'b':
-            g_string_append_c(out, '\b');
-            break;
-        case 'f':
-            g_string_append_c(out, '\f');
-            break;
-        case 'n':
-            g_string_append_c(out, '\n');
-            break;
-        case 'r':
-            g_string_append_c(out, '\r');
-            break;
-        case 't':
-            g_string_append_c(out, '\t');
-            break;
-        case 'u':
-            if (!json_parse_unicode_escape(jp, out)) {
-                return false;
-            }
-            break;
-        case '\0':
-            return json_premature_end(jp);
-        default:
-            return json_error(jp, "invalid escape sequence in string");
-        }
-    }
-}
-
-/* Length of a JSON number at @s per the grammar; 0 if there is none. */
-static size_t json_number_len(const char *s)
-{
-    const char *p = s;
-
-    if (*p == '-') {
-        p++;
-    }
-    if (*p == '0') {
-        p++;
-    } else if (g_ascii_isdigit(*p)) {
-        while (g_ascii_isdigit(*p)) {
-            p++;
-        }
-    } else {
-        return 0;
-    }
-    if (*p == '.') {
-        if (!g_ascii_isdigit(p[1])) {
-            return 0;
-        }
-        for (p++; g_ascii_isdigit(*p); p++) {
-            continue;
-        }
-    }
-    if (*p == 'e' || *p == 'E') {
-        const char *exp = p + 1;
-
-        if (*exp == '+' || *exp == '-') {
-            exp++;
-        }
-        if (!g_ascii_isdigit(*exp)) {
-            return 0;
-        }
-        for (p = exp; g_ascii_isdigit(*p); p++) {
-            continue;
-        }
-    }
-    return p - s;
-}
-
-/* The canonical text of a number: integers exactly, else "%.17g". */
-static bool json_parse_number(JsonParser *jp, char **text)
-{
-    const char *s = jp->p;
-    size_t len = json_number_len(s);
-    size_t tok_len = strspn(s, "0123456789+-.eExX");
-    g_autofree char *tok = NULL;
-    char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    bool is_int;
-    double d;
-
-    /* A number runs into a letter ("0x10", "1k"): not JSON. */
-    if (!len || len != tok_len || g_ascii_isalnum(s[len])) {
-        tok_len = MAX(tok_len, 1);
-        while (g_ascii_isalnum(s[tok_len])) {
-            tok_len++;
-        }
-        return json_error(jp, "invalid number '%.*s'", (int)tok_len, s);
-    }
-    tok = g_strndup(s, len);
-    is_int = !strpbrk(tok, ".eE");
-    errno = 0;
-    if (is_int && tok[0] == '-') {
-        long long v = strtoll(tok, NULL, 10);
-
-        if (errno != ERANGE) {
-            *text = g_strdup_printf("%lld", v);
-            jp->p += len;
-            return true;
-        }
-    } else if (is_int) {
-        unsigned long long v = strtoull(tok, NULL, 10);
-
-        if (errno != ERANGE) {
-            *text = g_strdup_printf("%llu", v);
-            jp->p += len;
-            return true;
-        }
-    }
-    d = g_ascii_strtod(tok, NULL);
-    if (!isfinite(d)) {
-        return json_error(jp, "number '%s' is out of range", tok);
-    }
-    *text = g_strdup(g_ascii_formatd(buf, sizeof(buf), "%.17g", d));
-    jp->p += len;
-    return true;
-}
-
-static bool json_parse_value(JsonParser *jp, GString *key);
-
-static bool json_enter(JsonParser *jp)
-{
-    if (++jp->depth > JSON_MAX_NESTING) {
-        return json_error(jp, "nesting deeper than %d levels",
-                          JSON_MAX_NESTING);
-    }
-    jp->p++;
-    json_skip_ws(jp);
-    return true;
-}
-
-/* @key holds the dotted prefix of the object; members extend it. */
-static bool json_parse_object(JsonParser *jp, GString *key)
+static void qdict_flatten_object(QDict *qdict, GString *key, JsonObject *obj)
 {
     size_t prefix_len = key->len;
+    g_autoptr(GList) members = json_object_get_members(obj);
 
-    if (!json_enter(jp)) {
-        return false;
-    }
-    if (*jp->p == '}') {
-        jp->p++;
-        jp->depth--;
-        return true;
-    }
-    for (;;) {
-        json_skip_ws(jp);
-        if (!*jp->p) {
-            return json_premature_end(jp);
-        }
-        if (*jp->p == '}') {
-            /* A trailing comma, which QEMU words this way. */
-            return json_error(jp, "expecting value");
-        }
-        if (*jp->p != '"' && *jp->p != '\'') {
-            return json_error(jp, "key is not a string in object");
-        }
+    for (GList *l = members; l; l = l->next) {
         if (prefix_len) {
             g_string_append_c(key, '.');
         }
-        if (!json_parse_string(jp, key)) {
-            return false;
-        }
-        json_skip_ws(jp);
-        if (!*jp->p) {
-            return json_premature_end(jp);
-        }
-        if (*jp->p != ':') {
-            return json_error(jp, "missing : in object pair");
-        }
-        jp->p++;
-        if (!json_parse_value(jp, key)) {
-            return false;
-        }
+        g_string_append(key, l->data);
+        qdict_flatten_node(qdict, key, json_object_get_member(obj, l->data));
         g_string_truncate(key, prefix_len);
-        json_skip_ws(jp);
-        if (*jp->p == '}') {
-            jp->p++;
-            jp->depth--;
-            return true;
-        }
-        if (!*jp->p) {
-            return json_premature_end(jp);
-        }
-        if (*jp->p != ',') {
-            return json_error(jp, "expected separator in dict");
-        }
-        jp->p++;
     }
 }
 
-static bool json_parse_array(JsonParser *jp, GString *key)
+static void qdict_flatten_array(QDict *qdict, GString *key, JsonArray *arr)
 {
     size_t prefix_len = key->len;
 
-    if (!json_enter(jp)) {
-        return false;
-    }
-    if (*jp->p == ']') {
-        jp->p++;
-        jp->depth--;
-        return true;
-    }
-    for (unsigned index = 0;; index++) {
-        g_string_append_printf(key, ".%u", index);
-        if (!json_parse_value(jp, key)) {
-            return false;
-        }
+    for (guint i = 0; i < json_array_get_length(arr); i++) {
+        g_string_append_printf(key, ".%u", i);
+        qdict_flatten_node(qdict, key, json_array_get_element(arr, i));
         g_string_truncate(key, prefix_len);
-        json_skip_ws(jp);
-        if (*jp->p == ']') {
-            jp->p++;
-            jp->depth--;
-            return true;
-        }
-        if (!*jp->p) {
-            return json_premature_end(jp);
-        }
-        if (*jp->p != ',') {
-            return json_error(jp, "expected separator in list");
-        }
-        jp->p++;
     }
 }
 
-static bool json_parse_keyword(JsonParser *jp, GString *key)
+static void qdict_flatten_value(QDict *qdict, const char *key,
+                                JsonNode *node)
 {
-    size_t len = 0;
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
 
-    while (g_ascii_isalnum(jp->p[len]) || jp->p[len] == '_') {
-        len++;
+    switch (json_node_get_value_type(node)) {
+    case G_TYPE_STRING:
+        qdict_put_typed(qdict, key, json_node_get_string(node),
+                        QTYPE_QSTRING);
+        break;
+    case G_TYPE_INT64:
+        qdict_put_int(qdict, key, json_node_get_int(node));
+        break;
+    case G_TYPE_DOUBLE:
+        qdict_put_typed(qdict, key,
+                        g_ascii_formatd(buf, sizeof(buf), "%.17g",
+                                        json_node_get_double(node)),
+                        QTYPE_QNUM);
+        break;
+    case G_TYPE_BOOLEAN:
+        qdict_put_bool(qdict, key, json_node_get_boolean(node));
+        break;
+    default:
+        g_assert_not_reached();
     }
-    if (len == 4 && !strncmp(jp->p, "true", 4)) {
-        qdict_put_typed(jp->qdict, key->str, "true", QTYPE_QBOOL);
-    } else if (len == 5 && !strncmp(jp->p, "false", 5)) {
-        qdict_put_typed(jp->qdict, key->str, "false", QTYPE_QBOOL);
-    } else if (len == 4 && !strncmp(jp->p, "null", 4)) {
-        qdict_put_typed(jp->qdict, key->str, NULL, QTYPE_QNULL);
-    } else {
-        return json_error(jp, "invalid keyword '%.*s'", (int)len, jp->p);
-    }
-    jp->p += len;
-    return true;
 }
 
-/* Parses one value and stores it (or its members) under @key. */
-static bool json_parse_value(JsonParser *jp, GString *key)
+static void qdict_flatten_node(QDict *qdict, GString *key, JsonNode *node)
 {
-    char c;
+    switch (json_node_get_node_type(node)) {
+    case JSON_NODE_OBJECT:
+        qdict_flatten_object(qdict, key, json_node_get_object(node));
+        break;
+    case JSON_NODE_ARRAY:
+        qdict_flatten_array(qdict, key, json_node_get_array(node));
+        break;
+    case JSON_NODE_NULL:
+        qdict_put_typed(qdict, key->str, NULL, QTYPE_QNULL);
+        break;
+    case JSON_NODE_VALUE:
+        qdict_flatten_value(qdict, key->str, node);
+        break;
+    }
+}
 
-    json_skip_ws(jp);
-    c = *jp->p;
-    if (c == '{') {
-        return json_parse_object(jp, key);
-    }
-    if (c == '[') {
-        return json_parse_array(jp, key);
-    }
-    if (c == '"' || c == '\'') {
-        g_autoptr(GString) str = g_string_new(NULL);
+QDict *qdict_from_json_object(JsonObject *obj)
+{
+    QDict *qdict = qdict_new();
+    g_autoptr(GString) key = g_string_new(NULL);
 
-        if (!json_parse_string(jp, str)) {
-            return false;
-        }
-        qdict_put_typed(jp->qdict, key->str, str->str, QTYPE_QSTRING);
-        return true;
-    }
-    if (c == '-' || g_ascii_isdigit(c) || c == '.' || c == '+') {
-        g_autofree char *text = NULL;
-
-        if (!json_parse_number(jp, &text)) {
-            return false;
-        }
-        qdict_put_typed(jp->qdict, key->str, text, QTYPE_QNUM);
-        return true;
-    }
-    if (g_ascii_isalpha(c)) {
-        return json_parse_keyword(jp, key);
-    }
-    if (!c) {
-        return json_premature_end(jp);
-    }
-    if (c == ',' || c == ']' || c == '}' || c == ':') {
-        return json_error(jp, "expecting value");
-    }
-    return json_error(jp, "stray '%c'", c);
+    qdict_flatten_object(qdict, key, obj);
+    return qdict;
 }
 
 QDict *qdict_from_json(const char *json, Error **errp)
 {
-    JsonParser jp = { .p = json, .qdict = qdict_new(), .errp = errp };
-    g_autoptr(GString) key = g_string_new(NULL);
+    g_autoptr(JsonNode) node = NULL;
 
-    json_skip_ws(&jp);
-    if (!*jp.p) {
+    /* QEMU words an empty document its own way */
+    if (!json[strspn(json, " \t\n\r")]) {
         error_setg(errp, "Expecting a JSON value");
-        goto fail;
+        return NULL;
     }
-    if (*jp.p != '{') {
-        /* Check the syntax first: a broken document says why. */
-        if (json_parse_value(&jp, key)) {
-            error_setg(errp, "Invalid JSON object given");
-        }
-        goto fail;
+    node = json_parse_text(json, strlen(json), errp);
+    if (!node) {
+        return NULL;
     }
-    if (!json_parse_object(&jp, key)) {
-        goto fail;
+    if (!JSON_NODE_HOLDS_OBJECT(node)) {
+        error_setg(errp, "Invalid JSON object given");
+        return NULL;
     }
-    json_skip_ws(&jp);
-    if (*jp.p) {
-        error_setg(errp, "Expecting at most one JSON value");
-        goto fail;
-    }
-    return jp.qdict;
-
-fail:
-    qdict_unref(jp.qdict);
-    return NULL;
+    return qdict_from_json_object(json_node_get_object(node));
 }
 
 /*
- * The tree the flat keys describe.  A node is a leaf (entry != NULL) or
- * a branch with ordered members.
+ * The tree the flat keys describe.  A key is a leaf (entry != NULL) or a
+ * branch with ordered members.
  */
-typedef struct JsonNode {
+typedef struct QDictKey {
     char *name;
     const QDictEntry *entry;
     GPtrArray *members;
-} JsonNode;
+} QDictKey;
 
-static JsonNode *json_node_new(const char *name, size_t len)
+static QDictKey *qdict_key_new(const char *name, size_t len)
 {
-    JsonNode *node = g_new0(JsonNode, 1);
+    QDictKey *k = g_new0(QDictKey, 1);
 
-    node->name = g_strndup(name, len);
-    return node;
+    k->name = g_strndup(name, len);
+    return k;
 }
 
-static void json_node_free(gpointer data)
+static void qdict_key_free(gpointer data)
 {
-    JsonNode *node = data;
+    QDictKey *k = data;
 
-    if (node->members) {
-        g_ptr_array_unref(node->members);
+    if (k->members) {
+        g_ptr_array_unref(k->members);
     }
-    g_free(node->name);
-    g_free(node);
+    g_free(k->name);
+    g_free(k);
 }
 
-static JsonNode *json_node_add(JsonNode *parent, const char *name,
+static QDictKey *qdict_key_add(QDictKey *parent, const char *name,
                                size_t len)
 {
-    JsonNode *node = json_node_new(name, len);
+    QDictKey *k = qdict_key_new(name, len);
 
     if (!parent->members) {
-        parent->members = g_ptr_array_new_with_free_func(json_node_free);
+        parent->members = g_ptr_array_new_with_free_func(qdict_key_free);
     }
-    g_ptr_array_add(parent->members, node);
-    return node;
+    g_ptr_array_add(parent->members, k);
+    return k;
 }
 
-static JsonNode *json_node_find(JsonNode *parent, const char *name,
+static QDictKey *qdict_key_find(QDictKey *parent, const char *name,
                                 size_t len)
 {
     for (guint i = 0; parent->members && i < parent->members->len; i++) {
-        JsonNode *node = g_ptr_array_index(parent->members, i);
+        QDictKey *k = g_ptr_array_index(parent->members, i);
 
-        if (strlen(node->name) == len && !strncmp(node->name, name, len)) {
-            return node;
+        if (strlen(k->name) == len && !strncmp(k->name, name, len)) {
+            return k;
         }
     }
     return NULL;
@@ -504,177 +180,134 @@ static JsonNode *json_node_find(JsonNode *parent, const char *name,
  * prefixes already holds a value), the rest of the key stays one member
  * name, so that nothing is lost.
  */
-static void json_tree_insert(JsonNode *root, const QDictEntry *entry)
+static void qdict_key_insert(QDictKey *root, const QDictEntry *entry)
 {
     const char *key = qdict_entry_key(entry);
-    JsonNode *node = root;
+    QDictKey *k = root;
 
     for (;;) {
         const char *dot = strchr(key, '.');
         size_t len = dot ? (size_t)(dot - key) : strlen(key);
-        JsonNode *child;
+        QDictKey *child;
 
         if (!dot) {
-            json_node_add(node, key, len)->entry = entry;
+            qdict_key_add(k, key, len)->entry = entry;
             return;
         }
-        child = json_node_find(node, key, len);
+        child = qdict_key_find(k, key, len);
         if (child && child->entry) {
-            json_node_add(node, key, strlen(key))->entry = entry;
+            qdict_key_add(k, key, strlen(key))->entry = entry;
             return;
         }
         if (!child) {
-            child = json_node_add(node, key, len);
+            child = qdict_key_add(k, key, len);
         }
-        node = child;
+        k = child;
         key = dot + 1;
     }
 }
 
-/* Members named 0..n-1 (each once, in any order) make an array. */
-static bool json_node_is_array(const JsonNode *node, JsonNode **order)
+/* The key tree of @qdict; the caller frees it with qdict_key_free(). */
+static QDictKey *qdict_key_tree(const QDict *qdict)
 {
-    guint n = node->members->len;
+    QDictKey *root = g_new0(QDictKey, 1);
 
-    memset(order, 0, n * sizeof(*order));
-    for (guint i = 0; i < n; i++) {
-        JsonNode *m = g_ptr_array_index(node->members, i);
+    for (const QDictEntry *e = qdict_first(qdict); e;
+         e = qdict_next(qdict, e)) {
+        qdict_key_insert(root, e);
+    }
+    if (!root->members) {
+        root->members = g_ptr_array_new_with_free_func(qdict_key_free);
+    }
+    return root;
+}
+
+/*
+ * The members of branch @k in the order they are written (caller frees
+ * the array): for an array (members named 0..n-1, each once, in any
+ * order) in index order, else as they came.  @top: the document itself,
+ * always an object even with keys "0", "1".
+ */
+static QDictKey **qdict_key_members(const QDictKey *k, bool top,
+                                    bool *is_array)
+{
+    guint n = k->members->len;
+    QDictKey **order = g_new0(QDictKey *, n + 1);
+
+    *is_array = !top;
+    for (guint i = 0; i < n && *is_array; i++) {
+        QDictKey *m = g_ptr_array_index(k->members, i);
         const char *s = m->name;
         guint64 index;
 
         if (!*s || strspn(s, "0123456789") != strlen(s) ||
             (s[0] == '0' && s[1])) {
-            return false;
+            *is_array = false;
+            break;
         }
         index = g_ascii_strtoull(s, NULL, 10);
         if (index >= n || order[index]) {
-            return false;
+            *is_array = false;
+            break;
         }
         order[index] = m;
     }
-    return true;
-}
-
-/* As QEMU: ASCII as is, the rest as \uXXXX, invalid UTF-8 as U+FFFD. */
-static void json_append_string(GString *out, const char *s)
-{
-    const char *end = s + strlen(s);
-
-    g_string_append_c(out, '"');
-    while (s < end) {
-        unsigned char c = *s;
-        gunichar cp;
-
-        switch (c) {
-        case '"':
-            g_string_append(out, "\\\"");
-            s++;
-            continue;
-        case '\\':
-            g_string_append(out, "\\\\");
-            s++;
-            continue;
-        case '\b':
-            g_string_append(out, "\\b");
-            s++;
-            continue;
-        case '\f':
-            g_string_append(out, "\\f");
-            s++;
-            continue;
-        case '\n':
-            g_string_append(out, "\\n");
-            s++;
-            continue;
-        case '\r':
-            g_string_append(out, "\\r");
-            s++;
-            continue;
-        case '\t':
-            g_string_append(out, "\\t");
-            s++;
-            continue;
-        }
-        if (c >= 0x20 && c < 0x7f) {
-            g_string_append_c(out, c);
-            s++;
-            continue;
-        }
-        cp = g_utf8_get_char_validated(s, end - s);
-        if (cp == (gunichar)-1 || cp == (gunichar)-2) {
-            cp = 0xfffd;
-            s++;
-        } else {
-            s = g_utf8_next_char(s);
-        }
-        if (cp >= 0x10000) {
-            cp -= 0x10000;
-            g_string_append_printf(out, "\\u%04X\\u%04X",
-                                   0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
-        } else {
-            g_string_append_printf(out, "\\u%04X", cp);
+    if (!*is_array) {
+        for (guint i = 0; i < n; i++) {
+            order[i] = g_ptr_array_index(k->members, i);
         }
     }
-    g_string_append_c(out, '"');
+    return order;
 }
 
-/* @top: the document itself, always an object even with keys "0", "1". */
-static void json_append_node(GString *out, const JsonNode *node, bool top)
+static void qdict_key_write(JsonWriter *w, const char *name,
+                            const QDictKey *k, bool top)
 {
-    g_autofree JsonNode **order = NULL;
-    bool array;
+    g_autofree QDictKey **order = NULL;
+    bool is_array;
 
-    if (node->entry) {
-        const char *value = qdict_entry_value(node->entry);
+    if (k->entry) {
+        const char *value = qdict_entry_value(k->entry);
 
-        switch (qdict_entry_type(node->entry)) {
+        switch (qdict_entry_type(k->entry)) {
         case QTYPE_QSTRING:
-            json_append_string(out, value);
+            json_writer_str(w, name, value);
             break;
         case QTYPE_QNUM:
         case QTYPE_QBOOL:
-            g_string_append(out, value);
+            json_writer_literal(w, name, value);
             break;
         case QTYPE_QNULL:
-            g_string_append(out, "null");
+            json_writer_literal(w, name, "null");
             break;
         }
         return;
     }
-    order = g_new(JsonNode *, node->members->len);
-    array = !top && json_node_is_array(node, order);
-    g_string_append_c(out, array ? '[' : '{');
-    for (guint i = 0; i < node->members->len; i++) {
-        const JsonNode *m = array ? order[i]
-                                  : g_ptr_array_index(node->members, i);
-
-        if (i) {
-            g_string_append(out, ", ");
-        }
-        if (!array) {
-            json_append_string(out, m->name);
-            g_string_append(out, ": ");
-        }
-        json_append_node(out, m, false);
+    order = qdict_key_members(k, top, &is_array);
+    if (is_array) {
+        json_writer_start_array(w, name);
+    } else {
+        json_writer_start_object(w, name);
     }
-    g_string_append_c(out, array ? ']' : '}');
+    for (QDictKey **m = order; *m; m++) {
+        qdict_key_write(w, is_array ? NULL : (*m)->name, *m, false);
+    }
+    if (is_array) {
+        json_writer_end_array(w);
+    } else {
+        json_writer_end_object(w);
+    }
 }
 
 char *qdict_to_json(const QDict *qdict)
 {
-    JsonNode root = { 0 };
+    QDictKey *root = qdict_key_tree(qdict);
     GString *out = g_string_new(NULL);
+    JsonWriter *w = json_writer_new(out, 0);
 
-    for (const QDictEntry *e = qdict_first(qdict); e;
-         e = qdict_next(qdict, e)) {
-        json_tree_insert(&root, e);
-    }
-    if (!root.members) {
-        g_string_append(out, "{}");
-    } else {
-        json_append_node(out, &root, true);
-        g_ptr_array_unref(root.members);
-    }
+    qdict_key_write(w, NULL, root, true);
+    json_writer_free(w);
+    qdict_key_free(root);
     return g_string_free(out, FALSE);
 }
 
@@ -683,4 +316,73 @@ char *qdict_to_json_filename(const QDict *qdict)
     g_autofree char *json = qdict_to_json(qdict);
 
     return g_strconcat("json:", json, NULL);
+}
+
+/*
+ * A number node for a QDict number's text: an integer that fits in int64
+ * as such, anything else as a double, as the parser reads the same text.
+ */
+static JsonNode *qdict_number_node(const char *text)
+{
+    gint64 v;
+
+    if (strspn(text + (text[0] == '-'), "0123456789") ==
+        strlen(text + (text[0] == '-'))) {
+        errno = 0;
+        v = g_ascii_strtoll(text, NULL, 10);
+        if (errno != ERANGE) {
+            return json_node_init_int(json_node_alloc(), v);
+        }
+    }
+    return json_node_init_double(json_node_alloc(),
+                                 g_ascii_strtod(text, NULL));
+}
+
+static JsonNode *qdict_key_node(const QDictKey *k, bool top)
+{
+    g_autofree QDictKey **order = NULL;
+    bool is_array;
+
+    if (k->entry) {
+        const char *value = qdict_entry_value(k->entry);
+
+        switch (qdict_entry_type(k->entry)) {
+        case QTYPE_QSTRING:
+            return json_node_init_string(json_node_alloc(), value);
+        case QTYPE_QNUM:
+            return qdict_number_node(value);
+        case QTYPE_QBOOL:
+            return json_node_init_boolean(json_node_alloc(),
+                                          !strcmp(value, "true"));
+        case QTYPE_QNULL:
+            return json_node_init_null(json_node_alloc());
+        }
+        g_assert_not_reached();
+    }
+    order = qdict_key_members(k, top, &is_array);
+    if (is_array) {
+        g_autoptr(JsonArray) arr = json_array_new();
+
+        for (QDictKey **m = order; *m; m++) {
+            json_array_add_element(arr, qdict_key_node(*m, false));
+        }
+        return json_node_init_array(json_node_alloc(), arr);
+    } else {
+        g_autoptr(JsonObject) obj = json_object_new();
+
+        for (QDictKey **m = order; *m; m++) {
+            json_object_set_member(obj, (*m)->name,
+                                   qdict_key_node(*m, false));
+        }
+        return json_node_init_object(json_node_alloc(), obj);
+    }
+}
+
+JsonNode *qdict_to_json_node(const QDict *qdict)
+{
+    QDictKey *root = qdict_key_tree(qdict);
+    JsonNode *node = qdict_key_node(root, true);
+
+    qdict_key_free(root);
+    return node;
 }

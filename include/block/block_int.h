@@ -199,12 +199,13 @@ struct BlockDriver {
     void (*bdrv_refresh_limits)(BlockDriverState *bs, Error **errp);
     int (*bdrv_get_info)(BlockDriverState *bs, BlockDriverInfo *bdi);
     /*
-     * Format-specific information for qemu-img info, as a JSON object
-     * string whose members appear under "format-specific": {"type": ...,
-     * "data": {...}}, and the human lines ("Format specific information:").
+     * Format-specific information (QEMU's ImageInfoSpecific) for qemu-img
+     * info, qemu-io info and the monitor: a new tree {"type": <format>,
+     * "data": {...}} whose "data" members come in QEMU's order; the human
+     * "Format specific information:" lines are rendered from "data".
+     * Optional: NULL (or a NULL result) means the format has none.
      */
-    void (*bdrv_get_specific_info)(BlockDriverState *bs, GString *json_data,
-                                   GString *human);
+    JsonNode *(*bdrv_get_specific_info)(BlockDriverState *bs);
     /*
      * Size of a new image of this format (qemu-img measure) created with
      * @opts (create_opts, "size" set unless @in_bs is given), holding the

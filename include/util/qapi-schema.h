@@ -110,10 +110,4 @@ bool qapi_check_input(const QapiType *type, JsonNode *value,
 JsonNode *qapi_input_from_keyval(const QapiType *type, const QDict *qdict,
                                  Error **errp);
 
-/*
- * Converts a flat QDict of event data (include/util/qapi-event.h) into a
- * JSON object: dotted keys nest, numbers and booleans keep their types.
- */
-JsonNode *qapi_qdict_to_json(const QDict *qdict);
-
 #endif

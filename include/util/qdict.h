@@ -15,6 +15,8 @@
 #ifndef QBLOCK_QDICT_H
 #define QBLOCK_QDICT_H
 
+#include <json-glib/json-glib.h>
+
 #include "util/osdep.h"
 #include "util/error.h"
 
@@ -95,15 +97,25 @@ QDict *keyval_parse_flat(const char *params, const char *implied_key,
                          Error **errp);
 
 /*
- * Parses a JSON object (the text after "json:") into a flattened QDict.
- * Errors name what is wrong in QEMU's words ("JSON parse error, premature
- * EOI", "Invalid JSON object given"); QEMU's callers prefix them with
- * "Could not parse the JSON options: ".
+ * QDicts to and from JSON (util/qjson.c), over the one JSON parser and
+ * writer of util/json.h.
+ *
+ * qdict_from_json() parses a JSON object (the text after "json:") into a
+ * flattened QDict.  Errors name what is wrong in QEMU's words ("JSON parse
+ * error, premature EOI", "Invalid JSON object given"); QEMU's callers
+ * prefix them with "Could not parse the JSON options: ".
  */
 QDict *qdict_from_json(const char *json, Error **errp);
+/* The same for an object already parsed (QMP's blockdev-add arguments). */
+QDict *qdict_from_json_object(JsonObject *obj);
 /* Serialises a flat dict back to a nested JSON object (keys split on '.'). */
 char *qdict_to_json(const QDict *qdict);
 /* "json:{...}" filename for a dict, as QEMU prints it. */
 char *qdict_to_json_filename(const QDict *qdict);
+/*
+ * The nested object of qdict_to_json() as a tree (a new reference): what
+ * the same text would parse into, for the monitor's events and checks.
+ */
+JsonNode *qdict_to_json_node(const QDict *qdict);
 
 #endif

@@ -1,7 +1,9 @@
 /*
- * The monitor's JSON: the strict parser (QEMU 7.2's error texts, observed
- * through qemu-storage-daemon's QMP socket), the writer (QEMU's spacing,
- * escapes and pretty layout) and the streamer's framing and limits.
+ * The one JSON stack: the strict parser (QEMU 7.2's error texts, observed
+ * through qemu-storage-daemon's QMP socket and qemu-img's json:
+ * filenames, and the offset of the fault), the writer (QEMU's spacing,
+ * escapes, number formats, pretty layout and both member orders, from a
+ * tree or a stream of calls) and the streamer's framing and limits.
  */
 #include "util/json.h"
 
@@ -151,6 +153,181 @@ static void test_pretty(void)
     json_node_unref(node);
 }
 
+/* Numbers at the edges of int64 and of double, both ways. */
+static void test_numbers(void)
+{
+    check_roundtrip("[9223372036854775807, -9223372036854775808]",
+                    "[9223372036854775807, -9223372036854775808]");
+    /* one past int64 either way: a double */
+    check_roundtrip("9223372036854775808", "9.2233720368547758e+18");
+    check_roundtrip("-9223372036854775809", "-9.2233720368547758e+18");
+    check_roundtrip("1.7976931348623157e308", "1.7976931348623157e+308");
+    check_roundtrip("-1.7976931348623157e308", "-1.7976931348623157e+308");
+    check_roundtrip("4.9406564584124654e-324", "4.9406564584124654e-324");
+    check_roundtrip("0.1", "0.10000000000000001");
+    check_roundtrip("-0.0", "-0");
+    check_roundtrip("2.5E+2", "250");
+    check_error("1.8e308", "JSON parse error, number '1.8e308' is out of "
+                "range");
+    check_error("-1e400", "JSON parse error, number '-1e400' is out of "
+                "range");
+    check_error("+1", "JSON parse error, stray '+'");
+    check_error(".5", "JSON parse error, stray '.'");
+}
+
+/* Escapes the writer chooses for every kind of character. */
+static void test_write_escapes(void)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+
+    json_append_string(out, "\x01\x1f\x7f \"\\/\b\f\n\r\t~");
+    g_assert_cmpstr(out->str, ==,
+                    "\"\\u0001\\u001F\\u007F \\\"\\\\/\\b\\f\\n\\r\\t~\"");
+    g_string_truncate(out, 0);
+    /* two-byte, three-byte, four-byte UTF-8; then bytes that are not */
+    json_append_string(out, "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80|\xff\xc3|");
+    g_assert_cmpstr(out->str, ==,
+                    "\"\\u00E9\\u20AC\\uD83D\\uDE00|\\uFFFD\\uFFFD|\"");
+}
+
+/*
+ * Both member orders: as inserted (the monitor), and QEMU's QDict order
+ * (qemu-img --output=json), compared with what qemu-img 7.2 printed for
+ * `info --output=json` of a compat=0.10 image.
+ */
+static void test_key_order(void)
+{
+    const char *text =
+        "{\"filename\": \"v2.qcow2\", \"format\": \"qcow2\", "
+        "\"dirty-flag\": false, \"actual-size\": 200704, "
+        "\"virtual-size\": 1048576, \"cluster-size\": 65536, "
+        "\"format-specific\": {\"type\": \"qcow2\", \"data\": "
+        "{\"compat\": \"0.10\", \"compression-type\": \"zlib\", "
+        "\"refcount-bits\": 16}}}";
+    g_autoptr(JsonNode) node = json_parse_text(text, strlen(text),
+                                               &error_abort);
+    g_autofree char *inserted = json_to_text(node, 0);
+    g_autofree char *qemu_img = json_to_text(node, JSON_WRITE_PRETTY |
+                                                   JSON_WRITE_QDICT_ORDER);
+
+    g_assert_cmpstr(inserted, ==, text);
+    g_assert_cmpstr(qemu_img, ==,
+                    "{\n"
+                    "    \"virtual-size\": 1048576,\n"
+                    "    \"filename\": \"v2.qcow2\",\n"
+                    "    \"cluster-size\": 65536,\n"
+                    "    \"format\": \"qcow2\",\n"
+                    "    \"actual-size\": 200704,\n"
+                    "    \"format-specific\": {\n"
+                    "        \"type\": \"qcow2\",\n"
+                    "        \"data\": {\n"
+                    "            \"compat\": \"0.10\",\n"
+                    "            \"compression-type\": \"zlib\",\n"
+                    "            \"refcount-bits\": 16\n"
+                    "        }\n"
+                    "    },\n"
+                    "    \"dirty-flag\": false\n"
+                    "}");
+}
+
+/*
+ * Members in one QDict bucket ("aa" and "aq" both hash to 110): the newer
+ * one comes first, as QEMU inserts at the head of a bucket's list; the
+ * buckets themselves in increasing order (qemu-img check prints its
+ * members in this order).
+ */
+static void test_key_order_ties(void)
+{
+    const char *text = "{\"aa\": 1, \"aq\": 2, \"filename\": \"f\", "
+                       "\"format\": \"raw\", \"check-errors\": 0, "
+                       "\"image-end-offset\": 1, \"total-clusters\": 2}";
+    g_autoptr(JsonNode) node = json_parse_text(text, strlen(text),
+                                               &error_abort);
+    g_autofree const char **order =
+        json_object_ordered_members(json_node_get_object(node),
+                                    JSON_WRITE_QDICT_ORDER);
+    g_autofree char *joined = g_strjoinv(",", (char **)order);
+
+    g_assert_cmpstr(joined, ==, "image-end-offset,aq,aa,total-clusters,"
+                    "check-errors,filename,format");
+}
+
+/* The stream writer prints what the tree writer prints. */
+static void test_writer_stream(void)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    JsonWriter *w = json_writer_new(out, 0);
+
+    json_writer_start_object(w, NULL);
+    json_writer_str(w, "s", "x\"y");
+    json_writer_int64(w, "i", INT64_MIN);
+    json_writer_double(w, "d", 0.5);
+    json_writer_literal(w, "u", "18446744073709551615");
+    json_writer_start_array(w, "a");
+    json_writer_literal(w, NULL, "null");
+    json_writer_start_object(w, NULL);
+    json_writer_end_object(w);
+    json_writer_end_array(w);
+    json_writer_end_object(w);
+    json_writer_free(w);
+    g_assert_cmpstr(out->str, ==,
+                    "{\"s\": \"x\\\"y\", \"i\": -9223372036854775808, "
+                    "\"d\": 0.5, \"u\": 18446744073709551615, "
+                    "\"a\": [null, {}]}");
+
+    g_string_truncate(out, 0);
+    w = json_writer_new(out, JSON_WRITE_PRETTY);
+    json_writer_start_array(w, NULL);
+    json_writer_int64(w, NULL, 1);
+    json_writer_start_array(w, NULL);
+    json_writer_end_array(w);
+    json_writer_end_array(w);
+    json_writer_free(w);
+    g_assert_cmpstr(out->str, ==, "[\n    1,\n    [\n    ]\n]");
+}
+
+/* Where each malformed document goes wrong, as an offset into it. */
+static void check_error_at(const char *text, size_t expect_offset,
+                           const char *expect)
+{
+    Error *err = NULL;
+    size_t offset = SIZE_MAX;
+    JsonNode *node = json_parse_text_at(text, strlen(text), &offset, &err);
+
+    if (node) {
+        g_error("'%s' was accepted", text);
+    }
+    g_assert_cmpstr(error_get_pretty(err), ==, expect);
+    g_assert_cmpuint(offset, ==, expect_offset);
+    error_free(err);
+}
+
+static void test_error_offset(void)
+{
+    check_error_at("{\"a\": 1,}", 8, "JSON parse error, expecting value");
+    check_error_at("[1, 2 3]", 6,
+                   "JSON parse error, expected separator in list");
+    check_error_at("{\"a\": 01}", 6, "JSON parse error, invalid number '01'");
+    check_error_at("[\"ab\\q\"]", 5,
+                   "JSON parse error, invalid escape sequence in string");
+    check_error_at("{\"a\":", 5, "JSON parse error, premature EOI");
+    check_error_at("{} x", 3, "Expecting at most one JSON value");
+    check_error_at("[[[", 3, "JSON parse error, premature EOI");
+}
+
+/* One level too deep is refused where its opening bracket is. */
+static void test_nesting_offset(void)
+{
+    g_autoptr(GString) text = g_string_new(NULL);
+
+    for (int i = 0; i < JSON_MAX_NESTING; i++) {
+        g_string_append(text, "{\"a\":");
+    }
+    g_string_append_c(text, '[');
+    check_error_at(text->str, 5 * JSON_MAX_NESTING,
+                   "JSON nesting depth limit exceeded");
+}
+
 /* Feeds @input and returns the messages as "text" or "!error", '|'-joined. */
 static char *stream(const char *input, size_t len, size_t max_len)
 {
@@ -245,6 +422,13 @@ int main(int argc, char **argv)
     g_test_add_func("/json/errors", test_errors);
     g_test_add_func("/json/nesting", test_nesting);
     g_test_add_func("/json/pretty", test_pretty);
+    g_test_add_func("/json/numbers", test_numbers);
+    g_test_add_func("/json/write-escapes", test_write_escapes);
+    g_test_add_func("/json/key-order", test_key_order);
+    g_test_add_func("/json/key-order-ties", test_key_order_ties);
+    g_test_add_func("/json/writer-stream", test_writer_stream);
+    g_test_add_func("/json/error-offset", test_error_offset);
+    g_test_add_func("/json/nesting-offset", test_nesting_offset);
     g_test_add_func("/json/streamer", test_streamer);
     g_test_add_func("/json/streamer-limits", test_streamer_limits);
     return g_test_run();

@@ -6,6 +6,8 @@
  */
 #include "util/qdict.h"
 
+#include "util/json.h"
+
 /* "key=value(type)" for every entry, in order, joined by spaces. */
 static char *qdict_dump(const QDict *qdict)
 {
@@ -234,8 +236,6 @@ static void test_json_flatten(void)
     /* Empty objects and arrays hold no option. */
     check_json(" { } ", "");
     check_json("{\"file\": {}}", "");
-    /* Duplicate keys: the last value wins. */
-    check_json("{\"a\": 1, \"a\": \"two\"}", "a=two(str)");
 }
 
 static void test_json_scalars(void)
@@ -244,11 +244,14 @@ static void test_json_scalars(void)
                " \"rw\": false, \"x\": null}",
                "size=4096(num) neg=-1(num) zero=0(num) ro=true(bool) "
                "rw=false(bool) x=(null)");
-    /* Integers keep every digit up to UINT64_MAX; beyond, a double. */
-    check_json("{\"max\": 18446744073709551615, "
+    /*
+     * Integers keep every digit in int64; beyond, a double (QEMU keeps
+     * uint64 exact, json-glib trees cannot: see include/util/json.h).
+     */
+    check_json("{\"max\": 9223372036854775807, "
                "\"min\": -9223372036854775808, "
-               "\"over\": 18446744073709551616}",
-               "max=18446744073709551615(num) min=-9223372036854775808(num) "
+               "\"over\": 18446744073709551615}",
+               "max=9223372036854775807(num) min=-9223372036854775808(num) "
                "over=1.8446744073709552e+19(num)");
     check_json("{\"a\": 4096.0, \"b\": 1.5e3, \"c\": 0.5, \"d\": 1E2}",
                "a=4096(num) b=1500(num) c=0.5(num) d=100(num)");
@@ -296,12 +299,15 @@ static void test_json_errors(void)
     check_json_err("{\"a\":\"x\ty\"}",
                    "JSON parse error, control character 0x09 in string");
     check_json_err("{\"a\":01}", "JSON parse error, invalid number '01'");
-    check_json_err("{\"a\":0x10}", "JSON parse error, invalid number '0x10'");
-    check_json_err("{\"a\":.5}", "JSON parse error, invalid number '.5'");
+    /* QEMU's texts: the number ends where its grammar does */
+    check_json_err("{\"a\":0x10}",
+                   "JSON parse error, expected separator in dict");
+    check_json_err("{\"a\":.5}", "JSON parse error, stray '.'");
     check_json_err("{\"a\":1.}", "JSON parse error, invalid number '1.'");
     check_json_err("{\"a\":-}", "JSON parse error, invalid number '-'");
-    check_json_err("{\"a\":+1}", "JSON parse error, invalid number '+1'");
-    check_json_err("{\"a\":1k}", "JSON parse error, invalid number '1k'");
+    check_json_err("{\"a\":+1}", "JSON parse error, stray '+'");
+    check_json_err("{\"a\":1k}",
+                   "JSON parse error, expected separator in dict");
     check_json_err("{\"a\":1e400}",
                    "JSON parse error, number '1e400' is out of range");
     check_json_err("{\"a\":#}", "JSON parse error, stray '#'");
@@ -309,6 +315,9 @@ static void test_json_errors(void)
                    "JSON parse error, key is not a string in object");
     check_json_err("{\"a\":1}x", "Expecting at most one JSON value");
     check_json_err("{\"a\":1}{\"b\":2}", "Expecting at most one JSON value");
+    /* QEMU refuses a repeated member rather than keep one of them */
+    check_json_err("{\"a\": 1, \"a\": \"two\"}",
+                   "JSON parse error, duplicate key");
 }
 
 static void test_json_not_object(void)
@@ -332,7 +341,7 @@ static void test_json_nesting(void)
     const char *key = qdict_entry_key(qdict_first(d));
 
     g_assert_cmpuint(strlen(key), ==, 1 + 2 * 1023);
-    check_json_err(bad, "JSON parse error, nesting deeper than 1024 levels");
+    check_json_err(bad, "JSON nesting depth limit exceeded");
 }
 
 static void check_to_json(const QDict *d, const char *expect)
@@ -416,6 +425,51 @@ static void test_json_output_arrays(void)
                   "\"file.locking\": \"off\"}");
 }
 
+/*
+ * The same QDict as a tree (events, keyval arguments): nested as in the
+ * text, numbers typed as the parser would read the text, except that the
+ * text keeps a uint64 exact where the tree has only a double.
+ */
+static void test_json_node(void)
+{
+    g_autoptr(QDict) d = qdict_new();
+    g_autoptr(JsonNode) node = NULL;
+    g_autofree char *tree_text = NULL;
+
+    qdict_put_str(d, "node-name", "n0");
+    qdict_put_int(d, "offset", -512);
+    qdict_put_typed(d, "size", "18446744073709551615", QTYPE_QNUM);
+    qdict_put_typed(d, "ratio", "0.5", QTYPE_QNUM);
+    qdict_put_bool(d, "nospace", false);
+    qdict_put_str(d, "list.0.x", "a");
+    qdict_put_typed(d, "list.1", NULL, QTYPE_QNULL);
+    check_to_json(d, "{\"node-name\": \"n0\", \"offset\": -512, "
+                  "\"size\": 18446744073709551615, \"ratio\": 0.5, "
+                  "\"nospace\": false, \"list\": [{\"x\": \"a\"}, null]}");
+    node = qdict_to_json_node(d);
+    tree_text = json_to_text(node, 0);
+    g_assert_cmpstr(tree_text, ==,
+                    "{\"node-name\": \"n0\", \"offset\": -512, "
+                    "\"size\": 1.8446744073709552e+19, \"ratio\": 0.5, "
+                    "\"nospace\": false, \"list\": [{\"x\": \"a\"}, null]}");
+    g_assert_cmpint(json_node_get_value_type(
+                        json_object_get_member(json_node_get_object(node),
+                                               "offset")), ==, G_TYPE_INT64);
+}
+
+/* A parsed object flattens as its text does (QMP's blockdev-add). */
+static void test_json_from_object(void)
+{
+    const char *text = "{\"driver\": \"raw\", \"file\": {\"driver\": "
+                       "\"file\", \"filename\": \"/x\"}, \"n\": 1.5e3}";
+    g_autoptr(JsonNode) node = json_parse_text(text, strlen(text),
+                                               &error_abort);
+    g_autoptr(QDict) d = qdict_from_json_object(json_node_get_object(node));
+
+    assert_dump(d, "driver=raw(str) file.driver=file(str) "
+                "file.filename=/x(str) n=1500(num)");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -436,5 +490,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qdict/json/output", test_json_output);
     g_test_add_func("/qdict/json/output-escapes", test_json_output_escapes);
     g_test_add_func("/qdict/json/output-arrays", test_json_output_arrays);
+    g_test_add_func("/qdict/json/node", test_json_node);
+    g_test_add_func("/qdict/json/from-object", test_json_from_object);
     return g_test_run();
 }
