@@ -13,7 +13,7 @@ TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
               busybox-static strace
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
-        check-interop check-daemon check-guest bench demo run install clean
+        check-iotests-qemu check-interop check-daemon check-guest bench demo run install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -55,6 +55,11 @@ check-unit: all
 
 check-iotests: test-deps all
 	bash tests/run-all.sh $(BUILD) iotests
+
+# The same iotests run against the real qemu-img/qemu-io/qemu-nbd: any
+# difference not explained in tests/qemu-iotests/qemu-differences fails.
+check-iotests-qemu: test-deps all
+	bash tests/run-all.sh $(BUILD) iotests-qemu
 
 check-interop: test-deps all
 	bash tests/run-all.sh $(BUILD) interop

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs the test layers and sums them up (the guest layer boots a Linux
 # guest under QEMU TCG, in about 15 s).
-#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|interop|daemon|guest|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|iotests-qemu|interop|daemon|guest|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
-# total.  Exits non-zero if anything failed.
+# total.  Exits non-zero if anything failed.  A layer that cannot run (its
+# runner is missing, the qcow2 driver is not built) is a failure, never a
+# silent omission.
 set -u
 build=${1:?usage: run-all.sh BUILD_DIR [layer...]}
 shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests interop daemon guest docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests iotests-qemu interop daemon guest docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -48,20 +50,42 @@ run_layer() {
     rm -f "$log"
 }
 
+# A layer that cannot run counts as one failure, with the reason.
+cannot_run() {
+    echo "=== $1 ==="
+    echo "$1: cannot run: $2; counting it as one failure"
+    total_fail=$((total_fail + 1))
+}
+
+# The iotests in one format, against qblock's tools (or with -qemu, the
+# real QEMU tools); qcow2 needs the driver, which every build has.
+iotests() {
+    local fmt=$1 name=$2 opt=${3:-}
+    if [ ! -x "$src/tests/qemu-iotests/check" ]; then
+        cannot_run "$name" "tests/qemu-iotests/check is not executable"
+    elif [ "$fmt" = qcow2 ] &&
+         ! "$build/qblock-img" --help | grep -q '^Supported formats:.* qcow2'; then
+        cannot_run "$name" "qblock-img lists no qcow2 driver"
+    else
+        run_layer "$name" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -$fmt $opt"
+    fi
+}
+
 for layer in "${layers[@]}"; do
     case $layer in
     unit) run_layer unit bash "$src/tests/unit/run.sh" "$build" ;;
     qtest) run_layer qtest bash "$src/tests/qtest/run.sh" "$build" ;;
     iotests)
-        if [ -x "$src/tests/qemu-iotests/check" ]; then
-            run_layer "iotests (raw)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -raw"
-        fi
-        if "$build/qblock-img" --help | grep -q '^Supported formats:.* qcow2'; then
-            run_layer "iotests (qcow2)" bash -c "cd '$src/tests/qemu-iotests' && QBLOCK_BUILD='$build' ./check -qcow2"
-        fi ;;
+        iotests raw "iotests (raw)"
+        iotests qcow2 "iotests (qcow2)" ;;
+    iotests-qemu)
+        iotests raw "iotests against QEMU (raw)" -qemu
+        iotests qcow2 "iotests against QEMU (qcow2)" -qemu ;;
     interop)
         if [ -x "$src/tests/interop/run.sh" ]; then
             run_layer interop "$src/tests/interop/run.sh" "$build"
+        else
+            cannot_run interop "tests/interop/run.sh is not executable"
         fi ;;
     daemon) run_layer daemon bash "$src/tests/daemon/run.sh" "$build" ;;
     guest) run_layer guest bash "$src/tests/guest/run.sh" "$build" ;;

@@ -206,8 +206,8 @@ fua_case() {
 }
 
 if [ -z "$py_nbd" ]; then
-    echo "skip: flush/FUA/read-only/in-flight cases: python3-libnbd is not" \
-         "installed"
+    skip "flush/FUA/read-only/in-flight cases" \
+        "python3-libnbd is not installed"
 else
     fua_case "a plain write reaches the file without a flush" write "" \
         "root.file writes 1" "root.file flushes 0" "backend flush_operations 0"

@@ -45,7 +45,10 @@ trap cleanup EXIT
 
 passed=0
 failed=0
+skipped=0
 ok() { echo "ok $1"; passed=$((passed + 1)); }
+# skip WHAT WHY: a group of cases that cannot run here, counted
+skip() { echo "skip $1: $2"; skipped=$((skipped + 1)); }
 fail() {
     echo "FAIL $1"
     shift
@@ -61,7 +64,7 @@ check() {
 # quiet CMD...: CMD with its output dropped (for check)
 quiet() { "$@" >/dev/null 2>&1; }
 summary() {
-    echo "$passed passed, $failed failed"
+    echo "$passed passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ]
 }
 

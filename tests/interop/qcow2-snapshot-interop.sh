@@ -156,6 +156,7 @@ compare_at "the same content as QEMU would leave" q.qcow2 r.qcow2
 # --- VM state saved by QEMU itself ---
 if [ -z "$Q_SYS" ]; then
     echo "skip savevm/loadvm cases: qemu-system-x86_64 is not installed"
+    skipped=1
 else
     # hmp IMAGE COMMAND...: runs monitor commands on a machine with no
     # devices that has IMAGE as its only drive.
@@ -226,5 +227,5 @@ else
     fi
 fi
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, ${skipped:-0} skipped"
 [ $fail -eq 0 ]

@@ -1157,7 +1157,12 @@ static void test_killed_after_savevm(void)
 
         g_assert_cmpint(run_tool(argv, &out), ==, 0);
     } else {
-        g_test_message("qemu-img is not installed: only qblock's check");
+        /*
+         * The real check is half of what this test claims: without it the
+         * test is a skip, not a pass (qblock's own check still runs).
+         */
+        g_test_skip("qemu-img is not installed (Debian package qemu-utils): "
+                    "only qblock's check ran");
     }
     verify_after_crash(path, true, true, "killed after savevm");
     unlink(path);

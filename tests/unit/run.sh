@@ -3,9 +3,10 @@
 #   tests/unit/run.sh BUILD_DIR
 set -u
 build=${1:?usage: run.sh BUILD_DIR}
-pass=0 fail=0 skip=0
+pass=0 fail=0 skip=0 programs=0
 for exe in "$build"/tests/unit/test-*; do
     [ -x "$exe" ] && [ -f "$exe" ] || continue
+    programs=$((programs + 1))
     name=$(basename "$exe")
     out=$(timeout 300 "$exe" --tap 2>&1)
     rc=$?
@@ -24,5 +25,10 @@ for exe in "$build"/tests/unit/test-*; do
     fi
     pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 done
+# No program at all is a layer that vanished (an unbuilt tree), not a pass.
+if [ "$programs" -eq 0 ]; then
+    echo "unit: no test programs in $build/tests/unit"
+    fail=1
+fi
 echo "unit: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
