@@ -6,8 +6,8 @@
  * Shared by the device side (hw/virtio) and drivers of it (the qtest
  * harness), so that both speak from one definition.
  */
-#ifndef HW_VIRTIO_RING_H
-#define HW_VIRTIO_RING_H
+#ifndef VIRTIO_RING_H
+#define VIRTIO_RING_H
 
 #include "util/osdep.h"
 
