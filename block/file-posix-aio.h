@@ -3,7 +3,9 @@
  * block/linux-aio.c) and io_uring (aio=io_uring, block/io_uring.c).
  *
  * Each AioContext has at most one instance of each backend, shared by every
- * file node of that context and reference-counted by them.  A request is
+ * file node of that context and reference-counted by them; the registry,
+ * the queue, the batching and the completion handling are one core that
+ * both share (file-aio-core.c).  A request is
  * queued by the coroutine that issues it, which then yields; the queue goes
  * to the kernel in one batch per event-loop iteration (a bottom half), or
  * at once when it reaches the batch limit.  Completions arrive through an
@@ -88,18 +90,6 @@ static inline void file_aio_iov_advance(FileAioIov *fi, size_t bytes)
 static inline void file_aio_iov_destroy(FileAioIov *fi)
 {
     g_free(fi->own_iov);
-}
-
-/*
- * Called after a read returned fewer bytes than asked: true if the file
- * ends at @end (so the rest reads as zeroes), false if the read should be
- * resubmitted for the rest.
- */
-static inline bool file_aio_at_eof(int fd, int64_t end)
-{
-    int64_t size = lseek(fd, 0, SEEK_END);
-
-    return size >= 0 && end >= size;
 }
 
 #endif
