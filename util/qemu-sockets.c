@@ -77,7 +77,13 @@ static int socket_remove_stale_unix(const char *path, Error **errp)
     struct stat st;
 
     if (lstat(path, &st) < 0) {
-        return errno == ENOENT ? 0 : -errno;
+        int ret = -errno;
+
+        if (errno == ENOENT) {
+            return 0;
+        }
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        return ret;
     }
     if (!S_ISSOCK(st.st_mode)) {
         error_setg(errp, "Failed to bind socket to %s: %s", path,
@@ -93,9 +99,11 @@ static int socket_remove_stale_unix(const char *path, Error **errp)
     return 0;
 }
 
-static int socket_listen_unix(const char *path, int backlog, Error **errp)
+int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
+                       Error **errp)
 {
     struct sockaddr_un un;
+    struct stat st;
     int fd, ret;
 
     ret = socket_fill_unix(&un, path, errp);
@@ -126,7 +134,25 @@ static int socket_listen_unix(const char *path, int backlog, Error **errp)
         close(fd);
         return ret;
     }
+    if (file) {
+        /* a failed stat leaves an identity that matches no file */
+        *file = (SocketUnixFile) { 0 };
+        if (stat(path, &st) == 0) {
+            file->dev = st.st_dev;
+            file->ino = st.st_ino;
+        }
+    }
     return fd;
+}
+
+void socket_unlink_unix(const char *path, const SocketUnixFile *file)
+{
+    struct stat st;
+
+    if (stat(path, &st) == 0 && st.st_dev == file->dev &&
+        st.st_ino == file->ino) {
+        unlink(path);
+    }
 }
 
 static struct addrinfo *socket_resolve(const char *host, const char *port,
@@ -207,7 +233,7 @@ static int socket_listen_inet(const char *host, const char *port,
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
 {
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
-        return socket_listen_unix(addr->path, backlog, errp);
+        return socket_listen_unix(addr->path, backlog, NULL, errp);
     }
     return socket_listen_inet(addr->host, addr->port, backlog, errp);
 }
