@@ -103,21 +103,38 @@ static void file_aio_completion_cb(void *opaque)
     s->ops->flush(s);
 }
 
-int coroutine_fn file_aio_co_submit(FileAioState *s, FileAioReq *req,
+/*
+ * Queues the request and starts a submission: at once if @max_batch
+ * requests wait, else from the bottom half, so that the requests issued
+ * in one event-loop iteration go to the kernel together.
+ */
+int coroutine_fn file_aio_co_submit(FileAioState *s, int fd, int64_t offset,
+                                    QEMUIOVector *qiov, FileAioType type,
                                     unsigned max_batch)
 {
-    file_aio_queue(s, req);
+    FileAioReq req = {
+        .co = qemu_coroutine_self(),
+        .fd = fd,
+        .type = type,
+        .offset = offset,
+        .remaining = qiov ? qiov->size : 0,
+    };
+
+    if (qiov) {
+        file_aio_iov_init(&req.iov, qiov);
+    }
+    file_aio_queue(s, &req);
     if (s->pending_count >= (max_batch ? max_batch
                                        : s->ops->default_batch)) {
         s->ops->flush(s);
     } else {
         qemu_bh_schedule(s->submit_bh);
     }
-    while (!req->completed) {
+    while (!req.completed) {
         qemu_coroutine_yield();
     }
-    file_aio_iov_destroy(&req->iov);
-    return req->ret;
+    file_aio_iov_destroy(&req.iov);
+    return req.ret;
 }
 
 static FileAioState *file_aio_new(const FileAioBackendOps *ops,

@@ -15,8 +15,11 @@
  * prepared and submitted, how completions are reaped.
  *
  * The request path costs no allocation (requests live on the issuing
- * coroutine's stack) and no indirect call per request: the ops run once
- * per batch (flush) or per wake-up of the eventfd (reap).
+ * coroutine's stack, with room for the backend's own data) and no
+ * indirect call per request: file_aio_co_submit() is the one entry for
+ * both backends, and the ops run once per batch (flush) or per wake-up of
+ * the eventfd (reap).  file_aio_put() (in file-posix-aio.h) releases what
+ * file_aio_get() returned; the last put frees the instance (invariant 3).
  *
  * Everything but file_aio_get()/file_aio_put() runs in the AioContext's
  * thread.
@@ -32,13 +35,9 @@
 
 #include "block/file-posix-aio.h"
 
-typedef struct FileAioState FileAioState;
 typedef struct FileAioReq FileAioReq;
 
-/*
- * One request, on the stack of the coroutine that issued it.  A backend
- * that needs more per request (libaio's iocb) embeds it.
- */
+/* One request, on the stack of the coroutine that issued it. */
 struct FileAioReq {
     Coroutine *co;
     int fd;
@@ -49,6 +48,12 @@ struct FileAioReq {
     int ret;
     bool completed;
     FileAioReq *next;           /* in s->pending */
+    /*
+     * The backend's own per-request data (libaio's iocb, 64 bytes), so
+     * that a request needs no allocation; each backend asserts that its
+     * data fits.
+     */
+    uint64_t priv[8];
 };
 
 /*
@@ -109,33 +114,6 @@ struct FileAioState {
  */
 FileAioState *file_aio_get(const FileAioBackendOps *ops, AioContext *ctx,
                            Error **errp);
-/* Invariant 3: the last put frees the instance, which must be idle. */
-void file_aio_put(FileAioState *s);
-
-/* A request at @offset over @qiov (NULL for a flush) for @fd. */
-static inline void file_aio_req_init(FileAioReq *req, int fd, int64_t offset,
-                                     QEMUIOVector *qiov, FileAioType type)
-{
-    *req = (FileAioReq) {
-        .co = qemu_coroutine_self(),
-        .fd = fd,
-        .type = type,
-        .offset = offset,
-        .remaining = qiov ? qiov->size : 0,
-    };
-    if (qiov) {
-        file_aio_iov_init(&req->iov, qiov);
-    }
-}
-
-/*
- * Queues @req, starts a submission (at once if @max_batch requests wait,
- * 0 meaning ops->default_batch; else from the bottom half), and yields
- * until @req completes.  Returns 0 or -errno (invariant 2).
- */
-int coroutine_fn file_aio_co_submit(FileAioState *s, FileAioReq *req,
-                                    unsigned max_batch);
-
 /* The oldest queued request, taken off the queue; NULL if none. */
 FileAioReq *file_aio_dequeue(FileAioState *s);
 /* Invariant 1: @req is done with @ret; its coroutine is woken. */

@@ -21,42 +21,38 @@
 /* Submit early when this many requests wait: a full ring's worth. */
 #define LURING_DEFAULT_BATCH LURING_ENTRIES
 
-struct LuringState {
+typedef struct LuringState {
     FileAioState core;
     struct io_uring ring;
     /* entries placed in the ring but not yet accepted by the kernel */
     unsigned unsubmitted;
-};
+} LuringState;
 
 static LuringState *luring_of(FileAioState *core)
 {
     return container_of(core, LuringState, core);
 }
 
+/*
+ * The opcode of a transfer: the plain one for a single buffer (the
+ * kernel's fast path), the vectored one for several.
+ */
+static const uint8_t luring_rw_opcodes[][2] = {
+    [FILE_AIO_READ]     = { IORING_OP_READ, IORING_OP_READV },
+    [FILE_AIO_WRITE]    = { IORING_OP_WRITE, IORING_OP_WRITEV },
+};
+
 static void luring_prep(struct io_uring_sqe *sqe, FileAioReq *req)
 {
-    switch (req->type) {
-    case FILE_AIO_READ:
-        if (req->iov.niov == 1) {
-            io_uring_prep_read(sqe, req->fd, req->iov.iov->iov_base,
-                               req->remaining, req->offset);
-        } else {
-            io_uring_prep_readv(sqe, req->fd, req->iov.iov, req->iov.niov,
-                                req->offset);
-        }
-        break;
-    case FILE_AIO_WRITE:
-        if (req->iov.niov == 1) {
-            io_uring_prep_write(sqe, req->fd, req->iov.iov->iov_base,
-                                req->remaining, req->offset);
-        } else {
-            io_uring_prep_writev(sqe, req->fd, req->iov.iov, req->iov.niov,
-                                 req->offset);
-        }
-        break;
-    case FILE_AIO_FLUSH:
+    if (req->type == FILE_AIO_FLUSH) {
         io_uring_prep_fsync(sqe, req->fd, IORING_FSYNC_DATASYNC);
-        break;
+    } else if (req->iov.niov == 1) {
+        io_uring_prep_rw(luring_rw_opcodes[req->type][0], sqe, req->fd,
+                         req->iov.iov->iov_base, req->remaining,
+                         req->offset);
+    } else {
+        io_uring_prep_rw(luring_rw_opcodes[req->type][1], sqe, req->fd,
+                         req->iov.iov, req->iov.niov, req->offset);
     }
     io_uring_sqe_set_data(sqe, req);
 }
@@ -145,26 +141,9 @@ static void luring_cleanup(FileAioState *core)
 
 static const FileAioBackendOps luring_ops;
 
-LuringState *luring_get(AioContext *ctx, Error **errp)
+FileAioState *luring_get(AioContext *ctx, Error **errp)
 {
-    FileAioState *core = file_aio_get(&luring_ops, ctx, errp);
-
-    return core ? luring_of(core) : NULL;
-}
-
-void luring_put(LuringState *s)
-{
-    file_aio_put(&s->core);
-}
-
-int coroutine_fn luring_co_submit(LuringState *s, int fd, int64_t offset,
-                                  QEMUIOVector *qiov, FileAioType type,
-                                  unsigned max_batch)
-{
-    FileAioReq req;
-
-    file_aio_req_init(&req, fd, offset, qiov, type);
-    return file_aio_co_submit(&s->core, &req, max_batch);
+    return file_aio_get(&luring_ops, ctx, errp);
 }
 
 static const FileAioBackendOps luring_ops = {

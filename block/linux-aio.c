@@ -21,33 +21,40 @@
 /* Submit early when this many requests wait. */
 #define LAIO_DEFAULT_BATCH  32
 
-typedef struct LaioReq {
-    FileAioReq req;
-    struct iocb iocb;
-} LaioReq;
+_Static_assert(sizeof(struct iocb) <= sizeof(((FileAioReq *)0)->priv),
+               "a request's iocb lives in its priv area");
 
-struct LinuxAioState {
+typedef struct LinuxAioState {
     FileAioState core;
     io_context_t io_ctx;
-};
+} LinuxAioState;
 
 static LinuxAioState *laio_of(FileAioState *core)
 {
     return container_of(core, LinuxAioState, core);
 }
 
-static void laio_prep(LinuxAioState *s, LaioReq *lreq)
+static struct iocb *laio_iocb(FileAioReq *req)
 {
-    FileAioReq *req = &lreq->req;
+    return (struct iocb *)req->priv;
+}
 
+static void laio_prep(LinuxAioState *s, FileAioReq *req)
+{
+    struct iocb *iocb = laio_iocb(req);
+
+    /* Linux AIO has no usable fsync: file-posix flushes in a thread */
+    assert(req->type == FILE_AIO_READ || req->type == FILE_AIO_WRITE);
     if (req->type == FILE_AIO_READ) {
-        io_prep_preadv(&lreq->iocb, req->fd, req->iov.iov, req->iov.niov,
+        io_prep_preadv(iocb, req->fd, req->iov.iov, req->iov.niov,
                        req->offset);
     } else {
-        io_prep_pwritev(&lreq->iocb, req->fd, req->iov.iov, req->iov.niov,
+        io_prep_pwritev(iocb, req->fd, req->iov.iov, req->iov.niov,
                         req->offset);
     }
-    io_set_eventfd(&lreq->iocb, event_notifier_get_fd(&s->core.notifier));
+    io_set_eventfd(iocb, event_notifier_get_fd(&s->core.notifier));
+    /* the prep above cleared the iocb; the event gives this back */
+    iocb->data = req;
 }
 
 /* Hands as many queued requests as the kernel context takes to it. */
@@ -64,10 +71,8 @@ static void laio_flush(FileAioState *core)
         int ret;
 
         for (; req && n < room; req = req->next) {
-            LaioReq *lreq = container_of(req, LaioReq, req);
-
-            laio_prep(s, lreq);
-            iocbs[n++] = &lreq->iocb;
+            laio_prep(s, req);
+            iocbs[n++] = laio_iocb(req);
         }
         ret = io_submit(s->io_ctx, n, iocbs);
         if (ret == -EAGAIN || ret == -EINTR) {
@@ -106,11 +111,8 @@ static void laio_reap(FileAioState *core)
         }
         core->in_flight -= n;
         for (int i = 0; i < n; i++) {
-            LaioReq *lreq = container_of(events[i].obj, LaioReq, iocb);
             /* res is unsigned long: a negative errno comes back wrapped. */
-            long res = (long)events[i].res;
-
-            file_aio_process(core, &lreq->req, res);
+            file_aio_process(core, events[i].data, (long)events[i].res);
         }
     }
 }
@@ -133,27 +135,9 @@ static void laio_cleanup(FileAioState *core)
 
 static const FileAioBackendOps laio_ops;
 
-LinuxAioState *laio_get(AioContext *ctx, Error **errp)
+FileAioState *laio_get(AioContext *ctx, Error **errp)
 {
-    FileAioState *core = file_aio_get(&laio_ops, ctx, errp);
-
-    return core ? laio_of(core) : NULL;
-}
-
-void laio_put(LinuxAioState *s)
-{
-    file_aio_put(&s->core);
-}
-
-int coroutine_fn laio_co_submit(LinuxAioState *s, int fd, int64_t offset,
-                                QEMUIOVector *qiov, FileAioType type,
-                                unsigned max_batch)
-{
-    LaioReq lreq;
-
-    assert(type == FILE_AIO_READ || type == FILE_AIO_WRITE);
-    file_aio_req_init(&lreq.req, fd, offset, qiov, type);
-    return file_aio_co_submit(&s->core, &lreq.req, max_batch);
+    return file_aio_get(&laio_ops, ctx, errp);
 }
 
 static const FileAioBackendOps laio_ops = {
