@@ -53,9 +53,15 @@ char *socket_address_to_string(const SocketAddress *addr)
     return g_strdup_printf("%s:%s", addr->host, addr->port);
 }
 
-static int socket_fill_unix(struct sockaddr_un *un, const char *path,
-                            Error **errp)
+/*
+ * A unix stream socket (@flags: SOCK_NONBLOCK or 0, close-on-exec
+ * always) and the address of @path in @un.  Returns the fd or -errno.
+ */
+static int socket_new_unix(const char *path, int flags,
+                           struct sockaddr_un *un, Error **errp)
 {
+    int fd;
+
     memset(un, 0, sizeof(*un));
     un->sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(un->sun_path)) {
@@ -65,7 +71,14 @@ static int socket_fill_unix(struct sockaddr_un *un, const char *path,
         return -ENAMETOOLONG;
     }
     strcpy(un->sun_path, path);
-    return 0;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+    if (fd < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to create Unix socket");
+        return ret;
+    }
+    return fd;
 }
 
 /*
@@ -104,17 +117,11 @@ int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
 {
     struct sockaddr_un un;
     struct stat st;
-    int fd, ret;
+    int fd = socket_new_unix(path, SOCK_NONBLOCK, &un, errp);
+    int ret;
 
-    ret = socket_fill_unix(&un, path, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to create Unix socket");
-        return ret;
+        return fd;
     }
     ret = socket_remove_stale_unix(path, errp);
     if (ret < 0) {
@@ -241,17 +248,11 @@ int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
 static int socket_connect_unix(const char *path, Error **errp)
 {
     struct sockaddr_un un;
-    int fd, ret;
+    int fd = socket_new_unix(path, 0, &un, errp);
+    int ret;
 
-    ret = socket_fill_unix(&un, path, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to create Unix socket");
-        return ret;
+        return fd;
     }
     if (connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
         ret = -errno;
