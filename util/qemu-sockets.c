@@ -112,6 +112,49 @@ static int socket_remove_stale_unix(const char *path, Error **errp)
     return 0;
 }
 
+/*
+ * Binds @fd to @path and listens, so that @path appears only once the
+ * socket listens: bind() alone makes the file, and a client that waits
+ * for it and connects before listen() would be refused.  The socket is
+ * bound to a temporary name beside @path and renamed into place; where
+ * that name would not fit in sun_path, @path itself is bound.
+ */
+static int socket_bind_listen_unix(int fd, struct sockaddr_un *un,
+                                   const char *path, int backlog,
+                                   Error **errp)
+{
+    g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", path, getpid());
+    bool staged = strlen(tmp) < sizeof(un->sun_path);
+    int ret;
+
+    if (staged) {
+        /* a crashed process of the same pid may have left it */
+        ret = socket_remove_stale_unix(tmp, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        strcpy(un->sun_path, tmp);
+    }
+    if (bind(fd, (struct sockaddr *)un, sizeof(*un)) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        return ret;
+    }
+    if (listen(fd, backlog) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to listen on socket");
+        unlink(un->sun_path);
+        return ret;
+    }
+    if (staged && rename(tmp, path) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        unlink(tmp);
+        return ret;
+    }
+    return 0;
+}
+
 int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
                        Error **errp)
 {
@@ -124,20 +167,10 @@ int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
         return fd;
     }
     ret = socket_remove_stale_unix(path, errp);
+    if (ret == 0) {
+        ret = socket_bind_listen_unix(fd, &un, path, backlog, errp);
+    }
     if (ret < 0) {
-        close(fd);
-        return ret;
-    }
-    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
-        close(fd);
-        return ret;
-    }
-    if (listen(fd, backlog) < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to listen on socket");
-        unlink(path);
         close(fd);
         return ret;
     }

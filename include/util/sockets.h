@@ -35,7 +35,9 @@ char *socket_address_to_string(const SocketAddress *addr);
  * Creates a socket listening on @addr with room for @backlog pending
  * connections.  TCP binds the first address @addr resolves to that can be
  * bound (as QEMU does); unix replaces a stale socket at the path, but
- * never a file of another kind.  Returns the fd or -errno.
+ * never a file of another kind, and makes the path appear only once the
+ * socket listens (a client that waits for the path is never refused).
+ * Returns the fd or -errno.
  */
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp);
 

@@ -342,6 +342,9 @@ def test_socket_file():
     t.check('a stale socket at the path is replaced',
             c.greeting and 'QMP' in c.greeting, c.greeting)
     c.close()
+    left = [n for n in os.listdir(t.dir) if n.startswith('file.sock.')]
+    t.equal('the socket was renamed into place, nothing left beside it',
+            left, [])
     os.unlink(path)
     newer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     newer.bind(path)
