@@ -3,13 +3,13 @@
  * block/linux-aio.c) and io_uring (aio=io_uring, block/io_uring.c).
  *
  * Each AioContext has at most one instance of each backend, shared by every
- * file node of that context and reference-counted by them; the registry,
- * the queue, the batching and the completion handling are one core that
- * both share (file-aio-core.c).  A request is
+ * file node of that context and reference-counted by them.  A request is
  * queued by the coroutine that issues it, which then yields; the queue goes
  * to the kernel in one batch per event-loop iteration (a bottom half), or
  * at once when it reaches the batch limit.  Completions arrive through an
- * eventfd handler that wakes the waiting coroutines.
+ * eventfd handler that wakes the waiting coroutines.  All of that is one
+ * core that both backends share (file-aio-core.c); each backend file
+ * holds only what is libaio's or liburing's.
  *
  * Invariants (both backends):
  *  1. A request is either queued (not yet given to the kernel), in flight,
