@@ -7,7 +7,9 @@
  * queued by the coroutine that issues it, which then yields; the queue goes
  * to the kernel in one batch per event-loop iteration (a bottom half), or
  * at once when it reaches the batch limit.  Completions arrive through an
- * eventfd handler that wakes the waiting coroutines.
+ * eventfd handler that wakes the waiting coroutines.  All of that is one
+ * core that both backends share (file-aio-core.c); each backend file
+ * holds only what is libaio's or liburing's.
  *
  * Invariants (both backends):
  *  1. A request is either queued (not yet given to the kernel), in flight,
@@ -30,23 +32,26 @@ typedef enum FileAioType {
     FILE_AIO_FLUSH,
 } FileAioType;
 
-/* Linux AIO; @max_batch 0 means the default batch size. */
-typedef struct LinuxAioState LinuxAioState;
+/*
+ * One backend's instance for one AioContext, shared by the file nodes of
+ * that context (file-aio-core.h).
+ */
+typedef struct FileAioState FileAioState;
 
-LinuxAioState *laio_get(AioContext *ctx, Error **errp);
-void laio_put(LinuxAioState *s);
-int coroutine_fn laio_co_submit(LinuxAioState *s, int fd, int64_t offset,
-                                QEMUIOVector *qiov, FileAioType type,
-                                unsigned max_batch);
-
-/* io_uring; @max_batch 0 means the default batch size. */
-typedef struct LuringState LuringState;
-
-LuringState *luring_get(AioContext *ctx, Error **errp);
-void luring_put(LuringState *s);
-int coroutine_fn luring_co_submit(LuringState *s, int fd, int64_t offset,
-                                  QEMUIOVector *qiov, FileAioType type,
-                                  unsigned max_batch);
+/* Linux AIO (aio=native): reads and writes. */
+FileAioState *laio_get(AioContext *ctx, Error **errp);
+/* io_uring (aio=io_uring): reads, writes and FILE_AIO_FLUSH. */
+FileAioState *luring_get(AioContext *ctx, Error **errp);
+/* Drops the reference that laio_get() or luring_get() returned. */
+void file_aio_put(FileAioState *s);
+/*
+ * Runs one request on @fd through @s's backend and waits for it;
+ * @qiov is NULL for a flush, @max_batch 0 means the backend's default
+ * batch size.  Returns 0 or -errno (invariant 2).
+ */
+int coroutine_fn file_aio_co_submit(FileAioState *s, int fd, int64_t offset,
+                                    QEMUIOVector *qiov, FileAioType type,
+                                    unsigned max_batch);
 
 /*
  * A transfer in progress over an iovec array: after a short transfer the
@@ -88,18 +93,6 @@ static inline void file_aio_iov_advance(FileAioIov *fi, size_t bytes)
 static inline void file_aio_iov_destroy(FileAioIov *fi)
 {
     g_free(fi->own_iov);
-}
-
-/*
- * Called after a read returned fewer bytes than asked: true if the file
- * ends at @end (so the rest reads as zeroes), false if the read should be
- * resubmitted for the rest.
- */
-static inline bool file_aio_at_eof(int fd, int64_t end)
-{
-    int64_t size = lseek(fd, 0, SEEK_END);
-
-    return size >= 0 && end >= size;
 }
 
 #endif

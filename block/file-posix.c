@@ -77,8 +77,8 @@ typedef struct BDRVRawState {
     bool is_blk;                /* a block device, not a regular file */
     BlockdevAioOptions aio;
     unsigned aio_max_batch;
-    LinuxAioState *laio;
-    LuringState *luring;
+    FileAioState *laio;
+    FileAioState *luring;
     bool use_lock;
     /* O_DIRECT needs */
     uint32_t request_alignment;
@@ -379,11 +379,11 @@ static void raw_close(BlockDriverState *bs)
     BDRVRawState *s = bs->opaque;
 
     if (s->laio) {
-        laio_put(s->laio);
+        file_aio_put(s->laio);
         s->laio = NULL;
     }
     if (s->luring) {
-        luring_put(s->luring);
+        file_aio_put(s->luring);
         s->luring = NULL;
     }
     if (s->fd >= 0) {
@@ -857,12 +857,12 @@ static int coroutine_fn raw_co_submit_rest_io_uring(BDRVRawState *s,
     int ret;
 
     if (!w->done) {
-        return luring_co_submit(s->luring, s->fd, w->offset, w->qiov, type,
-                                s->aio_max_batch);
+        return file_aio_co_submit(s->luring, s->fd, w->offset, w->qiov,
+                                  type, s->aio_max_batch);
     }
     qemu_iovec_init_slice(&rest, w->qiov, w->done, w->qiov->size - w->done);
-    ret = luring_co_submit(s->luring, s->fd, w->offset + w->done, &rest, type,
-                           s->aio_max_batch);
+    ret = file_aio_co_submit(s->luring, s->fd, w->offset + w->done, &rest,
+                             type, s->aio_max_batch);
     qemu_iovec_destroy(&rest);
     return ret;
 }
@@ -880,8 +880,8 @@ static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
     };
 
     if (s->aio == BLOCKDEV_AIO_OPTIONS_NATIVE) {
-        return laio_co_submit(s->laio, s->fd, offset, qiov, type,
-                              s->aio_max_batch);
+        return file_aio_co_submit(s->laio, s->fd, offset, qiov, type,
+                                  s->aio_max_batch);
     }
     w.done = raw_try_in_place(s, offset, qiov, w.is_write);
     if (w.done == qiov->size) {
@@ -968,8 +968,8 @@ static int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
         return s->flush_error;
     }
     if (s->aio == BLOCKDEV_AIO_OPTIONS_IO_URING) {
-        ret = luring_co_submit(s->luring, s->fd, 0, NULL, FILE_AIO_FLUSH,
-                               s->aio_max_batch);
+        ret = file_aio_co_submit(s->luring, s->fd, 0, NULL, FILE_AIO_FLUSH,
+                                 s->aio_max_batch);
     } else {
         ret = raw_thread_pool_co(bs, raw_work_flush, &w);
     }

@@ -7,15 +7,16 @@
  *  2. A listening device removes its socket file at cleanup only if the
  *     path still names the socket it bound (same device and inode), so a
  *     newer daemon's socket at the same path survives an older one's exit.
+ *
+ * The sockets themselves are util/qemu-sockets.c's; what is the
+ * chardev's own is who gets a connection and when (wait=on).
  */
 #include "chardev.h"
 
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 
 #include "util/aio.h"
+#include "util/sockets.h"
 
 typedef enum ChardevKind {
     CHARDEV_SOCKET_SERVER,
@@ -28,8 +29,7 @@ struct Chardev {
     ChardevKind kind;
     char *path;                 /* sockets: absolute path */
     int listen_fd;              /* server: -1 once closed */
-    dev_t sock_dev;             /* server: what the path named after bind */
-    ino_t sock_ino;
+    SocketUnixFile sock_file;   /* server: what the path named after bind */
     bool wait;                  /* server: wait=on and no client yet */
     GArray *waiting;            /* int pairs (in, out) without a user */
     ChardevConnectFunc *connect;
@@ -66,8 +66,7 @@ static void chardev_deliver(Chardev *chr, int in_fd, int out_fd)
 static void chardev_accept(void *opaque)
 {
     Chardev *chr = opaque;
-    int fd = accept4(chr->listen_fd, NULL, NULL,
-                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = socket_accept(chr->listen_fd);
 
     if (fd < 0) {
         /* EAGAIN: another wake-up took it; anything else is the client's */
@@ -77,67 +76,14 @@ static void chardev_accept(void *opaque)
     chardev_deliver(chr, fd, fd);
 }
 
-static bool chardev_fill_addr(struct sockaddr_un *sa, const char *path,
-                              Error **errp)
-{
-    memset(sa, 0, sizeof(*sa));
-    sa->sun_family = AF_UNIX;
-    if (strlen(path) >= sizeof(sa->sun_path)) {
-        error_setg(errp, "UNIX socket path '%s' is too long", path);
-        return false;
-    }
-    strcpy(sa->sun_path, path);
-    return true;
-}
-
-/* A stale socket at @path may be replaced; any other file may not. */
-static bool chardev_clear_path(const char *path, Error **errp)
-{
-    struct stat st;
-
-    if (lstat(path, &st) < 0) {
-        return true;
-    }
-    if (!S_ISSOCK(st.st_mode)) {
-        error_setg(errp, "Failed to bind socket to %s: a file that is not "
-                   "a socket exists there", path);
-        return false;
-    }
-    if (unlink(path) < 0) {
-        error_setg_errno(errp, errno, "Failed to unlink socket %s", path);
-        return false;
-    }
-    return true;
-}
-
+/* A stale socket at the path is replaced; any other file is not. */
 static int chardev_listen(Chardev *chr, Error **errp)
 {
-    struct sockaddr_un sa;
-    struct stat st;
-    int fd;
-
-    if (!chardev_fill_addr(&sa, chr->path, errp) ||
-        !chardev_clear_path(chr->path, errp)) {
-        return -EINVAL;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        error_setg_errno(errp, errno, "Failed to create socket");
-        return -errno;
-    }
     /* several clients may connect at once: give them some backlog */
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        listen(fd, 16) < 0) {
-        int ret = -errno;
+    int fd = socket_listen_unix(chr->path, 16, &chr->sock_file, errp);
 
-        error_setg_errno(errp, errno, "Failed to bind socket to %s",
-                         chr->path);
-        close(fd);
-        return ret;
-    }
-    if (stat(chr->path, &st) == 0) {
-        chr->sock_dev = st.st_dev;
-        chr->sock_ino = st.st_ino;
+    if (fd < 0) {
+        return fd;
     }
     chr->listen_fd = fd;
     aio_set_fd_handler(qemu_get_aio_context(), fd, chardev_accept, NULL,
@@ -147,25 +93,13 @@ static int chardev_listen(Chardev *chr, Error **errp)
 
 static int chardev_connect(Chardev *chr, Error **errp)
 {
-    struct sockaddr_un sa;
-    int fd;
+    g_autoptr(SocketAddress) addr = socket_address_new_unix(chr->path);
+    int fd = socket_connect(addr, errp);
 
-    if (!chardev_fill_addr(&sa, chr->path, errp)) {
-        return -EINVAL;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        error_setg_errno(errp, errno, "Failed to create socket");
-        return -errno;
+        return fd;
     }
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        int ret = -errno;
-
-        error_setg_errno(errp, errno, "Failed to connect to '%s'",
-                         chr->path);
-        close(fd);
-        return ret;
-    }
+    /* the monitor reads it from the event loop */
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
     chardev_deliver(chr, fd, fd);
     return 0;
@@ -282,18 +216,13 @@ bool chardev_fd_is_pollable(int fd)
 
 static void chardev_close(Chardev *chr)
 {
-    struct stat st;
-
     if (chr->listen_fd >= 0) {
         aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd, NULL,
                            NULL, NULL);
         close(chr->listen_fd);
         chr->listen_fd = -1;
         /* invariant 2 */
-        if (stat(chr->path, &st) == 0 && st.st_dev == chr->sock_dev &&
-            st.st_ino == chr->sock_ino) {
-            unlink(chr->path);
-        }
+        socket_unlink_unix(chr->path, &chr->sock_file);
     }
     chardev_free(chr);
 }

@@ -53,9 +53,15 @@ char *socket_address_to_string(const SocketAddress *addr)
     return g_strdup_printf("%s:%s", addr->host, addr->port);
 }
 
-static int socket_fill_unix(struct sockaddr_un *un, const char *path,
-                            Error **errp)
+/*
+ * A unix stream socket (@flags: SOCK_NONBLOCK or 0, close-on-exec
+ * always) and the address of @path in @un.  Returns the fd or -errno.
+ */
+static int socket_new_unix(const char *path, int flags,
+                           struct sockaddr_un *un, Error **errp)
 {
+    int fd;
+
     memset(un, 0, sizeof(*un));
     un->sun_family = AF_UNIX;
     if (strlen(path) >= sizeof(un->sun_path)) {
@@ -65,7 +71,14 @@ static int socket_fill_unix(struct sockaddr_un *un, const char *path,
         return -ENAMETOOLONG;
     }
     strcpy(un->sun_path, path);
-    return 0;
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+    if (fd < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to create Unix socket");
+        return ret;
+    }
+    return fd;
 }
 
 /*
@@ -77,7 +90,13 @@ static int socket_remove_stale_unix(const char *path, Error **errp)
     struct stat st;
 
     if (lstat(path, &st) < 0) {
-        return errno == ENOENT ? 0 : -errno;
+        int ret = -errno;
+
+        if (errno == ENOENT) {
+            return 0;
+        }
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        return ret;
     }
     if (!S_ISSOCK(st.st_mode)) {
         error_setg(errp, "Failed to bind socket to %s: %s", path,
@@ -93,40 +112,87 @@ static int socket_remove_stale_unix(const char *path, Error **errp)
     return 0;
 }
 
-static int socket_listen_unix(const char *path, int backlog, Error **errp)
+/*
+ * Binds @fd to @path and listens, so that @path appears only once the
+ * socket listens: bind() alone makes the file, and a client that waits
+ * for it and connects before listen() would be refused.  The socket is
+ * bound to a temporary name beside @path and renamed into place; where
+ * that name would not fit in sun_path, @path itself is bound.
+ */
+static int socket_bind_listen_unix(int fd, struct sockaddr_un *un,
+                                   const char *path, int backlog,
+                                   Error **errp)
 {
-    struct sockaddr_un un;
-    int fd, ret;
+    g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", path, getpid());
+    bool staged = strlen(tmp) < sizeof(un->sun_path);
+    int ret;
 
-    ret = socket_fill_unix(&un, path, errp);
-    if (ret < 0) {
-        return ret;
+    if (staged) {
+        /* a crashed process of the same pid may have left it */
+        ret = socket_remove_stale_unix(tmp, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        strcpy(un->sun_path, tmp);
     }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to create Unix socket");
-        return ret;
-    }
-    ret = socket_remove_stale_unix(path, errp);
-    if (ret < 0) {
-        close(fd);
-        return ret;
-    }
-    if (bind(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
+    if (bind(fd, (struct sockaddr *)un, sizeof(*un)) < 0) {
         ret = -errno;
         error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
-        close(fd);
         return ret;
     }
     if (listen(fd, backlog) < 0) {
         ret = -errno;
         error_setg_errno(errp, errno, "Failed to listen on socket");
-        unlink(path);
+        unlink(un->sun_path);
+        return ret;
+    }
+    if (staged && rename(tmp, path) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to bind socket to %s", path);
+        unlink(tmp);
+        return ret;
+    }
+    return 0;
+}
+
+int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
+                       Error **errp)
+{
+    struct sockaddr_un un;
+    struct stat st;
+    int fd = socket_new_unix(path, SOCK_NONBLOCK, &un, errp);
+    int ret;
+
+    if (fd < 0) {
+        return fd;
+    }
+    ret = socket_remove_stale_unix(path, errp);
+    if (ret == 0) {
+        ret = socket_bind_listen_unix(fd, &un, path, backlog, errp);
+    }
+    if (ret < 0) {
         close(fd);
         return ret;
     }
+    if (file) {
+        /* a failed stat leaves an identity that matches no file */
+        *file = (SocketUnixFile) { 0 };
+        if (stat(path, &st) == 0) {
+            file->dev = st.st_dev;
+            file->ino = st.st_ino;
+        }
+    }
     return fd;
+}
+
+void socket_unlink_unix(const char *path, const SocketUnixFile *file)
+{
+    struct stat st;
+
+    if (stat(path, &st) == 0 && st.st_dev == file->dev &&
+        st.st_ino == file->ino) {
+        unlink(path);
+    }
 }
 
 static struct addrinfo *socket_resolve(const char *host, const char *port,
@@ -207,7 +273,7 @@ static int socket_listen_inet(const char *host, const char *port,
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
 {
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
-        return socket_listen_unix(addr->path, backlog, errp);
+        return socket_listen_unix(addr->path, backlog, NULL, errp);
     }
     return socket_listen_inet(addr->host, addr->port, backlog, errp);
 }
@@ -215,17 +281,11 @@ int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
 static int socket_connect_unix(const char *path, Error **errp)
 {
     struct sockaddr_un un;
-    int fd, ret;
+    int fd = socket_new_unix(path, 0, &un, errp);
+    int ret;
 
-    ret = socket_fill_unix(&un, path, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        ret = -errno;
-        error_setg_errno(errp, errno, "Failed to create Unix socket");
-        return ret;
+        return fd;
     }
     if (connect(fd, (struct sockaddr *)&un, sizeof(un)) < 0) {
         ret = -errno;

@@ -2,7 +2,7 @@
  * The vhost-user-blk export (see include/block/vhost-user-blk.h): the
  * virtio-blk device behind a vhost-user server: its features, its
  * configuration space and the write cache.  The requests themselves are
- * hw/block/virtio-blk-req.c's.
+ * virtio/virtio-blk-req.c's, shared with the device model below both.
  *
  * Invariants:
  *  1. The writeback field a front-end reads is the cache mode its writes
@@ -21,7 +21,7 @@
  */
 #include "block/vhost-user-blk.h"
 
-#include "hw/virtio-blk.h"
+#include "virtio/virtio-blk-req.h"
 #include "vhost-user-server.h"
 
 /*
@@ -29,10 +29,6 @@
  * (VIRTQUEUE_MAX_SIZE descriptors) less the header and the status.
  */
 #define VHOST_USER_BLK_SEG_MAX (VIRTQUEUE_MAX_SIZE - 2)
-/* Segments of one discard or write-zeroes request. */
-#define VHOST_USER_BLK_MAX_DWZ_SEG 8
-/* Sectors of one such segment: 2 GiB, what one block-layer request takes. */
-#define VHOST_USER_BLK_MAX_DWZ_SECTORS (1u << 22)
 
 struct VhostUserBlkExport {
     /* --- set by vhost_user_blk_export_new, immutable --- */
@@ -59,19 +55,11 @@ static VhostUserBlkExport *vu_blk_of(VuServer *s)
 static uint64_t vu_blk_get_features(VuServer *s)
 {
     VhostUserBlkExport *exp = vu_blk_of(s);
-    uint64_t f = (UINT64_C(1) << VIRTIO_F_VERSION_1) |
-                 (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC) |
-                 (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_SEG_MAX) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_BLK_SIZE) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_TOPOLOGY) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_FLUSH) |
+    uint64_t f = virtio_blk_handler_features(&exp->handler) |
                  (UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE) |
                  (UINT64_C(1) << VIRTIO_BLK_F_MQ);
 
-    if (exp->handler.read_only) {
-        f |= UINT64_C(1) << VIRTIO_BLK_F_RO;
-    } else {
+    if (!exp->handler.read_only) {
         f |= (UINT64_C(1) << VIRTIO_BLK_F_DISCARD) |
              (UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES);
     }
@@ -92,33 +80,17 @@ static void vu_blk_set_features(VuServer *s, uint64_t features)
         exp->flush_off = false;
         blk_set_enable_write_cache(exp->blk, exp->wce);
     }
-    exp->handler.discard = features &
-                           (UINT64_C(1) << VIRTIO_BLK_F_DISCARD);
-    exp->handler.write_zeroes = features &
-                                (UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES);
+    virtio_blk_handler_set_features(&exp->handler, features);
 }
 
 static void vu_blk_get_config(VuServer *s, uint8_t *config)
 {
     VhostUserBlkExport *exp = vu_blk_of(s);
-    VirtIOBlkHandler *h = &exp->handler;
     bool wce = exp->flush_off ? exp->wce : blk_enable_write_cache(exp->blk);
-    VirtIOBlkConfig c = {
-        .capacity = GUINT64_TO_LE(h->sectors),
-        .seg_max = GUINT32_TO_LE(VHOST_USER_BLK_SEG_MAX),
-        .blk_size = GUINT32_TO_LE(h->blk_size),
-        .topology.min_io_size = GUINT16_TO_LE(1),
-        .writeback = wce,
-        .num_queues = GUINT16_TO_LE(exp->num_queues),
-        .max_discard_sectors = GUINT32_TO_LE(h->max_discard_sectors),
-        .max_discard_seg = GUINT32_TO_LE(h->max_discard_seg),
-        .discard_sector_alignment = GUINT32_TO_LE(h->blk_size /
-                                                  VIRTIO_BLK_SECTOR_SIZE),
-        .max_write_zeroes_sectors = GUINT32_TO_LE(h->max_write_zeroes_sectors),
-        .max_write_zeroes_seg = GUINT32_TO_LE(h->max_write_zeroes_seg),
-        .write_zeroes_may_unmap = 1,
-    };
+    VirtIOBlkConfig c;
 
+    virtio_blk_handler_get_config(&exp->handler, VHOST_USER_BLK_SEG_MAX,
+                                  exp->num_queues, wce, &c);
     memcpy(config, &c, sizeof(c));
 }
 
@@ -127,16 +99,14 @@ static int vu_blk_set_config(VuServer *s, const uint8_t *data, uint32_t offset,
                           uint32_t len, Error **errp)
 {
     VhostUserBlkExport *exp = vu_blk_of(s);
-    uint64_t features = vu_server_features(s);
     uint32_t wb = offsetof(VirtIOBlkConfig, writeback);
 
-    if (offset > wb || len <= wb - offset) {
+    if (!virtio_blk_config_write_has_wce(offset, len)) {
         error_setg(errp, "only the writeback field (byte %" PRIu32 ") is "
                    "writable", wb);
         return -EPERM;
     }
-    if (!(features & (UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE)) ||
-        !(features & (UINT64_C(1) << VIRTIO_BLK_F_FLUSH))) {
+    if (!virtio_blk_wce_writable(vu_server_features(s))) {
         error_setg(errp, "the driver did not negotiate "
                    "VIRTIO_BLK_F_CONFIG_WCE and VIRTIO_BLK_F_FLUSH");
         return -EPERM;
@@ -176,8 +146,7 @@ static void vu_blk_reset(VuServer *s)
         exp->flush_off = false;
         blk_set_enable_write_cache(exp->blk, exp->wce);
     }
-    exp->handler.discard = false;
-    exp->handler.write_zeroes = false;
+    virtio_blk_handler_set_features(&exp->handler, 0);
 }
 
 static int vu_blk_check_config(const VhostUserBlkExportConfig *cfg,
@@ -186,7 +155,7 @@ static int vu_blk_check_config(const VhostUserBlkExportConfig *cfg,
     uint64_t bs = cfg->logical_block_size;
     uint64_t perm, shared;
 
-    if (bs < VIRTIO_BLK_SECTOR_SIZE || bs > 64 * KiB || !is_power_of_2(bs)) {
+    if (!virtio_blk_block_size_valid(bs)) {
         error_setg(errp, "vhost-user-blk export '%s': logical-block-size %"
                    PRIu64 " is not a power of 2 from 512 to 65536", cfg->id,
                    bs);
@@ -248,19 +217,9 @@ VhostUserBlkExport *vhost_user_blk_export_new(
     exp->num_queues = cfg->num_queues;
     exp->client_changed = cfg->client_changed;
     exp->opaque = cfg->opaque;
-    exp->handler = (VirtIOBlkHandler) {
-        .blk = blk,
-        .sectors = len / VIRTIO_BLK_SECTOR_SIZE,
-        .blk_size = cfg->logical_block_size,
-        .read_only = !cfg->writable,
-        .max_discard_sectors = VHOST_USER_BLK_MAX_DWZ_SECTORS,
-        .max_discard_seg = VHOST_USER_BLK_MAX_DWZ_SEG,
-        .max_write_zeroes_sectors = VHOST_USER_BLK_MAX_DWZ_SECTORS,
-        .max_write_zeroes_seg = VHOST_USER_BLK_MAX_DWZ_SEG,
-    };
     /* the serial is the id, cut to what GET_ID returns */
-    memcpy(exp->handler.serial, exp->id,
-           MIN(strlen(exp->id), sizeof(exp->handler.serial)));
+    virtio_blk_handler_init(&exp->handler, blk, len, cfg->logical_block_size,
+                            !cfg->writable, exp->id);
 
     name = g_strdup_printf("vhost-user-blk export '%s'", exp->id);
     vcfg = (VuServerConfig) {

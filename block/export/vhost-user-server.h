@@ -25,7 +25,7 @@
 #define QBLOCK_VHOST_USER_SERVER_H
 
 #include "block/vhost-user-proto.h"
-#include "hw/virtio/virtqueue.h"
+#include "virtio/virtqueue.h"
 #include "util/aio.h"
 
 /* Queues one server may have: the vring index of SET_VRING_KICK is 8 bits */

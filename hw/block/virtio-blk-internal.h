@@ -6,6 +6,7 @@
 #define HW_VIRTIO_BLK_INTERNAL_H
 
 #include "hw/virtio-blk.h"
+#include "virtio/virtio-blk-req.h"
 
 struct VirtIOBlock {
     /* --- the virtio core, with the transport's registers --- */

@@ -52,11 +52,8 @@ static int virtio_blk_post_load(void *opaque, int version_id, Error **errp)
                    "driver that cannot flush");
         return -EINVAL;
     }
-    s->handler.discard = negotiated &&
-                         virtio_has_feature(vdev, VIRTIO_BLK_F_DISCARD);
-    s->handler.write_zeroes = negotiated &&
-                              virtio_has_feature(vdev,
-                                                 VIRTIO_BLK_F_WRITE_ZEROES);
+    virtio_blk_handler_set_features(&s->handler,
+                                    negotiated ? vdev->guest_features : 0);
     blk_set_enable_write_cache(s->blk, s->wce);
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * The virtio-blk device (virtio spec 1.2, 5.2): feature negotiation, the
  * configuration space, the write cache, and the queue that feeds requests
- * to virtio-blk-req.c.
+ * to virtio/virtio-blk-req.c.
  *
  * Invariants:
  *  1. The write cache state is the BlockBackend's flag.  At FEATURES_OK
@@ -26,11 +26,6 @@
 
 /* QEMU's choice: room in a queue-sized chain for the header and status. */
 #define VIRTIO_BLK_SEG_MAX(queue_size) ((queue_size) - 2)
-/* Segments of one discard or write-zeroes request. */
-#define VIRTIO_BLK_MAX_DWZ_SEG 8
-/* Sectors of one segment: 2 GiB keeps a request within what the block
- * layer takes in one piece. */
-#define VIRTIO_BLK_MAX_DWZ_SECTORS (1u << 22)
 
 static VirtIOBlock *virtio_blk_of(VirtIODevice *vdev)
 {
@@ -50,13 +45,7 @@ unsigned int virtio_blk_inflight(VirtIOBlock *s)
 static uint64_t virtio_blk_get_features(VirtIODevice *vdev)
 {
     VirtIOBlock *s = virtio_blk_of(vdev);
-    uint64_t f = (UINT64_C(1) << VIRTIO_F_VERSION_1) |
-                 (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC) |
-                 (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_SEG_MAX) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_BLK_SIZE) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_TOPOLOGY) |
-                 (UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
+    uint64_t f = virtio_blk_handler_features(&s->handler);
 
     if (s->offer_config_wce) {
         f |= UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE;
@@ -66,9 +55,6 @@ static uint64_t virtio_blk_get_features(VirtIODevice *vdev)
     }
     if (s->offer_write_zeroes) {
         f |= UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES;
-    }
-    if (s->handler.read_only) {
-        f |= UINT64_C(1) << VIRTIO_BLK_F_RO;
     }
     return f;
 }
@@ -80,32 +66,18 @@ static bool virtio_blk_set_features(VirtIODevice *vdev, uint64_t features)
     bool flush = features & (UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
 
     blk_set_enable_write_cache(s->blk, flush && s->wce_default);
-    s->handler.discard = features & (UINT64_C(1) << VIRTIO_BLK_F_DISCARD);
-    s->handler.write_zeroes = features &
-                              (UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES);
+    virtio_blk_handler_set_features(&s->handler, features);
     return true;
 }
 
 static void virtio_blk_get_config(VirtIODevice *vdev, uint8_t *config)
 {
     VirtIOBlock *s = virtio_blk_of(vdev);
-    VirtIOBlkHandler *h = &s->handler;
-    VirtIOBlkConfig c = {
-        .capacity = GUINT64_TO_LE(h->sectors),
-        .seg_max = GUINT32_TO_LE(VIRTIO_BLK_SEG_MAX(s->queue_size)),
-        .blk_size = GUINT32_TO_LE(h->blk_size),
-        .topology.min_io_size = GUINT16_TO_LE(1),
-        .writeback = blk_enable_write_cache(s->blk),
-        .num_queues = GUINT16_TO_LE(1),
-        .max_discard_sectors = GUINT32_TO_LE(h->max_discard_sectors),
-        .max_discard_seg = GUINT32_TO_LE(h->max_discard_seg),
-        .discard_sector_alignment = GUINT32_TO_LE(h->blk_size /
-                                                  VIRTIO_BLK_SECTOR_SIZE),
-        .max_write_zeroes_sectors = GUINT32_TO_LE(h->max_write_zeroes_sectors),
-        .max_write_zeroes_seg = GUINT32_TO_LE(h->max_write_zeroes_seg),
-        .write_zeroes_may_unmap = 1,
-    };
+    VirtIOBlkConfig c;
 
+    virtio_blk_handler_get_config(&s->handler,
+                                  VIRTIO_BLK_SEG_MAX(s->queue_size), 1,
+                                  blk_enable_write_cache(s->blk), &c);
     memcpy(config, &c, sizeof(c));
 }
 
@@ -114,15 +86,14 @@ static void virtio_blk_set_config(VirtIODevice *vdev, const uint8_t *config,
                                   uint32_t offset, uint32_t len)
 {
     VirtIOBlock *s = virtio_blk_of(vdev);
-    uint32_t wb = offsetof(VirtIOBlkConfig, writeback);
 
-    if (offset > wb || offset + len <= wb ||
+    if (!virtio_blk_config_write_has_wce(offset, len) ||
         !(vdev->status & VIRTIO_CONFIG_S_FEATURES_OK) ||
-        !virtio_has_feature(vdev, VIRTIO_BLK_F_CONFIG_WCE) ||
-        !virtio_has_feature(vdev, VIRTIO_BLK_F_FLUSH)) {
+        !virtio_blk_wce_writable(vdev->guest_features)) {
         return;
     }
-    blk_set_enable_write_cache(s->blk, config[wb] != 0);
+    blk_set_enable_write_cache(
+        s->blk, config[offsetof(VirtIOBlkConfig, writeback)] != 0);
 }
 
 static void virtio_blk_complete(VirtIOBlkHandler *h, VirtQueueElement *elem,
@@ -182,8 +153,7 @@ static void virtio_blk_reset(VirtIODevice *vdev)
     }
     assert(s->inflight == 0);
     blk_set_enable_write_cache(s->blk, s->wce_default);
-    s->handler.discard = false;
-    s->handler.write_zeroes = false;
+    virtio_blk_handler_set_features(&s->handler, 0);
 }
 
 void virtio_blk_conf_init(VirtIOBlkConf *conf, BlockBackend *blk)
@@ -205,7 +175,7 @@ static int virtio_blk_check_conf(const VirtIOBlkConf *conf, int64_t len,
 {
     uint32_t bs = conf->logical_block_size;
 
-    if (bs < VIRTIO_BLK_SECTOR_SIZE || bs > 64 * KiB || !is_power_of_2(bs)) {
+    if (!virtio_blk_block_size_valid(bs)) {
         error_setg(errp, "virtio-blk: logical block size %" PRIu32 " is not "
                    "a power of 2 from 512 to 65536", bs);
         return -EINVAL;
@@ -254,19 +224,9 @@ VirtIOBlock *virtio_blk_new(const VirtIOBlkConf *conf,
     s->offer_write_zeroes = conf->write_zeroes;
     s->queue_size = conf->queue_size;
     s->wce_default = blk_enable_write_cache(s->blk);
-    s->handler = (VirtIOBlkHandler) {
-        .blk = s->blk,
-        .sectors = len / VIRTIO_BLK_SECTOR_SIZE,
-        .blk_size = conf->logical_block_size,
-        .read_only = bdrv_is_read_only(blk_bs(s->blk)),
-        .max_discard_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
-        .max_discard_seg = VIRTIO_BLK_MAX_DWZ_SEG,
-        .max_write_zeroes_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
-        .max_write_zeroes_seg = VIRTIO_BLK_MAX_DWZ_SEG,
-    };
-    if (conf->serial) {
-        memcpy(s->handler.serial, conf->serial, strlen(conf->serial));
-    }
+    virtio_blk_handler_init(&s->handler, s->blk, len,
+                            conf->logical_block_size,
+                            bdrv_is_read_only(blk_bs(s->blk)), conf->serial);
     return s;
 }
 

@@ -214,6 +214,25 @@ static void ide_request_advance(IDEState *s)
     s->remaining -= s->aio_sectors;
 }
 
+/*
+ * One piece of a command that runs in pieces finished with @ret: an
+ * error or the last piece ends the command; true while more remains.
+ */
+static bool ide_request_continue(IDEState *s, int ret)
+{
+    s->aio_pending = false;
+    if (ret < 0) {
+        ide_cmd_io_error(s, s->lba);
+        return false;
+    }
+    ide_request_advance(s);
+    if (!s->remaining) {
+        ide_cmd_done(s);
+        return false;
+    }
+    return true;
+}
+
 /* ---- PIO ---- */
 
 static void ide_pio_read_cb(void *opaque, int ret)
@@ -250,17 +269,9 @@ static void ide_pio_write_cb(void *opaque, int ret)
 {
     IDEState *s = opaque;
 
-    s->aio_pending = false;
-    if (ret < 0) {
-        ide_cmd_io_error(s, s->lba);
-        return;
-    }
-    ide_request_advance(s);
-    if (s->remaining) {
+    if (ide_request_continue(s, ret)) {
         ide_pio_expect_block(s);
         ide_raise_irq(s);
-    } else {
-        ide_cmd_done(s);
     }
 }
 
@@ -428,17 +439,9 @@ static void ide_verify_cb(void *opaque, int ret)
 {
     IDEState *s = opaque;
 
-    s->aio_pending = false;
-    if (ret < 0) {
-        ide_cmd_io_error(s, s->lba);
-        return;
-    }
-    ide_request_advance(s);
-    if (s->remaining) {
+    if (ide_request_continue(s, ret)) {
         ide_submit_pio(s, MIN(s->remaining, IDE_MAX_MULT_SECTORS), false,
                        ide_verify_cb);
-    } else {
-        ide_cmd_done(s);
     }
 }
 

@@ -98,6 +98,20 @@ uint32_t virtio_mmio_read(VirtIODevice *vdev, uint64_t offset, unsigned size)
     }
 }
 
+/*
+ * A 64-bit address is written as two 32-bit registers: @offset is the
+ * high half's register @high_reg, or the low half's.
+ */
+static void virtio_mmio_set_half(uint64_t *addr, uint64_t offset,
+                                 uint64_t high_reg, uint32_t val)
+{
+    if (offset == high_reg) {
+        *addr = (*addr & 0xffffffff) | ((uint64_t)val << 32);
+    } else {
+        *addr = (*addr & ~UINT64_C(0xffffffff)) | val;
+    }
+}
+
 /* Queue registers may change only while the queue is not ready. */
 static void virtio_mmio_write_queue(VirtIODevice *vdev, uint64_t offset,
                                     uint32_t val)
@@ -121,22 +135,19 @@ static void virtio_mmio_write_queue(VirtIODevice *vdev, uint64_t offset,
         }
         break;
     case VIRTIO_MMIO_QUEUE_DESC_LOW:
-        vq->desc = (vq->desc & ~UINT64_C(0xffffffff)) | val;
-        break;
     case VIRTIO_MMIO_QUEUE_DESC_HIGH:
-        vq->desc = (vq->desc & 0xffffffff) | ((uint64_t)val << 32);
+        virtio_mmio_set_half(&vq->desc, offset, VIRTIO_MMIO_QUEUE_DESC_HIGH,
+                             val);
         break;
     case VIRTIO_MMIO_QUEUE_DRIVER_LOW:
-        vq->avail = (vq->avail & ~UINT64_C(0xffffffff)) | val;
-        break;
     case VIRTIO_MMIO_QUEUE_DRIVER_HIGH:
-        vq->avail = (vq->avail & 0xffffffff) | ((uint64_t)val << 32);
+        virtio_mmio_set_half(&vq->avail, offset,
+                             VIRTIO_MMIO_QUEUE_DRIVER_HIGH, val);
         break;
     case VIRTIO_MMIO_QUEUE_DEVICE_LOW:
-        vq->used = (vq->used & ~UINT64_C(0xffffffff)) | val;
-        break;
     case VIRTIO_MMIO_QUEUE_DEVICE_HIGH:
-        vq->used = (vq->used & 0xffffffff) | ((uint64_t)val << 32);
+        virtio_mmio_set_half(&vq->used, offset,
+                             VIRTIO_MMIO_QUEUE_DEVICE_HIGH, val);
         break;
     }
 }

@@ -1,8 +1,9 @@
 /*
  * The vhost-user-blk export: a BlockBackend served as a virtio-blk device
  * to a vhost-user front-end (QEMU's vhost-user-blk-pci) over a unix
- * socket.  Requests are processed by the virtio-blk request code of
- * hw/block, over the guest memory the front-end shares.
+ * socket.  Requests are processed by the virtio-blk request code that
+ * the device model shares (virtio/virtio-blk-req.c), over the guest
+ * memory the front-end shares.
  *
  * The write cache is the BlockBackend's flag: the export starts with the
  * flag as the caller set it (writethrough=on clears it), the guest reads

@@ -21,7 +21,7 @@
 #define HW_IDE_H
 
 #include "qblock/block-backend.h"
-#include "hw/guest-memory.h"
+#include "util/guest-memory.h"
 #include "hw/irq.h"
 #include "migration/vmstate.h"
 

@@ -1,6 +1,7 @@
 /*
- * virtio-blk: a block device on a virtio transport, and the request
- * processing that the vhost-user-blk export shares with it.
+ * virtio-blk: a block device on a virtio transport.  Its requests are
+ * processed by virtio/virtio-blk-req.c, which the vhost-user-blk export
+ * shares (include/virtio/virtio-blk-req.h).
  *
  * The write cache is the BlockBackend's write cache flag: the drive's
  * cache mode gives its default; a driver that negotiates
@@ -14,50 +15,7 @@
 
 #include "qblock/block-backend.h"
 #include "hw/virtio/virtio.h"
-#include "hw/virtio/virtio-blk-wire.h"
-
-/* ---- request processing, independent of any transport ---- */
-
-/*
- * What requests need to know of the disk.  The device (or the export)
- * fills it at setup and updates the negotiated part at FEATURES_OK.
- */
-typedef struct VirtIOBlkHandler {
-    BlockBackend *blk;
-    uint64_t sectors;               /* capacity, 512-byte sectors */
-    uint32_t blk_size;              /* logical block size, bytes */
-    bool read_only;
-    char serial[VIRTIO_BLK_ID_BYTES];   /* zero padded, not terminated */
-    uint32_t max_discard_sectors;
-    uint32_t max_discard_seg;
-    uint32_t max_write_zeroes_sectors;
-    uint32_t max_write_zeroes_seg;
-    /* negotiated */
-    bool discard;
-    bool write_zeroes;
-} VirtIOBlkHandler;
-
-/*
- * A request is done: @in_len bytes (data and status byte) were written
- * into @elem's device-writable buffers; @elem goes back to the caller.
- */
-typedef void VirtIOBlkCompleteFunc(VirtIOBlkHandler *h,
-                                   VirtQueueElement *elem, uint32_t in_len,
-                                   void *opaque);
-
-/*
- * Runs the request in @elem, whose buffers are host pointers into guest
- * memory (a popped chain).  The guest's mistakes (a range past the disk,
- * an unaligned length, an unknown type) complete it with IOERR or UNSUPP;
- * @cb runs once, possibly before this returns.  A chain too malformed to
- * carry a status (no 16-byte header, no status byte) returns -EINVAL with
- * @errp set and @cb never runs: the caller is to break the queue.
- */
-int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
-                              VirtIOBlkCompleteFunc *cb, void *opaque,
-                              Error **errp);
-
-/* ---- the device ---- */
+#include "virtio/virtio-blk-wire.h"
 
 typedef struct VirtIOBlock VirtIOBlock;
 

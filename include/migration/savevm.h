@@ -33,7 +33,7 @@
 
 #include "migration/vmstate.h"
 #include "qblock/block-backend.h"
-#include "hw/guest-memory.h"
+#include "util/guest-memory.h"
 
 typedef struct SaveState SaveState;
 

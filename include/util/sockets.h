@@ -35,9 +35,31 @@ char *socket_address_to_string(const SocketAddress *addr);
  * Creates a socket listening on @addr with room for @backlog pending
  * connections.  TCP binds the first address @addr resolves to that can be
  * bound (as QEMU does); unix replaces a stale socket at the path, but
- * never a file of another kind.  Returns the fd or -errno.
+ * never a file of another kind, and makes the path appear only once the
+ * socket listens (a client that waits for the path is never refused).
+ * Returns the fd or -errno.
  */
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp);
+
+/*
+ * What a listening unix socket's file was when it was bound, so that it
+ * is removed only while the path still names it: a newer listener's
+ * socket at the same path (another process that replaced it as stale)
+ * survives the older one's close.
+ */
+typedef struct SocketUnixFile {
+    dev_t dev;
+    ino_t ino;
+} SocketUnixFile;
+
+/*
+ * socket_listen() on the unix socket @path, recording in @file (NULL:
+ * not needed) what the path names once bound.
+ */
+int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
+                       Error **errp);
+/* Removes @path if it still names the socket recorded in @file. */
+void socket_unlink_unix(const char *path, const SocketUnixFile *file);
 
 /* Connects to @addr (blocking).  Returns the fd or -errno. */
 int socket_connect(const SocketAddress *addr, Error **errp);

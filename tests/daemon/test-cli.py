@@ -2,8 +2,9 @@
 """qblock-storage-daemon's command line and life cycle: options in order
 with QEMU 7.2's error messages (observed with qemu-storage-daemon), clean
 shutdown on SIGTERM, SIGINT and quit with every image flushed, closed and
-unlocked, --pidfile, --daemonize, the stdio monitor, wait=on, and a
-monitor that connects out (server=off).
+unlocked, --pidfile, --daemonize, the stdio monitor, wait=on, the socket
+file of server=on (a stale one replaced, another file refused, a newer
+one left at exit), and a monitor that connects out (server=off).
 
   tests/daemon/test-cli.py BUILD_DIR
 """
@@ -319,6 +320,40 @@ def test_wait_on():
     t.check('and removes the socket', not os.path.exists(qmp))
 
 
+def test_socket_file():
+    path = t.path('file.sock')
+    chardev = ['--chardev', 'socket,id=m,path=%s,server=on,wait=off' % path,
+               '--monitor', 'm']
+    with open(path, 'w') as f:
+        f.write('keep me')
+    rc, out, err = t.run([t.daemon_bin] + chardev)
+    t.check('server=on over a regular file: refused', rc != 0 and
+            'Failed to bind socket to %s' % path in err and
+            'not a socket' in err, err)
+    with open(path) as f:
+        t.check('and the file is kept', f.read() == 'keep me')
+    os.unlink(path)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(path)
+    stale.close()
+    d = t.daemon(chardev)
+    d.qmp().close()
+    c = qsd.QmpClient(path)
+    t.check('a stale socket at the path is replaced',
+            c.greeting and 'QMP' in c.greeting, c.greeting)
+    c.close()
+    left = [n for n in os.listdir(t.dir) if n.startswith('file.sock.')]
+    t.equal('the socket was renamed into place, nothing left beside it',
+            left, [])
+    os.unlink(path)
+    newer = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    newer.bind(path)
+    t.equal('the daemon ends on SIGTERM', d.stop(), 0)
+    t.check('leaving a newer socket at its path in place',
+            os.path.exists(path))
+    newer.close()
+
+
 def test_client_mode():
     path = t.path('listen.sock')
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -373,6 +408,7 @@ test_pidfile()
 test_daemonize()
 test_stdio_monitor()
 test_wait_on()
+test_socket_file()
 test_client_mode()
 test_json_blockdev()
 t.finish()

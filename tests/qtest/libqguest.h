@@ -17,7 +17,7 @@
 
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
-#include "hw/guest-memory.h"
+#include "util/guest-memory.h"
 #include "hw/irq.h"
 #include "migration/savevm.h"
 

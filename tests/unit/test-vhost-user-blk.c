@@ -20,8 +20,8 @@
 #include "test-mem-driver.h"
 #include "block/vhost-user-blk.h"
 #include "block/vhost-user-proto.h"
-#include "hw/virtio/virtio-blk-wire.h"
-#include "hw/virtio/virtio-ring.h"
+#include "virtio/virtio-blk-wire.h"
+#include "virtio/virtio-ring.h"
 #include "qblock/block-backend.h"
 #include "util/sockets.h"
 

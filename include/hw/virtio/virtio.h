@@ -13,7 +13,7 @@
 #define HW_VIRTIO_H
 
 #include "hw/irq.h"
-#include "hw/virtio/virtqueue.h"
+#include "virtio/virtqueue.h"
 #include "migration/vmstate.h"
 
 typedef struct VirtIODevice VirtIODevice;

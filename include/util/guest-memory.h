@@ -16,8 +16,8 @@
  * check every byte of a range and report -EFAULT for a hole, an overflow or
  * a range past the end of RAM, never touching memory outside RAM.
  */
-#ifndef HW_GUEST_MEMORY_H
-#define HW_GUEST_MEMORY_H
+#ifndef UTIL_GUEST_MEMORY_H
+#define UTIL_GUEST_MEMORY_H
 
 #include "util/iov.h"
 

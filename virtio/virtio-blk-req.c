@@ -1,7 +1,8 @@
 /*
- * virtio-blk request processing (5.2.6), independent of the transport:
- * the in-process device and the vhost-user-blk export both pop chains
- * their own way and hand them here.
+ * virtio-blk request processing (5.2.6) and the device's face that does
+ * not depend on the transport (see include/virtio/virtio-blk-req.h): the
+ * in-process device and the vhost-user-blk export both pop chains their
+ * own way and hand them here.
  *
  * A request's layout: device-readable, the 16-byte header then the
  * request's data (writes, discard/write-zeroes segments); device-writable,
@@ -21,7 +22,13 @@
  *     checked to lie in guest RAM (virtqueue.c).
  */
 
-#include "hw/virtio-blk.h"
+#include "virtio/virtio-blk-req.h"
+
+/* Segments of one discard or write-zeroes request. */
+#define VIRTIO_BLK_MAX_DWZ_SEG 8
+/* Sectors of one segment: 2 GiB keeps a request within what the block
+ * layer takes in one piece. */
+#define VIRTIO_BLK_MAX_DWZ_SECTORS (1u << 22)
 
 typedef struct VirtIOBlkReq {
     VirtIOBlkHandler *h;
@@ -253,4 +260,85 @@ int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
         break;
     }
     return 0;
+}
+
+bool virtio_blk_block_size_valid(uint64_t blk_size)
+{
+    return blk_size >= VIRTIO_BLK_SECTOR_SIZE && blk_size <= 64 * KiB &&
+           is_power_of_2(blk_size);
+}
+
+void virtio_blk_handler_init(VirtIOBlkHandler *h, BlockBackend *blk,
+                             int64_t len, uint32_t blk_size, bool read_only,
+                             const char *serial)
+{
+    *h = (VirtIOBlkHandler) {
+        .blk = blk,
+        .sectors = len / VIRTIO_BLK_SECTOR_SIZE,
+        .blk_size = blk_size,
+        .read_only = read_only,
+        .max_discard_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
+        .max_discard_seg = VIRTIO_BLK_MAX_DWZ_SEG,
+        .max_write_zeroes_sectors = VIRTIO_BLK_MAX_DWZ_SECTORS,
+        .max_write_zeroes_seg = VIRTIO_BLK_MAX_DWZ_SEG,
+    };
+    if (serial) {
+        memcpy(h->serial, serial, MIN(strlen(serial), sizeof(h->serial)));
+    }
+}
+
+uint64_t virtio_blk_handler_features(const VirtIOBlkHandler *h)
+{
+    uint64_t f = (UINT64_C(1) << VIRTIO_F_VERSION_1) |
+                 (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC) |
+                 (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_SEG_MAX) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_BLK_SIZE) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_TOPOLOGY) |
+                 (UINT64_C(1) << VIRTIO_BLK_F_FLUSH);
+
+    if (h->read_only) {
+        f |= UINT64_C(1) << VIRTIO_BLK_F_RO;
+    }
+    return f;
+}
+
+void virtio_blk_handler_set_features(VirtIOBlkHandler *h, uint64_t features)
+{
+    h->discard = features & (UINT64_C(1) << VIRTIO_BLK_F_DISCARD);
+    h->write_zeroes = features & (UINT64_C(1) << VIRTIO_BLK_F_WRITE_ZEROES);
+}
+
+void virtio_blk_handler_get_config(const VirtIOBlkHandler *h,
+                                   uint32_t seg_max, uint16_t num_queues,
+                                   bool wce, VirtIOBlkConfig *config)
+{
+    *config = (VirtIOBlkConfig) {
+        .capacity = GUINT64_TO_LE(h->sectors),
+        .seg_max = GUINT32_TO_LE(seg_max),
+        .blk_size = GUINT32_TO_LE(h->blk_size),
+        .topology.min_io_size = GUINT16_TO_LE(1),
+        .writeback = wce,
+        .num_queues = GUINT16_TO_LE(num_queues),
+        .max_discard_sectors = GUINT32_TO_LE(h->max_discard_sectors),
+        .max_discard_seg = GUINT32_TO_LE(h->max_discard_seg),
+        .discard_sector_alignment = GUINT32_TO_LE(h->blk_size /
+                                                  VIRTIO_BLK_SECTOR_SIZE),
+        .max_write_zeroes_sectors = GUINT32_TO_LE(h->max_write_zeroes_sectors),
+        .max_write_zeroes_seg = GUINT32_TO_LE(h->max_write_zeroes_seg),
+        .write_zeroes_may_unmap = 1,
+    };
+}
+
+bool virtio_blk_wce_writable(uint64_t features)
+{
+    return (features & (UINT64_C(1) << VIRTIO_BLK_F_CONFIG_WCE)) &&
+           (features & (UINT64_C(1) << VIRTIO_BLK_F_FLUSH));
+}
+
+bool virtio_blk_config_write_has_wce(uint32_t offset, uint32_t len)
+{
+    uint32_t wb = offsetof(VirtIOBlkConfig, writeback);
+
+    return offset <= wb && len > wb - offset;
 }

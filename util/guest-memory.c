@@ -1,12 +1,12 @@
 /*
- * Guest memory accessors (see include/hw/guest-memory.h).
+ * Guest memory accessors (see include/util/guest-memory.h).
  *
  * Each helper walks the range piece by piece through map(), so a range
  * that spans RAM regions works and one that touches a hole fails before
  * anything beyond the hole is used.
  */
 
-#include "hw/guest-memory.h"
+#include "util/guest-memory.h"
 
 /* Guest ranges are at most this long: it keeps lengths and sums in range. */
 #define GUEST_MEMORY_MAX_RANGE (INT64_C(1) << 40)

@@ -14,12 +14,12 @@
  * indexes are read with acquire and published with release semantics,
  * and event-index checks are ordered by a full fence.
  */
-#ifndef HW_VIRTQUEUE_H
-#define HW_VIRTQUEUE_H
+#ifndef VIRTIO_VIRTQUEUE_H
+#define VIRTIO_VIRTQUEUE_H
 
 #include "util/error.h"
-#include "hw/guest-memory.h"
-#include "hw/virtio/virtio-ring.h"
+#include "util/guest-memory.h"
+#include "virtio/virtio-ring.h"
 
 /* Most host iovec entries one element may need (UIO_MAXIOV on Linux). */
 #define VIRTQUEUE_MAX_SG 1024

@@ -7,8 +7,8 @@
  * Shared by the device (hw/block), the vhost-user-blk export and drivers
  * of them (the qtest harness).
  */
-#ifndef HW_VIRTIO_BLK_WIRE_H
-#define HW_VIRTIO_BLK_WIRE_H
+#ifndef VIRTIO_BLK_WIRE_H
+#define VIRTIO_BLK_WIRE_H
 
 #include "util/osdep.h"
 

@@ -1,5 +1,5 @@
 /*
- * The device side of a split virtqueue (see include/hw/virtio/virtqueue.h).
+ * The device side of a split virtqueue (see include/virtio/virtqueue.h).
  *
  * Invariants:
  *  1. The driver's avail idx is read once per pop and trusted only if it
@@ -20,7 +20,7 @@
  *     before the avail idx is read again (a full fence).
  */
 
-#include "hw/virtio/virtqueue.h"
+#include "virtio/virtqueue.h"
 
 void virtqueue_init(VirtQueue *vq, const GuestMemory *mem)
 {

@@ -3,11 +3,12 @@
  * bits and the device status bits (virtio spec 1.2, sections 2.1, 2.7,
  * 6).  All ring fields are little-endian.
  *
- * Shared by the device side (hw/virtio) and drivers of it (the qtest
- * harness), so that both speak from one definition.
+ * Shared by the device side (virtio/virtqueue.c, the device models in
+ * hw/virtio, the vhost-user-blk export) and drivers of it (the qtest
+ * harness), so that all speak from one definition.
  */
-#ifndef HW_VIRTIO_RING_H
-#define HW_VIRTIO_RING_H
+#ifndef VIRTIO_RING_H
+#define VIRTIO_RING_H
 
 #include "util/osdep.h"
 
