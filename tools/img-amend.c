@@ -5,7 +5,8 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 
 static int img_amend_print_help(const char *fmt)
 {
@@ -15,13 +16,13 @@ static int img_amend_print_help(const char *fmt)
         error_report("Unknown file format '%s'", fmt);
         return 1;
     }
-    if (!drv->bdrv_amend_options) {
+    if (!bdrv_driver_can_amend(drv)) {
         error_report("Format driver '%s' does not support option amendment",
                      fmt);
         return 1;
     }
     printf("Amend options for '%s':\n", fmt);
-    qemu_opts_print_help(drv->amend_opts, false);
+    qemu_opts_print_help(bdrv_driver_amend_opts(drv), false);
     return 0;
 }
 
@@ -38,16 +39,18 @@ static void img_amend_status(BlockDriverState *bs, int64_t done,
 static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
 {
     Error *err = NULL;
-    QemuOpts *opts = qemu_opts_parse(drv->amend_opts, options, &err);
+    const QemuOptsList *amend_opts = bdrv_driver_amend_opts(drv);
+    const QemuOptsList *create_opts = bdrv_driver_create_opts(drv);
+    QemuOpts *opts = qemu_opts_parse(amend_opts, options, &err);
     QemuOptsList *both;
     QemuOpts *create;
 
     if (opts) {
         return opts;
     }
-    both = qemu_opts_append(NULL, drv->amend_opts);
-    if (drv->create_opts) {
-        both = qemu_opts_append(both, drv->create_opts);
+    both = qemu_opts_append(NULL, amend_opts);
+    if (create_opts) {
+        both = qemu_opts_append(both, create_opts);
     }
     create = qemu_opts_parse(both, options, NULL);
     if (create) {
@@ -137,22 +140,21 @@ int img_amend(int argc, char **argv)
     }
     bs = blk_bs(blk);
     if (img_has_help_option(options)) {
-        ret = img_amend_print_help(bs->drv->format_name);
+        ret = img_amend_print_help(bdrv_get_format_name(bs));
         goto out;
     }
-    if (!bs->drv->bdrv_amend_options) {
+    if (!bdrv_driver_can_amend(bdrv_get_driver(bs))) {
         error_report("Format driver '%s' does not support option amendment",
-                     bs->drv->format_name);
+                     bdrv_get_format_name(bs));
         goto out;
     }
-    opts = img_amend_parse(bs->drv, options);
+    opts = img_amend_parse(bdrv_get_driver(bs), options);
     if (!opts) {
         goto out;
     }
     /* 0 and 100 are printed even when the driver reports nothing */
     img_progress_print(&progress, 0, 0);
-    ret = bs->drv->bdrv_amend_options(bs, opts, img_amend_status, &progress,
-                                      force, &err);
+    ret = bdrv_amend(bs, opts, img_amend_status, &progress, force, &err);
     img_progress_print(&progress, 100, 0);
     if (ret < 0) {
         error_report_err(err);

@@ -11,7 +11,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
 
 /* Bytes copied per request. */
 #define IMG_COMMIT_BUF (1 * MiB)
@@ -132,7 +132,7 @@ static BlockDriverState *img_commit_find_base(BlockDriverState *bs,
         }
         return b;
     }
-    b = bs->backing ? bs->backing->bs : NULL;
+    b = bdrv_backing_bs(bs);
     if (!b) {
         error_report("Image does not have a backing file");
     }

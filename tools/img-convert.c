@@ -20,7 +20,8 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 #include "block/snapshot.h"
 
 /* Bounds of -S and of the copy buffer, in sectors (16 MiB). */
@@ -119,8 +120,8 @@ static int64_t img_convert_iteration_sectors(ImgConvertState *s,
         int64_t count, tail;
 
         /* With -B the target's backing file stands for the source's. */
-        if (s->target_has_backing && src_bs->backing) {
-            base = src_bs->backing->bs;
+        if (s->target_has_backing) {
+            base = bdrv_backing_bs(src_bs);
         }
         do {
             count = n * BDRV_SECTOR_SIZE;
@@ -550,11 +551,6 @@ static int img_convert_do_copy(ImgConvertState *s)
     return s->ret;
 }
 
-static bool img_driver_can_compress(BlockDriver *drv)
-{
-    return drv->bdrv_co_pwritev_compressed != NULL;
-}
-
 /* Command-line settings of convert that are not copy state. */
 typedef struct ImgConvertArgs {
     const char *fmt;
@@ -633,18 +629,18 @@ static QemuOpts *img_convert_create_opts(ImgConvertState *s,
         error_report_err(err);
         return NULL;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         return NULL;
     }
-    if (!proto->create_opts) {
+    if (!bdrv_driver_create_opts(proto)) {
         error_report("Protocol driver '%s' does not support image creation",
-                     proto->format_name);
+                     bdrv_driver_name(proto));
         return NULL;
     }
-    *plist = qemu_opts_append(NULL, drv->create_opts);
-    *plist = qemu_opts_append(*plist, proto->create_opts);
+    *plist = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    *plist = qemu_opts_append(*plist, bdrv_driver_create_opts(proto));
 
     opts = a->options ? qemu_opts_parse(*plist, a->options, &err)
                       : qemu_opts_create(*plist);
@@ -679,7 +675,7 @@ static bool img_convert_check_compression(BlockDriver *drv, QemuOpts *opts)
 {
     const char *prealloc = qemu_opt_get(opts, "preallocation");
 
-    if (!img_driver_can_compress(drv)) {
+    if (!bdrv_driver_can_compress(drv)) {
         error_report("Compression not supported for this file format");
         return false;
     }
@@ -729,7 +725,7 @@ static int img_convert_open_sources(ImgConvertState *s,
         s->src_bytes[i] = len;
         s->src_sectors[i] = DIV_ROUND_UP(len, BDRV_SECTOR_SIZE);
         bs = blk_bs(s->src[i]);
-        s->src_alignment[i] = DIV_ROUND_UP(bs->bl.request_alignment,
+        s->src_alignment[i] = DIV_ROUND_UP(bdrv_get_request_alignment(bs),
                                            BDRV_SECTOR_SIZE);
         if (!bdrv_get_info(bs, &bdi)) {
             s->src_alignment[i] = MAX(s->src_alignment[i],
@@ -767,20 +763,22 @@ static int img_convert_open_target(ImgConvertState *s,
         return -EINVAL;
     }
     out_bs = blk_bs(s->target);
-    if (s->compressed && !img_driver_can_compress(out_bs->drv)) {
+    if (s->compressed &&
+        !bdrv_driver_can_compress(bdrv_get_driver(out_bs))) {
         error_report("Compression not supported for this file format");
         return -ENOTSUP;
     }
 
     s->buf_sectors = MIN(IMG_MAX_BUF_SECTORS,
                          MAX(s->buf_sectors,
-                             MAX(out_bs->bl.opt_transfer >> BDRV_SECTOR_BITS,
-                                 out_bs->bl.pdiscard_alignment >>
+                             MAX(bdrv_get_opt_transfer(out_bs) >>
+                                 BDRV_SECTOR_BITS,
+                                 bdrv_get_pdiscard_alignment(out_bs) >>
                                  BDRV_SECTOR_BITS)));
     /* Writes aligned to the target's requests avoid read-modify-write. */
     pow2_min_sparse = s->min_sparse ? 1 << (63 - clz64(s->min_sparse)) : 0;
     s->alignment = MAX(pow2_min_sparse,
-                       DIV_ROUND_UP(out_bs->bl.request_alignment,
+                       DIV_ROUND_UP(bdrv_get_request_alignment(out_bs),
                                     BDRV_SECTOR_SIZE));
 
     if (a->skip_create) {
@@ -798,8 +796,9 @@ static int img_convert_open_target(ImgConvertState *s,
     }
 
     s->target_backing_sectors = -1;
-    if (s->target_has_backing && !a->skip_create && out_bs->backing) {
-        int64_t len = bdrv_getlength(out_bs->backing->bs);
+    if (s->target_has_backing && !a->skip_create &&
+        bdrv_backing_bs(out_bs)) {
+        int64_t len = bdrv_getlength(bdrv_backing_bs(out_bs));
 
         /* an unknown length only costs zero writes */
         if (len >= 0) {
@@ -1175,18 +1174,18 @@ static int img_dd_create_output(const char *out_fmt, const char *filename,
         error_report_err(err);
         return -EINVAL;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         return -EINVAL;
     }
-    if (!proto->create_opts) {
+    if (!bdrv_driver_create_opts(proto)) {
         error_report("Protocol driver '%s' does not support image creation",
-                     proto->format_name);
+                     bdrv_driver_name(proto));
         return -EINVAL;
     }
-    list = qemu_opts_append(NULL, drv->create_opts);
-    list = qemu_opts_append(list, proto->create_opts);
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
     opts = qemu_opts_create(list);
     qemu_opt_set_number(opts, "size", size, &error_abort);
     ret = bdrv_create(drv, filename, opts, &err);

@@ -4,7 +4,8 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 
 int img_print_create_help(const char *filename, const char *fmt)
 {
@@ -16,12 +17,12 @@ int img_print_create_help(const char *filename, const char *fmt)
         error_report("Unknown file format '%s'", fmt);
         return 1;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
                      fmt);
         return 1;
     }
-    list = qemu_opts_append(NULL, drv->create_opts);
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
     if (filename) {
         BlockDriver *proto = bdrv_find_protocol(filename, true, &err);
 
@@ -30,13 +31,13 @@ int img_print_create_help(const char *filename, const char *fmt)
             qemu_opts_free(list);
             return 1;
         }
-        if (!proto->create_opts) {
+        if (!bdrv_driver_create_opts(proto)) {
             error_report("Protocol driver '%s' does not support image "
-                         "creation", proto->format_name);
+                         "creation", bdrv_driver_name(proto));
             qemu_opts_free(list);
             return 1;
         }
-        list = qemu_opts_append(list, proto->create_opts);
+        list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
         printf("Supported options:\n");
     } else {
         printf("Supported %s options:\n", fmt);
@@ -68,6 +69,7 @@ static void img_create_print_escaped(const char *value)
 static void img_create_print_opts(BlockDriver *drv, QemuOptsList *list,
                                   QemuOpts *opts)
 {
+    const QemuOptsList *fmt_opts = bdrv_driver_create_opts(drv);
     const char *sep = "";
 
     for (const QemuOptDesc *desc = list->desc; desc->name; desc++) {
@@ -76,7 +78,7 @@ static void img_create_print_opts(BlockDriver *drv, QemuOptsList *list,
 
         if (given) {
             value = qemu_opt_get(opts, desc->name);
-        } else if (qemu_opts_find_desc(drv->create_opts, desc->name)) {
+        } else if (qemu_opts_find_desc(fmt_opts, desc->name)) {
             value = desc->def_value_str;
         } else {
             value = NULL;
@@ -186,18 +188,18 @@ static int img_create_image(const char *filename, const char *fmt,
     if (!proto) {
         return -ENOENT;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_setg(errp, "Format driver '%s' does not support image "
-                   "creation", drv->format_name);
+                   "creation", bdrv_driver_name(drv));
         return -ENOTSUP;
     }
-    if (!proto->create_opts) {
+    if (!bdrv_driver_create_opts(proto)) {
         error_setg(errp, "Protocol driver '%s' does not support image "
-                   "creation", proto->format_name);
+                   "creation", bdrv_driver_name(proto));
         return -ENOTSUP;
     }
-    list = qemu_opts_append(NULL, drv->create_opts);
-    list = qemu_opts_append(list, proto->create_opts);
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
 
     opts = options ? qemu_opts_parse(list, options, errp)
                    : qemu_opts_create(list);

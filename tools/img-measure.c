@@ -4,7 +4,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
 #include "block/snapshot.h"
 
 /* measure -l snapshot.id=ID,snapshot.name=NAME */
@@ -85,16 +85,16 @@ static QemuOpts *img_measure_opts(BlockDriver *drv, const char *options,
     Error *err = NULL;
     QemuOpts *opts;
 
-    *plist = qemu_opts_append(NULL, drv->create_opts);
-    if (proto->create_opts) {
-        *plist = qemu_opts_append(*plist, proto->create_opts);
+    *plist = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    if (bdrv_driver_create_opts(proto)) {
+        *plist = qemu_opts_append(*plist, bdrv_driver_create_opts(proto));
     }
     opts = options ? qemu_opts_parse(*plist, options, &err)
                    : qemu_opts_create(*plist);
     if (!opts) {
         error_report_err(err);
         error_report("Invalid options for file format '%s'",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         return NULL;
     }
     if (size >= 0) {
@@ -218,21 +218,16 @@ int img_measure(int argc, char **argv)
         error_report("Unknown file format '%s'", out_fmt);
         goto out;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         goto out;
     }
     opts = img_measure_opts(drv, options, size, &list);
     if (!opts) {
         goto out;
     }
-    if (!drv->bdrv_measure) {
-        error_report("Block driver '%s' does not support size measurement",
-                     drv->format_name);
-        goto out;
-    }
-    if (drv->bdrv_measure(opts, blk ? blk_bs(blk) : NULL, &info, &err) < 0) {
+    if (bdrv_measure(drv, opts, blk ? blk_bs(blk) : NULL, &info, &err) < 0) {
         error_report_err(err);
         goto out;
     }

@@ -10,7 +10,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
 
 /* Bytes compared per step, as qemu-img's buffer. */
 #define IMG_REBASE_BUF (2 * MiB)
@@ -72,7 +72,7 @@ static int img_rebase_needs_copy(ImgRebase *r, int64_t offset, int64_t *n)
         return ret < 0 ? ret : !ret;
     }
     /* with the new backing file in the chain, only what lies above it */
-    ret = bdrv_block_status_above(bs->backing->bs, r->prefix, offset, *n,
+    ret = bdrv_block_status_above(bdrv_backing_bs(bs), r->prefix, offset, *n,
                                   &pnum, NULL, NULL, NULL);
     *n = pnum;
     return ret < 0 ? ret : !!(ret & BDRV_BLOCK_ALLOCATED);
@@ -160,13 +160,14 @@ static int img_rebase_open_new(ImgRebase *r, const char *base,
 {
     BlockDriverState *bs = blk_bs(r->blk);
     g_autofree char *path = NULL;
+    const char *exact;
     Error *err = NULL;
     QDict *options;
 
     bdrv_refresh_filename(bs);
+    exact = bdrv_get_exact_filename(bs);
     path = bdrv_get_full_backing_filename_from_filename(
-        bs->exact_filename[0] ? bs->exact_filename : bs->filename, base,
-        &err);
+        exact[0] ? exact : bdrv_get_filename(bs), base, &err);
     if (!path) {
         error_report("Could not resolve backing filename: %s",
                      error_get_pretty(err));
@@ -208,7 +209,7 @@ static int img_rebase_sizes(ImgRebase *r, const char *base)
         r->old_size = blk_getlength(r->old_backing);
         if (r->old_size < 0) {
             error_report("Could not get size of '%s': %s",
-                         blk_bs(r->old_backing)->filename,
+                         bdrv_get_filename(blk_bs(r->old_backing)),
                          strerror(-r->old_size));
             return r->old_size;
         }
@@ -333,10 +334,10 @@ int img_rebase(int argc, char **argv)
     }
 
     if (!unsafe) {
-        old = bs->backing ? bs->backing->bs : NULL;
+        old = bdrv_backing_bs(bs);
         if (old) {
             r.old_backing = img_rebase_reuse(old, "old backing file",
-                                             old->filename);
+                                             bdrv_get_filename(old));
             if (!r.old_backing) {
                 goto out;
             }

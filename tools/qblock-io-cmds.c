@@ -17,8 +17,8 @@
 #include <getopt.h>
 #include <signal.h>
 
-#include "block/block_int.h"
 #include "qblock/block-backend.h"
+#include "qblock/block-node.h"
 #include "util/aio.h"
 #include "util/cutils.h"
 #include "util/error.h"
@@ -1099,8 +1099,8 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
     char s1[64], s2[64];
     int ret;
 
-    if (bs->drv && bs->drv->format_name) {
-        printf("format name: %s\n", bs->drv->format_name);
+    if (bdrv_get_format_name(bs)) {
+        printf("format name: %s\n", bdrv_get_format_name(bs));
     }
 
     ret = bdrv_get_info(bs, &bdi);
@@ -1346,7 +1346,7 @@ static int qio_close_f(BlockBackend *blk, int argc, char **argv)
 static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
 {
     BlockDriverState *bs = blk_bs(blk);
-    int flags = bs->open_flags;
+    int flags = bdrv_get_open_flags(bs);
     bool writethrough = !blk_enable_write_cache(blk);
     bool has_rw_option = false, read_only = bdrv_is_read_only(bs);
     uint64_t orig_perm, orig_shared;
