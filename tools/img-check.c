@@ -4,7 +4,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "block/block.h"
 
 /* The result of one check pass, as qemu-img reports it. */
 typedef struct ImgCheck {

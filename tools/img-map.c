@@ -4,7 +4,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
 
 /* One run of the map: a range whose status is the same throughout. */
 typedef struct ImgMapEntry {
@@ -40,11 +40,11 @@ static int img_map_block_status(BlockDriverState *bs, int64_t offset,
         if (ret & (BDRV_BLOCK_ZERO | BDRV_BLOCK_DATA)) {
             break;
         }
-        if (!bs->backing) {
+        if (!bdrv_backing_bs(bs)) {
             ret = 0;
             break;
         }
-        bs = bs->backing->bs;
+        bs = bdrv_backing_bs(bs);
         depth++;
     }
 
@@ -60,7 +60,7 @@ static int img_map_block_status(BlockDriverState *bs, int64_t offset,
     };
     if (file && e->has_offset) {
         bdrv_refresh_filename(file);
-        e->filename = file->filename;
+        e->filename = bdrv_get_filename(file);
     }
     return 0;
 }
