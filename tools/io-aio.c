@@ -96,7 +96,7 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
 {
     QioAioCtx *ctx = g_new0(QioAioCtx, 1);
     bool iflag = false;
-    int c;
+    int c, ret;
 
     ctx->blk = blk;
     while ((c = getopt(argc, argv, "CP:iqv")) != -1) {
@@ -131,11 +131,10 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    ctx->offset = qio_cvtnum(argv[optind]);
-    if (ctx->offset < 0) {
-        qio_print_cvtnum_err(ctx->offset, argv[optind]);
+    ret = qio_parse_number(argv[optind], &ctx->offset);
+    if (ret < 0) {
         g_free(ctx);
-        return -EINVAL;
+        return ret;
     }
     optind++;
 
@@ -202,7 +201,7 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
     BdrvRequestFlags flags = 0;
     bool iflag = false, zflag = false;
     int pattern = QIO_WRITE_PATTERN;
-    int c;
+    int c, ret;
 
     ctx->blk = blk;
     while ((c = getopt(argc, argv, "CfiqP:uz")) != -1) {
@@ -247,11 +246,10 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
         return -EINVAL;
     }
 
-    ctx->offset = qio_cvtnum(argv[optind]);
-    if (ctx->offset < 0) {
-        qio_print_cvtnum_err(ctx->offset, argv[optind]);
+    ret = qio_parse_number(argv[optind], &ctx->offset);
+    if (ret < 0) {
         g_free(ctx);
-        return -EINVAL;
+        return ret;
     }
     optind++;
 
@@ -261,11 +259,10 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
             g_free(ctx);
             return -EINVAL;
         }
-        ctx->bytes = qio_cvtnum(argv[optind]);
-        if (ctx->bytes < 0) {
-            qio_print_cvtnum_err(ctx->bytes, argv[optind]);
+        ret = qio_parse_number(argv[optind], &ctx->bytes);
+        if (ret < 0) {
             g_free(ctx);
-            return -EINVAL;
+            return ret;
         }
     } else {
         ctx->buf = qio_create_iovec(blk, &ctx->qiov, &argv[optind],

@@ -1,11 +1,16 @@
 /*
  * qblock-io: parsing of command arguments (numbers with size suffixes,
- * pattern bytes, sector alignment) with qemu-io's complaints; see
- * io-cmds.h.
+ * offset and length pairs, pattern bytes, sector alignment) with
+ * qemu-io's complaints; see io-cmds.h.
  */
 #include "io-cmds.h"
 
-int64_t qio_cvtnum(const char *s)
+/*
+ * Parses a byte count or offset: a size with an optional suffix.  Sizes
+ * are never negative, so "-1" is not a number here (-EINVAL), as qemu-io
+ * has it; values beyond INT64_MAX are -ERANGE.
+ */
+static int64_t qio_cvtnum(const char *s)
 {
     uint64_t value;
     int ret;
@@ -23,7 +28,8 @@ int64_t qio_cvtnum(const char *s)
     return value;
 }
 
-void qio_print_cvtnum_err(int64_t rc, const char *arg)
+/* The complaint qemu-io prints about @arg, given qio_cvtnum()'s @rc. */
+static void qio_print_cvtnum_err(int64_t rc, const char *arg)
 {
     switch (rc) {
     case -EINVAL:
@@ -72,4 +78,38 @@ int qio_usage_error(const char *name)
 {
     qio_print_synopsis(qio_find_command(name));
     return -EINVAL;
+}
+
+int qio_parse_number(const char *arg, int64_t *value)
+{
+    int64_t n = qio_cvtnum(arg);
+
+    if (n < 0) {
+        qio_print_cvtnum_err(n, arg);
+        return n;
+    }
+    *value = n;
+    return 0;
+}
+
+int qio_parse_offset_len(char **argv, QioLengthLimit limit, int64_t *offset,
+                         int64_t *bytes)
+{
+    int ret = qio_parse_number(argv[0], offset);
+
+    if (ret < 0) {
+        return ret;
+    }
+    ret = qio_parse_number(argv[1], bytes);
+    if (ret < 0) {
+        return ret;
+    }
+    if (limit != QIO_LENGTH_ANY && *bytes > QIO_MAX_REQUEST_BYTES) {
+        printf("length cannot exceed %" PRId64 "%s, given %s\n",
+               QIO_MAX_REQUEST_BYTES,
+               limit == QIO_LENGTH_REQUEST_UNLESS_N ? " without -n" : "",
+               argv[1]);
+        return -EINVAL;
+    }
+    return 0;
 }

@@ -62,10 +62,9 @@ uint8_t *qio_create_iovec(BlockBackend *blk, QEMUIOVector *qiov,
     uint8_t *buf, *p;
 
     for (int i = 0; i < nr_iov; i++) {
-        int64_t len = qio_cvtnum(argv[i]);
+        int64_t len;
 
-        if (len < 0) {
-            qio_print_cvtnum_err(len, argv[i]);
+        if (qio_parse_number(argv[i], &len) < 0) {
             goto fail;
         }
         if (len > QIO_MAX_REQUEST_BYTES) {

@@ -44,14 +44,32 @@
 /* ---- io-args.c: arguments ---- */
 
 /*
- * Parses a byte count or offset: a size with an optional suffix.  Sizes
- * are never negative, so "-1" is not a number here (-EINVAL), as qemu-io
- * has it; values beyond INT64_MAX are -ERANGE.
+ * Parses the offset or length argument @arg, a size with an optional
+ * suffix, into *@value.  Returns 0, or -errno after printing the
+ * complaint: -EINVAL for anything with a minus sign (sizes are never
+ * negative, as qemu-io has it), -ERANGE beyond INT64_MAX.
  */
-int64_t qio_cvtnum(const char *s);
+int qio_parse_number(const char *arg, int64_t *value);
 
-/* The complaint qemu-io prints about @arg, given qio_cvtnum()'s @rc. */
-void qio_print_cvtnum_err(int64_t rc, const char *arg);
+/* How long a request command's length may be. */
+typedef enum QioLengthLimit {
+    /* as long as an offset can be (write -z -n needs no buffer) */
+    QIO_LENGTH_ANY,
+    /* QIO_MAX_REQUEST_BYTES: the data passes through one buffer */
+    QIO_LENGTH_REQUEST,
+    /* the same for a zero write, which may fall back to a buffer: the
+     * complaint says that -n lifts the limit */
+    QIO_LENGTH_REQUEST_UNLESS_N,
+} QioLengthLimit;
+
+/*
+ * Parses the "off len" arguments of a request command, @argv[0] and
+ * @argv[1], into *@offset and *@bytes and checks the length against
+ * @limit ("length cannot exceed N, given LEN").  Returns 0, or -errno
+ * after printing the complaint, as qemu-io words it.
+ */
+int qio_parse_offset_len(char **argv, QioLengthLimit limit, int64_t *offset,
+                         int64_t *bytes);
 
 /* A pattern byte: 0..255 in C notation (decimal, 0x hex, 0 octal). */
 int qio_parse_pattern(const char *arg);

@@ -53,10 +53,9 @@ static const char qio_help_sigraise[] =
 
 static int qio_sigraise_f(BlockBackend *blk, int argc, char **argv)
 {
-    int64_t sig = qio_cvtnum(argv[1]);
+    int64_t sig;
 
-    if (sig < 0) {
-        qio_print_cvtnum_err(sig, argv[1]);
+    if (qio_parse_number(argv[1], &sig) < 0) {
         return -EINVAL;
     }
     if (sig > INT_MAX) {

@@ -38,10 +38,9 @@ static int qio_truncate_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
+    ret = qio_parse_number(argv[optind], &offset);
+    if (ret < 0) {
+        return ret;
     }
 
     ret = blk_truncate(blk, offset, false, prealloc, 0, &local_err);
@@ -138,16 +137,14 @@ static int qio_alloc_f(BlockBackend *blk, int argc, char **argv)
     char s[64];
     int ret;
 
-    offset = qio_cvtnum(argv[1]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[1]);
-        return offset;
+    ret = qio_parse_number(argv[1], &offset);
+    if (ret < 0) {
+        return ret;
     }
     if (argc == 3) {
-        count = qio_cvtnum(argv[2]);
-        if (count < 0) {
-            qio_print_cvtnum_err(count, argv[2]);
-            return count;
+        ret = qio_parse_number(argv[2], &count);
+        if (ret < 0) {
+            return ret;
         }
     }
 

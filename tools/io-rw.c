@@ -46,10 +46,9 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
             break;
         case 'l':
             lflag = true;
-            pattern_count = qio_cvtnum(optarg);
-            if (pattern_count < 0) {
-                qio_print_cvtnum_err(pattern_count, optarg);
-                return pattern_count;
+            ret = qio_parse_number(optarg, &pattern_count);
+            if (ret < 0) {
+                return ret;
             }
             break;
         case 'p':
@@ -67,10 +66,9 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
             break;
         case 's':
             sflag = true;
-            pattern_offset = qio_cvtnum(optarg);
-            if (pattern_offset < 0) {
-                qio_print_cvtnum_err(pattern_offset, optarg);
-                return pattern_offset;
+            ret = qio_parse_number(optarg, &pattern_offset);
+            if (ret < 0) {
+                return ret;
             }
             break;
         case 'v':
@@ -84,21 +82,10 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
-    }
-    optind++;
-    count = qio_cvtnum(argv[optind]);
-    if (count < 0) {
-        qio_print_cvtnum_err(count, argv[optind]);
-        return count;
-    }
-    if (count > QIO_MAX_REQUEST_BYTES) {
-        printf("length cannot exceed %" PRId64 ", given %s\n",
-               QIO_MAX_REQUEST_BYTES, argv[optind]);
-        return -EINVAL;
+    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+                               &count);
+    if (ret < 0) {
+        return ret;
     }
 
     if (!Pflag && (lflag || sflag)) {
@@ -211,10 +198,9 @@ static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
+    ret = qio_parse_number(argv[optind], &offset);
+    if (ret < 0) {
+        return ret;
     }
     optind++;
 
@@ -289,6 +275,7 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
     bool Cflag = false, qflag = false, bflag = false, cflag = false;
     bool Pflag = false, zflag = false, sflag = false;
     BdrvRequestFlags flags = 0;
+    QioLengthLimit limit;
     const char *file_name = NULL;
     int pattern = QIO_WRITE_PATTERN;
     int64_t offset, count, start;
@@ -365,22 +352,12 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
         return -EINVAL;
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
-    }
-    optind++;
-    count = qio_cvtnum(argv[optind]);
-    if (count < 0) {
-        qio_print_cvtnum_err(count, argv[optind]);
-        return count;
-    }
     /* without -n, a zero write may fall back to writing a buffer */
-    if (count > QIO_MAX_REQUEST_BYTES && !(flags & BDRV_REQ_NO_FALLBACK)) {
-        printf("length cannot exceed %" PRId64 " without -n, given %s\n",
-               QIO_MAX_REQUEST_BYTES, argv[optind]);
-        return -EINVAL;
+    limit = flags & BDRV_REQ_NO_FALLBACK ? QIO_LENGTH_ANY
+                                         : QIO_LENGTH_REQUEST_UNLESS_N;
+    ret = qio_parse_offset_len(&argv[optind], limit, &offset, &count);
+    if (ret < 0) {
+        return ret;
     }
     if ((bflag || cflag) && !qio_check_sector_aligned(offset, count)) {
         return -EINVAL;
@@ -488,10 +465,9 @@ static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
+    ret = qio_parse_number(argv[optind], &offset);
+    if (ret < 0) {
+        return ret;
     }
     optind++;
 
@@ -579,21 +555,10 @@ static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    offset = qio_cvtnum(argv[optind]);
-    if (offset < 0) {
-        qio_print_cvtnum_err(offset, argv[optind]);
-        return offset;
-    }
-    optind++;
-    bytes = qio_cvtnum(argv[optind]);
-    if (bytes < 0) {
-        qio_print_cvtnum_err(bytes, argv[optind]);
-        return bytes;
-    }
-    if (bytes > QIO_MAX_REQUEST_BYTES) {
-        printf("length cannot exceed %" PRId64 ", given %s\n",
-               QIO_MAX_REQUEST_BYTES, argv[optind]);
-        return -EINVAL;
+    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+                               &bytes);
+    if (ret < 0) {
+        return ret;
     }
 
     start = get_clock_ns();
