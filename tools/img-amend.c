@@ -66,51 +66,35 @@ static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
 int img_amend(int argc, char **argv)
 {
     enum {
-        OPTION_IMAGE_OPTS = 256,
-        OPTION_FORCE,
+        OPTION_FORCE = IMG_OPTION_OWN,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
         { "force", no_argument, NULL, OPTION_FORCE },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
     const char *cache = IMG_CACHE_DEFAULT, *filename;
     g_autofree char *options = NULL;
     ImgProgress progress;
     BlockBackend *blk = NULL;
     QemuOpts *opts = NULL;
     BlockDriverState *bs;
-    bool show_progress = false, quiet = false, force = false;
+    bool show_progress = false, force = false;
     Error *err = NULL;
     int c, ret = 1;
 
-    while ((c = getopt_long(argc, argv, ":ho:f:t:pq", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":ho:f:t:pq",
+                           IMG_LONG_IMAGE_OPTS,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'o':
             options = img_accumulate_options(options, optarg);
-            break;
-        case 'f':
-            o.fmt = optarg;
             break;
         case 't':
             cache = optarg;
             break;
         case 'p':
             show_progress = true;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
             break;
         case OPTION_FORCE:
             force = true;
@@ -120,21 +104,21 @@ int img_amend(int argc, char **argv)
     if (!options) {
         img_error_exit("Must specify options (-o)");
     }
-    img_progress_init(&progress, show_progress && !quiet, 1.0);
+    img_progress_init(&progress, show_progress && !co.quiet, 1.0);
     filename = optind == argc - 1 ? argv[argc - 1] : NULL;
-    if (o.fmt && img_has_help_option(options)) {
-        ret = img_amend_print_help(o.fmt);
+    if (co.open.fmt && img_has_help_option(options)) {
+        ret = img_amend_print_help(co.open.fmt);
         goto out;
     }
     if (!filename) {
         error_report("Expecting one image file name");
         goto out;
     }
-    if (img_parse_cache(cache, &o) < 0) {
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid cache option: %s", cache);
         goto out;
     }
-    blk = img_open(filename, &o);
+    blk = img_open(filename, &co.open);
     if (!blk) {
         goto out;
     }

@@ -99,40 +99,25 @@ static void img_dump_json_check(const ImgCheck *check)
 
 int img_check(int argc, char **argv)
 {
-    enum {
-        OPTION_OUTPUT = 256,
-        OPTION_IMAGE_OPTS,
-    };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "format", required_argument, NULL, 'f' },
         { "repair", required_argument, NULL, 'r' },
-        { "output", required_argument, NULL, OPTION_OUTPUT },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { .flags = BDRV_O_CHECK };
-    const char *output = NULL, *cache = IMG_CACHE_DEFAULT, *filename;
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_CHECK } };
+    const char *cache = IMG_CACHE_DEFAULT, *filename;
     BdrvCheckMode fix = 0;
-    bool json = false, quiet = false;
+    bool json = false;
     ImgCheck check = { 0 };
     BlockBackend *blk;
     int c, ret;
 
-    while ((c = getopt_long(argc, argv, ":hf:r:T:qU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:r:T:qU",
+                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'r':
-            o.flags |= BDRV_O_RDWR;
+            co.open.flags |= BDRV_O_RDWR;
             if (!strcmp(optarg, "leaks")) {
                 fix = BDRV_FIX_LEAKS;
             } else if (!strcmp(optarg, "all")) {
@@ -145,33 +130,21 @@ int img_check(int argc, char **argv)
         case 'T':
             cache = optarg;
             break;
-        case 'q':
-            quiet = true;
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_OUTPUT:
-            output = optarg;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
     if (optind != argc - 1) {
         img_error_exit("Expecting one image file name");
     }
     filename = argv[optind];
-    if (output && !img_parse_output(output, &json)) {
+    if (co.output && !img_parse_output(co.output, &json)) {
         return 1;
     }
-    if (img_parse_cache(cache, &o) < 0) {
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid source cache option: %s", cache);
         return 1;
     }
 
-    blk = img_open(filename, &o);
+    blk = img_open(filename, &co.open);
     if (!blk) {
         return 1;
     }
@@ -186,7 +159,7 @@ int img_check(int argc, char **argv)
         int corruptions_fixed = check.r.corruptions_fixed;
         int leaks_fixed = check.r.leaks_fixed;
 
-        if (!json && !quiet) {
+        if (!json && !co.quiet) {
             printf("The following inconsistencies were found and "
                    "repaired:\n\n"
                    "    %d leaked clusters\n"
@@ -199,7 +172,7 @@ int img_check(int argc, char **argv)
         check.r.leaks_fixed = leaks_fixed;
     }
 
-    if (!ret && !quiet) {
+    if (!ret && !co.quiet) {
         if (json) {
             img_dump_json_check(&check);
         } else {

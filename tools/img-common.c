@@ -79,6 +79,72 @@ char *img_accumulate_options(char *options, const char *optarg)
     return merged;
 }
 
+/* The long options img_getopt() may add, and the IMG_LONG_* bit of each. */
+static const struct {
+    unsigned bit;
+    struct option opt;
+} img_shared_long[] = {
+    { IMG_LONG_FORMAT, { "format", required_argument, NULL, 'f' } },
+    { IMG_LONG_OUTPUT,
+      { "output", required_argument, NULL, IMG_OPTION_OUTPUT } },
+    { IMG_LONG_IMAGE_OPTS,
+      { "image-opts", no_argument, NULL, IMG_OPTION_IMAGE_OPTS } },
+    { IMG_LONG_FORCE_SHARE, { "force-share", no_argument, NULL, 'U' } },
+};
+
+/* No sub-command has this many long options of its own. */
+#define IMG_MAX_OWN_LONG 16
+
+int img_getopt(int argc, char **argv, const char *shortopts,
+               unsigned shared, const struct option *own, ImgCommonOpts *co)
+{
+    struct option longopts[1 + ARRAY_SIZE(img_shared_long) +
+                           IMG_MAX_OWN_LONG + 1] = {
+        { "help", no_argument, NULL, 'h' },
+    };
+    size_t n = 1;
+    int c;
+
+    assert(shortopts[0] == ':');
+    for (size_t i = 0; i < ARRAY_SIZE(img_shared_long); i++) {
+        if (shared & img_shared_long[i].bit) {
+            longopts[n++] = img_shared_long[i].opt;
+        }
+    }
+    for (; own && own->name; own++) {
+        assert(n < ARRAY_SIZE(longopts) - 1);
+        longopts[n++] = *own;
+    }
+
+    for (;;) {
+        c = getopt_long(argc, argv, shortopts, longopts, NULL);
+        switch (c) {
+        case ':':
+        case '?':
+            img_bad_option(c, argv);
+        case 'h':
+            img_help();
+        case 'f':
+            co->open.fmt = optarg;
+            break;
+        case 'U':
+            co->open.force_share = true;
+            break;
+        case 'q':
+            co->quiet = true;
+            break;
+        case IMG_OPTION_OUTPUT:
+            co->output = optarg;
+            break;
+        case IMG_OPTION_IMAGE_OPTS:
+            co->open.image_opts = true;
+            break;
+        default:
+            return c;
+        }
+    }
+}
+
 int img_parse_cache(const char *mode, ImgOpenOptions *o)
 {
     return bdrv_parse_cache_mode(mode, &o->flags, &o->writethrough);

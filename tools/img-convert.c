@@ -907,14 +907,11 @@ out:
 int img_convert(int argc, char **argv)
 {
     enum {
-        OPTION_IMAGE_OPTS = 256,
-        OPTION_TARGET_IMAGE_OPTS,
+        OPTION_TARGET_IMAGE_OPTS = IMG_OPTION_OWN,
         OPTION_SALVAGE,
         OPTION_TARGET_IS_ZERO,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
         { "target-image-opts", no_argument, NULL, OPTION_TARGET_IMAGE_OPTS },
         { "salvage", no_argument, NULL, OPTION_SALVAGE },
         { "target-is-zero", no_argument, NULL, OPTION_TARGET_IS_ZERO },
@@ -931,22 +928,15 @@ int img_convert(int argc, char **argv)
         .num_coroutines = 8,
         .cluster_sectors = 0,
     };
+    ImgCommonOpts co = { 0 };   /* of the sources */
     g_autofree char *options = NULL;
     const char *out_filename;
     int64_t sval;
     int c, ret;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
-                            long_options, NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
+                           IMG_LONG_IMAGE_OPTS, long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            a.fmt = optarg;
-            break;
         case 'O':
             a.out_fmt = optarg;
             break;
@@ -1007,9 +997,6 @@ int img_convert(int argc, char **argv)
         case 'T':
             a.src_cache = optarg;
             break;
-        case 'q':
-            s.quiet = true;
-            break;
         case 'n':
             a.skip_create = true;
             break;
@@ -1026,12 +1013,6 @@ int img_convert(int argc, char **argv)
         case 'W':
             s.wr_in_order = false;
             break;
-        case 'U':
-            a.force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            a.image_opts = true;
-            break;
         case OPTION_TARGET_IMAGE_OPTS:
             a.tgt_image_opts = true;
             break;
@@ -1044,6 +1025,10 @@ int img_convert(int argc, char **argv)
         }
     }
 
+    a.fmt = co.open.fmt;
+    a.image_opts = co.open.image_opts;
+    a.force_share = co.open.force_share;
+    s.quiet = co.quiet;
     a.options = options;
     if (!a.out_fmt && !a.tgt_image_opts) {
         a.out_fmt = "raw";
@@ -1201,17 +1186,8 @@ static int img_dd_create_output(const char *out_fmt, const char *filename,
 
 int img_dd(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
-        { NULL, 0, NULL, 0 }
-    };
     ImgDdArgs dd = { .bsz = 512 };
-    ImgOpenOptions in_o = { 0 };
+    ImgCommonOpts co = { 0 };   /* of the input: -f, -U, --image-opts */
     ImgOpenOptions out_o = { .fmt = "raw", .flags = BDRV_O_RDWR };
     BlockBackend *blk_in = NULL, *blk_out = NULL;
     g_autofree uint8_t *buf = NULL;
@@ -1219,25 +1195,12 @@ int img_dd(int argc, char **argv)
     bool skip_too_far;
     int c, ret = -1;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:U", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:O:U",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           NULL, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            in_o.fmt = optarg;
-            break;
         case 'O':
             out_o.fmt = optarg;
-            break;
-        case 'U':
-            in_o.force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            in_o.image_opts = true;
             break;
         }
     }
@@ -1251,7 +1214,7 @@ int img_dd(int argc, char **argv)
         return 1;
     }
 
-    blk_in = img_open(dd.in_filename, &in_o);
+    blk_in = img_open(dd.in_filename, &co.open);
     if (!blk_in) {
         return 1;
     }

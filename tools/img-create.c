@@ -271,40 +271,25 @@ out:
 
 int img_create(int argc, char **argv)
 {
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
-    const char *fmt = "raw";
+    ImgCommonOpts co = { .open = { .fmt = "raw" } };
     const char *base_fmt = NULL, *base_filename = NULL, *filename;
     g_autofree char *options = NULL;
-    bool quiet = false, unsafe = false;
+    bool unsafe = false;
     int64_t img_size = -1;
     Error *err = NULL;
     int c;
 
-    while ((c = getopt_long(argc, argv, ":F:b:f:ho:qu", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":F:b:f:ho:qu", 0, NULL,
+                           &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'F':
             base_fmt = optarg;
             break;
         case 'b':
             base_filename = optarg;
             break;
-        case 'f':
-            fmt = optarg;
-            break;
         case 'o':
             options = img_accumulate_options(options, optarg);
-            break;
-        case 'q':
-            quiet = true;
             break;
         case 'u':
             unsafe = true;
@@ -314,7 +299,7 @@ int img_create(int argc, char **argv)
 
     filename = optind < argc ? argv[optind] : NULL;
     if (options && img_has_help_option(options)) {
-        return img_print_create_help(filename, fmt);
+        return img_print_create_help(filename, co.open.fmt);
     }
     if (optind >= argc) {
         img_error_exit("Expecting image file name");
@@ -330,8 +315,8 @@ int img_create(int argc, char **argv)
         img_error_exit("Unexpected argument: %s", argv[optind]);
     }
 
-    if (img_create_image(filename, fmt, base_filename, base_fmt, options,
-                         img_size, unsafe, quiet, &err) < 0) {
+    if (img_create_image(filename, co.open.fmt, base_filename, base_fmt,
+                         options, img_size, unsafe, co.quiet, &err) < 0) {
         error_report("%s: %s", filename, error_get_pretty(err));
         if (error_get_hint(err)) {
             fputs(error_get_hint(err), stderr);

@@ -276,58 +276,38 @@ fail:
 int img_info(int argc, char **argv)
 {
     enum {
-        OPTION_OUTPUT = 256,
-        OPTION_BACKING_CHAIN,
-        OPTION_IMAGE_OPTS,
+        OPTION_BACKING_CHAIN = IMG_OPTION_OWN,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "format", required_argument, NULL, 'f' },
-        { "output", required_argument, NULL, OPTION_OUTPUT },
         { "backing-chain", no_argument, NULL, OPTION_BACKING_CHAIN },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { .flags = BDRV_O_NO_BACKING | BDRV_O_NO_IO };
-    const char *output = NULL;
+    ImgCommonOpts co = {
+        .open = { .flags = BDRV_O_NO_BACKING | BDRV_O_NO_IO },
+    };
     bool chain = false, json = false;
     GList *list;
     int c;
 
-    while ((c = getopt_long(argc, argv, ":f:hU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":f:hU",
+                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_OUTPUT:
-            output = optarg;
-            break;
         case OPTION_BACKING_CHAIN:
             chain = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
             break;
         }
     }
     if (optind != argc - 1) {
         img_error_exit("Expecting one image file name");
     }
-    if (output && !img_parse_output(output, &json)) {
+    if (co.output && !img_parse_output(co.output, &json)) {
         return 1;
     }
 
-    list = img_collect_image_info_list(argv[optind], &o, chain);
+    list = img_collect_image_info_list(argv[optind], &co.open,
+                                       chain);
     if (!list) {
         return 1;
     }

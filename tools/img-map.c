@@ -119,49 +119,26 @@ static int img_map_dump_entry(bool json, const ImgMapEntry *e, bool last)
 int img_map(int argc, char **argv)
 {
     enum {
-        OPTION_OUTPUT = 256,
-        OPTION_IMAGE_OPTS,
-        OPTION_START_OFFSET,
+        OPTION_START_OFFSET = IMG_OPTION_OWN,
         OPTION_MAX_LENGTH,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "format", required_argument, NULL, 'f' },
-        { "output", required_argument, NULL, OPTION_OUTPUT },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
         { "start-offset", required_argument, NULL, OPTION_START_OFFSET },
         { "max-length", required_argument, NULL, OPTION_MAX_LENGTH },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { 0 };
-    const char *output = NULL;
+    ImgCommonOpts co = { 0 };
     int64_t start_offset = 0, max_length = -1, length;
     ImgMapEntry curr = { 0 }, next;
     bool json = false;
     BlockBackend *blk;
     int c, ret = 0;
 
-    while ((c = getopt_long(argc, argv, ":f:hU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":f:hU",
+                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_OUTPUT:
-            output = optarg;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         case OPTION_START_OFFSET:
             start_offset = img_cvtnum("start offset", optarg);
             if (start_offset < 0) {
@@ -179,11 +156,11 @@ int img_map(int argc, char **argv)
     if (optind != argc - 1) {
         img_error_exit("Expecting one image file name");
     }
-    if (output && !img_parse_output(output, &json)) {
+    if (co.output && !img_parse_output(co.output, &json)) {
         return 1;
     }
 
-    blk = img_open(argv[optind], &o);
+    blk = img_open(argv[optind], &co.open);
     if (!blk) {
         return 1;
     }

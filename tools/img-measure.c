@@ -106,21 +106,15 @@ static QemuOpts *img_measure_opts(BlockDriver *drv, const char *options,
 int img_measure(int argc, char **argv)
 {
     enum {
-        OPTION_OUTPUT = 256,
-        OPTION_SIZE,
-        OPTION_IMAGE_OPTS,
+        OPTION_SIZE = IMG_OPTION_OWN,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "output", required_argument, NULL, OPTION_OUTPUT },
         { "size", required_argument, NULL, OPTION_SIZE },
-        { "force-share", no_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { 0 };
+    ImgCommonOpts co = { 0 };
     const char *out_fmt = "raw", *snapshot_name = NULL;
-    const char *filename = NULL, *output = NULL;
+    const char *filename = NULL;
     g_autofree char *options = NULL;
     QemuOpts *sn_opts = NULL, *opts = NULL;
     QemuOptsList *list = NULL;
@@ -132,17 +126,11 @@ int img_measure(int argc, char **argv)
     bool json = false;
     int c, ret = 1;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:o:l:U", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:O:o:l:U",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_OUTPUT |
+                           IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'O':
             out_fmt = optarg;
             break;
@@ -166,24 +154,15 @@ int img_measure(int argc, char **argv)
                 snapshot_name = optarg;
             }
             break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_OUTPUT:
-            output = optarg;
-            break;
         case OPTION_SIZE:
             size = img_cvtnum("image size", optarg);
             if (size < 0) {
                 goto out;
             }
             break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
-    if (output && !img_parse_output(output, &json)) {
+    if (co.output && !img_parse_output(co.output, &json)) {
         goto out;
     }
     if (argc - optind > 1) {
@@ -193,7 +172,8 @@ int img_measure(int argc, char **argv)
     if (argc - optind == 1) {
         filename = argv[optind];
     }
-    if (!filename && (o.image_opts || o.fmt || snapshot_name || sn_opts)) {
+    if (!filename &&
+        (co.open.image_opts || co.open.fmt || snapshot_name || sn_opts)) {
         error_report("--image-opts, -f, and -l require a filename "
                      "argument.");
         goto out;
@@ -208,7 +188,7 @@ int img_measure(int argc, char **argv)
     }
 
     if (filename) {
-        blk = img_measure_open(filename, &o, sn_opts, snapshot_name);
+        blk = img_measure_open(filename, &co.open, sn_opts, snapshot_name);
         if (!blk) {
             goto out;
         }

@@ -242,36 +242,20 @@ static void img_rebase_report_change(int ret, const char *base,
 
 int img_rebase(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
-        { NULL, 0, NULL, 0 }
-    };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
     ImgOpenOptions src = { 0 };
     const char *cache = IMG_CACHE_DEFAULT, *src_cache = IMG_CACHE_DEFAULT;
     const char *base = NULL, *base_fmt = NULL;
-    bool unsafe = false, show_progress = false, quiet = false;
+    bool unsafe = false, show_progress = false;
     ImgProgress progress;
     ImgRebase r = { .progress = &progress };
     BlockDriverState *bs, *old;
     int c, ret = -1;
 
-    while ((c = getopt_long(argc, argv, ":hf:F:b:upt:T:qU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:F:b:upt:T:qU",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           NULL, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'F':
             base_fmt = optarg;
             break;
@@ -290,15 +274,6 @@ int img_rebase(int argc, char **argv)
         case 'T':
             src_cache = optarg;
             break;
-        case 'q':
-            quiet = true;
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
     if (!unsafe && !base) {
@@ -309,13 +284,13 @@ int img_rebase(int argc, char **argv)
         img_error_exit("Expecting one image file name");
     }
     r.filename = argv[optind];
-    img_progress_init(&progress, show_progress && !quiet, 2.0);
+    img_progress_init(&progress, show_progress && !co.quiet, 2.0);
     img_progress_print(&progress, 0, 100);
 
     if (unsafe) {
-        o.flags |= BDRV_O_NO_BACKING;
+        co.open.flags |= BDRV_O_NO_BACKING;
     }
-    if (img_parse_cache(cache, &o) < 0) {
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid cache option: %s", cache);
         goto out;
     }
@@ -323,7 +298,7 @@ int img_rebase(int argc, char **argv)
         error_report("Invalid source cache option: %s", src_cache);
         goto out;
     }
-    r.blk = img_open(r.filename, &o);
+    r.blk = img_open(r.filename, &co.open);
     if (!r.blk) {
         goto out;
     }
@@ -343,7 +318,7 @@ int img_rebase(int argc, char **argv)
             }
         }
         if (base[0] && img_rebase_open_new(&r, base, base_fmt, src.flags,
-                                           o.force_share) < 0) {
+                                           co.open.force_share) < 0) {
             goto out;
         }
         if (img_rebase_sizes(&r, base) < 0 || img_rebase_copy(&r) < 0) {

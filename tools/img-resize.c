@@ -31,20 +31,17 @@ static int img_parse_prealloc(const char *text)
 int img_resize(int argc, char **argv)
 {
     enum {
-        OPTION_IMAGE_OPTS = 256,
-        OPTION_PREALLOCATION,
+        OPTION_PREALLOCATION = IMG_OPTION_OWN,
         OPTION_SHRINK,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
         { "preallocation", required_argument, NULL, OPTION_PREALLOCATION },
         { "shrink", no_argument, NULL, OPTION_SHRINK },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR | BDRV_O_RESIZE };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR | BDRV_O_RESIZE } };
     PreallocMode prealloc = PREALLOC_MODE_OFF;
-    bool quiet = false, shrink = false;
+    bool shrink = false;
     const char *size_text, *filename;
     int64_t current_size, total_size;
     uint64_t n;
@@ -59,23 +56,10 @@ int img_resize(int argc, char **argv)
     }
     size_text = argv[--argc];
 
-    while ((c = getopt_long(argc, argv, ":f:hq", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":f:hq",
+                           IMG_LONG_IMAGE_OPTS,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         case OPTION_PREALLOCATION:
             ret = img_parse_prealloc(optarg);
             if (ret < 0) {
@@ -111,7 +95,7 @@ int img_resize(int argc, char **argv)
         return 1;
     }
 
-    blk = img_open(filename, &o);
+    blk = img_open(filename, &co.open);
     if (!blk) {
         return 1;
     }
@@ -150,7 +134,7 @@ int img_resize(int argc, char **argv)
     ret = blk_truncate(blk, total_size, true, prealloc, 0, &err);
     if (ret < 0) {
         error_report_err(err);
-    } else if (!quiet) {
+    } else if (!co.quiet) {
         printf("Image resized.\n");
     }
 out:

@@ -78,6 +78,50 @@ typedef struct ImgOpenOptions {
 } ImgOpenOptions;
 
 /*
+ * The options that sub-commands share, with one meaning everywhere,
+ * parsed by img_getopt(): -h/--help, -f/--format (the format of the
+ * image, of the first or source image where there are several),
+ * --image-opts, -U/--force-share, -q and --output.
+ */
+typedef struct ImgCommonOpts {
+    ImgOpenOptions open;    /* fmt, image_opts, force_share */
+    const char *output;     /* --output, for img_parse_output() */
+    bool quiet;             /* -q */
+} ImgCommonOpts;
+
+/*
+ * The shared long options a sub-command accepts (--help always): qemu-img's
+ * sub-commands differ there, and getopt_long's abbreviations ("--out")
+ * depend on the exact set, so each names its own.
+ */
+typedef enum ImgLongOpts {
+    IMG_LONG_FORMAT      = 1 << 0,  /* --format */
+    IMG_LONG_OUTPUT      = 1 << 1,  /* --output */
+    IMG_LONG_IMAGE_OPTS  = 1 << 2,  /* --image-opts */
+    IMG_LONG_FORCE_SHARE = 1 << 3,  /* --force-share */
+} ImgLongOpts;
+
+/* Values of the shared long-only options; a sub-command's own start at
+ * IMG_OPTION_OWN. */
+enum {
+    IMG_OPTION_OUTPUT = 256,
+    IMG_OPTION_IMAGE_OPTS,
+    IMG_OPTION_OWN,
+};
+
+/*
+ * getopt_long() for a sub-command: @shortopts are all the short options
+ * it accepts (starting with ':'), @shared the shared long options and
+ * @own its own long options (NULL-terminated, may be NULL).  Handles the
+ * shared options (short ones only where @shortopts names them) by
+ * storing them in @co, and getopt's complaints and -h as every
+ * sub-command does (these exit); returns the next option that only the
+ * sub-command knows, or -1 after the last.
+ */
+int img_getopt(int argc, char **argv, const char *shortopts,
+               unsigned shared, const struct option *own, ImgCommonOpts *co);
+
+/*
  * Opens @name as qemu-img does; on failure prints "Could not open 'name':
  * <reason>" and returns NULL.
  */
