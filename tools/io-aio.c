@@ -96,7 +96,7 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
 {
     QioAioCtx *ctx = g_new0(QioAioCtx, 1);
     bool iflag = false;
-    int c, ret;
+    int c;
 
     ctx->blk = blk;
     while ((c = getopt(argc, argv, "CP:iqv")) != -1) {
@@ -131,15 +131,9 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    ret = qio_parse_number(argv[optind], &ctx->offset);
-    if (ret < 0) {
-        g_free(ctx);
-        return ret;
-    }
-    optind++;
-
-    ctx->buf = qio_create_iovec(blk, &ctx->qiov, &argv[optind],
-                                argc - optind, QIO_READ_FILL);
+    ctx->buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+                                       QIO_READ_FILL, &ctx->offset,
+                                       &ctx->qiov);
     if (!ctx->buf) {
         g_free(ctx);
         return -EINVAL;

@@ -104,3 +104,13 @@ bool qio_buf_is_pattern(const uint8_t *buf, int64_t len, int pattern)
     }
     return true;
 }
+
+uint8_t *qio_parse_offset_vector(BlockBackend *blk, char **argv, int argc,
+                                 int pattern, int64_t *offset,
+                                 QEMUIOVector *qiov)
+{
+    if (qio_parse_number(argv[0], offset) < 0) {
+        return NULL;
+    }
+    return qio_create_iovec(blk, qiov, &argv[1], argc - 1, pattern);
+}

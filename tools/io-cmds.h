@@ -130,6 +130,15 @@ uint8_t *qio_alloc_from_file(BlockBackend *blk, size_t len,
 uint8_t *qio_create_iovec(BlockBackend *blk, QEMUIOVector *qiov,
                           char **argv, int nr_iov, int pattern);
 
+/*
+ * Parses the "off len [len..]" arguments of a vector command, @argc of
+ * them at @argv: the offset into *@offset, then the buffer and @qiov as
+ * qio_create_iovec() makes them.  NULL after printing why.
+ */
+uint8_t *qio_parse_offset_vector(BlockBackend *blk, char **argv, int argc,
+                                 int pattern, int64_t *offset,
+                                 QEMUIOVector *qiov);
+
 /* True if @len bytes at @buf all equal @pattern. */
 bool qio_buf_is_pattern(const uint8_t *buf, int64_t len, int pattern);
 

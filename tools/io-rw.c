@@ -198,14 +198,8 @@ static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    ret = qio_parse_number(argv[optind], &offset);
-    if (ret < 0) {
-        return ret;
-    }
-    optind++;
-
-    buf = qio_create_iovec(blk, &qiov, &argv[optind], argc - optind,
-                           QIO_READ_FILL);
+    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+                                  QIO_READ_FILL, &offset, &qiov);
     if (!buf) {
         return -EINVAL;
     }
@@ -465,14 +459,8 @@ static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
         return qio_usage_error(argv[0]);
     }
 
-    ret = qio_parse_number(argv[optind], &offset);
-    if (ret < 0) {
-        return ret;
-    }
-    optind++;
-
-    buf = qio_create_iovec(blk, &qiov, &argv[optind], argc - optind,
-                           pattern);
+    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind, pattern,
+                                  &offset, &qiov);
     if (!buf) {
         return -EINVAL;
     }
