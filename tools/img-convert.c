@@ -566,51 +566,20 @@ typedef struct ImgConvertArgs {
     bool force_share;
     bool progress;
     bool target_is_zero;
-    /* -l: a snapshot ID or name, or snapshot.id/snapshot.name options */
-    const char *snapshot_name;
-    QemuOpts *snapshot_opts;
+    ImgSnapshotArg snapshot;    /* -l */
 } ImgConvertArgs;
-
-/* convert -l snapshot.id=ID,snapshot.name=NAME */
-static const QemuOptDesc img_internal_snapshot_desc[] = {
-    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
-      .help = "ID of the internal snapshot" },
-    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
-      .help = "name of the internal snapshot" },
-    { NULL }
-};
-
-static const QemuOptsList img_internal_snapshot_opts = {
-    .name = "internal-snapshot",
-    .desc = img_internal_snapshot_desc,
-};
 
 /* Makes the first source show the snapshot -l names (read-only). */
 static int img_convert_load_snapshot(ImgConvertState *s,
                                      const ImgConvertArgs *a)
 {
-    Error *err = NULL;
-
-    if (a->snapshot_opts) {
-        bdrv_snapshot_load_tmp(blk_bs(s->src[0]),
-                               qemu_opt_get(a->snapshot_opts, "snapshot.id"),
-                               qemu_opt_get(a->snapshot_opts,
-                                            "snapshot.name"),
-                               &err);
-    } else if (a->snapshot_name) {
-        if (s->src_num > 1) {
-            error_report("No support for concatenating multiple snapshot");
-            return -EINVAL;
-        }
-        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(s->src[0]),
-                                             a->snapshot_name, &err);
-    }
-    if (err) {
-        error_report("Failed to load snapshot: %s", error_get_pretty(err));
-        error_free(err);
+    /* as in qemu-img, only the ID-or-name form refuses several sources;
+     * snapshot.id/snapshot.name load into the first one */
+    if (!a->snapshot.opts && a->snapshot.id_or_name && s->src_num > 1) {
+        error_report("No support for concatenating multiple snapshot");
         return -EINVAL;
     }
-    return 0;
+    return img_load_snapshot(s->src[0], &a->snapshot);
 }
 
 /* Builds the creation options of the target; NULL after an error. */
@@ -953,22 +922,8 @@ int img_convert(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (g_str_has_prefix(optarg, "snapshot.")) {
-                Error *err = NULL;
-
-                if (a.snapshot_opts) {
-                    qemu_opts_del(a.snapshot_opts);
-                }
-                a.snapshot_opts = qemu_opts_parse(&img_internal_snapshot_opts,
-                                                  optarg, &err);
-                if (!a.snapshot_opts) {
-                    error_report_err(err);
-                    error_report("Failed in parsing snapshot param '%s'",
-                                 optarg);
-                    return 1;
-                }
-            } else {
-                a.snapshot_name = optarg;
+            if (!img_parse_snapshot_arg(&a.snapshot, optarg)) {
+                return 1;
             }
             break;
         case 'S':
@@ -1086,9 +1041,7 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
-    if (a.snapshot_opts) {
-        qemu_opts_del(a.snapshot_opts);
-    }
+    img_snapshot_arg_free(&a.snapshot);
     return ret ? 1 : 0;
 }
 

@@ -5,21 +5,6 @@
 #include "qblock-img.h"
 
 #include "qblock/block-driver.h"
-#include "block/snapshot.h"
-
-/* measure -l snapshot.id=ID,snapshot.name=NAME */
-static const QemuOptDesc img_measure_snapshot_desc[] = {
-    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
-      .help = "ID of the internal snapshot" },
-    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
-      .help = "name of the internal snapshot" },
-    { NULL }
-};
-
-static const QemuOptsList img_measure_snapshot_opts = {
-    .name = "internal-snapshot",
-    .desc = img_measure_snapshot_desc,
-};
 
 static void img_measure_print(const BlockMeasureInfo *info, bool json)
 {
@@ -51,26 +36,11 @@ static void img_measure_print(const BlockMeasureInfo *info, bool json)
 /* Opens the source and shows the snapshot -l names, if any. */
 static BlockBackend *img_measure_open(const char *filename,
                                       const ImgOpenOptions *o,
-                                      QemuOpts *sn_opts,
-                                      const char *snapshot_name)
+                                      const ImgSnapshotArg *sn)
 {
     BlockBackend *blk = img_open(filename, o);
-    Error *err = NULL;
 
-    if (!blk) {
-        return NULL;
-    }
-    if (sn_opts) {
-        bdrv_snapshot_load_tmp(blk_bs(blk),
-                               qemu_opt_get(sn_opts, "snapshot.id"),
-                               qemu_opt_get(sn_opts, "snapshot.name"), &err);
-    } else if (snapshot_name) {
-        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(blk), snapshot_name,
-                                             &err);
-    }
-    if (err) {
-        error_report("Failed to load snapshot: %s", error_get_pretty(err));
-        error_free(err);
+    if (blk && img_load_snapshot(blk, sn) < 0) {
         blk_unref(blk);
         return NULL;
     }
@@ -113,10 +83,11 @@ int img_measure(int argc, char **argv)
         { NULL, 0, NULL, 0 }
     };
     ImgCommonOpts co = { 0 };
-    const char *out_fmt = "raw", *snapshot_name = NULL;
+    const char *out_fmt = "raw";
     const char *filename = NULL;
     g_autofree char *options = NULL;
-    QemuOpts *sn_opts = NULL, *opts = NULL;
+    ImgSnapshotArg sn = { 0 };
+    QemuOpts *opts = NULL;
     QemuOptsList *list = NULL;
     BlockBackend *blk = NULL;
     BlockMeasureInfo info = { 0 };
@@ -138,20 +109,8 @@ int img_measure(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (g_str_has_prefix(optarg, "snapshot.")) {
-                if (sn_opts) {
-                    qemu_opts_del(sn_opts);
-                }
-                sn_opts = qemu_opts_parse(&img_measure_snapshot_opts, optarg,
-                                          &err);
-                if (!sn_opts) {
-                    error_report_err(err);
-                    error_report("Failed in parsing snapshot param '%s'",
-                                 optarg);
-                    goto out;
-                }
-            } else {
-                snapshot_name = optarg;
+            if (!img_parse_snapshot_arg(&sn, optarg)) {
+                goto out;
             }
             break;
         case OPTION_SIZE:
@@ -173,7 +132,7 @@ int img_measure(int argc, char **argv)
         filename = argv[optind];
     }
     if (!filename &&
-        (co.open.image_opts || co.open.fmt || snapshot_name || sn_opts)) {
+        (co.open.image_opts || co.open.fmt || sn.id_or_name || sn.opts)) {
         error_report("--image-opts, -f, and -l require a filename "
                      "argument.");
         goto out;
@@ -188,7 +147,7 @@ int img_measure(int argc, char **argv)
     }
 
     if (filename) {
-        blk = img_measure_open(filename, &co.open, sn_opts, snapshot_name);
+        blk = img_measure_open(filename, &co.open, &sn);
         if (!blk) {
             goto out;
         }
@@ -219,9 +178,7 @@ out:
         qemu_opts_del(opts);
     }
     qemu_opts_free(list);
-    if (sn_opts) {
-        qemu_opts_del(sn_opts);
-    }
+    img_snapshot_arg_free(&sn);
     if (blk) {
         blk_unref(blk);
     }
