@@ -6,6 +6,7 @@
 #include "qblock-img.h"
 
 #include "block/snapshot.h"
+#include "qblock/block-driver.h"
 
 int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
                         int64_t max)
@@ -67,6 +68,29 @@ bool img_has_help_option(const char *options)
         }
     }
     return false;
+}
+
+QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+                                   Error **errp)
+{
+    BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
+    QemuOptsList *list;
+
+    if (!proto) {
+        return NULL;
+    }
+    if (!bdrv_driver_create_opts(drv)) {
+        error_setg(errp, "Format driver '%s' does not support image "
+                   "creation", bdrv_driver_name(drv));
+        return NULL;
+    }
+    if (!bdrv_driver_create_opts(proto)) {
+        error_setg(errp, "Protocol driver '%s' does not support image "
+                   "creation", bdrv_driver_name(proto));
+        return NULL;
+    }
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    return qemu_opts_append(list, bdrv_driver_create_opts(proto));
 }
 
 char *img_accumulate_options(char *options, const char *optarg)

@@ -589,27 +589,14 @@ static QemuOpts *img_convert_create_opts(ImgConvertState *s,
                                          const char *out_filename,
                                          QemuOptsList **plist)
 {
-    BlockDriver *proto;
     Error *err = NULL;
     QemuOpts *opts;
 
-    proto = bdrv_find_protocol(out_filename, true, &err);
-    if (!proto) {
+    *plist = img_create_opts_list(drv, out_filename, &err);
+    if (!*plist) {
         error_report_err(err);
         return NULL;
     }
-    if (!bdrv_driver_create_opts(drv)) {
-        error_report("Format driver '%s' does not support image creation",
-                     bdrv_driver_name(drv));
-        return NULL;
-    }
-    if (!bdrv_driver_create_opts(proto)) {
-        error_report("Protocol driver '%s' does not support image creation",
-                     bdrv_driver_name(proto));
-        return NULL;
-    }
-    *plist = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
-    *plist = qemu_opts_append(*plist, bdrv_driver_create_opts(proto));
 
     opts = a->options ? qemu_opts_parse(*plist, a->options, &err)
                       : qemu_opts_create(*plist);
@@ -1097,7 +1084,6 @@ static int img_dd_create_output(const char *out_fmt, const char *filename,
                                 int64_t size)
 {
     BlockDriver *drv = bdrv_find_format(out_fmt);
-    BlockDriver *proto;
     QemuOptsList *list;
     QemuOpts *opts;
     Error *err = NULL;
@@ -1107,23 +1093,11 @@ static int img_dd_create_output(const char *out_fmt, const char *filename,
         error_report("Unknown file format");
         return -EINVAL;
     }
-    proto = bdrv_find_protocol(filename, true, &err);
-    if (!proto) {
+    list = img_create_opts_list(drv, filename, &err);
+    if (!list) {
         error_report_err(err);
         return -EINVAL;
     }
-    if (!bdrv_driver_create_opts(drv)) {
-        error_report("Format driver '%s' does not support image creation",
-                     bdrv_driver_name(drv));
-        return -EINVAL;
-    }
-    if (!bdrv_driver_create_opts(proto)) {
-        error_report("Protocol driver '%s' does not support image creation",
-                     bdrv_driver_name(proto));
-        return -EINVAL;
-    }
-    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
-    list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
     opts = qemu_opts_create(list);
     qemu_opt_set_number(opts, "size", size, &error_abort);
     ret = bdrv_create(drv, filename, opts, &err);

@@ -173,7 +173,7 @@ static int img_create_image(const char *filename, const char *fmt,
                             const char *options, int64_t img_size,
                             bool unsafe, bool quiet, Error **errp)
 {
-    BlockDriver *drv, *proto;
+    BlockDriver *drv;
     QemuOptsList *list = NULL;
     QemuOpts *opts = NULL;
     int64_t size;
@@ -184,22 +184,10 @@ static int img_create_image(const char *filename, const char *fmt,
         error_setg(errp, "Unknown file format '%s'", fmt);
         return -ENOENT;
     }
-    proto = bdrv_find_protocol(filename, true, errp);
-    if (!proto) {
-        return -ENOENT;
-    }
-    if (!bdrv_driver_create_opts(drv)) {
-        error_setg(errp, "Format driver '%s' does not support image "
-                   "creation", bdrv_driver_name(drv));
+    list = img_create_opts_list(drv, filename, errp);
+    if (!list) {
         return -ENOTSUP;
     }
-    if (!bdrv_driver_create_opts(proto)) {
-        error_setg(errp, "Protocol driver '%s' does not support image "
-                   "creation", bdrv_driver_name(proto));
-        return -ENOTSUP;
-    }
-    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
-    list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
 
     opts = options ? qemu_opts_parse(list, options, errp)
                    : qemu_opts_create(list);

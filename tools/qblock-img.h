@@ -62,6 +62,15 @@ bool img_has_help_option(const char *options);
  * the exit status.
  */
 int img_print_create_help(const char *filename, const char *fmt);
+/*
+ * The creation options of format @drv followed by those of @filename's
+ * protocol: what creating the image takes (freed with qemu_opts_free()).
+ * NULL with @errp set when the protocol is unknown or either driver
+ * cannot create images ("Format driver 'x' does not support image
+ * creation").
+ */
+QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+                                   Error **errp);
 /* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
 char *img_accumulate_options(char *options, const char *optarg);
 
