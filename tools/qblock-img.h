@@ -5,9 +5,10 @@
  * prints.  Each sub-command is a function img_<name>(argc, argv) that
  * receives its own argv (argv[0] is the sub-command name) and returns the
  * process exit status.  The helpers here do what several sub-commands
- * share: option errors in qemu-img's words, number parsing with qemu-img's
- * messages, opening images, cache modes, the progress meter and JSON
- * output ordered as QEMU's dictionaries order it.
+ * share: the options they have in common (img_getopt) and option errors
+ * in qemu-img's words, number parsing with qemu-img's messages, creation
+ * option lists, opening images, cache modes, -l snapshots, the progress
+ * meter and JSON output ordered as QEMU's dictionaries order it.
  */
 #ifndef QBLOCK_IMG_H
 #define QBLOCK_IMG_H
