@@ -4,6 +4,7 @@
 #include "block-export.h"
 
 #include "block/export.h"
+#include "qblock/block-export.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "util/qapi-schema.h"
@@ -50,7 +51,7 @@ static void qmp_query_block_exports(JsonObject *args, JsonNode **ret,
         JsonObject *info = json_object_new();
 
         json_object_set_string_member(info, "id", exp->id);
-        json_object_set_string_member(info, "type", exp->drv->type);
+        json_object_set_string_member(info, "type", blk_exp_get_type(exp));
         json_object_set_string_member(info, "node-name",
                                       bdrv_get_node_name(blk_bs(exp->blk)));
         json_object_set_boolean_member(info, "shutting-down",

@@ -9,9 +9,12 @@
  */
 #include "blockdev.h"
 
-#include "block/block_int.h"
+#include "block/block.h"
 #include "block/export.h"
 #include "block/qapi.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-export.h"
+#include "qblock/block-node.h"
 #include "qapi-opts.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
@@ -27,8 +30,8 @@ static const QemuOptDesc *blockdev_find_opt(BlockDriver *drv,
     const QemuOptDesc *desc = qemu_opts_find_desc(&qapi_opts_bdrv_common,
                                                   name);
 
-    if (!desc && drv && drv->runtime_opts) {
-        desc = qemu_opts_find_desc(drv->runtime_opts, name);
+    if (!desc && drv && bdrv_driver_runtime_opts(drv)) {
+        desc = qemu_opts_find_desc(bdrv_driver_runtime_opts(drv), name);
     }
     return desc;
 }
@@ -37,7 +40,7 @@ static const QemuOptDesc *blockdev_find_opt(BlockDriver *drv,
 static bool blockdev_has_opt_group(BlockDriver *drv, const char *prefix)
 {
     const QemuOptsList *lists[] = {
-        &qapi_opts_bdrv_common, drv ? drv->runtime_opts : NULL,
+        &qapi_opts_bdrv_common, drv ? bdrv_driver_runtime_opts(drv) : NULL,
     };
     size_t len = strlen(prefix);
 
@@ -252,16 +255,6 @@ static void qmp_blockdev_add(JsonObject *args, JsonNode **ret, Error **errp)
     }
 }
 
-static bool bdrv_has_blk(BlockDriverState *bs)
-{
-    for (GList *l = bs->parents; l; l = l->next) {
-        if (((BdrvChild *)l->data)->parent_blk) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static void qmp_blockdev_del(JsonObject *args, JsonNode **ret, Error **errp)
 {
     const char *name = json_object_get_string_member(args, "node-name");
@@ -281,7 +274,7 @@ static void qmp_blockdev_del(JsonObject *args, JsonNode **ret, Error **errp)
         error_setg(errp, "Node %s is not owned by the monitor", name);
         return;
     }
-    if (bs->refcnt > 1) {
+    if (bdrv_get_refcnt(bs) > 1) {
         error_setg(errp, "Block device %s is in use",
                    bdrv_get_device_or_node_name(bs));
         return;
@@ -319,12 +312,13 @@ static void qmp_query_named_block_nodes(JsonObject *args, JsonNode **ret,
 static JsonNode *blockdev_export_stats(BlockExport *exp)
 {
     g_autoptr(JsonObject) obj = json_object_new();
-    BlockDriverState *bs = blk_bs(exp->blk);
+    BlockBackend *blk = blk_exp_get_blk(exp);
+    BlockDriverState *bs = blk_bs(blk);
 
-    json_object_set_string_member(obj, "device", blk_name(exp->blk));
-    json_object_set_string_member(obj, "x-export", exp->id);
+    json_object_set_string_member(obj, "device", blk_name(blk));
+    json_object_set_string_member(obj, "x-export", blk_exp_get_id(exp));
     json_object_set_string_member(obj, "node-name", bdrv_get_node_name(bs));
-    json_object_set_member(obj, "stats", blk_query_stats(exp->blk));
+    json_object_set_member(obj, "stats", blk_query_stats(blk));
     json_object_set_member(obj, "parent", bdrv_query_node_stats(bs));
     return json_node_init_object(json_node_alloc(), obj);
 }
@@ -369,7 +363,7 @@ static GPtrArray *blockdev_write_cache_targets(JsonObject *args,
             error_setg(errp, "Export '%s' is not found", id);
             return NULL;
         }
-        g_ptr_array_add(blks, exp->blk);
+        g_ptr_array_add(blks, blk_exp_get_blk(exp));
     } else {
         const char *name = json_object_get_string_member(args, "node-name");
         BlockDriverState *bs = bdrv_find_node(name);
@@ -378,12 +372,10 @@ static GPtrArray *blockdev_write_cache_targets(JsonObject *args,
             error_setg(errp, "Failed to find node with node-name='%s'", name);
             return NULL;
         }
-        for (GList *l = bs->parents; l; l = l->next) {
-            BdrvChild *c = l->data;
+        g_autoptr(GSList) parents = bdrv_get_parent_blks(bs);
 
-            if (c->parent_blk) {
-                g_ptr_array_add(blks, c->parent_blk);
-            }
+        for (GSList *l = parents; l; l = l->next) {
+            g_ptr_array_add(blks, l->data);
         }
         if (!blks->len) {
             error_setg(errp, "Node '%s' has no user with a write cache "

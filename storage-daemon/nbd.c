@@ -5,6 +5,7 @@
 
 #include "block/export.h"
 #include "block/nbd-export.h"
+#include "qblock/block-export.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "util/qapi-schema.h"
@@ -114,7 +115,7 @@ static void qmp_nbd_server_remove(JsonObject *args, JsonNode **ret,
                            args, "mode", "safe");
     BlockExport *exp = blk_exp_find(name);
 
-    if (exp && strcmp(exp->drv->type, "nbd")) {
+    if (exp && strcmp(blk_exp_get_type(exp), "nbd")) {
         error_setg(errp, "Export '%s' is not an NBD export", name);
         return;
     }

@@ -5,7 +5,8 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 
 static int img_amend_print_help(const char *fmt)
 {
@@ -15,13 +16,13 @@ static int img_amend_print_help(const char *fmt)
         error_report("Unknown file format '%s'", fmt);
         return 1;
     }
-    if (!drv->bdrv_amend_options) {
+    if (!bdrv_driver_can_amend(drv)) {
         error_report("Format driver '%s' does not support option amendment",
                      fmt);
         return 1;
     }
     printf("Amend options for '%s':\n", fmt);
-    qemu_opts_print_help(drv->amend_opts, false);
+    qemu_opts_print_help(bdrv_driver_amend_opts(drv), false);
     return 0;
 }
 
@@ -38,16 +39,18 @@ static void img_amend_status(BlockDriverState *bs, int64_t done,
 static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
 {
     Error *err = NULL;
-    QemuOpts *opts = qemu_opts_parse(drv->amend_opts, options, &err);
+    const QemuOptsList *amend_opts = bdrv_driver_amend_opts(drv);
+    const QemuOptsList *create_opts = bdrv_driver_create_opts(drv);
+    QemuOpts *opts = qemu_opts_parse(amend_opts, options, &err);
     QemuOptsList *both;
     QemuOpts *create;
 
     if (opts) {
         return opts;
     }
-    both = qemu_opts_append(NULL, drv->amend_opts);
-    if (drv->create_opts) {
-        both = qemu_opts_append(both, drv->create_opts);
+    both = qemu_opts_append(NULL, amend_opts);
+    if (create_opts) {
+        both = qemu_opts_append(both, create_opts);
     }
     create = qemu_opts_parse(both, options, NULL);
     if (create) {
@@ -63,51 +66,35 @@ static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
 int img_amend(int argc, char **argv)
 {
     enum {
-        OPTION_IMAGE_OPTS = 256,
-        OPTION_FORCE,
+        OPTION_FORCE = IMG_OPTION_OWN,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
         { "force", no_argument, NULL, OPTION_FORCE },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
     const char *cache = IMG_CACHE_DEFAULT, *filename;
     g_autofree char *options = NULL;
     ImgProgress progress;
     BlockBackend *blk = NULL;
     QemuOpts *opts = NULL;
     BlockDriverState *bs;
-    bool show_progress = false, quiet = false, force = false;
+    bool show_progress = false, force = false;
     Error *err = NULL;
     int c, ret = 1;
 
-    while ((c = getopt_long(argc, argv, ":ho:f:t:pq", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":ho:f:t:pq",
+                           IMG_LONG_IMAGE_OPTS,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'o':
             options = img_accumulate_options(options, optarg);
-            break;
-        case 'f':
-            o.fmt = optarg;
             break;
         case 't':
             cache = optarg;
             break;
         case 'p':
             show_progress = true;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
             break;
         case OPTION_FORCE:
             force = true;
@@ -117,42 +104,41 @@ int img_amend(int argc, char **argv)
     if (!options) {
         img_error_exit("Must specify options (-o)");
     }
-    img_progress_init(&progress, show_progress && !quiet, 1.0);
+    img_progress_init(&progress, show_progress && !co.quiet, 1.0);
     filename = optind == argc - 1 ? argv[argc - 1] : NULL;
-    if (o.fmt && img_has_help_option(options)) {
-        ret = img_amend_print_help(o.fmt);
+    if (co.open.fmt && img_has_help_option(options)) {
+        ret = img_amend_print_help(co.open.fmt);
         goto out;
     }
     if (!filename) {
         error_report("Expecting one image file name");
         goto out;
     }
-    if (img_parse_cache(cache, &o) < 0) {
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid cache option: %s", cache);
         goto out;
     }
-    blk = img_open(filename, &o);
+    blk = img_open(filename, &co.open);
     if (!blk) {
         goto out;
     }
     bs = blk_bs(blk);
     if (img_has_help_option(options)) {
-        ret = img_amend_print_help(bs->drv->format_name);
+        ret = img_amend_print_help(bdrv_get_format_name(bs));
         goto out;
     }
-    if (!bs->drv->bdrv_amend_options) {
+    if (!bdrv_driver_can_amend(bdrv_get_driver(bs))) {
         error_report("Format driver '%s' does not support option amendment",
-                     bs->drv->format_name);
+                     bdrv_get_format_name(bs));
         goto out;
     }
-    opts = img_amend_parse(bs->drv, options);
+    opts = img_amend_parse(bdrv_get_driver(bs), options);
     if (!opts) {
         goto out;
     }
     /* 0 and 100 are printed even when the driver reports nothing */
     img_progress_print(&progress, 0, 0);
-    ret = bs->drv->bdrv_amend_options(bs, opts, img_amend_status, &progress,
-                                      force, &err);
+    ret = bdrv_amend(bs, opts, img_amend_status, &progress, force, &err);
     img_progress_print(&progress, 100, 0);
     if (ret < 0) {
         error_report_err(err);

@@ -150,21 +150,17 @@ static bool img_bench_parse_uint(const char *text, uint64_t max,
 int img_bench(int argc, char **argv)
 {
     enum {
-        OPTION_FLUSH_INTERVAL = 256,
+        OPTION_FLUSH_INTERVAL = IMG_OPTION_OWN,
         OPTION_NO_DRAIN,
         OPTION_PATTERN,
-        OPTION_IMAGE_OPTS,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
         { "flush-interval", required_argument, NULL, OPTION_FLUSH_INTERVAL },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
         { "pattern", required_argument, NULL, OPTION_PATTERN },
         { "no-drain", no_argument, NULL, OPTION_NO_DRAIN },
-        { "force-share", no_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { 0 };
+    ImgCommonOpts co = { 0 };
     ImgBench b = { .drain_on_flush = true };
     int count = 75000, depth = 64, pattern = 0, flush_interval = 0;
     int64_t offset = 0, image_size, t1, t2;
@@ -174,14 +170,11 @@ int img_bench(int argc, char **argv)
     uint64_t res;
     int c;
 
-    while ((c = getopt_long(argc, argv, ":hc:d:f:ni:o:qs:S:t:wU",
-                            long_options, NULL)) != -1) {
+    /* -q changes nothing: qemu-img bench prints its two lines anyway */
+    while ((c = img_getopt(argc, argv, ":hc:d:f:ni:o:qs:S:t:wU",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'c':
             if (!img_bench_parse_uint(optarg, INT_MAX, &res)) {
                 error_report("Invalid request count specified");
@@ -197,14 +190,11 @@ int img_bench(int argc, char **argv)
             }
             depth = res;
             break;
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'n':
-            o.flags |= BDRV_O_NATIVE_AIO;
+            co.open.flags |= BDRV_O_NATIVE_AIO;
             break;
         case 'i':
-            if (bdrv_parse_aio(optarg, &o.flags) < 0) {
+            if (bdrv_parse_aio(optarg, &co.open.flags) < 0) {
                 error_report("Invalid aio option: %s", optarg);
                 return 1;
             }
@@ -214,9 +204,6 @@ int img_bench(int argc, char **argv)
             if (offset < 0) {
                 return 1;
             }
-            break;
-        case 'q':
-            /* qemu-img bench prints its two lines even with -q. */
             break;
         case 's':
             bufsize = img_cvtnum_full("buffer size", optarg, 0, INT_MAX);
@@ -231,17 +218,14 @@ int img_bench(int argc, char **argv)
             }
             break;
         case 't':
-            if (img_parse_cache(optarg, &o) < 0) {
+            if (img_parse_cache(optarg, &co.open) < 0) {
                 error_report("Invalid cache mode");
                 return 1;
             }
             break;
         case 'w':
-            o.flags |= BDRV_O_RDWR;
+            co.open.flags |= BDRV_O_RDWR;
             is_write = true;
-            break;
-        case 'U':
-            o.force_share = true;
             break;
         case OPTION_PATTERN:
             if (!img_bench_parse_uint(optarg, 0xff, &res)) {
@@ -260,9 +244,6 @@ int img_bench(int argc, char **argv)
         case OPTION_NO_DRAIN:
             b.drain_on_flush = false;
             break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
     if (optind != argc - 1) {
@@ -277,7 +258,7 @@ int img_bench(int argc, char **argv)
         return 1;
     }
 
-    blk = img_open(argv[argc - 1], &o);
+    blk = img_open(argv[argc - 1], &co.open);
     if (!blk) {
         return 1;
     }

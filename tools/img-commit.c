@@ -11,7 +11,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
 
 /* Bytes copied per request. */
 #define IMG_COMMIT_BUF (1 * MiB)
@@ -132,7 +132,7 @@ static BlockDriverState *img_commit_find_base(BlockDriverState *bs,
         }
         return b;
     }
-    b = bs->backing ? bs->backing->bs : NULL;
+    b = bdrv_backing_bs(bs);
     if (!b) {
         error_report("Image does not have a backing file");
     }
@@ -141,33 +141,18 @@ static BlockDriverState *img_commit_find_base(BlockDriverState *bs,
 
 int img_commit(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { NULL, 0, NULL, 0 }
-    };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR | BDRV_O_UNMAP };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR | BDRV_O_UNMAP } };
     const char *cache = IMG_CACHE_DEFAULT, *base = NULL, *filename;
-    bool keep = false, show_progress = false, quiet = false;
+    bool keep = false, show_progress = false;
     ImgProgress progress;
     ImgCommit c = { .progress = &progress };
     Error *err = NULL;
     int ch, ret = -1;
 
-    while ((ch = getopt_long(argc, argv, ":f:ht:b:dpqr:", long_options,
-                             NULL)) != -1) {
+    while ((ch = img_getopt(argc, argv, ":f:ht:b:dpqr:",
+                            IMG_LONG_IMAGE_OPTS,
+                            NULL, &co)) != -1) {
         switch (ch) {
-        case ':':
-        case '?':
-            img_bad_option(ch, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 't':
             cache = optarg;
             break;
@@ -182,9 +167,6 @@ int img_commit(int argc, char **argv)
         case 'p':
             show_progress = true;
             break;
-        case 'q':
-            quiet = true;
-            break;
         case 'r':
             /* a copy in one process has nobody to share bandwidth with:
              * the limit is checked and not applied */
@@ -192,21 +174,18 @@ int img_commit(int argc, char **argv)
                 return 1;
             }
             break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
     if (optind != argc - 1) {
         img_error_exit("Expecting one image file name");
     }
     filename = argv[optind];
-    img_progress_init(&progress, show_progress && !quiet, 1.0);
-    if (img_parse_cache(cache, &o) < 0) {
+    img_progress_init(&progress, show_progress && !co.quiet, 1.0);
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid cache option: %s", cache);
         goto out;
     }
-    c.top = img_open(filename, &o);
+    c.top = img_open(filename, &co.open);
     if (!c.top) {
         goto out;
     }
@@ -250,7 +229,7 @@ out:
     if (c.top) {
         blk_unref(c.top);
     }
-    if (ret == 0 && !quiet) {
+    if (ret == 0 && !co.quiet) {
         printf("Image committed.\n");
     }
     return ret ? 1 : 0;

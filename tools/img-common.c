@@ -5,6 +5,9 @@
  */
 #include "qblock-img.h"
 
+#include "block/snapshot.h"
+#include "qblock/block-driver.h"
+
 int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
                         int64_t max)
 {
@@ -75,6 +78,29 @@ bool img_has_help_option(const char *options)
     return false;
 }
 
+QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+                                   Error **errp)
+{
+    BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
+    QemuOptsList *list;
+
+    if (!proto) {
+        return NULL;
+    }
+    if (!bdrv_driver_create_opts(drv)) {
+        error_setg(errp, "Format driver '%s' does not support image "
+                   "creation", bdrv_driver_name(drv));
+        return NULL;
+    }
+    if (!bdrv_driver_create_opts(proto)) {
+        error_setg(errp, "Protocol driver '%s' does not support image "
+                   "creation", bdrv_driver_name(proto));
+        return NULL;
+    }
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    return qemu_opts_append(list, bdrv_driver_create_opts(proto));
+}
+
 char *img_accumulate_options(char *options, const char *optarg)
 {
     char *merged;
@@ -85,6 +111,72 @@ char *img_accumulate_options(char *options, const char *optarg)
     merged = g_strdup_printf("%s,%s", options, optarg);
     g_free(options);
     return merged;
+}
+
+/* The long options img_getopt() may add, and the IMG_LONG_* bit of each. */
+static const struct {
+    unsigned bit;
+    struct option opt;
+} img_shared_long[] = {
+    { IMG_LONG_FORMAT, { "format", required_argument, NULL, 'f' } },
+    { IMG_LONG_OUTPUT,
+      { "output", required_argument, NULL, IMG_OPTION_OUTPUT } },
+    { IMG_LONG_IMAGE_OPTS,
+      { "image-opts", no_argument, NULL, IMG_OPTION_IMAGE_OPTS } },
+    { IMG_LONG_FORCE_SHARE, { "force-share", no_argument, NULL, 'U' } },
+};
+
+/* No sub-command has this many long options of its own. */
+#define IMG_MAX_OWN_LONG 16
+
+int img_getopt(int argc, char **argv, const char *shortopts,
+               unsigned shared, const struct option *own, ImgCommonOpts *co)
+{
+    struct option longopts[1 + ARRAY_SIZE(img_shared_long) +
+                           IMG_MAX_OWN_LONG + 1] = {
+        { "help", no_argument, NULL, 'h' },
+    };
+    size_t n = 1;
+    int c;
+
+    assert(shortopts[0] == ':');
+    for (size_t i = 0; i < ARRAY_SIZE(img_shared_long); i++) {
+        if (shared & img_shared_long[i].bit) {
+            longopts[n++] = img_shared_long[i].opt;
+        }
+    }
+    for (; own && own->name; own++) {
+        assert(n < ARRAY_SIZE(longopts) - 1);
+        longopts[n++] = *own;
+    }
+
+    for (;;) {
+        c = getopt_long(argc, argv, shortopts, longopts, NULL);
+        switch (c) {
+        case ':':
+        case '?':
+            img_bad_option(c, argv);
+        case 'h':
+            img_help();
+        case 'f':
+            co->open.fmt = optarg;
+            break;
+        case 'U':
+            co->open.force_share = true;
+            break;
+        case 'q':
+            co->quiet = true;
+            break;
+        case IMG_OPTION_OUTPUT:
+            co->output = optarg;
+            break;
+        case IMG_OPTION_IMAGE_OPTS:
+            co->open.image_opts = true;
+            break;
+        default:
+            return c;
+        }
+    }
 }
 
 int img_parse_cache(const char *mode, ImgOpenOptions *o)
@@ -133,6 +225,65 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
     }
     blk_set_enable_write_cache(blk, !o->writethrough);
     return blk;
+}
+
+/* -l snapshot.id=ID,snapshot.name=NAME */
+static const QemuOptDesc img_snapshot_desc[] = {
+    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
+      .help = "ID of the internal snapshot" },
+    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
+      .help = "name of the internal snapshot" },
+    { NULL }
+};
+
+static const QemuOptsList img_snapshot_opts = {
+    .name = "internal-snapshot",
+    .desc = img_snapshot_desc,
+};
+
+bool img_parse_snapshot_arg(ImgSnapshotArg *sn, const char *arg)
+{
+    Error *err = NULL;
+
+    if (!g_str_has_prefix(arg, "snapshot.")) {
+        sn->id_or_name = arg;
+        return true;
+    }
+    qemu_opts_del(sn->opts);
+    sn->opts = qemu_opts_parse(&img_snapshot_opts, arg, &err);
+    if (!sn->opts) {
+        error_report_err(err);
+        error_report("Failed in parsing snapshot param '%s'", arg);
+        return false;
+    }
+    return true;
+}
+
+int img_load_snapshot(BlockBackend *blk, const ImgSnapshotArg *sn)
+{
+    Error *err = NULL;
+
+    if (sn->opts) {
+        bdrv_snapshot_load_tmp(blk_bs(blk),
+                               qemu_opt_get(sn->opts, "snapshot.id"),
+                               qemu_opt_get(sn->opts, "snapshot.name"),
+                               &err);
+    } else if (sn->id_or_name) {
+        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(blk), sn->id_or_name,
+                                             &err);
+    }
+    if (err) {
+        error_report("Failed to load snapshot: %s", error_get_pretty(err));
+        error_free(err);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+void img_snapshot_arg_free(ImgSnapshotArg *sn)
+{
+    qemu_opts_del(sn->opts);
+    sn->opts = NULL;
 }
 
 void img_progress_init(ImgProgress *p, bool enabled, double min_skip)

@@ -214,34 +214,18 @@ static int img_compare_images(ImgCompareImage *img, bool strict, bool quiet,
 
 int img_compare(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
-        { NULL, 0, NULL, 0 }
-    };
+    ImgCommonOpts co = { 0 };   /* -f is the first image's format */
     ImgOpenOptions o[2] = { { 0 }, { 0 } };
     const char *cache = IMG_CACHE_DEFAULT;
     ImgCompareImage img[2] = { { 0 }, { 0 } };
-    bool progress = false, quiet = false, strict = false;
-    bool image_opts = false, force_share = false;
+    bool progress = false, strict = false;
     ImgProgress meter;
     int c, ret;
 
-    while ((c = getopt_long(argc, argv, ":hf:F:T:pqsU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:F:T:pqsU",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           NULL, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o[0].fmt = optarg;
-            break;
         case 'F':
             o[1].fmt = optarg;
             break;
@@ -251,17 +235,8 @@ int img_compare(int argc, char **argv)
         case 'p':
             progress = true;
             break;
-        case 'q':
-            quiet = true;
-            break;
         case 's':
             strict = true;
-            break;
-        case 'U':
-            force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            image_opts = true;
             break;
         }
     }
@@ -271,11 +246,12 @@ int img_compare(int argc, char **argv)
     img[0].filename = argv[optind];
     img[1].filename = argv[optind + 1];
 
-    img_progress_init(&meter, progress && !quiet, 2.0);
+    img_progress_init(&meter, progress && !co.quiet, 2.0);
     ret = 2;
+    o[0].fmt = co.open.fmt;
     for (int i = 0; i < 2; i++) {
-        o[i].image_opts = image_opts;
-        o[i].force_share = force_share;
+        o[i].image_opts = co.open.image_opts;
+        o[i].force_share = co.open.force_share;
         if (img_parse_cache(cache, &o[i]) < 0) {
             error_report("Invalid source cache option: %s", cache);
             goto out;
@@ -287,7 +263,7 @@ int img_compare(int argc, char **argv)
             goto out;
         }
     }
-    ret = img_compare_images(img, strict, quiet, &meter);
+    ret = img_compare_images(img, strict, co.quiet, &meter);
 
 out:
     for (int i = 0; i < 2; i++) {

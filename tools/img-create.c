@@ -1,10 +1,11 @@
 /*
- * qblock-img create and resize: the sub-commands that make an image or
- * change its size.
+ * qblock-img create: makes a new image (format and protocol options,
+ * backing file, size taken from the backing file when not given).
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 
 int img_print_create_help(const char *filename, const char *fmt)
 {
@@ -16,12 +17,12 @@ int img_print_create_help(const char *filename, const char *fmt)
         error_report("Unknown file format '%s'", fmt);
         return 1;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
                      fmt);
         return 1;
     }
-    list = qemu_opts_append(NULL, drv->create_opts);
+    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
     if (filename) {
         BlockDriver *proto = bdrv_find_protocol(filename, true, &err);
 
@@ -30,13 +31,13 @@ int img_print_create_help(const char *filename, const char *fmt)
             qemu_opts_free(list);
             return 1;
         }
-        if (!proto->create_opts) {
+        if (!bdrv_driver_create_opts(proto)) {
             error_report("Protocol driver '%s' does not support image "
-                         "creation", proto->format_name);
+                         "creation", bdrv_driver_name(proto));
             qemu_opts_free(list);
             return 1;
         }
-        list = qemu_opts_append(list, proto->create_opts);
+        list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
         printf("Supported options:\n");
     } else {
         printf("Supported %s options:\n", fmt);
@@ -68,6 +69,7 @@ static void img_create_print_escaped(const char *value)
 static void img_create_print_opts(BlockDriver *drv, QemuOptsList *list,
                                   QemuOpts *opts)
 {
+    const QemuOptsList *fmt_opts = bdrv_driver_create_opts(drv);
     const char *sep = "";
 
     for (const QemuOptDesc *desc = list->desc; desc->name; desc++) {
@@ -76,7 +78,7 @@ static void img_create_print_opts(BlockDriver *drv, QemuOptsList *list,
 
         if (given) {
             value = qemu_opt_get(opts, desc->name);
-        } else if (qemu_opts_find_desc(drv->create_opts, desc->name)) {
+        } else if (qemu_opts_find_desc(fmt_opts, desc->name)) {
             value = desc->def_value_str;
         } else {
             value = NULL;
@@ -171,7 +173,7 @@ static int img_create_image(const char *filename, const char *fmt,
                             const char *options, int64_t img_size,
                             bool unsafe, bool quiet, Error **errp)
 {
-    BlockDriver *drv, *proto;
+    BlockDriver *drv;
     QemuOptsList *list = NULL;
     QemuOpts *opts = NULL;
     int64_t size;
@@ -182,22 +184,10 @@ static int img_create_image(const char *filename, const char *fmt,
         error_setg(errp, "Unknown file format '%s'", fmt);
         return -ENOENT;
     }
-    proto = bdrv_find_protocol(filename, true, errp);
-    if (!proto) {
-        return -ENOENT;
-    }
-    if (!drv->create_opts) {
-        error_setg(errp, "Format driver '%s' does not support image "
-                   "creation", drv->format_name);
+    list = img_create_opts_list(drv, filename, errp);
+    if (!list) {
         return -ENOTSUP;
     }
-    if (!proto->create_opts) {
-        error_setg(errp, "Protocol driver '%s' does not support image "
-                   "creation", proto->format_name);
-        return -ENOTSUP;
-    }
-    list = qemu_opts_append(NULL, drv->create_opts);
-    list = qemu_opts_append(list, proto->create_opts);
 
     opts = options ? qemu_opts_parse(list, options, errp)
                    : qemu_opts_create(list);
@@ -269,40 +259,25 @@ out:
 
 int img_create(int argc, char **argv)
 {
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 }
-    };
-    const char *fmt = "raw";
+    ImgCommonOpts co = { .open = { .fmt = "raw" } };
     const char *base_fmt = NULL, *base_filename = NULL, *filename;
     g_autofree char *options = NULL;
-    bool quiet = false, unsafe = false;
+    bool unsafe = false;
     int64_t img_size = -1;
     Error *err = NULL;
     int c;
 
-    while ((c = getopt_long(argc, argv, ":F:b:f:ho:qu", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":F:b:f:ho:qu", 0, NULL,
+                           &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'F':
             base_fmt = optarg;
             break;
         case 'b':
             base_filename = optarg;
             break;
-        case 'f':
-            fmt = optarg;
-            break;
         case 'o':
             options = img_accumulate_options(options, optarg);
-            break;
-        case 'q':
-            quiet = true;
             break;
         case 'u':
             unsafe = true;
@@ -312,7 +287,7 @@ int img_create(int argc, char **argv)
 
     filename = optind < argc ? argv[optind] : NULL;
     if (options && img_has_help_option(options)) {
-        return img_print_create_help(filename, fmt);
+        return img_print_create_help(filename, co.open.fmt);
     }
     if (optind >= argc) {
         img_error_exit("Expecting image file name");
@@ -328,8 +303,8 @@ int img_create(int argc, char **argv)
         img_error_exit("Unexpected argument: %s", argv[optind]);
     }
 
-    if (img_create_image(filename, fmt, base_filename, base_fmt, options,
-                         img_size, unsafe, quiet, &err) < 0) {
+    if (img_create_image(filename, co.open.fmt, base_filename, base_fmt,
+                         options, img_size, unsafe, co.quiet, &err) < 0) {
         error_report("%s: %s", filename, error_get_pretty(err));
         if (error_get_hint(err)) {
             fputs(error_get_hint(err), stderr);
@@ -338,157 +313,4 @@ int img_create(int argc, char **argv)
         return 1;
     }
     return 0;
-}
-
-/* qemu-img parses the size of resize as a QemuOpts size option. */
-static bool img_resize_parse_size(const char *text, uint64_t *size)
-{
-    if (qemu_strtosz(text, NULL, size) < 0) {
-        error_report("Parameter 'size' expects a non-negative number "
-                     "below 2^64");
-        fprintf(stderr, "Optional suffix k, M, G, T, P or E means kilo-, "
-                "mega-, giga-, tera-, peta-\nand exabytes, respectively.\n");
-        return false;
-    }
-    return true;
-}
-
-static int img_parse_prealloc(const char *text)
-{
-    for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
-        if (!strcmp(text, PreallocMode_str[i])) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-int img_resize(int argc, char **argv)
-{
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-        OPTION_PREALLOCATION,
-        OPTION_SHRINK,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "preallocation", required_argument, NULL, OPTION_PREALLOCATION },
-        { "shrink", no_argument, NULL, OPTION_SHRINK },
-        { NULL, 0, NULL, 0 }
-    };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR | BDRV_O_RESIZE };
-    PreallocMode prealloc = PREALLOC_MODE_OFF;
-    bool quiet = false, shrink = false;
-    const char *size_text, *filename;
-    int64_t current_size, total_size;
-    uint64_t n;
-    int relative;
-    BlockBackend *blk;
-    Error *err = NULL;
-    int c, ret;
-
-    /* The size is taken off argv first so that "-1G" is not an option. */
-    if (argc < 3) {
-        img_error_exit("Not enough arguments");
-    }
-    size_text = argv[--argc];
-
-    while ((c = getopt_long(argc, argv, ":f:hq", long_options,
-                            NULL)) != -1) {
-        switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
-        case OPTION_PREALLOCATION:
-            ret = img_parse_prealloc(optarg);
-            if (ret < 0) {
-                error_report("Invalid preallocation mode '%s'", optarg);
-                return 1;
-            }
-            prealloc = ret;
-            break;
-        case OPTION_SHRINK:
-            shrink = true;
-            break;
-        }
-    }
-    if (optind != argc - 1) {
-        img_error_exit("Expecting image file name and size");
-    }
-    filename = argv[optind];
-
-    switch (size_text[0]) {
-    case '+':
-        relative = 1;
-        size_text++;
-        break;
-    case '-':
-        relative = -1;
-        size_text++;
-        break;
-    default:
-        relative = 0;
-        break;
-    }
-    if (!img_resize_parse_size(size_text, &n)) {
-        return 1;
-    }
-
-    blk = img_open(filename, &o);
-    if (!blk) {
-        return 1;
-    }
-    current_size = blk_getlength(blk);
-    if (current_size < 0) {
-        error_report("Failed to inquire current image length: %s",
-                     strerror(-current_size));
-        ret = -1;
-        goto out;
-    }
-    total_size = relative ? current_size + (int64_t)n * relative
-                          : (int64_t)n;
-    if (total_size <= 0) {
-        error_report("New image size must be positive");
-        ret = -1;
-        goto out;
-    }
-    if (total_size <= current_size && prealloc != PREALLOC_MODE_OFF) {
-        error_report("Preallocation can only be used for growing images");
-        ret = -1;
-        goto out;
-    }
-    if (total_size < current_size && !shrink) {
-        error_report("Use the --shrink option to perform a shrink "
-                     "operation.");
-        warn_report("Shrinking an image will delete all data beyond the "
-                    "shrunken image's end. Before performing such an "
-                    "operation, make sure there is no important data "
-                    "there.");
-        ret = -1;
-        goto out;
-    }
-
-    /* exact: reporting success for a size other than the one asked for
-     * would mislead. */
-    ret = blk_truncate(blk, total_size, true, prealloc, 0, &err);
-    if (ret < 0) {
-        error_report_err(err);
-    } else if (!quiet) {
-        printf("Image resized.\n");
-    }
-out:
-    blk_unref(blk);
-    return ret < 0 ? 1 : 0;
 }

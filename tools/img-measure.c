@@ -4,22 +4,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
-#include "block/snapshot.h"
-
-/* measure -l snapshot.id=ID,snapshot.name=NAME */
-static const QemuOptDesc img_measure_snapshot_desc[] = {
-    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
-      .help = "ID of the internal snapshot" },
-    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
-      .help = "name of the internal snapshot" },
-    { NULL }
-};
-
-static const QemuOptsList img_measure_snapshot_opts = {
-    .name = "internal-snapshot",
-    .desc = img_measure_snapshot_desc,
-};
+#include "qblock/block-driver.h"
 
 static void img_measure_print(const BlockMeasureInfo *info, bool json)
 {
@@ -51,26 +36,11 @@ static void img_measure_print(const BlockMeasureInfo *info, bool json)
 /* Opens the source and shows the snapshot -l names, if any. */
 static BlockBackend *img_measure_open(const char *filename,
                                       const ImgOpenOptions *o,
-                                      QemuOpts *sn_opts,
-                                      const char *snapshot_name)
+                                      const ImgSnapshotArg *sn)
 {
     BlockBackend *blk = img_open(filename, o);
-    Error *err = NULL;
 
-    if (!blk) {
-        return NULL;
-    }
-    if (sn_opts) {
-        bdrv_snapshot_load_tmp(blk_bs(blk),
-                               qemu_opt_get(sn_opts, "snapshot.id"),
-                               qemu_opt_get(sn_opts, "snapshot.name"), &err);
-    } else if (snapshot_name) {
-        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(blk), snapshot_name,
-                                             &err);
-    }
-    if (err) {
-        error_report("Failed to load snapshot: %s", error_get_pretty(err));
-        error_free(err);
+    if (blk && img_load_snapshot(blk, sn) < 0) {
         blk_unref(blk);
         return NULL;
     }
@@ -85,16 +55,16 @@ static QemuOpts *img_measure_opts(BlockDriver *drv, const char *options,
     Error *err = NULL;
     QemuOpts *opts;
 
-    *plist = qemu_opts_append(NULL, drv->create_opts);
-    if (proto->create_opts) {
-        *plist = qemu_opts_append(*plist, proto->create_opts);
+    *plist = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
+    if (bdrv_driver_create_opts(proto)) {
+        *plist = qemu_opts_append(*plist, bdrv_driver_create_opts(proto));
     }
     opts = options ? qemu_opts_parse(*plist, options, &err)
                    : qemu_opts_create(*plist);
     if (!opts) {
         error_report_err(err);
         error_report("Invalid options for file format '%s'",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         return NULL;
     }
     if (size >= 0) {
@@ -106,23 +76,18 @@ static QemuOpts *img_measure_opts(BlockDriver *drv, const char *options,
 int img_measure(int argc, char **argv)
 {
     enum {
-        OPTION_OUTPUT = 256,
-        OPTION_SIZE,
-        OPTION_IMAGE_OPTS,
+        OPTION_SIZE = IMG_OPTION_OWN,
     };
     static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "output", required_argument, NULL, OPTION_OUTPUT },
         { "size", required_argument, NULL, OPTION_SIZE },
-        { "force-share", no_argument, NULL, 'U' },
         { NULL, 0, NULL, 0 }
     };
-    ImgOpenOptions o = { 0 };
-    const char *out_fmt = "raw", *snapshot_name = NULL;
-    const char *filename = NULL, *output = NULL;
+    ImgCommonOpts co = { 0 };
+    const char *out_fmt = "raw";
+    const char *filename = NULL;
     g_autofree char *options = NULL;
-    QemuOpts *sn_opts = NULL, *opts = NULL;
+    ImgSnapshotArg sn = { 0 };
+    QemuOpts *opts = NULL;
     QemuOptsList *list = NULL;
     BlockBackend *blk = NULL;
     BlockMeasureInfo info = { 0 };
@@ -132,17 +97,11 @@ int img_measure(int argc, char **argv)
     bool json = false;
     int c, ret = 1;
 
-    while ((c = getopt_long(argc, argv, ":hf:O:o:l:U", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:O:o:l:U",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_OUTPUT |
+                           IMG_LONG_FORCE_SHARE,
+                           long_options, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'O':
             out_fmt = optarg;
             break;
@@ -150,27 +109,9 @@ int img_measure(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (g_str_has_prefix(optarg, "snapshot.")) {
-                if (sn_opts) {
-                    qemu_opts_del(sn_opts);
-                }
-                sn_opts = qemu_opts_parse(&img_measure_snapshot_opts, optarg,
-                                          &err);
-                if (!sn_opts) {
-                    error_report_err(err);
-                    error_report("Failed in parsing snapshot param '%s'",
-                                 optarg);
-                    goto out;
-                }
-            } else {
-                snapshot_name = optarg;
+            if (!img_parse_snapshot_arg(&sn, optarg)) {
+                goto out;
             }
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_OUTPUT:
-            output = optarg;
             break;
         case OPTION_SIZE:
             size = img_cvtnum("image size", optarg);
@@ -178,12 +119,9 @@ int img_measure(int argc, char **argv)
                 goto out;
             }
             break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
-    if (output && !img_parse_output(output, &json)) {
+    if (co.output && !img_parse_output(co.output, &json)) {
         goto out;
     }
     if (argc - optind > 1) {
@@ -193,7 +131,8 @@ int img_measure(int argc, char **argv)
     if (argc - optind == 1) {
         filename = argv[optind];
     }
-    if (!filename && (o.image_opts || o.fmt || snapshot_name || sn_opts)) {
+    if (!filename &&
+        (co.open.image_opts || co.open.fmt || sn.id_or_name || sn.opts)) {
         error_report("--image-opts, -f, and -l require a filename "
                      "argument.");
         goto out;
@@ -208,7 +147,7 @@ int img_measure(int argc, char **argv)
     }
 
     if (filename) {
-        blk = img_measure_open(filename, &o, sn_opts, snapshot_name);
+        blk = img_measure_open(filename, &co.open, &sn);
         if (!blk) {
             goto out;
         }
@@ -218,21 +157,16 @@ int img_measure(int argc, char **argv)
         error_report("Unknown file format '%s'", out_fmt);
         goto out;
     }
-    if (!drv->create_opts) {
+    if (!bdrv_driver_create_opts(drv)) {
         error_report("Format driver '%s' does not support image creation",
-                     drv->format_name);
+                     bdrv_driver_name(drv));
         goto out;
     }
     opts = img_measure_opts(drv, options, size, &list);
     if (!opts) {
         goto out;
     }
-    if (!drv->bdrv_measure) {
-        error_report("Block driver '%s' does not support size measurement",
-                     drv->format_name);
-        goto out;
-    }
-    if (drv->bdrv_measure(opts, blk ? blk_bs(blk) : NULL, &info, &err) < 0) {
+    if (bdrv_measure(drv, opts, blk ? blk_bs(blk) : NULL, &info, &err) < 0) {
         error_report_err(err);
         goto out;
     }
@@ -244,9 +178,7 @@ out:
         qemu_opts_del(opts);
     }
     qemu_opts_free(list);
-    if (sn_opts) {
-        qemu_opts_del(sn_opts);
-    }
+    img_snapshot_arg_free(&sn);
     if (blk) {
         blk_unref(blk);
     }

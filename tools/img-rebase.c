@@ -10,7 +10,7 @@
  */
 #include "qblock-img.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
 
 /* Bytes compared per step, as qemu-img's buffer. */
 #define IMG_REBASE_BUF (2 * MiB)
@@ -72,7 +72,7 @@ static int img_rebase_needs_copy(ImgRebase *r, int64_t offset, int64_t *n)
         return ret < 0 ? ret : !ret;
     }
     /* with the new backing file in the chain, only what lies above it */
-    ret = bdrv_block_status_above(bs->backing->bs, r->prefix, offset, *n,
+    ret = bdrv_block_status_above(bdrv_backing_bs(bs), r->prefix, offset, *n,
                                   &pnum, NULL, NULL, NULL);
     *n = pnum;
     return ret < 0 ? ret : !!(ret & BDRV_BLOCK_ALLOCATED);
@@ -160,13 +160,14 @@ static int img_rebase_open_new(ImgRebase *r, const char *base,
 {
     BlockDriverState *bs = blk_bs(r->blk);
     g_autofree char *path = NULL;
+    const char *exact;
     Error *err = NULL;
     QDict *options;
 
     bdrv_refresh_filename(bs);
+    exact = bdrv_get_exact_filename(bs);
     path = bdrv_get_full_backing_filename_from_filename(
-        bs->exact_filename[0] ? bs->exact_filename : bs->filename, base,
-        &err);
+        exact[0] ? exact : bdrv_get_filename(bs), base, &err);
     if (!path) {
         error_report("Could not resolve backing filename: %s",
                      error_get_pretty(err));
@@ -208,7 +209,7 @@ static int img_rebase_sizes(ImgRebase *r, const char *base)
         r->old_size = blk_getlength(r->old_backing);
         if (r->old_size < 0) {
             error_report("Could not get size of '%s': %s",
-                         blk_bs(r->old_backing)->filename,
+                         bdrv_get_filename(blk_bs(r->old_backing)),
                          strerror(-r->old_size));
             return r->old_size;
         }
@@ -241,36 +242,20 @@ static void img_rebase_report_change(int ret, const char *base,
 
 int img_rebase(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
-        { NULL, 0, NULL, 0 }
-    };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
     ImgOpenOptions src = { 0 };
     const char *cache = IMG_CACHE_DEFAULT, *src_cache = IMG_CACHE_DEFAULT;
     const char *base = NULL, *base_fmt = NULL;
-    bool unsafe = false, show_progress = false, quiet = false;
+    bool unsafe = false, show_progress = false;
     ImgProgress progress;
     ImgRebase r = { .progress = &progress };
     BlockDriverState *bs, *old;
     int c, ret = -1;
 
-    while ((c = getopt_long(argc, argv, ":hf:F:b:upt:T:qU", long_options,
-                            NULL)) != -1) {
+    while ((c = img_getopt(argc, argv, ":hf:F:b:upt:T:qU",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           NULL, &co)) != -1) {
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
-        case 'f':
-            o.fmt = optarg;
-            break;
         case 'F':
             base_fmt = optarg;
             break;
@@ -289,15 +274,6 @@ int img_rebase(int argc, char **argv)
         case 'T':
             src_cache = optarg;
             break;
-        case 'q':
-            quiet = true;
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
     }
     if (!unsafe && !base) {
@@ -308,13 +284,13 @@ int img_rebase(int argc, char **argv)
         img_error_exit("Expecting one image file name");
     }
     r.filename = argv[optind];
-    img_progress_init(&progress, show_progress && !quiet, 2.0);
+    img_progress_init(&progress, show_progress && !co.quiet, 2.0);
     img_progress_print(&progress, 0, 100);
 
     if (unsafe) {
-        o.flags |= BDRV_O_NO_BACKING;
+        co.open.flags |= BDRV_O_NO_BACKING;
     }
-    if (img_parse_cache(cache, &o) < 0) {
+    if (img_parse_cache(cache, &co.open) < 0) {
         error_report("Invalid cache option: %s", cache);
         goto out;
     }
@@ -322,7 +298,7 @@ int img_rebase(int argc, char **argv)
         error_report("Invalid source cache option: %s", src_cache);
         goto out;
     }
-    r.blk = img_open(r.filename, &o);
+    r.blk = img_open(r.filename, &co.open);
     if (!r.blk) {
         goto out;
     }
@@ -333,16 +309,16 @@ int img_rebase(int argc, char **argv)
     }
 
     if (!unsafe) {
-        old = bs->backing ? bs->backing->bs : NULL;
+        old = bdrv_backing_bs(bs);
         if (old) {
             r.old_backing = img_rebase_reuse(old, "old backing file",
-                                             old->filename);
+                                             bdrv_get_filename(old));
             if (!r.old_backing) {
                 goto out;
             }
         }
         if (base[0] && img_rebase_open_new(&r, base, base_fmt, src.flags,
-                                           o.force_share) < 0) {
+                                           co.open.force_share) < 0) {
             goto out;
         }
         if (img_rebase_sizes(&r, base) < 0 || img_rebase_copy(&r) < 0) {

@@ -127,31 +127,19 @@ static int img_snapshot_delete(BlockDriverState *bs, const char *name)
 
 int img_snapshot(int argc, char **argv)
 {
-    enum {
-        OPTION_IMAGE_OPTS = 256,
-    };
-    static const struct option long_options[] = {
-        { "help", no_argument, NULL, 'h' },
-        { "image-opts", no_argument, NULL, OPTION_IMAGE_OPTS },
-        { "force-share", no_argument, NULL, 'U' },
-        { NULL, 0, NULL, 0 }
-    };
-    ImgOpenOptions o = { .flags = BDRV_O_RDWR };
+    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
     ImgSnapshotAction action = IMG_SNAPSHOT_NONE;
     const char *name = NULL;
     BlockBackend *blk;
     int c, ret = 0;
 
-    while ((c = getopt_long(argc, argv, ":la:c:d:hqU", long_options,
-                            NULL)) != -1) {
+    /* -q changes nothing: nothing is printed on success anyway */
+    while ((c = img_getopt(argc, argv, ":la:c:d:hqU",
+                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           NULL, &co)) != -1) {
         ImgSnapshotAction next = IMG_SNAPSHOT_NONE;
 
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'l':
             next = IMG_SNAPSHOT_LIST;
             break;
@@ -164,15 +152,6 @@ int img_snapshot(int argc, char **argv)
         case 'd':
             next = IMG_SNAPSHOT_DELETE;
             break;
-        case 'q':
-            /* nothing is printed on success anyway */
-            break;
-        case 'U':
-            o.force_share = true;
-            break;
-        case OPTION_IMAGE_OPTS:
-            o.image_opts = true;
-            break;
         }
         if (next != IMG_SNAPSHOT_NONE) {
             if (action != IMG_SNAPSHOT_NONE) {
@@ -182,7 +161,7 @@ int img_snapshot(int argc, char **argv)
             name = optarg;
             if (action == IMG_SNAPSHOT_LIST) {
                 /* listing needs no write access */
-                o.flags &= ~BDRV_O_RDWR;
+                co.open.flags &= ~BDRV_O_RDWR;
             }
         }
     }
@@ -190,7 +169,7 @@ int img_snapshot(int argc, char **argv)
         img_error_exit("Expecting one image file name");
     }
 
-    blk = img_open(argv[optind], &o);
+    blk = img_open(argv[optind], &co.open);
     if (!blk) {
         return 1;
     }

@@ -3,27 +3,40 @@
  */
 #include "io-stats.h"
 
-#include "block/block_int.h"
+#include "qblock/block-node.h"
+
+static void tool_print_node_stats(FILE *f, BlockDriverState *bs,
+                                  const char *path);
+
+typedef struct ToolStatsWalk {
+    FILE *f;
+    const char *path;           /* of the parent node */
+} ToolStatsWalk;
+
+static void tool_print_child_stats(BlockDriverState *child, const char *name,
+                                   void *opaque)
+{
+    ToolStatsWalk *w = opaque;
+    g_autofree char *child_path = g_strdup_printf("%s.%s", w->path, name);
+
+    tool_print_node_stats(w->f, child, child_path);
+}
 
 static void tool_print_node_stats(FILE *f, BlockDriverState *bs,
                                   const char *path)
 {
-    const BdrvNodeStats *st = &bs->stats;
+    const BdrvNodeStats *st = bdrv_get_node_stats(bs);
+    const char *format = bdrv_get_format_name(bs);
+    const char *node_name = bdrv_get_node_name(bs);
+    ToolStatsWalk w = { .f = f, .path = path };
 
     fprintf(f, "node %s %s %s: reads=%" PRIu64 " writes=%" PRIu64
             " zero_writes=%" PRIu64 " discards=%" PRIu64 " flushes=%" PRIu64
             " bytes_read=%" PRIu64 " bytes_written=%" PRIu64 "\n",
-            path, bs->drv ? bs->drv->format_name : "-",
-            bs->node_name[0] ? bs->node_name : "-",
+            path, format ? format : "-", node_name[0] ? node_name : "-",
             st->reads, st->writes, st->zero_writes, st->discards,
             st->flushes, st->bytes_read, st->bytes_written);
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *child = l->data;
-        g_autofree char *child_path = g_strdup_printf("%s.%s", path,
-                                                      child->name);
-
-        tool_print_node_stats(f, child->bs, child_path);
-    }
+    bdrv_foreach_child(bs, tool_print_child_stats, &w);
 }
 
 void tool_print_io_stats(FILE *f, BlockBackend *blk)

@@ -5,9 +5,10 @@
  * prints.  Each sub-command is a function img_<name>(argc, argv) that
  * receives its own argv (argv[0] is the sub-command name) and returns the
  * process exit status.  The helpers here do what several sub-commands
- * share: option errors in qemu-img's words, number parsing with qemu-img's
- * messages, opening images, cache modes, the progress meter and JSON
- * output ordered as QEMU's dictionaries order it.
+ * share: the options they have in common (img_getopt) and option errors
+ * in qemu-img's words, number parsing with qemu-img's messages, creation
+ * option lists, opening images, cache modes, -l snapshots, the progress
+ * meter and JSON output ordered as QEMU's dictionaries order it.
  */
 #ifndef QBLOCK_IMG_H
 #define QBLOCK_IMG_H
@@ -66,6 +67,15 @@ bool img_has_help_option(const char *options);
  * the exit status.
  */
 int img_print_create_help(const char *filename, const char *fmt);
+/*
+ * The creation options of format @drv followed by those of @filename's
+ * protocol: what creating the image takes (freed with qemu_opts_free()).
+ * NULL with @errp set when the protocol is unknown or either driver
+ * cannot create images ("Format driver 'x' does not support image
+ * creation").
+ */
+QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+                                   Error **errp);
 /* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
 char *img_accumulate_options(char *options, const char *optarg);
 
@@ -80,6 +90,72 @@ typedef struct ImgOpenOptions {
     bool writethrough;      /* from the cache mode */
     bool force_share;       /* -U */
 } ImgOpenOptions;
+
+/*
+ * The options that sub-commands share, with one meaning everywhere,
+ * parsed by img_getopt(): -h/--help, -f/--format (the format of the
+ * image, of the first or source image where there are several),
+ * --image-opts, -U/--force-share, -q and --output.
+ */
+typedef struct ImgCommonOpts {
+    ImgOpenOptions open;    /* fmt, image_opts, force_share */
+    const char *output;     /* --output, for img_parse_output() */
+    bool quiet;             /* -q */
+} ImgCommonOpts;
+
+/*
+ * The shared long options a sub-command accepts (--help always): qemu-img's
+ * sub-commands differ there, and getopt_long's abbreviations ("--out")
+ * depend on the exact set, so each names its own.
+ */
+typedef enum ImgLongOpts {
+    IMG_LONG_FORMAT      = 1 << 0,  /* --format */
+    IMG_LONG_OUTPUT      = 1 << 1,  /* --output */
+    IMG_LONG_IMAGE_OPTS  = 1 << 2,  /* --image-opts */
+    IMG_LONG_FORCE_SHARE = 1 << 3,  /* --force-share */
+} ImgLongOpts;
+
+/* Values of the shared long-only options; a sub-command's own start at
+ * IMG_OPTION_OWN. */
+enum {
+    IMG_OPTION_OUTPUT = 256,
+    IMG_OPTION_IMAGE_OPTS,
+    IMG_OPTION_OWN,
+};
+
+/*
+ * getopt_long() for a sub-command: @shortopts are all the short options
+ * it accepts (starting with ':'), @shared the shared long options and
+ * @own its own long options (NULL-terminated, may be NULL).  Handles the
+ * shared options (short ones only where @shortopts names them) by
+ * storing them in @co, and getopt's complaints and -h as every
+ * sub-command does (these exit); returns the next option that only the
+ * sub-command knows, or -1 after the last.
+ */
+int img_getopt(int argc, char **argv, const char *shortopts,
+               unsigned shared, const struct option *own, ImgCommonOpts *co);
+
+/*
+ * The internal snapshot that convert and measure -l name: an ID or a name
+ * ("-l foo"), or snapshot.id/snapshot.name options ("-l snapshot.id=1"),
+ * which win when both are given.
+ */
+typedef struct ImgSnapshotArg {
+    const char *id_or_name;
+    QemuOpts *opts;
+} ImgSnapshotArg;
+
+/*
+ * Takes one -l argument into @sn; a later option string replaces an
+ * earlier one.  False after printing why the options did not parse.
+ */
+bool img_parse_snapshot_arg(ImgSnapshotArg *sn, const char *arg);
+/*
+ * Makes @blk (read-only) show the snapshot @sn names, if it names one.
+ * Returns 0, or -EINVAL after printing "Failed to load snapshot: ...".
+ */
+int img_load_snapshot(BlockBackend *blk, const ImgSnapshotArg *sn);
+void img_snapshot_arg_free(ImgSnapshotArg *sn);
 
 /*
  * Opens @name as qemu-img does; on failure prints "Could not open 'name':

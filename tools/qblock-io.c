@@ -20,7 +20,6 @@
 #include <getopt.h>
 
 #include "config-host.h"
-#include "block/block_int.h"
 #include "qblock/block-backend.h"
 #include "util/aio.h"
 #include "util/cutils.h"

@@ -1,7 +1,7 @@
 /*
  * qblock-io: private interface between the main program (qblock-io.c:
  * options, opening, the command loop) and the command table
- * (qblock-io-cmds.c).
+ * (qblock-io-cmds.c; the commands themselves: io-cmds.h).
  *
  * The tool accepts qemu-io's command lines and prints what qemu-io prints,
  * so that scripts written for qemu-io run unchanged.  Command output goes

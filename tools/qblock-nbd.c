@@ -24,7 +24,6 @@
 
 #include "config-host.h"
 #include "io-stats.h"
-#include "block/block_int.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
 #include "qblock/block-backend.h"

@@ -12,6 +12,8 @@
 #include "block/block.h"
 #include "block/debug-events.h"
 #include "block/snapshot.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
 
 /* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
 typedef struct BlockLimits {
@@ -32,14 +34,6 @@ typedef struct BlockLimits {
     size_t opt_mem_alignment;
     int max_iov;
 } BlockLimits;
-
-/* What qemu-img measure reports for an image of a format (bytes). */
-typedef struct BlockMeasureInfo {
-    int64_t required;           /* for the data that would be written */
-    int64_t fully_allocated;    /* with every cluster allocated */
-    bool has_bitmaps;           /* the target could keep the source's */
-    int64_t bitmaps;            /* persistent dirty bitmaps' size */
-} BlockMeasureInfo;
 
 /* Progress of a long amend: @done of @total units of work. */
 typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
@@ -316,14 +310,6 @@ struct BdrvChild {
     bool is_backing;
 };
 
-/* Per-node counters of requests that reached the driver (tests use them to
- * count flushes at the file node). */
-typedef struct BdrvNodeStats {
-    uint64_t reads, writes, zero_writes, discards;
-    uint64_t flushes;           /* calls that reached flush_to_disk/flush */
-    uint64_t bytes_read, bytes_written;
-} BdrvNodeStats;
-
 typedef struct BdrvTrackedRequest BdrvTrackedRequest;
 
 struct BlockDriverState {
@@ -462,7 +448,6 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
     } while (0)
 
 /* Helpers for drivers whose getlength depends on a child. */
-int64_t bdrv_getlength(BlockDriverState *bs);
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
 
 /*
@@ -473,10 +458,5 @@ int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
 void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
                         uint64_t parent_perm, uint64_t parent_shared,
                         uint64_t *nperm, uint64_t *nshared);
-
-/* Resolves @backing relative to @base's directory; caller frees. */
-char *bdrv_get_full_backing_filename_from_filename(const char *base,
-                                                   const char *backing,
-                                                   Error **errp);
 
 #endif

@@ -1,0 +1,62 @@
+/*
+ * The public view of a driver and the image-level operations qemu-img
+ * needs (include/qblock/block-driver.h): users ask here instead of
+ * reading the driver table or calling its callbacks.
+ */
+#include "qblock/block-driver.h"
+
+#include "block/block_int.h"
+
+const char *bdrv_driver_name(const BlockDriver *drv)
+{
+    return drv->format_name;
+}
+
+const QemuOptsList *bdrv_driver_create_opts(const BlockDriver *drv)
+{
+    return drv->create_opts;
+}
+
+const QemuOptsList *bdrv_driver_runtime_opts(const BlockDriver *drv)
+{
+    return drv->runtime_opts;
+}
+
+const QemuOptsList *bdrv_driver_amend_opts(const BlockDriver *drv)
+{
+    return drv->amend_opts;
+}
+
+bool bdrv_driver_can_amend(const BlockDriver *drv)
+{
+    return drv->bdrv_amend_options != NULL;
+}
+
+bool bdrv_driver_can_compress(const BlockDriver *drv)
+{
+    return drv->bdrv_co_pwritev_compressed != NULL;
+}
+
+int bdrv_measure(BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
+                 BlockMeasureInfo *info, Error **errp)
+{
+    if (!drv->bdrv_measure) {
+        error_setg(errp, "Block driver '%s' does not support size "
+                   "measurement", drv->format_name);
+        return -ENOTSUP;
+    }
+    return drv->bdrv_measure(opts, in_bs, info, errp);
+}
+
+int bdrv_amend(BlockDriverState *bs, QemuOpts *opts,
+               BlockAmendStatusCB *status_cb, void *cb_opaque, bool force,
+               Error **errp)
+{
+    if (!bdrv_driver_can_amend(bs->drv)) {
+        error_setg(errp, "Format driver '%s' does not support option "
+                   "amendment", bs->drv->format_name);
+        return -ENOTSUP;
+    }
+    return bs->drv->bdrv_amend_options(bs, opts, status_cb, cb_opaque, force,
+                                       errp);
+}

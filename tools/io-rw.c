@@ -1,0 +1,574 @@
+/*
+ * qblock-io's synchronous data commands: read, readv, write, writev,
+ * flush and discard, each with its help text and table entry.
+ */
+#include "io-cmds.h"
+
+#include <getopt.h>
+
+static const char qio_help_read[] =
+    "\n"
+    " reads a range of bytes from the given offset\n"
+    "\n"
+    " Example:\n"
+    " 'read -v 512 1k' - dumps 1 kilobyte read from 512 bytes into the file\n"
+    "\n"
+    " Reads a segment of the currently open file, optionally dumping it to"
+    " the\n"
+    " standard output stream (with -v option) for subsequent inspection.\n"
+    " -b, -- read from the VM state rather than the virtual disk\n"
+    " -C, -- report statistics in a machine parsable format\n"
+    " -l, -- length for pattern verification (only with -P)\n"
+    " -p, -- ignored for backwards compatibility\n"
+    " -P, -- use a pattern to verify read data\n"
+    " -q, -- quiet mode, do not show I/O statistics\n"
+    " -s, -- start offset for pattern verification (only with -P)\n"
+    " -v, -- dump buffer to standard output\n"
+    "\n";
+
+static int qio_read_f(BlockBackend *blk, int argc, char **argv)
+{
+    bool Cflag = false, qflag = false, vflag = false, bflag = false;
+    bool Pflag = false, sflag = false, lflag = false;
+    int64_t offset, count, pattern_offset = 0, pattern_count = 0;
+    int64_t start;
+    int pattern = 0;
+    uint8_t *buf;
+    int c, ret;
+
+    while ((c = getopt(argc, argv, "bCl:pP:qs:v")) != -1) {
+        switch (c) {
+        case 'b':
+            bflag = true;
+            break;
+        case 'C':
+            Cflag = true;
+            break;
+        case 'l':
+            lflag = true;
+            ret = qio_parse_number(optarg, &pattern_count);
+            if (ret < 0) {
+                return ret;
+            }
+            break;
+        case 'p':
+            /* accepted for compatibility: it changed nothing for years */
+            break;
+        case 'P':
+            Pflag = true;
+            pattern = qio_parse_pattern(optarg);
+            if (pattern < 0) {
+                return -EINVAL;
+            }
+            break;
+        case 'q':
+            qflag = true;
+            break;
+        case 's':
+            sflag = true;
+            ret = qio_parse_number(optarg, &pattern_offset);
+            if (ret < 0) {
+                return ret;
+            }
+            break;
+        case 'v':
+            vflag = true;
+            break;
+        default:
+            return qio_usage_error(argv[0]);
+        }
+    }
+    if (optind != argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+
+    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+                               &count);
+    if (ret < 0) {
+        return ret;
+    }
+
+    if (!Pflag && (lflag || sflag)) {
+        return qio_usage_error(argv[0]);
+    }
+    if (!lflag) {
+        pattern_count = count - pattern_offset;
+    }
+    if (pattern_count < 0 || pattern_offset + pattern_count > count) {
+        printf("pattern verification range exceeds end of read data\n");
+        return -EINVAL;
+    }
+    if (bflag && !qio_check_sector_aligned(offset, count)) {
+        return -EINVAL;
+    }
+
+    buf = qio_alloc(blk, count, QIO_READ_FILL);
+    start = get_clock_ns();
+    if (bflag) {
+        ret = blk_load_vmstate(blk, buf, offset, count);
+    } else {
+        ret = blk_pread(blk, offset, count, buf, 0);
+    }
+    start = get_clock_ns() - start;
+    if (ret < 0) {
+        printf("read failed: %s\n", strerror(-ret));
+        goto out;
+    }
+    ret = 0;
+
+    if (Pflag &&
+        !qio_buf_is_pattern(buf + pattern_offset, pattern_count, pattern)) {
+        printf("Pattern verification failed at offset %" PRId64 ", %"
+               PRId64 " bytes\n", offset + pattern_offset, pattern_count);
+        ret = -EINVAL;
+    }
+    if (qflag) {
+        goto out;
+    }
+    if (vflag) {
+        qio_dump_buffer(buf, offset, count);
+    }
+    qio_print_report("read", start, offset, count, count, 1, Cflag);
+
+out:
+    qio_free(buf);
+    return ret;
+}
+
+const QioCmd qio_cmd_read = {
+    .name = "read",
+    .func = qio_read_f,
+    .argmin = 2,
+    .argmax = -1,
+    .args = "[-abCqv] [-P pattern [-s off] [-l len]] off len",
+    .oneline = "reads a number of bytes at a specified offset",
+    .help = qio_help_read,
+};
+
+static const char qio_help_readv[] =
+    "\n"
+    " reads a range of bytes from the given offset into multiple buffers\n"
+    "\n"
+    " Example:\n"
+    " 'readv -v 512 1k 1k ' - dumps 2 kilobytes read from 512 bytes into the"
+    " file\n"
+    "\n"
+    " Reads a segment of the currently open file, optionally dumping it to"
+    " the\n"
+    " standard output stream (with -v option) for subsequent inspection.\n"
+    " Uses multiple iovec buffers if more than one byte range is specified.\n"
+    " -C, -- report statistics in a machine parsable format\n"
+    " -P, -- use a pattern to verify read data\n"
+    " -v, -- dump buffer to standard output\n"
+    " -q, -- quiet mode, do not show I/O statistics\n"
+    "\n";
+
+static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
+{
+    bool Cflag = false, qflag = false, vflag = false, Pflag = false;
+    int pattern = 0;
+    int64_t offset, start;
+    QEMUIOVector qiov;
+    uint8_t *buf;
+    int c, ret;
+
+    while ((c = getopt(argc, argv, "CP:qv")) != -1) {
+        switch (c) {
+        case 'C':
+            Cflag = true;
+            break;
+        case 'P':
+            Pflag = true;
+            pattern = qio_parse_pattern(optarg);
+            if (pattern < 0) {
+                return -EINVAL;
+            }
+            break;
+        case 'q':
+            qflag = true;
+            break;
+        case 'v':
+            vflag = true;
+            break;
+        default:
+            return qio_usage_error(argv[0]);
+        }
+    }
+    if (optind > argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+
+    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+                                  QIO_READ_FILL, &offset, &qiov);
+    if (!buf) {
+        return -EINVAL;
+    }
+
+    start = get_clock_ns();
+    ret = blk_preadv(blk, offset, qiov.size, &qiov, 0);
+    start = get_clock_ns() - start;
+    if (ret < 0) {
+        printf("readv failed: %s\n", strerror(-ret));
+        goto out;
+    }
+    ret = 0;
+
+    if (Pflag && !qio_buf_is_pattern(buf, qiov.size, pattern)) {
+        printf("Pattern verification failed at offset %" PRId64 ", %zu"
+               " bytes\n", offset, qiov.size);
+        ret = -EINVAL;
+    }
+    if (qflag) {
+        goto out;
+    }
+    if (vflag) {
+        qio_dump_buffer(buf, offset, qiov.size);
+    }
+    qio_print_report("read", start, offset, qiov.size, qiov.size, 1, Cflag);
+
+out:
+    qemu_iovec_destroy(&qiov);
+    qio_free(buf);
+    return ret;
+}
+
+const QioCmd qio_cmd_readv = {
+    .name = "readv",
+    .func = qio_readv_f,
+    .argmin = 2,
+    .argmax = -1,
+    .args = "[-Cqv] [-P pattern] off len [len..]",
+    .oneline = "reads a number of bytes at a specified offset",
+    .help = qio_help_readv,
+};
+
+static const char qio_help_write[] =
+    "\n"
+    " writes a range of bytes from the given offset\n"
+    "\n"
+    " Example:\n"
+    " 'write 512 1k' - writes 1 kilobyte at 512 bytes into the open file\n"
+    "\n"
+    " Writes into a segment of the currently open file, using a buffer\n"
+    " filled with a set pattern (0xcdcdcdcd).\n"
+    " -b, -- write to the VM state rather than the virtual disk\n"
+    " -c, -- write compressed data with blk_write_compressed\n"
+    " -f, -- use Force Unit Access semantics\n"
+    " -n, -- with -z, don't allow slow fallback\n"
+    " -p, -- ignored for backwards compatibility\n"
+    " -P, -- use different pattern to fill file\n"
+    " -s, -- use a pattern file to fill the write buffer\n"
+    " -C, -- report statistics in a machine parsable format\n"
+    " -q, -- quiet mode, do not show I/O statistics\n"
+    " -u, -- with -z, allow unmapping\n"
+    " -z, -- write zeroes using blk_co_pwrite_zeroes\n"
+    "\n";
+
+static int qio_write_f(BlockBackend *blk, int argc, char **argv)
+{
+    bool Cflag = false, qflag = false, bflag = false, cflag = false;
+    bool Pflag = false, zflag = false, sflag = false;
+    BdrvRequestFlags flags = 0;
+    QioLengthLimit limit;
+    const char *file_name = NULL;
+    int pattern = QIO_WRITE_PATTERN;
+    int64_t offset, count, start;
+    uint8_t *buf = NULL;
+    int c, ret;
+
+    while ((c = getopt(argc, argv, "bcCfnpP:qs:uz")) != -1) {
+        switch (c) {
+        case 'b':
+            bflag = true;
+            break;
+        case 'c':
+            cflag = true;
+            break;
+        case 'C':
+            Cflag = true;
+            break;
+        case 'f':
+            flags |= BDRV_REQ_FUA;
+            break;
+        case 'n':
+            flags |= BDRV_REQ_NO_FALLBACK;
+            break;
+        case 'p':
+            /* accepted for compatibility: it changed nothing for years */
+            break;
+        case 'P':
+            Pflag = true;
+            pattern = qio_parse_pattern(optarg);
+            if (pattern < 0) {
+                return -EINVAL;
+            }
+            break;
+        case 'q':
+            qflag = true;
+            break;
+        case 's':
+            sflag = true;
+            file_name = optarg;
+            break;
+        case 'u':
+            flags |= BDRV_REQ_MAY_UNMAP;
+            break;
+        case 'z':
+            zflag = true;
+            break;
+        default:
+            return qio_usage_error(argv[0]);
+        }
+    }
+    if (optind != argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+
+    if (bflag && zflag) {
+        printf("-b and -z cannot be specified at the same time\n");
+        return -EINVAL;
+    }
+    if ((flags & BDRV_REQ_FUA) && (bflag || cflag)) {
+        printf("-f and -b or -c cannot be specified at the same time\n");
+        return -EINVAL;
+    }
+    if ((flags & BDRV_REQ_NO_FALLBACK) && !zflag) {
+        printf("-n requires -z to be specified\n");
+        return -EINVAL;
+    }
+    if ((flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
+        printf("-u requires -z to be specified\n");
+        return -EINVAL;
+    }
+    if (zflag + Pflag + sflag > 1) {
+        printf("Only one of -z, -P, and -s can be specified at the same"
+               " time\n");
+        return -EINVAL;
+    }
+
+    /* without -n, a zero write may fall back to writing a buffer */
+    limit = flags & BDRV_REQ_NO_FALLBACK ? QIO_LENGTH_ANY
+                                         : QIO_LENGTH_REQUEST_UNLESS_N;
+    ret = qio_parse_offset_len(&argv[optind], limit, &offset, &count);
+    if (ret < 0) {
+        return ret;
+    }
+    if ((bflag || cflag) && !qio_check_sector_aligned(offset, count)) {
+        return -EINVAL;
+    }
+
+    if (!zflag) {
+        if (sflag) {
+            buf = qio_alloc_from_file(blk, count, file_name);
+            if (!buf) {
+                return -EINVAL;
+            }
+        } else {
+            buf = qio_alloc(blk, count, pattern);
+        }
+    }
+
+    start = get_clock_ns();
+    if (bflag) {
+        ret = blk_save_vmstate(blk, buf, offset, count);
+    } else if (zflag) {
+        ret = blk_pwrite_zeroes(blk, offset, count,
+                                flags | (cflag ? BDRV_REQ_WRITE_COMPRESSED
+                                               : 0));
+    } else if (cflag) {
+        ret = blk_pwrite_compressed(blk, offset, count, buf);
+    } else {
+        ret = blk_pwrite(blk, offset, count, buf, flags);
+    }
+    start = get_clock_ns() - start;
+    if (ret < 0) {
+        printf("write failed: %s\n", strerror(-ret));
+        goto out;
+    }
+    ret = 0;
+
+    if (!qflag) {
+        qio_print_report("wrote", start, offset, count, count, 1, Cflag);
+    }
+
+out:
+    qio_free(buf);
+    return ret;
+}
+
+const QioCmd qio_cmd_write = {
+    .name = "write",
+    .func = qio_write_f,
+    .argmin = 2,
+    .argmax = -1,
+    .perm = BLK_PERM_WRITE,
+    .args = "[-bcCfnquz] [-P pattern | -s source_file] off len",
+    .oneline = "writes a number of bytes at a specified offset",
+    .help = qio_help_write,
+};
+
+static const char qio_help_writev[] =
+    "\n"
+    " writes a range of bytes from the given offset source from multiple"
+    " buffers\n"
+    "\n"
+    " Example:\n"
+    " 'writev 512 1k 1k' - writes 2 kilobytes at 512 bytes into the open"
+    " file\n"
+    "\n"
+    " Writes into a segment of the currently open file, using a buffer\n"
+    " filled with a set pattern (0xcdcdcdcd).\n"
+    " -P, -- use different pattern to fill file\n"
+    " -C, -- report statistics in a machine parsable format\n"
+    " -f, -- use Force Unit Access semantics\n"
+    " -q, -- quiet mode, do not show I/O statistics\n"
+    "\n";
+
+static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
+{
+    bool Cflag = false, qflag = false;
+    BdrvRequestFlags flags = 0;
+    int pattern = QIO_WRITE_PATTERN;
+    int64_t offset, start;
+    QEMUIOVector qiov;
+    uint8_t *buf;
+    int c, ret;
+
+    while ((c = getopt(argc, argv, "CfqP:")) != -1) {
+        switch (c) {
+        case 'C':
+            Cflag = true;
+            break;
+        case 'f':
+            flags |= BDRV_REQ_FUA;
+            break;
+        case 'q':
+            qflag = true;
+            break;
+        case 'P':
+            pattern = qio_parse_pattern(optarg);
+            if (pattern < 0) {
+                return -EINVAL;
+            }
+            break;
+        default:
+            return qio_usage_error(argv[0]);
+        }
+    }
+    if (optind > argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+
+    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind, pattern,
+                                  &offset, &qiov);
+    if (!buf) {
+        return -EINVAL;
+    }
+
+    start = get_clock_ns();
+    ret = blk_pwritev(blk, offset, qiov.size, &qiov, flags);
+    start = get_clock_ns() - start;
+    if (ret < 0) {
+        printf("writev failed: %s\n", strerror(-ret));
+        goto out;
+    }
+    ret = 0;
+
+    if (!qflag) {
+        qio_print_report("wrote", start, offset, qiov.size, qiov.size, 1,
+                         Cflag);
+    }
+
+out:
+    qemu_iovec_destroy(&qiov);
+    qio_free(buf);
+    return ret;
+}
+
+const QioCmd qio_cmd_writev = {
+    .name = "writev",
+    .func = qio_writev_f,
+    .argmin = 2,
+    .argmax = -1,
+    .perm = BLK_PERM_WRITE,
+    .args = "[-Cfq] [-P pattern] off len [len..]",
+    .oneline = "writes a number of bytes at a specified offset",
+    .help = qio_help_writev,
+};
+
+static int qio_flush_f(BlockBackend *blk, int argc, char **argv)
+{
+    return blk_flush(blk);
+}
+
+const QioCmd qio_cmd_flush = {
+    .name = "flush",
+    .func = qio_flush_f,
+    .argmin = 0,
+    .argmax = 0,
+    .oneline = "flush all in-core file state to disk",
+};
+
+static const char qio_help_discard[] =
+    "\n"
+    " discards a range of bytes from the given offset\n"
+    "\n"
+    " Example:\n"
+    " 'discard 512 1k' - discards 1 kilobyte from 512 bytes into the file\n"
+    "\n"
+    " Discards a segment of the currently open file.\n"
+    " -C, -- report statistics in a machine parsable format\n"
+    " -q, -- quiet mode, do not show I/O statistics\n"
+    "\n";
+
+static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
+{
+    bool Cflag = false, qflag = false;
+    int64_t offset, bytes, start;
+    int c, ret;
+
+    while ((c = getopt(argc, argv, "Cq")) != -1) {
+        switch (c) {
+        case 'C':
+            Cflag = true;
+            break;
+        case 'q':
+            qflag = true;
+            break;
+        default:
+            return qio_usage_error(argv[0]);
+        }
+    }
+    if (optind != argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+
+    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+                               &bytes);
+    if (ret < 0) {
+        return ret;
+    }
+
+    start = get_clock_ns();
+    ret = blk_pdiscard(blk, offset, bytes);
+    start = get_clock_ns() - start;
+    if (ret < 0) {
+        printf("discard failed: %s\n", strerror(-ret));
+        return ret;
+    }
+    if (!qflag) {
+        qio_print_report("discard", start, offset, bytes, bytes, 1, Cflag);
+    }
+    return 0;
+}
+
+const QioCmd qio_cmd_discard = {
+    .name = "discard",
+    .func = qio_discard_f,
+    .argmin = 2,
+    .argmax = -1,
+    .perm = BLK_PERM_WRITE,
+    .args = "[-Cq] off len",
+    .oneline = "discards a number of bytes at a specified offset",
+    .help = qio_help_discard,
+};
