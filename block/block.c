@@ -22,10 +22,10 @@
  *     absorbed into open_flags and fields).
  *
  * All of this runs in the main loop thread outside coroutine context; the
- * coroutine callbacks of drivers (create, check) are run by bdrv_run_co().
+ * coroutine callbacks of drivers (create, check) are run by bdrv_run_co()
+ * (block/io-sync.c).
  */
 #include "block/block_int.h"
-#include "qblock/block-backend.h"
 #include "util/cutils.h"
 #include "qapi/qapi-opts.h"
 
@@ -284,14 +284,7 @@ static void bdrv_child_perms(BlockDriverState *bs, BdrvChild *c,
 
 static char *bdrv_edge_user_desc(BdrvChild *c)
 {
-    if (c->parent) {
-        return g_strdup_printf("node '%s'", c->parent->node_name);
-    }
-    if (c->parent_blk && blk_name(c->parent_blk) &&
-        blk_name(c->parent_blk)[0]) {
-        return g_strdup_printf("block device '%s'", blk_name(c->parent_blk));
-    }
-    return g_strdup("an unnamed block device");
+    return c->klass->get_parent_desc(c);
 }
 
 static int bdrv_check_edge_conflicts(BlockDriverState *bs, Error **errp)
@@ -588,14 +581,31 @@ static void bdrv_unlink_edge(BdrvChild *c)
     bdrv_unref(bs);
 }
 
+/* A parent node has requests in flight, or something above it has. */
+static bool bdrv_child_cb_drained_poll(BdrvChild *c)
+{
+    return c->parent->in_flight > 0 || bdrv_parents_drained_poll(c->parent);
+}
+
+static char *bdrv_child_cb_get_parent_desc(BdrvChild *c)
+{
+    return g_strdup_printf("node '%s'", c->parent->node_name);
+}
+
+const BdrvChildClass bdrv_child_of_bds = {
+    .drained_poll = bdrv_child_cb_drained_poll,
+    .get_parent_desc = bdrv_child_cb_get_parent_desc,
+};
+
 static BdrvChild *bdrv_new_edge(BlockDriverState *child_bs, const char *name,
-                                bool is_backing)
+                                const BdrvChildClass *klass, void *opaque)
 {
     BdrvChild *c = g_new0(BdrvChild, 1);
 
     c->bs = child_bs;
     c->name = g_strdup(name);
-    c->is_backing = is_backing;
+    c->klass = klass;
+    c->opaque = opaque;
     return c;
 }
 
@@ -603,9 +613,10 @@ BdrvChild *bdrv_attach_child(BlockDriverState *parent,
                              BlockDriverState *child_bs, const char *name,
                              bool is_backing, Error **errp)
 {
-    BdrvChild *c = bdrv_new_edge(child_bs, name, is_backing);
+    BdrvChild *c = bdrv_new_edge(child_bs, name, &bdrv_child_of_bds, parent);
 
     c->parent = parent;
+    c->is_backing = is_backing;
     bdrv_child_perms(parent, c, parent->perm, parent->shared_perm,
                      &c->perm, &c->shared_perm);
     if (bdrv_link_edge(c, errp) < 0) {
@@ -642,13 +653,13 @@ void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child)
 }
 
 BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
-                                  const char *name, BlockBackend *blk,
+                                  const char *name,
+                                  const BdrvChildClass *klass, void *opaque,
                                   uint64_t perm, uint64_t shared_perm,
                                   Error **errp)
 {
-    BdrvChild *c = bdrv_new_edge(child_bs, name, false);
+    BdrvChild *c = bdrv_new_edge(child_bs, name, klass, opaque);
 
-    c->parent_blk = blk;
     c->perm = perm;
     c->shared_perm = shared_perm;
     if (bdrv_link_edge(c, errp) < 0) {
@@ -1680,38 +1691,21 @@ int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,
 /* Driver coroutines run from outside coroutine context */
 
 typedef struct BdrvCoCall {
-    BlockDriverState *bs;
     BlockDriver *drv;
     const char *filename;
     QemuOpts *opts;
     BdrvCheckResult *res;
     BdrvCheckMode fix;
     Error **errp;
-    int ret;
 } BdrvCoCall;
 
-/* Runs @entry in a coroutine and polls the main context until it is done. */
-static int bdrv_run_co(CoroutineEntry *entry, BdrvCoCall *call)
-{
-    AioContext *ctx = call->bs ? bdrv_get_aio_context(call->bs)
-                               : qemu_get_aio_context();
-
-    if (qemu_in_coroutine()) {
-        entry(call);
-    } else {
-        call->ret = -EINPROGRESS;
-        qemu_coroutine_enter(qemu_coroutine_create(entry, call));
-        AIO_WAIT_WHILE(ctx, call->ret == -EINPROGRESS);
-    }
-    return call->ret;
-}
-
-static void coroutine_fn bdrv_create_co_entry(void *opaque)
+static int coroutine_fn bdrv_create_co_entry(BlockDriverState *bs,
+                                             void *opaque)
 {
     BdrvCoCall *call = opaque;
 
-    call->ret = call->drv->bdrv_co_create_opts(call->drv, call->filename,
-                                               call->opts, call->errp);
+    return call->drv->bdrv_co_create_opts(call->drv, call->filename,
+                                          call->opts, call->errp);
 }
 
 int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
@@ -1732,7 +1726,7 @@ int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
     if (!qemu_opts_check_enums(opts, errp)) {
         return -EINVAL;
     }
-    return bdrv_run_co(bdrv_create_co_entry, &call);
+    return bdrv_run_co(NULL, bdrv_create_co_entry, &call);
 }
 
 int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
@@ -1750,16 +1744,17 @@ int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
     return bdrv_create(drv, filename, opts, errp);
 }
 
-static void coroutine_fn bdrv_check_co_entry(void *opaque)
+static int coroutine_fn bdrv_check_co_entry(BlockDriverState *bs,
+                                            void *opaque)
 {
     BdrvCoCall *call = opaque;
 
-    call->ret = call->bs->drv->bdrv_co_check(call->bs, call->res, call->fix);
+    return bs->drv->bdrv_co_check(bs, call->res, call->fix);
 }
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 {
-    BdrvCoCall call = { .bs = bs, .res = res, .fix = fix };
+    BdrvCoCall call = { .res = res, .fix = fix };
 
     memset(res, 0, sizeof(*res));
     if (!bs->drv) {
@@ -1768,7 +1763,7 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
     if (!bs->drv->bdrv_co_check) {
         return -ENOTSUP;
     }
-    return bdrv_run_co(bdrv_check_co_entry, &call);
+    return bdrv_run_co(bs, bdrv_check_co_entry, &call);
 }
 
 /* ---------------------------------------------------------------------- */
