@@ -898,16 +898,28 @@ static int bdrv_open_driver(BlockDriverState *bs, BlockDriver *drv,
 
     ret = drv->bdrv_open(bs, options, flags, errp);
     if (ret < 0) {
-        while (bs->children) {
-            bdrv_unref_child(bs, bs->children->data);
+        goto fail;
+    }
+    /* QEMU's check and message, so that the length can be rounded up */
+    if (drv->bdrv_getlength(bs) > BDRV_MAX_LENGTH) {
+        ret = -EFBIG;
+        error_setg_errno(errp, -ret, "Could not refresh total sector count");
+        if (drv->bdrv_close) {
+            drv->bdrv_close(bs);
         }
-        g_free(bs->opaque);
-        bs->opaque = NULL;
-        bs->drv = NULL;
-        return ret;
+        goto fail;
     }
     bdrv_refresh_limits(bs);
     return 0;
+
+fail:
+    while (bs->children) {
+        bdrv_unref_child(bs, bs->children->data);
+    }
+    g_free(bs->opaque);
+    bs->opaque = NULL;
+    bs->drv = NULL;
+    return ret;
 }
 
 static BlockDriverState *bdrv_open_inherit(const char *filename,
@@ -1854,6 +1866,10 @@ int64_t bdrv_getlength(BlockDriverState *bs)
     if (len < 0) {
         return len;
     }
+    /* past the limit, rounding up could overflow (a file that grew) */
+    if (len > BDRV_MAX_LENGTH) {
+        return -EFBIG;
+    }
     /* lengths are whole sectors, as QEMU reports them */
     return ROUND_UP(len, BDRV_SECTOR_SIZE);
 }
@@ -1869,6 +1885,9 @@ int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint)
         return 0;
     }
     len = bs->drv->bdrv_getlength(bs);
+    if (len > BDRV_MAX_LENGTH) {
+        return -EFBIG;
+    }
     return len < 0 ? len : 0;
 }
 

@@ -46,12 +46,6 @@
 #include "io-internal.h"
 
 /*
- * Largest alignment a node may ask for; lengths and offsets are kept below
- * INT64_MAX rounded down to it so that aligning them up never overflows.
- */
-#define BDRV_MAX_ALIGNMENT (1LL << 30)
-#define BDRV_MAX_LENGTH (INT64_MAX & ~(BDRV_MAX_ALIGNMENT - 1))
-/*
  * Largest request passed to a driver in one call when the node sets no
  * max_transfer: drivers and iovec totals keep byte counts in int.
  */

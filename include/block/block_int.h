@@ -13,6 +13,16 @@
 #include "block/debug-events.h"
 #include "block/snapshot.h"
 
+/*
+ * Largest alignment a node may ask for.  Lengths and offsets are kept at
+ * or below INT64_MAX rounded down to it (BDRV_MAX_LENGTH, as in QEMU), so
+ * that rounding one up to a sector or to any alignment never overflows:
+ * open refuses a node that is longer, and bdrv_getlength() reports
+ * -EFBIG for one that grew past it.
+ */
+#define BDRV_MAX_ALIGNMENT (1LL << 30)
+#define BDRV_MAX_LENGTH (INT64_MAX & ~(BDRV_MAX_ALIGNMENT - 1))
+
 /* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
 typedef struct BlockLimits {
     /* requests reaching the driver are aligned to this (power of 2, >= 1) */
