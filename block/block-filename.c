@@ -73,7 +73,7 @@ QDict *bdrv_parse_json_filename(const char *filename, Error **errp)
     return json;
 }
 
-static bool bdrv_is_strong_option(BlockDriver *drv, const char *key)
+static bool bdrv_is_strong_option(const BlockDriver *drv, const char *key)
 {
     if (!strcmp(key, "driver") || !strcmp(key, "filename") ||
         !drv->strong_runtime_opts) {

@@ -16,7 +16,7 @@
 #include "block/block_int.h"
 #include "io-internal.h"
 
-static bool bdrv_is_protocol_driver(BlockDriver *drv)
+static bool bdrv_is_protocol_driver(const BlockDriver *drv)
 {
     return drv->protocol_name || !drv->is_format;
 }
@@ -26,7 +26,7 @@ int coroutine_fn bdrv_co_block_status(BlockDriverState *bs, bool want_zero,
                                       int64_t *pnum, int64_t *map,
                                       BlockDriverState **file)
 {
-    BlockDriver *drv;
+    const BlockDriver *drv;
     BlockDriverState *local_file = NULL;
     int64_t local_map = 0;
     int64_t total, align, aligned_offset, aligned_bytes;
@@ -153,16 +153,23 @@ early_out:
     return ret;
 }
 
+/* Whether the walk down a chain asks the base node too. */
+typedef enum BdrvStatusBase {
+    BDRV_STATUS_BASE_EXCLUDED,
+    BDRV_STATUS_BASE_INCLUDED,
+} BdrvStatusBase;
+
 /*
- * Walks from @bs down the filter/backing chain to @base (included when
- * @include_base).  The first layer that has the range allocated answers;
- * *depth counts the layers asked.
+ * Walks from @bs down the filter/backing chain to @base (asked too with
+ * BDRV_STATUS_BASE_INCLUDED).  The first layer that has the range
+ * allocated answers; *depth counts the layers asked.
  */
 static int coroutine_fn bdrv_co_common_block_status_above(
-    BlockDriverState *bs, BlockDriverState *base, bool include_base,
+    BlockDriverState *bs, BlockDriverState *base, BdrvStatusBase base_mode,
     bool want_zero, int64_t offset, int64_t bytes, int64_t *pnum,
     int64_t *map, BlockDriverState **file, int *depth)
 {
+    bool include_base = base_mode == BDRV_STATUS_BASE_INCLUDED;
     BlockDriverState *p;
     int64_t eof = 0;
     int dummy;
@@ -230,9 +237,10 @@ int coroutine_fn bdrv_co_block_status_above(BlockDriverState *bs,
                                             BlockDriverState **file,
                                             int *depth)
 {
-    return bdrv_co_common_block_status_above(bs, base, false, want_zero,
-                                             offset, bytes, pnum, map, file,
-                                             depth);
+    return bdrv_co_common_block_status_above(bs, base,
+                                             BDRV_STATUS_BASE_EXCLUDED,
+                                             want_zero, offset, bytes, pnum,
+                                             map, file, depth);
 }
 
 int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
@@ -241,9 +249,11 @@ int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
     int64_t dummy;
     int ret;
 
-    ret = bdrv_co_common_block_status_above(bs, bs, true, false, offset,
-                                            bytes, pnum ? pnum : &dummy,
-                                            NULL, NULL, NULL);
+    ret = bdrv_co_common_block_status_above(bs, bs,
+                                            BDRV_STATUS_BASE_INCLUDED, false,
+                                            offset, bytes,
+                                            pnum ? pnum : &dummy, NULL, NULL,
+                                            NULL);
     if (ret < 0) {
         return ret;
     }

@@ -28,7 +28,8 @@
 /* How much of an image format probing reads (all formats decide on it). */
 #define BDRV_PROBE_BUF_SIZE 2048
 
-static GSList *bdrv_drivers;            /* BlockDriver *, registration order */
+/* const BlockDriver *, in registration order */
+static GSList *bdrv_drivers;
 static GQueue all_bdrv_states = G_QUEUE_INIT;
 static unsigned int bdrv_node_counter;  /* for "#blockN" names */
 
@@ -38,10 +39,11 @@ static GPtrArray *bdrv_backing_stack;
 /* ---------------------------------------------------------------------- */
 /* Driver registry */
 
-void bdrv_register(BlockDriver *bdrv)
+void bdrv_register(const BlockDriver *bdrv)
 {
     if (!g_slist_find(bdrv_drivers, bdrv)) {
-        bdrv_drivers = g_slist_append(bdrv_drivers, bdrv);
+        /* GLib lists hold plain pointers; the tables are only read */
+        bdrv_drivers = g_slist_append(bdrv_drivers, (gpointer)bdrv);
     }
 }
 
@@ -54,10 +56,10 @@ void bdrv_init(void)
     qemu_get_aio_context();
 }
 
-BlockDriver *bdrv_find_format(const char *format_name)
+const BlockDriver *bdrv_find_format(const char *format_name)
 {
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         if (!strcmp(drv->format_name, format_name)) {
             return drv;
@@ -71,13 +73,13 @@ bool bdrv_path_has_protocol(const char *path)
     return path[strcspn(path, ":/")] == ':';
 }
 
-BlockDriver *bdrv_find_protocol(const char *filename,
+const BlockDriver *bdrv_find_protocol(const char *filename,
                                 bool allow_protocol_prefix, Error **errp)
 {
     size_t len;
 
     if (!allow_protocol_prefix || !bdrv_path_has_protocol(filename)) {
-        BlockDriver *drv = bdrv_find_format("file");
+        const BlockDriver *drv = bdrv_find_format("file");
 
         if (!drv) {
             error_setg(errp, "Unknown protocol 'file'");
@@ -87,7 +89,7 @@ BlockDriver *bdrv_find_protocol(const char *filename,
 
     len = strcspn(filename, ":");
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         if (drv->protocol_name && strlen(drv->protocol_name) == len &&
             !strncmp(drv->protocol_name, filename, len)) {
@@ -109,7 +111,7 @@ void bdrv_iterate_format(void (*fn)(void *opaque, const char *name),
     g_autoptr(GPtrArray) names = g_ptr_array_new();
 
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         g_ptr_array_add(names, (gpointer)drv->format_name);
     }
@@ -551,7 +553,7 @@ void bdrv_refresh_limits(BlockDriverState *bs)
  * Runs the driver's open with the common options already absorbed.  On
  * failure the node has no driver and no children left.
  */
-static int bdrv_open_driver(BlockDriverState *bs, BlockDriver *drv,
+static int bdrv_open_driver(BlockDriverState *bs, const BlockDriver *drv,
                             QDict *options, int flags, Error **errp)
 {
     int ret;
@@ -599,13 +601,13 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
  * Opens (but does not attach) the child @bdref_key of a node that is being
  * opened with @parent_flags, from "@bdref_key.*" options, a reference in
  * "@bdref_key" or @filename.  NULL without error if none is given and
- * @allow_none.
+ * @flags has BDRV_CHILD_OPEN_OPTIONAL.
  */
 static BlockDriverState *bdrv_open_child_bs(const char *filename,
                                             QDict *options,
                                             const char *bdref_key,
                                             int parent_flags,
-                                            bool is_backing, bool allow_none,
+                                            BdrvChildOpenFlags flags,
                                             Error **errp)
 {
     g_autofree char *prefix = g_strdup_printf("%s.", bdref_key);
@@ -618,34 +620,37 @@ static BlockDriverState *bdrv_open_child_bs(const char *filename,
 
     if (!filename && !reference && !qdict_size(child_opts)) {
         qdict_unref(child_opts);
-        if (!allow_none) {
+        if (!(flags & BDRV_CHILD_OPEN_OPTIONAL)) {
             error_setg(errp, "A block device must be specified for \"%s\"",
                        bdref_key);
         }
         return NULL;
     }
     return bdrv_open_inherit(filename, reference, child_opts,
-                             bdrv_inherited_flags(parent_flags, is_backing),
+                             bdrv_inherited_flags(parent_flags,
+                                                  flags &
+                                                  BDRV_CHILD_OPEN_BACKING),
                              errp);
 }
 
 BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            const char *bdref_key, BlockDriverState *parent,
-                           bool is_backing, bool allow_none, Error **errp)
+                           BdrvChildOpenFlags flags, Error **errp)
 {
     BlockDriverState *bs;
 
     bs = bdrv_open_child_bs(filename, options, bdref_key, parent->open_flags,
-                            is_backing, allow_none, errp);
+                            flags, errp);
     if (!bs) {
         return NULL;
     }
-    return bdrv_attach_child(parent, bs, bdref_key, is_backing, errp);
+    return bdrv_attach_child(parent, bs, bdref_key,
+                             flags & BDRV_CHILD_OPEN_BACKING, errp);
 }
 
 /* Reads the start of @file_bs and asks every format how likely it is. */
-static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
-                                      Error **errp)
+static const BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
+                                            Error **errp)
 {
     BdrvChild probe = {
         .bs = file_bs,
@@ -654,7 +659,7 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
         .shared_perm = BLK_PERM_ALL,
     };
     uint8_t buf[BDRV_PROBE_BUF_SIZE] = { 0 };
-    BlockDriver *best = NULL;
+    const BlockDriver *best = NULL;
     int best_score = 0;
     int64_t len = bdrv_getlength(file_bs);
     int64_t bytes = MIN(MAX(len, 0), BDRV_PROBE_BUF_SIZE);
@@ -669,7 +674,7 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
         }
     }
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
         int score;
 
         if (!drv->bdrv_probe) {
@@ -692,8 +697,9 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
  * Fills "filename" (or what the driver's parser makes of the name) into
  * the options of a protocol node.
  */
-static int bdrv_fill_protocol_options(BlockDriver *drv, const char *filename,
-                                      QDict *options, Error **errp)
+static int bdrv_fill_protocol_options(const BlockDriver *drv,
+                                      const char *filename, QDict *options,
+                                      Error **errp)
 {
     Error *local_err = NULL;
     const char *rest;
@@ -802,8 +808,8 @@ static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
             return -ELOOP;
         }
     }
-    child = bdrv_open_child(backing_name, options, "backing", bs, true, false,
-                            &local_err);
+    child = bdrv_open_child(backing_name, options, "backing", bs,
+                            BDRV_CHILD_OPEN_BACKING, &local_err);
     g_ptr_array_remove_index(bdrv_backing_stack,
                              bdrv_backing_stack->len - 1);
     if (!child) {
@@ -867,8 +873,8 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
 {
     Error *local_err = NULL;
 
-    *file_bs = bdrv_open_child_bs(filename, options, "file", *flags, false,
-                                  true, &local_err);
+    *file_bs = bdrv_open_child_bs(filename, options, "file", *flags,
+                                  BDRV_CHILD_OPEN_OPTIONAL, &local_err);
     if (local_err) {
         error_propagate(errp, local_err);
         return -EINVAL;
@@ -892,7 +898,7 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
     BdrvCommonOpts common = { 0 };
     BlockDriverState *bs = NULL;
     BlockDriverState *file_bs = NULL;
-    BlockDriver *drv = NULL;
+    const BlockDriver *drv = NULL;
     QDict *own_options = NULL;
     bool probed = false;
     int ret;
@@ -1027,7 +1033,7 @@ fail:
 static BlockDriverState *bdrv_append_temp_snapshot(BlockDriverState *base,
                                                    int flags, Error **errp)
 {
-    BlockDriver *qcow2 = bdrv_find_format("qcow2");
+    const BlockDriver *qcow2 = bdrv_find_format("qcow2");
     const char *tmpdir = g_getenv("TMPDIR");
     int64_t size = bdrv_getlength(base);
     g_autofree char *path = NULL;
@@ -1098,7 +1104,7 @@ BlockDriverState *bdrv_open(const char *filename, const char *reference,
 /* Driver coroutines run from outside coroutine context */
 
 typedef struct BdrvCoCall {
-    BlockDriver *drv;
+    const BlockDriver *drv;
     const char *filename;
     QemuOpts *opts;
     BdrvCheckResult *res;
@@ -1115,7 +1121,7 @@ static int coroutine_fn bdrv_create_co_entry(BlockDriverState *bs,
                                           call->opts, call->errp);
 }
 
-int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
+int bdrv_create(const BlockDriver *drv, const char *filename, QemuOpts *opts,
                 Error **errp)
 {
     BdrvCoCall call = {
@@ -1138,7 +1144,7 @@ int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
 
 int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
 {
-    BlockDriver *drv = bdrv_find_protocol(filename, true, errp);
+    const BlockDriver *drv = bdrv_find_protocol(filename, true, errp);
 
     if (!drv) {
         return -ENOENT;

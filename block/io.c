@@ -320,7 +320,7 @@ static int coroutine_fn bdrv_do_pwrite_zeroes(BlockDriverState *bs,
                                               int64_t offset, int64_t bytes,
                                               BdrvRequestFlags flags)
 {
-    BlockDriver *drv = bs->drv;
+    const BlockDriver *drv = bs->drv;
     int64_t align = bdrv_request_align(bs);
     int64_t zalign = MAX((int64_t)bs->bl.pwrite_zeroes_alignment, align);
     int64_t max_zeroes = BDRV_MAX_LENGTH;
@@ -950,7 +950,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
  */
 int coroutine_fn bdrv_co_flush(BlockDriverState *bs)
 {
-    BlockDriver *drv;
+    const BlockDriver *drv;
     bool no_flush;
     uint64_t gen;
     GList *l;
@@ -1026,7 +1026,7 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
                                   BdrvRequestFlags flags, Error **errp)
 {
     BlockDriverState *bs = child ? child->bs : NULL;
-    BlockDriver *drv;
+    const BlockDriver *drv;
     BdrvTrackedRequest req;
     int64_t old_size, new_bytes;
     int ret;

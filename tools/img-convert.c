@@ -550,7 +550,7 @@ static int img_convert_do_copy(ImgConvertState *s)
     return s->ret;
 }
 
-static bool img_driver_can_compress(BlockDriver *drv)
+static bool img_driver_can_compress(const BlockDriver *drv)
 {
     return drv->bdrv_co_pwritev_compressed != NULL;
 }
@@ -620,11 +620,11 @@ static int img_convert_load_snapshot(ImgConvertState *s,
 /* Builds the creation options of the target; NULL after an error. */
 static QemuOpts *img_convert_create_opts(ImgConvertState *s,
                                          const ImgConvertArgs *a,
-                                         BlockDriver *drv,
+                                         const BlockDriver *drv,
                                          const char *out_filename,
                                          QemuOptsList **plist)
 {
-    BlockDriver *proto;
+    const BlockDriver *proto;
     Error *err = NULL;
     QemuOpts *opts;
 
@@ -675,7 +675,8 @@ static QemuOpts *img_convert_create_opts(ImgConvertState *s,
     return opts;
 }
 
-static bool img_convert_check_compression(BlockDriver *drv, QemuOpts *opts)
+static bool img_convert_check_compression(const BlockDriver *drv,
+                                          QemuOpts *opts)
 {
     const char *prealloc = qemu_opt_get(opts, "preallocation");
 
@@ -831,7 +832,7 @@ static int img_convert_open_target(ImgConvertState *s,
 static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
                            char **names, const char *out_filename)
 {
-    BlockDriver *drv = NULL;
+    const BlockDriver *drv = NULL;
     QemuOptsList *list = NULL;
     QemuOpts *opts = NULL;
     const char *out_baseimg = a->out_baseimg;
@@ -1159,8 +1160,8 @@ static int img_dd_operand(ImgDdArgs *dd, const char *arg)
 static int img_dd_create_output(const char *out_fmt, const char *filename,
                                 int64_t size)
 {
-    BlockDriver *drv = bdrv_find_format(out_fmt);
-    BlockDriver *proto;
+    const BlockDriver *drv = bdrv_find_format(out_fmt);
+    const BlockDriver *proto;
     QemuOptsList *list;
     QemuOpts *opts;
     Error *err = NULL;

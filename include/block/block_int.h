@@ -117,7 +117,7 @@ struct BlockDriver {
     void (*bdrv_close)(BlockDriverState *bs);
 
     /* Creates an image; @opts follow create_opts. */
-    int coroutine_fn (*bdrv_co_create_opts)(BlockDriver *drv,
+    int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
 
@@ -370,7 +370,7 @@ typedef struct BdrvTrackedRequest BdrvTrackedRequest;
 
 struct BlockDriverState {
     /* --- set at open, immutable until close --- */
-    BlockDriver *drv;
+    const BlockDriver *drv;
     void *opaque;               /* driver state, drv->instance_size bytes */
     AioContext *aio_context;
     char filename[PATH_MAX];    /* what the user named */
@@ -457,7 +457,7 @@ struct BdrvTrackedRequest {
 };
 
 /* Registry. */
-void bdrv_register(BlockDriver *bdrv);
+void bdrv_register(const BlockDriver *bdrv);
 /* Runs every driver's registration once (called by bdrv_init()). */
 #define block_init(fn, arg)                                             \
     static void __attribute__((constructor)) block_init_##fn##_##arg(void) \
@@ -465,11 +465,19 @@ void bdrv_register(BlockDriver *bdrv);
         fn(&arg);                                                       \
     }
 
+/* How bdrv_open_child() opens a child. */
+typedef enum BdrvChildOpenFlags {
+    /* the child is the parent's backing file (inherits flags as one) */
+    BDRV_CHILD_OPEN_BACKING = 1 << 0,
+    /* no child given in the options: NULL without an error */
+    BDRV_CHILD_OPEN_OPTIONAL = 1 << 1,
+} BdrvChildOpenFlags;
+
 /* Opens a child of @parent from options "@name.*" in @options (or the
  * reference/filename given), registering it under @name. */
 BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            const char *bdref_key, BlockDriverState *parent,
-                           bool is_backing, bool allow_none, Error **errp);
+                           BdrvChildOpenFlags flags, Error **errp);
 void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child);
 /* Attaches an already open node as a child.  The edge takes over the
  * caller's reference to @child_bs (dropped on failure). */
