@@ -2,8 +2,9 @@
  * The node graph: the driver registry, nodes and their names, child edges
  * and references, opening nodes from options, image creation and check,
  * and the queries that need no request path (that is block/io.c).
- * Permissions (block-perm.c), reopen (block-reopen.c) and backing and
- * json: file names (block-filename.c) live beside it.
+ * Permissions (block-perm.c), reopen (block-reopen.c), backing and json:
+ * file names (block-filename.c) and the blkdebug hooks (block-debug.c)
+ * live beside it.
  *
  * Invariants:
  *  1. Every node is in all_bdrv_states from bdrv_new() until it is freed,
@@ -1369,69 +1370,4 @@ void *qemu_blockalign(BlockDriverState *bs, size_t size)
 void *qemu_try_blockalign(BlockDriverState *bs, size_t size)
 {
     return qemu_try_memalign(bdrv_opt_mem_align(bs), size);
-}
-
-/* ---------------------------------------------------------------------- */
-/* blkdebug hooks: the first node down the file chain that has them */
-
-static BlockDriverState *bdrv_debug_next(BlockDriverState *bs)
-{
-    if (bs->file) {
-        return bs->file->bs;
-    }
-    return bs->children ? ((BdrvChild *)bs->children->data)->bs : NULL;
-}
-
-/*
- * Only @bs itself reacts: the generic layer emits the request events on
- * every node a request passes, so walking down here would deliver them to
- * a blkdebug node twice.
- */
-void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event)
-{
-    if (bs && bs->drv && bs->drv->bdrv_debug_event) {
-        bs->drv->bdrv_debug_event(bs, event);
-    }
-}
-
-int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
-                          const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_breakpoint) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_breakpoint(bs, event, tag);
-}
-
-int bdrv_debug_remove_breakpoint(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_remove_breakpoint) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_remove_breakpoint(bs, tag);
-}
-
-int bdrv_debug_resume(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_resume) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_resume(bs, tag);
-}
-
-bool bdrv_debug_is_suspended(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_is_suspended) {
-        bs = bdrv_debug_next(bs);
-    }
-    return bs && bs->drv && bs->drv->bdrv_debug_is_suspended(bs, tag);
 }
