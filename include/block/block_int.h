@@ -320,7 +320,8 @@ struct BlockDriver {
  * (block-backend.c supplies the BlockBackend's class).  The request path
  * and drain reach parents only through these callbacks, so that they never
  * name the layers above them.  Each callback gets the edge; the parent's
- * own state is in c->parent (nodes) or c->opaque (others).
+ * own state is in c->opaque (for bdrv_child_of_bds, the parent node, also
+ * in c->parent).
  */
 typedef struct BdrvChildClass {
     /*
