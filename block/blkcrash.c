@@ -50,7 +50,7 @@ typedef struct BDRVBlkcrashState {
     uint32_t cut_seed;
 } BDRVBlkcrashState;
 
-static BlockDriver bdrv_blkcrash;
+static const BlockDriver bdrv_blkcrash;
 
 static int blkcrash_cut(BlockDriverState *bs, BlkcrashCut mode,
                         uint32_t seed);
@@ -106,8 +106,7 @@ static int blkcrash_open(BlockDriverState *bs, QDict *options, int flags,
     qemu_opts_del(opts);
     g_queue_init(&s->journal);
     qemu_co_rwlock_init(&s->lock);
-    bs->file = bdrv_open_child(NULL, options, "file", bs, false, false,
-                               errp);
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
     }
@@ -479,7 +478,7 @@ uint64_t blkcrash_unflushed_bytes(BlockDriverState *bs)
     return ((BDRVBlkcrashState *)bs->opaque)->journal_bytes;
 }
 
-static BlockDriver bdrv_blkcrash = {
+static const BlockDriver bdrv_blkcrash = {
     .format_name                    = "blkcrash",
     .instance_size                  = sizeof(BDRVBlkcrashState),
     .is_filter                      = true,

@@ -504,7 +504,7 @@ static int blkdebug_open(BlockDriverState *bs, QDict *options, int flags,
     }
 
     bs->file = bdrv_open_child(qemu_opt_get(opts, "x-image"), options,
-                               "image", bs, false, false, errp);
+                               "image", bs, 0, errp);
     if (!bs->file) {
         ret = -EINVAL;
         goto fail;
@@ -959,7 +959,7 @@ static bool blkdebug_debug_is_suspended(BlockDriverState *bs,
     return false;
 }
 
-static BlockDriver bdrv_blkdebug = {
+static const BlockDriver bdrv_blkdebug = {
     .format_name                    = "blkdebug",
     .protocol_name                  = "blkdebug",
     .instance_size                  = sizeof(BDRVBlkdebugState),

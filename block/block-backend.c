@@ -97,11 +97,56 @@ struct BlockBackend {
     /* request blocks kept for reuse, so that aio requests do not allocate */
     BlockAIOCB *free_acbs;
     GList link;             /* entry of all_blks */
+    BdrvDrainAllEntry drain_all_entry;
 };
 
 static GQueue all_blks = G_QUEUE_INIT;
 
 static void blk_aio_done_bh(void *opaque);
+
+/* ---- the BlockBackend as a parent in the graph ---- */
+
+/* Invariant 1: what drain waits for above the root node. */
+static bool blk_root_drained_poll(BdrvChild *c)
+{
+    BlockBackend *blk = c->opaque;
+
+    return blk->in_flight > 0;
+}
+
+static char *blk_root_get_parent_desc(BdrvChild *c)
+{
+    BlockBackend *blk = c->opaque;
+
+    if (blk->name[0]) {
+        return g_strdup_printf("block device '%s'", blk->name);
+    }
+    return g_strdup("an unnamed block device");
+}
+
+static const BdrvChildClass blk_root_class = {
+    .drained_poll = blk_root_drained_poll,
+    .get_parent_desc = blk_root_get_parent_desc,
+};
+
+/* Takes over the caller's reference to @bs, as bdrv_root_attach_child. */
+static BdrvChild *blk_attach_root(BlockBackend *blk, BlockDriverState *bs,
+                                  Error **errp)
+{
+    BdrvChild *root = bdrv_root_attach_child(bs, "root", &blk_root_class,
+                                             blk, blk->perm,
+                                             blk->shared_perm, errp);
+
+    if (root) {
+        root->parent_blk = blk;
+    }
+    return root;
+}
+
+static void blk_drain_all_cb(void *opaque)
+{
+    blk_drain(opaque);
+}
 
 BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm)
 {
@@ -118,6 +163,9 @@ BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm)
     blk->done_bh = aio_bh_new(blk->ctx, blk_aio_done_bh, blk);
     blk->link.data = blk;
     g_queue_push_tail_link(&all_blks, &blk->link);
+    blk->drain_all_entry.drain = blk_drain_all_cb;
+    blk->drain_all_entry.opaque = blk;
+    bdrv_drain_all_register(&blk->drain_all_entry);
     return blk;
 }
 
@@ -146,7 +194,7 @@ BlockBackend *blk_new_open(const char *filename, const char *reference,
         return NULL;
     }
     blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
-    blk->root = bdrv_root_attach_child(bs, "root", blk, perm, shared, errp);
+    blk->root = blk_attach_root(blk, bs, errp);
     if (!blk->root) {
         blk_unref(blk);
         return NULL;
@@ -158,8 +206,7 @@ int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp)
 {
     assert(!blk->root);
     bdrv_ref(bs);
-    blk->root = bdrv_root_attach_child(bs, "root", blk, blk->perm,
-                                       blk->shared_perm, errp);
+    blk->root = blk_attach_root(blk, bs, errp);
     return blk->root ? 0 : -EPERM;
 }
 
@@ -194,6 +241,7 @@ static void blk_delete(BlockBackend *blk)
         g_free(acb);
     }
     g_queue_unlink(&all_blks, &blk->link);
+    bdrv_drain_all_unregister(&blk->drain_all_entry);
     g_free(blk->name);
     g_free(blk);
 }
@@ -800,39 +848,41 @@ BlockAIOCB *blk_aio_flush(BlockBackend *blk, BlockCompletionFunc *cb,
 /* ---- synchronous requests ---- */
 
 typedef struct BlkSyncCo {
-    int ret;
-    bool done;
+    BlockBackend *blk;
+    BlkAioOp op;
+    int64_t offset;
+    int64_t bytes;
+    QEMUIOVector *qiov;
+    BdrvRequestFlags flags;
 } BlkSyncCo;
 
-static void blk_sync_cb(void *opaque, int ret)
+/* Invariant 1: counted while it runs, as the aio forms are. */
+static int coroutine_fn blk_sync_co_entry(BlockDriverState *bs, void *opaque)
 {
     BlkSyncCo *s = opaque;
+    int ret;
 
-    s->ret = ret;
-    s->done = true;
+    s->blk->in_flight++;
+    ret = blk_co_do_op(s->blk, s->op, s->offset, s->bytes, s->qiov,
+                       s->flags, NULL);
+    s->blk->in_flight--;
+    return ret;
 }
 
 /*
- * In coroutine context the request runs directly; outside, it is submitted
- * as aio and the loop polled until it completes.
+ * Runs a request to completion in coroutine context (bdrv_run_co()):
+ * directly in a coroutine, else in a new one while the loop is polled.
  */
 static int blk_sync_request(BlockBackend *blk, BlkAioOp op, int64_t offset,
                             int64_t bytes, QEMUIOVector *qiov,
                             BdrvRequestFlags flags)
 {
-    BlkSyncCo s = { 0 };
+    BlkSyncCo s = {
+        .blk = blk, .op = op, .offset = offset, .bytes = bytes,
+        .qiov = qiov, .flags = flags,
+    };
 
-    if (qemu_in_coroutine()) {
-        int ret;
-
-        blk->in_flight++;
-        ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags, NULL);
-        blk->in_flight--;
-        return ret;
-    }
-    blk_aio_submit(blk, op, offset, bytes, qiov, flags, blk_sync_cb, &s);
-    AIO_WAIT_WHILE(blk->ctx, !s.done);
-    return s.ret;
+    return bdrv_run_co(blk_bs(blk), blk_sync_co_entry, &s);
 }
 
 int blk_preadv(BlockBackend *blk, int64_t offset, int64_t bytes,
@@ -934,17 +984,15 @@ typedef struct BlkTruncateCo {
     PreallocMode prealloc;
     BdrvRequestFlags flags;
     Error **errp;
-    int ret;
-    bool done;
 } BlkTruncateCo;
 
-static void coroutine_fn blk_truncate_entry(void *opaque)
+static int coroutine_fn blk_truncate_entry(BlockDriverState *bs,
+                                           void *opaque)
 {
     BlkTruncateCo *s = opaque;
 
-    s->ret = blk_co_truncate(s->blk, s->offset, s->exact, s->prealloc,
-                             s->flags, s->errp);
-    s->done = true;
+    return blk_co_truncate(s->blk, s->offset, s->exact, s->prealloc,
+                           s->flags, s->errp);
 }
 
 int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
@@ -955,11 +1003,5 @@ int blk_truncate(BlockBackend *blk, int64_t offset, bool exact,
         .flags = flags, .errp = errp,
     };
 
-    if (qemu_in_coroutine()) {
-        blk_truncate_entry(&s);
-    } else {
-        qemu_coroutine_enter(qemu_coroutine_create(blk_truncate_entry, &s));
-        AIO_WAIT_WHILE(blk->ctx, !s.done);
-    }
-    return s.ret;
+    return bdrv_run_co(blk_bs(blk), blk_truncate_entry, &s);
 }

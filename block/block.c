@@ -1,7 +1,10 @@
 /*
- * The node graph: the driver registry, opening nodes from options, child
- * edges and references, permissions, reopen, image creation, and the
- * queries that need no request path (that is block/io.c).
+ * The node graph: the driver registry, nodes and their names, child edges
+ * and references, opening nodes from options, image creation and check,
+ * and the queries that need no request path (that is block/io.c).
+ * Permissions (block-perm.c), reopen (block-reopen.c), backing and json:
+ * file names (block-filename.c) and the blkdebug hooks (block-debug.c)
+ * live beside it.
  *
  * Invariants:
  *  1. Every node is in all_bdrv_states from bdrv_new() until it is freed,
@@ -10,31 +13,24 @@
  *  2. bs->refcnt counts the edges pointing at the node plus the references
  *     of bdrv_open()/bdrv_ref() callers; at zero the node is drained,
  *     closed, its children unreferenced and it is freed.
- *  3. bs->perm is the union of the perm of the edges in bs->parents and
- *     bs->shared_perm the intersection of their shared_perm (everything
- *     when there is none); no edge uses a permission that another edge to
- *     the same node does not share.  An update checks every node below the
- *     changed edge (drv->bdrv_check_perm) before it commits all of them
- *     (drv->bdrv_set_perm), or rolls all of them back.
- *  4. A read-only node grants neither WRITE nor WRITE_UNCHANGED.
- *  5. bs->options holds the node's own options (children's removed,
+ *  3. bs->options holds the node's own options (children's removed,
  *     "driver" included, the common options of qapi_opts_bdrv_common
  *     absorbed into open_flags and fields).
  *
  * All of this runs in the main loop thread outside coroutine context; the
- * coroutine callbacks of drivers (create, check) are run by bdrv_run_co().
+ * coroutine callbacks of drivers (create, check) are run by bdrv_run_co()
+ * (block/io-sync.c).
  */
 #include "block/block_int.h"
-#include "qblock/block-backend.h"
+#include "block-internal.h"
 #include "util/cutils.h"
 #include "qapi/qapi-opts.h"
-
-#include <libgen.h>
 
 /* How much of an image format probing reads (all formats decide on it). */
 #define BDRV_PROBE_BUF_SIZE 2048
 
-static GSList *bdrv_drivers;            /* BlockDriver *, registration order */
+/* const BlockDriver *, in registration order */
+static GSList *bdrv_drivers;
 static GQueue all_bdrv_states = G_QUEUE_INIT;
 static unsigned int bdrv_node_counter;  /* for "#blockN" names */
 
@@ -44,10 +40,11 @@ static GPtrArray *bdrv_backing_stack;
 /* ---------------------------------------------------------------------- */
 /* Driver registry */
 
-void bdrv_register(BlockDriver *bdrv)
+void bdrv_register(const BlockDriver *bdrv)
 {
     if (!g_slist_find(bdrv_drivers, bdrv)) {
-        bdrv_drivers = g_slist_append(bdrv_drivers, bdrv);
+        /* GLib lists hold plain pointers; the tables are only read */
+        bdrv_drivers = g_slist_append(bdrv_drivers, (gpointer)bdrv);
     }
 }
 
@@ -60,10 +57,10 @@ void bdrv_init(void)
     qemu_get_aio_context();
 }
 
-BlockDriver *bdrv_find_format(const char *format_name)
+const BlockDriver *bdrv_find_format(const char *format_name)
 {
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         if (!strcmp(drv->format_name, format_name)) {
             return drv;
@@ -72,19 +69,18 @@ BlockDriver *bdrv_find_format(const char *format_name)
     return NULL;
 }
 
-/* "proto:rest" names a protocol; "dir/a:b" is a path (as in QEMU). */
-static bool bdrv_path_has_protocol(const char *path)
+bool bdrv_path_has_protocol(const char *path)
 {
     return path[strcspn(path, ":/")] == ':';
 }
 
-BlockDriver *bdrv_find_protocol(const char *filename,
+const BlockDriver *bdrv_find_protocol(const char *filename,
                                 bool allow_protocol_prefix, Error **errp)
 {
     size_t len;
 
     if (!allow_protocol_prefix || !bdrv_path_has_protocol(filename)) {
-        BlockDriver *drv = bdrv_find_format("file");
+        const BlockDriver *drv = bdrv_find_format("file");
 
         if (!drv) {
             error_setg(errp, "Unknown protocol 'file'");
@@ -94,7 +90,7 @@ BlockDriver *bdrv_find_protocol(const char *filename,
 
     len = strcspn(filename, ":");
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         if (drv->protocol_name && strlen(drv->protocol_name) == len &&
             !strncmp(drv->protocol_name, filename, len)) {
@@ -116,7 +112,7 @@ void bdrv_iterate_format(void (*fn)(void *opaque, const char *name),
     g_autoptr(GPtrArray) names = g_ptr_array_new();
 
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
 
         g_ptr_array_add(names, (gpointer)drv->format_name);
     }
@@ -217,324 +213,6 @@ const char *bdrv_get_node_name(const BlockDriverState *bs)
 }
 
 /* ---------------------------------------------------------------------- */
-/* Permissions */
-
-static uint64_t bdrv_edge_shared(BdrvChild *c)
-{
-    return c->bs->force_share ? BLK_PERM_ALL : c->shared_perm;
-}
-
-static void bdrv_cumulative_perms(BlockDriverState *bs, uint64_t *perm,
-                                  uint64_t *shared)
-{
-    *perm = 0;
-    *shared = BLK_PERM_ALL;
-    for (GList *l = bs->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        *perm |= c->perm;
-        *shared &= bdrv_edge_shared(c);
-    }
-}
-
-void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
-                        uint64_t parent_perm, uint64_t parent_shared,
-                        uint64_t *nperm, uint64_t *nshared)
-{
-    if (child->is_backing) {
-        /*
-         * A backing file is only read, for the data the parent reads; it
-         * may change under us only if the parent accepts changing data.
-         */
-        *nperm = parent_perm & BLK_PERM_CONSISTENT_READ;
-        *nshared = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED;
-        if (parent_shared & BLK_PERM_WRITE) {
-            *nshared |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
-        }
-        return;
-    }
-
-    /* A format reads its metadata, and writes it whenever it is writable. */
-    *nperm = parent_perm;
-    if (!(bs->open_flags & BDRV_O_NO_IO)) {
-        *nperm |= BLK_PERM_CONSISTENT_READ;
-    }
-    if (bdrv_is_writable(bs)) {
-        *nperm |= BLK_PERM_WRITE | BLK_PERM_RESIZE;
-    }
-    *nshared = parent_shared & ~(BLK_PERM_WRITE | BLK_PERM_RESIZE);
-}
-
-/* What @bs asks of its child @c, given what its own parents ask of it. */
-static void bdrv_child_perms(BlockDriverState *bs, BdrvChild *c,
-                             uint64_t perm, uint64_t shared,
-                             uint64_t *nperm, uint64_t *nshared)
-{
-    if (bs->drv && bs->drv->bdrv_child_perm) {
-        bs->drv->bdrv_child_perm(bs, c, perm, shared, nperm, nshared);
-        return;
-    }
-    if (bs->drv && bs->drv->is_filter && !c->is_backing) {
-        *nperm = perm;
-        *nshared = shared;
-        return;
-    }
-    bdrv_default_perms(bs, c, perm, shared, nperm, nshared);
-}
-
-static char *bdrv_edge_user_desc(BdrvChild *c)
-{
-    if (c->parent) {
-        return g_strdup_printf("node '%s'", c->parent->node_name);
-    }
-    if (c->parent_blk && blk_name(c->parent_blk) &&
-        blk_name(c->parent_blk)[0]) {
-        return g_strdup_printf("block device '%s'", blk_name(c->parent_blk));
-    }
-    return g_strdup("an unnamed block device");
-}
-
-static int bdrv_check_edge_conflicts(BlockDriverState *bs, Error **errp)
-{
-    for (GList *la = bs->parents; la; la = la->next) {
-        BdrvChild *a = la->data;
-
-        for (GList *lb = bs->parents; lb; lb = lb->next) {
-            BdrvChild *b = lb->data;
-            uint64_t missing = b->perm & ~bdrv_edge_shared(a);
-            g_autofree char *perms = NULL;
-            g_autofree char *a_user = NULL;
-            g_autofree char *b_user = NULL;
-
-            if (a == b || !missing) {
-                continue;
-            }
-            perms = bdrv_perm_names(missing);
-            a_user = bdrv_edge_user_desc(a);
-            b_user = bdrv_edge_user_desc(b);
-            error_setg(errp, "Permission conflict on node '%s': permissions "
-                       "'%s' are both required by %s (uses node '%s' as "
-                       "'%s' child) and unshared by %s (uses node '%s' as "
-                       "'%s' child).", bs->node_name, perms, b_user,
-                       bs->node_name, b->name, a_user, bs->node_name,
-                       a->name);
-            return -EPERM;
-        }
-    }
-    return 0;
-}
-
-static void bdrv_topo_visit(BlockDriverState *bs, GHashTable *seen,
-                            GPtrArray *post_order)
-{
-    if (!g_hash_table_add(seen, bs)) {
-        return;
-    }
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        bdrv_topo_visit(c->bs, seen, post_order);
-    }
-    g_ptr_array_add(post_order, bs);
-}
-
-/* @bs and every node below it, each after all its parents among them. */
-static GPtrArray *bdrv_topological_order(BlockDriverState *bs)
-{
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    GPtrArray *post_order = g_ptr_array_new();
-    GPtrArray *order = g_ptr_array_new();
-
-    bdrv_topo_visit(bs, seen, post_order);
-    for (guint i = post_order->len; i > 0; i--) {
-        g_ptr_array_add(order, post_order->pdata[i - 1]);
-    }
-    g_ptr_array_free(post_order, true);
-    return order;
-}
-
-/* One edge or node as it was before a permission update. */
-typedef struct BdrvPermUndo {
-    BdrvChild *edge;            /* NULL for a node record */
-    BlockDriverState *bs;
-    uint64_t perm;
-    uint64_t shared;
-} BdrvPermUndo;
-
-static void bdrv_perm_undo_push(GArray *undo, BdrvChild *edge,
-                                BlockDriverState *bs)
-{
-    BdrvPermUndo u = {
-        .edge = edge,
-        .bs = bs,
-        .perm = edge ? edge->perm : bs->perm,
-        .shared = edge ? edge->shared_perm : bs->shared_perm,
-    };
-
-    g_array_append_val(undo, u);
-}
-
-static void bdrv_perm_undo_apply(GArray *undo)
-{
-    for (guint i = undo->len; i > 0; i--) {
-        BdrvPermUndo *u = &g_array_index(undo, BdrvPermUndo, i - 1);
-
-        if (u->edge) {
-            u->edge->perm = u->perm;
-            u->edge->shared_perm = u->shared;
-        } else {
-            u->bs->perm = u->perm;
-            u->bs->shared_perm = u->shared;
-        }
-    }
-}
-
-/*
- * Nodes a reopen makes read-only, with whether they were writable before,
- * so that a refused update can say which of the two happened.
- */
-static GHashTable *bdrv_reopen_going_read_only;
-
-static int bdrv_check_writable_for(BlockDriverState *bs, uint64_t perm,
-                                   Error **errp)
-{
-    if (!(perm & (BLK_PERM_WRITE | BLK_PERM_WRITE_UNCHANGED)) ||
-        bdrv_is_writable(bs)) {
-        return 0;
-    }
-    if (bdrv_reopen_going_read_only &&
-        g_hash_table_contains(bdrv_reopen_going_read_only, bs)) {
-        error_setg(errp, "Read-only block node '%s' cannot support "
-                   "read-write users", bs->node_name);
-    } else {
-        error_setg(errp, "Block node is read-only");
-    }
-    return -EPERM;
-}
-
-/* A permission update that was checked but not yet committed. */
-typedef struct BdrvPermTran {
-    GPtrArray *order;           /* the nodes, parents first */
-    GArray *undo;               /* BdrvPermUndo */
-    GPtrArray *checked;         /* nodes whose check_perm succeeded */
-} BdrvPermTran;
-
-static void bdrv_perm_tran_free(BdrvPermTran *tran)
-{
-    g_ptr_array_free(tran->order, true);
-    g_array_free(tran->undo, true);
-    g_ptr_array_free(tran->checked, true);
-}
-
-/* Tells every node its new permissions (invariant 3, second half). */
-static void bdrv_perm_commit(BdrvPermTran *tran)
-{
-    for (guint i = 0; i < tran->order->len; i++) {
-        BlockDriverState *n = tran->order->pdata[i];
-
-        if (n->drv && n->drv->bdrv_set_perm) {
-            n->drv->bdrv_set_perm(n, n->perm, n->shared_perm);
-        }
-    }
-    bdrv_perm_tran_free(tran);
-}
-
-static void bdrv_perm_abort(BdrvPermTran *tran)
-{
-    bdrv_perm_undo_apply(tran->undo);
-    for (guint i = tran->checked->len; i > 0; i--) {
-        BlockDriverState *n = tran->checked->pdata[i - 1];
-
-        if (n->drv && n->drv->bdrv_abort_perm_update) {
-            n->drv->bdrv_abort_perm_update(n);
-        }
-    }
-    bdrv_perm_tran_free(tran);
-}
-
-/*
- * Computes and checks the permissions of @bs and of every node below it
- * from the edges of their parents, after the caller changed some edge to
- * @bs (invariant 3, first half).  On success the caller must commit or
- * abort @tran; on failure nothing below @bs has changed.
- */
-static int bdrv_perm_check(BlockDriverState *bs, BdrvPermTran *tran,
-                           Error **errp)
-{
-    int ret = 0;
-
-    tran->order = bdrv_topological_order(bs);
-    tran->undo = g_array_new(false, false, sizeof(BdrvPermUndo));
-    tran->checked = g_ptr_array_new();
-
-    for (guint i = 0; i < tran->order->len; i++) {
-        BlockDriverState *n = tran->order->pdata[i];
-        uint64_t perm, shared;
-
-        ret = bdrv_check_edge_conflicts(n, errp);
-        if (ret < 0) {
-            goto fail;
-        }
-        bdrv_cumulative_perms(n, &perm, &shared);
-        ret = bdrv_check_writable_for(n, perm, errp);
-        if (ret < 0) {
-            goto fail;
-        }
-        if (n->drv && n->drv->bdrv_check_perm) {
-            ret = n->drv->bdrv_check_perm(n, perm, shared, errp);
-            if (ret < 0) {
-                goto fail;
-            }
-        }
-        g_ptr_array_add(tran->checked, n);
-
-        bdrv_perm_undo_push(tran->undo, NULL, n);
-        n->perm = perm;
-        n->shared_perm = shared;
-        for (GList *l = n->children; l; l = l->next) {
-            BdrvChild *c = l->data;
-
-            bdrv_perm_undo_push(tran->undo, c, NULL);
-            bdrv_child_perms(n, c, perm, shared, &c->perm, &c->shared_perm);
-        }
-    }
-    return 0;
-
-fail:
-    bdrv_perm_abort(tran);
-    return ret;
-}
-
-/* Checks and commits in one go. */
-static int bdrv_refresh_perms(BlockDriverState *bs, Error **errp)
-{
-    BdrvPermTran tran;
-    int ret = bdrv_perm_check(bs, &tran, errp);
-
-    if (ret == 0) {
-        bdrv_perm_commit(&tran);
-    }
-    return ret;
-}
-
-int bdrv_child_try_set_perm(BdrvChild *c, uint64_t perm, uint64_t shared,
-                            Error **errp)
-{
-    uint64_t old_perm = c->perm;
-    uint64_t old_shared = c->shared_perm;
-    int ret;
-
-    c->perm = perm;
-    c->shared_perm = shared;
-    ret = bdrv_refresh_perms(c->bs, errp);
-    if (ret < 0) {
-        c->perm = old_perm;
-        c->shared_perm = old_shared;
-    }
-    return ret;
-}
-
-/* ---------------------------------------------------------------------- */
 /* Edges and references */
 
 static void bdrv_delete(BlockDriverState *bs);
@@ -588,14 +266,31 @@ static void bdrv_unlink_edge(BdrvChild *c)
     bdrv_unref(bs);
 }
 
+/* A parent node has requests in flight, or something above it has. */
+static bool bdrv_child_cb_drained_poll(BdrvChild *c)
+{
+    return c->parent->in_flight > 0 || bdrv_parents_drained_poll(c->parent);
+}
+
+static char *bdrv_child_cb_get_parent_desc(BdrvChild *c)
+{
+    return g_strdup_printf("node '%s'", c->parent->node_name);
+}
+
+const BdrvChildClass bdrv_child_of_bds = {
+    .drained_poll = bdrv_child_cb_drained_poll,
+    .get_parent_desc = bdrv_child_cb_get_parent_desc,
+};
+
 static BdrvChild *bdrv_new_edge(BlockDriverState *child_bs, const char *name,
-                                bool is_backing)
+                                const BdrvChildClass *klass, void *opaque)
 {
     BdrvChild *c = g_new0(BdrvChild, 1);
 
     c->bs = child_bs;
     c->name = g_strdup(name);
-    c->is_backing = is_backing;
+    c->klass = klass;
+    c->opaque = opaque;
     return c;
 }
 
@@ -603,9 +298,10 @@ BdrvChild *bdrv_attach_child(BlockDriverState *parent,
                              BlockDriverState *child_bs, const char *name,
                              bool is_backing, Error **errp)
 {
-    BdrvChild *c = bdrv_new_edge(child_bs, name, is_backing);
+    BdrvChild *c = bdrv_new_edge(child_bs, name, &bdrv_child_of_bds, parent);
 
     c->parent = parent;
+    c->is_backing = is_backing;
     bdrv_child_perms(parent, c, parent->perm, parent->shared_perm,
                      &c->perm, &c->shared_perm);
     if (bdrv_link_edge(c, errp) < 0) {
@@ -642,13 +338,13 @@ void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child)
 }
 
 BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
-                                  const char *name, BlockBackend *blk,
+                                  const char *name,
+                                  const BdrvChildClass *klass, void *opaque,
                                   uint64_t perm, uint64_t shared_perm,
                                   Error **errp)
 {
-    BdrvChild *c = bdrv_new_edge(child_bs, name, false);
+    BdrvChild *c = bdrv_new_edge(child_bs, name, klass, opaque);
 
-    c->parent_blk = blk;
     c->perm = perm;
     c->shared_perm = shared_perm;
     if (bdrv_link_edge(c, errp) < 0) {
@@ -709,16 +405,7 @@ static int bdrv_inherited_flags(int parent_flags, bool is_backing)
     return flags | BDRV_O_PROTOCOL | BDRV_O_UNMAP;
 }
 
-/* The common option values of one open or reopen, before they apply. */
-typedef struct BdrvCommonOpts {
-    int flags;
-    BlockdevDetectZeroesOptions detect_zeroes;
-    bool force_share;
-    char *driver;
-    char *node_name;
-} BdrvCommonOpts;
-
-static void bdrv_common_opts_clear(BdrvCommonOpts *c)
+void bdrv_common_opts_clear(BdrvCommonOpts *c)
 {
     g_free(c->driver);
     g_free(c->node_name);
@@ -736,11 +423,7 @@ static void bdrv_flag_from_opt(QemuOpts *opts, const char *name, int flag,
     }
 }
 
-/*
- * Absorbs the options every node takes (qapi group bdrv-common) from
- * @options into @c; c->flags must hold the flags they modify.
- */
-static int bdrv_absorb_common_opts(QDict *options, BdrvCommonOpts *c,
+int bdrv_absorb_common_opts(QDict *options, BdrvCommonOpts *c,
                                    Error **errp)
 {
     QemuOpts *opts = qemu_opts_absorb_qdict(&qapi_opts_bdrv_common, options,
@@ -805,8 +488,8 @@ static bool bdrv_key_is_child_opt(const char *key, const char *child_name)
            (key[len] == '\0' || key[len] == '.');
 }
 
-/* Keeps in bs->options only what belongs to @bs itself (invariant 5). */
-static void bdrv_store_own_options(BlockDriverState *bs, QDict *all)
+/* Invariant 3. */
+void bdrv_store_own_options(BlockDriverState *bs, QDict *all)
 {
     QDict *own = qdict_clone(all);
     const QDictEntry *e = qdict_first(own);
@@ -832,8 +515,7 @@ static void bdrv_store_own_options(BlockDriverState *bs, QDict *all)
     bs->options = own;
 }
 
-/* Merges the children's limits into @bs's, then lets the driver refine. */
-static void bdrv_refresh_limits(BlockDriverState *bs)
+void bdrv_refresh_limits(BlockDriverState *bs)
 {
     BlockLimits *bl = &bs->bl;
 
@@ -872,7 +554,7 @@ static void bdrv_refresh_limits(BlockDriverState *bs)
  * Runs the driver's open with the common options already absorbed.  On
  * failure the node has no driver and no children left.
  */
-static int bdrv_open_driver(BlockDriverState *bs, BlockDriver *drv,
+static int bdrv_open_driver(BlockDriverState *bs, const BlockDriver *drv,
                             QDict *options, int flags, Error **errp)
 {
     int ret;
@@ -887,16 +569,28 @@ static int bdrv_open_driver(BlockDriverState *bs, BlockDriver *drv,
 
     ret = drv->bdrv_open(bs, options, flags, errp);
     if (ret < 0) {
-        while (bs->children) {
-            bdrv_unref_child(bs, bs->children->data);
+        goto fail;
+    }
+    /* QEMU's check and message, so that the length can be rounded up */
+    if (drv->bdrv_getlength(bs) > BDRV_MAX_LENGTH) {
+        ret = -EFBIG;
+        error_setg_errno(errp, -ret, "Could not refresh total sector count");
+        if (drv->bdrv_close) {
+            drv->bdrv_close(bs);
         }
-        g_free(bs->opaque);
-        bs->opaque = NULL;
-        bs->drv = NULL;
-        return ret;
+        goto fail;
     }
     bdrv_refresh_limits(bs);
     return 0;
+
+fail:
+    while (bs->children) {
+        bdrv_unref_child(bs, bs->children->data);
+    }
+    g_free(bs->opaque);
+    bs->opaque = NULL;
+    bs->drv = NULL;
+    return ret;
 }
 
 static BlockDriverState *bdrv_open_inherit(const char *filename,
@@ -908,13 +602,13 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
  * Opens (but does not attach) the child @bdref_key of a node that is being
  * opened with @parent_flags, from "@bdref_key.*" options, a reference in
  * "@bdref_key" or @filename.  NULL without error if none is given and
- * @allow_none.
+ * @flags has BDRV_CHILD_OPEN_OPTIONAL.
  */
 static BlockDriverState *bdrv_open_child_bs(const char *filename,
                                             QDict *options,
                                             const char *bdref_key,
                                             int parent_flags,
-                                            bool is_backing, bool allow_none,
+                                            BdrvChildOpenFlags flags,
                                             Error **errp)
 {
     g_autofree char *prefix = g_strdup_printf("%s.", bdref_key);
@@ -927,34 +621,37 @@ static BlockDriverState *bdrv_open_child_bs(const char *filename,
 
     if (!filename && !reference && !qdict_size(child_opts)) {
         qdict_unref(child_opts);
-        if (!allow_none) {
+        if (!(flags & BDRV_CHILD_OPEN_OPTIONAL)) {
             error_setg(errp, "A block device must be specified for \"%s\"",
                        bdref_key);
         }
         return NULL;
     }
     return bdrv_open_inherit(filename, reference, child_opts,
-                             bdrv_inherited_flags(parent_flags, is_backing),
+                             bdrv_inherited_flags(parent_flags,
+                                                  flags &
+                                                  BDRV_CHILD_OPEN_BACKING),
                              errp);
 }
 
 BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            const char *bdref_key, BlockDriverState *parent,
-                           bool is_backing, bool allow_none, Error **errp)
+                           BdrvChildOpenFlags flags, Error **errp)
 {
     BlockDriverState *bs;
 
     bs = bdrv_open_child_bs(filename, options, bdref_key, parent->open_flags,
-                            is_backing, allow_none, errp);
+                            flags, errp);
     if (!bs) {
         return NULL;
     }
-    return bdrv_attach_child(parent, bs, bdref_key, is_backing, errp);
+    return bdrv_attach_child(parent, bs, bdref_key,
+                             flags & BDRV_CHILD_OPEN_BACKING, errp);
 }
 
 /* Reads the start of @file_bs and asks every format how likely it is. */
-static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
-                                      Error **errp)
+static const BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
+                                            Error **errp)
 {
     BdrvChild probe = {
         .bs = file_bs,
@@ -963,7 +660,7 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
         .shared_perm = BLK_PERM_ALL,
     };
     uint8_t buf[BDRV_PROBE_BUF_SIZE] = { 0 };
-    BlockDriver *best = NULL;
+    const BlockDriver *best = NULL;
     int best_score = 0;
     int64_t len = bdrv_getlength(file_bs);
     int64_t bytes = MIN(MAX(len, 0), BDRV_PROBE_BUF_SIZE);
@@ -978,7 +675,7 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
         }
     }
     for (GSList *l = bdrv_drivers; l; l = l->next) {
-        BlockDriver *drv = l->data;
+        const BlockDriver *drv = l->data;
         int score;
 
         if (!drv->bdrv_probe) {
@@ -1001,8 +698,9 @@ static BlockDriver *bdrv_probe_format(BlockDriverState *file_bs,
  * Fills "filename" (or what the driver's parser makes of the name) into
  * the options of a protocol node.
  */
-static int bdrv_fill_protocol_options(BlockDriver *drv, const char *filename,
-                                      QDict *options, Error **errp)
+static int bdrv_fill_protocol_options(const BlockDriver *drv,
+                                      const char *filename, QDict *options,
+                                      Error **errp)
 {
     Error *local_err = NULL;
     const char *rest;
@@ -1111,8 +809,8 @@ static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
             return -ELOOP;
         }
     }
-    child = bdrv_open_child(backing_name, options, "backing", bs, true, false,
-                            &local_err);
+    child = bdrv_open_child(backing_name, options, "backing", bs,
+                            BDRV_CHILD_OPEN_BACKING, &local_err);
     g_ptr_array_remove_index(bdrv_backing_stack,
                              bdrv_backing_stack->len - 1);
     if (!child) {
@@ -1176,8 +874,8 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
 {
     Error *local_err = NULL;
 
-    *file_bs = bdrv_open_child_bs(filename, options, "file", *flags, false,
-                                  true, &local_err);
+    *file_bs = bdrv_open_child_bs(filename, options, "file", *flags,
+                                  BDRV_CHILD_OPEN_OPTIONAL, &local_err);
     if (local_err) {
         error_propagate(errp, local_err);
         return -EINVAL;
@@ -1193,21 +891,6 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
     return 0;
 }
 
-static QDict *bdrv_parse_json_filename(const char *filename, Error **errp)
-{
-    Error *local_err = NULL;
-    QDict *json = qdict_from_json(filename + strlen("json:"), &local_err);
-
-    if (!json) {
-        /* as QEMU: broken syntax is explained, a valid non-object is not */
-        if (strcmp(error_get_pretty(local_err), "Invalid JSON object given")) {
-            error_prepend(&local_err, "Could not parse the JSON options: ");
-        }
-        error_propagate(errp, local_err);
-    }
-    return json;
-}
-
 static BlockDriverState *bdrv_open_inherit(const char *filename,
                                            const char *reference,
                                            QDict *options, int flags,
@@ -1216,7 +899,7 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
     BdrvCommonOpts common = { 0 };
     BlockDriverState *bs = NULL;
     BlockDriverState *file_bs = NULL;
-    BlockDriver *drv = NULL;
+    const BlockDriver *drv = NULL;
     QDict *own_options = NULL;
     bool probed = false;
     int ret;
@@ -1351,7 +1034,7 @@ fail:
 static BlockDriverState *bdrv_append_temp_snapshot(BlockDriverState *base,
                                                    int flags, Error **errp)
 {
-    BlockDriver *qcow2 = bdrv_find_format("qcow2");
+    const BlockDriver *qcow2 = bdrv_find_format("qcow2");
     const char *tmpdir = g_getenv("TMPDIR");
     int64_t size = bdrv_getlength(base);
     g_autofree char *path = NULL;
@@ -1419,302 +1102,27 @@ BlockDriverState *bdrv_open(const char *filename, const char *reference,
 }
 
 /* ---------------------------------------------------------------------- */
-/* Reopen */
-
-/* One node of a reopen transaction. */
-typedef struct BdrvReopenEntry {
-    BDRVReopenState state;
-    BdrvCommonOpts common;
-    /* the node's own options as they will be after the commit */
-    QDict *new_options;
-    /* a bad common option, found when the entry was queued */
-    Error *queue_err;
-    int old_flags;
-    bool old_read_only;
-    bool prepared;
-} BdrvReopenEntry;
-
-static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
-                                         BlockDriverState *bs)
-{
-    for (guint i = 0; i < queue->len; i++) {
-        BdrvReopenEntry *e = queue->pdata[i];
-
-        if (e->state.bs == bs) {
-            return e;
-        }
-    }
-    return NULL;
-}
-
-/*
- * Queues @bs with the option changes @changes (consumed) and @flags, then
- * its non-backing children, which inherit the resulting flags as at open.
- * The common options are absorbed here already, because the children's
- * flags depend on them; an error in them is reported by the prepare step.
- */
-static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
-                                  QDict *changes, int flags)
-{
-    BdrvReopenEntry *e;
-    int inheritable = BDRV_O_RDWR | BDRV_O_AUTO_RDONLY | BDRV_O_CACHE_MASK;
-    g_autoptr(GPtrArray) child_changes = g_ptr_array_new();
-
-    if (bdrv_reopen_find(queue, bs)) {
-        qdict_unref(changes);
-        return;
-    }
-    e = g_new0(BdrvReopenEntry, 1);
-    e->state.bs = bs;
-    e->old_flags = bs->open_flags;
-    e->old_read_only = bs->read_only;
-    g_ptr_array_add(queue, e);
-
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-        g_autofree char *prefix = g_strdup_printf("%s.", c->name);
-        QDict *sub = NULL;
-
-        qdict_extract_subqdict(changes, &sub, prefix);
-        g_ptr_array_add(child_changes, sub);
-    }
-
-    e->state.options = qdict_clone(bs->options);
-    qdict_del(e->state.options, "driver");
-    qdict_join(e->state.options, changes, true);
-    qdict_unref(changes);
-    e->common.flags = flags;
-    bdrv_absorb_common_opts(e->state.options, &e->common, &e->queue_err);
-    e->state.flags = e->common.flags;
-
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-        QDict *sub = g_ptr_array_steal_index(child_changes, 0);
-
-        if (c->is_backing) {
-            qdict_unref(sub);
-            continue;
-        }
-        bdrv_reopen_queue_add(queue, c->bs, sub,
-                              (c->bs->open_flags & ~inheritable) |
-                              (e->state.flags & inheritable));
-    }
-}
-
-static int bdrv_reopen_check_unchanged(BdrvReopenEntry *e, Error **errp)
-{
-    BlockDriverState *bs = e->state.bs;
-
-    if (e->common.driver && strcmp(e->common.driver, bs->drv->format_name)) {
-        error_setg(errp, "Cannot change the option 'driver'");
-        return -EINVAL;
-    }
-    if (e->common.node_name && strcmp(e->common.node_name, bs->node_name)) {
-        error_setg(errp, "Cannot change the option 'node-name'");
-        return -EINVAL;
-    }
-    return 0;
-}
-
-static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
-{
-    BDRVReopenState *state = &e->state;
-    BlockDriverState *bs = state->bs;
-    const QDictEntry *left;
-    int ret;
-
-    if (e->queue_err) {
-        error_propagate(errp, e->queue_err);
-        e->queue_err = NULL;
-        return -EINVAL;
-    }
-    ret = bdrv_reopen_check_unchanged(e, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    e->new_options = qdict_clone(state->options);
-
-    if (!bs->drv->bdrv_reopen_prepare) {
-        error_setg(errp, "Block format '%s' used by node '%s' does not "
-                   "support reopening files", bs->drv->format_name,
-                   bs->node_name);
-        return -ENOTSUP;
-    }
-    ret = bs->drv->bdrv_reopen_prepare(state, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    e->prepared = true;
-
-    /* What the driver did not take must be what the node already has. */
-    for (left = qdict_first(state->options); left;
-         left = qdict_next(state->options, left)) {
-        const char *key = qdict_entry_key(left);
-
-        if (!qdict_haskey(bs->options, key) ||
-            g_strcmp0(qdict_get_try_str(bs->options, key),
-                      qdict_entry_value(left))) {
-            error_setg(errp, "Cannot change the option '%s'", key);
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
-static void bdrv_reopen_entry_free(BdrvReopenEntry *e)
-{
-    error_free(e->queue_err);
-    bdrv_common_opts_clear(&e->common);
-    if (e->state.options) {
-        qdict_unref(e->state.options);
-    }
-    if (e->new_options) {
-        qdict_unref(e->new_options);
-    }
-    g_free(e);
-}
-
-/* Applies the new flags for the permission check, or takes them back. */
-static void bdrv_reopen_apply_flags(GPtrArray *queue, bool apply)
-{
-    for (guint i = 0; i < queue->len; i++) {
-        BdrvReopenEntry *e = queue->pdata[i];
-        BlockDriverState *bs = e->state.bs;
-
-        bs->open_flags = apply ? e->state.flags : e->old_flags;
-        bs->read_only = apply ? !(e->state.flags & BDRV_O_RDWR)
-                              : e->old_read_only;
-    }
-}
-
-static int bdrv_reopen_multiple(BlockDriverState *bs, GPtrArray *queue,
-                                Error **errp)
-{
-    BdrvPermTran tran;
-    guint i;
-    int ret = 0;
-
-    for (i = 0; i < queue->len; i++) {
-        ret = bdrv_reopen_prepare(queue->pdata[i], errp);
-        if (ret < 0) {
-            goto abort;
-        }
-    }
-
-    bdrv_reopen_going_read_only = g_hash_table_new(NULL, NULL);
-    for (i = 0; i < queue->len; i++) {
-        BdrvReopenEntry *e = queue->pdata[i];
-
-        if (!e->old_read_only && !(e->state.flags & BDRV_O_RDWR)) {
-            g_hash_table_add(bdrv_reopen_going_read_only, e->state.bs);
-        }
-    }
-    bdrv_reopen_apply_flags(queue, true);
-    ret = bdrv_perm_check(bs, &tran, errp);
-    g_clear_pointer(&bdrv_reopen_going_read_only, g_hash_table_unref);
-    if (ret < 0) {
-        bdrv_reopen_apply_flags(queue, false);
-        goto abort;
-    }
-
-    for (i = 0; i < queue->len; i++) {
-        BdrvReopenEntry *e = queue->pdata[i];
-        BlockDriverState *n = e->state.bs;
-
-        if (n->drv->bdrv_reopen_commit) {
-            n->drv->bdrv_reopen_commit(&e->state);
-        }
-        n->detect_zeroes = e->common.detect_zeroes;
-        n->force_share = e->common.force_share;
-        bdrv_store_own_options(n, e->new_options);
-    }
-    /* the drivers switched to their new state: now they take the perms */
-    bdrv_perm_commit(&tran);
-    for (i = queue->len; i > 0; i--) {
-        BdrvReopenEntry *e = queue->pdata[i - 1];
-
-        bdrv_refresh_limits(e->state.bs);
-    }
-    bdrv_refresh_filename(bs);
-    return 0;
-
-abort:
-    for (i = 0; i < queue->len; i++) {
-        BdrvReopenEntry *e = queue->pdata[i];
-        BlockDriverState *n = e->state.bs;
-
-        if (e->prepared && n->drv->bdrv_reopen_abort) {
-            n->drv->bdrv_reopen_abort(&e->state);
-        }
-    }
-    return ret;
-}
-
-int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp)
-{
-    g_autoptr(GPtrArray) queue = g_ptr_array_new_with_free_func(
-        (GDestroyNotify)bdrv_reopen_entry_free);
-    int ret;
-
-    /* no request may see a node half switched */
-    bdrv_drained_begin(bs);
-    bdrv_reopen_queue_add(queue, bs, opts ?: qdict_new(), flags);
-    ret = bdrv_reopen_multiple(bs, queue, errp);
-    bdrv_drained_end(bs);
-    return ret;
-}
-
-int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,
-                              Error **errp)
-{
-    int flags = bs->open_flags;
-
-    if (bs->read_only == read_only) {
-        return 0;
-    }
-    flags = read_only ? (flags & ~BDRV_O_RDWR) : (flags | BDRV_O_RDWR);
-    return bdrv_reopen(bs, NULL, flags, errp);
-}
-
-/* ---------------------------------------------------------------------- */
 /* Driver coroutines run from outside coroutine context */
 
 typedef struct BdrvCoCall {
-    BlockDriverState *bs;
-    BlockDriver *drv;
+    const BlockDriver *drv;
     const char *filename;
     QemuOpts *opts;
     BdrvCheckResult *res;
     BdrvCheckMode fix;
     Error **errp;
-    int ret;
 } BdrvCoCall;
 
-/* Runs @entry in a coroutine and polls the main context until it is done. */
-static int bdrv_run_co(CoroutineEntry *entry, BdrvCoCall *call)
-{
-    AioContext *ctx = call->bs ? bdrv_get_aio_context(call->bs)
-                               : qemu_get_aio_context();
-
-    if (qemu_in_coroutine()) {
-        entry(call);
-    } else {
-        call->ret = -EINPROGRESS;
-        qemu_coroutine_enter(qemu_coroutine_create(entry, call));
-        AIO_WAIT_WHILE(ctx, call->ret == -EINPROGRESS);
-    }
-    return call->ret;
-}
-
-static void coroutine_fn bdrv_create_co_entry(void *opaque)
+static int coroutine_fn bdrv_create_co_entry(BlockDriverState *bs,
+                                             void *opaque)
 {
     BdrvCoCall *call = opaque;
 
-    call->ret = call->drv->bdrv_co_create_opts(call->drv, call->filename,
-                                               call->opts, call->errp);
+    return call->drv->bdrv_co_create_opts(call->drv, call->filename,
+                                          call->opts, call->errp);
 }
 
-int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
+int bdrv_create(const BlockDriver *drv, const char *filename, QemuOpts *opts,
                 Error **errp)
 {
     BdrvCoCall call = {
@@ -1732,12 +1140,12 @@ int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
     if (!qemu_opts_check_enums(opts, errp)) {
         return -EINVAL;
     }
-    return bdrv_run_co(bdrv_create_co_entry, &call);
+    return bdrv_run_co(NULL, bdrv_create_co_entry, &call);
 }
 
 int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
 {
-    BlockDriver *drv = bdrv_find_protocol(filename, true, errp);
+    const BlockDriver *drv = bdrv_find_protocol(filename, true, errp);
 
     if (!drv) {
         return -ENOENT;
@@ -1750,16 +1158,17 @@ int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp)
     return bdrv_create(drv, filename, opts, errp);
 }
 
-static void coroutine_fn bdrv_check_co_entry(void *opaque)
+static int coroutine_fn bdrv_check_co_entry(BlockDriverState *bs,
+                                            void *opaque)
 {
     BdrvCoCall *call = opaque;
 
-    call->ret = call->bs->drv->bdrv_co_check(call->bs, call->res, call->fix);
+    return bs->drv->bdrv_co_check(bs, call->res, call->fix);
 }
 
 int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
 {
-    BdrvCoCall call = { .bs = bs, .res = res, .fix = fix };
+    BdrvCoCall call = { .res = res, .fix = fix };
 
     memset(res, 0, sizeof(*res));
     if (!bs->drv) {
@@ -1768,38 +1177,11 @@ int bdrv_check(BlockDriverState *bs, BdrvCheckResult *res, BdrvCheckMode fix)
     if (!bs->drv->bdrv_co_check) {
         return -ENOTSUP;
     }
-    return bdrv_run_co(bdrv_check_co_entry, &call);
+    return bdrv_run_co(bs, bdrv_check_co_entry, &call);
 }
 
 /* ---------------------------------------------------------------------- */
-/* Backing file names */
-
-int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
-                             const char *backing_fmt, bool require)
-{
-    int ret;
-
-    if (!bs->drv) {
-        return -ENOMEDIUM;
-    }
-    if ((backing_fmt && !backing_file) ||
-        (require && backing_file && !backing_fmt)) {
-        return -EINVAL;
-    }
-    if (!bs->drv->bdrv_change_backing_file) {
-        return -ENOTSUP;
-    }
-    ret = bs->drv->bdrv_change_backing_file(bs, backing_file, backing_fmt);
-    if (ret == 0) {
-        pstrcpy(bs->backing_file, sizeof(bs->backing_file),
-                backing_file ? backing_file : "");
-        pstrcpy(bs->backing_format, sizeof(bs->backing_format),
-                backing_fmt ? backing_fmt : "");
-        pstrcpy(bs->auto_backing_file, sizeof(bs->auto_backing_file),
-                backing_file ? backing_file : "");
-    }
-    return ret;
-}
+/* Emptying an image onto its backing file */
 
 int bdrv_make_empty(BlockDriverState *bs, Error **errp)
 {
@@ -1828,23 +1210,6 @@ int bdrv_make_empty(BlockDriverState *bs, Error **errp)
     return ret;
 }
 
-BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
-                                          const char *filename)
-{
-    g_autofree char *wanted = realpath(filename, NULL);
-
-    for (BlockDriverState *b = bs->backing ? bs->backing->bs : NULL; b;
-         b = b->backing ? b->backing->bs : NULL) {
-        g_autofree char *path = realpath(b->filename, NULL);
-
-        if (!strcmp(b->filename, filename) ||
-            (wanted && path && !strcmp(wanted, path))) {
-            return b;
-        }
-    }
-    return NULL;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Queries */
 
@@ -1858,6 +1223,10 @@ int64_t bdrv_getlength(BlockDriverState *bs)
     len = bs->drv->bdrv_getlength(bs);
     if (len < 0) {
         return len;
+    }
+    /* past the limit, rounding up could overflow (a file that grew) */
+    if (len > BDRV_MAX_LENGTH) {
+        return -EFBIG;
     }
     /* lengths are whole sectors, as QEMU reports them */
     return ROUND_UP(len, BDRV_SECTOR_SIZE);
@@ -1874,6 +1243,9 @@ int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint)
         return 0;
     }
     len = bs->drv->bdrv_getlength(bs);
+    if (len > BDRV_MAX_LENGTH) {
+        return -EFBIG;
+    }
     return len < 0 ? len : 0;
 }
 
@@ -1998,221 +1370,4 @@ void *qemu_blockalign(BlockDriverState *bs, size_t size)
 void *qemu_try_blockalign(BlockDriverState *bs, size_t size)
 {
     return qemu_try_memalign(bdrv_opt_mem_align(bs), size);
-}
-
-/* ---------------------------------------------------------------------- */
-/* File names */
-
-static bool bdrv_is_strong_option(BlockDriver *drv, const char *key)
-{
-    if (!strcmp(key, "driver") || !strcmp(key, "filename") ||
-        !drv->strong_runtime_opts) {
-        return true;
-    }
-    for (const char *const *o = drv->strong_runtime_opts; *o; o++) {
-        size_t len = strlen(*o);
-
-        if (len && (*o)[len - 1] == '.' ? !strncmp(key, *o, len)
-                                        : !strcmp(key, *o)) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Copies one option keeping its JSON type, so json: prints it as QEMU. */
-static void bdrv_copy_option(QDict *dst, const char *key,
-                             const QDictEntry *e)
-{
-    qdict_put_typed(dst, key, qdict_entry_value(e), qdict_entry_type(e));
-}
-
-static bool bdrv_backing_overridden(BlockDriverState *bs)
-{
-    return bs->explicit_options &&
-           (qdict_haskey(bs->explicit_options, "backing") ||
-            qdict_has_prefixed_entries(bs->explicit_options, "backing."));
-}
-
-/*
- * The options that reopen @bs and its children as they are: the strong
- * options of each node and its driver; *own_opts says whether @bs has
- * strong options besides driver and filename.
- */
-static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
-{
-    QDict *d = qdict_new();
-
-    *own_opts = false;
-    for (const QDictEntry *e = qdict_first(bs->options); e;
-         e = qdict_next(bs->options, e)) {
-        const char *key = qdict_entry_key(e);
-
-        if (bdrv_is_strong_option(bs->drv, key)) {
-            bdrv_copy_option(d, key, e);
-            if (strcmp(key, "driver") && strcmp(key, "filename")) {
-                *own_opts = true;
-            }
-        }
-    }
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-        QDict *sub;
-        bool unused;
-
-        if (c->is_backing && !bdrv_backing_overridden(bs)) {
-            continue;
-        }
-        sub = bdrv_full_open_options(c->bs, &unused);
-        for (const QDictEntry *e = qdict_first(sub); e;
-             e = qdict_next(sub, e)) {
-            g_autofree char *key = g_strdup_printf("%s.%s", c->name,
-                                                   qdict_entry_key(e));
-
-            bdrv_copy_option(d, key, e);
-        }
-        qdict_unref(sub);
-    }
-    return d;
-}
-
-void bdrv_refresh_filename(BlockDriverState *bs)
-{
-    g_autoptr(QDict) full = NULL;
-    bool own_opts;
-
-    if (!bs->drv) {
-        return;
-    }
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        bdrv_refresh_filename(c->bs);
-    }
-
-    full = bdrv_full_open_options(bs, &own_opts);
-    if (bs->drv->bdrv_refresh_filename) {
-        bs->exact_filename[0] = '\0';
-        bs->drv->bdrv_refresh_filename(bs);
-    } else if (bs->drv->is_format && !bs->drv->is_filter) {
-        BlockDriverState *file = bs->file ? bs->file->bs : NULL;
-
-        /*
-         * Opening the file's name probes this format over that protocol:
-         * the same node, unless the user changed what it shows.
-         */
-        bs->exact_filename[0] = '\0';
-        if (file && file->exact_filename[0] && !file->drv->is_format &&
-            !own_opts && !bdrv_backing_overridden(bs)) {
-            pstrcpy(bs->exact_filename, sizeof(bs->exact_filename),
-                    file->exact_filename);
-        }
-    }
-
-    if (bs->exact_filename[0]) {
-        pstrcpy(bs->filename, sizeof(bs->filename), bs->exact_filename);
-    } else {
-        g_autofree char *json = qdict_to_json_filename(full);
-
-        if (strlen(json) >= sizeof(bs->filename)) {
-            /* truncated: say so rather than print a broken name */
-            memcpy(bs->filename, json, sizeof(bs->filename) - 4);
-            strcpy(bs->filename + sizeof(bs->filename) - 4, "...");
-        } else {
-            strcpy(bs->filename, json);
-        }
-    }
-}
-
-char *bdrv_get_full_backing_filename_from_filename(const char *base,
-                                                   const char *backing,
-                                                   Error **errp)
-{
-    const char *slash;
-
-    if (backing[0] == '\0' || backing[0] == '/' ||
-        bdrv_path_has_protocol(backing) || !base || !base[0]) {
-        return g_strdup(backing);
-    }
-    if (g_str_has_prefix(base, "json:")) {
-        error_setg(errp, "Cannot use relative backing file names for '%s'",
-                   base);
-        return NULL;
-    }
-    slash = strrchr(base, '/');
-    if (slash) {
-        return g_strdup_printf("%.*s%s", (int)(slash - base + 1), base,
-                               backing);
-    }
-    if (bdrv_path_has_protocol(base)) {
-        /* "proto:name": the backing file lives under the same protocol */
-        return g_strdup_printf("%.*s%s", (int)(strcspn(base, ":") + 1),
-                               base, backing);
-    }
-    return g_strdup(backing);
-}
-
-/* ---------------------------------------------------------------------- */
-/* blkdebug hooks: the first node down the file chain that has them */
-
-static BlockDriverState *bdrv_debug_next(BlockDriverState *bs)
-{
-    if (bs->file) {
-        return bs->file->bs;
-    }
-    return bs->children ? ((BdrvChild *)bs->children->data)->bs : NULL;
-}
-
-/*
- * Only @bs itself reacts: the generic layer emits the request events on
- * every node a request passes, so walking down here would deliver them to
- * a blkdebug node twice.
- */
-void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event)
-{
-    if (bs && bs->drv && bs->drv->bdrv_debug_event) {
-        bs->drv->bdrv_debug_event(bs, event);
-    }
-}
-
-int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
-                          const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_breakpoint) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_breakpoint(bs, event, tag);
-}
-
-int bdrv_debug_remove_breakpoint(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_remove_breakpoint) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_remove_breakpoint(bs, tag);
-}
-
-int bdrv_debug_resume(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_resume) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_resume(bs, tag);
-}
-
-bool bdrv_debug_is_suspended(BlockDriverState *bs, const char *tag)
-{
-    while (bs && bs->drv && !bs->drv->bdrv_debug_is_suspended) {
-        bs = bdrv_debug_next(bs);
-    }
-    return bs && bs->drv && bs->drv->bdrv_debug_is_suspended(bs, tag);
 }

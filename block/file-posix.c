@@ -1432,7 +1432,7 @@ static int raw_create_lock(int fd, const char *filename, Error **errp)
     return ret;
 }
 
-static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
+static int coroutine_fn raw_co_create_opts(const BlockDriver *drv,
                                            const char *filename,
                                            QemuOpts *opts, Error **errp)
 {
@@ -1500,7 +1500,7 @@ static const char *const raw_strong_runtime_opts[] = {
     NULL,
 };
 
-static BlockDriver bdrv_file = {
+static const BlockDriver bdrv_file = {
     .format_name                    = "file",
     .protocol_name                  = "file",
     .instance_size                  = sizeof(BDRVRawState),

@@ -243,7 +243,7 @@ static int coroutine_fn null_co_block_status(BlockDriverState *bs,
     return ret;
 }
 
-static BlockDriver bdrv_null_co = {
+static const BlockDriver bdrv_null_co = {
     .format_name                    = "null-co",
     .protocol_name                  = "null-co",
     .instance_size                  = sizeof(BDRVNullState),
@@ -263,7 +263,7 @@ static BlockDriver bdrv_null_co = {
     .bdrv_co_block_status           = null_co_block_status,
 };
 
-static BlockDriver bdrv_null_aio = {
+static const BlockDriver bdrv_null_aio = {
     .format_name                    = "null-aio",
     .protocol_name                  = "null-aio",
     .instance_size                  = sizeof(BDRVNullState),

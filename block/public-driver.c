@@ -37,7 +37,7 @@ bool bdrv_driver_can_compress(const BlockDriver *drv)
     return drv->bdrv_co_pwritev_compressed != NULL;
 }
 
-int bdrv_measure(BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
+int bdrv_measure(const BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
                  BlockMeasureInfo *info, Error **errp)
 {
     if (!drv->bdrv_measure) {

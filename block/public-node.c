@@ -22,7 +22,7 @@ int bdrv_get_open_flags(BlockDriverState *bs)
     return bs->open_flags;
 }
 
-BlockDriver *bdrv_get_driver(BlockDriverState *bs)
+const BlockDriver *bdrv_get_driver(BlockDriverState *bs)
 {
     return bs->drv;
 }

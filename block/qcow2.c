@@ -1171,8 +1171,8 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
         s->data_file = bs->file;
         return 0;
     }
-    s->data_file = bdrv_open_child(NULL, options, "data-file", bs, false,
-                                   true, &local_err);
+    s->data_file = bdrv_open_child(NULL, options, "data-file", bs,
+                                   BDRV_CHILD_OPEN_OPTIONAL, &local_err);
     if (local_err) {
         error_propagate(errp, local_err);
         return -EINVAL;
@@ -1195,8 +1195,7 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
     if (!full) {
         return -EINVAL;
     }
-    s->data_file = bdrv_open_child(full, options, "data-file", bs, false,
-                                   false, errp);
+    s->data_file = bdrv_open_child(full, options, "data-file", bs, 0, errp);
     return s->data_file ? 0 : -EINVAL;
 }
 
@@ -1330,8 +1329,7 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
 
     qemu_co_mutex_init(&s->lock);
     qemu_co_queue_init(&s->dependent_requests);
-    bs->file = bdrv_open_child(NULL, options, "file", bs, false, false,
-                               errp);
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
     }
@@ -2853,11 +2851,11 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
  * The protocol's own creation options (nocow, extent_size_hint) for the
  * image file and the data file; size and preallocation are qcow2's.
  */
-static QemuOpts *qcow2_file_create_opts(BlockDriver *drv,
+static QemuOpts *qcow2_file_create_opts(const BlockDriver *drv,
                                         const char *filename, QemuOpts *opts,
                                         Error **errp)
 {
-    BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
+    const BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
     QemuOpts *file_opts;
 
     if (!proto) {
@@ -2877,7 +2875,7 @@ static QemuOpts *qcow2_file_create_opts(BlockDriver *drv,
 }
 
 /* Creates and opens a protocol-level file. */
-static BlockBackend *qcow2_create_file(BlockDriver *drv,
+static BlockBackend *qcow2_create_file(const BlockDriver *drv,
                                        const char *filename, QemuOpts *opts,
                                        Error **errp)
 {
@@ -3003,7 +3001,7 @@ static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
     return ret;
 }
 
-static int coroutine_fn qcow2_co_create_opts(BlockDriver *drv,
+static int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
                                              const char *filename,
                                              QemuOpts *opts, Error **errp)
 {

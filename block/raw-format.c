@@ -112,8 +112,7 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     if (ret < 0) {
         return ret;
     }
-    bs->file = bdrv_open_child(NULL, options, "file", bs, false, false,
-                               errp);
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
     }
@@ -167,7 +166,7 @@ static int raw_probe(const uint8_t *buf, int buf_size, const char *filename)
 
 typedef struct RawProbeCheck {
     const uint8_t *buf;
-    BlockDriver *raw_drv;
+    const BlockDriver *raw_drv;
     int raw_score;
     bool foreign;
 } RawProbeCheck;
@@ -175,7 +174,7 @@ typedef struct RawProbeCheck {
 static void raw_probe_one(void *opaque, const char *name)
 {
     RawProbeCheck *check = opaque;
-    BlockDriver *drv = bdrv_find_format(name);
+    const BlockDriver *drv = bdrv_find_format(name);
 
     if (check->foreign || !drv || drv == check->raw_drv || !drv->bdrv_probe) {
         return;
@@ -379,7 +378,7 @@ static void raw_refresh_limits(BlockDriverState *bs, Error **errp)
     }
 }
 
-static int coroutine_fn raw_co_create_opts(BlockDriver *drv,
+static int coroutine_fn raw_co_create_opts(const BlockDriver *drv,
                                            const char *filename,
                                            QemuOpts *opts, Error **errp)
 {
@@ -408,7 +407,7 @@ static int raw_measure(QemuOpts *opts, BlockDriverState *in_bs,
     return 0;
 }
 
-static BlockDriver bdrv_raw = {
+static const BlockDriver bdrv_raw = {
     .format_name                    = "raw",
     .instance_size                  = sizeof(BDRVRawState),
     .is_format                      = true,

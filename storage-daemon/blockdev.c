@@ -24,7 +24,7 @@
 static GPtrArray *monitor_bdrv_states;
 
 /* The option of @drv (or of every node) named @name, or NULL. */
-static const QemuOptDesc *blockdev_find_opt(BlockDriver *drv,
+static const QemuOptDesc *blockdev_find_opt(const BlockDriver *drv,
                                             const char *name)
 {
     const QemuOptDesc *desc = qemu_opts_find_desc(&qapi_opts_bdrv_common,
@@ -37,7 +37,7 @@ static const QemuOptDesc *blockdev_find_opt(BlockDriver *drv,
 }
 
 /* True if some option of @drv is named "@prefix.<something>". */
-static bool blockdev_has_opt_group(BlockDriver *drv, const char *prefix)
+static bool blockdev_has_opt_group(const BlockDriver *drv, const char *prefix)
 {
     const QemuOptsList *lists[] = {
         &qapi_opts_bdrv_common, drv ? bdrv_driver_runtime_opts(drv) : NULL,
@@ -102,7 +102,7 @@ static bool blockdev_check_node(JsonObject *obj, const char *prefix,
  * The members of @obj, an option group ("cache", "overlap-check") of a
  * node of driver @drv: each is the option "@name.<member>".
  */
-static bool blockdev_check_group(BlockDriver *drv, JsonObject *obj,
+static bool blockdev_check_group(const BlockDriver *drv, JsonObject *obj,
                                  const char *name, const char *prefix,
                                  Error **errp)
 {
@@ -138,7 +138,7 @@ static bool blockdev_check_node(JsonObject *obj, const char *prefix,
 {
     g_autoptr(GList) members = json_object_get_members(obj);
     JsonNode *driver = json_object_get_member(obj, "driver");
-    BlockDriver *drv = NULL;
+    const BlockDriver *drv = NULL;
 
     if (!driver) {
         error_setg(errp, "Parameter '%sdriver' is missing", prefix);

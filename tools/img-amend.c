@@ -10,7 +10,7 @@
 
 static int img_amend_print_help(const char *fmt)
 {
-    BlockDriver *drv = bdrv_find_format(fmt);
+    const BlockDriver *drv = bdrv_find_format(fmt);
 
     if (!drv) {
         error_report("Unknown file format '%s'", fmt);
@@ -36,7 +36,7 @@ static void img_amend_status(BlockDriverState *bs, int64_t done,
  * Parses -o against the format's amend options; an option only creation
  * knows gets qemu-img's hint.  NULL after printing the error.
  */
-static QemuOpts *img_amend_parse(BlockDriver *drv, const char *options)
+static QemuOpts *img_amend_parse(const BlockDriver *drv, const char *options)
 {
     Error *err = NULL;
     const QemuOptsList *amend_opts = bdrv_driver_amend_opts(drv);

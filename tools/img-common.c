@@ -78,10 +78,10 @@ bool img_has_help_option(const char *options)
     return false;
 }
 
-QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
                                    Error **errp)
 {
-    BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
+    const BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
     QemuOptsList *list;
 
     if (!proto) {

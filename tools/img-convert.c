@@ -46,7 +46,7 @@ static int img_convert_load_snapshot(ImgConvertState *s,
 /* Builds the creation options of the target; NULL after an error. */
 static QemuOpts *img_convert_create_opts(ImgConvertState *s,
                                          const ImgConvertArgs *a,
-                                         BlockDriver *drv,
+                                         const BlockDriver *drv,
                                          const char *out_filename,
                                          QemuOptsList **plist)
 {
@@ -88,7 +88,7 @@ static QemuOpts *img_convert_create_opts(ImgConvertState *s,
     return opts;
 }
 
-static bool img_convert_check_compression(BlockDriver *drv, QemuOpts *opts)
+static bool img_convert_check_compression(const BlockDriver *drv, QemuOpts *opts)
 {
     const char *prealloc = qemu_opt_get(opts, "preallocation");
 
@@ -247,7 +247,7 @@ static int img_convert_open_target(ImgConvertState *s,
 static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
                            char **names, const char *out_filename)
 {
-    BlockDriver *drv = NULL;
+    const BlockDriver *drv = NULL;
     QemuOptsList *list = NULL;
     QemuOpts *opts = NULL;
     const char *out_baseimg = a->out_baseimg;

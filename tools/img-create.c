@@ -9,7 +9,7 @@
 
 int img_print_create_help(const char *filename, const char *fmt)
 {
-    BlockDriver *drv = bdrv_find_format(fmt);
+    const BlockDriver *drv = bdrv_find_format(fmt);
     QemuOptsList *list;
     Error *err = NULL;
 
@@ -24,7 +24,7 @@ int img_print_create_help(const char *filename, const char *fmt)
     }
     list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
     if (filename) {
-        BlockDriver *proto = bdrv_find_protocol(filename, true, &err);
+        const BlockDriver *proto = bdrv_find_protocol(filename, true, &err);
 
         if (!proto) {
             error_report_err(err);
@@ -66,7 +66,7 @@ static void img_create_print_escaped(const char *value)
  * The "Formatting" line: every option given, and the defaults of the
  * format's own options (not the protocol's), in table order.
  */
-static void img_create_print_opts(BlockDriver *drv, QemuOptsList *list,
+static void img_create_print_opts(const BlockDriver *drv, QemuOptsList *list,
                                   QemuOpts *opts)
 {
     const QemuOptsList *fmt_opts = bdrv_driver_create_opts(drv);
@@ -173,7 +173,7 @@ static int img_create_image(const char *filename, const char *fmt,
                             const char *options, int64_t img_size,
                             bool unsafe, bool quiet, Error **errp)
 {
-    BlockDriver *drv;
+    const BlockDriver *drv;
     QemuOptsList *list = NULL;
     QemuOpts *opts = NULL;
     int64_t size;

@@ -58,7 +58,7 @@ static int img_dd_operand(ImgDdArgs *dd, const char *arg)
 static int img_dd_create_output(const char *out_fmt, const char *filename,
                                 int64_t size)
 {
-    BlockDriver *drv = bdrv_find_format(out_fmt);
+    const BlockDriver *drv = bdrv_find_format(out_fmt);
     QemuOptsList *list;
     QemuOpts *opts;
     Error *err = NULL;

@@ -48,10 +48,10 @@ static BlockBackend *img_measure_open(const char *filename,
 }
 
 /* Creation options of @drv (and of the file protocol) from -o and --size. */
-static QemuOpts *img_measure_opts(BlockDriver *drv, const char *options,
+static QemuOpts *img_measure_opts(const BlockDriver *drv, const char *options,
                                   int64_t size, QemuOptsList **plist)
 {
-    BlockDriver *proto = bdrv_find_protocol("", true, &error_abort);
+    const BlockDriver *proto = bdrv_find_protocol("", true, &error_abort);
     Error *err = NULL;
     QemuOpts *opts;
 
@@ -91,7 +91,7 @@ int img_measure(int argc, char **argv)
     QemuOptsList *list = NULL;
     BlockBackend *blk = NULL;
     BlockMeasureInfo info = { 0 };
-    BlockDriver *drv;
+    const BlockDriver *drv;
     Error *err = NULL;
     int64_t size = -1;
     bool json = false;

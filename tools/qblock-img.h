@@ -74,7 +74,7 @@ int img_print_create_help(const char *filename, const char *fmt);
  * cannot create images ("Format driver 'x' does not support image
  * creation").
  */
-QemuOptsList *img_create_opts_list(BlockDriver *drv, const char *filename,
+QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
                                    Error **errp);
 /* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
 char *img_accumulate_options(char *options, const char *optarg);

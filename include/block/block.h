@@ -11,12 +11,12 @@
 /* Registers the built-in drivers; idempotent. */
 void bdrv_init(void);
 
-BlockDriver *bdrv_find_format(const char *format_name);
+const BlockDriver *bdrv_find_format(const char *format_name);
 /*
  * The protocol driver for @filename: the one whose protocol_name prefixes
  * it ("blkdebug:..."), else file.  Errors: "Unknown protocol 'x'".
  */
-BlockDriver *bdrv_find_protocol(const char *filename,
+const BlockDriver *bdrv_find_protocol(const char *filename,
                                 bool allow_protocol_prefix, Error **errp);
 /* Calls @fn for every registered format name, sorted (qemu-img --help). */
 void bdrv_iterate_format(void (*fn)(void *opaque, const char *name),
@@ -36,7 +36,7 @@ void bdrv_ref(BlockDriverState *bs);
 void bdrv_unref(BlockDriverState *bs);
 
 /* Creates an image of format @drv (qemu-img create). */
-int bdrv_create(BlockDriver *drv, const char *filename, QemuOpts *opts,
+int bdrv_create(const BlockDriver *drv, const char *filename, QemuOpts *opts,
                 Error **errp);
 /* Creates the protocol-level file for @filename (e.g. an empty file). */
 int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp);

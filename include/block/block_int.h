@@ -15,6 +15,16 @@
 #include "qblock/block-driver.h"
 #include "qblock/block-node.h"
 
+/*
+ * Largest alignment a node may ask for.  Lengths and offsets are kept at
+ * or below INT64_MAX rounded down to it (BDRV_MAX_LENGTH, as in QEMU), so
+ * that rounding one up to a sector or to any alignment never overflows:
+ * open refuses a node that is longer, and bdrv_getlength() reports
+ * -EFBIG for one that grew past it.
+ */
+#define BDRV_MAX_ALIGNMENT (1LL << 30)
+#define BDRV_MAX_LENGTH (INT64_MAX & ~(BDRV_MAX_ALIGNMENT - 1))
+
 /* Limits a node announces from bdrv_refresh_limits (0 = no limit/default). */
 typedef struct BlockLimits {
     /* requests reaching the driver are aligned to this (power of 2, >= 1) */
@@ -101,7 +111,7 @@ struct BlockDriver {
     void (*bdrv_close)(BlockDriverState *bs);
 
     /* Creates an image; @opts follow create_opts. */
-    int coroutine_fn (*bdrv_co_create_opts)(BlockDriver *drv,
+    int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
 
@@ -299,11 +309,45 @@ struct BlockDriver {
     unsigned supported_truncate_flags;
 };
 
+/*
+ * What the graph asks of an edge's parent, whatever the parent is: a node
+ * (block.c supplies bdrv_child_of_bds) or a user above the graph
+ * (block-backend.c supplies the BlockBackend's class).  The request path
+ * and drain reach parents only through these callbacks, so that they never
+ * name the layers above them.  Each callback gets the edge; the parent's
+ * own state is in c->opaque (for bdrv_child_of_bds, the parent node, also
+ * in c->parent).
+ */
+typedef struct BdrvChildClass {
+    /*
+     * Required.  True while the parent has requests in flight that may
+     * still reach the child (its own, or those of anything above it):
+     * drain polls until every parent of a drained node answers false.
+     */
+    bool (*drained_poll)(BdrvChild *c);
+    /*
+     * Required.  Who the parent is, for a person reading an error
+     * ("node 'fmt0'", "block device 'disk0'"); the caller frees it.
+     */
+    char *(*get_parent_desc)(BdrvChild *c);
+} BdrvChildClass;
+
+/* The class of edges whose parent is a node (block.c). */
+extern const BdrvChildClass bdrv_child_of_bds;
+
 /* A parent's edge to a child node. */
 struct BdrvChild {
     BlockDriverState *bs;       /* the child */
     char *name;                 /* "file", "backing", "image", ... */
-    BlockDriverState *parent;   /* NULL when the parent is a BlockBackend */
+    const BdrvChildClass *klass;
+    void *opaque;               /* the parent's state, for klass */
+    BlockDriverState *parent;   /* NULL when the parent is no node */
+    /*
+     * The BlockBackend whose root edge this is, or NULL; set by
+     * block-backend.c for the users that list a node's devices (monitor
+     * queries, snapshot names).  The graph and the request path never read
+     * it: they go through klass.
+     */
     BlockBackend *parent_blk;
     uint64_t perm;              /* what the parent uses */
     uint64_t shared_perm;       /* what the parent lets others use */
@@ -314,7 +358,7 @@ typedef struct BdrvTrackedRequest BdrvTrackedRequest;
 
 struct BlockDriverState {
     /* --- set at open, immutable until close --- */
-    BlockDriver *drv;
+    const BlockDriver *drv;
     void *opaque;               /* driver state, drv->instance_size bytes */
     AioContext *aio_context;
     char filename[PATH_MAX];    /* what the user named */
@@ -401,7 +445,7 @@ struct BdrvTrackedRequest {
 };
 
 /* Registry. */
-void bdrv_register(BlockDriver *bdrv);
+void bdrv_register(const BlockDriver *bdrv);
 /* Runs every driver's registration once (called by bdrv_init()). */
 #define block_init(fn, arg)                                             \
     static void __attribute__((constructor)) block_init_##fn##_##arg(void) \
@@ -409,11 +453,19 @@ void bdrv_register(BlockDriver *bdrv);
         fn(&arg);                                                       \
     }
 
+/* How bdrv_open_child() opens a child. */
+typedef enum BdrvChildOpenFlags {
+    /* the child is the parent's backing file (inherits flags as one) */
+    BDRV_CHILD_OPEN_BACKING = 1 << 0,
+    /* no child given in the options: NULL without an error */
+    BDRV_CHILD_OPEN_OPTIONAL = 1 << 1,
+} BdrvChildOpenFlags;
+
 /* Opens a child of @parent from options "@name.*" in @options (or the
  * reference/filename given), registering it under @name. */
 BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            const char *bdref_key, BlockDriverState *parent,
-                           bool is_backing, bool allow_none, Error **errp);
+                           BdrvChildOpenFlags flags, Error **errp);
 void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child);
 /* Attaches an already open node as a child.  The edge takes over the
  * caller's reference to @child_bs (dropped on failure). */
@@ -421,17 +473,55 @@ BdrvChild *bdrv_attach_child(BlockDriverState *parent,
                              BlockDriverState *child_bs, const char *name,
                              bool is_backing, Error **errp);
 /*
- * Attaches @child_bs below the BlockBackend @blk as its root edge @name
- * with @perm/@shared_perm, checked against the node's other users; on a
+ * Attaches @child_bs below a parent that is no node (a BlockBackend) as
+ * its root edge @name of class @klass (@opaque: the parent's state) with
+ * @perm/@shared_perm, checked against the node's other users; on a
  * conflict nothing changes and NULL is returned.  Like bdrv_attach_child,
  * the edge takes over the caller's reference (dropped on failure).
  */
 BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
-                                  const char *name, BlockBackend *blk,
+                                  const char *name,
+                                  const BdrvChildClass *klass, void *opaque,
                                   uint64_t perm, uint64_t shared_perm,
                                   Error **errp);
 /* Detaches a root edge, releases its permissions, drops the reference. */
 void bdrv_root_unref_child(BdrvChild *child);
+
+/*
+ * A coroutine function that bdrv_run_co() runs to completion; @bs and
+ * @opaque are what bdrv_run_co() was given.  Returns 0 or -errno (or what
+ * the caller of bdrv_run_co() expects back).
+ */
+typedef int coroutine_fn BdrvCoFn(BlockDriverState *bs, void *opaque);
+
+/*
+ * Runs @fn(@bs, @opaque) to completion and returns its result: directly
+ * when the caller is a coroutine, else in a new coroutine entered at once,
+ * polling @bs's AioContext (the main context when @bs is NULL) until it
+ * returns.  It adds no in-flight accounting: the request functions @fn
+ * calls count themselves (block/io-sync.c).
+ */
+int bdrv_run_co(BlockDriverState *bs, BdrvCoFn *fn, void *opaque);
+
+/*
+ * True while a parent of @bs (through the klass of each edge in
+ * bs->parents) has requests in flight: what a parent node's drained_poll
+ * asks of the parents above it (block/drain.c).
+ */
+bool bdrv_parents_drained_poll(BlockDriverState *bs);
+
+/*
+ * Users above the graph that bdrv_drain_all() drains before the nodes
+ * (block-backend.c registers each BlockBackend, in creation order).  The
+ * entry lives in the user's own structure, so registering never allocates.
+ */
+typedef struct BdrvDrainAllEntry {
+    void (*drain)(void *opaque);
+    void *opaque;
+    GList link;                 /* entry of drain.c's registry */
+} BdrvDrainAllEntry;
+void bdrv_drain_all_register(BdrvDrainAllEntry *entry);
+void bdrv_drain_all_unregister(BdrvDrainAllEntry *entry);
 
 /*
  * Emits a blkdebug event on @bs (only a blkdebug node reacts).  Drivers

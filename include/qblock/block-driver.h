@@ -43,7 +43,7 @@ bool bdrv_driver_can_compress(const BlockDriver *drv);
  * @in_bs (NULL: an empty image).  Fills @info; 0, or -errno with @errp
  * set: -ENOTSUP "Block driver 'x' does not support size measurement".
  */
-int bdrv_measure(BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
+int bdrv_measure(const BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
                  BlockMeasureInfo *info, Error **errp);
 
 /* Progress of a long amend: @done of @total units of work. */

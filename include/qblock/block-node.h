@@ -42,7 +42,7 @@ const char *bdrv_get_exact_filename(BlockDriverState *bs);
 /* The BDRV_O_* flags of the last open or reopen. */
 int bdrv_get_open_flags(BlockDriverState *bs);
 /* The node's driver (block-driver.h says what can be asked of it). */
-BlockDriver *bdrv_get_driver(BlockDriverState *bs);
+const BlockDriver *bdrv_get_driver(BlockDriverState *bs);
 
 /* The node behind the backing edge of @bs, or NULL if it has none. */
 BlockDriverState *bdrv_backing_bs(BlockDriverState *bs);

@@ -187,7 +187,7 @@ char *qguest_image_new(const char *fmt, int64_t size)
     if (!strcmp(fmt, "raw")) {
         g_assert_cmpint(truncate(path, size), ==, 0);
     } else {
-        BlockDriver *drv = bdrv_find_format(fmt);
+        const BlockDriver *drv = bdrv_find_format(fmt);
         QemuOptsList *list;
         QemuOpts *opts;
 

@@ -454,6 +454,87 @@ static void test_drain(void)
     blk_unref(blk);
 }
 
+/*
+ * bdrv_drain_all() drains every BlockBackend through the registry they
+ * join in blk_new(): each aio request has completed, its callback run.
+ */
+static void test_drain_all(void)
+{
+    BlockBackend *a, *b;
+    AioWrite wa[2], wb[2];
+    int i;
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    a = open_blk(BDRV_O_RDWR);
+    b = open_blk(BDRV_O_RDWR);
+    for (i = 0; i < 2; i++) {
+        aio_write_start(&wa[i], a, i * 4096);
+        aio_write_start(&wb[i], b, i * 4096);
+    }
+    g_assert_cmpuint(blk_in_flight(a) + blk_in_flight(b), ==, 4);
+    bdrv_drain_all();
+    g_assert_cmpuint(blk_in_flight(a) + blk_in_flight(b), ==, 0);
+    for (i = 0; i < 2; i++) {
+        g_assert_true(wa[i].done && wb[i].done);
+    }
+    blk_unref(a);
+    blk_unref(b);
+}
+
+/*
+ * Draining a node below a BlockBackend waits for the backend's requests
+ * too, also while only their completion is left above the graph: the
+ * drain asks the root edge's class (drained_poll), which counts a request
+ * until its callback has returned.
+ */
+static void test_node_drain_waits_for_backend(void)
+{
+    BlockBackend *blk;
+    AioWrite w[3];
+    int i;
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.yield = true;
+    blk = open_blk(BDRV_O_RDWR);
+    for (i = 0; i < 3; i++) {
+        aio_write_start(&w[i], blk, i * 4096);
+    }
+    g_assert_cmpuint(blk_in_flight(blk), ==, 3);
+    bdrv_drain(file_node(blk));
+    g_assert_cmpuint(blk_in_flight(blk), ==, 0);
+    for (i = 0; i < 3; i++) {
+        g_assert_true(w[i].done);
+    }
+    blk_unref(blk);
+}
+
+/* A permission conflict names the BlockBackend through its edge's class. */
+static void test_conflict_names_device(void)
+{
+    BlockBackend *writer = open_blk(BDRV_O_RDWR);
+    BlockDriverState *bs = blk_bs(writer);
+    BlockBackend *excl;
+    Error *err = NULL;
+
+    excl = blk_new(qemu_get_aio_context(), BLK_PERM_CONSISTENT_READ,
+                   BLK_PERM_CONSISTENT_READ);
+    g_assert_cmpint(blk_insert_bs(excl, bs, &err), <, 0);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "unshared by an unnamed block device"));
+    error_free(err);
+    err = NULL;
+
+    blk_set_name(writer, "disk0");
+    g_assert_cmpint(blk_insert_bs(excl, bs, &err), <, 0);
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "'write' are both required by block device "
+                            "'disk0'"));
+    error_free(err);
+    blk_unref(excl);
+    blk_unref(writer);
+}
+
 /* While the file node is drained, new requests wait at the backend. */
 static void test_drained_section_queues(void)
 {
@@ -548,6 +629,11 @@ int main(int argc, char **argv)
     g_test_add_func("/block-backend/sync-in-coroutine",
                     test_sync_in_coroutine);
     g_test_add_func("/block-backend/drain", test_drain);
+    g_test_add_func("/block-backend/drain-all", test_drain_all);
+    g_test_add_func("/block-backend/node-drain-waits-for-backend",
+                    test_node_drain_waits_for_backend);
+    g_test_add_func("/block-backend/conflict-names-device",
+                    test_conflict_names_device);
     g_test_add_func("/block-backend/drained-section-queues",
                     test_drained_section_queues);
     return g_test_run();

@@ -111,7 +111,7 @@ static void test_filter_parse_filename(const char *filename, QDict *options,
 static int test_filter_open(BlockDriverState *bs, QDict *options, int flags,
                             Error **errp)
 {
-    return bdrv_open_child(NULL, options, "image", bs, false, false, errp)
+    return bdrv_open_child(NULL, options, "image", bs, 0, errp)
            ? 0 : -EINVAL;
 }
 
@@ -180,7 +180,7 @@ static int test_fmt_open(BlockDriverState *bs, QDict *options, int flags,
     }
     qemu_opts_del(opts);
 
-    if (!bdrv_open_child(NULL, options, "file", bs, false, false, errp)) {
+    if (!bdrv_open_child(NULL, options, "file", bs, 0, errp)) {
         g_free(s->mode);
         return -EINVAL;
     }

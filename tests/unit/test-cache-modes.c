@@ -174,7 +174,7 @@ static void test_file_flushes(void)
 /* A fresh qcow2 image of @size with the driver's default options. */
 static char *make_qcow2(int64_t size)
 {
-    BlockDriver *drv = bdrv_find_format("qcow2");
+    const BlockDriver *drv = bdrv_find_format("qcow2");
     char *path = make_image(0);
     QemuOptsList *list;
     QemuOpts *opts;

@@ -269,8 +269,7 @@ static BlockDriver bdrv_test_mem = {
 static int test_fmt_open(BlockDriverState *bs, QDict *options, int flags,
                          Error **errp)
 {
-    bs->file = bdrv_open_child(NULL, options, "file", bs, false, false,
-                               errp);
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     return bs->file ? 0 : -EINVAL;
 }
 

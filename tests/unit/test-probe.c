@@ -256,7 +256,7 @@ static void test_create(void)
 {
     g_autofree char *path = g_build_filename(test_dir, "new.img", NULL);
     g_autofree char *proto = g_strdup_printf("file:%s", path);
-    BlockDriver *raw = bdrv_find_format("raw");
+    const BlockDriver *raw = bdrv_find_format("raw");
     QemuOpts *o;
     BlockDriverState *bs;
     Error *err = NULL;

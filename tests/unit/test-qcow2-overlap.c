@@ -18,7 +18,7 @@ static char *test_dir;
 static char *make_image(const char *name, const char *cluster_size)
 {
     char *path = g_build_filename(test_dir, name, NULL);
-    BlockDriver *drv = bdrv_find_format("qcow2");
+    const BlockDriver *drv = bdrv_find_format("qcow2");
     QemuOpts *o = qemu_opts_create(drv->create_opts);
 
     qemu_opt_set(o, "size", "64M", &error_abort);

@@ -159,8 +159,8 @@ static void model_apply(TestOp *op)
 
 static int create_image(const char *path, const char *options, Error **errp)
 {
-    BlockDriver *drv = bdrv_find_format("qcow2");
-    BlockDriver *proto = bdrv_find_protocol(path, true, errp);
+    const BlockDriver *drv = bdrv_find_format("qcow2");
+    const BlockDriver *proto = bdrv_find_protocol(path, true, errp);
     QemuOptsList *list;
     QemuOpts *opts;
     int ret = -EINVAL;

@@ -213,7 +213,7 @@ static void test_create(void)
     g_autofree char *path = g_build_filename(test_dir, "created.img", NULL);
     g_autofree char *full = g_build_filename(test_dir, "full.img", NULL);
     QemuOptsList *list = qemu_opts_append(NULL, &qapi_opts_raw_create);
-    BlockDriver *drv = bdrv_find_format("raw");
+    const BlockDriver *drv = bdrv_find_format("raw");
     QemuOpts *opts;
     struct stat st;
 
