@@ -217,6 +217,19 @@ typedef struct Qcow2UnknownHeaderExtension {
     uint8_t data[];
 } Qcow2UnknownHeaderExtension;
 
+/* What a header extension walk found, before it is applied to the state. */
+typedef struct Qcow2HeaderExts {
+    char *backing_format;
+    char *data_file;
+    Qcow2FeatureNameEntry *feature_table;
+    size_t feature_table_len;   /* entries */
+    bool has_crypto_header;
+    bool has_bitmaps;
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
+    GList *unknown;             /* Qcow2UnknownHeaderExtension * */
+} Qcow2HeaderExts;
+
 typedef struct Qcow2Cache Qcow2Cache;
 /*
  * The overlap index (qcow2-overlap.c): an open-addressing hash table from
@@ -468,6 +481,20 @@ static inline int offset_to_l2_index(BDRVQcow2State *s, int64_t offset)
     return (offset >> s->cluster_bits) & (s->l2_size - 1);
 }
 
+/* Guest bytes one L1 entry covers. */
+static inline uint64_t qcow2_l1_entry_span(BDRVQcow2State *s)
+{
+    return (uint64_t)s->cluster_size << s->l2_bits;
+}
+
+/* L1 entries needed for a disk of @size bytes. */
+static inline uint64_t qcow2_size_to_l1(BDRVQcow2State *s, uint64_t size)
+{
+    uint64_t span = qcow2_l1_entry_span(s);
+
+    return size / span + (size % span != 0);
+}
+
 /*
  * Calling conventions shared by every qcow2 file:
  *  - functions that touch metadata are coroutine_fn and are called with
@@ -504,6 +531,41 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
     *csize = nb_csectors * 512 - (*coffset & 511);
 }
 
+/* qcow2-header.c */
+int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
+/*
+ * Reads and validates the header into @s and its extensions into @exts
+ * (which the caller applies, then clears with qcow2_header_exts_clear()).
+ */
+int qcow2_read_header(BlockDriverState *bs, int flags, Qcow2HeaderExts *exts,
+                      Error **errp);
+void qcow2_header_exts_clear(Qcow2HeaderExts *exts);
+/*
+ * Lays out the header cluster of @s for a disk of @size bytes into @buf;
+ * returns the bytes used or -ENOSPC.  Image creation writes it directly.
+ */
+int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size, uint8_t *buf,
+                           size_t buflen);
+int qcow2_mark_dirty(BlockDriverState *bs);
+int qcow2_mark_clean(BlockDriverState *bs);
+/* Clears the corrupt bit after a successful repair. */
+int qcow2_mark_consistent(BlockDriverState *bs);
+int qcow2_update_header(BlockDriverState *bs);
+/*
+ * The one place where the header cluster is written (after the overlap
+ * check: invariant 7), synchronously flushed.
+ */
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len);
+/*
+ * Reports inconsistent metadata: marks the image corrupt (invariant 6),
+ * prints "qcow2: Marking image as corrupt: <message>; further corruption
+ * events will be suppressed" once, and makes the node refuse writes.
+ */
+void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
+                             int64_t size, const char *fmt, ...)
+    QEMU_PRINTF(5, 6);
+
 /* qcow2.c */
 /*
  * Runs @fn in coroutine context from either context (the open, close and
@@ -525,24 +587,6 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
 int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
                       PreallocMode prealloc, BdrvRequestFlags flags,
                       Error **errp);
-int qcow2_mark_dirty(BlockDriverState *bs);
-int qcow2_mark_clean(BlockDriverState *bs);
-int qcow2_update_header(BlockDriverState *bs);
-/*
- * The one place where the header cluster is written (after the overlap
- * check: invariant 7), synchronously flushed.
- */
-int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
-                       const void *buf, size_t len);
-/*
- * Reports inconsistent metadata: marks the image corrupt (invariant 6),
- * prints "qcow2: Marking image as corrupt: <message>; further corruption
- * events will be suppressed" once, and makes the node refuse writes.
- */
-void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
-                             int64_t size, const char *fmt, ...)
-    QEMU_PRINTF(5, 6);
-
 /* qcow2-refcount.c */
 int qcow2_refcount_init(BlockDriverState *bs);
 void qcow2_refcount_close(BlockDriverState *bs);
