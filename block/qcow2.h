@@ -531,6 +531,69 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
     *csize = nb_csectors * 512 - (*coffset & 511);
 }
 
+/* How many requests to the file one guest request keeps in flight. */
+#define QCOW2_MAX_PARALLEL_IO 16
+
+/*
+ * The pieces of one guest request that go to different host places run
+ * as coroutines of their own, at most QCOW2_MAX_PARALLEL_IO at a time;
+ * the request's coroutine waits for a free slot and for the last one.
+ */
+typedef struct Qcow2TaskPool {
+    Coroutine *waiter;
+    int in_flight;
+    int ret;                    /* the first error */
+} Qcow2TaskPool;
+
+typedef struct Qcow2Task Qcow2Task;
+struct Qcow2Task {
+    Qcow2TaskPool *pool;
+    BlockDriverState *bs;
+    int (*fn)(Qcow2Task *t);
+    QCow2ClusterType type;
+    uint64_t host_offset;       /* or the compressed descriptor */
+    uint64_t offset;            /* guest */
+    uint64_t bytes;
+    QEMUIOVector *qiov;
+    size_t qiov_offset;
+    void *opaque;               /* the task's own data (compression job) */
+};
+
+/* The data file is the disk itself (autoclear bit data-file-raw). */
+static inline bool qcow2_data_file_is_raw(BDRVQcow2State *s)
+{
+    return s->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+}
+
+/* qcow2-io.c */
+/* Runs @t (taking ownership) in @pool; with @alone it runs inline. */
+int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
+                                bool alone);
+/* Waits for the tasks of @pool; returns @ret or the first task error. */
+int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret);
+int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                  int64_t bytes, QEMUIOVector *qiov,
+                                  BdrvRequestFlags flags);
+int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        BdrvRequestFlags flags);
+int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs, int64_t offset,
+                                   int64_t bytes);
+int coroutine_fn qcow2_co_block_status(BlockDriverState *bs, bool want_zero,
+                                       int64_t offset, int64_t bytes,
+                                       int64_t *pnum, int64_t *map,
+                                       BlockDriverState **file);
+int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs);
+int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos);
+int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos);
+/* Reads part of the compressed cluster @l2_entry (guest @offset). */
+int coroutine_fn qcow2_co_read_compressed(BlockDriverState *bs,
+                                          uint64_t l2_entry, uint64_t offset,
+                                          uint64_t bytes, QEMUIOVector *qiov,
+                                          size_t qiov_offset);
+
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
 /*
