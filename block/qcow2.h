@@ -588,11 +588,20 @@ int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
                                        QEMUIOVector *qiov, int64_t pos);
 int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
                                        QEMUIOVector *qiov, int64_t pos);
+
+/* qcow2-compress.c */
 /* Reads part of the compressed cluster @l2_entry (guest @offset). */
 int coroutine_fn qcow2_co_read_compressed(BlockDriverState *bs,
                                           uint64_t l2_entry, uint64_t offset,
                                           uint64_t bytes, QEMUIOVector *qiov,
                                           size_t qiov_offset);
+/*
+ * Writes whole clusters compressed (the last one may end at the end of
+ * the disk); a zero-length write ends the stream.
+ */
+int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov);
 
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
