@@ -340,4 +340,3 @@ int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     g_free(out);
     return ret;
 }
-

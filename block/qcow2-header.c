@@ -773,4 +773,3 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
     }
     return 0;
 }
-

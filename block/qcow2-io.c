@@ -677,4 +677,3 @@ int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
     return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
                            qiov, 0);
 }
-

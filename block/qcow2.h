@@ -603,6 +603,10 @@ int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes,
                                              QEMUIOVector *qiov);
 
+/* qcow2-create.c: the BlockDriver create callback (qemu-img create). */
+int coroutine_fn qcow2_co_create_opts(BlockDriver *drv, const char *filename,
+                                      QemuOpts *opts, Error **errp);
+
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
 /*
