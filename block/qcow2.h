@@ -8,7 +8,8 @@
  *                     allocation of data clusters with copy-on-write,
  *                     zero clusters, discard, L1 growth
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
- *                     host clusters, refcount table growth, check/repair
+ *                     host clusters, refcount table growth
+ *   qcow2-check.c     qemu-img check and its repairs
  *   qcow2-cache.c     the L2 and refcount table caches
  *   qcow2-overlap.c   metadata overlap checks in front of every write
  *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
@@ -703,6 +704,8 @@ int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
                                 int64_t length, uint64_t addend,
                                 bool decrease, Qcow2DiscardType type);
 /*
+ * qcow2-check.c
+ *
  * qemu-img check: rebuilds the refcounts from every reference (header,
  * L1, L2, data and compressed clusters, refcount table and blocks,
  * snapshot table), compares with the stored ones, checks OFLAG_COPIED and
