@@ -188,6 +188,111 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
 }
 
 /* ---------------------------------------------------------------------- */
+/* Copy-on-write */
+
+/*
+ * Reads guest bytes [offset, offset + bytes) into @buf through the
+ * driver's read path; bytes past the end of the image read as zeroes (the
+ * last cluster of an image may reach beyond it), except in the VM state
+ * area, which lies beyond the end on purpose.
+ */
+static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
+                                 uint64_t offset, uint8_t *buf,
+                                 uint64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t valid = 0;
+    QEMUIOVector qiov;
+    int ret;
+
+    if ((int64_t)offset >= qcow2_vm_state_offset(s)) {
+        valid = bytes;
+    } else if ((int64_t)offset < disk_size) {
+        valid = MIN(bytes, disk_size - offset);
+    }
+    memset(buf + valid, 0, bytes - valid);
+    if (!valid) {
+        return 0;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+    qemu_iovec_init_buf(&qiov, buf, valid);
+    ret = qcow2_co_preadv(bs, offset, valid, &qiov, 0);
+    return ret < 0 ? ret : 0;
+}
+
+/* The one place where copy-on-write data is written. */
+static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
+                                  uint8_t *buf, uint64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QEMUIOVector qiov;
+    int ret;
+
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    ret = qcow2_pre_write_data_check(bs, host_offset, bytes);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    }
+    return ret < 0 ? ret : 0;
+}
+
+/*
+ * Copies the head and tail of @m's clusters that the guest write did not
+ * cover from the old contents (backing file, zeroes, compressed or shared
+ * cluster) to the new clusters.  Called with s->lock held; drops it for the
+ * I/O (invariant D): the old L2 entries stay in place until link_l2, and
+ * invariant A keeps other writers away from these clusters.
+ */
+int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
+                                   QCowL2Meta *m)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t start_bytes = m->cow_start_bytes;
+    uint64_t end_bytes = m->cow_end_bytes;
+    int64_t disk_size;
+    uint8_t *buf;
+    int ret;
+
+    if (!start_bytes && !end_bytes) {
+        return 0;
+    }
+    disk_size = bdrv_getlength(bs);
+    if (disk_size < 0) {
+        return disk_size;
+    }
+    buf = qemu_try_memalign(qemu_real_host_page_size(),
+                            start_bytes + end_bytes);
+    if (!buf) {
+        return -ENOMEM;
+    }
+
+    qemu_co_mutex_unlock(&s->lock);
+    ret = cow_read(bs, disk_size, m->offset + m->cow_start_offset, buf,
+                   start_bytes);
+    if (ret >= 0) {
+        ret = cow_read(bs, disk_size, m->offset + m->cow_end_offset,
+                       buf + start_bytes, end_bytes);
+    }
+    if (ret >= 0 && start_bytes) {
+        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset, buf,
+                        start_bytes);
+    }
+    if (ret >= 0 && end_bytes) {
+        ret = cow_write(bs, m->alloc_offset + m->cow_end_offset,
+                        buf + start_bytes, end_bytes);
+    }
+    qemu_co_mutex_lock(&s->lock);
+
+    qemu_vfree(buf);
+    if (ret >= 0) {
+        m->cow_start_bytes = 0;
+        m->cow_end_bytes = 0;
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Writing */
 
 /*
@@ -676,4 +781,41 @@ int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
 
     return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
                            qiov, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Preallocation */
+
+int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
+                                         uint64_t offset, uint64_t bytes,
+                                         uint64_t *host_end)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    *host_end = 0;
+    while (bytes > 0) {
+        /* whole clusters, so that a chunk never splits one */
+        unsigned int cur = MIN(bytes, (uint64_t)(INT_MAX & -s->cluster_size));
+        uint64_t host_offset;
+        QCowL2Meta *m;
+        int ret;
+
+        ret = qcow2_alloc_host_offset(bs, offset, &cur, &host_offset, &m);
+        if (ret < 0) {
+            return ret;
+        }
+        if (m) {
+            m->prealloc = true;
+            ret = qcow2_alloc_cluster_link_l2(bs, m);
+            g_free(m);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        *host_end = MAX(*host_end, ROUND_UP(host_offset + cur,
+                                            (uint64_t)s->cluster_size));
+        offset += cur;
+        bytes -= cur;
+    }
+    return 0;
 }

@@ -572,6 +572,22 @@ int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
                                 bool alone);
 /* Waits for the tasks of @pool; returns @ret or the first task error. */
 int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret);
+/*
+ * preallocation=metadata: allocates and maps host clusters for every
+ * cluster of [offset, offset + bytes) that has none the active image owns
+ * (contents: whatever the file holds; partial clusters keep their guest
+ * data by copy-on-write).  *host_end is the end of the highest host
+ * cluster used, so that the caller can extend the data file to it.
+ */
+int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
+                                         uint64_t offset, uint64_t bytes,
+                                         uint64_t *host_end);
+/*
+ * Copies the head and tail of @m's clusters that the guest write did not
+ * cover from the old contents; called with s->lock held, drops it for the
+ * I/O.
+ */
+int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs, QCowL2Meta *m);
 int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
                                   int64_t bytes, QEMUIOVector *qiov,
                                   BdrvRequestFlags flags);
@@ -817,15 +833,6 @@ int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
  */
 int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
                              uint64_t bytes, int flags);
-/*
- * preallocation=metadata: allocates and maps host clusters for every
- * cluster of [offset, offset + bytes) that has none the active image owns
- * (contents: whatever the file holds; partial clusters keep their guest
- * data by copy-on-write).  *host_end is the end of the highest host
- * cluster used, so that the caller can extend the data file to it.
- */
-int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
-                            uint64_t bytes, uint64_t *host_end);
 /* Writes the whole active L1 table (s->l1_table) and flushes. */
 int qcow2_write_l1_table(BlockDriverState *bs);
 /*
