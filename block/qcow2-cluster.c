@@ -8,11 +8,11 @@
  *
  * Allocating writes are two-phase (qcow2.h invariant 2): this file finds
  * or allocates host clusters and describes the pending L2 update in a
- * QCowL2Meta; the caller writes the guest data; then
- * qcow2_alloc_cluster_link_l2() copies what is left of the old contents
- * (copy-on-write head and tail) and points the L2 entries at the new
- * clusters.  Between the two phases the QCowL2Meta is "in flight" on
- * s->cluster_allocs.
+ * QCowL2Meta; the caller (qcow2-io.c) writes the guest data and the
+ * copy-on-write head and tail; then qcow2_alloc_cluster_link_l2() points
+ * the L2 entries at the new clusters.  Between the two phases the
+ * QCowL2Meta is "in flight" on s->cluster_allocs.  This file is mapping
+ * only: it reads and writes metadata, never guest data.
  *
  * Invariants of this file (qcow2.h invariants 1-4 apply as well):
  *  A. At most one in-flight QCowL2Meta covers a given guest cluster.  A
@@ -25,9 +25,8 @@
  *  C. An L1 entry is written to the file only after the L2 table it points
  *     to, and that table's refcount, are on disk (l2_allocate); an L1
  *     table is made active in the header only after it is written.
- *  D. Everything here runs with s->lock held, except the copy-on-write
- *     I/O in qcow2_cluster_cow(), which drops the lock because it reads
- *     through qcow2_co_preadv().
+ *  D. Everything here runs with s->lock held; the lock is dropped only
+ *     while waiting for an in-flight allocation (invariant A).
  */
 #include "block/qcow2.h"
 #include "util/coroutine.h"
@@ -982,11 +981,8 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
     int ret;
 
     assert(m->in_flight);
-    ret = qcow2_cluster_cow(bs, m);
-    if (ret < 0) {
-        goto fail;
-    }
-
+    /* qcow2.h invariant 2: the copy-on-write is done */
+    assert(!m->cow_start_bytes && !m->cow_end_bytes);
     if (s->use_lazy_refcounts) {
         /* invariant 5: dirty before deferred refcounts can matter */
         ret = qcow2_mark_dirty(bs);

@@ -220,7 +220,11 @@ static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
     return ret < 0 ? ret : 0;
 }
 
-/* The one place where copy-on-write data is written. */
+/*
+ * Writes copy-on-write data on its own.  All copy-on-write data is written
+ * in this file: here, with the guest data by qcow2_write_merged_cow(), or
+ * as zeroes by qcow2_write_zeroed_cow().
+ */
 static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
                                   uint8_t *buf, uint64_t bytes)
 {
@@ -240,12 +244,14 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
 /*
  * Copies the head and tail of @m's clusters that the guest write did not
  * cover from the old contents (backing file, zeroes, compressed or shared
- * cluster) to the new clusters.  Called with s->lock held; drops it for the
- * I/O (invariant D): the old L2 entries stay in place until link_l2, and
- * invariant A keeps other writers away from these clusters.
+ * cluster) to the new clusters, before the allocation is linked (qcow2.h
+ * invariant 2).  Called with s->lock held; drops it for the I/O, which
+ * reads through qcow2_co_preadv(): the old L2 entries stay in place until
+ * link_l2, and qcow2-cluster.c invariant A keeps other writers away from
+ * these clusters.
  */
-int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
-                                   QCowL2Meta *m)
+static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
+                                          QCowL2Meta *m)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t start_bytes = m->cow_start_bytes;
@@ -296,16 +302,20 @@ int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
 /* Writing */
 
 /*
- * Completes the pending L2 update of a write under s->lock: links it if
- * the data is written (@ret == 0), else undoes the allocation (link_l2
- * undoes it itself when it fails).  Either lets the requests that waited
- * for it go on; the QCowL2Meta is then ours to free.
+ * Completes the pending L2 update of a write under s->lock: if the data is
+ * written (@ret == 0), copies what is left of the copy-on-write and links
+ * it, else undoes the allocation (link_l2 undoes it itself when it fails).
+ * Either lets the requests that waited for it go on; the QCowL2Meta is
+ * then freed.
  */
 static int coroutine_fn qcow2_handle_l2meta(BlockDriverState *bs,
                                             QCowL2Meta *m, int ret)
 {
     if (!m) {
         return ret;
+    }
+    if (ret == 0) {
+        ret = qcow2_cluster_cow(bs, m);
     }
     if (ret == 0) {
         ret = qcow2_alloc_cluster_link_l2(bs, m);
@@ -806,8 +816,7 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
         }
         if (m) {
             m->prealloc = true;
-            ret = qcow2_alloc_cluster_link_l2(bs, m);
-            g_free(m);
+            ret = qcow2_handle_l2meta(bs, m, 0);
             if (ret < 0) {
                 return ret;
             }

@@ -422,10 +422,10 @@ typedef struct BDRVQcow2State {
 /*
  * One allocating write's pending L2 update (see qcow2-cluster.c).  The
  * cow_* ranges are guest-cluster-relative head and tail that the write does
- * not cover.  qcow2.c may write them together with the guest data (one
- * write for head + data + tail) and then sets both cow_*_bytes to 0;
- * qcow2_alloc_cluster_link_l2() copies whatever is left before it updates
- * the L2 table (invariant 2).  qcow2-cluster.c owns this struct and may add
+ * not cover.  qcow2-io.c writes them (together with the guest data where
+ * they are contiguous with it, else on their own) and then sets both
+ * cow_*_bytes to 0, before qcow2_alloc_cluster_link_l2() updates the L2
+ * table (invariant 2).  qcow2-cluster.c owns this struct and may add
  * fields.
  */
 typedef struct QCowL2Meta {
@@ -582,12 +582,6 @@ int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret);
 int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          uint64_t *host_end);
-/*
- * Copies the head and tail of @m's clusters that the guest write did not
- * cover from the old contents; called with s->lock held, drops it for the
- * I/O.
- */
-int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs, QCowL2Meta *m);
 int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
                                   int64_t bytes, QEMUIOVector *qiov,
                                   BdrvRequestFlags flags);
@@ -791,8 +785,9 @@ int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
                             unsigned int *bytes, uint64_t *host_offset,
                             QCowL2Meta **m);
 /*
- * Copies the remaining COW head/tail (dropping s->lock for that I/O),
- * updates the L2 entries, frees the clusters they pointed to, and ends the
+ * Once the data and the copy-on-write head and tail are written (both
+ * cow_*_bytes 0; qcow2-io.c does that), updates the L2 entries, frees the
+ * clusters they pointed to, and ends the
  * allocation (waking requests that wait for it).  On failure it undoes the
  * allocation itself (as qcow2_alloc_cluster_abort; calling that as well is
  * harmless).  The caller g_free()s @m afterwards in either case.
