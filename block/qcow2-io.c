@@ -234,7 +234,7 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
 
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     qemu_iovec_init_buf(&qiov, buf, bytes);
-    ret = qcow2_pre_write_data_check(bs, host_offset, bytes);
+    ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, bytes);
     if (ret == 0) {
         ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
     }
@@ -415,7 +415,7 @@ static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
     if (!zero) {
         return -ENOTSUP;
     }
-    ret = qcow2_pre_write_data_check(bs, host_start, end - start);
+    ret = qcow2_pre_write_data_check_unlocked(bs, host_start, end - start);
     if (ret < 0) {
         return ret;
     }
@@ -520,8 +520,9 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
     }
     /* the copy-on-write event, as QEMU emits it for a merged write */
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
-    ret = qcow2_pre_write_data_check(bs, m->alloc_offset +
-                                     (start - m->offset), all.size);
+    ret = qcow2_pre_write_data_check_unlocked(bs, m->alloc_offset +
+                                              (start - m->offset),
+                                              all.size);
     if (ret == 0) {
         ret = bdrv_co_pwritev(s->data_file,
                               m->alloc_offset + (start - m->offset),
@@ -573,7 +574,7 @@ int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
             QEMUIOVector slice;
 
             BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-            ret = qcow2_pre_write_data_check(bs, host_offset, cur);
+            ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, cur);
             if (ret == 0) {
                 qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
                 ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice,

@@ -764,11 +764,14 @@ int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
     return ol_check(bs, ign, offset, size);
 }
 
-int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
-                                       int64_t offset, int64_t size)
+int coroutine_fn qcow2_pre_write_overlap_check_slow(BlockDriverState *bs,
+                                                    int ign, int64_t offset,
+                                                    int64_t size)
 {
     int ret;
 
+    /* qcow2.h invariants 4 and 7: the full check runs under the lock */
+    qemu_co_mutex_assert_locked(&((BDRVQcow2State *)bs->opaque)->lock);
     /* invariant 4, or the inline check may have missed a structure */
     assert(!((BDRVQcow2State *)bs->opaque)->overlap_index ||
            ol_marks_are_current(bs->opaque));

@@ -965,9 +965,14 @@ static void qcow2_reopen_abort(BDRVReopenState *state)
 /* ---------------------------------------------------------------------- */
 /* Rebase */
 
-static int qcow2_change_backing_file(BlockDriverState *bs,
-                                     const char *backing_file,
-                                     const char *backing_fmt)
+typedef struct Qcow2BackingChange {
+    const char *file;
+    const char *fmt;
+} Qcow2BackingChange;
+
+/* The header update under s->lock (qcow2.h invariant 4). */
+static int coroutine_fn qcow2_change_backing_file_locked(
+    BlockDriverState *bs, const char *backing_file, const char *backing_fmt)
 {
     BDRVQcow2State *s = bs->opaque;
     char *old_file = s->image_backing_file;
@@ -994,6 +999,28 @@ static int qcow2_change_backing_file(BlockDriverState *bs,
     g_free(old_file);
     g_free(old_fmt);
     return 0;
+}
+
+static int coroutine_fn qcow2_change_backing_file_co(BlockDriverState *bs,
+                                                     void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2BackingChange *c = opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_change_backing_file_locked(bs, c->file, c->fmt);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static int qcow2_change_backing_file(BlockDriverState *bs,
+                                     const char *backing_file,
+                                     const char *backing_fmt)
+{
+    Qcow2BackingChange c = { .file = backing_file, .fmt = backing_fmt };
+
+    return qcow2_run_co(bs, qcow2_change_backing_file_co, &c);
 }
 
 /* ---------------------------------------------------------------------- */

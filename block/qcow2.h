@@ -948,9 +948,15 @@ const char *qcow2_overlap_name(int type);
  */
 int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
                                  int64_t offset, int64_t size);
-/* qcow2_pre_write_overlap_check() when the index does not clear a write. */
-int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
-                                       int64_t offset, int64_t size);
+/*
+ * qcow2_pre_write_overlap_check() when the index does not clear a write.
+ * Called with s->lock held (invariant 7): it may read the snapshots' L1
+ * tables and mark the image corrupt, both of which yield and change state
+ * that the lock guards.
+ */
+int coroutine_fn qcow2_pre_write_overlap_check_slow(BlockDriverState *bs,
+                                                    int ign, int64_t offset,
+                                                    int64_t size);
 
 /*
  * True if the index alone shows that [offset, offset + size) of the file
@@ -986,11 +992,12 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 /*
  * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
  * returns -EIO (invariant 7): every write to bs->file calls it first,
- * with @ign the structures the write is meant to update.
+ * with @ign the structures the write is meant to update.  Called with
+ * s->lock held; guest data written without it is checked by
+ * qcow2_pre_write_data_check_unlocked().
  */
-static inline int qcow2_pre_write_overlap_check(BlockDriverState *bs,
-                                                int ign, int64_t offset,
-                                                int64_t size)
+static inline int coroutine_fn qcow2_pre_write_overlap_check(
+    BlockDriverState *bs, int ign, int64_t offset, int64_t size)
 {
     if (qcow2_overlap_index_clears(bs, ign, offset, size)) {
         return 0;
@@ -998,9 +1005,9 @@ static inline int qcow2_pre_write_overlap_check(BlockDriverState *bs,
     return qcow2_pre_write_overlap_check_slow(bs, ign, offset, size);
 }
 
-/* The check for guest data at host @offset of s->data_file. */
-static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
-                                             int64_t offset, int64_t size)
+/* The check for guest data at host @offset of s->data_file, under s->lock. */
+static inline int coroutine_fn qcow2_pre_write_data_check(
+    BlockDriverState *bs, int64_t offset, int64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
 
@@ -1009,6 +1016,34 @@ static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
         return 0;
     }
     return qcow2_pre_write_overlap_check(bs, 0, offset, size);
+}
+
+/*
+ * qcow2_pre_write_data_check() for guest data written without s->lock
+ * (qcow2-io.c).  The one-probe fast path needs no lock: all coroutines of
+ * a node run in one thread and neither the probe nor the index updates
+ * yield, so the probe reads the index as a lock holder left it at a yield
+ * point, never half-changed.  The index changes in the same step as the
+ * in-memory table that places a structure (qcow2-overlap.c invariants 1
+ * and 4), so the probe is as current as those tables; while the inactive
+ * L2 tables are being read, overlap_inactive_l2_loaded is false and the
+ * probe defers to the full check.  The full check reads tables and may
+ * mark the image corrupt, so it takes the lock.
+ */
+static inline int coroutine_fn qcow2_pre_write_data_check_unlocked(
+    BlockDriverState *bs, int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    if (s->data_file != bs->file ||
+        qcow2_overlap_index_clears(bs, 0, offset, size)) {
+        return 0;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_pre_write_overlap_check_slow(bs, 0, offset, size);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
 }
 
 /* qcow2-cache.c */

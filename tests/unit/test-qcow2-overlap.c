@@ -66,6 +66,32 @@ static int check(BlockBackend *blk, int ign, int64_t offset, int64_t size)
     return qcow2_check_metadata_overlap(blk_bs(blk), ign, offset, size);
 }
 
+typedef struct PreWriteCheck {
+    int64_t offset;
+    int64_t size;
+} PreWriteCheck;
+
+static int coroutine_fn pre_write_check_co(BlockDriverState *bs, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    PreWriteCheck *c = opaque;
+    int ret;
+
+    /* the write path's check runs under s->lock (qcow2.h invariant 7) */
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_pre_write_overlap_check(bs, 0, c->offset, c->size);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* qcow2_pre_write_overlap_check() as a metadata write calls it. */
+static int pre_write_check(BlockBackend *blk, int64_t offset, int64_t size)
+{
+    PreWriteCheck c = { .offset = offset, .size = size };
+
+    return qcow2_run_co(blk_bs(blk), pre_write_check_co, &c);
+}
+
 /* Each single-range structure is found at its bytes and only there. */
 static void test_single_ranges(void)
 {
@@ -296,7 +322,7 @@ static void test_hit_reports_once(void)
     g_assert_true(g_file_get_contents(path, &before, &len_before, NULL));
 
     qapi_event_add_listener(record_event, &log);
-    ret = qcow2_pre_write_overlap_check(blk_bs(blk), 0, l1, 512);
+    ret = pre_write_check(blk, l1, 512);
     g_assert_cmpint(ret, ==, -EIO);
     g_assert_true(blk_bs(blk)->corrupt);
     g_assert_true(s->incompatible_features & QCOW2_INCOMPAT_CORRUPT);
@@ -311,7 +337,7 @@ static void test_hit_reports_once(void)
     g_assert_nonnull(qdict_get_try_str(log.last, "device"));
 
     /* the second hit is silent; writes are refused before qcow2 */
-    ret = qcow2_pre_write_overlap_check(blk_bs(blk), 0, l1, 512);
+    ret = pre_write_check(blk, l1, 512);
     g_assert_cmpint(ret, ==, -EIO);
     g_assert_cmpint(log.count, ==, 1);
     g_assert_cmpint(blk_pwrite(blk, 65536 * 8, 512, before, 0), ==, -EIO);
