@@ -264,9 +264,6 @@ int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     size_t qiov_offset = 0;
     int ret = 0;
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
     if (s->data_file != bs->file) {
         return -ENOTSUP;
     }

@@ -259,17 +259,33 @@ static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
 /* ---------------------------------------------------------------------- */
 /* Writing the header */
 
-/* Invariant 1: the one place where the header cluster is written. */
-int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
-                       const void *buf, size_t len)
+/*
+ * Invariant 1: the one place where the header cluster is written.  Only
+ * the corrupt bit's own write (@marking_corrupt) goes out while the node
+ * refuses writes; it is overlap-checked all the same.
+ */
+static int qcow2_header_pwrite(BlockDriverState *bs, uint64_t offset,
+                               const void *buf, size_t len,
+                               bool marking_corrupt)
 {
-    int ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
-                                            len);
+    int ret;
 
+    if (marking_corrupt) {
+        ret = qcow2_overlap_check_write(bs, QCOW2_OL_MAIN_HEADER, offset, len);
+    } else {
+        ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
+                                            len);
+    }
     if (ret < 0) {
         return ret;
     }
     return bdrv_pwrite_sync(bs->file, offset, len, buf, 0);
+}
+
+int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
+                       const void *buf, size_t len)
+{
+    return qcow2_header_pwrite(bs, offset, buf, len, false);
 }
 
 /* Appends one extension, padded to 8 bytes; false if it does not fit. */
@@ -404,12 +420,13 @@ int qcow2_update_header(BlockDriverState *bs)
     return qcow2_header_write(bs, 0, buf, s->cluster_size);
 }
 
-static int qcow2_write_incompat(BlockDriverState *bs, uint64_t features)
+static int qcow2_write_incompat(BlockDriverState *bs, uint64_t features,
+                                bool marking_corrupt)
 {
     uint64_t be = GUINT64_TO_BE(features);
 
-    return qcow2_header_write(bs, offsetof(QCowHeader, incompatible_features),
-                              &be, sizeof(be));
+    return qcow2_header_pwrite(bs, offsetof(QCowHeader, incompatible_features),
+                               &be, sizeof(be), marking_corrupt);
 }
 
 int qcow2_mark_dirty(BlockDriverState *bs)
@@ -424,7 +441,7 @@ int qcow2_mark_dirty(BlockDriverState *bs)
     /* invariant 5 of qcow2.h: the bit is on disk before any deferred
      * refcount update can be */
     ret = qcow2_write_incompat(bs, s->incompatible_features |
-                                   QCOW2_INCOMPAT_DIRTY);
+                                   QCOW2_INCOMPAT_DIRTY, false);
     if (ret < 0) {
         return ret;
     }
@@ -518,7 +535,7 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
          * what overlaps, it is left alone).
          */
         if (s->qcow_version >= 3) {
-            qcow2_write_incompat(bs, s->incompatible_features);
+            qcow2_write_incompat(bs, s->incompatible_features, true);
         }
     } else if (!s->signaled_corruption) {
         fprintf(stderr, "qcow2: Image is corrupt: %s; further non-fatal "

@@ -547,9 +547,6 @@ int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
     size_t qiov_offset = 0;
     int ret = 0;
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
     while (bytes > 0) {
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset = 0;
@@ -609,9 +606,6 @@ int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
                               ROUND_UP(s->virtual_size, unit));
     int ret;
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
     qemu_co_mutex_lock(&s->lock);
     /*
      * Zero clusters (subclusters) are whole: a partial one can only become
@@ -629,7 +623,10 @@ int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
     qemu_co_mutex_unlock(&s->lock);
     /* a raw data file must read as the disk does */
     if (ret == 0 && qcow2_data_file_is_raw(s)) {
-        ret = bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+        ret = qcow2_pre_write_data_check_unlocked(bs, offset, bytes);
+        if (ret == 0) {
+            ret = bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+        }
     }
     return ret;
 }
@@ -640,9 +637,6 @@ int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
     BDRVQcow2State *s = bs->opaque;
     int ret;
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
     /* only whole clusters can be discarded; the end of the disk counts as
      * the end of its last cluster */
     if (offset_into_cluster(s, offset) ||

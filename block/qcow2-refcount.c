@@ -301,7 +301,11 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
     Qcow2DiscardCo dc = { .regions = s->discards };
 
     s->discards = NULL;
-    if (ret >= 0 && dc.regions) {
+    /*
+     * A corrupt image's refcounts may have freed metadata: nothing more
+     * reaches the file (qcow2.h invariant 6).
+     */
+    if (ret >= 0 && !qcow2_refuses_writes(bs) && dc.regions) {
         if (qemu_in_coroutine()) {
             qcow2_discard_co_entry(&dc);
         } else {

@@ -776,10 +776,6 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
     int64_t old;
     int ret;
 
-    if (bs->corrupt) {
-        error_setg(errp, "Image is corrupt");
-        return -EIO;
-    }
     if (offset & (BDRV_SECTOR_SIZE - 1)) {
         error_setg(errp, "The new size must be a multiple of 512");
         return -EINVAL;

@@ -40,7 +40,10 @@
  *     and cleared only after the refcounts are written consistent.
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
- *     sets the bit, and the node refuses further writes.
+ *     sets the bit and bs->corrupt, and nothing more reaches the file:
+ *     the generic layer refuses requests that start later, and
+ *     qcow2_pre_write_overlap_check(), right before each write, refuses
+ *     those that were already in flight (the one place qcow2 tests it).
  *  7. Every write to the file is preceded by a metadata overlap check
  *     (qcow2_pre_write_overlap_check) that names the structures the write
  *     is meant to update; the overlap index follows every change of the
@@ -990,13 +993,19 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 }
 
 /*
- * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
- * returns -EIO (invariant 7): every write to bs->file calls it first,
- * with @ign the structures the write is meant to update.  Called with
- * s->lock held; guest data written without it is checked by
- * qcow2_pre_write_data_check_unlocked().
+ * Invariant 6: a node marked corrupt writes nothing more, except in an
+ * open for check -r, whose purpose is to repair a corrupt image.
  */
-static inline int coroutine_fn qcow2_pre_write_overlap_check(
+static inline bool qcow2_refuses_writes(BlockDriverState *bs)
+{
+    return bs->corrupt && !(bs->open_flags & BDRV_O_CHECK);
+}
+
+/*
+ * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
+ * returns -EIO (invariant 7).  Called with s->lock held.
+ */
+static inline int coroutine_fn qcow2_overlap_check_write(
     BlockDriverState *bs, int ign, int64_t offset, int64_t size)
 {
     if (qcow2_overlap_index_clears(bs, ign, offset, size)) {
@@ -1005,15 +1014,34 @@ static inline int coroutine_fn qcow2_pre_write_overlap_check(
     return qcow2_pre_write_overlap_check_slow(bs, ign, offset, size);
 }
 
+/*
+ * Every write to bs->file calls this first (invariant 7), with @ign the
+ * structures the write is meant to update; it is also the one place where
+ * qcow2 refuses to write to an image marked corrupt (invariant 6): with
+ * no yield between it and the write, a request that waited (on s->lock,
+ * on I/O) while another one marked the image corrupt is refused here, so
+ * nothing more reaches the file.  Called with s->lock held; guest data
+ * written without it is checked by qcow2_pre_write_data_check_unlocked().
+ */
+static inline int coroutine_fn qcow2_pre_write_overlap_check(
+    BlockDriverState *bs, int ign, int64_t offset, int64_t size)
+{
+    if (qcow2_refuses_writes(bs)) {
+        return -EIO;
+    }
+    return qcow2_overlap_check_write(bs, ign, offset, size);
+}
+
 /* The check for guest data at host @offset of s->data_file, under s->lock. */
 static inline int coroutine_fn qcow2_pre_write_data_check(
     BlockDriverState *bs, int64_t offset, int64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
 
-    /* an external data file holds no metadata */
+    /* an external data file holds no metadata, but takes no writes either
+     * once the image is corrupt (invariant 6) */
     if (s->data_file != bs->file) {
-        return 0;
+        return qcow2_refuses_writes(bs) ? -EIO : 0;
     }
     return qcow2_pre_write_overlap_check(bs, 0, offset, size);
 }
@@ -1036,6 +1064,10 @@ static inline int coroutine_fn qcow2_pre_write_data_check_unlocked(
     BDRVQcow2State *s = bs->opaque;
     int ret;
 
+    /* invariant 6, as in qcow2_pre_write_overlap_check() */
+    if (qcow2_refuses_writes(bs)) {
+        return -EIO;
+    }
     if (s->data_file != bs->file ||
         qcow2_overlap_index_clears(bs, 0, offset, size)) {
         return 0;
