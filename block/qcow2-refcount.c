@@ -347,6 +347,26 @@ int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
 }
 
 /*
+ * Cluster 0 holds the header, so a consistent image gives it refcount 1
+ * at least.  If it reads as free (its refcount block missing, or lying
+ * past the end of the file), the refcounts are wrong and handing it out
+ * would let a table or guest data overwrite the header (and the caches
+ * refuse a table at offset 0): every allocation path comes through here
+ * or qcow2_alloc_clusters_at(), and reports corruption instead.
+ */
+static int qcow2_refuse_header_cluster(BlockDriverState *bs,
+                                       int64_t cluster_index)
+{
+    if (cluster_index != 0) {
+        return 0;
+    }
+    qcow2_signal_corruption(bs, true, -1, -1, "Preventing invalid "
+                            "allocation of a host cluster at offset 0 (the "
+                            "header's refcount is 0)");
+    return -EIO;
+}
+
+/*
  * Finds @size bytes of free clusters (refcount 0) from the allocation hint
  * on; returns the host offset.  Changes nothing but the hint.
  */
@@ -371,6 +391,10 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
     }
     /* past the range, which the caller is about to use (see the top) */
     s->free_cluster_index = i;
+    ret = qcow2_refuse_header_cluster(bs, start);
+    if (ret < 0) {
+        return ret;
+    }
 
     /* Host offsets must fit in the L2 entry's 56-bit offset field. */
     if ((uint64_t)(start + nb_clusters) >
@@ -775,6 +799,10 @@ int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
     assert(!offset_into_cluster(s, offset));
     if (nb_clusters == 0) {
         return 0;
+    }
+    ret = qcow2_refuse_header_cluster(bs, cluster);
+    if (ret < 0) {
+        return ret;
     }
     qcow2_process_discards(bs, 0);
     do {
