@@ -4,7 +4,7 @@
  * refcounts and the OFLAG_COPIED flags, and repairs what @fix allows,
  * rebuilding the refcount structures where they cannot be trusted.
  *
- * Everything here runs under s->lock (qcow2.h invariant 4).
+ * Everything here runs under s->lock (qcow2.h inv. 4).
  */
 #include "block/qcow2.h"
 #include "util/coroutine.h"
@@ -725,7 +725,7 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     return 0;
 }
 
-/* OFLAG_COPIED must be set exactly where the refcount is 1 (invariant 3). */
+/* OFLAG_COPIED must be set exactly where the refcount is 1 (qcow2.h inv. 3). */
 static int qcow2_check_oflag_copied(BlockDriverState *bs,
                                     BdrvCheckResult *res, BdrvCheckMode fix)
 {

@@ -6,7 +6,7 @@
  * L2 tables are read and modified only through s->l2_table_cache, in
  * slices of s->l2_cache_entry_size bytes (big-endian, as on disk).
  *
- * Allocating writes are two-phase (qcow2.h invariant 2): this file finds
+ * Allocating writes are two-phase (qcow2.h inv. 2): this file finds
  * or allocates host clusters and describes the pending L2 update in a
  * QCowL2Meta; the caller (qcow2-io.c) writes the guest data and the
  * copy-on-write head and tail; then qcow2_alloc_cluster_link_l2() points
@@ -14,19 +14,20 @@
  * QCowL2Meta is "in flight" on s->cluster_allocs.  This file is mapping
  * only: it reads and writes metadata, never guest data.
  *
- * Invariants of this file (qcow2.h invariants 1-4 apply as well):
- *  A. At most one in-flight QCowL2Meta covers a given guest cluster.  A
+ * Invariants of this file, cited as "qcow2-cluster.c inv. N" (qcow2.h's
+ * apply as well):
+ *  1. At most one in-flight QCowL2Meta covers a given guest cluster.  A
  *     request that touches a cluster of an in-flight allocation waits on
  *     its dependent_requests and looks again; requests on other clusters
  *     go on in parallel.  Requests allocate in ascending guest order, so
  *     waiting never forms a cycle.
- *  B. A QCowL2Meta never crosses an L2 slice, so its update touches
+ *  2. A QCowL2Meta never crosses an L2 slice, so its update touches
  *     exactly one cache entry.
- *  C. An L1 entry is written to the file only after the L2 table it points
+ *  3. An L1 entry is written to the file only after the L2 table it points
  *     to, and that table's refcount, are on disk (l2_allocate); an L1
  *     table is made active in the header only after it is written.
- *  D. Everything here runs with s->lock held; the lock is dropped only
- *     while waiting for an in-flight allocation (invariant A).
+ *  4. Everything here runs with s->lock held; the lock is dropped only
+ *     while waiting for an in-flight allocation (inv. 1).
  */
 #include "block/qcow2.h"
 #include "util/coroutine.h"
@@ -442,7 +443,7 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
             s->l1_table[i] = old;
             return ret;
         }
-        /* qcow2.h invariant 7: the freed table is no metadata any more */
+        /* qcow2.h inv. 7: the freed table is no metadata any more */
         qcow2_overlap_l2_changed(s, old, 0);
         qcow2_free_clusters(bs, l2_offset, s->cluster_size,
                             QCOW2_DISCARD_ALWAYS);
@@ -453,7 +454,7 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
 /*
  * Gives L1 entry @l1_index a fresh L2 table with refcount 1: a copy of the
  * table it points to now (shared with a snapshot), or zeroes if none.
- * Invariant C.
+ * qcow2-cluster.c inv. 3.
  */
 static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
 {
@@ -673,10 +674,11 @@ static bool l2meta_overlaps(BDRVQcow2State *s, QCowL2Meta *m, uint64_t start,
 }
 
 /*
- * Invariant A.  If an in-flight allocation covers @offset's cluster, waits
- * for it and returns -EAGAIN (the caller looks again: the metadata may
- * have changed meanwhile).  If one begins later within [offset, offset +
- * *cur_bytes), shrinks *cur_bytes to end before it.  Returns 0 otherwise.
+ * qcow2-cluster.c inv. 1.  If an in-flight allocation covers @offset's
+ * cluster, waits for it and returns -EAGAIN (the caller looks again: the
+ * metadata may have changed meanwhile).  If one begins later within
+ * [offset, offset + *cur_bytes), shrinks *cur_bytes to end before it.
+ * Returns 0 otherwise.
  */
 static int coroutine_fn handle_dependencies(BlockDriverState *bs,
                                             uint64_t offset,
@@ -981,16 +983,16 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
     int ret;
 
     assert(m->in_flight);
-    /* qcow2.h invariant 2: the copy-on-write is done */
+    /* qcow2.h inv. 2: the copy-on-write is done */
     assert(!m->cow_start_bytes && !m->cow_end_bytes);
     if (s->use_lazy_refcounts) {
-        /* invariant 5: dirty before deferred refcounts can matter */
+        /* qcow2.h inv. 5: dirty before deferred refcounts can matter */
         ret = qcow2_mark_dirty(bs);
         if (ret < 0) {
             goto fail;
         }
     } else {
-        /* invariant 1 */
+        /* qcow2.h inv. 1 */
         ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                          s->refcount_block_cache);
         if (ret < 0) {
@@ -1002,6 +1004,7 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
     if (ret < 0) {
         goto fail;
     }
+    /* qcow2-cluster.c inv. 2: the update stays in one slice */
     assert(slice_index + m->nb_clusters <= l2_slice_entries(s));
 
     BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE);
@@ -1072,7 +1075,7 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
 
     assert(!offset_into_cluster(s, offset));
     wait_for_allocations(bs, offset, s->cluster_size);
-    /* invariant 1: the bytes' refcounts reach the file first */
+    /* qcow2.h inv. 1: the bytes' refcounts reach the file first */
     ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                      s->refcount_block_cache);
     if (ret < 0) {
@@ -1122,7 +1125,8 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
 /*
  * Waits until no in-flight allocation overlaps the clusters of [offset,
  * offset + bytes), so that discard and zeroize never change an L2 entry
- * that a pending link_l2 is about to overwrite (invariant A).
+ * that a pending link_l2 is about to overwrite
+ * (qcow2-cluster.c inv. 1).
  */
 static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
                                               uint64_t offset,

@@ -2,8 +2,9 @@
  * qcow2 header: probing, reading and validating the header and its
  * extensions, writing it back, and the dirty and corrupt bits.
  *
- * Invariants of this file (those of qcow2.h apply as well):
- *  1. The header cluster is written at one place, qcow2_header_write():
+ * Invariants of this file, cited as "qcow2-header.c inv. N" (qcow2.h's
+ * apply as well):
+ *  1. The header cluster is written at one place, qcow2_header_pwrite():
  *     the whole of it by qcow2_update_header(), the incompatible feature
  *     field alone by the dirty/corrupt bit updates.
  *  2. Header extensions this driver does not know are written back
@@ -260,9 +261,9 @@ static void qcow2_report_unsupported(Qcow2HeaderExts *exts, uint64_t mask,
 /* Writing the header */
 
 /*
- * Invariant 1: the one place where the header cluster is written.  Only
- * the corrupt bit's own write (@marking_corrupt) goes out while the node
- * refuses writes; it is overlap-checked all the same.
+ * qcow2-header.c inv. 1: the one place where the header cluster is
+ * written.  Only the corrupt bit's own write (@marking_corrupt) goes out
+ * while the node refuses writes; it is overlap-checked all the same.
  */
 static int qcow2_header_pwrite(BlockDriverState *bs, uint64_t offset,
                                const void *buf, size_t len,
@@ -438,7 +439,7 @@ int qcow2_mark_dirty(BlockDriverState *bs)
     if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
         return 0;
     }
-    /* invariant 5 of qcow2.h: the bit is on disk before any deferred
+    /* qcow2.h inv. 5: the bit is on disk before any deferred
      * refcount update can be */
     ret = qcow2_write_incompat(bs, s->incompatible_features |
                                    QCOW2_INCOMPAT_DIRTY, false);
@@ -527,7 +528,7 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
         fprintf(stderr, "qcow2: Marking image as corrupt: %s; further "
                 "corruption events will be suppressed\n", message);
         s->incompatible_features |= QCOW2_INCOMPAT_CORRUPT;
-        /* invariant 6: set first, so that marking cannot recurse */
+        /* qcow2.h inv. 6: set first, so that marking cannot recurse */
         bs->corrupt = true;
         /*
          * Best effort: the image is unusable for writing either way, and
@@ -685,7 +686,7 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
     }
     if ((s->incompatible_features & QCOW2_INCOMPAT_CORRUPT) &&
         (flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
-        /* invariant 6 of qcow2.h; check -r repairs such images */
+        /* qcow2.h inv. 6; check -r repairs such images */
         error_setg(errp, "qcow2: Image is corrupt; cannot be opened "
                    "read/write");
         return -EACCES;

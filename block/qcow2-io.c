@@ -3,13 +3,14 @@
  * parallel), allocating writes with their copy-on-write, zero writes,
  * discard, block status, flush and the VM state area.
  *
- * Invariants of this file (those of qcow2.h apply as well):
+ * Invariants of this file, cited as "qcow2-io.c inv. N" (qcow2.h's
+ * apply as well):
  *  1. Guest data I/O to allocated clusters runs without s->lock; every
- *     call into the other qcow2 files is made with it held (qcow2.h,
- *     invariant 4).
+ *     call into the other qcow2 files is made with it held (qcow2.h
+ *     inv. 4).
  *  2. An allocating write writes its data (merged with the copy-on-write
  *     head and tail when they are contiguous with it) before its L2
- *     update is linked (qcow2.h, invariant 2); a failed write aborts the
+ *     update is linked (qcow2.h inv. 2); a failed write aborts the
  *     allocation instead.
  */
 #include "block/qcow2.h"
@@ -175,7 +176,7 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
             .host_offset = host_offset, .offset = offset, .bytes = cur,
             .qiov = qiov, .qiov_offset = qiov_offset,
         };
-        /* invariant 2: the data I/O runs without s->lock */
+        /* qcow2-io.c inv. 1: the data I/O runs without s->lock */
         ret = qcow2_pool_run(&pool, t, qiov_offset == 0 && cur == bytes);
         if (ret < 0) {
             break;
@@ -245,9 +246,9 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
  * Copies the head and tail of @m's clusters that the guest write did not
  * cover from the old contents (backing file, zeroes, compressed or shared
  * cluster) to the new clusters, before the allocation is linked (qcow2.h
- * invariant 2).  Called with s->lock held; drops it for the I/O, which
+ * inv. 2).  Called with s->lock held; drops it for the I/O, which
  * reads through qcow2_co_preadv(): the old L2 entries stay in place until
- * link_l2, and qcow2-cluster.c invariant A keeps other writers away from
+ * link_l2, and qcow2-cluster.c inv. 1 keeps other writers away from
  * these clusters.
  */
 static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
@@ -468,7 +469,7 @@ static bool qcow2_can_merge_cow(BlockDriverState *bs, QCowL2Meta *m,
 
 /*
  * Writes head + data + tail of a fresh allocation as one request
- * (invariant 3).  The head and tail are read through the driver's read
+ * (qcow2-io.c inv. 2).  The head and tail are read through the driver's read
  * path: the L2 entry still maps the old contents (backing file, zeroes,
  * a compressed or shared cluster).
  */
@@ -753,7 +754,7 @@ int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     qemu_co_mutex_lock(&s->lock);
     if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
         /*
-         * Lazy refcounts (qcow2.h, invariant 5): the guest's data needs
+         * Lazy refcounts (qcow2.h inv. 5): the guest's data needs
          * its L2 tables on disk, not its refcounts, which the dirty bit
          * has the next open rebuild.  QEMU flushes the same way.
          */

@@ -14,13 +14,13 @@
  * block that range may need goes after it, and the range stays where it
  * was found on the retry), and only freeing moves it back: free clusters
  * below it that were too few for an earlier request stay unused until
- * then.  Host layouts therefore come out as QEMU's do.  Giving a cluster a refcount may need a new
- * refcount block (which may describe itself) or a bigger refcount table;
- * whenever such metadata was allocated, the update returns -EAGAIN and the
- * allocator searches again, because the new metadata may sit where the
- * free range was found.
+ * then.  Host layouts therefore come out as QEMU's do.  Giving a cluster
+ * a refcount may need a new refcount block (which may describe itself)
+ * or a bigger refcount table; whenever such metadata was allocated, the
+ * update returns -EAGAIN and the allocator searches again, because the
+ * new metadata may sit where the free range was found.
  *
- * Ordering (besides invariant 1, enforced by the cache dependency):
+ * Ordering (besides qcow2.h inv. 1, enforced by the cache dependency):
  *  - a new refcount block reaches the disk before the table entry that
  *    points to it, and a new table with its blocks before the header
  *    switches to it; the old table is freed only after the switch;
@@ -28,7 +28,7 @@
  *    a refcount reaches 0 on disk only after the L2 entry that referenced
  *    the cluster was replaced.
  *
- * Everything here runs under s->lock (invariant 4).
+ * Everything here runs under s->lock (qcow2.h inv. 4).
  */
 #include "block/qcow2.h"
 #include "util/aio.h"
@@ -303,7 +303,7 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
     s->discards = NULL;
     /*
      * A corrupt image's refcounts may have freed metadata: nothing more
-     * reaches the file (qcow2.h invariant 6).
+     * reaches the file (qcow2.h inv. 6).
      */
     if (ret >= 0 && !qcow2_refuses_writes(bs) && dc.regions) {
         if (qemu_in_coroutine()) {

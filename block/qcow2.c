@@ -1,24 +1,17 @@
 /*
- * qcow2: the image format driver (open/close, header and extensions,
- * create, the data path, block status, flush, truncate, info, check).
+ * qcow2: the image format driver's options, open/close/reopen, resize,
+ * backing file changes, queries and the driver table.
  *
- * The mapping (qcow2-cluster.c), the reference counts (qcow2-refcount.c)
- * and the table caches (qcow2-cache.c) are reached through qcow2.h; this
- * file owns the header and everything a BlockDriver callback sees.
+ * The other concerns live in their own files, reached through qcow2.h:
+ * the header (qcow2-header.c), the data path and all copy-on-write
+ * (qcow2-io.c), compressed clusters (qcow2-compress.c), image creation
+ * (qcow2-create.c), the mapping (qcow2-cluster.c), the reference counts
+ * (qcow2-refcount.c), check and repair (qcow2-check.c) and the table
+ * caches (qcow2-cache.c).
  *
- * Invariants of this file (those of qcow2.h apply as well):
- *  1. The header cluster is written at one place, qcow2_header_write():
- *     the whole of it by qcow2_update_header(), the incompatible feature
- *     field alone by the dirty/corrupt bit updates.
- *  2. Guest data I/O to allocated clusters runs without s->lock; every
- *     call into the other qcow2 files is made with it held (qcow2.h,
- *     invariant 4).
- *  3. An allocating write writes its data (merged with the copy-on-write
- *     head and tail when they are contiguous with it) before its L2
- *     update is linked (qcow2.h, invariant 2); a failed write aborts the
- *     allocation instead.
- *  4. Header extensions this driver does not know are written back
- *     unchanged; autoclear bits of features it does not maintain (dirty
+ * Invariants of this file, cited as "qcow2.c inv. N" (qcow2.h's apply as
+ * well):
+ *  1. Autoclear bits of features this driver does not maintain (dirty
  *     bitmaps) are cleared before the image is first modified, as the
  *     specification demands.
  */
@@ -457,7 +450,7 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
         }
     }
 
-    /* invariant 4: bits of features we do not maintain go first */
+    /* qcow2.c inv. 1: bits of features we do not maintain go first */
     if (writable &&
         (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
         s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
@@ -561,7 +554,7 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
         goto fail;
     }
     if (!s->use_lazy_refcounts) {
-        /* qcow2.h invariant 1 */
+        /* qcow2.h inv. 1 */
         qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                    s->refcount_block_cache);
     }
@@ -966,7 +959,7 @@ typedef struct Qcow2BackingChange {
     const char *fmt;
 } Qcow2BackingChange;
 
-/* The header update under s->lock (qcow2.h invariant 4). */
+/* The header update under s->lock (qcow2.h inv. 4). */
 static int coroutine_fn qcow2_change_backing_file_locked(
     BlockDriverState *bs, const char *backing_file, const char *backing_fmt)
 {

@@ -1,11 +1,17 @@
 /*
  * qcow2: private declarations shared by the qcow2 driver's files.
  *
- *   qcow2.c           open/close, header and extensions, create, info,
- *                     the data path (preadv/pwritev/zeroes/discard/
- *                     block_status), flush, truncate, the driver table
- *   qcow2-cluster.c   L1/L2 mapping: guest offset -> host cluster,
- *                     allocation of data clusters with copy-on-write,
+ *   qcow2.c           options, open/close/reopen, resize, backing file
+ *                     changes, queries, the driver table
+ *   qcow2-header.c    probing, reading, validating and writing the
+ *                     header and its extensions; dirty and corrupt bits
+ *   qcow2-io.c        the data path (preadv/pwritev, zero writes,
+ *                     discard, block status, flush, VM state) and all
+ *                     copy-on-write; preallocation
+ *   qcow2-compress.c  compression, compressed reads and writes
+ *   qcow2-create.c    image creation
+ *   qcow2-cluster.c   L1/L2 mapping only: guest offset -> host cluster,
+ *                     allocation of data clusters (the pending L2 update),
  *                     zero clusters, discard, L1 growth
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
  *                     host clusters, refcount table growth
@@ -21,7 +27,8 @@
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
  *
- * Invariants (numbers are cited in asserts):
+ * Invariants (cited everywhere as "qcow2.h inv. N"; each file that has
+ * invariants of its own lists them at its top, cited as "<file> inv. N"):
  *  1. An L2 table entry that points at a newly allocated cluster is never
  *     written to the file before the refcount block that gives that cluster
  *     refcount >= 1 (the L2 cache depends on the refcount cache; see
@@ -339,7 +346,7 @@ typedef struct BDRVQcow2State {
     BdrvChild *data_file;       /* == bs->file unless data_file is set */
     char *image_data_file;      /* the data file name from the header */
 
-    /* --- under lock (CoMutex), invariant 4 --- */
+    /* --- under lock (CoMutex), qcow2.h inv. 4 --- */
     CoMutex lock;
     uint64_t *l1_table;         /* host-endian copy of the active L1 */
     int l1_size;
@@ -392,7 +399,7 @@ typedef struct BDRVQcow2State {
     /* true: collect discards until qcow2_process_discards() (batching) */
     bool cache_discards;
 
-    /* --- qcow2-overlap.c, under lock (invariant 7) --- */
+    /* --- qcow2-overlap.c, under lock (qcow2.h inv. 7) --- */
     int overlap_check;          /* QCOW2_OL_* mask of what is checked */
     /* host cluster index -> reference counts of the indexed structures */
     Qcow2OverlapIndex *overlap_index;
@@ -428,7 +435,7 @@ typedef struct BDRVQcow2State {
  * not cover.  qcow2-io.c writes them (together with the guest data where
  * they are contiguous with it, else on their own) and then sets both
  * cow_*_bytes to 0, before qcow2_alloc_cluster_link_l2() updates the L2
- * table (invariant 2).  qcow2-cluster.c owns this struct and may add
+ * table (qcow2.h inv. 2).  qcow2-cluster.c owns this struct and may add
  * fields.
  */
 typedef struct QCowL2Meta {
@@ -502,7 +509,7 @@ static inline uint64_t qcow2_size_to_l1(BDRVQcow2State *s, uint64_t size)
 /*
  * Calling conventions shared by every qcow2 file:
  *  - functions that touch metadata are coroutine_fn and are called with
- *    s->lock held (invariant 4); they may yield (I/O) while holding it.
+ *    s->lock held (qcow2.h inv. 4); they may yield (I/O) while holding it.
  *  - they return 0 (or a non-negative value documented below) or -errno;
  *    they never print.  Inconsistent metadata found on the way is reported
  *    with qcow2_signal_corruption() and answered with -EIO.
@@ -570,6 +577,15 @@ static inline bool qcow2_data_file_is_raw(BDRVQcow2State *s)
 }
 
 /* qcow2-io.c */
+/*
+ * Reads guest data through the driver's own read path (takes s->lock
+ * itself, so call it without the lock).  Copy-on-write uses it to fetch
+ * the old contents of a cluster that is being reallocated, before the new
+ * L2 entry is linked: backing data, zeroes or a compressed cluster.
+ */
+int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags);
 /* Runs @t (taking ownership) in @pool; with @alone it runs inline. */
 int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
                                 bool alone);
@@ -643,12 +659,12 @@ int qcow2_mark_consistent(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
 /*
  * The one place where the header cluster is written (after the overlap
- * check: invariant 7), synchronously flushed.
+ * check: qcow2.h inv. 7), synchronously flushed.
  */
 int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
                        const void *buf, size_t len);
 /*
- * Reports inconsistent metadata: marks the image corrupt (invariant 6),
+ * Reports inconsistent metadata: marks the image corrupt (qcow2.h inv. 6),
  * prints "qcow2: Marking image as corrupt: <message>; further corruption
  * events will be suppressed" once, and makes the node refuse writes.
  */
@@ -664,19 +680,11 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
 int qcow2_run_co(BlockDriverState *bs,
                  int (*fn)(BlockDriverState *bs, void *opaque),
                  void *opaque);
-/*
- * Reads guest data through the driver's own read path (takes s->lock
- * itself, so call it without the lock).  Copy-on-write uses it to fetch
- * the old contents of a cluster that is being reallocated, before the new
- * L2 entry is linked: backing data, zeroes or a compressed cluster.
- */
-int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
-                                 int64_t bytes, QEMUIOVector *qiov,
-                                 BdrvRequestFlags flags);
 /* The driver's truncate (takes s->lock itself): amend resizes with it. */
-int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
-                      PreallocMode prealloc, BdrvRequestFlags flags,
-                      Error **errp);
+int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
+                                   bool exact, PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp);
+
 /* qcow2-refcount.c */
 int qcow2_refcount_init(BlockDriverState *bs);
 void qcow2_refcount_close(BlockDriverState *bs);
@@ -781,7 +789,7 @@ int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
  * when the clusters are written in place (NORMAL with OFLAG_COPIED);
  * otherwise it is one QCowL2Meta (m->next is NULL) describing the pending
  * L2 update, to be completed by qcow2_alloc_cluster_link_l2 after the data
- * is written (invariant 2) or undone by qcow2_alloc_cluster_abort.  May
+ * is written (qcow2.h inv. 2) or undone by qcow2_alloc_cluster_abort.  May
  * wait (dropping s->lock) for an overlapping allocation in flight.
  */
 int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
@@ -806,7 +814,7 @@ int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
 /*
  * Points the L2 entry of guest cluster @offset at the compressed
  * descriptor @l2_entry, whose bytes are already written and referenced
- * (invariant 2), and frees what the entry pointed to before.  Waits for
+ * (qcow2.h inv. 2), and frees what the entry pointed to before.  Waits for
  * allocations in flight on that cluster first.
  */
 int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
@@ -953,7 +961,7 @@ int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
                                  int64_t offset, int64_t size);
 /*
  * qcow2_pre_write_overlap_check() when the index does not clear a write.
- * Called with s->lock held (invariant 7): it may read the snapshots' L1
+ * Called with s->lock held (qcow2.h inv. 7): it may read the snapshots' L1
  * tables and mark the image corrupt, both of which yield and change state
  * that the lock guards.
  */
@@ -967,7 +975,7 @@ int coroutine_fn qcow2_pre_write_overlap_check_slow(BlockDriverState *bs,
  *
  * Inline because it is on the path of every guest write: every cluster of
  * a checked structure is in the index (those of the single-range ones
- * marked, qcow2-overlap.c invariant 4), so a write within one cluster
+ * marked, qcow2-overlap.c inv. 4), so a write within one cluster
  * that the index does not hold overlaps nothing, which one hash probe
  * shows.  A write across clusters, or while inactive L2 tables are still
  * to be read, is left to the full check.
@@ -993,7 +1001,7 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 }
 
 /*
- * Invariant 6: a node marked corrupt writes nothing more, except in an
+ * qcow2.h inv. 6: a node marked corrupt writes nothing more, except in an
  * open for check -r, whose purpose is to repair a corrupt image.
  */
 static inline bool qcow2_refuses_writes(BlockDriverState *bs)
@@ -1003,7 +1011,7 @@ static inline bool qcow2_refuses_writes(BlockDriverState *bs)
 
 /*
  * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
- * returns -EIO (invariant 7).  Called with s->lock held.
+ * returns -EIO (qcow2.h inv. 7).  Called with s->lock held.
  */
 static inline int coroutine_fn qcow2_overlap_check_write(
     BlockDriverState *bs, int ign, int64_t offset, int64_t size)
@@ -1015,9 +1023,9 @@ static inline int coroutine_fn qcow2_overlap_check_write(
 }
 
 /*
- * Every write to bs->file calls this first (invariant 7), with @ign the
+ * Every write to bs->file calls this first (qcow2.h inv. 7), with @ign the
  * structures the write is meant to update; it is also the one place where
- * qcow2 refuses to write to an image marked corrupt (invariant 6): with
+ * qcow2 refuses to write to an image marked corrupt (qcow2.h inv. 6): with
  * no yield between it and the write, a request that waited (on s->lock,
  * on I/O) while another one marked the image corrupt is refused here, so
  * nothing more reaches the file.  Called with s->lock held; guest data
@@ -1039,7 +1047,7 @@ static inline int coroutine_fn qcow2_pre_write_data_check(
     BDRVQcow2State *s = bs->opaque;
 
     /* an external data file holds no metadata, but takes no writes either
-     * once the image is corrupt (invariant 6) */
+     * once the image is corrupt (qcow2.h inv. 6) */
     if (s->data_file != bs->file) {
         return qcow2_refuses_writes(bs) ? -EIO : 0;
     }
@@ -1052,7 +1060,7 @@ static inline int coroutine_fn qcow2_pre_write_data_check(
  * a node run in one thread and neither the probe nor the index updates
  * yield, so the probe reads the index as a lock holder left it at a yield
  * point, never half-changed.  The index changes in the same step as the
- * in-memory table that places a structure (qcow2-overlap.c invariants 1
+ * in-memory table that places a structure (qcow2-overlap.c inv. 1
  * and 4), so the probe is as current as those tables; while the inactive
  * L2 tables are being read, overlap_inactive_l2_loaded is false and the
  * probe defers to the full check.  The full check reads tables and may
@@ -1064,7 +1072,7 @@ static inline int coroutine_fn qcow2_pre_write_data_check_unlocked(
     BDRVQcow2State *s = bs->opaque;
     int ret;
 
-    /* invariant 6, as in qcow2_pre_write_overlap_check() */
+    /* qcow2.h inv. 6, as in qcow2_pre_write_overlap_check() */
     if (qcow2_refuses_writes(bs)) {
         return -EIO;
     }
@@ -1085,7 +1093,7 @@ int qcow2_cache_destroy(Qcow2Cache *c);
 void qcow2_cache_entry_mark_dirty(Qcow2Cache *c, void *table);
 int qcow2_cache_flush(BlockDriverState *bs, Qcow2Cache *c);
 int qcow2_cache_write(BlockDriverState *bs, Qcow2Cache *c);
-/* @c is written only after @dependency (invariant 1). */
+/* @c is written only after @dependency (qcow2.h inv. 1). */
 int qcow2_cache_set_dependency(BlockDriverState *bs, Qcow2Cache *c,
                                Qcow2Cache *dependency);
 /* @c's next write is preceded by a flush of the file (e.g. after a
