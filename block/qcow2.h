@@ -759,16 +759,17 @@ int qcow2_flush_caches(BlockDriverState *bs);
  * with @exact_size, else with room to grow): writes a new table, switches
  * the header to it in one write, frees the old one.
  */
-int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
-                        bool exact_size);
+int coroutine_fn qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
+                                     bool exact_size);
 /*
  * After a shrink: empties the L1 entries from @new_l1_size on and frees
  * their L2 tables (whose entries the caller has discarded already).  The
  * table keeps its size, as in QEMU.
  */
-int qcow2_shrink_l1_table(BlockDriverState *bs, uint64_t new_l1_size);
+int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
+                                       uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
-int qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
+int coroutine_fn qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
                                         uint64_t l2_entry);
 /*
@@ -779,9 +780,10 @@ QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
  * ZERO_ALLOC, the raw L2 entry for COMPRESSED (one cluster at a time; see
  * qcow2_parse_compressed_l2_entry), 0 otherwise.
  */
-int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
-                          unsigned int *bytes, uint64_t *host_offset,
-                          QCow2ClusterType *type);
+int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
+                                       unsigned int *bytes,
+                                       uint64_t *host_offset,
+                                       QCow2ClusterType *type);
 /*
  * Finds or allocates host clusters for a write of [offset, offset +
  * *bytes); shrinks *bytes to what one contiguous host range covers and
@@ -792,9 +794,11 @@ int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
  * is written (qcow2.h inv. 2) or undone by qcow2_alloc_cluster_abort.  May
  * wait (dropping s->lock) for an overlapping allocation in flight.
  */
-int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
-                            unsigned int *bytes, uint64_t *host_offset,
-                            QCowL2Meta **m);
+int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
+                                         uint64_t offset,
+                                         unsigned int *bytes,
+                                         uint64_t *host_offset,
+                                         QCowL2Meta **m);
 /*
  * Once the data and the copy-on-write head and tail are written (both
  * cow_*_bytes 0; qcow2-io.c does that), updates the L2 entries, frees the
@@ -803,24 +807,28 @@ int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
  * allocation itself (as qcow2_alloc_cluster_abort; calling that as well is
  * harmless).  The caller g_free()s @m afterwards in either case.
  */
-int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
+int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
+                                             QCowL2Meta *m);
 /*
  * Gives guest cluster @offset an L2 table of the active image (allocating
  * it) before the compressed bytes are allocated, so that, as in QEMU, the
  * table comes before the data in the file.  Waits for allocations in
  * flight on that cluster first.
  */
-int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
+int coroutine_fn qcow2_prepare_compressed_cluster(BlockDriverState *bs,
+                                                  uint64_t offset);
 /*
  * Points the L2 entry of guest cluster @offset at the compressed
  * descriptor @l2_entry, whose bytes are already written and referenced
  * (qcow2.h inv. 2), and frees what the entry pointed to before.  Waits for
  * allocations in flight on that cluster first.
  */
-int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
-                                  uint64_t l2_entry);
+int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
+                                               uint64_t offset,
+                                               uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
-void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
+void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
+                                            QCowL2Meta *m);
 /*
  * Discards the clusters of [offset, offset + bytes) (@offset cluster
  * aligned, @bytes whole clusters or up to the end of the image): with
@@ -829,18 +837,19 @@ void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
  * an allocation needs it; v2: unallocated).  Host clusters are freed with
  * QCOW2_DISCARD_REQUEST.
  */
-int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
-                          uint64_t bytes, bool full_discard);
+int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
+                                       uint64_t bytes, bool full_discard);
 /*
  * Sets the zero flag on the clusters of [offset, offset + bytes) (same
  * alignment as discard); with BDRV_REQ_MAY_UNMAP in @flags host clusters
  * are freed, else kept as ZERO_ALLOC.  v2 images have no zero flag: a
  * discard without a backing file, else -ENOTSUP (the caller writes zeroes).
  */
-int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
-                             uint64_t bytes, int flags);
+int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
+                                          uint64_t offset, uint64_t bytes,
+                                          int flags);
 /* Writes the whole active L1 table (s->l1_table) and flushes. */
-int qcow2_write_l1_table(BlockDriverState *bs);
+int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs);
 /*
  * Calls @fn for every entry of the L2 table at @l2_offset, through the L2
  * cache, with the entry's type; @fn may change *entry (the slice is then
@@ -850,8 +859,8 @@ int qcow2_write_l1_table(BlockDriverState *bs);
  */
 typedef int Qcow2L2EntryFn(BlockDriverState *bs, QCow2ClusterType type,
                            uint64_t *entry, void *opaque);
-int qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
-                       Qcow2L2EntryFn *fn, void *opaque);
+int coroutine_fn qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                                    Qcow2L2EntryFn *fn, void *opaque);
 
 /*
  * qcow2-snapshot.c
@@ -873,8 +882,9 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
  * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
  * without it (counted as repaired corruptions).
  */
-int qcow2_check_snapshot_table(BlockDriverState *bs, BdrvCheckResult *res,
-                               BdrvCheckMode fix);
+int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
+                                            BdrvCheckResult *res,
+                                            BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
@@ -886,7 +896,7 @@ int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
  * Writes s->snapshots as a new table, switches the header to it and frees
  * the old one: the one place where the snapshot table is written.
  */
-int qcow2_write_snapshots(BlockDriverState *bs);
+int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs);
 int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
 int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
 int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
