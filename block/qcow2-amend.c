@@ -6,15 +6,16 @@
  * width, the data file options, lazy refcounts, the size, and a downgrade
  * to v2 last (after the features v2 lacks are gone).  Errors are QEMU's.
  *
- * Invariants (qcow2.h's apply; everything runs in one coroutine holding
- * s->lock, except the resize, which takes it itself):
- *  A1. A new refcount structure is complete on disk (blocks, then table)
- *      before the header names it, together with its width, in one write;
- *      the old one is freed only after that.  A crash before the switch
- *      leaves the old structure in charge; after it, leaked clusters.
- *  A2. Expanding a zero cluster for v2 writes the zeroes (and gives the
- *      new cluster its refcount) before the L2 entry names it (cache
- *      dependency); the header says v2 only after every entry is done.
+ * Invariants, cited as "qcow2-amend.c inv. N" (qcow2.h's apply;
+ * everything runs in one coroutine holding s->lock, except the resize,
+ * which takes it itself):
+ *  1. A new refcount structure is complete on disk (blocks, then table)
+ *     before the header names it, together with its width, in one write;
+ *     the old one is freed only after that.  A crash before the switch
+ *     leaves the old structure in charge; after it, leaked clusters.
+ *  2. Expanding a zero cluster for v2 writes the zeroes (and gives the
+ *     new cluster its refcount) before the L2 entry names it (cache
+ *     dependency); the header says v2 only after every entry is done.
  */
 #include "block/qcow2.h"
 
@@ -261,7 +262,8 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
         refs[i] = 1;
     }
 
-    /* A1: the new blocks and table after everything else, on disk */
+    /* qcow2-amend.c inv. 1: the new blocks and table after everything
+     * else, on disk */
     ret = qcow2_cache_empty(bs, s->refcount_block_cache);
     if (ret == 0) {
         ret = qcow2_amend_write_refblocks(bs, refs, nb_refs, order, clusters,
@@ -306,7 +308,7 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
         return ret;
     }
     s->free_cluster_index = 0;
-    /* qcow2.h invariant 7 */
+    /* qcow2.h inv. 7 */
     qcow2_overlap_rebuild_active(s);
 
     /* the old structure is unreferenced now: free it */
@@ -422,7 +424,7 @@ static int64_t coroutine_fn qcow2_amend_zero_cluster(BlockDriverState *bs,
                                             l2_refcount - 1, false,
                                             QCOW2_DISCARD_NEVER);
     }
-    /* A2 */
+    /* qcow2-amend.c inv. 2 */
     if (ret == 0) {
         ret = qcow2_pre_write_data_check(bs, offset, s->cluster_size);
     }
@@ -540,7 +542,8 @@ static int coroutine_fn qcow2_amend_downgrade(BlockDriverState *bs,
         }
     }
 
-    /* A2: the zeroes and their refcounts before the entries */
+    /* qcow2-amend.c inv. 2: the zeroes and their refcounts before the
+     * entries */
     ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                      s->refcount_block_cache);
     if (ret == 0) {
@@ -593,7 +596,7 @@ static int coroutine_fn qcow2_amend_lazy_refcounts(BlockDriverState *bs,
             return ret;
         }
         s->use_lazy_refcounts = true;
-        /* invariant 1 of qcow2.h no longer ties L2 to refcount writes */
+        /* qcow2.h inv. 1 no longer ties L2 to refcount writes */
         return 0;
     }
     /* the refcounts are right on disk before the feature goes */
@@ -739,5 +742,5 @@ int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
         error_setg(errp, "Image is corrupt");
         return -EIO;
     }
-    return qcow2_run_co(bs, qcow2_amend_co, &c);
+    return bdrv_run_co(bs, qcow2_amend_co, &c);
 }

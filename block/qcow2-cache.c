@@ -12,12 +12,12 @@
  *
  * Ordering rules for writes, all enforced in qcow2_cache_entry_flush():
  *  - a cache that depends on another (set_dependency; the L2 cache on the
- *    refcount cache, invariant 1 in qcow2.h) first flushes that other cache
+ *    refcount cache, qcow2.h inv. 1) first flushes that other cache
  *    completely, then forgets the dependency;
  *  - a cache marked depends_on_flush first flushes the file, so that a
  *    table does not reach the disk before writes that must precede it.
  *
- * All functions run under s->lock (invariant 4); those that do I/O may
+ * All functions run under s->lock (qcow2.h inv. 4); those that do I/O may
  * yield while holding it.
  */
 #include "block/qcow2.h"
@@ -252,6 +252,8 @@ static int coroutine_fn qcow2_cache_do_get(BlockDriverState *bs,
 {
     int i, ret;
 
+    /* no table lies in the header: the allocator refuses cluster 0, and
+     * callers treat an entry of 0 as "no table" */
     assert(offset != 0);
     if (!QEMU_IS_ALIGNED(offset, c->table_size)) {
         qcow2_signal_corruption(bs, true, offset, c->table_size,

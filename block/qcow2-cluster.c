@@ -6,28 +6,28 @@
  * L2 tables are read and modified only through s->l2_table_cache, in
  * slices of s->l2_cache_entry_size bytes (big-endian, as on disk).
  *
- * Allocating writes are two-phase (qcow2.h invariant 2): this file finds
+ * Allocating writes are two-phase (qcow2.h inv. 2): this file finds
  * or allocates host clusters and describes the pending L2 update in a
- * QCowL2Meta; the caller writes the guest data; then
- * qcow2_alloc_cluster_link_l2() copies what is left of the old contents
- * (copy-on-write head and tail) and points the L2 entries at the new
- * clusters.  Between the two phases the QCowL2Meta is "in flight" on
- * s->cluster_allocs.
+ * QCowL2Meta; the caller (qcow2-io.c) writes the guest data and the
+ * copy-on-write head and tail; then qcow2_alloc_cluster_link_l2() points
+ * the L2 entries at the new clusters.  Between the two phases the
+ * QCowL2Meta is "in flight" on s->cluster_allocs.  This file is mapping
+ * only: it reads and writes metadata, never guest data.
  *
- * Invariants of this file (qcow2.h invariants 1-4 apply as well):
- *  A. At most one in-flight QCowL2Meta covers a given guest cluster.  A
+ * Invariants of this file, cited as "qcow2-cluster.c inv. N" (qcow2.h's
+ * apply as well):
+ *  1. At most one in-flight QCowL2Meta covers a given guest cluster.  A
  *     request that touches a cluster of an in-flight allocation waits on
  *     its dependent_requests and looks again; requests on other clusters
  *     go on in parallel.  Requests allocate in ascending guest order, so
  *     waiting never forms a cycle.
- *  B. A QCowL2Meta never crosses an L2 slice, so its update touches
+ *  2. A QCowL2Meta never crosses an L2 slice, so its update touches
  *     exactly one cache entry.
- *  C. An L1 entry is written to the file only after the L2 table it points
+ *  3. An L1 entry is written to the file only after the L2 table it points
  *     to, and that table's refcount, are on disk (l2_allocate); an L1
  *     table is made active in the header only after it is written.
- *  D. Everything here runs with s->lock held, except the copy-on-write
- *     I/O in qcow2_cluster_cow(), which drops the lock because it reads
- *     through qcow2_co_preadv().
+ *  4. Everything here runs with s->lock held; the lock is dropped only
+ *     while waiting for an in-flight allocation (inv. 1).
  */
 #include "block/qcow2.h"
 #include "util/coroutine.h"
@@ -443,7 +443,7 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
             s->l1_table[i] = old;
             return ret;
         }
-        /* qcow2.h invariant 7: the freed table is no metadata any more */
+        /* qcow2.h inv. 7: the freed table is no metadata any more */
         qcow2_overlap_l2_changed(s, old, 0);
         qcow2_free_clusters(bs, l2_offset, s->cluster_size,
                             QCOW2_DISCARD_ALWAYS);
@@ -454,7 +454,7 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
 /*
  * Gives L1 entry @l1_index a fresh L2 table with refcount 1: a copy of the
  * table it points to now (shared with a snapshot), or zeroes if none.
- * Invariant C.
+ * qcow2-cluster.c inv. 3.
  */
 static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
 {
@@ -674,10 +674,11 @@ static bool l2meta_overlaps(BDRVQcow2State *s, QCowL2Meta *m, uint64_t start,
 }
 
 /*
- * Invariant A.  If an in-flight allocation covers @offset's cluster, waits
- * for it and returns -EAGAIN (the caller looks again: the metadata may
- * have changed meanwhile).  If one begins later within [offset, offset +
- * *cur_bytes), shrinks *cur_bytes to end before it.  Returns 0 otherwise.
+ * qcow2-cluster.c inv. 1.  If an in-flight allocation covers @offset's
+ * cluster, waits for it and returns -EAGAIN (the caller looks again: the
+ * metadata may have changed meanwhile).  If one begins later within
+ * [offset, offset + *cur_bytes), shrinks *cur_bytes to end before it.
+ * Returns 0 otherwise.
  */
 static int coroutine_fn handle_dependencies(BlockDriverState *bs,
                                             uint64_t offset,
@@ -946,108 +947,6 @@ static void l2meta_finish(BDRVQcow2State *s, QCowL2Meta *m)
     qemu_co_queue_restart_all(&m->dependent_requests);
 }
 
-/*
- * Reads guest bytes [offset, offset + bytes) into @buf through the
- * driver's read path; bytes past the end of the image read as zeroes (the
- * last cluster of an image may reach beyond it), except in the VM state
- * area, which lies beyond the end on purpose.
- */
-static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
-                                 uint64_t offset, uint8_t *buf,
-                                 uint64_t bytes)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t valid = 0;
-    QEMUIOVector qiov;
-    int ret;
-
-    if ((int64_t)offset >= qcow2_vm_state_offset(s)) {
-        valid = bytes;
-    } else if ((int64_t)offset < disk_size) {
-        valid = MIN(bytes, disk_size - offset);
-    }
-    memset(buf + valid, 0, bytes - valid);
-    if (!valid) {
-        return 0;
-    }
-    BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
-    qemu_iovec_init_buf(&qiov, buf, valid);
-    ret = qcow2_co_preadv(bs, offset, valid, &qiov, 0);
-    return ret < 0 ? ret : 0;
-}
-
-/* The one place where copy-on-write data is written. */
-static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
-                                  uint8_t *buf, uint64_t bytes)
-{
-    BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector qiov;
-    int ret;
-
-    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
-    qemu_iovec_init_buf(&qiov, buf, bytes);
-    ret = qcow2_pre_write_data_check(bs, host_offset, bytes);
-    if (ret == 0) {
-        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
-    }
-    return ret < 0 ? ret : 0;
-}
-
-/*
- * Copies the head and tail of @m's clusters that the guest write did not
- * cover from the old contents (backing file, zeroes, compressed or shared
- * cluster) to the new clusters.  Called with s->lock held; drops it for the
- * I/O (invariant D): the old L2 entries stay in place until link_l2, and
- * invariant A keeps other writers away from these clusters.
- */
-static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
-                                          QCowL2Meta *m)
-{
-    BDRVQcow2State *s = bs->opaque;
-    uint64_t start_bytes = m->cow_start_bytes;
-    uint64_t end_bytes = m->cow_end_bytes;
-    int64_t disk_size;
-    uint8_t *buf;
-    int ret;
-
-    if (!start_bytes && !end_bytes) {
-        return 0;
-    }
-    disk_size = bdrv_getlength(bs);
-    if (disk_size < 0) {
-        return disk_size;
-    }
-    buf = qemu_try_memalign(qemu_real_host_page_size(),
-                            start_bytes + end_bytes);
-    if (!buf) {
-        return -ENOMEM;
-    }
-
-    qemu_co_mutex_unlock(&s->lock);
-    ret = cow_read(bs, disk_size, m->offset + m->cow_start_offset, buf,
-                   start_bytes);
-    if (ret >= 0) {
-        ret = cow_read(bs, disk_size, m->offset + m->cow_end_offset,
-                       buf + start_bytes, end_bytes);
-    }
-    if (ret >= 0 && start_bytes) {
-        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset, buf,
-                        start_bytes);
-    }
-    if (ret >= 0 && end_bytes) {
-        ret = cow_write(bs, m->alloc_offset + m->cow_end_offset,
-                        buf + start_bytes, end_bytes);
-    }
-    qemu_co_mutex_lock(&s->lock);
-
-    qemu_vfree(buf);
-    if (ret >= 0) {
-        m->cow_start_bytes = 0;
-        m->cow_end_bytes = 0;
-    }
-    return ret;
-}
-
 static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
                                               uint64_t offset,
                                               uint64_t bytes);
@@ -1084,19 +983,16 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
     int ret;
 
     assert(m->in_flight);
-    ret = qcow2_cluster_cow(bs, m);
-    if (ret < 0) {
-        goto fail;
-    }
-
+    /* qcow2.h inv. 2: the copy-on-write is done */
+    assert(!m->cow_start_bytes && !m->cow_end_bytes);
     if (s->use_lazy_refcounts) {
-        /* invariant 5: dirty before deferred refcounts can matter */
+        /* qcow2.h inv. 5: dirty before deferred refcounts can matter */
         ret = qcow2_mark_dirty(bs);
         if (ret < 0) {
             goto fail;
         }
     } else {
-        /* invariant 1 */
+        /* qcow2.h inv. 1 */
         ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                          s->refcount_block_cache);
         if (ret < 0) {
@@ -1108,6 +1004,7 @@ int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
     if (ret < 0) {
         goto fail;
     }
+    /* qcow2-cluster.c inv. 2: the update stays in one slice */
     assert(slice_index + m->nb_clusters <= l2_slice_entries(s));
 
     BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE);
@@ -1178,7 +1075,7 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
 
     assert(!offset_into_cluster(s, offset));
     wait_for_allocations(bs, offset, s->cluster_size);
-    /* invariant 1: the bytes' refcounts reach the file first */
+    /* qcow2.h inv. 1: the bytes' refcounts reach the file first */
     ret = qcow2_cache_set_dependency(bs, s->l2_table_cache,
                                      s->refcount_block_cache);
     if (ret < 0) {
@@ -1228,7 +1125,8 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
 /*
  * Waits until no in-flight allocation overlaps the clusters of [offset,
  * offset + bytes), so that discard and zeroize never change an L2 entry
- * that a pending link_l2 is about to overwrite (invariant A).
+ * that a pending link_l2 is about to overwrite
+ * (qcow2-cluster.c inv. 1).
  */
 static void coroutine_fn wait_for_allocations(BlockDriverState *bs,
                                               uint64_t offset,
@@ -1463,40 +1361,6 @@ int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
         return qcow2_cluster_discard(bs, offset, bytes, false);
     }
     return rewrite_l2_range(bs, offset, bytes, L2_OP_ZEROIZE, false, flags);
-}
-
-int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
-                                         uint64_t offset, uint64_t bytes,
-                                         uint64_t *host_end)
-{
-    BDRVQcow2State *s = bs->opaque;
-
-    *host_end = 0;
-    while (bytes > 0) {
-        /* whole clusters, so that a chunk never splits one */
-        unsigned int cur = MIN(bytes, (uint64_t)(INT_MAX & -s->cluster_size));
-        uint64_t host_offset;
-        QCowL2Meta *m;
-        int ret;
-
-        ret = qcow2_alloc_host_offset(bs, offset, &cur, &host_offset, &m);
-        if (ret < 0) {
-            return ret;
-        }
-        if (m) {
-            m->prealloc = true;
-            ret = qcow2_alloc_cluster_link_l2(bs, m);
-            g_free(m);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        *host_end = MAX(*host_end, ROUND_UP(host_offset + cur,
-                                            (uint64_t)s->cluster_size));
-        offset += cur;
-        bytes -= cur;
-    }
-    return 0;
 }
 
 int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs)

@@ -8,11 +8,12 @@
  * image has its clusters discarded one by one, so that snapshots and the
  * data file keep what they reference.
  *
- * Invariants for the reset (qcow2.h's apply; s->lock held):
- *  E1. The dirty bit is on disk before the first refcount goes wrong, and
+ * Invariants for the reset, cited as "qcow2-make-empty.c inv. N"
+ * (qcow2.h's apply; s->lock held):
+ *  1. The dirty bit is on disk before the first refcount goes wrong, and
  *      cleared only after the new refcount structure is complete: a crash
  *      in between is repaired on the next read-write open.
- *  E2. The L1 table the header names is zeroed on disk before anything it
+ *  2. The L1 table the header names is zeroed on disk before anything it
  *      pointed to is reused, and the header switches to the new L1 table
  *      and refcount table in one write, after both are on disk.
  */
@@ -43,7 +44,7 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     void *block;
     int ret;
 
-    /* E1 */
+    /* qcow2-make-empty.c inv. 1 */
     ret = qcow2_mark_dirty(bs);
     if (ret == 0) {
         ret = qcow2_cache_empty(bs, s->l2_table_cache);
@@ -54,7 +55,7 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     if (ret < 0) {
         return ret;
     }
-    /* E2: nothing is mapped any more */
+    /* qcow2-make-empty.c inv. 2: nothing is mapped any more */
     memset(s->l1_table, 0, l1_bytes);
     ret = qcow2_write_l1_table(bs);
     if (ret < 0) {
@@ -97,7 +98,7 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
         return ret;
     }
 
-    /* E2: one header write names both */
+    /* qcow2-make-empty.c inv. 2: one header write names both */
     g_free(s->refcount_table);
     s->refcount_table = reftable;
     s->refcount_table_size = s->cluster_size / sizeof(uint64_t);
@@ -112,7 +113,7 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     /* a failure only leaves the file longer than it needs to be */
     bdrv_co_truncate(bs->file, clusters * s->cluster_size, false,
                      PREALLOC_MODE_OFF, 0, NULL);
-    /* E1 */
+    /* qcow2-make-empty.c inv. 1 */
     return qcow2_mark_clean(bs);
 }
 
@@ -140,5 +141,5 @@ int qcow2_make_empty(BlockDriverState *bs)
     if (bs->corrupt) {
         return -EIO;
     }
-    return qcow2_run_co(bs, qcow2_make_empty_co, NULL);
+    return bdrv_run_co(bs, qcow2_make_empty_co, NULL);
 }

@@ -27,7 +27,7 @@
  * QEMU instead walks the L1 and refcount tables, and for "all" reads every
  * snapshot's L1 table from disk, on every write.
  *
- * Invariants (cited in asserts):
+ * Invariants, cited as "qcow2-overlap.c inv. N":
  *  1. For the active sets (active L2, refcount block) a cluster's count is
  *     the number of active L1 / refcount table entries that point at it:
  *     each change of such an entry goes through qcow2_overlap_l2_changed()
@@ -62,7 +62,8 @@ enum {
 
 #define OL_COUNT_BITS 15
 #define OL_COUNT_MAX  ((1ULL << OL_COUNT_BITS) - 1)
-/* above the four counts: a single-range structure is here (invariant 4) */
+/* above the four counts: a single-range structure is here
+ * (qcow2-overlap.c inv. 4) */
 #define OL_SINGLE_MARK (1ULL << 63)
 _Static_assert(OL_SETS * OL_COUNT_BITS < 63, "the mark is above the counts");
 
@@ -298,7 +299,7 @@ static void ol_index_remove(BDRVQcow2State *s, int set, uint64_t cluster)
     }
     v = ol_index_get(s->overlap_index, cluster);
     n = ol_count(v, set);
-    /* invariant 3: a saturated count stays */
+    /* qcow2-overlap.c inv. 3: a saturated count stays */
     if (n == 0 || n == OL_COUNT_MAX) {
         return;
     }
@@ -394,7 +395,7 @@ void qcow2_overlap_rebuild_active(BDRVQcow2State *s)
 }
 
 /* ---------------------------------------------------------------------- */
-/* The structures with a single range each: marks (invariant 4) */
+/* The structures with a single range each: marks (qcow2-overlap.c inv. 4) */
 
 /* Their ranges now, in the order of s->overlap_marked. */
 static void ol_single_ranges(BDRVQcow2State *s,
@@ -544,7 +545,7 @@ static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
     return 0;
 }
 
-/* Reads the inactive L2 tables' locations, once (invariant 2). */
+/* Reads the inactive L2 tables' locations, once (qcow2-overlap.c inv. 2). */
 static int ol_load_inactive_l2(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -764,12 +765,16 @@ int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
     return ol_check(bs, ign, offset, size);
 }
 
-int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
-                                       int64_t offset, int64_t size)
+int coroutine_fn qcow2_pre_write_overlap_check_slow(BlockDriverState *bs,
+                                                    int ign, int64_t offset,
+                                                    int64_t size)
 {
     int ret;
 
-    /* invariant 4, or the inline check may have missed a structure */
+    /* qcow2.h inv. 4 and 7: the full check runs under the lock */
+    qemu_co_mutex_assert_locked(&((BDRVQcow2State *)bs->opaque)->lock);
+    /* qcow2-overlap.c inv. 4, or the inline check may have missed a
+     * structure */
     assert(!((BDRVQcow2State *)bs->opaque)->overlap_index ||
            ol_marks_are_current(bs->opaque));
     ret = ol_check(bs, ign, offset, size);

@@ -7,7 +7,7 @@
  * L1 table: every L1 table that reaches a cluster (through an L2 table,
  * shared or not) counts one reference to it, as QEMU counts them and as
  * the refcount check recounts them.  A cluster with more than one
- * reference loses OFLAG_COPIED in the active tables (qcow2.h invariant 3),
+ * reference loses OFLAG_COPIED in the active tables (qcow2.h inv. 3),
  * so that the active image copies it before it changes it.
  *
  * The table on disk: entries one after another, each padded to 8 bytes:
@@ -19,20 +19,21 @@
  *      then whatever a newer writer added; then the ID, then the name
  *      (neither NUL-terminated).
  *
- * Invariants (qcow2.h's apply; everything runs under s->lock with the
- * node drained, so no allocation is in flight):
- *  S1. s->snapshots mirrors the table at s->snapshots_offset.
- *  S2. The table is written only by qcow2_write_snapshots(), always to
+ * Invariants, cited as "qcow2-snapshot.c inv. N" (qcow2.h's apply;
+ * everything runs under s->lock with the node drained, so no allocation
+ * is in flight):
+ *  1. s->snapshots mirrors the table at s->snapshots_offset.
+ *  2. The table is written only by qcow2_write_snapshots(), always to
  *      fresh clusters; the header switches to it once it is on disk, and
  *      the old table is freed after that.
- *  S3. A table entry names an L1 table only once that table and the
+ *  3. A table entry names an L1 table only once that table and the
  *      reference increments of everything it reaches are on disk
  *      (create); a snapshot leaves the table before its references are
  *      dropped (delete).  A crash between leaves leaked clusters only.
- *  S4. goto makes the header's L1 table the snapshot's copy only once the
+ *  4. goto makes the header's L1 table the snapshot's copy only once the
  *      references that copy adds are on disk; it drops the old table's
  *      references after that.
- *  S5. After every operation OFLAG_COPIED in the active tables is right
+ *  5. After every operation OFLAG_COPIED in the active tables is right
  *      again (qcow2_snapshot_fix_copied) and caches and files are flushed.
  */
 #include "block/qcow2.h"
@@ -319,7 +320,8 @@ static void qcow2_snapshot_serialise(const QCowSnapshot *sn, uint8_t *buf)
     memcpy(p, sn->name, name_len);
 }
 
-/* The one place where a snapshot table is written (S2). */
+/* The one place where a snapshot table is written (qcow2-snapshot.c
+ * inv. 2). */
 static int coroutine_fn qcow2_snapshot_table_pwrite(BlockDriverState *bs,
                                                     int64_t offset,
                                                     const void *buf,
@@ -395,7 +397,7 @@ int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
         qcow2_free_clusters(bs, old_offset, old_size,
                             QCOW2_DISCARD_SNAPSHOT);
     }
-    /* qcow2.h invariant 7; a failure only leaves the old tables indexed */
+    /* qcow2.h inv. 7; a failure only leaves the old tables indexed */
     qcow2_overlap_snapshots_changed(bs);
     return 0;
 
@@ -515,7 +517,8 @@ static int coroutine_fn qcow2_snapshot_l1_write(BlockDriverState *bs,
     return ret < 0 ? ret : 0;
 }
 
-/* Flushes caches, the image file and an external data file (S5). */
+/* Flushes caches, the image file and an external data file
+ * (qcow2-snapshot.c inv. 5). */
 static int coroutine_fn qcow2_snapshot_flush(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -677,7 +680,7 @@ static int coroutine_fn qcow2_copied_entry(BlockDriverState *bs,
 
 /*
  * Sets OFLAG_COPIED in the active L1 and L2 tables exactly where the
- * refcount is 1 (qcow2.h invariant 3), after references changed.  The L2
+ * refcount is 1 (qcow2.h inv. 3), after references changed.  The L2
  * changes reach the disk after the refcounts (cache dependency); the L1
  * table is written after the refcount cache.
  */
@@ -764,7 +767,8 @@ static int coroutine_fn qcow2_snapshot_create_locked(BlockDriverState *bs,
     sn.icount = info->icount;
     sn.l1_size = s->l1_size;
 
-    /* S3: the VM state and everything the L1 table reaches are on disk */
+    /* qcow2-snapshot.c inv. 3: the VM state and everything the L1 table
+     * reaches are on disk */
     ret = qcow2_snapshot_flush(bs);
     if (ret < 0) {
         goto fail;
@@ -908,7 +912,7 @@ static int coroutine_fn qcow2_snapshot_goto_locked(BlockDriverState *bs,
         return ret;
     }
 
-    /* S4: the snapshot's references first */
+    /* qcow2-snapshot.c inv. 4: the snapshot's references first */
     ret = qcow2_snapshot_adjust_refs(bs, sn_l1, sn->l1_size, 1);
     if (ret < 0) {
         return ret;
@@ -934,7 +938,7 @@ static int coroutine_fn qcow2_snapshot_goto_locked(BlockDriverState *bs,
         g_free(new_l1);
         return ret;
     }
-    /* qcow2.h invariant 7: the active L2 tables are the snapshot's now */
+    /* qcow2.h inv. 7: the active L2 tables are the snapshot's now */
     qcow2_overlap_rebuild_active(s);
 
     /* the old disk's clusters are unreachable from the header now */
@@ -983,7 +987,7 @@ static int coroutine_fn qcow2_snapshot_delete_locked(BlockDriverState *bs,
     }
     assert(!s->cluster_allocs);
 
-    /* S3: out of the table first */
+    /* qcow2-snapshot.c inv. 3: out of the table first */
     memmove(&s->snapshots[index], &s->snapshots[index + 1],
             (s->nb_snapshots - index - 1) * sizeof(sn));
     s->nb_snapshots--;
@@ -1108,7 +1112,7 @@ int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info)
     if (bs->corrupt) {
         return -EIO;
     }
-    return qcow2_run_co(bs, qcow2_snapshot_co, &c);
+    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
 }
 
 int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id)
@@ -1118,7 +1122,7 @@ int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id)
     if (bs->corrupt) {
         return -EIO;
     }
-    return qcow2_run_co(bs, qcow2_snapshot_co, &c);
+    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
 }
 
 int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
@@ -1133,7 +1137,7 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
         error_setg(errp, "Image is corrupt");
         return -EIO;
     }
-    return qcow2_run_co(bs, qcow2_snapshot_co, &c);
+    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
 }
 
 int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
@@ -1144,7 +1148,7 @@ int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
         .errp = errp,
     };
 
-    return qcow2_run_co(bs, qcow2_snapshot_co, &c);
+    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
 }
 
 int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab)

@@ -1,14 +1,21 @@
 /*
  * qcow2: private declarations shared by the qcow2 driver's files.
  *
- *   qcow2.c           open/close, header and extensions, create, info,
- *                     the data path (preadv/pwritev/zeroes/discard/
- *                     block_status), flush, truncate, the driver table
- *   qcow2-cluster.c   L1/L2 mapping: guest offset -> host cluster,
- *                     allocation of data clusters with copy-on-write,
+ *   qcow2.c           options, open/close/reopen, resize, backing file
+ *                     changes, queries, the driver table
+ *   qcow2-header.c    probing, reading, validating and writing the
+ *                     header and its extensions; dirty and corrupt bits
+ *   qcow2-io.c        the data path (preadv/pwritev, zero writes,
+ *                     discard, block status, flush, VM state) and all
+ *                     copy-on-write; preallocation
+ *   qcow2-compress.c  compression, compressed reads and writes
+ *   qcow2-create.c    image creation
+ *   qcow2-cluster.c   L1/L2 mapping only: guest offset -> host cluster,
+ *                     allocation of data clusters (the pending L2 update),
  *                     zero clusters, discard, L1 growth
  *   qcow2-refcount.c  refcount table and blocks: allocation and freeing of
- *                     host clusters, refcount table growth, check/repair
+ *                     host clusters, refcount table growth
+ *   qcow2-check.c     qemu-img check and its repairs
  *   qcow2-cache.c     the L2 and refcount table caches
  *   qcow2-overlap.c   metadata overlap checks in front of every write
  *   qcow2-snapshot.c  the snapshot table and internal snapshots (create,
@@ -20,7 +27,8 @@
  * On-disk format: all integers big-endian.  A host cluster is
  * 1 << cluster_bits bytes (512 B .. 2 MiB).
  *
- * Invariants (numbers are cited in asserts):
+ * Invariants (cited everywhere as "qcow2.h inv. N"; each file that has
+ * invariants of its own lists them at its top, cited as "<file> inv. N"):
  *  1. An L2 table entry that points at a newly allocated cluster is never
  *     written to the file before the refcount block that gives that cluster
  *     refcount >= 1 (the L2 cache depends on the refcount cache; see
@@ -39,7 +47,10 @@
  *     and cleared only after the refcounts are written consistent.
  *  6. An image with the corrupt bit (incompatible bit 1) is opened
  *     read-only only; once the driver finds its metadata inconsistent it
- *     sets the bit, and the node refuses further writes.
+ *     sets the bit and bs->corrupt, and nothing more reaches the file:
+ *     the generic layer refuses requests that start later, and
+ *     qcow2_pre_write_overlap_check(), right before each write, refuses
+ *     those that were already in flight (the one place qcow2 tests it).
  *  7. Every write to the file is preceded by a metadata overlap check
  *     (qcow2_pre_write_overlap_check) that names the structures the write
  *     is meant to update; the overlap index follows every change of the
@@ -217,6 +228,19 @@ typedef struct Qcow2UnknownHeaderExtension {
     uint8_t data[];
 } Qcow2UnknownHeaderExtension;
 
+/* What a header extension walk found, before it is applied to the state. */
+typedef struct Qcow2HeaderExts {
+    char *backing_format;
+    char *data_file;
+    Qcow2FeatureNameEntry *feature_table;
+    size_t feature_table_len;   /* entries */
+    bool has_crypto_header;
+    bool has_bitmaps;
+    uint64_t bitmap_directory_offset;
+    uint64_t bitmap_directory_size;
+    GList *unknown;             /* Qcow2UnknownHeaderExtension * */
+} Qcow2HeaderExts;
+
 typedef struct Qcow2Cache Qcow2Cache;
 /*
  * The overlap index (qcow2-overlap.c): an open-addressing hash table from
@@ -322,7 +346,7 @@ typedef struct BDRVQcow2State {
     BdrvChild *data_file;       /* == bs->file unless data_file is set */
     char *image_data_file;      /* the data file name from the header */
 
-    /* --- under lock (CoMutex), invariant 4 --- */
+    /* --- under lock (CoMutex), qcow2.h inv. 4 --- */
     CoMutex lock;
     uint64_t *l1_table;         /* host-endian copy of the active L1 */
     int l1_size;
@@ -375,7 +399,7 @@ typedef struct BDRVQcow2State {
     /* true: collect discards until qcow2_process_discards() (batching) */
     bool cache_discards;
 
-    /* --- qcow2-overlap.c, under lock (invariant 7) --- */
+    /* --- qcow2-overlap.c, under lock (qcow2.h inv. 7) --- */
     int overlap_check;          /* QCOW2_OL_* mask of what is checked */
     /* host cluster index -> reference counts of the indexed structures */
     Qcow2OverlapIndex *overlap_index;
@@ -408,10 +432,10 @@ typedef struct BDRVQcow2State {
 /*
  * One allocating write's pending L2 update (see qcow2-cluster.c).  The
  * cow_* ranges are guest-cluster-relative head and tail that the write does
- * not cover.  qcow2.c may write them together with the guest data (one
- * write for head + data + tail) and then sets both cow_*_bytes to 0;
- * qcow2_alloc_cluster_link_l2() copies whatever is left before it updates
- * the L2 table (invariant 2).  qcow2-cluster.c owns this struct and may add
+ * not cover.  qcow2-io.c writes them (together with the guest data where
+ * they are contiguous with it, else on their own) and then sets both
+ * cow_*_bytes to 0, before qcow2_alloc_cluster_link_l2() updates the L2
+ * table (qcow2.h inv. 2).  qcow2-cluster.c owns this struct and may add
  * fields.
  */
 typedef struct QCowL2Meta {
@@ -468,10 +492,24 @@ static inline int offset_to_l2_index(BDRVQcow2State *s, int64_t offset)
     return (offset >> s->cluster_bits) & (s->l2_size - 1);
 }
 
+/* Guest bytes one L1 entry covers. */
+static inline uint64_t qcow2_l1_entry_span(BDRVQcow2State *s)
+{
+    return (uint64_t)s->cluster_size << s->l2_bits;
+}
+
+/* L1 entries needed for a disk of @size bytes. */
+static inline uint64_t qcow2_size_to_l1(BDRVQcow2State *s, uint64_t size)
+{
+    uint64_t span = qcow2_l1_entry_span(s);
+
+    return size / span + (size % span != 0);
+}
+
 /*
  * Calling conventions shared by every qcow2 file:
  *  - functions that touch metadata are coroutine_fn and are called with
- *    s->lock held (invariant 4); they may yield (I/O) while holding it.
+ *    s->lock held (qcow2.h inv. 4); they may yield (I/O) while holding it.
  *  - they return 0 (or a non-negative value documented below) or -errno;
  *    they never print.  Inconsistent metadata found on the way is reported
  *    with qcow2_signal_corruption() and answered with -EIO.
@@ -504,14 +542,41 @@ static inline void qcow2_parse_compressed_l2_entry(BDRVQcow2State *s,
     *csize = nb_csectors * 512 - (*coffset & 511);
 }
 
-/* qcow2.c */
+/* How many requests to the file one guest request keeps in flight. */
+#define QCOW2_MAX_PARALLEL_IO 16
+
 /*
- * Runs @fn in coroutine context from either context (the open, close and
- * snapshot paths start outside one) and returns its result.
+ * The pieces of one guest request that go to different host places run
+ * as coroutines of their own, at most QCOW2_MAX_PARALLEL_IO at a time;
+ * the request's coroutine waits for a free slot and for the last one.
  */
-int qcow2_run_co(BlockDriverState *bs,
-                 int (*fn)(BlockDriverState *bs, void *opaque),
-                 void *opaque);
+typedef struct Qcow2TaskPool {
+    Coroutine *waiter;
+    int in_flight;
+    int ret;                    /* the first error */
+} Qcow2TaskPool;
+
+typedef struct Qcow2Task Qcow2Task;
+struct Qcow2Task {
+    Qcow2TaskPool *pool;
+    BlockDriverState *bs;
+    int (*fn)(Qcow2Task *t);
+    QCow2ClusterType type;
+    uint64_t host_offset;       /* or the compressed descriptor */
+    uint64_t offset;            /* guest */
+    uint64_t bytes;
+    QEMUIOVector *qiov;
+    size_t qiov_offset;
+    void *opaque;               /* the task's own data (compression job) */
+};
+
+/* The data file is the disk itself (autoclear bit data-file-raw). */
+static inline bool qcow2_data_file_is_raw(BDRVQcow2State *s)
+{
+    return s->autoclear_features & QCOW2_AUTOCLEAR_DATA_FILE_RAW;
+}
+
+/* qcow2-io.c */
 /*
  * Reads guest data through the driver's own read path (takes s->lock
  * itself, so call it without the lock).  Copy-on-write uses it to fetch
@@ -521,27 +586,97 @@ int qcow2_run_co(BlockDriverState *bs,
 int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
-/* The driver's truncate (takes s->lock itself): amend resizes with it. */
-int qcow2_co_truncate(BlockDriverState *bs, int64_t offset, bool exact,
-                      PreallocMode prealloc, BdrvRequestFlags flags,
+/* Runs @t (taking ownership) in @pool; with @alone it runs inline. */
+int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
+                                bool alone);
+/* Waits for the tasks of @pool; returns @ret or the first task error. */
+int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret);
+/*
+ * preallocation=metadata: allocates and maps host clusters for every
+ * cluster of [offset, offset + bytes) that has none the active image owns
+ * (contents: whatever the file holds; partial clusters keep their guest
+ * data by copy-on-write).  *host_end is the end of the highest host
+ * cluster used, so that the caller can extend the data file to it.
+ */
+int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
+                                         uint64_t offset, uint64_t bytes,
+                                         uint64_t *host_end);
+int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                  int64_t bytes, QEMUIOVector *qiov,
+                                  BdrvRequestFlags flags);
+int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        BdrvRequestFlags flags);
+int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs, int64_t offset,
+                                   int64_t bytes);
+int coroutine_fn qcow2_co_block_status(BlockDriverState *bs, bool want_zero,
+                                       int64_t offset, int64_t bytes,
+                                       int64_t *pnum, int64_t *map,
+                                       BlockDriverState **file);
+int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs);
+int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos);
+int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov, int64_t pos);
+
+/* qcow2-compress.c */
+/* Reads part of the compressed cluster @l2_entry (guest @offset). */
+int coroutine_fn qcow2_co_read_compressed(BlockDriverState *bs,
+                                          uint64_t l2_entry, uint64_t offset,
+                                          uint64_t bytes, QEMUIOVector *qiov,
+                                          size_t qiov_offset);
+/*
+ * Writes whole clusters compressed (the last one may end at the end of
+ * the disk); a zero-length write ends the stream.
+ */
+int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov);
+
+/* qcow2-create.c: the BlockDriver create callback (qemu-img create). */
+int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv, const char *filename,
+                                      QemuOpts *opts, Error **errp);
+
+/* qcow2-header.c */
+int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
+/*
+ * Reads and validates the header into @s and its extensions into @exts
+ * (which the caller applies, then clears with qcow2_header_exts_clear()).
+ */
+int qcow2_read_header(BlockDriverState *bs, int flags, Qcow2HeaderExts *exts,
                       Error **errp);
+void qcow2_header_exts_clear(Qcow2HeaderExts *exts);
+/*
+ * Lays out the header cluster of @s for a disk of @size bytes into @buf;
+ * returns the bytes used or -ENOSPC.  Image creation writes it directly.
+ */
+int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size, uint8_t *buf,
+                           size_t buflen);
 int qcow2_mark_dirty(BlockDriverState *bs);
 int qcow2_mark_clean(BlockDriverState *bs);
+/* Clears the corrupt bit after a successful repair. */
+int qcow2_mark_consistent(BlockDriverState *bs);
 int qcow2_update_header(BlockDriverState *bs);
 /*
  * The one place where the header cluster is written (after the overlap
- * check: invariant 7), synchronously flushed.
+ * check: qcow2.h inv. 7), synchronously flushed.
  */
 int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
                        const void *buf, size_t len);
 /*
- * Reports inconsistent metadata: marks the image corrupt (invariant 6),
+ * Reports inconsistent metadata: marks the image corrupt (qcow2.h inv. 6),
  * prints "qcow2: Marking image as corrupt: <message>; further corruption
  * events will be suppressed" once, and makes the node refuse writes.
  */
 void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
                              int64_t size, const char *fmt, ...)
     QEMU_PRINTF(5, 6);
+
+/* qcow2.c */
+/* The driver's truncate (takes s->lock itself): amend resizes with it. */
+int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
+                                   bool exact, PreallocMode prealloc,
+                                   BdrvRequestFlags flags, Error **errp);
 
 /* qcow2-refcount.c */
 int qcow2_refcount_init(BlockDriverState *bs);
@@ -583,6 +718,8 @@ int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
                                 int64_t length, uint64_t addend,
                                 bool decrease, Qcow2DiscardType type);
 /*
+ * qcow2-check.c
+ *
  * qemu-img check: rebuilds the refcounts from every reference (header,
  * L1, L2, data and compressed clusters, refcount table and blocks,
  * snapshot table), compares with the stored ones, checks OFLAG_COPIED and
@@ -615,16 +752,17 @@ int qcow2_flush_caches(BlockDriverState *bs);
  * with @exact_size, else with room to grow): writes a new table, switches
  * the header to it in one write, frees the old one.
  */
-int qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
-                        bool exact_size);
+int coroutine_fn qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
+                                     bool exact_size);
 /*
  * After a shrink: empties the L1 entries from @new_l1_size on and frees
  * their L2 tables (whose entries the caller has discarded already).  The
  * table keeps its size, as in QEMU.
  */
-int qcow2_shrink_l1_table(BlockDriverState *bs, uint64_t new_l1_size);
+int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
+                                       uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
-int qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
+int coroutine_fn qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
                                         uint64_t l2_entry);
 /*
@@ -635,9 +773,10 @@ QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
  * ZERO_ALLOC, the raw L2 entry for COMPRESSED (one cluster at a time; see
  * qcow2_parse_compressed_l2_entry), 0 otherwise.
  */
-int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
-                          unsigned int *bytes, uint64_t *host_offset,
-                          QCow2ClusterType *type);
+int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
+                                       unsigned int *bytes,
+                                       uint64_t *host_offset,
+                                       QCow2ClusterType *type);
 /*
  * Finds or allocates host clusters for a write of [offset, offset +
  * *bytes); shrinks *bytes to what one contiguous host range covers and
@@ -645,37 +784,44 @@ int qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
  * when the clusters are written in place (NORMAL with OFLAG_COPIED);
  * otherwise it is one QCowL2Meta (m->next is NULL) describing the pending
  * L2 update, to be completed by qcow2_alloc_cluster_link_l2 after the data
- * is written (invariant 2) or undone by qcow2_alloc_cluster_abort.  May
+ * is written (qcow2.h inv. 2) or undone by qcow2_alloc_cluster_abort.  May
  * wait (dropping s->lock) for an overlapping allocation in flight.
  */
-int qcow2_alloc_host_offset(BlockDriverState *bs, uint64_t offset,
-                            unsigned int *bytes, uint64_t *host_offset,
-                            QCowL2Meta **m);
+int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
+                                         uint64_t offset,
+                                         unsigned int *bytes,
+                                         uint64_t *host_offset,
+                                         QCowL2Meta **m);
 /*
- * Copies the remaining COW head/tail (dropping s->lock for that I/O),
- * updates the L2 entries, frees the clusters they pointed to, and ends the
+ * Once the data and the copy-on-write head and tail are written (both
+ * cow_*_bytes 0; qcow2-io.c does that), updates the L2 entries, frees the
+ * clusters they pointed to, and ends the
  * allocation (waking requests that wait for it).  On failure it undoes the
  * allocation itself (as qcow2_alloc_cluster_abort; calling that as well is
  * harmless).  The caller g_free()s @m afterwards in either case.
  */
-int qcow2_alloc_cluster_link_l2(BlockDriverState *bs, QCowL2Meta *m);
+int coroutine_fn qcow2_alloc_cluster_link_l2(BlockDriverState *bs,
+                                             QCowL2Meta *m);
 /*
  * Gives guest cluster @offset an L2 table of the active image (allocating
  * it) before the compressed bytes are allocated, so that, as in QEMU, the
  * table comes before the data in the file.  Waits for allocations in
  * flight on that cluster first.
  */
-int qcow2_prepare_compressed_cluster(BlockDriverState *bs, uint64_t offset);
+int coroutine_fn qcow2_prepare_compressed_cluster(BlockDriverState *bs,
+                                                  uint64_t offset);
 /*
  * Points the L2 entry of guest cluster @offset at the compressed
  * descriptor @l2_entry, whose bytes are already written and referenced
- * (invariant 2), and frees what the entry pointed to before.  Waits for
+ * (qcow2.h inv. 2), and frees what the entry pointed to before.  Waits for
  * allocations in flight on that cluster first.
  */
-int qcow2_link_compressed_cluster(BlockDriverState *bs, uint64_t offset,
-                                  uint64_t l2_entry);
+int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
+                                               uint64_t offset,
+                                               uint64_t l2_entry);
 /* Frees @m's new clusters and ends the allocation; the caller frees @m. */
-void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
+void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
+                                            QCowL2Meta *m);
 /*
  * Discards the clusters of [offset, offset + bytes) (@offset cluster
  * aligned, @bytes whole clusters or up to the end of the image): with
@@ -684,27 +830,19 @@ void qcow2_alloc_cluster_abort(BlockDriverState *bs, QCowL2Meta *m);
  * an allocation needs it; v2: unallocated).  Host clusters are freed with
  * QCOW2_DISCARD_REQUEST.
  */
-int qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
-                          uint64_t bytes, bool full_discard);
+int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
+                                       uint64_t bytes, bool full_discard);
 /*
  * Sets the zero flag on the clusters of [offset, offset + bytes) (same
  * alignment as discard); with BDRV_REQ_MAY_UNMAP in @flags host clusters
  * are freed, else kept as ZERO_ALLOC.  v2 images have no zero flag: a
  * discard without a backing file, else -ENOTSUP (the caller writes zeroes).
  */
-int qcow2_subcluster_zeroize(BlockDriverState *bs, uint64_t offset,
-                             uint64_t bytes, int flags);
-/*
- * preallocation=metadata: allocates and maps host clusters for every
- * cluster of [offset, offset + bytes) that has none the active image owns
- * (contents: whatever the file holds; partial clusters keep their guest
- * data by copy-on-write).  *host_end is the end of the highest host
- * cluster used, so that the caller can extend the data file to it.
- */
-int qcow2_preallocate_range(BlockDriverState *bs, uint64_t offset,
-                            uint64_t bytes, uint64_t *host_end);
+int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
+                                          uint64_t offset, uint64_t bytes,
+                                          int flags);
 /* Writes the whole active L1 table (s->l1_table) and flushes. */
-int qcow2_write_l1_table(BlockDriverState *bs);
+int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs);
 /*
  * Calls @fn for every entry of the L2 table at @l2_offset, through the L2
  * cache, with the entry's type; @fn may change *entry (the slice is then
@@ -714,8 +852,8 @@ int qcow2_write_l1_table(BlockDriverState *bs);
  */
 typedef int Qcow2L2EntryFn(BlockDriverState *bs, QCow2ClusterType type,
                            uint64_t *entry, void *opaque);
-int qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
-                       Qcow2L2EntryFn *fn, void *opaque);
+int coroutine_fn qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
+                                    Qcow2L2EntryFn *fn, void *opaque);
 
 /*
  * qcow2-snapshot.c
@@ -737,8 +875,9 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
  * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
  * without it (counted as repaired corruptions).
  */
-int qcow2_check_snapshot_table(BlockDriverState *bs, BdrvCheckResult *res,
-                               BdrvCheckMode fix);
+int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
+                                            BdrvCheckResult *res,
+                                            BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
@@ -750,7 +889,7 @@ int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
  * Writes s->snapshots as a new table, switches the header to it and frees
  * the old one: the one place where the snapshot table is written.
  */
-int qcow2_write_snapshots(BlockDriverState *bs);
+int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs);
 int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
 int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
 int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
@@ -823,9 +962,15 @@ const char *qcow2_overlap_name(int type);
  */
 int qcow2_check_metadata_overlap(BlockDriverState *bs, int ign,
                                  int64_t offset, int64_t size);
-/* qcow2_pre_write_overlap_check() when the index does not clear a write. */
-int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
-                                       int64_t offset, int64_t size);
+/*
+ * qcow2_pre_write_overlap_check() when the index does not clear a write.
+ * Called with s->lock held (qcow2.h inv. 7): it may read the snapshots' L1
+ * tables and mark the image corrupt, both of which yield and change state
+ * that the lock guards.
+ */
+int coroutine_fn qcow2_pre_write_overlap_check_slow(BlockDriverState *bs,
+                                                    int ign, int64_t offset,
+                                                    int64_t size);
 
 /*
  * True if the index alone shows that [offset, offset + size) of the file
@@ -833,7 +978,7 @@ int qcow2_pre_write_overlap_check_slow(BlockDriverState *bs, int ign,
  *
  * Inline because it is on the path of every guest write: every cluster of
  * a checked structure is in the index (those of the single-range ones
- * marked, qcow2-overlap.c invariant 4), so a write within one cluster
+ * marked, qcow2-overlap.c inv. 4), so a write within one cluster
  * that the index does not hold overlaps nothing, which one hash probe
  * shows.  A write across clusters, or while inactive L2 tables are still
  * to be read, is left to the full check.
@@ -859,13 +1004,20 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 }
 
 /*
- * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
- * returns -EIO (invariant 7): every write to bs->file calls it first,
- * with @ign the structures the write is meant to update.
+ * qcow2.h inv. 6: a node marked corrupt writes nothing more, except in an
+ * open for check -r, whose purpose is to repair a corrupt image.
  */
-static inline int qcow2_pre_write_overlap_check(BlockDriverState *bs,
-                                                int ign, int64_t offset,
-                                                int64_t size)
+static inline bool qcow2_refuses_writes(BlockDriverState *bs)
+{
+    return bs->corrupt && !(bs->open_flags & BDRV_O_CHECK);
+}
+
+/*
+ * qcow2_check_metadata_overlap, and on a hit marks the image corrupt and
+ * returns -EIO (qcow2.h inv. 7).  Called with s->lock held.
+ */
+static inline int coroutine_fn qcow2_overlap_check_write(
+    BlockDriverState *bs, int ign, int64_t offset, int64_t size)
 {
     if (qcow2_overlap_index_clears(bs, ign, offset, size)) {
         return 0;
@@ -873,17 +1025,68 @@ static inline int qcow2_pre_write_overlap_check(BlockDriverState *bs,
     return qcow2_pre_write_overlap_check_slow(bs, ign, offset, size);
 }
 
-/* The check for guest data at host @offset of s->data_file. */
-static inline int qcow2_pre_write_data_check(BlockDriverState *bs,
-                                             int64_t offset, int64_t size)
+/*
+ * Every write to bs->file calls this first (qcow2.h inv. 7), with @ign the
+ * structures the write is meant to update; it is also the one place where
+ * qcow2 refuses to write to an image marked corrupt (qcow2.h inv. 6): with
+ * no yield between it and the write, a request that waited (on s->lock,
+ * on I/O) while another one marked the image corrupt is refused here, so
+ * nothing more reaches the file.  Called with s->lock held; guest data
+ * written without it is checked by qcow2_pre_write_data_check_unlocked().
+ */
+static inline int coroutine_fn qcow2_pre_write_overlap_check(
+    BlockDriverState *bs, int ign, int64_t offset, int64_t size)
+{
+    if (qcow2_refuses_writes(bs)) {
+        return -EIO;
+    }
+    return qcow2_overlap_check_write(bs, ign, offset, size);
+}
+
+/* The check for guest data at host @offset of s->data_file, under s->lock. */
+static inline int coroutine_fn qcow2_pre_write_data_check(
+    BlockDriverState *bs, int64_t offset, int64_t size)
 {
     BDRVQcow2State *s = bs->opaque;
 
-    /* an external data file holds no metadata */
+    /* an external data file holds no metadata, but takes no writes either
+     * once the image is corrupt (qcow2.h inv. 6) */
     if (s->data_file != bs->file) {
-        return 0;
+        return qcow2_refuses_writes(bs) ? -EIO : 0;
     }
     return qcow2_pre_write_overlap_check(bs, 0, offset, size);
+}
+
+/*
+ * qcow2_pre_write_data_check() for guest data written without s->lock
+ * (qcow2-io.c).  The one-probe fast path needs no lock: all coroutines of
+ * a node run in one thread and neither the probe nor the index updates
+ * yield, so the probe reads the index as a lock holder left it at a yield
+ * point, never half-changed.  The index changes in the same step as the
+ * in-memory table that places a structure (qcow2-overlap.c inv. 1
+ * and 4), so the probe is as current as those tables; while the inactive
+ * L2 tables are being read, overlap_inactive_l2_loaded is false and the
+ * probe defers to the full check.  The full check reads tables and may
+ * mark the image corrupt, so it takes the lock.
+ */
+static inline int coroutine_fn qcow2_pre_write_data_check_unlocked(
+    BlockDriverState *bs, int64_t offset, int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    /* qcow2.h inv. 6, as in qcow2_pre_write_overlap_check() */
+    if (qcow2_refuses_writes(bs)) {
+        return -EIO;
+    }
+    if (s->data_file != bs->file ||
+        qcow2_overlap_index_clears(bs, 0, offset, size)) {
+        return 0;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_pre_write_overlap_check_slow(bs, 0, offset, size);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
 }
 
 /* qcow2-cache.c */
@@ -893,7 +1096,7 @@ int qcow2_cache_destroy(Qcow2Cache *c);
 void qcow2_cache_entry_mark_dirty(Qcow2Cache *c, void *table);
 int qcow2_cache_flush(BlockDriverState *bs, Qcow2Cache *c);
 int qcow2_cache_write(BlockDriverState *bs, Qcow2Cache *c);
-/* @c is written only after @dependency (invariant 1). */
+/* @c is written only after @dependency (qcow2.h inv. 1). */
 int qcow2_cache_set_dependency(BlockDriverState *bs, Qcow2Cache *c,
                                Qcow2Cache *dependency);
 /* @c's next write is preceded by a flush of the file (e.g. after a

@@ -128,7 +128,12 @@ struct BlockDriver {
      * multiples of bs->bl.request_alignment (except a tail at end of file
      * for protocols that allow it), bytes <= bl.max_transfer when set, the
      * range lies within the node's length for reads, and the node is
-     * writable for writes.  @qiov has exactly @bytes bytes.
+     * writable and not marked corrupt when a write starts.  That test is
+     * made once, on entry: a driver that can mark its node corrupt while
+     * a request waits (on its lock, on I/O) must refuse the request's
+     * writes itself after that point, where no yield separates its test
+     * from the write (qcow2: qcow2_pre_write_overlap_check()); it need
+     * not test again on entry.  @qiov has exactly @bytes bytes.
      */
     int coroutine_fn (*bdrv_co_preadv)(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
@@ -413,7 +418,12 @@ struct BlockDriverState {
     int quiesce_counter;
     CoQueue drain_queue;
     BdrvNodeStats stats;
-    /* set by format drivers when they find their metadata inconsistent */
+    /*
+     * set by format drivers when they find their metadata inconsistent;
+     * io.c refuses writes, zero writes, discards and resizes that start
+     * after (bdrv_check_writable); see the data path callbacks' contract
+     * for requests already in flight
+     */
     bool corrupt;
     /* list entry of all_bdrv_states (block.c) */
     GList *all_link;

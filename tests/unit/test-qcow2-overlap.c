@@ -66,6 +66,32 @@ static int check(BlockBackend *blk, int ign, int64_t offset, int64_t size)
     return qcow2_check_metadata_overlap(blk_bs(blk), ign, offset, size);
 }
 
+typedef struct PreWriteCheck {
+    int64_t offset;
+    int64_t size;
+} PreWriteCheck;
+
+static int coroutine_fn pre_write_check_co(BlockDriverState *bs, void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    PreWriteCheck *c = opaque;
+    int ret;
+
+    /* the write path's check runs under s->lock (qcow2.h invariant 7) */
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_pre_write_overlap_check(bs, 0, c->offset, c->size);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* qcow2_pre_write_overlap_check() as a metadata write calls it. */
+static int pre_write_check(BlockBackend *blk, int64_t offset, int64_t size)
+{
+    PreWriteCheck c = { .offset = offset, .size = size };
+
+    return bdrv_run_co(blk_bs(blk), pre_write_check_co, &c);
+}
+
 /* Each single-range structure is found at its bytes and only there. */
 static void test_single_ranges(void)
 {
@@ -296,7 +322,7 @@ static void test_hit_reports_once(void)
     g_assert_true(g_file_get_contents(path, &before, &len_before, NULL));
 
     qapi_event_add_listener(record_event, &log);
-    ret = qcow2_pre_write_overlap_check(blk_bs(blk), 0, l1, 512);
+    ret = pre_write_check(blk, l1, 512);
     g_assert_cmpint(ret, ==, -EIO);
     g_assert_true(blk_bs(blk)->corrupt);
     g_assert_true(s->incompatible_features & QCOW2_INCOMPAT_CORRUPT);
@@ -311,7 +337,7 @@ static void test_hit_reports_once(void)
     g_assert_nonnull(qdict_get_try_str(log.last, "device"));
 
     /* the second hit is silent; writes are refused before qcow2 */
-    ret = qcow2_pre_write_overlap_check(blk_bs(blk), 0, l1, 512);
+    ret = pre_write_check(blk, l1, 512);
     g_assert_cmpint(ret, ==, -EIO);
     g_assert_cmpint(log.count, ==, 1);
     g_assert_cmpint(blk_pwrite(blk, 65536 * 8, 512, before, 0), ==, -EIO);
@@ -437,6 +463,78 @@ static void test_inline_check_agrees(void)
     blk_unref(blk);
 }
 
+/*
+ * A write that waits on s->lock while the lock holder marks the image
+ * corrupt passed the generic layer's entry test before the image was
+ * corrupt: qcow2 refuses it where it would write (qcow2.h inv. 6), and
+ * nothing of it reaches the file.
+ */
+typedef struct CorruptRace {
+    BlockBackend *blk;
+    int64_t offset;
+    uint8_t *buf;
+    int ret;
+    bool done;
+} CorruptRace;
+
+static void coroutine_fn race_holder_co(void *opaque)
+{
+    CorruptRace *r = opaque;
+    BlockDriverState *bs = blk_bs(r->blk);
+    BDRVQcow2State *s = bs->opaque;
+
+    qemu_co_mutex_lock(&s->lock);
+    qemu_coroutine_yield();
+    qcow2_signal_corruption(bs, true, -1, -1, "test: found while the "
+                            "write waited");
+    qemu_co_mutex_unlock(&s->lock);
+    r->done = true;
+}
+
+static void coroutine_fn race_writer_co(void *opaque)
+{
+    CorruptRace *r = opaque;
+    QEMUIOVector qiov;
+
+    qemu_iovec_init_buf(&qiov, r->buf, 4096);
+    r->ret = blk_co_pwritev(r->blk, r->offset, 4096, &qiov, 0);
+    r->done = true;
+}
+
+static void test_corrupt_while_waiting(void)
+{
+    g_autofree char *path = make_image("race.qcow2", "1M");
+    BlockBackend *blk = open_image(path, NULL);
+    g_autofree uint8_t *buf = g_malloc(4096);
+    g_autofree gchar *before = NULL, *after = NULL;
+    gsize len_before, len_after;
+    CorruptRace holder = { .blk = blk };
+    CorruptRace writer = { .blk = blk, .offset = 512 * 1024, .buf = buf };
+    Coroutine *h;
+
+    memset(buf, 0x5a, 4096);
+    g_assert_true(g_file_get_contents(path, &before, &len_before, NULL));
+    h = qemu_coroutine_create(race_holder_co, &holder);
+    qemu_coroutine_enter(h);
+    qemu_coroutine_enter(qemu_coroutine_create(race_writer_co, &writer));
+    /* the writer waits on s->lock, past the generic layer's test */
+    g_assert_false(writer.done);
+    g_assert_false(blk_bs(blk)->corrupt);
+    qemu_coroutine_enter(h);
+    while (!holder.done || !writer.done) {
+        aio_poll(qemu_get_aio_context(), true);
+    }
+    g_assert_true(blk_bs(blk)->corrupt);
+    g_assert_cmpint(writer.ret, ==, -EIO);
+    blk_unref(blk);
+
+    /* the header's corrupt bit is the only change to the file */
+    g_assert_true(g_file_get_contents(path, &after, &len_after, NULL));
+    g_assert_cmpuint(len_after, ==, len_before);
+    g_assert_cmpint(memcmp(before + 80, after + 80, len_before - 80), ==, 0);
+    g_assert_cmpint(after[79] & QCOW2_INCOMPAT_CORRUPT, !=, 0);
+}
+
 int main(int argc, char **argv)
 {
     int ret;
@@ -456,6 +554,8 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2-overlap/index-random-model",
                     test_index_random_model);
     g_test_add_func("/qcow2-overlap/hit-reports-once", test_hit_reports_once);
+    g_test_add_func("/qcow2-overlap/corrupt-while-waiting",
+                    test_corrupt_while_waiting);
     g_test_add_func("/qcow2-overlap/inline-check-agrees",
                     test_inline_check_agrees);
     g_test_add_func("/qcow2-overlap/cost-independent-of-size",

@@ -1,0 +1,826 @@
+/*
+ * qcow2 data path: guest reads and writes (split into pieces that run in
+ * parallel), allocating writes with their copy-on-write, zero writes,
+ * discard, block status, flush and the VM state area.
+ *
+ * Invariants of this file, cited as "qcow2-io.c inv. N" (qcow2.h's
+ * apply as well):
+ *  1. Guest data I/O to allocated clusters runs without s->lock; every
+ *     call into the other qcow2 files is made with it held (qcow2.h
+ *     inv. 4).
+ *  2. An allocating write writes its data (merged with the copy-on-write
+ *     head and tail when they are contiguous with it) before its L2
+ *     update is linked (qcow2.h inv. 2); a failed write aborts the
+ *     allocation instead.
+ */
+#include "block/qcow2.h"
+
+/* ---------------------------------------------------------------------- */
+/* Parallel I/O of one request */
+
+static void coroutine_fn qcow2_task_entry(void *opaque)
+{
+    Qcow2Task *t = opaque;
+    Qcow2TaskPool *pool = t->pool;
+    int ret = t->fn(t);
+
+    if (ret < 0 && pool->ret == 0) {
+        pool->ret = ret;
+    }
+    pool->in_flight--;
+    g_free(t);
+    if (pool->waiter) {
+        Coroutine *waiter = pool->waiter;
+
+        pool->waiter = NULL;
+        aio_co_wake(waiter);
+    }
+}
+
+static void coroutine_fn qcow2_pool_wait_below(Qcow2TaskPool *pool, int n)
+{
+    while (pool->in_flight > n) {
+        pool->waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+}
+
+/* Runs @t (taking ownership) in the pool; the first piece runs inline. */
+int coroutine_fn qcow2_pool_run(Qcow2TaskPool *pool, Qcow2Task *t,
+                                bool alone)
+{
+    int ret;
+
+    if (alone) {
+        ret = t->fn(t);
+        g_free(t);
+        return ret;
+    }
+    qcow2_pool_wait_below(pool, QCOW2_MAX_PARALLEL_IO - 1);
+    if (pool->ret < 0) {
+        g_free(t);
+        return pool->ret;
+    }
+    t->pool = pool;
+    pool->in_flight++;
+    aio_co_enter(bdrv_get_aio_context(t->bs),
+                 qemu_coroutine_create(qcow2_task_entry, t));
+    return 0;
+}
+
+int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret)
+{
+    qcow2_pool_wait_below(pool, 0);
+    return ret < 0 ? ret : pool->ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reading */
+
+/* Reads from the backing file; what lies past its end reads as zeroes. */
+static int coroutine_fn qcow2_co_read_backing(BlockDriverState *bs,
+                                              uint64_t offset,
+                                              uint64_t bytes,
+                                              QEMUIOVector *qiov,
+                                              size_t qiov_offset)
+{
+    int64_t backing_len = bdrv_getlength(bs->backing->bs);
+    uint64_t n;
+    QEMUIOVector slice;
+    int ret = 0;
+
+    if (backing_len < 0) {
+        return backing_len;
+    }
+    n = offset < (uint64_t)backing_len ?
+        MIN(bytes, (uint64_t)backing_len - offset) : 0;
+    if (n) {
+        BLKDBG_EVENT(bs->file, BLKDBG_READ_BACKING_AIO);
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, n);
+        ret = bdrv_co_preadv(bs->backing, offset, n, &slice, 0);
+        qemu_iovec_destroy(&slice);
+    }
+    if (ret == 0 && n < bytes) {
+        qemu_iovec_memset(qiov, qiov_offset + n, 0, bytes - n);
+    }
+    return ret;
+}
+
+static int coroutine_fn qcow2_read_task(Qcow2Task *t)
+{
+    BlockDriverState *bs = t->bs;
+    BDRVQcow2State *s = bs->opaque;
+    QEMUIOVector slice;
+    int ret;
+
+    switch (t->type) {
+    case QCOW2_CLUSTER_UNALLOCATED:
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
+        if (bs->backing) {
+            return qcow2_co_read_backing(bs, t->offset, t->bytes, t->qiov,
+                                         t->qiov_offset);
+        }
+        /* fall through */
+    case QCOW2_CLUSTER_ZERO_PLAIN:
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        qemu_iovec_memset(t->qiov, t->qiov_offset, 0, t->bytes);
+        return 0;
+    case QCOW2_CLUSTER_COMPRESSED:
+        return qcow2_co_read_compressed(bs, t->host_offset, t->offset,
+                                        t->bytes, t->qiov, t->qiov_offset);
+    case QCOW2_CLUSTER_NORMAL:
+        BLKDBG_EVENT(bs->file, BLKDBG_READ_AIO);
+        qemu_iovec_init_slice(&slice, t->qiov, t->qiov_offset, t->bytes);
+        ret = bdrv_co_preadv(s->data_file, t->host_offset, t->bytes, &slice,
+                             0);
+        qemu_iovec_destroy(&slice);
+        return ret;
+    }
+    g_assert_not_reached();
+}
+
+/* The longest piece one mapping call handles: whole clusters below 2 GiB. */
+static unsigned int qcow2_max_piece(BDRVQcow2State *s, uint64_t offset,
+                                    uint64_t bytes)
+{
+    uint64_t max = QEMU_ALIGN_DOWN(INT_MAX, s->cluster_size) -
+                   offset_into_cluster(s, offset);
+
+    return MIN(bytes, max);
+}
+
+int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2TaskPool pool = { 0 };
+    size_t qiov_offset = 0;
+    int ret = 0;
+
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset = 0;
+        QCow2ClusterType type;
+        Qcow2Task *t;
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+        t = g_new0(Qcow2Task, 1);
+        *t = (Qcow2Task) {
+            .bs = bs, .fn = qcow2_read_task, .type = type,
+            .host_offset = host_offset, .offset = offset, .bytes = cur,
+            .qiov = qiov, .qiov_offset = qiov_offset,
+        };
+        /* qcow2-io.c inv. 1: the data I/O runs without s->lock */
+        ret = qcow2_pool_run(&pool, t, qiov_offset == 0 && cur == bytes);
+        if (ret < 0) {
+            break;
+        }
+        offset += cur;
+        bytes -= cur;
+        qiov_offset += cur;
+    }
+    return qcow2_pool_finish(&pool, ret);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Copy-on-write */
+
+/*
+ * Reads guest bytes [offset, offset + bytes) into @buf through the
+ * driver's read path; bytes past the end of the image read as zeroes (the
+ * last cluster of an image may reach beyond it), except in the VM state
+ * area, which lies beyond the end on purpose.
+ */
+static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
+                                 uint64_t offset, uint8_t *buf,
+                                 uint64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t valid = 0;
+    QEMUIOVector qiov;
+    int ret;
+
+    if ((int64_t)offset >= qcow2_vm_state_offset(s)) {
+        valid = bytes;
+    } else if ((int64_t)offset < disk_size) {
+        valid = MIN(bytes, disk_size - offset);
+    }
+    memset(buf + valid, 0, bytes - valid);
+    if (!valid) {
+        return 0;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+    qemu_iovec_init_buf(&qiov, buf, valid);
+    ret = qcow2_co_preadv(bs, offset, valid, &qiov, 0);
+    return ret < 0 ? ret : 0;
+}
+
+/*
+ * Writes copy-on-write data on its own.  All copy-on-write data is written
+ * in this file: here, with the guest data by qcow2_write_merged_cow(), or
+ * as zeroes by qcow2_write_zeroed_cow().
+ */
+static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
+                                  uint8_t *buf, uint64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QEMUIOVector qiov;
+    int ret;
+
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, bytes);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+    }
+    return ret < 0 ? ret : 0;
+}
+
+/*
+ * Copies the head and tail of @m's clusters that the guest write did not
+ * cover from the old contents (backing file, zeroes, compressed or shared
+ * cluster) to the new clusters, before the allocation is linked (qcow2.h
+ * inv. 2).  Called with s->lock held; drops it for the I/O, which
+ * reads through qcow2_co_preadv(): the old L2 entries stay in place until
+ * link_l2, and qcow2-cluster.c inv. 1 keeps other writers away from
+ * these clusters.
+ */
+static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
+                                          QCowL2Meta *m)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t start_bytes = m->cow_start_bytes;
+    uint64_t end_bytes = m->cow_end_bytes;
+    int64_t disk_size;
+    uint8_t *buf;
+    int ret;
+
+    if (!start_bytes && !end_bytes) {
+        return 0;
+    }
+    disk_size = bdrv_getlength(bs);
+    if (disk_size < 0) {
+        return disk_size;
+    }
+    buf = qemu_try_memalign(qemu_real_host_page_size(),
+                            start_bytes + end_bytes);
+    if (!buf) {
+        return -ENOMEM;
+    }
+
+    qemu_co_mutex_unlock(&s->lock);
+    ret = cow_read(bs, disk_size, m->offset + m->cow_start_offset, buf,
+                   start_bytes);
+    if (ret >= 0) {
+        ret = cow_read(bs, disk_size, m->offset + m->cow_end_offset,
+                       buf + start_bytes, end_bytes);
+    }
+    if (ret >= 0 && start_bytes) {
+        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset, buf,
+                        start_bytes);
+    }
+    if (ret >= 0 && end_bytes) {
+        ret = cow_write(bs, m->alloc_offset + m->cow_end_offset,
+                        buf + start_bytes, end_bytes);
+    }
+    qemu_co_mutex_lock(&s->lock);
+
+    qemu_vfree(buf);
+    if (ret >= 0) {
+        m->cow_start_bytes = 0;
+        m->cow_end_bytes = 0;
+    }
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Writing */
+
+/*
+ * Completes the pending L2 update of a write under s->lock: if the data is
+ * written (@ret == 0), copies what is left of the copy-on-write and links
+ * it, else undoes the allocation (link_l2 undoes it itself when it fails).
+ * Either lets the requests that waited for it go on; the QCowL2Meta is
+ * then freed.
+ */
+static int coroutine_fn qcow2_handle_l2meta(BlockDriverState *bs,
+                                            QCowL2Meta *m, int ret)
+{
+    if (!m) {
+        return ret;
+    }
+    if (ret == 0) {
+        ret = qcow2_cluster_cow(bs, m);
+    }
+    if (ret == 0) {
+        ret = qcow2_alloc_cluster_link_l2(bs, m);
+    } else {
+        qcow2_alloc_cluster_abort(bs, m);
+    }
+    g_free(m);
+    return ret;
+}
+
+/*
+ * True if guest [offset, offset + bytes) reads as zeroes from this image
+ * alone (zero or unallocated clusters and no backing file behind them).
+ * A cluster with an allocation in flight does not (its L2 entry still
+ * says unallocated, but a write is filling it), unless the allocation is
+ * @except, the caller's own.  Called with s->lock held.
+ */
+static bool coroutine_fn qcow2_range_is_zero_except(BlockDriverState *bs,
+                                                    int64_t offset,
+                                                    int64_t bytes,
+                                                    QCowL2Meta *except)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (GList *l = s->cluster_allocs; l; l = l->next) {
+        QCowL2Meta *m = l->data;
+        uint64_t m_end = m->offset +
+                         ((uint64_t)m->nb_clusters << s->cluster_bits);
+
+        if (m == except) {
+            continue;
+        }
+        if ((uint64_t)offset < m_end && m->offset < (uint64_t)offset + bytes) {
+            return false;
+        }
+    }
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset;
+        QCow2ClusterType type;
+
+        if (qcow2_get_host_offset(bs, offset, &cur, &host_offset,
+                                  &type) < 0) {
+            return false;
+        }
+        if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
+            type != QCOW2_CLUSTER_ZERO_ALLOC &&
+            ((type != QCOW2_CLUSTER_UNALLOCATED &&
+              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
+            return false;
+        }
+        offset += cur;
+        bytes -= cur;
+    }
+    return true;
+}
+
+static bool coroutine_fn qcow2_range_is_zero(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes)
+{
+    return qcow2_range_is_zero_except(bs, offset, bytes, NULL);
+}
+
+/*
+ * An allocating write whose copy-on-write head and tail read as zeroes
+ * (no backing data there) zeroes its span in the file, cheaply (fallocate,
+ * BDRV_REQ_NO_FALLBACK), and then writes only the guest data, instead of
+ * writing buffers of zeroes around it: a 4 KiB write into a new 64 KiB
+ * cluster writes 4 KiB, as QEMU does.  -ENOTSUP where that is not possible
+ * (the caller then writes head, data and tail together).
+ */
+static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
+                                               QCowL2Meta *m,
+                                               uint64_t offset,
+                                               uint64_t bytes,
+                                               QEMUIOVector *qiov,
+                                               size_t qiov_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t start = m->offset + m->cow_start_offset;
+    uint64_t end = m->offset + m->cow_end_offset + m->cow_end_bytes;
+    uint64_t host_start = m->alloc_offset + m->cow_start_offset;
+    bool zero;
+    QEMUIOVector slice;
+    int ret;
+
+    if (!(s->data_file->bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK)) {
+        return -ENOTSUP;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    zero = (!m->cow_start_bytes ||
+            qcow2_range_is_zero_except(bs, start, m->cow_start_bytes, m)) &&
+           (!m->cow_end_bytes ||
+            qcow2_range_is_zero_except(bs, m->offset + m->cow_end_offset,
+                                       m->cow_end_bytes, m));
+    qemu_co_mutex_unlock(&s->lock);
+    if (!zero) {
+        return -ENOTSUP;
+    }
+    ret = qcow2_pre_write_data_check_unlocked(bs, host_start, end - start);
+    if (ret < 0) {
+        return ret;
+    }
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC_SPACE);
+    ret = bdrv_co_pwrite_zeroes(s->data_file, host_start, end - start,
+                                BDRV_REQ_NO_FALLBACK);
+    if (ret < 0) {
+        return ret == -ENOTSUP || ret == -EINVAL ? -ENOTSUP : ret;
+    }
+    m->cow_start_bytes = 0;
+    m->cow_end_bytes = 0;
+    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+    ret = bdrv_co_pwritev(s->data_file,
+                          m->alloc_offset + (offset - m->offset), bytes,
+                          &slice, 0);
+    qemu_iovec_destroy(&slice);
+    return ret;
+}
+
+/*
+ * Whether the copy-on-write head and tail of @m can be written with the
+ * guest data in one request: a single allocation whose head ends where
+ * the data starts and whose tail starts where it ends, inside the disk.
+ */
+static bool qcow2_can_merge_cow(BlockDriverState *bs, QCowL2Meta *m,
+                                uint64_t offset, uint64_t bytes,
+                                uint64_t host_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (!m || m->next || (!m->cow_start_bytes && !m->cow_end_bytes)) {
+        return false;
+    }
+    if (host_offset != m->alloc_offset + (offset - m->offset)) {
+        return false;
+    }
+    if (m->cow_start_bytes &&
+        m->offset + m->cow_start_offset + m->cow_start_bytes != offset) {
+        return false;
+    }
+    if (m->cow_end_bytes &&
+        (m->offset + m->cow_end_offset != offset + bytes ||
+         m->offset + m->cow_end_offset + m->cow_end_bytes >
+         ROUND_UP(s->virtual_size, BDRV_SECTOR_SIZE))) {
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Writes head + data + tail of a fresh allocation as one request
+ * (qcow2-io.c inv. 2).  The head and tail are read through the driver's read
+ * path: the L2 entry still maps the old contents (backing file, zeroes,
+ * a compressed or shared cluster).
+ */
+static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
+                                               QCowL2Meta *m,
+                                               uint64_t offset,
+                                               uint64_t bytes,
+                                               QEMUIOVector *qiov,
+                                               size_t qiov_offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint8_t *head = NULL, *tail = NULL;
+    QEMUIOVector hv, tv, all;
+    uint64_t start = m->offset + m->cow_start_offset;
+    int ret = 0;
+
+    qemu_iovec_init(&all, qiov->niov + 2);
+    if (m->cow_start_bytes) {
+        head = qemu_try_blockalign(bs, m->cow_start_bytes);
+        if (!head) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        qemu_iovec_init_buf(&hv, head, m->cow_start_bytes);
+        BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+        ret = qcow2_co_preadv(bs, start, m->cow_start_bytes, &hv, 0);
+        if (ret < 0) {
+            goto out;
+        }
+        qemu_iovec_add(&all, head, m->cow_start_bytes);
+    } else {
+        start = offset;
+    }
+    qemu_iovec_concat(&all, qiov, qiov_offset, bytes);
+    if (m->cow_end_bytes) {
+        tail = qemu_try_blockalign(bs, m->cow_end_bytes);
+        if (!tail) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        qemu_iovec_init_buf(&tv, tail, m->cow_end_bytes);
+        BLKDBG_EVENT(bs->file, BLKDBG_COW_READ);
+        ret = qcow2_co_preadv(bs, m->offset + m->cow_end_offset,
+                              m->cow_end_bytes, &tv, 0);
+        if (ret < 0) {
+            goto out;
+        }
+        qemu_iovec_add(&all, tail, m->cow_end_bytes);
+    }
+    /* the copy-on-write event, as QEMU emits it for a merged write */
+    BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
+    ret = qcow2_pre_write_data_check_unlocked(bs, m->alloc_offset +
+                                              (start - m->offset),
+                                              all.size);
+    if (ret == 0) {
+        ret = bdrv_co_pwritev(s->data_file,
+                              m->alloc_offset + (start - m->offset),
+                              all.size, &all, 0);
+    }
+    if (ret == 0) {
+        m->cow_start_bytes = 0;
+        m->cow_end_bytes = 0;
+    }
+out:
+    qemu_iovec_destroy(&all);
+    qemu_vfree(head);
+    qemu_vfree(tail);
+    return ret;
+}
+
+int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                  int64_t bytes, QEMUIOVector *qiov,
+                                  BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    size_t qiov_offset = 0;
+    int ret = 0;
+
+    while (bytes > 0) {
+        unsigned int cur = qcow2_max_piece(s, offset, bytes);
+        uint64_t host_offset = 0;
+        QCowL2Meta *l2meta = NULL;
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_alloc_host_offset(bs, offset, &cur, &host_offset,
+                                      &l2meta);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+
+        if (qcow2_can_merge_cow(bs, l2meta, offset, cur, host_offset)) {
+            ret = qcow2_write_zeroed_cow(bs, l2meta, offset, cur, qiov,
+                                         qiov_offset);
+            if (ret == -ENOTSUP) {
+                ret = qcow2_write_merged_cow(bs, l2meta, offset, cur, qiov,
+                                             qiov_offset);
+            }
+        } else {
+            QEMUIOVector slice;
+
+            BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+            ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, cur);
+            if (ret == 0) {
+                qemu_iovec_init_slice(&slice, qiov, qiov_offset, cur);
+                ret = bdrv_co_pwritev(s->data_file, host_offset, cur, &slice,
+                                      0);
+                qemu_iovec_destroy(&slice);
+            }
+        }
+
+        qemu_co_mutex_lock(&s->lock);
+        ret = qcow2_handle_l2meta(bs, l2meta, ret);
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            break;
+        }
+        offset += cur;
+        bytes -= cur;
+        qiov_offset += cur;
+    }
+    return ret;
+}
+
+int coroutine_fn qcow2_co_pwrite_zeroes(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        BdrvRequestFlags flags)
+{
+    BDRVQcow2State *s = bs->opaque;
+    /* with subclusters, each of them can read as zeroes on its own */
+    int64_t unit = s->subcluster_size;
+    int64_t end = offset + bytes;
+    int64_t start = QEMU_ALIGN_DOWN(offset, unit);
+    int64_t aligned_end = MIN(ROUND_UP(end, unit),
+                              ROUND_UP(s->virtual_size, unit));
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    /*
+     * Zero clusters (subclusters) are whole: a partial one can only become
+     * zero if the rest of it reads as zero already (the end of the disk
+     * counts as zero).
+     */
+    if ((start < offset && !qcow2_range_is_zero(bs, start, offset - start)) ||
+        (end < aligned_end && end < s->virtual_size &&
+         !qcow2_range_is_zero(bs, end, MIN(aligned_end, s->virtual_size) -
+                              end))) {
+        qemu_co_mutex_unlock(&s->lock);
+        return -ENOTSUP;
+    }
+    ret = qcow2_subcluster_zeroize(bs, start, aligned_end - start, flags);
+    qemu_co_mutex_unlock(&s->lock);
+    /* a raw data file must read as the disk does */
+    if (ret == 0 && qcow2_data_file_is_raw(s)) {
+        ret = qcow2_pre_write_data_check_unlocked(bs, offset, bytes);
+        if (ret == 0) {
+            ret = bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+        }
+    }
+    return ret;
+}
+
+int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
+                                   int64_t offset, int64_t bytes)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    /* only whole clusters can be discarded; the end of the disk counts as
+     * the end of its last cluster */
+    if (offset_into_cluster(s, offset) ||
+        (offset_into_cluster(s, bytes) && offset + bytes != s->virtual_size)) {
+        return -ENOTSUP;
+    }
+    /*
+     * Without the zero flag (v2) a discarded cluster would read as the
+     * backing file, which is neither the old data nor zeroes; like QEMU,
+     * keep the data.
+     */
+    if (s->qcow_version < 3 && bs->backing) {
+        return -ENOTSUP;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_cluster_discard(bs, offset, bytes, false);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Block status and flush */
+
+/*
+ * QEMU's test for an image made with preallocation=metadata: clearly more
+ * clusters have a refcount than the file has allocated on the host (at
+ * least a ninth more, and two).  Only such images have clusters that were
+ * never written, whose holes in the file block status reports as zeroes;
+ * in any other image an allocated cluster is data, as QEMU's map says.
+ */
+static int coroutine_fn qcow2_detect_metadata_preallocation(
+    BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t file_length = bdrv_getlength(bs->file->bs);
+    int64_t allocated = bdrv_get_allocated_file_size(bs->file->bs);
+    int64_t real_clusters, threshold, count = 0;
+
+    if (file_length < 0 || allocated < 0) {
+        return file_length < 0 ? file_length : allocated;
+    }
+    real_clusters = allocated / s->cluster_size;
+    threshold = MAX(real_clusters * 10 / 9, real_clusters + 2);
+    for (int64_t i = 0; i < size_to_clusters(s, file_length) &&
+                        count < threshold; i++) {
+        uint64_t refcount;
+        int ret = qcow2_get_refcount(bs, i, &refcount);
+
+        if (ret < 0) {
+            return ret;
+        }
+        count += refcount != 0;
+    }
+    return count >= threshold;
+}
+
+int coroutine_fn qcow2_co_block_status(BlockDriverState *bs,
+                                       bool want_zero, int64_t offset,
+                                       int64_t bytes, int64_t *pnum,
+                                       int64_t *map,
+                                       BlockDriverState **file)
+{
+    BDRVQcow2State *s = bs->opaque;
+    unsigned int cur = qcow2_max_piece(s, offset, bytes);
+    uint64_t host_offset = 0;
+    QCow2ClusterType type;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    if (!s->metadata_preallocation_checked) {
+        ret = qcow2_detect_metadata_preallocation(bs);
+        s->metadata_preallocation = ret == 1;
+        s->metadata_preallocation_checked = true;
+    }
+    ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
+    qemu_co_mutex_unlock(&s->lock);
+    if (ret < 0) {
+        return ret;
+    }
+    *pnum = cur;
+    switch (type) {
+    case QCOW2_CLUSTER_NORMAL:
+        *map = host_offset;
+        *file = s->data_file->bs;
+        /* preallocated metadata maps clusters never written: the file's
+         * holes tell that they read as zeroes */
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
+               (s->metadata_preallocation ? BDRV_BLOCK_RECURSE : 0);
+    case QCOW2_CLUSTER_ZERO_ALLOC:
+        *map = host_offset;
+        *file = s->data_file->bs;
+        return BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID;
+    case QCOW2_CLUSTER_ZERO_PLAIN:
+        return BDRV_BLOCK_ZERO;
+    case QCOW2_CLUSTER_COMPRESSED:
+        return BDRV_BLOCK_DATA;
+    case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
+        /* where the data would go, but it is the backing file's still */
+        *map = host_offset;
+        *file = s->data_file->bs;
+        return BDRV_BLOCK_OFFSET_VALID;
+    case QCOW2_CLUSTER_UNALLOCATED:
+        /* the generic layer asks the backing file, or reports zeroes */
+        return 0;
+    }
+    g_assert_not_reached();
+}
+
+int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
+        /*
+         * Lazy refcounts (qcow2.h inv. 5): the guest's data needs
+         * its L2 tables on disk, not its refcounts, which the dirty bit
+         * has the next open rebuild.  QEMU flushes the same way.
+         */
+        ret = qcow2_cache_write(bs, s->l2_table_cache);
+    } else {
+        ret = qcow2_write_caches(bs);
+    }
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The VM state area (after the end of the disk, qcow2.h) */
+
+int coroutine_fn qcow2_co_save_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov,
+                                       int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_pwritev(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                            qiov, 0);
+}
+
+int coroutine_fn qcow2_co_load_vmstate(BlockDriverState *bs,
+                                       QEMUIOVector *qiov,
+                                       int64_t pos)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    return qcow2_co_preadv(bs, qcow2_vm_state_offset(s) + pos, qiov->size,
+                           qiov, 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Preallocation */
+
+int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
+                                         uint64_t offset, uint64_t bytes,
+                                         uint64_t *host_end)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    *host_end = 0;
+    while (bytes > 0) {
+        /* whole clusters, so that a chunk never splits one */
+        unsigned int cur = MIN(bytes, (uint64_t)(INT_MAX & -s->cluster_size));
+        uint64_t host_offset;
+        QCowL2Meta *m;
+        int ret;
+
+        ret = qcow2_alloc_host_offset(bs, offset, &cur, &host_offset, &m);
+        if (ret < 0) {
+            return ret;
+        }
+        if (m) {
+            m->prealloc = true;
+            ret = qcow2_handle_l2meta(bs, m, 0);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        *host_end = MAX(*host_end, ROUND_UP(host_offset + cur,
+                                            (uint64_t)s->cluster_size));
+        offset += cur;
+        bytes -= cur;
+    }
+    return 0;
+}
