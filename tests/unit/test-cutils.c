@@ -59,7 +59,7 @@ static void test_strtosz_fractions(void)
     check_strtosz("0.9k", 0, 922);
     check_strtosz("0.00000001k", 0, 0);
     check_strtosz("7.9E", 0, 9108079886394091136ULL);
-    /* Fractions need a multiplier above one byte. */
+    /* A non-zero fraction needs a multiplier above one byte. */
     check_strtosz("1.5", -EINVAL, 0);
     check_strtosz("1.5b", -EINVAL, 0);
     check_strtosz("1.5B", -EINVAL, 0);
