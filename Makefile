@@ -11,9 +11,15 @@ BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
               busybox-static strace
+# What QEMU's iotests need besides the tools: dpkg-source to unpack them,
+# certtool (233).
+UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin
+QEMU ?= 0
+UPSTREAM_SETS ?=
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
-        check-iotests-qemu check-interop check-daemon check-guest bench demo run install clean
+        check-iotests-qemu check-interop check-daemon check-guest check-upstream \
+        bench demo run install clean
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -66,6 +72,13 @@ check-interop: test-deps all
 
 check-daemon: test-deps all
 	bash tests/run-all.sh $(BUILD) daemon
+
+# QEMU 7.2's own qemu-iotests against the tools just built (QEMU=1: against
+# the real QEMU tools, for the other column of docs/compatibility.md).  The
+# tests are fetched from Debian's source package on first use and cached.
+check-upstream: test-deps all
+	$(call install_missing,$(UPSTREAM_DEPS))
+	QEMU=$(QEMU) bash tests/upstream/run.sh $(BUILD) $(UPSTREAM_SETS)
 
 # The real Linux guest (also part of check); its kernel is fetched with
 # apt-get download at test time, see tests/guest/build-guest.py.

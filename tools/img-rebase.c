@@ -74,8 +74,21 @@ static int img_rebase_needs_copy(ImgRebase *r, int64_t offset, int64_t *n)
     /* with the new backing file in the chain, only what lies above it */
     ret = bdrv_block_status_above(bdrv_backing_bs(bs), r->prefix, offset, *n,
                                   &pnum, NULL, NULL, NULL);
+    if (ret < 0) {
+        return ret;
+    }
+    if (pnum == 0) {
+        /*
+         * Past the end of the old backing file, which is shorter than the
+         * overlay: the guest reads zeroes there today, while the new
+         * backing file further down may hold data.  Let the comparison
+         * decide, over the whole range (a zero-length step would never
+         * advance).
+         */
+        return 1;
+    }
     *n = pnum;
-    return ret < 0 ? ret : !!(ret & BDRV_BLOCK_ALLOCATED);
+    return !!(ret & BDRV_BLOCK_ALLOCATED);
 }
 
 static int img_rebase_copy(ImgRebase *r)

@@ -39,8 +39,9 @@ static uint64_t strtosz_suffix_mul(char c)
 
 /*
  * Common body of qemu_strtosz*(): @default_mul applies to a number
- * without suffix.  A fraction needs a multiplier above 1 ("1.5" bytes is
- * not a size, "1.5k" is 1536); it is rounded to the nearest byte.
+ * without suffix.  A fraction is rounded to the nearest byte ("1.5k" is
+ * 1536); in bytes only a zero fraction is a size ("1024.0" is, "1.5" is
+ * not), as in QEMU.
  */
 static int do_strtosz(const char *nptr, const char **end,
                       uint64_t default_mul, uint64_t *result)
@@ -118,7 +119,7 @@ static int do_strtosz(const char *nptr, const char **end,
     } else {
         mul = default_mul;
     }
-    if (has_fraction && mul == 1) {
+    if (has_fraction && mul == 1 && fraction != 0) {
         return -EINVAL;
     }
     if (!end && *p) {

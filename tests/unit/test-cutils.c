@@ -59,10 +59,14 @@ static void test_strtosz_fractions(void)
     check_strtosz("0.9k", 0, 922);
     check_strtosz("0.00000001k", 0, 0);
     check_strtosz("7.9E", 0, 9108079886394091136ULL);
-    /* Fractions need a multiplier above one byte. */
+    /* A non-zero fraction needs a multiplier above one byte. */
     check_strtosz("1.5", -EINVAL, 0);
     check_strtosz("1.5b", -EINVAL, 0);
     check_strtosz("1.5B", -EINVAL, 0);
+    /* a zero fraction is a whole number of bytes, as in QEMU (iotest 049) */
+    check_strtosz("1024.0", 0, 1024);
+    check_strtosz("1024.0b", 0, 1024);
+    check_strtosz("1.00B", 0, 1);
     check_strtosz(".5M", -EINVAL, 0);
     check_strtosz("1.5.5k", -EINVAL, 0);
     check_strtosz("0x1.8M", -EINVAL, 0);

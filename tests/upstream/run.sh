@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# QEMU's own qemu-iotests (QEMU 7.2, fetched from Debian's source package at
+# test time and cached; nothing of QEMU's is kept in this repository) run
+# against the tools just built, or with QEMU=1 against the real QEMU tools.
+#
+#   tests/upstream/run.sh BUILD_DIR [SET...]     SET: qcow2 raw nbd-raw
+#
+# Environment:
+#   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
+#   UPSTREAM_JOBS   tests run in parallel (default: the number of CPUs)
+#   UPSTREAM_CACHE  where the fetched tests are kept
+#                   (default ${XDG_CACHE_HOME:-$HOME/.cache}/qblock)
+#   UPSTREAM_TESTS  run only these tests (space-separated names)
+#
+# Prints one line per test that did not pass with its reason, one
+# "SET: N passed, N failed, N skipped" line per set and a last line
+# "N passed, N failed, N skipped" over all sets.  A test that fails and is
+# listed in known-failures.txt (next to this script, with the reason) is
+# "known"; the exit status is non-zero only for a failure that is not
+# listed there, so a regression fails CI while the list documents the
+# distance to QEMU.  A listed test that now passes is reported, so that the
+# list is kept short.
+set -u
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw]...}
+shift
+build=$(cd "$build" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+sets=("$@")
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw)
+
+shared=$src/../shared/upstream-iotests
+if [ ! -x "$shared/run-upstream.sh" ]; then
+    echo "check-upstream: $shared/run-upstream.sh is missing" \
+         "(shared/ must sit next to the repository)"
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+fi
+
+cache=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/qblock}
+iotests=$cache/qemu-iotests-7.2
+want_sha=$(sed -n 's/^WANT_TREE_SHA=//p' "$shared/prepare-iotests-7.2.sh")
+tree_sha() {
+    (cd "$1" && find . -type f | LC_ALL=C sort | xargs sha256sum |
+     sha256sum | cut -d' ' -f1)
+}
+# The cached tree is used only while its hash is still the recorded one: a
+# partly extracted or edited tree is fetched again.
+if [ ! -f "$iotests/check" ] || [ "$(tree_sha "$iotests")" != "$want_sha" ]; then
+    mkdir -p "$cache"
+    echo "check-upstream: fetching QEMU 7.2's qemu-iotests into $iotests"
+    if ! bash "$shared/prepare-iotests-7.2.sh" "$iotests" > "$cache/prepare.log" 2>&1 ||
+       [ "$(tree_sha "$iotests")" != "$want_sha" ]; then
+        cat "$cache/prepare.log"
+        echo "check-upstream: could not fetch the tests"
+        echo "0 passed, 1 failed, 0 skipped"
+        exit 1
+    fi
+fi
+
+if [ "${QEMU:-0}" = 1 ]; then
+    bindir=/usr/bin names=(--img qemu-img --io qemu-io --nbd qemu-nbd)
+    who="real QEMU ($(qemu-img --version | head -n 1))"
+else
+    bindir=$build names=(--img qblock-img --io qblock-io --nbd qblock-nbd)
+    who="qblock ($build)"
+fi
+jobs=${UPSTREAM_JOBS:-$(nproc)}
+known=$here/known-failures.txt
+[ "${QEMU:-0}" = 1 ] && known=$here/known-failures-qemu.txt
+
+# known_reason SET TEST: the reason a test is listed as known to fail in
+# SET, empty if it is not listed.
+known_reason() {
+    awk -v set="$1" -v t="$2" '
+        /^#/ || NF < 3 { next }
+        $1 == t && ($2 == set || $2 == "*") {
+            $1 = ""; $2 = ""; sub(/^  */, ""); print; exit }' "$known"
+}
+
+tp=0 tf=0 ts=0 unexpected=0
+for set in "${sets[@]}"; do
+    case $set in
+    qcow2) fmt=qcow2 proto=() ;;
+    raw) fmt=raw proto=() ;;
+    nbd-raw) fmt=raw proto=(--proto nbd) ;;
+    *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
+    esac
+    work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
+    echo "=== upstream $set: $who ==="
+    # shellcheck disable=SC2086
+    "$shared/run-upstream.sh" "${names[@]}" "${proto[@]}" -j "$jobs" \
+        --retry 1 --timeout 600 --work "$work" \
+        "$iotests" "$bindir" "$fmt" ${UPSTREAM_TESTS:-} > "$work/results.txt" 2>&1
+    p=0 f=0 s=0
+    while read -r status name reason; do
+        case $status in
+        pass) p=$((p + 1)) ;;
+        skip) s=$((s + 1)); echo "skip     $name  $reason" ;;
+        fail|not-run)
+            f=$((f + 1))
+            why=$(known_reason "$set" "$name")
+            if [ -n "$why" ]; then
+                echo "known    $name  $why"
+            else
+                unexpected=$((unexpected + 1))
+                echo "FAIL     $name  $reason (log: $work/logs/$name.log)"
+            fi ;;
+        esac
+        if [ "$status" = pass ] && [ -n "$(known_reason "$set" "$name")" ]; then
+            echo "fixed    $name  passes now: remove it from $(basename "$known")"
+        fi
+    done < <(grep -E '^(pass|fail|skip|not-run) ' "$work/results.txt")
+    if [ $((p + f + s)) -eq 0 ]; then
+        cat "$work/results.txt"
+        echo "check-upstream: the $set set ran no test"
+        f=1 unexpected=$((unexpected + 1))
+    fi
+    echo "$set: $p passed, $f failed, $s skipped"
+    tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
+done
+echo "=== upstream total: $who ==="
+echo "$unexpected failed that known-failures.txt does not list"
+echo "upstream: $tp passed, $tf failed, $ts skipped"
+[ "$unexpected" -eq 0 ]
