@@ -80,8 +80,14 @@ struct NBDClient {
 
     /* --- set by the handshake, read-only in transmission --- */
     NBDExport *exp;             /* one reference held; NULL until chosen */
+    /*
+     * The export the option being answered is about: one reference held
+     * while the handshake may wait on the socket (invariant 6).
+     */
+    NBDExport *opt_exp;
     bool structured_reply;
-    NBDMetaContexts contexts;   /* exp is not referenced (compared only) */
+    /* exp is not referenced: a listed export or NULL (invariant 7) */
+    NBDMetaContexts contexts;
 
     /* --- transmission --- */
     /* one reply chunk on the wire at a time (invariant 4) */

@@ -36,6 +36,19 @@
  *  5. The listeners are registered with the loop (server->accepting)
  *     exactly while the server is not being freed and has fewer clients
  *     than cfg.max_connections (or no limit).
+ *  6. A client in the handshake holds a reference to the export that the
+ *     option it is answering names (client->opt_exp), taken before its
+ *     first wait on the socket and dropped once the option is answered;
+ *     an export chosen for transmission is client->exp.  Both count as
+ *     the export's clients (nbd_export_client_count()), and removing the
+ *     export closes both kinds, so a reply that waits for as long as the
+ *     client does not read never resumes on a freed export.  After every
+ *     such wait the handshake checks exp->removed before it chooses the
+ *     export or stores anything that names it.
+ *  7. client->contexts.exp, the export a handshake client selected meta
+ *     contexts for, is NULL or an export on the server's list: it is
+ *     stored only for an export not removed (invariant 6), and removing
+ *     the export clears it.  It holds no reference.
  *
  * Everything runs in the thread of server->ctx.
  */
@@ -144,7 +157,8 @@ unsigned int nbd_export_client_count(NBDExport *exp)
     for (GList *l = exp->server->clients.head; l; l = l->next) {
         NBDClient *client = l->data;
 
-        n += client->exp == exp;
+        /* invariant 6: a handshake client answering about it counts */
+        n += client->exp == exp || client->opt_exp == exp;
     }
     return n;
 }
@@ -202,12 +216,14 @@ void nbd_export_remove(NBDExport *exp, void (*done)(void *opaque),
     for (GList *l = server->clients.head; l; l = l->next) {
         NBDClient *client = l->data;
 
-        if (client->exp == exp) {
+        if (client->exp == exp || client->opt_exp == exp) {
+            /* invariant 6: its waits end with -ESHUTDOWN */
             nbd_client_close(client);
         }
         if (client->contexts.exp == exp) {
-            /* a client in the handshake must not carry them over to an
-             * export that might later live at the same address */
+            /* invariant 7: a client in the handshake must not carry them
+             * over to an export that might later live at the same
+             * address */
             client->contexts = (NBDMetaContexts) { 0 };
         }
     }
@@ -240,6 +256,7 @@ static void nbd_client_free_bh(void *opaque)
     bool negotiated = client->exp != NULL;
 
     assert(client->nr_requests == 0);
+    assert(!client->opt_exp);   /* invariant 6: the option was answered */
     g_queue_unlink(&server->clients, &client->link);
     timer_free(client->handshake_timer);
     co_socket_close(&client->sock);
