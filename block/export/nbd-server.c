@@ -49,6 +49,13 @@
  *     contexts for, is NULL or an export on the server's list: it is
  *     stored only for an export not removed (invariant 6), and removing
  *     the export clears it.  It holds no reference.
+ *  8. Request buffers are budgeted: a request is charged the bytes of
+ *     its buffer (nbd-transmit.c) before the buffer is allocated, and
+ *     the charge is returned when the request is freed.  A client never
+ *     holds more than NBD_CLIENT_BUFFER_BUDGET, all clients together
+ *     never more than server->buffer_budget; the connection coroutine
+ *     waits on server->buffer_waiters (reading no further requests)
+ *     until its request fits, and closing a client wakes it.
  *
  * Everything runs in the thread of server->ctx.
  */
@@ -236,6 +243,8 @@ void nbd_client_close(NBDClient *client)
 {
     client->quitting = true;
     co_socket_shutdown(&client->sock);
+    /* invariant 8: a client waiting for buffer budget sees quitting */
+    qemu_co_queue_restart_all(&client->server->buffer_waiters);
 }
 
 static void nbd_client_handshake_timeout(void *opaque)
@@ -257,6 +266,7 @@ static void nbd_client_free_bh(void *opaque)
 
     assert(client->nr_requests == 0);
     assert(!client->opt_exp);   /* invariant 6: the option was answered */
+    assert(client->buffer_bytes == 0);  /* invariant 8 */
     g_queue_unlink(&server->clients, &client->link);
     timer_free(client->handshake_timer);
     co_socket_close(&client->sock);
@@ -411,6 +421,12 @@ NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
     }
     g_queue_init(&server->clients);
     g_queue_init(&server->exports);
+    qemu_co_queue_init(&server->buffer_waiters);
+    /* invariant 8: every request must fit, or it would wait forever */
+    server->buffer_budget = MAX(server->cfg.max_buffer_bytes ?
+                                server->cfg.max_buffer_bytes :
+                                NBD_DEFAULT_BUFFER_BUDGET,
+                                NBD_MAX_PAYLOAD_SIZE);
     nbd_server_update_accepting(server);
     return server;
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """qblock-storage-daemon against hostile NBD clients (issue 14): an
 export removed over QMP while a client in the handshake does not read the
-replies about it, safe and hard.  Run it against an AddressSanitizer
+replies about it, safe and hard; clients that send big reads and never
+read the replies (the daemon's memory stays within its buffer budget and
+a well-behaved client is still served); the default connection limit.
+Run it against an AddressSanitizer
 build (./configure --enable-asan --builddir=build-asan) to prove that
 nothing touches a freed export: the daemon's stderr must hold no
 sanitizer report.
@@ -19,7 +22,16 @@ t = qsd.Tests('test-nbd-security')
 
 NBD_OPTS_MAGIC = 0x49484156454F5054
 NBD_REP_MAGIC = 0x0003e889045565a9
-NBD_OPT_LIST, NBD_OPT_INFO = 3, 6
+NBD_OPT_LIST, NBD_OPT_INFO, NBD_OPT_GO = 3, 6, 7
+NBD_REP_ACK = 1
+NBD_REQUEST_MAGIC = 0x25609513
+NBD_CMD_READ = 0
+MiB = 1 << 20
+# block/export/nbd-int.h and include/block/nbd.h
+NBD_MAX_PAYLOAD_SIZE = 32 * MiB
+NBD_CLIENT_BUFFER_BUDGET = 2 * NBD_MAX_PAYLOAD_SIZE
+NBD_DEFAULT_BUFFER_BUDGET = 8 * NBD_MAX_PAYLOAD_SIZE
+NBD_DEFAULT_MAX_CONNECTIONS = 100
 NBD_OPT_STRUCTURED_REPLY, NBD_OPT_SET_META_CONTEXT = 8, 10
 NBD_REP_INFO = 3
 NBD_INFO_NAME = 1
@@ -86,11 +98,54 @@ def read_replies(s, name):
     return n, bad, wrong_name
 
 
+def recv_exact(s, n):
+    buf = b''
+    while len(buf) < n:
+        data = s.recv(n - len(buf))
+        if not data:
+            raise OSError('EOF after %d of %d bytes' % (len(buf), n))
+        buf += data
+    return buf
+
+
+def transmission_client(sock_path, name):
+    """A client that chose export @name with NBD_OPT_GO (simple replies)
+    and reads nothing more unless told to: its receive buffer is small, so
+    the daemon's replies wait in the daemon."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(sock_path)
+    s.settimeout(qsd.TIMEOUT)
+    recv_exact(s, 18)
+    s.sendall(struct.pack('>I', NBD_FLAG_C_FIXED_NEWSTYLE))
+    s.sendall(option(NBD_OPT_GO, lstring(name) + struct.pack('>H', 0)))
+    while True:
+        magic, opt, typ, length = struct.unpack('>QIII', recv_exact(s, 20))
+        recv_exact(s, length)
+        if typ == NBD_REP_ACK:
+            return s
+        if typ != NBD_REP_INFO:
+            raise OSError('NBD_OPT_GO failed: reply type 0x%x' % typ)
+
+
+def read_request(cookie, offset, length):
+    return struct.pack('>IHHQQI', NBD_REQUEST_MAGIC, 0, NBD_CMD_READ,
+                       cookie, offset, length)
+
+
+def rss(pid):
+    with open('/proc/%d/status' % pid) as f:
+        for line in f:
+            if line.startswith('VmRSS:'):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def export(c, sock, img, name):
     c.ok('blockdev-add', {'driver': 'raw', 'node-name': name,
                           'file': {'driver': 'file', 'filename': img}})
     c.ok('block-export-add', {'type': 'nbd', 'id': name, 'node-name': name,
-                              'name': name})
+                              'name': name, 'writable': True})
 
 
 def test_remove_during_handshake(d, c, sock, img):
@@ -140,6 +195,81 @@ def test_remove_during_handshake(d, c, sock, img):
     t.check('daemon alive', d.alive())
 
 
+def test_memory_budget(d, c, sock, img):
+    """Issue 14, finding 5: clients that send 16 reads of 32 MiB each and
+    read no reply made the daemon hold 512 MiB per client."""
+    export(c, sock, img, 'big')
+    before = rss(d.proc.pid)
+    hogs = [transmission_client(sock, 'big') for _ in range(3)]
+    for h in hogs:
+        h.sendall(b''.join(read_request(i, 0, NBD_MAX_PAYLOAD_SIZE)
+                           for i in range(16)))
+    # give the daemon time to fill every buffer it is allowed to
+    time.sleep(2)
+    grown = rss(d.proc.pid) - before
+    t.check('3 clients that do not read hold at most their buffer budget '
+            '(%d MiB more resident)' % (grown // MiB),
+            grown <= 3 * NBD_CLIENT_BUFFER_BUDGET + 32 * MiB,
+            '%d MiB' % (grown // MiB))
+    t.check('and the daemon at most its own (%d MiB)'
+            % (NBD_DEFAULT_BUFFER_BUDGET // MiB),
+            grown <= NBD_DEFAULT_BUFFER_BUDGET, '%d MiB' % (grown // MiB))
+    rc, out = qsd.qemu_io(t, qsd.nbd_uri(sock, 'big'), 'read 0 1M')
+    t.check('a well-behaved client is served meanwhile',
+            rc == 0 and 'read 1048576/1048576' in out, out)
+    # one hog reads its replies: every one of them arrives whole
+    h = hogs.pop()
+    h.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    cookies = []
+    try:
+        for _ in range(16):
+            magic, err, cookie = struct.unpack('>IIQ', recv_exact(h, 16))
+            recv_exact(h, NBD_MAX_PAYLOAD_SIZE)
+            cookies.append((err, cookie))
+    except OSError as e:
+        cookies.append(repr(e))
+    t.equal('a client that reads late gets all its replies, none refused',
+            sorted(cookies), [(0, i) for i in range(16)])
+    for h in hogs + [h]:
+        h.close()
+    ok = qsd.wait_for(lambda: 'return' in c.cmd('block-export-del',
+                                                {'id': 'big'}))
+    t.check('the hogs\' connections end when they close', ok)
+    c.ok('blockdev-del', {'node-name': 'big'})
+
+
+def test_connection_limit(d, c, sock, img):
+    """The default max-connections: 100 clients are served, the next one
+    waits in the listen backlog (no greeting) until one leaves."""
+    export(c, sock, img, 'many')
+    clients = []
+    for _ in range(NBD_DEFAULT_MAX_CONNECTIONS):
+        clients.append(handshake_client(sock))
+    extra = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    extra.connect(sock)
+    extra.settimeout(1)
+    try:
+        got = extra.recv(18)
+    except socket.timeout:
+        got = None
+    t.equal('client %d gets no greeting while %d are connected'
+            % (NBD_DEFAULT_MAX_CONNECTIONS + 1, NBD_DEFAULT_MAX_CONNECTIONS),
+            got, None)
+    clients.pop().close()
+    extra.settimeout(qsd.TIMEOUT)
+    try:
+        got = len(recv_exact(extra, 18))
+    except OSError as e:
+        got = repr(e)
+    t.equal('and is greeted once one leaves', got, 18)
+    for x in clients + [extra]:
+        x.close()
+    ok = qsd.wait_for(lambda: 'return' in c.cmd('block-export-del',
+                                                {'id': 'many'}))
+    t.check('every connection ends', ok)
+    c.ok('blockdev-del', {'node-name': 'many'})
+
+
 def test_quit(d, c):
     try:
         c.cmd('quit')
@@ -154,12 +284,14 @@ def test_quit(d, c):
 
 img = t.path('disk.raw')
 with open(img, 'wb') as f:
-    f.truncate(16 << 20)
+    f.truncate(64 << 20)
 sock = t.path('nbd.sock')
 d = t.daemon(['--nbd-server', 'addr.type=unix,addr.path=%s' % sock])
 c = d.qmp()
 try:
     test_remove_during_handshake(d, c, sock, img)
+    test_memory_budget(d, c, sock, img)
+    test_connection_limit(d, c, sock, img)
 except (OSError, RuntimeError) as e:
     # a daemon that died: its stderr below says why
     t.check('the removal tests ran to the end', False, repr(e))
