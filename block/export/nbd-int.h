@@ -55,6 +55,10 @@ struct NBDServer {
     GQueue exports;             /* NBDExport that clients can find */
     bool accepting;             /* listeners registered with the loop */
     bool closing;               /* nbd_server_free() has begun */
+    /* invariant 5: out of descriptors, retry when accept_timer fires */
+    bool accept_backoff;
+    bool accept_error_logged;   /* since the last accepted connection */
+    QEMUTimer *accept_timer;
     /* invariant 8: request buffer bytes held by all clients, its limit */
     uint64_t buffer_bytes;
     uint64_t buffer_budget;

@@ -34,8 +34,12 @@
  *     NBD_REPLY_FLAG_DONE.  Only the connection coroutine reads from the
  *     socket, so requests are read one at a time, each with its payload.
  *  5. The listeners are registered with the loop (server->accepting)
- *     exactly while the server is not being freed and has fewer clients
- *     than cfg.max_connections (or no limit).
+ *     exactly while the server is not being freed, has fewer clients
+ *     than cfg.max_connections (or no limit), and is not backing off:
+ *     an accept that failed for lack of descriptors or memory
+ *     unregisters them for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
+ *     accept_timer), and is logged once until a connection is accepted
+ *     again.
  *  6. A client in the handshake holds a reference to the export that the
  *     option it is answering names (client->opt_exp), taken before its
  *     first wait on the socket and dropped once the option is answered;
@@ -333,6 +337,29 @@ unsigned int nbd_server_client_count(NBDServer *server)
 
 /* ---- listeners ---- */
 
+/* Invariant 5: out of descriptors or memory, stop watching a while. */
+static void nbd_server_accept_back_off(NBDServer *server, int err)
+{
+    if (!server->accept_error_logged) {
+        error_report("Failed to accept a connection: %s; retrying every "
+                     "%" PRId64 " ms", strerror(-err),
+                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
+        server->accept_error_logged = true;
+    }
+    server->accept_backoff = true;
+    nbd_server_update_accepting(server);
+    timer_mod(server->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              SOCKET_ACCEPT_BACKOFF_NS);
+}
+
+static void nbd_server_accept_retry(void *opaque)
+{
+    NBDServer *server = opaque;
+
+    server->accept_backoff = false;
+    nbd_server_update_accepting(server);
+}
+
 static void nbd_listener_accept(void *opaque)
 {
     NBDListener *l = opaque;
@@ -342,6 +369,10 @@ static void nbd_listener_accept(void *opaque)
     while (server->accepting) {
         int fd = socket_accept(l->fd);
 
+        if (socket_accept_must_back_off(fd)) {
+            nbd_server_accept_back_off(server, fd);
+            return;
+        }
         if (fd < 0) {
             if (fd != -EAGAIN && fd != -ECONNABORTED) {
                 error_report("Failed to accept a connection: %s",
@@ -349,6 +380,7 @@ static void nbd_listener_accept(void *opaque)
             }
             return;
         }
+        server->accept_error_logged = false;
         nbd_server_add_client(server, fd);
     }
 }
@@ -373,6 +405,7 @@ static void nbd_server_update_accepting(NBDServer *server)
     unsigned int max = server->cfg.max_connections;
 
     nbd_server_set_accepting(server, !server->closing &&
+                             !server->accept_backoff &&
                              (!max || server->clients.length < max));
 }
 
@@ -421,6 +454,9 @@ NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
     }
     g_queue_init(&server->clients);
     g_queue_init(&server->exports);
+    server->accept_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
+                                         SCALE_NS, nbd_server_accept_retry,
+                                         server);
     qemu_co_queue_init(&server->buffer_waiters);
     /* invariant 8: every request must fit, or it would wait forever */
     server->buffer_budget = MAX(server->cfg.max_buffer_bytes ?
@@ -449,5 +485,6 @@ void nbd_server_free(NBDServer *server)
         nbd_client_close(l->data);
     }
     AIO_WAIT_WHILE(server->ctx, server->clients.length > 0);
+    timer_free(server->accept_timer);
     g_free(server);
 }

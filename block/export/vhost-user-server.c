@@ -33,7 +33,10 @@
  *  5. A message's file descriptors are closed after it is handled unless
  *     a handler took them (setting its slot to -1).
  *  6. At most one front-end is connected; the listener is registered with
- *     the loop exactly while none is and the server is not closing.
+ *     the loop exactly while none is, the server is not closing and not
+ *     backing off: an accept that failed for lack of descriptors or
+ *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
+ *     accept_timer), logged once until a connection is accepted again.
  *
  * Everything runs in the thread of s->ctx.
  */
@@ -103,6 +106,9 @@ struct VuServer {
 
     /* --- the server --- */
     bool accepting;             /* invariant 6 */
+    bool accept_backoff;        /* invariant 6: until accept_timer fires */
+    bool accept_error_logged;   /* since the last accepted connection */
+    QEMUTimer *accept_timer;
     bool closing;               /* shut down: the listener is closed */
     bool freeing;               /* vu_server_free() has begun */
     void (*shutdown_done)(void *opaque);
@@ -1168,11 +1174,38 @@ static void coroutine_fn vu_client_co(void *opaque)
     vu_client_end(s);
 }
 
+/* Invariant 6: out of descriptors or memory, stop watching a while. */
+static void vu_server_accept_back_off(VuServer *s, int err)
+{
+    if (!s->accept_error_logged) {
+        error_report("%s: accepting a connection: %s; retrying every "
+                     "%" PRId64 " ms", s->name, strerror(-err),
+                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
+        s->accept_error_logged = true;
+    }
+    s->accept_backoff = true;
+    vu_server_update_accepting(s);
+    timer_mod(s->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              SOCKET_ACCEPT_BACKOFF_NS);
+}
+
+static void vu_server_accept_retry(void *opaque)
+{
+    VuServer *s = opaque;
+
+    s->accept_backoff = false;
+    vu_server_update_accepting(s);
+}
+
 static void vu_server_accept(void *opaque)
 {
     VuServer *s = opaque;
     int fd = socket_accept(s->listen_fd);
 
+    if (socket_accept_must_back_off(fd)) {
+        vu_server_accept_back_off(s, fd);
+        return;
+    }
     if (fd < 0) {
         if (fd != -EAGAIN) {
             error_report("%s: accepting a connection: %s", s->name,
@@ -1181,6 +1214,7 @@ static void vu_server_accept(void *opaque)
         return;
     }
     assert(!s->connected);
+    s->accept_error_logged = false;
     s->connected = true;
     co_socket_init(&s->sock, fd, s->ctx);
     vu_server_update_accepting(s);
@@ -1193,7 +1227,7 @@ static void vu_server_accept(void *opaque)
 /* Invariant 6. */
 static void vu_server_update_accepting(VuServer *s)
 {
-    bool want = !s->connected && !s->closing;
+    bool want = !s->connected && !s->closing && !s->accept_backoff;
 
     if (want != s->accepting) {
         s->accepting = want;
@@ -1226,6 +1260,8 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->client_changed = cfg->client_changed;
     s->listen_fd = fd;
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
+    s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                    vu_server_accept_retry, s);
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
@@ -1297,6 +1333,7 @@ void vu_server_free(VuServer *s)
     }
     s->freeing = true;
     AIO_WAIT_WHILE(s->ctx, s->connected);
+    timer_free(s->accept_timer);
     g_free(s->vqs);
     g_free(s->name);
     g_free(s->path);
