@@ -57,6 +57,9 @@ typedef struct TestFE {
 
 static AioContext *ctx;
 static char *sock_path;
+/* memfd_create() flags of the next front-end's guest memory, beyond
+ * MFD_CLOEXEC: without MFD_ALLOW_SEALING it cannot be sealed */
+static unsigned int fe_memfd_flags;
 static BlockBackend *blk;
 static VhostUserBlkExport *exp;
 static int connects, disconnects;
@@ -260,7 +263,7 @@ static TestFE *fe_connect(void)
 
     fe->fd = socket_connect(addr, &error_abort);
     g_assert_cmpint(fe->fd, >=, 0);
-    fe->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC);
+    fe->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC | fe_memfd_flags);
     g_assert_cmpint(fe->memfd, >=, 0);
     g_assert_cmpint(ftruncate(fe->memfd, MEM_SIZE), ==, 0);
     fe->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -552,6 +555,39 @@ static uint8_t fe_write(TestFE *fe, unsigned int q, uint64_t sector,
 {
     memset(fe_slot_data(fe, 0), pattern, len);
     return fe_do_req(fe, q, 0, VIRTIO_BLK_T_OUT, sector, len, false);
+}
+
+/* ---- what the export reports on stderr ---- */
+
+static int stderr_saved = -1;
+static FILE *stderr_file;
+
+static void stderr_capture_begin(void)
+{
+    fflush(stderr);
+    stderr_file = tmpfile();
+    g_assert_nonnull(stderr_file);
+    stderr_saved = dup(STDERR_FILENO);
+    g_assert_cmpint(dup2(fileno(stderr_file), STDERR_FILENO), >=, 0);
+}
+
+/* Stops capturing; returns what was written (caller frees), echoed. */
+static char *stderr_capture_end(void)
+{
+    GString *text = g_string_new(NULL);
+    char buf[1024];
+    size_t n;
+
+    fflush(stderr);
+    dup2(stderr_saved, STDERR_FILENO);
+    close(stderr_saved);
+    rewind(stderr_file);
+    while ((n = fread(buf, 1, sizeof(buf), stderr_file)) > 0) {
+        g_string_append_len(text, buf, n);
+    }
+    fclose(stderr_file);
+    fputs(text->str, stderr);
+    return g_string_free(text, false);
 }
 
 /* ---- tests ---- */
@@ -1423,6 +1459,50 @@ static void test_hostile(void)
     stop_export();
 }
 
+/*
+ * Issue 14, finding 3: a front-end shrinks its guest memory file after
+ * SET_MEM_TABLE.  Memory that can be sealed is sealed against it; memory
+ * that cannot ends the connection with SIGBUS named as the reason, and
+ * the process (every export, the monitor) lives on.
+ */
+static void test_memory_shrinks(void)
+{
+    g_autofree char *log = NULL;
+    TestFE *fe;
+    uint16_t head;
+
+    start_export(true, true, 1, 512);
+    fe_memfd_flags = MFD_ALLOW_SEALING;
+    fe = fe_start(1, 0);
+    fe_memfd_flags = 0;
+    g_assert_cmpint(fcntl(fe->memfd, F_GET_SEALS) & F_SEAL_SHRINK, !=, 0);
+    g_assert_cmpint(ftruncate(fe->memfd, MEM_SIZE / 2), ==, -1);
+    g_assert_cmpint(errno, ==, EPERM);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x11), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+
+    /* a request made available, the memory shrunk under it, a kick */
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x22), ==, VIRTIO_BLK_S_OK);
+    memset(fe_slot_data(fe, 0), 0x33, 512);
+    head = fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_OUT, 8, 512, false);
+    fe_make_available(fe, 0, head);
+    g_assert_cmpint(ftruncate(fe->memfd, 0), ==, 0);
+    stderr_capture_begin();
+    fe_kick(fe, 0);
+    fe_expect_closed(fe);
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "memory region 0: SIGBUS at offset 0x"));
+    g_assert_nonnull(strstr(log, "the front-end shrank the file behind "
+                             "guest memory"));
+    fe_close(fe);
+
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x44), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
 /* Freeing the export hangs up on the front-end and removes the socket. */
 static void test_free_with_client(void)
 {
@@ -1535,6 +1615,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/read-only", test_read_only);
     g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
+    g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
     g_test_add_func("/vhost-user-blk/free-with-client",
                     test_free_with_client);
     g_test_add_func("/vhost-user-blk/shutdown", test_shutdown);
