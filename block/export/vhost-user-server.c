@@ -1301,12 +1301,18 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
 {
     g_autoptr(SocketAddress) addr = socket_address_new_unix(cfg->path);
     VuServer *s;
-    int fd;
+    int fd, fault_fd;
 
     assert(cfg->num_queues >= 1 && cfg->num_queues <= VU_MAX_QUEUES);
     assert(cfg->ops->config_size <= VHOST_USER_MAX_CONFIG_SIZE);
+    fault_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fault_fd < 0) {
+        error_setg_errno(errp, errno, "%s: eventfd", cfg->name);
+        return NULL;
+    }
     fd = socket_listen(addr, 1, errp);
     if (fd < 0) {
+        close(fault_fd);
         return NULL;
     }
     s = g_new0(VuServer, 1);
@@ -1318,15 +1324,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->client_changed = cfg->client_changed;
     s->listen_fd = fd;
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
-    s->fault_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (s->fault_fd < 0) {
-        error_setg_errno(errp, errno, "%s: eventfd", cfg->name);
-        close(fd);
-        g_free(s->name);
-        g_free(s->path);
-        g_free(s);
-        return NULL;
-    }
+    s->fault_fd = fault_fd;
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
     s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                     vu_server_accept_retry, s);
