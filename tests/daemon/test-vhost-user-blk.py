@@ -212,6 +212,8 @@ def test_memory_shrinks():
                   'addr.type=unix,addr.path=%s,writable=on' % vub,
                   '--nbd-server', 'addr.type=unix,addr.path=%s' % nbd,
                   '--export', 'type=nbd,id=nbd0,node-name=disk0'])
+    # a reply means the command line is done: the exports listen
+    c = d.qmp()
     size, uva, gpa = 1 << 20, 0x7f0000000000, 0
     mem = os.memfd_create('guest-ram', os.MFD_CLOEXEC)
     os.ftruncate(mem, size)
@@ -245,7 +247,6 @@ def test_memory_shrinks():
             'read 65536/65536' in out, out + err)
     if not t.check('the daemon lives on', d.alive(), d.wait()):
         return
-    c = d.qmp()
     t.equal('and the monitor answers', c.ok('query-block-exports')[0]['id'],
             'vub0')
     fe.close()
