@@ -5,8 +5,8 @@
  * (also with requests in flight) and calling back once it is freed,
  * nbd_server_free() with clients in the handshake and in transmission,
  * the client_closed callback, and the removal of an export while a
- * handshake reply about it waits for a client that does not read.  The protocol itself is tested from
- * the outside by tests/interop/nbd-*.sh.
+ * handshake reply about it waits for a client that does not read.  The
+ * protocol itself is tested from the outside by tests/interop/nbd-*.sh.
  *
  * The client side runs in a thread with blocking sockets; the main
  * thread runs the server's event loop until the thread is done.
