@@ -7,6 +7,10 @@
  *  2. A listening device removes its socket file at cleanup only if the
  *     path still names the socket it bound (same device and inode), so a
  *     newer daemon's socket at the same path survives an older one's exit.
+ *  3. A listening device's socket is registered with the loop except for
+ *     SOCKET_ACCEPT_BACKOFF_NS after an accept that failed for lack of
+ *     descriptors or memory (until accept_timer fires), which is logged
+ *     once until a connection is accepted again.
  *
  * The sockets themselves are util/qemu-sockets.c's; what is the
  * chardev's own is who gets a connection and when (wait=on).
@@ -31,6 +35,8 @@ struct Chardev {
     int listen_fd;              /* server: -1 once closed */
     SocketUnixFile sock_file;   /* server: what the path named after bind */
     bool wait;                  /* server: wait=on and no client yet */
+    QEMUTimer *accept_timer;    /* server: invariant 3 */
+    bool accept_error_logged;   /* since the last accepted connection */
     GArray *waiting;            /* int pairs (in, out) without a user */
     ChardevConnectFunc *connect;
     void *opaque;
@@ -63,15 +69,43 @@ static void chardev_deliver(Chardev *chr, int in_fd, int out_fd)
     }
 }
 
+static void chardev_accept(void *opaque);
+
+/* Invariant 3: the backoff is over. */
+static void chardev_accept_retry(void *opaque)
+{
+    Chardev *chr = opaque;
+
+    aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd,
+                       chardev_accept, NULL, chr);
+}
+
 static void chardev_accept(void *opaque)
 {
     Chardev *chr = opaque;
     int fd = socket_accept(chr->listen_fd);
 
+    if (socket_accept_must_back_off(fd)) {
+        /* invariant 3 */
+        if (!chr->accept_error_logged) {
+            error_report("chardev '%s': accepting a connection on %s: %s; "
+                         "retrying every %" PRId64 " ms", chr->id,
+                         chr->path, strerror(-fd),
+                         (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
+            chr->accept_error_logged = true;
+        }
+        aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd, NULL,
+                           NULL, NULL);
+        timer_mod(chr->accept_timer,
+                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  SOCKET_ACCEPT_BACKOFF_NS);
+        return;
+    }
     if (fd < 0) {
         /* EAGAIN: another wake-up took it; anything else is the client's */
         return;
     }
+    chr->accept_error_logged = false;
     chr->wait = false;
     chardev_deliver(chr, fd, fd);
 }
@@ -86,6 +120,9 @@ static int chardev_listen(Chardev *chr, Error **errp)
         return fd;
     }
     chr->listen_fd = fd;
+    chr->accept_timer = aio_timer_new(qemu_get_aio_context(),
+                                      QEMU_CLOCK_REALTIME, SCALE_NS,
+                                      chardev_accept_retry, chr);
     aio_set_fd_handler(qemu_get_aio_context(), fd, chardev_accept, NULL,
                        chr);
     return 0;
@@ -221,6 +258,7 @@ static void chardev_close(Chardev *chr)
                            NULL, NULL);
         close(chr->listen_fd);
         chr->listen_fd = -1;
+        timer_free(chr->accept_timer);
         /* invariant 2 */
         socket_unlink_unix(chr->path, &chr->sock_file);
     }

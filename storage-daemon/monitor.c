@@ -17,8 +17,11 @@
  *     whose queue still passes MONITOR_OUTPUT_MAX (events it does not
  *     read) is disconnected.
  *  3. A session is freed only from its own fd handlers, from the
- *     dispatch loop that runs its requests, or at cleanup; never while
- *     one of its requests runs.
+ *     dispatch loop that runs its requests, from its reap bottom half, or
+ *     at cleanup; never while one of its requests runs.  A session that
+ *     dies outside its own handlers (dropped for events it does not
+ *     read, which is when it has no handler left to run) schedules the
+ *     bottom half, so that its descriptor and memory go too.
  */
 #include "monitor.h"
 
@@ -69,6 +72,7 @@ typedef struct MonitorSession {
     bool dead;
     /* for input epoll cannot watch (a file on stdin): read from a BH */
     QEMUBH *input_bh;
+    QEMUBH *reap_bh;            /* invariant 3 */
     GList link;
 } MonitorSession;
 
@@ -159,6 +163,7 @@ static void monitor_session_free(MonitorSession *s)
     if (s->input_bh) {
         qemu_bh_delete(s->input_bh);
     }
+    qemu_bh_delete(s->reap_bh);
     /* stdin and stdout stay open, for the messages the daemon may print */
     if (s->in_fd > STDERR_FILENO) {
         close(s->in_fd);
@@ -249,6 +254,16 @@ static void monitor_session_write(void *opaque)
     monitor_session_check_done(s);
 }
 
+/* Invariant 3: a dead session whose request is not running goes. */
+static void monitor_session_reap_bh(void *opaque)
+{
+    MonitorSession *s = opaque;
+
+    if (s != monitor_cur_session) {
+        monitor_session_check_done(s);
+    }
+}
+
 /* Input that epoll cannot watch is always "ready": read it from a BH. */
 static void monitor_session_input_bh(void *opaque)
 {
@@ -266,6 +281,10 @@ static void monitor_session_update(MonitorSession *s)
     IOHandler *rd = reading ? monitor_session_read : NULL;
     IOHandler *wr = writing ? monitor_session_write : NULL;
 
+    if (s->dead) {
+        /* invariant 3: no handler of its own will run again */
+        qemu_bh_schedule(s->reap_bh);
+    }
     if (!s->in_pollable) {
         if (reading) {
             qemu_bh_schedule(s->input_bh);
@@ -299,6 +318,7 @@ static void monitor_connect(void *opaque, int in_fd, int out_fd)
     if (!s->in_pollable) {
         s->input_bh = aio_bh_new(monitor_ctx(), monitor_session_input_bh, s);
     }
+    s->reap_bh = aio_bh_new(monitor_ctx(), monitor_session_reap_bh, s);
     s->streamer = json_streamer_new(MONITOR_MAX_REQUEST);
     s->outbuf = g_string_new(NULL);
     s->mode = QMP_DISPATCH_NEGOTIATION;

@@ -36,7 +36,8 @@ static int nbd_start(JsonObject *opts, JsonObject *addr, Error **errp)
     saddr = nbd_socket_address(addr);
     return nbd_export_server_start(
                saddr, json_object_get_int_member_with_default(
-                          opts, "max-connections", 0),
+                          opts, "max-connections",
+                          NBD_DEFAULT_MAX_CONNECTIONS),
                errp);
 }
 

@@ -12,6 +12,9 @@
  *     character inside a string ends the message at once, as an error.
  *  2. s->depth counts the brackets open in the current message; a message
  *     ends when it drops back to 0, or at the end of a top-level scalar.
+ *     It never exceeds JSON_STREAM_MAX_DEPTH: a message that would go
+ *     deeper is not followed further but ends there, as an error, so
+ *     the counter is bounded whatever a client sends.
  *  3. Every queued item is a complete message (JsonStreamItem).
  */
 #include "util/json.h"
@@ -33,7 +36,7 @@ typedef struct JsonStreamItem {
 struct JsonStreamer {
     size_t max_len;
     GString *cur;
-    int depth;
+    unsigned int depth;         /* invariant 2 */
     char quote;                 /* in a string quoted by this, or 0 */
     bool escape;                /* the last byte in a string was '\' */
     bool in_scalar;             /* in a top-level number or keyword */
@@ -90,6 +93,16 @@ static void json_streamer_emit(JsonStreamer *s)
     g_queue_push_tail(&s->items, item);
     json_streamer_reset(s);
 }
+
+/*
+ * How deep a message that is too deep (past JSON_MAX_NESTING) is still
+ * followed to find its end, so that it costs one error reply rather than
+ * one per closing bracket.  A million brackets are a megabyte of input
+ * no client sends by mistake; past it the message ends at once (one
+ * error per million brackets at worst), and what follows is scanned as
+ * new messages.
+ */
+#define JSON_STREAM_MAX_DEPTH (1024 * JSON_MAX_NESTING)
 
 /* Keeps @c in the current message unless the message broke a limit. */
 static void json_streamer_keep(JsonStreamer *s, char c)
@@ -159,6 +172,11 @@ static void json_streamer_byte(JsonStreamer *s, char c)
         return;
     case '{':
     case '[':
+        if (s->depth == JSON_STREAM_MAX_DEPTH) {
+            /* invariant 2: too deep to follow, end it here */
+            json_streamer_emit(s);
+            return;
+        }
         if (++s->depth > JSON_MAX_NESTING && s->overflow == JSON_STREAM_OK) {
             s->overflow = JSON_STREAM_TOO_DEEP;
             g_string_truncate(s->cur, 0);

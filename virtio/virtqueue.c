@@ -4,7 +4,9 @@
  * Invariants:
  *  1. The driver's avail idx is read once per pop and trusted only if it
  *     is at most num entries ahead of last_avail_idx; a head index read
- *     from the ring is checked against num before it is used.
+ *     from the ring is checked against num before it is used.  At most
+ *     num elements are popped and not pushed (inuse): the used ring has
+ *     room for no more.
  *  2. A chain is followed for at most num descriptors (an indirect table
  *     for at most its own length, itself at most VIRTQUEUE_MAX_SIZE), so
  *     a cycle ends as an error, not a hang.  Indirect tables do not nest,
@@ -261,6 +263,12 @@ int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
     }
     if (avail_idx == vq->last_avail_idx) {
         return 0;
+    }
+    if (vq->inuse >= vq->num) {
+        /* the driver made entries available that the device still holds:
+         * their pushes would overrun the used ring */
+        return virtqueue_fail(vq, errp, "%u requests in flight already, as "
+                              "many as the queue has entries", vq->inuse);
     }
     slot = vq->avail + VRING_AVAIL_OFF_RING +
            2 * (vq->last_avail_idx % vq->num);

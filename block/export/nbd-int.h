@@ -19,6 +19,15 @@
 #define NBD_MAX_REQUESTS            16
 
 /*
+ * Bytes of request buffers one client may hold at once (invariant 8 of
+ * nbd-server.c): two of the largest requests, so that one can be read
+ * while the reply of the other is sent, and a client that does not read
+ * its replies holds this much at most instead of NBD_MAX_REQUESTS of
+ * the largest size (512 MiB).
+ */
+#define NBD_CLIENT_BUFFER_BUDGET    (2 * NBD_MAX_PAYLOAD_SIZE)
+
+/*
  * Largest option payload read during the handshake.  The longest
  * legitimate option is NBD_OPT_SET_META_CONTEXT: a name and a handful of
  * queries of at most NBD_MAX_STRING_SIZE each; 64 KiB leaves room for a
@@ -46,6 +55,15 @@ struct NBDServer {
     GQueue exports;             /* NBDExport that clients can find */
     bool accepting;             /* listeners registered with the loop */
     bool closing;               /* nbd_server_free() has begun */
+    /* invariant 5: out of descriptors, retry when accept_timer fires */
+    bool accept_backoff;
+    bool accept_error_logged;   /* since the last accepted connection */
+    QEMUTimer *accept_timer;
+    /* invariant 8: request buffer bytes held by all clients, its limit */
+    uint64_t buffer_bytes;
+    uint64_t buffer_budget;
+    /* connection coroutines waiting for buffer budget */
+    CoQueue buffer_waiters;
 };
 
 struct NBDExport {
@@ -80,13 +98,20 @@ struct NBDClient {
 
     /* --- set by the handshake, read-only in transmission --- */
     NBDExport *exp;             /* one reference held; NULL until chosen */
+    /*
+     * The export the option being answered is about: one reference held
+     * while the handshake may wait on the socket (invariant 6).
+     */
+    NBDExport *opt_exp;
     bool structured_reply;
-    NBDMetaContexts contexts;   /* exp is not referenced (compared only) */
+    /* exp is not referenced: a listed export or NULL (invariant 7) */
+    NBDMetaContexts contexts;
 
     /* --- transmission --- */
     /* one reply chunk on the wire at a time (invariant 4) */
     CoMutex send_lock;
     unsigned int nr_requests;   /* request coroutines alive */
+    uint64_t buffer_bytes;      /* invariant 8: held by its requests */
     /* the connection coroutine sleeps until nr_requests drops */
     bool waiting_for_requests;
     /* stop reading requests: protocol error, DISC, or close requested */

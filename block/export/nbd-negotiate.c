@@ -151,17 +151,56 @@ uint16_t nbd_client_export_flags(NBDClient *client, NBDExport *exp)
     return flags;
 }
 
-/* Transmission begins on @exp (invariant 3 of nbd-server.c: a ref). */
-static void nbd_neg_choose_export(NBDNegotiation *n, NBDExport *exp)
+/*
+ * The export named @name, which the client holds a reference to until
+ * the option is answered (invariant 6 of nbd-server.c), or NULL.
+ */
+static NBDExport *nbd_neg_find_export(NBDNegotiation *n, const char *name)
+{
+    NBDExport *exp = nbd_export_find(n->client->server, name);
+
+    assert(!n->client->opt_exp);
+    if (exp) {
+        nbd_export_ref(exp);
+        n->client->opt_exp = exp;
+    }
+    return exp;
+}
+
+/* Drops the reference nbd_neg_find_export() took, if it took one. */
+static void nbd_neg_release_export(NBDNegotiation *n)
+{
+    NBDExport *exp = n->client->opt_exp;
+
+    if (exp) {
+        n->client->opt_exp = NULL;
+        nbd_export_unref(exp);
+    }
+}
+
+/*
+ * Transmission begins on @exp (invariant 3 of nbd-server.c: a ref), found
+ * by nbd_neg_find_export() and maybe removed while the replies waited on
+ * the socket (invariant 6): then the client is closed already.
+ */
+static int nbd_neg_choose_export(NBDNegotiation *n, NBDExport *exp,
+                                 Error **errp)
 {
     NBDClient *client = n->client;
 
+    assert(client->opt_exp == exp);
+    if (exp->removed) {
+        error_setg(errp, "export '%s' was removed during the handshake",
+                   exp->name);
+        return -ESHUTDOWN;
+    }
     nbd_export_ref(exp);
     client->exp = exp;
     /* contexts selected for another export do not carry over */
     if (client->contexts.exp != exp) {
         client->contexts = (NBDMetaContexts) { 0 };
     }
+    return NBD_NEG_TRANSMIT;
 }
 
 /* ---- options ---- */
@@ -187,7 +226,7 @@ static int coroutine_fn nbd_neg_export_name(NBDNegotiation *n, Error **errp)
         return -EINVAL;
     }
     name = nbd_neg_get_string(n, n->len);
-    exp = name ? nbd_export_find(n->client->server, name) : NULL;
+    exp = name ? nbd_neg_find_export(n, name) : NULL;
     if (!exp) {
         error_setg(errp, "export '%s' not present", name ? name : "");
         return -EINVAL;
@@ -199,8 +238,7 @@ static int coroutine_fn nbd_neg_export_name(NBDNegotiation *n, Error **errp)
     if (ret < 0) {
         return ret;
     }
-    nbd_neg_choose_export(n, exp);
-    return NBD_NEG_TRANSMIT;
+    return nbd_neg_choose_export(n, exp, errp);
 }
 
 static int coroutine_fn nbd_neg_send_block_size(NBDNegotiation *n,
@@ -250,7 +288,7 @@ static int coroutine_fn nbd_neg_info(NBDNegotiation *n, Error **errp)
         want_desc |= req == NBD_INFO_DESCRIPTION;
         want_block_size |= req == NBD_INFO_BLOCK_SIZE;
     }
-    exp = nbd_export_find(n->client->server, name);
+    exp = nbd_neg_find_export(n, name);
     if (!exp) {
         return nbd_neg_send_err(n, NBD_REP_ERR_UNKNOWN,
                                 "export '%s' not present", name);
@@ -287,14 +325,20 @@ static int coroutine_fn nbd_neg_info(NBDNegotiation *n, Error **errp)
         return ret;
     }
     if (n->opt == NBD_OPT_GO) {
-        nbd_neg_choose_export(n, exp);
-        return NBD_NEG_TRANSMIT;
+        return nbd_neg_choose_export(n, exp, errp);
     }
     return NBD_NEG_CONTINUE;
 }
 
+/*
+ * NBD_OPT_LIST.  The replies are built before the first is sent: a write
+ * may wait for as long as the client does not read, and the export list
+ * may change meanwhile (invariant 6 of nbd-server.c).
+ */
 static int coroutine_fn nbd_neg_list(NBDNegotiation *n)
 {
+    g_autoptr(GPtrArray) replies = g_ptr_array_new_with_free_func(
+                                       (GDestroyNotify)g_byte_array_unref);
     int ret;
 
     if (n->len != 0) {
@@ -303,18 +347,22 @@ static int coroutine_fn nbd_neg_list(NBDNegotiation *n)
     }
     for (GList *l = n->client->server->exports.head; l; l = l->next) {
         NBDExport *exp = l->data;
-        size_t name_len = strlen(exp->name);
-        size_t desc_len = exp->description ? strlen(exp->description) : 0;
-        g_autofree uint8_t *buf = g_malloc(4 + name_len + desc_len);
-        uint32_t be_len = GUINT32_TO_BE(name_len);
+        uint32_t be_len = GUINT32_TO_BE(strlen(exp->name));
+        GByteArray *buf = g_byte_array_new();
 
-        memcpy(buf, &be_len, 4);
-        memcpy(buf + 4, exp->name, name_len);
-        if (desc_len) {
-            memcpy(buf + 4 + name_len, exp->description, desc_len);
+        g_byte_array_append(buf, (const guint8 *)&be_len, 4);
+        g_byte_array_append(buf, (const guint8 *)exp->name,
+                            strlen(exp->name));
+        if (exp->description) {
+            g_byte_array_append(buf, (const guint8 *)exp->description,
+                                strlen(exp->description));
         }
-        ret = nbd_neg_send_rep(n, NBD_REP_SERVER, buf,
-                               4 + name_len + desc_len);
+        g_ptr_array_add(replies, buf);
+    }
+    for (guint i = 0; i < replies->len; i++) {
+        GByteArray *buf = replies->pdata[i];
+
+        ret = nbd_neg_send_rep(n, NBD_REP_SERVER, buf->data, buf->len);
         if (ret < 0) {
             return ret;
         }
@@ -392,7 +440,7 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
         return nbd_neg_send_err(n, NBD_REP_ERR_INVALID,
                                 "malformed %s request", nbd_opt_name(n->opt));
     }
-    exp = nbd_export_find(client->server, name);
+    exp = nbd_neg_find_export(n, name);
     if (!exp) {
         return nbd_neg_send_err(n, NBD_REP_ERR_UNKNOWN,
                                 "export '%s' not present", name);
@@ -432,7 +480,8 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
             return ret;
         }
     }
-    if (set) {
+    if (set && !exp->removed) {
+        /* invariant 7 of nbd-server.c: only a listed export */
         sel.exp = exp;
         client->contexts = sel;
     }
@@ -519,6 +568,7 @@ static int coroutine_fn nbd_neg_next_option(NBDNegotiation *n, Error **errp)
         ret = nbd_neg_read_error(ret, "option data", errp);
     } else {
         ret = nbd_neg_option(n, errp);
+        nbd_neg_release_export(n);
     }
     g_free(n->data);
     n->data = NULL;

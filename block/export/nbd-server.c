@@ -34,8 +34,32 @@
  *     NBD_REPLY_FLAG_DONE.  Only the connection coroutine reads from the
  *     socket, so requests are read one at a time, each with its payload.
  *  5. The listeners are registered with the loop (server->accepting)
- *     exactly while the server is not being freed and has fewer clients
- *     than cfg.max_connections (or no limit).
+ *     exactly while the server is not being freed, has fewer clients
+ *     than cfg.max_connections (or no limit), and is not backing off:
+ *     an accept that failed for lack of descriptors or memory
+ *     unregisters them for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
+ *     accept_timer), and is logged once until a connection is accepted
+ *     again.
+ *  6. A client in the handshake holds a reference to the export that the
+ *     option it is answering names (client->opt_exp), taken before its
+ *     first wait on the socket and dropped once the option is answered;
+ *     an export chosen for transmission is client->exp.  Both count as
+ *     the export's clients (nbd_export_client_count()), and removing the
+ *     export closes both kinds, so a reply that waits for as long as the
+ *     client does not read never resumes on a freed export.  After every
+ *     such wait the handshake checks exp->removed before it chooses the
+ *     export or stores anything that names it.
+ *  7. client->contexts.exp, the export a handshake client selected meta
+ *     contexts for, is NULL or an export on the server's list: it is
+ *     stored only for an export not removed (invariant 6), and removing
+ *     the export clears it.  It holds no reference.
+ *  8. Request buffers are budgeted: a request is charged the bytes of
+ *     its buffer (nbd-transmit.c) before the buffer is allocated, and
+ *     the charge is returned when the request is freed.  A client never
+ *     holds more than NBD_CLIENT_BUFFER_BUDGET, all clients together
+ *     never more than server->buffer_budget; the connection coroutine
+ *     waits on server->buffer_waiters (reading no further requests)
+ *     until its request fits, and closing a client wakes it.
  *
  * Everything runs in the thread of server->ctx.
  */
@@ -144,7 +168,8 @@ unsigned int nbd_export_client_count(NBDExport *exp)
     for (GList *l = exp->server->clients.head; l; l = l->next) {
         NBDClient *client = l->data;
 
-        n += client->exp == exp;
+        /* invariant 6: a handshake client answering about it counts */
+        n += client->exp == exp || client->opt_exp == exp;
     }
     return n;
 }
@@ -202,12 +227,14 @@ void nbd_export_remove(NBDExport *exp, void (*done)(void *opaque),
     for (GList *l = server->clients.head; l; l = l->next) {
         NBDClient *client = l->data;
 
-        if (client->exp == exp) {
+        if (client->exp == exp || client->opt_exp == exp) {
+            /* invariant 6: its waits end with -ESHUTDOWN */
             nbd_client_close(client);
         }
         if (client->contexts.exp == exp) {
-            /* a client in the handshake must not carry them over to an
-             * export that might later live at the same address */
+            /* invariant 7: a client in the handshake must not carry them
+             * over to an export that might later live at the same
+             * address */
             client->contexts = (NBDMetaContexts) { 0 };
         }
     }
@@ -220,6 +247,8 @@ void nbd_client_close(NBDClient *client)
 {
     client->quitting = true;
     co_socket_shutdown(&client->sock);
+    /* invariant 8: a client waiting for buffer budget sees quitting */
+    qemu_co_queue_restart_all(&client->server->buffer_waiters);
 }
 
 static void nbd_client_handshake_timeout(void *opaque)
@@ -240,6 +269,8 @@ static void nbd_client_free_bh(void *opaque)
     bool negotiated = client->exp != NULL;
 
     assert(client->nr_requests == 0);
+    assert(!client->opt_exp);   /* invariant 6: the option was answered */
+    assert(client->buffer_bytes == 0);  /* invariant 8 */
     g_queue_unlink(&server->clients, &client->link);
     timer_free(client->handshake_timer);
     co_socket_close(&client->sock);
@@ -306,6 +337,29 @@ unsigned int nbd_server_client_count(NBDServer *server)
 
 /* ---- listeners ---- */
 
+/* Invariant 5: out of descriptors or memory, stop watching a while. */
+static void nbd_server_accept_back_off(NBDServer *server, int err)
+{
+    if (!server->accept_error_logged) {
+        error_report("Failed to accept a connection: %s; retrying every "
+                     "%" PRId64 " ms", strerror(-err),
+                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
+        server->accept_error_logged = true;
+    }
+    server->accept_backoff = true;
+    nbd_server_update_accepting(server);
+    timer_mod(server->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              SOCKET_ACCEPT_BACKOFF_NS);
+}
+
+static void nbd_server_accept_retry(void *opaque)
+{
+    NBDServer *server = opaque;
+
+    server->accept_backoff = false;
+    nbd_server_update_accepting(server);
+}
+
 static void nbd_listener_accept(void *opaque)
 {
     NBDListener *l = opaque;
@@ -315,6 +369,10 @@ static void nbd_listener_accept(void *opaque)
     while (server->accepting) {
         int fd = socket_accept(l->fd);
 
+        if (socket_accept_must_back_off(fd)) {
+            nbd_server_accept_back_off(server, fd);
+            return;
+        }
         if (fd < 0) {
             if (fd != -EAGAIN && fd != -ECONNABORTED) {
                 error_report("Failed to accept a connection: %s",
@@ -322,6 +380,7 @@ static void nbd_listener_accept(void *opaque)
             }
             return;
         }
+        server->accept_error_logged = false;
         nbd_server_add_client(server, fd);
     }
 }
@@ -346,6 +405,7 @@ static void nbd_server_update_accepting(NBDServer *server)
     unsigned int max = server->cfg.max_connections;
 
     nbd_server_set_accepting(server, !server->closing &&
+                             !server->accept_backoff &&
                              (!max || server->clients.length < max));
 }
 
@@ -394,6 +454,15 @@ NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
     }
     g_queue_init(&server->clients);
     g_queue_init(&server->exports);
+    server->accept_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
+                                         SCALE_NS, nbd_server_accept_retry,
+                                         server);
+    qemu_co_queue_init(&server->buffer_waiters);
+    /* invariant 8: every request must fit, or it would wait forever */
+    server->buffer_budget = MAX(server->cfg.max_buffer_bytes ?
+                                server->cfg.max_buffer_bytes :
+                                NBD_DEFAULT_BUFFER_BUDGET,
+                                NBD_MAX_PAYLOAD_SIZE);
     nbd_server_update_accepting(server);
     return server;
 }
@@ -416,5 +485,6 @@ void nbd_server_free(NBDServer *server)
         nbd_client_close(l->data);
     }
     AIO_WAIT_WHILE(server->ctx, server->clients.length > 0);
+    timer_free(server->accept_timer);
     g_free(server);
 }

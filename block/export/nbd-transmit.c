@@ -32,7 +32,72 @@ typedef struct NBDRequest {
     uint32_t len;
     void *data;                 /* the WRITE payload */
     int error;                  /* -errno found by the checks, or 0 */
+    uint64_t charge;            /* buffer bytes budgeted (invariant 8) */
 } NBDRequest;
+
+/* ---- the buffer budget (invariant 8 of nbd-server.c) ---- */
+
+/*
+ * Charges @bytes to @req once they fit in its client's and the server's
+ * budgets, waiting (and reading no further requests) until they do.
+ * Returns 0, or -ESHUTDOWN if the client was closed meanwhile.
+ */
+static int coroutine_fn nbd_buffer_acquire(NBDRequest *req, uint64_t bytes)
+{
+    NBDClient *client = req->client;
+    NBDServer *server = client->server;
+
+    assert(req->charge == 0 && bytes <= NBD_MAX_PAYLOAD_SIZE);
+    while (client->buffer_bytes + bytes > NBD_CLIENT_BUFFER_BUDGET ||
+           server->buffer_bytes + bytes > server->buffer_budget) {
+        if (client->quitting) {
+            return -ESHUTDOWN;
+        }
+        qemu_co_queue_wait(&server->buffer_waiters, NULL);
+    }
+    client->buffer_bytes += bytes;
+    server->buffer_bytes += bytes;
+    req->charge = bytes;
+    return 0;
+}
+
+static void nbd_buffer_release(NBDRequest *req)
+{
+    NBDClient *client = req->client;
+    NBDServer *server;
+
+    if (!req->charge) {
+        return;
+    }
+    server = client->server;
+    assert(client->buffer_bytes >= req->charge &&
+           server->buffer_bytes >= req->charge);
+    client->buffer_bytes -= req->charge;
+    server->buffer_bytes -= req->charge;
+    req->charge = 0;
+    qemu_co_queue_restart_all(&server->buffer_waiters);
+}
+
+/*
+ * The bytes of buffer a checked request without payload will allocate:
+ * the data of READ and CACHE, the extents of BLOCK_STATUS (at most
+ * NBD_MAX_BLOCK_STATUS_EXTENTS per selected context).
+ */
+static uint64_t nbd_request_buffer_size(NBDRequest *req)
+{
+    NBDMetaContexts *ctx = &req->client->contexts;
+
+    switch (req->type) {
+    case NBD_CMD_READ:
+    case NBD_CMD_CACHE:
+        return req->len;
+    case NBD_CMD_BLOCK_STATUS:
+        return (ctx->base_allocation + ctx->allocation_depth) *
+               NBD_MAX_BLOCK_STATUS_EXTENTS * sizeof(NBDBlockStatusExtent);
+    default:
+        return 0;
+    }
+}
 
 /* ---- sending ---- */
 
@@ -436,6 +501,7 @@ static void coroutine_fn nbd_request_co(void *opaque)
         }
     }
     qemu_vfree(req->data);
+    nbd_buffer_release(req);
     g_free(req);
     nbd_request_done(client);
 }
@@ -546,6 +612,10 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
                        (unsigned int)NBD_MAX_PAYLOAD_SIZE);
             return -EINVAL;
         }
+        ret = nbd_buffer_acquire(req, req->len);
+        if (ret < 0) {
+            return ret;
+        }
         req->data = blk_try_blockalign(client->exp->blk, req->len);
         if (!req->data) {
             error_setg(errp, "no memory for a write of %" PRIu32 " bytes",
@@ -561,8 +631,13 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
             return ret;
         }
     }
-    if (req->type != NBD_CMD_DISC) {
-        req->error = nbd_check_request(client, req);
+    if (req->type == NBD_CMD_DISC) {
+        return 0;
+    }
+    req->error = nbd_check_request(client, req);
+    if (!req->error && req->type != NBD_CMD_WRITE) {
+        /* a failed check allocates nothing: its reply carries no data */
+        return nbd_buffer_acquire(req, nbd_request_buffer_size(req));
     }
     return 0;
 }
@@ -596,6 +671,7 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
                 nbd_client_close(client);
             }
             qemu_vfree(req->data);
+            nbd_buffer_release(req);
             g_free(req);
             break;
         }

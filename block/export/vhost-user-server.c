@@ -32,12 +32,23 @@
  *     the loop (aio_co_schedule), never inside a completion.
  *  5. A message's file descriptors are closed after it is handled unless
  *     a handler took them (setting its slot to -1).
+ *  7. Guest memory cannot kill the process: a region's file that can be
+ *     sealed is sealed against shrinking (F_SEAL_SHRINK) before it is
+ *     mapped, and every mapping is guarded against SIGBUS
+ *     (vhost-user-sigbus.h) from mmap to munmap; a fault ends the
+ *     connection from the loop (s->fault_fd), naming region and offset.
  *  6. At most one front-end is connected; the listener is registered with
- *     the loop exactly while none is and the server is not closing.
+ *     the loop exactly while none is, the server is not closing and not
+ *     backing off: an accept that failed for lack of descriptors or
+ *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
+ *     accept_timer), logged once until a connection is accepted again.
  *
  * Everything runs in the thread of s->ctx.
  */
 #include "vhost-user-server.h"
+#include "vhost-user-sigbus.h"
+
+#include <sys/eventfd.h>
 
 #include "util/co-socket.h"
 #include "util/sockets.h"
@@ -61,6 +72,7 @@ typedef struct VuMemRegion {
     void *mmap_addr;            /* the mapping, from a page boundary */
     size_t mmap_size;
     uint8_t *host;              /* where gpa is mapped */
+    int guard;                  /* invariant 7: vu_sigbus_guard() slot */
 } VuMemRegion;
 
 struct VuVirtq {
@@ -100,9 +112,13 @@ struct VuServer {
     unsigned int nvqs;
     VuVirtq *vqs;
     GuestMemory mem;            /* over regions[] */
+    int fault_fd;               /* invariant 7: an eventfd */
 
     /* --- the server --- */
     bool accepting;             /* invariant 6 */
+    bool accept_backoff;        /* invariant 6: until accept_timer fires */
+    bool accept_error_logged;   /* since the last accepted connection */
+    QEMUTimer *accept_timer;
     bool closing;               /* shut down: the listener is closed */
     bool freeing;               /* vu_server_free() has begun */
     void (*shutdown_done)(void *opaque);
@@ -174,7 +190,46 @@ static bool vu_uva_to_gpa(VuServer *s, uint64_t uva, uint64_t len,
 static void vu_mem_unmap(VuMemRegion *regions, unsigned int n)
 {
     for (unsigned int i = 0; i < n; i++) {
+        vu_sigbus_unguard(regions[i].guard);
         munmap(regions[i].mmap_addr, regions[i].mmap_size);
+    }
+}
+
+/* Invariant 7: a guarded mapping faulted, the front-end shrank a file. */
+static void vu_mem_faulted(void *opaque)
+{
+    VuServer *s = opaque;
+    uint64_t count, offset;
+
+    if (read(s->fault_fd, &count, sizeof(count)) < 0) {
+        return;                 /* EAGAIN: another wake-up took it */
+    }
+    for (unsigned int i = 0; s->connected && i < s->nregions; i++) {
+        if (vu_sigbus_take_fault(s->regions[i].guard, &offset)) {
+            Error *err = NULL;
+
+            error_setg(&err, "memory region %u: SIGBUS at offset %#" PRIx64
+                       " of its %#zx-byte mapping: the front-end shrank the "
+                       "file behind guest memory", i, offset,
+                       s->regions[i].mmap_size);
+            error_append_hint(&err, "Closing the connection\n");
+            vu_close_client(s, err);
+            return;
+        }
+    }
+}
+
+/*
+ * Invariant 7: seals a file that can be sealed against shrinking, unless
+ * it is sealed already.  A file that cannot be (no MFD_ALLOW_SEALING, not
+ * a memfd) relies on the SIGBUS guard alone.
+ */
+static void vu_mem_region_seal(int fd)
+{
+    int seals = fcntl(fd, F_GET_SEALS);
+
+    if (seals >= 0 && !(seals & (F_SEAL_SHRINK | F_SEAL_SEAL))) {
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
     }
 }
 
@@ -239,8 +294,9 @@ static int vu_mem_region_check(const VhostUserMemoryRegion *regions,
     return 0;
 }
 
-static int vu_mem_region_map(const VhostUserMemoryRegion *d, unsigned int i,
-                             int fd, VuMemRegion *r, Error **errp)
+static int vu_mem_region_map(VuServer *s, const VhostUserMemoryRegion *d,
+                             unsigned int i, int fd, VuMemRegion *r,
+                             Error **errp)
 {
     uint64_t start = QEMU_ALIGN_DOWN(d->mmap_offset,
                                      qemu_real_host_page_size());
@@ -254,6 +310,13 @@ static int vu_mem_region_map(const VhostUserMemoryRegion *d, unsigned int i,
         error_setg_errno(errp, errno, "memory region %u: mmap of %zu bytes",
                          i, r->mmap_size);
         return -errno;
+    }
+    r->guard = vu_sigbus_guard(p, r->mmap_size, s->fault_fd);
+    if (r->guard < 0) {
+        munmap(p, r->mmap_size);
+        error_setg(errp, "memory region %u: more than %d guest memory "
+                   "mappings in this process", i, VU_SIGBUS_MAX_GUARDS);
+        return -ENOSPC;
     }
     r->mmap_addr = p;
     r->host = (uint8_t *)p + skip;
@@ -594,7 +657,8 @@ static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
     for (unsigned int i = 0; i < n; i++) {
         ret = vu_mem_region_check(mem->regions, i, m->fds[i], errp);
         if (ret == 0) {
-            ret = vu_mem_region_map(&mem->regions[i], i, m->fds[i],
+            vu_mem_region_seal(m->fds[i]);
+            ret = vu_mem_region_map(s, &mem->regions[i], i, m->fds[i],
                                     &regions[i], errp);
         }
         if (ret < 0) {
@@ -1168,11 +1232,38 @@ static void coroutine_fn vu_client_co(void *opaque)
     vu_client_end(s);
 }
 
+/* Invariant 6: out of descriptors or memory, stop watching a while. */
+static void vu_server_accept_back_off(VuServer *s, int err)
+{
+    if (!s->accept_error_logged) {
+        error_report("%s: accepting a connection: %s; retrying every "
+                     "%" PRId64 " ms", s->name, strerror(-err),
+                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
+        s->accept_error_logged = true;
+    }
+    s->accept_backoff = true;
+    vu_server_update_accepting(s);
+    timer_mod(s->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              SOCKET_ACCEPT_BACKOFF_NS);
+}
+
+static void vu_server_accept_retry(void *opaque)
+{
+    VuServer *s = opaque;
+
+    s->accept_backoff = false;
+    vu_server_update_accepting(s);
+}
+
 static void vu_server_accept(void *opaque)
 {
     VuServer *s = opaque;
     int fd = socket_accept(s->listen_fd);
 
+    if (socket_accept_must_back_off(fd)) {
+        vu_server_accept_back_off(s, fd);
+        return;
+    }
     if (fd < 0) {
         if (fd != -EAGAIN) {
             error_report("%s: accepting a connection: %s", s->name,
@@ -1181,6 +1272,7 @@ static void vu_server_accept(void *opaque)
         return;
     }
     assert(!s->connected);
+    s->accept_error_logged = false;
     s->connected = true;
     co_socket_init(&s->sock, fd, s->ctx);
     vu_server_update_accepting(s);
@@ -1193,7 +1285,7 @@ static void vu_server_accept(void *opaque)
 /* Invariant 6. */
 static void vu_server_update_accepting(VuServer *s)
 {
-    bool want = !s->connected && !s->closing;
+    bool want = !s->connected && !s->closing && !s->accept_backoff;
 
     if (want != s->accepting) {
         s->accepting = want;
@@ -1209,12 +1301,18 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
 {
     g_autoptr(SocketAddress) addr = socket_address_new_unix(cfg->path);
     VuServer *s;
-    int fd;
+    int fd, fault_fd;
 
     assert(cfg->num_queues >= 1 && cfg->num_queues <= VU_MAX_QUEUES);
     assert(cfg->ops->config_size <= VHOST_USER_MAX_CONFIG_SIZE);
+    fault_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fault_fd < 0) {
+        error_setg_errno(errp, errno, "%s: eventfd", cfg->name);
+        return NULL;
+    }
     fd = socket_listen(addr, 1, errp);
     if (fd < 0) {
+        close(fault_fd);
         return NULL;
     }
     s = g_new0(VuServer, 1);
@@ -1226,6 +1324,10 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->client_changed = cfg->client_changed;
     s->listen_fd = fd;
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
+    s->fault_fd = fault_fd;
+    aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
+    s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                    vu_server_accept_retry, s);
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
@@ -1297,6 +1399,9 @@ void vu_server_free(VuServer *s)
     }
     s->freeing = true;
     AIO_WAIT_WHILE(s->ctx, s->connected);
+    timer_free(s->accept_timer);
+    aio_set_fd_handler(s->ctx, s->fault_fd, NULL, NULL, NULL);
+    close(s->fault_fd);
     g_free(s->vqs);
     g_free(s->name);
     g_free(s->path);

@@ -10,6 +10,14 @@
 #include "util/sockets.h"
 
 /*
+ * Connections the daemon's NBD server serves at once unless
+ * max-connections says otherwise: QEMU's default since 9.1
+ * (CVE-2024-7409), as every connection costs a descriptor and buffer
+ * memory (up to 64 MiB, see block/export/nbd-int.h).
+ */
+#define NBD_DEFAULT_MAX_CONNECTIONS 100
+
+/*
  * Starts the server on @addr, serving at most @max_connections clients at
  * once (0: no limit).  Errors: "NBD server already running", or the
  * socket's.

@@ -29,6 +29,15 @@ typedef struct NBDExport NBDExport;
 #define NBD_MAX_PAYLOAD_SIZE        (32 * MiB)
 /* Handshake time limit of qblock-nbd and of the storage daemon. */
 #define NBD_DEFAULT_HANDSHAKE_MAX_SECS 10
+/*
+ * Bytes of request buffers (READ data, WRITE payloads, CACHE and
+ * BLOCK_STATUS buffers) all clients of a server may hold at once, unless
+ * NBDServerConfig says otherwise.  Eight requests of the largest size:
+ * enough to keep a few clients busy at full speed, and a bound on what
+ * clients that send requests and never read the replies can make the
+ * server hold (issue 14: three such clients held 1.5 GB).
+ */
+#define NBD_DEFAULT_BUFFER_BUDGET   (8 * NBD_MAX_PAYLOAD_SIZE)
 
 typedef struct NBDServerConfig {
     /*
@@ -42,6 +51,14 @@ typedef struct NBDServerConfig {
      * nanoseconds is disconnected; 0 for no limit.
      */
     int64_t handshake_max_ns;
+    /*
+     * Bytes of request buffers the server's clients may hold at once; 0
+     * for NBD_DEFAULT_BUFFER_BUDGET, and never less than
+     * NBD_MAX_PAYLOAD_SIZE, so that every request fits.  A request that
+     * would exceed it (or its client's share, NBD_CLIENT_BUFFER_BUDGET)
+     * waits until earlier replies are sent; it is never refused.
+     */
+    uint64_t max_buffer_bytes;
     /*
      * Optional: called from the event loop after a connection has ended
      * and its client is freed.  @negotiated tells whether the client got

@@ -59,7 +59,8 @@ JsonNode *json_parse_text_at(const char *text, size_t len,
  *
  * Memory is bounded: a message longer than @max_len bytes, or nested
  * deeper than JSON_MAX_NESTING, is not kept; it is still followed to its
- * end and then reported as one error, so that a hostile client costs
+ * end (to a depth of a million brackets, where it is cut off) and then
+ * reported as one error, so that a hostile client costs
  * neither memory nor a flood of error replies.  A 0xFF byte (never valid
  * in UTF-8) discards a partial message, as QEMU's monitor does, so that a
  * client can get back in step after sending garbage; so does a raw control

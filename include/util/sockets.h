@@ -68,4 +68,22 @@ int socket_connect(const SocketAddress *addr, Error **errp);
  * TCP_NODELAY on TCP.  Returns the fd or -errno (-EAGAIN when none). */
 int socket_accept(int listen_fd);
 
+/*
+ * How long a listener stops watching its socket after accept() failed
+ * for lack of descriptors or memory (socket_accept_must_back_off()).  The
+ * connection stays in the backlog, so a listener left registered with
+ * the level-triggered loop would be woken again at once: 100% CPU and a
+ * log line per wake-up.  100 ms costs a waiting client little and the
+ * loop nothing; the listener logs once per such episode.
+ */
+#define SOCKET_ACCEPT_BACKOFF_NS    (100 * SCALE_MS)
+
+/* True if socket_accept()'s -errno @err means "out of descriptors or
+ * memory": the listener must back off rather than retry at once. */
+static inline bool socket_accept_must_back_off(int err)
+{
+    return err == -EMFILE || err == -ENFILE || err == -ENOBUFS ||
+           err == -ENOMEM;
+}
+
 #endif

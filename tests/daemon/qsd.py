@@ -7,6 +7,7 @@ exits 1 if anything failed.
 """
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -106,7 +107,10 @@ def wait_for(cond, timeout=TIMEOUT):
 class Daemon:
     """A qblock-storage-daemon with a QMP socket (unless qmp=False)."""
 
-    def __init__(self, tests, args, qmp=True, stdin=None):
+    def __init__(self, tests, args, qmp=True, stdin=None, nofile=None,
+                 stderr_path=None):
+        """@nofile: RLIMIT_NOFILE of the daemon; @stderr_path: a file for
+        its standard error, readable while it runs (self.stderr_path)."""
         self.tests = tests
         self.qmp_path = tests.path('qmp-%d.sock' % len(tests.daemons))
         cmd = [tests.daemon_bin]
@@ -114,9 +118,16 @@ class Daemon:
             cmd += ['--chardev', 'socket,id=qmp0,path=%s,server=on,wait=off'
                     % self.qmp_path, '--monitor', 'chardev=qmp0']
         cmd += args
+        self.stderr_path = stderr_path
+        err = open(stderr_path, 'wb') if stderr_path else subprocess.PIPE
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                            (nofile, nofile))) \
+            if nofile else None
         self.proc = subprocess.Popen(cmd, cwd=tests.dir, stdin=stdin,
-                                     stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+                                     stdout=subprocess.PIPE, stderr=err,
+                                     preexec_fn=limit)
+        if stderr_path:
+            err.close()
         self.stderr = ''
         if qmp and not wait_for(lambda: os.path.exists(self.qmp_path) or
                                 self.proc.poll() is not None):
@@ -136,7 +147,11 @@ class Daemon:
             self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             return None
-        self.stderr = self.proc.stderr.read().decode(errors='replace')
+        if self.stderr_path:
+            with open(self.stderr_path, 'rb') as f:
+                self.stderr = f.read().decode(errors='replace')
+        else:
+            self.stderr = self.proc.stderr.read().decode(errors='replace')
         return self.proc.returncode
 
     def stop(self, sig=signal.SIGTERM):

@@ -587,6 +587,44 @@ def test_several_clients(d):
         c.close()
 
 
+def fd_count(d):
+    return len(os.listdir('/proc/%d/fd' % d.proc.pid))
+
+
+def test_event_backlog_dropped():
+    """Issue 14: a client that does not read its events is dropped once
+    16 MiB are queued for it, and its session (its descriptor) goes too.
+    Events of 256 KiB each: BLOCK_EXPORT_DELETED of an export whose id is
+    that long."""
+    img = t.path('backlog.raw')
+    with open(img, 'wb') as f:
+        f.truncate(1 << 20)
+    sock = t.path('backlog-nbd.sock')
+    d = t.daemon(['--blockdev', 'driver=file,filename=%s,node-name=bk0' % img,
+                  '--nbd-server', 'addr.type=unix,addr.path=%s' % sock])
+    c = d.qmp()
+    before = fd_count(d)
+    lazy = d.qmp()
+    lazy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    t.equal('a second session costs one descriptor', fd_count(d), before + 1)
+    long_id = 'x' * (256 << 10)
+    for _ in range(80):
+        c.ok('block-export-add', {'type': 'nbd', 'id': long_id,
+                                  'node-name': 'bk0'})
+        c.ok('block-export-del', {'id': long_id})
+        c.event('BLOCK_EXPORT_DELETED')
+    t.check('the session that read no events is closed, its descriptor '
+            'freed', qsd.wait_for(lambda: fd_count(d) == before),
+            '%d descriptors, %d before it connected' % (fd_count(d), before))
+    t.check('the other session goes on', c.cmd('query-version').get('return'))
+    lazy.close()
+    c.cmd('quit')
+    t.equal('that daemon exits 0', d.wait(), 0)
+    t.check('it said why it dropped the client',
+            'does not read its output: disconnecting it' in d.stderr,
+            d.stderr)
+
+
 def test_quit(d):
     c = d.qmp()
     other = d.qmp()
@@ -618,5 +656,6 @@ test_blockdev(d)
 test_exports(d)
 test_corrupted_event(d)
 test_several_clients(d)
+test_event_backlog_dropped()
 test_quit(d)
 t.finish()

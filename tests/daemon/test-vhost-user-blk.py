@@ -40,6 +40,12 @@ class FrontEnd:
         self.sock.sendall(struct.pack('<III', req, flags, len(payload)) +
                           payload)
 
+    def send_fds(self, req, payload, fds):
+        self.sock.sendmsg([struct.pack('<III', req, VERSION | NEED_REPLY,
+                                       len(payload)) + payload],
+                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                            struct.pack('<%di' % len(fds), *fds))])
+
     def recv_exact(self, n):
         data = b''
         while len(data) < n:
@@ -187,6 +193,74 @@ def test_qmp_export_and_shutdown():
         t.skip('qemu-img check', 'qemu-img is not installed')
 
 
+SET_MEM_TABLE, SET_VRING_NUM, SET_VRING_ADDR = 5, 8, 9
+SET_VRING_BASE, SET_VRING_KICK, SET_VRING_CALL = 10, 12, 13
+SET_VRING_ENABLE = 18
+
+
+def test_memory_shrinks():
+    """Issue 14, finding 3: a front-end shrinks its guest memory (a memfd
+    that cannot be sealed) after SET_MEM_TABLE and kicks a queue.  The
+    daemon ends that connection with the reason, and lives on: another
+    export (NBD) and the monitor keep working."""
+    img = t.create_image('shrink.qcow2')
+    vub = t.path('shrink-vub.sock')
+    nbd = t.path('shrink-nbd.sock')
+    d = t.daemon(['--blockdev', 'driver=file,filename=%s,node-name=f0' % img,
+                  '--blockdev', 'driver=qcow2,file=f0,node-name=disk0',
+                  '--export', 'type=vhost-user-blk,id=vub0,node-name=disk0,'
+                  'addr.type=unix,addr.path=%s,writable=on' % vub,
+                  '--nbd-server', 'addr.type=unix,addr.path=%s' % nbd,
+                  '--export', 'type=nbd,id=nbd0,node-name=disk0'])
+    # a reply means the command line is done: the exports listen
+    c = d.qmp()
+    size, uva, gpa = 1 << 20, 0x7f0000000000, 0
+    mem = os.memfd_create('guest-ram', os.MFD_CLOEXEC)
+    os.ftruncate(mem, size)
+    kick, call = os.eventfd(0), os.eventfd(0)
+    fe = FrontEnd(vub)
+    fe.negotiate()
+    fe.set_u64(SET_FEATURES, 1 << 32)           # VIRTIO_F_VERSION_1
+    fe.send_fds(SET_MEM_TABLE, struct.pack('<II', 1, 0) +
+                struct.pack('<QQQQ', gpa, size, uva, 0), [mem])
+    fe.reply(SET_MEM_TABLE)
+    fe.send(SET_VRING_NUM, struct.pack('<II', 0, 128), VERSION | NEED_REPLY)
+    fe.reply(SET_VRING_NUM)
+    fe.send(SET_VRING_BASE, struct.pack('<II', 0, 0), VERSION | NEED_REPLY)
+    fe.reply(SET_VRING_BASE)
+    fe.send(SET_VRING_ADDR, struct.pack('<IIQQQQ', 0, 0, uva, uva + 0x4000,
+                                        uva + 0x2000, 0),
+            VERSION | NEED_REPLY)
+    fe.reply(SET_VRING_ADDR)
+    for req, fd in ((SET_VRING_CALL, call), (SET_VRING_KICK, kick)):
+        fe.send_fds(req, struct.pack('<Q', 0), [fd])
+        fe.reply(req)
+    fe.send(SET_VRING_ENABLE, struct.pack('<II', 0, 1), VERSION | NEED_REPLY)
+    fe.reply(SET_VRING_ENABLE)
+    os.ftruncate(mem, 0)
+    os.eventfd_write(kick, 1)
+    t.check('the shrunk front-end\'s connection ends',
+            qsd.wait_for(fe.closed))
+    rc, out, err = t.run(['qemu-io', '-r', '-f', 'raw', '-c', 'read 0 64k',
+                          qsd.nbd_uri(nbd, 'disk0')])
+    t.check('its NBD export is still served', rc == 0 and
+            'read 65536/65536' in out, out + err)
+    if not t.check('the daemon lives on', d.alive(), d.wait()):
+        return
+    t.equal('and the monitor answers', c.ok('query-block-exports')[0]['id'],
+            'vub0')
+    fe.close()
+    for fd in (mem, kick, call):
+        os.close(fd)
+    c.cmd('quit')
+    t.equal('the daemon exits 0', d.wait(), 0)
+    t.check('it logged why it ended the connection',
+            "vhost-user-blk export 'vub0': memory region 0: SIGBUS at "
+            'offset' in d.stderr and 'the front-end shrank the file behind '
+            'guest memory' in d.stderr, d.stderr)
+
+
 test_cmdline_export()
 test_qmp_export_and_shutdown()
+test_memory_shrinks()
 t.finish()

@@ -414,6 +414,22 @@ static void test_streamer_limits(void)
     g_string_free(deep, TRUE);
 }
 
+/*
+ * Issue 14: the depth of a message past the nesting limit was counted
+ * for as long as the client kept opening brackets (a signed int, past
+ * 2^31 of them undefined).  Now a message is followed only to a bounded
+ * depth (a million brackets, JSON_STREAM_MAX_DEPTH in json-streamer.c):
+ * there it ends as one error, and the brackets after it start afresh.
+ */
+static void test_streamer_depth_bound(void)
+{
+    size_t n = 1024 * JSON_MAX_NESTING + JSON_MAX_NESTING / 2;
+    g_autofree char *in = g_strnfill(n, '[');
+    g_autofree char *out = stream(in, n, 1 << 20);
+
+    g_assert_cmpstr(out, ==, "!JSON nesting depth limit exceeded");
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -431,5 +447,6 @@ int main(int argc, char **argv)
     g_test_add_func("/json/nesting-offset", test_nesting_offset);
     g_test_add_func("/json/streamer", test_streamer);
     g_test_add_func("/json/streamer-limits", test_streamer_limits);
+    g_test_add_func("/json/streamer-depth-bound", test_streamer_depth_bound);
     return g_test_run();
 }

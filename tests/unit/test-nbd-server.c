@@ -4,8 +4,9 @@
  * a socketpair, nbd_export_remove() disconnecting the export's clients
  * (also with requests in flight) and calling back once it is freed,
  * nbd_server_free() with clients in the handshake and in transmission,
- * and the client_closed callback.  The protocol itself is tested from
- * the outside by tests/interop/nbd-*.sh.
+ * the client_closed callback, and the removal of an export while a
+ * handshake reply about it waits for a client that does not read.  The
+ * protocol itself is tested from the outside by tests/interop/nbd-*.sh.
  *
  * The client side runs in a thread with blocking sockets; the main
  * thread runs the server's event loop until the thread is done.
@@ -303,6 +304,153 @@ static void test_client_closed_callback(void)
     blk_unref(blk);
 }
 
+/*
+ * A client in the handshake that asks about an export and does not read
+ * the replies, so that the server's writes wait (issue 14, finding 1).
+ */
+typedef struct FloodClient {
+    int fd;
+    const char *name;           /* the export asked about */
+    bool sent;                  /* atomic: every option is written */
+    bool go_read;               /* atomic: the main thread says "read" */
+    int infos_named;            /* NBD_INFO_NAME replies naming @name */
+    bool bad_reply;             /* a reply that was not well formed */
+    bool saw_eof;
+    bool done;                  /* atomic */
+} FloodClient;
+
+/*
+ * Appends an option to @buf.  The flood goes out in one send: many small
+ * ones would fill the socket's send buffer with their overhead, and the
+ * client would block before the server does.
+ */
+static void flood_add_option(GByteArray *buf, uint32_t opt,
+                             const void *data, uint32_t len)
+{
+    NBDOption hdr = {
+        .magic = GUINT64_TO_BE(NBD_OPTS_MAGIC),
+        .option = GUINT32_TO_BE(opt),
+        .length = GUINT32_TO_BE(len),
+    };
+
+    g_byte_array_append(buf, (const guint8 *)&hdr, sizeof(hdr));
+    g_byte_array_append(buf, data, len);
+}
+
+static gpointer flood_client_thread(gpointer opaque)
+{
+    FloodClient *c = opaque;
+    uint32_t cflags = GUINT32_TO_BE(NBD_FLAG_C_FIXED_NEWSTYLE);
+    size_t name_len = strlen(c->name);
+    g_autofree uint8_t *info = g_malloc(4 + name_len + 4);
+    uint32_t be_len = GUINT32_TO_BE(name_len);
+    uint16_t nreq = GUINT16_TO_BE(1), req = GUINT16_TO_BE(NBD_INFO_NAME);
+    g_autoptr(GByteArray) flood = g_byte_array_new();
+    NBDNewstyleGreeting g;
+    NBDOptionReply rep;
+
+    g_assert_true(read_full(c->fd, &g, sizeof(g)));
+    send_full(c->fd, &cflags, sizeof(cflags));
+    memcpy(info, &be_len, 4);
+    memcpy(info + 4, c->name, name_len);
+    memcpy(info + 4 + name_len, &nreq, 2);
+    memcpy(info + 6 + name_len, &req, 2);
+    /* the issue's reproducer: 5 LIST, 300 INFO, nothing read */
+    for (int i = 0; i < 5; i++) {
+        flood_add_option(flood, NBD_OPT_LIST, NULL, 0);
+    }
+    for (int i = 0; i < 300; i++) {
+        flood_add_option(flood, NBD_OPT_INFO, info, 4 + name_len + 4);
+    }
+    send_full(c->fd, flood->data, flood->len);
+    __atomic_store_n(&c->sent, true, __ATOMIC_SEQ_CST);
+    aio_notify(ctx);
+    while (!__atomic_load_n(&c->go_read, __ATOMIC_SEQ_CST)) {
+        g_usleep(1000);
+    }
+    while (read_full(c->fd, &rep, sizeof(rep))) {
+        uint32_t len = GUINT32_FROM_BE(rep.length);
+        g_autofree uint8_t *data = g_malloc(len + 1);
+
+        if (GUINT64_FROM_BE(rep.magic) != NBD_REP_MAGIC ||
+            len > NBD_MAX_STRING_SIZE + 2) {
+            c->bad_reply = true;
+            break;
+        }
+        if (!read_full(c->fd, data, len)) {
+            break;              /* cut off mid-reply by the disconnect */
+        }
+        data[len] = 0;
+        if (GUINT32_FROM_BE(rep.type) == NBD_REP_INFO &&
+            data[0] == 0 && data[1] == NBD_INFO_NAME) {
+            if (strcmp((char *)data + 2, c->name)) {
+                c->bad_reply = true;
+            } else {
+                c->infos_named++;
+            }
+        }
+    }
+    c->saw_eof = wait_eof(c->fd);
+    close(c->fd);
+    __atomic_store_n(&c->done, true, __ATOMIC_SEQ_CST);
+    aio_notify(ctx);
+    return NULL;
+}
+
+/* Polls until the server has nothing left to do but wait. */
+static void poll_idle(void)
+{
+    for (int i = 0; i < 1000 && aio_poll(ctx, false); i++) {
+        continue;
+    }
+}
+
+/*
+ * Finding 1 of issue 14: an export removed while a handshake client's
+ * reply about it waits on the socket.  The client counts as the
+ * export's (so a safe removal would refuse), removal disconnects it, and
+ * the export is freed only once it is gone; an ASan build proves that
+ * nothing touches the export afterwards.
+ */
+static void test_remove_during_handshake(void)
+{
+    NBDServer *server = new_server();
+    BlockBackend *blk = open_blk(false);
+    NBDExportConfig cfg = { .name = "victim" };
+    NBDExport *exp = nbd_export_new(server, blk, &cfg, &error_abort);
+    FloodClient c = { .name = "victim" };
+    GThread *t;
+    int sv[2];
+
+    g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    c.fd = sv[1];
+    nbd_server_add_client(server, sv[0]);
+    t = g_thread_new("nbd-flood-client", flood_client_thread, &c);
+    poll_until(&c.sent);
+    poll_idle();
+    /* the server is stuck in a write of a reply about the export */
+    g_assert_cmpuint(nbd_server_client_count(server), ==, 1);
+    g_assert_cmpuint(nbd_export_client_count(exp), ==, 1);
+
+    nbd_export_remove(exp, export_removed, NULL);
+    g_assert_null(nbd_export_find(server, "victim"));
+    __atomic_store_n(&c.go_read, true, __ATOMIC_SEQ_CST);
+    poll_until(&c.done);
+    while (export_done == 0 || nbd_server_client_count(server) > 0) {
+        aio_poll(ctx, true);
+    }
+    g_assert_true(c.saw_eof);
+    g_assert_false(c.bad_reply);
+    /* it was answered about the export until the disconnect */
+    g_assert_cmpint(c.infos_named, >, 0);
+    g_assert_cmpint(c.infos_named, <, 300);
+    g_assert_cmpint(closed_not_negotiated, ==, 1);
+    g_thread_join(t);
+
+    nbd_server_free(server);
+    blk_unref(blk);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -315,5 +463,7 @@ int main(int argc, char **argv)
                     test_server_free_with_clients);
     g_test_add_func("/nbd-server/client-closed-callback",
                     test_client_closed_callback);
+    g_test_add_func("/nbd-server/remove-during-handshake",
+                    test_remove_during_handshake);
     return g_test_run();
 }

@@ -11,7 +11,9 @@
  * flushes counted in the BlockBackend's statistics, a driver without
  * FLUSH, GET_VRING_BASE and reconnecting, a read-only export, a guest's
  * broken ring (the error eventfd), and malformed messages: each closes
- * the connection, and the export serves the next front-end.
+ * the connection with the reason it is named for (the log is captured
+ * and compared), and the export serves the next front-end; guest memory
+ * shrunk under a request (sealed against, or survived as SIGBUS).
  *
  * One thread: the front-end sends on a blocking socket and then runs the
  * export's event loop until the reply (or the used ring) shows up.
@@ -57,6 +59,9 @@ typedef struct TestFE {
 
 static AioContext *ctx;
 static char *sock_path;
+/* memfd_create() flags of the next front-end's guest memory, beyond
+ * MFD_CLOEXEC: without MFD_ALLOW_SEALING it cannot be sealed */
+static unsigned int fe_memfd_flags;
 static BlockBackend *blk;
 static VhostUserBlkExport *exp;
 static int connects, disconnects;
@@ -260,7 +265,7 @@ static TestFE *fe_connect(void)
 
     fe->fd = socket_connect(addr, &error_abort);
     g_assert_cmpint(fe->fd, >=, 0);
-    fe->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC);
+    fe->memfd = memfd_create("test-guest-ram", MFD_CLOEXEC | fe_memfd_flags);
     g_assert_cmpint(fe->memfd, >=, 0);
     g_assert_cmpint(ftruncate(fe->memfd, MEM_SIZE), ==, 0);
     fe->mem = mmap(NULL, MEM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
@@ -552,6 +557,39 @@ static uint8_t fe_write(TestFE *fe, unsigned int q, uint64_t sector,
 {
     memset(fe_slot_data(fe, 0), pattern, len);
     return fe_do_req(fe, q, 0, VIRTIO_BLK_T_OUT, sector, len, false);
+}
+
+/* ---- what the export reports on stderr ---- */
+
+static int stderr_saved = -1;
+static FILE *stderr_file;
+
+static void stderr_capture_begin(void)
+{
+    fflush(stderr);
+    stderr_file = tmpfile();
+    g_assert_nonnull(stderr_file);
+    stderr_saved = dup(STDERR_FILENO);
+    g_assert_cmpint(dup2(fileno(stderr_file), STDERR_FILENO), >=, 0);
+}
+
+/* Stops capturing; returns what was written (caller frees), echoed. */
+static char *stderr_capture_end(void)
+{
+    GString *text = g_string_new(NULL);
+    char buf[1024];
+    size_t n;
+
+    fflush(stderr);
+    dup2(stderr_saved, STDERR_FILENO);
+    close(stderr_saved);
+    rewind(stderr_file);
+    while ((n = fread(buf, 1, sizeof(buf), stderr_file)) > 0) {
+        g_string_append_len(text, buf, n);
+    }
+    fclose(stderr_file);
+    fputs(text->str, stderr);
+    return g_string_free(text, false);
 }
 
 /* ---- tests ---- */
@@ -1355,43 +1393,83 @@ static void hostile_config_flags(TestFE *fe)
 static const struct {
     const char *name;
     HostileFn *fn;
+    /*
+     * What the export logs, which shows that the check the case is named
+     * for fired (and not an earlier one); NULL: nothing at all.
+     */
+    const char *reason;
 } hostile_cases[] = {
-    { "version", hostile_version },
-    { "reply-flag", hostile_reply_flag },
-    { "huge-payload", hostile_huge_payload },
-    { "short-u64", hostile_short_u64 },
-    { "unoffered-feature", hostile_unoffered_feature },
-    { "unoffered-protocol-feature", hostile_unoffered_protocol_feature },
-    { "unknown-request", hostile_unknown_request },
-    { "unsupported-request", hostile_unsupported_request },
-    { "fds-on-get-features", hostile_fds_on_get_features },
-    { "too-many-fds", hostile_too_many_fds },
-    { "truncated", hostile_truncated },
-    { "mem-no-regions", hostile_mem_no_regions },
-    { "mem-nine-regions", hostile_mem_nine_regions },
-    { "mem-fd-count", hostile_mem_fd_count },
-    { "mem-past-file", hostile_mem_past_file },
-    { "mem-wraps", hostile_mem_wraps },
-    { "mem-overlap", hostile_mem_overlap },
-    { "mem-pipe", hostile_mem_pipe },
-    { "mem-size-mismatch", hostile_mem_size_mismatch },
-    { "vring-num-not-pow2", hostile_vring_num_not_pow2 },
-    { "vring-num-too-big", hostile_vring_num_too_big },
-    { "vring-base", hostile_vring_base },
-    { "vring-index", hostile_vring_index },
-    { "vring-enable", hostile_vring_enable },
-    { "vring-addr-align", hostile_vring_addr_align },
-    { "vring-addr-log", hostile_vring_addr_log },
-    { "rings-outside", hostile_rings_outside },
-    { "kick-before-num", hostile_kick_before_num },
-    { "kick-nofd", hostile_kick_nofd },
-    { "kick-reserved-bits", hostile_kick_reserved_bits },
-    { "kick-regular-file", hostile_kick_regular_file },
-    { "kick-eof", hostile_kick_eof },
-    { "running-ring-num", hostile_running_ring_num },
-    { "config-range", hostile_config_range },
-    { "config-size", hostile_config_size },
-    { "config-flags", hostile_config_flags },
+    { "version", hostile_version,
+      "request 1 has flags 0x2 (version 1 without REPLY expected)" },
+    { "reply-flag", hostile_reply_flag,
+      "request 1 has flags 0x5 (version 1 without REPLY expected)" },
+    { "huge-payload", hostile_huge_payload,
+      "request 2 has a payload of 1073741824 bytes, more than" },
+    { "short-u64", hostile_short_u64,
+      "VHOST_USER_SET_FEATURES with a payload of 4 bytes, not 8" },
+    { "unoffered-feature", hostile_unoffered_feature,
+      "VHOST_USER_SET_FEATURES: features 0x8000000000000000 were not offered" },
+    { "unoffered-protocol-feature", hostile_unoffered_protocol_feature,
+      "VHOST_USER_SET_PROTOCOL_FEATURES: protocol features 0x2 were "
+      "not offered" },
+    { "unknown-request", hostile_unknown_request,
+      "request 200 is not supported" },
+    { "unsupported-request", hostile_unsupported_request,
+      "request 6 is not supported" },
+    { "fds-on-get-features", hostile_fds_on_get_features,
+      "VHOST_USER_GET_FEATURES came with file descriptors (1)" },
+    { "too-many-fds", hostile_too_many_fds,
+      "a message came with more than the 8 file descriptors" },
+    /* a message cut short by a hang-up is not an error: nothing */
+    { "truncated", hostile_truncated, NULL },
+    { "mem-no-regions", hostile_mem_no_regions,
+      "VHOST_USER_SET_MEM_TABLE: 0 memory regions, not 1 to 8" },
+    { "mem-nine-regions", hostile_mem_nine_regions,
+      "VHOST_USER_SET_MEM_TABLE: 9 memory regions, not 1 to 8" },
+    { "mem-fd-count", hostile_mem_fd_count,
+      "1 memory regions came with 0 file descriptors" },
+    { "mem-past-file", hostile_mem_past_file,
+      "memory region 0: bytes 0x1000+0x400000 are past the end of "
+      "its 4194304-byte file" },
+    { "mem-wraps", hostile_mem_wraps, "wraps around" },
+    { "mem-overlap", hostile_mem_overlap, "memory regions 0 and 1 overlap" },
+    { "mem-pipe", hostile_mem_pipe,
+      "memory region 0: the file descriptor is not a regular file" },
+    { "mem-size-mismatch", hostile_mem_size_mismatch,
+      "VHOST_USER_SET_MEM_TABLE: payload of 264 bytes for 1 regions" },
+    { "vring-num-not-pow2", hostile_vring_num_not_pow2,
+      "vring 0: size 100 is not a power of 2" },
+    { "vring-num-too-big", hostile_vring_num_too_big,
+      "vring 0: size 2048 is not a power of 2" },
+    { "vring-base", hostile_vring_base,
+      "vring 0: base 65536 is not a 16-bit index" },
+    { "vring-index", hostile_vring_index,
+      "vring index 7 is out of range (1 vrings)" },
+    { "vring-enable", hostile_vring_enable,
+      "vring 0: enable value 2, not 0 or 1" },
+    { "vring-addr-align", hostile_vring_addr_align,
+      "are not aligned as virtio requires" },
+    { "vring-addr-log", hostile_vring_addr_log,
+      "flags 0x1 (dirty logging was not offered)" },
+    { "rings-outside", hostile_rings_outside,
+      "(128 entries) are not within guest memory" },
+    { "kick-before-num", hostile_kick_before_num,
+      "vring 0: kick file descriptor before its size" },
+    { "kick-nofd", hostile_kick_nofd,
+      "no kick file descriptor (polling the rings is not supported)" },
+    { "kick-reserved-bits", hostile_kick_reserved_bits,
+      "payload 0x200 sets reserved bits" },
+    { "kick-regular-file", hostile_kick_regular_file,
+      "the kick file descriptor cannot be polled (not an eventfd)" },
+    { "kick-eof", hostile_kick_eof,
+      "reading its kick file descriptor failed: end of file" },
+    { "running-ring-num", hostile_running_ring_num,
+      "VHOST_USER_SET_VRING_NUM: vring 0 is running" },
+    { "config-range", hostile_config_range,
+      "config range 250+8 is beyond the 256 bytes of config space" },
+    { "config-size", hostile_config_size,
+      "payload of 20 bytes for 60 bytes of config" },
+    { "config-flags", hostile_config_flags, "config flags 0x7 are unknown" },
 };
 
 /*
@@ -1403,13 +1481,26 @@ static void test_hostile(void)
     start_export(true, true, 1, 512);
     for (size_t i = 0; i < ARRAY_SIZE(hostile_cases); i++) {
         TestFE *fe = fe_connect();
+        char *log;
 
         if (g_test_verbose()) {
             g_test_message("hostile case %s", hostile_cases[i].name);
         }
+        stderr_capture_begin();
         hostile_cases[i].fn(fe);
         fe_expect_closed(fe);
         fe_close(fe);
+        log = stderr_capture_end();
+        if (hostile_cases[i].reason) {
+            if (!strstr(log, hostile_cases[i].reason)) {
+                g_test_message("hostile case %s logged: %s",
+                               hostile_cases[i].name, log);
+            }
+            g_assert_nonnull(strstr(log, hostile_cases[i].reason));
+        } else {
+            g_assert_cmpstr(log, ==, "");
+        }
+        g_free(log);
         g_assert_false(vhost_user_blk_export_has_client(exp));
     }
     g_assert_cmpint(disconnects, ==, ARRAY_SIZE(hostile_cases));
@@ -1420,6 +1511,50 @@ static void test_hostile(void)
                          VIRTIO_BLK_S_OK);
         fe_close(fe);
     }
+    stop_export();
+}
+
+/*
+ * Issue 14, finding 3: a front-end shrinks its guest memory file after
+ * SET_MEM_TABLE.  Memory that can be sealed is sealed against it; memory
+ * that cannot ends the connection with SIGBUS named as the reason, and
+ * the process (every export, the monitor) lives on.
+ */
+static void test_memory_shrinks(void)
+{
+    g_autofree char *log = NULL;
+    TestFE *fe;
+    uint16_t head;
+
+    start_export(true, true, 1, 512);
+    fe_memfd_flags = MFD_ALLOW_SEALING;
+    fe = fe_start(1, 0);
+    fe_memfd_flags = 0;
+    g_assert_cmpint(fcntl(fe->memfd, F_GET_SEALS) & F_SEAL_SHRINK, !=, 0);
+    g_assert_cmpint(ftruncate(fe->memfd, MEM_SIZE / 2), ==, -1);
+    g_assert_cmpint(errno, ==, EPERM);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x11), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+
+    /* a request made available, the memory shrunk under it, a kick */
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x22), ==, VIRTIO_BLK_S_OK);
+    memset(fe_slot_data(fe, 0), 0x33, 512);
+    head = fe_blk_req(fe, 0, 0, VIRTIO_BLK_T_OUT, 8, 512, false);
+    fe_make_available(fe, 0, head);
+    g_assert_cmpint(ftruncate(fe->memfd, 0), ==, 0);
+    stderr_capture_begin();
+    fe_kick(fe, 0);
+    fe_expect_closed(fe);
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "memory region 0: SIGBUS at offset 0x"));
+    g_assert_nonnull(strstr(log, "the front-end shrank the file behind "
+                             "guest memory"));
+    fe_close(fe);
+
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x44), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
     stop_export();
 }
 
@@ -1535,6 +1670,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/read-only", test_read_only);
     g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
+    g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
     g_test_add_func("/vhost-user-blk/free-with-client",
                     test_free_with_client);
     g_test_add_func("/vhost-user-blk/shutdown", test_shutdown);

@@ -1,0 +1,115 @@
+/*
+ * hw/virtio/virtqueue.c against a hostile driver that the transports do
+ * not filter: a ring over one buffer of "guest memory", written as a
+ * driver would (or should not).  The vhost-user export and the device
+ * models reach the same code; tests/unit/test-vhost-user-blk.c and
+ * tests/qtest drive it through them.
+ */
+#include "util/osdep.h"
+#include "virtio/virtqueue.h"
+
+#define RAM_SIZE    (64 * KiB)
+#define NUM         8
+#define DESC        0x0000
+#define AVAIL       0x1000
+#define USED        0x2000
+#define DATA        0x3000
+
+static uint8_t ram[RAM_SIZE];
+
+static void *ram_map(void *opaque, uint64_t addr, uint64_t *len)
+{
+    if (addr >= RAM_SIZE) {
+        return NULL;
+    }
+    *len = MIN(*len, RAM_SIZE - addr);
+    return ram + addr;
+}
+
+static const GuestMemory mem = { .map = ram_map };
+
+static void ring_init(VirtQueue *vq)
+{
+    memset(ram, 0, sizeof(ram));
+    virtqueue_init(vq, &mem);
+    vq->num = NUM;
+    vq->desc = DESC;
+    vq->avail = AVAIL;
+    vq->used = USED;
+    vq->ready = true;
+    /* one readable descriptor that every request uses */
+    *(VRingDesc *)(ram + DESC) = (VRingDesc) {
+        .addr = GUINT64_TO_LE(DATA),
+        .len = GUINT32_TO_LE(512),
+    };
+}
+
+/* The driver makes descriptor 0 available @n more times. */
+static void ring_add(uint16_t *avail_idx, unsigned int n)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        uint16_t *slot = (uint16_t *)(ram + AVAIL + VRING_AVAIL_OFF_RING) +
+                         *avail_idx % NUM;
+
+        *slot = 0;
+        (*avail_idx)++;
+    }
+    *(uint16_t *)(ram + AVAIL + VRING_AVAIL_OFF_IDX) =
+        GUINT16_TO_LE(*avail_idx);
+}
+
+/*
+ * Issue 14: the driver makes entries available again while the device
+ * still holds the ones it popped.  Each pop is within the "avail idx at
+ * most num ahead" rule, but the device would hold more requests than the
+ * used ring has entries: the pop past num breaks the queue instead.
+ */
+static void test_more_than_queue_size(void)
+{
+    VirtQueueElement *elems[NUM + 1] = { 0 };
+    VirtQueue vq;
+    uint16_t avail_idx = 0;
+    Error *err = NULL;
+
+    ring_init(&vq);
+    ring_add(&avail_idx, NUM);
+    for (int i = 0; i < NUM; i++) {
+        g_assert_cmpint(virtqueue_pop(&vq, &elems[i], &error_abort), ==, 1);
+    }
+    g_assert_cmpint(virtqueue_pop(&vq, &elems[NUM], &error_abort), ==, 0);
+    /* nothing pushed, and the driver offers one more */
+    ring_add(&avail_idx, 1);
+    g_assert_cmpint(virtqueue_pop(&vq, &elems[NUM], &err), ==, -EIO);
+    g_assert_null(elems[NUM]);
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "virtqueue: 8 requests in flight already, as many as "
+                    "the queue has entries");
+    error_free(err);
+    g_assert_true(vq.broken);
+    for (int i = 0; i < NUM; i++) {
+        virtqueue_element_free(elems[i]);
+    }
+
+    /* once one is pushed, the next pop is fine */
+    ring_init(&vq);
+    avail_idx = 0;
+    ring_add(&avail_idx, NUM);
+    for (int i = 0; i < NUM; i++) {
+        g_assert_cmpint(virtqueue_pop(&vq, &elems[i], &error_abort), ==, 1);
+    }
+    g_assert_cmpint(virtqueue_push(&vq, elems[0], 0, &error_abort), ==, 0);
+    virtqueue_element_free(elems[0]);
+    ring_add(&avail_idx, 1);
+    g_assert_cmpint(virtqueue_pop(&vq, &elems[0], &error_abort), ==, 1);
+    for (int i = 0; i < NUM; i++) {
+        virtqueue_element_free(elems[i]);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    g_test_init(&argc, &argv, NULL);
+    g_test_add_func("/virtqueue/more-than-queue-size",
+                    test_more_than_queue_size);
+    return g_test_run();
+}
