@@ -16,11 +16,12 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "fuzz-pump.h"
+
 #include "block/block_int.h"
 #include "storage-daemon/chardev.h"
 #include "storage-daemon/monitor.h"
 #include "storage-daemon/qmp-dispatch.h"
-#include "util/aio.h"
 
 static char *fuzz_qmp_dir;
 static char *fuzz_qmp_path;
@@ -81,7 +82,7 @@ static void fuzz_qmp_init(void)
 static int fuzz_qmp_connect(void)
 {
     struct sockaddr_un sun = { .sun_family = AF_UNIX };
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
     assert(fd >= 0);
     g_strlcpy(sun.sun_path, fuzz_qmp_path, sizeof(sun.sun_path));
@@ -91,48 +92,9 @@ static int fuzz_qmp_connect(void)
     return fd;
 }
 
-/* Takes what the monitor sent; false once it has hung up. */
-static bool fuzz_qmp_drain(int fd)
-{
-    char buf[65536];
-
-    for (;;) {
-        ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-        if (n > 0) {
-            continue;
-        }
-        return n < 0 && (errno == EAGAIN || errno == EINTR);
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    AioContext *ctx = qemu_get_aio_context();
-    size_t sent = 0;
-    bool shut = false;
-    int fd;
-
     fuzz_qmp_init();
-    fd = fuzz_qmp_connect();
-    for (;;) {
-        while (sent < size) {
-            ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL);
-
-            if (n <= 0) {
-                break;
-            }
-            sent += n;
-        }
-        if (sent == size && !shut) {
-            shutdown(fd, SHUT_WR);
-            shut = true;
-        }
-        if (!fuzz_qmp_drain(fd)) {
-            break;
-        }
-        aio_poll(ctx, true);
-    }
-    close(fd);
+    fuzz_pump(fuzz_qmp_connect(), data, size);
     return 0;
 }
