@@ -16,10 +16,19 @@ TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin
 QEMU ?= 0
 UPSTREAM_SETS ?=
+# libFuzzer and the sanitizers' runtimes come with clang (make fuzz).
+FUZZ_DEPS  := clang-14 libclang-rt-14-dev
+
+# make fuzz: a build directory of its own (instrumented, clang), and how
+# long each harness runs (seconds).  FUZZ_HARNESSES picks some of them.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
+                  fuzz-options fuzz-blkdebug fuzz-vmstate
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \
-        bench demo run install clean
+        bench demo run install clean fuzz-deps fuzz fuzz-build
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -85,6 +94,20 @@ check-upstream: test-deps all
 check-guest: test-deps all
 	bash tests/run-all.sh $(BUILD) guest
 
+fuzz-deps: deps
+	$(call install_missing,$(FUZZ_DEPS))
+
+$(FUZZ_BUILD)/build.ninja: | fuzz-deps
+	CC=clang-14 ./configure --builddir=$(FUZZ_BUILD) --enable-fuzzing
+
+# Only the harnesses: the tools and unit tests are not needed instrumented.
+fuzz-build: $(FUZZ_BUILD)/build.ninja
+	ninja -C $(FUZZ_BUILD) $(addprefix tests/fuzz/,$(FUZZ_HARNESSES))
+
+# Runs each harness for FUZZ_SECONDS (docs/fuzzing.md); not part of check.
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+
 bench: test-deps all
 	bash tests/perf/run-all.sh $(BUILD)
 
@@ -100,4 +123,4 @@ install: all
 	meson install -C $(BUILD) --destdir "$(DESTDIR)"
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(FUZZ_BUILD)

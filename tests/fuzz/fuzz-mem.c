@@ -1,0 +1,168 @@
+/*
+ * The "fuzz-mem" protocol (see fuzz-mem.h).
+ *
+ * Invariants:
+ *  1. s->data holds s->size bytes, and s->size <= FUZZ_MEM_MAX_SIZE.
+ */
+#include "fuzz-mem.h"
+
+#include "block/block_int.h"
+
+typedef struct FuzzMemState {
+    uint8_t *data;
+    int64_t size;
+} FuzzMemState;
+
+static const uint8_t *fuzz_mem_image;
+static size_t fuzz_mem_image_len;
+
+void fuzz_mem_set_image(const uint8_t *data, size_t len)
+{
+    fuzz_mem_image = data;
+    fuzz_mem_image_len = len;
+}
+
+static int fuzz_mem_open(BlockDriverState *bs, QDict *options, int flags,
+                         Error **errp)
+{
+    FuzzMemState *s = bs->opaque;
+    size_t len = MIN(fuzz_mem_image_len, FUZZ_MEM_MAX_SIZE);
+
+    s->size = len;
+    s->data = g_malloc(MAX(len, 1));
+    if (len) {
+        memcpy(s->data, fuzz_mem_image, len);
+    }
+    return 0;
+}
+
+static void fuzz_mem_close(BlockDriverState *bs)
+{
+    FuzzMemState *s = bs->opaque;
+
+    g_free(s->data);
+}
+
+static int64_t fuzz_mem_getlength(BlockDriverState *bs)
+{
+    FuzzMemState *s = bs->opaque;
+
+    return s->size;
+}
+
+/* Makes [0, end) addressable; ENOSPC past the cap (header comment). */
+static int fuzz_mem_grow(FuzzMemState *s, int64_t end)
+{
+    if (end <= s->size) {
+        return 0;
+    }
+    if (end > FUZZ_MEM_MAX_SIZE) {
+        return -ENOSPC;
+    }
+    s->data = g_realloc(s->data, end);
+    memset(s->data + s->size, 0, end - s->size);
+    s->size = end;
+    assert(s->size <= FUZZ_MEM_MAX_SIZE); /* invariant 1 */
+    return 0;
+}
+
+static int coroutine_fn fuzz_mem_preadv(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags)
+{
+    FuzzMemState *s = bs->opaque;
+    int64_t avail = offset < s->size ? MIN(bytes, s->size - offset) : 0;
+
+    qemu_iovec_from_buf(qiov, 0, s->data + offset, avail);
+    qemu_iovec_memset(qiov, avail, 0, bytes - avail);
+    return 0;
+}
+
+static int coroutine_fn fuzz_mem_pwritev(BlockDriverState *bs, int64_t offset,
+                                         int64_t bytes, QEMUIOVector *qiov,
+                                         BdrvRequestFlags flags)
+{
+    FuzzMemState *s = bs->opaque;
+    int ret = fuzz_mem_grow(s, offset + bytes);
+
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_iovec_to_buf(qiov, 0, s->data + offset, bytes);
+    return 0;
+}
+
+static int coroutine_fn fuzz_mem_pwrite_zeroes(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes,
+                                               BdrvRequestFlags flags)
+{
+    FuzzMemState *s = bs->opaque;
+    int ret = fuzz_mem_grow(s, offset + bytes);
+
+    if (ret < 0) {
+        return ret;
+    }
+    memset(s->data + offset, 0, bytes);
+    return 0;
+}
+
+/* Discarded bytes read back as zeroes, as on a file with holes punched. */
+static int coroutine_fn fuzz_mem_pdiscard(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes)
+{
+    FuzzMemState *s = bs->opaque;
+
+    if (offset < s->size) {
+        memset(s->data + offset, 0, MIN(bytes, s->size - offset));
+    }
+    return 0;
+}
+
+static int coroutine_fn fuzz_mem_flush_to_disk(BlockDriverState *bs)
+{
+    return 0;
+}
+
+static int coroutine_fn fuzz_mem_truncate(BlockDriverState *bs,
+                                          int64_t offset, bool exact,
+                                          PreallocMode prealloc,
+                                          BdrvRequestFlags flags,
+                                          Error **errp)
+{
+    FuzzMemState *s = bs->opaque;
+
+    if (offset > FUZZ_MEM_MAX_SIZE) {
+        error_setg(errp, "fuzz-mem node '%s' cannot grow to %" PRId64
+                   " bytes (the cap is %d)", bs->node_name, offset,
+                   FUZZ_MEM_MAX_SIZE);
+        return -ENOSPC;
+    }
+    fuzz_mem_grow(s, offset);
+    s->size = offset;
+    return 0;
+}
+
+static BlockDriver bdrv_fuzz_mem = {
+    .format_name            = "fuzz-mem",
+    .instance_size          = sizeof(FuzzMemState),
+    .bdrv_open              = fuzz_mem_open,
+    .bdrv_close             = fuzz_mem_close,
+    .bdrv_getlength         = fuzz_mem_getlength,
+    .bdrv_co_preadv         = fuzz_mem_preadv,
+    .bdrv_co_pwritev        = fuzz_mem_pwritev,
+    .bdrv_co_pwrite_zeroes  = fuzz_mem_pwrite_zeroes,
+    .bdrv_co_pdiscard       = fuzz_mem_pdiscard,
+    .bdrv_co_flush_to_disk  = fuzz_mem_flush_to_disk,
+    .bdrv_co_truncate       = fuzz_mem_truncate,
+};
+
+void fuzz_mem_register(void)
+{
+    static bool done;
+
+    if (!done) {
+        bdrv_init();
+        bdrv_register(&bdrv_fuzz_mem);
+        done = true;
+    }
+}

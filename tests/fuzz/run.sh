@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer harness for a while and sums up (make fuzz).
+# Usage: run.sh BUILD_DIR SECONDS [HARNESS...]   (default: all harnesses)
+#
+# Per harness: the corpus it grows is BUILD_DIR/fuzz-corpus/HARNESS (the
+# committed seeds of tests/fuzz/corpus/HARNESS are read as well, never
+# written), its log BUILD_DIR/fuzz-logs/HARNESS.log, and what a crash, a
+# leak or a hang leaves BUILD_DIR/artifacts/HARNESS/.  A harness that
+# stops on any of these has failed.  Prints per harness the runs, the
+# coverage (libFuzzer's cov: edges and ft: features) and the result, then
+# "N passed, N failed"; exits 1 if any failed.
+set -uo pipefail
+
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$1
+seconds=$2
+shift 2
+all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
+     fuzz-blkdebug fuzz-vmstate"
+harnesses=${*:-$all}
+
+# Longest input per harness: a seed image or stream must fit.
+max_len() {
+    case $1 in
+    fuzz-qcow2) echo 65536 ;;
+    fuzz-vmstate) echo 32768 ;;
+    *) echo 4096 ;;
+    esac
+}
+
+passed=0
+failed=0
+for h in $harnesses; do
+    bin=$build/tests/fuzz/$h
+    corpus=$build/fuzz-corpus/$h
+    artifacts=$build/artifacts/$h
+    log=$build/fuzz-logs/$h.log
+    if [ ! -x "$bin" ]; then
+        echo "$h: not built ($bin)"
+        failed=$((failed + 1))
+        continue
+    fi
+    mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
+    # -timeout: one input running longer is a hang; the outer timeout
+    # catches a harness that hangs outside any input.  Only the end of
+    # the output is kept: what the code under test prints about hostile
+    # input (qemu-img check's report of a broken image) runs to gigabytes
+    # in 30 minutes, and the statistics and any crash report come last.
+    timeout $((seconds + 300)) nice -n 10 "$bin" \
+        -max_total_time="$seconds" -max_len="$(max_len "$h")" \
+        -timeout=30 -rss_limit_mb=2560 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/" \
+        "$corpus" "$src/tests/fuzz/corpus/$h" 2>&1 | tail -n 20000 >"$log"
+    rc=${PIPESTATUS[0]}
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+    units=$(find "$corpus" -type f | wc -l)
+    if [ "$rc" = 0 ]; then
+        result=passed
+        passed=$((passed + 1))
+    else
+        found=$(grep -o "Test unit written to .*" "$log" | tail -1 |
+                sed 's/Test unit written to //')
+        # the first line that names the failure: an assertion, a sanitizer
+        summary=$(grep -m1 -E "Assertion .* failed|runtime error:|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)" "$log")
+        result="FAILED (exit $rc): ${summary:-see $log}${found:+; input $found}"
+        failed=$((failed + 1))
+    fi
+    echo "$h: ${seconds} s, ${runs:-0} runs, cov ${cov:-?}, ft ${ft:-?}, corpus $units: $result"
+done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
