@@ -181,7 +181,10 @@ void qcow2_refcount_close(BlockDriverState *bs)
 
 /*
  * The refcount block offset of table entry @rt_index, 0 if there is none;
- * -EIO (after reporting corruption) if the entry is not cluster aligned.
+ * -EIO (after reporting corruption) if the entry is not cluster aligned or
+ * lies past what a host offset can be (L1E_OFFSET_MASK's 56 bits): such an
+ * offset, stored in an int64_t, could read as negative, i.e. as an error
+ * code, or be truncated into a positive int by a caller.
  */
 static int64_t qcow2_refblock_offset(BlockDriverState *bs, uint64_t rt_index)
 {
@@ -192,6 +195,13 @@ static int64_t qcow2_refblock_offset(BlockDriverState *bs, uint64_t rt_index)
         return 0;
     }
     offset = s->refcount_table[rt_index] & REFT_OFFSET_MASK;
+    if (offset & ~L1E_OFFSET_MASK) {
+        qcow2_signal_corruption(bs, true, -1, -1,
+                                "Refblock offset %#" PRIx64 " past the "
+                                "largest host offset (reftable index: "
+                                "%#" PRIx64 ")", offset, rt_index);
+        return -EIO;
+    }
     if (offset && offset_into_cluster(s, offset)) {
         qcow2_signal_corruption(bs, true, offset, -1,
                                 "Refblock offset %#" PRIx64 " unaligned "
