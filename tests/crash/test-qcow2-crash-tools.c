@@ -184,17 +184,41 @@ static void tool_setup_rebase(ToolCase *c, const char *img)
     c->argv[10] = c->top;
 }
 
+/*
+ * The ASan runtime this program (built like qblock-img) loaded, or NULL:
+ * an ASan build needs it first in the preload list.
+ */
+static char *tool_asan_runtime(void)
+{
+    g_autofree char *maps = NULL;
+    char *lib, *start, *end;
+
+    g_assert_true(g_file_get_contents("/proc/self/maps", &maps, NULL, NULL));
+    lib = strstr(maps, "/libasan.so");
+    if (!lib) {
+        return NULL;
+    }
+    for (start = lib; start > maps && start[-1] != ' '; start--) {
+        continue;
+    }
+    end = strchr(lib, '\n');
+    return g_strndup(start, end ? end - start : (gssize)strlen(start));
+}
+
+/* The LD_PRELOAD value that puts the injector into qblock-img. */
 static const char *tool_injector(void)
 {
-    static char *path;
+    static char *preload;
 
-    if (!path) {
+    if (!preload) {
         g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
         g_autofree char *dir = g_path_get_dirname(exe);
+        g_autofree char *lib = g_build_filename(dir, "libpowercut.so", NULL);
+        g_autofree char *asan = tool_asan_runtime();
 
-        path = g_build_filename(dir, "libpowercut.so", NULL);
+        preload = asan ? g_strdup_printf("%s %s", asan, lib) : g_strdup(lib);
     }
-    return path;
+    return preload;
 }
 
 /*
@@ -219,9 +243,6 @@ static int tool_run(ToolCase *c, long cut_at, int mode, long *count)
     if (count) {
         env = g_environ_setenv(env, "POWERCUT_COUNT", count_file, true);
     }
-    /* the injector is not the first library an ASan build loads */
-    env = g_environ_setenv(env, "ASAN_OPTIONS", "verify_asan_link_order=0",
-                           true);
     g_assert_true(g_spawn_sync(NULL, (char **)c->argv, env, G_SPAWN_DEFAULT,
                                NULL, NULL, &out, &err, &status, &gerr));
     g_assert_no_error(gerr);
