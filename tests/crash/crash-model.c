@@ -114,8 +114,8 @@ static int crash_spawn(const char *const *argv, char **out)
     GError *gerr = NULL;
     int status;
 
-    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-                      &sout, &serr, &status, &gerr)) {
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                      NULL, &sout, &serr, &status, &gerr)) {
         *out = g_strdup_printf("cannot run %s: %s", argv[0], gerr->message);
         g_error_free(gerr);
         return -1;

@@ -17,7 +17,6 @@
 #include "crash-model.h"
 #include <sys/wait.h>
 
-#define K 1024
 
 static const char *const tool_modes[] = {
     "all", "random-writes", "random-sectors",
@@ -85,9 +84,9 @@ static void tool_log(CrashModel *m, int64_t offset, int64_t bytes,
 /* Commit done: base holds top's data, durably. */
 static void tool_done_commit(ToolCase *c)
 {
-    crash_model_completed(&c->target_alone, 16 * K, 32 * K);
-    crash_model_completed(&c->target_alone, 128 * K, 32 * K);
-    crash_model_completed(&c->target_alone, 56 * K, 4 * K);
+    crash_model_completed(&c->target_alone, 16 * KiB, 32 * KiB);
+    crash_model_completed(&c->target_alone, 128 * KiB, 32 * KiB);
+    crash_model_completed(&c->target_alone, 56 * KiB, 4 * KiB);
     crash_model_flushed(&c->target_alone);
 }
 
@@ -122,20 +121,20 @@ static void tool_setup_commit(ToolCase *c, const char *img)
 
     c->top = tool_image(c->dir, "top.qcow2", base);
     c->target = g_strdup(base);
-    tool_write(base, 0, 64 * K, 1);
-    tool_write(c->top, 16 * K, 32 * K, 2);
-    tool_write(c->top, 128 * K, 32 * K, 2);
-    tool_write(c->top, 56 * K, 4 * K, 0);
+    tool_write(base, 0, 64 * KiB, 1);
+    tool_write(c->top, 16 * KiB, 32 * KiB, 2);
+    tool_write(c->top, 128 * KiB, 32 * KiB, 2);
+    tool_write(c->top, 56 * KiB, 4 * KiB, 0);
     crash_model_init(&c->view, 1 * MiB);
     crash_model_init(&c->target_alone, 1 * MiB);
     for (int i = 0; i < 2; i++) {
         CrashModel *m = i ? &c->target_alone : &c->view;
         bool top_durable = !i;
 
-        tool_log(m, 0, 64 * K, 1, true);
-        tool_log(m, 16 * K, 32 * K, 2, top_durable);
-        tool_log(m, 128 * K, 32 * K, 2, top_durable);
-        tool_log(m, 56 * K, 4 * K, 0, top_durable);
+        tool_log(m, 0, 64 * KiB, 1, true);
+        tool_log(m, 16 * KiB, 32 * KiB, 2, top_durable);
+        tool_log(m, 128 * KiB, 32 * KiB, 2, top_durable);
+        tool_log(m, 56 * KiB, 4 * KiB, 0, top_durable);
     }
     c->check_target_alone = true;
     c->done = tool_done_commit;
@@ -161,14 +160,14 @@ static void tool_setup_rebase(ToolCase *c, const char *img)
 
     c->top = tool_image(c->dir, "overlay.qcow2", old);
     c->target = g_strdup(c->top);
-    tool_write(old, 0, 64 * K, 1);
-    tool_write(new, 16 * K, 16 * K, 3);
-    tool_write(new, 96 * K, 32 * K, 4);
-    tool_write(c->top, 0, 8 * K, 2);
+    tool_write(old, 0, 64 * KiB, 1);
+    tool_write(new, 16 * KiB, 16 * KiB, 3);
+    tool_write(new, 96 * KiB, 32 * KiB, 4);
+    tool_write(c->top, 0, 8 * KiB, 2);
     crash_model_init(&c->view, 1 * MiB);
-    tool_log(&c->view, 0, 64 * K, 1, true);
-    tool_log(&c->view, 0, 8 * K, 2, true);
-    tool_log(&c->view, 96 * K, 32 * K, 0, true);
+    tool_log(&c->view, 0, 64 * KiB, 1, true);
+    tool_log(&c->view, 0, 8 * KiB, 2, true);
+    tool_log(&c->view, 96 * KiB, 32 * KiB, 0, true);
     g_strlcpy(backing, new, sizeof(backing));
     c->done = tool_done_rebase;
     c->argv[0] = img;

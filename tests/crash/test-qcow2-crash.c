@@ -65,7 +65,6 @@ static const BlkcrashCut crash_modes[] = {
 
 static bool step_done(CrashRun *r, int ret, int64_t offset, int64_t bytes)
 {
-    g_assert_true(r->blk || ret == 0);
     if (ret < 0) {
         return false;
     }
@@ -167,43 +166,43 @@ static bool step_amend(CrashRun *r, const char *options)
 
 /* ---- the operations ---- */
 
-#define K 1024
 
 /* Data at the start of the disk, so that an L2 table exists. */
 static void prepare_first_cluster(CrashRun *r)
 {
-    g_assert_true(step_write(r, 0, 4 * K, 1));
+    g_assert_true(step_write(r, 0, 4 * KiB, 1));
 }
 
 /* Fills [0, @bytes) with data, 64 KiB a request. */
 static void prepare_fill(CrashRun *r, int64_t bytes)
 {
-    for (int64_t off = 0; off < bytes; off += 64 * K) {
-        g_assert_true(step_write(r, off, MIN(64 * K, bytes - off),
-                                 off / (64 * K) + 1));
+    for (int64_t off = 0; off < bytes; off += 64 * KiB) {
+        g_assert_true(step_write(r, off, MIN(64 * KiB, bytes - off),
+                                 off / (64 * KiB) + 1));
     }
 }
 
 static void prepare_fill_64k(CrashRun *r)
 {
-    prepare_fill(r, 64 * K);
+    prepare_fill(r, 64 * KiB);
 }
 
 /* Overwrites in place: no metadata changes, so nothing may leak. */
 static bool run_overwrite(CrashRun *r)
 {
-    return step_write(r, 0, 2 * K, 10) && step_write(r, 1 * K, 2 * K, 11) &&
-           step_flush(r) && step_write(r, 2 * K, 1 * K, 12);
+    return step_write(r, 0, 2 * KiB, 10) &&
+           step_write(r, 1 * KiB, 2 * KiB, 11) && step_flush(r) &&
+           step_write(r, 2 * KiB, 1 * KiB, 12);
 }
 
 /* New clusters in an existing L2 table, partial ones (copy-on-write). */
 static bool run_alloc_write(CrashRun *r)
 {
-    return step_write(r, 8 * K + 512, 1 * K, 10) &&
-           step_write(r, 14 * K, 6 * K, 11) && step_flush(r) &&
-           step_write(r, 8 * K, 4 * K, 12) &&
-           step_write(r, 32 * K, 512, 13) && step_flush(r) &&
-           step_write(r, 40 * K, 4 * K, 14);
+    return step_write(r, 8 * KiB + 512, 1 * KiB, 10) &&
+           step_write(r, 14 * KiB, 6 * KiB, 11) && step_flush(r) &&
+           step_write(r, 8 * KiB, 4 * KiB, 12) &&
+           step_write(r, 32 * KiB, 512, 13) && step_flush(r) &&
+           step_write(r, 40 * KiB, 4 * KiB, 14);
 }
 
 static void did_alloc_write(const CrashHeader *b, const CrashHeader *a)
@@ -214,9 +213,9 @@ static void did_alloc_write(const CrashHeader *b, const CrashHeader *a)
 /* With 512-byte clusters an L2 table maps 32 KiB. */
 static bool run_l2_alloc(CrashRun *r)
 {
-    return step_write(r, 64 * K, 1 * K, 10) &&
-           step_write(r, 96 * K + 512, 32 * K, 11) && step_flush(r) &&
-           step_write(r, 200 * K, 512, 12);
+    return step_write(r, 64 * KiB, 1 * KiB, 10) &&
+           step_write(r, 96 * KiB + 512, 32 * KiB, 11) && step_flush(r) &&
+           step_write(r, 200 * KiB, 512, 12);
 }
 
 static void did_l2_alloc(const CrashHeader *b, const CrashHeader *a)
@@ -227,7 +226,7 @@ static void did_l2_alloc(const CrashHeader *b, const CrashHeader *a)
 /* 1 MiB needs 32 L1 entries, 4 MiB 128: the table moves. */
 static bool run_l1_grow(CrashRun *r)
 {
-    return step_truncate(r, 4 * MiB) && step_write(r, 3 * MiB, 1 * K, 10) &&
+    return step_truncate(r, 4 * MiB) && step_write(r, 3 * MiB, 1 * KiB, 10) &&
            step_flush(r);
 }
 
@@ -242,7 +241,7 @@ static void did_l1_grow(const CrashHeader *b, const CrashHeader *a)
 static bool run_resize_grow(CrashRun *r)
 {
     return step_truncate(r, 1 * MiB) && step_flush(r) &&
-           step_write(r, 1000 * K, 24 * K, 10) && step_flush(r);
+           step_write(r, 1000 * KiB, 24 * KiB, 10) && step_flush(r);
 }
 
 static void did_resize_grow(const CrashHeader *b, const CrashHeader *a)
@@ -253,20 +252,20 @@ static void did_resize_grow(const CrashHeader *b, const CrashHeader *a)
 
 static void prepare_spread(CrashRun *r)
 {
-    g_assert_true(step_write(r, 0, 8 * K, 1));
-    g_assert_true(step_write(r, 600 * K, 40 * K, 2));
-    g_assert_true(step_write(r, 960 * K, 64 * K, 3));
+    g_assert_true(step_write(r, 0, 8 * KiB, 1));
+    g_assert_true(step_write(r, 600 * KiB, 40 * KiB, 2));
+    g_assert_true(step_write(r, 960 * KiB, 64 * KiB, 3));
 }
 
 static bool run_resize_shrink(CrashRun *r)
 {
-    return step_truncate(r, 512 * K) && step_flush(r) &&
-           step_write(r, 4 * K, 8 * K, 10);
+    return step_truncate(r, 512 * KiB) && step_flush(r) &&
+           step_write(r, 4 * KiB, 8 * KiB, 10);
 }
 
 static void did_resize_shrink(const CrashHeader *b, const CrashHeader *a)
 {
-    g_assert_cmpuint(a->size, ==, 512 * K);
+    g_assert_cmpuint(a->size, ==, 512 * KiB);
     g_assert_cmpint(a->l1_used, <, b->l1_used);
 }
 
@@ -276,13 +275,13 @@ static void did_resize_shrink(const CrashHeader *b, const CrashHeader *a)
  */
 static void prepare_refblock(CrashRun *r)
 {
-    prepare_fill(r, 112 * K);
+    prepare_fill(r, 112 * KiB);
 }
 
 static bool run_refblock_grow(CrashRun *r)
 {
-    return step_write(r, 128 * K, 32 * K, 10) && step_flush(r) &&
-           step_write(r, 160 * K, 4 * K, 11);
+    return step_write(r, 128 * KiB, 32 * KiB, 10) && step_flush(r) &&
+           step_write(r, 160 * KiB, 4 * KiB, 11);
 }
 
 static void did_refblock_grow(const CrashHeader *b, const CrashHeader *a)
@@ -297,13 +296,13 @@ static void did_refblock_grow(const CrashHeader *b, const CrashHeader *a)
  */
 static void prepare_reftable(CrashRun *r)
 {
-    prepare_fill(r, 1920 * K);
+    prepare_fill(r, 1920 * KiB);
 }
 
 static bool run_reftable_grow(CrashRun *r)
 {
-    return step_write(r, 1920 * K, 128 * K, 10) && step_flush(r) &&
-           step_write(r, 2048 * K, 4 * K, 11);
+    return step_write(r, 1920 * KiB, 128 * KiB, 10) && step_flush(r) &&
+           step_write(r, 2048 * KiB, 4 * KiB, 11);
 }
 
 static void did_reftable_grow(const CrashHeader *b, const CrashHeader *a)
@@ -315,35 +314,36 @@ static void did_reftable_grow(const CrashHeader *b, const CrashHeader *a)
 
 static bool run_discard(CrashRun *r)
 {
-    return step_discard(r, 8 * K, 16 * K) && step_flush(r) &&
-           step_discard(r, 40 * K, 4 * K) && step_write(r, 8 * K, 4 * K, 10) &&
-           step_flush(r) && step_discard(r, 48 * K, 8 * K);
+    return step_discard(r, 8 * KiB, 16 * KiB) && step_flush(r) &&
+           step_discard(r, 40 * KiB, 4 * KiB) &&
+           step_write(r, 8 * KiB, 4 * KiB, 10) && step_flush(r) &&
+           step_discard(r, 48 * KiB, 8 * KiB);
 }
 
 static bool run_zero_write(CrashRun *r)
 {
-    return step_zero(r, 8 * K, 8 * K, 0) &&
-           step_zero(r, 24 * K, 8 * K, BDRV_REQ_MAY_UNMAP) &&
-           step_zero(r, 128 * K, 8 * K, 0) &&
-           step_zero(r, 40 * K + 512, 1 * K, 0) && step_flush(r) &&
-           step_write(r, 8 * K, 4 * K, 10) &&
-           step_zero(r, 48 * K, 4 * K, BDRV_REQ_MAY_UNMAP);
+    return step_zero(r, 8 * KiB, 8 * KiB, 0) &&
+           step_zero(r, 24 * KiB, 8 * KiB, BDRV_REQ_MAY_UNMAP) &&
+           step_zero(r, 128 * KiB, 8 * KiB, 0) &&
+           step_zero(r, 40 * KiB + 512, 1 * KiB, 0) && step_flush(r) &&
+           step_write(r, 8 * KiB, 4 * KiB, 10) &&
+           step_zero(r, 48 * KiB, 4 * KiB, BDRV_REQ_MAY_UNMAP);
 }
 
 /* Whole 4 KiB clusters of the pattern, which compresses well. */
 static bool run_compressed(CrashRun *r)
 {
-    return step_compressed(r, 8 * K, 4 * K, 10) &&
-           step_compressed(r, 0, 4 * K, 11) && step_flush(r) &&
-           step_compressed(r, 16 * K, 4 * K, 12) &&
-           step_compressed(r, 8 * K, 4 * K, 13) && step_flush(r) &&
-           step_compressed(r, 24 * K, 4 * K, 14);
+    return step_compressed(r, 8 * KiB, 4 * KiB, 10) &&
+           step_compressed(r, 0, 4 * KiB, 11) && step_flush(r) &&
+           step_compressed(r, 16 * KiB, 4 * KiB, 12) &&
+           step_compressed(r, 8 * KiB, 4 * KiB, 13) && step_flush(r) &&
+           step_compressed(r, 24 * KiB, 4 * KiB, 14);
 }
 
 static bool run_snapshot_create(CrashRun *r)
 {
     return step_snapshot_create(r, "s1") && step_flush(r) &&
-           step_write(r, 0, 4 * K, 10) && step_flush(r);
+           step_write(r, 0, 4 * KiB, 10) && step_flush(r);
 }
 
 static void did_snapshot_create(const CrashHeader *b, const CrashHeader *a)
@@ -356,27 +356,27 @@ static void prepare_snapshot(CrashRun *r)
 {
     prepare_fill_64k(r);
     g_assert_true(step_snapshot_create(r, "s1"));
-    g_assert_true(step_write(r, 16 * K, 16 * K, 2));
-    g_assert_true(step_write(r, 128 * K, 8 * K, 3));
+    g_assert_true(step_write(r, 16 * KiB, 16 * KiB, 2));
+    g_assert_true(step_write(r, 128 * KiB, 8 * KiB, 3));
 }
 
 /* The active disk becomes the snapshot's: version 1 again, and zeroes. */
 static bool run_snapshot_apply(CrashRun *r)
 {
-    crash_model_log(&r->model, 16 * K, 16 * K, 1);
-    crash_model_log(&r->model, 128 * K, 8 * K, 0);
+    crash_model_log(&r->model, 16 * KiB, 16 * KiB, 1);
+    crash_model_log(&r->model, 128 * KiB, 8 * KiB, 0);
     if (bdrv_snapshot_goto(blk_bs(r->blk), "s1", NULL) < 0) {
         return false;
     }
-    crash_model_completed(&r->model, 16 * K, 16 * K);
-    crash_model_completed(&r->model, 128 * K, 8 * K);
-    return step_flush(r) && step_write(r, 0, 4 * K, 10) && step_flush(r);
+    crash_model_completed(&r->model, 16 * KiB, 16 * KiB);
+    crash_model_completed(&r->model, 128 * KiB, 8 * KiB);
+    return step_flush(r) && step_write(r, 0, 4 * KiB, 10) && step_flush(r);
 }
 
 static bool run_snapshot_delete(CrashRun *r)
 {
     return bdrv_snapshot_delete(blk_bs(r->blk), NULL, "s1", NULL) == 0 &&
-           step_flush(r) && step_write(r, 16 * K, 4 * K, 10) &&
+           step_flush(r) && step_write(r, 16 * KiB, 4 * KiB, 10) &&
            step_flush(r);
 }
 
@@ -401,8 +401,8 @@ static void did_amend_refcount_bits(const CrashHeader *b,
 static void prepare_zero_clusters(CrashRun *r)
 {
     prepare_fill_64k(r);
-    g_assert_true(step_zero(r, 8 * K, 8 * K, 0));
-    g_assert_true(step_zero(r, 128 * K, 8 * K, 0));
+    g_assert_true(step_zero(r, 8 * KiB, 8 * KiB, 0));
+    g_assert_true(step_zero(r, 128 * KiB, 8 * KiB, 0));
 }
 
 static bool run_amend_compat(CrashRun *r)
@@ -458,7 +458,7 @@ static const CrashOp crash_ops[] = {
       did_snapshot_delete, "QEMU removes the snapshot from the table before "
       "it drops the refcounts of its clusters",
       "QEMU drops the refcounts to 1 before it sets the COPIED bits" },
-    { "resize-grow", C512, 1000 * K, prepare_first_cluster, run_resize_grow,
+    { "resize-grow", C512, 1000 * KiB, prepare_first_cluster, run_resize_grow,
       did_resize_grow, ALLOC_LEAK },
     { "resize-shrink", C512, 1 * MiB, prepare_spread, run_resize_shrink,
       did_resize_shrink, FREE_LEAK },
