@@ -124,6 +124,13 @@ static int crash_spawn(const char *const *argv, char **out)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+bool crash_have_qemu_img(void)
+{
+    g_autofree char *path = g_find_program_in_path("qemu-img");
+
+    return path != NULL;
+}
+
 const char *crash_qblock_img(void)
 {
     static char *path;

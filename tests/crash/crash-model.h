@@ -78,6 +78,8 @@ void crash_model_may_shrink(CrashModel *m, int64_t len);
  * hold.  @m may be NULL: the image only.
  */
 CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow);
+/* True if the real qemu-img, the oracle of these tests, is installed. */
+bool crash_have_qemu_img(void);
 /* The qblock-img beside this test program in the build directory. */
 const char *crash_qblock_img(void);
 /* A g_new'd copy of the file @src at a fresh temporary path. */

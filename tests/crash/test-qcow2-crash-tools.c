@@ -316,7 +316,7 @@ static void tool_sweep(const char *name, ToolSetup setup,
     bool leaked;
     char *failure;
 
-    if (!g_find_program_in_path("qemu-img")) {
+    if (!crash_have_qemu_img()) {
         g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
                     "the oracle of these tests");
         return;

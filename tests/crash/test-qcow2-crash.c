@@ -591,7 +591,7 @@ static void crash_test_op(gconstpointer data)
     CrashVerdict v;
     int stride = crash_stride();
 
-    if (!g_find_program_in_path("qemu-img")) {
+    if (!crash_have_qemu_img()) {
         g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
                     "the oracle of these tests");
         return;
