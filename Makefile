@@ -28,7 +28,8 @@ FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \
-        bench demo run install clean fuzz-deps fuzz fuzz-build
+        check-crash check-asan bench demo run install clean fuzz-deps fuzz \
+        fuzz-build
 
 all: $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -107,6 +108,24 @@ fuzz-build: $(FUZZ_BUILD)/build.ninja
 # Runs each harness for FUZZ_SECONDS (docs/fuzzing.md); not part of check.
 fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
+
+# Power cuts at every request of every qcow2 metadata operation (also part
+# of check); the matrix is in docs/reliability.md.
+check-crash: test-deps all
+	bash tests/run-all.sh $(BUILD) crash
+
+# The whole of check built with AddressSanitizer and UndefinedBehaviorSanitizer
+# in a second build directory; a UBSan report stops the program, so that it
+# fails its test instead of scrolling past.
+ASAN_BUILD ?= build-asan
+# Every layer that runs qblock's code; the iotests against the real QEMU
+# tools and the docs check run none of it.
+ASAN_LAYERS ?= unit qtest crash iotests interop daemon guest demo
+check-asan: test-deps
+	./configure --enable-asan --builddir=$(ASAN_BUILD)
+	ninja -C $(ASAN_BUILD)
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	    bash tests/run-all.sh $(ASAN_BUILD) $(ASAN_LAYERS)
 
 bench: test-deps all
 	bash tests/perf/run-all.sh $(BUILD)

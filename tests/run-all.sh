@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test layers and sums them up (the guest layer boots a Linux
 # guest under QEMU TCG, in about 15 s).
-#   tests/run-all.sh BUILD_DIR [unit|qtest|iotests|iotests-qemu|interop|daemon|guest|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|crash|iotests|iotests-qemu|interop|daemon|guest|docs|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.  A layer that cannot run (its
 # runner is missing, the qcow2 driver is not built) is a failure, never a
@@ -12,7 +12,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit qtest iotests iotests-qemu interop daemon guest docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest crash iotests iotests-qemu interop daemon guest docs demo)
 
 total_pass=0 total_fail=0 total_skip=0
 
@@ -75,6 +75,7 @@ for layer in "${layers[@]}"; do
     case $layer in
     unit) run_layer unit bash "$src/tests/unit/run.sh" "$build" ;;
     qtest) run_layer qtest bash "$src/tests/qtest/run.sh" "$build" ;;
+    crash) run_layer crash bash "$src/tests/crash/run.sh" "$build" ;;
     iotests)
         iotests raw "iotests (raw)"
         iotests qcow2 "iotests (qcow2)" ;;

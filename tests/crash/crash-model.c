@@ -1,0 +1,364 @@
+/*
+ * The expectations of a crash test and the checks of an image after a
+ * power cut (see crash-model.h for the invariants).
+ */
+#include "crash-model.h"
+#include <sys/wait.h>
+
+static void crash_sector_free(gpointer p)
+{
+    CrashSector *l = p;
+
+    g_array_free(l->seeds, true);
+    g_free(l);
+}
+
+void crash_model_init(CrashModel *m, int64_t len)
+{
+    m->sectors = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL,
+                                       crash_sector_free);
+    m->len_completed = m->len_durable = len;
+}
+
+void crash_model_destroy(CrashModel *m)
+{
+    g_hash_table_destroy(m->sectors);
+}
+
+/*
+ * A header that names the sector and the version, then one byte repeated:
+ * no two versions of any two sectors are alike, and a cluster of them
+ * compresses well (the compressed-write case needs that).
+ */
+void crash_pattern(uint8_t *buf, size_t len, int64_t lba, uint32_t seed)
+{
+    for (size_t done = 0; done < len; done += CRASH_SECTOR, lba++) {
+        uint8_t *s = buf + done;
+
+        if (!seed) {
+            memset(s, 0, CRASH_SECTOR);
+            continue;
+        }
+        memset(s, 0x80 | (seed & 0x7f), CRASH_SECTOR);
+        memcpy(s, &lba, sizeof(lba));
+        memcpy(s + sizeof(lba), &seed, sizeof(seed));
+    }
+}
+
+static CrashSector *crash_model_sector(CrashModel *m, int64_t lba)
+{
+    CrashSector *l = g_hash_table_lookup(m->sectors, &lba);
+
+    if (!l) {
+        l = g_new0(CrashSector, 1);
+        l->lba = lba;
+        l->seeds = g_array_new(false, false, sizeof(uint32_t));
+        l->completed = l->durable = -1;
+        g_hash_table_insert(m->sectors, &l->lba, l);
+    }
+    return l;
+}
+
+void crash_model_log(CrashModel *m, int64_t offset, int64_t bytes,
+                     uint32_t seed)
+{
+    g_assert_true(QEMU_IS_ALIGNED(offset | bytes, CRASH_SECTOR));
+    for (int64_t lba = offset / CRASH_SECTOR;
+         lba < (offset + bytes) / CRASH_SECTOR; lba++) {
+        g_array_append_val(crash_model_sector(m, lba)->seeds, seed);
+    }
+}
+
+void crash_model_completed(CrashModel *m, int64_t offset, int64_t bytes)
+{
+    for (int64_t lba = offset / CRASH_SECTOR;
+         lba < (offset + bytes) / CRASH_SECTOR; lba++) {
+        CrashSector *l = crash_model_sector(m, lba);
+
+        l->completed = l->seeds->len - 1;
+    }
+}
+
+void crash_model_flushed(CrashModel *m)
+{
+    GHashTableIter it;
+    gpointer value;
+
+    g_hash_table_iter_init(&it, m->sectors);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        CrashSector *l = value;
+
+        l->durable = l->completed;
+    }
+    m->len_durable = m->len_completed;
+}
+
+void crash_model_may_shrink(CrashModel *m, int64_t len)
+{
+    GHashTableIter it;
+    gpointer value;
+
+    m->shrinking = true;
+    g_hash_table_iter_init(&it, m->sectors);
+    while (g_hash_table_iter_next(&it, NULL, &value)) {
+        CrashSector *l = value;
+
+        l->may_vanish |= l->lba * CRASH_SECTOR >= len;
+    }
+}
+
+/* Runs @argv; its exit code (-1 if it did not exit), output in *@out. */
+static int crash_spawn(const char *const *argv, char **out)
+{
+    g_autofree char *sout = NULL, *serr = NULL;
+    GError *gerr = NULL;
+    int status;
+
+    if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL,
+                      NULL, &sout, &serr, &status, &gerr)) {
+        *out = g_strdup_printf("cannot run %s: %s", argv[0], gerr->message);
+        g_error_free(gerr);
+        return -1;
+    }
+    *out = g_strconcat(sout, serr, NULL);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool crash_have_qemu_img(void)
+{
+    g_autofree char *path = g_find_program_in_path("qemu-img");
+
+    return path != NULL;
+}
+
+const char *crash_qblock_img(void)
+{
+    static char *path;
+
+    if (!path) {
+        g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+        g_autofree char *dir = g_path_get_dirname(exe);
+
+        /* the program is BUILD/tests/crash/test-qcow2-crash */
+        path = g_build_filename(dir, "..", "..", "qblock-img", NULL);
+    }
+    return path;
+}
+
+/* A sector's allowed versions: the durable one or any later (inv. 2). */
+static char *crash_check_sector(CrashSector *l, const uint8_t *data)
+{
+    uint8_t expect[CRASH_SECTOR];
+
+    for (int v = l->seeds->len - 1; v >= MAX(l->durable, 0); v--) {
+        crash_pattern(expect, CRASH_SECTOR, l->lba,
+                      g_array_index(l->seeds, uint32_t, v));
+        if (!memcmp(expect, data, CRASH_SECTOR)) {
+            return NULL;
+        }
+    }
+    if (l->durable < 0 || l->may_vanish) {
+        /* never durably written, or being cut off: it may read as zeroes */
+        if (buffer_is_zero(data, CRASH_SECTOR)) {
+            return NULL;
+        }
+    }
+    return g_strdup_printf("sector %" PRId64 " holds %s; it must hold "
+                           "version %d or later of the %u written",
+                           l->lba,
+                           buffer_is_zero(data, CRASH_SECTOR) ? "zeroes" :
+                           "other data", l->durable, l->seeds->len);
+}
+
+/* qblock's view of the image: it opens, and the data is as @m allows. */
+static char *crash_check_data(const char *path, CrashModel *m)
+{
+    QDict *opts = qdict_new();
+    Error *err = NULL;
+    BlockBackend *blk;
+    GHashTableIter it;
+    gpointer value;
+    int64_t len;
+    char *failure = NULL;
+
+    qdict_put_str(opts, "driver", "qcow2");
+    blk = blk_new_open(path, NULL, opts, 0, &err);
+    if (!blk) {
+        failure = g_strdup_printf("qblock cannot open the image: %s",
+                                  error_get_pretty(err));
+        error_free(err);
+        return failure;
+    }
+    len = blk_getlength(blk);
+    if (!m) {
+        blk_unref(blk);
+        return NULL;
+    }
+    if (len < m->len_durable && !m->shrinking) {
+        failure = g_strdup_printf("the disk is %" PRId64 " bytes, a flush "
+                                  "made it %" PRId64, len, m->len_durable);
+    }
+    g_hash_table_iter_init(&it, m->sectors);
+    while (!failure && g_hash_table_iter_next(&it, NULL, &value)) {
+        CrashSector *l = value;
+        uint8_t data[CRASH_SECTOR];
+
+        if (l->lba * CRASH_SECTOR >= len) {
+            if (!l->may_vanish) {
+                failure = g_strdup_printf("sector %" PRId64 " is past the "
+                                          "end of the disk (%" PRId64 ")",
+                                          l->lba, len);
+            }
+            continue;
+        }
+        if (blk_pread(blk, l->lba * CRASH_SECTOR, CRASH_SECTOR, data, 0)) {
+            failure = g_strdup_printf("sector %" PRId64 " cannot be read",
+                                      l->lba);
+            break;
+        }
+        failure = crash_check_sector(l, data);
+    }
+    blk_unref(blk);
+    return failure;
+}
+
+/*
+ * True if every error qemu-img check reported in @out is an OFLAG_COPIED
+ * one: their count is the "N errors were found" that it sums up.
+ */
+static bool crash_only_copied(const char *out)
+{
+    const char *sum = strstr(out, " errors were found on the image");
+    const char *p = out;
+    int copied = 0;
+
+    while ((p = strstr(p, "ERROR OFLAG_COPIED "))) {
+        copied++;
+        p++;
+    }
+    if (!sum) {
+        return false;
+    }
+    while (sum > out && g_ascii_isdigit(sum[-1])) {
+        sum--;
+    }
+    return copied > 0 && atoi(sum) == copied;
+}
+
+CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow)
+{
+    const char *check[] = { "qemu-img", "check", "-f", "qcow2", path, NULL };
+    const char *qinfo[] = { "qemu-img", "info", "-f", "qcow2", path, NULL };
+    const char *binfo[] = { crash_qblock_img(), "info", "-f", "qcow2", path,
+                            NULL };
+    CrashVerdict v = { 0 };
+    g_autofree char *out = NULL;
+    CrashHeader h;
+    int rc;
+
+    /* qemu-img check: 0 clean, 3 leaks only, 2 corruption, 1 failed */
+    rc = crash_spawn(check, &out);
+    v.leaked = rc == 3 || (rc == 2 && strstr(out, " leaked clusters were "));
+    v.copied = rc == 2 && (allow & CRASH_ALLOW_COPIED) &&
+               crash_only_copied(out);
+    if (v.leaked && !(allow & CRASH_ALLOW_LEAKS)) {
+        v.failure = g_strdup_printf("qemu-img check found leaks:\n%s", out);
+        return v;
+    }
+    if (rc != 0 && rc != 3 && !v.copied) {
+        v.failure = g_strdup_printf("qemu-img check exited %d:\n%s", rc, out);
+        return v;
+    }
+    g_free(out);
+    if (crash_spawn(qinfo, &out) != 0) {
+        v.failure = g_strdup_printf("qemu-img info failed:\n%s", out);
+        return v;
+    }
+    g_free(out);
+    if (crash_spawn(binfo, &out) != 0) {
+        v.failure = g_strdup_printf("qblock-img info failed:\n%s", out);
+        return v;
+    }
+    crash_read_header(path, &h);
+    /* bit 1: corrupt; set only when a driver saw inconsistent metadata */
+    if (h.incompatible_features & 2) {
+        v.failure = g_strdup("the image's corrupt bit is set");
+        return v;
+    }
+    v.failure = crash_check_data(path, m);
+    return v;
+}
+
+char *crash_tmp_path(const char *what)
+{
+    g_autofree char *tmpl = g_strdup_printf("qblock-crash-%s-XXXXXX", what);
+    GError *gerr = NULL;
+    char *path = NULL;
+    int fd = g_file_open_tmp(tmpl, &path, &gerr);
+
+    g_assert_no_error(gerr);
+    close(fd);
+    return path;
+}
+
+char *crash_copy_file(const char *src)
+{
+    g_autofree char *data = NULL;
+    GError *gerr = NULL;
+    char *dst = crash_tmp_path("run");
+    gsize len;
+
+    g_file_get_contents(src, &data, &len, &gerr);
+    g_assert_no_error(gerr);
+    g_file_set_contents(dst, data, len, &gerr);
+    g_assert_no_error(gerr);
+    return dst;
+}
+
+static uint64_t crash_be(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+
+    for (int i = 0; i < bytes; i++) {
+        v = v << 8 | p[i];
+    }
+    return v;
+}
+
+/* Counts the nonzero 64-bit big-endian entries of a table in the file. */
+static int crash_count_entries(int fd, uint64_t offset, uint64_t entries)
+{
+    g_autofree uint8_t *t = g_malloc0(entries * 8);
+    int used = 0;
+
+    g_assert_cmpint(pread(fd, t, entries * 8, offset), ==, entries * 8);
+    for (uint64_t i = 0; i < entries; i++) {
+        used += crash_be(t + i * 8, 8) != 0;
+    }
+    return used;
+}
+
+/* Offsets from the qcow2 specification (docs/interop/qcow2.txt). */
+void crash_read_header(const char *path, CrashHeader *h)
+{
+    uint8_t b[104] = { 0 };
+    int fd = open(path, O_RDONLY);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(pread(fd, b, sizeof(b), 0), >=, 72);
+    h->version = crash_be(b + 4, 4);
+    h->cluster_bits = crash_be(b + 20, 4);
+    h->size = crash_be(b + 24, 8);
+    h->l1_size = crash_be(b + 36, 4);
+    h->l1_table_offset = crash_be(b + 40, 8);
+    h->refcount_table_offset = crash_be(b + 48, 8);
+    h->refcount_table_clusters = crash_be(b + 56, 4);
+    h->nb_snapshots = crash_be(b + 60, 4);
+    h->incompatible_features = h->version >= 3 ? crash_be(b + 72, 8) : 0;
+    h->refcount_order = h->version >= 3 ? crash_be(b + 96, 4) : 4;
+    h->l1_used = crash_count_entries(fd, h->l1_table_offset, h->l1_size);
+    h->reftable_used = crash_count_entries(fd, h->refcount_table_offset,
+                                           (uint64_t)h->refcount_table_clusters
+                                           << h->cluster_bits >> 3);
+    close(fd);
+}
