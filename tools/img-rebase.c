@@ -337,6 +337,16 @@ int img_rebase(int argc, char **argv)
         if (img_rebase_sizes(&r, base) < 0 || img_rebase_copy(&r) < 0) {
             goto out;
         }
+        /*
+         * The copied data and its mapping reach the disk before the header
+         * names the new backing file: a crash in between leaves the image
+         * on its old backing file, where the copies change nothing seen.
+         */
+        ret = blk_flush(r.blk);
+        if (ret < 0) {
+            error_report("Could not flush the image: %s", strerror(-ret));
+            goto out;
+        }
     }
 
     /* the image now holds what differs: the switch changes nothing seen */

@@ -484,7 +484,7 @@ typedef struct CrashTally {
 
 static char *crash_create(const CrashOp *op)
 {
-    BlockDriver *drv = bdrv_find_format("qcow2");
+    const BlockDriver *drv = bdrv_find_format("qcow2");
     QemuOptsList *list = qemu_opts_append(NULL, drv->create_opts);
     g_autofree char *spec = g_strdup_printf("size=%" PRId64 ",%s", op->size,
                                             op->create);
