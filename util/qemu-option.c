@@ -365,28 +365,33 @@ bool qemu_opt_get_bool(QemuOpts *opts, const char *name, bool defval)
     return ret;
 }
 
-uint64_t qemu_opt_get_number(QemuOpts *opts, const char *name,
-                             uint64_t defval)
+/* A parser of one unsigned option type: parse_option_number or _size. */
+typedef bool QemuOptU64Parser(const char *name, const char *value,
+                              uint64_t *ret, Error **errp);
+
+/* qemu_opt_get_number() and _size(): they differ only in the parser. */
+static uint64_t qemu_opt_get_u64(QemuOpts *opts, const char *name,
+                                 uint64_t defval, QemuOptU64Parser *parse)
 {
     const char *value = qemu_opt_get(opts, name);
     uint64_t ret = defval;
 
     if (value) {
-        parse_option_number(name, value, &ret, &error_abort);
+        parse(name, value, &ret, &error_abort);
     }
     return ret;
+}
+
+uint64_t qemu_opt_get_number(QemuOpts *opts, const char *name,
+                             uint64_t defval)
+{
+    return qemu_opt_get_u64(opts, name, defval, parse_option_number);
 }
 
 uint64_t qemu_opt_get_size(QemuOpts *opts, const char *name,
                            uint64_t defval)
 {
-    const char *value = qemu_opt_get(opts, name);
-    uint64_t ret = defval;
-
-    if (value) {
-        parse_option_size(name, value, &ret, &error_abort);
-    }
-    return ret;
+    return qemu_opt_get_u64(opts, name, defval, parse_option_size);
 }
 
 int qemu_opt_get_enum(QemuOpts *opts, const char *name)
