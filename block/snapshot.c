@@ -127,12 +127,14 @@ int bdrv_snapshot_goto(BlockDriverState *bs, const char *snapshot_id_or_name,
     return ret;
 }
 
-int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
-                         const char *name, Error **errp)
+/*
+ * What deleting and temporarily loading a snapshot both need first: a
+ * medium, and a snapshot named by its ID, its name or both.
+ */
+static int bdrv_snapshot_check_id(BlockDriverState *bs,
+                                  const char *snapshot_id, const char *name,
+                                  Error **errp)
 {
-    BlockDriverState *node = bdrv_snapshot_node(bs);
-    int ret;
-
     if (!bs->drv) {
         error_setg(errp, "Device has no medium");
         return -ENOMEDIUM;
@@ -140,6 +142,18 @@ int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
     if (!snapshot_id && !name) {
         error_setg(errp, "snapshot_id and name are both NULL");
         return -EINVAL;
+    }
+    return 0;
+}
+
+int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                         const char *name, Error **errp)
+{
+    BlockDriverState *node = bdrv_snapshot_node(bs);
+    int ret = bdrv_snapshot_check_id(bs, snapshot_id, name, errp);
+
+    if (ret < 0) {
+        return ret;
     }
     if (!node || !node->drv->bdrv_snapshot_delete) {
         error_setg(errp, "Block format '%s' used by device '%s' does not "
@@ -161,14 +175,10 @@ int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
                            const char *name, Error **errp)
 {
     BlockDriverState *node = bdrv_snapshot_node(bs);
+    int ret = bdrv_snapshot_check_id(bs, snapshot_id, name, errp);
 
-    if (!bs->drv) {
-        error_setg(errp, "Device has no medium");
-        return -ENOMEDIUM;
-    }
-    if (!snapshot_id && !name) {
-        error_setg(errp, "snapshot_id and name are both NULL");
-        return -EINVAL;
+    if (ret < 0) {
+        return ret;
     }
     if (!bdrv_is_read_only(bs)) {
         error_setg(errp, "Device is not readonly");
