@@ -127,6 +127,16 @@ int bdrv_snapshot_goto(BlockDriverState *bs, const char *snapshot_id_or_name,
     return ret;
 }
 
+/* -ENOTSUP, with QEMU's message naming the format, the device and @what. */
+static int bdrv_snapshot_unsupported(BlockDriverState *bs, const char *what,
+                                     Error **errp)
+{
+    error_setg(errp, "Block format '%s' used by device '%s' does not "
+               "support %s", bdrv_get_format_name(bs),
+               bdrv_snapshot_device_name(bs), what);
+    return -ENOTSUP;
+}
+
 /*
  * What deleting and temporarily loading a snapshot both need first: a
  * medium, and a snapshot named by its ID, its name or both.
@@ -156,10 +166,8 @@ int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
         return ret;
     }
     if (!node || !node->drv->bdrv_snapshot_delete) {
-        error_setg(errp, "Block format '%s' used by device '%s' does not "
-                   "support internal snapshot deletion",
-                   bdrv_get_format_name(bs), bdrv_snapshot_device_name(bs));
-        return -ENOTSUP;
+        return bdrv_snapshot_unsupported(bs, "internal snapshot deletion",
+                                         errp);
     }
     if (!bdrv_is_writable(node)) {
         error_setg(errp, "The image is read-only");
@@ -185,10 +193,8 @@ int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
         return -EINVAL;
     }
     if (!node || !node->drv->bdrv_snapshot_load_tmp) {
-        error_setg(errp, "Block format '%s' used by device '%s' does not "
-                   "support temporarily loading internal snapshots",
-                   bdrv_get_format_name(bs), bdrv_snapshot_device_name(bs));
-        return -ENOTSUP;
+        return bdrv_snapshot_unsupported(bs, "temporarily loading internal "
+                                         "snapshots", errp);
     }
     return node->drv->bdrv_snapshot_load_tmp(node, snapshot_id, name, errp);
 }
