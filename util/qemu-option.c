@@ -81,20 +81,23 @@ static QemuOpt *qemu_opt_find(QemuOpts *opts, const char *name)
     return i < 0 ? NULL : g_ptr_array_index(opts->opts, i);
 }
 
+/* How each type is named: in error messages, and in qemu-img's help. */
+static const struct {
+    const char *name;
+    const char *help;
+} qemu_opt_type_names[] = {
+    [QEMU_OPT_STRING] = { "string", "str" },
+    [QEMU_OPT_BOOL] = { "boolean", "bool (on/off)" },
+    [QEMU_OPT_NUMBER] = { "number", "num" },
+    [QEMU_OPT_SIZE] = { "size", "size" },
+    /* qemu-img shows enumerations as strings; the help lists the values. */
+    [QEMU_OPT_ENUM] = { "string", "str" },
+};
+
 static const char *qemu_opt_type_name(const QemuOptDesc *desc)
 {
-    switch (desc->type) {
-    case QEMU_OPT_BOOL:
-        return "boolean";
-    case QEMU_OPT_NUMBER:
-        return "number";
-    case QEMU_OPT_SIZE:
-        return "size";
-    case QEMU_OPT_STRING:
-    case QEMU_OPT_ENUM:
-        break;
-    }
-    return "string";
+    assert(desc->type < ARRAY_SIZE(qemu_opt_type_names));
+    return qemu_opt_type_names[desc->type].name;
 }
 
 static bool parse_option_number(const char *name, const char *value,
@@ -467,19 +470,8 @@ void qemu_opts_free(QemuOptsList *list)
 
 static const char *qemu_opt_help_type(const QemuOptDesc *desc)
 {
-    switch (desc->type) {
-    case QEMU_OPT_BOOL:
-        return "bool (on/off)";
-    case QEMU_OPT_NUMBER:
-        return "num";
-    case QEMU_OPT_SIZE:
-        return "size";
-    case QEMU_OPT_STRING:
-    case QEMU_OPT_ENUM:
-        break;
-    }
-    /* qemu-img shows enumerations as strings; the help lists the values. */
-    return "str";
+    assert(desc->type < ARRAY_SIZE(qemu_opt_type_names));
+    return qemu_opt_type_names[desc->type].help;
 }
 
 static int qemu_opt_desc_cmp(gconstpointer a, gconstpointer b)
