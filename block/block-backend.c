@@ -509,6 +509,28 @@ static int coroutine_fn blk_co_writethrough_flush(BlockBackend *blk,
     return ret;
 }
 
+/*
+ * What every request does first: wait out a drain, check the range
+ * (counted as an invalid request if it is out of bounds), then start the
+ * accounting in @cookie.  0 or -errno.
+ */
+static int coroutine_fn blk_co_request_begin(BlockBackend *blk,
+                                             int64_t offset, int64_t bytes,
+                                             BlockAcctType type,
+                                             BlockAcctCookie *cookie)
+{
+    int ret;
+
+    blk_wait_while_drained(blk);
+    ret = blk_check_byte_request(blk, offset, bytes);
+    if (ret < 0) {
+        block_acct_invalid(&blk->stats, type);
+        return ret;
+    }
+    block_acct_start(&blk->stats, cookie, bytes, type);
+    return 0;
+}
+
 static int coroutine_fn blk_co_do_preadv(BlockBackend *blk, int64_t offset,
                                          int64_t bytes, QEMUIOVector *qiov,
                                          BdrvRequestFlags flags)
@@ -516,13 +538,10 @@ static int coroutine_fn blk_co_do_preadv(BlockBackend *blk, int64_t offset,
     BlockAcctCookie cookie;
     int ret;
 
-    blk_wait_while_drained(blk);
-    ret = blk_check_byte_request(blk, offset, bytes);
+    ret = blk_co_request_begin(blk, offset, bytes, BLOCK_ACCT_READ, &cookie);
     if (ret < 0) {
-        block_acct_invalid(&blk->stats, BLOCK_ACCT_READ);
         return ret;
     }
-    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_READ);
     ret = bdrv_co_preadv(blk->root, offset, bytes, qiov, flags);
     blk_acct_end(blk, &cookie, ret);
     return ret;
@@ -542,13 +561,10 @@ static int coroutine_fn blk_co_do_pwritev(BlockBackend *blk, int64_t offset,
     bool wce_at_start;
     int ret;
 
-    blk_wait_while_drained(blk);
-    ret = blk_check_byte_request(blk, offset, bytes);
+    ret = blk_co_request_begin(blk, offset, bytes, BLOCK_ACCT_WRITE, &cookie);
     if (ret < 0) {
-        block_acct_invalid(&blk->stats, BLOCK_ACCT_WRITE);
         return ret;
     }
-    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_WRITE);
     wce_at_start = blk->enable_write_cache;
     if (flags & BDRV_REQ_ZERO_WRITE) {
         ret = bdrv_co_pwrite_zeroes(blk->root, offset, bytes,
@@ -577,13 +593,10 @@ static int coroutine_fn blk_co_do_pdiscard(BlockBackend *blk, int64_t offset,
     BlockAcctCookie cookie;
     int ret;
 
-    blk_wait_while_drained(blk);
-    ret = blk_check_byte_request(blk, offset, bytes);
+    ret = blk_co_request_begin(blk, offset, bytes, BLOCK_ACCT_UNMAP, &cookie);
     if (ret < 0) {
-        block_acct_invalid(&blk->stats, BLOCK_ACCT_UNMAP);
         return ret;
     }
-    block_acct_start(&blk->stats, &cookie, bytes, BLOCK_ACCT_UNMAP);
     ret = bdrv_co_pdiscard(blk->root, offset, bytes);
     blk_acct_end(blk, &cookie, ret);
     return ret;

@@ -127,12 +127,24 @@ int bdrv_snapshot_goto(BlockDriverState *bs, const char *snapshot_id_or_name,
     return ret;
 }
 
-int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
-                         const char *name, Error **errp)
+/* -ENOTSUP, with QEMU's message naming the format, the device and @what. */
+static int bdrv_snapshot_unsupported(BlockDriverState *bs, const char *what,
+                                     Error **errp)
 {
-    BlockDriverState *node = bdrv_snapshot_node(bs);
-    int ret;
+    error_setg(errp, "Block format '%s' used by device '%s' does not "
+               "support %s", bdrv_get_format_name(bs),
+               bdrv_snapshot_device_name(bs), what);
+    return -ENOTSUP;
+}
 
+/*
+ * What deleting and temporarily loading a snapshot both need first: a
+ * medium, and a snapshot named by its ID, its name or both.
+ */
+static int bdrv_snapshot_check_id(BlockDriverState *bs,
+                                  const char *snapshot_id, const char *name,
+                                  Error **errp)
+{
     if (!bs->drv) {
         error_setg(errp, "Device has no medium");
         return -ENOMEDIUM;
@@ -141,11 +153,21 @@ int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
         error_setg(errp, "snapshot_id and name are both NULL");
         return -EINVAL;
     }
+    return 0;
+}
+
+int bdrv_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                         const char *name, Error **errp)
+{
+    BlockDriverState *node = bdrv_snapshot_node(bs);
+    int ret = bdrv_snapshot_check_id(bs, snapshot_id, name, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
     if (!node || !node->drv->bdrv_snapshot_delete) {
-        error_setg(errp, "Block format '%s' used by device '%s' does not "
-                   "support internal snapshot deletion",
-                   bdrv_get_format_name(bs), bdrv_snapshot_device_name(bs));
-        return -ENOTSUP;
+        return bdrv_snapshot_unsupported(bs, "internal snapshot deletion",
+                                         errp);
     }
     if (!bdrv_is_writable(node)) {
         error_setg(errp, "The image is read-only");
@@ -161,24 +183,18 @@ int bdrv_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
                            const char *name, Error **errp)
 {
     BlockDriverState *node = bdrv_snapshot_node(bs);
+    int ret = bdrv_snapshot_check_id(bs, snapshot_id, name, errp);
 
-    if (!bs->drv) {
-        error_setg(errp, "Device has no medium");
-        return -ENOMEDIUM;
-    }
-    if (!snapshot_id && !name) {
-        error_setg(errp, "snapshot_id and name are both NULL");
-        return -EINVAL;
+    if (ret < 0) {
+        return ret;
     }
     if (!bdrv_is_read_only(bs)) {
         error_setg(errp, "Device is not readonly");
         return -EINVAL;
     }
     if (!node || !node->drv->bdrv_snapshot_load_tmp) {
-        error_setg(errp, "Block format '%s' used by device '%s' does not "
-                   "support temporarily loading internal snapshots",
-                   bdrv_get_format_name(bs), bdrv_snapshot_device_name(bs));
-        return -ENOTSUP;
+        return bdrv_snapshot_unsupported(bs, "temporarily loading internal "
+                                         "snapshots", errp);
     }
     return node->drv->bdrv_snapshot_load_tmp(node, snapshot_id, name, errp);
 }

@@ -504,28 +504,36 @@ def gen_qmp_doc(schema):
     return '\n'.join(out)
 
 
+def load_schema_file(path, what):
+    """The JSON array of @what that the schema file @path holds."""
+    try:
+        with open(path, encoding='utf-8') as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(path, str(e))
+    if not isinstance(data, list):
+        fail(path, 'top level must be a JSON array of ' + what)
+    return data
+
+
+def write_outputs(args, c_text, h_text, doc_text):
+    for path, text in ((args.c_out, c_text), (args.h_out, h_text),
+                       (args.doc_out, doc_text)):
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(text)
+
+
 def qmp_main(args):
     schema = QmpSchema()
     for path in args.schema:
-        try:
-            with open(path, encoding='utf-8') as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            fail(path, str(e))
-        if not isinstance(data, list):
-            fail(path, 'top level must be a JSON array of definitions')
-        for d in data:
+        for d in load_schema_file(path, 'definitions'):
             if not isinstance(d, dict):
                 fail(path, 'a definition must be an object: %r' % d)
             schema.add(path, d)
     schema.check()
     h_name = args.h_out.rsplit('/', 1)[-1]
-    with open(args.c_out, 'w', encoding='utf-8') as f:
-        f.write(gen_qmp_c(schema, h_name))
-    with open(args.h_out, 'w', encoding='utf-8') as f:
-        f.write(gen_qmp_h(schema))
-    with open(args.doc_out, 'w', encoding='utf-8') as f:
-        f.write(gen_qmp_doc(schema))
+    write_outputs(args, gen_qmp_c(schema, h_name), gen_qmp_h(schema),
+                  gen_qmp_doc(schema))
 
 
 def main():
@@ -543,23 +551,11 @@ def main():
     groups = []
     seen = set()
     for path in args.schema:
-        try:
-            with open(path, encoding='utf-8') as f:
-                data = json.load(f)
-        except (OSError, ValueError) as e:
-            fail(path, str(e))
-        if not isinstance(data, list):
-            fail(path, 'top level must be a JSON array of groups')
-        for group in data:
+        for group in load_schema_file(path, 'groups'):
             check_group(path, group, seen)
             groups.append(group)
     h_name = args.h_out.rsplit('/', 1)[-1]
-    with open(args.c_out, 'w', encoding='utf-8') as f:
-        f.write(gen_c(groups, h_name))
-    with open(args.h_out, 'w', encoding='utf-8') as f:
-        f.write(gen_h(groups))
-    with open(args.doc_out, 'w', encoding='utf-8') as f:
-        f.write(gen_doc(groups))
+    write_outputs(args, gen_c(groups, h_name), gen_h(groups), gen_doc(groups))
 
 
 if __name__ == '__main__':

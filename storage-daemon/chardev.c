@@ -17,8 +17,6 @@
  */
 #include "chardev.h"
 
-#include <sys/epoll.h>
-
 #include "util/aio.h"
 #include "util/sockets.h"
 
@@ -239,16 +237,8 @@ char *chardev_describe(Chardev *chr)
 
 bool chardev_fd_is_pollable(int fd)
 {
-    struct epoll_event ev = { .events = EPOLLIN };
-    int epfd = epoll_create1(EPOLL_CLOEXEC);
-    bool ok;
-
-    if (epfd < 0) {
-        return false;
-    }
-    ok = epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) == 0;
-    close(epfd);
-    return ok;
+    /* the event loop is what will watch it: ask the event loop */
+    return aio_fd_can_be_watched(fd);
 }
 
 static void chardev_close(Chardev *chr)

@@ -426,6 +426,32 @@ static void QEMU_NORETURN qsd_startup_failed(void)
     exit(1);
 }
 
+/* Creates what one option's argument @arg describes; 0 or -errno. */
+typedef int QsdCreateFunc(const char *arg, Error **errp);
+
+/* The options that create something, each with its function. */
+static const struct {
+    int option;
+    QsdCreateFunc *create;
+} qsd_creators[] = {
+    { OPTION_BLOCKDEV,   blockdev_add_cmdline },
+    { OPTION_CHARDEV,    qsd_chardev_add },
+    { OPTION_EXPORT,     block_export_add_cmdline },
+    { OPTION_MONITOR,    qsd_monitor_add },
+    { OPTION_NBD_SERVER, nbd_server_start_cmdline },
+    { OPTION_OBJECT,     qsd_object_add },
+};
+
+static QsdCreateFunc *qsd_creator(int option)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(qsd_creators); i++) {
+        if (qsd_creators[i].option == option) {
+            return qsd_creators[i].create;
+        }
+    }
+    return NULL;
+}
+
 /* Pass 2: everything else, in order; the first error ends the daemon. */
 static void qsd_process_options(int argc, char **argv)
 {
@@ -435,34 +461,14 @@ static void qsd_process_options(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
                             NULL)) != -1) {
+        QsdCreateFunc *create = qsd_creator(c);
         Error *err = NULL;
-        int ret = 0;
 
-        switch (c) {
-        case OPTION_BLOCKDEV:
-            ret = blockdev_add_cmdline(optarg, &err);
-            break;
-        case OPTION_CHARDEV:
-            ret = qsd_chardev_add(optarg, &err);
-            break;
-        case OPTION_EXPORT:
-            ret = block_export_add_cmdline(optarg, &err);
-            break;
-        case OPTION_MONITOR:
-            ret = qsd_monitor_add(optarg, &err);
-            break;
-        case OPTION_NBD_SERVER:
-            ret = nbd_server_start_cmdline(optarg, &err);
-            break;
-        case OPTION_OBJECT:
-            ret = qsd_object_add(optarg, &err);
-            break;
-        case OPTION_PIDFILE:
+        if (c == OPTION_PIDFILE) {
             g_free(qsd_pidfile);
             qsd_pidfile = g_strdup(optarg);
-            break;
         }
-        if (ret < 0) {
+        if (create && create(optarg, &err) < 0) {
             error_prepend(&err, "--%s %s: ", qsd_option_name(c), optarg);
             error_report_err(err);
             qsd_startup_failed();

@@ -167,6 +167,26 @@ static int img_create_backing(const char *filename, QemuOpts *opts,
     return 0;
 }
 
+/*
+ * Sets option @name (@what to people) to @value, -b's or -F's, if it was
+ * given; false if format @fmt (options @list) has no such option.
+ */
+static bool img_create_set_backing_opt(QemuOpts *opts, QemuOptsList *list,
+                                       const char *name, const char *value,
+                                       const char *what, const char *fmt,
+                                       Error **errp)
+{
+    if (!value) {
+        return true;
+    }
+    if (!qemu_opts_find_desc(list, name)) {
+        error_setg(errp, "%s not supported for file format '%s'", what, fmt);
+        return false;
+    }
+    qemu_opt_set(opts, name, value, &error_abort);
+    return true;
+}
+
 /* qemu-img's bdrv_img_create(): everything after the command line. */
 static int img_create_image(const char *filename, const char *fmt,
                             const char *base_filename, const char *base_fmt,
@@ -203,21 +223,12 @@ static int img_create_image(const char *filename, const char *fmt,
         error_setg(errp, "The image size must be specified only once");
         goto out;
     }
-    if (base_filename) {
-        if (!qemu_opts_find_desc(list, "backing_file")) {
-            error_setg(errp, "Backing file not supported for file format "
-                       "'%s'", fmt);
-            goto out;
-        }
-        qemu_opt_set(opts, "backing_file", base_filename, &error_abort);
-    }
-    if (base_fmt) {
-        if (!qemu_opts_find_desc(list, "backing_fmt")) {
-            error_setg(errp, "Backing file format not supported for file "
-                       "format '%s'", fmt);
-            goto out;
-        }
-        qemu_opt_set(opts, "backing_fmt", base_fmt, &error_abort);
+    if (!img_create_set_backing_opt(opts, list, "backing_file",
+                                    base_filename, "Backing file", fmt,
+                                    errp) ||
+        !img_create_set_backing_opt(opts, list, "backing_fmt", base_fmt,
+                                    "Backing file format", fmt, errp)) {
+        goto out;
     }
 
     size = qemu_opt_has(opts, "size") ? (int64_t)qemu_opt_get_size(opts,

@@ -14,8 +14,7 @@ typedef struct QioAioCtx {
     int64_t offset;
     int64_t bytes;
     int64_t start_ns;
-    bool Cflag, qflag, vflag, Pflag;
-    int pattern;
+    QioReqOpts o;
 } QioAioCtx;
 
 static void qio_aio_ctx_free(QioAioCtx *ctx)
@@ -34,9 +33,9 @@ static void qio_aio_write_done(void *opaque, int ret)
 
     if (ret < 0) {
         printf("aio_write failed: %s\n", strerror(-ret));
-    } else if (!ctx->qflag) {
+    } else if (!ctx->o.qflag) {
         qio_print_report("wrote", elapsed, ctx->offset, ctx->bytes,
-                         ctx->bytes, 1, ctx->Cflag);
+                         ctx->bytes, 1, ctx->o.Cflag);
     }
     qio_aio_ctx_free(ctx);
 }
@@ -49,22 +48,11 @@ static void qio_aio_read_done(void *opaque, int ret)
     if (ret < 0) {
         /* qemu-io names the vector read here; scripts match the text */
         printf("readv failed: %s\n", strerror(-ret));
-        goto out;
+    } else {
+        /* the command has succeeded already: a mismatch is only printed */
+        qio_read_report(&ctx->o, ctx->buf, ctx->offset, ctx->bytes, 0,
+                        ctx->bytes, elapsed);
     }
-    if (ctx->Pflag &&
-        !qio_buf_is_pattern(ctx->buf, ctx->bytes, ctx->pattern)) {
-        printf("Pattern verification failed at offset %" PRId64 ", %"
-               PRId64 " bytes\n", ctx->offset, ctx->bytes);
-    }
-    if (ctx->qflag) {
-        goto out;
-    }
-    if (ctx->vflag) {
-        qio_dump_buffer(ctx->buf, ctx->offset, ctx->bytes);
-    }
-    qio_print_report("read", elapsed, ctx->offset, ctx->bytes, ctx->bytes,
-                     1, ctx->Cflag);
-out:
     qio_aio_ctx_free(ctx);
 }
 
@@ -94,43 +82,28 @@ static const char qio_help_aio_read[] =
 
 static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
 {
-    QioAioCtx *ctx = g_new0(QioAioCtx, 1);
+    QioReqOpts o = { 0 };
+    QioAioCtx *ctx;
     bool iflag = false;
-    int c;
+    int c, ret;
 
-    ctx->blk = blk;
     while ((c = getopt(argc, argv, "CP:iqv")) != -1) {
-        switch (c) {
-        case 'C':
-            ctx->Cflag = true;
-            break;
-        case 'P':
-            ctx->Pflag = true;
-            ctx->pattern = qio_parse_pattern(optarg);
-            if (ctx->pattern < 0) {
-                g_free(ctx);
-                return -EINVAL;
-            }
-            break;
-        case 'i':
+        if (c == 'i') {
             iflag = true;
-            break;
-        case 'q':
-            ctx->qflag = true;
-            break;
-        case 'v':
-            ctx->vflag = true;
-            break;
-        default:
-            g_free(ctx);
-            return qio_usage_error(argv[0]);
+            continue;
+        }
+        ret = qio_req_opt(c, &o, argv[0]);
+        if (ret < 0) {
+            return ret;
         }
     }
     if (optind > argc - 2) {
-        g_free(ctx);
         return qio_usage_error(argv[0]);
     }
 
+    ctx = g_new0(QioAioCtx, 1);
+    ctx->blk = blk;
+    ctx->o = o;
     ctx->buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
                                        QIO_READ_FILL, &ctx->offset,
                                        &ctx->qiov);
@@ -191,55 +164,37 @@ static const char qio_help_aio_write[] =
 
 static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
 {
-    QioAioCtx *ctx = g_new0(QioAioCtx, 1);
-    BdrvRequestFlags flags = 0;
+    QioReqOpts o = { .pattern = QIO_WRITE_PATTERN };
+    QioAioCtx *ctx;
     bool iflag = false, zflag = false;
-    int pattern = QIO_WRITE_PATTERN;
     int c, ret;
 
-    ctx->blk = blk;
     while ((c = getopt(argc, argv, "CfiqP:uz")) != -1) {
         switch (c) {
-        case 'C':
-            ctx->Cflag = true;
-            break;
-        case 'f':
-            flags |= BDRV_REQ_FUA;
-            break;
         case 'i':
             iflag = true;
-            break;
-        case 'q':
-            ctx->qflag = true;
-            break;
-        case 'P':
-            pattern = qio_parse_pattern(optarg);
-            if (pattern < 0) {
-                g_free(ctx);
-                return -EINVAL;
-            }
-            break;
-        case 'u':
-            flags |= BDRV_REQ_MAY_UNMAP;
             break;
         case 'z':
             zflag = true;
             break;
         default:
-            g_free(ctx);
-            return qio_usage_error(argv[0]);
+            ret = qio_req_opt(c, &o, argv[0]);
+            if (ret < 0) {
+                return ret;
+            }
         }
     }
     if (optind > argc - 2) {
-        g_free(ctx);
         return qio_usage_error(argv[0]);
     }
-    if ((flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
+    if ((o.flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
         printf("-u requires -z to be specified\n");
-        g_free(ctx);
         return -EINVAL;
     }
 
+    ctx = g_new0(QioAioCtx, 1);
+    ctx->blk = blk;
+    ctx->o = o;
     ret = qio_parse_number(argv[optind], &ctx->offset);
     if (ret < 0) {
         g_free(ctx);
@@ -260,7 +215,7 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
         }
     } else {
         ctx->buf = qio_create_iovec(blk, &ctx->qiov, &argv[optind],
-                                    argc - optind, pattern);
+                                    argc - optind, o.pattern);
         if (!ctx->buf) {
             g_free(ctx);
             return -EINVAL;
@@ -278,10 +233,10 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
 
     ctx->start_ns = get_clock_ns();
     if (zflag) {
-        blk_aio_pwrite_zeroes(blk, ctx->offset, ctx->bytes, flags,
+        blk_aio_pwrite_zeroes(blk, ctx->offset, ctx->bytes, o.flags,
                               qio_aio_write_done, ctx);
     } else {
-        blk_aio_pwritev(blk, ctx->offset, &ctx->qiov, flags,
+        blk_aio_pwritev(blk, ctx->offset, &ctx->qiov, o.flags,
                         qio_aio_write_done, ctx);
     }
     return 0;

@@ -142,6 +142,37 @@ uint8_t *qio_parse_offset_vector(BlockBackend *blk, char **argv, int argc,
 /* True if @len bytes at @buf all equal @pattern. */
 bool qio_buf_is_pattern(const uint8_t *buf, int64_t len, int pattern);
 
+/* ---- io-request.c: what the request commands share ---- */
+
+/* The options that mean the same in every request command that has them. */
+typedef struct QioReqOpts {
+    bool Cflag;                 /* -C: statistics as one terse line */
+    bool qflag;                 /* -q: no statistics */
+    bool vflag;                 /* -v: hex dump of the data read */
+    bool Pflag;                 /* -P given */
+    int pattern;                /* -P: the byte a read checks, or writes */
+    BdrvRequestFlags flags;     /* -f FUA, -n NO_FALLBACK, -u MAY_UNMAP */
+} QioReqOpts;
+
+/*
+ * Takes option @c of command @cmd, as getopt() returned it, into @o if it
+ * is one of C, f, n, p, P, q, u, v (getopt() returns only those that the
+ * command's option string names).  Returns 0, or -EINVAL after printing
+ * why: a bad pattern, or the synopsis for any other option.
+ */
+int qio_req_opt(int c, QioReqOpts *o, const char *cmd);
+
+/*
+ * Ends a completed read of @bytes at @offset into @buf as qemu-io does:
+ * with -P, checks the @pattern_count bytes at @pattern_offset within @buf
+ * (a mismatch is printed and makes the result -EINVAL, but the statistics
+ * still follow); then, unless -q, the hex dump (-v) and the statistics.
+ * Returns 0 or -EINVAL.
+ */
+int qio_read_report(const QioReqOpts *o, const uint8_t *buf, int64_t offset,
+                    int64_t bytes, int64_t pattern_offset,
+                    int64_t pattern_count, int64_t elapsed_ns);
+
 /*
  * The commands, one table entry each, defined next to their functions
  * and help texts (extended help as qemu-io prints it: scripts and people

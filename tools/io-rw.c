@@ -28,54 +28,31 @@ static const char qio_help_read[] =
 
 static int qio_read_f(BlockBackend *blk, int argc, char **argv)
 {
-    bool Cflag = false, qflag = false, vflag = false, bflag = false;
-    bool Pflag = false, sflag = false, lflag = false;
+    QioReqOpts o = { 0 };
+    bool bflag = false, sflag = false, lflag = false;
     int64_t offset, count, pattern_offset = 0, pattern_count = 0;
     int64_t start;
-    int pattern = 0;
     uint8_t *buf;
-    int c, ret;
+    int c, ret = 0;
 
     while ((c = getopt(argc, argv, "bCl:pP:qs:v")) != -1) {
         switch (c) {
         case 'b':
             bflag = true;
             break;
-        case 'C':
-            Cflag = true;
-            break;
         case 'l':
             lflag = true;
             ret = qio_parse_number(optarg, &pattern_count);
-            if (ret < 0) {
-                return ret;
-            }
-            break;
-        case 'p':
-            /* accepted for compatibility: it changed nothing for years */
-            break;
-        case 'P':
-            Pflag = true;
-            pattern = qio_parse_pattern(optarg);
-            if (pattern < 0) {
-                return -EINVAL;
-            }
-            break;
-        case 'q':
-            qflag = true;
             break;
         case 's':
             sflag = true;
             ret = qio_parse_number(optarg, &pattern_offset);
-            if (ret < 0) {
-                return ret;
-            }
-            break;
-        case 'v':
-            vflag = true;
             break;
         default:
-            return qio_usage_error(argv[0]);
+            ret = qio_req_opt(c, &o, argv[0]);
+        }
+        if (ret < 0) {
+            return ret;
         }
     }
     if (optind != argc - 2) {
@@ -88,7 +65,7 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
         return ret;
     }
 
-    if (!Pflag && (lflag || sflag)) {
+    if (!o.Pflag && (lflag || sflag)) {
         return qio_usage_error(argv[0]);
     }
     if (!lflag) {
@@ -114,21 +91,8 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
         printf("read failed: %s\n", strerror(-ret));
         goto out;
     }
-    ret = 0;
-
-    if (Pflag &&
-        !qio_buf_is_pattern(buf + pattern_offset, pattern_count, pattern)) {
-        printf("Pattern verification failed at offset %" PRId64 ", %"
-               PRId64 " bytes\n", offset + pattern_offset, pattern_count);
-        ret = -EINVAL;
-    }
-    if (qflag) {
-        goto out;
-    }
-    if (vflag) {
-        qio_dump_buffer(buf, offset, count);
-    }
-    qio_print_report("read", start, offset, count, count, 1, Cflag);
+    ret = qio_read_report(&o, buf, offset, count, pattern_offset,
+                          pattern_count, start);
 
 out:
     qio_free(buf);
@@ -165,33 +129,16 @@ static const char qio_help_readv[] =
 
 static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
 {
-    bool Cflag = false, qflag = false, vflag = false, Pflag = false;
-    int pattern = 0;
+    QioReqOpts o = { 0 };
     int64_t offset, start;
     QEMUIOVector qiov;
     uint8_t *buf;
     int c, ret;
 
     while ((c = getopt(argc, argv, "CP:qv")) != -1) {
-        switch (c) {
-        case 'C':
-            Cflag = true;
-            break;
-        case 'P':
-            Pflag = true;
-            pattern = qio_parse_pattern(optarg);
-            if (pattern < 0) {
-                return -EINVAL;
-            }
-            break;
-        case 'q':
-            qflag = true;
-            break;
-        case 'v':
-            vflag = true;
-            break;
-        default:
-            return qio_usage_error(argv[0]);
+        ret = qio_req_opt(c, &o, argv[0]);
+        if (ret < 0) {
+            return ret;
         }
     }
     if (optind > argc - 2) {
@@ -211,20 +158,7 @@ static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
         printf("readv failed: %s\n", strerror(-ret));
         goto out;
     }
-    ret = 0;
-
-    if (Pflag && !qio_buf_is_pattern(buf, qiov.size, pattern)) {
-        printf("Pattern verification failed at offset %" PRId64 ", %zu"
-               " bytes\n", offset, qiov.size);
-        ret = -EINVAL;
-    }
-    if (qflag) {
-        goto out;
-    }
-    if (vflag) {
-        qio_dump_buffer(buf, offset, qiov.size);
-    }
-    qio_print_report("read", start, offset, qiov.size, qiov.size, 1, Cflag);
+    ret = qio_read_report(&o, buf, offset, qiov.size, 0, qiov.size, start);
 
 out:
     qemu_iovec_destroy(&qiov);
@@ -266,12 +200,10 @@ static const char qio_help_write[] =
 
 static int qio_write_f(BlockBackend *blk, int argc, char **argv)
 {
-    bool Cflag = false, qflag = false, bflag = false, cflag = false;
-    bool Pflag = false, zflag = false, sflag = false;
-    BdrvRequestFlags flags = 0;
+    QioReqOpts o = { .pattern = QIO_WRITE_PATTERN };
+    bool bflag = false, cflag = false, zflag = false, sflag = false;
     QioLengthLimit limit;
     const char *file_name = NULL;
-    int pattern = QIO_WRITE_PATTERN;
     int64_t offset, count, start;
     uint8_t *buf = NULL;
     int c, ret;
@@ -284,40 +216,18 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
         case 'c':
             cflag = true;
             break;
-        case 'C':
-            Cflag = true;
-            break;
-        case 'f':
-            flags |= BDRV_REQ_FUA;
-            break;
-        case 'n':
-            flags |= BDRV_REQ_NO_FALLBACK;
-            break;
-        case 'p':
-            /* accepted for compatibility: it changed nothing for years */
-            break;
-        case 'P':
-            Pflag = true;
-            pattern = qio_parse_pattern(optarg);
-            if (pattern < 0) {
-                return -EINVAL;
-            }
-            break;
-        case 'q':
-            qflag = true;
-            break;
         case 's':
             sflag = true;
             file_name = optarg;
-            break;
-        case 'u':
-            flags |= BDRV_REQ_MAY_UNMAP;
             break;
         case 'z':
             zflag = true;
             break;
         default:
-            return qio_usage_error(argv[0]);
+            ret = qio_req_opt(c, &o, argv[0]);
+            if (ret < 0) {
+                return ret;
+            }
         }
     }
     if (optind != argc - 2) {
@@ -328,27 +238,27 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
         printf("-b and -z cannot be specified at the same time\n");
         return -EINVAL;
     }
-    if ((flags & BDRV_REQ_FUA) && (bflag || cflag)) {
+    if ((o.flags & BDRV_REQ_FUA) && (bflag || cflag)) {
         printf("-f and -b or -c cannot be specified at the same time\n");
         return -EINVAL;
     }
-    if ((flags & BDRV_REQ_NO_FALLBACK) && !zflag) {
+    if ((o.flags & BDRV_REQ_NO_FALLBACK) && !zflag) {
         printf("-n requires -z to be specified\n");
         return -EINVAL;
     }
-    if ((flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
+    if ((o.flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
         printf("-u requires -z to be specified\n");
         return -EINVAL;
     }
-    if (zflag + Pflag + sflag > 1) {
+    if (zflag + o.Pflag + sflag > 1) {
         printf("Only one of -z, -P, and -s can be specified at the same"
                " time\n");
         return -EINVAL;
     }
 
     /* without -n, a zero write may fall back to writing a buffer */
-    limit = flags & BDRV_REQ_NO_FALLBACK ? QIO_LENGTH_ANY
-                                         : QIO_LENGTH_REQUEST_UNLESS_N;
+    limit = o.flags & BDRV_REQ_NO_FALLBACK ? QIO_LENGTH_ANY
+                                           : QIO_LENGTH_REQUEST_UNLESS_N;
     ret = qio_parse_offset_len(&argv[optind], limit, &offset, &count);
     if (ret < 0) {
         return ret;
@@ -364,7 +274,7 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
                 return -EINVAL;
             }
         } else {
-            buf = qio_alloc(blk, count, pattern);
+            buf = qio_alloc(blk, count, o.pattern);
         }
     }
 
@@ -373,12 +283,12 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
         ret = blk_save_vmstate(blk, buf, offset, count);
     } else if (zflag) {
         ret = blk_pwrite_zeroes(blk, offset, count,
-                                flags | (cflag ? BDRV_REQ_WRITE_COMPRESSED
-                                               : 0));
+                                o.flags | (cflag ? BDRV_REQ_WRITE_COMPRESSED
+                                                 : 0));
     } else if (cflag) {
         ret = blk_pwrite_compressed(blk, offset, count, buf);
     } else {
-        ret = blk_pwrite(blk, offset, count, buf, flags);
+        ret = blk_pwrite(blk, offset, count, buf, o.flags);
     }
     start = get_clock_ns() - start;
     if (ret < 0) {
@@ -387,8 +297,8 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
     }
     ret = 0;
 
-    if (!qflag) {
-        qio_print_report("wrote", start, offset, count, count, 1, Cflag);
+    if (!o.qflag) {
+        qio_print_report("wrote", start, offset, count, count, 1, o.Cflag);
     }
 
 out:
@@ -426,47 +336,30 @@ static const char qio_help_writev[] =
 
 static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
 {
-    bool Cflag = false, qflag = false;
-    BdrvRequestFlags flags = 0;
-    int pattern = QIO_WRITE_PATTERN;
+    QioReqOpts o = { .pattern = QIO_WRITE_PATTERN };
     int64_t offset, start;
     QEMUIOVector qiov;
     uint8_t *buf;
     int c, ret;
 
     while ((c = getopt(argc, argv, "CfqP:")) != -1) {
-        switch (c) {
-        case 'C':
-            Cflag = true;
-            break;
-        case 'f':
-            flags |= BDRV_REQ_FUA;
-            break;
-        case 'q':
-            qflag = true;
-            break;
-        case 'P':
-            pattern = qio_parse_pattern(optarg);
-            if (pattern < 0) {
-                return -EINVAL;
-            }
-            break;
-        default:
-            return qio_usage_error(argv[0]);
+        ret = qio_req_opt(c, &o, argv[0]);
+        if (ret < 0) {
+            return ret;
         }
     }
     if (optind > argc - 2) {
         return qio_usage_error(argv[0]);
     }
 
-    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind, pattern,
-                                  &offset, &qiov);
+    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+                                  o.pattern, &offset, &qiov);
     if (!buf) {
         return -EINVAL;
     }
 
     start = get_clock_ns();
-    ret = blk_pwritev(blk, offset, qiov.size, &qiov, flags);
+    ret = blk_pwritev(blk, offset, qiov.size, &qiov, o.flags);
     start = get_clock_ns() - start;
     if (ret < 0) {
         printf("writev failed: %s\n", strerror(-ret));
@@ -474,9 +367,9 @@ static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
     }
     ret = 0;
 
-    if (!qflag) {
+    if (!o.qflag) {
         qio_print_report("wrote", start, offset, qiov.size, qiov.size, 1,
-                         Cflag);
+                         o.Cflag);
     }
 
 out:
@@ -523,20 +416,14 @@ static const char qio_help_discard[] =
 
 static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
 {
-    bool Cflag = false, qflag = false;
+    QioReqOpts o = { 0 };
     int64_t offset, bytes, start;
     int c, ret;
 
     while ((c = getopt(argc, argv, "Cq")) != -1) {
-        switch (c) {
-        case 'C':
-            Cflag = true;
-            break;
-        case 'q':
-            qflag = true;
-            break;
-        default:
-            return qio_usage_error(argv[0]);
+        ret = qio_req_opt(c, &o, argv[0]);
+        if (ret < 0) {
+            return ret;
         }
     }
     if (optind != argc - 2) {
@@ -556,8 +443,8 @@ static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
         printf("discard failed: %s\n", strerror(-ret));
         return ret;
     }
-    if (!qflag) {
-        qio_print_report("discard", start, offset, bytes, bytes, 1, Cflag);
+    if (!o.qflag) {
+        qio_print_report("discard", start, offset, bytes, bytes, 1, o.Cflag);
     }
     return 0;
 }

@@ -193,16 +193,26 @@ static int qnbd_handshake(int fd, bool *structured, Error **errp)
     return 0;
 }
 
-static int qnbd_list(int fd, GPtrArray *exports, Error **errp)
+/* Takes one reply of the type that an option's exchange expects. */
+typedef int QnbdReplyFunc(const QnbdReply *reply, void *opaque,
+                          Error **errp);
+
+/*
+ * Sends option @opt with @len bytes of @data and reads its replies up to
+ * the final ACK: each reply of type @type goes to @fn, any other type is
+ * the server's error and ends the exchange, as does an error of @fn.
+ */
+static int qnbd_option_exchange(int fd, uint32_t opt, const void *data,
+                                uint32_t len, uint32_t type,
+                                QnbdReplyFunc *fn, void *opaque,
+                                Error **errp)
 {
-    int ret = qnbd_send_option(fd, NBD_OPT_LIST, NULL, 0, errp);
+    int ret = qnbd_send_option(fd, opt, data, len, errp);
 
     while (ret == 0) {
         QnbdReply reply;
-        QnbdExportInfo *info;
-        uint32_t name_len;
 
-        ret = qnbd_read_reply(fd, NBD_OPT_LIST, &reply, errp);
+        ret = qnbd_read_reply(fd, opt, &reply, errp);
         if (ret < 0) {
             break;
         }
@@ -210,23 +220,42 @@ static int qnbd_list(int fd, GPtrArray *exports, Error **errp)
             g_free(reply.data);
             break;
         }
-        if (reply.type != NBD_REP_SERVER) {
-            ret = qnbd_reply_error(NBD_OPT_LIST, &reply, errp);
-        } else if (reply.len < 4 ||
-                   (name_len = qnbd_be32(reply.data)) > reply.len - 4) {
-            error_setg(errp, "Malformed NBD_REP_SERVER reply");
-            ret = -EINVAL;
+        if (reply.type != type) {
+            ret = qnbd_reply_error(opt, &reply, errp);
         } else {
-            info = g_new0(QnbdExportInfo, 1);
-            info->name = g_strndup((char *)reply.data + 4, name_len);
-            info->description = g_strndup((char *)reply.data + 4 + name_len,
-                                          reply.len - 4 - name_len);
-            info->contexts = g_ptr_array_new_with_free_func(g_free);
-            g_ptr_array_add(exports, info);
+            ret = fn(&reply, opaque, errp);
         }
         g_free(reply.data);
     }
     return ret;
+}
+
+/* NBD_REP_SERVER: one export, added to the GPtrArray @opaque. */
+static int qnbd_list_reply(const QnbdReply *reply, void *opaque,
+                           Error **errp)
+{
+    GPtrArray *exports = opaque;
+    QnbdExportInfo *info;
+    uint32_t name_len;
+
+    if (reply->len < 4 ||
+        (name_len = qnbd_be32(reply->data)) > reply->len - 4) {
+        error_setg(errp, "Malformed NBD_REP_SERVER reply");
+        return -EINVAL;
+    }
+    info = g_new0(QnbdExportInfo, 1);
+    info->name = g_strndup((char *)reply->data + 4, name_len);
+    info->description = g_strndup((char *)reply->data + 4 + name_len,
+                                  reply->len - 4 - name_len);
+    info->contexts = g_ptr_array_new_with_free_func(g_free);
+    g_ptr_array_add(exports, info);
+    return 0;
+}
+
+static int qnbd_list(int fd, GPtrArray *exports, Error **errp)
+{
+    return qnbd_option_exchange(fd, NBD_OPT_LIST, NULL, 0, NBD_REP_SERVER,
+                                qnbd_list_reply, exports, errp);
 }
 
 /* The start of option data that names an export: u32 length, name. */
@@ -264,67 +293,51 @@ static void qnbd_parse_info(QnbdExportInfo *info, const QnbdReply *reply)
     }
 }
 
+/* NBD_REP_INFO: what it tells of the QnbdExportInfo @opaque. */
+static int qnbd_info_reply(const QnbdReply *reply, void *opaque,
+                           Error **errp)
+{
+    qnbd_parse_info(opaque, reply);
+    return 0;
+}
+
 static int qnbd_info(int fd, QnbdExportInfo *info, Error **errp)
 {
     g_autoptr(GByteArray) data = qnbd_name_data(info->name);
     uint16_t reqs[2] = {
         GUINT16_TO_BE(1), GUINT16_TO_BE(NBD_INFO_BLOCK_SIZE),
     };
-    int ret;
 
     g_byte_array_append(data, (guint8 *)reqs, sizeof(reqs));
-    ret = qnbd_send_option(fd, NBD_OPT_INFO, data->data, data->len, errp);
-    while (ret == 0) {
-        QnbdReply reply;
+    return qnbd_option_exchange(fd, NBD_OPT_INFO, data->data, data->len,
+                                NBD_REP_INFO, qnbd_info_reply, info, errp);
+}
 
-        ret = qnbd_read_reply(fd, NBD_OPT_INFO, &reply, errp);
-        if (ret < 0) {
-            break;
-        }
-        if (reply.type == NBD_REP_ACK) {
-            g_free(reply.data);
-            break;
-        }
-        if (reply.type != NBD_REP_INFO) {
-            ret = qnbd_reply_error(NBD_OPT_INFO, &reply, errp);
-        } else {
-            qnbd_parse_info(info, &reply);
-        }
-        g_free(reply.data);
+/*
+ * NBD_REP_META_CONTEXT: a context name (after its 4-byte ID), added to
+ * the QnbdExportInfo @opaque.
+ */
+static int qnbd_context_reply(const QnbdReply *reply, void *opaque,
+                              Error **errp)
+{
+    QnbdExportInfo *info = opaque;
+
+    if (reply->len > 4) {
+        g_ptr_array_add(info->contexts,
+                        g_strndup((char *)reply->data + 4, reply->len - 4));
     }
-    return ret;
+    return 0;
 }
 
 static int qnbd_list_contexts(int fd, QnbdExportInfo *info, Error **errp)
 {
     g_autoptr(GByteArray) data = qnbd_name_data(info->name);
     uint32_t nqueries = 0;
-    int ret;
 
     g_byte_array_append(data, (guint8 *)&nqueries, sizeof(nqueries));
-    ret = qnbd_send_option(fd, NBD_OPT_LIST_META_CONTEXT, data->data,
-                           data->len, errp);
-    while (ret == 0) {
-        QnbdReply reply;
-
-        ret = qnbd_read_reply(fd, NBD_OPT_LIST_META_CONTEXT, &reply, errp);
-        if (ret < 0) {
-            break;
-        }
-        if (reply.type == NBD_REP_ACK) {
-            g_free(reply.data);
-            break;
-        }
-        if (reply.type == NBD_REP_META_CONTEXT && reply.len > 4) {
-            g_ptr_array_add(info->contexts,
-                            g_strndup((char *)reply.data + 4,
-                                      reply.len - 4));
-        } else if (reply.type != NBD_REP_META_CONTEXT) {
-            ret = qnbd_reply_error(NBD_OPT_LIST_META_CONTEXT, &reply, errp);
-        }
-        g_free(reply.data);
-    }
-    return ret;
+    return qnbd_option_exchange(fd, NBD_OPT_LIST_META_CONTEXT, data->data,
+                                data->len, NBD_REP_META_CONTEXT,
+                                qnbd_context_reply, info, errp);
 }
 
 static void qnbd_print_export(const QnbdExportInfo *info)

@@ -122,16 +122,8 @@ void qemu_bh_delete(QEMUBH *bh)
 static QEMUBH *aio_bh_take_all(AioContext *ctx)
 {
     QEMUBH *bh = __atomic_exchange_n(&ctx->bh_list, NULL, __ATOMIC_SEQ_CST);
-    QEMUBH *ordered = NULL;
 
-    while (bh) {
-        QEMUBH *next = bh->next;
-
-        bh->next = ordered;
-        ordered = bh;
-        bh = next;
-    }
-    return ordered;
+    return QEMU_LIST_REVERSED(bh, next);
 }
 
 static QEMUBH *aio_bh_dequeue(BHListSlice *slice, unsigned int *flags)
@@ -227,15 +219,8 @@ static void co_schedule_bh_cb(void *opaque)
     AioContext *ctx = opaque;
     Coroutine *co = __atomic_exchange_n(&ctx->scheduled_coroutines, NULL,
                                         __ATOMIC_SEQ_CST);
-    Coroutine *ordered = NULL;
+    Coroutine *ordered = QEMU_LIST_REVERSED(co, co_scheduled_next);
 
-    while (co) {
-        Coroutine *next = co->co_scheduled_next;
-
-        co->co_scheduled_next = ordered;
-        ordered = co;
-        co = next;
-    }
     while ((co = ordered)) {
         ordered = co->co_scheduled_next;
         co->co_scheduled_next = NULL;

@@ -172,16 +172,25 @@ static int check_strtox_end(const char *nptr, const char *ep,
     return *ep ? -EINVAL : ret;
 }
 
+/* True if there is no string at all; the caller's *@end is then NULL. */
+static bool strtox_no_input(const char *nptr, const char **end)
+{
+    if (nptr) {
+        return false;
+    }
+    if (end) {
+        *end = NULL;
+    }
+    return true;
+}
+
 int qemu_strtoi64(const char *nptr, const char **end, int base,
                   int64_t *result)
 {
     char *ep;
     long long val;
 
-    if (!nptr) {
-        if (end) {
-            *end = NULL;
-        }
+    if (strtox_no_input(nptr, end)) {
         return -EINVAL;
     }
     errno = 0;
@@ -202,10 +211,7 @@ int qemu_strtou64(const char *nptr, const char **end, int base,
     unsigned long long val;
     int ret = 0;
 
-    if (!nptr) {
-        if (end) {
-            *end = NULL;
-        }
+    if (strtox_no_input(nptr, end)) {
         return -EINVAL;
     }
     errno = 0;

@@ -303,6 +303,26 @@ static JsonNode *json_parse_keyword(JsonParseState *st)
     return json_error(st, "invalid keyword '%.*s'", (int)len, start);
 }
 
+/*
+ * Takes what follows a member of an object or array (@what, for the
+ * message) that @close ends: 1 after a ',' (another member follows), 0
+ * after @close, -1 with the error set.
+ */
+static int json_parse_separator(JsonParseState *st, char close,
+                                const char *what)
+{
+    json_skip_ws(st);
+    if (json_at_end(st)) {
+        json_error(st, "premature EOI");
+        return -1;
+    }
+    if (*st->p != close && *st->p != ',') {
+        json_error(st, "expected separator in %s", what);
+        return -1;
+    }
+    return *st->p++ == ',';
+}
+
 static JsonNode *json_parse_object(JsonParseState *st)
 {
     g_autoptr(JsonObject) obj = json_object_new();
@@ -316,6 +336,7 @@ static JsonNode *json_parse_object(JsonParseState *st)
     for (;;) {
         g_autofree char *key = NULL;
         JsonNode *value;
+        int more;
 
         json_skip_ws(st);
         if (json_at_end(st)) {
@@ -346,18 +367,13 @@ static JsonNode *json_parse_object(JsonParseState *st)
             return json_error(st, "duplicate key");
         }
         json_object_set_member(obj, key, value);
-        json_skip_ws(st);
-        if (json_at_end(st)) {
-            return json_error(st, "premature EOI");
+        more = json_parse_separator(st, '}', "dict");
+        if (more < 0) {
+            return NULL;
         }
-        if (*st->p == '}') {
-            st->p++;
+        if (!more) {
             return json_node_init_object(json_node_alloc(), obj);
         }
-        if (*st->p != ',') {
-            return json_error(st, "expected separator in dict");
-        }
-        st->p++;
     }
 }
 
@@ -373,23 +389,19 @@ static JsonNode *json_parse_array(JsonParseState *st)
     }
     for (;;) {
         JsonNode *value = json_parse_value(st);
+        int more;
 
         if (!value) {
             return NULL;
         }
         json_array_add_element(arr, value);
-        json_skip_ws(st);
-        if (json_at_end(st)) {
-            return json_error(st, "premature EOI");
+        more = json_parse_separator(st, ']', "list");
+        if (more < 0) {
+            return NULL;
         }
-        if (*st->p == ']') {
-            st->p++;
+        if (!more) {
             return json_node_init_array(json_node_alloc(), arr);
         }
-        if (*st->p != ',') {
-            return json_error(st, "expected separator in list");
-        }
-        st->p++;
     }
 }
 

@@ -129,6 +129,21 @@ void json_writer_double(JsonWriter *w, const char *name, double value)
                                             value));
 }
 
+/*
+ * The characters with a two-character escape; every other control
+ * character, DEL and everything beyond ASCII is written as \uXXXX (a
+ * UTF-16 surrogate pair above the BMP), as QEMU writes them.
+ */
+static const char *const json_short_escapes[] = {
+    ['"'] = "\\\"",
+    ['\\'] = "\\\\",
+    ['\b'] = "\\b",
+    ['\f'] = "\\f",
+    ['\n'] = "\\n",
+    ['\r'] = "\\r",
+    ['\t'] = "\\t",
+};
+
 void json_append_string(GString *out, const char *str)
 {
     const char *p = str;
@@ -143,41 +158,16 @@ void json_append_string(GString *out, const char *str)
         } else {
             p = g_utf8_next_char(p);
         }
-        switch (c) {
-        case '"':
-            g_string_append(out, "\\\"");
-            break;
-        case '\\':
-            g_string_append(out, "\\\\");
-            break;
-        case '\b':
-            g_string_append(out, "\\b");
-            break;
-        case '\f':
-            g_string_append(out, "\\f");
-            break;
-        case '\n':
-            g_string_append(out, "\\n");
-            break;
-        case '\r':
-            g_string_append(out, "\\r");
-            break;
-        case '\t':
-            g_string_append(out, "\\t");
-            break;
-        default:
-            if (c < 0x20 || c >= 0x7F) {
-                if (c >= 0x10000) {
-                    c -= 0x10000;
-                    g_string_append_printf(out, "\\u%04X\\u%04X",
-                                           0xD800 | (c >> 10),
-                                           0xDC00 | (c & 0x3FF));
-                } else {
-                    g_string_append_printf(out, "\\u%04X", c);
-                }
-            } else {
-                g_string_append_c(out, c);
-            }
+        if (c < ARRAY_SIZE(json_short_escapes) && json_short_escapes[c]) {
+            g_string_append(out, json_short_escapes[c]);
+        } else if (c >= 0x10000) {
+            c -= 0x10000;
+            g_string_append_printf(out, "\\u%04X\\u%04X",
+                                   0xD800 | (c >> 10), 0xDC00 | (c & 0x3FF));
+        } else if (c < 0x20 || c >= 0x7F) {
+            g_string_append_printf(out, "\\u%04X", c);
+        } else {
+            g_string_append_c(out, c);
         }
     }
     g_string_append_c(out, '"');

@@ -81,20 +81,23 @@ static QemuOpt *qemu_opt_find(QemuOpts *opts, const char *name)
     return i < 0 ? NULL : g_ptr_array_index(opts->opts, i);
 }
 
+/* How each type is named: in error messages, and in qemu-img's help. */
+static const struct {
+    const char *name;
+    const char *help;
+} qemu_opt_type_names[] = {
+    [QEMU_OPT_STRING] = { "string", "str" },
+    [QEMU_OPT_BOOL] = { "boolean", "bool (on/off)" },
+    [QEMU_OPT_NUMBER] = { "number", "num" },
+    [QEMU_OPT_SIZE] = { "size", "size" },
+    /* qemu-img shows enumerations as strings; the help lists the values. */
+    [QEMU_OPT_ENUM] = { "string", "str" },
+};
+
 static const char *qemu_opt_type_name(const QemuOptDesc *desc)
 {
-    switch (desc->type) {
-    case QEMU_OPT_BOOL:
-        return "boolean";
-    case QEMU_OPT_NUMBER:
-        return "number";
-    case QEMU_OPT_SIZE:
-        return "size";
-    case QEMU_OPT_STRING:
-    case QEMU_OPT_ENUM:
-        break;
-    }
-    return "string";
+    assert(desc->type < ARRAY_SIZE(qemu_opt_type_names));
+    return qemu_opt_type_names[desc->type].name;
 }
 
 static bool parse_option_number(const char *name, const char *value,
@@ -365,28 +368,33 @@ bool qemu_opt_get_bool(QemuOpts *opts, const char *name, bool defval)
     return ret;
 }
 
-uint64_t qemu_opt_get_number(QemuOpts *opts, const char *name,
-                             uint64_t defval)
+/* A parser of one unsigned option type: parse_option_number or _size. */
+typedef bool QemuOptU64Parser(const char *name, const char *value,
+                              uint64_t *ret, Error **errp);
+
+/* qemu_opt_get_number() and _size(): they differ only in the parser. */
+static uint64_t qemu_opt_get_u64(QemuOpts *opts, const char *name,
+                                 uint64_t defval, QemuOptU64Parser *parse)
 {
     const char *value = qemu_opt_get(opts, name);
     uint64_t ret = defval;
 
     if (value) {
-        parse_option_number(name, value, &ret, &error_abort);
+        parse(name, value, &ret, &error_abort);
     }
     return ret;
+}
+
+uint64_t qemu_opt_get_number(QemuOpts *opts, const char *name,
+                             uint64_t defval)
+{
+    return qemu_opt_get_u64(opts, name, defval, parse_option_number);
 }
 
 uint64_t qemu_opt_get_size(QemuOpts *opts, const char *name,
                            uint64_t defval)
 {
-    const char *value = qemu_opt_get(opts, name);
-    uint64_t ret = defval;
-
-    if (value) {
-        parse_option_size(name, value, &ret, &error_abort);
-    }
-    return ret;
+    return qemu_opt_get_u64(opts, name, defval, parse_option_size);
 }
 
 int qemu_opt_get_enum(QemuOpts *opts, const char *name)
@@ -462,19 +470,8 @@ void qemu_opts_free(QemuOptsList *list)
 
 static const char *qemu_opt_help_type(const QemuOptDesc *desc)
 {
-    switch (desc->type) {
-    case QEMU_OPT_BOOL:
-        return "bool (on/off)";
-    case QEMU_OPT_NUMBER:
-        return "num";
-    case QEMU_OPT_SIZE:
-        return "size";
-    case QEMU_OPT_STRING:
-    case QEMU_OPT_ENUM:
-        break;
-    }
-    /* qemu-img shows enumerations as strings; the help lists the values. */
-    return "str";
+    assert(desc->type < ARRAY_SIZE(qemu_opt_type_names));
+    return qemu_opt_type_names[desc->type].help;
 }
 
 static int qemu_opt_desc_cmp(gconstpointer a, gconstpointer b)

@@ -224,15 +224,8 @@ static void thread_pool_completion_bh(void *opaque)
     ThreadPool *pool = opaque;
     ThreadPoolElement *req = __atomic_exchange_n(&pool->completed, NULL,
                                                  __ATOMIC_ACQUIRE);
-    ThreadPoolElement *ordered = NULL;
+    ThreadPoolElement *ordered = QEMU_LIST_REVERSED(req, next);
 
-    while (req) {
-        ThreadPoolElement *next = req->next;
-
-        req->next = ordered;
-        ordered = req;
-        req = next;
-    }
     while ((req = ordered)) {
         /* Invariant 3: read the link before the owner may reuse req. */
         ordered = req->next;

@@ -52,6 +52,23 @@
     ((type *)((char *)(ptr) - offsetof(type, member)))
 #endif
 
+/*
+ * Reverses the singly linked list @head, linked through its @next member,
+ * and evaluates to the new head.  Lock-free queues push at the head; their
+ * consumer takes the whole list at once and turns it into arrival order.
+ */
+#define QEMU_LIST_REVERSED(head, next) ({               \
+        typeof(head) qlr_cur = (head);                  \
+        typeof(head) qlr_rev = NULL;                    \
+        while (qlr_cur) {                               \
+            typeof(head) qlr_next = qlr_cur->next;      \
+            qlr_cur->next = qlr_rev;                    \
+            qlr_rev = qlr_cur;                          \
+            qlr_cur = qlr_next;                         \
+        }                                               \
+        qlr_rev;                                        \
+    })
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 #define QEMU_PRINTF(fmt_idx, arg_idx) \
