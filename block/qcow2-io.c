@@ -519,7 +519,12 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
         }
         qemu_iovec_add(&all, tail, m->cow_end_bytes);
     }
-    /* the copy-on-write event, as QEMU emits it for a merged write */
+    /*
+     * Both events, in QEMU's order: the request carries guest data, so
+     * qemu-io's "break write_aio" (upstream 046) must stop it, and it
+     * writes copy-on-write, so a rule on cow_write must fail it too.
+     */
+    BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
     BLKDBG_EVENT(bs->file, BLKDBG_COW_WRITE);
     ret = qcow2_pre_write_data_check_unlocked(bs, m->alloc_offset +
                                               (start - m->offset),
