@@ -14,6 +14,7 @@ static int qio_quit_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_quit = {
     .name = "quit",
+    .alias = "q",
     .func = qio_quit_f,
     .argmin = 0,
     .argmax = -1,

@@ -53,6 +53,7 @@ static int qio_truncate_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_truncate = {
     .name = "truncate",
+    .alias = "t",
     .func = qio_truncate_f,
     .argmin = 1,
     .argmax = 3,
@@ -77,6 +78,7 @@ static int qio_length_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_length = {
     .name = "length",
+    .alias = "l",
     .func = qio_length_f,
     .argmin = 0,
     .argmax = 0,
@@ -116,6 +118,7 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_info = {
     .name = "info",
+    .alias = "i",
     .func = qio_info_f,
     .argmin = 0,
     .argmax = 0,
@@ -184,6 +187,7 @@ static int qio_alloc_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_alloc = {
     .name = "alloc",
+    .alias = "a",
     .func = qio_alloc_f,
     .argmin = 1,
     .argmax = 2,
@@ -209,7 +213,9 @@ static int qio_map_f(BlockBackend *blk, int argc, char **argv)
 
         ret = qio_is_allocated(blk, offset, length - offset, &num);
         if (ret < 0) {
-            printf("Failed to get allocation status: %s\n", strerror(-ret));
+            /* qemu-io reports this one under its own name, on stderr */
+            error_report("Failed to get allocation status: %s",
+                         strerror(-ret));
             return ret;
         }
         if (num == 0) {
@@ -222,8 +228,8 @@ static int qio_map_f(BlockBackend *blk, int argc, char **argv)
         for (next = offset + run; next < length; next += num) {
             ret = qio_is_allocated(blk, next, length - next, &num);
             if (ret < 0) {
-                printf("Failed to get allocation status: %s\n",
-                       strerror(-ret));
+                error_report("Failed to get allocation status: %s",
+                             strerror(-ret));
                 return ret;
             }
             if (ret != allocated || num == 0) {
@@ -375,6 +381,7 @@ fail:
 
 const QioCmd qio_cmd_open = {
     .name = "open",
+    .alias = "o",
     .func = qio_open_f,
     .argmin = 1,
     .argmax = -1,
@@ -392,6 +399,7 @@ static int qio_close_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_close = {
     .name = "close",
+    .alias = "c",
     .func = qio_close_f,
     .argmin = 0,
     .argmax = 0,

@@ -101,6 +101,7 @@ out:
 
 const QioCmd qio_cmd_read = {
     .name = "read",
+    .alias = "r",
     .func = qio_read_f,
     .argmin = 2,
     .argmax = -1,
@@ -308,6 +309,7 @@ out:
 
 const QioCmd qio_cmd_write = {
     .name = "write",
+    .alias = "w",
     .func = qio_write_f,
     .argmin = 2,
     .argmax = -1,
@@ -396,6 +398,7 @@ static int qio_flush_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_flush = {
     .name = "flush",
+    .alias = "f",
     .func = qio_flush_f,
     .argmin = 0,
     .argmax = 0,
@@ -451,6 +454,7 @@ static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_discard = {
     .name = "discard",
+    .alias = "d",
     .func = qio_discard_f,
     .argmin = 2,
     .argmax = -1,

@@ -1,6 +1,7 @@
 /*
- * qblock-io's command table: every command, found by name, and "help",
- * which lists them.  The commands themselves live with their help texts
+ * qblock-io's command table: every command, found by name or by the
+ * one-letter alias qemu-io gives the common ones, and "help", which lists
+ * them.  The commands themselves live with their help texts
  * in io-rw.c, io-aio.c, io-image.c and io-control.c.
  */
 #include "io-cmds.h"
@@ -39,17 +40,24 @@ static const QioCmd *const qio_cmds[] = {
 const QioCmd *qio_find_command(const char *name)
 {
     for (size_t i = 0; i < ARRAY_SIZE(qio_cmds); i++) {
-        if (!strcmp(qio_cmds[i]->name, name)) {
+        if (!strcmp(qio_cmds[i]->name, name) ||
+            (qio_cmds[i]->alias && !strcmp(qio_cmds[i]->alias, name))) {
             return qio_cmds[i];
         }
     }
     return NULL;
 }
 
+/* "help w" names the command as typed, alias or not, as qemu-io does. */
+static void qio_print_synopsis_as(const char *name, const QioCmd *ct)
+{
+    printf("%s%s%s -- %s\n", name, ct->args ? " " : "",
+           ct->args ? ct->args : "", ct->oneline);
+}
+
 void qio_print_synopsis(const QioCmd *ct)
 {
-    printf("%s%s%s -- %s\n", ct->name, ct->args ? " " : "",
-           ct->args ? ct->args : "", ct->oneline);
+    qio_print_synopsis_as(ct->name, ct);
 }
 
 static int qio_help_f(BlockBackend *blk, int argc, char **argv)
@@ -69,7 +77,7 @@ static int qio_help_f(BlockBackend *blk, int argc, char **argv)
         printf("command %s not found\n", argv[1]);
         return -EINVAL;
     }
-    qio_print_synopsis(ct);
+    qio_print_synopsis_as(argv[1], ct);
     if (ct->help) {
         fputs(ct->help, stdout);
     }
@@ -78,6 +86,7 @@ static int qio_help_f(BlockBackend *blk, int argc, char **argv)
 
 const QioCmd qio_cmd_help = {
     .name = "help",
+    .alias = "?",
     .func = qio_help_f,
     .argmin = 0,
     .argmax = 1,

@@ -111,9 +111,10 @@ static char **qio_split_line(const char *line, int *argc)
     return words;
 }
 
-static void qio_report_argc(const QioCmd *ct, int argc)
+/* @name is the command as typed: its alias, if that is what was used. */
+static void qio_report_argc(const char *name, const QioCmd *ct, int argc)
 {
-    fprintf(stderr, "bad argument count %d to %s, expected ", argc, ct->name);
+    fprintf(stderr, "bad argument count %d to %s, expected ", argc, name);
     if (ct->argmax == -1) {
         fprintf(stderr, "at least %d arguments\n", ct->argmin);
     } else if (ct->argmin == ct->argmax) {
@@ -168,7 +169,7 @@ static int qio_command(const char *line)
         ret = -EINVAL;
     } else if (argc - 1 < ct->argmin ||
                (ct->argmax != -1 && argc - 1 > ct->argmax)) {
-        qio_report_argc(ct, argc - 1);
+        qio_report_argc(argv[0], ct, argc - 1);
         ret = -EINVAL;
     } else {
         ret = qio_get_perm(ct);

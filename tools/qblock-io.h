@@ -27,6 +27,12 @@ typedef int QioCmdFunc(BlockBackend *blk, int argc, char **argv);
 
 typedef struct QioCmd {
     const char *name;
+    /*
+     * The short name qemu-io also accepts ("w" for write), or NULL.  A
+     * command found by its alias reports under the name typed, as
+     * qemu-io does ("bad argument count 0 to w").
+     */
+    const char *alias;
     QioCmdFunc *func;
     /* number of arguments after the name; argmax -1 means no limit */
     int argmin;
