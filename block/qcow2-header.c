@@ -181,9 +181,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             break;
         case QCOW2_EXT_MAGIC_FEATURE_TABLE:
             g_free(exts->feature_table);
-            exts->feature_table_len = ext.len / sizeof(Qcow2FeatureNameEntry);
-            exts->feature_table = g_memdup2(data, exts->feature_table_len *
-                                            sizeof(Qcow2FeatureNameEntry));
+            /*
+             * A short last entry still names its bit (QEMU reads it so):
+             * the name is padded with NULs up to the entry's 46 bytes.
+             */
+            exts->feature_table_len = DIV_ROUND_UP(
+                ext.len, sizeof(Qcow2FeatureNameEntry));
+            exts->feature_table = g_new0(Qcow2FeatureNameEntry,
+                                         exts->feature_table_len);
+            memcpy(exts->feature_table, data, ext.len);
             break;
         case QCOW2_EXT_MAGIC_DATA_FILE:
             g_free(exts->data_file);
