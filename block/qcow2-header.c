@@ -19,6 +19,9 @@
 #define QCOW2_V2_HEADER_SIZE    72
 #define QCOW2_V3_MIN_HEADER_LEN 104
 
+/* The fixed part of a snapshot table entry (qcow2-snapshot.c). */
+#define QCOW2_SNAPSHOT_MIN_ENTRY 40
+
 /*
  * The feature name table (392 bytes) is optional; like QEMU, it is left
  * out of header clusters smaller than 8 KiB, where it would crowd out the
@@ -749,9 +752,18 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
         error_setg(errp, "Snapshot table too large");
         return -EFBIG;
     }
-    if (offset_into_cluster(s, h.snapshots_offset)) {
-        error_setg(errp, "Snapshot table offset invalid");
-        return -EINVAL;
+    /*
+     * Each entry is at least its 40-byte fixed part: a table that could
+     * not end below the largest file offset is refused here, as QEMU
+     * does, rather than met as an I/O error when it is read.
+     */
+    ret = qcow2_validate_table(s, h.snapshots_offset, h.nb_snapshots,
+                               QCOW2_SNAPSHOT_MIN_ENTRY,
+                               (int64_t)QCOW_MAX_SNAPSHOTS *
+                               QCOW2_SNAPSHOT_MIN_ENTRY,
+                               "Snapshot table", errp);
+    if (ret < 0) {
+        return ret;
     }
     s->nb_snapshots = h.nb_snapshots;
     s->snapshots_offset = h.snapshots_offset;
