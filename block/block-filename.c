@@ -39,18 +39,46 @@ int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
     return ret;
 }
 
+/*
+ * Whether @name, as a user gives it for the backing file of @overlay,
+ * names @backing: either exactly the name @overlay records, or the same
+ * file once @name is taken relative to @overlay's directory, as the
+ * recorded name is.  A relative @name is never taken relative to the
+ * current directory (QEMU's rule: backing names are relative to the
+ * image that holds them).
+ */
+static bool bdrv_backing_name_matches(BlockDriverState *overlay,
+                                      BlockDriverState *backing,
+                                      const char *name)
+{
+    g_autofree char *given = NULL;
+    g_autofree char *recorded = NULL;
+    g_autofree char *given_real = NULL;
+    g_autofree char *recorded_real = NULL;
+
+    if (overlay->backing_file[0] && !strcmp(overlay->backing_file, name)) {
+        return true;
+    }
+    given = bdrv_get_full_backing_filename_from_filename(overlay->filename,
+                                                         name, NULL);
+    recorded = overlay->backing_file[0] ?
+               bdrv_get_full_backing_filename_from_filename(
+                   overlay->filename, overlay->backing_file, NULL) :
+               g_strdup(backing->filename);
+    if (!given || !recorded) {
+        return false;
+    }
+    given_real = realpath(given, NULL);
+    recorded_real = realpath(recorded, NULL);
+    return given_real && recorded_real && !strcmp(given_real, recorded_real);
+}
+
 BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
                                           const char *filename)
 {
-    g_autofree char *wanted = realpath(filename, NULL);
-
-    for (BlockDriverState *b = bs->backing ? bs->backing->bs : NULL; b;
-         b = b->backing ? b->backing->bs : NULL) {
-        g_autofree char *path = realpath(b->filename, NULL);
-
-        if (!strcmp(b->filename, filename) ||
-            (wanted && path && !strcmp(wanted, path))) {
-            return b;
+    for (BlockDriverState *b = bs; b->backing; b = b->backing->bs) {
+        if (bdrv_backing_name_matches(b, b->backing->bs, filename)) {
+            return b->backing->bs;
         }
     }
     return NULL;

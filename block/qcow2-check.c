@@ -22,6 +22,13 @@
 /* L2 walk for the active image: fragmentation and allocation info. */
 #define QCOW2_CHECK_FRAG_INFO 1
 
+/*
+ * Extended L2 entries: the low 32 bits of the subcluster bitmap say which
+ * subclusters have data in the host cluster (the high 32, which read as
+ * zeroes).
+ */
+#define QCOW2_CHECK_L2_BITMAP_ALLOC 0xffffffffULL
+
 typedef struct Qcow2CheckRefs {
     uint64_t *refs;             /* references counted per cluster */
     int64_t nb_clusters;        /* entries in refs */
@@ -205,14 +212,24 @@ static int qcow2_check_l2(BlockDriverState *bs, BdrvCheckResult *res,
                 next_contiguous = offset + s->cluster_size;
             }
             if (offset_into_cluster(s, offset)) {
-                bool zero = type == QCOW2_CLUSTER_ZERO_ALLOC;
+                /*
+                 * No guest data lives in the host cluster: a zero cluster,
+                 * or (extended L2) one whose subclusters are all zero or
+                 * unallocated.  Dropping the offset then loses nothing;
+                 * with subclusters the bitmap keeps saying which read as
+                 * zeroes and which from the backing file.
+                 */
+                bool zero = s->extended_l2 ?
+                    !(GUINT64_FROM_BE(l2[i * 2 + 1]) &
+                      QCOW2_CHECK_L2_BITMAP_ALLOC) :
+                    type == QCOW2_CLUSTER_ZERO_ALLOC;
 
                 if (zero && (fix & BDRV_FIX_ERRORS)) {
-                    /* nothing is lost: the cluster reads as zeroes */
                     fprintf(stderr, "Repairing offset=%" PRIx64 ": "
                             "Preallocated cluster is not properly "
                             "aligned; L2 entry corrupted.\n", offset);
                     ret = qcow2_check_set_l2_entry(bs, l2_offset, i,
+                                                   s->extended_l2 ? 0 :
                                                    QCOW_OFLAG_ZERO);
                     if (ret < 0) {
                         res->corruptions++;
@@ -876,6 +893,7 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
     if (rebuild && (fix & BDRV_FIX_ERRORS)) {
         BdrvCheckResult scratch = { 0 };
         bool still_broken = false;
+        int old_corruptions;
 
         fprintf(stderr, "Rebuilding refcount structure\n");
         ret = qcow2_rebuild_refcounts(bs, &r);
@@ -883,7 +901,12 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
             res->check_errors++;
             goto out;
         }
-        res->corruptions_fixed += res->corruptions;
+        /*
+         * What the recount below still finds was not fixed by the
+         * rebuild (an unaligned data cluster, say): as QEMU does, only
+         * the difference counts as repaired.
+         */
+        old_corruptions = res->corruptions;
         res->leaks_fixed += res->leaks;
         res->corruptions = 0;
         res->leaks = 0;
@@ -910,6 +933,9 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
         res->leaks += scratch.leaks;
         res->corruptions += scratch.corruptions;
         res->check_errors += scratch.check_errors;
+        if (res->corruptions < old_corruptions) {
+            res->corruptions_fixed += old_corruptions - res->corruptions;
+        }
     } else if (rebuild && fix) {
         fprintf(stderr, "ERROR need to rebuild refcount structures\n");
         res->check_errors++;

@@ -210,12 +210,23 @@ static bool l2_entry_is_valid(BDRVQcow2State *s, uint64_t entry,
 }
 
 /*
+ * How an invalid L2 entry was met.  QEMU words the report of a bad
+ * subcluster bitmap differently on the two paths (two spaces before the
+ * parenthesis when reading, one when allocating) and scripts such as its
+ * iotest 271 match the line, so the wording follows the path.
+ */
+typedef enum {
+    L2_ENTRY_MET_READING,
+    L2_ENTRY_MET_ALLOCATING,
+} L2EntryMet;
+
+/*
  * Reports an invalid L2 entry (qcow2.h: corruption -> -EIO): an unaligned
  * host offset, or (extended L2) a subcluster bitmap that contradicts it.
  */
 static int l2_entry_corrupt(BlockDriverState *bs, uint64_t l2_offset,
                             int l2_index, uint64_t entry,
-                            QCow2ClusterType type)
+                            QCow2ClusterType type, L2EntryMet met)
 {
     BDRVQcow2State *s = bs->opaque;
 
@@ -229,9 +240,10 @@ static int l2_entry_corrupt(BlockDriverState *bs, uint64_t l2_offset,
                                 l2_offset, l2_index);
     } else {
         qcow2_signal_corruption(bs, true, -1, -1,
-                                "Invalid cluster entry found (L2 offset: %#"
-                                PRIx64 ", L2 index: %#x)", l2_offset,
-                                l2_index);
+                                "Invalid cluster entry found%s(L2 offset: %#"
+                                PRIx64 ", L2 index: %#x)",
+                                met == L2_ENTRY_MET_READING ? "  " : " ",
+                                l2_offset, l2_index);
     }
     return -EIO;
 }
@@ -618,7 +630,7 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset,
                                 offset_to_l2_index(s, offset), entry,
-                                cluster_type);
+                                cluster_type, L2_ENTRY_MET_READING);
     }
     *type = l2_subcluster_type(bs, entry, bitmap,
                                offset_to_sc_index(s, offset));
@@ -878,7 +890,8 @@ again:
         !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
-                                entry, qcow2_get_cluster_type(bs, entry));
+                                entry, qcow2_get_cluster_type(bs, entry),
+                                L2_ENTRY_MET_ALLOCATING);
     }
     w.in_cluster = in_cluster;
     w.end = in_cluster + cur_bytes;
@@ -1089,7 +1102,8 @@ int coroutine_fn qcow2_link_compressed_cluster(BlockDriverState *bs,
     if (!l2_entry_is_valid(s, old, qcow2_get_cluster_type(bs, old))) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
-                                old, qcow2_get_cluster_type(bs, old));
+                                old, qcow2_get_cluster_type(bs, old),
+                                L2_ENTRY_MET_ALLOCATING);
     }
     BLKDBG_EVENT(bs->file, BLKDBG_L2_UPDATE_COMPRESSED);
     l2_set_entry(s, slice, slice_index, l2_entry);
@@ -1281,7 +1295,7 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
             return l2_entry_corrupt(bs, l2_offset,
                                     offset_to_l2_index(s, offset) + i, old,
-                                    type);
+                                    type, L2_ENTRY_MET_ALLOCATING);
         }
         if (op == L2_OP_DISCARD) {
             discarded_entry(bs, &new, &new_bitmap, full_discard);
@@ -1399,7 +1413,7 @@ int coroutine_fn qcow2_l2_table_map(BlockDriverState *bs, uint64_t l2_offset,
 
             if (!l2_entry_is_valid(s, entry, type)) {
                 ret = l2_entry_corrupt(bs, l2_offset, i * per_slice + j,
-                                       entry, type);
+                                       entry, type, L2_ENTRY_MET_READING);
                 break;
             }
             ret = fn(bs, type, &new_entry, opaque);

@@ -19,6 +19,9 @@
 #define QCOW2_V2_HEADER_SIZE    72
 #define QCOW2_V3_MIN_HEADER_LEN 104
 
+/* The fixed part of a snapshot table entry (qcow2-snapshot.c). */
+#define QCOW2_SNAPSHOT_MIN_ENTRY 40
+
 /*
  * The feature name table (392 bytes) is optional; like QEMU, it is left
  * out of header clusters smaller than 8 KiB, where it would crowd out the
@@ -181,9 +184,15 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             break;
         case QCOW2_EXT_MAGIC_FEATURE_TABLE:
             g_free(exts->feature_table);
-            exts->feature_table_len = ext.len / sizeof(Qcow2FeatureNameEntry);
-            exts->feature_table = g_memdup2(data, exts->feature_table_len *
-                                            sizeof(Qcow2FeatureNameEntry));
+            /*
+             * A short last entry still names its bit (QEMU reads it so):
+             * the name is padded with NULs up to the entry's 46 bytes.
+             */
+            exts->feature_table_len = DIV_ROUND_UP(
+                ext.len, sizeof(Qcow2FeatureNameEntry));
+            exts->feature_table = g_new0(Qcow2FeatureNameEntry,
+                                         exts->feature_table_len);
+            memcpy(exts->feature_table, data, ext.len);
             break;
         case QCOW2_EXT_MAGIC_DATA_FILE:
             g_free(exts->data_file);
@@ -743,9 +752,18 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
         error_setg(errp, "Snapshot table too large");
         return -EFBIG;
     }
-    if (offset_into_cluster(s, h.snapshots_offset)) {
-        error_setg(errp, "Snapshot table offset invalid");
-        return -EINVAL;
+    /*
+     * Each entry is at least its 40-byte fixed part: a table that could
+     * not end below the largest file offset is refused here, as QEMU
+     * does, rather than met as an I/O error when it is read.
+     */
+    ret = qcow2_validate_table(s, h.snapshots_offset, h.nb_snapshots,
+                               QCOW2_SNAPSHOT_MIN_ENTRY,
+                               (int64_t)QCOW_MAX_SNAPSHOTS *
+                               QCOW2_SNAPSHOT_MIN_ENTRY,
+                               "Snapshot table", errp);
+    if (ret < 0) {
+        return ret;
     }
     s->nb_snapshots = h.nb_snapshots;
     s->snapshots_offset = h.snapshots_offset;

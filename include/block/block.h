@@ -119,7 +119,12 @@ int bdrv_change_backing_file(BlockDriverState *bs, const char *backing_file,
 /* Empties the image of @bs (bdrv_make_empty callback); -ENOTSUP if the
  * format cannot. */
 int bdrv_make_empty(BlockDriverState *bs, Error **errp);
-/* The image in the backing chain of @bs whose file is @filename, or NULL. */
+/*
+ * The image in the backing chain of @bs that @filename names, or NULL:
+ * the backing file name an image records, or a name taken relative to
+ * the directory of the image that records it (never to the current
+ * directory), as QEMU looks it up for commit -b.
+ */
 BlockDriverState *bdrv_find_backing_image(BlockDriverState *bs,
                                           const char *filename);
 
