@@ -627,6 +627,16 @@ static BlockDriverState *bdrv_open_child_bs(const char *filename,
         }
         return NULL;
     }
+    /*
+     * force-share is inherited, as in QEMU: a format node shares neither
+     * WRITE nor RESIZE of its file, so without it -U would stop at the
+     * format and qemu-img info -U on an image in use would fail.  A child
+     * given by reference keeps its own setting.
+     */
+    if ((flags & BDRV_CHILD_OPEN_FORCE_SHARE) && !reference &&
+        !qdict_haskey(child_opts, BDRV_OPT_FORCE_SHARE)) {
+        qdict_put_str(child_opts, BDRV_OPT_FORCE_SHARE, "on");
+    }
     return bdrv_open_inherit(filename, reference, child_opts,
                              bdrv_inherited_flags(parent_flags,
                                                   flags &
@@ -640,6 +650,9 @@ BdrvChild *bdrv_open_child(const char *filename, QDict *options,
 {
     BlockDriverState *bs;
 
+    if (parent->force_share) {
+        flags |= BDRV_CHILD_OPEN_FORCE_SHARE;
+    }
     bs = bdrv_open_child_bs(filename, options, bdref_key, parent->open_flags,
                             flags, errp);
     if (!bs) {
@@ -875,7 +888,10 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
     Error *local_err = NULL;
 
     *file_bs = bdrv_open_child_bs(filename, options, "file", *flags,
-                                  BDRV_CHILD_OPEN_OPTIONAL, &local_err);
+                                  BDRV_CHILD_OPEN_OPTIONAL |
+                                  (bs->force_share ?
+                                   BDRV_CHILD_OPEN_FORCE_SHARE : 0),
+                                  &local_err);
     if (local_err) {
         error_propagate(errp, local_err);
         return -EINVAL;

@@ -469,6 +469,11 @@ typedef enum BdrvChildOpenFlags {
     BDRV_CHILD_OPEN_BACKING = 1 << 0,
     /* no child given in the options: NULL without an error */
     BDRV_CHILD_OPEN_OPTIONAL = 1 << 1,
+    /*
+     * the parent has force-share=on, which the child inherits unless its
+     * options say otherwise (set by the open code from the parent node)
+     */
+    BDRV_CHILD_OPEN_FORCE_SHARE = 1 << 2,
 } BdrvChildOpenFlags;
 
 /* Opens a child of @parent from options "@name.*" in @options (or the
