@@ -65,6 +65,34 @@ static void compress_refresh_limits(BlockDriverState *bs, Error **errp)
     }
 }
 
+/*
+ * Invariant 2 leaves no way to write a partial last cluster without
+ * growing the image, so a writer must be allowed to resize (QEMU's check
+ * and message).
+ */
+static int compress_check_perm(BlockDriverState *bs, uint64_t perm,
+                               uint64_t shared, Error **errp)
+{
+    int64_t size;
+
+    if (!(perm & (BLK_PERM_WRITE | BLK_PERM_WRITE_UNCHANGED)) ||
+        (perm & BLK_PERM_RESIZE)) {
+        return 0;
+    }
+    size = bdrv_getlength(bs);
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Failed to get the size of node '%s'",
+                         bdrv_get_node_name(bs));
+        return size;
+    }
+    if (!QEMU_IS_ALIGNED(size, bs->bl.request_alignment)) {
+        error_setg(errp, "Cannot get 'write' permission without 'resize': "
+                   "Image size is not a multiple of request alignment");
+        return -EPERM;
+    }
+    return 0;
+}
+
 static int64_t compress_getlength(BlockDriverState *bs)
 {
     return bdrv_getlength(bs->file->bs);
@@ -83,6 +111,7 @@ static int coroutine_fn compress_co_pwritev(BlockDriverState *bs,
                                             QEMUIOVector *qiov,
                                             BdrvRequestFlags flags)
 {
+    assert(QEMU_IS_ALIGNED(offset, bs->bl.request_alignment)); /* inv. 2 */
     return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
                            flags | BDRV_REQ_WRITE_COMPRESSED);
 }
@@ -121,6 +150,7 @@ static BlockDriver bdrv_compress = {
     .bdrv_open                      = compress_open,
     .bdrv_reopen_prepare            = compress_reopen_prepare,
     .bdrv_refresh_limits            = compress_refresh_limits,
+    .bdrv_check_perm                = compress_check_perm,
     .bdrv_getlength                 = compress_getlength,
     .bdrv_co_preadv                 = compress_co_preadv,
     .bdrv_co_pwritev                = compress_co_pwritev,

@@ -14,11 +14,11 @@
 static char *test_dir;
 static char *img_path;
 
-static void create_image(const char *fmt, const char *path)
+static void create_sized(const char *fmt, const char *path, int64_t size)
 {
     BlockDriver *drv = bdrv_find_format(fmt);
     BlockDriver *proto = bdrv_find_protocol(path, true, &error_abort);
-    g_autofree char *text = g_strdup_printf("size=%d", IMG_SIZE);
+    g_autofree char *text = g_strdup_printf("size=%" PRId64, size);
     QemuOptsList *list = qemu_opts_append(NULL, drv->create_opts);
     QemuOpts *opts;
 
@@ -27,6 +27,11 @@ static void create_image(const char *fmt, const char *path)
     g_assert_cmpint(bdrv_create(drv, path, opts, &error_abort), ==, 0);
     qemu_opts_del(opts);
     qemu_opts_free(list);
+}
+
+static void create_image(const char *fmt, const char *path)
+{
+    create_sized(fmt, path, IMG_SIZE);
 }
 
 static BlockBackend *open_compress(void)
@@ -136,6 +141,26 @@ static void test_refuses_other_formats(void)
                    "file");
 }
 
+/*
+ * A partial last cluster cannot be written as a whole one without
+ * resizing: a writer without the resize permission is refused, a reader
+ * is not (QEMU's rule and message).
+ */
+static void test_partial_last_cluster(void)
+{
+    g_autofree char *text = g_strdup_printf(
+        "driver=compress,file.driver=qcow2,file.file.filename=%s", img_path);
+    BlockBackend *blk;
+
+    create_sized("qcow2", img_path, CLUSTER + 36 * KiB);
+    assert_refused(text, "Cannot get 'write' permission without 'resize': "
+                   "Image size is not a multiple of request alignment");
+    blk = blk_new_open(NULL, NULL, keyval_parse(text, NULL, &error_abort),
+                       0, &error_abort);
+    assert_reads(blk, CLUSTER, 36 * KiB, 0);
+    blk_unref(blk);
+}
+
 static void remove_test_dir(void)
 {
     g_autoptr(GDir) dir = g_dir_open(test_dir, 0, NULL);
@@ -165,6 +190,8 @@ int main(int argc, char **argv)
     g_test_add_func("/compress/unaligned-write", test_unaligned_write);
     g_test_add_func("/compress/zeroes-pass-through",
                     test_zeroes_pass_through);
+    g_test_add_func("/compress/partial-last-cluster",
+                    test_partial_last_cluster);
     g_test_add_func("/compress/refuses-other-formats",
                     test_refuses_other_formats);
     ret = g_test_run();
