@@ -151,6 +151,7 @@ static int coroutine_fn cor_should_copy(BlockDriverState *bs, int64_t offset,
         *pnum = bytes;
         return 1;
     }
+    assert(!s->bottom->drv->is_filter);     /* invariant 2 */
     /* the status above the layer below bottom includes bottom itself */
     ret = bdrv_co_block_status_above(bs->file->bs,
                                      bdrv_backing_chain_next(s->bottom),
@@ -192,7 +193,7 @@ static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
     return 0;
 }
 
-/* Invariant 3 for the four write paths below. */
+/* Invariant 3: this and the write paths below it pass through. */
 static int coroutine_fn cor_co_pwritev(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvRequestFlags flags)
