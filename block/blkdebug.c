@@ -429,7 +429,12 @@ static void blkdebug_parse_filename(const char *filename, QDict *options,
     g_autofree char *config = NULL;
 
     if (!strstart(filename, "blkdebug:", &rest)) {
-        error_setg(errp, "File name string must start with 'blkdebug:'");
+        /*
+         * driver=blkdebug with a plain name (qemu-io "open -o
+         * driver=blkdebug,config=... IMAGE"): the rules come from the
+         * options and the name is the image, as in QEMU.
+         */
+        qdict_put_str(options, "x-image", filename);
         return;
     }
     colon = strchr(rest, ':');

@@ -35,6 +35,16 @@ bool qio_quit_requested;
 bool qio_image_opts;
 bool qio_misalign;
 
+/* Whether an open with @flags and @opts (may be NULL) is read-only. */
+static bool qio_opens_read_only(int flags, QDict *opts)
+{
+    const char *ro = opts ? qdict_get_try_str(opts, BDRV_OPT_READ_ONLY)
+                          : NULL;
+
+    return !(flags & BDRV_O_RDWR) ||
+           (ro && (!strcmp(ro, "on") || !strcmp(ro, "true")));
+}
+
 int qio_open(const char *name, int flags, bool writethrough,
              bool force_share, QDict *opts)
 {
@@ -65,7 +75,19 @@ int qio_open(const char *name, int flags, bool writethrough,
     /* Without -U qemu-io still shares everything with other users: it is
      * a debugging tool meant to run beside a VM (hence no BDRV_O_NO_SHARE). */
 
-    qio_blk = blk_new_open(name, NULL, opts, flags, &local_err);
+    /*
+     * -C copies what reads find in the backing chain into the image: it
+     * needs to write, so a read-only open is refused (QEMU's message)
+     * rather than reading without copying.
+     */
+    if ((flags & BDRV_O_COPY_ON_READ) && qio_opens_read_only(flags, opts)) {
+        error_setg(&local_err, "Can't use copy-on-read on read-only device");
+        if (opts) {
+            qdict_unref(opts);
+        }
+    } else {
+        qio_blk = blk_new_open(name, NULL, opts, flags, &local_err);
+    }
     if (!qio_blk) {
         if (name) {
             error_prepend(&local_err, "can't open device %s: ", name);
