@@ -22,6 +22,10 @@
  *     slot not done is completed with -EIO, and new requests fail at once.
  *  3. Only the receive coroutine reads from the socket; only the holder
  *     of s->send_mutex writes to it.
+ *  4. A request coroutine is woken exactly once, and only while it
+ *     waits for its reply (waiting): a reply or a failure that comes
+ *     while it is still sending just marks the slot done, so no wake-up
+ *     ever lands in the socket's or the mutex's yield.
  *
  * Everything runs in the node's AioContext thread.
  */
@@ -48,7 +52,9 @@
 typedef struct NBDClientRequest {
     bool in_use;
     bool done;
-    Coroutine *co;              /* the request, waiting for done */
+    /* yielded for its reply: only then may it be woken (invariant 4) */
+    bool waiting;
+    Coroutine *co;
     uint16_t type;              /* NBD_CMD_* */
     uint64_t offset;
     uint32_t length;
@@ -79,6 +85,15 @@ typedef struct BDRVNBDState {
 /* ---------------------------------------------------------------------- */
 /* Failure */
 
+/* Marks @req done and wakes it if it waits for that (invariant 4). */
+static void nbd_client_complete(NBDClientRequest *req)
+{
+    req->done = true;
+    if (req->waiting) {
+        aio_co_wake(req->co);
+    }
+}
+
 /* Ends the connection (invariant 2); @reason is reported once. */
 static void nbd_client_kill(BlockDriverState *bs, const char *reason)
 {
@@ -97,10 +112,7 @@ static void nbd_client_kill(BlockDriverState *bs, const char *reason)
 
         if (req->in_use && !req->done) {
             req->ret = -EIO;
-            req->done = true;
-            if (req->co) {
-                aio_co_wake(req->co);
-            }
+            nbd_client_complete(req);
         }
     }
     qemu_co_queue_restart_all(&s->free_slots);
@@ -186,12 +198,6 @@ static NBDClientRequest *nbd_recv_slot(BDRVNBDState *s, uint64_t cookie)
     return req->in_use && !req->done ? req : NULL;
 }
 
-static void nbd_recv_complete(NBDClientRequest *req)
-{
-    req->done = true;
-    aio_co_wake(req->co);
-}
-
 /* A simple reply: error, and for a successful read the data. */
 static const char *coroutine_fn nbd_recv_simple(BDRVNBDState *s,
                                                 const NBDSimpleReply *rep)
@@ -211,7 +217,7 @@ static const char *coroutine_fn nbd_recv_simple(BDRVNBDState *s,
         nbd_recv_into(s, req->qiov, 0, req->length) < 0) {
         return "connection lost while reading data";
     }
-    nbd_recv_complete(req);
+    nbd_client_complete(req);
     return NULL;
 }
 
@@ -377,7 +383,7 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
         break;
     }
     if (!fault && (flags & NBD_REPLY_FLAG_DONE)) {
-        nbd_recv_complete(req);
+        nbd_client_complete(req);
     }
     return fault;
 }
@@ -399,9 +405,12 @@ static void coroutine_fn nbd_recv_entry(void *opaque)
         int ret = co_socket_read_all(&s->sock, hdr, sizeof(NBDSimpleReply));
 
         if (ret < 0) {
-            if (ret != -ESHUTDOWN) {
-                fault = s->in_flight ? "connection lost with requests in "
-                        "flight" : "connection closed by the server";
+            /*
+             * A server that hangs up on an idle client is no fault worth a
+             * message: the next request fails with EIO.
+             */
+            if (ret != -ESHUTDOWN && s->in_flight) {
+                fault = "connection lost with requests in flight";
             }
             break;
         }
@@ -423,9 +432,7 @@ static void coroutine_fn nbd_recv_entry(void *opaque)
             fault = "reply with a bad magic";
         }
     }
-    /* A server that hung up on an idle client: the next request says so */
-    nbd_client_kill(bs, s->in_flight || (fault && strncmp(fault,
-                    "connection closed", 17)) ? fault : NULL);
+    nbd_client_kill(bs, fault);
     s->recv_co = NULL;
 }
 
@@ -514,9 +521,11 @@ static int coroutine_fn nbd_co_request(BlockDriverState *bs,
     if (ret < 0) {
         nbd_client_kill(bs, "sending a request failed");
     }
+    req->waiting = true;
     while (!req->done) {
         qemu_coroutine_yield();
     }
+    req->waiting = false;
     ret = req->ret;
     if (req_out) {
         *req_out = *req;
@@ -651,6 +660,19 @@ static int coroutine_fn nbd_co_block_status(BlockDriverState *bs,
         return -EIO;
     }
     *pnum = MIN(res.extent_length, cmd.length);
+    if (*pnum < bytes) {
+        /*
+         * A server must answer in whole blocks; if it does not, claim data
+         * for the first block rather than more than is known.
+         */
+        uint32_t align = bs->bl.request_alignment;
+
+        if (*pnum < align) {
+            *pnum = MIN(align, bytes);
+            return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
+        }
+        *pnum -= *pnum % align;
+    }
     return BDRV_BLOCK_OFFSET_VALID |
            (res.extent_flags & NBD_STATE_HOLE ? 0 : BDRV_BLOCK_DATA) |
            (res.extent_flags & NBD_STATE_ZERO ? BDRV_BLOCK_ZERO : 0);
@@ -778,26 +800,27 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
     qemu_opts_del(opts);
     if (!s->addr) {
-        return -EINVAL;
+        ret = -EINVAL;
+        goto fail;
     }
     ret = nbd_connect(bs, errp);
     if (ret < 0) {
-        return ret;
+        goto fail;
     }
     if ((s->info.flags & NBD_FLAG_READ_ONLY) && (flags & BDRV_O_RDWR)) {
         if (!(flags & BDRV_O_AUTO_RDONLY)) {
             /* QEMU's words, which scripts written against it match */
             error_setg_errno(errp, EACCES, "Could not open image");
-            co_socket_close(&s->sock);
-            return -EACCES;
+            ret = -EACCES;
+            goto fail_close;
         }
         bs->read_only = true;
     }
     if (s->info.size > INT64_MAX) {
         error_setg(errp, "NBD export '%s' has the impossible size %" PRIu64,
                    s->export_name, s->info.size);
-        co_socket_close(&s->sock);
-        return -EPROTO;
+        ret = -EPROTO;
+        goto fail_close;
     }
     if (s->info.flags & NBD_FLAG_SEND_FUA) {
         bs->supported_write_flags = BDRV_REQ_FUA;
@@ -814,6 +837,14 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     s->recv_co = qemu_coroutine_create(nbd_recv_entry, bs);
     aio_co_enter(bdrv_get_aio_context(bs), s->recv_co);
     return 0;
+
+fail_close:
+    co_socket_close(&s->sock);
+fail:
+    /* the node is freed without bdrv_close after a failed open */
+    socket_address_free(s->addr);
+    g_free(s->export_name);
+    return ret;
 }
 
 static void nbd_close(BlockDriverState *bs)
@@ -821,9 +852,6 @@ static void nbd_close(BlockDriverState *bs)
     BDRVNBDState *s = bs->opaque;
     AioContext *ctx = bdrv_get_aio_context(bs);
 
-    if (!s->addr) {
-        return;
-    }
     if (!s->dead) {
         NBDRequestHeader disc = {
             .magic = GUINT32_TO_BE(NBD_REQUEST_MAGIC),

@@ -165,4 +165,32 @@ else
     skip "garbage greeting" "python3 is not installed"
 fi
 
+# Faults after the handshake (nbd-client-badserver.py): four reads in
+# flight, the server strikes at the first; every read fails with EIO, the
+# fault is named once, and the tool ends.
+# (a hang-up is seen by whichever of sending and receiving meets it first)
+declare -A why=([close]="connection lost with requests in flight\\|sending a request failed"
+                [magic]="reply with a bad magic"
+                [cookie]="reply to a request that is not in flight"
+                [structured]="structured reply that was not negotiated")
+if [ -n "$py" ]; then
+    for fault in close magic cookie structured; do
+        sock=$work/bad-$fault.sock
+        "$py" "$here/nbd-client-badserver.py" "$sock" $fault &
+        server_pids+=($!)
+        wait_socket "$sock" $!
+        out=$(timeout 20 "$qio" -f raw -c 'aio_read 0 4k' -c 'aio_read 4k 4k' \
+              -c 'aio_read 8k 4k' -c 'aio_read 12k 4k' -c 'aio_flush' \
+              -c 'read 0 4k' "nbd+unix:///?socket=$sock" 2>&1)
+        rc=$?
+        eio=$(grep -c 'Input/output error' <<<"$out")
+        if [ $rc -ne 124 ] && [ "$eio" -eq 5 ] &&
+           [ "$(grep -c "${why[$fault]}" <<<"$out")" -eq 1 ]; then
+            ok "bad server: $fault"
+        else
+            fail "bad server: $fault" "exit $rc, $eio errors" "$out"
+        fi
+    done
+fi
+
 summary
