@@ -39,6 +39,8 @@ typedef struct NBDClientRequest {
     uint32_t length;
     QEMUIOVector *qiov;         /* where a read's data goes */
     int ret;                    /* first error of the reply, or 0 */
+    /* bytes of a structured read covered by data and hole chunks */
+    uint64_t covered;
     /* block status: the first extent, once received */
     bool have_extent;
     uint32_t extent_length;

@@ -146,6 +146,14 @@ static const char *coroutine_fn nbd_recv_read_chunk(BDRVNBDState *s,
         data_len > req->length - (offset - req->offset)) {
         return "chunk outside the range that was read";
     }
+    /*
+     * Chunks may not overlap (protocol), so they cover the read once they
+     * add up to it; more than that means an overlap.
+     */
+    req->covered += data_len;
+    if (req->covered > req->length) {
+        return "chunks that overlap in a read";
+    }
     if (type == NBD_REPLY_TYPE_OFFSET_HOLE) {
         qemu_iovec_memset(req->qiov, offset - req->offset, 0, data_len);
         return NULL;
@@ -272,6 +280,12 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
         fault = nbd_recv_skip(s, len) < 0 ? "connection lost" : NULL;
         req->ret = req->ret ?: -EIO;
         break;
+    }
+    if (!fault && (flags & NBD_REPLY_FLAG_DONE) &&
+        req->type == NBD_CMD_READ && !req->ret &&
+        req->covered != req->length) {
+        /* the rest of the buffer would be whatever it held before */
+        return "read reply that leaves part of the range without data";
     }
     if (!fault && (flags & NBD_REPLY_FLAG_DONE)) {
         nbd_client_complete(req);

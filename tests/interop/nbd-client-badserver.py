@@ -11,6 +11,8 @@ FAULT strikes, at the first read:
   magic       a reply with a bad magic
   cookie      a reply to a cookie that was never sent
   structured  a structured reply chunk, never negotiated
+  short       (structured replies negotiated) a read answered with data
+              for its first half only, then the final chunk
 Waits for the client to go away before it exits.
 """
 import socket
@@ -30,12 +32,15 @@ def recv_all(c, n):
     return buf
 
 
-def handshake(c):
+def handshake(c, fault):
     c.sendall(b"NBDMAGIC" + b"IHAVEOPT" + struct.pack(">H", 3))
     recv_all(c, 4)
     while True:
         _, opt, length = struct.unpack(">QLL", recv_all(c, 16))
         recv_all(c, length)
+        if opt == 8 and fault == "short":   # NBD_OPT_STRUCTURED_REPLY
+            c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt, 1, 0))
+            continue
         if opt != 7:            # NBD_OPT_GO
             c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt,
                                   (1 << 31) | 1, 0))
@@ -49,7 +54,7 @@ def handshake(c):
 
 def serve(c, fault):
     while True:
-        _, _, cmd, cookie, _, length = struct.unpack(">LHHQQL",
+        _, _, cmd, cookie, offset, length = struct.unpack(">LHHQQL",
                                                      recv_all(c, 28))
         if cmd == 2:            # NBD_CMD_DISC
             return
@@ -58,6 +63,11 @@ def serve(c, fault):
         if cmd != 0:
             c.sendall(struct.pack(">LLQ", 0x67446698, 0, cookie))
             continue
+        if fault == "short":
+            half = length // 2
+            c.sendall(struct.pack(">LHHQLQ", 0x668e33ef, 0, 1, cookie,
+                                  8 + half, offset) + b"\1" * half)
+            c.sendall(struct.pack(">LHHQL", 0x668e33ef, 1, 0, cookie, 0))
         if fault == "close":
             c.shutdown(socket.SHUT_RDWR)
         elif fault == "magic":
@@ -81,7 +91,7 @@ def main():
     s.listen(1)
     c, _ = s.accept()
     try:
-        handshake(c)
+        handshake(c, fault)
         serve(c, fault)
     except (EOFError, OSError):
         pass

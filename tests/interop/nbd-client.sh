@@ -172,9 +172,10 @@ fi
 declare -A why=([close]="connection lost with requests in flight\\|sending a request failed"
                 [magic]="reply with a bad magic"
                 [cookie]="reply to a request that is not in flight"
-                [structured]="structured reply that was not negotiated")
+                [structured]="structured reply that was not negotiated"
+                [short]="read reply that leaves part of the range")
 if [ -n "$py" ]; then
-    for fault in close magic cookie structured; do
+    for fault in close magic cookie structured short; do
         sock=$work/bad-$fault.sock
         "$py" "$here/nbd-client-badserver.py" "$sock" $fault &
         server_pids+=($!)
