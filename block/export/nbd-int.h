@@ -4,7 +4,8 @@
  *   nbd-server.c     server, listeners, exports, the life of a client
  *   nbd-negotiate.c  the handshake: greeting and options (phase 1)
  *   nbd-transmit.c   requests and replies (phase 2)
- *   nbd-proto.c      protocol names and the errno mapping
+ *   ../nbd-proto.c   protocol names and the errno mapping (shared with
+ *                    the client, block/nbd*.c)
  *
  * The invariants are stated at the top of nbd-server.c.
  */

@@ -1,5 +1,6 @@
 /*
- * NBD protocol names and the mapping of errors onto the wire.
+ * NBD protocol names and the mapping of errors onto the wire, shared by
+ * the server (block/export/) and the client (block/nbd*.c).
  */
 #include "util/osdep.h"
 #include "block/nbd-proto.h"

@@ -1,0 +1,408 @@
+/*
+ * The client side of the NBD handshake (fixed newstyle), on a blocking
+ * socket, before the driver hands the socket to the event loop.
+ *
+ * Order of options, each answered before the next is sent:
+ *   NBD_OPT_STRUCTURED_REPLY   chunked reads with holes and error offsets
+ *   NBD_OPT_SET_META_CONTEXT   base:allocation, for block status
+ *                              (only with structured replies)
+ *   NBD_OPT_GO                 size, flags, block sizes; ends the handshake
+ *   NBD_OPT_EXPORT_NAME        only if the server answers NBD_OPT_GO with
+ *                              NBD_REP_ERR_UNSUP (servers older than it)
+ *
+ * Every length the server sends is checked before it is used: an option
+ * reply longer than NBD_CLIENT_MAX_REPLY is refused, never allocated.
+ */
+#include "util/osdep.h"
+#include "block/nbd-client.h"
+#include "block/nbd-proto.h"
+#include <sys/socket.h>
+
+/*
+ * The largest option reply read: a string (NBD_MAX_STRING_SIZE) with a
+ * header of a few bytes.  Anything longer is a hostile or broken server.
+ */
+#define NBD_CLIENT_MAX_REPLY    (NBD_MAX_STRING_SIZE + 64)
+
+static int nbd_hs_read(int fd, void *buf, size_t len, const char *what,
+                       Error **errp)
+{
+    uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n = read(fd, p, len);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            error_setg(errp, "Failed to read %s from the NBD server: %s",
+                       what, n ? strerror(errno) : "the server closed the "
+                       "connection");
+            return n ? -errno : -EPIPE;
+        }
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int nbd_hs_write(int fd, const void *buf, size_t len,
+                        const char *what, Error **errp)
+{
+    const uint8_t *p = buf;
+
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            error_setg_errno(errp, errno, "Failed to send %s to the NBD "
+                             "server", what);
+            return -errno;
+        }
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int nbd_hs_send_option(int fd, uint32_t opt, const void *data,
+                              uint32_t len, Error **errp)
+{
+    NBDOption hdr = {
+        .magic = GUINT64_TO_BE(NBD_OPTS_MAGIC),
+        .option = GUINT32_TO_BE(opt),
+        .length = GUINT32_TO_BE(len),
+    };
+    int ret;
+
+    ret = nbd_hs_write(fd, &hdr, sizeof(hdr), nbd_opt_name(opt), errp);
+    if (ret == 0 && len) {
+        ret = nbd_hs_write(fd, data, len, nbd_opt_name(opt), errp);
+    }
+    return ret;
+}
+
+/*
+ * Reads one reply to @opt; its payload (at most NBD_CLIENT_MAX_REPLY
+ * bytes) goes to *@payload, which the caller frees.
+ */
+static int nbd_hs_read_reply(int fd, uint32_t opt, NBDOptionReply *rep,
+                             uint8_t **payload, Error **errp)
+{
+    int ret;
+
+    *payload = NULL;
+    ret = nbd_hs_read(fd, rep, sizeof(*rep), "an option reply", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    rep->magic = GUINT64_FROM_BE(rep->magic);
+    rep->option = GUINT32_FROM_BE(rep->option);
+    rep->type = GUINT32_FROM_BE(rep->type);
+    rep->length = GUINT32_FROM_BE(rep->length);
+    if (rep->magic != NBD_REP_MAGIC) {
+        error_setg(errp, "NBD server sent an option reply with the bad "
+                   "magic 0x%" PRIx64, rep->magic);
+        return -EPROTO;
+    }
+    if (rep->option != opt) {
+        error_setg(errp, "NBD server answered %s with a reply to %s",
+                   nbd_opt_name(opt), nbd_opt_name(rep->option));
+        return -EPROTO;
+    }
+    if (rep->length > NBD_CLIENT_MAX_REPLY) {
+        error_setg(errp, "NBD server sent a reply of %" PRIu32 " bytes to "
+                   "%s (at most %d)", rep->length, nbd_opt_name(opt),
+                   NBD_CLIENT_MAX_REPLY);
+        return -EPROTO;
+    }
+    *payload = g_malloc(rep->length + 1);
+    ret = nbd_hs_read(fd, *payload, rep->length, "an option reply", errp);
+    if (ret < 0) {
+        g_free(*payload);
+        *payload = NULL;
+        return ret;
+    }
+    /* Error replies carry a message that is not NUL-terminated. */
+    (*payload)[rep->length] = '\0';
+    return 0;
+}
+
+/* An error reply to @opt, as a message with the server's own text. */
+static int nbd_hs_reply_error(const NBDOptionReply *rep, const uint8_t *msg,
+                              const char *export_name, Error **errp)
+{
+    const char *detail = rep->length ? (const char *)msg : "no details";
+
+    if (rep->type == NBD_REP_ERR_UNKNOWN) {
+        /* QEMU's two lines; the server's text names the export */
+        error_setg(errp, "Requested export not available\nserver reported: "
+                   "%s", rep->length ? detail : export_name);
+        return -ENOENT;
+    }
+    if (rep->type == NBD_REP_ERR_TLS_REQD) {
+        error_setg(errp, "NBD server requires TLS, which qblock's NBD "
+                   "client does not support yet");
+        return -ENOTSUP;
+    }
+    error_setg(errp, "NBD server refused %s with %s (server reported: %s)",
+               nbd_opt_name(rep->option), nbd_rep_name(rep->type), detail);
+    return -EINVAL;
+}
+
+static int nbd_hs_structured_reply(int fd, NBDExportInfo *info, Error **errp)
+{
+    NBDOptionReply rep;
+    g_autofree uint8_t *payload = NULL;
+    int ret;
+
+    ret = nbd_hs_send_option(fd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, errp);
+    if (ret == 0) {
+        ret = nbd_hs_read_reply(fd, NBD_OPT_STRUCTURED_REPLY, &rep, &payload,
+                                errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    /* A refusal is no failure: replies are then all simple. */
+    info->structured_reply = rep.type == NBD_REP_ACK;
+    return 0;
+}
+
+/* Option data that starts with an export name: u32 length, name. */
+static void nbd_hs_put_name(GByteArray *buf, const char *name)
+{
+    uint32_t len = GUINT32_TO_BE(strlen(name));
+
+    g_byte_array_append(buf, (const uint8_t *)&len, sizeof(len));
+    g_byte_array_append(buf, (const uint8_t *)name, strlen(name));
+}
+
+static int nbd_hs_meta_context(int fd, const char *export_name,
+                               NBDExportInfo *info, Error **errp)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    uint32_t nqueries = GUINT32_TO_BE(1);
+
+    nbd_hs_put_name(buf, export_name);
+    g_byte_array_append(buf, (const uint8_t *)&nqueries, sizeof(nqueries));
+    nbd_hs_put_name(buf, NBD_META_BASE_ALLOCATION);
+    if (nbd_hs_send_option(fd, NBD_OPT_SET_META_CONTEXT, buf->data,
+                           buf->len, errp) < 0) {
+        return -EIO;
+    }
+    for (;;) {
+        NBDOptionReply rep;
+        g_autofree uint8_t *payload = NULL;
+        uint32_t id;
+
+        if (nbd_hs_read_reply(fd, NBD_OPT_SET_META_CONTEXT, &rep, &payload,
+                              errp) < 0) {
+            return -EIO;
+        }
+        if (rep.type != NBD_REP_META_CONTEXT) {
+            /* ACK ends the list; an error means no contexts, not failure */
+            return 0;
+        }
+        if (rep.length < sizeof(id)) {
+            error_setg(errp, "NBD server sent a meta context reply of %"
+                       PRIu32 " bytes (at least 4)", rep.length);
+            return -EPROTO;
+        }
+        memcpy(&id, payload, sizeof(id));
+        if (!strcmp((char *)payload + sizeof(id), NBD_META_BASE_ALLOCATION)) {
+            info->base_allocation = true;
+            info->context_id = GUINT32_FROM_BE(id);
+        }
+    }
+}
+
+/* Takes in one NBD_REP_INFO of NBD_OPT_GO. */
+static int nbd_hs_go_info(const uint8_t *p, uint32_t len, NBDExportInfo *info,
+                          bool *have_export, Error **errp)
+{
+    uint16_t type;
+
+    if (len < sizeof(type)) {
+        error_setg(errp, "NBD server sent an empty NBD_REP_INFO");
+        return -EPROTO;
+    }
+    memcpy(&type, p, sizeof(type));
+    type = GUINT16_FROM_BE(type);
+    if (type == NBD_INFO_EXPORT) {
+        NBDInfoExport ie;
+
+        if (len != sizeof(ie)) {
+            error_setg(errp, "NBD server sent NBD_INFO_EXPORT of %" PRIu32
+                       " bytes (expected %zu)", len, sizeof(ie));
+            return -EPROTO;
+        }
+        memcpy(&ie, p, sizeof(ie));
+        info->size = GUINT64_FROM_BE(ie.size);
+        info->flags = GUINT16_FROM_BE(ie.flags);
+        *have_export = true;
+    } else if (type == NBD_INFO_BLOCK_SIZE) {
+        NBDInfoBlockSize bs;
+
+        if (len != sizeof(bs)) {
+            error_setg(errp, "NBD server sent NBD_INFO_BLOCK_SIZE of %"
+                       PRIu32 " bytes (expected %zu)", len, sizeof(bs));
+            return -EPROTO;
+        }
+        memcpy(&bs, p, sizeof(bs));
+        info->min_block = GUINT32_FROM_BE(bs.minimum);
+        info->opt_block = GUINT32_FROM_BE(bs.preferred);
+        info->max_block = GUINT32_FROM_BE(bs.maximum);
+        if (!is_power_of_2(info->min_block) || info->min_block > 65536 ||
+            !is_power_of_2(info->opt_block) ||
+            info->opt_block < info->min_block ||
+            info->max_block < info->min_block) {
+            error_setg(errp, "NBD server sent impossible block sizes: "
+                       "minimum %" PRIu32 ", preferred %" PRIu32
+                       ", maximum %" PRIu32, info->min_block,
+                       info->opt_block, info->max_block);
+            return -EPROTO;
+        }
+    }
+    /* Other information (name, description) is not needed. */
+    return 0;
+}
+
+/*
+ * NBD_OPT_GO.  Returns 1 if the server does not know the option (the
+ * caller falls back to NBD_OPT_EXPORT_NAME), 0 when transmission starts.
+ */
+static int nbd_hs_go(int fd, const char *export_name, NBDExportInfo *info,
+                     Error **errp)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    uint16_t nreq = GUINT16_TO_BE(1), req = GUINT16_TO_BE(NBD_INFO_BLOCK_SIZE);
+    bool have_export = false;
+
+    nbd_hs_put_name(buf, export_name);
+    g_byte_array_append(buf, (const uint8_t *)&nreq, sizeof(nreq));
+    g_byte_array_append(buf, (const uint8_t *)&req, sizeof(req));
+    if (nbd_hs_send_option(fd, NBD_OPT_GO, buf->data, buf->len, errp) < 0) {
+        return -EIO;
+    }
+    for (;;) {
+        NBDOptionReply rep;
+        g_autofree uint8_t *payload = NULL;
+        int ret;
+
+        ret = nbd_hs_read_reply(fd, NBD_OPT_GO, &rep, &payload, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        if (rep.type == NBD_REP_ERR_UNSUP) {
+            return 1;
+        }
+        if (rep.type & NBD_REP_FLAG_ERROR) {
+            return nbd_hs_reply_error(&rep, payload, export_name, errp);
+        }
+        if (rep.type == NBD_REP_ACK) {
+            if (!have_export) {
+                error_setg(errp, "NBD server ended NBD_OPT_GO without "
+                           "sending the export's size (NBD_INFO_EXPORT)");
+                return -EPROTO;
+            }
+            return 0;
+        }
+        if (rep.type == NBD_REP_INFO) {
+            ret = nbd_hs_go_info(payload, rep.length, info, &have_export,
+                                 errp);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+    }
+}
+
+/* The old way into transmission: no way to learn of a missing export. */
+static int nbd_hs_export_name(int fd, const char *export_name,
+                              uint16_t hs_flags, NBDExportInfo *info,
+                              Error **errp)
+{
+    uint8_t reply[sizeof(uint64_t) + sizeof(uint16_t)];
+    uint8_t padding[NBD_EXPORT_NAME_PADDING];
+    uint64_t size;
+    uint16_t flags;
+    int ret;
+
+    ret = nbd_hs_send_option(fd, NBD_OPT_EXPORT_NAME, export_name,
+                             strlen(export_name), errp);
+    if (ret == 0) {
+        ret = nbd_hs_read(fd, reply, sizeof(reply), "the export's size",
+                          errp);
+    }
+    if (ret == 0 && !(hs_flags & NBD_FLAG_NO_ZEROES)) {
+        ret = nbd_hs_read(fd, padding, sizeof(padding), "the padding",
+                          errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    memcpy(&size, reply, sizeof(size));
+    memcpy(&flags, reply + sizeof(size), sizeof(flags));
+    info->size = GUINT64_FROM_BE(size);
+    info->flags = GUINT16_FROM_BE(flags);
+    /* Transmission began without meta contexts being set. */
+    info->base_allocation = false;
+    return 0;
+}
+
+int nbd_client_handshake(int fd, const char *export_name,
+                         NBDExportInfo *info, Error **errp)
+{
+    NBDNewstyleGreeting greeting;
+    uint32_t client_flags;
+    uint16_t hs_flags;
+    int ret;
+
+    memset(info, 0, sizeof(*info));
+    ret = nbd_hs_read(fd, &greeting, sizeof(greeting), "the greeting",
+                      errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (GUINT64_FROM_BE(greeting.magic) != NBD_INIT_MAGIC) {
+        error_setg(errp, "NBD server sent the bad magic 0x%" PRIx64
+                   " (not an NBD server?)",
+                   GUINT64_FROM_BE(greeting.magic));
+        return -EPROTO;
+    }
+    if (GUINT64_FROM_BE(greeting.opts_magic) != NBD_OPTS_MAGIC) {
+        error_setg(errp, "NBD server speaks the oldstyle handshake, which "
+                   "is not supported");
+        return -ENOTSUP;
+    }
+    hs_flags = GUINT16_FROM_BE(greeting.flags);
+    if (!(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
+        error_setg(errp, "NBD server does not support fixed newstyle");
+        return -ENOTSUP;
+    }
+    client_flags = NBD_FLAG_C_FIXED_NEWSTYLE;
+    if (hs_flags & NBD_FLAG_NO_ZEROES) {
+        client_flags |= NBD_FLAG_C_NO_ZEROES;
+    }
+    client_flags = GUINT32_TO_BE(client_flags);
+    ret = nbd_hs_write(fd, &client_flags, sizeof(client_flags),
+                       "the client flags", errp);
+    if (ret == 0) {
+        ret = nbd_hs_structured_reply(fd, info, errp);
+    }
+    if (ret == 0 && info->structured_reply) {
+        ret = nbd_hs_meta_context(fd, export_name, info, errp);
+    }
+    if (ret == 0) {
+        ret = nbd_hs_go(fd, export_name, info, errp);
+    }
+    if (ret == 1) {
+        ret = nbd_hs_export_name(fd, export_name, hs_flags, info, errp);
+    }
+    return ret;
+}

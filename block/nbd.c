@@ -1,0 +1,584 @@
+/*
+ * nbd: the NBD client as a protocol driver.
+ *
+ * Open connects (util/qemu-sockets.c), negotiates the export on the
+ * blocking socket (block/nbd-handshake.c), then hands the socket to the
+ * node's AioContext as a CoSocket.  From then on:
+ *
+ *  - each request coroutine takes a free slot of s->reqs (waiting on
+ *    s->free_slots when all NBD_CLIENT_MAX_REQUESTS are busy), sends its
+ *    request under s->send_mutex and yields until its slot is done;
+ *  - one receive coroutine (nbd_recv_entry, in nbd-client-recv.c) reads
+ *    every reply, finds the slot by the reply's cookie, reads the payload
+ *    straight into that request's buffer, and wakes the request when its
+ *    last chunk came.
+ *
+ * Invariants:
+ *  1. A slot is in_use from the moment a request takes it until that
+ *     request has seen done and released it; only an in_use slot that is
+ *     not done may receive a reply (a cookie naming any other slot is a
+ *     protocol error, so nothing is ever written into a buffer whose
+ *     request has gone).
+ *  2. Once s->dead is set it stays set: the connection is shut down, every
+ *     slot not done is completed with -EIO, and new requests fail at once.
+ *  3. Only the receive coroutine reads from the socket; only the holder
+ *     of s->send_mutex writes to it.
+ *  4. A request coroutine is woken exactly once, and only while it
+ *     waits for its reply (waiting): a reply or a failure that comes
+ *     while it is still sending just marks the slot done, so no wake-up
+ *     ever lands in the socket's or the mutex's yield.
+ *
+ * Everything runs in the node's AioContext thread.
+ */
+#include "block/nbd-client-int.h"
+#include "qapi/qapi-opts.h"
+#include <sys/socket.h>
+
+/* ---------------------------------------------------------------------- */
+/* Failure */
+
+/* Marks @req done and wakes it if it waits for that (invariant 4). */
+void nbd_client_complete(NBDClientRequest *req)
+{
+    req->done = true;
+    if (req->waiting) {
+        aio_co_wake(req->co);
+    }
+}
+
+/* Ends the connection (invariant 2); @reason is reported once. */
+void nbd_client_kill(BlockDriverState *bs, const char *reason)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    if (s->dead) {
+        return;
+    }
+    s->dead = true;
+    if (reason) {
+        error_report("NBD server %s: %s", bs->filename, reason);
+    }
+    co_socket_shutdown(&s->sock);
+    for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
+        NBDClientRequest *req = &s->reqs[i];
+
+        if (req->in_use && !req->done) {
+            req->ret = -EIO;
+            nbd_client_complete(req);
+        }
+    }
+    qemu_co_queue_restart_all(&s->free_slots);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sending */
+
+typedef struct NBDClientCmd {
+    uint16_t type;
+    uint16_t flags;             /* NBD_CMD_FLAG_* */
+    uint64_t offset;
+    uint32_t length;
+    QEMUIOVector *write_qiov;   /* payload of a write */
+    QEMUIOVector *read_qiov;    /* destination of a read */
+} NBDClientCmd;
+
+static NBDClientRequest *coroutine_fn nbd_co_take_slot(BDRVNBDState *s,
+                                                       uint64_t *cookie)
+{
+    while (!s->dead && s->in_flight == NBD_CLIENT_MAX_REQUESTS) {
+        qemu_co_queue_wait(&s->free_slots, NULL);
+    }
+    if (s->dead) {
+        return NULL;
+    }
+    for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
+        if (!s->reqs[i].in_use) {
+            *cookie = i;
+            s->in_flight++;
+            return &s->reqs[i];
+        }
+    }
+    g_assert_not_reached();
+}
+
+static int coroutine_fn nbd_co_send(BDRVNBDState *s, const NBDClientCmd *cmd,
+                                    uint64_t cookie)
+{
+    NBDRequestHeader hdr = {
+        .magic = GUINT32_TO_BE(NBD_REQUEST_MAGIC),
+        .flags = GUINT16_TO_BE(cmd->flags),
+        .type = GUINT16_TO_BE(cmd->type),
+        .cookie = GUINT64_TO_BE(cookie),
+        .offset = GUINT64_TO_BE(cmd->offset),
+        .length = GUINT32_TO_BE(cmd->length),
+    };
+    int niov = cmd->write_qiov ? cmd->write_qiov->niov : 0;
+    g_autofree struct iovec *iov = g_new(struct iovec, niov + 1);
+    int ret;
+
+    iov[0] = (struct iovec){ .iov_base = &hdr, .iov_len = sizeof(hdr) };
+    if (niov) {
+        memcpy(iov + 1, cmd->write_qiov->iov, niov * sizeof(*iov));
+    }
+    qemu_co_mutex_lock(&s->send_mutex);
+    ret = s->dead ? -EIO : co_socket_writev_all(&s->sock, iov, niov + 1);
+    qemu_co_mutex_unlock(&s->send_mutex);
+    return ret;
+}
+
+/*
+ * Sends @cmd and waits for its whole reply.  @req_out, if given, gets a
+ * copy of the slot (block status) before the slot is released.
+ */
+static int coroutine_fn nbd_co_request(BlockDriverState *bs,
+                                       const NBDClientCmd *cmd,
+                                       NBDClientRequest *req_out)
+{
+    BDRVNBDState *s = bs->opaque;
+    NBDClientRequest *req;
+    uint64_t cookie;
+    int ret;
+
+    req = nbd_co_take_slot(s, &cookie);
+    if (!req) {
+        return -EIO;
+    }
+    *req = (NBDClientRequest){
+        .in_use = true,
+        .co = qemu_coroutine_self(),
+        .type = cmd->type,
+        .offset = cmd->offset,
+        .length = cmd->length,
+        .qiov = cmd->read_qiov,
+    };
+    ret = nbd_co_send(s, cmd, cookie);
+    if (ret < 0) {
+        nbd_client_kill(bs, "sending a request failed");
+    }
+    req->waiting = true;
+    while (!req->done) {
+        qemu_coroutine_yield();
+    }
+    req->waiting = false;
+    ret = req->ret;
+    if (req_out) {
+        *req_out = *req;
+    }
+    req->in_use = false;
+    s->in_flight--;
+    qemu_co_queue_next(&s->free_slots);
+    return ret;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Data path */
+
+static int coroutine_fn nbd_co_preadv(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, QEMUIOVector *qiov,
+                                      BdrvRequestFlags flags)
+{
+    NBDClientCmd cmd = {
+        .type = NBD_CMD_READ,
+        .offset = offset,
+        .length = bytes,
+        .read_qiov = qiov,
+    };
+
+    assert(bytes <= NBD_CLIENT_MAX_TRANSFER);
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+static int coroutine_fn nbd_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
+{
+    NBDClientCmd cmd = {
+        .type = NBD_CMD_WRITE,
+        .flags = (flags & BDRV_REQ_FUA) ? NBD_CMD_FLAG_FUA : 0,
+        .offset = offset,
+        .length = bytes,
+        .write_qiov = qiov,
+    };
+
+    assert(bytes <= NBD_CLIENT_MAX_TRANSFER);
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+static int coroutine_fn nbd_co_pwrite_zeroes(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             BdrvRequestFlags flags)
+{
+    BDRVNBDState *s = bs->opaque;
+    NBDClientCmd cmd = {
+        .type = NBD_CMD_WRITE_ZEROES,
+        .offset = offset,
+        .length = bytes,
+    };
+
+    if (!(s->info.flags & NBD_FLAG_SEND_WRITE_ZEROES) ||
+        bytes > UINT32_MAX) {
+        return -ENOTSUP;
+    }
+    if (flags & BDRV_REQ_FUA) {
+        cmd.flags |= NBD_CMD_FLAG_FUA;
+    }
+    if (!(flags & BDRV_REQ_MAY_UNMAP)) {
+        cmd.flags |= NBD_CMD_FLAG_NO_HOLE;
+    }
+    if (flags & BDRV_REQ_NO_FALLBACK) {
+        cmd.flags |= NBD_CMD_FLAG_FAST_ZERO;
+    }
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+static int coroutine_fn nbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes)
+{
+    BDRVNBDState *s = bs->opaque;
+    NBDClientCmd cmd = {
+        .type = NBD_CMD_TRIM,
+        .offset = offset,
+        .length = bytes,
+    };
+
+    if (!(s->info.flags & NBD_FLAG_SEND_TRIM) || bytes > UINT32_MAX) {
+        return -ENOTSUP;
+    }
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+static int coroutine_fn nbd_co_flush(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    NBDClientCmd cmd = { .type = NBD_CMD_FLUSH };
+
+    if (!(s->info.flags & NBD_FLAG_SEND_FLUSH)) {
+        return 0;
+    }
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+/*
+ * base:allocation: a hole reads as no data here, a zero extent as zeroes.
+ * Without the context everything is data, as QEMU reports it.
+ */
+static int coroutine_fn nbd_co_block_status(BlockDriverState *bs,
+                                            bool want_zero, int64_t offset,
+                                            int64_t bytes, int64_t *pnum,
+                                            int64_t *map,
+                                            BlockDriverState **file)
+{
+    BDRVNBDState *s = bs->opaque;
+    NBDClientRequest res;
+    NBDClientCmd cmd = {
+        .type = NBD_CMD_BLOCK_STATUS,
+        .flags = NBD_CMD_FLAG_REQ_ONE,
+        .offset = offset,
+        .length = MIN(bytes, UINT32_MAX -
+                             UINT32_MAX % bs->bl.request_alignment),
+    };
+    int ret;
+
+    *map = offset;
+    *file = bs;
+    if (!s->info.base_allocation) {
+        *pnum = bytes;
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
+    }
+    ret = nbd_co_request(bs, &cmd, &res);
+    if (ret < 0) {
+        return ret;
+    }
+    if (!res.have_extent || res.extent_length == 0) {
+        error_report("NBD server %s: block status at offset %" PRId64
+                     " without an extent", bs->filename, offset);
+        return -EIO;
+    }
+    *pnum = MIN(res.extent_length, cmd.length);
+    if (*pnum < bytes) {
+        /*
+         * A server must answer in whole blocks; if it does not, claim data
+         * for the first block rather than more than is known.
+         */
+        uint32_t align = bs->bl.request_alignment;
+
+        if (*pnum < align) {
+            *pnum = MIN(align, bytes);
+            return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
+        }
+        *pnum -= *pnum % align;
+    }
+    return BDRV_BLOCK_OFFSET_VALID |
+           (res.extent_flags & NBD_STATE_HOLE ? 0 : BDRV_BLOCK_DATA) |
+           (res.extent_flags & NBD_STATE_ZERO ? BDRV_BLOCK_ZERO : 0);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Open and close */
+
+static void nbd_parse_filename(const char *filename, QDict *options,
+                               Error **errp)
+{
+    static const char *const keys[] = {
+        NBD_OPT_KEY_SERVER_TYPE, NBD_OPT_KEY_SERVER_HOST,
+        NBD_OPT_KEY_SERVER_PORT, NBD_OPT_KEY_SERVER_PATH,
+        NBD_OPT_KEY_EXPORT,
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+        if (qdict_haskey(options, keys[i])) {
+            error_setg(errp, "NBD file name '%s' cannot be combined with "
+                       "the option '%s'", filename, keys[i]);
+            return;
+        }
+    }
+    nbd_client_parse_filename(filename, options, errp);
+}
+
+static SocketAddress *nbd_opts_to_addr(QemuOpts *opts, Error **errp)
+{
+    const char *type = qemu_opt_get(opts, NBD_OPT_KEY_SERVER_TYPE);
+    const char *host = qemu_opt_get(opts, NBD_OPT_KEY_SERVER_HOST);
+    const char *port = qemu_opt_get(opts, NBD_OPT_KEY_SERVER_PORT);
+    const char *path = qemu_opt_get(opts, NBD_OPT_KEY_SERVER_PATH);
+
+    if (!type) {
+        error_setg(errp, "NBD server address missing: give a file name "
+                   "(nbd://HOST/EXPORT, nbd+unix:///EXPORT?socket=PATH) or "
+                   "server.type with server.host or server.path");
+        return NULL;
+    }
+    if (!strcmp(type, "unix")) {
+        if (!path || host || port) {
+            error_setg(errp, "server.type=unix needs server.path, and no "
+                       "server.host or server.port");
+            return NULL;
+        }
+        return socket_address_new_unix(path);
+    }
+    if (!strcmp(type, "inet")) {
+        if (!host || path) {
+            error_setg(errp, "server.type=inet needs server.host, and no "
+                       "server.path");
+            return NULL;
+        }
+        return socket_address_new_inet(host, port ?: NBD_DEFAULT_PORT);
+    }
+    error_setg(errp, "server.type '%s' is not supported (inet or unix)",
+               type);
+    return NULL;
+}
+
+/* Block sizes from NBD_INFO_BLOCK_SIZE become the node's limits. */
+static void nbd_refresh_limits(BlockDriverState *bs, Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    /* Without block sizes, simple replies cannot say less than a sector */
+    uint32_t min = s->info.min_block ?:
+                   (s->info.structured_reply ? 1 : BDRV_SECTOR_SIZE);
+    uint32_t max = NBD_CLIENT_MAX_TRANSFER;
+
+    if (s->info.max_block) {
+        max = MIN(max, s->info.max_block - s->info.max_block % min);
+    }
+    bs->bl.request_alignment = min;
+    bs->bl.max_transfer = max;
+    if (s->info.opt_block > min) {
+        bs->bl.opt_transfer = s->info.opt_block;
+    }
+}
+
+static int nbd_connect(BlockDriverState *bs, Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    int fd, ret, fl;
+
+    fd = socket_connect(s->addr, errp);
+    if (fd < 0) {
+        return fd;
+    }
+    ret = nbd_client_handshake(fd, s->export_name, &s->info, errp);
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        error_setg_errno(errp, errno, "Failed to make the NBD socket "
+                         "non-blocking");
+        close(fd);
+        return -errno;
+    }
+    co_socket_init(&s->sock, fd, bdrv_get_aio_context(bs));
+    return 0;
+}
+
+static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
+                    Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    QemuOpts *opts;
+    int ret;
+
+    opts = qemu_opts_absorb_qdict(&qapi_opts_nbd_runtime, options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    if (qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS)) {
+        error_setg(errp, "tls-creds '%s': qblock's NBD client does not "
+                   "support TLS yet", qemu_opt_get(opts,
+                   NBD_OPT_KEY_TLS_CREDS));
+        qemu_opts_del(opts);
+        return -ENOTSUP;
+    }
+    s->addr = nbd_opts_to_addr(opts, errp);
+    s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
+    qemu_opts_del(opts);
+    if (!s->addr) {
+        ret = -EINVAL;
+        goto fail;
+    }
+    ret = nbd_connect(bs, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    if ((s->info.flags & NBD_FLAG_READ_ONLY) && (flags & BDRV_O_RDWR)) {
+        if (!(flags & BDRV_O_AUTO_RDONLY)) {
+            /* QEMU's words, which scripts written against it match */
+            error_setg_errno(errp, EACCES, "Could not open image");
+            ret = -EACCES;
+            goto fail_close;
+        }
+        bs->read_only = true;
+    }
+    if (s->info.size > INT64_MAX) {
+        error_setg(errp, "NBD export '%s' has the impossible size %" PRIu64,
+                   s->export_name, s->info.size);
+        ret = -EPROTO;
+        goto fail_close;
+    }
+    if (s->info.flags & NBD_FLAG_SEND_FUA) {
+        bs->supported_write_flags = BDRV_REQ_FUA;
+        bs->supported_zero_flags |= BDRV_REQ_FUA;
+    }
+    if (s->info.flags & NBD_FLAG_SEND_WRITE_ZEROES) {
+        bs->supported_zero_flags |= BDRV_REQ_MAY_UNMAP;
+        if (s->info.flags & NBD_FLAG_SEND_FAST_ZERO) {
+            bs->supported_zero_flags |= BDRV_REQ_NO_FALLBACK;
+        }
+    }
+    qemu_co_mutex_init(&s->send_mutex);
+    qemu_co_queue_init(&s->free_slots);
+    s->recv_co = qemu_coroutine_create(nbd_recv_entry, bs);
+    aio_co_enter(bdrv_get_aio_context(bs), s->recv_co);
+    return 0;
+
+fail_close:
+    co_socket_close(&s->sock);
+fail:
+    /* the node is freed without bdrv_close after a failed open */
+    socket_address_free(s->addr);
+    g_free(s->export_name);
+    return ret;
+}
+
+static void nbd_close(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+
+    if (!s->dead) {
+        NBDRequestHeader disc = {
+            .magic = GUINT32_TO_BE(NBD_REQUEST_MAGIC),
+            .type = GUINT16_TO_BE(NBD_CMD_DISC),
+        };
+
+        /* Nothing is in flight (drained): the socket has room for it. */
+        if (send(s->sock.fd, &disc, sizeof(disc), MSG_NOSIGNAL) < 0) {
+            /* the server is gone already; nothing left to tell it */
+        }
+        nbd_client_kill(bs, NULL);
+    }
+    AIO_WAIT_WHILE(ctx, s->recv_co);
+    co_socket_close(&s->sock);
+    socket_address_free(s->addr);
+    g_free(s->export_name);
+}
+
+static int64_t nbd_getlength(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    return s->info.size;
+}
+
+static void nbd_refresh_filename(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    const char *exp = s->export_name;
+
+    if (s->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        snprintf(bs->exact_filename, sizeof(bs->exact_filename),
+                 "nbd+unix:///%s?socket=%s", exp, s->addr->path);
+    } else if (!strcmp(s->addr->port, NBD_DEFAULT_PORT)) {
+        snprintf(bs->exact_filename, sizeof(bs->exact_filename),
+                 "nbd://%s/%s", s->addr->host, exp);
+    } else {
+        snprintf(bs->exact_filename, sizeof(bs->exact_filename),
+                 "nbd://%s:%s/%s", s->addr->host, s->addr->port, exp);
+    }
+}
+
+static int nbd_reopen_prepare(BDRVReopenState *state, Error **errp)
+{
+    BDRVNBDState *s = state->bs->opaque;
+
+    if ((state->flags & BDRV_O_RDWR) &&
+        (s->info.flags & NBD_FLAG_READ_ONLY)) {
+        error_setg(errp, "NBD export is read-only");
+        return -EACCES;
+    }
+    return 0;
+}
+
+/* What names a different export; the rest (TLS) only how to reach it. */
+static const char *const nbd_strong_runtime_opts[] = {
+    "server.",
+    NBD_OPT_KEY_EXPORT,
+    NULL
+};
+
+/*
+ * One table per URI scheme, since a table has one protocol prefix; they
+ * differ only in that ("nbd:" also covers the legacy syntax).
+ */
+#define NBD_DRIVER(proto)                                               \
+    {                                                                   \
+        .format_name            = "nbd",                                \
+        .protocol_name          = proto,                                \
+        .instance_size          = sizeof(BDRVNBDState),                 \
+        .runtime_opts           = &qapi_opts_nbd_runtime,               \
+        .strong_runtime_opts    = nbd_strong_runtime_opts,              \
+        .bdrv_needs_filename    = false,                                \
+        .bdrv_parse_filename    = nbd_parse_filename,                   \
+        .bdrv_open              = nbd_open,                             \
+        .bdrv_close             = nbd_close,                            \
+        .bdrv_reopen_prepare    = nbd_reopen_prepare,                   \
+        .bdrv_refresh_filename  = nbd_refresh_filename,                 \
+        .bdrv_refresh_limits    = nbd_refresh_limits,                   \
+        .bdrv_getlength         = nbd_getlength,                        \
+        .bdrv_co_preadv         = nbd_co_preadv,                        \
+        .bdrv_co_pwritev        = nbd_co_pwritev,                       \
+        .bdrv_co_pwrite_zeroes  = nbd_co_pwrite_zeroes,                 \
+        .bdrv_co_pdiscard       = nbd_co_pdiscard,                      \
+        .bdrv_co_flush_to_disk  = nbd_co_flush,                         \
+        .bdrv_co_block_status   = nbd_co_block_status,                  \
+    }
+
+static const BlockDriver bdrv_nbd = NBD_DRIVER("nbd");
+static const BlockDriver bdrv_nbd_tcp = NBD_DRIVER("nbd+tcp");
+static const BlockDriver bdrv_nbd_unix = NBD_DRIVER("nbd+unix");
+
+block_init(bdrv_register, bdrv_nbd)
+block_init(bdrv_register, bdrv_nbd_tcp)
+block_init(bdrv_register, bdrv_nbd_unix)

@@ -1,0 +1,61 @@
+/*
+ * The NBD client (the "nbd" protocol driver): what its parts share.
+ *
+ * block/nbd-uri.c turns QEMU's file names into the driver's options,
+ * block/nbd-handshake.c negotiates an export on a connected socket, and
+ * block/nbd.c is the driver that moves requests over the connection.
+ */
+#ifndef QBLOCK_NBD_CLIENT_H
+#define QBLOCK_NBD_CLIENT_H
+
+#include "util/osdep.h"
+#include "util/error.h"
+#include "util/qdict.h"
+
+/* The port NBD servers listen on unless told otherwise (IANA). */
+#define NBD_DEFAULT_PORT        "10809"
+
+/* Option names of the driver (qapi/nbd.json). */
+#define NBD_OPT_KEY_SERVER_TYPE "server.type"
+#define NBD_OPT_KEY_SERVER_HOST "server.host"
+#define NBD_OPT_KEY_SERVER_PORT "server.port"
+#define NBD_OPT_KEY_SERVER_PATH "server.path"
+#define NBD_OPT_KEY_EXPORT      "export"
+#define NBD_OPT_KEY_TLS_CREDS   "tls-creds"
+
+/*
+ * Fills @options (server.*, export) from @filename, one of
+ *   nbd[+tcp]://HOST[:PORT][/EXPORT]
+ *   nbd+unix:///[EXPORT]?socket=PATH
+ *   nbd:unix:PATH[:exportname=EXPORT]
+ *   nbd:HOST:PORT[:exportname=EXPORT]
+ * Percent escapes in a URI's export and socket are decoded.  Sets @errp
+ * (naming @filename) when it is none of these.
+ */
+void nbd_client_parse_filename(const char *filename, QDict *options,
+                               Error **errp);
+
+/* What the handshake learnt about the export. */
+typedef struct NBDExportInfo {
+    uint64_t size;
+    uint16_t flags;             /* NBD_FLAG_* transmission flags */
+    bool structured_reply;      /* NBD_OPT_STRUCTURED_REPLY acknowledged */
+    bool base_allocation;       /* base:allocation context selected */
+    uint32_t context_id;        /* its id, when base_allocation */
+    /* NBD_INFO_BLOCK_SIZE, or 0 when the server sent none */
+    uint32_t min_block;
+    uint32_t opt_block;
+    uint32_t max_block;
+} NBDExportInfo;
+
+/*
+ * Negotiates @export_name on the connected, blocking socket @fd (fixed
+ * newstyle: structured replies, base:allocation, NBD_OPT_GO, or
+ * NBD_OPT_EXPORT_NAME with servers that know no NBD_OPT_GO).  On success
+ * the socket is in the transmission phase.  Returns 0 or -errno with
+ * @errp naming what the server refused or sent wrong.
+ */
+int nbd_client_handshake(int fd, const char *export_name,
+                         NBDExportInfo *info, Error **errp);
+
+#endif
