@@ -78,11 +78,38 @@ static bool bdrv_path_has_protocol(const char *path)
     return path[strcspn(path, ":/")] == ':';
 }
 
+/*
+ * The driver whose bdrv_probe_device scores @filename highest (the first
+ * registered among equals), or NULL if none claims it: a name like
+ * /dev/sdb opens host_device without "host_device:" in front, as in QEMU.
+ */
+static BlockDriver *bdrv_find_device_driver(const char *filename)
+{
+    BlockDriver *best = NULL;
+    int best_score = 0;
+
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        BlockDriver *drv = l->data;
+        int score = drv->bdrv_probe_device
+                    ? drv->bdrv_probe_device(filename) : 0;
+
+        if (score > best_score) {
+            best = drv;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
 BlockDriver *bdrv_find_protocol(const char *filename,
                                 bool allow_protocol_prefix, Error **errp)
 {
+    BlockDriver *device_drv = bdrv_find_device_driver(filename);
     size_t len;
 
+    if (device_drv) {
+        return device_drv;
+    }
     if (!allow_protocol_prefix || !bdrv_path_has_protocol(filename)) {
         BlockDriver *drv = bdrv_find_format("file");
 
@@ -1861,6 +1888,20 @@ int64_t bdrv_getlength(BlockDriverState *bs)
     }
     /* lengths are whole sectors, as QEMU reports them */
     return ROUND_UP(len, BDRV_SECTOR_SIZE);
+}
+
+bool bdrv_has_zero_init(BlockDriverState *bs)
+{
+    if (!bs->drv) {
+        return false;
+    }
+    if (bs->drv->bdrv_has_zero_init) {
+        return bs->drv->bdrv_has_zero_init(bs);
+    }
+    if (bs->drv->is_filter && bs->file) {
+        return bdrv_has_zero_init(bs->file->bs);
+    }
+    return true;
 }
 
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint)
