@@ -103,6 +103,10 @@ static int cdrom_probe_device(const char *filename)
         g_str_has_prefix(filename, "/dev/acd")) {
         return 100;
     }
+    /* Only block devices are opened: every image name comes here. */
+    if (stat(filename, &st) < 0 || !S_ISBLK(st.st_mode)) {
+        return 0;
+    }
     fd = open(filename, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         return 0;
@@ -141,6 +145,7 @@ static int cdrom_open(BlockDriverState *bs, QDict *options, int flags,
 static void hdev_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     int fd = raw_get_fd(bs);
+    int fd_flags = fcntl(fd, F_GETFL);
     HostDeviceBlockSizes sizes = hdev_probe_block_sizes(fd);
 
     raw_refresh_limits(bs, errp);
@@ -148,7 +153,7 @@ static void hdev_refresh_limits(BlockDriverState *bs, Error **errp)
      * O_DIRECT on a block device fails for anything not aligned to its
      * logical block size, whatever else the kernel said about the file.
      */
-    if (fcntl(fd, F_GETFL) & O_DIRECT) {
+    if (fd_flags >= 0 && (fd_flags & O_DIRECT)) {
         bs->bl.request_alignment = MAX(bs->bl.request_alignment,
                                        sizes.logical);
         bs->bl.min_mem_alignment = MAX(bs->bl.min_mem_alignment,
@@ -339,7 +344,8 @@ static int coroutine_fn hdev_co_create_opts(BlockDriver *drv,
     int64_t len;
     int ret;
 
-    if (prealloc > 0 && prealloc != PREALLOC_MODE_OFF) {
+    /* -1: the option list has no preallocation, which means off */
+    if (prealloc > PREALLOC_MODE_OFF) {
         error_setg(errp, "Unsupported preallocation mode '%s'",
                    PreallocMode_str[prealloc]);
         return -ENOTSUP;
