@@ -74,11 +74,38 @@ bool bdrv_path_has_protocol(const char *path)
     return path[strcspn(path, ":/")] == ':';
 }
 
+/*
+ * The driver whose bdrv_probe_device scores @filename highest (the first
+ * registered among equals), or NULL if none claims it: a name like
+ * /dev/sdb opens host_device without "host_device:" in front, as in QEMU.
+ */
+static const BlockDriver *bdrv_find_device_driver(const char *filename)
+{
+    const BlockDriver *best = NULL;
+    int best_score = 0;
+
+    for (GSList *l = bdrv_drivers; l; l = l->next) {
+        const BlockDriver *drv = l->data;
+        int score = drv->bdrv_probe_device
+                    ? drv->bdrv_probe_device(filename) : 0;
+
+        if (score > best_score) {
+            best = drv;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
 const BlockDriver *bdrv_find_protocol(const char *filename,
                                 bool allow_protocol_prefix, Error **errp)
 {
+    const BlockDriver *device_drv = bdrv_find_device_driver(filename);
     size_t len;
 
+    if (device_drv) {
+        return device_drv;
+    }
     if (!allow_protocol_prefix || !bdrv_path_has_protocol(filename)) {
         const BlockDriver *drv = bdrv_find_format("file");
 
@@ -1246,6 +1273,20 @@ int64_t bdrv_getlength(BlockDriverState *bs)
     }
     /* lengths are whole sectors, as QEMU reports them */
     return ROUND_UP(len, BDRV_SECTOR_SIZE);
+}
+
+bool bdrv_has_zero_init(BlockDriverState *bs)
+{
+    if (!bs->drv) {
+        return false;
+    }
+    if (bs->drv->bdrv_has_zero_init) {
+        return bs->drv->bdrv_has_zero_init(bs);
+    }
+    if (bs->drv->is_filter && bs->file) {
+        return bdrv_has_zero_init(bs->file->bs);
+    }
+    return true;
 }
 
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint)

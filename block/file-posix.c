@@ -1,5 +1,7 @@
 /*
- * The file protocol driver: POSIX regular files and block devices.
+ * The file protocol driver: POSIX regular files.  Block and character
+ * devices have their own drivers (host_device, host_cdrom in
+ * block/file-host-device.c) built on this code through block/file-posix.h.
  *
  * Data moves through one of three backends chosen at open time: a thread
  * pool doing preadv/pwritev (aio=threads, the default), Linux AIO
@@ -37,6 +39,7 @@
  * functions run in the thread pool and touch nothing but their argument.
  */
 #include "block/block_int.h"
+#include "block/file-posix.h"
 #include "block/file-posix-aio.h"
 #include "block/file-posix-resize.h"
 #include "qapi/qapi-opts.h"
@@ -73,6 +76,7 @@ typedef struct BDRVRawState {
     int fd;
     int open_flags;             /* O_* flags of fd */
     char *filename;
+    RawFileType type;           /* which driver opened it */
     bool is_blk;                /* a block device, not a regular file */
     BlockdevAioOptions aio;
     unsigned aio_max_batch;
@@ -101,6 +105,9 @@ typedef struct BDRVRawState {
     unsigned in_place_backoff;
 } BDRVRawState;
 
+static_assert(sizeof(BDRVRawState) <= RAW_STATE_SIZE,
+              "RAW_STATE_SIZE (block/file-posix.h) is too small");
+
 /* What bdrv_reopen_prepare staged for commit. */
 typedef struct RawReopenState {
     int fd;
@@ -118,9 +125,10 @@ static void raw_parse_filename(const char *filename, QDict *options,
     qdict_put_str(options, "filename", filename);
 }
 
-static int raw_open_flags(int bdrv_flags)
+static int raw_open_flags(int bdrv_flags, RawFileType type)
 {
-    int flags = O_CLOEXEC;
+    /* A CD-ROM drive without a disc opens only without waiting for one. */
+    int flags = O_CLOEXEC | (type == RAW_FILE_TYPE_CDROM ? O_NONBLOCK : 0);
 
     flags |= (bdrv_flags & BDRV_O_RDWR) ? O_RDWR : O_RDONLY;
     if (bdrv_flags & BDRV_O_NOCACHE) {
@@ -249,13 +257,14 @@ static int raw_init_aio(BlockDriverState *bs, Error **errp)
 static int raw_open_fd(BlockDriverState *bs, const char *filename, int flags,
                        int *open_flags, Error **errp)
 {
+    BDRVRawState *s = bs->opaque;
     int fd;
 
-    *open_flags = raw_open_flags(flags);
+    *open_flags = raw_open_flags(flags, s->type);
     fd = open(filename, *open_flags);
     if (fd < 0 && (flags & BDRV_O_RDWR) && (flags & BDRV_O_AUTO_RDONLY) &&
         (errno == EACCES || errno == EROFS || errno == EPERM)) {
-        *open_flags = raw_open_flags(flags & ~BDRV_O_RDWR);
+        *open_flags = raw_open_flags(flags & ~BDRV_O_RDWR, s->type);
         fd = open(filename, *open_flags);
         if (fd >= 0) {
             bs->read_only = true;
@@ -294,8 +303,26 @@ static int raw_apply_options(BDRVRawState *s, QemuOpts *opts, int flags,
     return raw_check_aio_mode(s->aio, flags, errp);
 }
 
-static int raw_open(BlockDriverState *bs, QDict *options, int flags,
-                    Error **errp)
+/* QEMU's refusal of a file of the wrong kind for the driver. */
+static int raw_check_file_type(BlockDriverState *bs, const char *filename,
+                               mode_t mode, RawFileType type, Error **errp)
+{
+    if (type == RAW_FILE_TYPE_FILE && !S_ISREG(mode)) {
+        error_setg(errp, "'%s' driver requires '%s' to be a regular file",
+                   bs->drv->format_name, filename);
+        return -EINVAL;
+    }
+    if (type != RAW_FILE_TYPE_FILE && !S_ISBLK(mode) && !S_ISCHR(mode)) {
+        error_setg(errp, "'%s' driver requires '%s' to be either a "
+                   "character or block device", bs->drv->format_name,
+                   filename);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int raw_open_common(BlockDriverState *bs, QDict *options, int flags,
+                    RawFileType type, Error **errp)
 {
     BDRVRawState *s = bs->opaque;
     QemuOpts *opts;
@@ -304,7 +331,8 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     int ret;
 
     s->fd = -1;
-    opts = qemu_opts_absorb_qdict(&qapi_opts_file_runtime, options, errp);
+    s->type = type;
+    opts = qemu_opts_absorb_qdict(bs->drv->runtime_opts, options, errp);
     if (!opts) {
         return -EINVAL;
     }
@@ -326,10 +354,8 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
         error_setg_errno(errp, -ret, "Could not stat '%s'", filename);
         goto out;
     }
-    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-        error_setg(errp, "'file' driver requires '%s' to be a regular file",
-                   filename);
-        ret = -EINVAL;
+    ret = raw_check_file_type(bs, filename, st.st_mode, type, errp);
+    if (ret < 0) {
         goto out;
     }
     s->is_blk = S_ISBLK(st.st_mode);
@@ -357,7 +383,8 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
 
     bs->supported_zero_flags = BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK;
     /* Growing a regular file always reads back as zeroes. */
-    bs->supported_truncate_flags = s->is_blk ? 0 : BDRV_REQ_ZERO_WRITE;
+    bs->supported_truncate_flags = type == RAW_FILE_TYPE_FILE
+                                   ? BDRV_REQ_ZERO_WRITE : 0;
     ret = 0;
 
 out:
@@ -373,7 +400,20 @@ out:
     return ret;
 }
 
-static void raw_close(BlockDriverState *bs)
+static int raw_open(BlockDriverState *bs, QDict *options, int flags,
+                    Error **errp)
+{
+    return raw_open_common(bs, options, flags, RAW_FILE_TYPE_FILE, errp);
+}
+
+int raw_get_fd(BlockDriverState *bs)
+{
+    BDRVRawState *s = bs->opaque;
+
+    return s->fd;
+}
+
+void raw_close(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
 
@@ -394,7 +434,7 @@ static void raw_close(BlockDriverState *bs)
     s->filename = NULL;
 }
 
-static void raw_refresh_limits(BlockDriverState *bs, Error **errp)
+void raw_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     BDRVRawState *s = bs->opaque;
 
@@ -493,8 +533,8 @@ static int raw_check_lock_bytes(int fd, uint64_t perm, uint64_t shared,
     return 0;
 }
 
-static int raw_check_perm(BlockDriverState *bs, uint64_t perm,
-                          uint64_t shared, Error **errp)
+int raw_check_perm(BlockDriverState *bs, uint64_t perm,
+                   uint64_t shared, Error **errp)
 {
     BDRVRawState *s = bs->opaque;
     uint64_t unshared = ~shared & BLK_PERM_ALL;
@@ -521,8 +561,8 @@ static int raw_check_perm(BlockDriverState *bs, uint64_t perm,
     return ret;
 }
 
-static void raw_set_perm(BlockDriverState *bs, uint64_t perm,
-                         uint64_t shared)
+void raw_set_perm(BlockDriverState *bs, uint64_t perm,
+                  uint64_t shared)
 {
     BDRVRawState *s = bs->opaque;
 
@@ -535,7 +575,7 @@ static void raw_set_perm(BlockDriverState *bs, uint64_t perm,
     s->locked_unshared = ~shared & BLK_PERM_ALL;
 }
 
-static void raw_abort_perm_update(BlockDriverState *bs)
+void raw_abort_perm_update(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
 
@@ -591,15 +631,15 @@ static int raw_reopen_fd(BDRVRawState *s, int open_flags, Error **errp)
     return fd;
 }
 
-static int raw_reopen_prepare(BDRVReopenState *state, Error **errp)
+int raw_reopen_prepare(BDRVReopenState *state, Error **errp)
 {
     BDRVRawState *s = state->bs->opaque;
     RawReopenState *rs;
     QemuOpts *opts;
     int ret;
 
-    opts = qemu_opts_absorb_qdict(&qapi_opts_file_runtime, state->options,
-                                  errp);
+    opts = qemu_opts_absorb_qdict(state->bs->drv->runtime_opts,
+                                  state->options, errp);
     if (!opts) {
         return -EINVAL;
     }
@@ -610,7 +650,7 @@ static int raw_reopen_prepare(BDRVReopenState *state, Error **errp)
     }
 
     rs = g_new0(RawReopenState, 1);
-    rs->open_flags = raw_open_flags(state->flags);
+    rs->open_flags = raw_open_flags(state->flags, s->type);
     rs->fd = raw_reopen_fd(s, rs->open_flags, errp);
     if (rs->fd < 0) {
         ret = rs->fd;
@@ -623,7 +663,7 @@ static int raw_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
-static void raw_reopen_commit(BDRVReopenState *state)
+void raw_reopen_commit(BDRVReopenState *state)
 {
     BDRVRawState *s = state->bs->opaque;
     RawReopenState *rs = state->opaque;
@@ -642,7 +682,7 @@ static void raw_reopen_commit(BDRVReopenState *state)
     state->opaque = NULL;
 }
 
-static void raw_reopen_abort(BDRVReopenState *state)
+void raw_reopen_abort(BDRVReopenState *state)
 {
     RawReopenState *rs = state->opaque;
 
@@ -665,8 +705,8 @@ typedef struct RawWork {
     int mode;                   /* fallocate mode */
 } RawWork;
 
-static int coroutine_fn raw_thread_pool_co(BlockDriverState *bs,
-                                           ThreadPoolFunc *func, void *arg)
+int coroutine_fn raw_thread_pool_co(BlockDriverState *bs,
+                                    ThreadPoolFunc *func, void *arg)
 {
     ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
 
@@ -934,17 +974,17 @@ static int coroutine_fn raw_co_prw(BlockDriverState *bs, int64_t offset,
     return raw_co_rw_direct(bs, offset, qiov, type);
 }
 
-static int coroutine_fn raw_co_preadv(BlockDriverState *bs, int64_t offset,
-                                      int64_t bytes, QEMUIOVector *qiov,
-                                      BdrvRequestFlags flags)
+int coroutine_fn raw_co_preadv(BlockDriverState *bs, int64_t offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags)
 {
     assert(qiov->size == (size_t)bytes);
     return raw_co_prw(bs, offset, qiov, FILE_AIO_READ);
 }
 
-static int coroutine_fn raw_co_pwritev(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvRequestFlags flags)
+int coroutine_fn raw_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                int64_t bytes, QEMUIOVector *qiov,
+                                BdrvRequestFlags flags)
 {
     BDRVRawState *s = bs->opaque;
     int ret;
@@ -957,7 +997,7 @@ static int coroutine_fn raw_co_pwritev(BlockDriverState *bs, int64_t offset,
     return ret;
 }
 
-static int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
+int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
     RawWork w = { .fd = s->fd };
@@ -1129,11 +1169,11 @@ static int raw_find_allocation(int fd, int64_t offset, int64_t *data,
     return 0;
 }
 
-static int coroutine_fn raw_co_block_status(BlockDriverState *bs,
-                                            bool want_zero, int64_t offset,
-                                            int64_t bytes, int64_t *pnum,
-                                            int64_t *map,
-                                            BlockDriverState **file)
+int coroutine_fn raw_co_block_status(BlockDriverState *bs,
+                                     bool want_zero, int64_t offset,
+                                     int64_t bytes, int64_t *pnum,
+                                     int64_t *map,
+                                     BlockDriverState **file)
 {
     BDRVRawState *s = bs->opaque;
     uint32_t align = s->request_alignment;
@@ -1186,7 +1226,7 @@ static int64_t raw_getlength(BlockDriverState *bs)
     return s->cached_length;
 }
 
-static int64_t raw_get_allocated_file_size(BlockDriverState *bs)
+int64_t raw_get_allocated_file_size(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
     struct stat st;
@@ -1202,7 +1242,7 @@ static int64_t raw_get_allocated_file_size(BlockDriverState *bs)
  * than -ENOTSUP) is what makes qemu-img info report "dirty-flag": false
  * for raw images, as QEMU's does.
  */
-static int raw_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+int raw_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
 {
     return 0;
 }

@@ -407,6 +407,12 @@ static int raw_measure(QemuOpts *opts, BlockDriverState *in_bs,
     return 0;
 }
 
+/* The guest sees the file's bytes: zeroes only if the file has them. */
+static int raw_has_zero_init(BlockDriverState *bs)
+{
+    return bdrv_has_zero_init(bs->file->bs);
+}
+
 static const BlockDriver bdrv_raw = {
     .format_name                    = "raw",
     .instance_size                  = sizeof(BDRVRawState),
@@ -428,6 +434,7 @@ static const BlockDriver bdrv_raw = {
     .bdrv_co_truncate               = raw_co_truncate,
     .bdrv_getlength                 = raw_getlength,
     .bdrv_get_info                  = raw_get_info,
+    .bdrv_has_zero_init             = raw_has_zero_init,
     .bdrv_child_perm                = raw_child_perm,
     .bdrv_refresh_limits            = raw_refresh_limits,
     .bdrv_measure                   = raw_measure,

@@ -311,6 +311,10 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     if (ret < 0) {
         goto out;
     }
+    if (!a->target_is_zero && !bdrv_has_zero_init(blk_bs(s->target))) {
+        /* A device keeps its old data: zeroes must be written. */
+        s->has_zero_init = false;
+    }
     ret = img_convert_do_copy(s);
 
 out:

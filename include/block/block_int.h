@@ -92,6 +92,12 @@ struct BlockDriver {
      */
     int (*bdrv_probe)(const uint8_t *buf, int buf_size, const char *filename);
     /*
+     * Protocol probing by name, before any "proto:" prefix is looked at:
+     * a score (0 = not mine, 100 = certain) for @filename, which may
+     * name a device (host_device, host_cdrom).  Must not block for long.
+     */
+    int (*bdrv_probe_device)(const char *filename);
+    /*
      * For protocols: turns "prefix:rest" or a plain filename into options
      * in @options (e.g. "filename").
      */
@@ -193,6 +199,13 @@ struct BlockDriver {
     int64_t (*bdrv_getlength)(BlockDriverState *bs);
     /* Bytes used on the host ("disk size" in qemu-img info). */
     int64_t (*bdrv_get_allocated_file_size)(BlockDriverState *bs);
+    /*
+     * 1 if a node just created reads as zeroes where nothing was written,
+     * 0 if not (a device keeps its old data).  NULL: a filter asks its
+     * file child, any other driver says 1 (formats map what was never
+     * written to zeroes themselves; files grow with zeroes).
+     */
+    int (*bdrv_has_zero_init)(BlockDriverState *bs);
 
     /*
      * For drivers with a filename syntax of their own that names their

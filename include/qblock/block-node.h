@@ -26,6 +26,8 @@ typedef struct BdrvNodeStats {
 
 /* Length in bytes, rounded up to whole sectors as QEMU reports it; -errno. */
 int64_t bdrv_getlength(BlockDriverState *bs);
+/* Whether @bs reads as zeroes after creation (a device keeps old data). */
+bool bdrv_has_zero_init(BlockDriverState *bs);
 
 /* Resolves @backing relative to @base's directory; caller frees. */
 char *bdrv_get_full_backing_filename_from_filename(const char *base,

@@ -7,16 +7,14 @@
  * Images live in a directory that supports O_DIRECT (the temporary
  * directory, else the current one); O_DIRECT cases are skipped with the
  * reason when none does, and io_uring/native cases when the kernel refuses
- * them.  The block device case uses a loop device, so it needs root.
+ * them.  Block devices are host_device's (test-file-host-device.c).
  */
 #include "util/osdep.h"
 #include "qblock/block-backend.h"
 #include "block/block_int.h"
 #include "qapi/qapi-opts.h"
 
-#include <linux/loop.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
@@ -883,105 +881,6 @@ static void test_reopen(void)
     unlink(path);
 }
 
-/*
- * Attaches @backing to a free loop device, detached again automatically
- * when its last user closes it.  Returns the device's fd (the caller keeps
- * it open while it needs the device) and its path, or -1 with the reason.
- */
-static int attach_loop_device(const char *backing, char **dev_path,
-                              char **why)
-{
-    struct loop_info64 info = { .lo_flags = LO_FLAGS_AUTOCLEAR };
-    int ctl = open("/dev/loop-control", O_RDWR);
-    int backing_fd, dev_fd, nr;
-
-    if (ctl < 0) {
-        *why = g_strdup_printf("no loop devices: /dev/loop-control: %s",
-                               strerror(errno));
-        return -1;
-    }
-    nr = ioctl(ctl, LOOP_CTL_GET_FREE);
-    close(ctl);
-    *dev_path = g_strdup_printf("/dev/loop%d", nr);
-    dev_fd = nr < 0 ? -1 : open(*dev_path, O_RDWR);
-    backing_fd = open(backing, O_RDWR);
-    if (dev_fd < 0 || ioctl(dev_fd, LOOP_SET_FD, backing_fd) < 0) {
-        *why = g_strdup_printf("cannot set up a loop device (needs root): "
-                               "%s", strerror(errno));
-        close(backing_fd);
-        if (dev_fd >= 0) {
-            close(dev_fd);
-        }
-        return -1;
-    }
-    close(backing_fd);
-    if (ioctl(dev_fd, LOOP_SET_STATUS64, &info) < 0) {
-        ioctl(dev_fd, LOOP_CLR_FD, 0);
-        close(dev_fd);
-        *why = g_strdup_printf("cannot set up a loop device: %s",
-                               strerror(errno));
-        return -1;
-    }
-    return dev_fd;
-}
-
-/* A block device: its size, sector alignment, zeroes and no resizing. */
-static void test_block_device(void)
-{
-    g_autofree char *backing = new_image(NULL, 8 * MiB);
-    g_autofree char *dev = NULL;
-    g_autofree char *why = NULL;
-    AioMode direct = { "direct", "threads", true };
-    BlockBackend *blk;
-    BlockDriverState *bs;
-    uint8_t *data, *buf;
-    Error *err = NULL;
-    int dev_fd = attach_loop_device(backing, &dev, &why);
-
-    if (dev_fd < 0) {
-        g_test_skip(why);
-        unlink(backing);
-        return;
-    }
-    blk = open_image(dev, &direct, BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_UNMAP,
-                     &error_abort);
-    bs = blk_bs(blk);
-    g_assert_cmpint(bs->drv->bdrv_getlength(bs), ==, 8 * MiB);
-    g_assert_cmpint(bs->bl.request_alignment, >=, 512);
-    g_assert_true(is_power_of_2(bs->bl.request_alignment));
-
-    data = pattern_buf(64 * KiB, 6);
-    buf = qemu_memalign(4096, 64 * KiB);
-    g_assert_cmpint(blk_pwrite(blk, 64 * KiB, 64 * KiB, data, 0), ==, 0);
-    g_assert_cmpint(blk_pwrite_zeroes(blk, 64 * KiB, 4096, 0), ==, 0);
-    g_assert_cmpint(blk_pwrite_zeroes(blk, 72 * KiB, 4096,
-                                      BDRV_REQ_MAY_UNMAP), ==, 0);
-    g_assert_cmpint(blk_pread(blk, 64 * KiB, 64 * KiB, buf, 0), ==, 0);
-    g_assert_true(buffer_is_zero(buf, 4096));
-    g_assert_cmpmem(buf + 4096, 4096, data + 4096, 4096);
-    g_assert_true(buffer_is_zero(buf + 8192, 4096));
-    g_assert_cmpmem(buf + 12288, 52 * KiB, data + 12288, 52 * KiB);
-    g_assert_cmpint(blk_flush(blk), ==, 0);
-
-    g_assert_cmpint(blk_truncate(blk, 16 * MiB, true, PREALLOC_MODE_OFF, 0,
-                                 &err), ==, -EINVAL);
-    g_assert_cmpstr(error_get_pretty(err), ==, "Cannot grow device files");
-    error_free(err);
-    err = NULL;
-    g_assert_cmpint(blk_truncate(blk, 8 * MiB, true, PREALLOC_MODE_FALLOC, 0,
-                                 &err), ==, -ENOTSUP);
-    g_assert_cmpstr(error_get_pretty(err), ==,
-                    "Preallocation mode 'falloc' unsupported for this "
-                    "non-regular file");
-    error_free(err);
-
-    blk_unref(blk);
-    close(dev_fd);
-    qemu_vfree(buf);
-    qemu_vfree(data);
-    unlink(backing);
-}
-
 static void add_mode_tests(const char *name, GTestDataFunc fn)
 {
     for (size_t i = 0; i < ARRAY_SIZE(aio_modes); i++) {
@@ -1015,7 +914,6 @@ int main(int argc, char **argv)
     g_test_add_func("/file-posix/getlength", test_getlength_and_allocation);
     g_test_add_func("/file-posix/open-errors", test_open_errors);
     g_test_add_func("/file-posix/reopen", test_reopen);
-    g_test_add_func("/file-posix/block-device", test_block_device);
 
     ret = g_test_run();
     rmdir(test_dir);
