@@ -324,67 +324,6 @@ static int coroutine_fn hdev_co_pdiscard(BlockDriverState *bs, int64_t offset,
     return raw_thread_pool_co(bs, hdev_work_discard, &w);
 }
 
-/* --- Creation ------------------------------------------------------------ */
-
-/*
- * A device cannot be created, only used: as QEMU does for protocols that
- * cannot create, check that the device is large enough and clear its first
- * sector, so that an old image header on it is not taken for the new one.
- */
-static int coroutine_fn hdev_co_create_opts(const BlockDriver *drv,
-                                            const char *filename,
-                                            QemuOpts *opts, Error **errp)
-{
-    int64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
-                            BDRV_SECTOR_SIZE);
-    int prealloc = qemu_opt_get_enum(opts, "preallocation");
-    QDict *options;
-    Error *local_err = NULL;
-    BlockBackend *blk;
-    int64_t len;
-    int ret;
-
-    /* -1: the option list has no preallocation, which means off */
-    if (prealloc > PREALLOC_MODE_OFF) {
-        error_setg(errp, "Unsupported preallocation mode '%s'",
-                   PreallocMode_str[prealloc]);
-        return -ENOTSUP;
-    }
-    options = qdict_new();
-    qdict_put_str(options, "driver", drv->format_name);
-    blk = blk_new_open(filename, NULL, options,
-                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL,
-                       &local_err);
-    if (!blk) {
-        error_propagate_prepend(errp, local_err, "Protocol driver '%s' does "
-                                "not support image creation, and opening "
-                                "the image failed: ", drv->format_name);
-        return -EINVAL;
-    }
-    ret = blk_truncate(blk, size, false, PREALLOC_MODE_OFF, 0, errp);
-    if (ret < 0) {
-        goto out;
-    }
-    len = blk_getlength(blk);
-    if (len < 0) {
-        ret = len;
-        error_setg_errno(errp, -ret, "Failed to inquire the new image "
-                         "file's length");
-        goto out;
-    }
-    if (MIN(len, BDRV_SECTOR_SIZE) > 0) {
-        ret = blk_pwrite_zeroes(blk, 0, MIN(len, BDRV_SECTOR_SIZE),
-                                BDRV_REQ_MAY_UNMAP);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to clear the new image's "
-                             "first sector");
-        }
-    }
-out:
-    blk_unref(blk);
-    return ret;
-}
-
 /* --- Driver tables ------------------------------------------------------- */
 
 /* aio, locking and aio-max-batch change how the node works, not its data. */
@@ -405,7 +344,7 @@ static const BlockDriver bdrv_host_device = {
     .bdrv_parse_filename            = hdev_parse_filename,
     .bdrv_open                      = hdev_open,
     .bdrv_close                     = raw_close,
-    .bdrv_co_create_opts            = hdev_co_create_opts,
+    .bdrv_co_create_opts            = bdrv_co_create_opts_simple,
     .bdrv_reopen_prepare            = raw_reopen_prepare,
     .bdrv_reopen_commit             = raw_reopen_commit,
     .bdrv_reopen_abort              = raw_reopen_abort,
@@ -438,7 +377,7 @@ static const BlockDriver bdrv_host_cdrom = {
     .bdrv_parse_filename            = hdev_parse_filename,
     .bdrv_open                      = cdrom_open,
     .bdrv_close                     = raw_close,
-    .bdrv_co_create_opts            = hdev_co_create_opts,
+    .bdrv_co_create_opts            = bdrv_co_create_opts_simple,
     .bdrv_reopen_prepare            = raw_reopen_prepare,
     .bdrv_reopen_commit             = raw_reopen_commit,
     .bdrv_reopen_abort              = raw_reopen_abort,

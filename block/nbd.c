@@ -512,6 +512,28 @@ static int64_t nbd_getlength(BlockDriverState *bs)
     return s->info.size;
 }
 
+/*
+ * NBD has no resize: a "truncate" that keeps the size, or that needs no
+ * exact size and stays within the export, is accepted as it is (what
+ * creation on an export asks for); anything else is refused, as in QEMU.
+ */
+static int coroutine_fn nbd_co_truncate(BlockDriverState *bs, int64_t offset,
+                                        bool exact, PreallocMode prealloc,
+                                        BdrvRequestFlags flags, Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    if (offset != s->info.size && exact) {
+        error_setg(errp, "Cannot resize NBD nodes");
+        return -ENOTSUP;
+    }
+    if (offset > s->info.size) {
+        error_setg(errp, "Cannot grow NBD nodes");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static void nbd_refresh_filename(BlockDriverState *bs)
 {
     BDRVNBDState *s = bs->opaque;
@@ -567,6 +589,9 @@ static const char *const nbd_strong_runtime_opts[] = {
         .bdrv_refresh_filename  = nbd_refresh_filename,                 \
         .bdrv_refresh_limits    = nbd_refresh_limits,                   \
         .bdrv_getlength         = nbd_getlength,                        \
+        .bdrv_co_truncate       = nbd_co_truncate,                      \
+        .create_opts            = &qapi_opts_nbd_create,                \
+        .bdrv_co_create_opts    = bdrv_co_create_opts_simple,           \
         .bdrv_co_preadv         = nbd_co_preadv,                        \
         .bdrv_co_pwritev        = nbd_co_pwritev,                       \
         .bdrv_co_pwrite_zeroes  = nbd_co_pwrite_zeroes,                 \

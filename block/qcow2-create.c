@@ -326,6 +326,9 @@ static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
         return -EIO;
     }
     ret = blk_truncate(blk, c->size, false, c->prealloc, 0, errp);
+    if (ret < 0) {
+        error_prepend(errp, "Could not resize image: ");
+    }
     blk_unref(blk);
     return ret;
 }

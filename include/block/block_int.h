@@ -565,6 +565,16 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
         }                                                               \
     } while (0)
 
+/*
+ * bdrv_co_create_opts for a protocol that cannot create (block/create-simple.c):
+ * opens what is at @filename, makes sure it holds the size in @opts and
+ * zeroes its first sector.  Its create_opts need "size" and may have
+ * "preallocation" (only off is accepted).
+ */
+int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
+                                            const char *filename,
+                                            QemuOpts *opts, Error **errp);
+
 /* Helpers for drivers whose getlength depends on a child. */
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
 

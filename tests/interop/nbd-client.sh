@@ -121,6 +121,18 @@ for server in qemu-nbd qblock-nbd; do
         fail "$server: convert -n into export"
     fi
 
+    # convert without -n onto the export, and create on it: the export is
+    # opened and checked as QEMU does for a protocol that cannot create;
+    # one that would have to grow is refused with QEMU's message
+    if timeout 60 "$qimg" convert -f qcow2 -O raw src.qcow2 "$u" &&
+       quiet qemu-img compare -f raw -F qcow2 "$u" src.qcow2; then
+        ok "$server: convert onto export"
+    else
+        fail "$server: convert onto export"
+    fi
+    same "$server: create that would grow the export" qemu-img \
+        create -f raw "$u" 1G
+
     # the server goes away between two reads: the second fails with EIO,
     # and the tool ends
     timeout 20 "$qio" -f raw -r -c 'read 0 4k' -c 'sleep 1500' \
