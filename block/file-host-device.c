@@ -332,71 +332,48 @@ static const char *const hdev_strong_runtime_opts[] = {
     NULL,
 };
 
-static const BlockDriver bdrv_host_device = {
-    .format_name                    = "host_device",
-    .protocol_name                  = "host_device",
-    .instance_size                  = RAW_STATE_SIZE,
-    .bdrv_needs_filename            = true,
-    .runtime_opts                   = &qapi_opts_host_device_runtime,
-    .strong_runtime_opts            = hdev_strong_runtime_opts,
-    .create_opts                    = &qapi_opts_host_device_create,
-    .bdrv_probe_device              = hdev_probe_device,
-    .bdrv_parse_filename            = hdev_parse_filename,
-    .bdrv_open                      = hdev_open,
-    .bdrv_close                     = raw_close,
-    .bdrv_co_create_opts            = bdrv_co_create_opts_simple,
-    .bdrv_reopen_prepare            = raw_reopen_prepare,
-    .bdrv_reopen_commit             = raw_reopen_commit,
-    .bdrv_reopen_abort              = raw_reopen_abort,
-    .bdrv_co_preadv                 = raw_co_preadv,
-    .bdrv_co_pwritev                = raw_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = hdev_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = hdev_co_pdiscard,
-    .bdrv_co_flush_to_disk          = raw_co_flush_to_disk,
-    .bdrv_co_block_status           = raw_co_block_status,
-    .bdrv_co_truncate               = hdev_co_truncate,
-    .bdrv_getlength                 = hdev_getlength,
-    .bdrv_get_allocated_file_size   = raw_get_allocated_file_size,
-    .bdrv_has_zero_init             = hdev_has_zero_init,
-    .bdrv_get_info                  = raw_get_info,
-    .bdrv_refresh_limits            = hdev_refresh_limits,
-    .bdrv_check_perm                = raw_check_perm,
-    .bdrv_set_perm                  = raw_set_perm,
-    .bdrv_abort_perm_update         = raw_abort_perm_update,
-};
+/*
+ * The two drivers differ in their name, how they recognise their device
+ * and how they open it (a CD-ROM drive may be empty).
+ */
+#define HDEV_DRIVER(NAME, PROBE, OPEN)                                      \
+    {                                                                       \
+        .format_name                    = NAME,                             \
+        .protocol_name                  = NAME,                             \
+        .instance_size                  = RAW_STATE_SIZE,                   \
+        .bdrv_needs_filename            = true,                             \
+        .runtime_opts                   = &qapi_opts_host_device_runtime,   \
+        .strong_runtime_opts            = hdev_strong_runtime_opts,         \
+        .create_opts                    = &qapi_opts_host_device_create,    \
+        .bdrv_probe_device              = PROBE,                            \
+        .bdrv_parse_filename            = hdev_parse_filename,              \
+        .bdrv_open                      = OPEN,                             \
+        .bdrv_close                     = raw_close,                        \
+        .bdrv_co_create_opts            = bdrv_co_create_opts_simple,       \
+        .bdrv_reopen_prepare            = raw_reopen_prepare,               \
+        .bdrv_reopen_commit             = raw_reopen_commit,                \
+        .bdrv_reopen_abort              = raw_reopen_abort,                 \
+        .bdrv_co_preadv                 = raw_co_preadv,                    \
+        .bdrv_co_pwritev                = raw_co_pwritev,                   \
+        .bdrv_co_pwrite_zeroes          = hdev_co_pwrite_zeroes,            \
+        .bdrv_co_pdiscard               = hdev_co_pdiscard,                 \
+        .bdrv_co_flush_to_disk          = raw_co_flush_to_disk,             \
+        .bdrv_co_block_status           = raw_co_block_status,              \
+        .bdrv_co_truncate               = hdev_co_truncate,                 \
+        .bdrv_getlength                 = hdev_getlength,                   \
+        .bdrv_get_allocated_file_size   = raw_get_allocated_file_size,      \
+        .bdrv_has_zero_init             = hdev_has_zero_init,               \
+        .bdrv_get_info                  = raw_get_info,                     \
+        .bdrv_refresh_limits            = hdev_refresh_limits,              \
+        .bdrv_check_perm                = raw_check_perm,                   \
+        .bdrv_set_perm                  = raw_set_perm,                     \
+        .bdrv_abort_perm_update         = raw_abort_perm_update,            \
+    }
 
-static const BlockDriver bdrv_host_cdrom = {
-    .format_name                    = "host_cdrom",
-    .protocol_name                  = "host_cdrom",
-    .instance_size                  = RAW_STATE_SIZE,
-    .bdrv_needs_filename            = true,
-    .runtime_opts                   = &qapi_opts_host_device_runtime,
-    .strong_runtime_opts            = hdev_strong_runtime_opts,
-    .create_opts                    = &qapi_opts_host_device_create,
-    .bdrv_probe_device              = cdrom_probe_device,
-    .bdrv_parse_filename            = hdev_parse_filename,
-    .bdrv_open                      = cdrom_open,
-    .bdrv_close                     = raw_close,
-    .bdrv_co_create_opts            = bdrv_co_create_opts_simple,
-    .bdrv_reopen_prepare            = raw_reopen_prepare,
-    .bdrv_reopen_commit             = raw_reopen_commit,
-    .bdrv_reopen_abort              = raw_reopen_abort,
-    .bdrv_co_preadv                 = raw_co_preadv,
-    .bdrv_co_pwritev                = raw_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = hdev_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = hdev_co_pdiscard,
-    .bdrv_co_flush_to_disk          = raw_co_flush_to_disk,
-    .bdrv_co_block_status           = raw_co_block_status,
-    .bdrv_co_truncate               = hdev_co_truncate,
-    .bdrv_getlength                 = hdev_getlength,
-    .bdrv_get_allocated_file_size   = raw_get_allocated_file_size,
-    .bdrv_has_zero_init             = hdev_has_zero_init,
-    .bdrv_get_info                  = raw_get_info,
-    .bdrv_refresh_limits            = hdev_refresh_limits,
-    .bdrv_check_perm                = raw_check_perm,
-    .bdrv_set_perm                  = raw_set_perm,
-    .bdrv_abort_perm_update         = raw_abort_perm_update,
-};
+static const BlockDriver bdrv_host_device =
+    HDEV_DRIVER("host_device", hdev_probe_device, hdev_open);
+static const BlockDriver bdrv_host_cdrom =
+    HDEV_DRIVER("host_cdrom", cdrom_probe_device, cdrom_open);
 
 /*
  * host_cdrom first: on a CD-ROM drive both probes answer 100, and the
