@@ -22,6 +22,7 @@
  * (block/io-sync.c).
  */
 #include "block/block_int.h"
+#include "block/dirty-bitmap.h"
 #include "block-internal.h"
 #include "util/cutils.h"
 #include "qapi/qapi-opts.h"
@@ -396,6 +397,8 @@ static void bdrv_delete(BlockDriverState *bs)
             bs->drv->bdrv_close(bs);
         }
     }
+    /* after close: a format stores its persistent bitmaps there */
+    bdrv_release_all_dirty_bitmaps(bs);
     while (bs->children) {
         bdrv_unref_child(bs, bs->children->data);
     }
@@ -611,6 +614,7 @@ static int bdrv_open_driver(BlockDriverState *bs, const BlockDriver *drv,
     return 0;
 
 fail:
+    bdrv_release_all_dirty_bitmaps(bs);
     while (bs->children) {
         bdrv_unref_child(bs, bs->children->data);
     }

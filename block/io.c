@@ -33,6 +33,11 @@
  *     equal to write_gen when it starts skips flush_to_disk: every write
  *     completed before it started was completed before the flush that
  *     stored that value started, and is covered.
+ *  6. Every range that a write, zero write, discard, copy-on-read write or
+ *     growth may have changed is marked in the node's dirty bitmaps by
+ *     bdrv_write_req_finish() when the driver returns, failed or not (a
+ *     failed write may have changed part of its range): a bitmap never
+ *     misses a change.
  *
  * Drain (block/drain.c), block status (block/block-status.c) and the
  * synchronous wrappers (block/io-sync.c) live beside this file; the users
@@ -43,6 +48,7 @@
  */
 
 #include "block/block_int.h"
+#include "block/dirty-bitmap.h"
 #include "io-internal.h"
 
 /*
@@ -87,6 +93,18 @@ static int bdrv_check_writable(BlockDriverState *bs)
         return -EIO;
     }
     return 0;
+}
+
+/*
+ * What follows every request that may have changed [offset, offset +
+ * bytes) of @bs (invariant 6); a node without bitmaps pays one test.
+ */
+static inline void bdrv_write_req_finish(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes)
+{
+    if (bs->dirty_bitmaps) {
+        bdrv_set_dirty(bs, offset, bytes);
+    }
 }
 
 /* ---- tracked requests and serialisation ---- */
@@ -556,6 +574,7 @@ static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
                 BLKDBG_EVENT(bs->file, BLKDBG_COR_WRITE);
                 ret = bdrv_aligned_pwritev(bs, pos, chunk, align, &q, 0,
                                            BDRV_REQ_WRITE_UNCHANGED);
+                bdrv_write_req_finish(bs, pos, chunk);
             }
             if (ret == 0 && to > from) {
                 qemu_iovec_from_buf(qiov, qiov_offset + from - offset,
@@ -854,6 +873,7 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     } else {
         ret = bdrv_rmw_pwritev(bs, offset, bytes, align, qiov, flags);
     }
+    bdrv_write_req_finish(bs, offset, bytes);
 
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
@@ -881,7 +901,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
 {
     BlockDriverState *bs = child ? child->bs : NULL;
     BdrvTrackedRequest req;
-    int64_t align, dalign, max_discard, end;
+    int64_t align, dalign, max_discard, end, req_offset, req_bytes;
     int ret;
 
     if (!bs || !bs->drv) {
@@ -915,6 +935,8 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
     bdrv_inc_in_flight(bs);
     tracked_request_begin(&req, bs, offset, bytes, true);
     tracked_request_wait(&req);
+    req_offset = offset;
+    req_bytes = bytes;
     ret = 0;
     while (bytes > 0) {
         int64_t head = offset % dalign;
@@ -936,6 +958,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         offset += num;
         bytes -= num;
     }
+    bdrv_write_req_finish(bs, req_offset, req_bytes);
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
     return ret;
@@ -1110,7 +1133,11 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
                              "count");
         }
     }
+    if (bs->dirty_bitmaps && ret == 0) {
+        bdrv_dirty_bitmap_truncate(bs, offset);
+    }
     bs->write_gen++;
+    bdrv_write_req_finish(bs, offset - new_bytes, new_bytes);
 
 out:
     tracked_request_end(&req);

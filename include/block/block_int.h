@@ -438,6 +438,11 @@ struct BlockDriverState {
      * for requests already in flight
      */
     bool corrupt;
+    /*
+     * the node's dirty bitmaps, linked through their own next pointer
+     * (block/dirty-bitmap.c); io.c marks them after every write
+     */
+    struct BdrvDirtyBitmap *dirty_bitmaps;
     /* list entry of all_bdrv_states (block.c) */
     GList *all_link;
 };

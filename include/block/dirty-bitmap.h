@@ -1,0 +1,185 @@
+/*
+ * Dirty bitmaps: which parts of a node were written since a point in time.
+ *
+ * A BdrvDirtyBitmap belongs to one node and covers its whole length, one
+ * bit per @granularity bytes (a power of two, at least 512).  While it is
+ * enabled, every write, zero write, discard and copy-on-read write that
+ * reaches the node through the request path (block/io.c) sets the bits of
+ * the range it touched, whether or not it succeeded.  A disabled bitmap
+ * keeps what it has.  Named bitmaps are what users see (QMP, qemu-img
+ * bitmap, qcow2's persistent bitmaps, NBD's qemu:dirty-bitmap:NAME);
+ * anonymous ones (name NULL) serve jobs such as mirror.
+ *
+ * Jobs use successors as QEMU's backup does: create_successor() freezes
+ * the bitmap (disabled and busy) and lets an anonymous successor record
+ * new writes; on success abdicate() gives the name to the successor and
+ * drops the frozen one, on failure reclaim() merges the successor back.
+ *
+ * Offsets and lengths are in bytes.  Everything runs in the node's
+ * AioContext thread; nothing here yields.
+ */
+#ifndef QBLOCK_DIRTY_BITMAP_H
+#define QBLOCK_DIRTY_BITMAP_H
+
+#include "block/block_int.h"
+#include "util/hbitmap.h"
+
+typedef struct BdrvDirtyBitmap BdrvDirtyBitmap;
+
+/* Longest name a bitmap may have, as QEMU (and qcow2's directory) allow. */
+#define BDRV_BITMAP_MAX_NAME_SIZE 1023
+/* Granularity limits: a sector, and 2 GiB as qcow2's directory allows. */
+#define BDRV_BITMAP_MIN_GRANULARITY 512
+#define BDRV_BITMAP_MAX_GRANULARITY (1ULL << 31)
+
+/* What bdrv_dirty_bitmap_check() refuses; each flag names one state. */
+typedef enum BdrvDirtyBitmapFlags {
+    BDRV_BITMAP_BUSY = 1 << 0,          /* in use by a job or an export */
+    BDRV_BITMAP_RO = 1 << 1,            /* stored read-only in its image */
+    BDRV_BITMAP_INCONSISTENT = 1 << 2,  /* its image was not closed cleanly */
+    BDRV_BITMAP_DEFAULT = BDRV_BITMAP_BUSY | BDRV_BITMAP_RO |
+                          BDRV_BITMAP_INCONSISTENT,
+    BDRV_BITMAP_ALLOW_RO = BDRV_BITMAP_BUSY | BDRV_BITMAP_INCONSISTENT,
+} BdrvDirtyBitmapFlags;
+
+/*
+ * A new enabled bitmap, all clear, on @bs.  @name may be NULL (anonymous);
+ * a named one must be unique on the node.  Errors name the node, the
+ * bitmap and the value refused.
+ */
+BdrvDirtyBitmap *bdrv_create_dirty_bitmap(BlockDriverState *bs,
+                                          uint32_t granularity,
+                                          const char *name, Error **errp);
+/* Frees @bitmap; it must not be busy nor have a successor. */
+void bdrv_release_dirty_bitmap(BdrvDirtyBitmap *bitmap);
+/* Frees every bitmap of @bs (the node is closing). */
+void bdrv_release_all_dirty_bitmaps(BlockDriverState *bs);
+
+BdrvDirtyBitmap *bdrv_find_dirty_bitmap(BlockDriverState *bs,
+                                        const char *name);
+/* The bitmaps of @bs in creation order: first, then next until NULL. */
+BdrvDirtyBitmap *bdrv_dirty_bitmap_first(BlockDriverState *bs);
+BdrvDirtyBitmap *bdrv_dirty_bitmap_next(BdrvDirtyBitmap *bitmap);
+bool bdrv_has_named_bitmaps(BlockDriverState *bs);
+
+/*
+ * 0 if @bitmap may be used in the way @flags describes, else -1 with an
+ * error that names it ("Bitmap 'b0' is currently in use by another
+ * operation and cannot be used", as QEMU words them).
+ */
+int bdrv_dirty_bitmap_check(const BdrvDirtyBitmap *bitmap,
+                            BdrvDirtyBitmapFlags flags, Error **errp);
+
+/* ---- properties ---- */
+BlockDriverState *bdrv_dirty_bitmap_bs(const BdrvDirtyBitmap *bitmap);
+const char *bdrv_dirty_bitmap_name(const BdrvDirtyBitmap *bitmap);
+uint32_t bdrv_dirty_bitmap_granularity(const BdrvDirtyBitmap *bitmap);
+/* the length of the node it covers, in bytes */
+int64_t bdrv_dirty_bitmap_size(const BdrvDirtyBitmap *bitmap);
+/* bytes marked dirty: dirty bits times the granularity */
+int64_t bdrv_get_dirty_count(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_enabled(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_busy(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_readonly(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_inconsistent(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_get_persistence(const BdrvDirtyBitmap *bitmap);
+bool bdrv_dirty_bitmap_has_successor(const BdrvDirtyBitmap *bitmap);
+
+void bdrv_enable_dirty_bitmap(BdrvDirtyBitmap *bitmap);
+void bdrv_disable_dirty_bitmap(BdrvDirtyBitmap *bitmap);
+void bdrv_dirty_bitmap_set_busy(BdrvDirtyBitmap *bitmap, bool busy);
+void bdrv_dirty_bitmap_set_readonly(BdrvDirtyBitmap *bitmap, bool value);
+/* inconsistent also disables it: it can only be removed */
+void bdrv_dirty_bitmap_set_inconsistent(BdrvDirtyBitmap *bitmap);
+/* persistent: the format stores it in the image on flush and close */
+void bdrv_dirty_bitmap_set_persistence(BdrvDirtyBitmap *bitmap,
+                                       bool persistent);
+
+/* ---- contents ---- */
+bool bdrv_dirty_bitmap_get(const BdrvDirtyBitmap *bitmap, int64_t offset);
+/* Marks [offset, offset + bytes), widened to the granularity. */
+void bdrv_set_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
+                           int64_t bytes);
+/*
+ * Clears the granules that [offset, offset + bytes) covers entirely (and
+ * the last, partial granule when the range reaches the node's end): a
+ * granule only partly copied stays dirty.
+ */
+void bdrv_reset_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
+                             int64_t bytes);
+/*
+ * Clears all of @bitmap.  With @backup, the old contents go there so that
+ * bdrv_restore_dirty_bitmap() can undo it (a transaction's abort).
+ */
+void bdrv_clear_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap **backup);
+/* Puts back @backup (taken by clear or merge) and frees it. */
+void bdrv_restore_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap *backup);
+/*
+ * @dest |= @src, for bitmaps of nodes of the same length (granularities
+ * may differ: a source granule sets every destination granule it
+ * touches).  @dest must pass the DEFAULT check, @src ALLOW_RO.  With
+ * @backup, @dest's old contents go there.
+ */
+bool bdrv_merge_dirty_bitmap(BdrvDirtyBitmap *dest,
+                             const BdrvDirtyBitmap *src, HBitmap **backup,
+                             Error **errp);
+
+/*
+ * The first dirty byte offset in [offset, offset + bytes), or -1.  The
+ * result is @offset or a granule boundary after it.  @bytes -1: to the end.
+ */
+int64_t bdrv_dirty_bitmap_next_dirty(const BdrvDirtyBitmap *bitmap,
+                                     int64_t offset, int64_t bytes);
+/* The same for a clean byte. */
+int64_t bdrv_dirty_bitmap_next_zero(const BdrvDirtyBitmap *bitmap,
+                                    int64_t offset, int64_t bytes);
+/*
+ * The first dirty area that starts in [start, end): true with
+ * *dirty_start and *dirty_count (at most @max_dirty_count bytes, clipped
+ * to @end), false if [start, end) is clean.
+ */
+bool bdrv_dirty_bitmap_next_dirty_area(const BdrvDirtyBitmap *bitmap,
+                                       int64_t start, int64_t end,
+                                       int64_t max_dirty_count,
+                                       int64_t *dirty_start,
+                                       int64_t *dirty_count);
+
+/* ---- successors (backup) ---- */
+int bdrv_dirty_bitmap_create_successor(BdrvDirtyBitmap *bitmap,
+                                       Error **errp);
+/* Success: the successor takes the name and properties; @bitmap is freed. */
+BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
+                                            Error **errp);
+/* Failure: the successor's bits go back into @bitmap, which is unfrozen. */
+BdrvDirtyBitmap *bdrv_reclaim_dirty_bitmap(BdrvDirtyBitmap *bitmap,
+                                           Error **errp);
+/* The frozen bitmap's successor starts recording (bitmap-mode=...). */
+void bdrv_dirty_bitmap_enable_successor(BdrvDirtyBitmap *bitmap);
+
+/* ---- serialisation (qcow2 bitmap tables) ---- */
+/* Bytes a serialised range of the bitmap takes. */
+uint64_t bdrv_dirty_bitmap_serialization_size(const BdrvDirtyBitmap *bitmap,
+                                              int64_t offset, int64_t bytes);
+/*
+ * The byte range a serialised chunk must start on: 64 granules (whole
+ * words).  A qcow2 bitmap cluster covers cluster_size * 8 granules.
+ */
+int64_t bdrv_dirty_bitmap_serialization_align(const BdrvDirtyBitmap *bitmap);
+void bdrv_dirty_bitmap_serialize_part(const BdrvDirtyBitmap *bitmap,
+                                      uint8_t *buf, int64_t offset,
+                                      int64_t bytes);
+/* ORs the bits of @buf in; @buf NULL sets the whole range. */
+void bdrv_dirty_bitmap_deserialize_part(BdrvDirtyBitmap *bitmap,
+                                        const uint8_t *buf, int64_t offset,
+                                        int64_t bytes);
+
+/* QEMU's x-debug-block-dirty-bitmap-sha256: of the bits as LE words. */
+char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap);
+
+/* ---- hooks of the request path (block/io.c) ---- */
+/* Marks [offset, offset + bytes) in every enabled bitmap of @bs. */
+void bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes);
+/* The node's length became @bytes: every bitmap follows. */
+void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes);
+
+#endif
