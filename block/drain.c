@@ -123,12 +123,33 @@ static bool bdrv_drain_busy(BlockDriverState *bs)
     return bdrv_subtree_busy(bs) || bdrv_parents_drained_poll(bs);
 }
 
+/*
+ * Tells every parent above @bs, through the node parents up to the
+ * users, that a section of @bs begins (@begin) or ends.
+ */
+static void bdrv_parents_drained_notify(BlockDriverState *bs, bool begin)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+        void (*fn)(BdrvChild *c) = begin ? c->klass->drained_begin :
+                                           c->klass->drained_end;
+
+        if (fn) {
+            fn(c);
+        }
+        if (c->parent) {
+            bdrv_parents_drained_notify(c->parent, begin);
+        }
+    }
+}
+
 void bdrv_drained_begin(BlockDriverState *bs)
 {
     AioContext *ctx = bdrv_get_aio_context(bs);
 
     if (bs->quiesce_counter++ == 0) {
         bdrv_quiesced_nodes++;
+        bdrv_parents_drained_notify(bs, true);
     }
     if (!qemu_in_coroutine()) {
         AIO_WAIT_WHILE(ctx, bdrv_drain_busy(bs));
@@ -147,6 +168,7 @@ void bdrv_drained_end(BlockDriverState *bs)
     if (--bs->quiesce_counter == 0) {
         assert(bdrv_quiesced_nodes > 0);
         bdrv_quiesced_nodes--;
+        bdrv_parents_drained_notify(bs, false);
         qemu_co_queue_restart_all(&bs->drain_queue);
     }
 }

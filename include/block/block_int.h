@@ -348,6 +348,14 @@ typedef struct BdrvChildClass {
      * ("node 'fmt0'", "block device 'disk0'"); the caller frees it.
      */
     char *(*get_parent_desc)(BdrvChild *c);
+    /*
+     * Optional.  A node at or below the child began (ended) a drained
+     * section: the first bdrv_drained_begin() and the last
+     * bdrv_drained_end() of that node.  Block jobs pause on it; requests
+     * already wait at the drain barrier without it.
+     */
+    void (*drained_begin)(BdrvChild *c);
+    void (*drained_end)(BdrvChild *c);
 } BdrvChildClass;
 
 /* The class of edges whose parent is a node (block.c). */

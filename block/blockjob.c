@@ -1,0 +1,265 @@
+/*
+ * Block jobs (include/job/blockjob.h): a job's edges on the nodes it
+ * involves, its error policies and its BLOCK_JOB_* events.
+ *
+ * Invariants:
+ *  1. Each of the job's edges (class block_job_child_class) is in
+ *     job->nodes from block_job_add_bdrv() until
+ *     block_job_remove_all_bdrv(), which runs at the latest when the job
+ *     is freed; the first is the edge on job->bs.
+ *  2. A drained section of a node the job has an edge on (or of a node
+ *     below one) holds one pause of the job (job.c inv. 4), taken at
+ *     drained_begin and given back at drained_end.  The job's own
+ *     requests go through BlockBackends, which wait at the drain barrier
+ *     without being counted (drain.c inv. 1), so the job's edges report
+ *     nothing in flight themselves.
+ *  3. iostatus is not OK only while the job is paused by the STOP policy
+ *     (a user pause, which job-resume ends).
+ */
+#include "job/blockjob.h"
+
+#include "block/block_int.h"
+#include "util/qapi-event.h"
+
+const char *const BlockdevOnError_str[BLOCKDEV_ON_ERROR__MAX + 1] = {
+    [BLOCKDEV_ON_ERROR_REPORT] = "report",
+    [BLOCKDEV_ON_ERROR_IGNORE] = "ignore",
+    [BLOCKDEV_ON_ERROR_ENOSPC] = "enospc",
+    [BLOCKDEV_ON_ERROR_STOP] = "stop",
+    [BLOCKDEV_ON_ERROR_AUTO] = "auto",
+    [BLOCKDEV_ON_ERROR__MAX] = NULL,
+};
+
+const char *const BlockJobIoStatus_str[] = {
+    [BLOCK_JOB_IOSTATUS_OK] = "ok",
+    [BLOCK_JOB_IOSTATUS_FAILED] = "failed",
+    [BLOCK_JOB_IOSTATUS_NOSPACE] = "nospace",
+};
+
+int block_job_parse_on_error(const char *name)
+{
+    for (int i = 0; i < BLOCKDEV_ON_ERROR__MAX; i++) {
+        if (!strcmp(BlockdevOnError_str[i], name)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The job's edges */
+
+/* Invariant 2: the job's requests are counted by its BlockBackends. */
+static bool block_job_child_drained_poll(BdrvChild *c)
+{
+    return false;
+}
+
+static void block_job_child_drained_begin(BdrvChild *c)
+{
+    job_pause(c->opaque);
+}
+
+static void block_job_child_drained_end(BdrvChild *c)
+{
+    job_resume(c->opaque);
+}
+
+static char *block_job_child_get_parent_desc(BdrvChild *c)
+{
+    Job *job = c->opaque;
+
+    return g_strdup_printf("%s job '%s'", job->driver->job_type, job->id);
+}
+
+static const BdrvChildClass block_job_child_class = {
+    .drained_poll = block_job_child_drained_poll,
+    .drained_begin = block_job_child_drained_begin,
+    .drained_end = block_job_child_drained_end,
+    .get_parent_desc = block_job_child_get_parent_desc,
+};
+
+/*
+ * Invariant 2: the drained sections that would have reached an edge on
+ * @bs, one per drained node per path up to it (as drain.c notifies).
+ */
+static int block_job_drains_below(BlockDriverState *bs)
+{
+    int n = bs->quiesce_counter > 0;
+
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        n += c->bs ? block_job_drains_below(c->bs) : 0;
+    }
+    return n;
+}
+
+int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
+                       uint64_t perm, uint64_t shared_perm, Error **errp)
+{
+    BdrvChild *c;
+
+    bdrv_ref(bs);
+    c = bdrv_root_attach_child(bs, name, &block_job_child_class, job,
+                               perm, shared_perm, errp);
+    if (!c) {
+        return -EPERM;
+    }
+    job->nodes = g_slist_append(job->nodes, c);     /* invariant 1 */
+    /* a node drained already holds the job until its section ends */
+    for (int i = block_job_drains_below(bs); i > 0; i--) {
+        job_pause(&job->job);
+    }
+    return 0;
+}
+
+void block_job_remove_all_bdrv(BlockJob *job)
+{
+    while (job->nodes) {
+        BdrvChild *c = job->nodes->data;
+
+        for (int i = block_job_drains_below(c->bs); i > 0; i--) {
+            job_resume(&job->job);
+        }
+        job->nodes = g_slist_delete_link(job->nodes, job->nodes);
+        bdrv_root_unref_child(c);
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Events */
+
+static QDict *block_job_event_data(BlockJob *job)
+{
+    QDict *data = qdict_new();
+
+    qdict_put_str(data, "type", job->job.driver->job_type);
+    qdict_put_str(data, "device", job->job.id);
+    qdict_put_int(data, "len", job->job.progress_total);
+    qdict_put_int(data, "offset", job->job.progress_current);
+    qdict_put_int(data, "speed", job->job.speed);
+    return data;
+}
+
+static void block_job_event_ready(Job *job)
+{
+    qapi_event_emit("BLOCK_JOB_READY",
+                    block_job_event_data(block_job_from_job(job)));
+}
+
+static void block_job_event_pending(Job *job)
+{
+    QDict *data = qdict_new();
+
+    qdict_put_str(data, "type", job->driver->job_type);
+    qdict_put_str(data, "id", job->id);
+    qapi_event_emit("BLOCK_JOB_PENDING", data);
+}
+
+static void block_job_event_completed(Job *job)
+{
+    QDict *data = block_job_event_data(block_job_from_job(job));
+
+    if (job->ret) {
+        qdict_put_str(data, "error", error_get_pretty(job->err));
+    }
+    qapi_event_emit("BLOCK_JOB_COMPLETED", data);
+}
+
+static void block_job_event_cancelled(Job *job)
+{
+    qapi_event_emit("BLOCK_JOB_CANCELLED",
+                    block_job_event_data(block_job_from_job(job)));
+}
+
+const JobListener block_job_listener = {
+    .ready = block_job_event_ready,
+    .pending = block_job_event_pending,
+    .completed = block_job_event_completed,
+    .cancelled = block_job_event_cancelled,
+};
+
+BlockJob *block_job_from_job(Job *job)
+{
+    return job->driver->listener == &block_job_listener ?
+           (BlockJob *)job : NULL;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Creation and errors */
+
+void *block_job_create(const char *job_id, const JobDriver *driver,
+                       BlockDriverState *bs, uint64_t perm,
+                       uint64_t shared_perm, int64_t speed, int flags,
+                       Error **errp)
+{
+    BlockJob *job;
+
+    assert(driver->listener == &block_job_listener);
+    if (speed < 0) {
+        error_setg(errp, "Invalid parameter 'speed'");
+        return NULL;
+    }
+    job = job_create(job_id ? job_id : bdrv_get_node_name(bs), driver,
+                     flags, errp);
+    if (!job) {
+        return NULL;
+    }
+    job->bs = bs;
+    job->job.speed = speed;
+    if (block_job_add_bdrv(job, "main node", bs, perm, shared_perm,
+                           errp) < 0) {
+        job_early_fail(&job->job);
+        return NULL;
+    }
+    return job;
+}
+
+BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
+                                        bool is_read, int error)
+{
+    BlockErrorAction action;
+    QDict *data;
+
+    switch (on_err) {
+    case BLOCKDEV_ON_ERROR_ENOSPC:
+    case BLOCKDEV_ON_ERROR_AUTO:
+        action = error == ENOSPC ? BLOCK_ERROR_ACTION_STOP :
+                                   BLOCK_ERROR_ACTION_REPORT;
+        break;
+    case BLOCKDEV_ON_ERROR_STOP:
+        action = BLOCK_ERROR_ACTION_STOP;
+        break;
+    case BLOCKDEV_ON_ERROR_IGNORE:
+        action = BLOCK_ERROR_ACTION_IGNORE;
+        break;
+    default:
+        action = BLOCK_ERROR_ACTION_REPORT;
+        break;
+    }
+    data = qdict_new();
+    qdict_put_str(data, "device", job->job.id);
+    qdict_put_str(data, "operation", is_read ? "read" : "write");
+    qdict_put_str(data, "action",
+                  action == BLOCK_ERROR_ACTION_STOP ? "stop" :
+                  action == BLOCK_ERROR_ACTION_IGNORE ? "ignore" : "report");
+    qapi_event_emit("BLOCK_JOB_ERROR", data);
+    if (action == BLOCK_ERROR_ACTION_STOP) {
+        /* invariant 3: a pause the user sees, and ends with job-resume */
+        if (!job->job.user_paused) {
+            job_pause(&job->job);
+            job->job.user_paused = true;
+        }
+        if (job->iostatus == BLOCK_JOB_IOSTATUS_OK) {
+            job->iostatus = error == ENOSPC ? BLOCK_JOB_IOSTATUS_NOSPACE :
+                                              BLOCK_JOB_IOSTATUS_FAILED;
+        }
+    }
+    return action;
+}
+
+void block_job_iostatus_reset(BlockJob *job)
+{
+    job->iostatus = BLOCK_JOB_IOSTATUS_OK;
+}

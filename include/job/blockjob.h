@@ -1,0 +1,89 @@
+/*
+ * Block jobs: jobs that work on nodes of the graph (stream, commit,
+ * mirror).  On top of a Job (job.h) a block job has the node QEMU calls
+ * its device, holds an edge on every node it involves (so that a drain
+ * of one of them pauses it, and so that its permissions are checked
+ * against the other users), reports its errors by the on-*-error
+ * policies, and sends the BLOCK_JOB_* events.
+ */
+#ifndef QBLOCK_BLOCKJOB_H
+#define QBLOCK_BLOCKJOB_H
+
+#include "job/job.h"
+#include "qblock/block-backend.h"
+
+/* QEMU's BlockdevOnError: what a job does when an I/O request fails. */
+typedef enum BlockdevOnError {
+    BLOCKDEV_ON_ERROR_REPORT,   /* the job fails with the error */
+    BLOCKDEV_ON_ERROR_IGNORE,   /* the job goes on (and retries later) */
+    BLOCKDEV_ON_ERROR_ENOSPC,   /* stop on ENOSPC, report the others */
+    BLOCKDEV_ON_ERROR_STOP,     /* the job pauses until job-resume */
+    BLOCKDEV_ON_ERROR_AUTO,     /* as enospc, for jobs */
+    BLOCKDEV_ON_ERROR__MAX,
+} BlockdevOnError;
+
+extern const char *const BlockdevOnError_str[BLOCKDEV_ON_ERROR__MAX + 1];
+
+typedef enum BlockErrorAction {
+    BLOCK_ERROR_ACTION_IGNORE,
+    BLOCK_ERROR_ACTION_REPORT,
+    BLOCK_ERROR_ACTION_STOP,
+} BlockErrorAction;
+
+/* QEMU's io-status of a block job. */
+typedef enum BlockJobIoStatus {
+    BLOCK_JOB_IOSTATUS_OK,
+    BLOCK_JOB_IOSTATUS_FAILED,
+    BLOCK_JOB_IOSTATUS_NOSPACE,
+} BlockJobIoStatus;
+
+extern const char *const BlockJobIoStatus_str[];
+
+typedef struct BlockJob {
+    Job job;
+    /* the node the job was started on (QEMU's "device"), for queries */
+    BlockDriverState *bs;
+    /* BdrvChild *: the job's edges on the nodes it involves */
+    GSList *nodes;
+    BlockJobIoStatus iostatus;
+} BlockJob;
+
+/*
+ * Creates a block job on @bs (which gets an edge with @perm and
+ * @shared_perm).  @job_id NULL: the node's name, as QEMU uses the device
+ * name.  @speed: the initial rate limit.  @flags: JOB_MANUAL_*.  The
+ * driver's listener must be block_job_listener.
+ */
+void *block_job_create(const char *job_id, const JobDriver *driver,
+                       BlockDriverState *bs, uint64_t perm,
+                       uint64_t shared_perm, int64_t speed, int flags,
+                       Error **errp);
+/*
+ * Adds an edge from the job to @bs, named @name: drains of @bs pause
+ * the job, and the permissions are the job's.  -errno on a conflict.
+ */
+int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
+                       uint64_t perm, uint64_t shared_perm, Error **errp);
+/* Drops every edge (a job ending: the graph may change after). */
+void block_job_remove_all_bdrv(BlockJob *job);
+
+/* The block job @job is, or NULL for another kind of job. */
+BlockJob *block_job_from_job(Job *job);
+
+/*
+ * What to do about a failed request (@error a positive errno) by the
+ * policy @on_err; sends BLOCK_JOB_ERROR, and for STOP pauses the job as
+ * a user pause (job-resume goes on) and records the io-status.
+ */
+BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
+                                        bool is_read, int error);
+/* job-resume of a job stopped by an error clears its io-status. */
+void block_job_iostatus_reset(BlockJob *job);
+
+/* A parsed on-error value ("report", ...), or -1. */
+int block_job_parse_on_error(const char *name);
+
+/* The events of every block job: the driver's listener. */
+extern const JobListener block_job_listener;
+
+#endif
