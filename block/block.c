@@ -1248,7 +1248,8 @@ int bdrv_make_empty(BlockDriverState *bs, Error **errp)
     ret = bs->drv->bdrv_make_empty(bs);
     bdrv_drained_end(bs);
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "Failed to empty '%s'", bs->filename);
+        /* unquoted, as QEMU's tools print it */
+        error_setg_errno(errp, -ret, "Failed to empty %s", bs->filename);
     }
     return ret;
 }

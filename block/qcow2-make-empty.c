@@ -61,8 +61,11 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     if (ret < 0) {
         return ret;
     }
+    /* from here on the old refcount structure is overwritten */
+    BLKDBG_EVENT(bs->file, BLKDBG_EMPTY_IMAGE_PREPARE);
 
     /* the new refcount block: the layout's clusters, nothing else */
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC);
     ret = qcow2_cache_get_empty(bs, s->refcount_block_cache,
                                 2 * s->cluster_size, &block);
     if (ret < 0) {
