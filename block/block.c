@@ -1357,6 +1357,11 @@ const char *bdrv_get_format_name(BlockDriverState *bs)
     return bs->drv ? bs->drv->format_name : NULL;
 }
 
+const char *bdrv_get_protocol_name(BlockDriverState *bs)
+{
+    return bs->drv ? bs->drv->protocol_name : NULL;
+}
+
 bool bdrv_is_read_only(BlockDriverState *bs)
 {
     return bs->read_only;

@@ -166,6 +166,8 @@ void bdrv_drained_end(BlockDriverState *bs);
 int64_t bdrv_get_allocated_file_size(BlockDriverState *bs);
 int bdrv_get_info(BlockDriverState *bs, BlockDriverInfo *bdi);
 const char *bdrv_get_format_name(BlockDriverState *bs);
+/* The protocol prefix of a protocol node ("file", "nbd"), else NULL. */
+const char *bdrv_get_protocol_name(BlockDriverState *bs);
 const char *bdrv_get_node_name(const BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);
 bool bdrv_is_writable(BlockDriverState *bs);
