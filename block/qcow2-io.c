@@ -763,7 +763,8 @@ int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         return -ENOTSUP;
     }
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_cluster_discard(bs, offset, bytes, false);
+    ret = qcow2_cluster_discard(bs, offset, bytes, false,
+                                QCOW2_DISCARD_REQUEST);
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }

@@ -130,7 +130,8 @@ static int coroutine_fn qcow2_make_empty_co(BlockDriverState *bs,
     if (qcow2_can_reset(bs)) {
         ret = qcow2_reset_image(bs);
     } else {
-        ret = qcow2_cluster_discard(bs, 0, s->virtual_size, true);
+        ret = qcow2_cluster_discard(bs, 0, s->virtual_size, true,
+                                    QCOW2_DISCARD_REQUEST);
         if (ret == 0) {
             ret = qcow2_flush_caches(bs);
         }
