@@ -249,3 +249,16 @@ char *bdrv_get_full_backing_filename_from_filename(const char *base,
     }
     return g_strdup(backing);
 }
+
+void bdrv_parse_filename_strip_prefix(const char *filename,
+                                      const char *prefix, QDict *options)
+{
+    if (strstart(filename, prefix, &filename) &&
+        bdrv_path_has_protocol(filename)) {
+        g_autofree char *path = g_strconcat("./", filename, NULL);
+
+        qdict_put_str(options, "filename", path);
+        return;
+    }
+    qdict_put_str(options, "filename", filename);
+}

@@ -40,7 +40,8 @@ static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
 
 /*
  * Queues @bs with the option changes @changes (consumed) and @flags, then
- * its non-backing children, which inherit the resulting flags as at open.
+ * its non-backing children, which inherit the resulting flags as at open,
+ * and its backing child if @changes has "backing.*" options.
  * The common options are absorbed here already, because the children's
  * flags depend on them; an error in them is reported by the prepare step.
  */
@@ -82,8 +83,17 @@ static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
         BdrvChild *c = l->data;
         QDict *sub = g_ptr_array_steal_index(child_changes, 0);
 
+        /*
+         * A backing file keeps its own flags (read-only, whatever its
+         * overlay becomes); it is reopened only to check or apply the
+         * "backing.*" options given for it.
+         */
         if (c->is_backing) {
-            qdict_unref(sub);
+            if (qdict_size(sub) == 0) {
+                qdict_unref(sub);
+            } else {
+                bdrv_reopen_queue_add(queue, c->bs, sub, c->bs->open_flags);
+            }
             continue;
         }
         bdrv_reopen_queue_add(queue, c->bs, sub,

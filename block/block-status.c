@@ -260,3 +260,29 @@ int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
     return !!(ret & BDRV_BLOCK_ALLOCATED);
 }
 
+
+bool coroutine_fn bdrv_co_is_zero_fast(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes)
+{
+    while (bytes > 0) {
+        int64_t pnum;
+        int ret = bdrv_co_common_block_status_above(bs, NULL,
+                                                    BDRV_STATUS_BASE_EXCLUDED,
+                                                    false, offset, bytes,
+                                                    &pnum, NULL, NULL, NULL);
+
+        if (ret < 0) {
+            return false;
+        }
+        if (pnum == 0) {
+            /* past the end of @bs itself: nothing to read there */
+            return (ret & BDRV_BLOCK_EOF) != 0;
+        }
+        if (!(ret & BDRV_BLOCK_ZERO)) {
+            return false;
+        }
+        offset += pnum;
+        bytes -= pnum;
+    }
+    return true;
+}

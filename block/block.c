@@ -1252,7 +1252,8 @@ int bdrv_make_empty(BlockDriverState *bs, Error **errp)
     ret = bs->drv->bdrv_make_empty(bs);
     bdrv_drained_end(bs);
     if (ret < 0) {
-        error_setg_errno(errp, -ret, "Failed to empty '%s'", bs->filename);
+        /* unquoted, as QEMU's tools print it */
+        error_setg_errno(errp, -ret, "Failed to empty %s", bs->filename);
     }
     return ret;
 }
@@ -1358,6 +1359,11 @@ int bdrv_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
 const char *bdrv_get_format_name(BlockDriverState *bs)
 {
     return bs->drv ? bs->drv->format_name : NULL;
+}
+
+const char *bdrv_get_protocol_name(BlockDriverState *bs)
+{
+    return bs->drv ? bs->drv->protocol_name : NULL;
 }
 
 bool bdrv_is_read_only(BlockDriverState *bs)

@@ -123,10 +123,10 @@ static int cdrom_probe_device(const char *filename)
 static void hdev_parse_filename(const char *filename, QDict *options,
                                 Error **errp)
 {
-    if (!strstart(filename, "host_device:", &filename)) {
-        strstart(filename, "host_cdrom:", &filename);
-    }
-    qdict_put_str(options, "filename", filename);
+    bdrv_parse_filename_strip_prefix(filename,
+                                     g_str_has_prefix(filename, "host_cdrom:")
+                                     ? "host_cdrom:" : "host_device:",
+                                     options);
 }
 
 static int hdev_open(BlockDriverState *bs, QDict *options, int flags,

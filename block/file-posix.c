@@ -121,8 +121,7 @@ typedef struct RawReopenState {
 static void raw_parse_filename(const char *filename, QDict *options,
                                Error **errp)
 {
-    strstart(filename, "file:", &filename);
-    qdict_put_str(options, "filename", filename);
+    bdrv_parse_filename_strip_prefix(filename, "file:", options);
 }
 
 static int raw_open_flags(int bdrv_flags, RawFileType type)

@@ -513,8 +513,8 @@ static int64_t bdrv_cor_align(BlockDriverState *bs, int64_t align)
 }
 
 /*
- * A read that also copies what it reads from below (the backing chain)
- * into @bs, so that the next read finds it there (qemu-io -C, QEMU's
+ * A read that also copies what it reads from below (the backing chain,
+ * or the zeroes of an unallocated range) into @bs, so that the next read finds it there (qemu-io -C, QEMU's
  * copy-on-read).  [offset, offset + bytes) is aligned to @align; the copy
  * covers whole clusters around it, which the caller has serialised against
  * every other request.  Ranges already allocated in @bs are read as usual.
@@ -571,9 +571,18 @@ static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
             qemu_iovec_init_buf(&q, bounce, chunk);
             ret = bdrv_aligned_preadv(bs, pos, chunk, align, &q, 0);
             if (ret == 0) {
+                /*
+                 * Zeroes are copied as a zero write (a zero cluster rather
+                 * than data), as QEMU does, whatever detect-zeroes says.
+                 */
+                bool zero = bs->drv->bdrv_co_pwrite_zeroes &&
+                            buffer_is_zero(bounce, chunk);
+
                 BLKDBG_EVENT(bs->file, BLKDBG_COR_WRITE);
-                ret = bdrv_aligned_pwritev(bs, pos, chunk, align, &q, 0,
-                                           BDRV_REQ_WRITE_UNCHANGED);
+                ret = bdrv_aligned_pwritev(bs, pos, chunk, align,
+                                           zero ? NULL : &q, 0,
+                                           BDRV_REQ_WRITE_UNCHANGED |
+                                           (zero ? BDRV_REQ_ZERO_WRITE : 0));
                 bdrv_write_req_finish(bs, pos, chunk);
             }
             if (ret == 0 && to > from) {
@@ -776,8 +785,12 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
         return 0;
     }
     align = bdrv_request_align(bs);
-    /* Copying needs a writable node with something below to copy from. */
-    if ((bs->open_flags & BDRV_O_COPY_ON_READ) && bs->backing) {
+    /*
+     * Copying needs a writable node.  Without a backing file, what is
+     * unallocated is copied too, as zeroes (QEMU does the same: the
+     * image then says where it reads as zero).
+     */
+    if (bs->open_flags & BDRV_O_COPY_ON_READ) {
         flags |= BDRV_REQ_COPY_ON_READ;
     }
     if ((flags & BDRV_REQ_COPY_ON_READ) &&

@@ -1235,7 +1235,8 @@ enum {
 static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
-                                         int flags)
+                                         int flags,
+                                         Qcow2DiscardType discard_type)
 {
     BDRVQcow2State *s = bs->opaque;
     int l1_index = offset_to_l1_index(s, offset);
@@ -1317,7 +1318,7 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
         }
         qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
         if (unmap && new != old && cluster_type_is_allocated(type)) {
-            qcow2_free_any_cluster(bs, old, 1, QCOW2_DISCARD_REQUEST);
+            qcow2_free_any_cluster(bs, old, 1, discard_type);
         }
     }
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
@@ -1329,7 +1330,8 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
 static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
-                                         int flags)
+                                         int flags,
+                                         Qcow2DiscardType discard_type)
 {
     BDRVQcow2State *s = bs->opaque;
     int ret;
@@ -1340,7 +1342,8 @@ static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
         uint64_t slice_end = ROUND_UP(offset + 1, l2_slice_bytes_mapped(s));
         uint64_t n = MIN(bytes, slice_end - offset);
 
-        ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags);
+        ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags,
+                               discard_type);
         if (ret < 0) {
             return ret;
         }
@@ -1351,10 +1354,11 @@ static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
 }
 
 int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
-                                       uint64_t bytes, bool full_discard)
+                                       uint64_t bytes, bool full_discard,
+                                       Qcow2DiscardType type)
 {
     return rewrite_l2_range(bs, offset, bytes, L2_OP_DISCARD, full_discard,
-                            0);
+                            0, type);
 }
 
 int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
@@ -1372,9 +1376,11 @@ int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
         if (bs->backing) {
             return -ENOTSUP;
         }
-        return qcow2_cluster_discard(bs, offset, bytes, false);
+        return qcow2_cluster_discard(bs, offset, bytes, false,
+                                     QCOW2_DISCARD_REQUEST);
     }
-    return rewrite_l2_range(bs, offset, bytes, L2_OP_ZEROIZE, false, flags);
+    return rewrite_l2_range(bs, offset, bytes, L2_OP_ZEROIZE, false, flags,
+                            QCOW2_DISCARD_REQUEST);
 }
 
 int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs)

@@ -366,8 +366,11 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
         if (!blk) {
             return -EIO;
         }
+        /*
+         * The data file is as long as the disk; falloc and full reserve
+         * all of it (QEMU does so too), metadata leaves it sparse.
+         */
         ret = blk_truncate(blk, c.size, false,
-                           c.data_file_raw &&
                            c.prealloc != PREALLOC_MODE_METADATA ?
                            c.prealloc : PREALLOC_MODE_OFF, 0, errp);
         blk_unref(blk);

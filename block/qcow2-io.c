@@ -328,8 +328,8 @@ static int coroutine_fn qcow2_handle_l2meta(BlockDriverState *bs,
 }
 
 /*
- * True if guest [offset, offset + bytes) reads as zeroes from this image
- * alone (zero or unallocated clusters and no backing file behind them).
+ * True if guest [offset, offset + bytes) reads as zeroes: zero clusters,
+ * or unallocated ones where the backing chain's block status says zero.
  * A cluster with an allocation in flight does not (its L2 entry still
  * says unallocated, but a write is filling it), unless the allocation is
  * @except, the caller's own.  Called with s->lock held.
@@ -362,10 +362,15 @@ static bool coroutine_fn qcow2_range_is_zero_except(BlockDriverState *bs,
                                   &type) < 0) {
             return false;
         }
-        if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
-            type != QCOW2_CLUSTER_ZERO_ALLOC &&
-            ((type != QCOW2_CLUSTER_UNALLOCATED &&
-              type != QCOW2_CLUSTER_UNALLOCATED_ALLOC) || bs->backing)) {
+        if (type == QCOW2_CLUSTER_UNALLOCATED ||
+            type == QCOW2_CLUSTER_UNALLOCATED_ALLOC) {
+            /* what the backing chain says it holds (zero past its end) */
+            if (bs->backing &&
+                !bdrv_co_is_zero_fast(bs->backing->bs, offset, cur)) {
+                return false;
+            }
+        } else if (type != QCOW2_CLUSTER_ZERO_PLAIN &&
+                   type != QCOW2_CLUSTER_ZERO_ALLOC) {
             return false;
         }
         offset += cur;
@@ -758,7 +763,8 @@ int coroutine_fn qcow2_co_pdiscard(BlockDriverState *bs,
         return -ENOTSUP;
     }
     qemu_co_mutex_lock(&s->lock);
-    ret = qcow2_cluster_discard(bs, offset, bytes, false);
+    ret = qcow2_cluster_discard(bs, offset, bytes, false,
+                                QCOW2_DISCARD_REQUEST);
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }

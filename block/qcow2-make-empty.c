@@ -61,8 +61,11 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     if (ret < 0) {
         return ret;
     }
+    /* from here on the old refcount structure is overwritten */
+    BLKDBG_EVENT(bs->file, BLKDBG_EMPTY_IMAGE_PREPARE);
 
     /* the new refcount block: the layout's clusters, nothing else */
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC);
     ret = qcow2_cache_get_empty(bs, s->refcount_block_cache,
                                 2 * s->cluster_size, &block);
     if (ret < 0) {
@@ -127,7 +130,8 @@ static int coroutine_fn qcow2_make_empty_co(BlockDriverState *bs,
     if (qcow2_can_reset(bs)) {
         ret = qcow2_reset_image(bs);
     } else {
-        ret = qcow2_cluster_discard(bs, 0, s->virtual_size, true);
+        ret = qcow2_cluster_discard(bs, 0, s->virtual_size, true,
+                                    QCOW2_DISCARD_REQUEST);
         if (ret == 0) {
             ret = qcow2_flush_caches(bs);
         }

@@ -836,7 +836,7 @@ static int coroutine_fn qcow2_snapshot_create_locked(BlockDriverState *bs,
                                   (uint64_t)s->cluster_size);
 
         ret = qcow2_cluster_discard(bs, qcow2_vm_state_offset(s), bytes,
-                                    false);
+                                    false, QCOW2_DISCARD_REQUEST);
         if (ret < 0) {
             return ret;
         }

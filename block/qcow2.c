@@ -617,8 +617,10 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
     int ret;
 
     if (start < s->virtual_size) {
+        /* what the disk loses is given back to the host, whatever
+         * pass-discard-* say (QEMU does the same) */
         ret = qcow2_cluster_discard(bs, start, s->virtual_size - start,
-                                    true);
+                                    true, QCOW2_DISCARD_ALWAYS);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Failed to discard cropped "
                              "clusters");

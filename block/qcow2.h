@@ -828,10 +828,11 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
  * @full_discard the entries become unallocated (the backing file shows
  * through), else they read as zeroes (v3 zero flag where a backing file or
  * an allocation needs it; v2: unallocated).  Host clusters are freed with
- * QCOW2_DISCARD_REQUEST.
+ * @type, which decides whether the file is told.
  */
 int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
-                                       uint64_t bytes, bool full_discard);
+                                       uint64_t bytes, bool full_discard,
+                                       Qcow2DiscardType type);
 /*
  * Sets the zero flag on the clusters of [offset, offset + bytes) (same
  * alignment as discard); with BDRV_REQ_MAY_UNMAP in @flags host clusters

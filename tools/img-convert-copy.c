@@ -194,6 +194,33 @@ static bool img_is_allocated_sectors_min(const uint8_t *buf, int64_t n,
     return true;
 }
 
+/*
+ * --salvage: a read that failed is retried one sector at a time; each
+ * sector that still cannot be read is warned about and copied as zeroes.
+ */
+static void coroutine_fn img_convert_co_salvage_read(ImgConvertState *s,
+                                                     BlockBackend *blk,
+                                                     int64_t offset,
+                                                     int64_t bytes,
+                                                     uint8_t *buf)
+{
+    for (int64_t done = 0; done < bytes; done += BDRV_SECTOR_SIZE) {
+        int64_t len = MIN(BDRV_SECTOR_SIZE, bytes - done);
+        QEMUIOVector qiov;
+        int ret;
+
+        qemu_iovec_init_buf(&qiov, buf + done, len);
+        ret = blk_co_preadv(blk, offset + done, len, &qiov, 0);
+        if (ret < 0) {
+            if (!s->quiet) {
+                warn_report("error while reading offset %" PRId64 ": %s",
+                            offset + done, strerror(-ret));
+            }
+            memset(buf + done, 0, len);
+        }
+    }
+}
+
 /* Reads @nb_sectors at @sector_num of the concatenated sources. */
 static int coroutine_fn img_convert_co_read(ImgConvertState *s,
                                             int64_t sector_num,
@@ -218,7 +245,9 @@ static int coroutine_fn img_convert_co_read(ImgConvertState *s,
         }
         qemu_iovec_init_buf(&qiov, buf, avail);
         ret = blk_co_preadv(blk, offset, avail, &qiov, 0);
-        if (ret < 0) {
+        if (ret < 0 && s->salvage) {
+            img_convert_co_salvage_read(s, blk, offset, avail, buf);
+        } else if (ret < 0) {
             return ret;
         }
         sector_num += n;
@@ -429,21 +458,24 @@ int img_convert_do_copy(ImgConvertState *s)
     AioContext *ctx = qemu_get_aio_context();
     int64_t sector_num = 0, n;
 
-    /* The progress meter counts only what will be written. */
-    if (s->progress.enabled) {
-        while (sector_num < s->total_sectors) {
-            n = img_convert_iteration_sectors(s, sector_num);
-            if (n < 0) {
-                return n;
-            }
-            if (s->status == IMG_BLK_DATA ||
-                (!s->min_sparse && s->status == IMG_BLK_ZERO)) {
-                s->allocated_sectors += n;
-            }
-            sector_num += n;
+    /*
+     * The progress meter counts only what will be written.  The walk is
+     * made with or without the meter, as qemu-img makes it: a source
+     * whose block status fails (--salvage) is warned about in this walk
+     * and again in the copy, as qemu-img does.
+     */
+    while (sector_num < s->total_sectors) {
+        n = img_convert_iteration_sectors(s, sector_num);
+        if (n < 0) {
+            return n;
         }
-        s->sector_next_status = 0;
+        if (s->status == IMG_BLK_DATA ||
+            (!s->min_sparse && s->status == IMG_BLK_ZERO)) {
+            s->allocated_sectors += n;
+        }
+        sector_num += n;
     }
+    s->sector_next_status = 0;
 
     s->ret = -EINPROGRESS;
     qemu_co_mutex_init(&s->lock);

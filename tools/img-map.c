@@ -40,11 +40,12 @@ static int img_map_block_status(BlockDriverState *bs, int64_t offset,
         if (ret & (BDRV_BLOCK_ZERO | BDRV_BLOCK_DATA)) {
             break;
         }
-        if (!bdrv_backing_bs(bs)) {
+        /* filters (blkdebug, copy-on-read) on either side are no layer */
+        bs = bdrv_backing_chain_next(bs);
+        if (!bs) {
             ret = 0;
             break;
         }
-        bs = bdrv_backing_bs(bs);
         depth++;
     }
 

@@ -97,10 +97,17 @@ static int qio_info_f(BlockBackend *blk, int argc, char **argv)
     if (bdrv_get_format_name(bs)) {
         printf("format name: %s\n", bdrv_get_format_name(bs));
     }
+    /* a protocol node names itself twice, as qemu-io prints it */
+    if (bdrv_get_protocol_name(bs)) {
+        printf("format name: %s\n", bdrv_get_protocol_name(bs));
+    }
 
+    /*
+     * A driver without such information (null-co, nbd) fails the command
+     * silently, as in qemu-io; raw and file report zeroes.
+     */
     ret = bdrv_get_info(bs, &bdi);
-    /* formats without such information (raw) report zeroes */
-    if (ret < 0 && ret != -ENOTSUP) {
+    if (ret < 0) {
         return ret;
     }
     qio_cvtstr(bdi.cluster_size, s1, sizeof(s1));
@@ -425,7 +432,8 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
     BlockDriverState *bs = blk_bs(blk);
     int flags = bdrv_get_open_flags(bs);
     bool writethrough = !blk_enable_write_cache(blk);
-    bool has_rw_option = false, read_only = bdrv_is_read_only(bs);
+    bool has_rw_option = false, has_cache_option = false;
+    bool read_only = bdrv_is_read_only(bs);
     uint64_t orig_perm, orig_shared;
     Error *local_err = NULL;
     QDict *opts = qdict_new();
@@ -434,6 +442,7 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
     while ((c = getopt(argc, argv, "c:o:rw")) != -1) {
         switch (c) {
         case 'c':
+            has_cache_option = true;
             flags &= ~BDRV_O_CACHE_MASK;
             if (bdrv_parse_cache_mode(optarg, &flags, &writethrough) < 0) {
                 error_report("Invalid cache option: %s", optarg);
@@ -464,6 +473,18 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
     }
     if (optind != argc) {
         ret = qio_usage_error(argv[0]);
+        goto out;
+    }
+    /* the same setting given twice, in two ways, has no winner */
+    if (has_rw_option && qdict_haskey(opts, "read-only")) {
+        error_report("Cannot set both -r/-w and 'read-only'");
+        ret = -EINVAL;
+        goto out;
+    }
+    if (has_cache_option && (qdict_haskey(opts, "cache.direct") ||
+                             qdict_haskey(opts, "cache.no-flush"))) {
+        error_report("Cannot set both -c and the cache options");
+        ret = -EINVAL;
         goto out;
     }
 

@@ -84,6 +84,14 @@ int coroutine_fn bdrv_co_block_status_above(BlockDriverState *bs,
                                             int *depth);
 int coroutine_fn bdrv_co_is_allocated(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, int64_t *pnum);
+/*
+ * True if block status says that [offset, offset + bytes) of @bs reads as
+ * zeroes through its whole chain (past a layer's end counts as zeroes).
+ * Cheap and conservative: false on any error or where a layer does not
+ * know (data that happens to be zero is not read).
+ */
+bool coroutine_fn bdrv_co_is_zero_fast(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes);
 
 /* Synchronous wrappers: usable in and out of coroutine context (outside,
  * they run a coroutine and poll the node's context until it is done). */
@@ -158,6 +166,8 @@ void bdrv_drained_end(BlockDriverState *bs);
 int64_t bdrv_get_allocated_file_size(BlockDriverState *bs);
 int bdrv_get_info(BlockDriverState *bs, BlockDriverInfo *bdi);
 const char *bdrv_get_format_name(BlockDriverState *bs);
+/* The protocol prefix of a protocol node ("file", "nbd"), else NULL. */
+const char *bdrv_get_protocol_name(BlockDriverState *bs);
 const char *bdrv_get_node_name(const BlockDriverState *bs);
 bool bdrv_is_read_only(BlockDriverState *bs);
 bool bdrv_is_writable(BlockDriverState *bs);

@@ -588,6 +588,16 @@ int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
 
+/*
+ * bdrv_parse_filename for protocols that open a path: puts @filename
+ * without its @prefix ("file:") into options' "filename".  A name left
+ * with a colon before its first slash ("file:image:top") would read as
+ * another protocol's when it is opened again (a backing file name, a
+ * json: name), so it becomes "./image:top", as in QEMU.
+ */
+void bdrv_parse_filename_strip_prefix(const char *filename,
+                                      const char *prefix, QDict *options);
+
 /* Helpers for drivers whose getlength depends on a child. */
 int bdrv_refresh_total_sectors(BlockDriverState *bs, int64_t hint);
 
