@@ -37,6 +37,7 @@
 #include "block/nbd-export.h"
 #include "block-export.h"
 #include "blockdev.h"
+#include "blockdev-ops.h"
 #include "chardev.h"
 #include "monitor.h"
 #include "nbd.h"
@@ -481,6 +482,7 @@ static void qsd_register_commands(void)
     qmp_register_dispatch_commands();
     monitor_init();
     blockdev_register_commands();
+    blockdev_ops_register_commands();
     block_export_register_commands();
     nbd_register_commands();
     qmp_register_command("quit", qmp_quit);

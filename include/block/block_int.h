@@ -348,6 +348,12 @@ typedef struct BdrvChildClass {
      * ("node 'fmt0'", "block device 'disk0'"); the caller frees it.
      */
     char *(*get_parent_desc)(BdrvChild *c);
+    /*
+     * Optional.  The child's length changed: a truncate of it succeeded
+     * (block_resize, qemu-img resize).  Called in the coroutine of the
+     * truncate, after the new length is in effect; it must not wait.
+     */
+    void (*resize)(BdrvChild *c);
 } BdrvChildClass;
 
 /* The class of edges whose parent is a node (block.c). */
