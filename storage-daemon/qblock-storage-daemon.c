@@ -38,6 +38,7 @@
 #include "block-export.h"
 #include "blockdev.h"
 #include "blockdev-ops.h"
+#include "transaction.h"
 #include "chardev.h"
 #include "monitor.h"
 #include "nbd.h"
@@ -483,6 +484,7 @@ static void qsd_register_commands(void)
     monitor_init();
     blockdev_register_commands();
     blockdev_ops_register_commands();
+    transaction_register_commands();
     block_export_register_commands();
     nbd_register_commands();
     qmp_register_command("quit", qmp_quit);
