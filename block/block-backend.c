@@ -83,6 +83,9 @@ struct BlockBackend {
     uint64_t shared_perm;
     bool enable_write_cache;
     bool allow_write_beyond_eof;
+    bool disable_request_queuing;
+    const BlockDevOps *dev_ops;
+    void *dev_opaque;
     BlockAcctStats stats;
     unsigned int in_flight;
     /* group commit (invariant 5) */
@@ -124,9 +127,19 @@ static char *blk_root_get_parent_desc(BdrvChild *c)
     return g_strdup("an unnamed block device");
 }
 
+static void blk_root_resize(BdrvChild *c)
+{
+    BlockBackend *blk = c->opaque;
+
+    if (blk->dev_ops && blk->dev_ops->resize_cb) {
+        blk->dev_ops->resize_cb(blk->dev_opaque);
+    }
+}
+
 static const BdrvChildClass blk_root_class = {
     .drained_poll = blk_root_drained_poll,
     .get_parent_desc = blk_root_get_parent_desc,
+    .resize = blk_root_resize,
 };
 
 /* Takes over the caller's reference to @bs, as bdrv_root_attach_child. */
@@ -284,6 +297,18 @@ void blk_set_name(BlockBackend *blk, const char *name)
     blk->name = g_strdup(name ? name : "");
 }
 
+void blk_set_disable_request_queuing(BlockBackend *blk, bool disable)
+{
+    blk->disable_request_queuing = disable;
+}
+
+void blk_set_dev_ops(BlockBackend *blk, const BlockDevOps *ops,
+                     void *opaque)
+{
+    blk->dev_ops = ops;
+    blk->dev_opaque = opaque;
+}
+
 int blk_set_perm(BlockBackend *blk, uint64_t perm, uint64_t shared_perm,
                  Error **errp)
 {
@@ -404,6 +429,9 @@ static void coroutine_fn blk_wait_while_drained(BlockBackend *blk)
 {
     BlockDriverState *barrier;
 
+    if (blk->disable_request_queuing) {
+        return;
+    }
     while ((barrier = bdrv_drain_barrier(blk_bs(blk)))) {
         blk->in_flight--;
         qemu_co_queue_wait(&barrier->drain_queue, NULL);

@@ -125,8 +125,18 @@ static void bdrv_copy_option(QDict *dst, const char *key,
     qdict_put_typed(dst, key, qdict_entry_value(e), qdict_entry_type(e));
 }
 
+/*
+ * Whether the backing node of @bs is not the one its image names, so
+ * that a file name must say which it is.  With a backing node, as QEMU
+ * decides: its name differs from the one the header gives (a node
+ * attached at run time by a snapshot is the header's when the names
+ * agree).  Without, the user's options decide.
+ */
 static bool bdrv_backing_overridden(BlockDriverState *bs)
 {
+    if (bs->backing && bs->backing->bs) {
+        return strcmp(bs->auto_backing_file, bs->backing->bs->filename);
+    }
     return bs->explicit_options &&
            (qdict_haskey(bs->explicit_options, "backing") ||
             qdict_has_prefixed_entries(bs->explicit_options, "backing."));
@@ -146,6 +156,10 @@ static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
          e = qdict_next(bs->options, e)) {
         const char *key = qdict_entry_key(e);
 
+        /* with a backing node, the node says what it is (below) */
+        if (bs->backing && !strcmp(key, "backing")) {
+            continue;
+        }
         if (bdrv_is_strong_option(bs->drv, key)) {
             bdrv_copy_option(d, key, e);
             if (strcmp(key, "driver") && strcmp(key, "filename")) {

@@ -796,6 +796,24 @@ static bool bdrv_same_file(const char *a, const char *b)
  * Opens the backing file the format found in its image (bs->backing_file)
  * or the one the options name, unless BDRV_O_NO_BACKING.
  */
+/*
+ * The backing file the header names, as it would be opened, for an image
+ * whose backing node is not opened from it now: a node attached later
+ * (an external snapshot's) is compared with it to tell whether the
+ * image's own name still describes the chain (block-filename.c).
+ */
+static void bdrv_note_auto_backing_file(BlockDriverState *bs)
+{
+    g_autofree char *name = NULL;
+
+    if (bs->backing_file[0]) {
+        name = bdrv_get_full_backing_filename_from_filename(
+                   bs->filename, bs->backing_file, NULL);
+    }
+    pstrcpy(bs->auto_backing_file, sizeof(bs->auto_backing_file),
+            name ? name : "");
+}
+
 static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
                              Error **errp)
 {
@@ -804,6 +822,10 @@ static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
     Error *local_err = NULL;
     BdrvChild *child;
 
+    if (bs->open_flags & BDRV_O_NO_BACKING ||
+        (qdict_haskey(options, "backing") && (!ref || !ref[0]))) {
+        bdrv_note_auto_backing_file(bs);
+    }
     if (bs->open_flags & BDRV_O_NO_BACKING) {
         QDict *dropped = NULL;
 

@@ -1057,6 +1057,18 @@ out:
     return ret;
 }
 
+/* Tells the users above @bs that its length changed (exports' devices). */
+static void bdrv_parent_cb_resize(BlockDriverState *bs)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->klass->resize) {
+            c->klass->resize(c);
+        }
+    }
+}
+
 int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
                                   bool exact, PreallocMode prealloc,
                                   BdrvRequestFlags flags, Error **errp)
@@ -1077,8 +1089,8 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
         return -EINVAL;
     }
     if (offset > BDRV_MAX_LENGTH) {
-        error_setg(errp, "Image size %" PRId64 " exceeds the maximum of %"
-                   PRId64, offset, (int64_t)BDRV_MAX_LENGTH);
+        error_setg(errp, "offset(%" PRId64 ") exceeds maximum(%" PRId64
+                   ")", offset, (int64_t)BDRV_MAX_LENGTH);
         return -EFBIG;
     }
     ret = bdrv_check_writable(bs);
@@ -1144,6 +1156,8 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Could not refresh total sector "
                              "count");
+        } else {
+            bdrv_parent_cb_resize(bs);
         }
     }
     if (bs->dirty_bitmaps && ret == 0) {

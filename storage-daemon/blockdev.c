@@ -274,6 +274,9 @@ static void qmp_blockdev_del(JsonObject *args, JsonNode **ret, Error **errp)
         error_setg(errp, "Node %s is not owned by the monitor", name);
         return;
     }
+    if (bdrv_backing_busy(bs, errp)) {
+        return;
+    }
     if (bdrv_get_refcnt(bs) > 1) {
         error_setg(errp, "Block device %s is in use",
                    bdrv_get_device_or_node_name(bs));

@@ -37,6 +37,8 @@
 #include "block/nbd-export.h"
 #include "block-export.h"
 #include "blockdev.h"
+#include "blockdev-ops.h"
+#include "transaction.h"
 #include "chardev.h"
 #include "monitor.h"
 #include "nbd.h"
@@ -445,6 +447,8 @@ static void qsd_register_commands(void)
     qmp_register_dispatch_commands();
     monitor_init();
     blockdev_register_commands();
+    blockdev_ops_register_commands();
+    transaction_register_commands();
     block_export_register_commands();
     nbd_register_commands();
     object_register_commands();

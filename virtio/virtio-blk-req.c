@@ -287,6 +287,11 @@ void virtio_blk_handler_init(VirtIOBlkHandler *h, BlockBackend *blk,
     }
 }
 
+void virtio_blk_handler_set_length(VirtIOBlkHandler *h, int64_t len)
+{
+    h->sectors = len / VIRTIO_BLK_SECTOR_SIZE;
+}
+
 uint64_t virtio_blk_handler_features(const VirtIOBlkHandler *h)
 {
     uint64_t f = (UINT64_C(1) << VIRTIO_F_VERSION_1) |

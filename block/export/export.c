@@ -66,6 +66,17 @@ static void blk_exp_free(BlockExport *exp)
     g_free(exp);
 }
 
+static void blk_exp_resize_cb(void *opaque)
+{
+    BlockExport *exp = opaque;
+
+    exp->drv->resize(exp);
+}
+
+static const BlockDevOps blk_exp_dev_ops = {
+    .resize_cb = blk_exp_resize_cb,
+};
+
 /* The BlockBackend an export serves, with the permissions it needs. */
 static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
                                       Error **errp)
@@ -138,6 +149,9 @@ BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
     if (!exp->blk || drv->create(exp, opts, errp) < 0) {
         blk_exp_free(exp);
         return NULL;
+    }
+    if (drv->resize) {
+        blk_set_dev_ops(exp->blk, &blk_exp_dev_ops, exp);
     }
     g_queue_push_tail_link(&blk_exp_list, &exp->link);
     return exp;

@@ -73,7 +73,6 @@ struct NBDExport {
     BlockBackend *blk;          /* one reference held */
     char *name;
     char *description;          /* NULL for none */
-    int64_t size;
     uint16_t flags;             /* transmission flags, less DF */
     bool allocation_depth;
     /* --- event loop only --- */
@@ -105,6 +104,12 @@ struct NBDClient {
      */
     NBDExport *opt_exp;
     bool structured_reply;
+    /*
+     * The export's length as the handshake told it; requests are checked
+     * against it.  A resize of the export afterwards reaches new clients
+     * only: NBD has no way to tell a connected one.
+     */
+    int64_t size;
     /* exp is not referenced: a listed export or NULL (invariant 7) */
     NBDMetaContexts contexts;
 
@@ -120,6 +125,8 @@ struct NBDClient {
 };
 
 /* nbd-server.c */
+/* The export's length now (it follows block_resize), 0 if unknown. */
+int64_t nbd_export_size(NBDExport *exp);
 void nbd_export_ref(NBDExport *exp);
 void nbd_export_unref(NBDExport *exp);
 /* Ends @client's connection: its coroutines see -ESHUTDOWN. */

@@ -231,7 +231,8 @@ static int coroutine_fn nbd_neg_export_name(NBDNegotiation *n, Error **errp)
         error_setg(errp, "export '%s' not present", name ? name : "");
         return -EINVAL;
     }
-    reply.size = GUINT64_TO_BE(exp->size);
+    n->client->size = nbd_export_size(exp);
+    reply.size = GUINT64_TO_BE(n->client->size);
     reply.flags = GUINT16_TO_BE(nbd_client_export_flags(n->client, exp));
     ret = co_socket_write_all(&n->client->sock, &reply,
                               n->no_zeroes ? 10 : sizeof(reply));
@@ -312,7 +313,8 @@ static int coroutine_fn nbd_neg_info(NBDNegotiation *n, Error **errp)
     if (ret < 0) {
         return ret;
     }
-    export_info.size = GUINT64_TO_BE(exp->size);
+    n->client->size = nbd_export_size(exp);
+    export_info.size = GUINT64_TO_BE(n->client->size);
     export_info.flags = GUINT16_TO_BE(nbd_client_export_flags(n->client,
                                                               exp));
     ret = nbd_neg_send_info(n, NBD_INFO_EXPORT, &export_info,

@@ -119,7 +119,6 @@ NBDExport *nbd_export_new(NBDServer *server, BlockBackend *blk,
     blk_ref(blk);
     exp->name = g_strdup(name);
     exp->description = g_strdup(cfg->description);
-    exp->size = size;
     exp->allocation_depth = cfg->allocation_depth;
     /* FLUSH and FUA are always offered: with the write cache off they are
      * no-ops, and a client cannot know the cache mode otherwise. */
@@ -172,6 +171,14 @@ unsigned int nbd_export_client_count(NBDExport *exp)
         n += client->exp == exp || client->opt_exp == exp;
     }
     return n;
+}
+
+int64_t nbd_export_size(NBDExport *exp)
+{
+    int64_t len = blk_getlength(exp->blk);
+
+    /* a node that cannot tell its length serves no request at all */
+    return len < 0 ? 0 : len;
 }
 
 void nbd_export_ref(NBDExport *exp)

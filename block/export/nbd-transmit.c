@@ -563,8 +563,8 @@ static int nbd_check_request(NBDClient *client, NBDRequest *req)
     if (is_write && (exp->flags & NBD_FLAG_READ_ONLY)) {
         return -EPERM;
     }
-    if (req->offset > (uint64_t)exp->size ||
-        req->len > (uint64_t)exp->size - req->offset) {
+    if (req->offset > (uint64_t)client->size ||
+        req->len > (uint64_t)client->size - req->offset) {
         /* the protocol asks for ENOSPC on writes past the end */
         return req->type == NBD_CMD_WRITE ||
                req->type == NBD_CMD_WRITE_ZEROES ? -ENOSPC : -EINVAL;

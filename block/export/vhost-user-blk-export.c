@@ -63,6 +63,13 @@ static unsigned int vu_blk_block_export_client_count(BlockExport *exp)
     return vhost_user_blk_export_has_client(e->vub);
 }
 
+static void vu_blk_block_export_resize(BlockExport *exp)
+{
+    VuBlkBlockExport *e = exp->opaque;
+
+    vhost_user_blk_export_resize(e->vub);
+}
+
 static void vu_blk_block_export_delete(BlockExport *exp)
 {
     VuBlkBlockExport *e = exp->opaque;
@@ -76,6 +83,7 @@ static const BlockExportDriver vu_blk_block_export_driver = {
     .create             = vu_blk_block_export_create,
     .request_shutdown   = vu_blk_block_export_request_shutdown,
     .client_count       = vu_blk_block_export_client_count,
+    .resize             = vu_blk_block_export_resize,
     .delete             = vu_blk_block_export_delete,
 };
 

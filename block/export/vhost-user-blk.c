@@ -260,6 +260,17 @@ void vhost_user_blk_export_free(VhostUserBlkExport *exp)
     g_free(exp);
 }
 
+void vhost_user_blk_export_resize(VhostUserBlkExport *exp)
+{
+    int64_t len = blk_getlength(exp->blk);
+
+    if (len < 0) {
+        return;
+    }
+    virtio_blk_handler_set_length(&exp->handler, len);
+    vu_server_config_changed(exp->server);
+}
+
 bool vhost_user_blk_export_has_client(VhostUserBlkExport *exp)
 {
     return vu_server_has_client(exp->server);

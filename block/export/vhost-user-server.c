@@ -54,12 +54,14 @@
 #include "util/sockets.h"
 
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 /* Protocol features offered (the export needs no others). */
 #define VU_PROTOCOL_FEATURES                              \
     ((UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |          \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |   \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) | \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG))
 
 /* Header flags a request may carry. */
@@ -129,6 +131,7 @@ struct VuServer {
     CoSocket sock;
     uint64_t features;          /* SET_FEATURES */
     uint64_t protocol_features; /* SET_PROTOCOL_FEATURES */
+    int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
     VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
     unsigned int nregions;
     bool paused;                /* SET_MEM_TABLE waits: rings do not pop */
@@ -914,6 +917,20 @@ static int coroutine_fn vu_set_vring_enable(VuServer *s, VuMsg *m,
     return 0;
 }
 
+/* The channel on which the back-end notifies the front-end. */
+static int coroutine_fn vu_set_backend_req_fd(VuServer *s, VuMsg *m,
+                                              VuMsg *reply, Error **errp)
+{
+    if (m->nfds != 1) {
+        error_setg(errp, "%zu file descriptors, expected 1", m->nfds);
+        return -EINVAL;
+    }
+    vu_close_fd(&s->backend_fd);
+    s->backend_fd = m->fds[0];
+    m->fds[0] = -1;
+    return 0;
+}
+
 /* The config range of GET_CONFIG/SET_CONFIG, checked against the size. */
 static int vu_msg_config(VuMsg *m, Error **errp)
 {
@@ -1050,6 +1067,9 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
         "VHOST_USER_GET_QUEUE_NUM", vu_get_queue_num, 0, false, true },
     [VHOST_USER_SET_VRING_ENABLE] = {
         "VHOST_USER_SET_VRING_ENABLE", vu_set_vring_enable, VU_STATE, false,
+        false },
+    [VHOST_USER_SET_BACKEND_REQ_FD] = {
+        "VHOST_USER_SET_BACKEND_REQ_FD", vu_set_backend_req_fd, 0, true,
         false },
     [VHOST_USER_GET_CONFIG] = {
         "VHOST_USER_GET_CONFIG", vu_get_config, VU_SIZE_ANY, false, true },
@@ -1191,6 +1211,7 @@ static void coroutine_fn vu_client_end(VuServer *s)
     s->paused = false;
     s->features = 0;
     s->protocol_features = 0;
+    vu_close_fd(&s->backend_fd);
     if (s->ops->reset) {
         s->ops->reset(s);
     }
@@ -1323,6 +1344,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->opaque = cfg->opaque;
     s->client_changed = cfg->client_changed;
     s->listen_fd = fd;
+    s->backend_fd = -1;
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
     s->fault_fd = fault_fd;
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
@@ -1421,4 +1443,34 @@ bool vu_server_has_client(VuServer *s)
 uint64_t vu_server_features(VuServer *s)
 {
     return s->features;
+}
+
+void vu_server_config_changed(VuServer *s)
+{
+    const uint64_t needed =
+        (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |
+        (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ);
+    VhostUserHeader hdr = {
+        .request = VHOST_USER_BACKEND_CONFIG_CHANGE_MSG,
+        .flags = VHOST_USER_VERSION,
+    };
+    ssize_t n;
+
+    if (!s->connected || s->backend_fd < 0 ||
+        (s->protocol_features & needed) != needed) {
+        return;
+    }
+    /*
+     * 12 bytes fit any socket buffer that is not full; one that is full
+     * belongs to a front-end that does not read it, and waiting for it
+     * would stall the loop.
+     */
+    n = send(s->backend_fd, &hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n != sizeof(hdr)) {
+        Error *err = NULL;
+
+        error_setg_errno(&err, n < 0 ? errno : EAGAIN, "sending "
+                         "VHOST_USER_BACKEND_CONFIG_CHANGE_MSG");
+        vu_report(s, err);
+    }
 }

@@ -116,6 +116,16 @@ bool vu_server_has_client(VuServer *s);
 /* The features the front-end set (0 before SET_FEATURES). */
 uint64_t vu_server_features(VuServer *s);
 
+/*
+ * The device's configuration space changed: tells the front-end with a
+ * VHOST_USER_BACKEND_CONFIG_CHANGE_MSG on its backend channel, if it
+ * negotiated VHOST_USER_PROTOCOL_F_CONFIG and F_BACKEND_REQ and gave one
+ * (as libvhost-user's back-ends do); without them it learns nothing.
+ * Never waits: a front-end whose channel is full misses the message,
+ * which is reported.
+ */
+void vu_server_config_changed(VuServer *s);
+
 /* The queue's index (0 to num_queues - 1). */
 unsigned int vu_virtq_index(VuVirtq *q);
 /*

@@ -156,6 +156,42 @@ int bdrv_save_vmstate(BlockDriverState *bs, const uint8_t *buf, int64_t pos,
 int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
                       int64_t size);
 
+/*
+ * Live graph changes (block/block-graph.c).  The caller drains the nodes
+ * concerned first.
+ *
+ * bdrv_replace_node: every user of @from (parent nodes, BlockBackends:
+ * exports) becomes a user of @to instead, except @to itself; refused,
+ * with @errp naming the conflict, if the permissions do not allow it,
+ * and then nothing changed.
+ *
+ * bdrv_set_backing_hd: @backing_hd (NULL: none) becomes the backing node
+ * of @bs, replacing the one it had; the image's header is not changed.
+ *
+ * bdrv_append: @bs_new goes on top of @bs_top (QEMU's bdrv_append, an
+ * external snapshot): @bs_top becomes its backing node and its users
+ * move to @bs_new.  All or nothing.
+ */
+int bdrv_replace_node(BlockDriverState *from, BlockDriverState *to,
+                      Error **errp);
+int bdrv_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing_hd,
+                        Error **errp);
+int bdrv_append(BlockDriverState *bs_new, BlockDriverState *bs_top,
+                Error **errp);
+/* What the driver of @bs is: a format with backing files, a filter. */
+bool bdrv_supports_backing(BlockDriverState *bs);
+bool bdrv_is_filter(BlockDriverState *bs);
+/* True if no node uses @bs (only BlockBackends, or nothing, above it). */
+bool bdrv_is_root_node(BlockDriverState *bs);
+/* The union of the permissions its users hold (BLK_PERM_*). */
+uint64_t bdrv_get_cumulative_perm(BlockDriverState *bs);
+/*
+ * True, with QEMU's "Node 'x' is busy: node is used as backing hd of
+ * 'y'" in @errp, if @bs is the backing node of another node: QEMU blocks
+ * snapshots and most other operations on such a node.
+ */
+bool bdrv_backing_busy(BlockDriverState *bs, Error **errp);
+
 /* Waits until no request is in flight on @bs and its children. */
 void bdrv_drain(BlockDriverState *bs);
 void bdrv_drain_all(void);

@@ -356,6 +356,12 @@ typedef struct BdrvChildClass {
      */
     void (*drained_begin)(BdrvChild *c);
     void (*drained_end)(BdrvChild *c);
+    /*
+     * Optional.  The child's length changed: a truncate of it succeeded
+     * (block_resize, qemu-img resize).  Called in the coroutine of the
+     * truncate, after the new length is in effect; it must not wait.
+     */
+    void (*resize)(BdrvChild *c);
 } BdrvChildClass;
 
 /* The class of edges whose parent is a node (block.c). */

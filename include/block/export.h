@@ -63,6 +63,12 @@ typedef struct BlockExportDriver {
      * beyond the export's own is a client.
      */
     unsigned int (*client_count)(BlockExport *exp);
+    /*
+     * Optional.  The length of exp->blk changed (block_resize): tell the
+     * clients what their protocol lets them learn.  Called from the
+     * coroutine of the truncate; it must not wait.
+     */
+    void (*resize)(BlockExport *exp);
     /* Optional.  Frees the driver state; no reference is left. */
     void (*delete)(BlockExport *exp);
 } BlockExportDriver;

@@ -61,6 +61,12 @@ void vhost_user_blk_export_shutdown(VhostUserBlkExport *exp,
  * connection has ended, and drops the BlockBackend reference.
  */
 void vhost_user_blk_export_free(VhostUserBlkExport *exp);
+/*
+ * The disk's length changed (block_resize): the capacity in the
+ * configuration space follows it, and the front-end is sent a
+ * config-change notification if it negotiated one.
+ */
+void vhost_user_blk_export_resize(VhostUserBlkExport *exp);
 /* Whether a front-end is connected now. */
 bool vhost_user_blk_export_has_client(VhostUserBlkExport *exp);
 

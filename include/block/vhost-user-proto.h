@@ -71,6 +71,16 @@ typedef enum VhostUserRequest {
 } VhostUserRequest;
 
 /*
+ * Requests the back-end sends on the channel the front-end gave it with
+ * SET_BACKEND_REQ_FD (when BACKEND_REQ is negotiated).
+ */
+typedef enum VhostUserBackendRequest {
+    VHOST_USER_BACKEND_IOTLB_MSG = 1,
+    /* the configuration space changed: read it again (no payload) */
+    VHOST_USER_BACKEND_CONFIG_CHANGE_MSG = 2,
+} VhostUserBackendRequest;
+
+/*
  * Virtio feature bit 30, offered in GET_FEATURES: the back-end speaks the
  * protocol-feature messages (GET/SET_PROTOCOL_FEATURES, SET_VRING_ENABLE).
  */

@@ -28,6 +28,19 @@
 typedef struct BlockAIOCB BlockAIOCB;
 typedef void BlockCompletionFunc(void *opaque, int ret);
 
+/*
+ * What the device model or export using a BlockBackend learns of changes
+ * below it.  Every member is optional.
+ */
+typedef struct BlockDevOps {
+    /*
+     * The root node's length changed (block_resize).  Called from the
+     * coroutine of the truncate, once the new length is in effect; it
+     * must not wait.
+     */
+    void (*resize_cb)(void *opaque);
+} BlockDevOps;
+
 BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm);
 /*
  * Opens @filename (see bdrv_open) and attaches it.  The write cache starts
@@ -44,6 +57,15 @@ BlockDriverState *blk_bs(BlockBackend *blk);
 AioContext *blk_get_aio_context(BlockBackend *blk);
 const char *blk_name(const BlockBackend *blk);
 void blk_set_name(BlockBackend *blk, const char *name);
+/*
+ * Requests of @blk pass the drain barrier instead of waiting at it: for
+ * the one who drained the node and then works on it (block_resize), as
+ * in QEMU.
+ */
+void blk_set_disable_request_queuing(BlockBackend *blk, bool disable);
+/* Sets the user's callbacks (@ops: NULL for none). */
+void blk_set_dev_ops(BlockBackend *blk, const BlockDevOps *ops,
+                     void *opaque);
 int blk_set_perm(BlockBackend *blk, uint64_t perm, uint64_t shared_perm,
                  Error **errp);
 void blk_get_perm(BlockBackend *blk, uint64_t *perm, uint64_t *shared_perm);

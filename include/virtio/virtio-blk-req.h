@@ -78,6 +78,12 @@ void virtio_blk_handler_init(VirtIOBlkHandler *h, BlockBackend *blk,
                              const char *serial);
 
 /*
+ * The disk is now @len bytes long (a resize): the capacity and the range
+ * checks of the requests that come next follow it.
+ */
+void virtio_blk_handler_set_length(VirtIOBlkHandler *h, int64_t len);
+
+/*
  * The features every user offers (VERSION_1, indirect descriptors, event
  * index, SEG_MAX, BLK_SIZE, TOPOLOGY, FLUSH, and RO for a read-only
  * disk); the user adds the optional ones it offers.

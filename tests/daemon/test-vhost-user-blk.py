@@ -15,91 +15,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qsd                                              # noqa: E402
 from qsd import error_of, generic                       # noqa: E402
+from vu_frontend import (FrontEnd, BLK_F_FLUSH, BLK_F_CONFIG_WCE,  # noqa
+                         BLK_F_RO, F_PROTOCOL_FEATURES, PF_MQ,
+                         PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG,
+                         GET_FEATURES, SET_FEATURES, GET_QUEUE_NUM,
+                         VERSION, NEED_REPLY)
 
 t = qsd.Tests('test-vhost-user-blk')
-
-GET_FEATURES, SET_FEATURES, SET_OWNER = 1, 2, 3
-GET_PROTOCOL_FEATURES, SET_PROTOCOL_FEATURES = 15, 16
-GET_QUEUE_NUM, GET_CONFIG, SET_CONFIG = 17, 24, 25
-VERSION, REPLY, NEED_REPLY = 0x1, 0x4, 0x8
-F_PROTOCOL_FEATURES = 1 << 30
-BLK_F_FLUSH, BLK_F_CONFIG_WCE, BLK_F_RO = 1 << 9, 1 << 11, 1 << 5
-PF_MQ, PF_REPLY_ACK, PF_CONFIG = 1 << 0, 1 << 3, 1 << 9
-WRITEBACK_OFFSET = 32           # virtio_blk_config.writeback
-
-
-class FrontEnd:
-    """Just enough of a vhost-user front-end for the config space."""
-
-    def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(qsd.TIMEOUT)
-        self.sock.connect(path)
-
-    def send(self, req, payload=b'', flags=VERSION):
-        self.sock.sendall(struct.pack('<III', req, flags, len(payload)) +
-                          payload)
-
-    def send_fds(self, req, payload, fds):
-        self.sock.sendmsg([struct.pack('<III', req, VERSION | NEED_REPLY,
-                                       len(payload)) + payload],
-                          [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                            struct.pack('<%di' % len(fds), *fds))])
-
-    def recv_exact(self, n):
-        data = b''
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            if not chunk:
-                raise EOFError('the export closed the connection')
-            data += chunk
-        return data
-
-    def reply(self, req):
-        r, flags, size = struct.unpack('<III', self.recv_exact(12))
-        if (r, flags) != (req, VERSION | REPLY):
-            raise RuntimeError('reply %d/%#x to request %d' % (r, flags, req))
-        return self.recv_exact(size)
-
-    def get_u64(self, req):
-        self.send(req)
-        return struct.unpack('<Q', self.reply(req))[0]
-
-    def set_u64(self, req, val, ack=True):
-        self.send(req, struct.pack('<Q', val),
-                  VERSION | (NEED_REPLY if ack else 0))
-        return struct.unpack('<Q', self.reply(req))[0] if ack else None
-
-    def negotiate(self):
-        features = self.get_u64(GET_FEATURES)
-        pf = self.get_u64(GET_PROTOCOL_FEATURES)
-        self.set_u64(SET_PROTOCOL_FEATURES, pf & (PF_REPLY_ACK | PF_CONFIG),
-                     ack=False)
-        self.send(SET_OWNER, b'', VERSION | NEED_REPLY)
-        self.reply(SET_OWNER)
-        return features, pf
-
-    def writeback(self):
-        self.send(GET_CONFIG, struct.pack('<III', 0, 60, 0) + bytes(60))
-        data = self.reply(GET_CONFIG)
-        return data[12 + WRITEBACK_OFFSET]
-
-    def set_writeback(self, wb):
-        self.send(SET_CONFIG, struct.pack('<IIIB', WRITEBACK_OFFSET, 1, 0, wb),
-                  VERSION | NEED_REPLY)
-        return struct.unpack('<Q', self.reply(SET_CONFIG))[0]
-
-    def closed(self):
-        try:
-            return self.sock.recv(1) == b''
-        except ConnectionResetError:
-            return True
-        except socket.timeout:
-            return False
-
-    def close(self):
-        self.sock.close()
-
 
 def export_cache(c, export_id):
     return c.ok('x-blockdev-set-write-cache', {'id': export_id})['writeback']
@@ -126,7 +48,8 @@ def test_cmdline_export():
             == BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES,
             hex(features))
     t.check('writable: no RO', not features & BLK_F_RO, hex(features))
-    t.equal('protocol features', pf, PF_MQ | PF_REPLY_ACK | PF_CONFIG)
+    t.equal('protocol features', pf,
+            PF_MQ | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG)
     t.equal('num-queues=4', fe.get_u64(GET_QUEUE_NUM), 4)
     t.equal('SET_FEATURES with every feature offered',
             fe.set_u64(SET_FEATURES, features), 0)

@@ -799,6 +799,66 @@ static void test_reopen_options(void)
 
 /* ---- queries ---- */
 
+/*
+ * bdrv_append (block-graph.c): a BlockBackend and a parent node of the
+ * base move to the overlay, which keeps the base as its backing node; a
+ * refused permission update changes nothing; bdrv_replace_node moves
+ * them back.
+ */
+static void test_append(void)
+{
+    const uint64_t rw = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE;
+    BlockDriverState *base, *top;
+    BlockBackend *blk;
+    Error *err = NULL;
+
+    base = open_fmt("base", "node-name=base", BDRV_O_RDWR, &error_abort);
+    blk = attach_blk(base, rw, BLK_PERM_ALL, &error_abort);
+    top = open_fmt("top", "node-name=top,header-backing=base",
+                   BDRV_O_RDWR | BDRV_O_NO_BACKING, &error_abort);
+    g_assert_cmpstr(top->auto_backing_file, ==, "base");
+
+    /* a refusal below the overlay leaves the graph as it was */
+    proto_fail_name = "top";
+    g_assert_cmpint(bdrv_append(top, base, &err), <, 0);
+    g_assert_nonnull(err);
+    g_clear_pointer(&err, error_free);
+    proto_fail_name = NULL;
+    g_assert(blk_bs(blk) == base);
+    g_assert_null(top->backing);
+    g_assert_cmpuint(base->perm, ==, rw);
+    g_assert_cmpint(bdrv_get_refcnt(base), ==, 2);
+
+    g_assert_cmpint(bdrv_append(top, base, &error_abort), ==, 0);
+    g_assert(blk_bs(blk) == top);
+    g_assert(top->backing->bs == base);
+    g_assert_cmpuint(g_list_length(base->parents), ==, 1);
+    /* the user's writes go to the overlay; the base is only read */
+    g_assert_cmpuint(top->perm, ==, rw);
+    g_assert_cmpuint(base->perm, ==, BLK_PERM_CONSISTENT_READ);
+    g_assert_cmpint(bdrv_get_refcnt(top), ==, 2);
+    g_assert_cmpint(bdrv_get_refcnt(base), ==, 2);
+    /* the header names the backing node it got: the name stays plain */
+    bdrv_refresh_filename(top);
+    g_assert_cmpstr(top->filename, ==, "top");
+    g_assert_true(bdrv_backing_busy(base, &err));
+    assert_error(&err, "Node 'base' is busy: node is used as backing hd "
+                 "of 'top'");
+    g_assert_false(bdrv_is_root_node(base));
+    g_assert_true(bdrv_is_root_node(top));
+
+    g_assert_cmpint(bdrv_replace_node(top, base, &error_abort), ==, 0);
+    g_assert(blk_bs(blk) == base);
+    g_assert_cmpuint(base->perm, ==, rw);
+    g_assert_cmpint(bdrv_set_backing_hd(top, NULL, &error_abort), ==, 0);
+    g_assert_null(top->backing);
+    g_assert_cmpint(bdrv_get_refcnt(top), ==, 1);
+    g_assert_cmpint(bdrv_get_refcnt(base), ==, 2);
+    bdrv_unref(top);
+    blk_unref(blk);
+    bdrv_unref(base);
+}
+
 static void test_queries(void)
 {
     BlockDriverState *bs;
@@ -851,5 +911,6 @@ int main(int argc, char **argv)
     g_test_add_func("/block-graph/reopen/read-only", test_reopen_read_only);
     g_test_add_func("/block-graph/reopen/options", test_reopen_options);
     g_test_add_func("/block-graph/queries", test_queries);
+    g_test_add_func("/block-graph/append", test_append);
     return g_test_run();
 }

@@ -345,6 +345,7 @@ static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
     g_assert_cmphex(pf, ==,
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG));
     fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf),
             NULL, 0);

@@ -1,0 +1,564 @@
+/*
+ * Operations on live nodes (blockdev-ops.h): QEMU's commands, arguments
+ * and error messages.
+ *
+ * Each command runs to its end in the main loop (polling it while the
+ * image is written); the monitor starts no other request meanwhile, so
+ * the graph does not change under a command except by what it does
+ * itself.  A command that changes what a node's users see drains the
+ * node first, so that no request of an export is in flight across the
+ * change.
+ */
+#include "blockdev-ops.h"
+
+#include "block/snapshot.h"
+#include "qblock/block-backend.h"
+#include "qblock/block-driver.h"
+#include "qblock/block-node.h"
+#include "qapi-qmp.h"
+#include "qmp-dispatch.h"
+#include "transaction.h"
+
+BlockDriverState *blockdev_lookup_bs(const char *device,
+                                     const char *node_name, Error **errp)
+{
+    if (device) {
+        for (BlockBackend *blk = blk_next(NULL); blk; blk = blk_next(blk)) {
+            if (!blk_name(blk)[0] || strcmp(blk_name(blk), device)) {
+                continue;
+            }
+            if (!blk_bs(blk)) {
+                error_setg(errp, "Device '%s' has no medium", device);
+            }
+            return blk_bs(blk);
+        }
+    }
+    if (node_name) {
+        BlockDriverState *bs = bdrv_find_node(node_name);
+
+        if (bs) {
+            return bs;
+        }
+    }
+    error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
+               device ? device : "", node_name ? node_name : "");
+    return NULL;
+}
+
+static const char *blockdev_ops_str(JsonObject *args, const char *name)
+{
+    return json_object_has_member(args, name) ?
+           json_object_get_string_member(args, name) : NULL;
+}
+
+/* ---- block_resize ---- */
+
+static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    int64_t size = json_object_get_int_member(args, "size");
+    BlockDriverState *bs;
+    BlockBackend *blk;
+
+    bs = blockdev_lookup_bs(blockdev_ops_str(args, "device"),
+                            blockdev_ops_str(args, "node-name"), errp);
+    if (!bs) {
+        return;
+    }
+    if (size < 0) {
+        error_setg(errp, "Parameter 'size' expects a >0 size");
+        return;
+    }
+    /* the node's other users must share RESIZE (exports do) */
+    blk = blk_new(bdrv_get_aio_context(bs), BLK_PERM_RESIZE, BLK_PERM_ALL);
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return;
+    }
+    /*
+     * No export request is in flight while the length changes: a read
+     * racing a shrink would read past the new end.  The truncate itself
+     * passes the barrier it is behind.
+     */
+    blk_set_disable_request_queuing(blk, true);
+    bdrv_drained_begin(bs);
+    blk_truncate(blk, size, false, PREALLOC_MODE_OFF, 0, errp);
+    bdrv_drained_end(bs);
+    blk_unref(blk);
+}
+
+/* ---- external snapshots: blockdev-snapshot-sync, blockdev-snapshot ---- */
+
+typedef struct ExternalSnapshotState {
+    BlockDriverState *old_bs;   /* drained from prepare to clean */
+    BlockDriverState *new_bs;   /* a reference, from prepare to clean */
+    bool overlay_appended;
+} ExternalSnapshotState;
+
+/*
+ * Creates the overlay image @filename of @format over @old_bs: its size,
+ * and its file name and format as the backing file and format the new
+ * image records (QEMU's bdrv_img_create with the node's filename).
+ */
+static int blockdev_ops_create_overlay(const char *filename,
+                                       const char *format,
+                                       BlockDriverState *old_bs,
+                                       Error **errp)
+{
+    const BlockDriver *drv = bdrv_find_format(format);
+    const QemuOptsList *list;
+    int64_t size = bdrv_getlength(old_bs);
+    QemuOpts *opts;
+    int ret;
+
+    if (size < 0) {
+        error_setg_errno(errp, -size, "bdrv_getlength failed");
+        return size;
+    }
+    if (!drv) {
+        error_setg(errp, "Unknown file format '%s'", format);
+        return -ENOENT;
+    }
+    list = bdrv_driver_create_opts(drv);
+    if (!list || !qemu_opts_find_desc(list, "backing_file")) {
+        error_setg(errp, "Backing file not supported for file format '%s'",
+                   format);
+        return -ENOTSUP;
+    }
+    bdrv_refresh_filename(old_bs);
+    opts = qemu_opts_create(list);
+    qemu_opt_set_number(opts, "size", size, &error_abort);
+    qemu_opt_set(opts, "backing_file", bdrv_get_filename(old_bs),
+                 &error_abort);
+    if (qemu_opts_find_desc(list, "backing_fmt")) {
+        qemu_opt_set(opts, "backing_fmt", bdrv_get_format_name(old_bs),
+                     &error_abort);
+    }
+    ret = bdrv_create(drv, filename, opts, errp);
+    qemu_opts_del(opts);
+    return ret;
+}
+
+/*
+ * blockdev-snapshot-sync's own part of the prepare: the checks of its
+ * names, and the overlay's image.  Returns the options and flags to open
+ * it with in *@options and *@flags.
+ */
+static int blockdev_ops_sync_overlay(JsonObject *data, const char *node_name,
+                                     BlockDriverState *old_bs,
+                                     QDict **options, int *flags,
+                                     Error **errp)
+{
+    const char *format = json_object_get_string_member_with_default(
+                             data, "format", "qcow2");
+    const char *mode = json_object_get_string_member_with_default(
+                           data, "mode", "absolute-paths");
+    const char *new_name = blockdev_ops_str(data, "snapshot-node-name");
+    int ret;
+
+    if (node_name && !new_name) {
+        error_setg(errp, "New overlay node-name missing");
+        return -EINVAL;
+    }
+    if (new_name && blockdev_lookup_bs(new_name, new_name, NULL)) {
+        error_setg(errp, "New overlay node-name already in use");
+        return -EEXIST;
+    }
+    /* the node's own open flags, but the backing node is the old one */
+    *flags = (bdrv_get_open_flags(old_bs) &
+              ~(BDRV_O_SNAPSHOT | BDRV_O_COPY_ON_READ)) | BDRV_O_NO_BACKING;
+    if (strcmp(mode, "existing")) {
+        ret = blockdev_ops_create_overlay(
+                  json_object_get_string_member(data, "snapshot-file"),
+                  format, old_bs, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    *options = qdict_new();
+    if (new_name) {
+        qdict_put_str(*options, "node-name", new_name);
+    }
+    qdict_put_str(*options, "driver", format);
+    return 0;
+}
+
+/* What makes a node unfit to be an overlay, in QEMU's order. */
+static int blockdev_ops_check_overlay(BlockDriverState *bs, Error **errp)
+{
+    /* a parent that reads it would see the data change under it */
+    if (bdrv_get_cumulative_perm(bs) & BLK_PERM_CONSISTENT_READ) {
+        error_setg(errp, "The overlay is already in use");
+        return -EBUSY;
+    }
+    if (bdrv_is_filter(bs)) {
+        error_setg(errp, "Filters cannot be used as overlays");
+        return -EINVAL;
+    }
+    if (bdrv_backing_bs(bs)) {
+        error_setg(errp, "The overlay already has a backing image");
+        return -EINVAL;
+    }
+    if (!bdrv_supports_backing(bs)) {
+        error_setg(errp, "The overlay does not support backing images");
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
+static int blockdev_ops_external_prepare(TransactionAction *action,
+                                         JsonObject *data, bool sync,
+                                         Error **errp)
+{
+    ExternalSnapshotState *st = action->opaque;
+    const char *device = sync ? blockdev_ops_str(data, "device")
+                              : json_object_get_string_member(data, "node");
+    const char *node_name = sync ? blockdev_ops_str(data, "node-name")
+                                 : device;
+    const char *overlay_ref = sync ? NULL
+                              : json_object_get_string_member(data,
+                                                              "overlay");
+    QDict *options = NULL;
+    int flags = 0;
+    int ret;
+
+    st->old_bs = blockdev_lookup_bs(device, node_name, errp);
+    if (!st->old_bs) {
+        return -ENOENT;
+    }
+    /* paired with clean: the users wait until the overlay is in place */
+    bdrv_drained_begin(st->old_bs);
+    if (bdrv_backing_busy(st->old_bs, errp)) {
+        return -EBUSY;
+    }
+    if (!bdrv_is_read_only(st->old_bs) && bdrv_flush(st->old_bs) < 0) {
+        error_setg(errp, "An IO error has occurred");
+        return -EIO;
+    }
+    if (sync) {
+        ret = blockdev_ops_sync_overlay(data, node_name, st->old_bs,
+                                        &options, &flags, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    st->new_bs = bdrv_open(sync ? json_object_get_string_member(
+                                      data, "snapshot-file") : NULL,
+                           overlay_ref, options ? options : qdict_new(),
+                           flags, errp);
+    if (!st->new_bs) {
+        return -EINVAL;
+    }
+    ret = blockdev_ops_check_overlay(st->new_bs, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_append(st->new_bs, st->old_bs, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    st->overlay_appended = true;
+    return 0;
+}
+
+static int blockdev_ops_snapshot_sync_prepare(TransactionAction *action,
+                                              JsonObject *data, Error **errp)
+{
+    return blockdev_ops_external_prepare(action, data, true, errp);
+}
+
+static int blockdev_ops_snapshot_prepare(TransactionAction *action,
+                                         JsonObject *data, Error **errp)
+{
+    return blockdev_ops_external_prepare(action, data, false, errp);
+}
+
+/* The old node only backs the overlay now: nobody writes it again. */
+static void blockdev_ops_external_commit(TransactionAction *action)
+{
+    ExternalSnapshotState *st = action->opaque;
+    Error *err = NULL;
+
+    if (bdrv_reopen_set_read_only(st->old_bs, true, &err) < 0) {
+        error_prepend(&err, "Node '%s' stays writable after the snapshot: ",
+                      bdrv_get_node_name(st->old_bs));
+        error_report_err(err);
+    }
+}
+
+static void blockdev_ops_external_abort(TransactionAction *action)
+{
+    ExternalSnapshotState *st = action->opaque;
+    Error *err = NULL;
+
+    if (!st->overlay_appended) {
+        return;
+    }
+    /* only permissions the users held before: this cannot conflict */
+    if (bdrv_replace_node(st->new_bs, st->old_bs, &err) < 0) {
+        error_prepend(&err, "Failed to put node '%s' back in place of its "
+                      "overlay: ", bdrv_get_node_name(st->old_bs));
+        error_report_err(err);
+        return;
+    }
+    bdrv_set_backing_hd(st->new_bs, NULL, &error_abort);
+}
+
+static void blockdev_ops_external_clean(TransactionAction *action)
+{
+    ExternalSnapshotState *st = action->opaque;
+
+    if (st->old_bs) {
+        bdrv_drained_end(st->old_bs);
+    }
+    /* as in QEMU, an overlay that no user took is closed here */
+    bdrv_unref(st->new_bs);
+}
+
+const TransactionActionDriver transaction_action_blockdev_snapshot_sync = {
+    .type               = "blockdev-snapshot-sync",
+    .instance_size      = sizeof(ExternalSnapshotState),
+    .prepare            = blockdev_ops_snapshot_sync_prepare,
+    .commit             = blockdev_ops_external_commit,
+    .abort              = blockdev_ops_external_abort,
+    .clean              = blockdev_ops_external_clean,
+};
+
+const TransactionActionDriver transaction_action_blockdev_snapshot = {
+    .type               = "blockdev-snapshot",
+    .instance_size      = sizeof(ExternalSnapshotState),
+    .prepare            = blockdev_ops_snapshot_prepare,
+    .commit             = blockdev_ops_external_commit,
+    .abort              = blockdev_ops_external_abort,
+    .clean              = blockdev_ops_external_clean,
+};
+
+static void qmp_blockdev_snapshot_sync(JsonObject *args, JsonNode **ret,
+                                       Error **errp)
+{
+    transaction_run_single("blockdev-snapshot-sync", args, errp);
+}
+
+static void qmp_blockdev_snapshot(JsonObject *args, JsonNode **ret,
+                                  Error **errp)
+{
+    transaction_run_single("blockdev-snapshot", args, errp);
+}
+
+/* ---- internal snapshots ---- */
+
+/*
+ * The node @name names, which must be a root node (only BlockBackends
+ * above it): QEMU's qmp_get_root_bs().
+ */
+static BlockDriverState *blockdev_ops_root_bs(const char *name, Error **errp)
+{
+    BlockDriverState *bs = blockdev_lookup_bs(name, name, errp);
+
+    if (bs && !bdrv_is_root_node(bs)) {
+        error_setg(errp, "Need a root block node");
+        return NULL;
+    }
+    return bs;
+}
+
+/*
+ * The first snapshot of @bs with ID @id and name @name (either may be
+ * NULL: not compared).  Returns 1 and fills *@sn, 0 if there is none,
+ * -errno (with @errp) if the list cannot be read.
+ */
+static int blockdev_ops_find_snapshot(BlockDriverState *bs, const char *id,
+                                      const char *name, QEMUSnapshotInfo *sn,
+                                      Error **errp)
+{
+    g_autofree QEMUSnapshotInfo *tab = NULL;
+    int n = bdrv_snapshot_list(bs, &tab);
+
+    if (n < 0) {
+        error_setg_errno(errp, -n, "Failed to list the snapshots of node "
+                         "'%s'", bdrv_get_node_name(bs));
+        return n;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((!id || !strcmp(tab[i].id_str, id)) &&
+            (!name || !strcmp(tab[i].name, name))) {
+            *sn = tab[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
+typedef struct InternalSnapshotState {
+    BlockDriverState *bs;       /* drained from prepare to clean */
+    const char *device;         /* the action's data: lives as long */
+    QEMUSnapshotInfo sn;
+    bool created;
+} InternalSnapshotState;
+
+static int blockdev_ops_internal_prepare(TransactionAction *action,
+                                         JsonObject *data, Error **errp)
+{
+    InternalSnapshotState *st = action->opaque;
+    const char *name = json_object_get_string_member(data, "name");
+    QEMUSnapshotInfo old_sn;
+    int64_t now = g_get_real_time();
+    int ret;
+
+    st->device = json_object_get_string_member(data, "device");
+    st->bs = blockdev_ops_root_bs(st->device, errp);
+    if (!st->bs) {
+        return -ENOENT;
+    }
+    /* paired with clean: no export request sees half a snapshot */
+    bdrv_drained_begin(st->bs);
+    if (bdrv_backing_busy(st->bs, errp)) {
+        return -EBUSY;
+    }
+    if (bdrv_is_read_only(st->bs)) {
+        error_setg(errp, "Device '%s' is read only", st->device);
+        return -EROFS;
+    }
+    if (!bdrv_can_snapshot(st->bs)) {
+        error_setg(errp, "Block format '%s' used by device '%s' does not "
+                   "support internal snapshots",
+                   bdrv_get_format_name(st->bs), st->device);
+        return -ENOTSUP;
+    }
+    if (!name[0]) {
+        error_setg(errp, "Name is empty");
+        return -EINVAL;
+    }
+    ret = blockdev_ops_find_snapshot(st->bs, NULL, name, &old_sn, errp);
+    if (ret < 0) {
+        return ret;
+    } else if (ret) {
+        error_setg(errp, "Snapshot with name '%s' already exists on device "
+                   "'%s'", name, st->device);
+        return -EEXIST;
+    }
+    g_strlcpy(st->sn.name, name, sizeof(st->sn.name));
+    st->sn.date_sec = now / G_USEC_PER_SEC;
+    st->sn.date_nsec = (now % G_USEC_PER_SEC) * 1000;
+    /*
+     * The daemon runs no guest; QEMU's daemon records its virtual clock,
+     * which without a guest reads the host's real time.
+     */
+    st->sn.vm_clock_nsec = now * 1000;
+    st->sn.icount = QEMU_SNAPSHOT_NO_ICOUNT;
+    ret = bdrv_snapshot_create(st->bs, &st->sn);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to create snapshot '%s' on "
+                         "device '%s'", name, st->device);
+        return ret;
+    }
+    st->created = true;
+    return 0;
+}
+
+static void blockdev_ops_internal_abort(TransactionAction *action)
+{
+    InternalSnapshotState *st = action->opaque;
+    Error *err = NULL;
+
+    if (st->created &&
+        bdrv_snapshot_delete(st->bs, st->sn.id_str, st->sn.name, &err) < 0) {
+        error_prepend(&err, "Failed to delete snapshot with id '%s' and "
+                      "name '%s' on device '%s' in abort: ", st->sn.id_str,
+                      st->sn.name, st->device);
+        error_report_err(err);
+    }
+}
+
+static void blockdev_ops_internal_clean(TransactionAction *action)
+{
+    InternalSnapshotState *st = action->opaque;
+
+    if (st->bs) {
+        bdrv_drained_end(st->bs);
+    }
+}
+
+const TransactionActionDriver
+    transaction_action_blockdev_snapshot_internal_sync = {
+    .type               = "blockdev-snapshot-internal-sync",
+    .instance_size      = sizeof(InternalSnapshotState),
+    .prepare            = blockdev_ops_internal_prepare,
+    .abort              = blockdev_ops_internal_abort,
+    .clean              = blockdev_ops_internal_clean,
+};
+
+static void qmp_blockdev_snapshot_internal_sync(JsonObject *args,
+                                                JsonNode **ret, Error **errp)
+{
+    transaction_run_single("blockdev-snapshot-internal-sync", args, errp);
+}
+
+/* A SnapshotInfo object, icount only where it is known. */
+static JsonNode *blockdev_ops_snapshot_info(const QEMUSnapshotInfo *sn)
+{
+    g_autoptr(JsonObject) info = json_object_new();
+
+    json_object_set_string_member(info, "id", sn->id_str);
+    json_object_set_string_member(info, "name", sn->name);
+    json_object_set_int_member(info, "vm-state-size", sn->vm_state_size);
+    json_object_set_int_member(info, "date-sec", sn->date_sec);
+    json_object_set_int_member(info, "date-nsec", sn->date_nsec);
+    json_object_set_int_member(info, "vm-clock-sec",
+                               sn->vm_clock_nsec / G_GINT64_CONSTANT(1000000000));
+    json_object_set_int_member(info, "vm-clock-nsec",
+                               sn->vm_clock_nsec % G_GINT64_CONSTANT(1000000000));
+    if (sn->icount != QEMU_SNAPSHOT_NO_ICOUNT) {
+        json_object_set_int_member(info, "icount", sn->icount);
+    }
+    return json_node_init_object(json_node_alloc(), info);
+}
+
+static void qmp_blockdev_snapshot_delete_internal_sync(JsonObject *args,
+                                                       JsonNode **ret,
+                                                       Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *id = blockdev_ops_str(args, "id");
+    const char *name = blockdev_ops_str(args, "name");
+    BlockDriverState *bs = blockdev_ops_root_bs(device, errp);
+    QEMUSnapshotInfo sn;
+    int r;
+
+    if (!bs) {
+        return;
+    }
+    if (!id && !name) {
+        error_setg(errp, "Name or id must be provided");
+        return;
+    }
+    if (bdrv_backing_busy(bs, errp)) {
+        return;
+    }
+    r = blockdev_ops_find_snapshot(bs, id, name, &sn, errp);
+    if (r < 0) {
+        return;
+    }
+    if (!r) {
+        error_setg(errp, "Snapshot with id '%s' and name '%s' does not exist "
+                   "on device '%s'", id ? id : "null",
+                   name ? name : "null", device);
+        return;
+    }
+    /* bdrv_snapshot_delete drains the node while it works */
+    if (bdrv_snapshot_delete(bs, id, name, errp) < 0) {
+        return;
+    }
+    *ret = blockdev_ops_snapshot_info(&sn);
+}
+
+void blockdev_ops_register_commands(void)
+{
+    qmp_register_command("block_resize", qmp_block_resize);
+    qmp_register_command("blockdev-snapshot-sync",
+                         qmp_blockdev_snapshot_sync);
+    qmp_register_command("blockdev-snapshot", qmp_blockdev_snapshot);
+    qmp_register_command("blockdev-snapshot-internal-sync",
+                         qmp_blockdev_snapshot_internal_sync);
+    qmp_register_command("blockdev-snapshot-delete-internal-sync",
+                         qmp_blockdev_snapshot_delete_internal_sync);
+}

@@ -1,0 +1,22 @@
+/*
+ * QMP operations on live nodes that are no jobs: block_resize, external
+ * and internal snapshots (blockdev-ops.c), and the transaction command
+ * that groups snapshots (transaction.c).
+ */
+#ifndef QBLOCK_BLOCKDEV_OPS_H
+#define QBLOCK_BLOCKDEV_OPS_H
+
+#include "block/block.h"
+
+/*
+ * The node @device (a named BlockBackend's root) or @node_name names;
+ * either may be NULL.  QEMU's bdrv_lookup_bs(), with its messages:
+ * "Cannot find device='x' nor node-name='y'".
+ */
+BlockDriverState *blockdev_lookup_bs(const char *device,
+                                     const char *node_name, Error **errp);
+
+/* Registers block_resize and the snapshot commands. */
+void blockdev_ops_register_commands(void);
+
+#endif

@@ -1,0 +1,107 @@
+/*
+ * The transaction command: several actions that succeed or fail as one,
+ * with QEMU's semantics, and the single-action transactions that
+ * blockdev-snapshot-sync and its kin are.
+ *
+ * Life of a transaction:
+ *
+ *     for each action in order:  prepare --fails--> abort every action
+ *                                   |              prepared so far and
+ *                                   |              the failed one, last
+ *                                   v              first; the error is
+ *     all prepared:              commit each,      the reply
+ *                                in order
+ *     then, either way:          clean each, in order
+ *
+ * ADDING AN ACTION.  An action is a TransactionActionDriver, defined in
+ * the file of the command it groups (storage-daemon/blockdev-ops.c for
+ * the snapshots), declared below, and listed in transaction_actions[] in
+ * transaction.c; its type goes into the schema (qapi/block-ops.json):
+ * a value of TransactionActionKind and a variant of TransactionAction
+ * whose "data" member is the command's argument struct.  Nothing else
+ * changes.  A command that is also an action runs through
+ * transaction_run_single(), so that its errors are the action's.
+ *
+ * Everything runs in the main loop thread outside coroutine context (a
+ * QMP command).
+ */
+#ifndef QBLOCK_TRANSACTION_H
+#define QBLOCK_TRANSACTION_H
+
+#include "util/json.h"
+
+typedef struct Transaction Transaction;
+typedef struct TransactionAction TransactionAction;
+
+/* The transaction as a whole, as its actions see it. */
+struct Transaction {
+    /* properties.completion-mode: true for "grouped" */
+    bool grouped;
+    /*
+     * For actions that start jobs in grouped mode: the first of them
+     * creates the group (the job layer's transaction) and keeps it here,
+     * with the function that drops it when the transaction ends; the
+     * others join it.  NULL until then.
+     */
+    void *job_group;
+    void (*job_group_unref)(void *job_group);
+};
+
+typedef struct TransactionActionDriver {
+    /* the action's TransactionActionKind value ("blockdev-snapshot") */
+    const char *type;
+    /* bytes of state that action->opaque points to (may be 0) */
+    size_t instance_size;
+    /*
+     * True if the action accepts completion-mode "grouped" (actions that
+     * start jobs); the others are refused with QEMU's message before
+     * their prepare runs.
+     */
+    bool supports_grouped;
+    /*
+     * Required.  Checks the action and does it so that it can still be
+     * undone: takes the snapshot, appends the overlay, drains what must
+     * stay quiet until clean.  @data is the action's "data" object,
+     * checked against the schema.  Returns 0, or -errno with @errp set;
+     * abort and clean run after a failure too, so state it left half
+     * done must tell them what there is to undo.
+     */
+    int (*prepare)(TransactionAction *action, JsonObject *data,
+                   Error **errp);
+    /* Optional.  Every action was prepared: make it final.  Cannot fail. */
+    void (*commit)(TransactionAction *action);
+    /*
+     * Optional.  Some action failed to prepare (maybe this one): undo
+     * what prepare did.  Cannot fail; what it cannot undo it reports.
+     */
+    void (*abort)(TransactionAction *action);
+    /* Optional.  After commit or abort: release what prepare held. */
+    void (*clean)(TransactionAction *action);
+} TransactionActionDriver;
+
+struct TransactionAction {
+    const TransactionActionDriver *drv;
+    Transaction *txn;
+    void *opaque;               /* drv->instance_size bytes, zeroed */
+};
+
+/* The actions of this daemon (transaction_actions[] lists them). */
+extern const TransactionActionDriver transaction_action_abort;
+extern const TransactionActionDriver transaction_action_blockdev_snapshot;
+extern const TransactionActionDriver
+    transaction_action_blockdev_snapshot_sync;
+extern const TransactionActionDriver
+    transaction_action_blockdev_snapshot_internal_sync;
+
+/*
+ * Runs the one action @type with @data (a command's arguments, checked
+ * against the schema as the action's data) as a transaction of its own.
+ * Returns 0 or -errno with @errp set.
+ */
+int transaction_run_single(const char *type, JsonObject *data,
+                           Error **errp);
+
+/* Registers the transaction command. */
+void transaction_register_commands(void);
+
+#endif
