@@ -25,6 +25,7 @@
  * All of it runs in the node's AioContext thread (the request path marks
  * bitmaps from there too), so nothing needs a lock.
  */
+#include "block/block_int.h"
 #include "block/dirty-bitmap.h"
 
 struct BdrvDirtyBitmap {

@@ -237,6 +237,16 @@ struct BlockDriver {
     int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
                         BlockMeasureInfo *info, Error **errp);
     /*
+     * Whether the image can store one more persistent dirty bitmap
+     * @name of @granularity (the format's limits); false with @errp set.
+     * Optional: NULL means the format stores no bitmaps.  The format
+     * stores the node's persistent bitmaps when it closes.
+     */
+    bool (*bdrv_can_store_new_dirty_bitmap)(BlockDriverState *bs,
+                                            const char *name,
+                                            uint32_t granularity,
+                                            Error **errp);
+    /*
      * Records @backing_file (NULL: none) and @backing_fmt (may be NULL) as
      * the image's backing file, on disk; opens nothing.  -ENOSPC if the
      * header has no room for the name.
