@@ -22,6 +22,7 @@ typedef struct ImgCmd {
 static const ImgCmd img_cmds[] = {
     { "amend",   img_amend },
     { "bench",   img_bench },
+    { "bitmap",  img_bitmap },
     { "check",   img_check },
     { "commit",  img_commit },
     { "compare", img_compare },
@@ -72,6 +73,9 @@ void img_help(void)
            "[--flush-interval=flush_interval] [-i aio] [-n] [--no-drain] "
            "[-o offset] [--pattern=pattern] [-q] [-s buffer_size] "
            "[-S step_size] [-t cache] [-w] [-U] filename\n"
+           "  bitmap (--merge SOURCE | --add | --remove | --clear | "
+           "--enable | --disable)... [-b source_file [-F source_fmt]] "
+           "[-g granularity] [--image-opts | -f fmt] filename bitmap\n"
            "  check [--image-opts] [-q] [-f fmt] "
            "[--output=ofmt] [-r [leaks | all]] [-T src_cache] [-U] "
            "filename\n"
