@@ -5,9 +5,9 @@
  * qblock-img bitmap, which both name a node and a bitmap.
  *
  * Persistence is the format's business: add asks it whether one more
- * persistent bitmap fits (bdrv_can_store_new_dirty_bitmap), and it writes
- * the node's persistent bitmaps when the image closes, so a removed one
- * leaves the image then.
+ * persistent bitmap fits (bdrv_can_store_new_dirty_bitmap), remove has it
+ * drop the bitmap from the image at once, and it writes the node's
+ * persistent bitmaps when the image closes.
  */
 #include "block/block_int.h"
 #include "block/dirty-bitmap.h"
@@ -21,6 +21,12 @@ static uint32_t bdrv_default_bitmap_granularity(BlockDriverState *bs)
         return MAX(4096, bdi.cluster_size);
     }
     return 64 * KiB;
+}
+
+bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs)
+{
+    return bs->drv && bs->drv->bdrv_supports_persistent_dirty_bitmap &&
+           bs->drv->bdrv_supports_persistent_dirty_bitmap(bs);
 }
 
 bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
@@ -92,6 +98,11 @@ int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
     if (!bitmap ||
         bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO,
                                 errp) < 0) {
+        return -1;
+    }
+    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap(bs, name, errp) < 0) {
         return -1;
     }
     bdrv_release_dirty_bitmap(bitmap);

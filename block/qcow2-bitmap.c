@@ -500,101 +500,56 @@ static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
     return NULL;
 }
 
-int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
-                                           Error **errp)
+/*
+ * Writes @list as the new directory and points the header at it
+ * (invariant 2: what it names must be on disk already; this flushes it
+ * all before the header write), then frees the old directory.
+ */
+static int coroutine_fn qcow2_bitmap_dir_commit(BlockDriverState *bs,
+                                                GPtrArray *list,
+                                                Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autoptr(GPtrArray) old = NULL;
-    g_autoptr(GPtrArray) new = g_ptr_array_new_with_free_func(
-        qcow2_bitmap_free);
-    g_autofree uint8_t *dir = NULL;
-    uint64_t old_dir_offset = s->bitmap_directory_offset;
-    uint64_t old_dir_size = s->bitmap_directory_size;
+    uint64_t old_offset = s->bitmap_directory_offset;
+    uint64_t old_size = s->bitmap_directory_size;
     uint32_t old_nb = s->nb_bitmaps;
-    int64_t dir_offset = 0;
-    size_t dir_size = 0;
+    g_autofree uint8_t *dir = NULL;
+    int64_t offset = 0;
+    size_t size = 0;
     int ret;
 
-    old = qcow2_bitmap_dir_read(bs, errp);
-    if (!old) {
-        return -EINVAL;
-    }
-    if (!old->len && !bdrv_has_named_bitmaps(bs)) {
-        return 0;
-    }
-    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
-         b = bdrv_dirty_bitmap_next(b)) {
-        const char *name = bdrv_dirty_bitmap_name(b);
-        Qcow2Bitmap *prev, *bm;
-
-        if (!name || !bdrv_dirty_bitmap_get_persistence(b)) {
-            continue;
-        }
-        prev = qcow2_bitmap_find(old, name);
-        bm = g_new0(Qcow2Bitmap, 1);
-        bm->name = g_strdup(name);
-        bm->type = BT_DIRTY_TRACKING_BITMAP;
-        bm->granularity_bits = ctz64(bdrv_dirty_bitmap_granularity(b));
-        g_ptr_array_add(new, bm);
-        if (prev && prev->extra_data_size) {
-            bm->extra_data_size = prev->extra_data_size;
-            bm->extra_data = g_memdup2(prev->extra_data,
-                                       prev->extra_data_size);
-        }
-        if (bdrv_dirty_bitmap_inconsistent(b) && prev) {
-            /* nothing to store: the on-disk bitmap stays, in use */
-            bm->table_offset = prev->table_offset;
-            bm->table_size = prev->table_size;
-            bm->flags = prev->flags | BME_FLAG_IN_USE;
-            prev->table_offset = 0;         /* still referenced */
-            continue;
-        }
-        bm->flags = bdrv_dirty_bitmap_enabled(b) ||
-                    bdrv_dirty_bitmap_has_successor(b) ? BME_FLAG_AUTO : 0;
-        ret = qcow2_bitmap_write(bs, b, bm);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Failed to write bitmap '%s' to "
-                             "file", name);
-            goto fail;
-        }
-    }
-    if (new->len > QCOW2_MAX_BITMAPS) {
+    if (list->len > QCOW2_MAX_BITMAPS) {
         error_setg(errp, "Too many persistent bitmaps: %u (at most %d)",
-                   new->len, QCOW2_MAX_BITMAPS);
-        ret = -EFBIG;
-        goto fail;
+                   list->len, QCOW2_MAX_BITMAPS);
+        return -EFBIG;
     }
-    if (new->len) {
-        dir = qcow2_bitmap_dir_serialise(new, &dir_size);
-        dir_offset = qcow2_alloc_clusters(bs, dir_size);
-        if (dir_offset < 0) {
-            ret = dir_offset;
-            error_setg_errno(errp, -ret, "Failed to allocate the bitmap "
+    if (list->len) {
+        dir = qcow2_bitmap_dir_serialise(list, &size);
+        offset = qcow2_alloc_clusters(bs, size);
+        if (offset < 0) {
+            error_setg_errno(errp, -offset, "Failed to allocate the bitmap "
                              "directory");
-            goto fail;
+            return offset;
         }
-        ret = qcow2_pre_write_overlap_check(bs, 0, dir_offset, dir_size);
+        ret = qcow2_pre_write_overlap_check(bs, 0, offset, size);
         if (ret == 0) {
-            ret = bdrv_pwrite(bs->file, dir_offset, dir_size, dir, 0);
+            ret = bdrv_pwrite(bs->file, offset, size, dir, 0);
         }
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Failed to write the bitmap "
                              "directory");
-            qcow2_free_clusters(bs, dir_offset, dir_size,
-                                QCOW2_DISCARD_NEVER);
             goto fail;
         }
     }
-    /* invariant 2: everything the new header names is on disk first */
     ret = qcow2_flush_caches(bs);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Failed to flush the bitmaps");
-        goto fail_dir;
+        goto fail;
     }
-    s->nb_bitmaps = new->len;
-    s->bitmap_directory_offset = dir_offset;
-    s->bitmap_directory_size = dir_size;
-    if (new->len) {                                         /* invariant 3 */
+    s->nb_bitmaps = list->len;
+    s->bitmap_directory_offset = offset;
+    s->bitmap_directory_size = size;
+    if (list->len) {                                        /* invariant 3 */
         s->autoclear_features |= QCOW2_AUTOCLEAR_BITMAPS;
     } else {
         s->autoclear_features &= ~(uint64_t)QCOW2_AUTOCLEAR_BITMAPS;
@@ -606,17 +561,116 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
     }
     if (ret < 0) {
         s->nb_bitmaps = old_nb;
-        s->bitmap_directory_offset = old_dir_offset;
-        s->bitmap_directory_size = old_dir_size;
+        s->bitmap_directory_offset = old_offset;
+        s->bitmap_directory_size = old_size;
         if (old_nb) {
             s->autoclear_features |= QCOW2_AUTOCLEAR_BITMAPS;
         }
         qcow2_overlap_singles_changed(s);
         error_setg_errno(errp, -ret, "Failed to update the header for the "
                          "bitmaps");
-        goto fail_dir;
+        goto fail;
     }
-    /* the old structures are unreferenced now */
+    if (old_size) {
+        qcow2_free_clusters(bs, old_offset, old_size, QCOW2_DISCARD_OTHER);
+    }
+    return 0;
+
+fail:
+    if (size) {
+        qcow2_free_clusters(bs, offset, size, QCOW2_DISCARD_NEVER);
+    }
+    return ret;
+}
+
+/*
+ * The entry that stores in-memory @b: the on-disk one kept as it is for an
+ * inconsistent bitmap (@prev), else new tables and data.
+ */
+static int coroutine_fn qcow2_bitmap_store_one(BlockDriverState *bs,
+                                               BdrvDirtyBitmap *b,
+                                               Qcow2Bitmap *prev,
+                                               GPtrArray *new)
+{
+    Qcow2Bitmap *bm = g_new0(Qcow2Bitmap, 1);
+
+    bm->name = g_strdup(bdrv_dirty_bitmap_name(b));
+    bm->type = BT_DIRTY_TRACKING_BITMAP;
+    bm->granularity_bits = ctz64(bdrv_dirty_bitmap_granularity(b));
+    g_ptr_array_add(new, bm);
+    if (prev && prev->extra_data_size) {
+        bm->extra_data_size = prev->extra_data_size;
+        bm->extra_data = g_memdup2(prev->extra_data, prev->extra_data_size);
+    }
+    if (bdrv_dirty_bitmap_inconsistent(b) && prev) {
+        /* nothing to store: the on-disk bitmap stays, in use */
+        bm->table_offset = prev->table_offset;
+        bm->table_size = prev->table_size;
+        bm->flags = prev->flags | BME_FLAG_IN_USE;
+        prev->table_offset = 0;         /* still referenced: not freed */
+        return 0;
+    }
+    bm->flags = bdrv_dirty_bitmap_enabled(b) ||
+                bdrv_dirty_bitmap_has_successor(b) ? BME_FLAG_AUTO : 0;
+    return qcow2_bitmap_write(bs, b, bm);
+}
+
+static BdrvDirtyBitmap *qcow2_bitmap_find_persistent(BlockDriverState *bs,
+                                                     const char *name)
+{
+    BdrvDirtyBitmap *b = bdrv_find_dirty_bitmap(bs, name);
+
+    return b && bdrv_dirty_bitmap_get_persistence(b) ? b : NULL;
+}
+
+/*
+ * The new directory keeps the order of the old one for the bitmaps it
+ * had and appends the new ones in the node's list order, as QEMU does, so
+ * that info lists them as qemu-img would.
+ */
+int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
+                                           Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autoptr(GPtrArray) old = NULL;
+    g_autoptr(GPtrArray) new = g_ptr_array_new_with_free_func(
+        qcow2_bitmap_free);
+    int ret = 0;
+
+    old = qcow2_bitmap_dir_read(bs, errp);
+    if (!old) {
+        return -EINVAL;
+    }
+    if (!old->len && !bdrv_has_named_bitmaps(bs)) {
+        return 0;
+    }
+    for (guint i = 0; ret == 0 && i < old->len; i++) {
+        Qcow2Bitmap *prev = old->pdata[i];
+        BdrvDirtyBitmap *b = qcow2_bitmap_find_persistent(bs, prev->name);
+
+        if (b) {
+            ret = qcow2_bitmap_store_one(bs, b, prev, new);
+        }
+    }
+    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); ret == 0 && b;
+         b = bdrv_dirty_bitmap_next(b)) {
+        const char *name = bdrv_dirty_bitmap_name(b);
+
+        if (name && bdrv_dirty_bitmap_get_persistence(b) &&
+            !qcow2_bitmap_find(old, name)) {
+            ret = qcow2_bitmap_store_one(bs, b, NULL, new);
+        }
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to write bitmap '%s' to file",
+                         ((Qcow2Bitmap *)new->pdata[new->len - 1])->name);
+        goto fail;
+    }
+    ret = qcow2_bitmap_dir_commit(bs, new, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    /* the old tables and data are unreferenced now */
     for (guint i = 0; i < old->len; i++) {
         Qcow2Bitmap *bm = old->pdata[i];
 
@@ -624,16 +678,8 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
             qcow2_bitmap_free_clusters(bs, bm);
         }
     }
-    if (old_dir_size) {
-        qcow2_free_clusters(bs, old_dir_offset, old_dir_size,
-                            QCOW2_DISCARD_OTHER);
-    }
     return qcow2_flush_caches(bs);
 
-fail_dir:
-    if (dir_size) {
-        qcow2_free_clusters(bs, dir_offset, dir_size, QCOW2_DISCARD_NEVER);
-    }
 fail:
     for (guint i = 0; i < new->len; i++) {
         Qcow2Bitmap *bm = new->pdata[i];
@@ -643,6 +689,53 @@ fail:
         }
     }
     return ret;
+}
+
+typedef struct Qcow2BitmapRemove {
+    const char *name;
+    Error **errp;
+} Qcow2BitmapRemove;
+
+/* The directory without @r->name, committed; its clusters freed. */
+static int coroutine_fn qcow2_bitmap_remove_co(BlockDriverState *bs,
+                                               void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Qcow2BitmapRemove *r = opaque;
+    g_autoptr(GPtrArray) list = NULL;
+    Qcow2Bitmap *bm;
+    guint idx;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    list = qcow2_bitmap_dir_read(bs, r->errp);
+    if (!list) {
+        qemu_co_mutex_unlock(&s->lock);
+        return -EINVAL;
+    }
+    bm = qcow2_bitmap_find(list, r->name);
+    if (!bm) {
+        qemu_co_mutex_unlock(&s->lock);
+        return 0;       /* never stored: nothing on disk */
+    }
+    g_ptr_array_find(list, bm, &idx);
+    g_ptr_array_steal_index(list, idx);
+    ret = qcow2_bitmap_dir_commit(bs, list, r->errp);
+    if (ret == 0 && !qcow2_bitmap_entry_problem(s, bm)) {
+        qcow2_bitmap_free_clusters(bs, bm);
+        ret = qcow2_flush_caches(bs);
+    }
+    qcow2_bitmap_free(bm);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+int qcow2_remove_persistent_dirty_bitmap(BlockDriverState *bs,
+                                         const char *name, Error **errp)
+{
+    Qcow2BitmapRemove r = { .name = name, .errp = errp };
+
+    return bdrv_run_co(bs, qcow2_bitmap_remove_co, &r);
 }
 
 /* QEMU's checks, in its words, behind "Can't make bitmap ... persistent". */
@@ -698,6 +791,11 @@ static bool qcow2_bitmap_constraints(BlockDriverState *bs, const char *name,
         return false;
     }
     return true;
+}
+
+bool qcow2_supports_persistent_dirty_bitmap(BlockDriverState *bs)
+{
+    return ((BDRVQcow2State *)bs->opaque)->qcow_version >= 3;
 }
 
 bool qcow2_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,

@@ -1142,7 +1142,11 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_change_backing_file       = qcow2_change_backing_file,
     .bdrv_make_empty                = qcow2_make_empty,
     .bdrv_measure                   = qcow2_measure,
+    .bdrv_supports_persistent_dirty_bitmap =
+        qcow2_supports_persistent_dirty_bitmap,
     .bdrv_can_store_new_dirty_bitmap = qcow2_can_store_new_dirty_bitmap,
+    .bdrv_remove_persistent_dirty_bitmap =
+        qcow2_remove_persistent_dirty_bitmap,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,
     .bdrv_snapshot_create           = qcow2_snapshot_create,

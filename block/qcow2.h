@@ -916,9 +916,15 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
 /* Writes the node's persistent bitmaps and a new directory (close). */
 int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
                                            Error **errp);
-/* The BlockDriver callback: QEMU's limits on a new persistent bitmap. */
+/* BlockDriver callbacks: version 3 images keep bitmaps; QEMU's limits on
+ * a new persistent bitmap. */
+bool qcow2_supports_persistent_dirty_bitmap(BlockDriverState *bs);
 bool qcow2_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
                                       uint32_t granularity, Error **errp);
+/* The BlockDriver callback: drops @name from the image now (takes the
+ * lock itself; not in a coroutine). */
+int qcow2_remove_persistent_dirty_bitmap(BlockDriverState *bs,
+                                         const char *name, Error **errp);
 /* Calls @fn for every cluster range the bitmaps use (check). */
 typedef int Qcow2BitmapRefFn(void *opaque, int64_t offset, int64_t size);
 int qcow2_bitmaps_for_each_ref(BlockDriverState *bs, BdrvCheckResult *res,

@@ -86,8 +86,12 @@ int img_bitmap(int argc, char **argv)
         { "source-format", required_argument, NULL, 'F' },
         { NULL, 0, NULL, 0 }
     };
-    ImgCommonOpts co = { .open = { .flags = BDRV_O_RDWR } };
-    ImgOpenOptions src_open = { 0 };
+    /* as qemu-img: bitmaps are the image's own, its backing file is
+     * neither needed nor locked (merging from the overlay into its base) */
+    ImgCommonOpts co = {
+        .open = { .flags = BDRV_O_RDWR | BDRV_O_NO_BACKING },
+    };
+    ImgOpenOptions src_open = { .flags = BDRV_O_NO_BACKING };
     g_autoptr(GArray) acts = g_array_new(false, false,
                                          sizeof(ImgBitmapAction));
     const char *src_filename = NULL, *filename, *bitmap;

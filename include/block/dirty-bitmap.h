@@ -57,7 +57,7 @@ void bdrv_release_all_dirty_bitmaps(BlockDriverState *bs);
 
 BdrvDirtyBitmap *bdrv_find_dirty_bitmap(BlockDriverState *bs,
                                         const char *name);
-/* The bitmaps of @bs in creation order: first, then next until NULL. */
+/* The bitmaps of @bs, newest first (as QEMU): first, then next to NULL. */
 BdrvDirtyBitmap *bdrv_dirty_bitmap_first(BlockDriverState *bs);
 BdrvDirtyBitmap *bdrv_dirty_bitmap_next(BdrvDirtyBitmap *bitmap);
 bool bdrv_has_named_bitmaps(BlockDriverState *bs);
@@ -181,7 +181,7 @@ char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap);
  * The checks and messages of QEMU's block-dirty-bitmap-* commands, shared
  * by the monitor and qblock-img bitmap.  A persistent bitmap is stored in
  * its image by the format when the image is closed (or inactivated); a
- * removed one leaves the image then.
+ * removed one leaves the image at once.
  */
 /* The bitmap @name of @bs, or NULL with "Dirty bitmap 'x' not found". */
 BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
@@ -209,6 +209,8 @@ int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
 int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
                                 BdrvDirtyBitmap *const *srcs, int nsrc,
                                 HBitmap **backup, Error **errp);
+/* Whether @bs keeps persistent bitmaps at all (qcow2 v3 does). */
+bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs);
 /* Whether @bs can store a new persistent bitmap (the format decides). */
 bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
                                      uint32_t granularity, Error **errp);
