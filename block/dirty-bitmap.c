@@ -25,6 +25,7 @@
  * All of it runs in the node's AioContext thread (the request path marks
  * bitmaps from there too), so nothing needs a lock.
  */
+#include "block/block_int.h"
 #include "block/dirty-bitmap.h"
 
 struct BdrvDirtyBitmap {
@@ -43,14 +44,11 @@ struct BdrvDirtyBitmap {
     BdrvDirtyBitmap *next;      /* bs->dirty_bitmaps (inv. 1) */
 };
 
+/* Newest first, as QEMU lists them (qcow2 directory order follows it). */
 static void bdrv_dirty_bitmap_link(BdrvDirtyBitmap *bitmap)
 {
-    BdrvDirtyBitmap **p = &bitmap->bs->dirty_bitmaps;
-
-    while (*p) {
-        p = &(*p)->next;
-    }
-    *p = bitmap;
+    bitmap->next = bitmap->bs->dirty_bitmaps;
+    bitmap->bs->dirty_bitmaps = bitmap;
 }
 
 static void bdrv_dirty_bitmap_unlink(BdrvDirtyBitmap *bitmap)

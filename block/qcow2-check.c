@@ -463,6 +463,28 @@ static int qcow2_check_refblocks(BlockDriverState *bs, BdrvCheckResult *res,
 }
 
 /* Counts every reference in the image from scratch into @r. */
+typedef struct Qcow2CheckBitmapRefs {
+    BlockDriverState *bs;
+    BdrvCheckResult *res;
+    Qcow2CheckRefs *r;
+} Qcow2CheckBitmapRefs;
+
+static int qcow2_check_bitmap_ref(void *opaque, int64_t offset, int64_t size)
+{
+    Qcow2CheckBitmapRefs *c = opaque;
+
+    return qcow2_check_inc_refs(c->bs, c->res, c->r, offset, size);
+}
+
+/* The bitmap directory, tables and data clusters (qcow2-bitmap.c). */
+static int qcow2_check_bitmaps(BlockDriverState *bs, BdrvCheckResult *res,
+                               Qcow2CheckRefs *r)
+{
+    Qcow2CheckBitmapRefs c = { .bs = bs, .res = res, .r = r };
+
+    return qcow2_bitmaps_for_each_ref(bs, res, qcow2_check_bitmap_ref, &c);
+}
+
 static int qcow2_check_calculate(BlockDriverState *bs, BdrvCheckResult *res,
                                  Qcow2CheckRefs *r, BdrvCheckMode fix,
                                  bool *rebuild)
@@ -489,6 +511,10 @@ static int qcow2_check_calculate(BlockDriverState *bs, BdrvCheckResult *res,
         return ret;
     }
     ret = qcow2_check_snapshots(bs, res, r, fix);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = qcow2_check_bitmaps(bs, res, r);
     if (ret < 0) {
         return ret;
     }

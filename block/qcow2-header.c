@@ -133,6 +133,7 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
                                  uint64_t end, Qcow2HeaderExts *exts,
                                  Error **errp)
 {
+    BDRVQcow2State *s = bs->opaque;
     uint64_t offset = start;
 
     while (offset < end) {
@@ -201,29 +202,54 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
         case QCOW2_EXT_MAGIC_CRYPTO_HEADER:
             exts->has_crypto_header = true;
             break;
-        case QCOW2_EXT_MAGIC_BITMAPS:
-            /* kept as it is, like an unknown one: this driver does not
-             * maintain bitmaps (the autoclear bit says so) */
-            exts->has_bitmaps = true;
-            if (ext.len >= sizeof(Qcow2BitmapHeaderExt)) {
-                Qcow2BitmapHeaderExt b;
+        case QCOW2_EXT_MAGIC_BITMAPS: {
+            Qcow2BitmapHeaderExt b;
 
-                memcpy(&b, data, sizeof(b));
-                exts->bitmap_directory_offset =
-                    GUINT64_FROM_BE(b.bitmap_directory_offset);
-                exts->bitmap_directory_size =
-                    GUINT64_FROM_BE(b.bitmap_directory_size);
-                if (exts->bitmap_directory_size >
-                    QCOW2_MAX_BITMAP_DIRECTORY_SIZE) {
-                    error_setg(errp, "bitmaps_ext: bitmap directory size "
-                               "(%" PRIu64 ") exceeds the maximum "
-                               "supported size (%d)",
-                               exts->bitmap_directory_size,
-                               QCOW2_MAX_BITMAP_DIRECTORY_SIZE);
-                    return -EINVAL;
-                }
+            if (ext.len != sizeof(b)) {
+                error_setg(errp, "bitmaps_ext: Invalid extension length");
+                return -EINVAL;
             }
-            /* fall through */
+            memcpy(&b, data, sizeof(b));
+            exts->has_bitmaps = true;
+            if (!(s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS)) {
+                /* stale: a program without bitmaps changed the image */
+                break;
+            }
+            exts->nb_bitmaps = GUINT32_FROM_BE(b.nb_bitmaps);
+            exts->bitmap_directory_offset =
+                GUINT64_FROM_BE(b.bitmap_directory_offset);
+            exts->bitmap_directory_size =
+                GUINT64_FROM_BE(b.bitmap_directory_size);
+            if (b.reserved32) {
+                error_setg(errp, "bitmaps_ext: reserved_zero must be zero");
+                return -EINVAL;
+            }
+            if (exts->nb_bitmaps > QCOW2_MAX_BITMAPS) {
+                error_setg(errp, "bitmaps_ext: Image has %" PRIu32
+                           " bitmaps, exceeding the QEMU supported maximum "
+                           "of %d", exts->nb_bitmaps, QCOW2_MAX_BITMAPS);
+                return -EINVAL;
+            }
+            if (exts->nb_bitmaps == 0) {
+                error_setg(errp, "found bitmaps extension with zero bitmaps");
+                return -EINVAL;
+            }
+            if (exts->bitmap_directory_offset & (s->cluster_size - 1)) {
+                error_setg(errp, "bitmaps_ext: invalid bitmap directory "
+                           "offset");
+                return -EINVAL;
+            }
+            if (exts->bitmap_directory_size >
+                QCOW2_MAX_BITMAP_DIRECTORY_SIZE) {
+                error_setg(errp, "bitmaps_ext: bitmap directory size "
+                           "(%" PRIu64 ") exceeds the maximum "
+                           "supported size (%d)",
+                           exts->bitmap_directory_size,
+                           QCOW2_MAX_BITMAP_DIRECTORY_SIZE);
+                return -EINVAL;
+            }
+            break;
+        }
         default: {
             Qcow2UnknownHeaderExtension *u =
                 g_malloc0(sizeof(*u) + ext.len);
@@ -380,6 +406,19 @@ int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
                              s->image_data_file,
                              strlen(s->image_data_file))) {
         return -ENOSPC;
+    }
+    if (s->nb_bitmaps) {
+        Qcow2BitmapHeaderExt b = {
+            .nb_bitmaps = GUINT32_TO_BE(s->nb_bitmaps),
+            .bitmap_directory_size = GUINT64_TO_BE(s->bitmap_directory_size),
+            .bitmap_directory_offset =
+                GUINT64_TO_BE(s->bitmap_directory_offset),
+        };
+
+        if (!qcow2_put_extension(buf, buflen, &pos, QCOW2_EXT_MAGIC_BITMAPS,
+                                 &b, sizeof(b))) {
+            return -ENOSPC;
+        }
     }
     if (s->qcow_version >= 3 &&
         s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&

@@ -226,6 +226,7 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
     info->required = info->fully_allocated - disk_size + data;
     info->has_bitmaps = m.version >= 3 && in_bs &&
                         qcow2_measure_source_has_bitmaps(in_bs);
-    info->bitmaps = 0;
+    info->bitmaps = info->has_bitmaps ?
+                    qcow2_bitmaps_measure(in_bs, m.cluster_size) : 0;
     return 0;
 }

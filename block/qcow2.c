@@ -11,11 +11,12 @@
  *
  * Invariants of this file, cited as "qcow2.c inv. N" (qcow2.h's apply as
  * well):
- *  1. Autoclear bits of features this driver does not maintain (dirty
- *     bitmaps) are cleared before the image is first modified, as the
- *     specification demands.
+ *  1. Autoclear bits of features this driver does not know are cleared
+ *     before the image is first modified, as the specification demands;
+ *     it maintains bitmaps (qcow2-bitmap.c) and data-file-raw.
  */
 #include "block/qcow2.h"
+#include "block/dirty-bitmap.h"
 
 #include "qapi/qapi-opts.h"
 #include "qblock/block-backend.h"
@@ -365,6 +366,8 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
 typedef struct Qcow2OpenCo {
     int flags;
     Error **errp;
+    /* a bitmaps extension without its autoclear bit, to drop */
+    bool stale_bitmaps;
 } Qcow2OpenCo;
 
 /* The metadata part of open, in coroutine context under s->lock. */
@@ -416,17 +419,29 @@ static int coroutine_fn qcow2_open_co_locked(BlockDriverState *bs,
         }
     }
 
-    /* qcow2.c inv. 1: bits of features we do not maintain go first */
+    /* qcow2.c inv. 1: bits of features we do not know go first; a
+     * stale bitmaps extension goes with them */
     if (writable &&
-        (s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_DATA_FILE_RAW)) {
-        s->autoclear_features &= QCOW2_AUTOCLEAR_DATA_FILE_RAW;
-        /* the bitmaps are invalid from now on: their clusters are leaks */
-        s->bitmap_directory_offset = 0;
-        s->bitmap_directory_size = 0;
-        qcow2_overlap_singles_changed(s);
+        ((s->autoclear_features & ~(uint64_t)QCOW2_AUTOCLEAR_MASK) ||
+         o->stale_bitmaps)) {
+        s->autoclear_features &= QCOW2_AUTOCLEAR_MASK;
         ret = qcow2_update_header(bs);
         if (ret < 0) {
             error_setg_errno(o->errp, -ret, "Could not update qcow2 header");
+            return ret;
+        }
+    }
+    if (!(o->flags & BDRV_O_INACTIVE)) {
+        Error *err = NULL;
+
+        ret = qcow2_load_dirty_bitmaps(bs, o->flags, &err);
+        if (ret < 0 && (o->flags & BDRV_O_CHECK)) {
+            /* check reports what is wrong with them */
+            error_free(err);
+            bdrv_release_all_dirty_bitmaps(bs);
+            ret = 0;
+        } else if (ret < 0) {
+            error_propagate(o->errp, err);
             return ret;
         }
     }
@@ -504,8 +519,15 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
     s->unknown_header_ext = g_steal_pointer(&exts.unknown);
     /* metadata only while the bitmaps are valid (autoclear bit set) */
     if (s->autoclear_features & QCOW2_AUTOCLEAR_BITMAPS) {
+        s->nb_bitmaps = exts.nb_bitmaps;
         s->bitmap_directory_offset = exts.bitmap_directory_offset;
         s->bitmap_directory_size = exts.bitmap_directory_size;
+    } else if (exts.has_bitmaps) {
+        warn_report("a program lacking bitmap support modified this file, "
+                    "so all bitmaps are now considered inconsistent");
+        fprintf(stderr, "Some clusters may be leaked, run 'qemu-img check "
+                "-r' on the image file to fix.");
+        co.stale_bitmaps = true;
     }
 
     ret = qcow2_read_options(bs, options, flags, &opts, errp);
@@ -563,6 +585,16 @@ static int coroutine_fn qcow2_close_co(BlockDriverState *bs, void *opaque)
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    if (!(bs->open_flags & BDRV_O_INACTIVE)) {
+        Error *err = NULL;
+
+        if (qcow2_store_dirty_bitmaps(bs, &err) < 0) {
+            error_report("Lost persistent bitmaps during inactivation of "
+                         "node '%s': %s", bdrv_get_node_name(bs),
+                         error_get_pretty(err));
+            error_free(err);
+        }
+    }
     ret = qcow2_write_caches(bs);
     if (ret == 0 && s->use_lazy_refcounts) {
         ret = qcow2_mark_clean(bs);
@@ -1017,9 +1049,14 @@ static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
                                   QCOW2_COMPRESSION_TYPE_ZSTD ?
                                   "zstd" : "zlib");
     if (s->qcow_version != 2) {
+        JsonArray *bitmaps = qcow2_get_bitmap_info_list(bs);
+
         json_object_set_boolean_member(data, "lazy-refcounts",
                                        !!(s->compatible_features &
                                        QCOW2_COMPAT_LAZY_REFCOUNTS));
+        if (bitmaps) {
+            json_object_set_array_member(data, "bitmaps", bitmaps);
+        }
     }
     json_object_set_int_member(data, "refcount-bits", s->refcount_bits);
     if (s->qcow_version != 2) {
@@ -1107,6 +1144,11 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_change_backing_file       = qcow2_change_backing_file,
     .bdrv_make_empty                = qcow2_make_empty,
     .bdrv_measure                   = qcow2_measure,
+    .bdrv_supports_persistent_dirty_bitmap =
+        qcow2_supports_persistent_dirty_bitmap,
+    .bdrv_can_store_new_dirty_bitmap = qcow2_can_store_new_dirty_bitmap,
+    .bdrv_remove_persistent_dirty_bitmap =
+        qcow2_remove_persistent_dirty_bitmap,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,
     .bdrv_snapshot_create           = qcow2_snapshot_create,

@@ -85,6 +85,8 @@
 #define QCOW_MAX_SNAPSHOTS 65536
 /* QEMU's bound on the whole table, and on one entry's extra data. */
 #define QCOW_MAX_SNAPSHOTS_SIZE (1024 * QCOW_MAX_SNAPSHOTS)
+/* QEMU's limit on the number of bitmaps of an image */
+#define QCOW2_MAX_BITMAPS 65535
 /* 1 KiB per entry for at most 65535 bitmaps, as QEMU bounds it */
 #define QCOW2_MAX_BITMAP_DIRECTORY_SIZE (1024 * 65535)
 #define QCOW_MAX_SNAPSHOT_EXTRA_DATA 1024
@@ -236,6 +238,7 @@ typedef struct Qcow2HeaderExts {
     size_t feature_table_len;   /* entries */
     bool has_crypto_header;
     bool has_bitmaps;
+    uint32_t nb_bitmaps;
     uint64_t bitmap_directory_offset;
     uint64_t bitmap_directory_size;
     GList *unknown;             /* Qcow2UnknownHeaderExtension * */
@@ -411,10 +414,10 @@ typedef struct BDRVQcow2State {
     /* a snapshot operation or amend is rewriting shared L2 tables */
     bool overlap_shared_l2_writes;
     /*
-     * From the bitmaps header extension while the bitmaps are valid; size
-     * 0 if there is none.  qblock does not maintain bitmaps: a writable
-     * open invalidates them (autoclear bit), as the specification demands.
+     * From the bitmaps header extension while the bitmaps are valid (the
+     * autoclear bit is set); 0 if there is none (qcow2-bitmap.c).
      */
+    uint32_t nb_bitmaps;
     uint64_t bitmap_directory_offset;
     uint64_t bitmap_directory_size;
 
@@ -903,6 +906,34 @@ int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
 int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
                         BlockDriverAmendStatusCB *status_cb, void *cb_opaque,
                         bool force, Error **errp);
+
+/*
+ * qcow2-bitmap.c: persistent dirty bitmaps.  All are called with s->lock
+ * held, in a coroutine.
+ */
+/* Loads the directory's bitmaps into the node; marks them in use if rw. */
+int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
+                                          Error **errp);
+/* Writes the node's persistent bitmaps and a new directory (close). */
+int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
+                                           Error **errp);
+/* BlockDriver callbacks: version 3 images keep bitmaps; QEMU's limits on
+ * a new persistent bitmap. */
+bool qcow2_supports_persistent_dirty_bitmap(BlockDriverState *bs);
+bool qcow2_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
+                                      uint32_t granularity, Error **errp);
+/* The BlockDriver callback: drops @name from the image now (takes the
+ * lock itself; not in a coroutine). */
+int qcow2_remove_persistent_dirty_bitmap(BlockDriverState *bs,
+                                         const char *name, Error **errp);
+/* Calls @fn for every cluster range the bitmaps use (check). */
+typedef int Qcow2BitmapRefFn(void *opaque, int64_t offset, int64_t size);
+int qcow2_bitmaps_for_each_ref(BlockDriverState *bs, BdrvCheckResult *res,
+                               Qcow2BitmapRefFn *fn, void *opaque);
+/* The "bitmaps" array of qemu-img info, NULL if there is none. */
+JsonArray *qcow2_get_bitmap_info_list(BlockDriverState *bs);
+/* Bytes the persistent bitmaps of @in_bs take as qcow2 (measure). */
+uint64_t qcow2_bitmaps_measure(BlockDriverState *in_bs, int cluster_size);
 
 /* qcow2-make-empty.c: the BlockDriver make_empty callback. */
 int qcow2_make_empty(BlockDriverState *bs);

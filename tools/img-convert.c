@@ -7,6 +7,7 @@
  * design and invariants img-convert.h states.
  */
 #include "img-convert.h"
+#include "block/dirty-bitmap.h"
 
 #include "qblock/block-driver.h"
 #include "qblock/block-node.h"
@@ -27,6 +28,8 @@ typedef struct ImgConvertArgs {
     bool force_share;
     bool progress;
     bool target_is_zero;
+    bool bitmaps;               /* --bitmaps */
+    bool skip_broken_bitmaps;
     ImgSnapshotArg snapshot;    /* -l */
 } ImgConvertArgs;
 
@@ -244,6 +247,67 @@ static int img_convert_open_target(ImgConvertState *s,
     return 0;
 }
 
+/* Before anything is created: every bitmap to copy can be copied. */
+static int img_convert_check_bitmaps(BlockDriverState *src, bool skip_broken)
+{
+    if (!bdrv_supports_persistent_dirty_bitmap(src)) {
+        error_report("Source lacks bitmap support");
+        return -1;
+    }
+    for (BdrvDirtyBitmap *bm = bdrv_dirty_bitmap_first(src); bm;
+         bm = bdrv_dirty_bitmap_next(bm)) {
+        if (!bdrv_dirty_bitmap_get_persistence(bm)) {
+            continue;
+        }
+        if (!skip_broken && bdrv_dirty_bitmap_inconsistent(bm)) {
+            error_report("Cannot copy inconsistent bitmap '%s'",
+                         bdrv_dirty_bitmap_name(bm));
+            fprintf(stderr, "Try --skip-broken-bitmaps, or use 'qemu-img "
+                    "bitmap --remove' to delete it\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * After the data: each persistent bitmap of @src becomes one of @dst with
+ * its name, granularity, state and bits; @dst stores them when it closes.
+ */
+static int img_convert_copy_bitmaps(BlockDriverState *src,
+                                    BlockDriverState *dst, bool skip_broken)
+{
+    for (BdrvDirtyBitmap *bm = bdrv_dirty_bitmap_first(src); bm;
+         bm = bdrv_dirty_bitmap_next(bm)) {
+        const char *name = bdrv_dirty_bitmap_name(bm);
+        Error *err = NULL;
+
+        if (!bdrv_dirty_bitmap_get_persistence(bm)) {
+            continue;
+        }
+        if (skip_broken && bdrv_dirty_bitmap_inconsistent(bm)) {
+            warn_report("Skipping inconsistent bitmap '%s'", name);
+            continue;
+        }
+        if (!bdrv_dirty_bitmap_add(dst, name,
+                                   bdrv_dirty_bitmap_granularity(bm), true,
+                                   !bdrv_dirty_bitmap_enabled(bm), &err)) {
+            error_report("Failed to create bitmap %s: %s", name,
+                         error_get_pretty(err));
+            error_free(err);
+            return -1;
+        }
+        if (bdrv_dirty_bitmap_merge_cmd(dst, name, &bm, 1, NULL, &err) < 0) {
+            error_report("Failed to populate bitmap %s: %s", name,
+                         error_get_pretty(err));
+            error_free(err);
+            bdrv_dirty_bitmap_remove(dst, name, NULL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
                            char **names, const char *out_filename)
 {
@@ -261,6 +325,18 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     ret = img_convert_load_snapshot(s, a);
     if (ret < 0) {
         goto out;
+    }
+    if (a->bitmaps) {
+        if (s->src_num > 1) {
+            error_report("Copying bitmaps only possible with single source");
+            ret = -1;
+            goto out;
+        }
+        ret = img_convert_check_bitmaps(blk_bs(s->src[0]),
+                                        a->skip_broken_bitmaps);
+        if (ret < 0) {
+            goto out;
+        }
     }
 
     ret = -EINVAL;
@@ -311,11 +387,22 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     if (ret < 0) {
         goto out;
     }
+    if (a->bitmaps &&
+        !bdrv_supports_persistent_dirty_bitmap(blk_bs(s->target))) {
+        error_report("Format driver '%s' does not support bitmaps",
+                     bdrv_get_format_name(blk_bs(s->target)));
+        ret = -1;
+        goto out;
+    }
     if (!a->target_is_zero && !bdrv_has_zero_init(blk_bs(s->target))) {
         /* A device keeps its old data: zeroes must be written. */
         s->has_zero_init = false;
     }
     ret = img_convert_do_copy(s);
+    if (ret == 0 && a->bitmaps) {
+        ret = img_convert_copy_bitmaps(blk_bs(s->src[0]), blk_bs(s->target),
+                                       a->skip_broken_bitmaps);
+    }
 
 out:
     if (opts) {
@@ -331,11 +418,16 @@ int img_convert(int argc, char **argv)
         OPTION_TARGET_IMAGE_OPTS = IMG_OPTION_OWN,
         OPTION_SALVAGE,
         OPTION_TARGET_IS_ZERO,
+        OPTION_BITMAPS,
+        OPTION_SKIP_BROKEN_BITMAPS,
     };
     static const struct option long_options[] = {
         { "target-image-opts", no_argument, NULL, OPTION_TARGET_IMAGE_OPTS },
         { "salvage", no_argument, NULL, OPTION_SALVAGE },
         { "target-is-zero", no_argument, NULL, OPTION_TARGET_IS_ZERO },
+        { "bitmaps", no_argument, NULL, OPTION_BITMAPS },
+        { "skip-broken-bitmaps", no_argument, NULL,
+          OPTION_SKIP_BROKEN_BITMAPS },
         { NULL, 0, NULL, 0 }
     };
     ImgConvertArgs a = {
@@ -427,6 +519,12 @@ int img_convert(int argc, char **argv)
         case OPTION_SALVAGE:
             s.salvage = true;
             break;
+        case OPTION_BITMAPS:
+            a.bitmaps = true;
+            break;
+        case OPTION_SKIP_BROKEN_BITMAPS:
+            a.skip_broken_bitmaps = true;
+            break;
         case OPTION_TARGET_IS_ZERO:
             a.target_is_zero = true;
             break;
@@ -451,6 +549,11 @@ int img_convert(int argc, char **argv)
     }
     if (a.target_is_zero && !a.skip_create) {
         error_report("--target-is-zero requires use of -n flag");
+        return 1;
+    }
+
+    if (a.skip_broken_bitmaps && !a.bitmaps) {
+        error_report("Use of --skip-broken-bitmaps requires --bitmaps");
         return 1;
     }
 

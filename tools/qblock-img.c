@@ -22,6 +22,7 @@ typedef struct ImgCmd {
 static const ImgCmd img_cmds[] = {
     { "amend",   img_amend },
     { "bench",   img_bench },
+    { "bitmap",  img_bitmap },
     { "check",   img_check },
     { "commit",  img_commit },
     { "compare", img_compare },
@@ -73,6 +74,10 @@ void img_help(void)
            "[--flush-interval=flush_interval] [-i aio] [-n] [--no-drain] "
            "[-o offset] [--pattern=pattern] [-q] [-s buffer_size] "
            "[-S step_size] [-t cache] [-w] [-U] filename\n"
+           "  bitmap (--merge SOURCE | --add | --remove | --clear | "
+           "--enable | --disable)... [-b source_file [-F source_fmt]] "
+           "[-g granularity] [--object objectdef] "
+           "[--image-opts | -f fmt] filename bitmap\n"
            "  check [--object objectdef] [--image-opts] [-q] [-f fmt] "
            "[--output=ofmt] [-r [leaks | all]] [-T src_cache] [-U] "
            "filename\n"
@@ -83,7 +88,8 @@ void img_help(void)
            "[-F fmt] [-T src_cache] [-p] [-q] [-s] [-U] filename1 "
            "filename2\n"
            "  convert [--object objectdef] [--image-opts] "
-           "[--target-image-opts] [--target-is-zero] [-U] [-c] [-p] [-q] "
+           "[--target-image-opts] [--target-is-zero] [--bitmaps] [-U] [-c] "
+           "[-p] [-q] "
            "[-n] [-f fmt] [-t cache] [-T src_cache] [-O output_fmt] "
            "[-B backing_file [-F backing_fmt]] [-o options] "
            "[-l snapshot_param] [-S sparse_size] [-m num_coroutines] "

@@ -195,6 +195,7 @@ int img_convert(int argc, char **argv);
 int img_dd(int argc, char **argv);
 int img_compare(int argc, char **argv);
 int img_bench(int argc, char **argv);
+int img_bitmap(int argc, char **argv);
 int img_snapshot(int argc, char **argv);
 int img_measure(int argc, char **argv);
 int img_amend(int argc, char **argv);

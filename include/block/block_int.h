@@ -237,6 +237,28 @@ struct BlockDriver {
     int (*bdrv_measure)(QemuOpts *opts, BlockDriverState *in_bs,
                         BlockMeasureInfo *info, Error **errp);
     /*
+     * Whether the image can store one more persistent dirty bitmap
+     * @name of @granularity (the format's limits); false with @errp set.
+     * Optional: NULL means the format stores no bitmaps.  The format
+     * stores the node's persistent bitmaps when it closes.
+     */
+    /*
+     * Whether this image can keep persistent dirty bitmaps at all (qcow2:
+     * version 3).  Optional: NULL means no.
+     */
+    bool (*bdrv_supports_persistent_dirty_bitmap)(BlockDriverState *bs);
+    bool (*bdrv_can_store_new_dirty_bitmap)(BlockDriverState *bs,
+                                            const char *name,
+                                            uint32_t granularity,
+                                            Error **errp);
+    /*
+     * Removes the persistent bitmap @name from the image now (it may not
+     * be there yet: 0).  Not in a coroutine.  Optional with the above.
+     */
+    int (*bdrv_remove_persistent_dirty_bitmap)(BlockDriverState *bs,
+                                               const char *name,
+                                               Error **errp);
+    /*
      * Records @backing_file (NULL: none) and @backing_fmt (may be NULL) as
      * the image's backing file, on disk; opens nothing.  -ENOSPC if the
      * header has no room for the name.

@@ -21,7 +21,7 @@
 #ifndef QBLOCK_DIRTY_BITMAP_H
 #define QBLOCK_DIRTY_BITMAP_H
 
-#include "block/block_int.h"
+#include "block/block-common.h"
 #include "util/hbitmap.h"
 
 typedef struct BdrvDirtyBitmap BdrvDirtyBitmap;
@@ -57,7 +57,7 @@ void bdrv_release_all_dirty_bitmaps(BlockDriverState *bs);
 
 BdrvDirtyBitmap *bdrv_find_dirty_bitmap(BlockDriverState *bs,
                                         const char *name);
-/* The bitmaps of @bs in creation order: first, then next until NULL. */
+/* The bitmaps of @bs, newest first (as QEMU): first, then next to NULL. */
 BdrvDirtyBitmap *bdrv_dirty_bitmap_first(BlockDriverState *bs);
 BdrvDirtyBitmap *bdrv_dirty_bitmap_next(BdrvDirtyBitmap *bitmap);
 bool bdrv_has_named_bitmaps(BlockDriverState *bs);
@@ -175,6 +175,45 @@ void bdrv_dirty_bitmap_deserialize_part(BdrvDirtyBitmap *bitmap,
 
 /* QEMU's x-debug-block-dirty-bitmap-sha256: of the bits as LE words. */
 char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap);
+
+/*
+ * ---- what users ask for (block/dirty-bitmap-cmds.c) ----
+ * The checks and messages of QEMU's block-dirty-bitmap-* commands, shared
+ * by the monitor and qblock-img bitmap.  A persistent bitmap is stored in
+ * its image by the format when the image is closed (or inactivated); a
+ * removed one leaves the image at once.
+ */
+/* The bitmap @name of @bs, or NULL with "Dirty bitmap 'x' not found". */
+BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
+                                          const char *name, Error **errp);
+/*
+ * block-dirty-bitmap-add: @granularity 0 takes the node's default (its
+ * cluster size, at least 4 KiB, else 64 KiB).
+ */
+BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
+                                       const char *name,
+                                       uint32_t granularity, bool persistent,
+                                       bool disabled, Error **errp);
+int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
+                             Error **errp);
+int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
+                                Error **errp);
+int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
+                                 Error **errp);
+int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
+                                  Error **errp);
+/*
+ * Merges @nsrc bitmaps into @target of @bs, all or nothing.  With
+ * @backup, @target's old contents go there (a transaction's abort).
+ */
+int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
+                                BdrvDirtyBitmap *const *srcs, int nsrc,
+                                HBitmap **backup, Error **errp);
+/* Whether @bs keeps persistent bitmaps at all (qcow2 v3 does). */
+bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs);
+/* Whether @bs can store a new persistent bitmap (the format decides). */
+bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
+                                     uint32_t granularity, Error **errp);
 
 /* ---- hooks of the request path (block/io.c) ---- */
 /* Marks [offset, offset + bytes) in every enabled bitmap of @bs. */

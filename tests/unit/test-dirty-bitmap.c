@@ -6,6 +6,7 @@
  * clear and restore, successors as backup uses them, serialisation and
  * the checks' messages.
  */
+#include "block/block_int.h"
 #include "block/dirty-bitmap.h"
 #include "qblock/block-backend.h"
 

@@ -1,0 +1,178 @@
+/*
+ * What users do with dirty bitmaps: the checks and messages of QEMU's
+ * block-dirty-bitmap-add/remove/clear/enable/disable/merge commands, in
+ * one place for the monitor (storage-daemon/dirty-bitmap-qmp.c) and for
+ * qblock-img bitmap, which both name a node and a bitmap.
+ *
+ * Persistence is the format's business: add asks it whether one more
+ * persistent bitmap fits (bdrv_can_store_new_dirty_bitmap), remove has it
+ * drop the bitmap from the image at once, and it writes the node's
+ * persistent bitmaps when the image closes.
+ */
+#include "block/block_int.h"
+#include "block/dirty-bitmap.h"
+
+/* QEMU's default: the cluster size, at least 4 KiB; else 64 KiB. */
+static uint32_t bdrv_default_bitmap_granularity(BlockDriverState *bs)
+{
+    BlockDriverInfo bdi;
+
+    if (bdrv_get_info(bs, &bdi) == 0 && bdi.cluster_size > 0) {
+        return MAX(4096, bdi.cluster_size);
+    }
+    return 64 * KiB;
+}
+
+bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs)
+{
+    return bs->drv && bs->drv->bdrv_supports_persistent_dirty_bitmap &&
+           bs->drv->bdrv_supports_persistent_dirty_bitmap(bs);
+}
+
+bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
+                                     uint32_t granularity, Error **errp)
+{
+    if (!bs->drv || !bs->drv->bdrv_can_store_new_dirty_bitmap) {
+        error_setg_errno(errp, ENOTSUP, "Can't store persistent bitmaps to "
+                         "%s", bdrv_get_node_name(bs));
+        return false;
+    }
+    return bs->drv->bdrv_can_store_new_dirty_bitmap(bs, name, granularity,
+                                                    errp);
+}
+
+BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
+                                          const char *name, Error **errp)
+{
+    BdrvDirtyBitmap *bitmap;
+
+    if (!name) {
+        error_setg(errp, "Bitmap name cannot be NULL");
+        return NULL;
+    }
+    bitmap = bdrv_find_dirty_bitmap(bs, name);
+    if (!bitmap) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+    }
+    return bitmap;
+}
+
+BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
+                                       const char *name,
+                                       uint32_t granularity, bool persistent,
+                                       bool disabled, Error **errp)
+{
+    BdrvDirtyBitmap *bitmap;
+
+    if (!name || !name[0]) {
+        error_setg(errp, "Bitmap name cannot be empty");
+        return NULL;
+    }
+    if (granularity == 0) {
+        granularity = bdrv_default_bitmap_granularity(bs);
+    } else if (granularity < BDRV_BITMAP_MIN_GRANULARITY ||
+               !is_power_of_2(granularity)) {
+        error_setg(errp, "Granularity must be power of 2 and at least 512");
+        return NULL;
+    }
+    if (persistent &&
+        !bdrv_can_store_new_dirty_bitmap(bs, name, granularity, errp)) {
+        return NULL;
+    }
+    bitmap = bdrv_create_dirty_bitmap(bs, granularity, name, errp);
+    if (!bitmap) {
+        return NULL;
+    }
+    if (disabled) {
+        bdrv_disable_dirty_bitmap(bitmap);
+    }
+    bdrv_dirty_bitmap_set_persistence(bitmap, persistent);
+    return bitmap;
+}
+
+int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
+                             Error **errp)
+{
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+
+    if (!bitmap ||
+        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO,
+                                errp) < 0) {
+        return -1;
+    }
+    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap(bs, name, errp) < 0) {
+        return -1;
+    }
+    bdrv_release_dirty_bitmap(bitmap);
+    return 0;
+}
+
+int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
+                                Error **errp)
+{
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+
+    if (!bitmap ||
+        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_DEFAULT, errp) < 0) {
+        return -1;
+    }
+    bdrv_clear_dirty_bitmap(bitmap, NULL);
+    return 0;
+}
+
+int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
+                                 Error **errp)
+{
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+
+    if (!bitmap ||
+        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_ALLOW_RO, errp) < 0) {
+        return -1;
+    }
+    bdrv_enable_dirty_bitmap(bitmap);
+    return 0;
+}
+
+int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
+                                  Error **errp)
+{
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+
+    if (!bitmap ||
+        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_ALLOW_RO, errp) < 0) {
+        return -1;
+    }
+    bdrv_disable_dirty_bitmap(bitmap);
+    return 0;
+}
+
+int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
+                                BdrvDirtyBitmap *const *srcs, int nsrc,
+                                HBitmap **backup, Error **errp)
+{
+    BdrvDirtyBitmap *dst = bdrv_dirty_bitmap_lookup(bs, target, errp);
+    BdrvDirtyBitmap *anon;
+    bool ok = true;
+
+    if (!dst ||
+        bdrv_dirty_bitmap_check(dst, BDRV_BITMAP_DEFAULT, errp) < 0) {
+        return -1;
+    }
+    /* all sources into a scratch bitmap first: a failure changes nothing */
+    anon = bdrv_create_dirty_bitmap(bs, bdrv_dirty_bitmap_granularity(dst),
+                                    NULL, errp);
+    if (!anon) {
+        return -1;
+    }
+    bdrv_disable_dirty_bitmap(anon);
+    for (int i = 0; ok && i < nsrc; i++) {
+        ok = bdrv_merge_dirty_bitmap(anon, srcs[i], NULL, errp);
+    }
+    if (ok) {
+        ok = bdrv_merge_dirty_bitmap(dst, anon, backup, errp);
+    }
+    bdrv_release_dirty_bitmap(anon);
+    return ok ? 0 : -1;
+}
