@@ -101,7 +101,8 @@ int img_bitmap(int argc, char **argv)
     int64_t granularity = 0;
     int c, ret = 1;
 
-    while ((c = img_getopt(argc, argv, ":b:f:F:g:h", IMG_LONG_IMAGE_OPTS,
+    while ((c = img_getopt(argc, argv, ":b:f:F:g:h",
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
                            long_options, &co)) != -1) {
         ImgBitmapAction act = { 0 };
 
