@@ -24,6 +24,9 @@ static void img_dump_human_info(const ImageInfo *info)
     if (info->cluster_size) {
         printf("cluster_size: %d\n", info->cluster_size);
     }
+    if (info->encrypted) {
+        printf("encrypted: yes\n");
+    }
     if (info->dirty_flag) {
         printf("cleanly shut down: no\n");
     }
