@@ -219,6 +219,9 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
             qdict_put_str(options, "driver", o->fmt);
         }
     }
+    if (o->extra) {
+        qdict_join(options, o->extra, true);
+    }
     if (o->force_share) {
         qdict_put_bool(options, BDRV_OPT_FORCE_SHARE, true);
     } else {

@@ -89,6 +89,8 @@ typedef struct ImgOpenOptions {
     int flags;
     bool writethrough;      /* from the cache mode */
     bool force_share;       /* -U */
+    /* options added to the node's (convert: the target's key secrets) */
+    const QDict *extra;
 } ImgOpenOptions;
 
 /*
