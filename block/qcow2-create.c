@@ -45,7 +45,6 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     const char *compat = qemu_opt_get(opts, "compat");
     const char *prealloc = qemu_opt_get(opts, "preallocation");
     const char *ctype = qemu_opt_get(opts, "compression_type");
-    Error *local_err = NULL;
     int ret;
 
     c->size = ROUND_UP(qemu_opt_get_size(opts, "size", 0), BDRV_SECTOR_SIZE);
@@ -111,11 +110,11 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                    1 << (QCOW2_MAX_CLUSTER_BITS - 10));
         return -EINVAL;
     }
-    c->encrypt = qcow2_crypt_wanted(opts, &local_err);
-    if (local_err) {
-        error_propagate(errp, local_err);
-        return -EINVAL;
+    ret = qcow2_crypt_wanted(opts, errp);
+    if (ret < 0) {
+        return ret;
     }
+    c->encrypt = ret != QCOW2_CRYPT_NONE;
     c->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
     if (c->extended_l2) {
         ret = qcow2_create_need_v3(c, true, "Extended L2 entries are", errp);

@@ -29,6 +29,37 @@ typedef struct QEMU_PACKED Qcow2CryptoHeaderExt {
     uint64_t length;
 } Qcow2CryptoHeaderExt;
 
+/* The legacy method: no header of its own, the passphrase is the key. */
+static int qcow2_crypt_open_aes(BlockDriverState *bs,
+                                const Qcow2HeaderExts *exts,
+                                const char *format, const char *secret,
+                                int flags, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (exts->has_crypto_header) {
+        error_setg(errp, "Crypto header extension only expected with LUKS "
+                   "encryption");
+        return -EINVAL;
+    }
+    if (format && strcmp(format, "aes")) {
+        error_setg(errp, "Header reported 'aes' encryption format but "
+                   "options specify '%s'", format);
+        return -EINVAL;
+    }
+    bs->encrypted = true;
+    if (flags & BDRV_O_NO_IO) {
+        return 0;
+    }
+    if (!secret) {
+        error_setg(errp, "Parameter 'encrypt.key-secret' is required for "
+                   "cipher");
+        return -EINVAL;
+    }
+    s->crypto = crypto_luks_new_qcow_aes(secret, errp);
+    return s->crypto ? 0 : -EINVAL;
+}
+
 int qcow2_crypt_open(BlockDriverState *bs, const Qcow2HeaderExts *exts,
                      QDict *options, int flags, Error **errp)
 {
@@ -57,10 +88,7 @@ int qcow2_crypt_open(BlockDriverState *bs, const Qcow2HeaderExts *exts,
         return 0;
     }
     if (s->crypt_method == QCOW2_CRYPT_AES) {
-        error_setg(errp, "qcow2's legacy AES encryption (crypt method 1) is "
-                   "not supported; convert the image with QEMU's qemu-img "
-                   "to encrypt.format=luks");
-        return -ENOTSUP;
+        return qcow2_crypt_open_aes(bs, exts, format, secret, flags, errp);
     }
     if (format && strcmp(format, "luks")) {
         error_setg(errp, "Header reported 'luks' encryption format but "
@@ -120,7 +148,7 @@ void qcow2_crypt_close(BlockDriverState *bs)
     s->crypto = NULL;
 }
 
-bool qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
+int qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
 {
     const char *format = qemu_opt_get(opts, "encrypt.format");
 
@@ -128,22 +156,22 @@ bool qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
         if (format && strcmp(format, "aes")) {
             error_setg(errp, "Options \"encryption\" and \"encrypt.format\" "
                        "are mutually exclusive");
-            return false;
+            return -EINVAL;
         }
         format = "aes";
     }
-    if (format && !strcmp(format, "aes")) {
-        error_setg(errp, "qcow2's legacy AES encryption cannot be created "
-                   "(QEMU no longer supports it either); use "
-                   "encrypt.format=luks");
-        return false;
+    if (!format) {
+        return QCOW2_CRYPT_NONE;
     }
-    if (format && strcmp(format, "luks")) {
-        error_setg(errp, "Parameter 'encrypt.format' does not accept value "
-                   "'%s'", format);
-        return false;
+    if (!strcmp(format, "aes")) {
+        return QCOW2_CRYPT_AES;
     }
-    return format != NULL;
+    if (!strcmp(format, "luks")) {
+        return QCOW2_CRYPT_LUKS;
+    }
+    error_setg(errp, "Parameter 'encrypt.format' does not accept value "
+               "'%s'", format);
+    return -EINVAL;
 }
 
 static const char *qcow2_crypt_opt(void *opaque, const char *name)
@@ -180,15 +208,10 @@ static int qcow2_crypt_parse_create(QemuOpts *opts,
 int64_t qcow2_crypt_measure(QemuOpts *opts, int cluster_size, Error **errp)
 {
     CryptoLuksCreateOptions c;
-    Error *local_err = NULL;
-    int ret;
+    int ret = qcow2_crypt_wanted(opts, errp);
 
-    if (!qcow2_crypt_wanted(opts, &local_err)) {
-        if (local_err) {
-            error_propagate(errp, local_err);
-            return -EINVAL;
-        }
-        return 0;
+    if (ret != QCOW2_CRYPT_LUKS) {
+        return MIN(ret, 0);     /* an error, or no header to count */
     }
     ret = qcow2_crypt_parse_create(opts, &c, errp);
     if (ret < 0) {
@@ -266,17 +289,32 @@ int coroutine_fn qcow2_crypt_create(BlockDriverState *bs, QemuOpts *opts,
         .init = qcow2_crypt_create_init,
         .opaque = &cc,
     };
-    int ret;
+    int method = qcow2_crypt_wanted(opts, errp);
+    int ret = 0;
 
-    ret = qcow2_crypt_parse_create(opts, &c, errp);
-    if (ret < 0) {
-        return ret;
+    if (method < 0) {
+        return method;
     }
-    s->crypto = crypto_luks_create(&c, &io, errp);
-    if (!s->crypto) {
+    if (method == QCOW2_CRYPT_AES) {
+        const char *secret = qemu_opt_get(opts, "encrypt.key-secret");
+
+        if (!secret) {
+            error_setg(errp, "Parameter 'encrypt.key-secret' is required "
+                       "for cipher");
+            return -EINVAL;
+        }
+        s->crypto = crypto_luks_new_qcow_aes(secret, errp);
+    } else if (method == QCOW2_CRYPT_LUKS) {
+        ret = qcow2_crypt_parse_create(opts, &c, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        s->crypto = crypto_luks_create(&c, &io, errp);
+    }
+    if (ret < 0 || !s->crypto) {
         return -EINVAL;
     }
-    s->crypt_method = QCOW2_CRYPT_LUKS;
+    s->crypt_method = method;
     bs->encrypted = true;
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_update_header(bs);
@@ -290,12 +328,15 @@ int coroutine_fn qcow2_crypt_create(BlockDriverState *bs, QemuOpts *opts,
 /* One bounce buffer's worth of a request, encrypted or decrypted. */
 static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
                                           uint64_t host_offset,
+                                          uint64_t guest_offset,
                                           uint64_t bytes, QEMUIOVector *qiov,
                                           size_t qiov_offset,
                                           BlockCryptoDirection dir)
 {
     BDRVQcow2State *s = bs->opaque;
     size_t bounce_len = MIN(bytes, QCOW2_CRYPT_BOUNCE_MAX);
+    uint64_t iv_offset = s->crypt_method == QCOW2_CRYPT_AES ? guest_offset
+                                                           : host_offset;
     uint8_t *bounce;
     int ret = 0;
 
@@ -315,7 +356,7 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
         qemu_iovec_init_buf(&bq, bounce, n);
         if (dir == BLOCK_CRYPTO_ENCRYPT) {
             qemu_iovec_to_buf(qiov, qiov_offset + done, bounce, n);
-            ret = block_crypto_co_run(bs, s->crypto, dir, host_offset + done,
+            ret = block_crypto_co_run(bs, s->crypto, dir, iv_offset + done,
                                       bounce, n);
             if (ret == 0) {
                 ret = bdrv_co_pwritev(s->data_file, host_offset + done, n,
@@ -326,7 +367,7 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
                                  0);
             if (ret == 0) {
                 ret = block_crypto_co_run(bs, s->crypto, dir,
-                                          host_offset + done, bounce, n);
+                                          iv_offset + done, bounce, n);
             }
             if (ret == 0) {
                 qemu_iovec_from_buf(qiov, qiov_offset + done, bounce, n);
@@ -338,7 +379,8 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
 }
 
 int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
-                                        uint64_t host_offset, uint64_t bytes,
+                                        uint64_t host_offset,
+                                        uint64_t guest_offset, uint64_t bytes,
                                         QEMUIOVector *qiov,
                                         size_t qiov_offset)
 {
@@ -347,8 +389,8 @@ int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
     int ret;
 
     if (s->crypt_method != QCOW2_CRYPT_NONE) {
-        return qcow2_crypt_co_rw(bs, host_offset, bytes, qiov, qiov_offset,
-                                 BLOCK_CRYPTO_ENCRYPT);
+        return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
+                                 qiov_offset, BLOCK_CRYPTO_ENCRYPT);
     }
     qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
     ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
@@ -357,7 +399,8 @@ int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
 }
 
 int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
-                                       uint64_t host_offset, uint64_t bytes,
+                                       uint64_t host_offset,
+                                       uint64_t guest_offset, uint64_t bytes,
                                        QEMUIOVector *qiov,
                                        size_t qiov_offset)
 {
@@ -366,8 +409,8 @@ int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
     int ret;
 
     if (s->crypt_method != QCOW2_CRYPT_NONE) {
-        return qcow2_crypt_co_rw(bs, host_offset, bytes, qiov, qiov_offset,
-                                 BLOCK_CRYPTO_DECRYPT);
+        return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
+                                 qiov_offset, BLOCK_CRYPTO_DECRYPT);
     }
     qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
     ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
@@ -382,10 +425,15 @@ JsonNode *qcow2_crypt_get_info(BlockDriverState *bs)
     JsonObject *luks;
     g_autoptr(GList) members = NULL;
 
-    if (!s->crypto) {
+    /* QAPI's flat union: the discriminator, then the LUKS members */
+    if (s->crypt_method == QCOW2_CRYPT_AES) {
+        info = json_object_new();
+        json_object_set_string_member(info, "format", "aes");
+        return json_node_init_object(json_node_alloc(), info);
+    }
+    if (s->crypt_method != QCOW2_CRYPT_LUKS || !s->crypto) {
         return NULL;
     }
-    /* QAPI's flat union: the discriminator, then the LUKS members */
     info = json_object_new();
     json_object_set_string_member(info, "format", "luks");
     luks = crypto_luks_get_info(s->crypto);
@@ -411,7 +459,7 @@ int qcow2_crypt_amend(BlockDriverState *bs, QemuOpts *opts, bool force,
     CryptoLuksAmendOptions a;
     int ret;
 
-    if (!s->crypto) {
+    if (!s->crypto || s->crypt_method != QCOW2_CRYPT_LUKS) {
         error_setg(errp, "Can't amend encryption options - encryption not "
                    "present");
         return -EINVAL;

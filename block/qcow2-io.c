@@ -127,8 +127,8 @@ static int coroutine_fn qcow2_read_task(Qcow2Task *t)
                                         t->bytes, t->qiov, t->qiov_offset);
     case QCOW2_CLUSTER_NORMAL:
         BLKDBG_EVENT(bs->file, BLKDBG_READ_AIO);
-        return qcow2_crypt_co_preadv(bs, t->host_offset, t->bytes, t->qiov,
-                                     t->qiov_offset);
+        return qcow2_crypt_co_preadv(bs, t->host_offset, t->offset, t->bytes,
+                                     t->qiov, t->qiov_offset);
     }
     g_assert_not_reached();
 }
@@ -221,7 +221,8 @@ static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
  * as zeroes by qcow2_write_zeroed_cow().
  */
 static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
-                                  uint8_t *buf, uint64_t bytes)
+                                  uint64_t guest_offset, uint8_t *buf,
+                                  uint64_t bytes)
 {
     QEMUIOVector qiov;
     int ret;
@@ -230,7 +231,8 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
     qemu_iovec_init_buf(&qiov, buf, bytes);
     ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, bytes);
     if (ret == 0) {
-        ret = qcow2_crypt_co_pwritev(bs, host_offset, bytes, &qiov, 0);
+        ret = qcow2_crypt_co_pwritev(bs, host_offset, guest_offset, bytes,
+                                     &qiov, 0);
     }
     return ret < 0 ? ret : 0;
 }
@@ -275,12 +277,13 @@ static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
                        buf + start_bytes, end_bytes);
     }
     if (ret >= 0 && start_bytes) {
-        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset, buf,
-                        start_bytes);
+        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset,
+                        m->offset + m->cow_start_offset, buf, start_bytes);
     }
     if (ret >= 0 && end_bytes) {
         ret = cow_write(bs, m->alloc_offset + m->cow_end_offset,
-                        buf + start_bytes, end_bytes);
+                        m->offset + m->cow_end_offset, buf + start_bytes,
+                        end_bytes);
     }
     qemu_co_mutex_lock(&s->lock);
 
@@ -424,7 +427,7 @@ static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
     m->cow_end_bytes = 0;
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
     return qcow2_crypt_co_pwritev(bs, m->alloc_offset + (offset - m->offset),
-                                  bytes, qiov, qiov_offset);
+                                  offset, bytes, qiov, qiov_offset);
 }
 
 /*
@@ -520,7 +523,7 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
                                               all.size);
     if (ret == 0) {
         ret = qcow2_crypt_co_pwritev(bs, m->alloc_offset + (start - m->offset),
-                                     all.size, &all, 0);
+                                     start, all.size, &all, 0);
     }
     if (ret == 0) {
         m->cow_start_bytes = 0;
@@ -613,8 +616,8 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
                                                   total);
     }
     if (ret == 0) {
-        ret = qcow2_crypt_co_pwritev(bs, first->host_offset, total, qiov,
-                                     qiov_offset);
+        ret = qcow2_crypt_co_pwritev(bs, first->host_offset, first->offset,
+                                     total, qiov, qiov_offset);
     }
 
     qemu_co_mutex_lock(&s->lock);

@@ -213,8 +213,13 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
         return -EINVAL;
     }
 
+    /*
+     * A backing file for the new image may share nothing with the input:
+     * every cluster may have to be written (QEMU assumes so too).
+     */
     if (m.prealloc == PREALLOC_MODE_FULL ||
-        m.prealloc == PREALLOC_MODE_FALLOC) {
+        m.prealloc == PREALLOC_MODE_FALLOC ||
+        (in_bs && qemu_opt_get(opts, "backing_file"))) {
         data = disk_size;
     } else if (in_bs) {
         data = qcow2_measure_data(in_bs, m.cluster_size, errp);

@@ -1013,6 +1013,7 @@ static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
     BDRVQcow2State *s = bs->opaque;
     g_autoptr(JsonObject) data = json_object_new();
     g_autoptr(JsonObject) info = json_object_new();
+    JsonNode *encrypt;
 
     json_object_set_string_member(data, "compat",
                                   s->qcow_version == 2 ? "0.10" : "1.1");
@@ -1026,8 +1027,9 @@ static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
                                        QCOW2_COMPAT_LAZY_REFCOUNTS));
     }
     json_object_set_int_member(data, "refcount-bits", s->refcount_bits);
-    if (s->crypto) {
-        json_object_set_member(data, "encrypt", qcow2_crypt_get_info(bs));
+    encrypt = qcow2_crypt_get_info(bs);
+    if (encrypt) {
+        json_object_set_member(data, "encrypt", encrypt);
     }
     if (s->qcow_version != 2) {
         if (s->image_data_file) {

@@ -695,21 +695,25 @@ void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
 int qcow2_crypt_open(BlockDriverState *bs, const Qcow2HeaderExts *exts,
                      QDict *options, int flags, Error **errp);
 void qcow2_crypt_close(BlockDriverState *bs);
-/* create: encrypt.* of @opts; allocates and writes the LUKS header */
-bool qcow2_crypt_wanted(QemuOpts *opts, Error **errp);
+/* create: the QCOW2_CRYPT_* method @opts ask for, or -errno */
+int qcow2_crypt_wanted(QemuOpts *opts, Error **errp);
+/* create: sets up what encrypt.* asks for (a LUKS header, or AES) */
 int coroutine_fn qcow2_crypt_create(BlockDriverState *bs, QemuOpts *opts,
                                     Error **errp);
 /*
- * Guest data to and from the data file at @host_offset: encrypted in the
- * worker pool (the host offset gives the IVs, as QEMU's LUKS does) when
- * the image is encrypted, passed through otherwise.
+ * Guest data at @guest_offset to and from the data file at @host_offset:
+ * encrypted in the worker pool when the image is encrypted (LUKS takes
+ * its IVs from the host offset, legacy AES from the guest offset, as in
+ * QEMU), passed through otherwise.
  */
 int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
-                                        uint64_t host_offset, uint64_t bytes,
+                                        uint64_t host_offset,
+                                        uint64_t guest_offset, uint64_t bytes,
                                         QEMUIOVector *qiov,
                                         size_t qiov_offset);
 int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
-                                       uint64_t host_offset, uint64_t bytes,
+                                       uint64_t host_offset,
+                                       uint64_t guest_offset, uint64_t bytes,
                                        QEMUIOVector *qiov,
                                        size_t qiov_offset);
 /*

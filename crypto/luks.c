@@ -22,6 +22,7 @@ struct CryptoLuks {
     LuksParams p;
     uint8_t *master_key;        /* NULL when opened without I/O */
     CryptoIvgen *ivgen;
+    bool legacy;                /* qcow2 AES: no header at all */
 
     /* invariant 3: ciphers keyed with master_key, not in use */
     GMutex pool_lock;
@@ -377,6 +378,36 @@ fail:
     return NULL;
 }
 
+CryptoLuks *crypto_luks_new_qcow_aes(const char *key_secret, Error **errp)
+{
+    /* the AES-128 key: at most 16 bytes of the passphrase */
+    enum { QCOW_AES_KEY_LEN = 16 };
+    CryptoLuks *luks;
+    char *passphrase = crypto_luks_passphrase(key_secret, errp);
+
+    if (!passphrase) {
+        return NULL;
+    }
+    luks = crypto_luks_new();
+    luks->legacy = true;
+    luks->p = (LuksParams) {
+        .cipher_alg = CRYPTO_CIPHER_AES_128,
+        .cipher_mode = CRYPTO_CIPHER_MODE_CBC,
+        .ivgen_alg = CRYPTO_IVGEN_PLAIN64,
+        .hash_alg = CRYPTO_HASH_SHA256,
+    };
+    luks->hdr.key_bytes = QCOW_AES_KEY_LEN;
+    luks->master_key = g_malloc0(QCOW_AES_KEY_LEN);
+    memcpy(luks->master_key, passphrase,
+           MIN(strlen(passphrase), QCOW_AES_KEY_LEN));
+    crypto_secret_free_str(passphrase);
+    if (crypto_luks_setup(luks, errp) < 0) {
+        crypto_luks_free(luks);
+        return NULL;
+    }
+    return luks;
+}
+
 static void crypto_luks_fill_header(LuksHeader *hdr,
                                     const CryptoLuksCreateOptions *opts)
 {
@@ -529,10 +560,12 @@ int crypto_luks_decrypt(CryptoLuks *luks, uint64_t offset, uint8_t *buf,
 JsonObject *crypto_luks_get_info(const CryptoLuks *luks)
 {
     const LuksHeader *hdr = &luks->hdr;
-    JsonObject *info = json_object_new();
+    JsonObject *info;
     JsonArray *slots = json_array_new();
     g_autofree char *uuid = g_strndup(hdr->uuid, LUKS_UUID_LEN);
 
+    assert(!luks->legacy);
+    info = json_object_new();
     json_object_set_string_member(info, "ivgen-alg",
                                   crypto_ivgen_name(luks->p.ivgen_alg));
     if (luks->p.ivgen_alg == CRYPTO_IVGEN_ESSIV) {
@@ -606,7 +639,7 @@ static int crypto_luks_count_active(const LuksHeader *hdr)
 
 static int crypto_luks_amend_add(CryptoLuks *luks, const CryptoLuksIO *io,
                                  const CryptoLuksAmendOptions *opts,
-                                 Error **errp)
+                                 bool force, Error **errp)
 {
     int slot = opts->keyslot;
     char *passphrase;
@@ -616,7 +649,9 @@ static int crypto_luks_amend_add(CryptoLuks *luks, const CryptoLuksIO *io,
         error_setg(errp, "'new-secret' is required to activate a keyslot");
         return -EINVAL;
     }
-    if (slot >= 0 && luks->hdr.slots[slot].active == LUKS_SLOT_ACTIVE) {
+    /* --force overwrites it: the passphrase it had no longer opens */
+    if (slot >= 0 && luks->hdr.slots[slot].active == LUKS_SLOT_ACTIVE &&
+        !force) {
         error_setg(errp, "Refusing to overwrite active keyslot %i - please "
                    "erase it first", slot);
         return -EINVAL;
@@ -651,6 +686,9 @@ static int crypto_luks_amend_erase(CryptoLuks *luks, const CryptoLuksIO *io,
 
     if (opts->keyslot >= 0) {
         if (hdr->slots[opts->keyslot].active != LUKS_SLOT_ACTIVE) {
+            if (force) {
+                return 0;   /* nothing to erase, as QEMU takes it */
+            }
             error_setg(errp, "Given keyslot %i is already erased (inactive) ",
                        opts->keyslot);
             return -EINVAL;
@@ -724,7 +762,7 @@ int crypto_luks_amend(CryptoLuks *luks, const CryptoLuksIO *io,
     LuksHeader saved = luks->hdr;
     int ret;
 
-    if (!luks->master_key) {
+    if (!luks->master_key || luks->legacy) {
         error_setg(errp, "The LUKS volume must be unlocked to change its "
                    "keyslots");
         return -EINVAL;
@@ -734,7 +772,7 @@ int crypto_luks_amend(CryptoLuks *luks, const CryptoLuksIO *io,
                    "and %d", opts->keyslot, CRYPTO_LUKS_NUM_SLOTS - 1);
         return -EINVAL;
     }
-    ret = opts->active ? crypto_luks_amend_add(luks, io, opts, errp)
+    ret = opts->active ? crypto_luks_amend_add(luks, io, opts, force, errp)
                        : crypto_luks_amend_erase(luks, io, opts, force,
                                                  errp);
     if (ret == 0) {

@@ -102,10 +102,28 @@ QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
     return qemu_opts_append(list, bdrv_driver_create_opts(proto));
 }
 
+/*
+ * qemu-img's check of one -o argument: not empty, and not ending in an
+ * unescaped comma (",," is a literal one).
+ */
+static bool img_option_list_valid(const char *optarg)
+{
+    size_t len = strlen(optarg), commas = 0;
+
+    while (commas < len && optarg[len - 1 - commas] == ',') {
+        commas++;
+    }
+    return len && commas % 2 == 0;
+}
+
 char *img_accumulate_options(char *options, const char *optarg)
 {
     char *merged;
 
+    if (!img_option_list_valid(optarg)) {
+        error_report("Invalid option list: %s", optarg);
+        exit(1);
+    }
     if (!options) {
         return g_strdup(optarg);
     }

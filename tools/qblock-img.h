@@ -76,7 +76,11 @@ int img_print_create_help(const char *filename, const char *fmt);
  */
 QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
                                    Error **errp);
-/* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
+/*
+ * Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d";
+ * exits with qemu-img's message for an argument that is not a valid
+ * option list ("", a trailing unescaped comma).
+ */
 char *img_accumulate_options(char *options, const char *optarg);
 
 /*

@@ -73,6 +73,14 @@ typedef enum CryptoLuksOpenFlags {
     CRYPTO_LUKS_OPEN_NO_IO = 1 << 0,
 } CryptoLuksOpenFlags;
 
+/*
+ * The sector encryption of qcow2's legacy AES method (crypt_method 1),
+ * which is LUKS's payload encryption without a header: AES-128-CBC,
+ * plain64 IVs, the key the passphrase's first 16 bytes, zero-padded.
+ * crypto_luks_get_info() and crypto_luks_amend() do not apply to it.
+ */
+CryptoLuks *crypto_luks_new_qcow_aes(const char *key_secret, Error **errp);
+
 /* @key_secret may be NULL with CRYPTO_LUKS_OPEN_NO_IO. */
 CryptoLuks *crypto_luks_open(const char *key_secret, const CryptoLuksIO *io,
                              unsigned flags, Error **errp);
