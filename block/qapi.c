@@ -72,6 +72,7 @@ ImageInfo *bdrv_query_image_info(BlockDriverState *bs, bool flat,
     info->filename = g_strdup(bs->filename);
     info->format = bdrv_get_format_name(bs);
     info->actual_size = bdrv_get_allocated_file_size(bs);
+    info->encrypted = bs->encrypted;
     if (bdrv_get_info(bs, &bdi) == 0) {
         info->has_dirty_flag = true;
         info->dirty_flag = bdi.is_dirty;
@@ -146,6 +147,9 @@ JsonNode *image_info_to_json(const ImageInfo *info)
     qapi_add_int(b, "virtual-size", info->virtual_size);
     if (info->cluster_size) {
         qapi_add_int(b, "cluster-size", info->cluster_size);
+    }
+    if (info->encrypted) {
+        qapi_add_bool(b, "encrypted", true);
     }
     if (info->backing_filename) {
         qapi_add_str(b, "backing-filename", info->backing_filename);
@@ -292,7 +296,7 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
         qapi_add_str(b, "backing_file", bs->backing_file);
     }
     qapi_add_int(b, "backing_file_depth", bdrv_backing_depth(bs));
-    qapi_add_bool(b, "encrypted", false);
+    qapi_add_bool(b, "encrypted", bs->encrypted);
     qapi_add_str(b, "detect_zeroes",
                  bdrv_detect_zeroes_names[bs->detect_zeroes]);
     for (size_t i = 0; i < ARRAY_SIZE(throttle); i++) {

@@ -32,6 +32,7 @@ typedef struct Qcow2AmendRequest {
     bool has_backing;
     const char *data_file;
     bool data_file_raw;
+    bool encrypt;               /* encrypt.*: key slots (qcow2-crypt.c) */
 } Qcow2AmendRequest;
 
 /* The overall progress: each step counts as one share of the work. */
@@ -110,9 +111,12 @@ static int qcow2_amend_parse(BlockDriverState *bs, QemuOpts *opts,
                 return -EINVAL;
             }
         } else if (g_str_has_prefix(name, "encrypt.")) {
-            error_setg(errp, "Can't amend encryption options - encryption "
-                       "not present");
-            return -EINVAL;
+            if (!s->crypto) {
+                error_setg(errp, "Can't amend encryption options - "
+                           "encryption not present");
+                return -EINVAL;
+            }
+            r->encrypt = true;
         } else if (!strcmp(name, "lazy_refcounts")) {
             r->lazy_refcounts = qemu_opt_get_bool(opts, name, false);
         } else if (!strcmp(name, "refcount_bits")) {
@@ -736,11 +740,19 @@ int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
         .errp = errp,
     };
 
-    /* --force only lets QEMU erase encryption keys: nothing to force */
-    (void)force;
+    Qcow2AmendRequest r;
+    int ret;
+
     if (bs->corrupt) {
         error_setg(errp, "Image is corrupt");
         return -EIO;
     }
-    return bdrv_run_co(bs, qcow2_amend_co, &c);
+    ret = bdrv_run_co(bs, qcow2_amend_co, &c);
+    /* the key slots last, once the rest succeeded (--force: erase the
+     * last one) */
+    if (ret == 0 && qcow2_amend_parse(bs, opts, &r, NULL) == 0 &&
+        r.encrypt) {
+        ret = qcow2_crypt_amend(bs, opts, force, errp);
+    }
+    return ret;
 }

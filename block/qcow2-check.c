@@ -523,6 +523,13 @@ static int qcow2_check_calculate(BlockDriverState *bs, BdrvCheckResult *res,
     if (ret < 0) {
         return ret;
     }
+    if (s->crypt_method == QCOW2_CRYPT_LUKS) {
+        ret = qcow2_check_inc_refs(bs, res, r, s->crypto_header_offset,
+                                   s->crypto_header_length);
+        if (ret < 0) {
+            return ret;
+        }
+    }
     return qcow2_check_refblocks(bs, res, r, fix, rebuild);
 }
 

@@ -264,7 +264,8 @@ int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
     size_t qiov_offset = 0;
     int ret = 0;
 
-    if (s->data_file != bs->file) {
+    /* compressed clusters are not encrypted: QEMU refuses them too */
+    if (s->data_file != bs->file || s->crypt_method) {
         return -ENOTSUP;
     }
     if (bytes == 0) {

@@ -24,6 +24,7 @@ typedef struct Qcow2CreateOpts {
     uint64_t refcount_bits;
     Qcow2CompressionType compression_type;
     bool extended_l2;
+    bool encrypt;               /* encrypt.format=luks */
 } Qcow2CreateOpts;
 
 /* The "v3 or greater" requirements, in QEMU's words. */
@@ -109,11 +110,11 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                    1 << (QCOW2_MAX_CLUSTER_BITS - 10));
         return -EINVAL;
     }
-    if (qemu_opt_has(opts, "encryption") ||
-        qemu_opt_has(opts, "encrypt.format")) {
-        error_setg(errp, "Encrypted qcow2 images are not supported yet");
-        return -ENOTSUP;
+    ret = qcow2_crypt_wanted(opts, errp);
+    if (ret < 0) {
+        return ret;
     }
+    c->encrypt = ret != QCOW2_CRYPT_NONE;
     c->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
     if (c->extended_l2) {
         ret = qcow2_create_need_v3(c, true, "Extended L2 entries are", errp);
@@ -309,10 +310,11 @@ static void qcow2_create_state(BDRVQcow2State *t, const Qcow2CreateOpts *c)
 
 /*
  * Grows the seed image to its size through the driver itself (L1 growth,
- * preallocation), as QEMU does, for what the fixed layout cannot hold.
+ * preallocation), as QEMU does, for what the fixed layout cannot hold
+ * (@grow); and sets up encryption, whose header the allocator places.
  */
 static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
-                             Error **errp)
+                             QemuOpts *opts, bool grow, Error **errp)
 {
     QDict *options = qdict_new();
     BlockBackend *blk;
@@ -325,9 +327,12 @@ static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
     if (!blk) {
         return -EIO;
     }
-    ret = blk_truncate(blk, c->size, false, c->prealloc, 0, errp);
-    if (ret < 0) {
-        error_prepend(errp, "Could not resize image: ");
+    ret = c->encrypt ? qcow2_crypt_create(blk_bs(blk), opts, errp) : 0;
+    if (ret == 0 && grow) {
+        ret = blk_truncate(blk, c->size, false, c->prealloc, 0, errp);
+        if (ret < 0) {
+            error_prepend(errp, "Could not resize image: ");
+        }
     }
     blk_unref(blk);
     return ret;
@@ -395,8 +400,8 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
     }
     ret = qcow2_write_layout(blk, &t, fixed_layout ? c.size : 0, errp);
     blk_unref(blk);
-    if (ret < 0 || fixed_layout) {
+    if (ret < 0 || (fixed_layout && !c.encrypt)) {
         return ret;
     }
-    return qcow2_create_grow(filename, &c, errp);
+    return qcow2_create_grow(filename, &c, opts, !fixed_layout, errp);
 }

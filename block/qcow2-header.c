@@ -199,9 +199,21 @@ static int qcow2_read_extensions(BlockDriverState *bs, uint64_t start,
             g_free(exts->data_file);
             exts->data_file = g_strndup((char *)data, ext.len);
             break;
-        case QCOW2_EXT_MAGIC_CRYPTO_HEADER:
+        case QCOW2_EXT_MAGIC_CRYPTO_HEADER: {
+            uint64_t fields[2];
+
+            /* offset and length (qcow2-crypt.c checks them) */
+            if (ext.len != sizeof(fields)) {
+                error_setg(errp, "Invalid encryption header extension "
+                           "length %" PRIu32, ext.len);
+                return -EINVAL;
+            }
+            memcpy(fields, data, sizeof(fields));
             exts->has_crypto_header = true;
+            exts->crypto_header_offset = GUINT64_FROM_BE(fields[0]);
+            exts->crypto_header_length = GUINT64_FROM_BE(fields[1]);
             break;
+        }
         case QCOW2_EXT_MAGIC_BITMAPS: {
             Qcow2BitmapHeaderExt b;
 
@@ -377,6 +389,7 @@ int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
         s->cluster_bits);
     h.nb_snapshots = GUINT32_TO_BE(s->nb_snapshots);
     h.snapshots_offset = GUINT64_TO_BE(s->snapshots_offset);
+    h.crypt_method = GUINT32_TO_BE(s->crypt_method);
     if (s->qcow_version >= 3) {
         h.incompatible_features = GUINT64_TO_BE(s->incompatible_features);
         h.compatible_features = GUINT64_TO_BE(s->compatible_features);
@@ -406,6 +419,18 @@ int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
                              s->image_data_file,
                              strlen(s->image_data_file))) {
         return -ENOSPC;
+    }
+    if (s->crypt_method == QCOW2_CRYPT_LUKS) {
+        uint64_t fields[2] = {
+            GUINT64_TO_BE(s->crypto_header_offset),
+            GUINT64_TO_BE(s->crypto_header_length),
+        };
+
+        if (!qcow2_put_extension(buf, buflen, &pos,
+                                 QCOW2_EXT_MAGIC_CRYPTO_HEADER, fields,
+                                 sizeof(fields))) {
+            return -ENOSPC;
+        }
     }
     if (s->nb_bitmaps) {
         Qcow2BitmapHeaderExt b = {
@@ -756,10 +781,7 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
                    h.crypt_method);
         return -EINVAL;
     }
-    if (h.crypt_method || exts->has_crypto_header) {
-        error_setg(errp, "Encrypted qcow2 images are not supported yet");
-        return -ENOTSUP;
-    }
+    s->crypt_method = h.crypt_method;
 
     /* an L2 table is one cluster of 8-byte (16 with the bitmap) entries */
     s->l2_bits = s->cluster_bits - (s->extended_l2 ? 4 : 3);

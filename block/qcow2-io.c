@@ -109,9 +109,6 @@ static int coroutine_fn qcow2_co_read_backing(BlockDriverState *bs,
 static int coroutine_fn qcow2_read_task(Qcow2Task *t)
 {
     BlockDriverState *bs = t->bs;
-    BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector slice;
-    int ret;
 
     switch (t->type) {
     case QCOW2_CLUSTER_UNALLOCATED:
@@ -130,11 +127,8 @@ static int coroutine_fn qcow2_read_task(Qcow2Task *t)
                                         t->bytes, t->qiov, t->qiov_offset);
     case QCOW2_CLUSTER_NORMAL:
         BLKDBG_EVENT(bs->file, BLKDBG_READ_AIO);
-        qemu_iovec_init_slice(&slice, t->qiov, t->qiov_offset, t->bytes);
-        ret = bdrv_co_preadv(s->data_file, t->host_offset, t->bytes, &slice,
-                             0);
-        qemu_iovec_destroy(&slice);
-        return ret;
+        return qcow2_crypt_co_preadv(bs, t->host_offset, t->offset, t->bytes,
+                                     t->qiov, t->qiov_offset);
     }
     g_assert_not_reached();
 }
@@ -227,9 +221,9 @@ static int coroutine_fn cow_read(BlockDriverState *bs, int64_t disk_size,
  * as zeroes by qcow2_write_zeroed_cow().
  */
 static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
-                                  uint8_t *buf, uint64_t bytes)
+                                  uint64_t guest_offset, uint8_t *buf,
+                                  uint64_t bytes)
 {
-    BDRVQcow2State *s = bs->opaque;
     QEMUIOVector qiov;
     int ret;
 
@@ -237,7 +231,8 @@ static int coroutine_fn cow_write(BlockDriverState *bs, uint64_t host_offset,
     qemu_iovec_init_buf(&qiov, buf, bytes);
     ret = qcow2_pre_write_data_check_unlocked(bs, host_offset, bytes);
     if (ret == 0) {
-        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &qiov, 0);
+        ret = qcow2_crypt_co_pwritev(bs, host_offset, guest_offset, bytes,
+                                     &qiov, 0);
     }
     return ret < 0 ? ret : 0;
 }
@@ -282,12 +277,13 @@ static int coroutine_fn qcow2_cluster_cow(BlockDriverState *bs,
                        buf + start_bytes, end_bytes);
     }
     if (ret >= 0 && start_bytes) {
-        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset, buf,
-                        start_bytes);
+        ret = cow_write(bs, m->alloc_offset + m->cow_start_offset,
+                        m->offset + m->cow_start_offset, buf, start_bytes);
     }
     if (ret >= 0 && end_bytes) {
         ret = cow_write(bs, m->alloc_offset + m->cow_end_offset,
-                        buf + start_bytes, end_bytes);
+                        m->offset + m->cow_end_offset, buf + start_bytes,
+                        end_bytes);
     }
     qemu_co_mutex_lock(&s->lock);
 
@@ -405,10 +401,11 @@ static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
     uint64_t end = m->offset + m->cow_end_offset + m->cow_end_bytes;
     uint64_t host_start = m->alloc_offset + m->cow_start_offset;
     bool zero;
-    QEMUIOVector slice;
     int ret;
 
-    if (!(s->data_file->bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK)) {
+    /* zeroes on disk do not decrypt to zeroes */
+    if (!(s->data_file->bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK) ||
+        s->crypt_method) {
         return -ENOTSUP;
     }
     qemu_co_mutex_lock(&s->lock);
@@ -434,12 +431,8 @@ static int coroutine_fn qcow2_write_zeroed_cow(BlockDriverState *bs,
     m->cow_start_bytes = 0;
     m->cow_end_bytes = 0;
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-    ret = bdrv_co_pwritev(s->data_file,
-                          m->alloc_offset + (offset - m->offset), bytes,
-                          &slice, 0);
-    qemu_iovec_destroy(&slice);
-    return ret;
+    return qcow2_crypt_co_pwritev(bs, m->alloc_offset + (offset - m->offset),
+                                  offset, bytes, qiov, qiov_offset);
 }
 
 /*
@@ -485,7 +478,6 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
                                                QEMUIOVector *qiov,
                                                size_t qiov_offset)
 {
-    BDRVQcow2State *s = bs->opaque;
     uint8_t *head = NULL, *tail = NULL;
     QEMUIOVector hv, tv, all;
     uint64_t start = m->offset + m->cow_start_offset;
@@ -535,9 +527,8 @@ static int coroutine_fn qcow2_write_merged_cow(BlockDriverState *bs,
                                               (start - m->offset),
                                               all.size);
     if (ret == 0) {
-        ret = bdrv_co_pwritev(s->data_file,
-                              m->alloc_offset + (start - m->offset),
-                              all.size, &all, 0);
+        ret = qcow2_crypt_co_pwritev(bs, m->alloc_offset + (start - m->offset),
+                                     start, all.size, &all, 0);
     }
     if (ret == 0) {
         m->cow_start_bytes = 0;
@@ -598,7 +589,6 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
     BDRVQcow2State *s = bs->opaque;
     g_autoptr(GPtrArray) metas = g_ptr_array_new();
     uint64_t total = first->bytes;
-    QEMUIOVector slice;
     int ret = 0;
 
     next->bytes = 0;
@@ -631,10 +621,8 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
                                                   total);
     }
     if (ret == 0) {
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, total);
-        ret = bdrv_co_pwritev(s->data_file, first->host_offset, total,
-                              &slice, 0);
-        qemu_iovec_destroy(&slice);
+        ret = qcow2_crypt_co_pwritev(bs, first->host_offset, first->offset,
+                                     total, qiov, qiov_offset);
     }
 
     qemu_co_mutex_lock(&s->lock);

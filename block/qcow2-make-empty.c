@@ -30,8 +30,9 @@ static bool qcow2_can_reset(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
 
+    /* the reset layout has no room for a LUKS header: keep it in place */
     return s->qcow_version >= 3 && !s->nb_snapshots &&
-           s->data_file == bs->file &&
+           s->data_file == bs->file && s->crypt_method == QCOW2_CRYPT_NONE &&
            qcow2_empty_layout_clusters(s) <= s->refcount_block_size;
 }
 

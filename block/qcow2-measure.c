@@ -179,12 +179,16 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
                   BlockMeasureInfo *info, Error **errp)
 {
     Qcow2MeasureOpts m;
-    int64_t disk_size, data, l2_tables;
+    int64_t disk_size, data, l2_tables, luks;
     int ret;
 
     ret = qcow2_measure_parse(opts, &m, errp);
     if (ret < 0) {
         return ret;
+    }
+    luks = qcow2_crypt_measure(opts, m.cluster_size, errp);
+    if (luks < 0) {
+        return luks;
     }
     if (in_bs) {
         disk_size = bdrv_getlength(in_bs);
@@ -209,8 +213,13 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
         return -EINVAL;
     }
 
+    /*
+     * A backing file for the new image may share nothing with the input:
+     * every cluster may have to be written (QEMU assumes so too).
+     */
     if (m.prealloc == PREALLOC_MODE_FULL ||
-        m.prealloc == PREALLOC_MODE_FALLOC) {
+        m.prealloc == PREALLOC_MODE_FALLOC ||
+        (in_bs && qemu_opt_get(opts, "backing_file"))) {
         data = disk_size;
     } else if (in_bs) {
         data = qcow2_measure_data(in_bs, m.cluster_size, errp);
@@ -223,6 +232,8 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
     info->fully_allocated = qcow2_measure_full(disk_size, m.cluster_size,
                                                m.refcount_order,
                                                m.extended_l2);
+    /* the LUKS header clusters come on top, as in QEMU */
+    info->fully_allocated += luks;
     info->required = info->fully_allocated - disk_size + data;
     info->has_bitmaps = m.version >= 3 && in_bs &&
                         qcow2_measure_source_has_bitmaps(in_bs);

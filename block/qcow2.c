@@ -18,6 +18,7 @@
 #include "block/qcow2.h"
 #include "block/dirty-bitmap.h"
 
+#include "crypto/luks.h"
 #include "qapi/qapi-opts.h"
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
@@ -481,6 +482,7 @@ static void qcow2_free_state(BlockDriverState *bs)
         qcow2_refcount_close(bs);
     }
     qcow2_overlap_close(s);
+    qcow2_crypt_close(bs);
     g_clear_pointer(&s->l1_table, g_free);
     qcow2_free_snapshots(bs);
     g_clear_pointer(&s->unknown_header_fields, g_free);
@@ -512,6 +514,10 @@ static int qcow2_open(BlockDriverState *bs, QDict *options, int flags,
         goto fail;
     }
     ret = qcow2_open_data_file(bs, options, &exts, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    ret = qcow2_crypt_open(bs, &exts, options, flags, errp);
     if (ret < 0) {
         goto fail;
     }
@@ -1041,6 +1047,7 @@ static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
     BDRVQcow2State *s = bs->opaque;
     g_autoptr(JsonObject) data = json_object_new();
     g_autoptr(JsonObject) info = json_object_new();
+    JsonNode *encrypt;
 
     json_object_set_string_member(data, "compat",
                                   s->qcow_version == 2 ? "0.10" : "1.1");
@@ -1059,6 +1066,10 @@ static JsonNode *qcow2_get_specific_info(BlockDriverState *bs)
         }
     }
     json_object_set_int_member(data, "refcount-bits", s->refcount_bits);
+    encrypt = qcow2_crypt_get_info(bs);
+    if (encrypt) {
+        json_object_set_member(data, "encrypt", encrypt);
+    }
     if (s->qcow_version != 2) {
         if (s->image_data_file) {
             json_object_set_string_member(data, "data-file",
@@ -1107,8 +1118,9 @@ static void qcow2_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
 
-    /* byte-granular: copy-on-write fills the rest of a cluster */
-    bs->bl.request_alignment = 1;
+    /* byte-granular: copy-on-write fills the rest of a cluster; LUKS
+     * encrypts whole sectors (qcow2-crypt.c inv. 3) */
+    bs->bl.request_alignment = s->crypto ? CRYPTO_LUKS_SECTOR_SIZE : 1;
     bs->bl.pwrite_zeroes_alignment = s->subcluster_size;
     bs->bl.pdiscard_alignment = s->cluster_size;
     bs->bl.opt_transfer = MAX(bs->bl.opt_transfer, s->cluster_size);

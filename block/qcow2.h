@@ -237,6 +237,8 @@ typedef struct Qcow2HeaderExts {
     Qcow2FeatureNameEntry *feature_table;
     size_t feature_table_len;   /* entries */
     bool has_crypto_header;
+    uint64_t crypto_header_offset;      /* the extension's two fields */
+    uint64_t crypto_header_length;
     bool has_bitmaps;
     uint32_t nb_bitmaps;
     uint64_t bitmap_directory_offset;
@@ -348,6 +350,15 @@ typedef struct BDRVQcow2State {
     Qcow2CompressionType compression_type;
     BdrvChild *data_file;       /* == bs->file unless data_file is set */
     char *image_data_file;      /* the data file name from the header */
+    /*
+     * Encryption (qcow2-crypt.c): the header's crypt_method; with LUKS
+     * the clusters of the LUKS header and the unlocked volume (NULL when
+     * opened for info only, BDRV_O_NO_IO).
+     */
+    uint32_t crypt_method;
+    uint64_t crypto_header_offset;
+    uint64_t crypto_header_length;
+    struct CryptoLuks *crypto;
 
     /* --- under lock (CoMutex), qcow2.h inv. 4 --- */
     CoMutex lock;
@@ -674,6 +685,50 @@ int qcow2_header_write(BlockDriverState *bs, uint64_t offset,
 void qcow2_signal_corruption(BlockDriverState *bs, bool fatal, int64_t offset,
                              int64_t size, const char *fmt, ...)
     QEMU_PRINTF(5, 6);
+
+/* qcow2-crypt.c */
+#define QCOW2_CRYPT_NONE 0
+#define QCOW2_CRYPT_AES  1
+#define QCOW2_CRYPT_LUKS 2
+/*
+ * Takes encrypt.key-secret and encrypt.format out of @options and, for an
+ * encrypted image, checks the header extension and unlocks the LUKS
+ * volume (header only with BDRV_O_NO_IO).
+ */
+int qcow2_crypt_open(BlockDriverState *bs, const Qcow2HeaderExts *exts,
+                     QDict *options, int flags, Error **errp);
+void qcow2_crypt_close(BlockDriverState *bs);
+/* create: the QCOW2_CRYPT_* method @opts ask for, or -errno */
+int qcow2_crypt_wanted(QemuOpts *opts, Error **errp);
+/* create: sets up what encrypt.* asks for (a LUKS header, or AES) */
+int coroutine_fn qcow2_crypt_create(BlockDriverState *bs, QemuOpts *opts,
+                                    Error **errp);
+/*
+ * Guest data at @guest_offset to and from the data file at @host_offset:
+ * encrypted in the worker pool when the image is encrypted (LUKS takes
+ * its IVs from the host offset, legacy AES from the guest offset, as in
+ * QEMU), passed through otherwise.
+ */
+int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
+                                        uint64_t host_offset,
+                                        uint64_t guest_offset, uint64_t bytes,
+                                        QEMUIOVector *qiov,
+                                        size_t qiov_offset);
+int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
+                                       uint64_t host_offset,
+                                       uint64_t guest_offset, uint64_t bytes,
+                                       QEMUIOVector *qiov,
+                                       size_t qiov_offset);
+/*
+ * measure: the bytes the LUKS header of a new image with @opts takes (0
+ * without encryption), whole clusters; -errno with @errp set.
+ */
+int64_t qcow2_crypt_measure(QemuOpts *opts, int cluster_size, Error **errp);
+/* The "encrypt" member of the format-specific info, or NULL. */
+JsonNode *qcow2_crypt_get_info(BlockDriverState *bs);
+/* amend's encrypt.* options on an open LUKS image */
+int qcow2_crypt_amend(BlockDriverState *bs, QemuOpts *opts, bool force,
+                      Error **errp);
 
 /* qcow2.c */
 /* The driver's truncate (takes s->lock itself): amend resizes with it. */

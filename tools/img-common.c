@@ -102,10 +102,28 @@ QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
     return qemu_opts_append(list, bdrv_driver_create_opts(proto));
 }
 
+/*
+ * qemu-img's check of one -o argument: not empty, and not ending in an
+ * unescaped comma (",," is a literal one).
+ */
+static bool img_option_list_valid(const char *optarg)
+{
+    size_t len = strlen(optarg), commas = 0;
+
+    while (commas < len && optarg[len - 1 - commas] == ',') {
+        commas++;
+    }
+    return len && commas % 2 == 0;
+}
+
 char *img_accumulate_options(char *options, const char *optarg)
 {
     char *merged;
 
+    if (!img_option_list_valid(optarg)) {
+        error_report("Invalid option list: %s", optarg);
+        exit(1);
+    }
     if (!options) {
         return g_strdup(optarg);
     }
@@ -218,6 +236,9 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
         if (o->fmt) {
             qdict_put_str(options, "driver", o->fmt);
         }
+    }
+    if (o->extra) {
+        qdict_join(options, o->extra, true);
     }
     if (o->force_share) {
         qdict_put_bool(options, BDRV_OPT_FORCE_SHARE, true);

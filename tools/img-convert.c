@@ -156,15 +156,36 @@ static int img_convert_open_sources(ImgConvertState *s,
     return 0;
 }
 
+/*
+ * The creation options that name a secret (key-secret,
+ * encrypt.key-secret): the new image opens with them, as in qemu-img.
+ */
+static QDict *img_convert_key_secrets(QemuOptsList *list, QemuOpts *opts)
+{
+    QDict *secrets = qdict_new();
+
+    for (const QemuOptDesc *d = list ? list->desc : NULL; d && d->name;
+         d++) {
+        if (g_str_has_suffix(d->name, "key-secret") &&
+            qemu_opt_get(opts, d->name)) {
+            qdict_put_str(secrets, d->name, qemu_opt_get(opts, d->name));
+        }
+    }
+    return secrets;
+}
+
 /* Opens the target and sizes the copy to it. */
 static int img_convert_open_target(ImgConvertState *s,
                                    const ImgConvertArgs *a,
-                                   const char *out_filename)
+                                   const char *out_filename,
+                                   QemuOptsList *list, QemuOpts *opts)
 {
+    g_autoptr(QDict) secrets = img_convert_key_secrets(list, opts);
     ImgOpenOptions o = {
         .fmt = a->out_fmt,
         .image_opts = a->skip_create && a->tgt_image_opts,
         .flags = s->min_sparse ? BDRV_O_RDWR | BDRV_O_UNMAP : BDRV_O_RDWR,
+        .extra = secrets,
     };
     BlockDriverState *out_bs;
     BlockDriverInfo bdi;
@@ -383,7 +404,7 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
         s->has_zero_init = true;
     }
 
-    ret = img_convert_open_target(s, a, out_filename);
+    ret = img_convert_open_target(s, a, out_filename, list, opts);
     if (ret < 0) {
         goto out;
     }

@@ -21,6 +21,9 @@ static void img_dump_human_info(const ImageInfo *info)
            "virtual size: %s (%" PRId64 " bytes)\n"
            "disk size: %s\n",
            info->filename, info->format, size, info->virtual_size, dsize);
+    if (info->encrypted) {
+        printf("encrypted: yes\n");
+    }
     if (info->cluster_size) {
         printf("cluster_size: %d\n", info->cluster_size);
     }

@@ -76,7 +76,11 @@ int img_print_create_help(const char *filename, const char *fmt);
  */
 QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
                                    Error **errp);
-/* Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d". */
+/*
+ * Appends -o arguments as qemu-img does: "a=b" + "c=d" -> "a=b,c=d";
+ * exits with qemu-img's message for an argument that is not a valid
+ * option list ("", a trailing unescaped comma).
+ */
 char *img_accumulate_options(char *options, const char *optarg);
 
 /*
@@ -89,6 +93,8 @@ typedef struct ImgOpenOptions {
     int flags;
     bool writethrough;      /* from the cache mode */
     bool force_share;       /* -U */
+    /* options added to the node's (convert: the target's key secrets) */
+    const QDict *extra;
 } ImgOpenOptions;
 
 /*

@@ -431,6 +431,8 @@ struct BlockDriverState {
     int open_flags;             /* BDRV_O_* */
     /* the format was probed, not given: raw then guards sector 0 */
     bool probed;
+    /* the format encrypts guest data (luks, qcow2 encrypt.format=...) */
+    bool encrypted;
     BdrvChild *file;            /* the protocol child of a format, or NULL */
     BdrvChild *backing;
     GList *children;            /* BdrvChild *, every child */

@@ -21,6 +21,7 @@ typedef struct ImageInfo {
     bool has_dirty_flag;            /* the driver reports its state */
     bool dirty_flag;                /* not cleanly shut down */
     int cluster_size;               /* 0: the format has none */
+    bool encrypted;                 /* guest data is encrypted */
     char *backing_filename;         /* NULL: no backing file */
     char *full_backing_filename;    /* NULL: cannot be determined */
     char *backing_format;           /* NULL: not recorded */
