@@ -127,6 +127,41 @@ void block_job_remove_all_bdrv(BlockJob *job)
     }
 }
 
+bool block_job_node_busy(BlockDriverState *bs, Error **errp)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->klass == &block_job_child_class) {
+            Job *job = c->opaque;
+
+            error_setg(errp, "Node '%s' is busy: block device is in use by "
+                       "block job: %s", bs->node_name,
+                       job->driver->job_type);
+            return true;
+        }
+    }
+    return false;
+}
+
+BlockDriverState *block_job_find_backing(BlockDriverState *bs,
+                                         const char *name)
+{
+    for (BlockDriverState *b = bs; b->backing; b = b->backing->bs) {
+        BlockDriverState *below = b->backing->bs;
+
+        if (b->explicit_options &&
+            qdict_haskey(b->explicit_options, "backing")) {
+            if (!strcmp(name, below->filename)) {
+                return below;
+            }
+        } else if (bdrv_find_backing_image(b, name) == below) {
+            return below;
+        }
+    }
+    return NULL;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Events */
 
@@ -197,17 +232,21 @@ void *block_job_create(const char *job_id, const JobDriver *driver,
     BlockJob *job;
 
     assert(driver->listener == &block_job_listener);
-    if (speed < 0) {
-        error_setg(errp, "Invalid parameter 'speed'");
-        return NULL;
-    }
-    job = job_create(job_id ? job_id : bdrv_get_node_name(bs), driver,
-                     flags, errp);
+    /*
+     * QEMU names a job without an id after its device, the name of the
+     * BlockBackend of the node; the daemon's nodes have none, so that is
+     * "" and the id is refused, as QEMU's daemon refuses it.
+     */
+    job = job_create(job_id ? job_id : "", driver, flags, errp);
     if (!job) {
         return NULL;
     }
     job->bs = bs;
-    job->job.speed = speed;
+    /* checked after the id, as QEMU does */
+    if (!job_set_speed(&job->job, speed, errp)) {
+        job_early_fail(&job->job);
+        return NULL;
+    }
     if (block_job_add_bdrv(job, "main node", bs, perm, shared_perm,
                            errp) < 0) {
         job_early_fail(&job->job);
@@ -262,4 +301,27 @@ BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
 void block_job_iostatus_reset(BlockJob *job)
 {
     job->iostatus = BLOCK_JOB_IOSTATUS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Graph changes at the end of a job */
+
+int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
+                             Error **errp)
+{
+    if (bs->backing) {
+        bdrv_unref_child(bs, bs->backing);
+    }
+    if (!backing) {
+        return 0;
+    }
+    if (!bs->drv || !bs->drv->supports_backing) {
+        error_setg(errp, "Driver '%s' of node '%s' does not support backing "
+                   "files", bs->drv ? bs->drv->format_name : "",
+                   bs->node_name);
+        return -ENOTSUP;
+    }
+    /* the edge takes over this reference */
+    bdrv_ref(backing);
+    return bdrv_attach_child(bs, backing, "backing", true, errp) ? 0 : -EPERM;
 }

@@ -58,6 +58,17 @@ typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
  * node's AioContext and may yield.  I/O callbacks never print; they return
  * 0 or -errno.
  */
+/*
+ * Where a format's creation writes the new image: the file it creates by
+ * name (qemu-img create: @filename), or open nodes (blockdev-create:
+ * @file, and @data_file when the image has an external data file).
+ */
+typedef struct BdrvCreateTarget {
+    const char *filename;
+    BlockDriverState *file;
+    BlockDriverState *data_file;
+} BdrvCreateTarget;
+
 struct BlockDriver {
     /* "qcow2", "raw", "file", "null-co", "blkdebug" */
     const char *format_name;
@@ -120,6 +131,14 @@ struct BlockDriver {
     int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
+    /*
+     * Optional, formats: creates the image on the open nodes of @tgt
+     * (blockdev-create), with the same @opts and checks as
+     * bdrv_co_create_opts.  NULL: blockdev-create refuses the driver.
+     */
+    int coroutine_fn (*bdrv_co_create_on_node)(const BlockDriver *drv,
+                                               const BdrvCreateTarget *tgt,
+                                               QemuOpts *opts, Error **errp);
 
     /*
      * Reopen: prepare may fail and must not change the node; commit applies,
