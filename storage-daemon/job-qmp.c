@@ -6,6 +6,7 @@
 #include "job-qmp.h"
 
 #include "block/block.h"
+#include "qblock/block-node.h"
 #include "job/block-jobs.h"
 #include "job/blockjob.h"
 #include "job/create.h"
@@ -417,8 +418,245 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
     stream_start(job_qmp_str(args, "job-id"), bs, bottom, &opts, errp);
 }
 
+static const char *const job_qmp_sync_names[] = {
+    [MIRROR_SYNC_TOP] = "top",
+    [MIRROR_SYNC_FULL] = "full",
+    [MIRROR_SYNC_NONE] = "none",
+};
+
+/* granularity and buf-size, checked with QEMU's messages */
+static bool job_qmp_mirror_sizes(JsonObject *args, MirrorOptions *opts,
+                                 Error **errp)
+{
+    opts->granularity = json_object_get_int_member_with_default(
+                            args, "granularity", 0);
+    opts->buf_size = json_object_get_int_member_with_default(
+                         args, "buf-size", 0);
+    if (opts->granularity != 0 &&
+        (opts->granularity < 512 || opts->granularity > 64 * MiB)) {
+        error_setg(errp, "Parameter 'granularity' expects a value in range "
+                   "[512B, 64MB]");
+        return false;
+    }
+    if (opts->granularity & (opts->granularity - 1)) {
+        error_setg(errp, "Parameter 'granularity' expects a power of 2");
+        return false;
+    }
+    if (opts->buf_size < 0) {
+        error_setg(errp, "Parameter 'buf-size' expects a non-negative "
+                   "value");
+        return false;
+    }
+    return true;
+}
+
+static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *target = json_object_get_string_member(args, "target");
+    const char *sync = json_object_get_string_member(args, "sync");
+    const char *mode = job_qmp_str(args, "copy-mode");
+    const char *replaces = job_qmp_str(args, "replaces");
+    MirrorOptions opts = {
+        .write_blocking = mode && !strcmp(mode, "write-blocking"),
+        .on_source_error = job_qmp_on_error(args, "on-source-error"),
+        .on_target_error = job_qmp_on_error(args, "on-target-error"),
+        .speed = json_object_get_int_member_with_default(args, "speed", 0),
+        .job_flags = job_qmp_flags(args),
+    };
+    BlockDriverState *bs, *target_bs;
+
+    bs = job_qmp_lookup_bs(device, device, errp);
+    if (!bs) {
+        return;
+    }
+    target_bs = job_qmp_lookup_bs(target, target, errp);
+    if (!target_bs) {
+        return;
+    }
+    opts.sync = -1;
+    for (size_t i = 0; i < G_N_ELEMENTS(job_qmp_sync_names); i++) {
+        if (!strcmp(sync, job_qmp_sync_names[i])) {
+            opts.sync = i;
+        }
+    }
+    if (opts.sync == (MirrorSyncMode)-1) {
+        /* incremental and bitmap need a dirty bitmap to start from */
+        error_setg(errp, "Sync mode '%s' not supported", sync);
+        return;
+    }
+    if (!job_qmp_mirror_sizes(args, &opts, errp)) {
+        return;
+    }
+    if (bs == target_bs) {
+        error_setg(errp, "Can't mirror node into itself");
+        return;
+    }
+    if (replaces) {
+        opts.replaces = job_qmp_lookup_bs(replaces, replaces, errp);
+        if (!opts.replaces) {
+            return;
+        }
+    }
+    if (json_object_has_member(args, "filter-node-name")) {
+        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
+                   "the mirror job inserts no filter node");
+        return;
+    }
+    if (block_job_node_busy(bs, errp) || block_job_node_busy(target_bs,
+                                                              errp)) {
+        return;
+    }
+    mirror_start(job_qmp_str(args, "job-id"), bs, target_bs, &opts, errp);
+}
+
+/* block-commit's top (default: the active layer @bs) */
+static BlockDriverState *job_qmp_commit_top(JsonObject *args,
+                                            BlockDriverState *bs,
+                                            Error **errp)
+{
+    const char *top = job_qmp_str(args, "top");
+    const char *top_node = job_qmp_str(args, "top-node");
+    BlockDriverState *top_bs = bs;
+
+    if (top && top_node) {
+        error_setg(errp, "'top-node' and 'top' are mutually exclusive");
+        return NULL;
+    }
+    if (top_node) {
+        top_bs = job_qmp_lookup_bs(NULL, top_node, errp);
+        if (!top_bs) {
+            return NULL;
+        }
+        if (!job_qmp_chain_contains(bs, top_bs)) {
+            error_setg(errp, "'%s' is not in this backing file chain",
+                       top_node);
+            return NULL;
+        }
+    } else if (top) {
+        /* the active layer's own name, or a backing file's */
+        top_bs = strcmp(bdrv_get_filename(bs), top) ?
+                 block_job_find_backing(bs, top) : bs;
+        if (!top_bs) {
+            error_setg(errp, "Top image file %s not found", top);
+            return NULL;
+        }
+    }
+    return top_bs;
+}
+
+/* block-commit's base (default: the bottom of the chain) */
+static BlockDriverState *job_qmp_commit_base(JsonObject *args,
+                                             BlockDriverState *top_bs,
+                                             Error **errp)
+{
+    const char *base = job_qmp_str(args, "base");
+    const char *base_node = job_qmp_str(args, "base-node");
+    BlockDriverState *base_bs;
+
+    if (base && base_node) {
+        error_setg(errp, "'base-node' and 'base' are mutually exclusive");
+        return NULL;
+    }
+    if (base_node) {
+        base_bs = job_qmp_lookup_bs(NULL, base_node, errp);
+        if (!base_bs) {
+            return NULL;
+        }
+        if (!job_qmp_chain_contains(top_bs, base_bs)) {
+            error_setg(errp, "'%s' is not in this backing file chain",
+                       base_node);
+            return NULL;
+        }
+    } else if (base) {
+        base_bs = block_job_find_backing(top_bs, base);
+        if (!base_bs) {
+            error_setg(errp, "Can't find '%s' in the backing chain", base);
+            return NULL;
+        }
+    } else {
+        base_bs = top_bs;
+        while (bdrv_backing_chain_next(base_bs)) {
+            base_bs = bdrv_backing_chain_next(base_bs);
+        }
+        if (base_bs == top_bs) {
+            error_setg(errp, "There is no backimg image");
+            return NULL;
+        }
+    }
+    return base_bs;
+}
+
+static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *backing_file = job_qmp_str(args, "backing-file");
+    const char *job_id = job_qmp_str(args, "job-id");
+    BlockDriverState *bs, *top_bs, *base_bs;
+
+    bs = bdrv_find_node(device);
+    if (!bs) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found",
+                  device);
+        return;
+    }
+    if (!block_job_node_is_root(bs)) {
+        error_setg(errp, "Need a root block node");
+        return;
+    }
+    top_bs = job_qmp_commit_top(args, bs, errp);
+    if (!top_bs) {
+        return;
+    }
+    base_bs = job_qmp_commit_base(args, top_bs, errp);
+    if (!base_bs) {
+        return;
+    }
+    if (top_bs == base_bs) {
+        error_setg(errp, "cannot commit an image into itself");
+        return;
+    }
+    if (json_object_has_member(args, "filter-node-name")) {
+        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
+                   "the commit job inserts no filter node");
+        return;
+    }
+    if (block_job_node_busy(top_bs, errp)) {
+        return;
+    }
+    if (top_bs == bs) {
+        MirrorOptions opts = {
+            .on_source_error = job_qmp_on_error(args, "on-error"),
+            .on_target_error = job_qmp_on_error(args, "on-error"),
+            .speed = json_object_get_int_member_with_default(args, "speed",
+                                                             0),
+            .job_flags = job_qmp_flags(args),
+        };
+
+        if (backing_file) {
+            error_setg(errp, "'backing-file' specified, but 'top' is the "
+                       "active layer");
+            return;
+        }
+        commit_active_start(job_id, bs, base_bs, &opts, errp);
+    } else {
+        CommitOptions opts = {
+            .on_error = job_qmp_on_error(args, "on-error"),
+            .speed = json_object_get_int_member_with_default(args, "speed",
+                                                             0),
+            .backing_file = backing_file,
+            .job_flags = job_qmp_flags(args),
+        };
+
+        commit_start(job_id, top_bs, base_bs, &opts, errp);
+    }
+}
+
 void job_register_commands(void)
 {
+    qmp_register_command("blockdev-mirror", qmp_blockdev_mirror);
+    qmp_register_command("block-commit", qmp_block_commit);
     qmp_register_command("block-stream", qmp_block_stream);
     qmp_register_command("blockdev-create", qmp_blockdev_create);
     qmp_register_command("query-jobs", qmp_query_jobs);

@@ -401,6 +401,27 @@ struct BdrvChild {
 
 typedef struct BdrvTrackedRequest BdrvTrackedRequest;
 
+/*
+ * Something that must see each write to a node as it happens (a mirror
+ * job tracking what changed, or copying guest writes to its target at
+ * once).  after_write() runs in the request's coroutine after a write,
+ * zero write or discard of [offset, offset + bytes) reached the node's
+ * driver, whatever its result (a failed write may have changed the data
+ * too), while the request is still tracked; it may do I/O.  @qiov holds
+ * the data of a write, NULL for a zero write or a discard; @ret is the
+ * driver's result.
+ */
+typedef struct BdrvWriteHook BdrvWriteHook;
+struct BdrvWriteHook {
+    void coroutine_fn (*after_write)(BdrvWriteHook *hook, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov,
+                                     int ret);
+};
+
+/* Adds (removes) @hook to the writes of @bs (io.c). */
+void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
+void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
+
 struct BlockDriverState {
     /* --- set at open, immutable until close --- */
     const BlockDriver *drv;
@@ -457,6 +478,8 @@ struct BlockDriverState {
     /* nonzero while requests are drained: new ones wait */
     int quiesce_counter;
     CoQueue drain_queue;
+    /* BdrvWriteHook *: who sees every write (io.c invariant 6) */
+    GSList *write_hooks;
     BdrvNodeStats stats;
     /*
      * set by format drivers when they find their metadata inconsistent;

@@ -96,6 +96,9 @@ bool block_job_node_busy(BlockDriverState *bs, Error **errp);
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,
                                          const char *name);
 
+/* Whether no node has @bs as a child (QEMU's root nodes). */
+bool block_job_node_is_root(BlockDriverState *bs);
+
 /* A parsed on-error value ("report", ...), or -1. */
 int block_job_parse_on_error(const char *name);
 
@@ -106,6 +109,15 @@ int block_job_parse_on_error(const char *name);
  */
 int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
                              Error **errp);
+
+/*
+ * Moves every user of @from (exports, parent nodes) to @to, except the
+ * jobs' edges and @to's own edges (its backing node may be @from); the
+ * caller drains @from.  -errno if the permissions refuse it, and then
+ * nothing changed.
+ */
+int block_job_replace_node(BlockDriverState *from, BlockDriverState *to,
+                           Error **errp);
 
 /* The events of every block job: the driver's listener. */
 extern const JobListener block_job_listener;

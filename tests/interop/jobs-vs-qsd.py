@@ -82,7 +82,7 @@ def normalise(value, d, progress):
         return {k: ('N' if progress and k in PROGRESS else
                     normalise(v, d, progress))
                 for k, v in value.items() if k != 'timestamp'}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [normalise(v, d, progress) for v in value]
     if isinstance(value, str):
         return value.replace(d, '$DIR')
@@ -365,12 +365,125 @@ STREAM_VERBS = {
     'info_keys': ['backing-filename'],
 }
 
+# a source with data and zeroes, mirrored to an empty target
+MIRROR_PREP = [
+    ('sh', 'qemu-img create -q -f qcow2 src.qcow2 16M && '
+           'qemu-io -f qcow2 -c "write -P 0x5a 0 3M" '
+           '-c "write -z 4M 1M" -c "write -P 0xa5 9M 1M" src.qcow2 && '
+           'qemu-img create -q -f qcow2 dst.qcow2 16M'),
+    ('start',),
+    node('src', 'src.qcow2'),
+    node('dst', 'dst.qcow2'),
+]
+
+MIRROR = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full'}),
+        ('wait', 'm1', 'ready'),
+        ('qmp', 'job-complete', {'id': 'm1'}),
+        ('wait', 'm1', 'null'),
+        ('qmp', 'query-block-jobs'),
+    ],
+    'images': ['dst.qcow2'],
+}
+
+MIRROR_SOFT_CANCEL = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full',
+                                    'granularity': 65536,
+                                    'buf-size': 1 << 20,
+                                    'copy-mode': 'write-blocking',
+                                    'auto-dismiss': False}),
+        ('wait', 'm1', 'ready'),
+        ('qmp', 'block-job-complete', {'device': 'nope'}),
+        ('qmp', 'block-job-cancel', {'device': 'm1'}),
+        ('wait', 'm1', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'm1'}),
+    ],
+    'images': ['dst.qcow2'],
+}
+
+MIRROR_ERRORS = {
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'src',
+                                    'sync': 'full', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'granularity': 1000}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'granularity': 256}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'incremental', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'nope',
+                                    'sync': 'full', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'speed': -1}),
+    ],
+}
+
+COMMIT_ACTIVE = {
+    'filter_progress': True,
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c1'}),
+        ('wait', 'c1', 'ready'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-complete', {'id': 'c1'}),
+        ('wait', 'c1', 'null'),
+    ],
+    'images': ['base.qcow2'],
+}
+
+COMMIT_INTERMEDIATE = {
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c1',
+                                 'top-node': 'mid', 'base-node': 'base'}),
+        ('wait', 'c1', 'null'),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['top.qcow2', 'base.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+COMMIT_ERRORS = {
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'nope'}),
+        ('qmp', 'block-commit', {'device': 'base', 'job-id': 'x'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top-node': 'mid', 'base-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top-node': 'base', 'base-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'backing-file': 'foo'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top': 'nope'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top': 'a', 'top-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'base': 'a', 'base-node': 'base'}),
+    ],
+}
+
 SCENARIOS = {
     'create': CREATE,
     'stream': STREAM,
     'stream-partial': STREAM_PARTIAL,
     'stream-errors': STREAM_ERRORS,
     'stream-verbs': STREAM_VERBS,
+    'mirror': MIRROR,
+    'mirror-soft-cancel': MIRROR_SOFT_CANCEL,
+    'mirror-errors': MIRROR_ERRORS,
+    'commit-active': COMMIT_ACTIVE,
+    'commit-intermediate': COMMIT_INTERMEDIATE,
+    'commit-errors': COMMIT_ERRORS,
 }
 
 
