@@ -37,6 +37,9 @@
  * for targets without a cluster size of their own. */
 #define MIRROR_DEFAULT_BUF_SIZE (16 * MiB)
 #define MIRROR_DEFAULT_GRANULARITY (64 * KiB)
+/* The most one copy takes at once (QEMU's), so that pauses, cancels and
+ * the rate limit act between copies of a reasonable size. */
+#define MIRROR_MAX_IO_BYTES (1 * MiB)
 /* How often a job with nothing to copy looks again (QEMU's slice). */
 #define MIRROR_IDLE_NS (100 * 1000 * 1000LL)
 
@@ -226,7 +229,10 @@ static void mirror_handle_error(MirrorJob *s, int64_t offset, int64_t bytes,
     }
 }
 
-/* One copy: the next run of dirty bits from the cursor, up to buf-size. */
+/*
+ * One copy: the next run of dirty bits from the cursor, up to buf-size
+ * and MIRROR_MAX_IO_BYTES (a granule at least).
+ */
 static int64_t coroutine_fn mirror_iteration(MirrorJob *s, void *buf)
 {
     int64_t gran = s->opts.granularity;
@@ -239,7 +245,7 @@ static int64_t coroutine_fn mirror_iteration(MirrorJob *s, void *buf)
         return 0;
     }
     while (first + n < s->nb_bits && mirror_dirty_test(s, first + n) &&
-           (n + 1) * gran <= s->opts.buf_size) {
+           (n + 1) * gran <= MIN(s->opts.buf_size, MIRROR_MAX_IO_BYTES)) {
         n++;
     }
     n = MAX(n, 1);
