@@ -18,11 +18,17 @@ from qsd import error_of, generic
 t = qsd.Tests('test-qmp')
 
 EXPECTED_COMMANDS = [
-    'block-export-add', 'block-export-del', 'blockdev-add', 'blockdev-del',
-    'nbd-server-add', 'nbd-server-remove', 'nbd-server-start',
+    'block-commit', 'block-export-add', 'block-export-del',
+    'block-job-cancel', 'block-job-complete', 'block-job-dismiss',
+    'block-job-finalize', 'block-job-pause', 'block-job-resume',
+    'block-job-set-speed', 'block-stream', 'blockdev-add',
+    'blockdev-create', 'blockdev-del', 'blockdev-mirror', 'job-cancel',
+    'job-complete', 'job-dismiss', 'job-finalize', 'job-pause',
+    'job-resume', 'nbd-server-add', 'nbd-server-remove', 'nbd-server-start',
     'nbd-server-stop', 'qmp_capabilities', 'query-block-exports',
-    'query-blockstats', 'query-commands', 'query-named-block-nodes',
-    'query-version', 'quit', 'x-blockdev-set-write-cache',
+    'query-block-jobs', 'query-blockstats', 'query-commands', 'query-jobs',
+    'query-named-block-nodes', 'query-version', 'quit',
+    'x-blockdev-set-write-cache',
 ]
 
 
