@@ -11,7 +11,7 @@ BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
               python3
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
-              busybox-static strace cryptsetup-bin
+              busybox-static strace cryptsetup-bin fio
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin

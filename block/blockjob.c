@@ -19,6 +19,7 @@
 #include "job/blockjob.h"
 
 #include "block/block_int.h"
+#include "block-internal.h"
 #include "util/qapi-event.h"
 
 const char *const BlockdevOnError_str[BLOCKDEV_ON_ERROR__MAX + 1] = {
@@ -127,6 +128,53 @@ void block_job_remove_all_bdrv(BlockJob *job)
     }
 }
 
+bool block_job_node_busy(BlockDriverState *bs, Error **errp)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->klass == &block_job_child_class) {
+            Job *job = c->opaque;
+
+            error_setg(errp, "Node '%s' is busy: block device is in use by "
+                       "block job: %s", bs->node_name,
+                       job->driver->job_type);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool block_job_node_is_root(BlockDriverState *bs)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->parent) {
+            return false;
+        }
+    }
+    return true;
+}
+
+BlockDriverState *block_job_find_backing(BlockDriverState *bs,
+                                         const char *name)
+{
+    for (BlockDriverState *b = bs; b->backing; b = b->backing->bs) {
+        BlockDriverState *below = b->backing->bs;
+
+        if (b->explicit_options &&
+            qdict_haskey(b->explicit_options, "backing")) {
+            if (!strcmp(name, below->filename)) {
+                return below;
+            }
+        } else if (bdrv_find_backing_image(b, name) == below) {
+            return below;
+        }
+    }
+    return NULL;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Events */
 
@@ -197,17 +245,21 @@ void *block_job_create(const char *job_id, const JobDriver *driver,
     BlockJob *job;
 
     assert(driver->listener == &block_job_listener);
-    if (speed < 0) {
-        error_setg(errp, "Invalid parameter 'speed'");
-        return NULL;
-    }
-    job = job_create(job_id ? job_id : bdrv_get_node_name(bs), driver,
-                     flags, errp);
+    /*
+     * QEMU names a job without an id after its device, the name of the
+     * BlockBackend of the node; the daemon's nodes have none, so that is
+     * "" and the id is refused, as QEMU's daemon refuses it.
+     */
+    job = job_create(job_id ? job_id : "", driver, flags, errp);
     if (!job) {
         return NULL;
     }
     job->bs = bs;
-    job->job.speed = speed;
+    /* checked after the id, as QEMU does */
+    if (!job_set_speed(&job->job, speed, errp)) {
+        job_early_fail(&job->job);
+        return NULL;
+    }
     if (block_job_add_bdrv(job, "main node", bs, perm, shared_perm,
                            errp) < 0) {
         job_early_fail(&job->job);
@@ -262,4 +314,67 @@ BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
 void block_job_iostatus_reset(BlockJob *job)
 {
     job->iostatus = BLOCK_JOB_IOSTATUS_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Graph changes at the end of a job */
+
+int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
+                             Error **errp)
+{
+    if (bs->backing) {
+        bdrv_unref_child(bs, bs->backing);
+    }
+    if (!backing) {
+        return 0;
+    }
+    if (!bs->drv || !bs->drv->supports_backing) {
+        error_setg(errp, "Driver '%s' of node '%s' does not support backing "
+                   "files", bs->drv ? bs->drv->format_name : "",
+                   bs->node_name);
+        return -ENOTSUP;
+    }
+    /* the edge takes over this reference */
+    bdrv_ref(backing);
+    return bdrv_attach_child(bs, backing, "backing", true, errp) ? 0 : -EPERM;
+}
+
+static void block_job_move_edges(GPtrArray *edges, BlockDriverState *to)
+{
+    for (guint i = 0; i < edges->len; i++) {
+        BdrvChild *c = edges->pdata[i];
+        BlockDriverState *from = c->bs;
+
+        /* the edge's reference moves with it */
+        bdrv_ref(to);
+        from->parents = g_list_remove(from->parents, c);
+        to->parents = g_list_append(to->parents, c);
+        c->bs = to;
+        bdrv_unref(from);
+    }
+}
+
+int block_job_replace_node(BlockDriverState *from, BlockDriverState *to,
+                           Error **errp)
+{
+    g_autoptr(GPtrArray) edges = g_ptr_array_new();
+    int ret;
+
+    assert(from != to);
+    for (GList *l = from->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+
+        if (c->parent != to && c->klass != &block_job_child_class) {
+            g_ptr_array_add(edges, c);
+        }
+    }
+    bdrv_ref(from);
+    block_job_move_edges(edges, to);
+    ret = bdrv_refresh_perms(to, errp);
+    if (ret < 0) {
+        block_job_move_edges(edges, from);
+    }
+    bdrv_refresh_perms(from, NULL);
+    bdrv_unref(from);
+    return ret;
 }

@@ -38,6 +38,12 @@
  *     bdrv_write_req_finish() when the driver returns, failed or not (a
  *     failed write may have changed part of its range): a bitmap never
  *     misses a change.
+ *  7. Every write, zero write and discard of a node that reached its
+ *     driver is shown to each of bs->write_hooks after the driver
+ *     returned and before the request stops being tracked, so that a
+ *     hook that marks the range dirty does so after the new data is in
+ *     place: whoever reads the range after clearing its mark reads the
+ *     new data, or sees the mark again.
  *
  * Drain (block/drain.c), block status (block/block-status.c) and the
  * synchronous wrappers (block/io-sync.c) live beside this file; the users
@@ -831,6 +837,36 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
     return ret;
 }
 
+/* ---- write hooks ---- */
+
+void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook)
+{
+    bs->write_hooks = g_slist_append(bs->write_hooks, hook);
+}
+
+void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook)
+{
+    bs->write_hooks = g_slist_remove(bs->write_hooks, hook);
+}
+
+/* Invariant 6.  A hook may yield: the list is walked as it was. */
+static void coroutine_fn bdrv_run_write_hooks(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              QEMUIOVector *qiov, int ret)
+{
+    g_autoptr(GSList) hooks = NULL;
+
+    if (likely(!bs->write_hooks)) {
+        return;
+    }
+    hooks = g_slist_copy(bs->write_hooks);
+    for (GSList *l = hooks; l; l = l->next) {
+        BdrvWriteHook *hook = l->data;
+
+        hook->after_write(hook, offset, bytes, qiov, ret);
+    }
+}
+
 int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags)
@@ -887,6 +923,8 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
         ret = bdrv_rmw_pwritev(bs, offset, bytes, align, qiov, flags);
     }
     bdrv_write_req_finish(bs, offset, bytes);
+    bdrv_run_write_hooks(bs, offset, bytes,
+                         (flags & BDRV_REQ_ZERO_WRITE) ? NULL : qiov, ret);
 
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
@@ -972,6 +1010,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         bytes -= num;
     }
     bdrv_write_req_finish(bs, req_offset, req_bytes);
+    bdrv_run_write_hooks(bs, req.offset, req.bytes, NULL, ret);
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
     return ret;

@@ -672,7 +672,7 @@ bool job_set_speed(Job *job, int64_t speed, Error **errp)
         return false;
     }
     if (speed < 0) {
-        error_setg(errp, "Invalid parameter 'speed'");
+        error_setg(errp, "Parameter 'speed' expects a non-negative value");
         return false;
     }
     job->speed = speed;

@@ -229,6 +229,36 @@ static BlockBackend *qcow2_create_file(const BlockDriver *drv,
     return blk;
 }
 
+/* A user of an existing node (blockdev-create), as if just created. */
+static BlockBackend *qcow2_create_on_node(BlockDriverState *bs, Error **errp)
+{
+    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs),
+                                BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE |
+                                BLK_PERM_RESIZE, BLK_PERM_ALL);
+
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return NULL;
+    }
+    blk_set_allow_write_beyond_eof(blk, true);
+    return blk;
+}
+
+/* The image file, or its data file, created or given as a node. */
+static BlockBackend *qcow2_create_target_blk(const BlockDriver *drv,
+                                             const BdrvCreateTarget *tgt,
+                                             bool data_file,
+                                             const Qcow2CreateOpts *c,
+                                             QemuOpts *opts, Error **errp)
+{
+    if (tgt->file) {
+        return qcow2_create_on_node(data_file ? tgt->data_file : tgt->file,
+                                    errp);
+    }
+    return qcow2_create_file(drv, data_file ? c->data_file : tgt->filename,
+                             opts, errp);
+}
+
 /* Sets refcount entry @index of a refcount block to 1, any width. */
 static void qcow2_refblock_set_one(uint8_t *block, int refcount_order,
                                    uint64_t index)
@@ -312,16 +342,26 @@ static void qcow2_create_state(BDRVQcow2State *t, const Qcow2CreateOpts *c)
  * Grows the seed image to its size through the driver itself (L1 growth,
  * preallocation), as QEMU does, for what the fixed layout cannot hold
  * (@grow); and sets up encryption, whose header the allocator places.
+ * On nodes, the image is opened over them by name, never by a second
+ * open of their files (which their locks would refuse).
  */
-static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
-                             QemuOpts *opts, bool grow, Error **errp)
+static int qcow2_create_grow(const BdrvCreateTarget *tgt,
+                             const Qcow2CreateOpts *c, QemuOpts *opts,
+                             bool grow, Error **errp)
 {
     QDict *options = qdict_new();
     BlockBackend *blk;
     int ret;
 
     qdict_put_str(options, "driver", "qcow2");
-    blk = blk_new_open(filename, NULL, options,
+    if (tgt->file) {
+        qdict_put_str(options, "file", bdrv_get_node_name(tgt->file));
+        if (tgt->data_file) {
+            qdict_put_str(options, "data-file",
+                          bdrv_get_node_name(tgt->data_file));
+        }
+    }
+    blk = blk_new_open(tgt->file ? NULL : tgt->filename, NULL, options,
                        BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_NO_BACKING,
                        errp);
     if (!blk) {
@@ -338,9 +378,9 @@ static int qcow2_create_grow(const char *filename, const Qcow2CreateOpts *c,
     return ret;
 }
 
-int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
-                                      const char *filename,
-                                      QemuOpts *opts, Error **errp)
+int coroutine_fn qcow2_co_create_target(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp)
 {
     Qcow2CreateOpts c = { 0 };
     BDRVQcow2State t;
@@ -352,6 +392,10 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
     ret = qcow2_parse_create_opts(opts, &c, errp);
     if (ret < 0) {
         return ret;
+    }
+    if (tgt->file && !c.data_file != !tgt->data_file) {
+        error_setg(errp, "A data file needs both its name and its node");
+        return -EINVAL;
     }
     qcow2_create_state(&t, &c);
     l1_size = qcow2_size_to_l1(&t, c.size);
@@ -367,7 +411,7 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
         c.prealloc = PREALLOC_MODE_METADATA;
     }
     if (c.data_file) {
-        blk = qcow2_create_file(drv, c.data_file, opts, errp);
+        blk = qcow2_create_target_blk(drv, tgt, true, &c, opts, errp);
         if (!blk) {
             return -EIO;
         }
@@ -383,7 +427,7 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
             return ret;
         }
     }
-    blk = qcow2_create_file(drv, filename, opts, errp);
+    blk = qcow2_create_target_blk(drv, tgt, false, &c, opts, errp);
     if (!blk) {
         return -EIO;
     }
@@ -403,5 +447,14 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
     if (ret < 0 || (fixed_layout && !c.encrypt)) {
         return ret;
     }
-    return qcow2_create_grow(filename, &c, opts, !fixed_layout, errp);
+    return qcow2_create_grow(tgt, &c, opts, !fixed_layout, errp);
+}
+
+int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv,
+                                      const char *filename,
+                                      QemuOpts *opts, Error **errp)
+{
+    BdrvCreateTarget tgt = { .filename = filename };
+
+    return qcow2_co_create_target(drv, &tgt, opts, errp);
 }

@@ -1137,6 +1137,7 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_open                      = qcow2_open,
     .bdrv_close                     = qcow2_close,
     .bdrv_co_create_opts            = qcow2_co_create_opts,
+    .bdrv_co_create_on_node         = qcow2_co_create_target,
     .bdrv_reopen_prepare            = qcow2_reopen_prepare,
     .bdrv_reopen_commit             = qcow2_reopen_commit,
     .bdrv_reopen_abort              = qcow2_reopen_abort,

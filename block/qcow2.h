@@ -647,9 +647,15 @@ int coroutine_fn qcow2_co_pwritev_compressed(BlockDriverState *bs,
                                              int64_t offset, int64_t bytes,
                                              QEMUIOVector *qiov);
 
-/* qcow2-create.c: the BlockDriver create callback (qemu-img create). */
+/*
+ * qcow2-create.c: the BlockDriver create callbacks, by file name
+ * (qemu-img create) and on nodes (blockdev-create); one code path.
+ */
 int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv, const char *filename,
                                       QemuOpts *opts, Error **errp);
+int coroutine_fn qcow2_co_create_target(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp);
 
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);

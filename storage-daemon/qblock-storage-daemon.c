@@ -19,7 +19,8 @@
  *
  * Shutdown, on SIGTERM, SIGINT or SIGHUP or the QMP quit command: no new
  * request starts, SHUTDOWN is sent, every export is removed (its clients
- * disconnected; BLOCK_EXPORT_DELETED for each), the NBD server stops,
+ * disconnected; BLOCK_EXPORT_DELETED for each), every job is cancelled
+ * and waited for (a mirror does not pivot), the NBD server stops,
  * every image is flushed and closed (which releases its locks), the
  * monitors get what is left of their output, and the socket and pid
  * files are removed.  The exit status is 1 if a flush failed.
@@ -40,6 +41,8 @@
 #include "blockdev-ops.h"
 #include "transaction.h"
 #include "chardev.h"
+#include "job-qmp.h"
+#include "job/job.h"
 #include "monitor.h"
 #include "nbd.h"
 #include "object.h"
@@ -452,6 +455,7 @@ static void qsd_register_commands(void)
     block_export_register_commands();
     nbd_register_commands();
     object_register_commands();
+    job_register_commands();
     qmp_register_command("quit", qmp_quit);
 }
 
@@ -466,6 +470,8 @@ static int qsd_shutdown(void)
     qapi_event_emit("SHUTDOWN", data);
 
     blk_exp_close_all();
+    /* as QEMU: jobs are cancelled (a mirror does not pivot) */
+    job_cancel_sync_all();
     if (nbd_export_server_running()) {
         nbd_export_server_stop(&error_abort);
     }

@@ -58,6 +58,17 @@ typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
  * node's AioContext and may yield.  I/O callbacks never print; they return
  * 0 or -errno.
  */
+/*
+ * Where a format's creation writes the new image: the file it creates by
+ * name (qemu-img create: @filename), or open nodes (blockdev-create:
+ * @file, and @data_file when the image has an external data file).
+ */
+typedef struct BdrvCreateTarget {
+    const char *filename;
+    BlockDriverState *file;
+    BlockDriverState *data_file;
+} BdrvCreateTarget;
+
 struct BlockDriver {
     /* "qcow2", "raw", "file", "null-co", "blkdebug" */
     const char *format_name;
@@ -120,6 +131,14 @@ struct BlockDriver {
     int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
+    /*
+     * Optional, formats: creates the image on the open nodes of @tgt
+     * (blockdev-create), with the same @opts and checks as
+     * bdrv_co_create_opts.  NULL: blockdev-create refuses the driver.
+     */
+    int coroutine_fn (*bdrv_co_create_on_node)(const BlockDriver *drv,
+                                               const BdrvCreateTarget *tgt,
+                                               QemuOpts *opts, Error **errp);
 
     /*
      * Reopen: prepare may fail and must not change the node; commit applies,
@@ -410,6 +429,27 @@ struct BdrvChild {
 
 typedef struct BdrvTrackedRequest BdrvTrackedRequest;
 
+/*
+ * Something that must see each write to a node as it happens (a mirror
+ * job tracking what changed, or copying guest writes to its target at
+ * once).  after_write() runs in the request's coroutine after a write,
+ * zero write or discard of [offset, offset + bytes) reached the node's
+ * driver, whatever its result (a failed write may have changed the data
+ * too), while the request is still tracked; it may do I/O.  @qiov holds
+ * the data of a write, NULL for a zero write or a discard; @ret is the
+ * driver's result.
+ */
+typedef struct BdrvWriteHook BdrvWriteHook;
+struct BdrvWriteHook {
+    void coroutine_fn (*after_write)(BdrvWriteHook *hook, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov,
+                                     int ret);
+};
+
+/* Adds (removes) @hook to the writes of @bs (io.c). */
+void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
+void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
+
 struct BlockDriverState {
     /* --- set at open, immutable until close --- */
     const BlockDriver *drv;
@@ -468,6 +508,8 @@ struct BlockDriverState {
     /* nonzero while requests are drained: new ones wait */
     int quiesce_counter;
     CoQueue drain_queue;
+    /* BdrvWriteHook *: who sees every write (io.c invariant 7) */
+    GSList *write_hooks;
     BdrvNodeStats stats;
     /*
      * set by format drivers when they find their metadata inconsistent;

@@ -50,8 +50,8 @@ typedef struct BlockJob {
 
 /*
  * Creates a block job on @bs (which gets an edge with @perm and
- * @shared_perm).  @job_id NULL: the node's name, as QEMU uses the device
- * name.  @speed: the initial rate limit.  @flags: JOB_MANUAL_*.  The
+ * @shared_perm).  @job_id NULL: the device name, which nodes
+ * have not (refused, as in QEMU's daemon).  @speed: the initial rate limit.  @flags: JOB_MANUAL_*.  The
  * driver's listener must be block_job_listener.
  */
 void *block_job_create(const char *job_id, const JobDriver *driver,
@@ -80,8 +80,44 @@ BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
 /* job-resume of a job stopped by an error clears its io-status. */
 void block_job_iostatus_reset(BlockJob *job);
 
+/*
+ * True, with QEMU's error, if a block job works on @bs already (one job
+ * at a time per node, as QEMU's op blockers allow).
+ */
+bool block_job_node_busy(BlockDriverState *bs, Error **errp);
+
+/*
+ * The node of the backing chain of @bs that @name (a file name, as a
+ * user gives a job's base) names, or NULL.  As in QEMU, below a node
+ * whose backing node was given explicitly (blockdev-add's backing) only
+ * that node's own file name matches; elsewhere the name the overlay's
+ * image records does too, relative to the overlay's directory.
+ */
+BlockDriverState *block_job_find_backing(BlockDriverState *bs,
+                                         const char *name);
+
+/* Whether no node has @bs as a child (QEMU's root nodes). */
+bool block_job_node_is_root(BlockDriverState *bs);
+
 /* A parsed on-error value ("report", ...), or -1. */
 int block_job_parse_on_error(const char *name);
+
+/*
+ * Makes @backing (NULL: none) the backing node of @bs in the graph (the
+ * image's header is not changed); the caller drains @bs.  -errno if the
+ * driver has no backing files or the permissions conflict.
+ */
+int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
+                             Error **errp);
+
+/*
+ * Moves every user of @from (exports, parent nodes) to @to, except the
+ * jobs' edges and @to's own edges (its backing node may be @from); the
+ * caller drains @from.  -errno if the permissions refuse it, and then
+ * nothing changed.
+ */
+int block_job_replace_node(BlockDriverState *from, BlockDriverState *to,
+                           Error **errp);
 
 /* The events of every block job: the driver's listener. */
 extern const JobListener block_job_listener;

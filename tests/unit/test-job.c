@@ -492,7 +492,8 @@ static void test_speed(void)
     int64_t total = 0;
 
     g_assert_false(job_set_speed(&t->job, -1, &err));
-    g_assert_cmpstr(error_get_pretty(err), ==, "Invalid parameter 'speed'");
+    g_assert_cmpstr(error_get_pretty(err), ==,
+                    "Parameter 'speed' expects a non-negative value");
     error_free(err);
     /* unlimited: never a delay */
     g_assert_cmpint(job_ratelimit_delay(&t->job, 1 << 30), ==, 0);

@@ -1,0 +1,257 @@
+/*
+ * block-commit of an intermediate node: copies into the base the data
+ * the nodes from the top down to the base (exclusive) hold, then makes
+ * the base the backing node of the top's overlay, so that the committed
+ * nodes drop out of the chain.  (The commit of the active layer is a
+ * mirror into the base: block/mirror.c.)
+ *
+ * Invariants:
+ *  1. Guests write only above the top (the top is not the active
+ *     layer), so the committed nodes do not change while the job reads
+ *     them; what the job writes into the base is what the chain already
+ *     shows there, so readers of the chain see no change
+ *     (WRITE_UNCHANGED).
+ *  2. The chain changes once, in prepare, after every copy; a cancelled
+ *     or failed commit leaves the chain as it was (the base then holds
+ *     some of the top's data, masked by the top, and reads the same).
+ */
+#include "job/block-jobs.h"
+
+#include "block/block.h"
+#include "block/block_int.h"
+
+/* QEMU's size of a commit request */
+#define COMMIT_CHUNK (512 * 1024)
+
+typedef struct CommitJob {
+    BlockJob common;
+    BlockBackend *top_blk;          /* reads the chain from the top */
+    BlockBackend *base_blk;         /* writes the base */
+    BlockDriverState *top;
+    BlockDriverState *base;
+    char *backing_file;
+    BlockdevOnError on_error;
+    bool base_was_read_only;
+} CommitJob;
+
+static int coroutine_fn commit_copy(CommitJob *s, int64_t offset,
+                                    int64_t bytes, void *buf, bool *is_read)
+{
+    QEMUIOVector qiov;
+    int ret;
+
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    *is_read = true;
+    ret = blk_co_preadv(s->top_blk, offset, bytes, &qiov, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    *is_read = false;
+    if (buffer_is_zero(buf, bytes)) {
+        return blk_co_pwrite_zeroes(s->base_blk, offset, bytes, 0);
+    }
+    return blk_co_pwritev(s->base_blk, offset, bytes, &qiov,
+                          BDRV_REQ_WRITE_UNCHANGED);
+}
+
+static int coroutine_fn commit_run(Job *job, Error **errp)
+{
+    CommitJob *s = (CommitJob *)job;
+    g_autofree void *buf = NULL;
+    int64_t len, base_len, offset, n = 0, delay = 0;
+    int error = 0, ret;
+
+    len = blk_getlength(s->top_blk);
+    base_len = blk_getlength(s->base_blk);
+    if (len < 0 || base_len < 0) {
+        ret = len < 0 ? len : base_len;
+        error_setg_errno(errp, -ret, "Could not get the length of the "
+                         "nodes to commit");
+        return ret;
+    }
+    job_progress_set_remaining(job, len);
+    if (base_len < len) {
+        ret = blk_co_truncate(s->base_blk, len, false, PREALLOC_MODE_OFF, 0,
+                              errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    buf = blk_blockalign(s->top_blk, COMMIT_CHUNK);
+
+    for (offset = 0; offset < len; offset += n) {
+        bool copy, is_read = true;
+
+        job_sleep_ns(job, delay);
+        if (job_is_cancelled(job)) {
+            break;
+        }
+        ret = bdrv_co_block_status_above(s->top, s->base, false, offset,
+                                         MIN(COMMIT_CHUNK, len - offset),
+                                         &n, NULL, NULL, NULL);
+        copy = ret >= 0 && (ret & BDRV_BLOCK_ALLOCATED);
+        if (copy) {
+            ret = commit_copy(s, offset, n, buf, &is_read);
+        }
+        if (ret < 0) {
+            BlockErrorAction action =
+                block_job_error_action(&s->common, s->on_error, is_read,
+                                       -ret);
+
+            if (action == BLOCK_ERROR_ACTION_STOP) {
+                n = 0;
+                continue;
+            }
+            if (!error) {
+                error = ret;
+            }
+            if (action == BLOCK_ERROR_ACTION_REPORT) {
+                break;
+            }
+        }
+        job_progress_update(job, n);
+        delay = copy ? job_ratelimit_delay(job, n) : 0;
+    }
+    if (error) {
+        error_setg_errno(errp, -error, "Could not commit node '%s' into "
+                         "node '%s'", bdrv_get_node_name(s->top),
+                         bdrv_get_node_name(s->base));
+    }
+    return error;
+}
+
+/* The node whose backing node is the top, or NULL. */
+static BlockDriverState *commit_overlay(CommitJob *s)
+{
+    for (BlockDriverState *bs = bdrv_next_node(NULL); bs;
+         bs = bdrv_next_node(bs)) {
+        if (bdrv_backing_chain_next(bs) == s->top) {
+            return bs;
+        }
+    }
+    return NULL;
+}
+
+/* Invariant 2: the overlay of the top now sits on the base. */
+static int commit_prepare(Job *job)
+{
+    CommitJob *s = (CommitJob *)job;
+    BlockDriverState *overlay = commit_overlay(s);
+    Error *err = NULL;
+    int ret;
+
+    if (!overlay) {
+        return 0;
+    }
+    bdrv_drained_begin(overlay);
+    ret = block_job_set_backing_hd(overlay, s->base, &err);
+    if (ret == 0) {
+        ret = bdrv_change_backing_file(overlay,
+                                       s->backing_file ? s->backing_file :
+                                       bdrv_get_filename(s->base),
+                                       bdrv_get_format_name(s->base), false);
+    }
+    bdrv_drained_end(overlay);
+    if (err) {
+        error_report_err(err);
+    }
+    return ret < 0 ? -EPERM : 0;
+}
+
+static void commit_clean(Job *job)
+{
+    CommitJob *s = (CommitJob *)job;
+
+    if (s->top_blk) {
+        blk_unref(s->top_blk);
+        s->top_blk = NULL;
+    }
+    if (s->base_blk) {
+        blk_unref(s->base_blk);
+        s->base_blk = NULL;
+    }
+    if (s->base_was_read_only) {
+        bdrv_reopen_set_read_only(s->base, true, NULL);
+        s->base_was_read_only = false;
+    }
+    block_job_remove_all_bdrv(&s->common);
+}
+
+static void commit_free(Job *job)
+{
+    CommitJob *s = (CommitJob *)job;
+
+    commit_clean(job);
+    if (s->base) {
+        bdrv_unref(s->base);
+    }
+    g_free(s->backing_file);
+}
+
+static const JobDriver commit_job_driver = {
+    .instance_size = sizeof(CommitJob),
+    .job_type = "commit",
+    .run = commit_run,
+    .prepare = commit_prepare,
+    .clean = commit_clean,
+    .free = commit_free,
+    .listener = &block_job_listener,
+};
+
+static BlockBackend *commit_new_blk(BlockDriverState *bs, uint64_t perm,
+                                    Error **errp)
+{
+    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm,
+                                BLK_PERM_ALL);
+
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return NULL;
+    }
+    return blk;
+}
+
+bool commit_start(const char *job_id, BlockDriverState *top,
+                  BlockDriverState *base, const CommitOptions *opts,
+                  Error **errp)
+{
+    CommitJob *s;
+
+    s = block_job_create(job_id, &commit_job_driver, top, 0, BLK_PERM_ALL,
+                         opts->speed, opts->job_flags, errp);
+    if (!s) {
+        return false;
+    }
+    s->top = top;
+    s->base = base;
+    bdrv_ref(base);
+    s->backing_file = g_strdup(opts->backing_file);
+    s->on_error = opts->on_error;
+    if (bdrv_is_read_only(base)) {
+        if (bdrv_reopen_set_read_only(base, false, errp) < 0) {
+            job_early_fail(&s->common.job);
+            return false;
+        }
+        s->base_was_read_only = true;
+    }
+    /* invariant 1: the committed nodes and the base */
+    for (BlockDriverState *n = bdrv_backing_chain_next(top);
+         n && n != base; n = bdrv_backing_chain_next(n)) {
+        if (block_job_add_bdrv(&s->common, "intermediate node", n, 0,
+                               BLK_PERM_ALL, errp) < 0) {
+            job_early_fail(&s->common.job);
+            return false;
+        }
+    }
+    s->top_blk = commit_new_blk(top, BLK_PERM_CONSISTENT_READ, errp);
+    s->base_blk = s->top_blk ?
+                  commit_new_blk(base, BLK_PERM_WRITE_UNCHANGED |
+                                       BLK_PERM_RESIZE, errp) : NULL;
+    if (!s->base_blk) {
+        job_early_fail(&s->common.job);
+        return false;
+    }
+    blk_set_allow_write_beyond_eof(s->base_blk, true);
+    job_start(&s->common.job);
+    return true;
+}

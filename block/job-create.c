@@ -1,0 +1,225 @@
+/*
+ * The blockdev-create job (include/job/create.h).
+ *
+ * QMP's options become the QemuOpts of the driver's create_opts under
+ * qemu-img's names (cluster-size -> cluster_size, version -> compat), so
+ * that creation runs the same code, with the same checks and messages,
+ * as qemu-img create.  Node references (a format's file and data-file)
+ * are resolved when the job runs, as QEMU does (a missing node fails the
+ * job, not the command), and held until the job is freed.
+ */
+#include "job/create.h"
+
+#include "block/block.h"
+#include "block/block_int.h"
+
+typedef struct CreateJob {
+    Job job;
+    const BlockDriver *drv;
+    QemuOpts *opts;
+    /* the file protocol: the file to create */
+    char *filename;
+    /* a format: the references to the nodes it is created on, resolved
+     * when the job runs (as QEMU does), and the nodes (a reference each) */
+    JsonNode *file_ref;
+    JsonNode *data_file_ref;
+    BlockDriverState *file;
+    BlockDriverState *data_file;
+} CreateJob;
+
+static BlockDriverState *create_job_node_ref(JsonNode *ref, Error **errp);
+
+/* The nodes the image goes on, looked up now. */
+static bool create_job_resolve(CreateJob *s, Error **errp)
+{
+    if (s->file_ref) {
+        s->file = create_job_node_ref(s->file_ref, errp);
+        if (!s->file) {
+            return false;
+        }
+    }
+    if (s->data_file_ref) {
+        s->data_file = create_job_node_ref(s->data_file_ref, errp);
+        if (!s->data_file) {
+            return false;
+        }
+        /* the image records the data file by its file name */
+        if (!qemu_opt_set(s->opts, "data_file",
+                          bdrv_get_filename(s->data_file), errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static int coroutine_fn create_job_run(Job *job, Error **errp)
+{
+    CreateJob *s = (CreateJob *)job;
+    BdrvCreateTarget tgt = {
+        .filename = s->filename,
+        .file = s->file,
+        .data_file = s->data_file,
+    };
+    int ret;
+
+    job_progress_set_remaining(job, 1);
+    if (s->filename) {
+        ret = bdrv_create(s->drv, s->filename, s->opts, errp);
+    } else if (create_job_resolve(s, errp)) {
+        tgt.file = s->file;
+        tgt.data_file = s->data_file;
+        ret = s->drv->bdrv_co_create_on_node(s->drv, &tgt, s->opts, errp);
+    } else {
+        ret = -EINVAL;
+    }
+    /* done, whatever the result (QEMU reports 1 of 1 after a failure) */
+    job_progress_update(job, 1);
+    return ret;
+}
+
+static void create_job_free(Job *job)
+{
+    CreateJob *s = (CreateJob *)job;
+
+    if (s->opts) {
+        qemu_opts_del(s->opts);
+    }
+    g_free(s->filename);
+    if (s->file_ref) {
+        json_node_unref(s->file_ref);
+    }
+    if (s->data_file_ref) {
+        json_node_unref(s->data_file_ref);
+    }
+    if (s->file) {
+        bdrv_unref(s->file);
+    }
+    if (s->data_file) {
+        bdrv_unref(s->data_file);
+    }
+}
+
+static const JobDriver create_job_driver = {
+    .instance_size = sizeof(CreateJob),
+    .job_type = "create",
+    .run = create_job_run,
+    .free = create_job_free,
+};
+
+/*
+ * A BlockdevRef: the name of a node, or the options of a new one.
+ * Returns a new reference.
+ */
+static BlockDriverState *create_job_node_ref(JsonNode *ref, Error **errp)
+{
+    BlockDriverState *bs;
+
+    if (JSON_NODE_HOLDS_OBJECT(ref)) {
+        QDict *options = qdict_from_json_object(json_node_get_object(ref));
+
+        return bdrv_open(NULL, NULL, options, BDRV_O_RDWR, errp);
+    }
+    if (!JSON_NODE_HOLDS_VALUE(ref) ||
+        json_node_get_value_type(ref) != G_TYPE_STRING) {
+        error_setg(errp, "Invalid parameter type for 'file', expected: "
+                   "BlockdevRef");
+        return NULL;
+    }
+    bs = bdrv_find_node(json_node_get_string(ref));
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
+                   json_node_get_string(ref), json_node_get_string(ref));
+        return NULL;
+    }
+    bdrv_ref(bs);
+    return bs;
+}
+
+/* One QMP member as the create option qemu-img knows it by. */
+static bool create_job_set_opt(QemuOpts *opts, const char *member,
+                               JsonNode *value, Error **errp)
+{
+    g_autofree char *name = g_strdelimit(g_strdup(member), "-", '_');
+    g_autofree char *text = NULL;
+
+    if (!strcmp(member, "version")) {
+        g_free(name);
+        name = g_strdup("compat");
+    }
+    switch (json_node_get_value_type(value)) {
+    case G_TYPE_BOOLEAN:
+        text = g_strdup(json_node_get_boolean(value) ? "on" : "off");
+        break;
+    case G_TYPE_INT64:
+        text = g_strdup_printf("%" PRId64, json_node_get_int(value));
+        break;
+    default:
+        text = g_strdup(json_node_get_string(value));
+        break;
+    }
+    return qemu_opt_set(opts, name, text, errp);
+}
+
+static bool create_job_setup(CreateJob *s, JsonObject *options, Error **errp)
+{
+    g_autoptr(GList) members = json_object_get_members(options);
+
+    s->opts = qemu_opts_create(s->drv->create_opts);
+    for (GList *l = members; l; l = l->next) {
+        const char *member = l->data;
+        JsonNode *value = json_object_get_member(options, member);
+
+        if (!strcmp(member, "driver")) {
+            continue;
+        } else if (!strcmp(member, "file")) {
+            s->file_ref = json_node_copy(value);
+        } else if (!strcmp(member, "data-file")) {
+            s->data_file_ref = json_node_copy(value);
+        } else if (!strcmp(member, "filename") && !s->drv->protocol_name) {
+            continue;
+        } else if (!strcmp(member, "filename")) {
+            s->filename = g_strdup(json_object_get_string_member(options,
+                                                                 member));
+        } else if (!create_job_set_opt(s->opts, member, value, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool blockdev_create_start(const char *job_id, JsonObject *options,
+                           Error **errp)
+{
+    const char *fmt = json_object_get_string_member(options, "driver");
+    const BlockDriver *drv = bdrv_find_format(fmt);
+    CreateJob *s;
+
+    if (!drv) {
+        error_setg(errp, "Block driver '%s' not found or not supported",
+                   fmt);
+        return false;
+    }
+    /*
+     * A protocol creates by file name (not one that only opens what is
+     * there, as qemu-img create on a device does), a format on nodes.
+     */
+    if (!drv->create_opts ||
+        (drv->protocol_name ?
+         !drv->bdrv_co_create_opts ||
+         drv->bdrv_co_create_opts == bdrv_co_create_opts_simple :
+         !drv->bdrv_co_create_on_node)) {
+        error_setg(errp, "Driver does not support blockdev-create");
+        return false;
+    }
+    s = job_create(job_id, &create_job_driver, JOB_MANUAL_DISMISS, errp);
+    if (!s) {
+        return false;
+    }
+    s->drv = drv;
+    if (!create_job_setup(s, options, errp)) {
+        job_early_fail(&s->job);
+        return false;
+    }
+    job_start(&s->job);
+    return true;
+}

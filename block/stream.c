@@ -1,0 +1,231 @@
+/*
+ * block-stream: copies into the top node of a backing chain the data
+ * that the nodes between it and a base (exclusive) hold, then makes the
+ * base the top's backing node, so that the nodes in between can go.
+ *
+ * Invariants:
+ *  1. Every copy is a copy-on-read through the top node (io.c's
+ *     bdrv_cor_preadv()): a serialising request that copies only the
+ *     clusters the top does not hold yet.  A guest write racing the copy
+ *     either lands first (the copy then skips its clusters) or waits for
+ *     the copy (and then overwrites it): it is never lost, and the top
+ *     never gets stale data over new data.
+ *  2. Only ranges some node above the base holds are copied; what the
+ *     base and its own chain hold stays where it is.
+ *  3. The graph changes (the top's backing edge and the backing file its
+ *     image names) happen once, in prepare, after every copy finished;
+ *     a cancelled or failed stream leaves the chain as it was, with the
+ *     copied clusters in the top (which read the same).
+ */
+#include "job/block-jobs.h"
+
+#include "block/block.h"
+#include "block/block_int.h"
+
+/* Bytes copied per request: QEMU's size, large enough for throughput,
+ * small enough that a pause or cancel takes effect soon. */
+#define STREAM_CHUNK (512 * 1024)
+
+typedef struct StreamJob {
+    BlockJob common;
+    BlockBackend *blk;              /* on the top node */
+    BlockDriverState *top;
+    /* the node right above the base (the last one streamed from) */
+    BlockDriverState *bottom;
+    /* the new backing node of the top: below bottom (NULL: none) */
+    BlockDriverState *base;
+    char *backing_file;
+    BlockdevOnError on_error;
+} StreamJob;
+
+/* Invariant 2: whether a node from @bs down to @bottom holds the range. */
+static int coroutine_fn stream_is_allocated_above(StreamJob *s,
+                                                  int64_t offset,
+                                                  int64_t bytes,
+                                                  int64_t *pnum)
+{
+    BlockDriverState *below = bdrv_backing_chain_next(s->top);
+    int ret;
+
+    if (!below) {
+        *pnum = bytes;
+        return 0;
+    }
+    ret = bdrv_co_block_status_above(below, s->base, false, offset, bytes,
+                                     pnum, NULL, NULL, NULL);
+    if (ret < 0) {
+        return ret;
+    }
+    return !!(ret & BDRV_BLOCK_ALLOCATED);
+}
+
+/* Invariant 1: the copy-on-read of one range into the top. */
+static int coroutine_fn stream_populate(StreamJob *s, int64_t offset,
+                                        int64_t bytes, void *buf)
+{
+    QEMUIOVector qiov;
+
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    return blk_co_preadv(s->blk, offset, bytes, &qiov,
+                         BDRV_REQ_COPY_ON_READ);
+}
+
+static int coroutine_fn stream_run(Job *job, Error **errp)
+{
+    StreamJob *s = (StreamJob *)job;
+    g_autofree void *buf = NULL;
+    int64_t len, offset, n = 0, delay = 0;
+    int error = 0;
+
+    if (s->top == s->bottom) {
+        return 0;       /* nothing between the top and the base */
+    }
+    len = blk_getlength(s->blk);
+    if (len < 0) {
+        error_setg_errno(errp, -len, "Could not get the length of node "
+                         "'%s'", bdrv_get_node_name(s->top));
+        return len;
+    }
+    job_progress_set_remaining(job, len);
+    buf = blk_blockalign(s->blk, STREAM_CHUNK);
+
+    for (offset = 0; offset < len; offset += n) {
+        bool copy = false;
+        int ret;
+
+        job_sleep_ns(job, delay);
+        if (job_is_cancelled(job)) {
+            break;
+        }
+        ret = bdrv_co_is_allocated(s->top, offset, STREAM_CHUNK, &n);
+        if (ret == 0) {
+            ret = stream_is_allocated_above(s, offset, n, &n);
+            copy = ret > 0;
+        }
+        if (ret >= 0 && copy) {
+            ret = stream_populate(s, offset, n, buf);
+        }
+        if (ret < 0) {
+            BlockErrorAction action =
+                block_job_error_action(&s->common, s->on_error, true, -ret);
+
+            if (action == BLOCK_ERROR_ACTION_STOP) {
+                n = 0;
+                continue;
+            }
+            if (!error) {
+                error = ret;
+            }
+            if (action == BLOCK_ERROR_ACTION_REPORT) {
+                break;
+            }
+        }
+        job_progress_update(job, n);
+        delay = copy ? job_ratelimit_delay(job, n) : 0;
+    }
+    if (error) {
+        error_setg_errno(errp, -error, "Could not stream into node '%s'",
+                         bdrv_get_node_name(s->top));
+    }
+    return error;
+}
+
+/* Invariant 3: the top's new backing node, in the graph and on disk. */
+static int stream_prepare(Job *job)
+{
+    StreamJob *s = (StreamJob *)job;
+    const char *base_id = NULL, *base_fmt = NULL;
+    Error *err = NULL;
+    int ret;
+
+    if (!s->top->backing) {
+        return 0;
+    }
+    if (s->base) {
+        base_id = s->backing_file ? s->backing_file :
+                  bdrv_get_filename(s->base);
+        base_fmt = bdrv_get_format_name(s->base);
+    }
+    bdrv_drained_begin(s->top);
+    ret = block_job_set_backing_hd(s->top, s->base, &err);
+    if (ret == 0) {
+        ret = bdrv_change_backing_file(s->top, base_id, base_fmt, false);
+    }
+    bdrv_drained_end(s->top);
+    if (err) {
+        error_report_err(err);
+    }
+    return ret < 0 ? -EPERM : 0;
+}
+
+static void stream_clean(Job *job)
+{
+    StreamJob *s = (StreamJob *)job;
+
+    if (s->blk) {
+        blk_unref(s->blk);
+        s->blk = NULL;
+    }
+    block_job_remove_all_bdrv(&s->common);
+}
+
+static void stream_free(Job *job)
+{
+    StreamJob *s = (StreamJob *)job;
+
+    stream_clean(job);
+    if (s->base) {
+        bdrv_unref(s->base);
+    }
+    g_free(s->backing_file);
+}
+
+static const JobDriver stream_job_driver = {
+    .instance_size = sizeof(StreamJob),
+    .job_type = "stream",
+    .run = stream_run,
+    .prepare = stream_prepare,
+    .clean = stream_clean,
+    .free = stream_free,
+    .listener = &block_job_listener,
+};
+
+bool stream_start(const char *job_id, BlockDriverState *top,
+                  BlockDriverState *bottom, const StreamOptions *opts,
+                  Error **errp)
+{
+    StreamJob *s;
+
+    s = block_job_create(job_id, &stream_job_driver, top, 0,
+                         BLK_PERM_ALL, opts->speed, opts->job_flags, errp);
+    if (!s) {
+        return false;
+    }
+    s->top = top;
+    s->bottom = bottom;
+    s->base = bdrv_backing_chain_next(bottom);
+    if (s->base) {
+        bdrv_ref(s->base);
+    }
+    s->backing_file = g_strdup(opts->backing_file);
+    s->on_error = opts->on_error;
+    /* the nodes whose data goes up: nobody else may change them */
+    for (BlockDriverState *n = bdrv_backing_chain_next(top);
+         n && n != s->base; n = bdrv_backing_chain_next(n)) {
+        if (block_job_add_bdrv(&s->common, "intermediate node", n, 0,
+                               BLK_PERM_CONSISTENT_READ |
+                               BLK_PERM_WRITE_UNCHANGED, errp) < 0) {
+            job_early_fail(&s->common.job);
+            return false;
+        }
+    }
+    s->blk = blk_new(bdrv_get_aio_context(top),
+                     BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE,
+                     BLK_PERM_ALL);
+    if (blk_insert_bs(s->blk, top, errp) < 0) {
+        job_early_fail(&s->common.job);
+        return false;
+    }
+    job_start(&s->common.job);
+    return true;
+}

@@ -1,0 +1,677 @@
+/*
+ * QMP commands on jobs (job-qmp.h).  The lookups and their messages are
+ * QEMU's: job-* commands say "Job not found", block-job-* commands
+ * "Block job 'x' not found" (class DeviceNotActive).
+ */
+#include "job-qmp.h"
+
+#include "block/block.h"
+#include "qblock/block-node.h"
+#include "job/block-jobs.h"
+#include "job/blockjob.h"
+#include "job/create.h"
+#include "qmp-dispatch.h"
+
+static Job *job_qmp_find(const char *id, Error **errp)
+{
+    Job *job = job_get(id);
+
+    if (!job) {
+        error_setg(errp, "Job not found");
+    }
+    return job;
+}
+
+static BlockJob *job_qmp_find_block_job(const char *id, Error **errp)
+{
+    Job *job = job_get(id);
+    BlockJob *bjob = job ? block_job_from_job(job) : NULL;
+
+    if (!bjob) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_ACTIVE,
+                  "Block job '%s' not found", id);
+    }
+    return bjob;
+}
+
+static JsonNode *job_qmp_info(Job *job)
+{
+    g_autoptr(JsonObject) info = json_object_new();
+
+    json_object_set_string_member(info, "id", job->id);
+    json_object_set_string_member(info, "type", job->driver->job_type);
+    json_object_set_string_member(info, "status", JobStatus_str[job->status]);
+    json_object_set_int_member(info, "current-progress",
+                               job->progress_current);
+    json_object_set_int_member(info, "total-progress", job->progress_total);
+    if (job->ret) {
+        json_object_set_string_member(info, "error",
+                                      error_get_pretty(job->err));
+    }
+    return json_node_init_object(json_node_alloc(), info);
+}
+
+static void qmp_query_jobs(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    for (Job *job = job_next(NULL); job; job = job_next(job)) {
+        json_array_add_element(list, job_qmp_info(job));
+    }
+    *ret = json_node_init_array(json_node_alloc(), list);
+}
+
+static JsonNode *job_qmp_block_job_info(BlockJob *bjob)
+{
+    g_autoptr(JsonObject) info = json_object_new();
+    Job *job = &bjob->job;
+
+    json_object_set_string_member(info, "type", job->driver->job_type);
+    json_object_set_string_member(info, "device", job->id);
+    json_object_set_int_member(info, "len", job->progress_total);
+    json_object_set_int_member(info, "offset", job->progress_current);
+    json_object_set_boolean_member(info, "busy", job->busy);
+    json_object_set_boolean_member(info, "paused", job->pause_count > 0);
+    json_object_set_int_member(info, "speed", job->speed);
+    json_object_set_string_member(info, "io-status",
+                                  BlockJobIoStatus_str[bjob->iostatus]);
+    json_object_set_boolean_member(info, "ready", job_is_ready(job));
+    json_object_set_string_member(info, "status", JobStatus_str[job->status]);
+    json_object_set_boolean_member(info, "auto-finalize", job->auto_finalize);
+    json_object_set_boolean_member(info, "auto-dismiss", job->auto_dismiss);
+    if (job->ret) {
+        json_object_set_string_member(info, "error",
+                                      error_get_pretty(job->err));
+    }
+    return json_node_init_object(json_node_alloc(), info);
+}
+
+static void qmp_query_block_jobs(JsonObject *args, JsonNode **ret,
+                                 Error **errp)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    for (Job *job = job_next(NULL); job; job = job_next(job)) {
+        BlockJob *bjob = block_job_from_job(job);
+
+        if (bjob) {
+            json_array_add_element(list, job_qmp_block_job_info(bjob));
+        }
+    }
+    *ret = json_node_init_array(json_node_alloc(), list);
+}
+
+/* job-resume and block-job-resume: a job stopped by an error goes on. */
+static void job_qmp_resume(Job *job, Error **errp)
+{
+    BlockJob *bjob = block_job_from_job(job);
+
+    if (job_user_resume(job, errp) && bjob) {
+        block_job_iostatus_reset(bjob);
+    }
+}
+
+static void qmp_job_pause(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_user_pause(job, errp);
+    }
+}
+
+static void qmp_job_resume(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_qmp_resume(job, errp);
+    }
+}
+
+static void qmp_job_cancel(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_user_cancel(job, true, errp);
+    }
+}
+
+static void qmp_job_complete(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_complete(job, errp);
+    }
+}
+
+static void qmp_job_dismiss(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_dismiss(job, errp);
+    }
+}
+
+static void qmp_job_finalize(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        job_finalize(job, errp);
+    }
+}
+
+static BlockJob *job_qmp_block_job_arg(JsonObject *args, const char *name,
+                                       Error **errp)
+{
+    return job_qmp_find_block_job(json_object_get_string_member(args, name),
+                                  errp);
+}
+
+static void qmp_block_job_set_speed(JsonObject *args, JsonNode **ret,
+                                    Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+
+    if (bjob) {
+        job_set_speed(&bjob->job, json_object_get_int_member(args, "speed"),
+                      errp);
+    }
+}
+
+static void qmp_block_job_cancel(JsonObject *args, JsonNode **ret,
+                                 Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+    bool force = json_object_get_boolean_member_with_default(args, "force",
+                                                             false);
+
+    if (!bjob) {
+        return;
+    }
+    if (bjob->job.user_paused && !force) {
+        error_setg(errp, "The block job for device '%s' is currently paused",
+                   bjob->job.id);
+        return;
+    }
+    job_user_cancel(&bjob->job, force, errp);
+}
+
+static void qmp_block_job_pause(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+
+    if (bjob) {
+        job_user_pause(&bjob->job, errp);
+    }
+}
+
+static void qmp_block_job_resume(JsonObject *args, JsonNode **ret,
+                                 Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+
+    if (bjob) {
+        job_qmp_resume(&bjob->job, errp);
+    }
+}
+
+static void qmp_block_job_complete(JsonObject *args, JsonNode **ret,
+                                   Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+
+    if (bjob) {
+        job_complete(&bjob->job, errp);
+    }
+}
+
+static void qmp_block_job_finalize(JsonObject *args, JsonNode **ret,
+                                   Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "id", errp);
+
+    if (bjob) {
+        job_finalize(&bjob->job, errp);
+    }
+}
+
+static void qmp_block_job_dismiss(JsonObject *args, JsonNode **ret,
+                                  Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, "id", errp);
+
+    if (bjob) {
+        job_dismiss(&bjob->job, errp);
+    }
+}
+
+static void qmp_blockdev_create(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    blockdev_create_start(json_object_get_string_member(args, "job-id"),
+                          json_object_get_object_member(args, "options"),
+                          errp);
+}
+
+/* QEMU's bdrv_lookup_bs() for a name that may be a device or a node. */
+static BlockDriverState *job_qmp_lookup_bs(const char *device,
+                                           const char *node, Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(device ? device : node);
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
+                   device ? device : "", node ? node : "");
+    }
+    return bs;
+}
+
+static bool job_qmp_chain_contains(BlockDriverState *top,
+                                   BlockDriverState *bs)
+{
+    for (; top; top = bdrv_backing_chain_next(top)) {
+        if (top == bs) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The node of the chain under @top whose backing node is @base. */
+static BlockDriverState *job_qmp_above(BlockDriverState *top,
+                                       BlockDriverState *base)
+{
+    while (bdrv_backing_chain_next(top) != base) {
+        top = bdrv_backing_chain_next(top);
+    }
+    return top;
+}
+
+static const char *job_qmp_str(JsonObject *args, const char *name)
+{
+    return json_object_get_string_member_with_default(args, name, NULL);
+}
+
+/* auto-finalize and auto-dismiss as JOB_MANUAL_* flags */
+static int job_qmp_flags(JsonObject *args)
+{
+    int flags = JOB_DEFAULT;
+
+    if (!json_object_get_boolean_member_with_default(args, "auto-finalize",
+                                                     true)) {
+        flags |= JOB_MANUAL_FINALIZE;
+    }
+    if (!json_object_get_boolean_member_with_default(args, "auto-dismiss",
+                                                     true)) {
+        flags |= JOB_MANUAL_DISMISS;
+    }
+    return flags;
+}
+
+static BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
+{
+    const char *value = job_qmp_str(args, name);
+
+    /* the schema checked the value */
+    return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
+}
+
+/* Which of base, base-node and bottom block-stream got: one at most. */
+static bool job_qmp_stream_exclusive(JsonObject *args, Error **errp)
+{
+    /* the pairs in the order QEMU checks them */
+    static const char *const pairs[][2] = {
+        { "base", "base-node" }, { "base", "bottom" },
+        { "bottom", "base-node" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(pairs); i++) {
+        if (json_object_has_member(args, pairs[i][0]) &&
+            json_object_has_member(args, pairs[i][1])) {
+            error_setg(errp, "'%s' and '%s' cannot be specified at the same "
+                       "time", pairs[i][0], pairs[i][1]);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The last node block-stream copies from, by base, base-node or bottom. */
+static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
+                                               BlockDriverState *bs,
+                                               Error **errp)
+{
+    const char *base = job_qmp_str(args, "base");
+    const char *base_node = job_qmp_str(args, "base-node");
+    const char *bottom = job_qmp_str(args, "bottom");
+    BlockDriverState *base_bs = NULL, *bottom_bs;
+
+    if (base) {
+        base_bs = block_job_find_backing(bs, base);
+        if (!base_bs) {
+            error_setg(errp, "Can't find '%s' in the backing chain", base);
+            return NULL;
+        }
+    } else if (base_node) {
+        base_bs = job_qmp_lookup_bs(NULL, base_node, errp);
+        if (!base_bs) {
+            return NULL;
+        }
+        if (bs == base_bs || !job_qmp_chain_contains(bs, base_bs)) {
+            error_setg(errp, "Node '%s' is not a backing image of '%s'",
+                       base_node, bdrv_get_node_name(bs));
+            return NULL;
+        }
+    } else if (bottom) {
+        bottom_bs = job_qmp_lookup_bs(NULL, bottom, errp);
+        if (!bottom_bs) {
+            return NULL;
+        }
+        if (!job_qmp_chain_contains(bs, bottom_bs)) {
+            error_setg(errp, "Node '%s' is not in a chain starting from "
+                       "'%s'", bottom, bdrv_get_node_name(bs));
+            return NULL;
+        }
+        return bottom_bs;
+    }
+    if (job_qmp_str(args, "backing-file") && !base_bs) {
+        error_setg(errp, "backing file specified, but streaming the entire "
+                   "chain");
+        return NULL;
+    }
+    return job_qmp_above(bs, base_bs);
+}
+
+static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    StreamOptions opts = {
+        .speed = json_object_get_int_member_with_default(args, "speed", 0),
+        .on_error = job_qmp_on_error(args, "on-error"),
+        .backing_file = job_qmp_str(args, "backing-file"),
+        .job_flags = job_qmp_flags(args),
+    };
+    BlockDriverState *bs, *bottom;
+
+    bs = job_qmp_lookup_bs(device, device, errp);
+    if (!bs || !job_qmp_stream_exclusive(args, errp)) {
+        return;
+    }
+    bottom = job_qmp_stream_bottom(args, bs, errp);
+    if (!bottom) {
+        return;
+    }
+    if (json_object_has_member(args, "filter-node-name")) {
+        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
+                   "the stream job inserts no filter node");
+        return;
+    }
+    if (block_job_node_busy(bs, errp)) {
+        return;
+    }
+    stream_start(job_qmp_str(args, "job-id"), bs, bottom, &opts, errp);
+}
+
+static const char *const job_qmp_sync_names[] = {
+    [MIRROR_SYNC_TOP] = "top",
+    [MIRROR_SYNC_FULL] = "full",
+    [MIRROR_SYNC_NONE] = "none",
+};
+
+/* granularity and buf-size, checked with QEMU's messages */
+static bool job_qmp_mirror_sizes(JsonObject *args, MirrorOptions *opts,
+                                 Error **errp)
+{
+    opts->granularity = json_object_get_int_member_with_default(
+                            args, "granularity", 0);
+    opts->buf_size = json_object_get_int_member_with_default(
+                         args, "buf-size", 0);
+    if (opts->granularity != 0 &&
+        (opts->granularity < 512 || opts->granularity > 64 * MiB)) {
+        error_setg(errp, "Parameter 'granularity' expects a value in range "
+                   "[512B, 64MB]");
+        return false;
+    }
+    if (opts->granularity & (opts->granularity - 1)) {
+        error_setg(errp, "Parameter 'granularity' expects a power of 2");
+        return false;
+    }
+    if (opts->buf_size < 0) {
+        error_setg(errp, "Parameter 'buf-size' expects a non-negative "
+                   "value");
+        return false;
+    }
+    return true;
+}
+
+static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *target = json_object_get_string_member(args, "target");
+    const char *sync = json_object_get_string_member(args, "sync");
+    const char *mode = job_qmp_str(args, "copy-mode");
+    const char *replaces = job_qmp_str(args, "replaces");
+    MirrorOptions opts = {
+        .write_blocking = mode && !strcmp(mode, "write-blocking"),
+        .on_source_error = job_qmp_on_error(args, "on-source-error"),
+        .on_target_error = job_qmp_on_error(args, "on-target-error"),
+        .speed = json_object_get_int_member_with_default(args, "speed", 0),
+        .job_flags = job_qmp_flags(args),
+    };
+    BlockDriverState *bs, *target_bs;
+
+    bs = job_qmp_lookup_bs(device, device, errp);
+    if (!bs) {
+        return;
+    }
+    target_bs = job_qmp_lookup_bs(target, target, errp);
+    if (!target_bs) {
+        return;
+    }
+    opts.sync = -1;
+    for (size_t i = 0; i < G_N_ELEMENTS(job_qmp_sync_names); i++) {
+        if (!strcmp(sync, job_qmp_sync_names[i])) {
+            opts.sync = i;
+        }
+    }
+    if (opts.sync == (MirrorSyncMode)-1) {
+        /* incremental and bitmap need a dirty bitmap to start from */
+        error_setg(errp, "Sync mode '%s' not supported", sync);
+        return;
+    }
+    if (!job_qmp_mirror_sizes(args, &opts, errp)) {
+        return;
+    }
+    if (bs == target_bs) {
+        error_setg(errp, "Can't mirror node into itself");
+        return;
+    }
+    if (replaces) {
+        opts.replaces = job_qmp_lookup_bs(replaces, replaces, errp);
+        if (!opts.replaces) {
+            return;
+        }
+    }
+    if (json_object_has_member(args, "filter-node-name")) {
+        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
+                   "the mirror job inserts no filter node");
+        return;
+    }
+    if (block_job_node_busy(bs, errp) || block_job_node_busy(target_bs,
+                                                              errp)) {
+        return;
+    }
+    mirror_start(job_qmp_str(args, "job-id"), bs, target_bs, &opts, errp);
+}
+
+/* block-commit's top (default: the active layer @bs) */
+static BlockDriverState *job_qmp_commit_top(JsonObject *args,
+                                            BlockDriverState *bs,
+                                            Error **errp)
+{
+    const char *top = job_qmp_str(args, "top");
+    const char *top_node = job_qmp_str(args, "top-node");
+    BlockDriverState *top_bs = bs;
+
+    if (top && top_node) {
+        error_setg(errp, "'top-node' and 'top' are mutually exclusive");
+        return NULL;
+    }
+    if (top_node) {
+        top_bs = job_qmp_lookup_bs(NULL, top_node, errp);
+        if (!top_bs) {
+            return NULL;
+        }
+        if (!job_qmp_chain_contains(bs, top_bs)) {
+            error_setg(errp, "'%s' is not in this backing file chain",
+                       top_node);
+            return NULL;
+        }
+    } else if (top) {
+        /* the active layer's own name, or a backing file's */
+        top_bs = strcmp(bdrv_get_filename(bs), top) ?
+                 block_job_find_backing(bs, top) : bs;
+        if (!top_bs) {
+            error_setg(errp, "Top image file %s not found", top);
+            return NULL;
+        }
+    }
+    return top_bs;
+}
+
+/* block-commit's base (default: the bottom of the chain) */
+static BlockDriverState *job_qmp_commit_base(JsonObject *args,
+                                             BlockDriverState *top_bs,
+                                             Error **errp)
+{
+    const char *base = job_qmp_str(args, "base");
+    const char *base_node = job_qmp_str(args, "base-node");
+    BlockDriverState *base_bs;
+
+    if (base && base_node) {
+        error_setg(errp, "'base-node' and 'base' are mutually exclusive");
+        return NULL;
+    }
+    if (base_node) {
+        base_bs = job_qmp_lookup_bs(NULL, base_node, errp);
+        if (!base_bs) {
+            return NULL;
+        }
+        if (!job_qmp_chain_contains(top_bs, base_bs)) {
+            error_setg(errp, "'%s' is not in this backing file chain",
+                       base_node);
+            return NULL;
+        }
+    } else if (base) {
+        base_bs = block_job_find_backing(top_bs, base);
+        if (!base_bs) {
+            error_setg(errp, "Can't find '%s' in the backing chain", base);
+            return NULL;
+        }
+    } else {
+        base_bs = top_bs;
+        while (bdrv_backing_chain_next(base_bs)) {
+            base_bs = bdrv_backing_chain_next(base_bs);
+        }
+        if (base_bs == top_bs) {
+            error_setg(errp, "There is no backimg image");
+            return NULL;
+        }
+    }
+    return base_bs;
+}
+
+static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *backing_file = job_qmp_str(args, "backing-file");
+    const char *job_id = job_qmp_str(args, "job-id");
+    BlockDriverState *bs, *top_bs, *base_bs;
+
+    bs = bdrv_find_node(device);
+    if (!bs) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND, "Device '%s' not found",
+                  device);
+        return;
+    }
+    if (!block_job_node_is_root(bs)) {
+        error_setg(errp, "Need a root block node");
+        return;
+    }
+    top_bs = job_qmp_commit_top(args, bs, errp);
+    if (!top_bs) {
+        return;
+    }
+    base_bs = job_qmp_commit_base(args, top_bs, errp);
+    if (!base_bs) {
+        return;
+    }
+    if (top_bs == base_bs) {
+        error_setg(errp, "cannot commit an image into itself");
+        return;
+    }
+    if (json_object_has_member(args, "filter-node-name")) {
+        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
+                   "the commit job inserts no filter node");
+        return;
+    }
+    if (block_job_node_busy(top_bs, errp)) {
+        return;
+    }
+    if (top_bs == bs) {
+        MirrorOptions opts = {
+            .on_source_error = job_qmp_on_error(args, "on-error"),
+            .on_target_error = job_qmp_on_error(args, "on-error"),
+            .speed = json_object_get_int_member_with_default(args, "speed",
+                                                             0),
+            .job_flags = job_qmp_flags(args),
+        };
+
+        if (backing_file) {
+            error_setg(errp, "'backing-file' specified, but 'top' is the "
+                       "active layer");
+            return;
+        }
+        commit_active_start(job_id, bs, base_bs, &opts, errp);
+    } else {
+        CommitOptions opts = {
+            .on_error = job_qmp_on_error(args, "on-error"),
+            .speed = json_object_get_int_member_with_default(args, "speed",
+                                                             0),
+            .backing_file = backing_file,
+            .job_flags = job_qmp_flags(args),
+        };
+
+        commit_start(job_id, top_bs, base_bs, &opts, errp);
+    }
+}
+
+void job_register_commands(void)
+{
+    qmp_register_command("blockdev-mirror", qmp_blockdev_mirror);
+    qmp_register_command("block-commit", qmp_block_commit);
+    qmp_register_command("block-stream", qmp_block_stream);
+    qmp_register_command("blockdev-create", qmp_blockdev_create);
+    qmp_register_command("query-jobs", qmp_query_jobs);
+    qmp_register_command("job-pause", qmp_job_pause);
+    qmp_register_command("job-resume", qmp_job_resume);
+    qmp_register_command("job-cancel", qmp_job_cancel);
+    qmp_register_command("job-complete", qmp_job_complete);
+    qmp_register_command("job-dismiss", qmp_job_dismiss);
+    qmp_register_command("job-finalize", qmp_job_finalize);
+    qmp_register_command("query-block-jobs", qmp_query_block_jobs);
+    qmp_register_command("block-job-set-speed", qmp_block_job_set_speed);
+    qmp_register_command("block-job-cancel", qmp_block_job_cancel);
+    qmp_register_command("block-job-pause", qmp_block_job_pause);
+    qmp_register_command("block-job-resume", qmp_block_job_resume);
+    qmp_register_command("block-job-complete", qmp_block_job_complete);
+    qmp_register_command("block-job-finalize", qmp_block_job_finalize);
+    qmp_register_command("block-job-dismiss", qmp_block_job_dismiss);
+}

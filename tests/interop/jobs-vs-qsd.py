@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Jobs against the real qemu-storage-daemon: each scenario is one QMP
+script run against QEMU 7.2's daemon and against ours, each in a
+directory of its own prepared the same way (with the real qemu-img and
+qemu-io).  The replies and the events must match once paths, timestamps
+and (where a scenario says so) progress figures are filtered; then the
+images each daemon left are compared with the real `qemu-img compare`
+and must pass the real `qemu-img check`.
+
+    jobs-vs-qsd.py BUILD_DIR
+Prints "N passed, N failed, N skipped" last; exits 77 when
+qemu-storage-daemon is not installed.  Names of scenarios after BUILD_DIR
+run only those.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                '..', 'daemon'))
+from qsd import QmpClient, wait_for  # noqa: E402
+
+TIMEOUT = 60
+PROGRESS = ('len', 'offset', 'current-progress', 'total-progress')
+
+
+class Run:
+    """One daemon running one scenario in directory @d."""
+
+    def __init__(self, binary, d):
+        self.d = d
+        self.replies = []
+        self.events = []
+        sock = os.path.join(d, 'qmp.sock')
+        self.proc = subprocess.Popen(
+            [binary, '--chardev',
+             'socket,id=m0,path=%s,server=on,wait=off' % sock,
+             '--monitor', 'chardev=m0'], cwd=d,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if not wait_for(lambda: os.path.exists(sock) or
+                        self.proc.poll() is not None):
+            raise RuntimeError('%s: no QMP socket' % binary)
+        self.qmp = QmpClient(sock)
+        self.qmp.negotiate()
+
+    def cmd(self, name, args):
+        r = self.qmp.cmd(name, args)
+        self.replies.append((name, r))
+        self._take_events()
+
+    def _take_events(self):
+        self.events += self.qmp.events
+        self.qmp.events = []
+
+    def wait(self, job, status):
+        """Reads events until JOB_STATUS_CHANGE of @job to @status."""
+        end = time.monotonic() + TIMEOUT
+        while time.monotonic() < end:
+            for e in self.events:
+                if e['event'] == 'JOB_STATUS_CHANGE' and \
+                        e['data'] == {'id': job, 'status': status}:
+                    return True
+            msg = self.qmp.recv(end - time.monotonic())
+            if msg is None:
+                break
+            if 'event' in msg:
+                self.events.append(msg)
+        raise RuntimeError('job %s never reached %s' % (job, status))
+
+    def quit(self):
+        self.qmp.cmd('quit')
+        self.proc.wait(timeout=TIMEOUT)
+        self.qmp.close()
+
+
+def normalise(value, d, progress):
+    if isinstance(value, dict):
+        return {k: ('N' if progress and k in PROGRESS else
+                    normalise(v, d, progress))
+                for k, v in value.items() if k != 'timestamp'}
+    if isinstance(value, (list, tuple)):
+        return [normalise(v, d, progress) for v in value]
+    if isinstance(value, str):
+        return value.replace(d, '$DIR')
+    return value
+
+
+def sh(d, line):
+    subprocess.run(line, shell=True, cwd=d, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def substitute(value, d):
+    if isinstance(value, dict):
+        return {k: substitute(v, d) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, d) for v in value]
+    if isinstance(value, str):
+        return value.replace('$DIR', d)
+    return value
+
+
+def run_scenario(binary, d, steps):
+    run = None
+    for step in steps:
+        if step[0] == 'sh':
+            sh(d, step[1])
+        elif step[0] == 'start':
+            run = Run(binary, d)
+        elif step[0] == 'qmp':
+            run.cmd(step[1], substitute(step[2], d) if len(step) > 2
+                    else None)
+        elif step[0] == 'wait':
+            run.wait(step[1], step[2])
+        elif step[0] == 'sleep':
+            time.sleep(step[1])
+    run.quit()
+    return run
+
+
+class Tests:
+    def __init__(self):
+        self.passed = self.failed = self.skipped = 0
+
+    def check(self, what, cond, detail=''):
+        if cond:
+            self.passed += 1
+            print('ok %s' % what)
+        else:
+            self.failed += 1
+            print('FAIL %s%s' % (what, '\n' + detail if detail else ''))
+
+
+def diff_lists(a, b):
+    out = []
+    for i in range(max(len(a), len(b))):
+        x = a[i] if i < len(a) else None
+        y = b[i] if i < len(b) else None
+        if x != y:
+            out.append('  qemu:   %s\n  qblock: %s' % (json.dumps(x),
+                                                       json.dumps(y)))
+    return '\n'.join(out)
+
+
+def compare(tests, name, scenario, build, top):
+    ours = os.path.join(build, 'qblock-storage-daemon')
+    progress = scenario.get('filter_progress', False)
+    runs = {}
+    for label, binary in (('qemu', 'qemu-storage-daemon'), ('qblock', ours)):
+        d = os.path.join(top, name, label)
+        os.makedirs(d)
+        runs[label] = (d, run_scenario(binary, d, scenario['steps']))
+    (dq, rq), (db, rb) = runs['qemu'], runs['qblock']
+    rep_q = normalise(rq.replies, dq, progress)
+    rep_b = normalise(rb.replies, db, progress)
+    tests.check('%s: replies' % name, rep_q == rep_b,
+                diff_lists(rep_q, rep_b))
+    ev_q = normalise(rq.events, dq, progress)
+    ev_b = normalise(rb.events, db, progress)
+    tests.check('%s: events' % name, ev_q == ev_b, diff_lists(ev_q, ev_b))
+    for img in scenario.get('images', []):
+        a, b = os.path.join(dq, img), os.path.join(db, img)
+        p = subprocess.run(['qemu-img', 'compare', a, b],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tests.check('%s: %s compares identical' % (name, img),
+                    p.returncode == 0, p.stdout.decode())
+        if img.endswith('.qcow2'):
+            p = subprocess.run(['qemu-img', 'check', b],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            tests.check('%s: %s passes qemu-img check' % (name, img),
+                        p.returncode == 0, p.stdout.decode())
+        for key in scenario.get('info_keys', []):
+            infos = []
+            for path, d in ((a, dq), (b, db)):
+                out = subprocess.run(['qemu-img', 'info', '-U',
+                                      '--output=json', path],
+                                     stdout=subprocess.PIPE).stdout
+                infos.append(normalise(json.loads(out).get(key), d, False))
+            tests.check('%s: %s %s' % (name, img, key), infos[0] == infos[1],
+                        'qemu %r, qblock %r' % tuple(infos))
+
+
+# ---------------------------------------------------------------------------
+# The scenarios
+
+def node(name, filename, backing=None, fmt='qcow2'):
+    opts = {'driver': fmt, 'node-name': name,
+            'file': {'driver': 'file', 'filename': '$DIR/' + filename}}
+    if backing is not None:
+        opts['backing'] = backing
+    return ('qmp', 'blockdev-add', opts)
+
+
+CREATE = {
+    'steps': [
+        ('sh', 'qemu-img create -q -f raw base.img 64M'),
+        ('start',),
+        ('qmp', 'blockdev-create', {'job-id': 'c1', 'options': {
+            'driver': 'file', 'filename': '$DIR/a.qcow2', 'size': 0}}),
+        ('wait', 'c1', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c1'}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'fa',
+                                 'filename': '$DIR/a.qcow2'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c2', 'options': {
+            'driver': 'qcow2', 'file': 'fa', 'size': 64 << 20,
+            'cluster-size': 16384, 'lazy-refcounts': True,
+            'refcount-bits': 8, 'extended-l2': True,
+            'backing-file': 'base.img', 'backing-fmt': 'raw'}}),
+        ('wait', 'c2', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c2'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c3', 'options': {
+            'driver': 'file', 'filename': '$DIR/b.qcow2', 'size': 0}}),
+        ('wait', 'c3', 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'c3'}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'fb',
+                                 'filename': '$DIR/b.qcow2'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c4', 'options': {
+            'driver': 'qcow2', 'file': 'fb', 'size': 1 << 30,
+            'version': 'v2', 'preallocation': 'metadata'}}),
+        ('wait', 'c4', 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'c4'}),
+        # failures: in the job, and before it
+        ('qmp', 'blockdev-create', {'job-id': 'c5', 'options': {
+            'driver': 'qcow2', 'file': 'nonexistent', 'size': 1 << 20}}),
+        ('wait', 'c5', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c5'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c6', 'options': {
+            'driver': 'qcow2', 'file': 'fb', 'size': 1 << 20,
+            'cluster-size': 1000}}),
+        ('wait', 'c6', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c6'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c7', 'options': {
+            'driver': 'qcow2', 'file': 'fb', 'size': 1 << 20,
+            'version': 'v2', 'lazy-refcounts': True}}),
+        ('wait', 'c7', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c7'}),
+        ('qmp', 'blockdev-create', {'job-id': 'c8', 'options': {
+            'driver': 'raw'}}),
+        ('qmp', 'blockdev-create', {'job-id': '8c', 'options': {
+            'driver': 'file', 'filename': '$DIR/x', 'size': 0}}),
+        ('qmp', 'blockdev-create', {'job-id': 'c9', 'options': {
+            'driver': 'file', 'size': 0}}),
+        ('qmp', 'job-dismiss', {'id': 'nope'}),
+        ('qmp', 'job-cancel', {'id': 'nope'}),
+        ('qmp', 'block-job-cancel', {'device': 'nope'}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.qcow2', 'b.qcow2'],
+    'info_keys': ['format-specific', 'backing-filename', 'cluster-size'],
+}
+
+# base (0..1M) <- mid (2M..3M) <- top (4M..5M): every layer holds data
+CHAIN = [
+    ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
+           'qemu-io -f qcow2 -c "write -P 0x11 0 1M" base.qcow2 && '
+           'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 mid.qcow2 && '
+           'qemu-io -f qcow2 -c "write -P 0x22 2M 1M" mid.qcow2 && '
+           'qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 top.qcow2 && '
+           'qemu-io -f qcow2 -c "write -P 0x33 4M 1M" top.qcow2'),
+    ('start',),
+    node('base', 'base.qcow2'),
+    node('mid', 'mid.qcow2', 'base'),
+    node('top', 'top.qcow2', 'mid'),
+]
+
+STREAM = {
+    'steps': CHAIN + [
+        ('qmp', 'block-stream', {'device': 'top', 'base-node': 'base',
+                                 'job-id': 's1'}),
+        ('wait', 's1', 'null'),
+        ('qmp', 'query-block-jobs'),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's2'}),
+        ('wait', 's2', 'null'),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['top.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+STREAM_PARTIAL = {
+    'steps': CHAIN + [
+        ('qmp', 'block-stream', {'device': 'top', 'base': 'base.qcow2',
+                                 'job-id': 's0'}),
+        ('qmp', 'block-stream', {'device': 'top',
+                                 'base': '$DIR/base.qcow2',
+                                 'job-id': 's1', 'auto-finalize': False,
+                                 'auto-dismiss': False,
+                                 'backing-file': 'base.qcow2'}),
+        ('wait', 's1', 'pending'),
+        ('qmp', 'query-block-jobs'),
+        ('qmp', 'block-job-complete', {'device': 's1'}),
+        ('qmp', 'job-pause', {'id': 's1'}),
+        ('qmp', 'job-dismiss', {'id': 's1'}),
+        ('qmp', 'job-finalize', {'id': 's1'}),
+        ('wait', 's1', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'block-job-dismiss', {'id': 's1'}),
+    ],
+    'images': ['top.qcow2', 'mid.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+STREAM_ERRORS = {
+    'steps': CHAIN + [
+        ('qmp', 'block-stream', {'device': 'nope'}),
+        ('qmp', 'block-stream', {'device': 'top', 'base': 'x',
+                                 'base-node': 'base'}),
+        ('qmp', 'block-stream', {'device': 'top', 'base-node': 'base',
+                                 'bottom': 'mid'}),
+        ('qmp', 'block-stream', {'device': 'top', 'base': 'x',
+                                 'bottom': 'mid'}),
+        ('qmp', 'block-stream', {'device': 'top', 'base': 'nope.qcow2'}),
+        ('qmp', 'block-stream', {'device': 'top', 'base-node': 'top'}),
+        ('qmp', 'block-stream', {'device': 'mid', 'base-node': 'nope'}),
+        ('qmp', 'block-stream', {'device': 'top',
+                                 'backing-file': 'foo'}),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': '0bad'}),
+        ('qmp', 'block-stream', {'device': 'top', 'speed': -1}),
+        ('qmp', 'block-stream', {'device': 'base'}),
+        ('qmp', 'block-stream', {'device': 'base', 'job-id': 'b0'}),
+        ('wait', 'b0', 'null'),
+    ],
+    'images': ['top.qcow2'],
+}
+
+# a slow stream, paused, resumed and cancelled while it runs
+STREAM_VERBS = {
+    'filter_progress': True,
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
+               'qemu-io -f qcow2 -c "write -P 0x11 0 8M" base.qcow2 && '
+               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
+               'top.qcow2'),
+        ('start',),
+        node('base', 'base.qcow2'),
+        node('top', 'top.qcow2', 'base'),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's1',
+                                 'speed': 65536}),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's2'}),
+        ('qmp', 'job-resume', {'id': 's1'}),
+        ('qmp', 'block-job-pause', {'device': 's1'}),
+        ('wait', 's1', 'paused'),
+        ('qmp', 'block-job-pause', {'device': 's1'}),
+        ('qmp', 'block-job-cancel', {'device': 's1'}),
+        ('qmp', 'job-complete', {'id': 's1'}),
+        ('qmp', 'block-job-set-speed', {'device': 's1', 'speed': -5}),
+        ('qmp', 'block-job-set-speed', {'device': 's1', 'speed': 131072}),
+        ('qmp', 'block-job-resume', {'device': 's1'}),
+        ('wait', 's1', 'running'),
+        ('qmp', 'block-job-cancel', {'device': 's1'}),
+        ('wait', 's1', 'null'),
+        ('qmp', 'query-block-jobs'),
+    ],
+    'images': ['top.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+# a source with data and zeroes, mirrored to an empty target
+MIRROR_PREP = [
+    ('sh', 'qemu-img create -q -f qcow2 src.qcow2 16M && '
+           'qemu-io -f qcow2 -c "write -P 0x5a 0 3M" '
+           '-c "write -z 4M 1M" -c "write -P 0xa5 9M 1M" src.qcow2 && '
+           'qemu-img create -q -f qcow2 dst.qcow2 16M'),
+    ('start',),
+    node('src', 'src.qcow2'),
+    node('dst', 'dst.qcow2'),
+]
+
+MIRROR = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full'}),
+        ('wait', 'm1', 'ready'),
+        ('qmp', 'job-complete', {'id': 'm1'}),
+        ('wait', 'm1', 'null'),
+        ('qmp', 'query-block-jobs'),
+    ],
+    'images': ['dst.qcow2'],
+}
+
+MIRROR_SOFT_CANCEL = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full',
+                                    'granularity': 65536,
+                                    'buf-size': 1 << 20,
+                                    'copy-mode': 'write-blocking',
+                                    'auto-dismiss': False}),
+        ('wait', 'm1', 'ready'),
+        ('qmp', 'block-job-complete', {'device': 'nope'}),
+        ('qmp', 'block-job-cancel', {'device': 'm1'}),
+        ('wait', 'm1', 'concluded'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'm1'}),
+    ],
+    'images': ['dst.qcow2'],
+}
+
+MIRROR_ERRORS = {
+    'steps': MIRROR_PREP + [
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'src',
+                                    'sync': 'full', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'granularity': 1000}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'granularity': 256}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'incremental', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'nope',
+                                    'sync': 'full', 'job-id': 'm'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full'}),
+        ('qmp', 'blockdev-mirror', {'device': 'src', 'target': 'dst',
+                                    'sync': 'full', 'job-id': 'm',
+                                    'speed': -1}),
+    ],
+}
+
+COMMIT_ACTIVE = {
+    'filter_progress': True,
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c1'}),
+        ('wait', 'c1', 'ready'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-complete', {'id': 'c1'}),
+        ('wait', 'c1', 'null'),
+    ],
+    'images': ['base.qcow2'],
+}
+
+COMMIT_INTERMEDIATE = {
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c1',
+                                 'top-node': 'mid', 'base-node': 'base'}),
+        ('wait', 'c1', 'null'),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['top.qcow2', 'base.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+COMMIT_ERRORS = {
+    'steps': CHAIN + [
+        ('qmp', 'block-commit', {'device': 'nope'}),
+        ('qmp', 'block-commit', {'device': 'base', 'job-id': 'x'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top-node': 'mid', 'base-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top-node': 'base', 'base-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'backing-file': 'foo'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top': 'nope'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'top': 'a', 'top-node': 'mid'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'x',
+                                 'base': 'a', 'base-node': 'base'}),
+    ],
+}
+
+SCENARIOS = {
+    'create': CREATE,
+    'stream': STREAM,
+    'stream-partial': STREAM_PARTIAL,
+    'stream-errors': STREAM_ERRORS,
+    'stream-verbs': STREAM_VERBS,
+    'mirror': MIRROR,
+    'mirror-soft-cancel': MIRROR_SOFT_CANCEL,
+    'mirror-errors': MIRROR_ERRORS,
+    'commit-active': COMMIT_ACTIVE,
+    'commit-intermediate': COMMIT_INTERMEDIATE,
+    'commit-errors': COMMIT_ERRORS,
+}
+
+
+def main():
+    build = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else 'build')
+    only = sys.argv[2:]
+    tests = Tests()
+    if not shutil.which('qemu-storage-daemon'):
+        print('qemu-storage-daemon is not installed (Debian '
+              'qemu-system-common)')
+        return 77
+    top = tempfile.mkdtemp(prefix='jobs-vs-qsd-')
+    for name, scenario in SCENARIOS.items():
+        if only and name not in only:
+            continue
+        try:
+            compare(tests, name, scenario, build, top)
+        except Exception as e:      # a hang or a crash is a failure too
+            tests.check('%s: runs' % name, False, repr(e))
+    if tests.failed:
+        print('(files kept in %s)' % top)
+    else:
+        shutil.rmtree(top, ignore_errors=True)
+    print('%d passed, %d failed, %d skipped' %
+          (tests.passed, tests.failed, tests.skipped))
+    return 1 if tests.failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# blockdev-mirror of a qcow2 image full of data to an empty qcow2 image,
+# qemu-storage-daemon against qblock-storage-daemon, alternating in the
+# same run: seconds from blockdev-mirror to BLOCK_JOB_READY, and MiB/s.
+#   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]
+# Each daemon runs $RUNS times (default 2), alternating.  The image is on
+# ${TMPDIR:-/var/tmp}; the page cache is not dropped (both daemons read a
+# warm source).  This script prints figures; it never fails on them.
+set -u
+build=${1:?usage: bench-jobs.sh BUILD_DIR [SIZE_MIB]}
+size_mib=${2:-1024}
+runs=${RUNS:-2}
+command -v qemu-storage-daemon >/dev/null || {
+    echo "qemu-storage-daemon is not installed; nothing to compare against"
+    exit 77
+}
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-jobs.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+qemu-img create -q -f qcow2 "$dir/src.qcow2" "${size_mib}M"
+qemu-io -f qcow2 -c "write -P 0x5a 0 ${size_mib}M" "$dir/src.qcow2" \
+    >/dev/null
+
+python3 - "$build" "$dir" "$size_mib" "$runs" <<'PY'
+import os, subprocess, sys, time
+sys.path.insert(0, os.path.join(os.getcwd(), 'tests', 'daemon'))
+from qsd import QmpClient, wait_for
+
+build, d, size_mib, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+    int(sys.argv[4])
+daemons = [('qemu-storage-daemon', 'qemu-storage-daemon'),
+           ('qblock-storage-daemon',
+            os.path.join(build, 'qblock-storage-daemon'))]
+times = {name: [] for name, _ in daemons}
+for r in range(runs):
+    for name, binary in daemons:
+        dst = os.path.join(d, 'dst.qcow2')
+        subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', dst,
+                        '%dM' % size_mib], check=True)
+        sock = os.path.join(d, 'qmp.sock')
+        if os.path.exists(sock):
+            os.unlink(sock)
+        p = subprocess.Popen([binary, '--chardev',
+                              'socket,id=m,path=%s,server=on,wait=off'
+                              % sock, '--monitor', 'chardev=m'])
+        wait_for(lambda: os.path.exists(sock))
+        c = QmpClient(sock)
+        c.negotiate()
+        for node, f in (('src', 'src.qcow2'), ('dst', 'dst.qcow2')):
+            c.ok('blockdev-add', {'driver': 'qcow2', 'node-name': node,
+                                  'file': {'driver': 'file',
+                                           'filename': os.path.join(d, f)}})
+        t0 = time.monotonic()
+        c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
+                                 'target': 'dst', 'sync': 'full'})
+        ready = c.event('BLOCK_JOB_READY', timeout=600)
+        secs = time.monotonic() - t0
+        c.ok('block-job-cancel', {'device': 'm'})
+        c.event('BLOCK_JOB_COMPLETED', timeout=60)
+        c.cmd('quit')
+        p.wait()
+        if ready is None:
+            print('%s: no BLOCK_JOB_READY within 600 s' % name)
+            continue
+        times[name].append(secs)
+        print('run %d %-22s %6.2f s  %7.1f MiB/s' %
+              (r + 1, name, secs, size_mib / secs))
+for name, ts in times.items():
+    if ts:
+        best = min(ts)
+        print('best  %-22s %6.2f s  %7.1f MiB/s' % (name, best,
+                                                    size_mib / best))
+PY
