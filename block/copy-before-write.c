@@ -29,12 +29,19 @@
  *     copy could not hold the source otherwise; QEMU 7.2 accepts a
  *     shorter target and fails an assertion at the first write past its
  *     end).
+ *  5. The snapshot (cbw_co_preadv_snapshot, for snapshot-access) reads a
+ *     done cluster from the target and any other from the source; while
+ *     it reads clusters from the source they are in s->frozen, and a
+ *     guest request whose clusters are done waits for the frozen reads
+ *     that overlap them before it changes the source.  Once the snapshot
+ *     is broken, it reads -EACCES.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
  */
 
-#include "block/block_int.h"
+#include "copy-before-write.h"
+
 #include "qapi/qapi-opts.h"
 #include "util/cutils.h"
 
@@ -72,7 +79,29 @@ typedef struct BDRVCopyBeforeWriteState {
     guint8 *done;               /* one bit per cluster */
     GList *copies;              /* CbwCopy * */
     int snapshot_error;         /* -errno once the snapshot is broken */
+
+    /* --- invariant 5 --- */
+    GList *frozen;              /* CbwRange *: snapshot reads of the source */
+    CoQueue frozen_queue;       /* guest requests waiting for them */
 } BDRVCopyBeforeWriteState;
+
+/* Clusters [first, end) that a snapshot read is reading from the source. */
+typedef struct CbwRange {
+    int64_t first, end;
+} CbwRange;
+
+static bool cbw_frozen(BDRVCopyBeforeWriteState *s, int64_t first,
+                       int64_t end)
+{
+    for (GList *l = s->frozen; l; l = l->next) {
+        CbwRange *r = l->data;
+
+        if (r->first < end && first < r->end) {
+            return true;
+        }
+    }
+    return false;
+}
 
 static bool cbw_done(BDRVCopyBeforeWriteState *s, int64_t c)
 {
@@ -300,7 +329,81 @@ static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
         s->snapshot_error = ret;
         ret = 0;
     }
+    /* invariant 5: a snapshot read of the old data must finish first */
+    while (ret == 0 && cbw_frozen(s, offset / s->cluster_size, end)) {
+        qemu_co_queue_wait(&s->frozen_queue, NULL);
+    }
     return ret;
+}
+
+/* ---- the snapshot, for snapshot-access ---- */
+
+bool cbw_is_filter(BlockDriverState *bs)
+{
+    return bs->drv && !strcmp(bs->drv->format_name, "copy-before-write");
+}
+
+/* Reads clusters [c, e) of the snapshot into @qiov at @qoff (invariant 5). */
+static int coroutine_fn cbw_read_run(BlockDriverState *bs, int64_t c,
+                                     int64_t e, bool done, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t start = MAX(offset, c * s->cluster_size);
+    int64_t stop = MIN(offset + bytes, e * s->cluster_size);
+    CbwRange r = { .first = c, .end = e };
+    QEMUIOVector part;
+    int ret;
+
+    qemu_iovec_init_slice(&part, qiov, start - offset, stop - start);
+    if (done) {
+        ret = bdrv_co_preadv(s->target, start, stop - start, &part, 0);
+    } else {
+        s->frozen = g_list_prepend(s->frozen, &r);
+        ret = bdrv_co_preadv(bs->file, start, stop - start, &part, 0);
+        s->frozen = g_list_remove(s->frozen, &r);
+        qemu_co_queue_restart_all(&s->frozen_queue);
+    }
+    qemu_iovec_destroy(&part);
+    return ret;
+}
+
+int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        QEMUIOVector *qiov)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t c = offset / s->cluster_size;
+    int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
+                      s->nb_clusters);
+
+    while (c < end) {
+        CbwCopy *copy = cbw_find_copy(s, c);
+        bool done = cbw_done(s, c);
+        int64_t e = c + 1;
+        int ret;
+
+        if (s->snapshot_error) {
+            return -EACCES;
+        }
+        if (copy) {
+            /* done or not, the cluster reads alike after the copy */
+            copy->refcnt++;
+            cbw_wait_copy(bs, copy, 0);
+            cbw_copy_unref(copy);
+            continue;
+        }
+        while (e < end && cbw_done(s, e) == done && !cbw_find_copy(s, e)) {
+            e++;
+        }
+        ret = cbw_read_run(bs, c, e, done, offset, bytes, qiov);
+        if (ret < 0) {
+            return ret;
+        }
+        c = e;
+    }
+    /* broken while it read: what it read may be new data */
+    return s->snapshot_error ? -EACCES : 0;
 }
 
 /* ---- open, permissions ---- */
@@ -368,6 +471,7 @@ static int cbw_check_target(BlockDriverState *bs, Error **errp)
     s->cluster_size = cbw_cluster_size(s->target->bs);
     s->nb_clusters = DIV_ROUND_UP(src, s->cluster_size);
     s->done = g_malloc0(DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+    qemu_co_queue_init(&s->frozen_queue);
     return 0;
 }
 
@@ -431,8 +535,8 @@ static void cbw_close(BlockDriverState *bs)
 {
     BDRVCopyBeforeWriteState *s = bs->opaque;
 
-    /* closing drained the node: no copy is left in flight */
-    assert(!s->copies);
+    /* closing drained the node: no copy or snapshot read is left */
+    assert(!s->copies && !s->frozen);
     g_free(s->done);
 }
 

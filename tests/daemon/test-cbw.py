@@ -2,7 +2,9 @@
 """The copy-before-write filter in the daemon: a source exported through
 the filter while two qemu-io clients write the same clusters at once;
 afterwards the target holds the old data of every cluster written (and
-nothing else), the source the new data, each write whole.  Then the
+nothing else), the source the new data, each write whole.  A
+snapshot-access node over the filter, read by a third client meanwhile,
+shows the old data throughout (image fleecing).  Then the
 error policies: on-cbw-error=break-guest-write fails a write whose copy
 fails and leaves the source alone; break-snapshot lets it go on and
 copies nothing more; cbw-timeout counts a copy that takes too long as
@@ -58,16 +60,33 @@ def start(extra_cbw=''):
     return d, src, tgt, sock
 
 
-def writer(uri, blocks, pat):
+class writer:
     """qemu-io writing @blocks in order, each as 16 writes of 4k, so that
-    two writers meet inside clusters."""
-    args = ['qemu-io', '-f', 'raw', '-t', 'writeback']
-    for i in blocks:
-        for k in range(16):
-            args += ['-c', 'write -P %d %d 4k' % (pat(i),
-                                                   i * BLOCK + k * 4096)]
-    return subprocess.Popen(args + [uri], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    two writers meet inside clusters.  Its output goes to a file: a pipe
+    nobody reads while the test polls would stop it."""
+    count = 0
+
+    def __init__(self, uri, blocks, pat):
+        args = ['qemu-io', '-f', 'raw', '-t', 'writeback']
+        for i in blocks:
+            for k in range(16):
+                args += ['-c', 'write -P %d %d 4k' % (pat(i),
+                                                       i * BLOCK + k * 4096)]
+        writer.count += 1
+        self.log = t.path('writer-%d.log' % writer.count)
+        with open(self.log, 'w') as f:
+            self.proc = subprocess.Popen(args + [uri], stdout=f,
+                                         stderr=subprocess.STDOUT)
+
+    def poll(self):
+        return self.proc.poll()
+
+    def finish(self):
+        """True if every write succeeded; the output is in self.out."""
+        self.proc.wait(timeout=qsd.TIMEOUT * 4)
+        with open(self.log) as f:
+            self.out = f.read()
+        return self.proc.returncode == 0 and 'failed' not in self.out
 
 
 def read_image(path, fmt='qcow2'):
@@ -91,10 +110,8 @@ def test_racing_writers():
     # both write the first N/2 blocks, from either end; A also the rest
     a = writer(uri, list(range(N // 2)) + list(range(N // 2, N - 8)), new_a)
     b = writer(uri, list(reversed(range(N // 2))), new_b)
-    outs = [p.communicate(timeout=qsd.TIMEOUT * 4)[0] for p in (a, b)]
-    t.check('every write succeeded', a.returncode == 0 and
-            b.returncode == 0 and 'failed' not in outs[0] + outs[1],
-            (outs[0] + outs[1])[-2000:])
+    ok = [w.finish() for w in (a, b)]
+    t.check('every write succeeded', all(ok), (a.out + b.out)[-2000:])
     t.equal('a write to the source beside the filter is refused',
             error_of(c.cmd('block-export-add',
                            {'type': 'nbd', 'id': 'e1', 'node-name': 'src',
@@ -129,6 +146,53 @@ def test_racing_writers():
     for path in (src, tgt):
         rc, out, err = t.run(['qemu-img', 'check', path])
         t.equal('qemu-img check %s' % os.path.basename(path), rc, 0)
+
+
+def read_snapshot(uri, reads):
+    """Runs @reads read-only on @uri: (all read and matched, output)."""
+    args = ['qemu-io', '-r', '-f', 'raw']
+    for r in reads:
+        args += ['-c', r]
+    rc, out, err = t.run(args + [uri])
+    return (rc == 0 and 'verification failed' not in out and
+            out.count('read %d/%d' % (BLOCK, BLOCK)) == len(reads),
+            (out + err)[-2000:])
+
+
+def test_fleecing():
+    """snapshot-access over the filter, read by one client while another
+    writes through the filter: every read sees the old data."""
+    d, src, tgt, sock = start()
+    c = d.qmp()
+    c.ok('blockdev-add', {'driver': 'copy-before-write', 'node-name': 'cbw',
+                          'file': 'src', 'target': 'tgt'})
+    c.ok('blockdev-add', {'driver': 'snapshot-access', 'node-name': 'snap',
+                          'file': 'cbw'})
+    for node in ('cbw', 'snap'):
+        c.ok('block-export-add', {'type': 'nbd', 'id': node,
+                                  'node-name': node,
+                                  'writable': node == 'cbw'})
+    reads = ['read -P %d %d %d' % (old(i), i * BLOCK, BLOCK)
+             for i in range(N)]
+    w = writer(qsd.nbd_uri(sock, 'cbw'), range(N), new_a)
+    rounds = ok = 0
+    while w.poll() is None or rounds == 0:
+        good, out = read_snapshot(qsd.nbd_uri(sock, 'snap'), reads)
+        rounds += 1
+        ok += good
+    t.check('the writes through the filter succeeded', w.finish(),
+            w.out[-2000:])
+    t.check('the snapshot was read while they ran', rounds > 1, rounds)
+    t.equal('each full read of the snapshot while they ran saw the old '
+            'data', ok, rounds)
+    good, out = read_snapshot(qsd.nbd_uri(sock, 'snap'), reads)
+    t.check('and still does after them', good, out)
+    rc, out, err = t.run(['qemu-io', '-f', 'raw', '-c', 'write 0 4k',
+                          qsd.nbd_uri(sock, 'snap')])
+    t.check('the snapshot cannot be written', rc or 'failed' in out + err,
+            out + err)
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
 
 
 def failing_target(extra):
@@ -170,6 +234,14 @@ def test_error_policies():
                                   'read -P 201 1M 4k')
             t.check('and reach the source', rc == 0 and
                     'verification failed' not in out, out)
+            c.ok('blockdev-add', {'driver': 'snapshot-access',
+                                  'node-name': 'snap', 'file': 'cbw'})
+            c.ok('block-export-add', {'type': 'nbd', 'id': 'snap',
+                                      'node-name': 'snap'})
+            rc, out, err = t.run(['qemu-io', '-r', '-f', 'raw', '-c',
+                                  'read 64k 4k', qsd.nbd_uri(sock, 'snap')])
+            t.check('the broken snapshot cannot be read',
+                    'read failed' in out + err, out + err)
         c.close()
         t.equal('%s: the daemon exits 0' % policy, d.stop(), 0)
 
@@ -235,6 +307,7 @@ def test_option_errors():
 
 
 test_racing_writers()
+test_fleecing()
 test_error_policies()
 test_timeout()
 test_option_errors()

@@ -3,7 +3,8 @@
 one QMP script (block_resize, internal and external snapshots,
 blockdev-snapshot, transactions that commit and that abort, and the
 errors of each), with data written through the NBD export between the
-steps (and a copy-before-write filter that an export writes through),
+steps (and a copy-before-write filter that an export writes through,
+with a snapshot-access node that another export reads),
 runs against both daemons, each in a directory of its own.  The
 replies and events must match once ids, times and the directory are
 filtered out; then the images left behind must compare identical with
@@ -165,8 +166,18 @@ SCRIPT = [
     {'execute': 'block-export-add',
      'arguments': {'type': 'nbd', 'id': 'e2', 'node-name': 'c0',
                    'writable': True}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'snapshot-access', 'node-name': 'sa0',
+                   'file': 'c0'}},
+    {'execute': 'block-export-add',
+     'arguments': {'type': 'nbd', 'id': 'e3', 'node-name': 'sa0'}},
     ('io@c0', 'write -P 8 4k 4k', 'write -P 9 1M 64k', 'write -z 4M 8k',
      'write -P 10 70k 4k', 'write -P 11 8M 1k', 'read -P 8 4k 4k'),
+    # the snapshot reads as m0 was when c0 was added
+    ('ior@sa0', 'read -P 6 0 2M', 'read -P 0 2M 2M', 'read -P 7 4M 64k',
+     'read -P 0 8M 64k'),
+    {'execute': 'block-export-del', 'arguments': {'id': 'e3'}},
+    {'execute': 'blockdev-del', 'arguments': {'node-name': 'sa0'}},
     {'execute': 'block-export-del', 'arguments': {'id': 'e2'}},
     {'execute': 'blockdev-del', 'arguments': {'node-name': 'c0'}},
     {'execute': 'blockdev-del', 'arguments': {'node-name': 't0'}},
@@ -251,7 +262,8 @@ def run_daemon(binary, d):
         uri = qsd.nbd_uri(nbd_path, 'n0')
         for step in SCRIPT:
             if isinstance(step, tuple):
-                cmd = ['qemu-io', '-f', 'raw', '-t', 'writeback']
+                cmd = ['qemu-io', '-f', 'raw', '-t', 'writeback'] + \
+                    (['-r'] if step[0].startswith('ior@') else [])
                 for s in step[1:]:
                     cmd += ['-c', s]
                 target = uri if step[0] == 'io' else \
