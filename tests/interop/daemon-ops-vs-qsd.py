@@ -3,11 +3,13 @@
 one QMP script (block_resize, internal and external snapshots,
 blockdev-snapshot, transactions that commit and that abort, and the
 errors of each), with data written through the NBD export between the
-steps, runs against both daemons, each in a directory of its own.  The
+steps (and a copy-before-write filter that an export writes through,
+with a snapshot-access node that another export reads),
+runs against both daemons, each in a directory of its own.  The
 replies and events must match once ids, times and the directory are
 filtered out; then the images left behind must compare identical with
-the real qemu-img compare, record the same backing files and internal
-snapshots, and pass the real qemu-img check.
+the real qemu-img compare, have the same clusters allocated, record
+the same backing files and internal snapshots, and pass the real qemu-img check.
 
     daemon-ops-vs-qsd.py BUILD_DIR      (V=1: each step and QEMU's reply)
 
@@ -24,7 +26,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), 'daemon'))
 import qsd                                              # noqa: E402
 
 MiB = 1 << 20
-IMAGES = ['a.qcow2', 'b.qcow2', 's1.qcow2', 'o.qcow2', 's2.qcow2']
+IMAGES = ['a.qcow2', 'b.qcow2', 's1.qcow2', 'o.qcow2', 's2.qcow2',
+          't.qcow2']
 
 # The script: QMP commands (compared), and ("io", qemu-io commands) run
 # through the export (their output compared too).  The export e0 serves
@@ -137,6 +140,47 @@ SCRIPT = [
     {'execute': 'blockdev-del', 'arguments': {'node-name': 'o1'}},
     ('io', 'read -P 1 0 1M', 'read -P 2 1M 1M', 'read -P 3 2M 1M',
      'read -P 4 3M 1M', 'read -P 5 4M 1M', 'read -P 0 5M 1M'),
+    # copy-before-write over m0 (32M by now), into t0
+    {'execute': 'block-export-add',
+     'arguments': {'type': 'nbd', 'id': 'e1', 'node-name': 'm0',
+                   'writable': True}},
+    ('io@m0', 'write -P 6 0 2M', 'write -P 7 4M 64k'),
+    {'execute': 'block-export-del', 'arguments': {'id': 'e1'}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'qcow2', 'node-name': 't0',
+                   'file': {'driver': 'file', 'filename': 'DIR/t.qcow2'}}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'copy-before-write', 'node-name': 'c0',
+                   'file': 'm0', 'target': 'zz'}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'copy-before-write', 'node-name': 'c0',
+                   'file': 'm0', 'target': 't0', 'on-cbw-error': 'bogus'}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'copy-before-write', 'node-name': 'c0',
+                   'file': 'm0', 'target': 't0',
+                   'bitmap': {'node': 'm0', 'name': 'b0'}}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'copy-before-write', 'node-name': 'c0',
+                   'file': 'm0', 'target': 't0',
+                   'on-cbw-error': 'break-guest-write', 'cbw-timeout': 30}},
+    {'execute': 'block-export-add',
+     'arguments': {'type': 'nbd', 'id': 'e2', 'node-name': 'c0',
+                   'writable': True}},
+    {'execute': 'blockdev-add',
+     'arguments': {'driver': 'snapshot-access', 'node-name': 'sa0',
+                   'file': 'c0'}},
+    {'execute': 'block-export-add',
+     'arguments': {'type': 'nbd', 'id': 'e3', 'node-name': 'sa0'}},
+    ('io@c0', 'write -P 8 4k 4k', 'write -P 9 1M 64k', 'write -z 4M 8k',
+     'write -P 10 70k 4k', 'write -P 11 8M 1k', 'read -P 8 4k 4k'),
+    # the snapshot reads as m0 was when c0 was added
+    ('ior@sa0', 'read -P 6 0 2M', 'read -P 0 2M 2M', 'read -P 7 4M 64k',
+     'read -P 0 8M 64k'),
+    {'execute': 'block-export-del', 'arguments': {'id': 'e3'}},
+    {'execute': 'blockdev-del', 'arguments': {'node-name': 'sa0'}},
+    {'execute': 'block-export-del', 'arguments': {'id': 'e2'}},
+    {'execute': 'blockdev-del', 'arguments': {'node-name': 'c0'}},
+    {'execute': 'blockdev-del', 'arguments': {'node-name': 't0'}},
 ]
 
 passed = failed = 0
@@ -191,6 +235,8 @@ def run_daemon(binary, d):
                     os.path.join(d, 'a.qcow2'), '64M'], check=True)
     subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2',
                     os.path.join(d, 'b.qcow2'), '64M'], check=True)
+    subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2',
+                    os.path.join(d, 't.qcow2'), '32M'], check=True)
     subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'qcow2',
                     '-b', os.path.join(d, 's1.qcow2'), '-u',
                     os.path.join(d, 'o.qcow2'), '64M'], check=True)
@@ -216,10 +262,13 @@ def run_daemon(binary, d):
         uri = qsd.nbd_uri(nbd_path, 'n0')
         for step in SCRIPT:
             if isinstance(step, tuple):
-                cmd = ['qemu-io', '-f', 'raw', '-t', 'writeback']
+                cmd = ['qemu-io', '-f', 'raw', '-t', 'writeback'] + \
+                    (['-r'] if step[0].startswith('ior@') else [])
                 for s in step[1:]:
                     cmd += ['-c', s]
-                r = subprocess.run(cmd + [uri], stdout=subprocess.PIPE,
+                target = uri if step[0] == 'io' else \
+                    qsd.nbd_uri(nbd_path, step[0].split('@')[1])
+                r = subprocess.run(cmd + [target], stdout=subprocess.PIPE,
                                    stderr=subprocess.STDOUT, text=True,
                                    timeout=qsd.TIMEOUT * 2)
                 transcript.append((list(step[1:]), io_output(r.stdout)))
@@ -246,6 +295,14 @@ def img_info(path, d):
     return {k: info.get(k) for k in ('virtual-size', 'backing-filename',
                                      'backing-filename-format')}, \
         [s['name'] for s in info.get('snapshots', [])]
+
+
+def img_map(path):
+    """What is allocated in the image itself (not where)."""
+    r = subprocess.run(['qemu-img', 'map', '--output=json', path],
+                       stdout=subprocess.PIPE, text=True)
+    return [(e['start'], e['length'], e['depth'], e['zero'], e['data'])
+            for e in json.loads(r.stdout) if e['depth'] == 0]
 
 
 def main():
@@ -278,6 +335,8 @@ def main():
         check('%s: same size, backing file and snapshots' % name,
               img_info(a, dq) == img_info(b, do),
               '%r, %r' % (img_info(a, dq), img_info(b, do)))
+        check('%s: the same clusters allocated' % name,
+              img_map(a) == img_map(b), '%r, %r' % (img_map(a), img_map(b)))
         r = subprocess.run(['qemu-img', 'check', b], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         check('%s: qemu-img check' % name, r.returncode == 0, r.stdout)

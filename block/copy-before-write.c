@@ -1,0 +1,657 @@
+/*
+ * copy-before-write: a filter that, before a write changes its child
+ * (the source), copies the old data of the clusters concerned to a
+ * target node, once per cluster: the target then holds the source as it
+ * was when the filter was put in place, wherever the source changed
+ * since (QEMU 7.2's "copy-before-write" driver, on which blockdev-backup
+ * and image fleecing are built).
+ *
+ * Options: "file" (the source), "target", "on-cbw-error"
+ * (break-guest-write: a failed copy fails the guest's write, which then
+ * changes nothing; break-snapshot: the write goes on, and the target no
+ * longer holds a point-in-time image: no copy is made from then on),
+ * "cbw-timeout" (seconds a write waits for its copy; running out counts
+ * as a failed copy) and "bitmap" (qblock has no dirty bitmaps yet: a
+ * bitmap cannot be found).
+ *
+ * Invariants (s = the node's BDRVCopyBeforeWriteState):
+ *  1. A cluster's bit in s->done is set only once its old data is in the
+ *     target.  A guest write, zero write or discard reaches the source
+ *     only after every cluster it touches is done, or after the snapshot
+ *     was broken (s->snapshot_error), or when it failed itself.
+ *  2. At most one copy of a cluster is in flight (s->copies): a request
+ *     that needs a cluster another one is copying waits for that copy
+ *     and looks again, so a cluster is read from the source before any
+ *     write reaches it and written to the target once.
+ *  3. Writes flagged BDRV_REQ_WRITE_UNCHANGED (copy-on-read, a stream)
+ *     change no data: they are not copied.
+ *  4. The target is at least as long as the source, checked at open (the
+ *     copy could not hold the source otherwise; QEMU 7.2 accepts a
+ *     shorter target and fails an assertion at the first write past its
+ *     end).
+ *  5. The snapshot (cbw_co_preadv_snapshot, for snapshot-access) reads a
+ *     done cluster from the target and any other from the source; while
+ *     it reads clusters from the source they are in s->frozen, and a
+ *     guest request whose clusters are done waits for the frozen reads
+ *     that overlap them before it changes the source.  Once the snapshot
+ *     is broken, it reads -EACCES.
+ *
+ * Everything runs in the node's AioContext; the state is touched only
+ * between yields, so it needs no lock.
+ */
+
+#include "copy-before-write.h"
+
+#include "qapi/qapi-opts.h"
+#include "util/cutils.h"
+
+/* QEMU's block-copy default: a cluster size no smaller than this */
+#define CBW_CLUSTER_SIZE_DEFAULT (64 * KiB)
+
+typedef enum CbwOnError {
+    CBW_BREAK_GUEST_WRITE,
+    CBW_BREAK_SNAPSHOT,
+} CbwOnError;
+
+/*
+ * A copy in flight: clusters [first, end) (invariant 2).  Its coroutine
+ * holds a reference until it ends, and so does each request waiting for
+ * it, so that a request that gave up waiting (cbw-timeout) leaves the
+ * copy to finish on its own.
+ */
+typedef struct CbwCopy {
+    int64_t first, end;
+    int refcnt;
+    bool finished;
+    int ret;                    /* once finished */
+    CoQueue waiters;
+} CbwCopy;
+
+typedef struct BDRVCopyBeforeWriteState {
+    /* --- set at open, immutable until close --- */
+    BdrvChild *target;
+    int64_t cluster_size;
+    int64_t nb_clusters;        /* of the source at open */
+    CbwOnError on_error;
+    int64_t timeout_ns;         /* 0: none */
+
+    /* --- invariants 1 and 2 --- */
+    guint8 *done;               /* one bit per cluster */
+    GList *copies;              /* CbwCopy * */
+    int snapshot_error;         /* -errno once the snapshot is broken */
+
+    /* --- invariant 5 --- */
+    GList *frozen;              /* CbwRange *: snapshot reads of the source */
+    CoQueue frozen_queue;       /* guest requests waiting for them */
+} BDRVCopyBeforeWriteState;
+
+/* Clusters [first, end) that a snapshot read is reading from the source. */
+typedef struct CbwRange {
+    int64_t first, end;
+} CbwRange;
+
+static bool cbw_frozen(BDRVCopyBeforeWriteState *s, int64_t first,
+                       int64_t end)
+{
+    for (GList *l = s->frozen; l; l = l->next) {
+        CbwRange *r = l->data;
+
+        if (r->first < end && first < r->end) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool cbw_done(BDRVCopyBeforeWriteState *s, int64_t c)
+{
+    return s->done[c / 8] & (1u << (c % 8));
+}
+
+static void cbw_set_done(BDRVCopyBeforeWriteState *s, int64_t first,
+                         int64_t end)
+{
+    for (int64_t c = first; c < end; c++) {
+        s->done[c / 8] |= 1u << (c % 8);
+    }
+}
+
+static CbwCopy *cbw_find_copy(BDRVCopyBeforeWriteState *s, int64_t c)
+{
+    for (GList *l = s->copies; l; l = l->next) {
+        CbwCopy *copy = l->data;
+
+        if (c >= copy->first && c < copy->end) {
+            return copy;
+        }
+    }
+    return NULL;
+}
+
+/* ---- the copy ---- */
+
+/* Copies [offset, +bytes) of the source to the target, zeroes as such. */
+static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t end = offset + bytes;
+
+    while (offset < end) {
+        int64_t n;
+        int ret = bdrv_co_block_status_above(bs->file->bs, NULL, true,
+                                             offset, end - offset, &n,
+                                             NULL, NULL, NULL);
+
+        if (ret < 0) {
+            return ret;
+        }
+        if (ret & BDRV_BLOCK_ZERO) {
+            ret = bdrv_co_pwrite_zeroes(s->target, offset, n, 0);
+        } else {
+            g_autofree void *buf = qemu_try_blockalign(bs, n);
+            QEMUIOVector qiov;
+
+            if (!buf) {
+                return -ENOMEM;
+            }
+            qemu_iovec_init_buf(&qiov, buf, n);
+            ret = bdrv_co_preadv(bs->file, offset, n, &qiov, 0);
+            if (ret >= 0) {
+                ret = bdrv_co_pwritev(s->target, offset, n, &qiov, 0);
+            }
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        offset += n;
+    }
+    return 0;
+}
+
+static void cbw_copy_unref(CbwCopy *copy)
+{
+    if (--copy->refcnt == 0) {
+        g_free(copy);
+    }
+}
+
+/* What a request waiting for a copy needs to see it finish or time out. */
+typedef struct CbwWait {
+    CbwCopy *copy;
+    int64_t deadline;           /* QEMU_CLOCK_REALTIME ns; 0: none */
+} CbwWait;
+
+static void cbw_wait_timer_cb(void *opaque)
+{
+    CbwWait *w = opaque;
+
+    /* every waiter looks at its own deadline again */
+    qemu_co_queue_restart_all(&w->copy->waiters);
+}
+
+/*
+ * Waits until @copy has finished: its result, or -ETIMEDOUT if @deadline
+ * passed first (the copy goes on; its clusters count as done only if it
+ * succeeds).  The caller holds a reference to @copy.
+ */
+static int coroutine_fn cbw_wait_copy(BlockDriverState *bs, CbwCopy *copy,
+                                      int64_t deadline)
+{
+    CbwWait w = { .copy = copy, .deadline = deadline };
+    QEMUTimer *timer = NULL;
+    int ret = 0;
+
+    if (deadline && !copy->finished) {
+        timer = aio_timer_new(bdrv_get_aio_context(bs), QEMU_CLOCK_REALTIME,
+                              SCALE_NS, cbw_wait_timer_cb, &w);
+        timer_mod(timer, deadline);
+    }
+    while (!copy->finished) {
+        if (deadline && qemu_clock_get_ns(QEMU_CLOCK_REALTIME) >= deadline) {
+            ret = -ETIMEDOUT;
+            break;
+        }
+        qemu_co_queue_wait(&copy->waiters, NULL);
+    }
+    if (timer) {
+        timer_del(timer);
+        timer_free(timer);
+    }
+    return ret ? ret : copy->ret;
+}
+
+typedef struct CbwCopyTask {
+    BlockDriverState *bs;
+    CbwCopy *copy;
+} CbwCopyTask;
+
+/*
+ * Invariant 2: one copy per run of clusters, in a coroutine of its own.
+ * Its reads and writes count in the children's in-flight counters, so a
+ * drain of the node waits for it also after its requester left.
+ */
+static void coroutine_fn cbw_copy_co(void *opaque)
+{
+    CbwCopyTask *task = opaque;
+    BlockDriverState *bs = task->bs;
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    CbwCopy *copy = task->copy;
+    int64_t offset = copy->first * s->cluster_size;
+    int64_t bytes = MIN(copy->end * s->cluster_size,
+                        s->nb_clusters * s->cluster_size) - offset;
+
+    g_free(task);
+    bytes = MIN(bytes, bdrv_getlength(bs->file->bs) - offset);
+    copy->ret = bytes > 0 ? cbw_copy_range(bs, offset, bytes) : 0;
+    if (copy->ret == 0) {
+        cbw_set_done(s, copy->first, copy->end);     /* invariant 1 */
+    }
+    s->copies = g_list_remove(s->copies, copy);
+    copy->finished = true;
+    qemu_co_queue_restart_all(&copy->waiters);
+    cbw_copy_unref(copy);
+}
+
+/*
+ * Starts copying the clusters from @c on that are neither done nor being
+ * copied (up to @end at most).  The copy is returned with a reference for
+ * the caller.
+ */
+static CbwCopy *cbw_start_copy(BlockDriverState *bs, int64_t c, int64_t end)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    CbwCopy *copy = g_new0(CbwCopy, 1);
+    CbwCopyTask *task = g_new0(CbwCopyTask, 1);
+    int64_t e = c + 1;
+
+    while (e < end && !cbw_done(s, e) && !cbw_find_copy(s, e)) {
+        e++;
+    }
+    copy->first = c;
+    copy->end = e;
+    copy->refcnt = 2;           /* its coroutine's and the caller's */
+    qemu_co_queue_init(&copy->waiters);
+    s->copies = g_list_prepend(s->copies, copy);
+    task->bs = bs;
+    task->copy = copy;
+    aio_co_enter(bdrv_get_aio_context(bs),
+                 qemu_coroutine_create(cbw_copy_co, task));
+    return copy;
+}
+
+/* Invariants 1 to 3: makes sure the old data of a range is in the target. */
+static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t deadline = s->timeout_ns ?
+        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->timeout_ns : 0;
+    int64_t c, end;
+    int ret = 0;
+
+    if ((flags & BDRV_REQ_WRITE_UNCHANGED) || s->snapshot_error ||
+        bytes <= 0) {
+        return 0;
+    }
+    c = offset / s->cluster_size;
+    end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size), s->nb_clusters);
+    while (c < end && !s->snapshot_error) {
+        CbwCopy *copy;
+        bool own = false;
+
+        if (cbw_done(s, c)) {
+            c++;
+            continue;
+        }
+        copy = cbw_find_copy(s, c);
+        if (copy) {
+            copy->refcnt++;
+        } else {
+            copy = cbw_start_copy(bs, c, end);
+            own = true;
+        }
+        ret = cbw_wait_copy(bs, copy, deadline);
+        cbw_copy_unref(copy);
+        /*
+         * Another request's copy that failed is tried again by this one
+         * (the cluster is not done); this one's own failure, or a
+         * timeout, ends it.
+         */
+        if (ret < 0 && (own || ret == -ETIMEDOUT)) {
+            break;
+        }
+        ret = 0;
+    }
+    if (ret < 0 && s->on_error == CBW_BREAK_SNAPSHOT) {
+        /* the write goes on; the target no longer holds a snapshot */
+        s->snapshot_error = ret;
+        ret = 0;
+    }
+    /* invariant 5: a snapshot read of the old data must finish first */
+    while (ret == 0 && cbw_frozen(s, offset / s->cluster_size, end)) {
+        qemu_co_queue_wait(&s->frozen_queue, NULL);
+    }
+    return ret;
+}
+
+/* ---- the snapshot, for snapshot-access ---- */
+
+bool cbw_is_filter(BlockDriverState *bs)
+{
+    return bs->drv && !strcmp(bs->drv->format_name, "copy-before-write");
+}
+
+/* Reads clusters [c, e) of the snapshot into @qiov at @qoff (invariant 5). */
+static int coroutine_fn cbw_read_run(BlockDriverState *bs, int64_t c,
+                                     int64_t e, bool done, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t start = MAX(offset, c * s->cluster_size);
+    int64_t stop = MIN(offset + bytes, e * s->cluster_size);
+    CbwRange r = { .first = c, .end = e };
+    QEMUIOVector part;
+    int ret;
+
+    qemu_iovec_init_slice(&part, qiov, start - offset, stop - start);
+    if (done) {
+        ret = bdrv_co_preadv(s->target, start, stop - start, &part, 0);
+    } else {
+        s->frozen = g_list_prepend(s->frozen, &r);
+        ret = bdrv_co_preadv(bs->file, start, stop - start, &part, 0);
+        s->frozen = g_list_remove(s->frozen, &r);
+        qemu_co_queue_restart_all(&s->frozen_queue);
+    }
+    qemu_iovec_destroy(&part);
+    return ret;
+}
+
+int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        QEMUIOVector *qiov)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t c = offset / s->cluster_size;
+    int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
+                      s->nb_clusters);
+
+    while (c < end) {
+        CbwCopy *copy = cbw_find_copy(s, c);
+        bool done = cbw_done(s, c);
+        int64_t e = c + 1;
+        int ret;
+
+        if (s->snapshot_error) {
+            return -EACCES;
+        }
+        if (copy) {
+            /* done or not, the cluster reads alike after the copy */
+            copy->refcnt++;
+            cbw_wait_copy(bs, copy, 0);
+            cbw_copy_unref(copy);
+            continue;
+        }
+        while (e < end && cbw_done(s, e) == done && !cbw_find_copy(s, e)) {
+            e++;
+        }
+        ret = cbw_read_run(bs, c, e, done, offset, bytes, qiov);
+        if (ret < 0) {
+            return ret;
+        }
+        c = e;
+    }
+    /* broken while it read: what it read may be new data */
+    return s->snapshot_error ? -EACCES : 0;
+}
+
+/* ---- open, permissions ---- */
+
+/*
+ * The granularity of the copies: the target's cluster size, but no less
+ * than QEMU's block-copy default, so that a cluster of the target is
+ * never written in part.
+ */
+static int64_t cbw_cluster_size(BlockDriverState *target)
+{
+    BlockDriverInfo bdi;
+
+    if (bdrv_get_info(target, &bdi) < 0 || bdi.cluster_size <= 0) {
+        return CBW_CLUSTER_SIZE_DEFAULT;
+    }
+    return MAX(CBW_CLUSTER_SIZE_DEFAULT, bdi.cluster_size);
+}
+
+/* "bitmap": qblock has no dirty bitmaps yet, so none can be found. */
+static int cbw_check_bitmap(QemuOpts *opts, Error **errp)
+{
+    const char *node = qemu_opt_get(opts, "bitmap.node");
+    const char *name = qemu_opt_get(opts, "bitmap.name");
+
+    if (!node && !name) {
+        return 0;
+    }
+    if (!node || !name) {
+        error_setg(errp, "Parameter 'bitmap.%s' is missing",
+                   node ? "name" : "node");
+        return -EINVAL;
+    }
+    if (!bdrv_find_node(node)) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", node,
+                   node);
+        return -ENOENT;
+    }
+    error_setg(errp, "Dirty bitmap '%s' not found", name);
+    return -ENOENT;
+}
+
+/* Invariant 4. */
+static int cbw_check_target(BlockDriverState *bs, Error **errp)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t src = bdrv_getlength(bs->file->bs);
+    int64_t dst = bdrv_getlength(s->target->bs);
+
+    if (src < 0 || dst < 0) {
+        error_setg_errno(errp, -(src < 0 ? src : dst), "Cannot get the "
+                         "length of the %s node '%s'",
+                         src < 0 ? "source" : "target",
+                         bdrv_get_node_name(src < 0 ? bs->file->bs
+                                                    : s->target->bs));
+        return src < 0 ? src : dst;
+    }
+    if (dst < src) {
+        error_setg(errp, "copy-before-write: the target node '%s' (%" PRId64
+                   " bytes) is shorter than the source node '%s' (%" PRId64
+                   " bytes)", bdrv_get_node_name(s->target->bs), dst,
+                   bdrv_get_node_name(bs->file->bs), src);
+        return -EINVAL;
+    }
+    s->cluster_size = cbw_cluster_size(s->target->bs);
+    s->nb_clusters = DIV_ROUND_UP(src, s->cluster_size);
+    s->done = g_malloc0(DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+    qemu_co_queue_init(&s->frozen_queue);
+    return 0;
+}
+
+static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
+                    Error **errp)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    BlockDriverState *file;
+    QemuOpts *opts;
+    int ret;
+
+    opts = qemu_opts_absorb_qdict(&qapi_opts_copy_before_write_runtime,
+                                  options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    s->on_error = g_strcmp0(qemu_opt_get(opts, "on-cbw-error"),
+                            "break-snapshot") ? CBW_BREAK_GUEST_WRITE
+                                              : CBW_BREAK_SNAPSHOT;
+    s->timeout_ns = qemu_opt_get_number(opts, "cbw-timeout", 0) *
+                    (int64_t)1000000000;
+    ret = cbw_check_bitmap(opts, errp);
+    qemu_opts_del(opts);
+    if (ret < 0) {
+        return ret;
+    }
+
+    /* the source first: a filter's first child is its file */
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
+    if (!bs->file) {
+        return -EINVAL;
+    }
+    s->target = bdrv_open_child(NULL, options, "target", bs, 0, errp);
+    if (!s->target) {
+        ret = -EINVAL;
+        goto fail;
+    }
+    ret = cbw_check_target(bs, errp);
+    if (ret < 0) {
+        goto fail;
+    }
+    file = bs->file->bs;
+    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
+        (BDRV_REQ_FUA & file->supported_write_flags);
+    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
+        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
+         file->supported_zero_flags);
+    return 0;
+
+fail:
+    if (s->target) {
+        bdrv_unref_child(bs, s->target);
+        s->target = NULL;
+    }
+    bdrv_unref_child(bs, bs->file);
+    bs->file = NULL;
+    return ret;
+}
+
+static void cbw_close(BlockDriverState *bs)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+
+    /* closing drained the node: no copy or snapshot read is left */
+    assert(!s->copies && !s->frozen);
+    g_free(s->done);
+}
+
+static int cbw_reopen_prepare(BDRVReopenState *state, Error **errp)
+{
+    /* the options stay as they were opened; nothing to stage */
+    return 0;
+}
+
+/*
+ * The target is written, and nobody may resize it under the copies; the
+ * source passes its parents' use through, and once it has parents that
+ * write, is read (the old data) and shared with no other writer, whose
+ * writes would bypass the copy (QEMU's rules).
+ */
+static void cbw_child_perm(BlockDriverState *bs, BdrvChild *c,
+                           uint64_t perm, uint64_t shared,
+                           uint64_t *nperm, uint64_t *nshared)
+{
+    if (strcmp(c->name, "file")) {
+        *nperm = BLK_PERM_WRITE;
+        *nshared = BLK_PERM_ALL & ~BLK_PERM_RESIZE;
+        return;
+    }
+    *nperm = perm;
+    *nshared = shared;
+    if (bs->parents) {
+        if (perm & BLK_PERM_WRITE) {
+            *nperm |= BLK_PERM_CONSISTENT_READ;
+        }
+        *nshared &= ~(BLK_PERM_WRITE | BLK_PERM_RESIZE);
+    }
+}
+
+static int64_t cbw_getlength(BlockDriverState *bs)
+{
+    return bdrv_getlength(bs->file->bs);
+}
+
+/* ---- requests ---- */
+
+static int coroutine_fn cbw_co_preadv(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, QEMUIOVector *qiov,
+                                      BdrvRequestFlags flags)
+{
+    return bdrv_co_preadv(bs->file, offset, bytes, qiov, flags);
+}
+
+static int coroutine_fn cbw_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
+{
+    int ret = cbw_copy_before_write(bs, offset, bytes, flags);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_co_pwritev(bs->file, offset, bytes, qiov, flags);
+}
+
+static int coroutine_fn cbw_co_pwrite_zeroes(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             BdrvRequestFlags flags)
+{
+    int ret = cbw_copy_before_write(bs, offset, bytes, flags);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
+}
+
+/* A discard may change what the source reads: copied first, too. */
+static int coroutine_fn cbw_co_pdiscard(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes)
+{
+    int ret = cbw_copy_before_write(bs, offset, bytes, 0);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_co_pdiscard(bs->file, offset, bytes);
+}
+
+static int coroutine_fn cbw_co_pwritev_compressed(BlockDriverState *bs,
+                                                  int64_t offset,
+                                                  int64_t bytes,
+                                                  QEMUIOVector *qiov)
+{
+    int ret = cbw_copy_before_write(bs, offset, bytes, 0);
+
+    if (ret < 0) {
+        return ret;
+    }
+    return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
+                           BDRV_REQ_WRITE_COMPRESSED);
+}
+
+static const BlockDriver bdrv_copy_before_write = {
+    .format_name                    = "copy-before-write",
+    .instance_size                  = sizeof(BDRVCopyBeforeWriteState),
+    /* opened as QEMU opens filters: a filename names the file child */
+    .is_format                      = true,
+    .is_filter                      = true,
+    .runtime_opts                   = &qapi_opts_copy_before_write_runtime,
+    .bdrv_open                      = cbw_open,
+    .bdrv_close                     = cbw_close,
+    .bdrv_reopen_prepare            = cbw_reopen_prepare,
+    .bdrv_child_perm                = cbw_child_perm,
+    .bdrv_getlength                 = cbw_getlength,
+    .bdrv_co_preadv                 = cbw_co_preadv,
+    .bdrv_co_pwritev                = cbw_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = cbw_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = cbw_co_pdiscard,
+    .bdrv_co_pwritev_compressed     = cbw_co_pwritev_compressed,
+};
+
+block_init(bdrv_register, bdrv_copy_before_write)
