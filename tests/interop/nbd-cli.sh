@@ -69,8 +69,8 @@ same "--list with no server on the port" -L -b 127.0.0.1 -p 1
 same "bad bind address" -b nonexistent.invalid r.img
 same "-l on a raw image" -l snap -f raw r.img
 
-# refused by qblock-nbd where qemu-nbd would need a kernel module, TLS,
-# objects or dirty bitmaps
+# refused by qblock-nbd where qemu-nbd would need a kernel module, TLS or
+# objects; a bitmap the image does not have is refused by both
 refused() {
     local name=$1 pattern=$2
     shift 2
@@ -87,8 +87,8 @@ refused "-c DEV is refused" "not supported" -c /dev/nbd0 r.img
 refused "-d is refused" "not supported" -d /dev/nbd0
 refused "--object is refused" "not supported" --object secret,id=s r.img
 refused "--tls-creds is refused" "not supported" --tls-creds=t r.img
-refused "-B is refused" "not supported" -B bitmap -f raw -k "$work/y.sock" \
-    r.img
+refused "-B of a missing bitmap is refused" "Bitmap 'bitmap' is not found" \
+    -B bitmap -f raw -k "$work/y.sock" r.img
 refused "a port past 65535 is refused" "65535" -p 99999 r.img
 refused "-k on a regular file is refused, the file kept" "not a socket" \
     -k r.img q.qcow2
