@@ -40,6 +40,7 @@
 #include "chardev.h"
 #include "monitor.h"
 #include "nbd.h"
+#include "dirty-bitmap-qmp.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "util/qapi-event.h"
@@ -483,6 +484,7 @@ static void qsd_register_commands(void)
     blockdev_register_commands();
     block_export_register_commands();
     nbd_register_commands();
+    dirty_bitmap_register_commands();
     qmp_register_command("quit", qmp_quit);
 }
 
