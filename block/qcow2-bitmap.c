@@ -644,6 +644,17 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
     if (!old->len && !bdrv_has_named_bitmaps(bs)) {
         return 0;
     }
+    if (s->qcow_version < 3) {
+        /*
+         * amend made it a v2 image, which cannot keep bitmaps: they leave
+         * it whole (QEMU leaves them behind, inconsistent, as leaks)
+         */
+        if (bdrv_has_named_bitmaps(bs)) {
+            warn_report("Persistent bitmaps of node '%s' dropped: a qcow2 "
+                        "v2 image cannot keep them", bdrv_get_node_name(bs));
+        }
+        goto commit;
+    }
     for (guint i = 0; ret == 0 && i < old->len; i++) {
         Qcow2Bitmap *prev = old->pdata[i];
         BdrvDirtyBitmap *b = qcow2_bitmap_find_persistent(bs, prev->name);
@@ -666,6 +677,7 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
                          ((Qcow2Bitmap *)new->pdata[new->len - 1])->name);
         goto fail;
     }
+commit:
     ret = qcow2_bitmap_dir_commit(bs, new, errp);
     if (ret < 0) {
         goto fail;
