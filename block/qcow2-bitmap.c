@@ -644,6 +644,17 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
     if (!old->len && !bdrv_has_named_bitmaps(bs)) {
         return 0;
     }
+    /*
+     * Clusters freed since the last flush (a discard) may be allocated
+     * below: the mappings that dropped them reach the disk first, so that
+     * a cut cannot leave a guest cluster pointing at bitmap data.
+     */
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to flush before storing the "
+                         "bitmaps");
+        return ret;
+    }
     if (s->qcow_version < 3) {
         /*
          * amend made it a v2 image, which cannot keep bitmaps: they leave
@@ -690,7 +701,12 @@ commit:
             qcow2_bitmap_free_clusters(bs, bm);
         }
     }
-    return qcow2_flush_caches(bs);
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        /* stored: only the old clusters may leak */
+        error_setg_errno(errp, -ret, "Failed to free the old bitmaps");
+    }
+    return ret;
 
 fail:
     for (guint i = 0; i < new->len; i++) {
