@@ -388,6 +388,48 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
     return 0;
 }
 
+static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
+{
+    for (guint i = 0; i < list->len; i++) {
+        Qcow2Bitmap *bm = list->pdata[i];
+
+        if (!strcmp(bm->name, name)) {
+            return bm;
+        }
+    }
+    return NULL;
+}
+
+int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
+                                      Error **errp)
+{
+    g_autoptr(GPtrArray) list = NULL;
+    bool mark = false;
+
+    list = qcow2_bitmap_dir_read(bs, errp);
+    if (!list) {
+        return -EINVAL;
+    }
+    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
+         b = bdrv_dirty_bitmap_next(b)) {
+        Qcow2Bitmap *bm;
+
+        if (!bdrv_dirty_bitmap_name(b) ||
+            !bdrv_dirty_bitmap_get_persistence(b)) {
+            continue;
+        }
+        bdrv_dirty_bitmap_set_readonly(b, !writable);
+        bm = qcow2_bitmap_find(list, bdrv_dirty_bitmap_name(b));
+        if (writable && bm && !bdrv_dirty_bitmap_inconsistent(b) &&
+            !(bm->flags & BME_FLAG_IN_USE)) {
+            bm->flags |= BME_FLAG_IN_USE;
+            mark = true;
+        }
+    }
+    /* invariant 1, before the first write of the writable node */
+    return mark ? qcow2_bitmap_dir_rewrite(bs, list) : 0;
+}
+
 /* ---- storing ---- */
 
 /*
@@ -486,18 +528,6 @@ static void qcow2_bitmap_free_clusters(BlockDriverState *bs,
     }
     qcow2_free_clusters(bs, bm->table_offset, (int64_t)bm->table_size * 8,
                         QCOW2_DISCARD_OTHER);
-}
-
-static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
-{
-    for (guint i = 0; i < list->len; i++) {
-        Qcow2Bitmap *bm = list->pdata[i];
-
-        if (!strcmp(bm->name, name)) {
-            return bm;
-        }
-    }
-    return NULL;
 }
 
 /*

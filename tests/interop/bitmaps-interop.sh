@@ -15,6 +15,8 @@
 # - an image closed uncleanly (qemu-io/qblock-io abort) has in-use
 #   bitmaps for both, and convert --bitmaps (--skip-broken-bitmaps) does
 #   the same with both;
+# - reopened read-write the bitmaps are in use on disk, reopened
+#   read-only they are stored, as with qemu-io;
 # - convert --bitmaps by qblock-img gives an image qemu-img checks clean,
 #   whose bitmaps export the same extents as the source's.
 # Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed"; exits 77
@@ -217,6 +219,24 @@ unclean_run() {    # IMG-TOOL IO-TOOL
 check_eq "unclean close: in-use bitmaps, convert --bitmaps" \
     "$(unclean_run "$Q_IMG" "$Q_IO" | norm)" \
     "$(unclean_run "$QB_IMG" "$QB_IO" | norm)"
+
+# --- reopen: read-write marks them in use, read-only stores them ---
+reopen_run() {    # IMG-TOOL IO-TOOL
+    rm -f r.qcow2 r2.qcow2
+    "$1" create -q -f qcow2 r.qcow2 16M
+    "$1" bitmap --add r.qcow2 b0
+    cp r.qcow2 r2.qcow2
+    ("$2" -r -c "reopen -w" -c "write 0 64k" -c abort r.qcow2) \
+        > /dev/null 2>&1
+    info_bitmaps "$Q_IMG" r.qcow2
+    "$2" -c "write 1M 64k" -c "reopen -r" -c "read 1M 64k" r2.qcow2 \
+        > /dev/null
+    info_bitmaps "$Q_IMG" r2.qcow2
+    export_map "$Q_NBD" r2.qcow2 b0
+    "$Q_IMG" check r2.qcow2 2>&1 | head -n 1
+}
+check_eq "reopen read-write marks bitmaps in use, read-only stores them" \
+    "$(reopen_run "$Q_IMG" "$Q_IO")" "$(reopen_run "$QB_IMG" "$QB_IO")"
 
 "$QB_IMG" convert --bitmaps -O qcow2 q.qcow2 qc.qcow2
 check_eq "qemu-img check of qblock-img convert --bitmaps" \
