@@ -237,6 +237,13 @@ static int bdrv_reopen_multiple(BlockDriverState *bs, GPtrArray *queue,
 
         bdrv_refresh_limits(e->state.bs);
     }
+    for (i = 0; i < queue->len; i++) {
+        BlockDriverState *n = ((BdrvReopenEntry *)queue->pdata[i])->state.bs;
+
+        if (n->drv->bdrv_reopen_commit_post) {
+            n->drv->bdrv_reopen_commit_post(n);
+        }
+    }
     bdrv_refresh_filename(bs);
     return 0;
 

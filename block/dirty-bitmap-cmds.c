@@ -23,6 +23,38 @@ static uint32_t bdrv_default_bitmap_granularity(BlockDriverState *bs)
     return 64 * KiB;
 }
 
+JsonNode *bdrv_query_dirty_bitmaps(BlockDriverState *bs)
+{
+    JsonArray *list = json_array_new();
+    JsonNode *node;
+
+    for (BdrvDirtyBitmap *bm = bdrv_dirty_bitmap_first(bs); bm;
+         bm = bdrv_dirty_bitmap_next(bm)) {
+        JsonObject *o = json_object_new();
+
+        if (bdrv_dirty_bitmap_name(bm)) {
+            json_object_set_string_member(o, "name",
+                                          bdrv_dirty_bitmap_name(bm));
+        }
+        json_object_set_boolean_member(o, "recording",
+                                       bdrv_dirty_bitmap_enabled(bm));
+        json_object_set_boolean_member(
+            o, "persistent", bdrv_dirty_bitmap_get_persistence(bm));
+        json_object_set_boolean_member(o, "busy",
+                                       bdrv_dirty_bitmap_busy(bm));
+        json_object_set_int_member(o, "granularity",
+                                   bdrv_dirty_bitmap_granularity(bm));
+        json_object_set_int_member(o, "count", bdrv_get_dirty_count(bm));
+        if (bdrv_dirty_bitmap_inconsistent(bm)) {
+            json_object_set_boolean_member(o, "inconsistent", true);
+        }
+        json_array_add_object_element(list, o);
+    }
+    node = json_node_init_array(json_node_alloc(), list);
+    json_array_unref(list);
+    return node;
+}
+
 bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs)
 {
     return bs->drv && bs->drv->bdrv_supports_persistent_dirty_bitmap &&

@@ -271,8 +271,9 @@ bool bdrv_dirty_bitmap_get(const BdrvDirtyBitmap *bitmap, int64_t offset)
            hbitmap_get(bitmap->bitmap, offset >> bitmap->gran_bits);
 }
 
-void bdrv_set_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
-                           int64_t bytes)
+/* Inlined into bdrv_set_dirty(): the request path calls it per write. */
+static inline void bdrv_dirty_bitmap_mark(BdrvDirtyBitmap *bitmap,
+                                          int64_t offset, int64_t bytes)
 {
     uint64_t first, last;
 
@@ -282,6 +283,12 @@ void bdrv_set_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
     first = offset >> bitmap->gran_bits;
     last = (MIN(offset + bytes, bitmap->size) - 1) >> bitmap->gran_bits;
     hbitmap_set(bitmap->bitmap, first, last - first + 1);
+}
+
+void bdrv_set_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
+                           int64_t bytes)
+{
+    bdrv_dirty_bitmap_mark(bitmap, offset, bytes);
 }
 
 void bdrv_reset_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
@@ -524,7 +531,7 @@ void bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes)
 {
     for (BdrvDirtyBitmap *b = bs->dirty_bitmaps; b; b = b->next) {
         if (!b->disabled) {                                 /* inv. 5 */
-            bdrv_set_dirty_bitmap(b, offset, bytes);
+            bdrv_dirty_bitmap_mark(b, offset, bytes);
         }
     }
 }

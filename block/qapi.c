@@ -6,6 +6,7 @@
 #include "block/qapi.h"
 
 #include "block/block_int.h"
+#include "block/dirty-bitmap.h"
 
 static void qapi_add_str(JsonBuilder *b, const char *name, const char *val)
 {
@@ -310,6 +311,9 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     qapi_add_bool(b, "no-flush", bs->open_flags & BDRV_O_NO_FLUSH);
     json_builder_end_object(b);
     qapi_add_int(b, "write_threshold", 0);
+    if (bdrv_dirty_bitmap_first(bs)) {
+        qapi_add_node(b, "dirty-bitmaps", bdrv_query_dirty_bitmaps(bs));
+    }
     json_builder_end_object(b);
     return json_builder_get_root(b);
 }

@@ -388,6 +388,48 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
     return 0;
 }
 
+static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
+{
+    for (guint i = 0; i < list->len; i++) {
+        Qcow2Bitmap *bm = list->pdata[i];
+
+        if (!strcmp(bm->name, name)) {
+            return bm;
+        }
+    }
+    return NULL;
+}
+
+int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
+                                      Error **errp)
+{
+    g_autoptr(GPtrArray) list = NULL;
+    bool mark = false;
+
+    list = qcow2_bitmap_dir_read(bs, errp);
+    if (!list) {
+        return -EINVAL;
+    }
+    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
+         b = bdrv_dirty_bitmap_next(b)) {
+        Qcow2Bitmap *bm;
+
+        if (!bdrv_dirty_bitmap_name(b) ||
+            !bdrv_dirty_bitmap_get_persistence(b)) {
+            continue;
+        }
+        bdrv_dirty_bitmap_set_readonly(b, !writable);
+        bm = qcow2_bitmap_find(list, bdrv_dirty_bitmap_name(b));
+        if (writable && bm && !bdrv_dirty_bitmap_inconsistent(b) &&
+            !(bm->flags & BME_FLAG_IN_USE)) {
+            bm->flags |= BME_FLAG_IN_USE;
+            mark = true;
+        }
+    }
+    /* invariant 1, before the first write of the writable node */
+    return mark ? qcow2_bitmap_dir_rewrite(bs, list) : 0;
+}
+
 /* ---- storing ---- */
 
 /*
@@ -486,18 +528,6 @@ static void qcow2_bitmap_free_clusters(BlockDriverState *bs,
     }
     qcow2_free_clusters(bs, bm->table_offset, (int64_t)bm->table_size * 8,
                         QCOW2_DISCARD_OTHER);
-}
-
-static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
-{
-    for (guint i = 0; i < list->len; i++) {
-        Qcow2Bitmap *bm = list->pdata[i];
-
-        if (!strcmp(bm->name, name)) {
-            return bm;
-        }
-    }
-    return NULL;
 }
 
 /*
@@ -644,6 +674,28 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
     if (!old->len && !bdrv_has_named_bitmaps(bs)) {
         return 0;
     }
+    /*
+     * Clusters freed since the last flush (a discard) may be allocated
+     * below: the mappings that dropped them reach the disk first, so that
+     * a cut cannot leave a guest cluster pointing at bitmap data.
+     */
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to flush before storing the "
+                         "bitmaps");
+        return ret;
+    }
+    if (s->qcow_version < 3) {
+        /*
+         * amend made it a v2 image, which cannot keep bitmaps: they leave
+         * it whole (QEMU leaves them behind, inconsistent, as leaks)
+         */
+        if (bdrv_has_named_bitmaps(bs)) {
+            warn_report("Persistent bitmaps of node '%s' dropped: a qcow2 "
+                        "v2 image cannot keep them", bdrv_get_node_name(bs));
+        }
+        goto commit;
+    }
     for (guint i = 0; ret == 0 && i < old->len; i++) {
         Qcow2Bitmap *prev = old->pdata[i];
         BdrvDirtyBitmap *b = qcow2_bitmap_find_persistent(bs, prev->name);
@@ -666,6 +718,7 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
                          ((Qcow2Bitmap *)new->pdata[new->len - 1])->name);
         goto fail;
     }
+commit:
     ret = qcow2_bitmap_dir_commit(bs, new, errp);
     if (ret < 0) {
         goto fail;
@@ -678,7 +731,12 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
             qcow2_bitmap_free_clusters(bs, bm);
         }
     }
-    return qcow2_flush_caches(bs);
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        /* stored: only the old clusters may leak */
+        error_setg_errno(errp, -ret, "Failed to free the old bitmaps");
+    }
+    return ret;
 
 fail:
     for (guint i = 0; i < new->len; i++) {

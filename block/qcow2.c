@@ -869,6 +869,18 @@ static int coroutine_fn qcow2_reopen_flush_co(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
+    if (going_ro) {
+        Error *err = NULL;
+
+        /* read-only, the bitmaps must be stored: nothing will at close */
+        if (qcow2_store_dirty_bitmaps(bs, &err) < 0) {
+            qemu_co_mutex_unlock(&s->lock);
+            error_report("Could not store the bitmaps of node '%s': %s",
+                         bdrv_get_node_name(bs), error_get_pretty(err));
+            error_free(err);
+            return -EIO;
+        }
+    }
     ret = qcow2_write_caches(bs);
     if (ret == 0 && going_ro) {
         /* read-only, the image must be consistent on its own */
@@ -942,6 +954,31 @@ static void qcow2_reopen_commit(BDRVReopenState *state)
     qcow2_cache_clean_timer_update(bs);
     g_free(r);
     state->opaque = NULL;
+}
+
+/* Marks the bitmaps in use or read-only to match what the node became. */
+static int coroutine_fn qcow2_reopen_bitmaps_co(BlockDriverState *bs,
+                                                void *opaque)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Error **errp = opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_reopen_bitmaps(bs, bdrv_is_writable(bs), errp);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+static void qcow2_reopen_commit_post(BlockDriverState *bs)
+{
+    Error *err = NULL;
+
+    if (bdrv_run_co(bs, qcow2_reopen_bitmaps_co, &err) < 0) {
+        error_report("Could not mark the bitmaps of node '%s' in use: %s",
+                     bdrv_get_node_name(bs), error_get_pretty(err));
+        error_free(err);
+    }
 }
 
 static void qcow2_reopen_abort(BDRVReopenState *state)
@@ -1140,6 +1177,7 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_co_create_on_node         = qcow2_co_create_target,
     .bdrv_reopen_prepare            = qcow2_reopen_prepare,
     .bdrv_reopen_commit             = qcow2_reopen_commit,
+    .bdrv_reopen_commit_post        = qcow2_reopen_commit_post,
     .bdrv_reopen_abort              = qcow2_reopen_abort,
     .bdrv_co_preadv                 = qcow2_co_preadv,
     .bdrv_co_pwritev                = qcow2_co_pwritev,

@@ -975,6 +975,13 @@ int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
 /* Loads the directory's bitmaps into the node; marks them in use if rw. */
 int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
                                           Error **errp);
+/*
+ * After a reopen: read-only bitmaps when the node is read-only; when it is
+ * writable, the consistent bitmaps marked in use on disk (invariant 1 of
+ * qcow2-bitmap.c) and writable again.
+ */
+int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
+                                      Error **errp);
 /* Writes the node's persistent bitmaps and a new directory (close). */
 int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
                                            Error **errp);

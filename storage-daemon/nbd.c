@@ -89,11 +89,6 @@ static void qmp_nbd_server_add(JsonObject *args, JsonNode **ret,
         error_setg(errp, "NBD server not running");
         return;
     }
-    if (json_object_has_member(args, "bitmap")) {
-        error_setg(errp, "Bitmap '%s' is not found",
-                   json_object_get_string_member(args, "bitmap"));
-        return;
-    }
     /* the older form of block-export-add: the export id is its name */
     json_object_set_string_member(opts, "type", "nbd");
     json_object_set_string_member(opts, "id", name);
@@ -104,6 +99,13 @@ static void qmp_nbd_server_add(JsonObject *args, JsonNode **ret,
     if (json_object_has_member(args, "description")) {
         json_object_set_string_member(opts, "description",
             json_object_get_string_member(args, "description"));
+    }
+    if (json_object_has_member(args, "bitmap")) {
+        JsonArray *bitmaps = json_array_new();
+
+        json_array_add_string_element(bitmaps,
+            json_object_get_string_member(args, "bitmap"));
+        json_object_set_array_member(opts, "bitmaps", bitmaps);
     }
     blk_exp_add(opts, errp);
 }

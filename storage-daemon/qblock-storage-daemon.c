@@ -46,6 +46,7 @@
 #include "monitor.h"
 #include "nbd.h"
 #include "object.h"
+#include "dirty-bitmap-qmp.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "util/qapi-event.h"
@@ -456,6 +457,7 @@ static void qsd_register_commands(void)
     nbd_register_commands();
     object_register_commands();
     job_register_commands();
+    dirty_bitmap_register_commands();
     qmp_register_command("quit", qmp_quit);
 }
 

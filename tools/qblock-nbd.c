@@ -50,7 +50,7 @@ typedef struct QnbdOptions {
     /* exposing part of the image */
     uint64_t offset;
     bool allocation_depth;
-    const char *bitmap;
+    GPtrArray *bitmaps;         /* -B, each a name (may repeat) */
     /* general */
     bool list;
     bool fork;
@@ -117,7 +117,7 @@ static void qnbd_usage(const char *name)
 "Exposing part of the image:\n"
 "  -o, --offset=OFFSET       offset into the image\n"
 "  -A, --allocation-depth    expose the allocation depth\n"
-"  -B, --bitmap=NAME         expose a persistent dirty bitmap (not supported)\n"
+"  -B, --bitmap=NAME         expose a persistent dirty bitmap\n"
 "\n"
 "General purpose options:\n"
 "  -L, --list                list exports available from another NBD server\n"
@@ -244,7 +244,10 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             o->per_device = true;
             break;
         case 'B':
-            o->bitmap = optarg;
+            if (!o->bitmaps) {
+                o->bitmaps = g_ptr_array_new();
+            }
+            g_ptr_array_add(o->bitmaps, optarg);
             o->per_device = true;
             break;
         case 'c':
@@ -517,7 +520,7 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
 
 /*
  * Refusals that need the open image, in qemu-nbd's words where it has
- * them: it has no internal snapshots to load and no dirty bitmaps.
+ * them: it has no internal snapshots to load.
  */
 static int qnbd_check_image_features(BlockBackend *blk, QnbdOptions *o)
 {
@@ -526,11 +529,6 @@ static int qnbd_check_image_features(BlockBackend *blk, QnbdOptions *o)
                      "device '' does not support temporarily loading "
                      "internal snapshots",
                      bdrv_get_format_name(blk_bs(blk)));
-        return -1;
-    }
-    if (o->bitmap) {
-        error_report("Bitmap '%s' is not found: dirty bitmaps are not "
-                     "supported", o->bitmap);
         return -1;
     }
     return 0;
@@ -684,6 +682,9 @@ static int qnbd_serve(QnbdOptions *o)
         .description = o->description,
         .writable = !o->readonly,
         .allocation_depth = o->allocation_depth,
+        .bitmaps = o->bitmaps ? (const char *const *)o->bitmaps->pdata
+                              : NULL,
+        .nr_bitmaps = o->bitmaps ? o->bitmaps->len : 0,
         .multi_conn = o->shared != 1,
     };
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);

@@ -163,9 +163,24 @@ static bool hb_clip(const HBitmap *hb, uint64_t first, uint64_t *count)
 
 void hbitmap_set(HBitmap *hb, uint64_t first, uint64_t count)
 {
-    if (hb_clip(hb, first, &count)) {
-        hb_set_level(hb, 0, first, first + count - 1);
+    uint64_t last;
+
+    if (!hb_clip(hb, first, &count)) {
+        return;
     }
+    last = first + count - 1;
+    /*
+     * The request path's common case: a write inside one word whose bits
+     * are set already (a rewrite of dirty data) changes nothing above.
+     */
+    if (first / 64 == last / 64) {
+        uint64_t mask = hb_mask(first % 64, last % 64);
+
+        if ((hb->words[0][first / 64] & mask) == mask) {
+            return;
+        }
+    }
+    hb_set_level(hb, 0, first, last);
 }
 
 void hbitmap_reset(HBitmap *hb, uint64_t first, uint64_t count)

@@ -86,15 +86,19 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
         .multi_conn = true,
     };
 
+    g_autofree const char **names = NULL;
+
     if (!nbd_export_server) {
         error_setg(errp, "NBD server not running");
         return -EINVAL;
     }
-    /* qblock keeps no dirty bitmaps, so none can be found */
-    if (bitmaps && json_array_get_length(bitmaps)) {
-        error_setg(errp, "Bitmap '%s' is not found",
-                   json_array_get_string_element(bitmaps, 0));
-        return -ENOENT;
+    if (bitmaps) {
+        cfg.nr_bitmaps = json_array_get_length(bitmaps);
+        names = g_new0(const char *, cfg.nr_bitmaps + 1);
+        for (int i = 0; i < cfg.nr_bitmaps; i++) {
+            names[i] = json_array_get_string_element(bitmaps, i);
+        }
+        cfg.bitmaps = names;
     }
     e->nbd = nbd_export_new(nbd_export_server, exp->blk, &cfg, errp);
     return e->nbd ? 0 : -EINVAL;

@@ -4,6 +4,7 @@
  *   nbd-server.c     server, listeners, exports, the life of a client
  *   nbd-negotiate.c  the handshake: greeting and options (phase 1)
  *   nbd-transmit.c   requests and replies (phase 2)
+ *   nbd-meta-bitmap.c  the qemu:dirty-bitmap:NAME meta contexts
  *   ../nbd-proto.c   protocol names and the errno mapping (shared with
  *                    the client, block/nbd*.c)
  *
@@ -45,6 +46,8 @@
 /* Context ids this server hands out in NBD_OPT_SET_META_CONTEXT. */
 #define NBD_META_ID_BASE_ALLOCATION 0
 #define NBD_META_ID_ALLOCATION_DEPTH 1
+/* qemu:dirty-bitmap:NAME for the export's bitmap i has id BASE + i */
+#define NBD_META_ID_DIRTY_BITMAP_BASE 2
 
 typedef struct NBDClient NBDClient;
 
@@ -75,6 +78,10 @@ struct NBDExport {
     char *description;          /* NULL for none */
     uint16_t flags;             /* transmission flags, less DF */
     bool allocation_depth;
+    /* the bitmaps offered (busy while the export holds them) */
+    struct BdrvDirtyBitmap **bitmaps;
+    char **bitmap_contexts;     /* "qemu:dirty-bitmap:NAME" each */
+    int nr_bitmaps;
     /* --- event loop only --- */
     int refcnt;                 /* the server's list + each client */
     bool removed;               /* off the server's list */
@@ -87,6 +94,7 @@ typedef struct NBDMetaContexts {
     NBDExport *exp;             /* the export they were chosen for */
     bool base_allocation;
     bool allocation_depth;
+    uint64_t bitmaps;           /* bit i: the export's bitmap i */
 } NBDMetaContexts;
 
 struct NBDClient {
@@ -142,6 +150,24 @@ void nbd_client_close(NBDClient *client);
 int coroutine_fn nbd_negotiate(NBDClient *client, Error **errp);
 /* The transmission flags @client gets for @exp. */
 uint16_t nbd_client_export_flags(NBDClient *client, NBDExport *exp);
+
+/* nbd-meta-bitmap.c */
+/* Finds and holds cfg->bitmaps for @exp; errors in qemu-nbd's words. */
+int nbd_export_bitmaps_init(NBDExport *exp, BlockBackend *blk,
+                            const NBDExportConfig *cfg, Error **errp);
+/* Lets the bitmaps go (no longer busy). */
+void nbd_export_bitmaps_fini(NBDExport *exp);
+/* Adds to *@sel the bitmaps of @exp that @query names (a full context
+ * name, "qemu:dirty-bitmap:" or "qemu:" for all of them). */
+void nbd_meta_bitmaps_match(NBDExport *exp, const char *query,
+                            uint64_t *sel);
+/*
+ * The extents of bitmap @i of @exp over [offset, end): dirty ones with
+ * NBD_STATE_DIRTY, at most @max (1 with REQ_ONE), appended to @extents
+ * (NBDBlockStatusExtent, host-endian).
+ */
+void nbd_meta_bitmap_extents(NBDExport *exp, int i, int64_t offset,
+                             int64_t end, unsigned int max, GArray *extents);
 
 /* nbd-transmit.c */
 /*

@@ -402,6 +402,7 @@ static void nbd_neg_match_query(NBDExport *exp, const char *query,
          !strcmp(query, NBD_META_QEMU_ALLOC_DEPTH))) {
         sel->allocation_depth = true;
     }
+    nbd_meta_bitmaps_match(exp, query, &sel->bitmaps);
 }
 
 static int coroutine_fn nbd_neg_send_context(NBDNegotiation *n, uint32_t id,
@@ -451,6 +452,8 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
         /* listing without a query lists everything */
         sel.base_allocation = true;
         sel.allocation_depth = exp->allocation_depth;
+        nbd_meta_bitmaps_match(exp, NBD_META_QEMU_DIRTY_BITMAP,
+                               &sel.bitmaps);
     }
     for (uint32_t i = 0; i < nqueries; i++) {
         g_autofree char *query = nbd_neg_get_lstring(n);
@@ -480,6 +483,15 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
                                    NBD_META_QEMU_ALLOC_DEPTH);
         if (ret < 0) {
             return ret;
+        }
+    }
+    for (int i = 0; i < exp->nr_bitmaps; i++) {
+        if (sel.bitmaps & (1ULL << i)) {
+            ret = nbd_neg_send_context(n, NBD_META_ID_DIRTY_BITMAP_BASE + i,
+                                       exp->bitmap_contexts[i]);
+            if (ret < 0) {
+                return ret;
+            }
         }
     }
     if (set && !exp->removed) {

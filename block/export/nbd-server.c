@@ -120,6 +120,13 @@ NBDExport *nbd_export_new(NBDServer *server, BlockBackend *blk,
     exp->name = g_strdup(name);
     exp->description = g_strdup(cfg->description);
     exp->allocation_depth = cfg->allocation_depth;
+    if (nbd_export_bitmaps_init(exp, blk, cfg, errp) < 0) {
+        blk_unref(blk);
+        g_free(exp->name);
+        g_free(exp->description);
+        g_free(exp);
+        return NULL;
+    }
     /* FLUSH and FUA are always offered: with the write cache off they are
      * no-ops, and a client cannot know the cache mode otherwise. */
     exp->flags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH |
@@ -215,6 +222,7 @@ void nbd_export_unref(NBDExport *exp)
         d->opaque = exp->removed_opaque;
         aio_bh_schedule_oneshot(exp->server->ctx, nbd_export_done_bh, d);
     }
+    nbd_export_bitmaps_fini(exp);
     blk_unref(exp->blk);
     g_free(exp->name);
     g_free(exp->description);

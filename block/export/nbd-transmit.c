@@ -78,6 +78,13 @@ static void nbd_buffer_release(NBDRequest *req)
     qemu_co_queue_restart_all(&server->buffer_waiters);
 }
 
+/* How many meta contexts the client selected. */
+static unsigned int nbd_contexts_count(const NBDMetaContexts *ctx)
+{
+    return ctx->base_allocation + ctx->allocation_depth +
+           __builtin_popcountll(ctx->bitmaps);
+}
+
 /*
  * The bytes of buffer a checked request without payload will allocate:
  * the data of READ and CACHE, the extents of BLOCK_STATUS (at most
@@ -92,7 +99,7 @@ static uint64_t nbd_request_buffer_size(NBDRequest *req)
     case NBD_CMD_CACHE:
         return req->len;
     case NBD_CMD_BLOCK_STATUS:
-        return (ctx->base_allocation + ctx->allocation_depth) *
+        return nbd_contexts_count(ctx) *
                NBD_MAX_BLOCK_STATUS_EXTENTS * sizeof(NBDBlockStatusExtent);
     default:
         return 0;
@@ -361,15 +368,28 @@ static int coroutine_fn nbd_collect_extents(NBDRequest *req, bool depth_ctx,
     return 0;
 }
 
+/*
+ * One chunk of extents for context @ctx_id: base:allocation,
+ * qemu:allocation-depth (@depth_ctx) or the export's bitmap @bitmap (>= 0).
+ */
 static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
-                                         bool depth_ctx, bool last)
+                                         bool depth_ctx, int bitmap,
+                                         bool last)
 {
     g_autoptr(GArray) extents =
         g_array_new(false, false, sizeof(NBDBlockStatusExtent));
     uint32_t be_id = GUINT32_TO_BE(ctx_id);
     struct iovec payload[2];
-    int ret = nbd_collect_extents(req, depth_ctx, extents);
+    int ret = 0;
 
+    if (bitmap >= 0) {
+        nbd_meta_bitmap_extents(req->client->exp, bitmap, req->offset,
+                                req->offset + req->len,
+                                (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 :
+                                NBD_MAX_BLOCK_STATUS_EXTENTS, extents);
+    } else {
+        ret = nbd_collect_extents(req, depth_ctx, extents);
+    }
     if (ret < 0) {
         nbd_send_result(req, ret);
         return ret;
@@ -395,14 +415,24 @@ static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
 static void coroutine_fn nbd_co_block_status(NBDRequest *req)
 {
     NBDMetaContexts *ctx = &req->client->contexts;
+    unsigned int left = nbd_contexts_count(ctx);
 
     if (ctx->base_allocation &&
-        nbd_send_extents(req, NBD_META_ID_BASE_ALLOCATION, false,
-                         !ctx->allocation_depth) < 0) {
+        nbd_send_extents(req, NBD_META_ID_BASE_ALLOCATION, false, -1,
+                         --left == 0) < 0) {
         return;
     }
-    if (ctx->allocation_depth) {
-        nbd_send_extents(req, NBD_META_ID_ALLOCATION_DEPTH, true, true);
+    if (ctx->allocation_depth &&
+        nbd_send_extents(req, NBD_META_ID_ALLOCATION_DEPTH, true, -1,
+                         --left == 0) < 0) {
+        return;
+    }
+    for (int i = 0; i < req->client->exp->nr_bitmaps; i++) {
+        if ((ctx->bitmaps & (1ULL << i)) &&
+            nbd_send_extents(req, NBD_META_ID_DIRTY_BITMAP_BASE + i, false,
+                             i, --left == 0) < 0) {
+            return;
+        }
     }
 }
 
@@ -545,8 +575,7 @@ static int nbd_check_request(NBDClient *client, NBDRequest *req)
         return req->flags & ~nbd_valid_flags(client, req->type) ? -EINVAL
                                                                  : 0;
     case NBD_CMD_BLOCK_STATUS:
-        if (!client->contexts.base_allocation &&
-            !client->contexts.allocation_depth) {
+        if (!nbd_contexts_count(&client->contexts)) {
             /* no context selected (or no structured replies) */
             return -EINVAL;
         }

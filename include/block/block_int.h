@@ -147,6 +147,12 @@ struct BlockDriver {
     int (*bdrv_reopen_prepare)(BDRVReopenState *state, Error **errp);
     void (*bdrv_reopen_commit)(BDRVReopenState *state);
     void (*bdrv_reopen_abort)(BDRVReopenState *state);
+    /*
+     * Optional: runs once the whole reopen is committed, the node's new
+     * permissions taken, so it may write (qcow2 marks its bitmaps in use
+     * when the node became writable).  Cannot fail the reopen.
+     */
+    void (*bdrv_reopen_commit_post)(BlockDriverState *bs);
 
     /*
      * Data path.  The generic layer guarantees: offset and bytes are

@@ -21,6 +21,8 @@
 #ifndef QBLOCK_DIRTY_BITMAP_H
 #define QBLOCK_DIRTY_BITMAP_H
 
+#include <json-glib/json-glib.h>
+
 #include "block/block-common.h"
 #include "util/hbitmap.h"
 
@@ -209,6 +211,8 @@ int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
 int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
                                 BdrvDirtyBitmap *const *srcs, int nsrc,
                                 HBitmap **backup, Error **errp);
+/* The BlockDirtyInfo list of query-named-block-nodes, newest first. */
+JsonNode *bdrv_query_dirty_bitmaps(BlockDriverState *bs);
 /* Whether @bs keeps persistent bitmaps at all (qcow2 v3 does). */
 bool bdrv_supports_persistent_dirty_bitmap(BlockDriverState *bs);
 /* Whether @bs can store a new persistent bitmap (the format decides). */

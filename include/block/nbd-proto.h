@@ -87,10 +87,13 @@
 #define NBD_META_NS_QEMU            "qemu"
 #define NBD_META_BASE_ALLOCATION    "base:allocation"
 #define NBD_META_QEMU_ALLOC_DEPTH   "qemu:allocation-depth"
+#define NBD_META_QEMU_DIRTY_BITMAP  "qemu:dirty-bitmap:"
 
 /* Flags of a base:allocation extent. */
 #define NBD_STATE_HOLE              (1 << 0)
 #define NBD_STATE_ZERO              (1 << 1)
+/* qemu:dirty-bitmap:NAME: the extent is dirty in the bitmap */
+#define NBD_STATE_DIRTY             (1 << 0)
 
 /* The server's greeting: magic, option magic, handshake flags. */
 typedef struct QEMU_PACKED NBDNewstyleGreeting {

@@ -87,6 +87,9 @@ unsigned int nbd_server_client_count(NBDServer *server);
  */
 void nbd_server_free(NBDServer *server);
 
+/* Bitmaps one export may offer: a client selects them in a 64-bit mask. */
+#define NBD_MAX_EXPORT_BITMAPS 64
+
 typedef struct NBDExportConfig {
     const char *name;           /* "" is the default export */
     const char *description;    /* NULL for none */
@@ -94,6 +97,14 @@ typedef struct NBDExportConfig {
     bool writable;
     /* offer the qemu:allocation-depth meta context (qemu-nbd -A) */
     bool allocation_depth;
+    /*
+     * Dirty bitmaps offered as qemu:dirty-bitmap:NAME contexts (qemu-nbd
+     * -B, block-export-add's "bitmaps"): looked up on the exported node,
+     * then down its backing chain; busy while exported.  At most
+     * NBD_MAX_EXPORT_BITMAPS.
+     */
+    const char *const *bitmaps;
+    int nr_bitmaps;
     /*
      * Advertise NBD_FLAG_CAN_MULTI_CONN.  It is safe for every export of
      * this server: all connections to an export share one BlockBackend

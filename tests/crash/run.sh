@@ -8,7 +8,7 @@
 set -u
 build=${1:?usage: run.sh BUILD_DIR}
 pass=0 fail=0 skip=0 xfail=0
-for name in test-qcow2-crash test-qcow2-crash-tools; do
+for name in test-qcow2-crash test-qcow2-crash-tools test-bitmap-crash; do
     exe=$build/tests/crash/$name
     if [ ! -x "$exe" ]; then
         echo "$name: not built (looked for $exe)"
