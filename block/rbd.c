@@ -422,8 +422,8 @@ static int qrbd_open_node(BlockDriverState *bs, QDict *options, int flags,
     }
     if (s->opts.snapshot && (flags & BDRV_O_RDWR)) {
         if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "Snapshot '%s' of rbd image '%s' is read-only",
-                       s->opts.snapshot, s->opts.image);
+            /* QEMU's words, which scripts written against it match */
+            error_setg(errp, "rbd snapshots are read-only");
             ret = -EACCES;
             goto fail;
         }
@@ -480,7 +480,7 @@ static int qrbd_reopen_prepare(BDRVReopenState *state, Error **errp)
     BDRVRBDState *s = state->bs->opaque;
 
     if ((state->flags & BDRV_O_RDWR) && s->opts.snapshot) {
-        error_setg(errp, "Snapshot '%s' of rbd image '%s' is read-only",
+        error_setg(errp, "rbd snapshot '%s' of image '%s' is read-only",
                    s->opts.snapshot, s->opts.image);
         return -EACCES;
     }
