@@ -27,36 +27,6 @@
 #include "qapi/qapi-opts.h"
 #include "util/thread-pool.h"
 
-typedef struct BDRVRBDState BDRVRBDState;
-typedef struct RBDAioRequest RBDAioRequest;
-
-struct RBDAioRequest {
-    BDRVRBDState *s;
-    Coroutine *co;
-    rbd_completion_t c;
-    int64_t ret;                /* librbd's return value, once done */
-    bool done;
-    RBDAioRequest *next;        /* on s->done */
-};
-
-struct BDRVRBDState {
-    /* --- set at open, immutable until close --- */
-    rados_t cluster;
-    rados_ioctx_t io_ctx;
-    rbd_image_t image;
-    RBDConnectOpts opts;
-    uint64_t object_size;
-    AioContext *ctx;
-    EventNotifier notifier;
-
-    /* --- under done_lock: librbd's threads and the reaper (inv. 2) --- */
-    GMutex done_lock;
-    RBDAioRequest *done;
-
-    /* --- event-loop thread only --- */
-    unsigned in_flight;         /* invariant 3 */
-};
-
 /* ---------------------------------------------------------------------- */
 /* Completion */
 
@@ -489,13 +459,16 @@ static int qrbd_reopen_prepare(BDRVReopenState *state, Error **errp)
 
 /*
  * No file name of ours: the rbd: syntax cannot say every option, so a
- * json: one is built from the node's options.  QEMU's options always hold
- * the namespace, "" by default (after the driver, where its schema adds
- * it); so do ours, so that both tools print the same name.
+ * json: one is built from the node's options.  QEMU's options hold the
+ * namespace, "" by default, when they came from an rbd: file name (after
+ * the driver, where its schema adds it); so do ours, so that both tools
+ * print the same name.
  */
 static void qrbd_refresh_filename(BlockDriverState *bs)
 {
-    qdict_set_default_str(bs->options, "namespace", "");
+    if (g_str_has_prefix(bs->filename, "rbd:")) {
+        qdict_set_default_str(bs->options, "namespace", "");
+    }
     bs->exact_filename[0] = '\0';
 }
 
@@ -522,6 +495,22 @@ static int qrbd_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
 
     bdi->cluster_size = s->object_size;
     return 0;
+}
+
+/*
+ * QEMU's rbd information holds only the encryption format of an image
+ * that librbd encrypts, which qblock does not open yet: an empty object,
+ * which qemu-img info prints as a bare heading, as QEMU does.
+ */
+static JsonNode *qrbd_get_specific_info(BlockDriverState *bs)
+{
+    g_autoptr(JsonObject) info = json_object_new();
+    JsonNode *node = json_node_new(JSON_NODE_OBJECT);
+
+    json_object_set_string_member(info, "type", "rbd");
+    json_object_set_object_member(info, "data", json_object_new());
+    json_node_set_object(node, info);
+    return node;
 }
 
 /* What names a different image; the rest only how to reach it. */
@@ -560,6 +549,11 @@ static const BlockDriver bdrv_rbd = {
     .bdrv_co_pdiscard       = qrbd_co_pdiscard,
     .bdrv_co_flush_to_disk  = qrbd_co_flush,
     .bdrv_co_block_status   = qrbd_co_block_status,
+    .bdrv_get_specific_info = qrbd_get_specific_info,
+    .bdrv_snapshot_create   = qrbd_snapshot_create,
+    .bdrv_snapshot_goto     = qrbd_snapshot_goto,
+    .bdrv_snapshot_delete   = qrbd_snapshot_delete,
+    .bdrv_snapshot_list     = qrbd_snapshot_list,
 };
 
 block_init(bdrv_register, bdrv_rbd)

@@ -3,6 +3,7 @@
  *
  *   rbd.c           open, close, the data path, resize, info, the table
  *   rbd-create.c    image creation (qemu-img create, convert -O raw)
+ *   rbd-snapshot.c  the image's snapshots (qemu-img snapshot, info)
  *   rbd-connect.c   the options that say where the cluster is and who we
  *                   are, and connecting to it (librados) and to a pool
  *   rbd-filename.c  QEMU's legacy file name rbd:pool/image@snap:key=value
@@ -41,6 +42,37 @@ typedef struct RBDConnectOpts {
     char **keyvalue;            /* key, value, ...; NULL-terminated */
 } RBDConnectOpts;
 
+typedef struct BDRVRBDState BDRVRBDState;
+typedef struct RBDAioRequest RBDAioRequest;
+
+struct RBDAioRequest {
+    BDRVRBDState *s;
+    Coroutine *co;
+    rbd_completion_t c;
+    int64_t ret;                /* librbd's return value, once done */
+    bool done;
+    RBDAioRequest *next;        /* on s->done */
+};
+
+/* The node's state; the invariants are in rbd.c's header. */
+struct BDRVRBDState {
+    /* --- set at open, immutable until close --- */
+    rados_t cluster;
+    rados_ioctx_t io_ctx;
+    rbd_image_t image;
+    RBDConnectOpts opts;
+    uint64_t object_size;
+    AioContext *ctx;
+    EventNotifier notifier;
+
+    /* --- under done_lock: librbd's threads and the reaper (inv. 2) --- */
+    GMutex done_lock;
+    RBDAioRequest *done;
+
+    /* --- event-loop thread only --- */
+    unsigned in_flight;         /* invariant 3 */
+};
+
 /*
  * Fills @o from the node's options, removing what it takes from @options
  * (the rbd-runtime group, server.N.*, auth-client-required.N and the
@@ -68,5 +100,12 @@ void qrbd_parse_filename(const char *filename, QDict *options, Error **errp);
 int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
                                     const char *filename, QemuOpts *opts,
                                     Error **errp);
+
+/* Internal snapshots: RBD's own, by name (rbd-snapshot.c) */
+int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
+int qrbd_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
+int qrbd_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                         const char *name, Error **errp);
+int qrbd_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_info);
 
 #endif

@@ -197,6 +197,25 @@ same "snapshot opened for writing" qemu-io -f raw -c 'write 0 4k' \
     "rbd:rbd/snapimg@s1:conf=$conf"
 same "snapshot compares to the source" qemu-img compare -f raw -F qcow2 \
     "rbd:rbd/snapimg@s1:conf=$conf" src.qcow2
+same "snapshot -l lists RBD's snapshots" qemu-img snapshot -l \
+    "$(img snapimg)"
+same "info lists them" qemu-img info -f raw "$(img snapimg)"
+same "info --image-opts: format rbd, specific information" qemu-img info \
+    --image-opts "driver=rbd,pool=rbd,image=snapimg,conf=$conf"
+timeout 60 "$qimg" snapshot -c s2 "$(img snapimg)" 2>/dev/null
+check "snapshot -c creates an RBD snapshot" \
+    quiet grep -qw s2 <(rbd snap ls rbd/snapimg)
+qemu-io -f raw -c 'write -P 8 0 64k' "$(img snapimg)" >/dev/null
+timeout 60 "$qimg" snapshot -a s2 "$(img snapimg)" 2>/dev/null
+check "snapshot -a rolls the image back" quiet qemu-io -f raw -r \
+    -c 'read -P 7 0 64k' "$(img snapimg)"
+timeout 60 "$qimg" snapshot -d s2 "$(img snapimg)" 2>/dev/null
+check "snapshot -d removes it" \
+    eval '! grep -qw s2 <(rbd snap ls rbd/snapimg)'
+same "snapshot -c over an existing one" qemu-img snapshot -f raw -c s1 \
+    "$(img snapimg)"
+same "snapshot -d of a missing one" qemu-img snapshot -f raw -d nosuch \
+    "$(img snapimg)"
 
 # --- discard and zero writes: same data and same map as QEMU's ----------
 writes=(-c 'write -P 5 0 12M' -c 'discard 4M 4M' -c 'write -z -u 8M 4M'
