@@ -16,7 +16,7 @@
 
 /* RBD_OPT_KEYVALUE_PAIRS: a JSON array of strings, key then value. */
 static bool qrbd_parse_keyvalue(const char *text, RBDConnectOpts *o,
-                               Error **errp)
+                                Error **errp)
 {
     g_autoptr(JsonNode) node = json_parse_text(text, strlen(text), errp);
     JsonArray *arr;
@@ -48,7 +48,7 @@ static bool qrbd_parse_keyvalue(const char *text, RBDConnectOpts *o,
 
 /* server.N.host/port, N = 0, 1, ... without gaps, into "h:p,h:p". */
 static bool qrbd_parse_servers(QDict *options, RBDConnectOpts *o,
-                              Error **errp)
+                               Error **errp)
 {
     g_autoptr(GString) hosts = g_string_new(NULL);
 
@@ -116,7 +116,7 @@ static bool qrbd_parse_auth(QDict *options, RBDConnectOpts *o, Error **errp)
 }
 
 static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
-                              bool for_create, Error **errp)
+                               bool for_create, Error **errp)
 {
     QemuOpts *opts;
     const char *secret;
@@ -153,7 +153,7 @@ static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
 }
 
 bool qrbd_connect_opts_parse(QDict *options, RBDConnectOpts *o,
-                            bool for_create, Error **errp)
+                             bool for_create, Error **errp)
 {
     const char *kv = qdict_get_try_str(options, RBD_OPT_KEYVALUE_PAIRS);
 
@@ -185,7 +185,7 @@ void qrbd_connect_opts_free(RBDConnectOpts *o)
 /* Connecting */
 
 static int qrbd_conf_set(rados_t cluster, const char *key, const char *value,
-                        Error **errp)
+                         Error **errp)
 {
     int ret = rados_conf_set(cluster, key, value);
 
@@ -196,7 +196,7 @@ static int qrbd_conf_set(rados_t cluster, const char *key, const char *value,
 }
 
 static int qrbd_configure(rados_t cluster, const RBDConnectOpts *o,
-                         bool cache, Error **errp)
+                          bool cache, Error **errp)
 {
     int ret;
 
@@ -223,7 +223,7 @@ static int qrbd_configure(rados_t cluster, const RBDConnectOpts *o,
     }
     if (o->auth_client_required &&
         (ret = qrbd_conf_set(cluster, "auth_client_required",
-                            o->auth_client_required, errp)) < 0) {
+                             o->auth_client_required, errp)) < 0) {
         return ret;
     }
     if (o->key && (ret = qrbd_conf_set(cluster, "key", o->key, errp)) < 0) {
@@ -231,11 +231,11 @@ static int qrbd_configure(rados_t cluster, const RBDConnectOpts *o,
     }
     /* cache=none and directsync bypass librbd's cache, as in QEMU */
     return qrbd_conf_set(cluster, "rbd_cache", cache ? "true" : "false",
-                        errp);
+                         errp);
 }
 
 static int qrbd_open_namespace(rados_ioctx_t io_ctx, const char *ns,
-                              Error **errp)
+                               Error **errp)
 {
     bool exists = false;
     int ret;
@@ -258,7 +258,7 @@ static int qrbd_open_namespace(rados_ioctx_t io_ctx, const char *ns,
 }
 
 int qrbd_connect(const RBDConnectOpts *o, bool cache, rados_t *cluster,
-                rados_ioctx_t *io_ctx, Error **errp)
+                 rados_ioctx_t *io_ctx, Error **errp)
 {
     int ret;
 

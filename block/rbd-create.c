@@ -31,8 +31,8 @@ static int qrbd_object_order(QemuOpts *opts, Error **errp)
 }
 
 int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
-                                    const char *filename, QemuOpts *opts,
-                                    Error **errp)
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp)
 {
     g_autoptr(QDict) options = qdict_new();
     RBDConnectOpts o = {0};

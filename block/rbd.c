@@ -81,7 +81,7 @@ typedef struct RBDAioCmd {
 } RBDAioCmd;
 
 static int qrbd_aio_submit(BDRVRBDState *s, const RBDAioCmd *cmd,
-                          rbd_completion_t c)
+                           rbd_completion_t c)
 {
     switch (cmd->type) {
     case RBD_AIO_READ:
@@ -103,7 +103,7 @@ static int qrbd_aio_submit(BDRVRBDState *s, const RBDAioCmd *cmd,
 
 /* Submits @cmd to librbd and waits for it; librbd's result or -errno. */
 static int64_t coroutine_fn qrbd_co_request(BlockDriverState *bs,
-                                           const RBDAioCmd *cmd)
+                                            const RBDAioCmd *cmd)
 {
     BDRVRBDState *s = bs->opaque;
     RBDAioRequest req = {
@@ -133,8 +133,8 @@ static int64_t coroutine_fn qrbd_co_request(BlockDriverState *bs,
 /* Data path */
 
 static int coroutine_fn qrbd_co_preadv(BlockDriverState *bs, int64_t offset,
-                                      int64_t bytes, QEMUIOVector *qiov,
-                                      BdrvRequestFlags flags)
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
 {
     RBDAioCmd cmd = {
         .type = RBD_AIO_READ,
@@ -155,8 +155,8 @@ static int coroutine_fn qrbd_co_preadv(BlockDriverState *bs, int64_t offset,
 }
 
 static int coroutine_fn qrbd_co_pwritev(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvRequestFlags flags)
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags)
 {
     RBDAioCmd cmd = {
         .type = RBD_AIO_WRITE,
@@ -170,8 +170,8 @@ static int coroutine_fn qrbd_co_pwritev(BlockDriverState *bs, int64_t offset,
 }
 
 static int coroutine_fn qrbd_co_pwrite_zeroes(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes,
-                                             BdrvRequestFlags flags)
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags)
 {
     RBDAioCmd cmd = {
         .type = RBD_AIO_WRITE_ZEROES,
@@ -187,7 +187,7 @@ static int coroutine_fn qrbd_co_pwrite_zeroes(BlockDriverState *bs,
 }
 
 static int coroutine_fn qrbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
-                                        int64_t bytes)
+                                         int64_t bytes)
 {
     RBDAioCmd cmd = {
         .type = RBD_AIO_DISCARD,
@@ -256,10 +256,10 @@ static int qrbd_diff_worker(void *opaque)
  * QEMU reports it.
  */
 static int coroutine_fn qrbd_co_block_status(BlockDriverState *bs,
-                                            bool want_zero, int64_t offset,
-                                            int64_t bytes, int64_t *pnum,
-                                            int64_t *map,
-                                            BlockDriverState **file)
+                                             bool want_zero, int64_t offset,
+                                             int64_t bytes, int64_t *pnum,
+                                             int64_t *map,
+                                             BlockDriverState **file)
 {
     BDRVRBDState *s = bs->opaque;
     RBDDiffCall call = {
@@ -326,8 +326,8 @@ static int qrbd_resize_worker(void *opaque)
 }
 
 static int coroutine_fn qrbd_co_truncate(BlockDriverState *bs, int64_t offset,
-                                        bool exact, PreallocMode prealloc,
-                                        BdrvRequestFlags flags, Error **errp)
+                                         bool exact, PreallocMode prealloc,
+                                         BdrvRequestFlags flags, Error **errp)
 {
     BDRVRBDState *s = bs->opaque;
     RBDResizeCall call = { .image = s->image, .size = offset };
@@ -381,7 +381,7 @@ static int qrbd_open_image(BlockDriverState *bs, Error **errp)
 }
 
 static int qrbd_open_node(BlockDriverState *bs, QDict *options, int flags,
-                         Error **errp)
+                          Error **errp)
 {
     BDRVRBDState *s = bs->opaque;
     int ret;
@@ -400,7 +400,7 @@ static int qrbd_open_node(BlockDriverState *bs, QDict *options, int flags,
         bs->read_only = true;
     }
     ret = qrbd_connect(&s->opts, !(flags & BDRV_O_NOCACHE), &s->cluster,
-                      &s->io_ctx, errp);
+                       &s->io_ctx, errp);
     if (ret < 0) {
         goto fail;
     }

@@ -80,7 +80,7 @@ struct BDRVRBDState {
  * a snapshot is refused.  false with @errp set on a bad option.
  */
 bool qrbd_connect_opts_parse(QDict *options, RBDConnectOpts *o,
-                            bool for_create, Error **errp);
+                             bool for_create, Error **errp);
 void qrbd_connect_opts_free(RBDConnectOpts *o);
 
 /*
@@ -90,7 +90,7 @@ void qrbd_connect_opts_free(RBDConnectOpts *o);
  * with @errp set in QEMU's words ("error connecting: ...").
  */
 int qrbd_connect(const RBDConnectOpts *o, bool cache, rados_t *cluster,
-                rados_ioctx_t *io_ctx, Error **errp);
+                 rados_ioctx_t *io_ctx, Error **errp);
 void qrbd_disconnect(rados_t cluster, rados_ioctx_t io_ctx);
 
 /* bdrv_parse_filename: the legacy rbd: syntax into options (rbd-filename.c) */
@@ -98,8 +98,8 @@ void qrbd_parse_filename(const char *filename, QDict *options, Error **errp);
 
 /* bdrv_co_create_opts (rbd-create.c) */
 int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
-                                    const char *filename, QemuOpts *opts,
-                                    Error **errp);
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp);
 
 /* Internal snapshots: RBD's own, by name (rbd-snapshot.c) */
 int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
