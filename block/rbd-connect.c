@@ -9,6 +9,7 @@
  */
 #include "block/rbd.h"
 #include "qapi/qapi-opts.h"
+#include "crypto/secret.h"
 #include "util/json.h"
 
 /* ---------------------------------------------------------------------- */
@@ -115,6 +116,25 @@ static bool qrbd_parse_auth(QDict *options, RBDConnectOpts *o, Error **errp)
     return true;
 }
 
+/*
+ * The cephx key from secret @id.  As in QEMU, the secret holds the key's
+ * bytes (give the key as data=KEY,format=base64), which librados wants
+ * base64-encoded again.
+ */
+static char *qrbd_secret_key(const char *id, Error **errp)
+{
+    size_t len;
+    uint8_t *bytes = crypto_secret_lookup(id, &len, errp);
+    char *key;
+
+    if (!bytes) {
+        return NULL;
+    }
+    key = g_base64_encode(bytes, len);
+    crypto_secret_free(bytes, len);
+    return key;
+}
+
 static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
                                bool for_create, Error **errp)
 {
@@ -136,11 +156,8 @@ static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
     if (!o->pool || !o->image) {
         error_setg(errp, "Parameter '%s' is missing",
                    o->pool ? "image" : "pool");
-    } else if (secret) {
-        error_setg(errp, "key-secret '%s': qblock has no secret objects "
-                   "(--object secret) yet; give the key in a keyring file "
-                   "(the keyring setting of conf=, or a keyring= pair of "
-                   "an rbd: file name)", secret);
+    } else if (secret && !(o->key = qrbd_secret_key(secret, errp))) {
+        /* errp says which secret is missing */
     } else if (for_create && o->snapshot) {
         error_setg(errp, "Cannot create an image with a snapshot name "
                    "('@%s'): create the image, then the snapshot with "
@@ -174,7 +191,7 @@ void qrbd_connect_opts_free(RBDConnectOpts *o)
     g_free(o->snapshot);
     g_free(o->conf);
     g_free(o->user);
-    g_free(o->key);
+    crypto_secret_free_str(o->key);
     g_free(o->mon_host);
     g_free(o->auth_client_required);
     g_strfreev(o->keyvalue);

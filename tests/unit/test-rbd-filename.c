@@ -197,10 +197,7 @@ static const BadOpts bad_opts[] = {
     { "pool=p,image=i,auth-client-required.0=krb",
       "Parameter 'auth-client-required.0' does not accept value 'krb' "
       "(cephx or none)" },
-    { "pool=p,image=i,key-secret=sec0",
-      "key-secret 'sec0': qblock has no secret objects (--object secret) "
-      "yet; give the key in a keyring file (the keyring setting of conf=, "
-      "or a keyring= pair of an rbd: file name)" },
+    { "pool=p,image=i,key-secret=sec0", "No secret with id 'sec0'" },
 };
 
 static void test_bad_options(void)
