@@ -152,6 +152,9 @@ static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
     o->snapshot = g_strdup(qemu_opt_get(opts, "snapshot"));
     o->conf = g_strdup(qemu_opt_get(opts, "conf"));
     o->user = g_strdup(qemu_opt_get(opts, "user"));
+    o->encrypt_format = g_strdup(qemu_opt_get(opts, "encrypt.format"));
+    o->encrypt_key_secret = g_strdup(qemu_opt_get(opts,
+                                                  "encrypt.key-secret"));
     secret = qemu_opt_get(opts, "key-secret");
     if (!o->pool || !o->image) {
         error_setg(errp, "Parameter '%s' is missing",
@@ -195,6 +198,8 @@ void qrbd_connect_opts_free(RBDConnectOpts *o)
     g_free(o->mon_host);
     g_free(o->auth_client_required);
     g_strfreev(o->keyvalue);
+    g_free(o->encrypt_format);
+    g_free(o->encrypt_key_secret);
     memset(o, 0, sizeof(*o));
 }
 

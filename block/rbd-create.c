@@ -2,8 +2,9 @@
  * rbd: creating an image (qemu-img create, convert -O raw rbd:...).
  *
  * The file name says where (rbd-filename.c), the creation options how
- * big and with which object size; the image gets the cluster's default
- * format (2) and features.
+ * big, with which object size and whether librbd encrypts it
+ * (rbd-encrypt.c); the image gets the cluster's default format (2) and
+ * features.
  */
 #include "block/rbd.h"
 #include "qapi/qapi-opts.h"
@@ -43,11 +44,10 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
     uint64_t size = qemu_opt_get_size(opts, "size", 0);
     int order, ret;
 
-    if (qemu_opt_get(opts, "encrypt.format")) {
-        error_setg(errp, "encrypt.format '%s': creating encrypted RBD images "
-                   "is not supported yet", qemu_opt_get(opts,
-                   "encrypt.format"));
-        return -ENOTSUP;
+    if (qemu_opt_get(opts, "encrypt.format") &&
+        !qemu_opt_get(opts, "encrypt.key-secret")) {
+        error_setg(errp, "Parameter 'key-secret' is missing");
+        return -EINVAL;
     }
     order = qrbd_object_order(opts, errp);
     if (order < 0) {
@@ -74,6 +74,12 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
     ret = rbd_create4(io_ctx, o.image, size, img_opts);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error rbd create");
+    } else if (qemu_opt_get(opts, "encrypt.format")) {
+        ret = qrbd_encryption_create(io_ctx, o.image, opts, size, errp);
+        if (ret < 0) {
+            /* never leave a plain image where an encrypted one was asked */
+            rbd_remove(io_ctx, o.image);
+        }
     }
     rbd_image_options_destroy(img_opts);
     qrbd_disconnect(cluster, io_ctx);

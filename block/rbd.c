@@ -370,6 +370,13 @@ static int qrbd_open_image(BlockDriverState *bs, Error **errp)
         s->image = NULL;
         return ret;
     }
+    if (o->encrypt_format) {
+        ret = qrbd_encryption_load(s->image, o->encrypt_format,
+                                   o->encrypt_key_secret, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
     ret = rbd_stat(s->image, &info, sizeof(info));
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error getting image info from %s",

@@ -4,6 +4,7 @@
  *   rbd.c           open, close, the data path, resize, info, the table
  *   rbd-create.c    image creation (qemu-img create, convert -O raw)
  *   rbd-snapshot.c  the image's snapshots (qemu-img snapshot, info)
+ *   rbd-encrypt.c   librbd's LUKS: formatting and loading the key
  *   rbd-connect.c   the options that say where the cluster is and who we
  *                   are, and connecting to it (librados) and to a pool
  *   rbd-filename.c  QEMU's legacy file name rbd:pool/image@snap:key=value
@@ -40,6 +41,8 @@ typedef struct RBDConnectOpts {
     char *mon_host;             /* from server.N.host/port, or NULL */
     char *auth_client_required; /* "cephx;none", or NULL */
     char **keyvalue;            /* key, value, ...; NULL-terminated */
+    char *encrypt_format;       /* librbd LUKS to load at open, or NULL */
+    char *encrypt_key_secret;   /* the secret holding its passphrase */
 } RBDConnectOpts;
 
 typedef struct BDRVRBDState BDRVRBDState;
@@ -100,6 +103,17 @@ void qrbd_parse_filename(const char *filename, QDict *options, Error **errp);
 int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
                                      const char *filename, QemuOpts *opts,
                                      Error **errp);
+
+/*
+ * librbd's LUKS (rbd-encrypt.c).  load: at open, @format "luks" or
+ * "luks2", the passphrase in secret @secret_id.  create: formats the new
+ * image @name as the creation options encrypt.* say and grows it so that
+ * the decrypted view holds @size bytes.  0 or -errno with @errp set.
+ */
+int qrbd_encryption_load(rbd_image_t image, const char *format,
+                         const char *secret_id, Error **errp);
+int qrbd_encryption_create(rados_ioctx_t io_ctx, const char *name,
+                           QemuOpts *opts, uint64_t size, Error **errp);
 
 /* Internal snapshots: RBD's own, by name (rbd-snapshot.c) */
 int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);

@@ -284,6 +284,45 @@ same "key-secret: a secret that is not the key" qemu-img info \
 same "key-secret: no such secret" qemu-img info --image-opts \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,key-secret=sec0"
 
+# --- librbd's LUKS: each tool reads what the other wrote ------------------
+# (every open derives the key, a second or more each on a loaded machine:
+# as few opens as the cases need)
+pw="--object secret,id=pw0,data=hunter2"
+for f in luks luks2; do
+    timeout 60 "$qimg" create -q -f raw $pw \
+        -o encrypt.format=$f,encrypt.key-secret=pw0 "$(img ours-$f)" 64M
+    qemu-img create -q -f raw $pw -o encrypt.format=$f,encrypt.key-secret=pw0 \
+        "$(img theirs-$f)" 64M
+    check "encrypt.format=$f: the image grows by the header as qemu-img's" \
+        [ "$(rbd info rbd/ours-$f | grep -E '^\s*size')" = \
+          "$(rbd info rbd/theirs-$f | grep -E '^\s*size')" ]
+    e="driver=rbd,pool=rbd,conf=$conf,encrypt.format=$f,encrypt.key-secret=pw0"
+    timeout 60 "$qio" $pw --image-opts -c 'write -P 21 1M 64k' \
+        "$e,image=ours-$f" >/dev/null 2>&1
+    check "encrypt.format=$f: qemu-io reads what qblock-io wrote" \
+        quiet qemu-io $pw --image-opts -c 'read -P 21 1M 64k' \
+        -c 'read -P 0 4M 64k' "$e,image=ours-$f"
+    qemu-io $pw --image-opts -c 'write -P 22 2M 64k' "$e,image=theirs-$f" \
+        >/dev/null 2>&1
+    check "encrypt.format=$f: qblock-io reads what qemu-io wrote" \
+        quiet timeout 60 "$qio" $pw --image-opts -c 'read -P 22 2M 64k' \
+        -c 'read -P 0 4M 64k' "$e,image=theirs-$f"
+done
+same "encrypt.format=luks: info" qemu-img info $pw --image-opts \
+    "driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks,encrypt.key-secret=pw0"
+e="driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks"
+same "encryption: a wrong passphrase" qemu-img info \
+    --object secret,id=pw0,data=wrong --image-opts "$e,encrypt.key-secret=pw0"
+same "encryption: the wrong format" qemu-img info $pw --image-opts \
+    "driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks2,encrypt.key-secret=pw0"
+same "encryption: no key-secret" qemu-img info --image-opts "$e"
+same "encryption: create without key-secret" qemu-img create -f raw \
+    -o encrypt.format=luks "$(img enc-nokey)" 16M
+same "encryption: a luks2 image too small for its header" qemu-img create \
+    -f raw $pw -o encrypt.format=luks2,encrypt.key-secret=pw0 \
+    "$(img enc-small)" 4M
+check "... leaves no image behind" eval '! rbd ls | grep -qx enc-small'
+
 # --- QEMU's errors ---------------------------------------------------------
 same "error: bad pool" qemu-img info -f raw "rbd:nopool/conv:conf=$conf"
 same "error: bad image" qemu-img info -f raw "$(img nosuchimage)"
