@@ -243,7 +243,8 @@ char *image_info_specific_human(JsonNode *specific)
         return NULL;
     }
     image_info_human_node(human, json_object_get_member(obj, "data"), 1);
-    return human->len ? g_strdup(human->str) : NULL;
+    /* empty data (rbd's) still prints the heading, as in QEMU */
+    return g_strdup(human->str);
 }
 
 bool bdrv_users_write_cache(BlockDriverState *bs)

@@ -9,14 +9,19 @@
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
 
-/* The node that stores internal snapshots for @bs, or NULL. */
+/*
+ * The node that stores internal snapshots for @bs, or NULL: @bs itself if
+ * its driver has snapshots, else, as in QEMU, its file child when that is
+ * where all of its data lives (a filter, or raw over an rbd image), so
+ * that qemu-img snapshot reaches the snapshots of the protocol.
+ */
 static BlockDriverState *bdrv_snapshot_node(BlockDriverState *bs)
 {
     while (bs && bs->drv) {
         if (bs->drv->bdrv_snapshot_list) {
             return bs;
         }
-        if (!bs->drv->is_filter || !bs->file) {
+        if (!bs->file || bs->backing || g_list_length(bs->children) != 1) {
             return NULL;
         }
         bs = bs->file->bs;

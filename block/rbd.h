@@ -1,0 +1,125 @@
+/*
+ * rbd: what the rbd driver's files share.
+ *
+ *   rbd.c           open, close, the data path, resize, info, the table
+ *   rbd-create.c    image creation (qemu-img create, convert -O raw)
+ *   rbd-snapshot.c  the image's snapshots (qemu-img snapshot, info)
+ *   rbd-encrypt.c   librbd's LUKS: formatting and loading the key
+ *   rbd-connect.c   the options that say where the cluster is and who we
+ *                   are, and connecting to it (librados) and to a pool
+ *   rbd-filename.c  QEMU's legacy file name rbd:pool/image@snap:key=value
+ *
+ * Functions are prefixed qrbd_: librbd owns rbd_ (rbd_open, rbd_close).
+ *
+ * Built only when librbd and librados are found (block/meson.build);
+ * without them block/rbd-missing.c registers a driver that says so.
+ */
+#ifndef QBLOCK_BLOCK_RBD_H
+#define QBLOCK_BLOCK_RBD_H
+
+#include "block/block_int.h"
+#include <rados/librados.h>
+#include <rbd/librbd.h>
+
+/*
+ * The option that carries the key=value pairs of a legacy file name that
+ * are passed to librados as they are (rados_conf_set): a JSON array of
+ * strings, key then value.  QEMU names it so, with the '=' that keeps it
+ * out of every user's way; json: file names that QEMU wrote carry it.
+ */
+#define RBD_OPT_KEYVALUE_PAIRS "=keyvalue-pairs"
+
+/* Where the cluster is and how to log in (rbd-connect.c). */
+typedef struct RBDConnectOpts {
+    char *pool;
+    char *namespace;            /* "" for the pool's default namespace */
+    char *image;
+    char *snapshot;             /* NULL: the image's head */
+    char *conf;                 /* NULL: librados's default search */
+    char *user;                 /* NULL: librados's default, "admin" */
+    char *key;                  /* the cephx key itself, or NULL */
+    char *mon_host;             /* from server.N.host/port, or NULL */
+    char *auth_client_required; /* "cephx;none", or NULL */
+    char **keyvalue;            /* key, value, ...; NULL-terminated */
+    char *encrypt_format;       /* librbd LUKS to load at open, or NULL */
+    char *encrypt_key_secret;   /* the secret holding its passphrase */
+} RBDConnectOpts;
+
+typedef struct BDRVRBDState BDRVRBDState;
+typedef struct RBDAioRequest RBDAioRequest;
+
+struct RBDAioRequest {
+    BDRVRBDState *s;
+    Coroutine *co;
+    rbd_completion_t c;
+    int64_t ret;                /* librbd's return value, once done */
+    bool done;
+    RBDAioRequest *next;        /* on s->done */
+};
+
+/* The node's state; the invariants are in rbd.c's header. */
+struct BDRVRBDState {
+    /* --- set at open, immutable until close --- */
+    rados_t cluster;
+    rados_ioctx_t io_ctx;
+    rbd_image_t image;
+    RBDConnectOpts opts;
+    uint64_t object_size;
+    AioContext *ctx;
+    EventNotifier notifier;
+
+    /* --- under done_lock: librbd's threads and the reaper (inv. 2) --- */
+    GMutex done_lock;
+    RBDAioRequest *done;
+
+    /* --- event-loop thread only --- */
+    unsigned in_flight;         /* invariant 3 */
+};
+
+/*
+ * Fills @o from the node's options, removing what it takes from @options
+ * (the rbd-runtime group, server.N.*, auth-client-required.N and the
+ * legacy key=value pairs).  @for_create: the image need not exist yet and
+ * a snapshot is refused.  false with @errp set on a bad option.
+ */
+bool qrbd_connect_opts_parse(QDict *options, RBDConnectOpts *o,
+                             bool for_create, Error **errp);
+void qrbd_connect_opts_free(RBDConnectOpts *o);
+
+/*
+ * Connects to the cluster and opens @o's pool and namespace.  The rados
+ * calls block (up to librados's timeouts); callers are open and create,
+ * which the tools and the monitor run outside the data path.  0 or -errno
+ * with @errp set in QEMU's words ("error connecting: ...").
+ */
+int qrbd_connect(const RBDConnectOpts *o, bool cache, rados_t *cluster,
+                 rados_ioctx_t *io_ctx, Error **errp);
+void qrbd_disconnect(rados_t cluster, rados_ioctx_t io_ctx);
+
+/* bdrv_parse_filename: the legacy rbd: syntax into options (rbd-filename.c) */
+void qrbd_parse_filename(const char *filename, QDict *options, Error **errp);
+
+/* bdrv_co_create_opts (rbd-create.c) */
+int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp);
+
+/*
+ * librbd's LUKS (rbd-encrypt.c).  load: at open, @format "luks" or
+ * "luks2", the passphrase in secret @secret_id.  create: formats the new
+ * image @name as the creation options encrypt.* say and grows it so that
+ * the decrypted view holds @size bytes.  0 or -errno with @errp set.
+ */
+int qrbd_encryption_load(rbd_image_t image, const char *format,
+                         const char *secret_id, Error **errp);
+int qrbd_encryption_create(rados_ioctx_t io_ctx, const char *name,
+                           QemuOpts *opts, uint64_t size, Error **errp);
+
+/* Internal snapshots: RBD's own, by name (rbd-snapshot.c) */
+int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info);
+int qrbd_snapshot_goto(BlockDriverState *bs, const char *snapshot_id);
+int qrbd_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
+                         const char *name, Error **errp);
+int qrbd_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_info);
+
+#endif

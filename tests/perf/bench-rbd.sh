@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The rbd driver against QEMU's, on a throw-away one-node Ceph cluster
+# (tests/ceph/, memstore): convert of a qcow2 image to RBD, bench on the
+# RBD image directly, and bench through an NBD export of the RBD image
+# served by qemu-storage-daemon and by qblock-storage-daemon (the same
+# client, qemu-img bench, for both).  QEMU and qblock alternate, run by
+# run; each figure is the best of $RUNS (default 3).
+#   tests/perf/bench-rbd.sh BUILD_DIR [SIZE_MIB]
+# memstore keeps every object in RAM (about 2.4 times what is written, not
+# given back after rbd rm), so the image is small (SIZE_MIB, default 256,
+# half of it data).  Prints figures; never fails on them.
+set -u
+build=$(cd "${1:?usage: bench-rbd.sh BUILD_DIR [SIZE_MIB]}" && pwd)
+size_mib=${2:-256}
+runs=${RUNS:-3}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+qimg=$build/qblock-img
+qsd=$build/qblock-storage-daemon
+for tool in ceph-mon ceph-osd rbd qemu-img qemu-storage-daemon; do
+    command -v $tool >/dev/null 2>&1 ||
+        { echo "$tool is not installed; nothing to compare against"; exit 77; }
+done
+qemu-img --help | grep -q '^Supported formats:.* rbd' ||
+    { echo "qemu-img has no rbd driver (qemu-block-extra)"; exit 77; }
+
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-rbd.XXXXXX")
+server=
+cleanup() {
+    [ -n "$server" ] && kill "$server" 2>/dev/null
+    wait 2>/dev/null
+    [ -f "$dir/ceph/ceph.conf" ] && bash "$src/tests/ceph/stop.sh" "$dir/ceph"
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+cd "$dir" || exit 1
+bash "$src/tests/ceph/start.sh" "$dir/ceph" > start.log 2>&1 ||
+    { cat start.log; exit 1; }
+export CEPH_CONF=$dir/ceph/ceph.conf
+img() { echo "rbd:rbd/$1:conf=$CEPH_CONF"; }
+
+# the source: data in every other MiB, in 64 KiB writes
+qemu-img create -q -f qcow2 src.qcow2 "${size_mib}M"
+writes=()
+for ((m = 0; m < size_mib; m += 2)); do
+    writes+=(-c "write -P $((m % 250 + 1)) ${m}M 1M")
+done
+qemu-io -f qcow2 "${writes[@]}" src.qcow2 >/dev/null
+
+# secs CMD...: wall seconds of CMD, 0 on failure
+secs() {
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$@" >/dev/null 2>&1 || { echo 0; return; }
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+# ops COUNT CMD...: ops/s from bench's "Run completed in X seconds."
+ops() {
+    local count=$1 s
+    shift
+    s=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
+    awk -v c="$count" -v s="${s:-0}" \
+        'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
+}
+ratio() {
+    awk -v a="$1" -v b="$2" -v inv="${3:-0}" 'BEGIN {
+        if (a <= 0 || b <= 0) print "-";
+        else printf "%.2fx", inv ? a / b : b / a }'
+}
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || (b > 0 && b < a)) ? b : a }'; }
+max() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a) ? b : a }'; }
+
+printf '%-46s %10s %10s %7s\n' "case" "QEMU" "qblock" "ratio"
+
+# convert: seconds (lower is better), a fresh image each run
+q=0 b=0
+for i in $(seq "$runs"); do
+    q=$(min "$q" "$(secs qemu-img convert -O raw src.qcow2 "$(img q$i)")")
+    b=$(min "$b" "$(secs "$qimg" convert -O raw src.qcow2 "$(img b$i)")")
+    rbd rm rbd/q$i >/dev/null 2>&1
+    rbd rm rbd/b$i >/dev/null 2>&1
+done
+printf '%-46s %9ss %9ss %7s\n' "convert ${size_mib} MiB qcow2 -> rbd (s)" \
+    "$q" "$b" "$(ratio "$q" "$b" 1)"
+q=0 b=0
+for i in $(seq "$runs"); do
+    q=$(min "$q" "$(secs qemu-img convert -m 16 -W -O raw src.qcow2 "$(img q$i)")")
+    b=$(min "$b" "$(secs "$qimg" convert -m 16 -W -O raw src.qcow2 "$(img b$i)")")
+    rbd rm rbd/q$i >/dev/null 2>&1
+    rbd rm rbd/b$i >/dev/null 2>&1
+done
+printf '%-46s %9ss %9ss %7s\n' "convert -m 16 -W qcow2 -> rbd (s)" \
+    "$q" "$b" "$(ratio "$q" "$b" 1)"
+
+# bench on the image itself and through an export of it
+qemu-img create -q -f raw "$(img bench)" 64M
+qemu-io -f raw -c 'write -P 1 0 64M' "$(img bench)" >/dev/null
+n=20000
+for rw in read write; do
+    for depth in 1 16; do
+        w=; [ $rw = write ] && w=-w
+        q=0 b=0
+        for i in $(seq "$runs"); do
+            q=$(max "$q" "$(ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
+            b=$(max "$b" "$(ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
+        done
+        printf '%-46s %10s %10s %7s\n' "bench rbd 4k $rw depth $depth (ops/s)" \
+            "$q" "$b" "$(ratio "$q" "$b")"
+    done
+done
+
+# serve NAME DAEMON: the RBD image over NBD on $dir/NAME.sock; one
+# daemon at a time, so that they never pass librbd's exclusive lock back
+# and forth between them
+serve() {
+    rm -f "$1.sock"
+    "$2" --blockdev "driver=rbd,node-name=r0,pool=rbd,image=bench,conf=$CEPH_CONF" \
+        --nbd-server "addr.type=unix,addr.path=$dir/$1.sock" \
+        --export type=nbd,id=e0,node-name=r0,name=bench,writable=on \
+        2> "$1.err" &
+    server=$!
+    for _ in $(seq 100); do
+        [ -S "$1.sock" ] && return
+        sleep 0.1
+    done
+}
+declare -A best
+cases=("read 1" "read 16" "write 1" "write 16")
+for i in $(seq "$runs"); do
+    for d in qemu qblock; do
+        if [ $d = qemu ]; then serve qemu qemu-storage-daemon; else serve qblock "$qsd"; fi
+        for c in "${cases[@]}"; do
+            read -r rw depth <<<"$c"
+            w=; [ $rw = write ] && w=-w
+            v=$(ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw \
+                "nbd+unix:///bench?socket=$dir/$d.sock")
+            best[$d $c]=$(max "${best[$d $c]:-0}" "$v")
+        done
+        kill "$server"
+        wait "$server" 2>/dev/null
+    done
+done
+for c in "${cases[@]}"; do
+    read -r rw depth <<<"$c"
+    q=${best[qemu $c]} b=${best[qblock $c]}
+    printf '%-46s %10s %10s %7s\n' \
+        "NBD export of rbd 4k $rw depth $depth (ops/s)" "$q" "$b" \
+        "$(ratio "$q" "$b")"
+done
