@@ -10,7 +10,7 @@ PREFIX ?= /usr/local
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
-              busybox-static strace
+              busybox-static strace fio
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin
