@@ -117,6 +117,28 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
     return 0;
 }
 
+ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len)
+{
+    assert(len > 0);
+    for (;;) {
+        ssize_t n;
+
+        if (s->shut_down) {
+            return -ESHUTDOWN;
+        }
+        n = recv(s->fd, buf, len, 0);
+        if (n > 0) {
+            return n;
+        } else if (n == 0) {
+            return s->shut_down ? -ESHUTDOWN : -EPIPE;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            co_socket_wait(s, &s->read_co);
+        } else if (errno != EINTR) {
+            return -errno;
+        }
+    }
+}
+
 /*
  * Room for this many descriptors in one recvmsg(): a sender that passes
  * more than the caller takes is still seen (and refused), up to here.

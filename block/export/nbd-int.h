@@ -37,6 +37,16 @@
 #define NBD_CLIENT_BUFFER_BUDGET    (2 * NBD_MAX_PAYLOAD_SIZE)
 
 /*
+ * The transmission phase reads the socket through a buffer of this size,
+ * so that one recv() takes every request header that has arrived (a
+ * client at depth 32 sends 32 of 28 bytes at once) and the small WRITE
+ * payloads between them; a payload of NBD_RECV_DIRECT bytes or more is
+ * read straight into its own buffer, without the copy.
+ */
+#define NBD_RECV_BUFFER_SIZE        (64 * KiB)
+#define NBD_RECV_DIRECT             (16 * KiB)
+
+/*
  * Largest option payload read during the handshake.  The longest
  * legitimate option is NBD_OPT_SET_META_CONTEXT: a name and a handful of
  * queries of at most NBD_MAX_STRING_SIZE each; 64 KiB leaves room for a
@@ -117,6 +127,13 @@ struct NBDClient {
     NBDMetaContexts contexts;
 
     /* --- transmission --- */
+    /*
+     * Bytes read from the socket and not yet consumed: recv_buf[recv_pos,
+     * recv_len).  Only the connection coroutine reads (invariant 4).
+     */
+    uint8_t *recv_buf;          /* NBD_RECV_BUFFER_SIZE, from transmission */
+    size_t recv_pos;
+    size_t recv_len;
     /* one reply chunk on the wire at a time (invariant 4) */
     CoMutex send_lock;
     unsigned int nr_requests;   /* request coroutines alive */

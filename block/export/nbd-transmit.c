@@ -2,7 +2,9 @@
  * The NBD transmission phase, server side: requests in, replies out.
  *
  * The connection coroutine reads one request at a time, with its WRITE
- * payload, checks it, and starts a request coroutine for it; up to
+ * payload, through a receive buffer (nbd_recv(): one recv() takes every
+ * header that has arrived), checks it, and starts a request coroutine
+ * for it; up to
  * NBD_MAX_REQUESTS of them run at once, so a client's requests overlap
  * in the block layer.  Each request coroutine sends its own reply under
  * client->send_lock (invariant 4 of nbd-server.c) and frees itself.
@@ -34,6 +36,44 @@ typedef struct NBDRequest {
     int error;                  /* -errno found by the checks, or 0 */
     uint64_t charge;            /* buffer bytes budgeted (invariant 8) */
 } NBDRequest;
+
+/* ---- receiving ---- */
+
+/*
+ * Reads exactly @len bytes of the stream into @buf, through the client's
+ * receive buffer: what it holds first, then one recv() for as much as
+ * has arrived, or a read straight into @buf for a large payload.
+ * Returns 0 or the -errno of co_socket_read_all().
+ */
+static int coroutine_fn nbd_recv(NBDClient *client, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len > 0) {
+        size_t n = MIN(len, client->recv_len - client->recv_pos);
+        ssize_t got;
+
+        memcpy(p, client->recv_buf + client->recv_pos, n);
+        client->recv_pos += n;
+        p += n;
+        len -= n;
+        if (len == 0) {
+            break;
+        }
+        /* the buffer is empty */
+        client->recv_pos = client->recv_len = 0;
+        if (len >= NBD_RECV_DIRECT) {
+            return co_socket_read_all(&client->sock, p, len);
+        }
+        got = co_socket_read_some(&client->sock, client->recv_buf,
+                                  NBD_RECV_BUFFER_SIZE);
+        if (got < 0) {
+            return got;
+        }
+        client->recv_len = got;
+    }
+    return 0;
+}
 
 /* ---- the buffer budget (invariant 8 of nbd-server.c) ---- */
 
@@ -583,7 +623,7 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
     NBDRequestHeader hdr;
     int ret;
 
-    ret = co_socket_read_all(&client->sock, &hdr, sizeof(hdr));
+    ret = nbd_recv(client, &hdr, sizeof(hdr));
     if (ret == -EPIPE || ret == -ESHUTDOWN) {
         /* a client that hangs up without NBD_CMD_DISC is no error */
         return ret;
@@ -622,7 +662,7 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
                        req->len);
             return -ENOMEM;
         }
-        ret = co_socket_read_all(&client->sock, req->data, req->len);
+        ret = nbd_recv(client, req->data, req->len);
         if (ret < 0) {
             if (ret != -ESHUTDOWN) {
                 error_setg_errno(errp, -ret, "Failed to read the payload "
@@ -654,6 +694,7 @@ static void coroutine_fn nbd_wait_requests(NBDClient *client,
 
 void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
 {
+    client->recv_buf = g_malloc(NBD_RECV_BUFFER_SIZE);
     while (!client->quitting) {
         NBDRequest *req;
         int ret;
@@ -680,4 +721,6 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
     }
     /* invariant 1 of nbd-server.c: no request may outlive the client */
     nbd_wait_requests(client, 0);
+    g_free(client->recv_buf);
+    client->recv_buf = NULL;
 }

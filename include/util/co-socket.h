@@ -40,6 +40,12 @@ void co_socket_shutdown(CoSocket *s);
  */
 int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len);
 /*
+ * Reads what has arrived, at least one byte and at most @len (> 0),
+ * waiting if nothing has.  Returns the bytes read, or the errors of
+ * co_socket_read_all().
+ */
+ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len);
+/*
  * Reads exactly @len bytes, like co_socket_read_all(), and collects the
  * file descriptors that arrive with them (SCM_RIGHTS) into @fds, at most
  * @max_fds; *@nfds says how many.  More descriptors than that, or
