@@ -47,6 +47,13 @@
 #define NBD_RECV_DIRECT             (16 * KiB)
 
 /*
+ * Reply iovecs sent with one sendmsg() at most: the replies of every
+ * request that completes in one event-loop iteration (a READ reply is two
+ * to four iovecs), well under the kernel's IOV_MAX of 1024.
+ */
+#define NBD_SEND_IOV_MAX            256
+
+/*
  * Largest option payload read during the handshake.  The longest
  * legitimate option is NBD_OPT_SET_META_CONTEXT: a name and a handful of
  * queries of at most NBD_MAX_STRING_SIZE each; 64 KiB leaves room for a
@@ -65,6 +72,7 @@
 #define NBD_META_ID_ALLOCATION_DEPTH 1
 
 typedef struct NBDClient NBDClient;
+typedef struct NBDSendWaiter NBDSendWaiter;     /* nbd-transmit.c */
 
 struct NBDServer {
     AioContext *ctx;
@@ -134,8 +142,17 @@ struct NBDClient {
     uint8_t *recv_buf;          /* NBD_RECV_BUFFER_SIZE, from transmission */
     size_t recv_pos;
     size_t recv_len;
-    /* one reply chunk on the wire at a time (invariant 4) */
-    CoMutex send_lock;
+    /*
+     * Replies queued for the next sendmsg() (invariant 4): send_cnt
+     * iovecs in send_iov, the coroutines that queued them on
+     * send_waiters; send_busy while one of them writes, send_room for
+     * those waiting for a full queue to go out.
+     */
+    struct iovec send_iov[NBD_SEND_IOV_MAX];
+    unsigned int send_cnt;
+    NBDSendWaiter *send_waiters;        /* newest first */
+    bool send_busy;
+    CoQueue send_room;
     unsigned int nr_requests;   /* request coroutines alive */
     uint64_t buffer_bytes;      /* invariant 8: held by its requests */
     /* the connection coroutine sleeps until nr_requests drops */

@@ -6,8 +6,9 @@
  * header that has arrived), checks it, and starts a request coroutine
  * for it; up to
  * NBD_MAX_REQUESTS of them run at once, so a client's requests overlap
- * in the block layer.  Each request coroutine sends its own reply under
- * client->send_lock (invariant 4 of nbd-server.c) and frees itself.
+ * in the block layer.  Each request coroutine queues its own reply
+ * (invariant 4 of nbd-server.c), the replies of one event-loop iteration
+ * go out in one sendmsg() (nbd_send()), and it frees itself.
  *
  * Replies: without structured replies every reply is simple.  With them,
  * READ answers with data and hole chunks (one data chunk under
@@ -141,20 +142,83 @@ static uint64_t nbd_request_buffer_size(NBDRequest *req)
 
 /* ---- sending ---- */
 
-/* Writes one reply or chunk whole (invariant 4); a failure closes. */
+/* A coroutine whose reply is queued, until it has been written. */
+struct NBDSendWaiter {
+    Coroutine *co;
+    int ret;
+    bool done;
+    NBDSendWaiter *next;        /* in client->send_waiters */
+};
+
+/*
+ * Writes what is queued, batch after batch, until the queue is empty;
+ * run by one coroutine at a time (client->send_busy).  Each batch is
+ * detached first, so that replies queued while it is written join the
+ * next one.
+ */
+static void coroutine_fn nbd_send_queued(NBDClient *client)
+{
+    struct iovec iov[NBD_SEND_IOV_MAX];
+
+    while (client->send_cnt) {
+        unsigned int cnt = client->send_cnt;
+        NBDSendWaiter *w = client->send_waiters;
+        int ret;
+
+        memcpy(iov, client->send_iov, cnt * sizeof(iov[0]));
+        client->send_cnt = 0;
+        client->send_waiters = NULL;
+        qemu_co_queue_restart_all(&client->send_room);
+        ret = co_socket_writev_all(&client->sock, iov, cnt);
+        while (w) {
+            /* read the link first: a woken waiter's frame goes away */
+            NBDSendWaiter *next = w->next;
+
+            w->ret = ret;
+            w->done = true;
+            if (w->co != qemu_coroutine_self()) {
+                aio_co_wake(w->co);
+            }
+            w = next;
+        }
+    }
+}
+
+/*
+ * Writes one reply or chunk whole (invariant 4); a failure closes.  The
+ * replies of the requests that complete in one event-loop iteration go
+ * out together, with one sendmsg(): the first to queue yields once, to
+ * the end of the iteration, before it writes the queue.
+ */
 static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
                                  unsigned int iovcnt)
 {
-    int ret;
+    NBDSendWaiter w = { .co = qemu_coroutine_self() };
 
-    qemu_co_mutex_lock(&client->send_lock);
-    ret = co_socket_writev_all(&client->sock, iov, iovcnt);
-    qemu_co_mutex_unlock(&client->send_lock);
-    if (ret < 0) {
+    assert(iovcnt <= NBD_SEND_IOV_MAX);
+    while (client->send_cnt + iovcnt > NBD_SEND_IOV_MAX) {
+        qemu_co_queue_wait(&client->send_room, NULL);
+    }
+    memcpy(client->send_iov + client->send_cnt, iov,
+           iovcnt * sizeof(*iov));
+    client->send_cnt += iovcnt;
+    w.next = client->send_waiters;
+    client->send_waiters = &w;
+    if (!client->send_busy) {
+        client->send_busy = true;
+        aio_co_schedule(client->server->ctx, w.co);
+        qemu_coroutine_yield();
+        nbd_send_queued(client);
+        client->send_busy = false;
+    }
+    while (!w.done) {
+        qemu_coroutine_yield();
+    }
+    if (w.ret < 0) {
         /* the client is gone: stop reading its requests too */
         nbd_client_close(client);
     }
-    return ret;
+    return w.ret;
 }
 
 static int coroutine_fn nbd_send_simple(NBDRequest *req, uint32_t error,
