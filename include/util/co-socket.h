@@ -3,7 +3,9 @@
  *
  * A read or write that would block registers the socket's fd with the
  * AioContext and yields; the fd handler wakes the coroutine when the fd
- * is ready.  At most one coroutine waits to read and one to write at a
+ * is ready.  The registration outlives the wait until an event finds no
+ * one waiting, so a connection that waits again and again (a server
+ * reading request after request) registers once, not twice per wait.  At most one coroutine waits to read and one to write at a
  * time (callers serialise their readers and their writers, e.g. with a
  * CoMutex); the two directions are independent.
  *
@@ -23,6 +25,9 @@ typedef struct CoSocket {
     AioContext *ctx;
     Coroutine *read_co;         /* waiting for the fd to be readable */
     Coroutine *write_co;        /* waiting for the fd to be writable */
+    /* the directions the fd is registered for (invariant 1) */
+    bool watch_read;
+    bool watch_write;
     bool shut_down;
 } CoSocket;
 
