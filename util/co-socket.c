@@ -132,6 +132,15 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
     return 0;
 }
 
+int coroutine_fn co_socket_wait_readable(CoSocket *s)
+{
+    if (s->shut_down) {
+        return -ESHUTDOWN;
+    }
+    co_socket_wait(s, &s->read_co, &s->watch_read);
+    return 0;
+}
+
 ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len)
 {
     assert(len > 0);

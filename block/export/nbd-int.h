@@ -142,6 +142,7 @@ struct NBDClient {
     uint8_t *recv_buf;          /* NBD_RECV_BUFFER_SIZE, from transmission */
     size_t recv_pos;
     size_t recv_len;
+    bool recv_drained;          /* the last recv() emptied the socket */
     /*
      * Replies queued for the next sendmsg() (invariant 4): send_cnt
      * iovecs in send_iov, the coroutines that queued them on

@@ -43,7 +43,9 @@ typedef struct NBDRequest {
 /*
  * Reads exactly @len bytes of the stream into @buf, through the client's
  * receive buffer: what it holds first, then one recv() for as much as
- * has arrived, or a read straight into @buf for a large payload.
+ * has arrived, or a read straight into @buf for a large payload.  After
+ * a recv() that emptied the socket, it waits for the socket to be
+ * readable rather than try a recv() that would fail with EAGAIN.
  * Returns 0 or the -errno of co_socket_read_all().
  */
 static int coroutine_fn nbd_recv(NBDClient *client, void *buf, size_t len)
@@ -64,7 +66,16 @@ static int coroutine_fn nbd_recv(NBDClient *client, void *buf, size_t len)
         /* the buffer is empty */
         client->recv_pos = client->recv_len = 0;
         if (len >= NBD_RECV_DIRECT) {
+            client->recv_drained = false;
             return co_socket_read_all(&client->sock, p, len);
+        }
+        if (client->recv_drained) {
+            /* a recv() now would most likely find nothing: poll first */
+            int ret = co_socket_wait_readable(&client->sock);
+
+            if (ret < 0) {
+                return ret;
+            }
         }
         got = co_socket_read_some(&client->sock, client->recv_buf,
                                   NBD_RECV_BUFFER_SIZE);
@@ -72,6 +83,7 @@ static int coroutine_fn nbd_recv(NBDClient *client, void *buf, size_t len)
             return got;
         }
         client->recv_len = got;
+        client->recv_drained = got < NBD_RECV_BUFFER_SIZE;
     }
     return 0;
 }
