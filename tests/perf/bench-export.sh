@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The exports end to end, as a guest's client sees them: fio with its nbd
 # engine (libnbd) against qblock-nbd and qemu-nbd, and against
-# qblock-storage-daemon's and qemu-storage-daemon's NBD exports, on the
-# same preallocated image, in the same run.
+# qblock-storage-daemon's and qemu-storage-daemon's NBD exports; and the
+# storage daemons' vhost-user-blk exports driven by one front-end of ours
+# (tests/perf/vhost-user-bench, the same for both, depth and pattern as
+# fio's); on the same preallocated image, in the same run.
 #   tests/perf/bench-export.sh BUILD_DIR
-# Cases (fio, one job, one connection): 4 KiB random read and write at
+# Cases (one job, one connection): 4 KiB random read and write at
 # depth 1 and 32, 64 KiB sequential read and write at depth 8.
 # Cache modes: cache=none with aio=io_uring and aio=native, writeback and
 # writethrough (aio=threads); images: qcow2 and raw, 1 GiB, fully
@@ -21,7 +23,7 @@
 # reaches.
 # QUICK=1: qcow2 only, cache=none,aio=io_uring and writeback, the 4 KiB
 # cases, one run of 2 seconds each (a smoke test of the script, not
-# figures to quote).
+# figures to quote).  KINDS="nbd daemon vhost" picks the servers.
 # This script prints figures; it never fails on them.
 set -u
 build=${1:?usage: bench-export.sh BUILD_DIR}
@@ -30,7 +32,7 @@ secs=${SECONDS_PER_CASE:-5}
 formats="qcow2 raw"
 modes="none-io_uring none-native writeback writethrough"
 cases="randread-4k-1 randread-4k-32 randwrite-4k-1 randwrite-4k-32 read-64k-8 write-64k-8"
-kinds=${KINDS:-nbd daemon}
+kinds=${KINDS:-nbd daemon vhost}
 if [ "${QUICK:-0}" != 0 ]; then
     runs=1 secs=2 formats=qcow2 modes="none-io_uring writeback"
     cases="randread-4k-1 randread-4k-32 randwrite-4k-1 randwrite-4k-32"
@@ -57,6 +59,17 @@ fio_case() {  # case
     local IFS=-
     set -- $1
     echo "--rw=$1 --bs=$2 --iodepth=$3"
+}
+
+# IOPS of one run of tests/perf/vhost-user-bench (the front-end both
+# vhost-user-blk servers are driven with) for a case name.
+vhost_iops() {  # case
+    local IFS=- bs
+    set -- $1
+    bs=$(( ${2%k} * 1024 ))
+    taskset -c $client_cpu "$build/tests/perf/vhost-user-bench" "$sock" \
+        "$1" "$bs" "$3" "$secs" 2>/dev/null | sed -n 's/^IOPS //p' |
+        grep . || echo 0
 }
 
 # IOPS of one fio run (reads and writes added), from its JSON report
@@ -89,12 +102,15 @@ server_cmd() {  # impl kind format mode
         [ "$impl" = qblock ] && bin=$build/qblock-nbd
         echo "$bin -k $sock -f $fmt --cache=$cache --aio=$aio -t $img"
     else
-        local bin=qemu-storage-daemon
+        local bin=qemu-storage-daemon export
         [ "$impl" = qblock ] && bin=$build/qblock-storage-daemon
+        if [ "$kind" = vhost ]; then
+            export="--export type=vhost-user-blk,id=exp0,node-name=disk0,addr.type=unix,addr.path=$sock,writable=on,writethrough=$wt"
+        else
+            export="--nbd-server addr.type=unix,addr.path=$sock --export type=nbd,id=exp0,node-name=disk0,name=,writable=on,writethrough=$wt"
+        fi
         echo "$bin --blockdev driver=file,node-name=file0,filename=$img,cache.direct=$direct,aio=$aio" \
-             "--blockdev driver=$fmt,node-name=disk0,file=file0" \
-             "--nbd-server addr.type=unix,addr.path=$sock" \
-             "--export type=nbd,id=exp0,node-name=disk0,name=,writable=on,writethrough=$wt"
+             "--blockdev driver=$fmt,node-name=disk0,file=file0 $export"
     fi
 }
 
@@ -160,14 +176,23 @@ for fmt in $formats; do
                 for impl in $order; do
                     start_server "$impl" "$kind" "$fmt" "$mode" || continue
                     for c in $cases; do
-                        got[$impl,$c]+=" $(fio_iops --ioengine=nbd \
-                            --uri="nbd+unix:///?socket=$sock" $(fio_case "$c"))"
+                        if [ "$kind" = vhost ]; then
+                            got[$impl,$c]+=" $(vhost_iops "$c")"
+                        else
+                            got[$impl,$c]+=" $(fio_iops --ioengine=nbd \
+                                --uri="nbd+unix:///?socket=$sock" $(fio_case "$c"))"
+                        fi
                     done
                     stop_server
                 done
             done
             echo
-            echo "### $kind export, $fmt, $mode (IOPS, median of $runs)"
+            case $kind in
+            nbd)    title="qblock-nbd vs qemu-nbd" ;;
+            daemon) title="storage daemons, NBD export" ;;
+            vhost)  title="storage daemons, vhost-user-blk export (tests/perf/vhost-user-bench)" ;;
+            esac
+            echo "### $title, $fmt, $mode (IOPS, median of $runs)"
             echo
             if [ "${mode#none-}" != "$mode" ]; then
                 echo "| case             |   qemu | qblock | ratio  | device | qemu/dev | qblock/dev |"
