@@ -14,7 +14,7 @@
 # no O_DIRECT).
 # The server runs pinned to CPU 0, fio to CPU 1 (taskset), over a unix
 # socket.  Each figure is the median of $RUNS runs (default 3) of
-# $SECONDS_PER_CASE seconds (default 5), the two servers alternating run by
+# $SECONDS_PER_CASE seconds (default 3), the two servers alternating run by
 # run so that a slow spell of the host's disk does not fall on one only.
 # For cache=none the table also shows the device's own ceiling: fio on the
 # image file itself, O_DIRECT, io_uring, same block size, pattern and depth
@@ -23,15 +23,16 @@
 # reaches.
 # QUICK=1: qcow2 only, cache=none,aio=io_uring and writeback, the 4 KiB
 # cases, one run of 2 seconds each (a smoke test of the script, not
-# figures to quote).  KINDS="nbd daemon vhost" picks the servers.
+# figures to quote).  KINDS="nbd daemon vhost", FORMATS, MODES and CASES
+# (words as above) pick a part of the matrix.
 # This script prints figures; it never fails on them.
 set -u
 build=${1:?usage: bench-export.sh BUILD_DIR}
 runs=${RUNS:-3}
-secs=${SECONDS_PER_CASE:-5}
-formats="qcow2 raw"
-modes="none-io_uring none-native writeback writethrough"
-cases="randread-4k-1 randread-4k-32 randwrite-4k-1 randwrite-4k-32 read-64k-8 write-64k-8"
+secs=${SECONDS_PER_CASE:-3}
+formats=${FORMATS:-qcow2 raw}
+modes=${MODES:-none-io_uring none-native writeback writethrough}
+cases=${CASES:-randread-4k-1 randread-4k-32 randwrite-4k-1 randwrite-4k-32 read-64k-8 write-64k-8}
 kinds=${KINDS:-nbd daemon vhost}
 if [ "${QUICK:-0}" != 0 ]; then
     runs=1 secs=2 formats=qcow2 modes="none-io_uring writeback"
