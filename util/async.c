@@ -78,7 +78,9 @@ static void aio_bh_enqueue(QEMUBH *bh, unsigned int new_flags)
      * The context's own thread looks at its BHs before it sleeps
      * (invariant 3 of aio-posix.c); a notification from it would only make
      * the next aio_poll() skip a sleep it may take, at the cost of a
-     * needless epoll_wait() once the BH has run.
+     * needless epoll_wait() once the BH has run.  (A signal handler, which
+     * may interrupt that thread just before it sleeps, calls aio_notify()
+     * itself, as qblock-nbd's does.)
      */
     if (ctx != aio_get_thread_context()) {
         aio_notify(ctx);
