@@ -291,7 +291,7 @@ static int raw_apply_options(BDRVRawState *s, QemuOpts *opts, int flags,
                                        : raw_aio_from_flags(flags);
     s->aio_max_batch = MIN(qemu_opt_get_number(opts, "aio-max-batch", 0),
                            UINT_MAX);
-    s->in_place_writes = qemu_opt_get_bool(opts, "x-in-place-writes", true);
+    s->in_place_writes = qemu_opt_get_bool(opts, "x-in-place-writes", false);
     s->use_lock = false;
     if (locking != RAW_LOCKING_OFF) {
         s->use_lock = raw_ofd_lock_usable(s->fd);
