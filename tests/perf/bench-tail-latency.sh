@@ -44,7 +44,7 @@ done
 start_daemon() {  # qblock-on | qblock-off | qemu
     local bin=qemu-storage-daemon extra= i
     case $1 in
-    qblock-on)  bin=$build/qblock-storage-daemon ;;
+    qblock-on)  bin=$build/qblock-storage-daemon extra=,x-in-place-writes=on ;;
     qblock-off) bin=$build/qblock-storage-daemon extra=,x-in-place-writes=off ;;
     esac
     rm -f "$sock"
