@@ -103,6 +103,8 @@ typedef struct BDRVRawState {
     bool nowait_ok[2];
     /* writes still to go to a worker after a slow in-place one */
     unsigned in_place_backoff;
+    /* x-in-place-writes: writes may be made in place at all */
+    bool in_place_writes;
 } BDRVRawState;
 
 static_assert(sizeof(BDRVRawState) <= RAW_STATE_SIZE,
@@ -288,6 +290,7 @@ static int raw_apply_options(BDRVRawState *s, QemuOpts *opts, int flags,
                                        : raw_aio_from_flags(flags);
     s->aio_max_batch = MIN(qemu_opt_get_number(opts, "aio-max-batch", 0),
                            UINT_MAX);
+    s->in_place_writes = qemu_opt_get_bool(opts, "x-in-place-writes", false);
     s->use_lock = false;
     if (locking != RAW_LOCKING_OFF) {
         s->use_lock = raw_ofd_lock_usable(s->fd);
@@ -835,6 +838,9 @@ static bool raw_write_in_place_ok(BDRVRawState *s, int64_t offset,
 {
     size_t page = qemu_real_host_page_size();
 
+    if (!s->in_place_writes) {
+        return false;
+    }
     if (s->in_place_backoff) {
         s->in_place_backoff--;
         return false;
@@ -1405,7 +1411,10 @@ static int coroutine_fn raw_co_create_opts(const BlockDriver *drv,
     return ret;
 }
 
-/* aio, locking and aio-max-batch change how the node works, not its data. */
+/*
+ * aio, locking, aio-max-batch and x-in-place-writes change how the node
+ * works, not its data.
+ */
 static const char *const raw_strong_runtime_opts[] = {
     "filename",
     NULL,

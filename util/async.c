@@ -15,7 +15,8 @@
  *     so a BH may delete itself from its own callback.
  *  3. aio_notify() writes the eventfd only if the owner may be sleeping
  *     (notify_me); scheduling a BH that is already pending does not
- *     notify again, so one wake-up serves a whole batch.
+ *     notify again, so one wake-up serves a whole batch, and the owner's
+ *     own thread never notifies for a BH.
  */
 #include "util/osdep.h"
 #include "util/aio.h"
@@ -73,7 +74,17 @@ static void aio_bh_enqueue(QEMUBH *bh, unsigned int new_flags)
     } while (!__atomic_compare_exchange_n(&ctx->bh_list, &head, bh, true,
                                           __ATOMIC_SEQ_CST,
                                           __ATOMIC_RELAXED));
-    aio_notify(ctx);
+    /*
+     * The context's own thread looks at its BHs before it sleeps
+     * (invariant 3 of aio-posix.c); a notification from it would only make
+     * the next aio_poll() skip a sleep it may take, at the cost of a
+     * needless epoll_wait() once the BH has run.  (A signal handler, which
+     * may interrupt that thread just before it sleeps, calls aio_notify()
+     * itself, as qblock-nbd's does.)
+     */
+    if (ctx != aio_get_thread_context()) {
+        aio_notify(ctx);
+    }
 }
 
 static QEMUBH *aio_bh_new_flags(AioContext *ctx, QEMUBHFunc *cb,

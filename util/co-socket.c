@@ -3,9 +3,14 @@
  * co-socket.h).
  *
  * Invariants:
- *  1. The fd is registered with the context exactly while a coroutine
- *     waits on it, with io_read set iff s->read_co and io_write set iff
- *     s->write_co.
+ *  1. The fd is registered with the context for reading iff
+ *     s->watch_read (io_read is co_socket_readable), for writing iff
+ *     s->watch_write.  A direction is watched while a coroutine waits in
+ *     it, and from then on until its handler runs with no one waiting or
+ *     the socket is closed: so a socket that is waited on again and again
+ *     costs no epoll_ctl() per wait, and one that nobody reads from is
+ *     dropped by the first event that finds it so (level-triggered epoll
+ *     would otherwise report it on every poll).
  *  2. A waiting coroutine is woken only by the fd handler of its
  *     direction (or by co_socket_shutdown()), and the handler clears its
  *     pointer before waking it, so no coroutine is entered twice.
@@ -15,50 +20,59 @@
 
 #include <sys/socket.h>
 
-static void co_socket_update_handler(CoSocket *s);
+static void co_socket_readable(void *opaque);
+static void co_socket_writable(void *opaque);
+
+/* Invariant 1: registers the fd for the directions in s->watch_*. */
+static void co_socket_update_handler(CoSocket *s)
+{
+    aio_set_fd_handler(s->ctx, s->fd,
+                       s->watch_read ? co_socket_readable : NULL,
+                       s->watch_write ? co_socket_writable : NULL, s);
+}
 
 /*
- * The handler is updated before the coroutine runs: the coroutine may
- * finish and free the socket's owner before aio_co_wake() returns.
+ * The direction is ready: wakes its waiter, or stops watching it if no
+ * one waits.  Nothing touches @s after the wake-up: the coroutine may
+ * finish and free the socket's owner (closing the socket, which
+ * unregisters it) before aio_co_wake() returns.
  */
-static void co_socket_wake(CoSocket *s, Coroutine **waiter)
+static void co_socket_wake(CoSocket *s, Coroutine **waiter, bool *watch)
 {
     Coroutine *co = *waiter;
 
-    *waiter = NULL;
-    co_socket_update_handler(s);
-    if (co) {
-        aio_co_wake(co);
+    if (!co) {
+        *watch = false;
+        co_socket_update_handler(s);
+        return;
     }
+    *waiter = NULL;
+    aio_co_wake(co);
 }
 
 static void co_socket_readable(void *opaque)
 {
     CoSocket *s = opaque;
 
-    co_socket_wake(s, &s->read_co);
+    co_socket_wake(s, &s->read_co, &s->watch_read);
 }
 
 static void co_socket_writable(void *opaque)
 {
     CoSocket *s = opaque;
 
-    co_socket_wake(s, &s->write_co);
+    co_socket_wake(s, &s->write_co, &s->watch_write);
 }
 
-/* Invariant 1. */
-static void co_socket_update_handler(CoSocket *s)
-{
-    aio_set_fd_handler(s->ctx, s->fd,
-                       s->read_co ? co_socket_readable : NULL,
-                       s->write_co ? co_socket_writable : NULL, s);
-}
-
-static void coroutine_fn co_socket_wait(CoSocket *s, Coroutine **waiter)
+static void coroutine_fn co_socket_wait(CoSocket *s, Coroutine **waiter,
+                                        bool *watch)
 {
     assert(!*waiter);
     *waiter = qemu_coroutine_self();
-    co_socket_update_handler(s);
+    if (!*watch) {
+        *watch = true;
+        co_socket_update_handler(s);
+    }
     qemu_coroutine_yield();
     /* invariant 2: whoever woke us cleared *waiter */
     assert(*waiter != qemu_coroutine_self());
@@ -87,6 +101,7 @@ void co_socket_close(CoSocket *s)
     assert(!s->read_co && !s->write_co);
     if (s->fd >= 0) {
         aio_set_fd_handler(s->ctx, s->fd, NULL, NULL, NULL);
+        s->watch_read = s->watch_write = false;
         close(s->fd);
         s->fd = -1;
     }
@@ -109,12 +124,43 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
         } else if (n == 0) {
             return s->shut_down ? -ESHUTDOWN : -EPIPE;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            co_socket_wait(s, &s->read_co);
+            co_socket_wait(s, &s->read_co, &s->watch_read);
         } else if (errno != EINTR) {
             return -errno;
         }
     }
     return 0;
+}
+
+int coroutine_fn co_socket_wait_readable(CoSocket *s)
+{
+    if (s->shut_down) {
+        return -ESHUTDOWN;
+    }
+    co_socket_wait(s, &s->read_co, &s->watch_read);
+    return 0;
+}
+
+ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len)
+{
+    assert(len > 0);
+    for (;;) {
+        ssize_t n;
+
+        if (s->shut_down) {
+            return -ESHUTDOWN;
+        }
+        n = recv(s->fd, buf, len, 0);
+        if (n > 0) {
+            return n;
+        } else if (n == 0) {
+            return s->shut_down ? -ESHUTDOWN : -EPIPE;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            co_socket_wait(s, &s->read_co, &s->watch_read);
+        } else if (errno != EINTR) {
+            return -errno;
+        }
+    }
 }
 
 /*
@@ -192,7 +238,7 @@ int coroutine_fn co_socket_read_fds(CoSocket *s, void *buf, size_t len,
             ret = s->shut_down ? -ESHUTDOWN : -EPIPE;
             break;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            co_socket_wait(s, &s->read_co);
+            co_socket_wait(s, &s->read_co, &s->watch_read);
         } else if (errno != EINTR) {
             ret = -errno;
             break;
@@ -236,7 +282,7 @@ int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
         n = sendmsg(s->fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                co_socket_wait(s, &s->write_co);
+                co_socket_wait(s, &s->write_co, &s->watch_write);
                 continue;
             }
             if (errno == EINTR) {

@@ -27,8 +27,9 @@
  *     removed) and by each client that chose it (until that client is
  *     freed); the last reference frees it and drops its BlockBackend.
  *     Removed exports are not found by new clients.
- *  4. Replies are serialised by client->send_lock: a reply, or one chunk
- *     of a structured reply, is written whole while the lock is held.
+ *  4. Replies are serialised by the client's send queue: a reply, or one
+ *     chunk of a structured reply, is queued whole, and one coroutine at
+ *     a time (client->send_busy) writes what is queued, in order.
  *     Chunks of different requests may interleave on the wire, as the
  *     protocol allows; the last chunk of every reply carries
  *     NBD_REPLY_FLAG_DONE.  Only the connection coroutine reads from the
@@ -328,7 +329,7 @@ void nbd_server_add_client(NBDServer *server, int fd)
     client->server = server;
     client->link.data = client;
     co_socket_init(&client->sock, fd, server->ctx);
-    qemu_co_mutex_init(&client->send_lock);
+    qemu_co_queue_init(&client->send_room);
     client->handshake_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
                                             SCALE_NS,
                                             nbd_client_handshake_timeout,

@@ -2,10 +2,13 @@
  * The NBD transmission phase, server side: requests in, replies out.
  *
  * The connection coroutine reads one request at a time, with its WRITE
- * payload, checks it, and starts a request coroutine for it; up to
+ * payload, through a receive buffer (nbd_recv(): one recv() takes every
+ * header that has arrived), checks it, and starts a request coroutine
+ * for it; up to
  * NBD_MAX_REQUESTS of them run at once, so a client's requests overlap
- * in the block layer.  Each request coroutine sends its own reply under
- * client->send_lock (invariant 4 of nbd-server.c) and frees itself.
+ * in the block layer.  Each request coroutine queues its own reply
+ * (invariant 4 of nbd-server.c), the replies of one event-loop iteration
+ * go out in one sendmsg() (nbd_send()), and it frees itself.
  *
  * Replies: without structured replies every reply is simple.  With them,
  * READ answers with data and hole chunks (one data chunk under
@@ -34,6 +37,56 @@ typedef struct NBDRequest {
     int error;                  /* -errno found by the checks, or 0 */
     uint64_t charge;            /* buffer bytes budgeted (invariant 8) */
 } NBDRequest;
+
+/* ---- receiving ---- */
+
+/*
+ * Reads exactly @len bytes of the stream into @buf, through the client's
+ * receive buffer: what it holds first, then one recv() for as much as
+ * has arrived, or a read straight into @buf for a large payload.  After
+ * a recv() that emptied the socket, it waits for the socket to be
+ * readable rather than try a recv() that would fail with EAGAIN.
+ * Returns 0 or the -errno of co_socket_read_all().
+ */
+static int coroutine_fn nbd_recv(NBDClient *client, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+
+    while (len > 0) {
+        size_t n = MIN(len, client->recv_len - client->recv_pos);
+        ssize_t got;
+
+        memcpy(p, client->recv_buf + client->recv_pos, n);
+        client->recv_pos += n;
+        p += n;
+        len -= n;
+        if (len == 0) {
+            break;
+        }
+        /* the buffer is empty */
+        client->recv_pos = client->recv_len = 0;
+        if (len >= NBD_RECV_DIRECT) {
+            client->recv_drained = false;
+            return co_socket_read_all(&client->sock, p, len);
+        }
+        if (client->recv_drained) {
+            /* a recv() now would most likely find nothing: poll first */
+            int ret = co_socket_wait_readable(&client->sock);
+
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        got = co_socket_read_some(&client->sock, client->recv_buf,
+                                  NBD_RECV_BUFFER_SIZE);
+        if (got < 0) {
+            return got;
+        }
+        client->recv_len = got;
+        client->recv_drained = got < NBD_RECV_BUFFER_SIZE;
+    }
+    return 0;
+}
 
 /* ---- the buffer budget (invariant 8 of nbd-server.c) ---- */
 
@@ -108,20 +161,83 @@ static uint64_t nbd_request_buffer_size(NBDRequest *req)
 
 /* ---- sending ---- */
 
-/* Writes one reply or chunk whole (invariant 4); a failure closes. */
+/* A coroutine whose reply is queued, until it has been written. */
+struct NBDSendWaiter {
+    Coroutine *co;
+    int ret;
+    bool done;
+    NBDSendWaiter *next;        /* in client->send_waiters */
+};
+
+/*
+ * Writes what is queued, batch after batch, until the queue is empty;
+ * run by one coroutine at a time (client->send_busy).  Each batch is
+ * detached first, so that replies queued while it is written join the
+ * next one.
+ */
+static void coroutine_fn nbd_send_queued(NBDClient *client)
+{
+    struct iovec iov[NBD_SEND_IOV_MAX];
+
+    while (client->send_cnt) {
+        unsigned int cnt = client->send_cnt;
+        NBDSendWaiter *w = client->send_waiters;
+        int ret;
+
+        memcpy(iov, client->send_iov, cnt * sizeof(iov[0]));
+        client->send_cnt = 0;
+        client->send_waiters = NULL;
+        qemu_co_queue_restart_all(&client->send_room);
+        ret = co_socket_writev_all(&client->sock, iov, cnt);
+        while (w) {
+            /* read the link first: a woken waiter's frame goes away */
+            NBDSendWaiter *next = w->next;
+
+            w->ret = ret;
+            w->done = true;
+            if (w->co != qemu_coroutine_self()) {
+                aio_co_wake(w->co);
+            }
+            w = next;
+        }
+    }
+}
+
+/*
+ * Writes one reply or chunk whole (invariant 4); a failure closes.  The
+ * replies of the requests that complete in one event-loop iteration go
+ * out together, with one sendmsg(): the first to queue yields once, to
+ * the end of the iteration, before it writes the queue.
+ */
 static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
                                  unsigned int iovcnt)
 {
-    int ret;
+    NBDSendWaiter w = { .co = qemu_coroutine_self() };
 
-    qemu_co_mutex_lock(&client->send_lock);
-    ret = co_socket_writev_all(&client->sock, iov, iovcnt);
-    qemu_co_mutex_unlock(&client->send_lock);
-    if (ret < 0) {
+    assert(iovcnt <= NBD_SEND_IOV_MAX);
+    while (client->send_cnt + iovcnt > NBD_SEND_IOV_MAX) {
+        qemu_co_queue_wait(&client->send_room, NULL);
+    }
+    memcpy(client->send_iov + client->send_cnt, iov,
+           iovcnt * sizeof(*iov));
+    client->send_cnt += iovcnt;
+    w.next = client->send_waiters;
+    client->send_waiters = &w;
+    if (!client->send_busy) {
+        client->send_busy = true;
+        aio_co_schedule(client->server->ctx, w.co);
+        qemu_coroutine_yield();
+        nbd_send_queued(client);
+        client->send_busy = false;
+    }
+    while (!w.done) {
+        qemu_coroutine_yield();
+    }
+    if (w.ret < 0) {
         /* the client is gone: stop reading its requests too */
         nbd_client_close(client);
     }
-    return ret;
+    return w.ret;
 }
 
 static int coroutine_fn nbd_send_simple(NBDRequest *req, uint32_t error,
@@ -612,7 +728,7 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
     NBDRequestHeader hdr;
     int ret;
 
-    ret = co_socket_read_all(&client->sock, &hdr, sizeof(hdr));
+    ret = nbd_recv(client, &hdr, sizeof(hdr));
     if (ret == -EPIPE || ret == -ESHUTDOWN) {
         /* a client that hangs up without NBD_CMD_DISC is no error */
         return ret;
@@ -651,7 +767,7 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
                        req->len);
             return -ENOMEM;
         }
-        ret = co_socket_read_all(&client->sock, req->data, req->len);
+        ret = nbd_recv(client, req->data, req->len);
         if (ret < 0) {
             if (ret != -ESHUTDOWN) {
                 error_setg_errno(errp, -ret, "Failed to read the payload "
@@ -683,6 +799,7 @@ static void coroutine_fn nbd_wait_requests(NBDClient *client,
 
 void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
 {
+    client->recv_buf = g_malloc(NBD_RECV_BUFFER_SIZE);
     while (!client->quitting) {
         NBDRequest *req;
         int ret;
@@ -709,4 +826,6 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
     }
     /* invariant 1 of nbd-server.c: no request may outlive the client */
     nbd_wait_requests(client, 0);
+    g_free(client->recv_buf);
+    client->recv_buf = NULL;
 }

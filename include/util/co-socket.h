@@ -3,7 +3,9 @@
  *
  * A read or write that would block registers the socket's fd with the
  * AioContext and yields; the fd handler wakes the coroutine when the fd
- * is ready.  At most one coroutine waits to read and one to write at a
+ * is ready.  The registration outlives the wait until an event finds no
+ * one waiting, so a connection that waits again and again (a server
+ * reading request after request) registers once, not twice per wait.  At most one coroutine waits to read and one to write at a
  * time (callers serialise their readers and their writers, e.g. with a
  * CoMutex); the two directions are independent.
  *
@@ -23,6 +25,9 @@ typedef struct CoSocket {
     AioContext *ctx;
     Coroutine *read_co;         /* waiting for the fd to be readable */
     Coroutine *write_co;        /* waiting for the fd to be writable */
+    /* the directions the fd is registered for (invariant 1) */
+    bool watch_read;
+    bool watch_write;
     bool shut_down;
 } CoSocket;
 
@@ -39,6 +44,18 @@ void co_socket_shutdown(CoSocket *s);
  * or another -errno.
  */
 int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len);
+/*
+ * Waits until the fd is readable (or shut down: -ESHUTDOWN), for a
+ * reader that knows it took everything that had arrived and would only
+ * get EAGAIN from another read now.  Returns 0 or -ESHUTDOWN.
+ */
+int coroutine_fn co_socket_wait_readable(CoSocket *s);
+/*
+ * Reads what has arrived, at least one byte and at most @len (> 0),
+ * waiting if nothing has.  Returns the bytes read, or the errors of
+ * co_socket_read_all().
+ */
+ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len);
 /*
  * Reads exactly @len bytes, like co_socket_read_all(), and collects the
  * file descriptors that arrive with them (SCM_RIGHTS) into @fds, at most

@@ -100,6 +100,11 @@ static BlockBackend *open_image(const char *path, const AioMode *mode,
     QDict *opts = qdict_new();
 
     qdict_put_str(opts, "driver", "file");
+    /*
+     * These tests cover the in-place path too (test_in_place()), which is
+     * off by default (test_in_place_off_by_default()).
+     */
+    qdict_put_str(opts, "x-in-place-writes", "on");
     if (mode) {
         qdict_put_str(opts, "aio", mode->aio);
         if (mode->direct) {
@@ -409,6 +414,50 @@ static void test_in_place(const void *opaque)
         file_read(path, w.offset, check, BLOCK);
         g_assert_cmpmem(check, BLOCK, buf, BLOCK);
     }
+    blk_unref(blk);
+    g_free(check);
+    qemu_vfree(buf);
+    unlink(path);
+}
+
+/*
+ * By default (x-in-place-writes=off) a buffered write goes to the backend:
+ * its coroutine is still waiting when aio_co_enter() returns.  A read of
+ * cached data is still made in place (RWF_NOWAIT never blocks).
+ */
+static void test_in_place_off_by_default(const void *opaque)
+{
+    const AioMode *mode = opaque;
+    enum { BLOCK = 4096 };
+    g_autofree char *path = NULL;
+    QDict *opts = qdict_new();
+    unsigned pending = 1;
+    ParallelWrite w;
+    BlockBackend *blk;
+    uint8_t *buf, *check;
+
+    if (mode->direct) {
+        g_test_skip("in-place transfers are for the page cache only");
+        return;
+    }
+    path = new_image(mode, 1 * MiB);
+    qdict_put_str(opts, "driver", "file");
+    qdict_put_str(opts, "aio", mode->aio);
+    blk = blk_new_open(path, NULL, opts, BDRV_O_RDWR, &error_abort);
+    buf = pattern_buf(BLOCK, 9);
+    check = g_malloc(BLOCK);
+    w = (ParallelWrite) {
+        .blk = blk, .offset = 64 * KiB, .pending = &pending,
+        .ret = -EINPROGRESS,
+    };
+    qemu_iovec_init_buf(&w.qiov, buf, BLOCK);
+    aio_co_enter(blk_get_aio_context(blk),
+                 qemu_coroutine_create(parallel_write_entry, &w));
+    g_assert_cmpuint(pending, ==, 1);
+    AIO_WAIT_WHILE(blk_get_aio_context(blk), pending > 0);
+    g_assert_cmpint(w.ret, ==, 0);
+    file_read(path, w.offset, check, BLOCK);
+    g_assert_cmpmem(check, BLOCK, buf, BLOCK);
     blk_unref(blk);
     g_free(check);
     qemu_vfree(buf);
@@ -905,6 +954,7 @@ int main(int argc, char **argv)
     add_mode_tests("short-read", test_short_read);
     add_mode_tests("in-place", test_in_place);
     add_mode_tests("in-place-short-write", test_in_place_short_write);
+    add_mode_tests("in-place-off-by-default", test_in_place_off_by_default);
     add_mode_tests("open-flags", test_open_flags_and_alignment);
     add_mode_tests("write-zeroes", test_write_zeroes);
     add_mode_tests("discard-block-status", test_discard_and_block_status);
