@@ -4,11 +4,17 @@
  *
  * Order of options, each answered before the next is sent:
  *   NBD_OPT_STRUCTURED_REPLY   chunked reads with holes and error offsets
- *   NBD_OPT_SET_META_CONTEXT   base:allocation, for block status
- *                              (only with structured replies)
+ *   NBD_OPT_SET_META_CONTEXT   base:allocation (or x-dirty-bitmap's
+ *                              context), for block status (only with
+ *                              structured replies)
  *   NBD_OPT_GO                 size, flags, block sizes; ends the handshake
  *   NBD_OPT_EXPORT_NAME        only if the server answers NBD_OPT_GO with
  *                              NBD_REP_ERR_UNSUP (servers older than it)
+ *
+ * A server that is newstyle but not fixed newstyle gets
+ * NBD_OPT_EXPORT_NAME at once: it may hang up on any other option.
+ * A server whose greeting is oldstyle takes no options: its one export,
+ * size and flags come with the greeting.
  *
  * Every length the server sends is checked before it is used: an option
  * reply longer than NBD_CLIENT_MAX_REPLY is refused, never allocated.
@@ -183,14 +189,15 @@ static void nbd_hs_put_name(GByteArray *buf, const char *name)
 }
 
 static int nbd_hs_meta_context(int fd, const char *export_name,
-                               NBDExportInfo *info, Error **errp)
+                               const char *context, NBDExportInfo *info,
+                               Error **errp)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
     uint32_t nqueries = GUINT32_TO_BE(1);
 
     nbd_hs_put_name(buf, export_name);
     g_byte_array_append(buf, (const uint8_t *)&nqueries, sizeof(nqueries));
-    nbd_hs_put_name(buf, NBD_META_BASE_ALLOCATION);
+    nbd_hs_put_name(buf, context);
     if (nbd_hs_send_option(fd, NBD_OPT_SET_META_CONTEXT, buf->data,
                            buf->len, errp) < 0) {
         return -EIO;
@@ -214,8 +221,8 @@ static int nbd_hs_meta_context(int fd, const char *export_name,
             return -EPROTO;
         }
         memcpy(&id, payload, sizeof(id));
-        if (!strcmp((char *)payload + sizeof(id), NBD_META_BASE_ALLOCATION)) {
-            info->base_allocation = true;
+        if (!strcmp((char *)payload + sizeof(id), context)) {
+            info->have_context = true;
             info->context_id = GUINT32_FROM_BE(id);
         }
     }
@@ -351,52 +358,83 @@ static int nbd_hs_export_name(int fd, const char *export_name,
     info->size = GUINT64_FROM_BE(size);
     info->flags = GUINT16_FROM_BE(flags);
     /* Transmission began without meta contexts being set. */
-    info->base_allocation = false;
+    info->have_context = false;
     return 0;
 }
 
-int nbd_client_handshake(int fd, const char *export_name,
+/* The oldstyle greeting's tail: size and flags, nothing to negotiate. */
+static int nbd_hs_oldstyle(int fd, const char *export_name,
+                           NBDExportInfo *info, Error **errp)
+{
+    NBDOldstyleGreeting old;
+    int ret;
+
+    if (export_name[0]) {
+        error_setg(errp, "NBD server speaks the oldstyle handshake, which "
+                   "has no export names (export '%s' asked for)",
+                   export_name);
+        return -EINVAL;
+    }
+    ret = nbd_hs_read(fd, &old, sizeof(old), "the oldstyle greeting", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    info->size = GUINT64_FROM_BE(old.size);
+    info->flags = GUINT32_FROM_BE(old.flags) & 0xffff;
+    return 0;
+}
+
+int nbd_client_handshake(int fd, const char *export_name, const char *context,
                          NBDExportInfo *info, Error **errp)
 {
-    NBDNewstyleGreeting greeting;
+    uint64_t magics[2];
     uint32_t client_flags;
     uint16_t hs_flags;
     int ret;
 
     memset(info, 0, sizeof(*info));
-    ret = nbd_hs_read(fd, &greeting, sizeof(greeting), "the greeting",
+    ret = nbd_hs_read(fd, magics, sizeof(magics), "the greeting", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (GUINT64_FROM_BE(magics[0]) != NBD_INIT_MAGIC) {
+        error_setg(errp, "NBD server sent the bad magic 0x%" PRIx64
+                   " (not an NBD server?)", GUINT64_FROM_BE(magics[0]));
+        return -EPROTO;
+    }
+    if (GUINT64_FROM_BE(magics[1]) == NBD_OLDSTYLE_MAGIC) {
+        return nbd_hs_oldstyle(fd, export_name, info, errp);
+    }
+    if (GUINT64_FROM_BE(magics[1]) != NBD_OPTS_MAGIC) {
+        error_setg(errp, "NBD server sent the bad greeting magic 0x%" PRIx64,
+                   GUINT64_FROM_BE(magics[1]));
+        return -EPROTO;
+    }
+    ret = nbd_hs_read(fd, &hs_flags, sizeof(hs_flags), "the greeting",
                       errp);
     if (ret < 0) {
         return ret;
     }
-    if (GUINT64_FROM_BE(greeting.magic) != NBD_INIT_MAGIC) {
-        error_setg(errp, "NBD server sent the bad magic 0x%" PRIx64
-                   " (not an NBD server?)",
-                   GUINT64_FROM_BE(greeting.magic));
-        return -EPROTO;
+    hs_flags = GUINT16_FROM_BE(hs_flags);
+    client_flags = 0;
+    if (hs_flags & NBD_FLAG_FIXED_NEWSTYLE) {
+        client_flags |= NBD_FLAG_C_FIXED_NEWSTYLE;
     }
-    if (GUINT64_FROM_BE(greeting.opts_magic) != NBD_OPTS_MAGIC) {
-        error_setg(errp, "NBD server speaks the oldstyle handshake, which "
-                   "is not supported");
-        return -ENOTSUP;
-    }
-    hs_flags = GUINT16_FROM_BE(greeting.flags);
-    if (!(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
-        error_setg(errp, "NBD server does not support fixed newstyle");
-        return -ENOTSUP;
-    }
-    client_flags = NBD_FLAG_C_FIXED_NEWSTYLE;
     if (hs_flags & NBD_FLAG_NO_ZEROES) {
         client_flags |= NBD_FLAG_C_NO_ZEROES;
     }
     client_flags = GUINT32_TO_BE(client_flags);
     ret = nbd_hs_write(fd, &client_flags, sizeof(client_flags),
                        "the client flags", errp);
+    if (ret == 0 && !(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
+        /* Any option but this one may make such a server hang up. */
+        return nbd_hs_export_name(fd, export_name, hs_flags, info, errp);
+    }
     if (ret == 0) {
         ret = nbd_hs_structured_reply(fd, info, errp);
     }
     if (ret == 0 && info->structured_reply) {
-        ret = nbd_hs_meta_context(fd, export_name, info, errp);
+        ret = nbd_hs_meta_context(fd, export_name, context, info, errp);
     }
     if (ret == 0) {
         ret = nbd_hs_go(fd, export_name, info, errp);
