@@ -9,7 +9,7 @@ PREFIX ?= /usr/local
 # real QEMU tools are the compatibility oracle of tests/interop).
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
-TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
+TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
               busybox-static strace
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).

@@ -69,6 +69,7 @@ typedef struct BDRVNBDState {
     /* --- set at open, immutable until close --- */
     SocketAddress *addr;
     char *export_name;
+    bool export_named;          /* given, even as "" (file names differ) */
     char *context;              /* meta context of block status */
     bool alloc_depth;           /* context is qemu:allocation-depth */
     uint32_t reconnect_delay;   /* seconds */

@@ -492,6 +492,8 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     int fd = -1;
     int ret;
 
+    /* the default export, unless named even as "": QEMU's file names */
+    s->export_named = qdict_haskey(options, NBD_OPT_KEY_EXPORT);
     opts = qemu_opts_absorb_qdict(&qapi_opts_nbd_runtime, options, errp);
     if (!opts) {
         return -EINVAL;
@@ -591,17 +593,19 @@ static int coroutine_fn nbd_co_truncate(BlockDriverState *bs, int64_t offset,
 static void nbd_refresh_filename(BlockDriverState *bs)
 {
     BDRVNBDState *s = bs->opaque;
+    const char *slash = s->export_named ? "/" : "";
     const char *exp = s->export_name;
 
     if (s->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd+unix:///%s?socket=%s", exp, s->addr->path);
+                 "nbd+unix://%s%s?socket=%s", slash, exp, s->addr->path);
     } else if (!strcmp(s->addr->port, NBD_DEFAULT_PORT)) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd://%s/%s", s->addr->host, exp);
+                 "nbd://%s%s%s", s->addr->host, slash, exp);
     } else {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd://%s:%s/%s", s->addr->host, s->addr->port, exp);
+                 "nbd://%s:%s%s%s", s->addr->host, s->addr->port, slash,
+                 exp);
     }
 }
 
