@@ -136,9 +136,7 @@ static const char *coroutine_fn nbd_recv_read_chunk(BDRVNBDState *s,
     uint64_t offset;
     uint32_t data_len;
 
-    if (req->type != NBD_CMD_READ) {
-        return "data chunk in the reply to a request that is no read";
-    }
+    assert(req->type == NBD_CMD_READ);
     if (type == NBD_REPLY_TYPE_OFFSET_HOLE) {
         NBDReplyOffsetHole hole;
 
@@ -261,6 +259,10 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
     type = GUINT16_FROM_BE(chunk.type);
     flags = GUINT16_FROM_BE(chunk.flags);
     len = GUINT32_FROM_BE(chunk.length);
+    if ((type == NBD_REPLY_TYPE_OFFSET_DATA ||
+         type == NBD_REPLY_TYPE_OFFSET_HOLE) && req->type != NBD_CMD_READ) {
+        return "data chunk in the reply to a request that is no read";
+    }
     if (type == NBD_REPLY_TYPE_OFFSET_DATA) {
         if (len > sizeof(uint64_t) + req->length) {
             return "data chunk longer than the read";
