@@ -8,9 +8,10 @@ PREFIX ?= /usr/local
 # Debian packages needed to build, and the ones only the tests need (the
 # real QEMU tools are the compatibility oracle of tests/interop).
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
-              zlib1g-dev libzstd-dev libaio-dev liburing-dev python3
+              zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
+              libgnutls28-dev python3
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
-              busybox-static strace
+              busybox-static strace cryptsetup-bin gnutls-bin
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin

@@ -40,9 +40,11 @@
 #include "chardev.h"
 #include "monitor.h"
 #include "nbd.h"
+#include "object.h"
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "util/qapi-event.h"
+#include "util/user-object.h"
 
 enum {
     OPTION_BLOCKDEV = 256,
@@ -70,15 +72,6 @@ static const struct option qsd_long_options[] = {
     { NULL, 0, NULL, 0 },
 };
 #define QSD_SHORT_OPTIONS "+hT:V"
-
-/* QEMU's --object types: qblock has none of them, and says so. */
-static const char *const qsd_qemu_object_types[] = {
-    "authz-list", "authz-list-file", "authz-pam", "authz-simple",
-    "iothread", "main-loop", "pr-manager-helper", "secret",
-    "secret_keyring", "thread-context", "throttle-group",
-    "tls-cipher-suites", "tls-creds-anon", "tls-creds-psk",
-    "tls-creds-x509", NULL,
-};
 
 /* NULL while running; the ShutdownCause once shutdown is requested */
 static const char *qsd_shutdown_reason;
@@ -132,7 +125,12 @@ static void qsd_usage(void)
 "                         start an NBD server for exporting block nodes\n"
 "                         (max-connections=0, the default: no limit)\n"
 "\n"
-"  --object help          list object types that can be added (none)\n"
+"  --object help          list object types that can be added\n"
+"  --object <type>,help   list properties for the given object type\n"
+"  --object <type>[,<property>=<value>...]\n"
+"                         create a new object of type <type>, setting\n"
+"                         properties in the order they are specified. Note\n"
+"                         that the 'id' property must be set.\n"
 "\n"
 "  --pidfile <path>       write process ID to a file after startup\n"
 "\n"
@@ -287,40 +285,6 @@ static bool qsd_write_pidfile(const char *path, Error **errp)
     return true;
 }
 
-static int qsd_object_add(const char *arg, Error **errp)
-{
-    g_autoptr(QDict) opts = NULL;
-    const char *type;
-
-    if (!strcmp(arg, "help")) {
-        printf("List of user creatable objects:\n"
-               "(none: qblock-storage-daemon supports no --object type)\n");
-        exit(0);
-    }
-    opts = keyval_parse(arg, "qom-type", errp);
-    if (!opts) {
-        return -EINVAL;
-    }
-    type = qdict_get_try_str(opts, "qom-type");
-    if (!type) {
-        error_setg(errp, "Parameter 'qom-type' is missing");
-        return -EINVAL;
-    }
-    if (!qdict_haskey(opts, "id") && !qdict_haskey(opts, "help")) {
-        error_setg(errp, "Parameter 'id' is missing");
-        return -EINVAL;
-    }
-    if (g_strv_contains(qsd_qemu_object_types, type)) {
-        error_setg(errp, "Object type '%s' is not supported by "
-                   "qblock-storage-daemon (it runs one event loop and has "
-                   "no secrets, TLS, throttling or authorization)", type);
-        return -ENOTSUP;
-    }
-    error_setg(errp, "Parameter 'qom-type' does not accept value '%s'",
-               type);
-    return -EINVAL;
-}
-
 /* The keyval options of --chardev and --monitor, checked. */
 static JsonNode *qsd_keyval_options(const QapiType *type, const char *arg,
                                     const char *implied_key, Error **errp)
@@ -439,7 +403,7 @@ static const struct {
     { OPTION_EXPORT,     block_export_add_cmdline },
     { OPTION_MONITOR,    qsd_monitor_add },
     { OPTION_NBD_SERVER, nbd_server_start_cmdline },
-    { OPTION_OBJECT,     qsd_object_add },
+    { OPTION_OBJECT,     object_add_cmdline },
 };
 
 static QsdCreateFunc *qsd_creator(int option)
@@ -483,6 +447,7 @@ static void qsd_register_commands(void)
     blockdev_register_commands();
     block_export_register_commands();
     nbd_register_commands();
+    object_register_commands();
     qmp_register_command("quit", qmp_quit);
 }
 
@@ -501,6 +466,7 @@ static int qsd_shutdown(void)
         nbd_export_server_stop(&error_abort);
     }
     ret = blockdev_close_all();
+    user_object_del_all();
     monitor_cleanup();
     chardev_cleanup();
     if (qsd_pidfile_fd >= 0) {

@@ -84,7 +84,7 @@ int img_amend(int argc, char **argv)
     int c, ret = 1;
 
     while ((c = img_getopt(argc, argv, ":ho:f:t:pq",
-                           IMG_LONG_IMAGE_OPTS,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
                            long_options, &co)) != -1) {
         switch (c) {
         case 'o':

@@ -112,7 +112,7 @@ int img_check(int argc, char **argv)
     int c, ret;
 
     while ((c = img_getopt(argc, argv, ":hf:r:T:qU",
-                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_OBJECT | IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
                            IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
                            long_options, &co)) != -1) {
         switch (c) {

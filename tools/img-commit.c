@@ -157,7 +157,7 @@ int img_commit(int argc, char **argv)
     int ch, ret = -1;
 
     while ((ch = img_getopt(argc, argv, ":f:ht:b:dpqr:",
-                            IMG_LONG_IMAGE_OPTS,
+                            IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
                             NULL, &co)) != -1) {
         switch (ch) {
         case 't':

@@ -7,6 +7,7 @@
 
 #include "block/snapshot.h"
 #include "qblock/block-driver.h"
+#include "util/user-object.h"
 
 int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
                         int64_t max)
@@ -124,6 +125,8 @@ static const struct {
     { IMG_LONG_IMAGE_OPTS,
       { "image-opts", no_argument, NULL, IMG_OPTION_IMAGE_OPTS } },
     { IMG_LONG_FORCE_SHARE, { "force-share", no_argument, NULL, 'U' } },
+    { IMG_LONG_OBJECT,
+      { "object", required_argument, NULL, IMG_OPTION_OBJECT } },
 };
 
 /* No sub-command has this many long options of its own. */
@@ -173,6 +176,15 @@ int img_getopt(int argc, char **argv, const char *shortopts,
         case IMG_OPTION_IMAGE_OPTS:
             co->open.image_opts = true;
             break;
+        case IMG_OPTION_OBJECT: {
+            Error *err = NULL;
+
+            if (!user_object_add_cmdline(optarg, &err)) {
+                error_report_err(err);
+                exit(1);
+            }
+            break;
+        }
         default:
             return c;
         }

@@ -223,7 +223,8 @@ int img_compare(int argc, char **argv)
     int c, ret;
 
     while ((c = img_getopt(argc, argv, ":hf:F:T:pqsU",
-                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS |
+                           IMG_LONG_FORCE_SHARE,
                            NULL, &co)) != -1) {
         switch (c) {
         case 'F':

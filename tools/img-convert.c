@@ -356,7 +356,8 @@ int img_convert(int argc, char **argv)
     int c, ret;
 
     while ((c = img_getopt(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
-                           IMG_LONG_IMAGE_OPTS, long_options, &co)) != -1) {
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
+                           long_options, &co)) != -1) {
         switch (c) {
         case 'O':
             a.out_fmt = optarg;

@@ -278,7 +278,7 @@ int img_create(int argc, char **argv)
     Error *err = NULL;
     int c;
 
-    while ((c = img_getopt(argc, argv, ":F:b:f:ho:qu", 0, NULL,
+    while ((c = img_getopt(argc, argv, ":F:b:f:ho:qu", IMG_LONG_OBJECT, NULL,
                            &co)) != -1) {
         switch (c) {
         case 'F':

@@ -98,7 +98,8 @@ int img_dd(int argc, char **argv)
     int c, ret = -1;
 
     while ((c = img_getopt(argc, argv, ":hf:O:U",
-                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS |
+                           IMG_LONG_FORCE_SHARE,
                            NULL, &co)) != -1) {
         switch (c) {
         case 'O':

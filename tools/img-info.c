@@ -128,7 +128,7 @@ int img_info(int argc, char **argv)
     int c;
 
     while ((c = img_getopt(argc, argv, ":f:hU",
-                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_OBJECT | IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
                            IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
                            long_options, &co)) != -1) {
         switch (c) {

@@ -135,7 +135,7 @@ int img_map(int argc, char **argv)
     int c, ret = 0;
 
     while ((c = img_getopt(argc, argv, ":f:hU",
-                           IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
+                           IMG_LONG_OBJECT | IMG_LONG_FORMAT | IMG_LONG_OUTPUT |
                            IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
                            long_options, &co)) != -1) {
         switch (c) {

@@ -98,7 +98,8 @@ int img_measure(int argc, char **argv)
     int c, ret = 1;
 
     while ((c = img_getopt(argc, argv, ":hf:O:o:l:U",
-                           IMG_LONG_IMAGE_OPTS | IMG_LONG_OUTPUT |
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS |
+                           IMG_LONG_OUTPUT |
                            IMG_LONG_FORCE_SHARE,
                            long_options, &co)) != -1) {
         switch (c) {

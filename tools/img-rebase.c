@@ -266,7 +266,8 @@ int img_rebase(int argc, char **argv)
     int c, ret = -1;
 
     while ((c = img_getopt(argc, argv, ":hf:F:b:upt:T:qU",
-                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS |
+                           IMG_LONG_FORCE_SHARE,
                            NULL, &co)) != -1) {
         switch (c) {
         case 'F':

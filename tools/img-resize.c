@@ -57,7 +57,7 @@ int img_resize(int argc, char **argv)
     size_text = argv[--argc];
 
     while ((c = img_getopt(argc, argv, ":f:hq",
-                           IMG_LONG_IMAGE_OPTS,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
                            long_options, &co)) != -1) {
         switch (c) {
         case OPTION_PREALLOCATION:

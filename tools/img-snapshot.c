@@ -135,7 +135,8 @@ int img_snapshot(int argc, char **argv)
 
     /* -q changes nothing: nothing is printed on success anyway */
     while ((c = img_getopt(argc, argv, ":la:c:d:hqU",
-                           IMG_LONG_IMAGE_OPTS | IMG_LONG_FORCE_SHARE,
+                           IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS |
+                           IMG_LONG_FORCE_SHARE,
                            NULL, &co)) != -1) {
         ImgSnapshotAction next = IMG_SNAPSHOT_NONE;
 

@@ -95,7 +95,9 @@ typedef struct ImgOpenOptions {
  * The options that sub-commands share, with one meaning everywhere,
  * parsed by img_getopt(): -h/--help, -f/--format (the format of the
  * image, of the first or source image where there are several),
- * --image-opts, -U/--force-share, -q and --output.
+ * --image-opts, -U/--force-share, -q, --output and --object (which
+ * creates the object when it is seen, so that options after it can name
+ * it, as in qemu-img).
  */
 typedef struct ImgCommonOpts {
     ImgOpenOptions open;    /* fmt, image_opts, force_share */
@@ -113,6 +115,7 @@ typedef enum ImgLongOpts {
     IMG_LONG_OUTPUT      = 1 << 1,  /* --output */
     IMG_LONG_IMAGE_OPTS  = 1 << 2,  /* --image-opts */
     IMG_LONG_FORCE_SHARE = 1 << 3,  /* --force-share */
+    IMG_LONG_OBJECT      = 1 << 4,  /* --object, created at once */
 } ImgLongOpts;
 
 /* Values of the shared long-only options; a sub-command's own start at
@@ -120,6 +123,7 @@ typedef enum ImgLongOpts {
 enum {
     IMG_OPTION_OUTPUT = 256,
     IMG_OPTION_IMAGE_OPTS,
+    IMG_OPTION_OBJECT,
     IMG_OPTION_OWN,
 };
 

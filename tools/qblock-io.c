@@ -25,6 +25,7 @@
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
+#include "util/user-object.h"
 #include "qblock-io.h"
 
 /* The prompt scripts written for qemu-io match; keep the text as is. */
@@ -312,6 +313,8 @@ static void qio_usage(const char *name)
 "Usage: %s [OPTIONS]... [-c STRING]... [file]\n"
 "Block device exerciser (qblock), compatible with qemu-io 7.2\n"
 "\n"
+"  --object OBJECTDEF   define an object such as 'secret' for\n"
+"                       passwords and/or encryption keys\n"
 "  --image-opts         treat file as option string\n"
 "  -c, --cmd STRING     execute command with its arguments\n"
 "                       from the given string\n"
@@ -340,6 +343,7 @@ static void qio_usage(const char *name)
 
 enum {
     QIO_OPT_IMAGE_OPTS = 256,
+    QIO_OPT_OBJECT,
 };
 
 int main(int argc, char **argv)
@@ -361,6 +365,7 @@ int main(int argc, char **argv)
         { "trace", required_argument, NULL, 'T' },
         { "force-share", no_argument, NULL, 'U' },
         { "image-opts", no_argument, NULL, QIO_OPT_IMAGE_OPTS },
+        { "object", required_argument, NULL, QIO_OPT_OBJECT },
         { NULL, 0, NULL, 0 }
     };
     GPtrArray *cmds = g_ptr_array_new();
@@ -440,6 +445,16 @@ int main(int argc, char **argv)
         case QIO_OPT_IMAGE_OPTS:
             qio_image_opts = true;
             break;
+        case QIO_OPT_OBJECT: {
+            Error *err = NULL;
+
+            /* at once, as qemu-io: the image opened below may name it */
+            if (!user_object_add_cmdline(optarg, &err)) {
+                error_report_err(err);
+                return 1;
+            }
+            break;
+        }
         default:
             qio_usage(qemu_get_progname());
             return 1;

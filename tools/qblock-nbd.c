@@ -31,6 +31,7 @@
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
+#include "util/user-object.h"
 #include "qblock-nbd.h"
 
 #define QNBD_DEFAULT_PORT "10809"
@@ -120,7 +121,8 @@ static void qnbd_usage(const char *name)
 "\n"
 "General purpose options:\n"
 "  -L, --list                list exports available from another NBD server\n"
-"  --object type,id=ID,...   not supported\n"
+"  --object type,id=ID,...   define an object such as 'secret' for providing\n"
+"                            passwords and/or encryption keys\n"
 "  --tls-creds=ID            not supported (no TLS)\n"
 "  --tls-authz=ID            not supported (no TLS)\n"
 "  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
@@ -342,9 +344,16 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         case 'T':
             warn_report("tracing is not supported, ignoring -T %s", optarg);
             break;
-        case QNBD_OPT_OBJECT:
-            o->unsupported = "--object";
+        case QNBD_OPT_OBJECT: {
+            Error *err = NULL;
+
+            /* at once, as qemu-nbd: later options may name the object */
+            if (!user_object_add_cmdline(optarg, &err)) {
+                error_report_err(err);
+                return -1;
+            }
             break;
+        }
         case QNBD_OPT_TLSCREDS:
         case QNBD_OPT_TLSAUTHZ:
             o->unsupported = c == QNBD_OPT_TLSCREDS ? "--tls-creds"
@@ -396,8 +405,8 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
         o->filename = argv[optind];
     }
     if (o->unsupported) {
-        error_report("%s is not supported: qblock-nbd has no objects, TLS "
-                     "or SELinux support", o->unsupported);
+        error_report("%s is not supported: qblock-nbd has no TLS or "
+                     "SELinux support", o->unsupported);
         return -1;
     }
     if (o->device || o->disconnect) {

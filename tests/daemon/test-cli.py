@@ -91,14 +91,15 @@ def test_errors():
                                      t.path('none.sock'))),
         (['--chardev', 'stdio,id=x', '--daemonize'],
          '--chardev stdio,id=x: cannot use stdio with --daemonize'),
-        (['--object', 'iothread'], "--object iothread: Parameter 'id' is "
+        (['--object', 'secret'], "--object secret: Parameter 'id' is "
          "missing"),
         (['--object', 'foo,id=x'], "--object foo,id=x: Parameter 'qom-type' "
          "does not accept value 'foo'"),
-        (['--object', 'iothread,id=io0'],
-         "--object iothread,id=io0: Object type 'iothread' is not supported "
-         "by qblock-storage-daemon (it runs one event loop and has no "
-         "secrets, TLS, throttling or authorization)"),
+        (['--object', 'secret,id=s0'], "--object secret,id=s0: Either 'file' "
+         "or 'data' must be provided"),
+        (['--object', 'authz-simple,id=a0'],
+         "--object authz-simple,id=a0: Object type 'authz-simple' is not "
+         "supported by qblock (--object help lists the types it has)"),
         (['--pidfile', '/nonexist/p'],
          "cannot create PID file: Could not create '/nonexist/p': No such "
          "file or directory"),
@@ -128,8 +129,12 @@ def test_help_version():
             rc == 0 and out.startswith(PROG + ' version ') and
             'qemu-storage-daemon 7.2' in out, out)
     rc, out, err = t.run([t.daemon_bin, '--object', 'help'])
-    t.check('--object help: none supported', rc == 0 and
-            out.startswith('List of user creatable objects:'), out)
+    t.check('--object help lists secret', rc == 0 and
+            out.startswith('List of user creatable objects:\n') and
+            '\n  secret\n' in out, out)
+    rc, out, err = t.run([t.daemon_bin, '--object', 'secret,help'])
+    t.check('--object secret,help lists its properties', rc == 0 and
+            out.startswith('secret options:\n  data=<string>\n'), out)
 
 
 def check_image(what, img, pattern_cmd=None):

@@ -20,7 +20,7 @@ t = qsd.Tests('test-qmp')
 EXPECTED_COMMANDS = [
     'block-export-add', 'block-export-del', 'blockdev-add', 'blockdev-del',
     'nbd-server-add', 'nbd-server-remove', 'nbd-server-start',
-    'nbd-server-stop', 'qmp_capabilities', 'query-block-exports',
+    'nbd-server-stop', 'object-add', 'object-del', 'qmp_capabilities', 'query-block-exports',
     'query-blockstats', 'query-commands', 'query-named-block-nodes',
     'query-version', 'quit', 'x-blockdev-set-write-cache',
 ]
@@ -298,6 +298,36 @@ def test_blockdev(d):
             generic("Failed to find node with node-name='nosuch'"))
     t.equal('blockdev-del of the read-only node',
             c.cmd('blockdev-del', {'node-name': 'direct0'}), {'return': {}})
+    c.close()
+
+
+def test_objects(d):
+    c = d.qmp()
+    secret = {'qom-type': 'secret', 'id': 'sec0', 'data': 'pw'}
+    t.equal('object-add secret', c.cmd('object-add', secret), {'return': {}})
+    t.equal('object-add: a duplicate id',
+            error_of(c.cmd('object-add', secret)),
+            generic("An object with id 'sec0' already exists"))
+    for args, msg in [
+        ({'qom-type': 'secret', 'id': 's1'},
+         "Either 'file' or 'data' must be provided"),
+        ({'qom-type': 'secret', 'id': 's1', 'data': 'a', 'file': 'b'},
+         "'file' and 'data' are mutually exclusive"),
+        ({'qom-type': 'secret', 'id': 's1', 'data': 'a', 'format': 'hex'},
+         "Parameter 'format' does not accept value 'hex'"),
+        ({'qom-type': 'secret', 'id': 's1', 'data': 5},
+         "Invalid parameter type for 'data', expected: string"),
+        ({'qom-type': 'nosuch', 'id': 's1'},
+         "Parameter 'qom-type' does not accept value 'nosuch'"),
+        ({'qom-type': 'secret', 'id': '1s', 'data': 'a'},
+         "Parameter 'id' expects an identifier"),
+    ]:
+        t.equal('object-add refused: %s' % msg,
+                error_of(c.cmd('object-add', args)), generic(msg))
+    t.equal('object-del', c.cmd('object-del', {'id': 'sec0'}), {'return': {}})
+    t.equal('object-del of an unknown id',
+            error_of(c.cmd('object-del', {'id': 'sec0'})),
+            generic("object 'sec0' not found"))
     c.close()
 
 
@@ -653,6 +683,7 @@ test_bad_json(d)
 test_limits(d)
 test_argument_checks(d)
 test_blockdev(d)
+test_objects(d)
 test_exports(d)
 test_corrupted_event(d)
 test_several_clients(d)

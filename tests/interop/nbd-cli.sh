@@ -69,8 +69,8 @@ same "--list with no server on the port" -L -b 127.0.0.1 -p 1
 same "bad bind address" -b nonexistent.invalid r.img
 same "-l on a raw image" -l snap -f raw r.img
 
-# refused by qblock-nbd where qemu-nbd would need a kernel module, TLS,
-# objects or dirty bitmaps
+# refused by qblock-nbd where qemu-nbd would need a kernel module, TLS
+# or dirty bitmaps, and a bad --object as qemu-nbd refuses it
 refused() {
     local name=$1 pattern=$2
     shift 2
@@ -85,7 +85,8 @@ refused() {
 }
 refused "-c DEV is refused" "not supported" -c /dev/nbd0 r.img
 refused "-d is refused" "not supported" -d /dev/nbd0
-refused "--object is refused" "not supported" --object secret,id=s r.img
+refused "--object with a bad secret is refused" \
+    "Either 'file' or 'data' must be provided" --object secret,id=s r.img
 refused "--tls-creds is refused" "not supported" --tls-creds=t r.img
 refused "-B is refused" "not supported" -B bitmap -f raw -k "$work/y.sock" \
     r.img

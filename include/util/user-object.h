@@ -1,0 +1,92 @@
+/*
+ * User-creatable objects: what QEMU's --object and object-add create
+ * (secrets, TLS credentials, iothreads), by type and id.
+ *
+ * A type is a static const UserObjectType registered once (from a
+ * constructor: user_object_type_init()); its properties are declared in
+ * qapi/object.json as the variant of the ObjectOptions union that has the
+ * type's name, so the command line and QMP check them with the same
+ * schema and the same messages before the type sees them.
+ *
+ * Objects live in one registry of the process, keyed by id; only the main
+ * loop thread adds, finds and deletes them.
+ *
+ * Invariants:
+ *  1. Ids are unique across all types, and are QEMU identifiers (letters,
+ *     digits, '-', '.', '_', starting with a letter).
+ *  2. An object's reference count is 1 (the registry's) plus one per user
+ *     that took user_object_ref(); delete is refused while it is above 1
+ *     or while the type's can_delete says no.
+ *  3. destroy runs exactly once, when the last reference goes.
+ */
+#ifndef QBLOCK_USER_OBJECT_H
+#define QBLOCK_USER_OBJECT_H
+
+#include "util/json.h"
+#include "util/osdep.h"
+#include "util/error.h"
+
+typedef struct UserObject UserObject;
+
+typedef struct UserObjectType {
+    /* required: the qom-type, also the variant's name in ObjectOptions */
+    const char *name;
+    /*
+     * Required.  Creates the object's state from @props, the object's
+     * properties (qom-type and id removed) already checked against the
+     * type's schema, so members have their declared JSON types.  Errors
+     * name the property and value at fault.  Returns the state (not NULL)
+     * or NULL with @errp set.
+     */
+    void *(*create)(const char *id, JsonObject *props, Error **errp);
+    /* required: frees the state; secrets are zeroed first */
+    void (*destroy)(void *state);
+    /*
+     * Optional (NULL: always).  Whether the object may be deleted now
+     * beyond the reference count (a TLS object an active server uses);
+     * sets @errp with the reason if not.
+     */
+    bool (*can_delete)(void *state, Error **errp);
+} UserObjectType;
+
+/* Registers @type; the schema must have a variant of the same name. */
+void user_object_register_type(const UserObjectType *type);
+
+#define user_object_type_init(type)                                      \
+    static void __attribute__((constructor)) user_object_init_##type(void) \
+    {                                                                    \
+        user_object_register_type(&(type));                              \
+    }
+
+/*
+ * --object OPTARG: "TYPE,id=ID,prop=value,...".  "help" lists the types
+ * and "TYPE,help" (help anywhere among the options) a type's properties,
+ * on stdout, and then exit(0), as QEMU's tools do.  Returns false with
+ * @errp set if the object could not be created.
+ */
+bool user_object_add_cmdline(const char *optarg, Error **errp);
+
+/* QMP object-add: @args is an ObjectOptions checked by the schema. */
+bool user_object_add(JsonObject *args, Error **errp);
+
+/* QMP object-del: refused while in use (invariant 2). */
+bool user_object_del(const char *id, Error **errp);
+
+/* Deletes every object, in the reverse order of creation (at exit). */
+void user_object_del_all(void);
+
+/*
+ * The object @id if it exists and is of type @type_name, else NULL.  The
+ * pointer is borrowed: a user that keeps it beyond the current command
+ * takes a reference.
+ */
+UserObject *user_object_find(const char *id, const char *type_name);
+
+void user_object_ref(UserObject *obj);
+void user_object_unref(UserObject *obj);
+
+const char *user_object_get_id(const UserObject *obj);
+/* The state that the type's create returned. */
+void *user_object_get_state(const UserObject *obj);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * Object commands of the storage daemon (object.h).
+ */
+#include "object.h"
+
+#include "qmp-dispatch.h"
+#include "util/user-object.h"
+
+int object_add_cmdline(const char *arg, Error **errp)
+{
+    return user_object_add_cmdline(arg, errp) ? 0 : -EINVAL;
+}
+
+static void qmp_object_add(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    user_object_add(args, errp);
+}
+
+static void qmp_object_del(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    user_object_del(json_object_get_string_member(args, "id"), errp);
+}
+
+void object_register_commands(void)
+{
+    qmp_register_command("object-add", qmp_object_add);
+    qmp_register_command("object-del", qmp_object_del);
+}

@@ -1,0 +1,343 @@
+/*
+ * The registry of user-creatable objects (see include/util/user-object.h
+ * for the invariants cited below).
+ */
+#include "util/user-object.h"
+
+#include "qapi-qmp.h"
+#include "util/qapi-schema.h"
+#include "util/qdict.h"
+
+struct UserObject {
+    char *id;
+    const UserObjectType *type;
+    void *state;
+    int refcnt;                 /* invariant 2 */
+};
+
+/* const UserObjectType *, in registration order */
+static GPtrArray *user_object_types;
+/* UserObject *, in creation order */
+static GPtrArray *user_objects;
+
+/*
+ * QEMU's other object types: naming them says "qblock lacks this" rather
+ * than "no such thing" to someone who copied a QEMU command line.
+ */
+static const char *const user_object_qemu_types[] = {
+    "authz-list", "authz-list-file", "authz-pam", "authz-simple",
+    "iothread", "main-loop", "pr-manager-helper", "secret_keyring",
+    "thread-context", "throttle-group", "tls-cipher-suites",
+    "tls-creds-anon", "tls-creds-psk", "tls-creds-x509", NULL,
+};
+
+/* The struct of ObjectOptions' variant @name: the type's properties. */
+static const QapiType *user_object_schema(const char *name)
+{
+    for (const QapiVariant *v = qapi_type_ObjectOptions.variants; v->value;
+         v++) {
+        if (!strcmp(v->value, name)) {
+            return v->type;
+        }
+    }
+    return NULL;
+}
+
+void user_object_register_type(const UserObjectType *type)
+{
+    /* a type the schema does not declare could never be created */
+    assert(user_object_schema(type->name));
+    assert(type->create && type->destroy);
+    if (!user_object_types) {
+        user_object_types = g_ptr_array_new();
+    }
+    g_ptr_array_add(user_object_types, (gpointer)type);
+}
+
+static const UserObjectType *user_object_find_type(const char *name)
+{
+    for (guint i = 0; user_object_types && i < user_object_types->len; i++) {
+        const UserObjectType *type = g_ptr_array_index(user_object_types, i);
+
+        if (!strcmp(type->name, name)) {
+            return type;
+        }
+    }
+    return NULL;
+}
+
+static gint user_object_compare_names(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void user_object_print_types(void)
+{
+    g_autoptr(GPtrArray) names = g_ptr_array_new();
+
+    for (guint i = 0; user_object_types && i < user_object_types->len; i++) {
+        const UserObjectType *type = g_ptr_array_index(user_object_types, i);
+
+        g_ptr_array_add(names, (gpointer)type->name);
+    }
+    g_ptr_array_sort(names, user_object_compare_names);
+    printf("List of user creatable objects:\n");
+    for (guint i = 0; i < names->len; i++) {
+        printf("  %s\n", (const char *)g_ptr_array_index(names, i));
+    }
+}
+
+/* How QEMU's help names a property's type. */
+static const char *user_object_kind_name(const QapiType *type)
+{
+    switch (type->kind) {
+    case QAPI_KIND_STR:
+        return "string";
+    case QAPI_KIND_BOOL:
+        return "bool";
+    case QAPI_KIND_INT:
+        return "int";
+    case QAPI_KIND_SIZE:
+        return "size";
+    case QAPI_KIND_NUMBER:
+        return "number";
+    default:
+        return type->name;
+    }
+}
+
+static void user_object_print_properties(const char *type_name)
+{
+    const QapiType *schema = user_object_schema(type_name);
+    g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
+
+    for (const QapiMember *m = schema->members; m && m->name; m++) {
+        g_ptr_array_add(lines, g_strdup_printf("%s=<%s>", m->name,
+                                               user_object_kind_name(m->type)));
+    }
+    if (!lines->len) {
+        printf("There are no options for %s.\n", type_name);
+        return;
+    }
+    g_ptr_array_sort(lines, user_object_compare_names);
+    printf("%s options:\n", type_name);
+    for (guint i = 0; i < lines->len; i++) {
+        printf("  %s\n", (const char *)g_ptr_array_index(lines, i));
+    }
+}
+
+/*
+ * Whether one of @optarg's elements is "help" or "?" (the keyval parser
+ * would want a value for it).  ",," is a comma inside a value.
+ */
+static bool user_object_wants_help(const char *optarg)
+{
+    const char *p = optarg;
+
+    while (*p) {
+        const char *start = p;
+
+        while (*p && !(*p == ',' && p[1] != ',')) {
+            p += (*p == ',') ? 2 : 1;
+        }
+        if ((p - start == 4 && !strncmp(start, "help", 4)) ||
+            (p - start == 1 && *start == '?')) {
+            return true;
+        }
+        if (*p) {
+            p++;
+        }
+    }
+    return false;
+}
+
+/* Invariant 1: QEMU's id_wellformed(). */
+static bool user_object_id_valid(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static UserObject *user_object_lookup(const char *id)
+{
+    for (guint i = 0; user_objects && i < user_objects->len; i++) {
+        UserObject *obj = g_ptr_array_index(user_objects, i);
+
+        if (!strcmp(obj->id, id)) {
+            return obj;
+        }
+    }
+    return NULL;
+}
+
+/* The type of a command line's qom-type, or an error that says why not. */
+static const UserObjectType *user_object_cmdline_type(const QDict *opts,
+                                                      Error **errp)
+{
+    const char *name = qdict_get_try_str(opts, "qom-type");
+    const UserObjectType *type;
+
+    if (!name) {
+        error_setg(errp, "Parameter 'qom-type' is missing");
+        return NULL;
+    }
+    type = user_object_find_type(name);
+    if (!type && g_strv_contains(user_object_qemu_types, name)) {
+        error_setg(errp, "Object type '%s' is not supported by qblock "
+                   "(--object help lists the types it has)", name);
+        return NULL;
+    }
+    if (!type) {
+        error_setg(errp, "Parameter 'qom-type' does not accept value '%s'",
+                   name);
+    }
+    return type;
+}
+
+bool user_object_add_cmdline(const char *optarg, Error **errp)
+{
+    g_autoptr(QDict) opts = NULL;
+    g_autoptr(JsonNode) args = NULL;
+    const UserObjectType *type;
+
+    if (!strcmp(optarg, "help") || !strcmp(optarg, "?")) {
+        user_object_print_types();
+        exit(0);
+    }
+    if (user_object_wants_help(optarg)) {
+        g_autofree char *name = g_strndup(optarg, strcspn(optarg, ","));
+
+        if (!user_object_find_type(name)) {
+            error_setg(errp, "invalid object type: %s", name);
+            return false;
+        }
+        user_object_print_properties(name);
+        exit(0);
+    }
+    opts = keyval_parse(optarg, "qom-type", errp);
+    if (!opts) {
+        return false;
+    }
+    type = user_object_cmdline_type(opts, errp);
+    if (!type) {
+        return false;
+    }
+    args = qapi_input_from_keyval(&qapi_type_ObjectOptions, opts, errp);
+    return args && user_object_add(json_node_get_object(args), errp);
+}
+
+bool user_object_add(JsonObject *args, Error **errp)
+{
+    const char *name = json_object_get_string_member(args, "qom-type");
+    const char *id = json_object_get_string_member(args, "id");
+    const UserObjectType *type = user_object_find_type(name);
+    g_autoptr(JsonObject) props = json_object_new();
+    g_autoptr(GList) members = json_object_get_members(args);
+    UserObject *obj;
+    void *state;
+
+    if (!type) {
+        error_setg(errp, "Object type '%s' is not supported by qblock", name);
+        return false;
+    }
+    if (!user_object_id_valid(id)) {
+        error_setg(errp, "Parameter 'id' expects an identifier");
+        error_append_hint(errp, "Identifiers consist of letters, digits, "
+                          "'-', '.', '_', starting with a letter.\n");
+        return false;
+    }
+    if (user_object_lookup(id)) {
+        error_setg(errp, "An object with id '%s' already exists", id);
+        return false;
+    }
+    for (GList *l = members; l; l = l->next) {
+        if (strcmp(l->data, "qom-type") && strcmp(l->data, "id")) {
+            json_object_set_member(props, l->data, json_node_copy(
+                json_object_get_member(args, l->data)));
+        }
+    }
+    state = type->create(id, props, errp);
+    if (!state) {
+        return false;
+    }
+    obj = g_new0(UserObject, 1);
+    obj->id = g_strdup(id);
+    obj->type = type;
+    obj->state = state;
+    obj->refcnt = 1;
+    if (!user_objects) {
+        user_objects = g_ptr_array_new();
+    }
+    g_ptr_array_add(user_objects, obj);
+    return true;
+}
+
+bool user_object_del(const char *id, Error **errp)
+{
+    UserObject *obj = user_object_lookup(id);
+
+    if (!obj) {
+        error_setg(errp, "object '%s' not found", id);
+        return false;
+    }
+    if (obj->refcnt > 1) {
+        error_setg(errp, "object '%s' is in use, can not be deleted", id);
+        return false;
+    }
+    if (obj->type->can_delete && !obj->type->can_delete(obj->state, errp)) {
+        return false;
+    }
+    g_ptr_array_remove(user_objects, obj);
+    user_object_unref(obj);
+    return true;
+}
+
+void user_object_del_all(void)
+{
+    while (user_objects && user_objects->len) {
+        UserObject *obj = g_ptr_array_steal_index(user_objects,
+                                                  user_objects->len - 1);
+
+        user_object_unref(obj);
+    }
+}
+
+UserObject *user_object_find(const char *id, const char *type_name)
+{
+    UserObject *obj = user_object_lookup(id);
+
+    return obj && !strcmp(obj->type->name, type_name) ? obj : NULL;
+}
+
+void user_object_ref(UserObject *obj)
+{
+    obj->refcnt++;
+}
+
+void user_object_unref(UserObject *obj)
+{
+    assert(obj->refcnt > 0);
+    if (--obj->refcnt) {
+        return;
+    }
+    obj->type->destroy(obj->state);     /* invariant 3 */
+    g_free(obj->id);
+    g_free(obj);
+}
+
+const char *user_object_get_id(const UserObject *obj)
+{
+    return obj->id;
+}
+
+void *user_object_get_state(const UserObject *obj)
+{
+    return obj->state;
+}
