@@ -74,11 +74,13 @@ typedef struct BDRVNBDState {
     bool alloc_depth;           /* context is qemu:allocation-depth */
     uint32_t reconnect_delay;   /* seconds */
     bool writable;              /* opened read-write */
+    NBDClientTLS tls;           /* creds (a reference held) and hostname */
 
     /* --- event-loop thread only --- */
     NBDExportInfo info;         /* of the current connection */
     NBDClientState state;
     CoSocket sock;
+    QCryptoTLSSession *tls_sess;    /* under sock with TLS; freed after it */
     CoMutex send_mutex;         /* invariant 3; taken with no other lock */
     CoQueue free_slots;         /* requests waiting for a slot */
     NBDClientRequest reqs[NBD_CLIENT_MAX_REQUESTS];
@@ -108,11 +110,12 @@ void nbd_client_lost(BlockDriverState *bs);
  */
 int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs);
 /* Connects and negotiates (open and every reconnection). */
-int nbd_client_connect(BDRVNBDState *s, int *fd, NBDExportInfo *info,
-                       Error **errp);
+int nbd_client_connect(BDRVNBDState *s, int *fd, QCryptoTLSSession **sess,
+                       NBDExportInfo *info, Error **errp);
 /* Connects for open, retrying for @open_timeout seconds. */
 int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
-                             int *fd, Error **errp);
+                             int *fd, QCryptoTLSSession **sess,
+                             Error **errp);
 /* Sets up the timers and queues of reconnection at open. */
 void nbd_client_reconnect_init(BlockDriverState *bs);
 /* Frees them at close, once conn_co has ended. */

@@ -30,6 +30,7 @@
  * receive loop has ended and the send mutex is held while it is closed.
  */
 #include "block/nbd-client-int.h"
+#include "util/co-socket-tls.h"
 #include "util/thread-pool.h"
 
 /*
@@ -43,8 +44,8 @@
 /* The pause between connection attempts within open-timeout. */
 #define NBD_OPEN_RETRY_US               (100 * 1000)
 
-int nbd_client_connect(BDRVNBDState *s, int *fd_out, NBDExportInfo *info,
-                       Error **errp)
+int nbd_client_connect(BDRVNBDState *s, int *fd_out, QCryptoTLSSession **sess,
+                       NBDExportInfo *info, Error **errp)
 {
     int fd, ret, fl;
 
@@ -52,7 +53,8 @@ int nbd_client_connect(BDRVNBDState *s, int *fd_out, NBDExportInfo *info,
     if (fd < 0) {
         return fd;
     }
-    ret = nbd_client_handshake(fd, s->export_name, s->context, info, errp);
+    ret = nbd_client_handshake(fd, s->export_name, s->context, &s->tls,
+                               sess, info, errp);
     if (ret < 0) {
         close(fd);
         return ret;
@@ -62,6 +64,8 @@ int nbd_client_connect(BDRVNBDState *s, int *fd_out, NBDExportInfo *info,
         ret = -errno;
         error_setg_errno(errp, errno, "Failed to make the NBD socket "
                          "non-blocking");
+        qcrypto_tls_session_free(*sess);
+        *sess = NULL;
         close(fd);
         return ret;
     }
@@ -70,7 +74,8 @@ int nbd_client_connect(BDRVNBDState *s, int *fd_out, NBDExportInfo *info,
 }
 
 int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
-                             int *fd, Error **errp)
+                             int *fd, QCryptoTLSSession **sess,
+                             Error **errp)
 {
     int64_t deadline = g_get_monotonic_time() +
                        (int64_t)open_timeout * G_USEC_PER_SEC;
@@ -78,7 +83,7 @@ int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
     for (;;) {
         Error *local_err = NULL;
         int64_t left;
-        int ret = nbd_client_connect(s, fd, &s->info, &local_err);
+        int ret = nbd_client_connect(s, fd, sess, &s->info, &local_err);
 
         left = deadline - g_get_monotonic_time();
         if (ret == 0 || left <= 0) {
@@ -180,6 +185,7 @@ static void nbd_delay_expired(void *opaque)
 typedef struct NBDConnectJob {
     BDRVNBDState *s;            /* only its immutable fields are read */
     int fd;
+    QCryptoTLSSession *sess;
     NBDExportInfo info;
     Error *err;
 } NBDConnectJob;
@@ -188,7 +194,8 @@ static int nbd_connect_worker(void *opaque)
 {
     NBDConnectJob *job = opaque;
 
-    return nbd_client_connect(job->s, &job->fd, &job->info, &job->err);
+    return nbd_client_connect(job->s, &job->fd, &job->sess, &job->info,
+                              &job->err);
 }
 
 /*
@@ -228,6 +235,7 @@ static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
     s->connecting = true;
     qemu_co_mutex_lock(&s->send_mutex);
     co_socket_close(&s->sock);
+    g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
     qemu_co_mutex_unlock(&s->send_mutex);
     ret = thread_pool_submit_co(aio_get_thread_pool(ctx), nbd_connect_worker,
                                 &job);
@@ -239,6 +247,7 @@ static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
     }
     s->connecting = false;
     if (ret < 0) {
+        qcrypto_tls_session_free(job.sess);
         if (job.fd >= 0) {
             close(job.fd);
         }
@@ -248,6 +257,10 @@ static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
     }
     s->info = job.info;
     co_socket_init(&s->sock, job.fd, ctx);
+    s->tls_sess = job.sess;
+    if (s->tls_sess) {
+        co_socket_set_tls(&s->sock, s->tls_sess);
+    }
     s->state = NBD_CLIENT_CONNECTED;
     timer_del(s->delay_timer);
     qemu_co_queue_restart_all(&s->reconnect_waiters);

@@ -37,6 +37,7 @@
  * Everything runs in the node's AioContext thread.
  */
 #include "block/nbd-client-int.h"
+#include "util/co-socket-tls.h"
 #include "qapi/qapi-opts.h"
 #include <sys/socket.h>
 
@@ -400,6 +401,48 @@ static void nbd_refresh_limits(BlockDriverState *bs, Error **errp)
     }
 }
 
+/*
+ * QEMU's older flat options, host=, port= and path=, which scripts (and
+ * iotest 233) still use: they become server.*, never mixed with them.
+ */
+static int nbd_legacy_socket_options(QDict *options, Error **errp)
+{
+    g_autofree char *host = g_strdup(qdict_get_try_str(options, "host"));
+    g_autofree char *port = g_strdup(qdict_get_try_str(options, "port"));
+    g_autofree char *path = g_strdup(qdict_get_try_str(options, "path"));
+
+    if (!host && !port && !path) {
+        return 0;
+    }
+    if (qdict_haskey(options, NBD_OPT_KEY_SERVER_TYPE)) {
+        /* QEMU's words, as those below */
+        error_setg(errp, "Cannot use 'server' and path/host/port at the "
+                   "same time");
+        return -EINVAL;
+    }
+    if (path && host) {
+        error_setg(errp, "path and host may not be used at the same time");
+        return -EINVAL;
+    }
+    qdict_del(options, "host");
+    qdict_del(options, "port");
+    qdict_del(options, "path");
+    if (path) {
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_TYPE, "unix");
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_PATH, path);
+        return 0;
+    }
+    if (!host) {
+        return 0;       /* a port alone: the address is missing, said later */
+    }
+    qdict_put_str(options, NBD_OPT_KEY_SERVER_TYPE, "inet");
+    qdict_put_str(options, NBD_OPT_KEY_SERVER_HOST, host);
+    if (port) {
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_PORT, port);
+    }
+    return 0;
+}
+
 /* x-dirty-bitmap: the context whose bits block status reports. */
 static int nbd_open_context(BDRVNBDState *s, const char *bitmap,
                             Error **errp)
@@ -428,10 +471,12 @@ static int nbd_open_options(BDRVNBDState *s, QemuOpts *opts,
     uint64_t val[G_N_ELEMENTS(secs)];
 
     if (qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS)) {
-        error_setg(errp, "tls-creds '%s': qblock's NBD client does not "
-                   "support TLS yet", qemu_opt_get(opts,
-                   NBD_OPT_KEY_TLS_CREDS));
-        return -ENOTSUP;
+        s->tls.creds = qcrypto_tls_creds_get(
+            qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS),
+            QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT, errp);
+        if (!s->tls.creds) {
+            return -EINVAL;
+        }
     }
     for (size_t i = 0; i < G_N_ELEMENTS(secs); i++) {
         val[i] = qemu_opt_get_number(opts, secs[i], 0);
@@ -478,6 +523,8 @@ static int nbd_open_check(BlockDriverState *bs, int flags, Error **errp)
 
 static void nbd_free_config(BDRVNBDState *s)
 {
+    qcrypto_tls_creds_put(s->tls.creds);
+    g_free((char *)s->tls.hostname);
     socket_address_free(s->addr);
     g_free(s->export_name);
     g_free(s->context);
@@ -494,6 +541,9 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
 
     /* the default export, unless named even as "": QEMU's file names */
     s->export_named = qdict_haskey(options, NBD_OPT_KEY_EXPORT);
+    if (nbd_legacy_socket_options(options, errp) < 0) {
+        return -EINVAL;
+    }
     opts = qemu_opts_absorb_qdict(&qapi_opts_nbd_runtime, options, errp);
     if (!opts) {
         return -EINVAL;
@@ -503,15 +553,26 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
         s->addr = nbd_opts_to_addr(opts, errp);
         ret = s->addr ? 0 : -EINVAL;
     }
+    if (ret == 0 && s->tls.creds) {
+        /* the certificate must name the host dialled, or tls-hostname */
+        const char *host = qemu_opt_get(opts, NBD_OPT_KEY_TLS_HOSTNAME);
+
+        if (!host && s->addr->type == SOCKET_ADDRESS_TYPE_INET) {
+            host = s->addr->host;
+        }
+        s->tls.hostname = g_strdup(host);
+    }
     s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
     qemu_opts_del(opts);
     if (ret == 0) {
-        ret = nbd_client_connect_retry(s, open_timeout, &fd, errp);
+        ret = nbd_client_connect_retry(s, open_timeout, &fd, &s->tls_sess,
+                                       errp);
     }
     if (ret == 0) {
         ret = nbd_open_check(bs, flags, errp);
     }
     if (ret < 0) {
+        g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
         if (fd >= 0) {
             close(fd);
         }
@@ -530,6 +591,9 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
         }
     }
     co_socket_init(&s->sock, fd, bdrv_get_aio_context(bs));
+    if (s->tls_sess) {
+        co_socket_set_tls(&s->sock, s->tls_sess);
+    }
     qemu_co_mutex_init(&s->send_mutex);
     qemu_co_queue_init(&s->free_slots);
     nbd_client_reconnect_init(bs);
@@ -549,14 +613,23 @@ static void nbd_close(BlockDriverState *bs)
             .type = GUINT16_TO_BE(NBD_CMD_DISC),
         };
 
-        /* Nothing is in flight (drained): the socket has room for it. */
-        if (send(s->sock.fd, &disc, sizeof(disc), MSG_NOSIGNAL) < 0) {
-            /* the server is gone already; nothing left to tell it */
+        /*
+         * Nothing is in flight (drained): the socket has room for it.  If
+         * the server is gone already, there is nothing left to tell it.
+         */
+        if (s->tls_sess) {
+            if (qcrypto_tls_session_write(s->tls_sess, &disc,
+                                          sizeof(disc)) == sizeof(disc)) {
+                qcrypto_tls_session_bye(s->tls_sess);
+            }
+        } else if (send(s->sock.fd, &disc, sizeof(disc), MSG_NOSIGNAL) < 0) {
+            /* see above */
         }
     }
     nbd_client_kill(bs, NULL);
     AIO_WAIT_WHILE(ctx, s->conn_co);
     co_socket_close(&s->sock);
+    g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
     nbd_client_reconnect_cleanup(bs);
     nbd_free_config(s);
 }

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "config-host.h"
+#include "crypto/tls-creds.h"
 #include "io-stats.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
@@ -55,6 +56,7 @@ typedef struct QnbdOptions {
     bool list;
     bool fork;
     const char *pid_file;
+    const char *tls_creds;      /* id of a tls-creds-* object */
     const char *unsupported;    /* an option this tool refuses */
     /* kernel client */
     const char *device;
@@ -123,8 +125,8 @@ static void qnbd_usage(const char *name)
 "  -L, --list                list exports available from another NBD server\n"
 "  --object type,id=ID,...   define an object such as 'secret' for providing\n"
 "                            passwords and/or encryption keys\n"
-"  --tls-creds=ID            not supported (no TLS)\n"
-"  --tls-authz=ID            not supported (no TLS)\n"
+"  --tls-creds=ID            use id of an earlier --object to provide TLS\n"
+"  --tls-authz=ID            not supported (no authorization objects)\n"
 "  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
 "                            supported and the option is ignored\n"
 "  --fork                    fork off the server process and exit the parent\n"
@@ -355,9 +357,10 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             break;
         }
         case QNBD_OPT_TLSCREDS:
+            o->tls_creds = optarg;
+            break;
         case QNBD_OPT_TLSAUTHZ:
-            o->unsupported = c == QNBD_OPT_TLSCREDS ? "--tls-creds"
-                                                    : "--tls-authz";
+            o->unsupported = "--tls-authz";
             break;
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
@@ -396,6 +399,11 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
             error_report("List mode is incompatible with forking");
             return -1;
         }
+        if (o->tls_creds) {
+            error_report("--tls-creds with --list is not supported yet: "
+                         "qblock-nbd lists exports without TLS");
+            return -1;
+        }
     } else if (argc - optind != 1) {
         error_report("Invalid number of arguments");
         fprintf(stderr, "Try `%s --help' for more information.\n",
@@ -405,8 +413,8 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
         o->filename = argv[optind];
     }
     if (o->unsupported) {
-        error_report("%s is not supported: qblock-nbd has no TLS or "
-                     "SELinux support", o->unsupported);
+        error_report("%s is not supported: qblock-nbd has no TLS "
+                     "authorization or SELinux support", o->unsupported);
         return -1;
     }
     if (o->device || o->disconnect) {
@@ -695,6 +703,15 @@ static int qnbd_serve(QnbdOptions *o)
     if (o->fork) {
         qnbd_fork(&ready_fd, &saved_stderr);
     }
+    if (o->tls_creds) {
+        scfg.tls_creds = qcrypto_tls_creds_get(o->tls_creds,
+                                               QCRYPTO_TLS_CREDS_ENDPOINT_SERVER,
+                                               &err);
+        if (!scfg.tls_creds) {
+            error_report_err(err);
+            return EXIT_FAILURE;
+        }
+    }
     /* listening comes first, as in qemu-nbd: a bad address is reported
      * before the image is even probed */
     qnbd_ctx = qemu_get_aio_context();
@@ -709,6 +726,7 @@ static int qnbd_serve(QnbdOptions *o)
     if (qnbd_check_image_features(blk, o) < 0) {
         blk_unref(blk);
         nbd_server_free(qnbd_server);
+        qcrypto_tls_creds_put(scfg.tls_creds);
         return EXIT_FAILURE;
     }
     if (!nbd_export_new(qnbd_server, blk, &ecfg, &err) ||
@@ -730,6 +748,7 @@ static int qnbd_serve(QnbdOptions *o)
     }
 
     nbd_server_free(qnbd_server);
+    qcrypto_tls_creds_put(scfg.tls_creds);
     blk_drain(blk);
     qnbd_dump_stats(blk);
     blk_unref(blk);
@@ -741,6 +760,7 @@ static int qnbd_serve(QnbdOptions *o)
 fail:
     error_report_err(err);
     nbd_server_free(qnbd_server);
+    qcrypto_tls_creds_put(scfg.tls_creds);
     return EXIT_FAILURE;
 }
 

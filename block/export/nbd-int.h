@@ -94,6 +94,7 @@ struct NBDClient {
     NBDServer *server;
     GList link;                 /* entry of server->clients */
     CoSocket sock;
+    struct QCryptoTLSSession *tls;  /* under sock once STARTTLS is done */
     Coroutine *co;              /* the connection coroutine */
     QEMUTimer *handshake_timer;
 

@@ -10,9 +10,17 @@
  * flags, an option too long to buffer, an unknown NBD_OPT_EXPORT_NAME,
  * which has no error reply) is disconnected.  The handshake timer of
  * nbd-server.c bounds how long all of this may take.
+ *
+ * A server with TLS credentials answers every option but
+ * NBD_OPT_STARTTLS and NBD_OPT_ABORT with NBD_REP_ERR_TLS_REQD until the
+ * client has started TLS (NBD_OPT_EXPORT_NAME, which has no error reply,
+ * disconnects), as the protocol's TLS section and QEMU have it; after
+ * STARTTLS the socket's reads and writes are TLS records
+ * (util/co-socket-tls.c).
  */
 #include "util/osdep.h"
 #include "block/block_int.h"
+#include "util/co-socket-tls.h"
 #include "nbd-int.h"
 
 /* The option being answered and its payload. */
@@ -488,9 +496,54 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
     return nbd_neg_send_ack(n);
 }
 
+/* NBD_OPT_STARTTLS: the ACK, then the TLS handshake on the socket. */
+static int coroutine_fn nbd_neg_starttls(NBDNegotiation *n, Error **errp)
+{
+    NBDClient *client = n->client;
+    QCryptoTLSCreds *creds = client->server->cfg.tls_creds;
+    int ret;
+
+    if (!creds) {
+        /* QEMU's reply, which its client shows */
+        return nbd_neg_send_err(n, NBD_REP_ERR_POLICY, "TLS not configured");
+    }
+    if (client->tls) {
+        return nbd_neg_send_err(n, NBD_REP_ERR_INVALID,
+                                "TLS already enabled");
+    }
+    if (n->len) {
+        return nbd_neg_send_err(n, NBD_REP_ERR_INVALID,
+                                "NBD_OPT_STARTTLS with %" PRIu32 " bytes of "
+                                "data", n->len);
+    }
+    ret = nbd_neg_send_ack(n);
+    if (ret < 0) {
+        return ret;
+    }
+    client->tls = qcrypto_tls_session_new(creds, NULL, client->sock.fd,
+                                          errp);
+    if (!client->tls) {
+        return -EINVAL;
+    }
+    ret = co_socket_tls_handshake(&client->sock, client->tls, errp);
+    return ret < 0 ? ret : NBD_NEG_CONTINUE;
+}
+
 /* Answers the option in @n; NBD_NEG_* or -errno to close. */
 static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
 {
+    if (n->client->server->cfg.tls_creds && !n->client->tls &&
+        n->opt != NBD_OPT_STARTTLS && n->opt != NBD_OPT_ABORT) {
+        if (n->opt == NBD_OPT_EXPORT_NAME) {
+            error_setg(errp, "Option 0x%" PRIx32 " not permitted before TLS",
+                       n->opt);
+            return -EINVAL;
+        }
+        /* QEMU's words */
+        return nbd_neg_send_err(n, NBD_REP_ERR_TLS_REQD,
+                                "Option 0x%" PRIx32 " not permitted before "
+                                "TLS", n->opt);
+    }
     switch (n->opt) {
     case NBD_OPT_EXPORT_NAME:
         return nbd_neg_export_name(n, errp);
@@ -509,8 +562,7 @@ static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
     case NBD_OPT_SET_META_CONTEXT:
         return nbd_neg_meta_context(n);
     case NBD_OPT_STARTTLS:
-        return nbd_neg_send_err(n, NBD_REP_ERR_UNSUP,
-                                "TLS is not supported by this server");
+        return nbd_neg_starttls(n, errp);
     default:
         return nbd_neg_send_err(n, NBD_REP_ERR_UNSUP,
                                 "unsupported option %" PRIu32 " (%s)",

@@ -64,6 +64,7 @@
  * Everything runs in the thread of server->ctx.
  */
 #include "util/osdep.h"
+#include "crypto/tls-session.h"
 #include "nbd-int.h"
 
 #include <sys/socket.h>
@@ -274,6 +275,7 @@ static void nbd_client_free_bh(void *opaque)
     g_queue_unlink(&server->clients, &client->link);
     timer_free(client->handshake_timer);
     co_socket_close(&client->sock);
+    qcrypto_tls_session_free(client->tls);
     if (client->exp) {
         nbd_export_unref(client->exp);
     }

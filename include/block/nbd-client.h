@@ -11,6 +11,7 @@
 #include "util/osdep.h"
 #include "util/error.h"
 #include "util/qdict.h"
+#include "crypto/tls-session.h"
 
 /* The port NBD servers listen on unless told otherwise (IANA). */
 #define NBD_DEFAULT_PORT        "10809"
@@ -22,6 +23,7 @@
 #define NBD_OPT_KEY_SERVER_PATH "server.path"
 #define NBD_OPT_KEY_EXPORT      "export"
 #define NBD_OPT_KEY_TLS_CREDS   "tls-creds"
+#define NBD_OPT_KEY_TLS_HOSTNAME "tls-hostname"
 #define NBD_OPT_KEY_DIRTY_BITMAP "x-dirty-bitmap"
 #define NBD_OPT_KEY_RECONNECT_DELAY "reconnect-delay"
 #define NBD_OPT_KEY_OPEN_TIMEOUT "open-timeout"
@@ -60,7 +62,19 @@ typedef struct NBDExportInfo {
  * transmission phase.  Returns 0 or -errno with @errp naming what the
  * server refused or sent wrong.
  */
+/* TLS for the handshake: none when @creds is NULL. */
+typedef struct NBDClientTLS {
+    QCryptoTLSCreds *creds;     /* endpoint=client */
+    const char *hostname;       /* the server's, for its certificate */
+} NBDClientTLS;
+
+/*
+ * With TLS, NBD_OPT_STARTTLS comes first and everything after it runs in
+ * the TLS session, which *@sess gets (NULL without TLS); the caller
+ * frees it after the socket.
+ */
 int nbd_client_handshake(int fd, const char *export_name, const char *context,
+                         const NBDClientTLS *tls, QCryptoTLSSession **sess,
                          NBDExportInfo *info, Error **errp);
 
 #endif
