@@ -70,6 +70,7 @@ typedef struct BDRVNBDState {
     SocketAddress *addr;
     char *export_name;
     bool export_named;          /* given, even as "" (file names differ) */
+    bool port_named;            /* server.port given (file names differ) */
     char *context;              /* meta context of block status */
     bool alloc_depth;           /* context is qemu:allocation-depth */
     uint32_t reconnect_delay;   /* seconds */

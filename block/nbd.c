@@ -544,6 +544,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     if (nbd_legacy_socket_options(options, errp) < 0) {
         return -EINVAL;
     }
+    s->port_named = qdict_haskey(options, NBD_OPT_KEY_SERVER_PORT);
     opts = qemu_opts_absorb_qdict(&qapi_opts_nbd_runtime, options, errp);
     if (!opts) {
         return -EINVAL;
@@ -672,7 +673,7 @@ static void nbd_refresh_filename(BlockDriverState *bs)
     if (s->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
                  "nbd+unix://%s%s?socket=%s", slash, exp, s->addr->path);
-    } else if (!strcmp(s->addr->port, NBD_DEFAULT_PORT)) {
+    } else if (!s->port_named) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
                  "nbd://%s%s%s", s->addr->host, slash, exp);
     } else {

@@ -57,6 +57,7 @@ typedef struct QnbdOptions {
     bool fork;
     const char *pid_file;
     const char *tls_creds;      /* id of a tls-creds-* object */
+    const char *tls_hostname;   /* --list: the server's certificate name */
     const char *unsupported;    /* an option this tool refuses */
     /* kernel client */
     const char *device;
@@ -87,6 +88,7 @@ enum {
     QNBD_OPT_FORK,
     QNBD_OPT_PID_FILE,
     QNBD_OPT_SELINUX_LABEL,
+    QNBD_OPT_TLSHOSTNAME,
 };
 
 /* What the event loop is doing: serving, or told to stop. */
@@ -126,6 +128,7 @@ static void qnbd_usage(const char *name)
 "  --object type,id=ID,...   define an object such as 'secret' for providing\n"
 "                            passwords and/or encryption keys\n"
 "  --tls-creds=ID            use id of an earlier --object to provide TLS\n"
+"  --tls-hostname=HOSTNAME   override hostname used to check x509 certificate\n"
 "  --tls-authz=ID            not supported (no authorization objects)\n"
 "  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
 "                            supported and the option is ignored\n"
@@ -202,6 +205,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         { "description", required_argument, NULL, 'D' },
         { "tls-creds", required_argument, NULL, QNBD_OPT_TLSCREDS },
         { "tls-authz", required_argument, NULL, QNBD_OPT_TLSAUTHZ },
+        { "tls-hostname", required_argument, NULL, QNBD_OPT_TLSHOSTNAME },
         { "image-opts", no_argument, NULL, QNBD_OPT_IMAGE_OPTS },
         { "trace", required_argument, NULL, 'T' },
         { "fork", no_argument, NULL, QNBD_OPT_FORK },
@@ -359,6 +363,9 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         case QNBD_OPT_TLSCREDS:
             o->tls_creds = optarg;
             break;
+        case QNBD_OPT_TLSHOSTNAME:
+            o->tls_hostname = optarg;
+            break;
         case QNBD_OPT_TLSAUTHZ:
             o->unsupported = "--tls-authz";
             break;
@@ -399,11 +406,9 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
             error_report("List mode is incompatible with forking");
             return -1;
         }
-        if (o->tls_creds) {
-            error_report("--tls-creds with --list is not supported yet: "
-                         "qblock-nbd lists exports without TLS");
-            return -1;
-        }
+    } else if (o->tls_hostname) {
+        error_report("--tls-hostname is only supported with --list");
+        return -1;
     } else if (argc - optind != 1) {
         error_report("Invalid number of arguments");
         fprintf(stderr, "Try `%s --help' for more information.\n",
@@ -767,9 +772,25 @@ fail:
 static int qnbd_list(QnbdOptions *o)
 {
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
+    QnbdListTLS tls = { .hostname = o->tls_hostname };
     Error *err = NULL;
+    int ret;
 
-    if (qnbd_list_exports(addr, &err) < 0) {
+    if (o->tls_creds) {
+        tls.creds = qcrypto_tls_creds_get(o->tls_creds,
+                                          QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT,
+                                          &err);
+        if (!tls.creds) {
+            error_report_err(err);
+            return EXIT_FAILURE;
+        }
+        if (!tls.hostname && addr->type == SOCKET_ADDRESS_TYPE_INET) {
+            tls.hostname = addr->host;
+        }
+    }
+    ret = qnbd_list_exports(addr, &tls, &err);
+    qcrypto_tls_creds_put(tls.creds);
+    if (ret < 0) {
         error_report_err(err);
         return EXIT_FAILURE;
     }

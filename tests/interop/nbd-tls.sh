@@ -11,6 +11,7 @@
 #    client and a TLS server, a certificate of an unknown CA, a server
 #    name the certificate does not carry, a unix socket without
 #    tls-hostname, a wrong pre-shared key;
+#  - qblock-nbd --list over TLS, and its refusals, as qemu-nbd --list;
 #  - qblock-storage-daemon's --nbd-server tls-creds=.
 #
 #   tests/interop/nbd-tls.sh BUILD_DIR
@@ -49,6 +50,7 @@ fi
 
 norm() {
     sed -e "s#$qimg#qemu-img#g" -e "s#$qio#qemu-io#g" \
+        -e "s#$qnbd#qemu-nbd#g" -e 's#qblock-nbd#qemu-nbd#g' \
         -e 's#qblock-img#qemu-img#g' -e 's#qblock-io#qemu-io#g' \
         -e "s#$work#WORK#g" -e '/ ops; /d' -e 's#:[0-9]\{4,5\}\([/,]\)#:PORT\1#g'
 }
@@ -61,6 +63,7 @@ same() {
     case $tool in
     qemu-img) ours=$qimg ;;
     qemu-io) ours=$qio ;;
+    qemu-nbd) ours=$qnbd ;;
     esac
     local want got
     want=$("$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
@@ -137,6 +140,12 @@ for server in qemu-nbd qblock-nbd; do
         "$tcp,tls-creds=tls0,tls-hostname=other.example"
     same "$server: server credentials on the client" qemu-img info \
         --image-opts --object "$(x509 server server)" "$tcp,tls-creds=tls0"
+    same "$server: --list over TLS" qemu-nbd -L -b 127.0.0.1 -p $port \
+        --object "$(x509 client1 client)" --tls-creds tls0
+    same "$server: --list over TLS, name not on the certificate" qemu-nbd \
+        -L -b 127.0.0.1 -p $port --object "$(x509 client1 client)" \
+        --tls-creds tls0 --tls-hostname other.example
+    same "$server: --list without TLS" qemu-nbd -L -b 127.0.0.1 -p $port
     stop_server
 
     # x509 over a unix socket: no host name unless tls-hostname gives one
@@ -168,6 +177,9 @@ for server in qemu-nbd qblock-nbd; do
     same "$server: TLS client, plain server" qemu-img info --image-opts \
         --object "$(x509 client1 client)" \
         "$unix,tls-creds=tls0,tls-hostname=localhost"
+    same "$server: --list with TLS, plain server" qemu-nbd -L \
+        -k "$work/$server.sock" --object "$(x509 client1 client)" \
+        --tls-creds tls0 --tls-hostname localhost
     stop_server
 done
 
