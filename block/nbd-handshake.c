@@ -57,6 +57,11 @@ static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
  */
 #define NBD_CLIENT_MAX_REPLY    (NBD_MAX_STRING_SIZE + 64)
 
+/*
+ * Reads @len bytes of @what (QEMU's names: "option reply", "export
+ * length"); a failure reads as QEMU's, since scripts and iotests 083 and
+ * 233 compare them.
+ */
 static int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
                        Error **errp)
 {
@@ -68,11 +73,19 @@ static int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
         if (n < 0 && errno == EINTR) {
             continue;
         }
-        if (n <= 0) {
-            error_setg(errp, "Failed to read %s from the NBD server: %s",
-                       what, n ? strerror(errno) : "the server closed the "
-                       "connection");
-            return n ? -errno : -EPIPE;
+        if (n == 0) {
+            error_setg(errp, "Failed to read %s: Unexpected end-of-file "
+                       "before all data were read", what);
+            return -EPIPE;
+        }
+        if (n < 0) {
+            int err = errno;
+
+            error_setg(errp, "Failed to read %s: %s: %s", what,
+                       hs->tls ? "Cannot read from TLS channel"
+                               : "Unable to read from socket",
+                       strerror(err));
+            return -err;
         }
         p += n;
         len -= n;
@@ -129,7 +142,7 @@ static int nbd_hs_read_reply(NBDHs *hs, uint32_t opt, NBDOptionReply *rep,
     int ret;
 
     *payload = NULL;
-    ret = nbd_hs_read(hs, rep, sizeof(*rep), "an option reply", errp);
+    ret = nbd_hs_read(hs, rep, sizeof(*rep), "option reply", errp);
     if (ret < 0) {
         return ret;
     }
@@ -154,7 +167,7 @@ static int nbd_hs_read_reply(NBDHs *hs, uint32_t opt, NBDOptionReply *rep,
         return -EPROTO;
     }
     *payload = g_malloc(rep->length + 1);
-    ret = nbd_hs_read(hs, *payload, rep->length, "an option reply", errp);
+    ret = nbd_hs_read(hs, *payload, rep->length, "option reply", errp);
     if (ret < 0) {
         g_free(*payload);
         *payload = NULL;
@@ -435,11 +448,11 @@ static int nbd_hs_export_name(NBDHs *hs, const char *export_name,
     ret = nbd_hs_send_option(hs, NBD_OPT_EXPORT_NAME, export_name,
                              strlen(export_name), errp);
     if (ret == 0) {
-        ret = nbd_hs_read(hs, reply, sizeof(reply), "the export's size",
+        ret = nbd_hs_read(hs, reply, sizeof(reply), "export length",
                           errp);
     }
     if (ret == 0 && !(hs_flags & NBD_FLAG_NO_ZEROES)) {
-        ret = nbd_hs_read(hs, padding, sizeof(padding), "the padding",
+        ret = nbd_hs_read(hs, padding, sizeof(padding), "reserved block",
                           errp);
     }
     if (ret < 0) {
@@ -467,7 +480,7 @@ static int nbd_hs_oldstyle(NBDHs *hs, const char *export_name,
                    export_name);
         return -EINVAL;
     }
-    ret = nbd_hs_read(hs, &old, sizeof(old), "the oldstyle greeting", errp);
+    ret = nbd_hs_read(hs, &old, sizeof(old), "export length", errp);
     if (ret < 0) {
         return ret;
     }
@@ -532,7 +545,7 @@ static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
     int ret;
 
     memset(info, 0, sizeof(*info));
-    ret = nbd_hs_read(hs, magics, sizeof(magics), "the greeting", errp);
+    ret = nbd_hs_read(hs, magics, sizeof(magics), "initial magic", errp);
     if (ret < 0) {
         return ret;
     }
@@ -554,7 +567,7 @@ static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
                    GUINT64_FROM_BE(magics[1]));
         return -EPROTO;
     }
-    ret = nbd_hs_read(hs, &hs_flags, sizeof(hs_flags), "the greeting",
+    ret = nbd_hs_read(hs, &hs_flags, sizeof(hs_flags), "initial magic",
                       errp);
     if (ret < 0) {
         return ret;

@@ -12,6 +12,7 @@
 #include <gnutls/x509.h>
 #include <sys/socket.h>
 
+#include "crypto/tls-authz.h"
 #include "crypto/tls-session.h"
 #include "tls-creds-int.h"
 
@@ -19,6 +20,7 @@ struct QCryptoTLSSession {
     QCryptoTLSCreds *creds;     /* borrowed: the user holds a reference */
     gnutls_session_t s;
     char *hostname;
+    char *authz_id;             /* server: who may connect, or NULL */
     bool handshake_done;
 };
 
@@ -97,8 +99,35 @@ void qcrypto_tls_session_free(QCryptoTLSSession *sess)
     if (sess) {
         gnutls_deinit(sess->s);
         g_free(sess->hostname);
+        g_free(sess->authz_id);
         g_free(sess);
     }
+}
+
+void qcrypto_tls_session_set_authz(QCryptoTLSSession *sess,
+                                   const char *authz_id)
+{
+    g_free(sess->authz_id);
+    sess->authz_id = g_strdup(authz_id);
+}
+
+/* The peer's identity against the authorization object (QEMU's words). */
+static int tls_session_check_authz(QCryptoTLSSession *sess,
+                                   const char *kind, const char *identity,
+                                   Error **errp)
+{
+    Error *local_err = NULL;
+
+    if (qauthz_is_allowed_by_id(sess->authz_id, identity, &local_err)) {
+        return 0;
+    }
+    if (local_err) {
+        error_propagate(errp, local_err);
+    } else {
+        error_setg(errp, "TLS %s authz check for %s is denied", kind,
+                   identity);
+    }
+    return -EACCES;
 }
 
 /* QEMU's reason for a failed chain verification: the last that applies. */
@@ -138,6 +167,18 @@ static int tls_session_check_cert(QCryptoTLSSession *sess,
         error_setg(errp, "The certificate has expired");
     } else if (gnutls_x509_crt_get_activation_time(cert) > now) {
         error_setg(errp, "The certificate is not yet activated");
+    } else if (first && !client && sess->authz_id) {
+        g_autofree char *dn = NULL;
+        size_t len = 0;
+
+        /* the first call says how long the name is */
+        gnutls_x509_crt_get_dn(cert, NULL, &len);
+        dn = g_malloc0(len + 1);
+        if (gnutls_x509_crt_get_dn(cert, dn, &len) < 0) {
+            error_setg(errp, "Cannot get client distinguished name");
+        } else {
+            ret = tls_session_check_authz(sess, "x509", dn, errp);
+        }
     } else if (first && client && !sess->hostname) {
         error_setg(errp, "No hostname for certificate validation");
     } else if (first && client &&
@@ -157,8 +198,25 @@ static int tls_session_check_peer(QCryptoTLSSession *sess, Error **errp)
     unsigned int status, n;
     int ret;
 
-    if (sess->creds->kind == QCRYPTO_TLS_CREDS_PSK ||
-        !sess->creds->verify_peer) {
+    if (sess->creds->kind == QCRYPTO_TLS_CREDS_PSK) {
+        const char *user = gnutls_psk_server_get_username(sess->s);
+
+        if (!sess->authz_id ||
+            sess->creds->endpoint != QCRYPTO_TLS_CREDS_ENDPOINT_SERVER) {
+            return 0;
+        }
+        if (!user) {
+            error_setg(errp, "No PSK username for authorization");
+            return -EACCES;
+        }
+        return tls_session_check_authz(sess, "PSK", user, errp);
+    }
+    if (!sess->creds->verify_peer) {
+        if (sess->authz_id) {
+            /* QEMU's words: there is no identity to authorize */
+            error_setg(errp, "TLS x509 authz check requires verify-peer");
+            return -EACCES;
+        }
         return 0;
     }
     ret = gnutls_certificate_verify_peers2(sess->s, &status);
@@ -231,8 +289,9 @@ static ssize_t tls_session_ret(ssize_t ret)
     if (ret == GNUTLS_E_AGAIN || ret == GNUTLS_E_INTERRUPTED) {
         return -EAGAIN;
     }
+    /* QEMU's errnos, which its messages (and so ours) show */
     if (ret == GNUTLS_E_PREMATURE_TERMINATION) {
-        return -ECONNRESET;
+        return -ECONNABORTED;
     }
     return -EIO;
 }

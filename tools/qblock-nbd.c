@@ -57,6 +57,7 @@ typedef struct QnbdOptions {
     bool fork;
     const char *pid_file;
     const char *tls_creds;      /* id of a tls-creds-* object */
+    const char *tls_authz;      /* id of an authz-simple object */
     const char *tls_hostname;   /* --list: the server's certificate name */
     const char *unsupported;    /* an option this tool refuses */
     /* kernel client */
@@ -129,7 +130,8 @@ static void qnbd_usage(const char *name)
 "                            passwords and/or encryption keys\n"
 "  --tls-creds=ID            use id of an earlier --object to provide TLS\n"
 "  --tls-hostname=HOSTNAME   override hostname used to check x509 certificate\n"
-"  --tls-authz=ID            not supported (no authorization objects)\n"
+"  --tls-authz=ID            use id of an earlier --object to provide\n"
+"                            authorization\n"
 "  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
 "                            supported and the option is ignored\n"
 "  --fork                    fork off the server process and exit the parent\n"
@@ -367,7 +369,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             o->tls_hostname = optarg;
             break;
         case QNBD_OPT_TLSAUTHZ:
-            o->unsupported = "--tls-authz";
+            o->tls_authz = optarg;
             break;
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
@@ -417,9 +419,14 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
     } else {
         o->filename = argv[optind];
     }
+    if (o->tls_authz && !o->tls_creds) {
+        /* QEMU's words */
+        error_report("--tls-authz is not permitted without --tls-creds");
+        return -1;
+    }
     if (o->unsupported) {
-        error_report("%s is not supported: qblock-nbd has no TLS "
-                     "authorization or SELinux support", o->unsupported);
+        error_report("%s is not supported: qblock-nbd has no SELinux "
+                     "support", o->unsupported);
         return -1;
     }
     if (o->device || o->disconnect) {
@@ -709,6 +716,7 @@ static int qnbd_serve(QnbdOptions *o)
         qnbd_fork(&ready_fd, &saved_stderr);
     }
     if (o->tls_creds) {
+        scfg.tls_authz = o->tls_authz;
         scfg.tls_creds = qcrypto_tls_creds_get(o->tls_creds,
                                                QCRYPTO_TLS_CREDS_ENDPOINT_SERVER,
                                                &err);

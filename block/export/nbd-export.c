@@ -19,6 +19,8 @@
 static NBDServer *nbd_export_server;
 /* the server's TLS credentials, a reference held while it runs */
 static QCryptoTLSCreds *nbd_export_tls_creds;
+/* the id of its authorization object, or NULL (the server keeps a pointer) */
+static char *nbd_export_tls_authz;
 
 typedef struct NBDBlockExport {
     NBDExport *nbd;
@@ -26,7 +28,8 @@ typedef struct NBDBlockExport {
 
 int nbd_export_server_start(const SocketAddress *addr,
                             unsigned int max_connections,
-                            const char *tls_creds, Error **errp)
+                            const char *tls_creds, const char *tls_authz,
+                            Error **errp)
 {
     NBDServerConfig cfg = {
         .max_connections = max_connections,
@@ -35,6 +38,10 @@ int nbd_export_server_start(const SocketAddress *addr,
     NBDServer *server;
     int ret;
 
+    if (tls_authz && !tls_creds) {
+        error_setg(errp, "tls-authz is not permitted without tls-creds");
+        return -EINVAL;
+    }
     if (nbd_export_server) {
         error_setg(errp, "NBD server already running");
         return -EBUSY;
@@ -46,6 +53,9 @@ int nbd_export_server_start(const SocketAddress *addr,
             return -EINVAL;
         }
     }
+    g_free(nbd_export_tls_authz);
+    nbd_export_tls_authz = g_strdup(tls_authz);
+    cfg.tls_authz = nbd_export_tls_authz;
     server = nbd_server_new(qemu_get_aio_context(), &cfg);
     ret = nbd_server_listen(server, addr, errp);
     if (ret < 0) {

@@ -525,8 +525,21 @@ static int coroutine_fn nbd_neg_starttls(NBDNegotiation *n, Error **errp)
     if (!client->tls) {
         return -EINVAL;
     }
+    if (client->server->cfg.tls_authz) {
+        qcrypto_tls_session_set_authz(client->tls,
+                                      client->server->cfg.tls_authz);
+    }
     ret = co_socket_tls_handshake(&client->sock, client->tls, errp);
-    return ret < 0 ? ret : NBD_NEG_CONTINUE;
+    if (ret < 0) {
+        /*
+         * Hang up before the close, as QEMU does: the client, whose first
+         * option may be unread here, then sees the session end, not a
+         * reset.
+         */
+        co_socket_shutdown(&client->sock);
+        return ret;
+    }
+    return NBD_NEG_CONTINUE;
 }
 
 /* Answers the option in @n; NBD_NEG_* or -errno to close. */
@@ -570,14 +583,20 @@ static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
     }
 }
 
-/* A failed read: the client left (no message) or broke the protocol. */
-static int nbd_neg_read_error(int ret, const char *what, Error **errp)
+/*
+ * A failed read: the client left (no message) or broke the protocol.
+ * The words are QEMU's, which scripts (iotest 233) compare.
+ */
+static int nbd_neg_read_error(NBDNegotiation *n, int ret, const char *what,
+                              Error **errp)
 {
     if (ret == -EPIPE) {
         error_setg(errp, "Failed to read %s: Unexpected end-of-file before "
                    "all data were read", what);
     } else if (ret != -ESHUTDOWN) {
-        error_setg_errno(errp, -ret, "Failed to read %s", what);
+        error_setg(errp, "Failed to read %s: %s%s", what,
+                   n->client->tls ? "Cannot read from TLS channel: " : "",
+                   strerror(-ret));
     }
     return ret;
 }
@@ -593,7 +612,7 @@ static int coroutine_fn nbd_neg_next_option(NBDNegotiation *n, Error **errp)
         return ret;     /* the client left between options */
     }
     if (ret < 0) {
-        return nbd_neg_read_error(ret, "an option", errp);
+        return nbd_neg_read_error(n, ret, "opts magic", errp);
     }
     if (GUINT64_FROM_BE(hdr.magic) != NBD_OPTS_MAGIC) {
         error_setg(errp, "bad option magic 0x%016" PRIx64,
@@ -617,7 +636,7 @@ static int coroutine_fn nbd_neg_next_option(NBDNegotiation *n, Error **errp)
     n->data = g_malloc(n->len);
     ret = co_socket_read_all(&n->client->sock, n->data, n->len);
     if (ret < 0) {
-        ret = nbd_neg_read_error(ret, "option data", errp);
+        ret = nbd_neg_read_error(n, ret, "option data", errp);
     } else {
         ret = nbd_neg_option(n, errp);
         nbd_neg_release_export(n);
@@ -644,7 +663,7 @@ int coroutine_fn nbd_negotiate(NBDClient *client, Error **errp)
     }
     ret = co_socket_read_all(&client->sock, &cflags, sizeof(cflags));
     if (ret < 0) {
-        return nbd_neg_read_error(ret, "client flags", errp);
+        return nbd_neg_read_error(&n, ret, "client flags", errp);
     }
     cflags = GUINT32_FROM_BE(cflags);
     if (cflags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {

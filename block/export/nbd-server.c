@@ -295,9 +295,14 @@ static void coroutine_fn nbd_client_co_run(void *opaque)
     if (nbd_negotiate(client, &err) == 0) {
         timer_del(client->handshake_timer);
         nbd_transmit(client, &err);
+        if (err) {
+            error_prepend(&err, "Disconnect client, due to: ");
+        }
+    } else if (err) {
+        /* QEMU's words for a failed handshake (iotest 233 compares them) */
+        error_prepend(&err, "option negotiation failed: ");
     }
     if (err) {
-        error_prepend(&err, "Disconnect client, due to: ");
         error_report_err(err);
     }
     aio_bh_schedule_oneshot(client->server->ctx, nbd_client_free_bh,

@@ -26,6 +26,13 @@ QCryptoTLSSession *qcrypto_tls_session_new(QCryptoTLSCreds *creds,
                                            const char *hostname, int fd,
                                            Error **errp);
 void qcrypto_tls_session_free(QCryptoTLSSession *sess);
+/*
+ * Server end: after the handshake, let the peer in only if the
+ * authorization object @authz_id allows its identity (the client
+ * certificate's distinguished name, or its PSK user name).
+ */
+void qcrypto_tls_session_set_authz(QCryptoTLSSession *sess,
+                                   const char *authz_id);
 
 /*
  * One step of the handshake: 0 once it is done and the peer checked,
@@ -42,7 +49,8 @@ bool qcrypto_tls_session_wants_write(QCryptoTLSSession *sess);
 
 /*
  * Records: bytes read (0 at a clean end of the stream) or written,
- * -EAGAIN, or -EIO / -ECONNRESET for a broken session.
+ * -EAGAIN, -ECONNABORTED for a peer that left without closing the
+ * session, or -EIO for another fault.
  */
 ssize_t qcrypto_tls_session_read(QCryptoTLSSession *sess, void *buf,
                                  size_t len);

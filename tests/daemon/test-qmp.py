@@ -349,10 +349,9 @@ def test_exports(d):
             generic('NBD server already running'))
     r = c.cmd('nbd-server-start', {'addr': {'type': 'unix',
                                             'data': {'path': sock}},
-                                   'tls-creds': 'tls0', 'tls-authz': 'a0'})
-    t.equal('TLS authorization is refused', error_of(r),
-            generic('tls-authz is not supported by qblock-storage-daemon '
-                    '(no authorization objects)'))
+                                   'tls-authz': 'a0'})
+    t.equal('tls-authz needs tls-creds', error_of(r),
+            generic('tls-authz is not permitted without tls-creds'))
     r = c.cmd('block-export-add', {'type': 'nbd', 'id': 'e0',
                                    'node-name': 'fmt0', 'name': 'disk',
                                    'writable': True})

@@ -88,7 +88,8 @@ refused "-c DEV is refused" "not supported" -c /dev/nbd0 r.img
 refused "-d is refused" "not supported" -d /dev/nbd0
 refused "--object with a bad secret is refused" \
     "Either 'file' or 'data' must be provided" --object secret,id=s r.img
-refused "--tls-authz is refused" "not supported" --tls-authz=a r.img
+refused "--tls-authz needs --tls-creds" \
+    "tls-authz is not permitted without --tls-creds" --tls-authz=a r.img
 refused "--tls-creds names no object" "No TLS credentials with id 't'" \
     --tls-creds=t r.img
 refused "-B is refused" "not supported" -B bitmap -f raw -k "$work/y.sock" \

@@ -11,6 +11,8 @@
 #    client and a TLS server, a certificate of an unknown CA, a server
 #    name the certificate does not carry, a unix socket without
 #    tls-hostname, a wrong pre-shared key;
+#  - --tls-authz with an authz-simple object: the client it names gets
+#    in, another of the same CA does not;
 #  - qblock-nbd --list over TLS, and its refusals, as qemu-nbd --list;
 #  - qblock-storage-daemon's --nbd-server tls-creds=.
 #
@@ -41,6 +43,7 @@ if ! { tls_make_ca ca1 && tls_make_ca ca2 &&
        tls_make_creds ca1 "$tls_dir/server" localhost server &&
        tls_make_creds ca1 "$tls_dir/client1" client1 client &&
        tls_make_creds ca2 "$tls_dir/client2" client2 client &&
+       tls_make_creds ca1 "$tls_dir/client3" client3 client &&
        tls_make_psk "$tls_dir/psk1" user1 &&
        tls_make_psk "$tls_dir/psk2" user1; }; then
     fail "certtool/psktool could not make the credentials"
@@ -146,6 +149,22 @@ for server in qemu-nbd qblock-nbd; do
         -L -b 127.0.0.1 -p $port --object "$(x509 client1 client)" \
         --tls-creds tls0 --tls-hostname other.example
     same "$server: --list without TLS" qemu-nbd -L -b 127.0.0.1 -p $port
+    stop_server
+
+    # --tls-authz: client1's name (as GnuTLS writes a certificate's DN) is
+    # let in, client3's (signed by the same CA) is not
+    cp src.raw exp.raw
+    start_tcp $server-authz "$prog" -t -f raw \
+        --object "$(x509 server server verify-peer=on)" \
+        --object "authz-simple,id=authz0,identity=O=qblock tests,,CN=client1" \
+        --tls-authz authz0 --tls-creds tls0 exp.raw ||
+        { fail "$server: start with --tls-authz"; continue; }
+    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
+    same "$server: --tls-authz lets the named client in" qemu-io \
+        --image-opts --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
+        "$tcp,tls-creds=tls0"
+    same "$server: --tls-authz keeps another client out" qemu-img info \
+        --image-opts --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"
     stop_server
 
     # x509 over a unix socket: no host name unless tls-hostname gives one
