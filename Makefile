@@ -11,12 +11,12 @@ PREFIX ?= /usr/local
 # installed here so that the driver is built and tested.
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
-              python3 librbd-dev librados-dev
+              libgnutls28-dev python3 librbd-dev librados-dev
 # The rbd tests run a throw-away Ceph cluster (tests/ceph/: ceph-mon,
 # ceph-osd, ceph-common, uuidgen) and use QEMU's rbd driver as the oracle
 # (qemu-block-extra has block-rbd.so).
-TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd \
-              busybox-static strace cryptsetup-bin fio \
+TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
+              busybox-static strace cryptsetup-bin gnutls-bin fio \
               ceph-mon ceph-osd ceph-common uuid-runtime qemu-block-extra
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).

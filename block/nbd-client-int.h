@@ -4,6 +4,8 @@
  *   nbd.c              open/close, sending requests, the driver table;
  *                      the invariants are stated at its top
  *   nbd-client-recv.c  the receive coroutine: replies into requests
+ *   nbd-reconnect.c    the connection's states: loss, reconnection
+ *                      within reconnect-delay, open-timeout
  *   nbd-handshake.c    negotiation (include/block/nbd-client.h)
  *   nbd-uri.c          file names (include/block/nbd-client.h)
  */
@@ -28,9 +30,25 @@
 /* Error chunks carry at most a short message; longer is hostile. */
 #define NBD_CLIENT_MAX_CHUNK    (NBD_MAX_STRING_SIZE + 64)
 
+/*
+ * The connection's states (nbd-reconnect.c draws the transitions).
+ * Requests are sent only while CONNECTED.
+ */
+typedef enum NBDClientState {
+    NBD_CLIENT_CONNECTED,
+    /* lost, within reconnect-delay: requests wait, and are sent again */
+    NBD_CLIENT_CONNECTING_WAIT,
+    /* lost, no delay left: a request tries once to reconnect, else EIO */
+    NBD_CLIENT_CONNECTING_NOWAIT,
+    /* a protocol fault or close: final (invariant 2) */
+    NBD_CLIENT_QUIT,
+} NBDClientState;
+
 typedef struct NBDClientRequest {
     bool in_use;
     bool done;
+    /* done because the connection was lost: may be sent again */
+    bool lost;
     /* yielded for its reply: only then may it be woken (invariant 4) */
     bool waiting;
     Coroutine *co;
@@ -51,23 +69,67 @@ typedef struct BDRVNBDState {
     /* --- set at open, immutable until close --- */
     SocketAddress *addr;
     char *export_name;
-    NBDExportInfo info;
+    bool export_named;          /* given, even as "" (file names differ) */
+    bool port_named;            /* server.port given (file names differ) */
+    char *context;              /* meta context of block status */
+    bool alloc_depth;           /* context is qemu:allocation-depth */
+    uint32_t reconnect_delay;   /* seconds */
+    bool writable;              /* opened read-write */
+    NBDClientTLS tls;           /* creds (a reference held) and hostname */
 
     /* --- event-loop thread only --- */
+    NBDExportInfo info;         /* of the current connection */
+    NBDClientState state;
     CoSocket sock;
+    QCryptoTLSSession *tls_sess;    /* under sock with TLS; freed after it */
     CoMutex send_mutex;         /* invariant 3; taken with no other lock */
     CoQueue free_slots;         /* requests waiting for a slot */
     NBDClientRequest reqs[NBD_CLIENT_MAX_REQUESTS];
     unsigned int in_flight;     /* slots in_use */
-    Coroutine *recv_co;         /* NULL once the receive loop ended */
-    bool dead;                  /* invariant 2 */
+    /* receives, and reconnects while CONNECTING_WAIT; NULL once ended */
+    Coroutine *conn_co;
+    bool conn_sleeping;         /* conn_co waits for retry_timer */
+    bool connecting;            /* an attempt to reconnect is under way */
+    CoQueue reconnect_waiters;  /* requests waiting for a connection */
+    QEMUTimer *delay_timer;     /* ends CONNECTING_WAIT */
+    QEMUTimer *retry_timer;     /* the pause between attempts */
+    int recv_err;               /* a read of the socket failed: lost */
 } BDRVNBDState;
 
 /* Marks @req done and wakes it if it waits for that (invariant 4). */
 void nbd_client_complete(NBDClientRequest *req);
-/* Ends the connection (invariant 2); @reason, if any, is reported once. */
+/* Ends the connection for good (invariant 2); @reason is reported once. */
 void nbd_client_kill(BlockDriverState *bs, const char *reason);
-/* The receive coroutine (invariant 3); @opaque is the node. */
-void coroutine_fn nbd_recv_entry(void *opaque);
+/*
+ * The connection was lost: requests in flight fail, or within
+ * reconnect-delay wait to be sent again (nbd-reconnect.c).
+ */
+void nbd_client_lost(BlockDriverState *bs);
+/*
+ * Waits, as the state demands, until the client is CONNECTED: returns 0,
+ * or -EIO when the request must fail.
+ */
+int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs);
+/* Connects and negotiates (open and every reconnection). */
+int nbd_client_connect(BDRVNBDState *s, int *fd, QCryptoTLSSession **sess,
+                       NBDExportInfo *info, Error **errp);
+/* Connects for open, retrying for @open_timeout seconds. */
+int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
+                             int *fd, QCryptoTLSSession **sess,
+                             Error **errp);
+/* Sets up the timers and queues of reconnection at open. */
+void nbd_client_reconnect_init(BlockDriverState *bs);
+/* Frees them at close, once conn_co has ended. */
+void nbd_client_reconnect_cleanup(BlockDriverState *bs);
+/*
+ * The connection coroutine (invariant 3): receives replies; after a loss
+ * within reconnect-delay, reconnects.  @opaque is the node.
+ */
+void coroutine_fn nbd_conn_entry(void *opaque);
+/*
+ * Receives replies until the connection ends (nbd-client-recv.c); called
+ * by the connection coroutine only.
+ */
+void coroutine_fn nbd_recv_loop(BlockDriverState *bs);
 
 #endif

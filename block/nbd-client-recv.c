@@ -4,10 +4,26 @@
  * the request by the reply's cookie (invariant 1), reads the payload
  * straight into that request's buffer and completes the request when its
  * last chunk came.  Every length and offset the server sends is checked
- * against the request before anything is read into a buffer; any fault
- * ends the connection (nbd_client_kill), failing every request in flight.
+ * against the request before anything is read into a buffer.  A fault of
+ * the server ends the connection for good (nbd_client_kill); a connection
+ * that breaks (a read fails) is lost (nbd_client_lost), which a client
+ * with reconnect-delay survives.
  */
 #include "block/nbd-client-int.h"
+
+/*
+ * Every read of the socket goes through here, so that the loop can tell
+ * a broken connection (s->recv_err set) from a server that sent nonsense.
+ */
+static int coroutine_fn nbd_recv_read(BDRVNBDState *s, void *buf, size_t len)
+{
+    int ret = co_socket_read_all(&s->sock, buf, len);
+
+    if (ret < 0) {
+        s->recv_err = ret;
+    }
+    return ret;
+}
 
 static int nbd_recv_errno(uint32_t err)
 {
@@ -48,9 +64,8 @@ static int coroutine_fn nbd_recv_into(BDRVNBDState *s, QEMUIOVector *qiov,
             continue;
         }
         n = MIN(iov_len - qiov_off, len);
-        ret = co_socket_read_all(&s->sock,
-                                 (uint8_t *)qiov->iov[i].iov_base + qiov_off,
-                                 n);
+        ret = nbd_recv_read(s, (uint8_t *)qiov->iov[i].iov_base + qiov_off,
+                            n);
         if (ret < 0) {
             return ret;
         }
@@ -67,7 +82,7 @@ static int coroutine_fn nbd_recv_skip(BDRVNBDState *s, size_t len)
 
     while (len) {
         size_t n = MIN(len, sizeof(buf));
-        int ret = co_socket_read_all(&s->sock, buf, n);
+        int ret = nbd_recv_read(s, buf, n);
 
         if (ret < 0) {
             return ret;
@@ -121,21 +136,19 @@ static const char *coroutine_fn nbd_recv_read_chunk(BDRVNBDState *s,
     uint64_t offset;
     uint32_t data_len;
 
-    if (req->type != NBD_CMD_READ) {
-        return "data chunk in the reply to a request that is no read";
-    }
+    assert(req->type == NBD_CMD_READ);
     if (type == NBD_REPLY_TYPE_OFFSET_HOLE) {
         NBDReplyOffsetHole hole;
 
         if (len != sizeof(hole) ||
-            co_socket_read_all(&s->sock, &hole, sizeof(hole)) < 0) {
+            nbd_recv_read(s, &hole, sizeof(hole)) < 0) {
             return "hole chunk of the wrong size or cut short";
         }
         offset = GUINT64_FROM_BE(hole.offset);
         data_len = GUINT32_FROM_BE(hole.length);
     } else {
         if (len <= sizeof(offset) ||
-            co_socket_read_all(&s->sock, &offset, sizeof(offset)) < 0) {
+            nbd_recv_read(s, &offset, sizeof(offset)) < 0) {
             return "data chunk of the wrong size or cut short";
         }
         offset = GUINT64_FROM_BE(offset);
@@ -173,7 +186,7 @@ static const char *coroutine_fn nbd_recv_error_chunk(BDRVNBDState *s,
     uint32_t err;
 
     if (len < sizeof(head) ||
-        co_socket_read_all(&s->sock, &head, sizeof(head)) < 0) {
+        nbd_recv_read(s, &head, sizeof(head)) < 0) {
         return "error chunk of the wrong size or cut short";
     }
     if (GUINT16_FROM_BE(head.message_length) > len - sizeof(head)) {
@@ -207,7 +220,7 @@ static const char *coroutine_fn nbd_recv_status_chunk(BDRVNBDState *s,
     }
     if (len < sizeof(head) ||
         (len - sizeof(uint32_t)) % sizeof(NBDBlockStatusExtent) ||
-        co_socket_read_all(&s->sock, &head, sizeof(head)) < 0) {
+        nbd_recv_read(s, &head, sizeof(head)) < 0) {
         return "block status chunk of the wrong size or cut short";
     }
     if (GUINT32_FROM_BE(head.context_id) != s->info.context_id) {
@@ -246,6 +259,10 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
     type = GUINT16_FROM_BE(chunk.type);
     flags = GUINT16_FROM_BE(chunk.flags);
     len = GUINT32_FROM_BE(chunk.length);
+    if ((type == NBD_REPLY_TYPE_OFFSET_DATA ||
+         type == NBD_REPLY_TYPE_OFFSET_HOLE) && req->type != NBD_CMD_READ) {
+        return "data chunk in the reply to a request that is no read";
+    }
     if (type == NBD_REPLY_TYPE_OFFSET_DATA) {
         if (len > sizeof(uint64_t) + req->length) {
             return "data chunk longer than the read";
@@ -294,29 +311,22 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
 }
 
 /*
- * The receive loop (invariant 3).  Any fault kills the connection, which
- * fails every request in flight; it is never guessed around.
+ * The receive loop (invariant 3), until the connection ends.  A fault of
+ * the server kills the connection, which fails every request in flight;
+ * it is never guessed around.
  */
-void coroutine_fn nbd_recv_entry(void *opaque)
+void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
 {
-    BlockDriverState *bs = opaque;
     BDRVNBDState *s = bs->opaque;
     uint8_t hdr[sizeof(NBDStructuredReplyChunk)];
     const char *fault = NULL;
 
     _Static_assert(sizeof(NBDSimpleReply) < sizeof(hdr), "header sizes");
-    while (!s->dead && !fault) {
+    s->recv_err = 0;
+    while (s->state == NBD_CLIENT_CONNECTED && !fault) {
         uint32_t magic;
-        int ret = co_socket_read_all(&s->sock, hdr, sizeof(NBDSimpleReply));
 
-        if (ret < 0) {
-            /*
-             * A server that hangs up on an idle client is no fault worth a
-             * message: the next request fails with EIO.
-             */
-            if (ret != -ESHUTDOWN && s->in_flight) {
-                fault = "connection lost with requests in flight";
-            }
+        if (nbd_recv_read(s, hdr, sizeof(NBDSimpleReply)) < 0) {
             break;
         }
         memcpy(&magic, hdr, sizeof(magic));
@@ -327,8 +337,8 @@ void coroutine_fn nbd_recv_entry(void *opaque)
             memcpy(&rep, hdr, sizeof(rep));
             fault = nbd_recv_simple(s, &rep);
         } else if (magic == NBD_STRUCTURED_REPLY_MAGIC) {
-            if (co_socket_read_all(&s->sock, hdr + sizeof(NBDSimpleReply),
-                                   sizeof(hdr) - sizeof(NBDSimpleReply))) {
+            if (nbd_recv_read(s, hdr + sizeof(NBDSimpleReply),
+                              sizeof(hdr) - sizeof(NBDSimpleReply))) {
                 fault = "connection lost in a reply header";
             } else {
                 fault = nbd_recv_structured(s, hdr);
@@ -337,7 +347,13 @@ void coroutine_fn nbd_recv_entry(void *opaque)
             fault = "reply with a bad magic";
         }
     }
-    nbd_client_kill(bs, fault);
-    s->recv_co = NULL;
+    if (s->state != NBD_CLIENT_CONNECTED) {
+        /* ended from outside (close, a failed send): said there */
+        return;
+    }
+    if (s->recv_err) {
+        nbd_client_lost(bs);
+    } else {
+        nbd_client_kill(bs, fault);
+    }
 }
-

@@ -3,12 +3,20 @@
  * socket, before the driver hands the socket to the event loop.
  *
  * Order of options, each answered before the next is sent:
+ *   NBD_OPT_STARTTLS           with tls-creds: then the TLS handshake,
+ *                              and every later byte in its records
  *   NBD_OPT_STRUCTURED_REPLY   chunked reads with holes and error offsets
- *   NBD_OPT_SET_META_CONTEXT   base:allocation, for block status
- *                              (only with structured replies)
+ *   NBD_OPT_SET_META_CONTEXT   base:allocation (or x-dirty-bitmap's
+ *                              context), for block status (only with
+ *                              structured replies)
  *   NBD_OPT_GO                 size, flags, block sizes; ends the handshake
  *   NBD_OPT_EXPORT_NAME        only if the server answers NBD_OPT_GO with
  *                              NBD_REP_ERR_UNSUP (servers older than it)
+ *
+ * A server that is newstyle but not fixed newstyle gets
+ * NBD_OPT_EXPORT_NAME at once: it may hang up on any other option.
+ * A server whose greeting is oldstyle takes no options: its one export,
+ * size and flags come with the greeting.
  *
  * Every length the server sends is checked before it is used: an option
  * reply longer than NBD_CLIENT_MAX_REPLY is refused, never allocated.
@@ -16,7 +24,32 @@
 #include "util/osdep.h"
 #include "block/nbd-client.h"
 #include "block/nbd-proto.h"
+#include "crypto/tls-session.h"
 #include <sys/socket.h>
+
+/* Where the handshake reads and writes: the socket, or TLS once started. */
+typedef struct NBDHs {
+    int fd;
+    QCryptoTLSSession *tls;
+} NBDHs;
+
+/* One read or write of the socket or the session, -1 with errno. */
+static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
+{
+    ssize_t n;
+
+    if (!hs->tls) {
+        return rbuf ? read(hs->fd, rbuf, len)
+                    : send(hs->fd, wbuf, len, MSG_NOSIGNAL);
+    }
+    n = rbuf ? qcrypto_tls_session_read(hs->tls, rbuf, len)
+             : qcrypto_tls_session_write(hs->tls, wbuf, len);
+    if (n < 0) {
+        errno = n == -EAGAIN ? EINTR : -n;
+        return -1;
+    }
+    return n;
+}
 
 /*
  * The largest option reply read: a string (NBD_MAX_STRING_SIZE) with a
@@ -24,22 +57,35 @@
  */
 #define NBD_CLIENT_MAX_REPLY    (NBD_MAX_STRING_SIZE + 64)
 
-static int nbd_hs_read(int fd, void *buf, size_t len, const char *what,
+/*
+ * Reads @len bytes of @what (QEMU's names: "option reply", "export
+ * length"); a failure reads as QEMU's, since scripts and iotests 083 and
+ * 233 compare them.
+ */
+static int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
                        Error **errp)
 {
     uint8_t *p = buf;
 
     while (len) {
-        ssize_t n = read(fd, p, len);
+        ssize_t n = nbd_hs_io(hs, p, NULL, len);
 
         if (n < 0 && errno == EINTR) {
             continue;
         }
-        if (n <= 0) {
-            error_setg(errp, "Failed to read %s from the NBD server: %s",
-                       what, n ? strerror(errno) : "the server closed the "
-                       "connection");
-            return n ? -errno : -EPIPE;
+        if (n == 0) {
+            error_setg(errp, "Failed to read %s: Unexpected end-of-file "
+                       "before all data were read", what);
+            return -EPIPE;
+        }
+        if (n < 0) {
+            int err = errno;
+
+            error_setg(errp, "Failed to read %s: %s: %s", what,
+                       hs->tls ? "Cannot read from TLS channel"
+                               : "Unable to read from socket",
+                       strerror(err));
+            return -err;
         }
         p += n;
         len -= n;
@@ -47,13 +93,13 @@ static int nbd_hs_read(int fd, void *buf, size_t len, const char *what,
     return 0;
 }
 
-static int nbd_hs_write(int fd, const void *buf, size_t len,
+static int nbd_hs_write(NBDHs *hs, const void *buf, size_t len,
                         const char *what, Error **errp)
 {
     const uint8_t *p = buf;
 
     while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = nbd_hs_io(hs, NULL, p, len);
 
         if (n < 0 && errno == EINTR) {
             continue;
@@ -69,7 +115,7 @@ static int nbd_hs_write(int fd, const void *buf, size_t len,
     return 0;
 }
 
-static int nbd_hs_send_option(int fd, uint32_t opt, const void *data,
+static int nbd_hs_send_option(NBDHs *hs, uint32_t opt, const void *data,
                               uint32_t len, Error **errp)
 {
     NBDOption hdr = {
@@ -79,9 +125,9 @@ static int nbd_hs_send_option(int fd, uint32_t opt, const void *data,
     };
     int ret;
 
-    ret = nbd_hs_write(fd, &hdr, sizeof(hdr), nbd_opt_name(opt), errp);
+    ret = nbd_hs_write(hs, &hdr, sizeof(hdr), nbd_opt_name(opt), errp);
     if (ret == 0 && len) {
-        ret = nbd_hs_write(fd, data, len, nbd_opt_name(opt), errp);
+        ret = nbd_hs_write(hs, data, len, nbd_opt_name(opt), errp);
     }
     return ret;
 }
@@ -90,13 +136,13 @@ static int nbd_hs_send_option(int fd, uint32_t opt, const void *data,
  * Reads one reply to @opt; its payload (at most NBD_CLIENT_MAX_REPLY
  * bytes) goes to *@payload, which the caller frees.
  */
-static int nbd_hs_read_reply(int fd, uint32_t opt, NBDOptionReply *rep,
+static int nbd_hs_read_reply(NBDHs *hs, uint32_t opt, NBDOptionReply *rep,
                              uint8_t **payload, Error **errp)
 {
     int ret;
 
     *payload = NULL;
-    ret = nbd_hs_read(fd, rep, sizeof(*rep), "an option reply", errp);
+    ret = nbd_hs_read(hs, rep, sizeof(*rep), "option reply", errp);
     if (ret < 0) {
         return ret;
     }
@@ -121,7 +167,7 @@ static int nbd_hs_read_reply(int fd, uint32_t opt, NBDOptionReply *rep,
         return -EPROTO;
     }
     *payload = g_malloc(rep->length + 1);
-    ret = nbd_hs_read(fd, *payload, rep->length, "an option reply", errp);
+    ret = nbd_hs_read(hs, *payload, rep->length, "option reply", errp);
     if (ret < 0) {
         g_free(*payload);
         *payload = NULL;
@@ -132,37 +178,102 @@ static int nbd_hs_read_reply(int fd, uint32_t opt, NBDOptionReply *rep,
     return 0;
 }
 
-/* An error reply to @opt, as a message with the server's own text. */
+/* QEMU's short names of options, which its messages (and ours) show. */
+static const char *nbd_hs_opt_short_name(uint32_t opt)
+{
+    switch (opt) {
+    case NBD_OPT_EXPORT_NAME:
+        return "export name";
+    case NBD_OPT_ABORT:
+        return "abort";
+    case NBD_OPT_LIST:
+        return "list";
+    case NBD_OPT_STARTTLS:
+        return "starttls";
+    case NBD_OPT_INFO:
+        return "info";
+    case NBD_OPT_GO:
+        return "go";
+    case NBD_OPT_STRUCTURED_REPLY:
+        return "structured reply";
+    case NBD_OPT_LIST_META_CONTEXT:
+        return "list meta context";
+    case NBD_OPT_SET_META_CONTEXT:
+        return "set meta context";
+    default:
+        return "<unknown>";
+    }
+}
+
+/*
+ * An error reply to @opt: QEMU's message for its type, the server's own
+ * text on a line of its own (scripts compare these, iotest 233 too).
+ */
 static int nbd_hs_reply_error(const NBDOptionReply *rep, const uint8_t *msg,
                               const char *export_name, Error **errp)
 {
-    const char *detail = rep->length ? (const char *)msg : "no details";
+    g_autofree char *what = g_strdup_printf("option %" PRIu32 " (%s)",
+                                            rep->option,
+                                            nbd_hs_opt_short_name(rep->option));
+    g_autofree char *head = NULL;
+    int ret = -EINVAL;
 
-    if (rep->type == NBD_REP_ERR_UNKNOWN) {
-        /* QEMU's two lines; the server's text names the export */
+    switch (rep->type) {
+    case NBD_REP_ERR_UNKNOWN:
+        /* the server's text names the export; without one, we do */
         error_setg(errp, "Requested export not available\nserver reported: "
-                   "%s", rep->length ? detail : export_name);
+                   "%s", rep->length ? (const char *)msg : export_name);
         return -ENOENT;
+    case NBD_REP_ERR_POLICY:
+        head = g_strdup_printf("Denied by server for %s", what);
+        ret = -EACCES;
+        break;
+    case NBD_REP_ERR_INVALID:
+        head = g_strdup_printf("Invalid parameters for %s", what);
+        break;
+    case NBD_REP_ERR_PLATFORM:
+    case NBD_REP_ERR_UNSUP:
+        head = g_strdup_printf("Server lacks support for %s", what);
+        ret = -ENOTSUP;
+        break;
+    case NBD_REP_ERR_TLS_REQD:
+        head = g_strdup_printf("TLS negotiation required before %s\n"
+                               "Did you forget a valid tls-creds?", what);
+        ret = -EACCES;
+        break;
+    case NBD_REP_ERR_SHUTDOWN:
+        head = g_strdup_printf("Server shutting down before %s", what);
+        ret = -ESHUTDOWN;
+        break;
+    case NBD_REP_ERR_BLOCK_SIZE_REQD:
+        head = g_strdup_printf("Server requires INFO_BLOCK_SIZE for %s",
+                               what);
+        break;
+    case NBD_REP_ERR_TOO_BIG:
+        head = g_strdup_printf("Server considers %s too large", what);
+        break;
+    default:
+        head = g_strdup_printf("Unknown error code %s when asking for %s",
+                               nbd_rep_name(rep->type), what);
+        break;
     }
-    if (rep->type == NBD_REP_ERR_TLS_REQD) {
-        error_setg(errp, "NBD server requires TLS, which qblock's NBD "
-                   "client does not support yet");
-        return -ENOTSUP;
+    if (rep->length) {
+        error_setg(errp, "%s\nserver reported: %s", head, (const char *)msg);
+    } else {
+        error_setg(errp, "%s", head);
     }
-    error_setg(errp, "NBD server refused %s with %s (server reported: %s)",
-               nbd_opt_name(rep->option), nbd_rep_name(rep->type), detail);
-    return -EINVAL;
+    return ret;
 }
 
-static int nbd_hs_structured_reply(int fd, NBDExportInfo *info, Error **errp)
+static int nbd_hs_structured_reply(NBDHs *hs, NBDExportInfo *info, Error **errp)
 {
     NBDOptionReply rep;
     g_autofree uint8_t *payload = NULL;
     int ret;
 
-    ret = nbd_hs_send_option(fd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, errp);
+    ret = nbd_hs_send_option(hs, NBD_OPT_STRUCTURED_REPLY, NULL, 0, errp);
     if (ret == 0) {
-        ret = nbd_hs_read_reply(fd, NBD_OPT_STRUCTURED_REPLY, &rep, &payload,
+        ret = nbd_hs_read_reply(hs, NBD_OPT_STRUCTURED_REPLY, &rep, &payload,
                                 errp);
     }
     if (ret < 0) {
@@ -182,16 +293,17 @@ static void nbd_hs_put_name(GByteArray *buf, const char *name)
     g_byte_array_append(buf, (const uint8_t *)name, strlen(name));
 }
 
-static int nbd_hs_meta_context(int fd, const char *export_name,
-                               NBDExportInfo *info, Error **errp)
+static int nbd_hs_meta_context(NBDHs *hs, const char *export_name,
+                               const char *context, NBDExportInfo *info,
+                               Error **errp)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
     uint32_t nqueries = GUINT32_TO_BE(1);
 
     nbd_hs_put_name(buf, export_name);
     g_byte_array_append(buf, (const uint8_t *)&nqueries, sizeof(nqueries));
-    nbd_hs_put_name(buf, NBD_META_BASE_ALLOCATION);
-    if (nbd_hs_send_option(fd, NBD_OPT_SET_META_CONTEXT, buf->data,
+    nbd_hs_put_name(buf, context);
+    if (nbd_hs_send_option(hs, NBD_OPT_SET_META_CONTEXT, buf->data,
                            buf->len, errp) < 0) {
         return -EIO;
     }
@@ -200,7 +312,7 @@ static int nbd_hs_meta_context(int fd, const char *export_name,
         g_autofree uint8_t *payload = NULL;
         uint32_t id;
 
-        if (nbd_hs_read_reply(fd, NBD_OPT_SET_META_CONTEXT, &rep, &payload,
+        if (nbd_hs_read_reply(hs, NBD_OPT_SET_META_CONTEXT, &rep, &payload,
                               errp) < 0) {
             return -EIO;
         }
@@ -214,8 +326,8 @@ static int nbd_hs_meta_context(int fd, const char *export_name,
             return -EPROTO;
         }
         memcpy(&id, payload, sizeof(id));
-        if (!strcmp((char *)payload + sizeof(id), NBD_META_BASE_ALLOCATION)) {
-            info->base_allocation = true;
+        if (!strcmp((char *)payload + sizeof(id), context)) {
+            info->have_context = true;
             info->context_id = GUINT32_FROM_BE(id);
         }
     }
@@ -276,7 +388,7 @@ static int nbd_hs_go_info(const uint8_t *p, uint32_t len, NBDExportInfo *info,
  * NBD_OPT_GO.  Returns 1 if the server does not know the option (the
  * caller falls back to NBD_OPT_EXPORT_NAME), 0 when transmission starts.
  */
-static int nbd_hs_go(int fd, const char *export_name, NBDExportInfo *info,
+static int nbd_hs_go(NBDHs *hs, const char *export_name, NBDExportInfo *info,
                      Error **errp)
 {
     g_autoptr(GByteArray) buf = g_byte_array_new();
@@ -286,7 +398,7 @@ static int nbd_hs_go(int fd, const char *export_name, NBDExportInfo *info,
     nbd_hs_put_name(buf, export_name);
     g_byte_array_append(buf, (const uint8_t *)&nreq, sizeof(nreq));
     g_byte_array_append(buf, (const uint8_t *)&req, sizeof(req));
-    if (nbd_hs_send_option(fd, NBD_OPT_GO, buf->data, buf->len, errp) < 0) {
+    if (nbd_hs_send_option(hs, NBD_OPT_GO, buf->data, buf->len, errp) < 0) {
         return -EIO;
     }
     for (;;) {
@@ -294,7 +406,7 @@ static int nbd_hs_go(int fd, const char *export_name, NBDExportInfo *info,
         g_autofree uint8_t *payload = NULL;
         int ret;
 
-        ret = nbd_hs_read_reply(fd, NBD_OPT_GO, &rep, &payload, errp);
+        ret = nbd_hs_read_reply(hs, NBD_OPT_GO, &rep, &payload, errp);
         if (ret < 0) {
             return ret;
         }
@@ -323,7 +435,7 @@ static int nbd_hs_go(int fd, const char *export_name, NBDExportInfo *info,
 }
 
 /* The old way into transmission: no way to learn of a missing export. */
-static int nbd_hs_export_name(int fd, const char *export_name,
+static int nbd_hs_export_name(NBDHs *hs, const char *export_name,
                               uint16_t hs_flags, NBDExportInfo *info,
                               Error **errp)
 {
@@ -333,14 +445,14 @@ static int nbd_hs_export_name(int fd, const char *export_name,
     uint16_t flags;
     int ret;
 
-    ret = nbd_hs_send_option(fd, NBD_OPT_EXPORT_NAME, export_name,
+    ret = nbd_hs_send_option(hs, NBD_OPT_EXPORT_NAME, export_name,
                              strlen(export_name), errp);
     if (ret == 0) {
-        ret = nbd_hs_read(fd, reply, sizeof(reply), "the export's size",
+        ret = nbd_hs_read(hs, reply, sizeof(reply), "export length",
                           errp);
     }
     if (ret == 0 && !(hs_flags & NBD_FLAG_NO_ZEROES)) {
-        ret = nbd_hs_read(fd, padding, sizeof(padding), "the padding",
+        ret = nbd_hs_read(hs, padding, sizeof(padding), "reserved block",
                           errp);
     }
     if (ret < 0) {
@@ -351,58 +463,149 @@ static int nbd_hs_export_name(int fd, const char *export_name,
     info->size = GUINT64_FROM_BE(size);
     info->flags = GUINT16_FROM_BE(flags);
     /* Transmission began without meta contexts being set. */
-    info->base_allocation = false;
+    info->have_context = false;
     return 0;
 }
 
-int nbd_client_handshake(int fd, const char *export_name,
+/* The oldstyle greeting's tail: size and flags, nothing to negotiate. */
+static int nbd_hs_oldstyle(NBDHs *hs, const char *export_name,
+                           NBDExportInfo *info, Error **errp)
+{
+    NBDOldstyleGreeting old;
+    int ret;
+
+    if (export_name[0]) {
+        error_setg(errp, "NBD server speaks the oldstyle handshake, which "
+                   "has no export names (export '%s' asked for)",
+                   export_name);
+        return -EINVAL;
+    }
+    ret = nbd_hs_read(hs, &old, sizeof(old), "export length", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    info->size = GUINT64_FROM_BE(old.size);
+    info->flags = GUINT32_FROM_BE(old.flags) & 0xffff;
+    return 0;
+}
+
+static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
+                            const char *context, const NBDClientTLS *tls,
+                            NBDExportInfo *info, Error **errp);
+
+/*
+ * NBD_OPT_STARTTLS, then the TLS handshake on the socket: from then on
+ * hs reads and writes TLS records.
+ */
+static int nbd_hs_starttls(NBDHs *hs, const NBDClientTLS *tls, Error **errp)
+{
+    NBDOptionReply rep;
+    g_autofree uint8_t *payload = NULL;
+    int ret;
+
+    ret = nbd_hs_send_option(hs, NBD_OPT_STARTTLS, NULL, 0, errp);
+    if (ret == 0) {
+        ret = nbd_hs_read_reply(hs, NBD_OPT_STARTTLS, &rep, &payload, errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    if (rep.type != NBD_REP_ACK) {
+        return nbd_hs_reply_error(&rep, payload, "", errp);
+    }
+    hs->tls = qcrypto_tls_session_new(tls->creds, tls->hostname, hs->fd,
+                                      errp);
+    if (!hs->tls) {
+        return -EINVAL;
+    }
+    return qcrypto_tls_session_handshake_sync(hs->tls, errp);
+}
+
+int nbd_client_handshake(int fd, const char *export_name, const char *context,
+                         const NBDClientTLS *tls, QCryptoTLSSession **sess,
                          NBDExportInfo *info, Error **errp)
 {
-    NBDNewstyleGreeting greeting;
+    NBDHs hs = { .fd = fd };
+    int ret = nbd_hs_negotiate(&hs, export_name, context, tls, info, errp);
+
+    if (ret < 0) {
+        qcrypto_tls_session_free(hs.tls);
+        hs.tls = NULL;
+    }
+    *sess = hs.tls;
+    return ret;
+}
+static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
+                            const char *context, const NBDClientTLS *tls,
+                            NBDExportInfo *info, Error **errp)
+{
+    uint64_t magics[2];
     uint32_t client_flags;
     uint16_t hs_flags;
     int ret;
 
     memset(info, 0, sizeof(*info));
-    ret = nbd_hs_read(fd, &greeting, sizeof(greeting), "the greeting",
+    ret = nbd_hs_read(hs, magics, sizeof(magics), "initial magic", errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (GUINT64_FROM_BE(magics[0]) != NBD_INIT_MAGIC) {
+        error_setg(errp, "NBD server sent the bad magic 0x%" PRIx64
+                   " (not an NBD server?)", GUINT64_FROM_BE(magics[0]));
+        return -EPROTO;
+    }
+    if (GUINT64_FROM_BE(magics[1]) == NBD_OLDSTYLE_MAGIC) {
+        if (tls->creds) {
+            error_setg(errp, "NBD server speaks the oldstyle handshake, "
+                       "which has no TLS");
+            return -ENOTSUP;
+        }
+        return nbd_hs_oldstyle(hs, export_name, info, errp);
+    }
+    if (GUINT64_FROM_BE(magics[1]) != NBD_OPTS_MAGIC) {
+        error_setg(errp, "NBD server sent the bad greeting magic 0x%" PRIx64,
+                   GUINT64_FROM_BE(magics[1]));
+        return -EPROTO;
+    }
+    ret = nbd_hs_read(hs, &hs_flags, sizeof(hs_flags), "initial magic",
                       errp);
     if (ret < 0) {
         return ret;
     }
-    if (GUINT64_FROM_BE(greeting.magic) != NBD_INIT_MAGIC) {
-        error_setg(errp, "NBD server sent the bad magic 0x%" PRIx64
-                   " (not an NBD server?)",
-                   GUINT64_FROM_BE(greeting.magic));
-        return -EPROTO;
+    hs_flags = GUINT16_FROM_BE(hs_flags);
+    client_flags = 0;
+    if (hs_flags & NBD_FLAG_FIXED_NEWSTYLE) {
+        client_flags |= NBD_FLAG_C_FIXED_NEWSTYLE;
     }
-    if (GUINT64_FROM_BE(greeting.opts_magic) != NBD_OPTS_MAGIC) {
-        error_setg(errp, "NBD server speaks the oldstyle handshake, which "
-                   "is not supported");
-        return -ENOTSUP;
-    }
-    hs_flags = GUINT16_FROM_BE(greeting.flags);
-    if (!(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
-        error_setg(errp, "NBD server does not support fixed newstyle");
-        return -ENOTSUP;
-    }
-    client_flags = NBD_FLAG_C_FIXED_NEWSTYLE;
     if (hs_flags & NBD_FLAG_NO_ZEROES) {
         client_flags |= NBD_FLAG_C_NO_ZEROES;
     }
     client_flags = GUINT32_TO_BE(client_flags);
-    ret = nbd_hs_write(fd, &client_flags, sizeof(client_flags),
+    ret = nbd_hs_write(hs, &client_flags, sizeof(client_flags),
                        "the client flags", errp);
+    if (ret == 0 && !(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
+        if (tls->creds) {
+            error_setg(errp, "NBD server is not fixed newstyle, which TLS "
+                       "needs");
+            return -ENOTSUP;
+        }
+        /* Any option but this one may make such a server hang up. */
+        return nbd_hs_export_name(hs, export_name, hs_flags, info, errp);
+    }
+    if (ret == 0 && tls->creds) {
+        ret = nbd_hs_starttls(hs, tls, errp);
+    }
     if (ret == 0) {
-        ret = nbd_hs_structured_reply(fd, info, errp);
+        ret = nbd_hs_structured_reply(hs, info, errp);
     }
     if (ret == 0 && info->structured_reply) {
-        ret = nbd_hs_meta_context(fd, export_name, info, errp);
+        ret = nbd_hs_meta_context(hs, export_name, context, info, errp);
     }
     if (ret == 0) {
-        ret = nbd_hs_go(fd, export_name, info, errp);
+        ret = nbd_hs_go(hs, export_name, info, errp);
     }
     if (ret == 1) {
-        ret = nbd_hs_export_name(fd, export_name, hs_flags, info, errp);
+        ret = nbd_hs_export_name(hs, export_name, hs_flags, info, errp);
     }
     return ret;
 }

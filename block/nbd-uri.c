@@ -82,12 +82,16 @@ static void nbd_uri_parse(const char *filename, QDict *options,
         }
         qdict_put_str(options, NBD_OPT_KEY_SERVER_TYPE, "inet");
         qdict_put_str(options, NBD_OPT_KEY_SERVER_HOST, host);
-        if (g_uri_get_port(uri) != -1) {
+        /*
+         * The default port, given or not, is no option, as in QEMU: the
+         * node's file name then leaves it out, where a port given as an
+         * option is always shown.
+         */
+        if (g_uri_get_port(uri) != -1 &&
+            g_uri_get_port(uri) != atoi(NBD_DEFAULT_PORT)) {
             g_autofree char *port = g_strdup_printf("%d",
                                                     g_uri_get_port(uri));
             qdict_put_str(options, NBD_OPT_KEY_SERVER_PORT, port);
-        } else {
-            qdict_put_str(options, NBD_OPT_KEY_SERVER_PORT, NBD_DEFAULT_PORT);
         }
     }
     nbd_uri_put_export(g_uri_get_path(uri), options);

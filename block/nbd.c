@@ -2,16 +2,20 @@
  * nbd: the NBD client as a protocol driver.
  *
  * Open connects (util/qemu-sockets.c), negotiates the export on the
- * blocking socket (block/nbd-handshake.c), then hands the socket to the
- * node's AioContext as a CoSocket.  From then on:
+ * blocking socket (block/nbd-handshake.c), retrying for open-timeout
+ * seconds (block/nbd-reconnect.c), then hands the socket to the node's
+ * AioContext as a CoSocket.  From then on:
  *
  *  - each request coroutine takes a free slot of s->reqs (waiting on
  *    s->free_slots when all NBD_CLIENT_MAX_REQUESTS are busy), sends its
  *    request under s->send_mutex and yields until its slot is done;
- *  - one receive coroutine (nbd_recv_entry, in nbd-client-recv.c) reads
- *    every reply, finds the slot by the reply's cookie, reads the payload
- *    straight into that request's buffer, and wakes the request when its
- *    last chunk came.
+ *  - one connection coroutine (nbd_conn_entry) reads every reply
+ *    (nbd-client-recv.c), finds the slot by the reply's cookie, reads the
+ *    payload straight into that request's buffer, and wakes the request
+ *    when its last chunk came;
+ *  - a lost connection fails the requests, or within reconnect-delay
+ *    holds them until the connection coroutine has reconnected, and they
+ *    are sent again (nbd-reconnect.c, which draws the states).
  *
  * Invariants:
  *  1. A slot is in_use from the moment a request takes it until that
@@ -19,10 +23,12 @@
  *     not done may receive a reply (a cookie naming any other slot is a
  *     protocol error, so nothing is ever written into a buffer whose
  *     request has gone).
- *  2. Once s->dead is set it stays set: the connection is shut down, every
- *     slot not done is completed with -EIO, and new requests fail at once.
- *  3. Only the receive coroutine reads from the socket; only the holder
- *     of s->send_mutex writes to it.
+ *  2. Requests are sent only while s->state is CONNECTED; when it leaves
+ *     CONNECTED the socket is shut down and every slot not done is
+ *     completed (with -EIO, and marked lost if it may be sent again).
+ *     QUIT is final: new requests fail at once.
+ *  3. Only the connection coroutine reads from the socket; only the
+ *     holder of s->send_mutex writes to it.
  *  4. A request coroutine is woken exactly once, and only while it
  *     waits for its reply (waiting): a reply or a failure that comes
  *     while it is still sending just marks the slot done, so no wake-up
@@ -31,6 +37,7 @@
  * Everything runs in the node's AioContext thread.
  */
 #include "block/nbd-client-int.h"
+#include "util/co-socket-tls.h"
 #include "qapi/qapi-opts.h"
 #include <sys/socket.h>
 
@@ -44,30 +51,6 @@ void nbd_client_complete(NBDClientRequest *req)
     if (req->waiting) {
         aio_co_wake(req->co);
     }
-}
-
-/* Ends the connection (invariant 2); @reason is reported once. */
-void nbd_client_kill(BlockDriverState *bs, const char *reason)
-{
-    BDRVNBDState *s = bs->opaque;
-
-    if (s->dead) {
-        return;
-    }
-    s->dead = true;
-    if (reason) {
-        error_report("NBD server %s: %s", bs->filename, reason);
-    }
-    co_socket_shutdown(&s->sock);
-    for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
-        NBDClientRequest *req = &s->reqs[i];
-
-        if (req->in_use && !req->done) {
-            req->ret = -EIO;
-            nbd_client_complete(req);
-        }
-    }
-    qemu_co_queue_restart_all(&s->free_slots);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -85,10 +68,11 @@ typedef struct NBDClientCmd {
 static NBDClientRequest *coroutine_fn nbd_co_take_slot(BDRVNBDState *s,
                                                        uint64_t *cookie)
 {
-    while (!s->dead && s->in_flight == NBD_CLIENT_MAX_REQUESTS) {
+    while (s->state == NBD_CLIENT_CONNECTED &&
+           s->in_flight == NBD_CLIENT_MAX_REQUESTS) {
         qemu_co_queue_wait(&s->free_slots, NULL);
     }
-    if (s->dead) {
+    if (s->state != NBD_CLIENT_CONNECTED) {
         return NULL;
     }
     for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
@@ -102,7 +86,7 @@ static NBDClientRequest *coroutine_fn nbd_co_take_slot(BDRVNBDState *s,
 }
 
 static int coroutine_fn nbd_co_send(BDRVNBDState *s, const NBDClientCmd *cmd,
-                                    uint64_t cookie)
+                                    NBDClientRequest *req, uint64_t cookie)
 {
     NBDRequestHeader hdr = {
         .magic = GUINT32_TO_BE(NBD_REQUEST_MAGIC),
@@ -121,18 +105,24 @@ static int coroutine_fn nbd_co_send(BDRVNBDState *s, const NBDClientCmd *cmd,
         memcpy(iov + 1, cmd->write_qiov->iov, niov * sizeof(*iov));
     }
     qemu_co_mutex_lock(&s->send_mutex);
-    ret = s->dead ? -EIO : co_socket_writev_all(&s->sock, iov, niov + 1);
+    /*
+     * A request whose connection was lost while it waited for the mutex
+     * is done; the socket may be a new connection's by now (invariant 2).
+     */
+    ret = s->state != NBD_CLIENT_CONNECTED || req->done ? -EIO :
+          co_socket_writev_all(&s->sock, iov, niov + 1);
     qemu_co_mutex_unlock(&s->send_mutex);
     return ret;
 }
 
 /*
  * Sends @cmd and waits for its whole reply.  @req_out, if given, gets a
- * copy of the slot (block status) before the slot is released.
+ * copy of the slot (block status) before the slot is released.  Returns
+ * -EAGAIN if the connection was lost and the request may be sent again.
  */
-static int coroutine_fn nbd_co_request(BlockDriverState *bs,
-                                       const NBDClientCmd *cmd,
-                                       NBDClientRequest *req_out)
+static int coroutine_fn nbd_co_request_once(BlockDriverState *bs,
+                                            const NBDClientCmd *cmd,
+                                            NBDClientRequest *req_out)
 {
     BDRVNBDState *s = bs->opaque;
     NBDClientRequest *req;
@@ -141,7 +131,7 @@ static int coroutine_fn nbd_co_request(BlockDriverState *bs,
 
     req = nbd_co_take_slot(s, &cookie);
     if (!req) {
-        return -EIO;
+        return -EAGAIN;
     }
     *req = (NBDClientRequest){
         .in_use = true,
@@ -151,22 +141,38 @@ static int coroutine_fn nbd_co_request(BlockDriverState *bs,
         .length = cmd->length,
         .qiov = cmd->read_qiov,
     };
-    ret = nbd_co_send(s, cmd, cookie);
+    ret = nbd_co_send(s, cmd, req, cookie);
     if (ret < 0) {
-        nbd_client_kill(bs, "sending a request failed");
+        nbd_client_lost(bs);
     }
     req->waiting = true;
     while (!req->done) {
         qemu_coroutine_yield();
     }
     req->waiting = false;
-    ret = req->ret;
+    ret = req->lost ? -EAGAIN : req->ret;
     if (req_out) {
         *req_out = *req;
     }
     req->in_use = false;
     s->in_flight--;
     qemu_co_queue_next(&s->free_slots);
+    return ret;
+}
+
+/* Sends @cmd, again after each reconnection, until it has a reply. */
+static int coroutine_fn nbd_co_request(BlockDriverState *bs,
+                                       const NBDClientCmd *cmd,
+                                       NBDClientRequest *req_out)
+{
+    int ret;
+
+    do {
+        ret = nbd_co_wait_connected(bs);
+        if (ret == 0) {
+            ret = nbd_co_request_once(bs, cmd, req_out);
+        }
+    } while (ret == -EAGAIN);
     return ret;
 }
 
@@ -261,6 +267,10 @@ static int coroutine_fn nbd_co_flush(BlockDriverState *bs)
 /*
  * base:allocation: a hole reads as no data here, a zero extent as zeroes.
  * Without the context everything is data, as QEMU reports it.
+ * x-dirty-bitmap puts another context's bits in the place of these two
+ * (QEMU's debugging aid, which scripts use to read a bitmap or the
+ * allocation depth through qemu-img map); qemu:allocation-depth's depths
+ * beyond 2 become 2, as in QEMU, so that they keep to the two bits.
  */
 static int coroutine_fn nbd_co_block_status(BlockDriverState *bs,
                                             bool want_zero, int64_t offset,
@@ -281,7 +291,7 @@ static int coroutine_fn nbd_co_block_status(BlockDriverState *bs,
 
     *map = offset;
     *file = bs;
-    if (!s->info.base_allocation) {
+    if (!s->info.have_context) {
         *pnum = bytes;
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
     }
@@ -293,6 +303,9 @@ static int coroutine_fn nbd_co_block_status(BlockDriverState *bs,
         error_report("NBD server %s: block status at offset %" PRId64
                      " without an extent", bs->filename, offset);
         return -EIO;
+    }
+    if (s->alloc_depth && res.extent_flags > 2) {
+        res.extent_flags = 2;
     }
     *pnum = MIN(res.extent_length, cmd.length);
     if (*pnum < bytes) {
@@ -388,29 +401,133 @@ static void nbd_refresh_limits(BlockDriverState *bs, Error **errp)
     }
 }
 
-static int nbd_connect(BlockDriverState *bs, Error **errp)
+/*
+ * QEMU's older flat options, host=, port= and path=, which scripts (and
+ * iotest 233) still use: they become server.*, never mixed with them.
+ */
+static int nbd_legacy_socket_options(QDict *options, Error **errp)
+{
+    g_autofree char *host = g_strdup(qdict_get_try_str(options, "host"));
+    g_autofree char *port = g_strdup(qdict_get_try_str(options, "port"));
+    g_autofree char *path = g_strdup(qdict_get_try_str(options, "path"));
+
+    if (!host && !port && !path) {
+        return 0;
+    }
+    if (qdict_haskey(options, NBD_OPT_KEY_SERVER_TYPE)) {
+        /* QEMU's words, as those below */
+        error_setg(errp, "Cannot use 'server' and path/host/port at the "
+                   "same time");
+        return -EINVAL;
+    }
+    if (path && host) {
+        error_setg(errp, "path and host may not be used at the same time");
+        return -EINVAL;
+    }
+    qdict_del(options, "host");
+    qdict_del(options, "port");
+    qdict_del(options, "path");
+    if (path) {
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_TYPE, "unix");
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_PATH, path);
+        return 0;
+    }
+    if (!host) {
+        return 0;       /* a port alone: the address is missing, said later */
+    }
+    qdict_put_str(options, NBD_OPT_KEY_SERVER_TYPE, "inet");
+    qdict_put_str(options, NBD_OPT_KEY_SERVER_HOST, host);
+    if (port) {
+        qdict_put_str(options, NBD_OPT_KEY_SERVER_PORT, port);
+    }
+    return 0;
+}
+
+/* x-dirty-bitmap: the context whose bits block status reports. */
+static int nbd_open_context(BDRVNBDState *s, const char *bitmap,
+                            Error **errp)
+{
+    if (!bitmap) {
+        s->context = g_strdup(NBD_META_BASE_ALLOCATION);
+        return 0;
+    }
+    if (strlen(bitmap) > NBD_MAX_STRING_SIZE) {
+        error_setg(errp, "x-dirty-bitmap is %zu bytes long (at most %d)",
+                   strlen(bitmap), NBD_MAX_STRING_SIZE);
+        return -EINVAL;
+    }
+    s->context = g_strdup(bitmap);
+    s->alloc_depth = !strcmp(bitmap, NBD_META_QEMU_ALLOC_DEPTH);
+    return 0;
+}
+
+/* The options other than the server's address and the export. */
+static int nbd_open_options(BDRVNBDState *s, QemuOpts *opts,
+                            uint32_t *open_timeout, Error **errp)
+{
+    static const char *const secs[] = {
+        NBD_OPT_KEY_RECONNECT_DELAY, NBD_OPT_KEY_OPEN_TIMEOUT,
+    };
+    uint64_t val[G_N_ELEMENTS(secs)];
+
+    if (qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS)) {
+        s->tls.creds = qcrypto_tls_creds_get(
+            qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS),
+            QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT, errp);
+        if (!s->tls.creds) {
+            return -EINVAL;
+        }
+    }
+    for (size_t i = 0; i < G_N_ELEMENTS(secs); i++) {
+        val[i] = qemu_opt_get_number(opts, secs[i], 0);
+        if (val[i] > UINT32_MAX) {
+            error_setg(errp, "%s=%" PRIu64 " is out of range (at most %"
+                       PRIu32 " seconds)", secs[i], val[i], UINT32_MAX);
+            return -EINVAL;
+        }
+    }
+    s->reconnect_delay = val[0];
+    *open_timeout = val[1];
+    return nbd_open_context(s, qemu_opt_get(opts, NBD_OPT_KEY_DIRTY_BITMAP),
+                            errp);
+}
+
+/* What the negotiated export must offer for the node as opened. */
+static int nbd_open_check(BlockDriverState *bs, int flags, Error **errp)
 {
     BDRVNBDState *s = bs->opaque;
-    int fd, ret, fl;
 
-    fd = socket_connect(s->addr, errp);
-    if (fd < 0) {
-        return fd;
+    if (strcmp(s->context, NBD_META_BASE_ALLOCATION) &&
+        !s->info.have_context) {
+        /* QEMU's words */
+        error_setg(errp, "requested x-dirty-bitmap %s not found",
+                   s->context);
+        return -EINVAL;
     }
-    ret = nbd_client_handshake(fd, s->export_name, &s->info, errp);
-    if (ret < 0) {
-        close(fd);
-        return ret;
+    if ((s->info.flags & NBD_FLAG_READ_ONLY) && (flags & BDRV_O_RDWR)) {
+        if (!(flags & BDRV_O_AUTO_RDONLY)) {
+            /* QEMU's words, which scripts written against it match */
+            error_setg_errno(errp, EACCES, "Could not open image");
+            return -EACCES;
+        }
+        bs->read_only = true;
     }
-    fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        error_setg_errno(errp, errno, "Failed to make the NBD socket "
-                         "non-blocking");
-        close(fd);
-        return -errno;
+    s->writable = !bs->read_only && (flags & BDRV_O_RDWR);
+    if (s->info.size > INT64_MAX) {
+        error_setg(errp, "NBD export '%s' has the impossible size %" PRIu64,
+                   s->export_name, s->info.size);
+        return -EPROTO;
     }
-    co_socket_init(&s->sock, fd, bdrv_get_aio_context(bs));
     return 0;
+}
+
+static void nbd_free_config(BDRVNBDState *s)
+{
+    qcrypto_tls_creds_put(s->tls.creds);
+    g_free((char *)s->tls.hostname);
+    socket_address_free(s->addr);
+    g_free(s->export_name);
+    g_free(s->context);
 }
 
 static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
@@ -418,44 +535,51 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVNBDState *s = bs->opaque;
     QemuOpts *opts;
+    uint32_t open_timeout = 0;
+    int fd = -1;
     int ret;
 
+    /* the default export, unless named even as "": QEMU's file names */
+    s->export_named = qdict_haskey(options, NBD_OPT_KEY_EXPORT);
+    if (nbd_legacy_socket_options(options, errp) < 0) {
+        return -EINVAL;
+    }
+    s->port_named = qdict_haskey(options, NBD_OPT_KEY_SERVER_PORT);
     opts = qemu_opts_absorb_qdict(&qapi_opts_nbd_runtime, options, errp);
     if (!opts) {
         return -EINVAL;
     }
-    if (qemu_opt_get(opts, NBD_OPT_KEY_TLS_CREDS)) {
-        error_setg(errp, "tls-creds '%s': qblock's NBD client does not "
-                   "support TLS yet", qemu_opt_get(opts,
-                   NBD_OPT_KEY_TLS_CREDS));
-        qemu_opts_del(opts);
-        return -ENOTSUP;
+    ret = nbd_open_options(s, opts, &open_timeout, errp);
+    if (ret == 0) {
+        s->addr = nbd_opts_to_addr(opts, errp);
+        ret = s->addr ? 0 : -EINVAL;
     }
-    s->addr = nbd_opts_to_addr(opts, errp);
+    if (ret == 0 && s->tls.creds) {
+        /* the certificate must name the host dialled, or tls-hostname */
+        const char *host = qemu_opt_get(opts, NBD_OPT_KEY_TLS_HOSTNAME);
+
+        if (!host && s->addr->type == SOCKET_ADDRESS_TYPE_INET) {
+            host = s->addr->host;
+        }
+        s->tls.hostname = g_strdup(host);
+    }
     s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
     qemu_opts_del(opts);
-    if (!s->addr) {
-        ret = -EINVAL;
-        goto fail;
+    if (ret == 0) {
+        ret = nbd_client_connect_retry(s, open_timeout, &fd, &s->tls_sess,
+                                       errp);
     }
-    ret = nbd_connect(bs, errp);
+    if (ret == 0) {
+        ret = nbd_open_check(bs, flags, errp);
+    }
     if (ret < 0) {
-        goto fail;
-    }
-    if ((s->info.flags & NBD_FLAG_READ_ONLY) && (flags & BDRV_O_RDWR)) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            /* QEMU's words, which scripts written against it match */
-            error_setg_errno(errp, EACCES, "Could not open image");
-            ret = -EACCES;
-            goto fail_close;
+        g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
+        if (fd >= 0) {
+            close(fd);
         }
-        bs->read_only = true;
-    }
-    if (s->info.size > INT64_MAX) {
-        error_setg(errp, "NBD export '%s' has the impossible size %" PRIu64,
-                   s->export_name, s->info.size);
-        ret = -EPROTO;
-        goto fail_close;
+        /* the node is freed without bdrv_close after a failed open */
+        nbd_free_config(s);
+        return ret;
     }
     if (s->info.flags & NBD_FLAG_SEND_FUA) {
         bs->supported_write_flags = BDRV_REQ_FUA;
@@ -467,19 +591,16 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
             bs->supported_zero_flags |= BDRV_REQ_NO_FALLBACK;
         }
     }
+    co_socket_init(&s->sock, fd, bdrv_get_aio_context(bs));
+    if (s->tls_sess) {
+        co_socket_set_tls(&s->sock, s->tls_sess);
+    }
     qemu_co_mutex_init(&s->send_mutex);
     qemu_co_queue_init(&s->free_slots);
-    s->recv_co = qemu_coroutine_create(nbd_recv_entry, bs);
-    aio_co_enter(bdrv_get_aio_context(bs), s->recv_co);
+    nbd_client_reconnect_init(bs);
+    s->conn_co = qemu_coroutine_create(nbd_conn_entry, bs);
+    aio_co_enter(bdrv_get_aio_context(bs), s->conn_co);
     return 0;
-
-fail_close:
-    co_socket_close(&s->sock);
-fail:
-    /* the node is freed without bdrv_close after a failed open */
-    socket_address_free(s->addr);
-    g_free(s->export_name);
-    return ret;
 }
 
 static void nbd_close(BlockDriverState *bs)
@@ -487,22 +608,31 @@ static void nbd_close(BlockDriverState *bs)
     BDRVNBDState *s = bs->opaque;
     AioContext *ctx = bdrv_get_aio_context(bs);
 
-    if (!s->dead) {
+    if (s->state == NBD_CLIENT_CONNECTED) {
         NBDRequestHeader disc = {
             .magic = GUINT32_TO_BE(NBD_REQUEST_MAGIC),
             .type = GUINT16_TO_BE(NBD_CMD_DISC),
         };
 
-        /* Nothing is in flight (drained): the socket has room for it. */
-        if (send(s->sock.fd, &disc, sizeof(disc), MSG_NOSIGNAL) < 0) {
-            /* the server is gone already; nothing left to tell it */
+        /*
+         * Nothing is in flight (drained): the socket has room for it.  If
+         * the server is gone already, there is nothing left to tell it.
+         */
+        if (s->tls_sess) {
+            if (qcrypto_tls_session_write(s->tls_sess, &disc,
+                                          sizeof(disc)) == sizeof(disc)) {
+                qcrypto_tls_session_bye(s->tls_sess);
+            }
+        } else if (send(s->sock.fd, &disc, sizeof(disc), MSG_NOSIGNAL) < 0) {
+            /* see above */
         }
-        nbd_client_kill(bs, NULL);
     }
-    AIO_WAIT_WHILE(ctx, s->recv_co);
+    nbd_client_kill(bs, NULL);
+    AIO_WAIT_WHILE(ctx, s->conn_co);
     co_socket_close(&s->sock);
-    socket_address_free(s->addr);
-    g_free(s->export_name);
+    g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
+    nbd_client_reconnect_cleanup(bs);
+    nbd_free_config(s);
 }
 
 static int64_t nbd_getlength(BlockDriverState *bs)
@@ -537,17 +667,19 @@ static int coroutine_fn nbd_co_truncate(BlockDriverState *bs, int64_t offset,
 static void nbd_refresh_filename(BlockDriverState *bs)
 {
     BDRVNBDState *s = bs->opaque;
+    const char *slash = s->export_named ? "/" : "";
     const char *exp = s->export_name;
 
     if (s->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd+unix:///%s?socket=%s", exp, s->addr->path);
-    } else if (!strcmp(s->addr->port, NBD_DEFAULT_PORT)) {
+                 "nbd+unix://%s%s?socket=%s", slash, exp, s->addr->path);
+    } else if (!s->port_named) {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd://%s/%s", s->addr->host, exp);
+                 "nbd://%s%s%s", s->addr->host, slash, exp);
     } else {
         snprintf(bs->exact_filename, sizeof(bs->exact_filename),
-                 "nbd://%s:%s/%s", s->addr->host, s->addr->port, exp);
+                 "nbd://%s:%s%s%s", s->addr->host, s->addr->port, slash,
+                 exp);
     }
 }
 

@@ -28,16 +28,15 @@ static int nbd_start(JsonObject *opts, JsonObject *addr, Error **errp)
 {
     g_autoptr(SocketAddress) saddr = NULL;
 
-    if (json_object_has_member(opts, "tls-creds") ||
-        json_object_has_member(opts, "tls-authz")) {
-        error_setg(errp, "TLS is not supported by qblock-storage-daemon");
-        return -ENOTSUP;
-    }
     saddr = nbd_socket_address(addr);
     return nbd_export_server_start(
                saddr, json_object_get_int_member_with_default(
                           opts, "max-connections",
                           NBD_DEFAULT_MAX_CONNECTIONS),
+               json_object_get_string_member_with_default(opts, "tls-creds",
+                                                          NULL),
+               json_object_get_string_member_with_default(opts, "tls-authz",
+                                                          NULL),
                errp);
 }
 

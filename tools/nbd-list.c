@@ -6,11 +6,14 @@
  * sizes) and NBD_OPT_LIST_META_CONTEXT (every context, no query), after
  * negotiating structured replies, and prints what it learnt in qemu-nbd's
  * layout.  Every length the server sends is checked against what was
- * read, so a hostile server gets an error, not a crash.
+ * read, so a hostile server gets an error, not a crash.  With TLS
+ * credentials it starts TLS first (NBD_OPT_STARTTLS) and lists in the
+ * session.
  */
 #include "util/osdep.h"
 #include "util/error.h"
 #include "block/nbd-proto.h"
+#include "crypto/tls-session.h"
 #include "qblock-nbd.h"
 
 #include <sys/socket.h>
@@ -27,19 +30,43 @@ typedef struct QnbdExportInfo {
     GPtrArray *contexts;        /* char * */
 } QnbdExportInfo;
 
+/* The connection: the socket, or the TLS session once started on it. */
+typedef struct QnbdConn {
+    int fd;
+    QCryptoTLSSession *tls;
+} QnbdConn;
+
+/* One recv() or send(), or its TLS record counterpart; -1 with errno. */
+static ssize_t qnbd_io(QnbdConn *c, void *rbuf, const void *wbuf, size_t len)
+{
+    ssize_t n;
+
+    if (!c->tls) {
+        return rbuf ? recv(c->fd, rbuf, len, 0)
+                    : send(c->fd, wbuf, len, MSG_NOSIGNAL);
+    }
+    n = rbuf ? qcrypto_tls_session_read(c->tls, rbuf, len)
+             : qcrypto_tls_session_write(c->tls, wbuf, len);
+    if (n < 0) {
+        errno = n == -EAGAIN ? EINTR : -n;
+        return -1;
+    }
+    return n;
+}
+
 typedef struct QnbdReply {
     uint32_t type;
     uint32_t len;
     uint8_t *data;
 } QnbdReply;
 
-static int qnbd_read(int fd, void *buf, size_t len, const char *what,
+static int qnbd_read(QnbdConn *c, void *buf, size_t len, const char *what,
                      Error **errp)
 {
     char *p = buf;
 
     while (len > 0) {
-        ssize_t n = recv(fd, p, len, 0);
+        ssize_t n = qnbd_io(c, p, NULL, len);
 
         if (n == 0) {
             error_setg(errp, "Failed to read %s: Unexpected end-of-file "
@@ -59,12 +86,12 @@ static int qnbd_read(int fd, void *buf, size_t len, const char *what,
     return 0;
 }
 
-static int qnbd_write(int fd, const void *buf, size_t len, Error **errp)
+static int qnbd_write(QnbdConn *c, const void *buf, size_t len, Error **errp)
 {
     const char *p = buf;
 
     while (len > 0) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        ssize_t n = qnbd_io(c, NULL, p, len);
 
         if (n < 0) {
             if (errno == EINTR) {
@@ -79,7 +106,7 @@ static int qnbd_write(int fd, const void *buf, size_t len, Error **errp)
     return 0;
 }
 
-static int qnbd_send_option(int fd, uint32_t opt, const void *data,
+static int qnbd_send_option(QnbdConn *c, uint32_t opt, const void *data,
                             uint32_t len, Error **errp)
 {
     NBDOption hdr = {
@@ -87,17 +114,17 @@ static int qnbd_send_option(int fd, uint32_t opt, const void *data,
         .option = GUINT32_TO_BE(opt),
         .length = GUINT32_TO_BE(len),
     };
-    int ret = qnbd_write(fd, &hdr, sizeof(hdr), errp);
+    int ret = qnbd_write(c, &hdr, sizeof(hdr), errp);
 
-    return ret < 0 ? ret : qnbd_write(fd, data, len, errp);
+    return ret < 0 ? ret : qnbd_write(c, data, len, errp);
 }
 
 /* Reads one reply to @opt; the caller frees reply->data. */
-static int qnbd_read_reply(int fd, uint32_t opt, QnbdReply *reply,
+static int qnbd_read_reply(QnbdConn *c, uint32_t opt, QnbdReply *reply,
                            Error **errp)
 {
     NBDOptionReply hdr;
-    int ret = qnbd_read(fd, &hdr, sizeof(hdr), "option reply", errp);
+    int ret = qnbd_read(c, &hdr, sizeof(hdr), "option reply", errp);
 
     if (ret < 0) {
         return ret;
@@ -121,7 +148,7 @@ static int qnbd_read_reply(int fd, uint32_t opt, QnbdReply *reply,
     }
     reply->data = g_malloc(reply->len + 1);
     reply->data[reply->len] = 0;
-    ret = qnbd_read(fd, reply->data, reply->len, "option reply data", errp);
+    ret = qnbd_read(c, reply->data, reply->len, "option reply data", errp);
     if (ret < 0) {
         g_free(reply->data);
         reply->data = NULL;
@@ -133,6 +160,21 @@ static int qnbd_read_reply(int fd, uint32_t opt, QnbdReply *reply,
 static int qnbd_reply_error(uint32_t opt, const QnbdReply *reply,
                             Error **errp)
 {
+    const char *said = reply->len ? (const char *)reply->data : NULL;
+
+    /* QEMU's words for the refusals of TLS, which scripts compare */
+    if (reply->type == NBD_REP_ERR_TLS_REQD) {
+        error_setg(errp, "TLS negotiation required before option %" PRIu32
+                   " (%s)\nDid you forget a valid tls-creds?%s%s", opt,
+                   opt == NBD_OPT_LIST ? "list" : "info",
+                   said ? "\nserver reported: " : "", said ?: "");
+        return -EACCES;
+    }
+    if (reply->type == NBD_REP_ERR_POLICY && opt == NBD_OPT_STARTTLS) {
+        error_setg(errp, "Denied by server for option 5 (starttls)%s%s",
+                   said ? "\nserver reported: " : "", said ?: "");
+        return -EACCES;
+    }
     if (reply->type & NBD_REP_FLAG_ERROR) {
         error_setg(errp, "Server rejected %s with %s%s%s", nbd_opt_name(opt),
                    nbd_rep_name(reply->type), reply->len ? ": " : "",
@@ -152,14 +194,39 @@ static uint32_t qnbd_be32(const uint8_t *p)
     return GUINT32_FROM_BE(v);
 }
 
-static int qnbd_handshake(int fd, bool *structured, Error **errp)
+/* NBD_OPT_STARTTLS and the TLS handshake: the rest runs in TLS. */
+static int qnbd_starttls(QnbdConn *c, const QnbdListTLS *tls, Error **errp)
+{
+    QnbdReply reply;
+    int ret;
+
+    ret = qnbd_send_option(c, NBD_OPT_STARTTLS, NULL, 0, errp);
+    if (ret < 0 ||
+        (ret = qnbd_read_reply(c, NBD_OPT_STARTTLS, &reply, errp)) < 0) {
+        return ret;
+    }
+    if (reply.type != NBD_REP_ACK) {
+        ret = qnbd_reply_error(NBD_OPT_STARTTLS, &reply, errp);
+        g_free(reply.data);
+        return ret;
+    }
+    g_free(reply.data);
+    c->tls = qcrypto_tls_session_new(tls->creds, tls->hostname, c->fd, errp);
+    if (!c->tls) {
+        return -EINVAL;
+    }
+    return qcrypto_tls_session_handshake_sync(c->tls, errp);
+}
+
+static int qnbd_handshake(QnbdConn *c, const QnbdListTLS *tls,
+                          bool *structured, Error **errp)
 {
     NBDNewstyleGreeting g;
     uint32_t cflags;
     QnbdReply reply;
     int ret;
 
-    ret = qnbd_read(fd, &g, sizeof(g), "the server's greeting", errp);
+    ret = qnbd_read(c, &g, sizeof(g), "the server's greeting", errp);
     if (ret < 0) {
         return ret;
     }
@@ -177,14 +244,17 @@ static int qnbd_handshake(int fd, bool *structured, Error **errp)
         cflags |= NBD_FLAG_C_NO_ZEROES;
     }
     cflags = GUINT32_TO_BE(cflags);
-    ret = qnbd_write(fd, &cflags, sizeof(cflags), errp);
+    ret = qnbd_write(c, &cflags, sizeof(cflags), errp);
+    if (ret == 0 && tls->creds) {
+        ret = qnbd_starttls(c, tls, errp);
+    }
     if (ret < 0) {
         return ret;
     }
 
-    ret = qnbd_send_option(fd, NBD_OPT_STRUCTURED_REPLY, NULL, 0, errp);
+    ret = qnbd_send_option(c, NBD_OPT_STRUCTURED_REPLY, NULL, 0, errp);
     if (ret < 0 ||
-        (ret = qnbd_read_reply(fd, NBD_OPT_STRUCTURED_REPLY, &reply,
+        (ret = qnbd_read_reply(c, NBD_OPT_STRUCTURED_REPLY, &reply,
                                errp)) < 0) {
         return ret;
     }
@@ -202,17 +272,17 @@ typedef int QnbdReplyFunc(const QnbdReply *reply, void *opaque,
  * the final ACK: each reply of type @type goes to @fn, any other type is
  * the server's error and ends the exchange, as does an error of @fn.
  */
-static int qnbd_option_exchange(int fd, uint32_t opt, const void *data,
+static int qnbd_option_exchange(QnbdConn *c, uint32_t opt, const void *data,
                                 uint32_t len, uint32_t type,
                                 QnbdReplyFunc *fn, void *opaque,
                                 Error **errp)
 {
-    int ret = qnbd_send_option(fd, opt, data, len, errp);
+    int ret = qnbd_send_option(c, opt, data, len, errp);
 
     while (ret == 0) {
         QnbdReply reply;
 
-        ret = qnbd_read_reply(fd, opt, &reply, errp);
+        ret = qnbd_read_reply(c, opt, &reply, errp);
         if (ret < 0) {
             break;
         }
@@ -252,9 +322,9 @@ static int qnbd_list_reply(const QnbdReply *reply, void *opaque,
     return 0;
 }
 
-static int qnbd_list(int fd, GPtrArray *exports, Error **errp)
+static int qnbd_list(QnbdConn *c, GPtrArray *exports, Error **errp)
 {
-    return qnbd_option_exchange(fd, NBD_OPT_LIST, NULL, 0, NBD_REP_SERVER,
+    return qnbd_option_exchange(c, NBD_OPT_LIST, NULL, 0, NBD_REP_SERVER,
                                 qnbd_list_reply, exports, errp);
 }
 
@@ -301,7 +371,7 @@ static int qnbd_info_reply(const QnbdReply *reply, void *opaque,
     return 0;
 }
 
-static int qnbd_info(int fd, QnbdExportInfo *info, Error **errp)
+static int qnbd_info(QnbdConn *c, QnbdExportInfo *info, Error **errp)
 {
     g_autoptr(GByteArray) data = qnbd_name_data(info->name);
     uint16_t reqs[2] = {
@@ -309,7 +379,7 @@ static int qnbd_info(int fd, QnbdExportInfo *info, Error **errp)
     };
 
     g_byte_array_append(data, (guint8 *)reqs, sizeof(reqs));
-    return qnbd_option_exchange(fd, NBD_OPT_INFO, data->data, data->len,
+    return qnbd_option_exchange(c, NBD_OPT_INFO, data->data, data->len,
                                 NBD_REP_INFO, qnbd_info_reply, info, errp);
 }
 
@@ -329,13 +399,13 @@ static int qnbd_context_reply(const QnbdReply *reply, void *opaque,
     return 0;
 }
 
-static int qnbd_list_contexts(int fd, QnbdExportInfo *info, Error **errp)
+static int qnbd_list_contexts(QnbdConn *c, QnbdExportInfo *info, Error **errp)
 {
     g_autoptr(GByteArray) data = qnbd_name_data(info->name);
     uint32_t nqueries = 0;
 
     g_byte_array_append(data, (guint8 *)&nqueries, sizeof(nqueries));
-    return qnbd_option_exchange(fd, NBD_OPT_LIST_META_CONTEXT, data->data,
+    return qnbd_option_exchange(c, NBD_OPT_LIST_META_CONTEXT, data->data,
                                 data->len, NBD_REP_META_CONTEXT,
                                 qnbd_context_reply, info, errp);
 }
@@ -379,35 +449,38 @@ static void qnbd_export_info_free(gpointer p)
     g_free(info);
 }
 
-int qnbd_list_exports(const SocketAddress *addr, Error **errp)
+int qnbd_list_exports(const SocketAddress *addr, const QnbdListTLS *tls,
+                      Error **errp)
 {
     g_autoptr(GPtrArray) exports =
         g_ptr_array_new_with_free_func(qnbd_export_info_free);
     bool structured = false;
-    int fd = socket_connect(addr, errp);
+    QnbdConn conn = { .fd = socket_connect(addr, errp) };
+    QnbdConn *c = &conn;
     int ret;
 
-    if (fd < 0) {
-        return fd;
+    if (conn.fd < 0) {
+        return conn.fd;
     }
-    ret = qnbd_handshake(fd, &structured, errp);
+    ret = qnbd_handshake(c, tls, &structured, errp);
     if (ret == 0) {
-        ret = qnbd_list(fd, exports, errp);
+        ret = qnbd_list(c, exports, errp);
     }
     for (guint i = 0; ret == 0 && i < exports->len; i++) {
-        ret = qnbd_info(fd, exports->pdata[i], errp);
+        ret = qnbd_info(c, exports->pdata[i], errp);
         if (ret == 0 && structured) {
-            ret = qnbd_list_contexts(fd, exports->pdata[i], errp);
+            ret = qnbd_list_contexts(c, exports->pdata[i], errp);
         }
     }
     if (ret == 0) {
         /* leave politely; the server's ACK is not worth waiting for */
-        qnbd_send_option(fd, NBD_OPT_ABORT, NULL, 0, NULL);
+        qnbd_send_option(c, NBD_OPT_ABORT, NULL, 0, NULL);
         printf("exports available: %u\n", exports->len);
         for (guint i = 0; i < exports->len; i++) {
             qnbd_print_export(exports->pdata[i]);
         }
     }
-    close(fd);
+    qcrypto_tls_session_free(conn.tls);
+    close(conn.fd);
     return ret;
 }

@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "config-host.h"
+#include "crypto/tls-creds.h"
 #include "io-stats.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
@@ -55,6 +56,9 @@ typedef struct QnbdOptions {
     bool list;
     bool fork;
     const char *pid_file;
+    const char *tls_creds;      /* id of a tls-creds-* object */
+    const char *tls_authz;      /* id of an authz-simple object */
+    const char *tls_hostname;   /* --list: the server's certificate name */
     const char *unsupported;    /* an option this tool refuses */
     /* kernel client */
     const char *device;
@@ -85,6 +89,7 @@ enum {
     QNBD_OPT_FORK,
     QNBD_OPT_PID_FILE,
     QNBD_OPT_SELINUX_LABEL,
+    QNBD_OPT_TLSHOSTNAME,
 };
 
 /* What the event loop is doing: serving, or told to stop. */
@@ -123,8 +128,10 @@ static void qnbd_usage(const char *name)
 "  -L, --list                list exports available from another NBD server\n"
 "  --object type,id=ID,...   define an object such as 'secret' for providing\n"
 "                            passwords and/or encryption keys\n"
-"  --tls-creds=ID            not supported (no TLS)\n"
-"  --tls-authz=ID            not supported (no TLS)\n"
+"  --tls-creds=ID            use id of an earlier --object to provide TLS\n"
+"  --tls-hostname=HOSTNAME   override hostname used to check x509 certificate\n"
+"  --tls-authz=ID            use id of an earlier --object to provide\n"
+"                            authorization\n"
 "  -T, --trace PATTERN       accepted for compatibility; tracing is not\n"
 "                            supported and the option is ignored\n"
 "  --fork                    fork off the server process and exit the parent\n"
@@ -200,6 +207,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         { "description", required_argument, NULL, 'D' },
         { "tls-creds", required_argument, NULL, QNBD_OPT_TLSCREDS },
         { "tls-authz", required_argument, NULL, QNBD_OPT_TLSAUTHZ },
+        { "tls-hostname", required_argument, NULL, QNBD_OPT_TLSHOSTNAME },
         { "image-opts", no_argument, NULL, QNBD_OPT_IMAGE_OPTS },
         { "trace", required_argument, NULL, 'T' },
         { "fork", no_argument, NULL, QNBD_OPT_FORK },
@@ -358,9 +366,13 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             break;
         }
         case QNBD_OPT_TLSCREDS:
+            o->tls_creds = optarg;
+            break;
+        case QNBD_OPT_TLSHOSTNAME:
+            o->tls_hostname = optarg;
+            break;
         case QNBD_OPT_TLSAUTHZ:
-            o->unsupported = c == QNBD_OPT_TLSCREDS ? "--tls-creds"
-                                                    : "--tls-authz";
+            o->tls_authz = optarg;
             break;
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
@@ -399,6 +411,9 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
             error_report("List mode is incompatible with forking");
             return -1;
         }
+    } else if (o->tls_hostname) {
+        error_report("--tls-hostname is only supported with --list");
+        return -1;
     } else if (argc - optind != 1) {
         error_report("Invalid number of arguments");
         fprintf(stderr, "Try `%s --help' for more information.\n",
@@ -407,9 +422,14 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
     } else {
         o->filename = argv[optind];
     }
+    if (o->tls_authz && !o->tls_creds) {
+        /* QEMU's words */
+        error_report("--tls-authz is not permitted without --tls-creds");
+        return -1;
+    }
     if (o->unsupported) {
-        error_report("%s is not supported: qblock-nbd has no TLS or "
-                     "SELinux support", o->unsupported);
+        error_report("%s is not supported: qblock-nbd has no SELinux "
+                     "support", o->unsupported);
         return -1;
     }
     if (o->device || o->disconnect) {
@@ -696,6 +716,16 @@ static int qnbd_serve(QnbdOptions *o)
     if (o->fork) {
         qnbd_fork(&ready_fd, &saved_stderr);
     }
+    if (o->tls_creds) {
+        scfg.tls_authz = o->tls_authz;
+        scfg.tls_creds = qcrypto_tls_creds_get(o->tls_creds,
+                                               QCRYPTO_TLS_CREDS_ENDPOINT_SERVER,
+                                               &err);
+        if (!scfg.tls_creds) {
+            error_report_err(err);
+            return EXIT_FAILURE;
+        }
+    }
     /* listening comes first, as in qemu-nbd: a bad address is reported
      * before the image is even probed */
     qnbd_ctx = qemu_get_aio_context();
@@ -710,6 +740,7 @@ static int qnbd_serve(QnbdOptions *o)
     if (qnbd_check_image_features(blk, o) < 0) {
         blk_unref(blk);
         nbd_server_free(qnbd_server);
+        qcrypto_tls_creds_put(scfg.tls_creds);
         return EXIT_FAILURE;
     }
     if (!nbd_export_new(qnbd_server, blk, &ecfg, &err) ||
@@ -731,6 +762,7 @@ static int qnbd_serve(QnbdOptions *o)
     }
 
     nbd_server_free(qnbd_server);
+    qcrypto_tls_creds_put(scfg.tls_creds);
     blk_drain(blk);
     qnbd_dump_stats(blk);
     blk_unref(blk);
@@ -742,15 +774,32 @@ static int qnbd_serve(QnbdOptions *o)
 fail:
     error_report_err(err);
     nbd_server_free(qnbd_server);
+    qcrypto_tls_creds_put(scfg.tls_creds);
     return EXIT_FAILURE;
 }
 
 static int qnbd_list(QnbdOptions *o)
 {
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
+    QnbdListTLS tls = { .hostname = o->tls_hostname };
     Error *err = NULL;
+    int ret;
 
-    if (qnbd_list_exports(addr, &err) < 0) {
+    if (o->tls_creds) {
+        tls.creds = qcrypto_tls_creds_get(o->tls_creds,
+                                          QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT,
+                                          &err);
+        if (!tls.creds) {
+            error_report_err(err);
+            return EXIT_FAILURE;
+        }
+        if (!tls.hostname && addr->type == SOCKET_ADDRESS_TYPE_INET) {
+            tls.hostname = addr->host;
+        }
+    }
+    ret = qnbd_list_exports(addr, &tls, &err);
+    qcrypto_tls_creds_put(tls.creds);
+    if (ret < 0) {
         error_report_err(err);
         return EXIT_FAILURE;
     }

@@ -107,6 +107,59 @@ void co_socket_close(CoSocket *s)
     }
 }
 
+/*
+ * recv() or, with a filter, its read: the same conventions (-1 with
+ * errno), so that the loops below serve both.
+ */
+static ssize_t co_socket_recv(CoSocket *s, void *buf, size_t len)
+{
+    ssize_t n;
+
+    if (!s->filter) {
+        return recv(s->fd, buf, len, 0);
+    }
+    n = s->filter->read(s->filter_opaque, buf, len);
+    if (n < 0) {
+        errno = -n;
+        return -1;
+    }
+    return n;
+}
+
+/* sendmsg() or, with a filter, its write of the first buffer. */
+static ssize_t co_socket_send(CoSocket *s, struct msghdr *msg)
+{
+    ssize_t n;
+
+    if (!s->filter) {
+        /* MSG_NOSIGNAL: a peer that went away is an error, not SIGPIPE */
+        return sendmsg(s->fd, msg, MSG_NOSIGNAL);
+    }
+    n = s->filter->write(s->filter_opaque, msg->msg_iov[0].iov_base,
+                         msg->msg_iov[0].iov_len);
+    if (n < 0) {
+        errno = -n;
+        return -1;
+    }
+    return n;
+}
+
+void co_socket_set_filter(CoSocket *s, const CoSocketFilter *filter,
+                          void *opaque)
+{
+    s->filter = filter;
+    s->filter_opaque = opaque;
+}
+
+void coroutine_fn co_socket_wait_fd(CoSocket *s, CoSocketDirection dir)
+{
+    if (dir == CO_SOCKET_WRITE) {
+        co_socket_wait(s, &s->write_co, &s->watch_write);
+    } else {
+        co_socket_wait(s, &s->read_co, &s->watch_read);
+    }
+}
+
 int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
 {
     char *p = buf;
@@ -117,7 +170,7 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
         if (s->shut_down) {
             return -ESHUTDOWN;
         }
-        n = recv(s->fd, p, len, 0);
+        n = co_socket_recv(s, p, len);
         if (n > 0) {
             p += n;
             len -= n;
@@ -278,8 +331,7 @@ int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
             ret = -ESHUTDOWN;
             break;
         }
-        /* MSG_NOSIGNAL: a client that went away is an error, not SIGPIPE */
-        n = sendmsg(s->fd, &msg, MSG_NOSIGNAL);
+        n = co_socket_send(s, &msg);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 co_socket_wait(s, &s->write_co, &s->watch_write);

@@ -25,10 +25,10 @@ static GPtrArray *user_objects;
  * than "no such thing" to someone who copied a QEMU command line.
  */
 static const char *const user_object_qemu_types[] = {
-    "authz-list", "authz-list-file", "authz-pam", "authz-simple",
+    "authz-list", "authz-list-file", "authz-pam",
     "iothread", "main-loop", "pr-manager-helper", "secret_keyring",
     "thread-context", "throttle-group", "tls-cipher-suites",
-    "tls-creds-anon", "tls-creds-psk", "tls-creds-x509", NULL,
+    "tls-creds-anon", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */

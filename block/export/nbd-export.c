@@ -10,19 +10,26 @@
 
 #include "block/export.h"
 #include "block/nbd.h"
+#include "crypto/tls-creds.h"
 
 /* how long a client may take over its handshake, as QEMU's daemon */
 #define NBD_EXPORT_HANDSHAKE_NS \
     (NBD_DEFAULT_HANDSHAKE_MAX_SECS * 1000 * (int64_t)SCALE_MS)
 
 static NBDServer *nbd_export_server;
+/* the server's TLS credentials, a reference held while it runs */
+static QCryptoTLSCreds *nbd_export_tls_creds;
+/* the id of its authorization object, or NULL (the server keeps a pointer) */
+static char *nbd_export_tls_authz;
 
 typedef struct NBDBlockExport {
     NBDExport *nbd;
 } NBDBlockExport;
 
 int nbd_export_server_start(const SocketAddress *addr,
-                            unsigned int max_connections, Error **errp)
+                            unsigned int max_connections,
+                            const char *tls_creds, const char *tls_authz,
+                            Error **errp)
 {
     NBDServerConfig cfg = {
         .max_connections = max_connections,
@@ -31,17 +38,33 @@ int nbd_export_server_start(const SocketAddress *addr,
     NBDServer *server;
     int ret;
 
+    if (tls_authz && !tls_creds) {
+        error_setg(errp, "tls-authz is not permitted without tls-creds");
+        return -EINVAL;
+    }
     if (nbd_export_server) {
         error_setg(errp, "NBD server already running");
         return -EBUSY;
     }
+    if (tls_creds) {
+        cfg.tls_creds = qcrypto_tls_creds_get(
+            tls_creds, QCRYPTO_TLS_CREDS_ENDPOINT_SERVER, errp);
+        if (!cfg.tls_creds) {
+            return -EINVAL;
+        }
+    }
+    g_free(nbd_export_tls_authz);
+    nbd_export_tls_authz = g_strdup(tls_authz);
+    cfg.tls_authz = nbd_export_tls_authz;
     server = nbd_server_new(qemu_get_aio_context(), &cfg);
     ret = nbd_server_listen(server, addr, errp);
     if (ret < 0) {
         nbd_server_free(server);
+        qcrypto_tls_creds_put(cfg.tls_creds);
         return ret;
     }
     nbd_export_server = server;
+    nbd_export_tls_creds = cfg.tls_creds;
     return 0;
 }
 
@@ -59,6 +82,7 @@ int nbd_export_server_stop(Error **errp)
     blk_exp_close_all_type("nbd");
     nbd_server_free(nbd_export_server);
     nbd_export_server = NULL;
+    g_clear_pointer(&nbd_export_tls_creds, qcrypto_tls_creds_put);
     return 0;
 }
 

@@ -127,6 +127,7 @@ struct NBDClient {
     NBDServer *server;
     GList link;                 /* entry of server->clients */
     CoSocket sock;
+    struct QCryptoTLSSession *tls;  /* under sock once STARTTLS is done */
     Coroutine *co;              /* the connection coroutine */
     QEMUTimer *handshake_timer;
 

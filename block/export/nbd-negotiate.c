@@ -10,9 +10,17 @@
  * flags, an option too long to buffer, an unknown NBD_OPT_EXPORT_NAME,
  * which has no error reply) is disconnected.  The handshake timer of
  * nbd-server.c bounds how long all of this may take.
+ *
+ * A server with TLS credentials answers every option but
+ * NBD_OPT_STARTTLS and NBD_OPT_ABORT with NBD_REP_ERR_TLS_REQD until the
+ * client has started TLS (NBD_OPT_EXPORT_NAME, which has no error reply,
+ * disconnects), as the protocol's TLS section and QEMU have it; after
+ * STARTTLS the socket's reads and writes are TLS records
+ * (util/co-socket-tls.c).
  */
 #include "util/osdep.h"
 #include "block/block_int.h"
+#include "util/co-socket-tls.h"
 #include "nbd-int.h"
 
 /* The option being answered and its payload. */
@@ -502,9 +510,67 @@ static int coroutine_fn nbd_neg_meta_context(NBDNegotiation *n)
     return nbd_neg_send_ack(n);
 }
 
+/* NBD_OPT_STARTTLS: the ACK, then the TLS handshake on the socket. */
+static int coroutine_fn nbd_neg_starttls(NBDNegotiation *n, Error **errp)
+{
+    NBDClient *client = n->client;
+    QCryptoTLSCreds *creds = client->server->cfg.tls_creds;
+    int ret;
+
+    if (!creds) {
+        /* QEMU's reply, which its client shows */
+        return nbd_neg_send_err(n, NBD_REP_ERR_POLICY, "TLS not configured");
+    }
+    if (client->tls) {
+        return nbd_neg_send_err(n, NBD_REP_ERR_INVALID,
+                                "TLS already enabled");
+    }
+    if (n->len) {
+        return nbd_neg_send_err(n, NBD_REP_ERR_INVALID,
+                                "NBD_OPT_STARTTLS with %" PRIu32 " bytes of "
+                                "data", n->len);
+    }
+    ret = nbd_neg_send_ack(n);
+    if (ret < 0) {
+        return ret;
+    }
+    client->tls = qcrypto_tls_session_new(creds, NULL, client->sock.fd,
+                                          errp);
+    if (!client->tls) {
+        return -EINVAL;
+    }
+    if (client->server->cfg.tls_authz) {
+        qcrypto_tls_session_set_authz(client->tls,
+                                      client->server->cfg.tls_authz);
+    }
+    ret = co_socket_tls_handshake(&client->sock, client->tls, errp);
+    if (ret < 0) {
+        /*
+         * Hang up before the close, as QEMU does: the client, whose first
+         * option may be unread here, then sees the session end, not a
+         * reset.
+         */
+        co_socket_shutdown(&client->sock);
+        return ret;
+    }
+    return NBD_NEG_CONTINUE;
+}
+
 /* Answers the option in @n; NBD_NEG_* or -errno to close. */
 static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
 {
+    if (n->client->server->cfg.tls_creds && !n->client->tls &&
+        n->opt != NBD_OPT_STARTTLS && n->opt != NBD_OPT_ABORT) {
+        if (n->opt == NBD_OPT_EXPORT_NAME) {
+            error_setg(errp, "Option 0x%" PRIx32 " not permitted before TLS",
+                       n->opt);
+            return -EINVAL;
+        }
+        /* QEMU's words */
+        return nbd_neg_send_err(n, NBD_REP_ERR_TLS_REQD,
+                                "Option 0x%" PRIx32 " not permitted before "
+                                "TLS", n->opt);
+    }
     switch (n->opt) {
     case NBD_OPT_EXPORT_NAME:
         return nbd_neg_export_name(n, errp);
@@ -523,8 +589,7 @@ static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
     case NBD_OPT_SET_META_CONTEXT:
         return nbd_neg_meta_context(n);
     case NBD_OPT_STARTTLS:
-        return nbd_neg_send_err(n, NBD_REP_ERR_UNSUP,
-                                "TLS is not supported by this server");
+        return nbd_neg_starttls(n, errp);
     default:
         return nbd_neg_send_err(n, NBD_REP_ERR_UNSUP,
                                 "unsupported option %" PRIu32 " (%s)",
@@ -532,14 +597,20 @@ static int coroutine_fn nbd_neg_option(NBDNegotiation *n, Error **errp)
     }
 }
 
-/* A failed read: the client left (no message) or broke the protocol. */
-static int nbd_neg_read_error(int ret, const char *what, Error **errp)
+/*
+ * A failed read: the client left (no message) or broke the protocol.
+ * The words are QEMU's, which scripts (iotest 233) compare.
+ */
+static int nbd_neg_read_error(NBDNegotiation *n, int ret, const char *what,
+                              Error **errp)
 {
     if (ret == -EPIPE) {
         error_setg(errp, "Failed to read %s: Unexpected end-of-file before "
                    "all data were read", what);
     } else if (ret != -ESHUTDOWN) {
-        error_setg_errno(errp, -ret, "Failed to read %s", what);
+        error_setg(errp, "Failed to read %s: %s%s", what,
+                   n->client->tls ? "Cannot read from TLS channel: " : "",
+                   strerror(-ret));
     }
     return ret;
 }
@@ -555,7 +626,7 @@ static int coroutine_fn nbd_neg_next_option(NBDNegotiation *n, Error **errp)
         return ret;     /* the client left between options */
     }
     if (ret < 0) {
-        return nbd_neg_read_error(ret, "an option", errp);
+        return nbd_neg_read_error(n, ret, "opts magic", errp);
     }
     if (GUINT64_FROM_BE(hdr.magic) != NBD_OPTS_MAGIC) {
         error_setg(errp, "bad option magic 0x%016" PRIx64,
@@ -579,7 +650,7 @@ static int coroutine_fn nbd_neg_next_option(NBDNegotiation *n, Error **errp)
     n->data = g_malloc(n->len);
     ret = co_socket_read_all(&n->client->sock, n->data, n->len);
     if (ret < 0) {
-        ret = nbd_neg_read_error(ret, "option data", errp);
+        ret = nbd_neg_read_error(n, ret, "option data", errp);
     } else {
         ret = nbd_neg_option(n, errp);
         nbd_neg_release_export(n);
@@ -606,7 +677,7 @@ int coroutine_fn nbd_negotiate(NBDClient *client, Error **errp)
     }
     ret = co_socket_read_all(&client->sock, &cflags, sizeof(cflags));
     if (ret < 0) {
-        return nbd_neg_read_error(ret, "client flags", errp);
+        return nbd_neg_read_error(&n, ret, "client flags", errp);
     }
     cflags = GUINT32_FROM_BE(cflags);
     if (cflags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES)) {

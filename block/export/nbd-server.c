@@ -65,6 +65,7 @@
  * Everything runs in the thread of server->ctx.
  */
 #include "util/osdep.h"
+#include "crypto/tls-session.h"
 #include "nbd-int.h"
 
 #include <sys/socket.h>
@@ -290,6 +291,7 @@ static void nbd_client_free_bh(void *opaque)
     g_queue_unlink(&server->clients, &client->link);
     timer_free(client->handshake_timer);
     co_socket_close(&client->sock);
+    qcrypto_tls_session_free(client->tls);
     if (client->exp) {
         nbd_export_unref(client->exp);
     }
@@ -309,9 +311,14 @@ static void coroutine_fn nbd_client_co_run(void *opaque)
     if (nbd_negotiate(client, &err) == 0) {
         timer_del(client->handshake_timer);
         nbd_transmit(client, &err);
+        if (err) {
+            error_prepend(&err, "Disconnect client, due to: ");
+        }
+    } else if (err) {
+        /* QEMU's words for a failed handshake (iotest 233 compares them) */
+        error_prepend(&err, "option negotiation failed: ");
     }
     if (err) {
-        error_prepend(&err, "Disconnect client, due to: ");
         error_report_err(err);
     }
     aio_bh_schedule_oneshot(client->server->ctx, nbd_client_free_bh,

@@ -11,6 +11,7 @@
 #include "util/osdep.h"
 #include "util/error.h"
 #include "util/qdict.h"
+#include "crypto/tls-session.h"
 
 /* The port NBD servers listen on unless told otherwise (IANA). */
 #define NBD_DEFAULT_PORT        "10809"
@@ -22,6 +23,10 @@
 #define NBD_OPT_KEY_SERVER_PATH "server.path"
 #define NBD_OPT_KEY_EXPORT      "export"
 #define NBD_OPT_KEY_TLS_CREDS   "tls-creds"
+#define NBD_OPT_KEY_TLS_HOSTNAME "tls-hostname"
+#define NBD_OPT_KEY_DIRTY_BITMAP "x-dirty-bitmap"
+#define NBD_OPT_KEY_RECONNECT_DELAY "reconnect-delay"
+#define NBD_OPT_KEY_OPEN_TIMEOUT "open-timeout"
 
 /*
  * Fills @options (server.*, export) from @filename, one of
@@ -40,8 +45,8 @@ typedef struct NBDExportInfo {
     uint64_t size;
     uint16_t flags;             /* NBD_FLAG_* transmission flags */
     bool structured_reply;      /* NBD_OPT_STRUCTURED_REPLY acknowledged */
-    bool base_allocation;       /* base:allocation context selected */
-    uint32_t context_id;        /* its id, when base_allocation */
+    bool have_context;          /* the block status context was selected */
+    uint32_t context_id;        /* its id, when have_context */
     /* NBD_INFO_BLOCK_SIZE, or 0 when the server sent none */
     uint32_t min_block;
     uint32_t opt_block;
@@ -50,12 +55,26 @@ typedef struct NBDExportInfo {
 
 /*
  * Negotiates @export_name on the connected, blocking socket @fd (fixed
- * newstyle: structured replies, base:allocation, NBD_OPT_GO, or
- * NBD_OPT_EXPORT_NAME with servers that know no NBD_OPT_GO).  On success
- * the socket is in the transmission phase.  Returns 0 or -errno with
- * @errp naming what the server refused or sent wrong.
+ * newstyle: structured replies, the meta context @context for block
+ * status, NBD_OPT_GO, or NBD_OPT_EXPORT_NAME with servers that know no
+ * NBD_OPT_GO; or the oldstyle greeting of servers without options, which
+ * serve one unnamed export).  On success the socket is in the
+ * transmission phase.  Returns 0 or -errno with @errp naming what the
+ * server refused or sent wrong.
  */
-int nbd_client_handshake(int fd, const char *export_name,
+/* TLS for the handshake: none when @creds is NULL. */
+typedef struct NBDClientTLS {
+    QCryptoTLSCreds *creds;     /* endpoint=client */
+    const char *hostname;       /* the server's, for its certificate */
+} NBDClientTLS;
+
+/*
+ * With TLS, NBD_OPT_STARTTLS comes first and everything after it runs in
+ * the TLS session, which *@sess gets (NULL without TLS); the caller
+ * frees it after the socket.
+ */
+int nbd_client_handshake(int fd, const char *export_name, const char *context,
+                         const NBDClientTLS *tls, QCryptoTLSSession **sess,
                          NBDExportInfo *info, Error **errp);
 
 #endif

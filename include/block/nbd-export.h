@@ -19,11 +19,16 @@
 
 /*
  * Starts the server on @addr, serving at most @max_connections clients at
- * once (0: no limit).  Errors: "NBD server already running", or the
+ * once (0: no limit), with TLS required when @tls_creds (the id of a
+ * tls-creds-* object, endpoint=server) is not NULL, and each client's
+ * identity checked by the authz-simple object @tls_authz if not NULL.
+ * Errors: "NBD server already running", the credentials', or the
  * socket's.
  */
 int nbd_export_server_start(const SocketAddress *addr,
-                            unsigned int max_connections, Error **errp);
+                            unsigned int max_connections,
+                            const char *tls_creds, const char *tls_authz,
+                            Error **errp);
 bool nbd_export_server_running(void);
 /*
  * Removes every NBD export (their clients are disconnected, and

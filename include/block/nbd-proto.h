@@ -117,6 +117,17 @@ typedef struct QEMU_PACKED NBDOptionReply {
     uint32_t length;
 } NBDOptionReply;
 
+/*
+ * The oldstyle greeting, after the two magics: no options, one export.
+ * Its 32 flag bits hold the transmission flags in the low half.
+ */
+#define NBD_OLDSTYLE_MAGIC          UINT64_C(0x00420281861253)
+typedef struct QEMU_PACKED NBDOldstyleGreeting {
+    uint64_t size;
+    uint32_t flags;
+    uint8_t zeroes[124];
+} NBDOldstyleGreeting;
+
 /* NBD_INFO_EXPORT, and the tail of the NBD_OPT_EXPORT_NAME answer. */
 typedef struct QEMU_PACKED NBDInfoExport {
     uint16_t info;              /* NBD_INFO_EXPORT */
@@ -225,6 +236,8 @@ typedef struct QEMU_PACKED NBDBlockStatusExtent {
  * put garbage on the wire.
  */
 _Static_assert(sizeof(NBDNewstyleGreeting) == 18, "greeting is 18 bytes");
+_Static_assert(sizeof(NBDOldstyleGreeting) == 136,
+               "oldstyle greeting after the magics is 136 bytes");
 _Static_assert(sizeof(NBDOption) == 16, "option header is 16 bytes");
 _Static_assert(sizeof(NBDOptionReply) == 20, "option reply is 20 bytes");
 _Static_assert(sizeof(NBDInfoExport) == 12, "NBD_INFO_EXPORT is 12 bytes");

@@ -41,6 +41,18 @@ typedef struct NBDExport NBDExport;
 
 typedef struct NBDServerConfig {
     /*
+     * TLS credentials (endpoint=server), or NULL for none: with them a
+     * client must start TLS (NBD_OPT_STARTTLS) before any other option.
+     * The caller holds a reference until nbd_server_free().
+     */
+    struct QCryptoTLSCreds *tls_creds;
+    /*
+     * With tls_creds: the id of an authz-simple object that each client's
+     * identity must satisfy, or NULL for any client the credentials
+     * accept.  The string must outlive the server.
+     */
+    const char *tls_authz;
+    /*
      * Connections served at once; 0 for no limit.  While the limit is
      * reached the server stops accepting, and further clients wait in the
      * listen backlog until a connection ends (qemu-nbd -e).

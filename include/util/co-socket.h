@@ -20,6 +20,22 @@
 
 #include "util/aio.h"
 
+/*
+ * A layer between the socket and its users (TLS, util/co-socket-tls.c):
+ * it reads or writes the fd itself, never blocking.  Each returns the
+ * bytes it took or gave (read: 0 at the end of the stream), -EAGAIN when
+ * the fd must become ready first, or another -errno.
+ */
+typedef struct CoSocketFilter {
+    ssize_t (*read)(void *opaque, void *buf, size_t len);
+    ssize_t (*write)(void *opaque, const void *buf, size_t len);
+} CoSocketFilter;
+
+typedef enum CoSocketDirection {
+    CO_SOCKET_READ,
+    CO_SOCKET_WRITE,
+} CoSocketDirection;
+
 typedef struct CoSocket {
     int fd;
     AioContext *ctx;
@@ -29,10 +45,24 @@ typedef struct CoSocket {
     bool watch_read;
     bool watch_write;
     bool shut_down;
+    const CoSocketFilter *filter;   /* NULL: plain recv/sendmsg */
+    void *filter_opaque;
 } CoSocket;
 
 /* Takes over @fd (which must be non-blocking). */
 void co_socket_init(CoSocket *s, int fd, AioContext *ctx);
+/*
+ * From now on every read and write goes through @filter (not for
+ * co_socket_read_fds); the caller keeps @opaque alive until the socket is
+ * closed.
+ */
+void co_socket_set_filter(CoSocket *s, const CoSocketFilter *filter,
+                          void *opaque);
+/*
+ * Waits until the fd is ready for @dir (a filter's own handshake); at
+ * most one coroutine per direction, as for reads and writes.
+ */
+void coroutine_fn co_socket_wait_fd(CoSocket *s, CoSocketDirection dir);
 /* Unregisters and closes the fd; no coroutine may be waiting. */
 void co_socket_close(CoSocket *s);
 /* Shuts both directions down and wakes the waiters (see above). */

@@ -356,9 +356,9 @@ def test_exports(d):
             generic('NBD server already running'))
     r = c.cmd('nbd-server-start', {'addr': {'type': 'unix',
                                             'data': {'path': sock}},
-                                   'tls-creds': 'tls0'})
-    t.equal('TLS is refused', error_of(r),
-            generic('TLS is not supported by qblock-storage-daemon'))
+                                   'tls-authz': 'a0'})
+    t.equal('tls-authz needs tls-creds', error_of(r),
+            generic('tls-authz is not permitted without tls-creds'))
     r = c.cmd('block-export-add', {'type': 'nbd', 'id': 'e0',
                                    'node-name': 'fmt0', 'name': 'disk',
                                    'writable': True})

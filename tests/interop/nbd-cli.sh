@@ -69,9 +69,9 @@ same "--list with no server on the port" -L -b 127.0.0.1 -p 1
 same "bad bind address" -b nonexistent.invalid r.img
 same "-l on a raw image" -l snap -f raw r.img
 
-# refused by qblock-nbd where qemu-nbd would need a kernel module or TLS,
-# a bad --object as qemu-nbd refuses it; a bitmap the image does not have
-# is refused by both
+# refused by qblock-nbd where qemu-nbd would need a kernel module or TLS
+# authorization, a bad --object or --tls-creds as qemu-nbd refuses it; a
+# bitmap the image does not have is refused by both
 refused() {
     local name=$1 pattern=$2
     shift 2
@@ -88,7 +88,10 @@ refused "-c DEV is refused" "not supported" -c /dev/nbd0 r.img
 refused "-d is refused" "not supported" -d /dev/nbd0
 refused "--object with a bad secret is refused" \
     "Either 'file' or 'data' must be provided" --object secret,id=s r.img
-refused "--tls-creds is refused" "not supported" --tls-creds=t r.img
+refused "--tls-authz needs --tls-creds" \
+    "tls-authz is not permitted without --tls-creds" --tls-authz=a r.img
+refused "--tls-creds names no object" "No TLS credentials with id 't'" \
+    --tls-creds=t r.img
 refused "-B of a missing bitmap is refused" "Bitmap 'bitmap' is not found" \
     -B bitmap -f raw -k "$work/y.sock" r.img
 refused "a port past 65535 is refused" "65535" -p 99999 r.img

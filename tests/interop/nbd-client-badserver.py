@@ -2,24 +2,109 @@
 """A hostile NBD server for tests/interop/nbd-client.sh.
 
     nbd-client-badserver.py SOCKET FAULT
+    nbd-client-badserver.py --list
 
-Serves one client on the unix socket SOCKET: a correct fixed newstyle
-handshake (simple replies only: every option but NBD_OPT_GO is refused
-with NBD_REP_ERR_UNSUP) for a 1 MiB export, then answers requests until
-FAULT strikes, at the first read:
-  close       hang up with the read in flight
-  magic       a reply with a bad magic
-  cookie      a reply to a cookie that was never sent
-  structured  a structured reply chunk, never negotiated
-  short       (structured replies negotiated) a read answered with data
-              for its first half only, then the final chunk
-Waits for the client to go away before it exits.
+Serves one client on the unix socket SOCKET a 1 MiB export of zeroes with
+a correct fixed newstyle handshake (structured replies and base:allocation
+where the fault needs them, else every option but NBD_OPT_GO refused with
+NBD_REP_ERR_UNSUP), and answers requests correctly until FAULT strikes:
+in the handshake (the faults named hs-*), or at the first request of the
+fault's command (READ, BLOCK_STATUS or FLUSH).  --list prints each fault
+with the command it strikes at, one per line.  After the fault it waits
+for the client to go away, then exits.
 """
 import socket
 import struct
 import sys
 
 SIZE = 1 << 20
+REP_MAGIC = 0x3e889045565a9
+SIMPLE = 0x67446698
+STRUCT = 0x668e33ef
+CMD_READ, CMD_WRITE, CMD_DISC, CMD_FLUSH, CMD_BS = 0, 1, 2, 3, 7
+T_NONE, T_DATA, T_HOLE, T_STATUS = 0, 1, 2, 5
+T_ERROR, T_ERROR_OFFSET = (1 << 15) | 1, (1 << 15) | 2
+DONE = 1
+CTX_ID = 7          # the id given to base:allocation
+
+
+def chunk(cookie, ctype, payload, flags=DONE):
+    return struct.pack(">LHHQL", STRUCT, flags, ctype, cookie,
+                       len(payload)) + payload
+
+
+def simple(cookie, error=0):
+    return struct.pack(">LLQ", SIMPLE, error, cookie)
+
+
+# Post-handshake faults: command -> what the server sends instead of the
+# right reply (c = cookie, o = offset, n = length).
+FAULTS = {
+    "close": (CMD_READ, None),
+    "magic": (CMD_READ, lambda c, o, n: struct.pack(">LLQ", 0x12345678, 0, c)),
+    "cookie": (CMD_READ, lambda c, o, n: simple(c + 1000)),
+    "structured": (CMD_READ, lambda c, o, n: chunk(c, T_NONE, b"")),
+    "short": (CMD_READ, lambda c, o, n:
+              chunk(c, T_DATA, struct.pack(">Q", o) + b"\1" * (n // 2), 0)
+              + chunk(c, T_NONE, b"")),
+    "simple-data": (CMD_READ, lambda c, o, n: simple(c) + b"\0" * n),
+    "data-to-flush": (CMD_FLUSH, lambda c, o, n:
+                      chunk(c, T_DATA, struct.pack(">Q", 0) + b"\0" * 512)),
+    "hole-size": (CMD_READ, lambda c, o, n:
+                  chunk(c, T_HOLE, struct.pack(">Q", o))),
+    "data-size": (CMD_READ, lambda c, o, n:
+                  chunk(c, T_DATA, struct.pack(">L", 0))),
+    "data-long": (CMD_READ, lambda c, o, n:
+                  chunk(c, T_DATA, struct.pack(">Q", o) + b"\0" * (n + 1))),
+    "outside": (CMD_READ, lambda c, o, n:
+                chunk(c, T_HOLE, struct.pack(">QL", o + n, n))),
+    "overlap": (CMD_READ, lambda c, o, n:
+                chunk(c, T_HOLE, struct.pack(">QL", o, n), 0)
+                + chunk(c, T_HOLE, struct.pack(">QL", o, n))),
+    "error-size": (CMD_READ, lambda c, o, n:
+                   chunk(c, T_ERROR, struct.pack(">H", 5))),
+    "error-message": (CMD_READ, lambda c, o, n:
+                      chunk(c, T_ERROR, struct.pack(">LH", 5, 100) + b"x")),
+    "error-zero": (CMD_READ, lambda c, o, n:
+                   chunk(c, T_ERROR, struct.pack(">LH", 0, 0))),
+    "huge-chunk": (CMD_READ, lambda c, o, n:
+                   struct.pack(">LHHQL", STRUCT, DONE, T_ERROR, c, 1 << 30)),
+    "none-payload": (CMD_READ, lambda c, o, n:
+                     chunk(c, T_NONE, b"\0\0\0\0")),
+    "unknown-type": (CMD_READ, lambda c, o, n: chunk(c, 77, b"")),
+    "status-to-read": (CMD_READ, lambda c, o, n:
+                       chunk(c, T_STATUS, struct.pack(">LLL", CTX_ID, n, 0))),
+    "status-size": (CMD_BS, lambda c, o, n:
+                    chunk(c, T_STATUS, struct.pack(">LL", CTX_ID, n))),
+    "status-context": (CMD_BS, lambda c, o, n:
+                       chunk(c, T_STATUS, struct.pack(">LLL", 99, n, 0))),
+    "status-twice": (CMD_BS, lambda c, o, n:
+                     chunk(c, T_STATUS, struct.pack(">LLL", CTX_ID, n, 0), 0)
+                     + chunk(c, T_STATUS, struct.pack(">LLL", CTX_ID, n, 0))),
+    "status-none": (CMD_BS, lambda c, o, n: chunk(c, T_NONE, b"")),
+}
+
+# Handshake faults: the reply that replaces NBD_OPT_GO's.
+HS_FAULTS = {
+    "hs-reply-magic": lambda opt: struct.pack(">QLLL", 0x1234, opt, 1, 0),
+    "hs-reply-option": lambda opt: struct.pack(">QLLL", REP_MAGIC, 99, 1, 0),
+    "hs-reply-long": lambda opt: struct.pack(">QLLL", REP_MAGIC, opt, 3,
+                                             1 << 30),
+    "hs-no-size": lambda opt: struct.pack(">QLLL", REP_MAGIC, opt, 1, 0),
+    "hs-block-size": lambda opt: info(opt, struct.pack(">HLLL", 3, 3, 4096,
+                                                       1 << 20))
+                                 + ack_go(opt),
+    "hs-info-size": lambda opt: info(opt, struct.pack(">HQ", 0, SIZE)),
+}
+
+
+def info(opt, payload):
+    return struct.pack(">QLLL", REP_MAGIC, opt, 3, len(payload)) + payload
+
+
+def ack_go(opt):
+    return (info(opt, struct.pack(">HQH", 0, SIZE, 1 | 4))
+            + struct.pack(">QLLL", REP_MAGIC, opt, 1, 0))
 
 
 def recv_all(c, n):
@@ -33,66 +118,87 @@ def recv_all(c, n):
 
 
 def handshake(c, fault):
+    """Returns whether structured replies were negotiated."""
+    sr = fault not in ("close", "magic", "cookie", "structured")
     c.sendall(b"NBDMAGIC" + b"IHAVEOPT" + struct.pack(">H", 3))
     recv_all(c, 4)
     while True:
         _, opt, length = struct.unpack(">QLL", recv_all(c, 16))
-        recv_all(c, length)
-        if opt == 8 and fault == "short":   # NBD_OPT_STRUCTURED_REPLY
-            c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt, 1, 0))
+        data = recv_all(c, length)
+        if opt == 8 and sr:             # NBD_OPT_STRUCTURED_REPLY
+            c.sendall(struct.pack(">QLLL", REP_MAGIC, opt, 1, 0))
             continue
-        if opt != 7:            # NBD_OPT_GO
-            c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt,
-                                  (1 << 31) | 1, 0))
+        if opt == 10 and sr:            # NBD_OPT_SET_META_CONTEXT
+            name = b"base:allocation"
+            if name in data:
+                c.sendall(struct.pack(">QLLL", REP_MAGIC, opt, 4,
+                                      4 + len(name))
+                          + struct.pack(">L", CTX_ID) + name)
+            c.sendall(struct.pack(">QLLL", REP_MAGIC, opt, 1, 0))
             continue
-        info = struct.pack(">HQH", 0, SIZE, 1 | 4)   # HAS_FLAGS, FLUSH
-        c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt, 3, len(info))
-                  + info)
-        c.sendall(struct.pack(">QLLL", 0x3e889045565a9, opt, 1, 0))
-        return
+        if opt != 7:                    # NBD_OPT_GO
+            c.sendall(struct.pack(">QLLL", REP_MAGIC, opt, (1 << 31) | 1, 0))
+            continue
+        if fault in HS_FAULTS:
+            c.sendall(HS_FAULTS[fault](opt))
+            return None
+        c.sendall(ack_go(opt))
+        return sr
 
 
-def serve(c, fault):
+def answer(c, sr, cmd, cookie, offset, length):
+    """The right reply to a request."""
+    if cmd == CMD_READ and sr:
+        c.sendall(chunk(cookie, T_HOLE, struct.pack(">QL", offset, length)))
+    elif cmd == CMD_READ:
+        c.sendall(simple(cookie) + b"\0" * length)
+    elif cmd == CMD_BS:
+        c.sendall(chunk(cookie, T_STATUS,
+                        struct.pack(">LLL", CTX_ID, length, 3)))
+    else:
+        c.sendall(simple(cookie))
+
+
+def serve(c, sr, fault):
+    strike_cmd, action = FAULTS[fault]
     while True:
-        _, _, cmd, cookie, offset, length = struct.unpack(">LHHQQL",
-                                                     recv_all(c, 28))
-        if cmd == 2:            # NBD_CMD_DISC
+        _, _, cmd, cookie, offset, length = struct.unpack(
+            ">LHHQQL", recv_all(c, 28))
+        if cmd == CMD_DISC:
             return
-        if cmd == 1:            # NBD_CMD_WRITE
+        if cmd == CMD_WRITE:
             recv_all(c, length)
-        if cmd != 0:
-            c.sendall(struct.pack(">LLQ", 0x67446698, 0, cookie))
+        if cmd != strike_cmd:
+            answer(c, sr, cmd, cookie, offset, length)
             continue
-        if fault == "short":
-            half = length // 2
-            c.sendall(struct.pack(">LHHQLQ", 0x668e33ef, 0, 1, cookie,
-                                  8 + half, offset) + b"\1" * half)
-            c.sendall(struct.pack(">LHHQL", 0x668e33ef, 1, 0, cookie, 0))
-        if fault == "close":
+        if action is None:
             c.shutdown(socket.SHUT_RDWR)
-        elif fault == "magic":
-            c.sendall(struct.pack(">LLQ", 0x12345678, 0, cookie))
-        elif fault == "cookie":
-            c.sendall(struct.pack(">LLQ", 0x67446698, 0, cookie + 1000))
-        elif fault == "structured":
-            c.sendall(struct.pack(">LHHQL", 0x668e33ef, 1, 0, cookie, 0))
-        try:
-            while c.recv(4096):
-                pass
-        except OSError:
-            pass
+        else:
+            c.sendall(action(cookie, offset, length))
         return
 
 
 def main():
+    if sys.argv[1] == "--list":
+        names = {CMD_READ: "read", CMD_BS: "block-status", CMD_FLUSH: "flush"}
+        for name, (cmd, _) in FAULTS.items():
+            print(name, names[cmd])
+        for name in HS_FAULTS:
+            print(name, "handshake")
+        return
     path, fault = sys.argv[1], sys.argv[2]
+    if fault not in FAULTS and fault not in HS_FAULTS:
+        sys.exit("unknown fault " + fault)
     s = socket.socket(socket.AF_UNIX)
     s.bind(path)
     s.listen(1)
     c, _ = s.accept()
     try:
-        handshake(c, fault)
-        serve(c, fault)
+        sr = handshake(c, fault)
+        if sr is not None:
+            serve(c, sr, fault)
+        while c.recv(4096):
+            pass
     except (EOFError, OSError):
         pass
 

@@ -191,8 +191,8 @@ def unknown_option():
     send_opt(s, 0x7777, b'junk')
     opt, rtype, _ = read_rep(s)
     assert (opt, rtype) == (0x7777, REP_ERR_UNSUP), 'got %x' % rtype
-    send_opt(s, 5)                                      # STARTTLS
-    assert read_rep(s)[1] == REP_ERR_UNSUP
+    send_opt(s, 5)                      # STARTTLS, without TLS configured
+    assert read_rep(s)[1] == (1 << 31) | 2              # REP_ERR_POLICY
     go(s, greeted=True)                                 # still usable
     request(s, CMD_DISC, 0, 0)
 

@@ -24,3 +24,5 @@ echo "== the exports end to end: fio (nbd engine) against qblock and QEMU server
 bash "$here/bench-export.sh" "$build"
 echo "== tail latency of a reader while another client writes (in-place writes on/off, QEMU) =="
 bash "$here/bench-tail-latency.sh" "$build"
+echo "== the NBD client: convert to and from an export, bench over NBD, qemu-img vs qblock-img =="
+bash "$here/bench-nbd-client.sh" "$build"

@@ -1,0 +1,364 @@
+/*
+ * The NBD client's connection: its states, what a lost connection does to
+ * the requests, and reconnection (reconnect-delay, open-timeout), with
+ * QEMU's semantics.
+ *
+ *            loss, delay > 0                     delay over
+ *  CONNECTED ----------------> CONNECTING_WAIT -----------> CONNECTING_NOWAIT
+ *     ^  |                          |                              |
+ *     |  |    reconnected           |                              |
+ *     |  +-- <--------------------- +                              |
+ *     |  | loss, delay = 0                 a request reconnects    |
+ *     |  +----------------------> CONNECTING_NOWAIT ---------------+
+ *     +------------------------------------------------------------+
+ *  any state --- a fault of the server, or close ---> QUIT (final)
+ *
+ * Transitions: nbd_client_lost() (loss), nbd_co_reconnect() (reconnected),
+ * nbd_delay_expired() (delay over), nbd_client_kill() (QUIT).
+ *
+ *  - CONNECTING_WAIT: the requests that were in flight, and new ones,
+ *    wait; the connection coroutine (nbd_conn_entry) tries to reconnect,
+ *    pausing between attempts, and once it has, they are sent again.
+ *  - CONNECTING_NOWAIT: waiting requests fail with EIO; a new request
+ *    makes one attempt to reconnect itself (QEMU's client keeps trying in
+ *    a thread meanwhile; one attempt per request finds the server just as
+ *    soon as it is back, without a thread left behind at close).
+ *
+ * Invariant 5 (with those of nbd.c): an attempt to reconnect runs in a
+ * worker thread (a connect and a handshake block), only one at a time
+ * (s->connecting), and only when no coroutine uses the old socket: the
+ * receive loop has ended and the send mutex is held while it is closed.
+ */
+#include "block/nbd-client-int.h"
+#include "util/co-socket-tls.h"
+#include "util/thread-pool.h"
+
+/*
+ * Pauses between attempts to reconnect: short first (a server that
+ * restarts is back in moments), longer while it stays away, so that a
+ * server that is down is not hammered.
+ */
+#define NBD_RECONNECT_FIRST_PAUSE_NS    (100 * SCALE_MS)
+#define NBD_RECONNECT_MAX_PAUSE_NS      (1000 * SCALE_MS)
+#define NBD_NS_PER_SEC                  INT64_C(1000000000)
+/* The pause between connection attempts within open-timeout. */
+#define NBD_OPEN_RETRY_US               (100 * 1000)
+
+int nbd_client_connect(BDRVNBDState *s, int *fd_out, QCryptoTLSSession **sess,
+                       NBDExportInfo *info, Error **errp)
+{
+    int fd, ret, fl;
+
+    fd = socket_connect(s->addr, errp);
+    if (fd < 0) {
+        return fd;
+    }
+    ret = nbd_client_handshake(fd, s->export_name, s->context, &s->tls,
+                               sess, info, errp);
+    if (ret < 0) {
+        close(fd);
+        return ret;
+    }
+    fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        ret = -errno;
+        error_setg_errno(errp, errno, "Failed to make the NBD socket "
+                         "non-blocking");
+        qcrypto_tls_session_free(*sess);
+        *sess = NULL;
+        close(fd);
+        return ret;
+    }
+    *fd_out = fd;
+    return 0;
+}
+
+int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
+                             int *fd, QCryptoTLSSession **sess,
+                             Error **errp)
+{
+    int64_t deadline = g_get_monotonic_time() +
+                       (int64_t)open_timeout * G_USEC_PER_SEC;
+
+    for (;;) {
+        Error *local_err = NULL;
+        int64_t left;
+        int ret = nbd_client_connect(s, fd, sess, &s->info, &local_err);
+
+        left = deadline - g_get_monotonic_time();
+        if (ret == 0 || left <= 0) {
+            error_propagate(errp, local_err);
+            return ret;
+        }
+        error_free(local_err);
+        g_usleep(MIN(left, NBD_OPEN_RETRY_US));
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Losing the connection */
+
+static void nbd_wake_conn_co(BDRVNBDState *s)
+{
+    if (s->conn_sleeping) {
+        s->conn_sleeping = false;
+        timer_del(s->retry_timer);
+        aio_co_wake(s->conn_co);
+    }
+}
+
+/* Completes every request in flight with EIO; @lost lets it retry. */
+static void nbd_fail_requests(BDRVNBDState *s, bool lost)
+{
+    for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
+        NBDClientRequest *req = &s->reqs[i];
+
+        if (req->in_use && !req->done) {
+            req->ret = -EIO;
+            req->lost = lost;
+            nbd_client_complete(req);
+        }
+    }
+    qemu_co_queue_restart_all(&s->free_slots);
+}
+
+void nbd_client_kill(BlockDriverState *bs, const char *reason)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    if (s->state == NBD_CLIENT_QUIT) {
+        return;
+    }
+    if (s->state == NBD_CLIENT_CONNECTED) {
+        co_socket_shutdown(&s->sock);
+    }
+    s->state = NBD_CLIENT_QUIT;
+    if (reason) {
+        error_report("NBD server %s: %s", bs->filename, reason);
+    }
+    nbd_fail_requests(s, false);
+    timer_del(s->delay_timer);
+    qemu_co_queue_restart_all(&s->reconnect_waiters);
+    nbd_wake_conn_co(s);
+}
+
+/*
+ * A lost connection is not reported: the requests' EIO says it, as in
+ * QEMU, whose output scripts (iotest 083) compare.
+ */
+void nbd_client_lost(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    if (s->state != NBD_CLIENT_CONNECTED) {
+        return;
+    }
+    co_socket_shutdown(&s->sock);
+    if (!s->reconnect_delay) {
+        s->state = NBD_CLIENT_CONNECTING_NOWAIT;
+        nbd_fail_requests(s, false);
+        return;
+    }
+    s->state = NBD_CLIENT_CONNECTING_WAIT;
+    nbd_fail_requests(s, true);
+    timer_mod(s->delay_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+              s->reconnect_delay * NBD_NS_PER_SEC);
+}
+
+/* reconnect-delay is over: what waits fails, what comes tries once. */
+static void nbd_delay_expired(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVNBDState *s = bs->opaque;
+
+    if (s->state != NBD_CLIENT_CONNECTING_WAIT) {
+        return;
+    }
+    s->state = NBD_CLIENT_CONNECTING_NOWAIT;
+    qemu_co_queue_restart_all(&s->reconnect_waiters);
+    nbd_wake_conn_co(s);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Reconnecting */
+
+typedef struct NBDConnectJob {
+    BDRVNBDState *s;            /* only its immutable fields are read */
+    int fd;
+    QCryptoTLSSession *sess;
+    NBDExportInfo info;
+    Error *err;
+} NBDConnectJob;
+
+static int nbd_connect_worker(void *opaque)
+{
+    NBDConnectJob *job = opaque;
+
+    return nbd_client_connect(job->s, &job->fd, &job->sess, &job->info,
+                              &job->err);
+}
+
+/*
+ * The node's size and what it was opened for were promised to its users:
+ * a server that comes back with another export is no reconnection.
+ */
+static int nbd_reconnect_check(BDRVNBDState *s, const NBDExportInfo *info,
+                               Error **errp)
+{
+    if (info->size != s->info.size) {
+        error_setg(errp, "the export's size changed from %" PRIu64 " to %"
+                   PRIu64 " bytes", s->info.size, info->size);
+        return -EINVAL;
+    }
+    if (s->info.flags & ~info->flags & ~NBD_FLAG_ROTATIONAL) {
+        error_setg(errp, "the export's flags changed from 0x%x to 0x%x "
+                   "(a feature in use went away)", s->info.flags,
+                   info->flags);
+        return -EINVAL;
+    }
+    if (s->writable && (info->flags & NBD_FLAG_READ_ONLY)) {
+        error_setg(errp, "the export became read-only");
+        return -EACCES;
+    }
+    return 0;
+}
+
+/* One attempt to reconnect (invariant 5).  Returns 0 when CONNECTED. */
+static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+    NBDConnectJob job = { .s = s, .fd = -1 };
+    int ret;
+
+    assert(!s->connecting && s->state != NBD_CLIENT_CONNECTED);
+    s->connecting = true;
+    qemu_co_mutex_lock(&s->send_mutex);
+    co_socket_close(&s->sock);
+    g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
+    qemu_co_mutex_unlock(&s->send_mutex);
+    ret = thread_pool_submit_co(aio_get_thread_pool(ctx), nbd_connect_worker,
+                                &job);
+    if (ret == 0) {
+        ret = nbd_reconnect_check(s, &job.info, &job.err);
+    }
+    if (ret == 0 && s->state == NBD_CLIENT_QUIT) {
+        ret = -ESHUTDOWN;       /* closed meanwhile */
+    }
+    s->connecting = false;
+    if (ret < 0) {
+        qcrypto_tls_session_free(job.sess);
+        if (job.fd >= 0) {
+            close(job.fd);
+        }
+        error_free(job.err);
+        qemu_co_queue_restart_all(&s->reconnect_waiters);
+        return ret;
+    }
+    s->info = job.info;
+    co_socket_init(&s->sock, job.fd, ctx);
+    s->tls_sess = job.sess;
+    if (s->tls_sess) {
+        co_socket_set_tls(&s->sock, s->tls_sess);
+    }
+    s->state = NBD_CLIENT_CONNECTED;
+    timer_del(s->delay_timer);
+    qemu_co_queue_restart_all(&s->reconnect_waiters);
+    return 0;
+}
+
+static void nbd_retry_timer_cb(void *opaque)
+{
+    nbd_wake_conn_co(opaque);
+}
+
+/* Waits @ns, or until the state changes (delay over, close). */
+static void coroutine_fn nbd_co_retry_pause(BDRVNBDState *s, int64_t ns)
+{
+    s->conn_sleeping = true;
+    timer_mod(s->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + ns);
+    qemu_coroutine_yield();
+}
+
+void coroutine_fn nbd_conn_entry(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVNBDState *s = bs->opaque;
+
+    for (;;) {
+        int64_t pause = NBD_RECONNECT_FIRST_PAUSE_NS;
+
+        nbd_recv_loop(bs);
+        while (s->state == NBD_CLIENT_CONNECTING_WAIT &&
+               nbd_co_reconnect(bs) < 0 &&
+               s->state == NBD_CLIENT_CONNECTING_WAIT) {
+            nbd_co_retry_pause(s, pause);
+            pause = MIN(pause * 2, NBD_RECONNECT_MAX_PAUSE_NS);
+        }
+        if (s->state != NBD_CLIENT_CONNECTED) {
+            break;
+        }
+    }
+    s->conn_co = NULL;
+    qemu_co_queue_restart_all(&s->reconnect_waiters);
+}
+
+int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    bool tried = false;
+
+    for (;;) {
+        switch (s->state) {
+        case NBD_CLIENT_CONNECTED:
+            return 0;
+        case NBD_CLIENT_QUIT:
+            return -EIO;
+        case NBD_CLIENT_CONNECTING_WAIT:
+            /* a request that waited out the delay fails (QEMU) */
+            tried = true;
+            qemu_co_queue_wait(&s->reconnect_waiters, NULL);
+            continue;
+        case NBD_CLIENT_CONNECTING_NOWAIT:
+            break;
+        }
+        if (tried) {
+            return -EIO;
+        }
+        tried = true;
+        if (s->conn_co || s->connecting) {
+            /* someone else's attempt (or the old receive loop's end) */
+            qemu_co_queue_wait(&s->reconnect_waiters, NULL);
+            continue;
+        }
+        if (nbd_co_reconnect(bs) == 0) {
+            s->conn_co = qemu_coroutine_create(nbd_conn_entry, bs);
+            aio_co_enter(bdrv_get_aio_context(bs), s->conn_co);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Setup */
+
+void nbd_client_reconnect_init(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+
+    s->state = NBD_CLIENT_CONNECTED;
+    qemu_co_queue_init(&s->reconnect_waiters);
+    s->delay_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                   nbd_delay_expired, bs);
+    s->retry_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                   nbd_retry_timer_cb, s);
+}
+
+void nbd_client_reconnect_cleanup(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    assert(!s->conn_co && !s->connecting);
+    timer_free(s->delay_timer);
+    timer_free(s->retry_timer);
+}

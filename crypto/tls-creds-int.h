@@ -1,0 +1,31 @@
+/*
+ * What crypto/tls-creds.c and crypto/tls-session.c share: the loaded
+ * credentials, immutable once created.
+ */
+#ifndef QBLOCK_CRYPTO_TLS_CREDS_INT_H
+#define QBLOCK_CRYPTO_TLS_CREDS_INT_H
+
+#include <gnutls/gnutls.h>
+
+#include "crypto/tls-creds.h"
+#include "util/user-object.h"
+
+typedef enum QCryptoTLSCredsKind {
+    QCRYPTO_TLS_CREDS_X509,
+    QCRYPTO_TLS_CREDS_PSK,
+} QCryptoTLSCredsKind;
+
+struct QCryptoTLSCreds {
+    QCryptoTLSCredsKind kind;
+    QCryptoTLSCredsEndpoint endpoint;
+    bool verify_peer;
+    char *id;
+    char *priority;             /* GnuTLS priority string, or NULL */
+    char *username;             /* PSK client: whose key */
+    UserObject *obj;            /* set while a user holds a reference */
+    gnutls_certificate_credentials_t x509;
+    gnutls_psk_server_credentials_t psk_server;
+    gnutls_psk_client_credentials_t psk_client;
+};
+
+#endif

@@ -1,0 +1,320 @@
+/*
+ * The tls-creds-x509 and tls-creds-psk object types (see
+ * include/crypto/tls-creds.h): GnuTLS credentials loaded once, when the
+ * object is created, so that a missing or unreadable file is an error of
+ * --object / object-add that names the file, not of a later connection.
+ */
+#include "util/osdep.h"
+
+#include <gnutls/x509.h>
+
+#include "tls-creds-int.h"
+#include "util/json.h"
+
+#define TLS_CREDS_X509_TYPE "tls-creds-x509"
+#define TLS_CREDS_PSK_TYPE  "tls-creds-psk"
+
+/* QEMU's file names in the credentials directory. */
+#define TLS_CA_CERT         "ca-cert.pem"
+#define TLS_CA_CRL          "ca-crl.pem"
+#define TLS_SERVER_CERT     "server-cert.pem"
+#define TLS_SERVER_KEY      "server-key.pem"
+#define TLS_CLIENT_CERT     "client-cert.pem"
+#define TLS_CLIENT_KEY      "client-key.pem"
+#define TLS_PSK_FILE        "keys.psk"
+/* QEMU's default PSK user name */
+#define TLS_PSK_DEFAULT_USERNAME "qemu"
+
+/*
+ * The path of @name in @dir, or NULL if it cannot be read: an error
+ * (QEMU's words) when @required, silently otherwise.
+ */
+static char *tls_creds_path(const char *dir, const char *name,
+                            bool required, Error **errp)
+{
+    char *path = g_build_filename(dir, name, NULL);
+
+    if (access(path, R_OK) < 0) {
+        if (required || errno != ENOENT) {
+            error_setg_errno(errp, errno, "Unable to access credentials %s",
+                             path);
+        }
+        g_free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static int tls_creds_load_key_pair(QCryptoTLSCreds *creds, const char *dir,
+                                   const char *cert_name,
+                                   const char *key_name, bool required,
+                                   Error **errp)
+{
+    Error *local_err = NULL;
+    g_autofree char *cert = tls_creds_path(dir, cert_name, required,
+                                           &local_err);
+    g_autofree char *key = cert ? tls_creds_path(dir, key_name, true,
+                                                 &local_err) : NULL;
+    int ret;
+
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (!cert) {
+        return 0;       /* an optional client certificate */
+    }
+    ret = gnutls_certificate_set_x509_key_file(creds->x509, cert, key,
+                                               GNUTLS_X509_FMT_PEM);
+    if (ret < 0) {
+        error_setg(errp, "Cannot load certificate '%s' & key '%s': %s",
+                   cert, key, gnutls_strerror(ret));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
+                               Error **errp)
+{
+    bool server = creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_SERVER;
+    g_autofree char *ca = NULL;
+    g_autofree char *crl = NULL;
+    Error *local_err = NULL;
+    int ret;
+
+    ret = gnutls_certificate_allocate_credentials(&creds->x509);
+    if (ret < 0) {
+        error_setg(errp, "Cannot allocate credentials: %s",
+                   gnutls_strerror(ret));
+        return -ENOMEM;
+    }
+    /* a client checks the server, a server only the clients it verifies */
+    ca = tls_creds_path(dir, TLS_CA_CERT, !server || creds->verify_peer,
+                        &local_err);
+    if (!local_err) {
+        crl = tls_creds_path(dir, TLS_CA_CRL, false, &local_err);
+    }
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (ca) {
+        ret = gnutls_certificate_set_x509_trust_file(creds->x509, ca,
+                                                     GNUTLS_X509_FMT_PEM);
+        if (ret < 0) {
+            error_setg(errp, "Cannot load CA certificate '%s': %s", ca,
+                       gnutls_strerror(ret));
+            return -EINVAL;
+        }
+    }
+    if (crl) {
+        ret = gnutls_certificate_set_x509_crl_file(creds->x509, crl,
+                                                   GNUTLS_X509_FMT_PEM);
+        if (ret < 0) {
+            error_setg(errp, "Cannot load CRL '%s': %s", crl,
+                       gnutls_strerror(ret));
+            return -EINVAL;
+        }
+    }
+    if (server) {
+        return tls_creds_load_key_pair(creds, dir, TLS_SERVER_CERT,
+                                       TLS_SERVER_KEY, true, errp);
+    }
+    return tls_creds_load_key_pair(creds, dir, TLS_CLIENT_CERT,
+                                   TLS_CLIENT_KEY, false, errp);
+}
+
+/* The client's key: the line "USERNAME:HEXKEY" of keys.psk. */
+static int tls_creds_load_psk_client(QCryptoTLSCreds *creds,
+                                     const char *path, Error **errp)
+{
+    g_autofree char *content = NULL;
+    g_auto(GStrv) lines = NULL;
+    GError *gerr = NULL;
+    size_t ulen = strlen(creds->username);
+    int ret = -ENOENT;
+
+    if (!g_file_get_contents(path, &content, NULL, &gerr)) {
+        error_setg(errp, "Cannot read PSK file %s: %s", path, gerr->message);
+        g_error_free(gerr);
+        return -EINVAL;
+    }
+    lines = g_strsplit(content, "\n", -1);
+    for (char **l = lines; *l && ret == -ENOENT; l++) {
+        gnutls_datum_t key;
+
+        if (strncmp(*l, creds->username, ulen) || (*l)[ulen] != ':') {
+            continue;
+        }
+        key.data = (unsigned char *)*l + ulen + 1;
+        key.size = strlen((char *)key.data);
+        ret = gnutls_psk_set_client_credentials(creds->psk_client,
+                                                creds->username, &key,
+                                                GNUTLS_PSK_KEY_HEX);
+        if (ret < 0) {
+            error_setg(errp, "Cannot set PSK client credentials: %s",
+                       gnutls_strerror(ret));
+            ret = -EINVAL;
+        }
+    }
+    explicit_bzero(content, strlen(content));
+    if (ret == -ENOENT) {
+        error_setg(errp, "Username %s not found in PSK file %s",
+                   creds->username, path);
+        return -EINVAL;
+    }
+    return ret;
+}
+
+static int tls_creds_load_psk(QCryptoTLSCreds *creds, const char *dir,
+                              Error **errp)
+{
+    g_autofree char *path = tls_creds_path(dir, TLS_PSK_FILE, true, errp);
+    int ret;
+
+    if (!path) {
+        return -EINVAL;
+    }
+    if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
+        ret = gnutls_psk_allocate_client_credentials(&creds->psk_client);
+        if (ret < 0) {
+            error_setg(errp, "Cannot allocate credentials: %s",
+                       gnutls_strerror(ret));
+            return -ENOMEM;
+        }
+        return tls_creds_load_psk_client(creds, path, errp);
+    }
+    ret = gnutls_psk_allocate_server_credentials(&creds->psk_server);
+    if (ret == 0) {
+        ret = gnutls_psk_set_server_credentials_file(creds->psk_server,
+                                                     path);
+    }
+    if (ret < 0) {
+        error_setg(errp, "Cannot set PSK server credentials from %s: %s",
+                   path, gnutls_strerror(ret));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void tls_creds_destroy(void *state)
+{
+    QCryptoTLSCreds *creds = state;
+
+    if (creds->x509) {
+        gnutls_certificate_free_credentials(creds->x509);
+    }
+    if (creds->psk_server) {
+        gnutls_psk_free_server_credentials(creds->psk_server);
+    }
+    if (creds->psk_client) {
+        gnutls_psk_free_client_credentials(creds->psk_client);
+    }
+    g_free(creds->id);
+    g_free(creds->priority);
+    g_free(creds->username);
+    g_free(creds);
+}
+
+static void *tls_creds_create(const char *id, JsonObject *props,
+                              QCryptoTLSCredsKind kind, Error **errp)
+{
+    QCryptoTLSCreds *creds = g_new0(QCryptoTLSCreds, 1);
+    const char *endpoint = json_object_get_string_member_with_default(
+        props, "endpoint", "client");
+    const char *dir = json_object_get_string_member_with_default(
+        props, "dir", NULL);
+    int ret;
+
+    creds->kind = kind;
+    creds->id = g_strdup(id);
+    creds->endpoint = strcmp(endpoint, "server") ?
+                      QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT :
+                      QCRYPTO_TLS_CREDS_ENDPOINT_SERVER;
+    creds->verify_peer = json_object_get_boolean_member_with_default(
+        props, "verify-peer", true);
+    creds->priority = g_strdup(json_object_get_string_member_with_default(
+        props, "priority", NULL));
+    creds->username = g_strdup(json_object_get_string_member_with_default(
+        props, "username", TLS_PSK_DEFAULT_USERNAME));
+    if (!dir) {
+        error_setg(errp, "%s '%s': the credentials directory (dir) is "
+                   "required", kind == QCRYPTO_TLS_CREDS_X509 ?
+                   TLS_CREDS_X509_TYPE : TLS_CREDS_PSK_TYPE, id);
+        tls_creds_destroy(creds);
+        return NULL;
+    }
+    ret = kind == QCRYPTO_TLS_CREDS_X509 ? tls_creds_load_x509(creds, dir,
+                                                               errp)
+                                         : tls_creds_load_psk(creds, dir,
+                                                              errp);
+    if (ret < 0) {
+        tls_creds_destroy(creds);
+        return NULL;
+    }
+    return creds;
+}
+
+static void *tls_creds_x509_create(const char *id, JsonObject *props,
+                                   Error **errp)
+{
+    return tls_creds_create(id, props, QCRYPTO_TLS_CREDS_X509, errp);
+}
+
+static void *tls_creds_psk_create(const char *id, JsonObject *props,
+                                  Error **errp)
+{
+    return tls_creds_create(id, props, QCRYPTO_TLS_CREDS_PSK, errp);
+}
+
+QCryptoTLSCreds *qcrypto_tls_creds_get(const char *id,
+                                       QCryptoTLSCredsEndpoint endpoint,
+                                       Error **errp)
+{
+    UserObject *obj = user_object_find(id, TLS_CREDS_X509_TYPE) ?:
+                      user_object_find(id, TLS_CREDS_PSK_TYPE);
+    QCryptoTLSCreds *creds;
+
+    if (!obj) {
+        error_setg(errp, "No TLS credentials with id '%s'", id);
+        return NULL;
+    }
+    creds = user_object_get_state(obj);
+    if (creds->endpoint != endpoint) {
+        /* QEMU's words */
+        error_setg(errp, "Expected TLS credentials for a %s endpoint",
+                   endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_SERVER ? "server"
+                                                                 : "client");
+        return NULL;
+    }
+    user_object_ref(obj);
+    creds->obj = obj;
+    return creds;
+}
+
+void qcrypto_tls_creds_put(QCryptoTLSCreds *creds)
+{
+    if (creds) {
+        user_object_unref(creds->obj);
+    }
+}
+
+const char *qcrypto_tls_creds_id(const QCryptoTLSCreds *creds)
+{
+    return creds->id;
+}
+
+static const UserObjectType tls_creds_x509_type = {
+    .name = TLS_CREDS_X509_TYPE,
+    .create = tls_creds_x509_create,
+    .destroy = tls_creds_destroy,
+};
+user_object_type_init(tls_creds_x509_type)
+
+static const UserObjectType tls_creds_psk_type = {
+    .name = TLS_CREDS_PSK_TYPE,
+    .create = tls_creds_psk_create,
+    .destroy = tls_creds_destroy,
+};
+user_object_type_init(tls_creds_psk_type)
