@@ -27,7 +27,7 @@ typedef struct ImgConvertArgs {
     bool force_share;
     bool progress;
     bool target_is_zero;
-    ImgSnapshotArg snapshot;    /* -l */
+    ToolSnapshotArg snapshot;    /* -l */
 } ImgConvertArgs;
 
 /* Makes the first source show the snapshot -l names (read-only). */
@@ -40,7 +40,7 @@ static int img_convert_load_snapshot(ImgConvertState *s,
         error_report("No support for concatenating multiple snapshot");
         return -EINVAL;
     }
-    return img_load_snapshot(s->src[0], &a->snapshot);
+    return tool_snapshot_arg_load(s->src[0], &a->snapshot);
 }
 
 /* Builds the creation options of the target; NULL after an error. */
@@ -374,7 +374,9 @@ int img_convert(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (!img_parse_snapshot_arg(&a.snapshot, optarg)) {
+            if (!tool_snapshot_arg_parse(&a.snapshot, optarg)) {
+                error_report("Failed in parsing snapshot param '%s'",
+                             optarg);
                 return 1;
             }
             break;
@@ -493,6 +495,6 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
-    img_snapshot_arg_free(&a.snapshot);
+    tool_snapshot_arg_free(&a.snapshot);
     return ret ? 1 : 0;
 }
