@@ -376,6 +376,32 @@ static int coroutine_fn qcow2_snapshot_table_pwrite(BlockDriverState *bs,
     return ret < 0 ? ret : 0;
 }
 
+/*
+ * Frees the clusters of a table that qcow2_write_snapshots() replaced.
+ * A damaged table may say it is longer than the clusters it was given
+ * (check -r all reads such a table): a cluster without a reference is
+ * not the table's and is left alone, rather than failing the whole free
+ * (which would leak the clusters that were the table's).
+ */
+static void coroutine_fn qcow2_snapshot_free_old_table(BlockDriverState *bs,
+                                                       int64_t offset,
+                                                       int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t end = ROUND_UP(offset + size, (int64_t)s->cluster_size);
+
+    for (offset = QEMU_ALIGN_DOWN(offset, s->cluster_size); offset < end;
+         offset += s->cluster_size) {
+        uint64_t refcount;
+
+        if (qcow2_get_refcount(bs, offset >> s->cluster_bits,
+                               &refcount) == 0 && refcount) {
+            qcow2_free_clusters(bs, offset, s->cluster_size,
+                                QCOW2_DISCARD_SNAPSHOT);
+        }
+    }
+}
+
 int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -427,8 +453,7 @@ int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
         goto fail;
     }
     if (old_size) {
-        qcow2_free_clusters(bs, old_offset, old_size,
-                            QCOW2_DISCARD_SNAPSHOT);
+        qcow2_snapshot_free_old_table(bs, old_offset, old_size);
     }
     /* qcow2.h inv. 7; a failure only leaves the old tables indexed */
     qcow2_overlap_snapshots_changed(bs);
