@@ -636,6 +636,19 @@ static int coroutine_fn qcow2_amend_locked(BlockDriverState *bs,
     int ret;
 
     if (r->version > s->qcow_version) {
+        /*
+         * v3 wants every snapshot table entry to carry its extra data
+         * (VM state size, disk size, icount): v2 writers may have left
+         * it out.  The rewritten table, still valid for v2, comes first.
+         */
+        if (s->nb_snapshots) {
+            ret = qcow2_write_snapshots(bs);
+            if (ret < 0) {
+                error_setg_errno(c->errp, -ret, "Failed to update the "
+                                 "snapshot table");
+                return ret;
+            }
+        }
         s->qcow_version = r->version;
         ret = qcow2_update_header(bs);
         if (ret < 0) {

@@ -62,11 +62,35 @@ typedef struct QEMU_PACKED QCowSnapshotExtraData {
 } QCowSnapshotExtraData;
 _Static_assert(sizeof(QCowSnapshotExtraData) == 24, "snapshot extra data");
 
-/* An entry whose extra data was cut to QCOW_MAX_SNAPSHOT_EXTRA_DATA. */
-typedef struct Qcow2DroppedExtra {
+/*
+ * A flaw of a snapshot table entry that the table in memory already
+ * repairs, and check -r all by rewriting the table: extra data cut to
+ * QCOW_MAX_SNAPSHOT_EXTRA_DATA, or (v3) extra data too short to hold the
+ * VM state and disk sizes, which v3 requires.
+ */
+typedef enum Qcow2SnapshotFlawKind {
+    QCOW2_SNAPSHOT_EXTRA_DROPPED,
+    QCOW2_SNAPSHOT_INCOMPLETE,
+} Qcow2SnapshotFlawKind;
+
+typedef struct Qcow2SnapshotFlaw {
+    Qcow2SnapshotFlawKind kind;
     int index;
-    uint32_t size;
-} Qcow2DroppedExtra;
+    uint32_t size;              /* the extra data size the entry says */
+} Qcow2SnapshotFlaw;
+
+static void qcow2_snapshot_add_flaw(BDRVQcow2State *s,
+                                    Qcow2SnapshotFlawKind kind, int index,
+                                    uint32_t size)
+{
+    Qcow2SnapshotFlaw f = { .kind = kind, .index = index, .size = size };
+
+    if (!s->snapshot_table_flaws) {
+        s->snapshot_table_flaws =
+            g_array_new(false, false, sizeof(Qcow2SnapshotFlaw));
+    }
+    g_array_append_val(s->snapshot_table_flaws, f);
+}
 
 /* ---------------------------------------------------------------------- */
 /* The table */
@@ -81,9 +105,9 @@ void qcow2_free_snapshots(BlockDriverState *bs)
         g_free(s->snapshots[i].unknown_extra_data);
     }
     g_clear_pointer(&s->snapshots, g_free);
-    if (s->snapshot_extra_dropped) {
-        g_array_free(s->snapshot_extra_dropped, true);
-        s->snapshot_extra_dropped = NULL;
+    if (s->snapshot_table_flaws) {
+        g_array_free(s->snapshot_table_flaws, true);
+        s->snapshot_table_flaws = NULL;
     }
 }
 
@@ -148,13 +172,17 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
         return ret;
     }
     qcow2_snapshot_apply_extra(s, sn, &extra, extra_size);
+    if (s->qcow_version >= 3 &&
+        extra_size < offsetof(QCowSnapshotExtraData, icount)) {
+        /* the sizes it lacks have their defaults now; a rewrite adds them */
+        qcow2_snapshot_add_flaw(s, QCOW2_SNAPSHOT_INCOMPLETE, index,
+                                extra_size);
+    }
 
     if (extra_size > sizeof(extra)) {
         uint32_t keep = extra_size;
 
         if (extra_size > QCOW_MAX_SNAPSHOT_EXTRA_DATA) {
-            Qcow2DroppedExtra d = { .index = index, .size = extra_size };
-
             if (!repair) {
                 error_setg(errp, "Too much extra metadata in snapshot table "
                            "entry %i", index);
@@ -162,11 +190,8 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
                                   "metadata with qemu-img check -r all\n");
                 return -EFBIG;
             }
-            if (!s->snapshot_extra_dropped) {
-                s->snapshot_extra_dropped =
-                    g_array_new(false, false, sizeof(Qcow2DroppedExtra));
-            }
-            g_array_append_val(s->snapshot_extra_dropped, d);
+            qcow2_snapshot_add_flaw(s, QCOW2_SNAPSHOT_EXTRA_DROPPED, index,
+                                    extra_size);
             keep = QCOW_MAX_SNAPSHOT_EXTRA_DATA;
         }
         sn->unknown_extra_data_size = keep - sizeof(extra);
@@ -238,28 +263,36 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                                             BdrvCheckMode fix)
 {
     BDRVQcow2State *s = bs->opaque;
-    GArray *dropped = s->snapshot_extra_dropped;
+    GArray *flaws = s->snapshot_table_flaws;
     int ret;
 
-    if (!dropped || !dropped->len) {
+    if (!flaws || !flaws->len) {
         return 0;
     }
-    if (!(fix & BDRV_FIX_ERRORS)) {
-        Qcow2DroppedExtra *d = &g_array_index(dropped, Qcow2DroppedExtra, 0);
+    for (guint i = 0; i < flaws->len; i++) {
+        Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw, i);
 
-        error_report("ERROR failed to read the snapshot table: Too much "
-                     "extra metadata in snapshot table entry %i", d->index);
-        fprintf(stderr, "You can force-remove this extra metadata with "
-                "qemu-img check -r all\n");
-        res->check_errors++;
-        return -EFBIG;
+        if (f->kind == QCOW2_SNAPSHOT_INCOMPLETE) {
+            fprintf(stderr, "%s snapshot table entry %i is incomplete\n",
+                    fix & BDRV_FIX_ERRORS ? "Repairing" : "ERROR", f->index);
+        } else if (!(fix & BDRV_FIX_ERRORS)) {
+            /* only check -r all can open such a table (repair mode) */
+            error_report("ERROR failed to read the snapshot table: Too much "
+                         "extra metadata in snapshot table entry %i",
+                         f->index);
+            fprintf(stderr, "You can force-remove this extra metadata with "
+                    "qemu-img check -r all\n");
+            res->check_errors++;
+            return -EFBIG;
+        } else {
+            fprintf(stderr, "Discarding too much extra metadata in snapshot "
+                    "table entry %i (%" PRIu32 " > %u)\n", f->index, f->size,
+                    QCOW_MAX_SNAPSHOT_EXTRA_DATA);
+        }
     }
-    for (guint i = 0; i < dropped->len; i++) {
-        Qcow2DroppedExtra *d = &g_array_index(dropped, Qcow2DroppedExtra, i);
-
-        fprintf(stderr, "Discarding too much extra metadata in snapshot "
-                "table entry %i (%" PRIu32 " > %u)\n", d->index, d->size,
-                QCOW_MAX_SNAPSHOT_EXTRA_DATA);
+    if (!(fix & BDRV_FIX_ERRORS)) {
+        res->corruptions += flaws->len;
+        return 0;
     }
     ret = qcow2_write_snapshots(bs);
     if (ret < 0) {
@@ -268,8 +301,8 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
         res->check_errors++;
         return ret;
     }
-    res->corruptions_fixed += dropped->len;
-    g_array_set_size(dropped, 0);
+    res->corruptions_fixed += flaws->len;
+    g_array_set_size(flaws, 0);
     return 0;
 }
 
@@ -343,6 +376,32 @@ static int coroutine_fn qcow2_snapshot_table_pwrite(BlockDriverState *bs,
     return ret < 0 ? ret : 0;
 }
 
+/*
+ * Frees the clusters of a table that qcow2_write_snapshots() replaced.
+ * A damaged table may say it is longer than the clusters it was given
+ * (check -r all reads such a table): a cluster without a reference is
+ * not the table's and is left alone, rather than failing the whole free
+ * (which would leak the clusters that were the table's).
+ */
+static void coroutine_fn qcow2_snapshot_free_old_table(BlockDriverState *bs,
+                                                       int64_t offset,
+                                                       int64_t size)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int64_t end = ROUND_UP(offset + size, (int64_t)s->cluster_size);
+
+    for (offset = QEMU_ALIGN_DOWN(offset, s->cluster_size); offset < end;
+         offset += s->cluster_size) {
+        uint64_t refcount;
+
+        if (qcow2_get_refcount(bs, offset >> s->cluster_bits,
+                               &refcount) == 0 && refcount) {
+            qcow2_free_clusters(bs, offset, s->cluster_size,
+                                QCOW2_DISCARD_SNAPSHOT);
+        }
+    }
+}
+
 int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -394,8 +453,7 @@ int coroutine_fn qcow2_write_snapshots(BlockDriverState *bs)
         goto fail;
     }
     if (old_size) {
-        qcow2_free_clusters(bs, old_offset, old_size,
-                            QCOW2_DISCARD_SNAPSHOT);
+        qcow2_snapshot_free_old_table(bs, old_offset, old_size);
     }
     /* qcow2.h inv. 7; a failure only leaves the old tables indexed */
     qcow2_overlap_snapshots_changed(bs);

@@ -687,6 +687,112 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
     return 0;
 }
 
+/* Reserves [offset, offset + bytes) of the data file: allocated zeroes. */
+static int coroutine_fn qcow2_reserve_host_range(BlockDriverState *bs,
+                                                 uint64_t offset,
+                                                 uint64_t bytes,
+                                                 PreallocMode prealloc)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint8_t *zeroes = NULL;
+    uint64_t chunk = MIN(bytes, 1 * MiB);
+    QEMUIOVector qiov;
+    int ret = 0;
+
+    if (prealloc == PREALLOC_MODE_FALLOC) {
+        /* no unmap allowed: the file system allocates (ZERO_RANGE) */
+        return bdrv_co_pwrite_zeroes(s->data_file, offset, bytes, 0);
+    }
+    /* full: zeroes written as data, as a full truncate writes them */
+    zeroes = g_malloc0(chunk);
+    while (bytes > 0 && ret == 0) {
+        uint64_t n = MIN(bytes, chunk);
+
+        qemu_iovec_init_buf(&qiov, zeroes, n);
+        ret = bdrv_co_pwritev(s->data_file, offset, n, &qiov, 0);
+        offset += n;
+        bytes -= n;
+    }
+    return ret;
+}
+
+/*
+ * falloc/full preallocation of guest [offset, offset + bytes), whose
+ * clusters metadata preallocation has just mapped: the data clusters that
+ * lie at or past @old_file_end are new and hold nothing, so they are
+ * reserved in the file (L2 tables written after them left them holes).
+ * Clusters below it were allocated before and keep their data; of the
+ * cluster the old end cuts, only the part past the old end is reserved.
+ */
+static int coroutine_fn qcow2_reserve_clusters(BlockDriverState *bs,
+                                               uint64_t offset,
+                                               uint64_t bytes,
+                                               uint64_t old_file_end,
+                                               PreallocMode prealloc)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t run_start = 0, run_end = 0;
+    int ret;
+
+    if (offset_into_cluster(s, offset)) {
+        unsigned int cur = MIN(bytes, s->cluster_size -
+                                      offset_into_cluster(s, offset));
+        uint64_t host;
+        QCow2ClusterType type;
+
+        ret = qcow2_get_host_offset(bs, offset, &cur, &host, &type);
+        if (ret < 0) {
+            return ret;
+        }
+        /*
+         * The cluster the old end cuts holds data before the old end (its
+         * own, or what was copied from the backing file when it was
+         * just allocated); its part past the old end was no part of the
+         * disk, so only that is reserved, as zeroes (the grown disk must
+         * read zeroes there).
+         */
+        if (type == QCOW2_CLUSTER_NORMAL) {
+            ret = qcow2_reserve_host_range(bs, host, cur, prealloc);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        offset += cur;
+        bytes -= cur;
+    }
+    while (bytes > 0) {
+        unsigned int cur = MIN(bytes, (uint64_t)(INT_MAX & -s->cluster_size));
+        uint64_t host;
+        QCow2ClusterType type;
+
+        ret = qcow2_get_host_offset(bs, offset, &cur, &host, &type);
+        if (ret < 0) {
+            return ret;
+        }
+        if (type == QCOW2_CLUSTER_NORMAL && host >= old_file_end) {
+            if (host != run_end) {
+                if (run_end > run_start) {
+                    ret = qcow2_reserve_host_range(bs, run_start,
+                                                   run_end - run_start,
+                                                   prealloc);
+                    if (ret < 0) {
+                        return ret;
+                    }
+                }
+                run_start = host;
+            }
+            run_end = ROUND_UP(host + cur, (uint64_t)s->cluster_size);
+        }
+        offset += cur;
+        bytes -= MIN(bytes, cur);
+    }
+    if (run_end > run_start) {
+        return qcow2_reserve_host_range(bs, run_start, run_end - run_start,
+                                        prealloc);
+    }
+    return 0;
+}
+
 /*
  * Grows the disk: the L1 table first, then the preallocation asked for;
  * the header's size changes last, so that a failure leaves the old size.
@@ -715,10 +821,26 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
     }
 
     if (prealloc != PREALLOC_MODE_OFF) {
+        int64_t old_file_end = bdrv_getlength(s->data_file->bs);
+
+        if (old_file_end < 0) {
+            error_setg_errno(errp, -old_file_end, "Could not get file size");
+            return old_file_end;
+        }
         ret = qcow2_preallocate_range(bs, old, offset - old, &host_end);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Preallocation failed");
             return ret;
+        }
+        /* falloc and full reserve the new clusters (growing the file) */
+        if (prealloc == PREALLOC_MODE_FALLOC ||
+            prealloc == PREALLOC_MODE_FULL) {
+            ret = qcow2_reserve_clusters(bs, old, offset - old,
+                                         old_file_end, prealloc);
+            if (ret < 0) {
+                error_setg_errno(errp, -ret, "Preallocation failed");
+                return ret;
+            }
         }
         file_len = bdrv_getlength(s->data_file->bs);
         if (file_len < 0) {
@@ -726,7 +848,7 @@ static int coroutine_fn qcow2_grow(BlockDriverState *bs, int64_t offset,
             return file_len;
         }
         /* the clusters exist in the file: metadata preallocation makes
-         * them holes, falloc and full reserve them */
+         * them holes */
         if ((int64_t)host_end > file_len) {
             ret = bdrv_co_truncate(s->data_file, host_end, false,
                                    prealloc == PREALLOC_MODE_METADATA ?

@@ -380,9 +380,10 @@ typedef struct BDRVQcow2State {
     int64_t snapshots_offset;
     int snapshots_size;         /* bytes of the table on disk */
     QCowSnapshot *snapshots;    /* nb_snapshots entries */
-    /* opened for check: entries whose excess extra data was dropped in
-     * memory (index, bytes on disk), for check to report or repair */
-    GArray *snapshot_extra_dropped;     /* Qcow2DroppedExtra */
+    /* entries whose extra data the table in memory repairs (too much of
+     * it, dropped when opened for check; too little for v3), for check
+     * to report or repair */
+    GArray *snapshot_table_flaws;       /* Qcow2SnapshotFlaw */
     bool use_lazy_refcounts;
     bool discard_passthrough_request;
     bool discard_passthrough_snapshot;

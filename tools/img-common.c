@@ -260,65 +260,6 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
     return blk;
 }
 
-/* -l snapshot.id=ID,snapshot.name=NAME */
-static const QemuOptDesc img_snapshot_desc[] = {
-    { .name = "snapshot.id", .type = QEMU_OPT_STRING,
-      .help = "ID of the internal snapshot" },
-    { .name = "snapshot.name", .type = QEMU_OPT_STRING,
-      .help = "name of the internal snapshot" },
-    { NULL }
-};
-
-static const QemuOptsList img_snapshot_opts = {
-    .name = "internal-snapshot",
-    .desc = img_snapshot_desc,
-};
-
-bool img_parse_snapshot_arg(ImgSnapshotArg *sn, const char *arg)
-{
-    Error *err = NULL;
-
-    if (!g_str_has_prefix(arg, "snapshot.")) {
-        sn->id_or_name = arg;
-        return true;
-    }
-    qemu_opts_del(sn->opts);
-    sn->opts = qemu_opts_parse(&img_snapshot_opts, arg, &err);
-    if (!sn->opts) {
-        error_report_err(err);
-        error_report("Failed in parsing snapshot param '%s'", arg);
-        return false;
-    }
-    return true;
-}
-
-int img_load_snapshot(BlockBackend *blk, const ImgSnapshotArg *sn)
-{
-    Error *err = NULL;
-
-    if (sn->opts) {
-        bdrv_snapshot_load_tmp(blk_bs(blk),
-                               qemu_opt_get(sn->opts, "snapshot.id"),
-                               qemu_opt_get(sn->opts, "snapshot.name"),
-                               &err);
-    } else if (sn->id_or_name) {
-        bdrv_snapshot_load_tmp_by_id_or_name(blk_bs(blk), sn->id_or_name,
-                                             &err);
-    }
-    if (err) {
-        error_report("Failed to load snapshot: %s", error_get_pretty(err));
-        error_free(err);
-        return -EINVAL;
-    }
-    return 0;
-}
-
-void img_snapshot_arg_free(ImgSnapshotArg *sn)
-{
-    qemu_opts_del(sn->opts);
-    sn->opts = NULL;
-}
-
 void img_progress_init(ImgProgress *p, bool enabled, double min_skip)
 {
     p->enabled = enabled;

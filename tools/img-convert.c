@@ -30,7 +30,7 @@ typedef struct ImgConvertArgs {
     bool target_is_zero;
     bool bitmaps;               /* --bitmaps */
     bool skip_broken_bitmaps;
-    ImgSnapshotArg snapshot;    /* -l */
+    ToolSnapshotArg snapshot;   /* -l */
 } ImgConvertArgs;
 
 /* Makes the first source show the snapshot -l names (read-only). */
@@ -43,7 +43,7 @@ static int img_convert_load_snapshot(ImgConvertState *s,
         error_report("No support for concatenating multiple snapshot");
         return -EINVAL;
     }
-    return img_load_snapshot(s->src[0], &a->snapshot);
+    return tool_snapshot_arg_load(s->src[0], &a->snapshot);
 }
 
 /* Builds the creation options of the target; NULL after an error. */
@@ -488,7 +488,9 @@ int img_convert(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (!img_parse_snapshot_arg(&a.snapshot, optarg)) {
+            if (!tool_snapshot_arg_parse(&a.snapshot, optarg)) {
+                error_report("Failed in parsing snapshot param '%s'",
+                             optarg);
                 return 1;
             }
             break;
@@ -618,6 +620,6 @@ int img_convert(int argc, char **argv)
     g_free(s.src_sectors);
     g_free(s.src_bytes);
     g_free(s.src_alignment);
-    img_snapshot_arg_free(&a.snapshot);
+    tool_snapshot_arg_free(&a.snapshot);
     return ret ? 1 : 0;
 }

@@ -36,11 +36,11 @@ static void img_measure_print(const BlockMeasureInfo *info, bool json)
 /* Opens the source and shows the snapshot -l names, if any. */
 static BlockBackend *img_measure_open(const char *filename,
                                       const ImgOpenOptions *o,
-                                      const ImgSnapshotArg *sn)
+                                      const ToolSnapshotArg *sn)
 {
     BlockBackend *blk = img_open(filename, o);
 
-    if (blk && img_load_snapshot(blk, sn) < 0) {
+    if (blk && tool_snapshot_arg_load(blk, sn) < 0) {
         blk_unref(blk);
         return NULL;
     }
@@ -86,7 +86,7 @@ int img_measure(int argc, char **argv)
     const char *out_fmt = "raw";
     const char *filename = NULL;
     g_autofree char *options = NULL;
-    ImgSnapshotArg sn = { 0 };
+    ToolSnapshotArg sn = { 0 };
     QemuOpts *opts = NULL;
     QemuOptsList *list = NULL;
     BlockBackend *blk = NULL;
@@ -110,7 +110,9 @@ int img_measure(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'l':
-            if (!img_parse_snapshot_arg(&sn, optarg)) {
+            if (!tool_snapshot_arg_parse(&sn, optarg)) {
+                error_report("Failed in parsing snapshot param '%s'",
+                             optarg);
                 goto out;
             }
             break;
@@ -179,7 +181,7 @@ out:
         qemu_opts_del(opts);
     }
     qemu_opts_free(list);
-    img_snapshot_arg_free(&sn);
+    tool_snapshot_arg_free(&sn);
     if (blk) {
         blk_unref(blk);
     }

@@ -19,6 +19,7 @@
 #include "qblock/block-backend.h"
 #include "util/cutils.h"
 #include "util/json.h"
+#include "snapshot-arg.h"
 
 /* Name in the "Try '...'" hint and usage text (qemu-img prints its own). */
 #define IMG_TOOL_NAME "qblock-img"
@@ -145,27 +146,6 @@ enum {
 int img_getopt(int argc, char **argv, const char *shortopts,
                unsigned shared, const struct option *own, ImgCommonOpts *co);
 
-/*
- * The internal snapshot that convert and measure -l name: an ID or a name
- * ("-l foo"), or snapshot.id/snapshot.name options ("-l snapshot.id=1"),
- * which win when both are given.
- */
-typedef struct ImgSnapshotArg {
-    const char *id_or_name;
-    QemuOpts *opts;
-} ImgSnapshotArg;
-
-/*
- * Takes one -l argument into @sn; a later option string replaces an
- * earlier one.  False after printing why the options did not parse.
- */
-bool img_parse_snapshot_arg(ImgSnapshotArg *sn, const char *arg);
-/*
- * Makes @blk (read-only) show the snapshot @sn names, if it names one.
- * Returns 0, or -EINVAL after printing "Failed to load snapshot: ...".
- */
-int img_load_snapshot(BlockBackend *blk, const ImgSnapshotArg *sn);
-void img_snapshot_arg_free(ImgSnapshotArg *sn);
 
 /*
  * Opens @name as qemu-img does; on failure prints "Could not open 'name':

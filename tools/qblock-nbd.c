@@ -25,6 +25,7 @@
 #include "config-host.h"
 #include "crypto/tls-creds.h"
 #include "io-stats.h"
+#include "snapshot-arg.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
 #include "qblock/block-backend.h"
@@ -67,7 +68,7 @@ typedef struct QnbdOptions {
     const char *format;
     bool readonly;
     bool snapshot;
-    const char *load_snapshot;
+    ToolSnapshotArg load_snapshot;  /* -l */
     int flags;                  /* BDRV_O_* from cache, aio, discard */
     bool writethrough;
     const char *detect_zeroes;
@@ -150,7 +151,9 @@ static void qnbd_usage(const char *name)
 "                            temporary file with backing_file=FILE, redirect\n"
 "                            the write to the temporary one\n"
 "  -l, --load-snapshot=SNAPSHOT_PARAM\n"
-"                            load an internal snapshot (not supported yet)\n"
+"                            export the internal snapshot SNAPSHOT_PARAM of\n"
+"                            FILE, read-only; SNAPSHOT_PARAM is an ID or a\n"
+"                            name, or 'snapshot.id=[ID],snapshot.name=[NAME]'\n"
 "  -n, --nocache             disable host cache\n"
 "      --cache=MODE          set cache mode used to access the disk image,\n"
 "                            the valid options are: 'none', 'writeback'\n"
@@ -273,7 +276,14 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             o->snapshot = true;
             break;
         case 'l':
-            o->load_snapshot = optarg;
+            if (!tool_snapshot_arg_parse(&o->load_snapshot, optarg)) {
+                /* qemu-nbd's quotes */
+                error_report("Failed in parsing snapshot param `%s'",
+                             optarg);
+                return -1;
+            }
+            /* a snapshot is served read-only, as qemu-nbd serves it */
+            o->readonly = true;
             o->per_device = true;
             break;
         case 'n':
@@ -539,16 +549,12 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
 }
 
 /*
- * Refusals that need the open image, in qemu-nbd's words where it has
- * them: it has no internal snapshots to load.
+ * What needs the open image: the internal snapshot -l serves in place of
+ * the disk.
  */
 static int qnbd_check_image_features(BlockBackend *blk, QnbdOptions *o)
 {
-    if (o->load_snapshot) {
-        error_report("Failed to load snapshot: Block format '%s' used by "
-                     "device '' does not support temporarily loading "
-                     "internal snapshots",
-                     bdrv_get_format_name(blk_bs(blk)));
+    if (tool_snapshot_arg_load(blk, &o->load_snapshot) < 0) {
         return -1;
     }
     return 0;
