@@ -227,7 +227,10 @@ static uint8_t *qcow2_bitmap_dir_serialise(GPtrArray *list, size_t *size)
         };
 
         memcpy(buf + pos, &e, sizeof(e));
-        memcpy(buf + pos + sizeof(e), bm->extra_data, bm->extra_data_size);
+        if (bm->extra_data_size) {  /* memcpy from NULL is undefined */
+            memcpy(buf + pos + sizeof(e), bm->extra_data,
+                   bm->extra_data_size);
+        }
         memcpy(buf + pos + sizeof(e) + bm->extra_data_size, bm->name,
                name_len);
         pos += qcow2_bitmap_entry_size(bm);

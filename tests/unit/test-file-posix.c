@@ -430,7 +430,7 @@ static void test_in_place_off_by_default(const void *opaque)
     const AioMode *mode = opaque;
     enum { BLOCK = 4096 };
     g_autofree char *path = NULL;
-    QDict *opts = qdict_new();
+    QDict *opts;
     unsigned pending = 1;
     ParallelWrite w;
     BlockBackend *blk;
@@ -441,6 +441,7 @@ static void test_in_place_off_by_default(const void *opaque)
         return;
     }
     path = new_image(mode, 1 * MiB);
+    opts = qdict_new();
     qdict_put_str(opts, "driver", "file");
     qdict_put_str(opts, "aio", mode->aio);
     blk = blk_new_open(path, NULL, opts, BDRV_O_RDWR, &error_abort);
