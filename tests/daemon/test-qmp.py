@@ -18,11 +18,14 @@ from qsd import error_of, generic
 t = qsd.Tests('test-qmp')
 
 EXPECTED_COMMANDS = [
-    'block-export-add', 'block-export-del', 'blockdev-add', 'blockdev-del',
+    'block-export-add', 'block-export-del', 'block_resize', 'blockdev-add',
+    'blockdev-del', 'blockdev-snapshot',
+    'blockdev-snapshot-delete-internal-sync',
+    'blockdev-snapshot-internal-sync', 'blockdev-snapshot-sync',
     'nbd-server-add', 'nbd-server-remove', 'nbd-server-start',
     'nbd-server-stop', 'qmp_capabilities', 'query-block-exports',
     'query-blockstats', 'query-commands', 'query-named-block-nodes',
-    'query-version', 'quit', 'x-blockdev-set-write-cache',
+    'query-version', 'quit', 'transaction', 'x-blockdev-set-write-cache',
 ]
 
 
