@@ -18,11 +18,15 @@ from qsd import error_of, generic
 t = qsd.Tests('test-qmp')
 
 EXPECTED_COMMANDS = [
+    'block-dirty-bitmap-add', 'block-dirty-bitmap-clear',
+    'block-dirty-bitmap-disable', 'block-dirty-bitmap-enable',
+    'block-dirty-bitmap-merge', 'block-dirty-bitmap-remove',
     'block-export-add', 'block-export-del', 'blockdev-add', 'blockdev-del',
     'nbd-server-add', 'nbd-server-remove', 'nbd-server-start',
     'nbd-server-stop', 'qmp_capabilities', 'query-block-exports',
     'query-blockstats', 'query-commands', 'query-named-block-nodes',
     'query-version', 'quit', 'x-blockdev-set-write-cache',
+    'x-debug-block-dirty-bitmap-sha256',
 ]
 
 
