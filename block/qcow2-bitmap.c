@@ -99,10 +99,16 @@ static uint64_t qcow2_bitmap_table_needed(BDRVQcow2State *s, int gran_bits)
     return DIV_ROUND_UP(bits, (uint64_t)s->cluster_size * 8);
 }
 
-/* QEMU's check_dir_entry(): what makes an entry unusable. */
-static const char *qcow2_bitmap_entry_problem(BDRVQcow2State *s,
+/*
+ * QEMU's check_dir_entry(), and what lies past the end of the file: what
+ * makes an entry unusable.
+ */
+static const char *qcow2_bitmap_entry_problem(BlockDriverState *bs,
                                               const Qcow2Bitmap *bm)
 {
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t file_len = MAX(bdrv_getlength(bs->file->bs), 0);
+
     if (bm->type != BT_DIRTY_TRACKING_BITMAP) {
         return "unknown type";
     }
@@ -122,6 +128,9 @@ static const char *qcow2_bitmap_entry_problem(BDRVQcow2State *s,
     }
     if (bm->table_size < qcow2_bitmap_table_needed(s, bm->granularity_bits)) {
         return "table too small for the disk";
+    }
+    if (bm->table_offset + (uint64_t)bm->table_size * 8 > file_len) {
+        return "table past the end of the file";
     }
     return NULL;
 }
@@ -144,6 +153,13 @@ static GPtrArray *qcow2_bitmap_dir_read(BlockDriverState *bs, Error **errp)
     if (size < sizeof(Qcow2BitmapDirEntry) * s->nb_bitmaps) {
         error_setg(errp, "Bitmap directory of %" PRIu64 " bytes cannot hold "
                    "%" PRIu32 " bitmaps", size, s->nb_bitmaps);
+        goto fail;
+    }
+    if (s->bitmap_directory_offset + size >
+        (uint64_t)MAX(bdrv_getlength(bs->file->bs), 0)) {
+        error_setg(errp, "Bitmap directory at offset %#" PRIx64 " (%" PRIu64
+                   " bytes) lies past the end of the file",
+                   s->bitmap_directory_offset, size);
         goto fail;
     }
     dir = g_try_malloc(size);
@@ -243,6 +259,7 @@ static uint64_t *qcow2_bitmap_table_read(BlockDriverState *bs,
                                          const Qcow2Bitmap *bm, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
+    uint64_t file_len = MAX(bdrv_getlength(bs->file->bs), 0);
     g_autofree uint64_t *table = g_try_new(uint64_t, bm->table_size);
     int ret;
 
@@ -261,6 +278,12 @@ static uint64_t *qcow2_bitmap_table_read(BlockDriverState *bs,
     for (uint32_t i = 0; i < bm->table_size; i++) {
         uint64_t e = GUINT64_FROM_BE(table[i]);
 
+        if ((e & BME_TABLE_ENTRY_OFFSET_MASK) + s->cluster_size > file_len) {
+            error_setg(errp, "Bitmap '%s': table entry %" PRIu32 " (%#"
+                       PRIx64 ") points past the end of the file", bm->name,
+                       i, e);
+            return NULL;
+        }
         if ((e & BME_TABLE_ENTRY_RESERVED) ||
             ((e & BME_TABLE_ENTRY_OFFSET_MASK) &&
              ((e & BME_TABLE_ENTRY_OFFSET_MASK) & (s->cluster_size - 1))) ||
@@ -349,7 +372,7 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
     }
     for (guint i = 0; i < list->len; i++) {
         Qcow2Bitmap *bm = list->pdata[i];
-        const char *problem = qcow2_bitmap_entry_problem(s, bm);
+        const char *problem = qcow2_bitmap_entry_problem(bs, bm);
         BdrvDirtyBitmap *bitmap;
 
         if (problem) {
@@ -730,7 +753,7 @@ commit:
     for (guint i = 0; i < old->len; i++) {
         Qcow2Bitmap *bm = old->pdata[i];
 
-        if (bm->table_offset && !qcow2_bitmap_entry_problem(s, bm)) {
+        if (bm->table_offset && !qcow2_bitmap_entry_problem(bs, bm)) {
             qcow2_bitmap_free_clusters(bs, bm);
         }
     }
@@ -782,7 +805,7 @@ static int coroutine_fn qcow2_bitmap_remove_co(BlockDriverState *bs,
     g_ptr_array_find(list, bm, &idx);
     g_ptr_array_steal_index(list, idx);
     ret = qcow2_bitmap_dir_commit(bs, list, r->errp);
-    if (ret == 0 && !qcow2_bitmap_entry_problem(s, bm)) {
+    if (ret == 0 && !qcow2_bitmap_entry_problem(bs, bm)) {
         qcow2_bitmap_free_clusters(bs, bm);
         ret = qcow2_flush_caches(bs);
     }
@@ -896,7 +919,7 @@ int qcow2_bitmaps_for_each_ref(BlockDriverState *bs, BdrvCheckResult *res,
     ret = fn(opaque, s->bitmap_directory_offset, s->bitmap_directory_size);
     for (guint i = 0; ret == 0 && i < list->len; i++) {
         Qcow2Bitmap *bm = list->pdata[i];
-        const char *problem = qcow2_bitmap_entry_problem(s, bm);
+        const char *problem = qcow2_bitmap_entry_problem(bs, bm);
         g_autofree uint64_t *table = NULL;
 
         if (problem) {

@@ -8,6 +8,7 @@ nbdinfo --map, and a persistent bitmap kept in its image across a
 restart of the daemon."""
 import json
 import os
+import time
 import qsd
 from qsd import error_of, generic
 
@@ -20,6 +21,17 @@ def start(daemon_bin, img):
                   '--blockdev', 'driver=qcow2,file=f0,node-name=fmt0'])
     t.daemon_bin = os.path.join(t.build, 'qblock-storage-daemon')
     return d
+
+
+def qmp_of(d):
+    """The daemon's monitor: QEMU's creates its socket file a moment
+    before it listens, so a refused connection is tried again."""
+    for _ in range(200):
+        try:
+            return d.qmp()
+        except ConnectionRefusedError:
+            time.sleep(0.05)
+    return d.qmp()
 
 
 def bitmaps_of(c, node):
@@ -77,7 +89,7 @@ def test_errors(c):
 # The scenario run against qblock's daemon and, for the SHA-256 values,
 # QEMU's: bitmaps, writes through an NBD export, merges.
 def scenario(d, sock):
-    c = d.qmp()
+    c = qmp_of(d)
     c.ok('block-dirty-bitmap-add', {'node': 'fmt0', 'name': 'b0'})
     c.ok('block-dirty-bitmap-add', {'node': 'fmt0', 'name': 'fine',
                                     'granularity': 4096})
@@ -188,7 +200,7 @@ def test_scenario():
             bms, [{'flags': ['auto'], 'name': 'keep',
                    'granularity': 65536}])
     d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
-    c = d.qmp()
+    c = qmp_of(d)
     t.equal('and loaded by the next daemon, with the same bits',
             c.ok('x-debug-block-dirty-bitmap-sha256',
                  {'node': 'fmt0', 'name': 'keep'})['sha256'], sums['keep'])
