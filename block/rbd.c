@@ -19,7 +19,8 @@
  *     node's context, after its coroutine has yielded (the coroutine
  *     yields right after submitting, without returning to the loop, so
  *     the reaper can only see it once it waits).
- *  2. s->done and its lock are the only state librbd's threads touch.
+ *  2. s->done, its lock and the notifier are the only state librbd's
+ *     threads touch, and they touch them only while holding the lock.
  *  3. s->in_flight counts submitted requests not yet reaped; close runs
  *     drained, with it 0, before the notifier and the image go.
  */
@@ -40,8 +41,9 @@ static void qrbd_aio_done(rbd_completion_t c, void *opaque)
     g_mutex_lock(&s->done_lock);
     req->next = s->done;
     s->done = req;
-    g_mutex_unlock(&s->done_lock);
+    /* under the lock: close takes it before the notifier goes (inv. 2) */
     event_notifier_set(&s->notifier);
+    g_mutex_unlock(&s->done_lock);
 }
 
 /* The notifier's handler, in the node's context: wake every request. */
@@ -57,6 +59,7 @@ static void qrbd_aio_reap(void *opaque)
     g_mutex_unlock(&s->done_lock);
     for (RBDAioRequest *req = list; req; req = next) {
         next = req->next;
+        assert(!req->done);     /* invariant 1 */
         rbd_aio_release(req->c);
         req->done = true;
         s->in_flight--;
@@ -443,6 +446,13 @@ static void qrbd_close_node(BlockDriverState *bs)
     BDRVRBDState *s = bs->opaque;
 
     assert(s->in_flight == 0); /* invariant 3: closed drained */
+    /*
+     * Every request was reaped, but the librbd thread that queued the
+     * last one may still be setting the notifier: wait until it let go of
+     * the lock (invariant 2).
+     */
+    g_mutex_lock(&s->done_lock);
+    g_mutex_unlock(&s->done_lock);
     aio_set_fd_handler(s->ctx, event_notifier_get_fd(&s->notifier),
                        NULL, NULL, NULL);
     event_notifier_cleanup(&s->notifier);
