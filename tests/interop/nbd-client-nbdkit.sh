@@ -85,10 +85,13 @@ io=(-f raw -c 'write -P 1 0 64k' -c 'write -z 1M 64k' -c 'discard 1088k 64k'
 
 # --- memory plugin -------------------------------------------------------
 
+# (the two aio_writes complete in the order nbdkit's threads finish them)
+order=sort
 fresh "memory: I/O" "memory size=8M" qemu-io "${io[@]}" @URI@
 after="qemu-img map --output=json -f raw $(uri k)"
 fresh "memory: map after writes" "memory size=8M" qemu-io "${io[@]}" @URI@
 after=true
+order=cat
 fresh "memory: info" "memory size=8M" qemu-img info @URI@
 fresh "memory: read past the end" "memory size=8M" qemu-io -f raw \
     -c 'read 8M 4k' @URI@
@@ -119,7 +122,9 @@ fresh "file: convert -n into the export" "$file" qemu-img convert -n \
 after="cmp $work/exp.raw $work/ref.raw"
 cp --sparse=always src.raw ref.raw
 qemu-io "${io[@]}" ref.raw >/dev/null 2>&1
+order=sort
 fresh "file: I/O, data as on a local copy" "$file" qemu-io "${io[@]}" @URI@
+order=cat
 after=true
 prepare() { :; }
 
