@@ -121,6 +121,16 @@ def fio_finish(what, fio):
             'err=' in out and 'err= 0' in out, out[-3000:])
 
 
+def pivoted(what, c, node):
+    """The job succeeded and the export now serves @node."""
+    e = c.event('BLOCK_JOB_COMPLETED', timeout=5)
+    t.check('%s: BLOCK_JOB_COMPLETED without error' % what,
+            e is not None and 'error' not in e['data'], e)
+    exports = c.ok('query-block-exports')
+    t.equal('%s: the export serves %s' % (what, node),
+            exports and exports[0]['node-name'], node)
+
+
 def load_mirror(mode):
     what = 'mirror %s under fio' % mode
     fresh()
@@ -137,6 +147,7 @@ def load_mirror(mode):
     time.sleep(1)
     c.ok('job-complete', {'id': 'm'})
     t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    pivoted(what, c, 'dst')
     fio_finish(what, fio)
     quit(d, c)
     img_check(what, 'dst.qcow2')
@@ -185,6 +196,7 @@ def load_commit(active):
         c.ok('block-commit', {'job-id': 'c', 'device': 'top',
                               'top-node': 'mid', 'base-node': 'base'})
     t.check('%s: completed' % what, wait_status(c, 'c', 'null'))
+    pivoted(what, c, 'base' if active else 'top')
     fio_finish(what, fio)
     quit(d, c)
     img_check(what, 'base.qcow2')
