@@ -479,8 +479,13 @@ static int mirror_prepare(Job *job)
     Error *err = NULL;
     int ret = 0;
 
-    /* the job's own users must not move with the source's */
+    /*
+     * The job's own users go first: the one on the source must not move
+     * with the source's users, and the one on the target shares no
+     * write, which the moved users (an export) need.
+     */
     g_clear_pointer(&s->source_blk, blk_unref);
+    g_clear_pointer(&s->target_blk, blk_unref);
     if (s->should_complete && s->in_drain) {
         ret = bdrv_flush(s->target);
         if (ret == 0 &&

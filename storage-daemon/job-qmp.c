@@ -471,6 +471,10 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     if (!bs) {
         return;
     }
+    if (!block_job_node_is_root(bs)) {
+        error_setg(errp, "Need a root block node");
+        return;
+    }
     target_bs = job_qmp_lookup_bs(target, target, errp);
     if (!target_bs) {
         return;

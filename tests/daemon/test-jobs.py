@@ -121,6 +121,16 @@ def fio_finish(what, fio):
             'err=' in out and 'err= 0' in out, out[-3000:])
 
 
+def pivoted(what, c, node):
+    """The job succeeded and the export now serves @node."""
+    e = c.event('BLOCK_JOB_COMPLETED', timeout=5)
+    t.check('%s: BLOCK_JOB_COMPLETED without error' % what,
+            e is not None and 'error' not in e['data'], e)
+    exports = c.ok('query-block-exports')
+    t.equal('%s: the export serves %s' % (what, node),
+            exports and exports[0]['node-name'], node)
+
+
 def load_mirror(mode):
     what = 'mirror %s under fio' % mode
     fresh()
@@ -137,6 +147,7 @@ def load_mirror(mode):
     time.sleep(1)
     c.ok('job-complete', {'id': 'm'})
     t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    pivoted(what, c, 'dst')
     fio_finish(what, fio)
     quit(d, c)
     img_check(what, 'dst.qcow2')
@@ -185,6 +196,7 @@ def load_commit(active):
         c.ok('block-commit', {'job-id': 'c', 'device': 'top',
                               'top-node': 'mid', 'base-node': 'base'})
     t.check('%s: completed' % what, wait_status(c, 'c', 'null'))
+    pivoted(what, c, 'base' if active else 'top')
     fio_finish(what, fio)
     quit(d, c)
     img_check(what, 'base.qcow2')
@@ -323,6 +335,40 @@ def interrupt(kind, phase):
     qemu_io_read(what, 'src.qcow2', 0x42, 0, 16 * MIB)
 
 
+def interrupt_chain(job, kind):
+    """Cancel (or quit the daemon) while a stream or commit runs: the
+    chain reads as before."""
+    what = '%s %s while running' % (job, kind)
+    fresh()
+    sh('qemu-img create -q -f qcow2 base.qcow2 8M && '
+       'qemu-io -f qcow2 -c "write -P 0x42 0 8M" base.qcow2 && '
+       'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 mid.qcow2 && '
+       'qemu-io -f qcow2 -c "write -P 0x43 0 4M" mid.qcow2 && '
+       'qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 top.qcow2')
+    d, c = start([qcow2('base'), qcow2('mid', 'base'),
+                  qcow2('top', 'mid')])
+    if job == 'stream':
+        c.ok('block-stream', {'job-id': 'j', 'device': 'top',
+                              'speed': 1 * MIB})
+    else:
+        c.ok('block-commit', {'job-id': 'j', 'device': 'top',
+                              'top-node': 'mid', 'speed': 1 * MIB})
+    time.sleep(0.3)
+    if kind == 'cancel':
+        c.ok('job-cancel', {'id': 'j'})
+        e = job_event(c, 'BLOCK_JOB_CANCELLED')
+        t.check('%s: cancelled' % what, e is not None, e)
+    rc = quit(d, c)
+    t.equal('%s: the daemon exits 0' % what, rc, 0)
+    for img in ('top.qcow2', 'mid.qcow2', 'base.qcow2'):
+        img_check(what, img)
+    rc, out, err = t.run(['qemu-img', 'info', '-U', t.path('top.qcow2')])
+    t.check('%s: the chain is unchanged' % what,
+            'backing file: mid.qcow2' in out, out)
+    qemu_io_read(what, 'top.qcow2', 0x43, 0, 4 * MIB)
+    qemu_io_read(what, 'top.qcow2', 0x42, 4 * MIB, 4 * MIB)
+
+
 def pause_resume_stream():
     what = 'stream paused, resumed, then complete'
     fresh()
@@ -371,6 +417,9 @@ def main():
     for phase in ('running', 'paused', 'ready', 'pending'):
         interrupt('cancel', phase)
         interrupt('shutdown', phase)
+    for job in ('stream', 'commit'):
+        for kind in ('cancel', 'shutdown'):
+            interrupt_chain(job, kind)
     pause_resume_stream()
     t.finish()
 

@@ -430,6 +430,66 @@ MIRROR_ERRORS = {
     ],
 }
 
+# sync=top: the target has the source's backing file already
+MIRROR_TOP = {
+    'filter_progress': True,
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
+               'qemu-io -f qcow2 -c "write -P 0x11 0 2M" base.qcow2 && '
+               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
+               'src.qcow2 && '
+               'qemu-io -f qcow2 -c "write -P 0x22 1M 2M" src.qcow2 && '
+               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
+               'dst.qcow2'),
+        ('start',),
+        node('base', 'base.qcow2'),
+        node('src', 'src.qcow2', 'base'),
+        node('dst', 'dst.qcow2', 'base'),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'top'}),
+        ('wait', 'm1', 'ready'),
+        ('qmp', 'job-complete', {'id': 'm1'}),
+        ('wait', 'm1', 'null'),
+    ],
+    'images': ['dst.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+# sync=none through an export: only what is written during the job
+MIRROR_NONE = {
+    'filter_progress': True,
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 src.qcow2 8M && '
+               'qemu-io -f qcow2 -c "write -P 0x11 0 8M" src.qcow2 && '
+               'qemu-img create -q -f qcow2 -b src.qcow2 -F qcow2 '
+               'dst.qcow2'),
+        ('start',),
+        node('src', 'src.qcow2'),
+        node('dst', 'dst.qcow2', 'src'),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm0', 'device': 'src',
+                                    'target': 'dst', 'sync': 'none'}),
+        ('qmp', 'blockdev-del', {'node-name': 'dst'}),
+        ('qmp', 'blockdev-add', {'driver': 'qcow2', 'node-name': 'dst',
+                                 'backing': None, 'file': {
+                                     'driver': 'file',
+                                     'filename': '$DIR/dst.qcow2'}}),
+        ('qmp', 'nbd-server-start', {'addr': {'type': 'unix', 'data': {
+            'path': '$DIR/nbd.sock'}}}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'e0',
+                                     'node-name': 'src', 'name': 'disk',
+                                     'writable': True}),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'none'}),
+        ('wait', 'm1', 'ready'),
+        ('sh', 'qemu-io -f raw -c "write -P 0x33 1M 64k" '
+               '-c "write -z 3M 64k" "nbd+unix:///disk?socket=nbd.sock"'),
+        ('qmp', 'job-complete', {'id': 'm1'}),
+        ('wait', 'm1', 'null'),
+        ('qmp', 'query-block-exports'),
+    ],
+    'images': ['dst.qcow2', 'src.qcow2'],
+}
+
 COMMIT_ACTIVE = {
     'filter_progress': True,
     'steps': CHAIN + [
@@ -481,6 +541,8 @@ SCENARIOS = {
     'mirror': MIRROR,
     'mirror-soft-cancel': MIRROR_SOFT_CANCEL,
     'mirror-errors': MIRROR_ERRORS,
+    'mirror-top': MIRROR_TOP,
+    'mirror-none': MIRROR_NONE,
     'commit-active': COMMIT_ACTIVE,
     'commit-intermediate': COMMIT_INTERMEDIATE,
     'commit-errors': COMMIT_ERRORS,

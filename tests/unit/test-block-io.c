@@ -384,6 +384,44 @@ static void test_discard(void)
     bdrv_unref(bs);
 }
 
+/* Invariant 6: write hooks see each write after it reached the driver. */
+static void coroutine_fn test_hook_after_write(BdrvWriteHook *hook,
+                                               int64_t offset, int64_t bytes,
+                                               QEMUIOVector *qiov, int ret)
+{
+    test_log_add("hook %" PRId64 " %" PRId64 " %s %d", offset, bytes,
+                 qiov ? "data" : "none", ret);
+}
+
+static void test_write_hooks(void)
+{
+    static BdrvWriteHook hook = { .after_write = test_hook_after_write };
+    uint8_t buf[1000];
+    BlockDriverState *bs;
+    QDict *opts = qdict_new();
+
+    test_mem_cfg_reset(512);
+    test_mem_cfg.has_discard = true;
+    qdict_put_str(opts, "file.discard", "unmap");
+    bs = test_open_fmt_opts(BDRV_O_RDWR, opts);
+    bdrv_add_write_hook(bs->file->bs, &hook);
+    memset(buf, 1, sizeof(buf));
+    /* unaligned: the caller's range, after the read-modify-write */
+    g_assert_cmpint(bdrv_pwrite(file_of(bs), 100, 1000, buf, 0), ==, 0);
+    test_log_assert("read 0 512; read 1024 512; write 0 1536; "
+                    "hook 100 1000 data 0");
+    g_assert_cmpint(bdrv_pwrite_zeroes(file_of(bs), 2048, 512, 0), ==, 0);
+    test_log_assert("write 2048 512; hook 2048 512 none 0");
+    g_assert_cmpint(run_discard(file_of(bs), 4096, 4096), ==, 0);
+    test_log_assert("discard 4096 4096; hook 4096 4096 none 0");
+    /* reads are not shown; a removed hook sees nothing more */
+    g_assert_cmpint(bdrv_pread(file_of(bs), 0, 512, buf, 0), ==, 0);
+    bdrv_remove_write_hook(bs->file->bs, &hook);
+    g_assert_cmpint(bdrv_pwrite(file_of(bs), 0, 512, buf, 0), ==, 0);
+    test_log_assert("read 0 512; write 0 512");
+    bdrv_unref(bs);
+}
+
 /* block_int.h's order: flush_to_os, children, flush_to_disk. */
 static void test_flush_order(void)
 {
@@ -578,6 +616,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block-io/zero-write-unaligned",
                     test_zero_write_unaligned);
     g_test_add_func("/block-io/discard", test_discard);
+    g_test_add_func("/block-io/write-hooks", test_write_hooks);
     g_test_add_func("/block-io/flush-order", test_flush_order);
     g_test_add_func("/block-io/no-flush", test_no_flush);
     g_test_add_func("/block-io/read-past-eof", test_read_past_eof);
