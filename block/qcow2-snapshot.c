@@ -377,11 +377,13 @@ static int coroutine_fn qcow2_snapshot_table_pwrite(BlockDriverState *bs,
 }
 
 /*
- * Frees the clusters of a table that qcow2_write_snapshots() replaced.
- * A damaged table may say it is longer than the clusters it was given
- * (check -r all reads such a table): a cluster without a reference is
- * not the table's and is left alone, rather than failing the whole free
- * (which would leak the clusters that were the table's).
+ * Frees the clusters of a table that qcow2_write_snapshots() replaced, as
+ * qcow2_free_clusters() does (its blkdebug event first, its message on a
+ * failure).  A damaged table may say it is longer than the clusters it was
+ * given (check -r all reads such a table): a cluster without a reference
+ * (-EINVAL: the refcount would go below zero) is not the table's and is
+ * left alone, rather than failing the whole free, which would leak the
+ * clusters that were the table's.
  */
 static void coroutine_fn qcow2_snapshot_free_old_table(BlockDriverState *bs,
                                                        int64_t offset,
@@ -390,14 +392,16 @@ static void coroutine_fn qcow2_snapshot_free_old_table(BlockDriverState *bs,
     BDRVQcow2State *s = bs->opaque;
     int64_t end = ROUND_UP(offset + size, (int64_t)s->cluster_size);
 
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
     for (offset = QEMU_ALIGN_DOWN(offset, s->cluster_size); offset < end;
          offset += s->cluster_size) {
-        uint64_t refcount;
+        int ret = qcow2_update_refcount_range(bs, offset, s->cluster_size, 1,
+                                              true, QCOW2_DISCARD_SNAPSHOT);
 
-        if (qcow2_get_refcount(bs, offset >> s->cluster_bits,
-                               &refcount) == 0 && refcount) {
-            qcow2_free_clusters(bs, offset, s->cluster_size,
-                                QCOW2_DISCARD_SNAPSHOT);
+        if (ret < 0 && ret != -EINVAL && !bs->corrupt) {
+            fprintf(stderr, "qcow2_free_clusters failed: %s\n",
+                    strerror(-ret));
+            return;
         }
     }
 }
