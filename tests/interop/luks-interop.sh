@@ -46,7 +46,7 @@ iopts() { echo "driver=luks,key-secret=sec0,file.filename=$1"; }
 # ("Unable to get accurate CPU usage"): that is its bug, so retry it.
 qemu_create() {
     local out
-    for _ in 1 2 3 4 5; do
+    for _ in $(seq 10); do
         if out=$(qemu-img create -q -f luks $SEC -o "key-secret=sec0,$1" \
                  "$2" 4M 2>&1); then
             return 0

@@ -45,7 +45,7 @@ iopts() { echo "driver=qcow2,encrypt.key-secret=${2:-sec0},file.filename=$1"; }
 # ("Unable to get accurate CPU usage"): its bug, so retry it.
 retry_qemu() {
     local out
-    for _ in 1 2 3 4 5 6; do
+    for _ in $(seq 10); do
         out=$("$@" 2>&1) && { echo "$out"; return 0; }
         grep -q "accurate CPU usage" <<<"$out" || break
     done
