@@ -190,6 +190,13 @@ int coroutine_fn co_socket_wait_readable(CoSocket *s)
     if (s->shut_down) {
         return -ESHUTDOWN;
     }
+    if (s->filter) {
+        /*
+         * A filter (TLS) may hold decrypted bytes that no poll of the fd
+         * would announce: let the next read find out, it waits if need be.
+         */
+        return 0;
+    }
     co_socket_wait(s, &s->read_co, &s->watch_read);
     return 0;
 }
@@ -203,7 +210,7 @@ ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len)
         if (s->shut_down) {
             return -ESHUTDOWN;
         }
-        n = recv(s->fd, buf, len, 0);
+        n = co_socket_recv(s, buf, len);
         if (n > 0) {
             return n;
         } else if (n == 0) {

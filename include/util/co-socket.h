@@ -77,12 +77,13 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len);
 /*
  * Waits until the fd is readable (or shut down: -ESHUTDOWN), for a
  * reader that knows it took everything that had arrived and would only
- * get EAGAIN from another read now.  Returns 0 or -ESHUTDOWN.
+ * get EAGAIN from another read now.  With a filter (TLS, whose buffer
+ * the fd does not show) it returns at once.  Returns 0 or -ESHUTDOWN.
  */
 int coroutine_fn co_socket_wait_readable(CoSocket *s);
 /*
  * Reads what has arrived, at least one byte and at most @len (> 0),
- * waiting if nothing has.  Returns the bytes read, or the errors of
+ * waiting if nothing has; through the filter, if one is set.  Returns the bytes read, or the errors of
  * co_socket_read_all().
  */
 ssize_t coroutine_fn co_socket_read_some(CoSocket *s, void *buf, size_t len);
