@@ -35,12 +35,18 @@
  *     guest request whose clusters are done waits for the frozen reads
  *     that overlap them before it changes the source.  Once the snapshot
  *     is broken, it reads -EACCES.
+ *  6. A cluster that a backup job leaves out (cbw_skip(): sync=top skips
+ *     what the source's backing chain holds, sync=bitmap what the bitmap
+ *     does not mark) counts as done: it is never copied, and
+ *     cbw_next_needed() does not offer it.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
  */
 
 #include "copy-before-write.h"
+
+#include "block-internal.h"
 
 #include "qapi/qapi-opts.h"
 #include "util/cutils.h"
@@ -64,6 +70,7 @@ typedef struct CbwCopy {
     int refcnt;
     bool finished;
     int ret;                    /* once finished */
+    bool read_failed;           /* ret < 0 came from the source */
     CoQueue waiters;
 } CbwCopy;
 
@@ -74,6 +81,13 @@ typedef struct BDRVCopyBeforeWriteState {
     int64_t nb_clusters;        /* of the source at open */
     CbwOnError on_error;
     int64_t timeout_ns;         /* 0: none */
+
+    /* --- set by a backup job before it starts (cbw_set_job_hooks) --- */
+    BdrvRequestFlags write_flags;   /* BDRV_REQ_WRITE_COMPRESSED or 0 */
+    CbwProgressFn *progress;        /* NULL: nobody counts */
+    void *progress_opaque;
+    /* cbw_release_source(): the filter is being taken out */
+    bool releasing;
 
     /* --- invariants 1 and 2 --- */
     guint8 *done;               /* one bit per cluster */
@@ -130,9 +144,13 @@ static CbwCopy *cbw_find_copy(BDRVCopyBeforeWriteState *s, int64_t c)
 
 /* ---- the copy ---- */
 
-/* Copies [offset, +bytes) of the source to the target, zeroes as such. */
+/*
+ * Copies [offset, +bytes) of the source to the target, zeroes as such.
+ * *@read_failed tells a failure of the source from one of the target
+ * (the backup job's on-source-error and on-target-error).
+ */
 static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes)
+                                       int64_t bytes, bool *read_failed)
 {
     BDRVCopyBeforeWriteState *s = bs->opaque;
     int64_t end = offset + bytes;
@@ -144,6 +162,7 @@ static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
                                              NULL, NULL, NULL);
 
         if (ret < 0) {
+            *read_failed = true;
             return ret;
         }
         if (ret & BDRV_BLOCK_ZERO) {
@@ -157,9 +176,12 @@ static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
             }
             qemu_iovec_init_buf(&qiov, buf, n);
             ret = bdrv_co_preadv(bs->file, offset, n, &qiov, 0);
-            if (ret >= 0) {
-                ret = bdrv_co_pwritev(s->target, offset, n, &qiov, 0);
+            if (ret < 0) {
+                *read_failed = true;
+                return ret;
             }
+            ret = bdrv_co_pwritev(s->target, offset, n, &qiov,
+                                  s->write_flags);
         }
         if (ret < 0) {
             return ret;
@@ -243,9 +265,14 @@ static void coroutine_fn cbw_copy_co(void *opaque)
 
     g_free(task);
     bytes = MIN(bytes, bdrv_getlength(bs->file->bs) - offset);
-    copy->ret = bytes > 0 ? cbw_copy_range(bs, offset, bytes) : 0;
+    copy->ret = bytes > 0 ? cbw_copy_range(bs, offset, bytes,
+                                           &copy->read_failed) : 0;
     if (copy->ret == 0) {
         cbw_set_done(s, copy->first, copy->end);     /* invariant 1 */
+        if (s->progress) {
+            s->progress(s->progress_opaque,
+                        (copy->end - copy->first) * s->cluster_size);
+        }
     }
     s->copies = g_list_remove(s->copies, copy);
     copy->finished = true;
@@ -280,23 +307,19 @@ static CbwCopy *cbw_start_copy(BlockDriverState *bs, int64_t c, int64_t end)
     return copy;
 }
 
-/* Invariants 1 to 3: makes sure the old data of a range is in the target. */
-static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
-                                              int64_t offset, int64_t bytes,
-                                              BdrvRequestFlags flags)
+/*
+ * Invariants 1 and 2: copies clusters [c, end) that are not done yet,
+ * or waits for the copies in flight that have them.  0 once all are
+ * done, else the first failure of this caller's own copy (with
+ * *@read_failed) or -ETIMEDOUT when @deadline passed.
+ */
+static int coroutine_fn cbw_copy_clusters(BlockDriverState *bs, int64_t c,
+                                          int64_t end, int64_t deadline,
+                                          bool *read_failed)
 {
     BDRVCopyBeforeWriteState *s = bs->opaque;
-    int64_t deadline = s->timeout_ns ?
-        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->timeout_ns : 0;
-    int64_t c, end;
     int ret = 0;
 
-    if ((flags & BDRV_REQ_WRITE_UNCHANGED) || s->snapshot_error ||
-        bytes <= 0) {
-        return 0;
-    }
-    c = offset / s->cluster_size;
-    end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size), s->nb_clusters);
     while (c < end && !s->snapshot_error) {
         CbwCopy *copy;
         bool own = false;
@@ -313,6 +336,7 @@ static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
             own = true;
         }
         ret = cbw_wait_copy(bs, copy, deadline);
+        *read_failed = copy->read_failed;
         cbw_copy_unref(copy);
         /*
          * Another request's copy that failed is tried again by this one
@@ -324,6 +348,28 @@ static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
         }
         ret = 0;
     }
+    return ret;
+}
+
+/* Invariants 1 to 3: makes sure the old data of a range is in the target. */
+static int coroutine_fn cbw_copy_before_write(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t deadline = s->timeout_ns ?
+        qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + s->timeout_ns : 0;
+    bool read_failed = false;
+    int64_t end;
+    int ret;
+
+    if ((flags & BDRV_REQ_WRITE_UNCHANGED) || s->snapshot_error ||
+        bytes <= 0) {
+        return 0;
+    }
+    end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size), s->nb_clusters);
+    ret = cbw_copy_clusters(bs, offset / s->cluster_size, end, deadline,
+                            &read_failed);
     if (ret < 0 && s->on_error == CBW_BREAK_SNAPSHOT) {
         /* the write goes on; the target no longer holds a snapshot */
         s->snapshot_error = ret;
@@ -404,6 +450,93 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
     }
     /* broken while it read: what it read may be new data */
     return s->snapshot_error ? -EACCES : 0;
+}
+
+/* ---- for the backup job ---- */
+
+int64_t cbw_get_cluster_size(BlockDriverState *bs)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+
+    return s->cluster_size;
+}
+
+void cbw_set_job_hooks(BlockDriverState *bs, BdrvRequestFlags write_flags,
+                       CbwProgressFn *progress, void *opaque)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+
+    s->write_flags = write_flags;
+    s->progress = progress;
+    s->progress_opaque = opaque;
+}
+
+/* Invariant 6: only clusters that lie entirely in the range. */
+void cbw_skip(BlockDriverState *bs, int64_t offset, int64_t bytes)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t first = DIV_ROUND_UP(offset, s->cluster_size);
+    int64_t end = (offset + bytes) / s->cluster_size;
+
+    /* the last cluster may be short: the node's end covers it */
+    if (offset + bytes >= bdrv_getlength(bs->file->bs)) {
+        end = s->nb_clusters;
+    }
+    if (first < end) {
+        cbw_set_done(s, first, MIN(end, s->nb_clusters));
+    }
+}
+
+int64_t cbw_next_needed(BlockDriverState *bs, int64_t offset,
+                        int64_t max_bytes, int64_t *bytes)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t c = offset / s->cluster_size;
+    int64_t e, max_clusters = MAX(max_bytes / s->cluster_size, 1);
+
+    while (c < s->nb_clusters && cbw_done(s, c)) {
+        c++;
+    }
+    if (c >= s->nb_clusters) {
+        return -1;
+    }
+    e = c + 1;
+    while (e < s->nb_clusters && e - c < max_clusters && !cbw_done(s, e)) {
+        e++;
+    }
+    *bytes = (e - c) * s->cluster_size;
+    return c * s->cluster_size;
+}
+
+int64_t cbw_needed_bytes(BlockDriverState *bs)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t n = 0;
+
+    for (int64_t c = 0; c < s->nb_clusters; c++) {
+        n += !cbw_done(s, c);
+    }
+    return n * s->cluster_size;
+}
+
+void cbw_release_source(BlockDriverState *bs)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+
+    s->releasing = true;
+    bdrv_refresh_perms(bs, NULL);
+}
+
+int coroutine_fn cbw_co_copy(BlockDriverState *bs, int64_t offset,
+                             int64_t bytes, bool *read_failed)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
+                      s->nb_clusters);
+
+    *read_failed = false;
+    return cbw_copy_clusters(bs, offset / s->cluster_size, end, 0,
+                             read_failed);
 }
 
 /* ---- open, permissions ---- */
@@ -556,9 +689,17 @@ static void cbw_child_perm(BlockDriverState *bs, BdrvChild *c,
                            uint64_t perm, uint64_t shared,
                            uint64_t *nperm, uint64_t *nshared)
 {
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+
     if (strcmp(c->name, "file")) {
         *nperm = BLK_PERM_WRITE;
         *nshared = BLK_PERM_ALL & ~BLK_PERM_RESIZE;
+        return;
+    }
+    if (s->releasing) {
+        /* its users move to the source: it must not stand in their way */
+        *nperm = 0;
+        *nshared = BLK_PERM_ALL;
         return;
     }
     *nperm = perm;
