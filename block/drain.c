@@ -192,6 +192,7 @@ void bdrv_drain_all_unregister(BdrvDrainAllEntry *entry)
 
 void bdrv_drain_all(void)
 {
+    g_autoptr(GPtrArray) nodes = g_ptr_array_new();
     GList *l;
     BlockDriverState *bs;
 
@@ -201,8 +202,22 @@ void bdrv_drain_all(void)
 
         entry->drain(entry->opaque);
     }
+    /*
+     * One drained section over all nodes, as QEMU's: a job above several
+     * of them pauses once, not once per node (its JOB_STATUS_CHANGE
+     * events are QEMU's).  The references keep a node that a job ending
+     * meanwhile drops until its section is over.
+     */
     for (bs = bdrv_next_node(NULL); bs; bs = bdrv_next_node(bs)) {
-        bdrv_drain(bs);
+        bdrv_ref(bs);
+        g_ptr_array_add(nodes, bs);
+    }
+    for (guint i = 0; i < nodes->len; i++) {
+        bdrv_drained_begin(nodes->pdata[i]);
+    }
+    for (guint i = 0; i < nodes->len; i++) {
+        bdrv_drained_end(nodes->pdata[i]);
+        bdrv_unref(nodes->pdata[i]);
     }
 }
 
