@@ -42,6 +42,7 @@
 #include "transaction.h"
 #include "chardev.h"
 #include "job-qmp.h"
+#include "backup-qmp.h"
 #include "job/job.h"
 #include "monitor.h"
 #include "nbd.h"
@@ -457,6 +458,7 @@ static void qsd_register_commands(void)
     nbd_register_commands();
     object_register_commands();
     job_register_commands();
+    backup_register_commands();
     dirty_bitmap_register_commands();
     qmp_register_command("quit", qmp_quit);
 }

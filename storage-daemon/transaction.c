@@ -21,6 +21,7 @@
 /* Every action a transaction accepts: add yours here (transaction.h). */
 static const TransactionActionDriver *const transaction_actions[] = {
     &transaction_action_abort,
+    &transaction_action_blockdev_backup,
     &transaction_action_blockdev_snapshot,
     &transaction_action_blockdev_snapshot_internal_sync,
     &transaction_action_blockdev_snapshot_sync,

@@ -87,6 +87,8 @@ struct TransactionAction {
 
 /* The actions of this daemon (transaction_actions[] lists them). */
 extern const TransactionActionDriver transaction_action_abort;
+/* storage-daemon/backup-qmp.c */
+extern const TransactionActionDriver transaction_action_blockdev_backup;
 extern const TransactionActionDriver transaction_action_blockdev_snapshot;
 extern const TransactionActionDriver
     transaction_action_blockdev_snapshot_sync;

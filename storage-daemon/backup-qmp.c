@@ -1,0 +1,247 @@
+/*
+ * blockdev-backup (qapi/block-backup.json): the command, and its action
+ * of the transaction command, which the command runs as a transaction of
+ * its own (transaction.h).  The arguments are checked here in QEMU's
+ * order and with its messages; the job is block/backup.c's.
+ *
+ * As QEMU's action: prepare creates the job, which puts the filter in
+ * place (the point in time of the backup is the prepare's); commit
+ * starts it; abort drops the job that never ran, which takes the filter
+ * out and gives the bitmap back.
+ */
+#include "backup-qmp.h"
+
+#include "block/block.h"
+#include "job/backup.h"
+#include "qblock/block-node.h"
+#include "qmp-dispatch.h"
+#include "transaction.h"
+
+static const char *const backup_qmp_sync_names[] = {
+    [BACKUP_SYNC_TOP] = "top",
+    [BACKUP_SYNC_FULL] = "full",
+    [BACKUP_SYNC_NONE] = "none",
+    [BACKUP_SYNC_BITMAP] = "bitmap",
+};
+
+static const char *const backup_qmp_bitmap_mode_names[] = {
+    [BITMAP_SYNC_ON_SUCCESS] = "on-success",
+    [BITMAP_SYNC_NEVER] = "never",
+    [BITMAP_SYNC_ALWAYS] = "always",
+};
+
+static const char *backup_qmp_str(JsonObject *args, const char *name)
+{
+    return json_object_get_string_member_with_default(args, name, NULL);
+}
+
+/* The index of @value in @names (the schema checked that it is there). */
+static int backup_qmp_lookup(const char *const *names, size_t n,
+                             const char *value)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (names[i] && !strcmp(names[i], value)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static BlockDriverState *backup_qmp_node(const char *name, Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(name);
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", name,
+                   name);
+    }
+    return bs;
+}
+
+static BlockdevOnError backup_qmp_on_error(JsonObject *args,
+                                           const char *name)
+{
+    const char *value = backup_qmp_str(args, name);
+
+    return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
+}
+
+/* sync, bitmap and bitmap-mode, in the order QEMU checks them */
+static bool backup_qmp_sync(JsonObject *args, BlockDriverState *bs,
+                            BackupOptions *opts, Error **errp)
+{
+    const char *sync = json_object_get_string_member(args, "sync");
+    const char *bitmap = backup_qmp_str(args, "bitmap");
+    const char *mode = backup_qmp_str(args, "bitmap-mode");
+    bool incremental = !strcmp(sync, "incremental");
+
+    opts->sync = incremental ? BACKUP_SYNC_BITMAP :
+                 backup_qmp_lookup(backup_qmp_sync_names,
+                                   G_N_ELEMENTS(backup_qmp_sync_names), sync);
+    if (opts->sync == BACKUP_SYNC_BITMAP && !bitmap) {
+        error_setg(errp, "must provide a valid bitmap name for '%s' sync "
+                   "mode", sync);
+        return false;
+    }
+    if (incremental) {
+        if (mode && strcmp(mode, "on-success")) {
+            error_setg(errp, "Bitmap sync mode must be 'on-success' when "
+                       "using sync mode 'incremental'");
+            return false;
+        }
+        mode = "on-success";
+    }
+    if (!bitmap) {
+        if (mode) {
+            error_setg(errp, "Cannot specify bitmap sync mode without a "
+                       "bitmap");
+            return false;
+        }
+        return true;
+    }
+    opts->bitmap = bdrv_find_dirty_bitmap(bs, bitmap);
+    if (!opts->bitmap) {
+        error_setg(errp, "Bitmap '%s' could not be found", bitmap);
+        return false;
+    }
+    if (!mode) {
+        error_setg(errp, "Bitmap sync mode must be given when providing a "
+                   "bitmap");
+        return false;
+    }
+    opts->bitmap_mode = backup_qmp_lookup(backup_qmp_bitmap_mode_names,
+                            G_N_ELEMENTS(backup_qmp_bitmap_mode_names), mode);
+    if (bdrv_dirty_bitmap_check(opts->bitmap, BDRV_BITMAP_ALLOW_RO,
+                                errp) < 0) {
+        return false;
+    }
+    if (opts->sync == BACKUP_SYNC_NONE) {
+        error_setg(errp, "sync mode '%s' does not produce meaningful bitmap "
+                   "outputs", sync);
+        return false;
+    }
+    if (opts->bitmap_mode == BITMAP_SYNC_NEVER &&
+        opts->sync != BACKUP_SYNC_BITMAP) {
+        error_setg(errp, "Bitmap sync mode '%s' has no meaningful effect when "
+                   "combined with sync mode '%s'", mode, sync);
+        return false;
+    }
+    return true;
+}
+
+/* The job's options from the arguments (checked against the schema). */
+static bool backup_qmp_options(JsonObject *args, BlockDriverState *bs,
+                               BackupOptions *opts, Error **errp)
+{
+    JsonObject *perf = json_object_has_member(args, "x-perf") ?
+                       json_object_get_object_member(args, "x-perf") : NULL;
+
+    *opts = (BackupOptions) {
+        .speed = json_object_get_int_member_with_default(args, "speed", 0),
+        .compress = json_object_get_boolean_member_with_default(
+                        args, "compress", false),
+        .on_source_error = backup_qmp_on_error(args, "on-source-error"),
+        .on_target_error = backup_qmp_on_error(args, "on-target-error"),
+        .filter_node_name = backup_qmp_str(args, "filter-node-name"),
+        .max_workers = BACKUP_DEFAULT_MAX_WORKERS,
+    };
+    if (!json_object_get_boolean_member_with_default(args, "auto-finalize",
+                                                     true)) {
+        opts->job_flags |= JOB_MANUAL_FINALIZE;
+    }
+    if (!json_object_get_boolean_member_with_default(args, "auto-dismiss",
+                                                     true)) {
+        opts->job_flags |= JOB_MANUAL_DISMISS;
+    }
+    if (perf) {
+        opts->max_workers = json_object_get_int_member_with_default(
+                                perf, "max-workers",
+                                BACKUP_DEFAULT_MAX_WORKERS);
+        opts->max_chunk = json_object_get_int_member_with_default(
+                              perf, "max-chunk", 0);
+    }
+    return backup_qmp_sync(args, bs, opts, errp);
+}
+
+/* ---- the transaction action ---- */
+
+typedef struct BackupAction {
+    BlockJob *job;              /* created by prepare, started by commit */
+    /*
+     * The source, drained from prepare to clean as QEMU drains it: the
+     * job starts paused and runs once the transaction is over.
+     */
+    BlockDriverState *drained;
+} BackupAction;
+
+static int backup_action_prepare(TransactionAction *action,
+                                 JsonObject *data, Error **errp)
+{
+    BackupAction *st = action->opaque;
+    BlockDriverState *bs, *target;
+    BackupOptions opts;
+
+    bs = backup_qmp_node(json_object_get_string_member(data, "device"),
+                         errp);
+    if (!bs) {
+        return -ENOENT;
+    }
+    target = backup_qmp_node(json_object_get_string_member(data, "target"),
+                             errp);
+    if (!target) {
+        return -ENOENT;
+    }
+    bdrv_drained_begin(bs);
+    st->drained = bs;
+    if (!backup_qmp_options(data, bs, &opts, errp)) {
+        return -EINVAL;
+    }
+    st->job = backup_job_create(backup_qmp_str(data, "job-id"), bs, target,
+                                &opts, errp);
+    return st->job ? 0 : -EINVAL;
+}
+
+static void backup_action_commit(TransactionAction *action)
+{
+    BackupAction *st = action->opaque;
+
+    job_start(&st->job->job);
+}
+
+static void backup_action_abort(TransactionAction *action)
+{
+    BackupAction *st = action->opaque;
+
+    if (st->job) {
+        job_early_fail(&st->job->job);
+    }
+}
+
+static void backup_action_clean(TransactionAction *action)
+{
+    BackupAction *st = action->opaque;
+
+    if (st->drained) {
+        bdrv_drained_end(st->drained);
+    }
+}
+
+const TransactionActionDriver transaction_action_blockdev_backup = {
+    .type           = "blockdev-backup",
+    .instance_size  = sizeof(BackupAction),
+    .prepare        = backup_action_prepare,
+    .commit         = backup_action_commit,
+    .abort          = backup_action_abort,
+    .clean          = backup_action_clean,
+};
+
+static void qmp_blockdev_backup(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    transaction_run_single("blockdev-backup", args, errp);
+}
+
+void backup_register_commands(void)
+{
+    qmp_register_command("blockdev-backup", qmp_blockdev_backup);
+}
