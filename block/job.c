@@ -407,7 +407,11 @@ static void job_emit_finished(Job *job)
 {
     const JobListener *l = job->driver->listener;
 
-    if (!l) {
+    /*
+     * A job cancelled before it started (a transaction's abort) ends
+     * with its state changes only: QEMU sends no BLOCK_JOB_* for it.
+     */
+    if (!l || !job_started(job)) {
         return;
     }
     if (job_is_cancelled(job)) {
