@@ -6,8 +6,8 @@
  *
  * As QEMU's action: prepare creates the job, which puts the filter in
  * place (the point in time of the backup is the prepare's); commit
- * starts it; abort drops the job that never ran, which takes the filter
- * out and gives the bitmap back.
+ * starts it; abort cancels the job that never ran, which takes the
+ * filter out and gives the bitmap back.
  */
 #include "backup-qmp.h"
 
@@ -212,8 +212,9 @@ static void backup_action_abort(TransactionAction *action)
 {
     BackupAction *st = action->opaque;
 
+    /* as QEMU: the job that never ran goes aborting, concluded, null */
     if (st->job) {
-        job_early_fail(&st->job->job);
+        job_cancel_sync(&st->job->job, true);
     }
 }
 

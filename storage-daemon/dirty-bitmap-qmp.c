@@ -4,11 +4,20 @@
  * block/dirty-bitmap-cmds.c, shared with qblock-img bitmap.  The
  * arguments were checked against the schema before a handler runs,
  * except the sources of merge, which are a string or an object each.
+ *
+ * Each command is also an action of the transaction command (QEMU's
+ * semantics, transaction.h): add, clear, enable, disable and merge act
+ * at prepare and are undone by abort (the bitmap released, its bits or
+ * state put back); remove takes the bitmap out of its image and hides it
+ * (busy) at prepare, releases it at commit, and abort makes it visible
+ * again (a persistent one is stored again when its image closes).
  */
 #include "dirty-bitmap-qmp.h"
 #include "block/block.h"
+#include "block/block_int.h"
 #include "block/dirty-bitmap.h"
 #include "qmp-dispatch.h"
+#include "transaction.h"
 
 /* The node @name, as QEMU looks it up (its message for none). */
 static BlockDriverState *dirty_bitmap_qmp_node(const char *name,
@@ -125,31 +134,44 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_source(BlockDriverState *bs,
     return NULL;
 }
 
-static void qmp_block_dirty_bitmap_merge(JsonObject *args, JsonNode **ret,
-                                         Error **errp)
+/* merge; with @backup, the target's old bits go there.  Its target. */
+static BdrvDirtyBitmap *dirty_bitmap_qmp_merge(JsonObject *args,
+                                               HBitmap **backup,
+                                               Error **errp)
 {
     BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(args, "node"),
                                                  errp);
     JsonArray *list = json_object_get_array_member(args, "bitmaps");
     guint n = json_array_get_length(list);
     g_autofree BdrvDirtyBitmap **srcs = g_new0(BdrvDirtyBitmap *, n + 1);
+    BdrvDirtyBitmap *target;
 
     if (!bs) {
-        return;
+        return NULL;
     }
     /* the target first, as QEMU: its errors win */
-    if (!bdrv_dirty_bitmap_lookup(bs, arg_str(args, "target"), errp)) {
-        return;
+    target = bdrv_dirty_bitmap_lookup(bs, arg_str(args, "target"), errp);
+    if (!target) {
+        return NULL;
     }
     for (guint i = 0; i < n; i++) {
         srcs[i] = dirty_bitmap_qmp_source(bs, json_array_get_element(list, i),
                                           errp);
         if (!srcs[i]) {
-            return;
+            return NULL;
         }
     }
-    bdrv_dirty_bitmap_merge_cmd(bs, arg_str(args, "target"), srcs, n, NULL,
-                                errp);
+    if (bdrv_dirty_bitmap_merge_cmd(bs, arg_str(args, "target"), srcs, n,
+                                    backup, errp) < 0) {
+        return NULL;
+    }
+    return target;
+}
+
+static void qmp_block_dirty_bitmap_merge(JsonObject *args, JsonNode **ret,
+                                         Error **errp)
+{
+    dirty_bitmap_qmp_merge(args, NULL, errp);
 }
 
 static void qmp_x_debug_block_dirty_bitmap_sha256(JsonObject *args,
@@ -171,6 +193,232 @@ static void qmp_x_debug_block_dirty_bitmap_sha256(JsonObject *args,
     json_object_set_string_member(o, "sha256", sum);
     *ret = json_node_init_object(json_node_alloc(), o);
 }
+
+/* ---- the transaction actions ---- */
+
+typedef struct DirtyBitmapAction {
+    BdrvDirtyBitmap *bitmap;    /* NULL until prepare found or made it */
+    HBitmap *backup;            /* clear, merge: the old bits */
+    bool was_enabled;           /* enable, disable: the old state */
+} DirtyBitmapAction;
+
+/* The bitmap @data names, checked for @flags (QEMU's messages). */
+static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
+                                                   BdrvDirtyBitmapFlags flags,
+                                                   Error **errp)
+{
+    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(data, "node"),
+                                                 errp);
+    BdrvDirtyBitmap *bm = bs ? bdrv_dirty_bitmap_lookup(
+                                   bs, arg_str(data, "name"), errp) : NULL;
+
+    if (bm && bdrv_dirty_bitmap_check(bm, flags, errp) < 0) {
+        return NULL;
+    }
+    return bm;
+}
+
+static int dirty_bitmap_add_prepare(TransactionAction *action,
+                                    JsonObject *data, Error **errp)
+{
+    DirtyBitmapAction *st = action->opaque;
+    Error *err = NULL;
+
+    qmp_block_dirty_bitmap_add(data, NULL, &err);
+    if (err) {
+        error_propagate(errp, err);
+        return -EINVAL;
+    }
+    st->bitmap = bdrv_find_dirty_bitmap(bdrv_find_node(arg_str(data, "node")),
+                                        arg_str(data, "name"));
+    return 0;
+}
+
+static void dirty_bitmap_add_abort(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    /* a new bitmap reaches its image only when the image closes */
+    if (st->bitmap) {
+        bdrv_release_dirty_bitmap(st->bitmap);
+    }
+}
+
+const TransactionActionDriver transaction_action_block_dirty_bitmap_add = {
+    .type           = "block-dirty-bitmap-add",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_add_prepare,
+    .abort          = dirty_bitmap_add_abort,
+};
+
+static int dirty_bitmap_remove_prepare(TransactionAction *action,
+                                       JsonObject *data, Error **errp)
+{
+    DirtyBitmapAction *st = action->opaque;
+    BdrvDirtyBitmap *bm = dirty_bitmap_action_lookup(
+                              data, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO, errp);
+    BlockDriverState *bs = bm ? bdrv_dirty_bitmap_bs(bm) : NULL;
+
+    if (!bm) {
+        return -EINVAL;
+    }
+    if (bdrv_dirty_bitmap_get_persistence(bm) && bs->drv &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap(
+            bs, bdrv_dirty_bitmap_name(bm), errp) < 0) {
+        return -EIO;
+    }
+    /* hidden from every other user until commit or abort */
+    bdrv_dirty_bitmap_set_busy(bm, true);
+    st->bitmap = bm;
+    return 0;
+}
+
+static void dirty_bitmap_remove_commit(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    bdrv_dirty_bitmap_set_busy(st->bitmap, false);
+    bdrv_release_dirty_bitmap(st->bitmap);
+    st->bitmap = NULL;
+}
+
+static void dirty_bitmap_remove_abort(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    if (st->bitmap) {
+        bdrv_dirty_bitmap_set_busy(st->bitmap, false);
+    }
+}
+
+const TransactionActionDriver transaction_action_block_dirty_bitmap_remove = {
+    .type           = "block-dirty-bitmap-remove",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_remove_prepare,
+    .commit         = dirty_bitmap_remove_commit,
+    .abort          = dirty_bitmap_remove_abort,
+};
+
+static int dirty_bitmap_clear_prepare(TransactionAction *action,
+                                      JsonObject *data, Error **errp)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    st->bitmap = dirty_bitmap_action_lookup(data, BDRV_BITMAP_DEFAULT, errp);
+    if (!st->bitmap) {
+        return -EINVAL;
+    }
+    bdrv_clear_dirty_bitmap(st->bitmap, &st->backup);
+    return 0;
+}
+
+/* clear and merge: the old bits come back */
+static void dirty_bitmap_restore_abort(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    if (st->backup) {
+        bdrv_restore_dirty_bitmap(st->bitmap, st->backup);
+        st->backup = NULL;
+    }
+}
+
+static void dirty_bitmap_backup_clean(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    if (st->backup) {
+        hbitmap_free(st->backup);
+    }
+}
+
+const TransactionActionDriver transaction_action_block_dirty_bitmap_clear = {
+    .type           = "block-dirty-bitmap-clear",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_clear_prepare,
+    .abort          = dirty_bitmap_restore_abort,
+    .clean          = dirty_bitmap_backup_clean,
+};
+
+static int dirty_bitmap_merge_prepare(TransactionAction *action,
+                                      JsonObject *data, Error **errp)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    st->bitmap = dirty_bitmap_qmp_merge(data, &st->backup, errp);
+    return st->bitmap ? 0 : -EINVAL;
+}
+
+const TransactionActionDriver transaction_action_block_dirty_bitmap_merge = {
+    .type           = "block-dirty-bitmap-merge",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_merge_prepare,
+    .abort          = dirty_bitmap_restore_abort,
+    .clean          = dirty_bitmap_backup_clean,
+};
+
+/* enable and disable: @enable is what prepare makes of the bitmap */
+static int dirty_bitmap_switch_prepare(TransactionAction *action,
+                                       JsonObject *data, bool enable,
+                                       Error **errp)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    st->bitmap = dirty_bitmap_action_lookup(data, BDRV_BITMAP_ALLOW_RO,
+                                            errp);
+    if (!st->bitmap) {
+        return -EINVAL;
+    }
+    st->was_enabled = bdrv_dirty_bitmap_enabled(st->bitmap);
+    if (enable) {
+        bdrv_enable_dirty_bitmap(st->bitmap);
+    } else {
+        bdrv_disable_dirty_bitmap(st->bitmap);
+    }
+    return 0;
+}
+
+static int dirty_bitmap_enable_prepare(TransactionAction *action,
+                                       JsonObject *data, Error **errp)
+{
+    return dirty_bitmap_switch_prepare(action, data, true, errp);
+}
+
+static int dirty_bitmap_disable_prepare(TransactionAction *action,
+                                        JsonObject *data, Error **errp)
+{
+    return dirty_bitmap_switch_prepare(action, data, false, errp);
+}
+
+static void dirty_bitmap_switch_abort(TransactionAction *action)
+{
+    DirtyBitmapAction *st = action->opaque;
+
+    if (!st->bitmap) {
+        return;
+    }
+    if (st->was_enabled) {
+        bdrv_enable_dirty_bitmap(st->bitmap);
+    } else {
+        bdrv_disable_dirty_bitmap(st->bitmap);
+    }
+}
+
+const TransactionActionDriver transaction_action_block_dirty_bitmap_enable = {
+    .type           = "block-dirty-bitmap-enable",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_enable_prepare,
+    .abort          = dirty_bitmap_switch_abort,
+};
+
+const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_disable = {
+    .type           = "block-dirty-bitmap-disable",
+    .instance_size  = sizeof(DirtyBitmapAction),
+    .prepare        = dirty_bitmap_disable_prepare,
+    .abort          = dirty_bitmap_switch_abort,
+};
 
 void dirty_bitmap_register_commands(void)
 {

@@ -21,6 +21,12 @@
 /* Every action a transaction accepts: add yours here (transaction.h). */
 static const TransactionActionDriver *const transaction_actions[] = {
     &transaction_action_abort,
+    &transaction_action_block_dirty_bitmap_add,
+    &transaction_action_block_dirty_bitmap_clear,
+    &transaction_action_block_dirty_bitmap_disable,
+    &transaction_action_block_dirty_bitmap_enable,
+    &transaction_action_block_dirty_bitmap_merge,
+    &transaction_action_block_dirty_bitmap_remove,
     &transaction_action_blockdev_backup,
     &transaction_action_blockdev_snapshot,
     &transaction_action_blockdev_snapshot_internal_sync,

@@ -89,6 +89,19 @@ struct TransactionAction {
 extern const TransactionActionDriver transaction_action_abort;
 /* storage-daemon/backup-qmp.c */
 extern const TransactionActionDriver transaction_action_blockdev_backup;
+/* storage-daemon/dirty-bitmap-qmp.c */
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_add;
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_remove;
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_clear;
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_enable;
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_disable;
+extern const TransactionActionDriver
+    transaction_action_block_dirty_bitmap_merge;
 extern const TransactionActionDriver transaction_action_blockdev_snapshot;
 extern const TransactionActionDriver
     transaction_action_blockdev_snapshot_sync;
