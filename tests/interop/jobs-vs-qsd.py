@@ -805,7 +805,66 @@ BACKUP_TARGET_STOP = {
     'images': ['dst.qcow2'],
 }
 
+def sha(name):
+    return ('qmp', 'x-debug-block-dirty-bitmap-sha256', {'node': 'src',
+                                                          'name': name})
+
+
+def act(kind, **data):
+    return {'type': kind, 'data': data}
+
+
+# the bitmap actions and blockdev-backup in transactions: all or nothing
+BACKUP_TRANSACTION = {
+    'steps': MIRROR_PREP + export_src() + [
+        ('sh', 'qemu-img create -q -f qcow2 inc.qcow2 16M'),
+        node('inc', 'inc.qcow2'),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'src', 'name': 'old'}),
+        ('sh', NBD_IO % '-c "write -P 0x71 0 64k"'),
+        # a full backup and a new bitmap at the same point in time
+        ('qmp', 'transaction', {'actions': [
+            act('block-dirty-bitmap-add', node='src', name='b0'),
+            act('block-dirty-bitmap-disable', node='src', name='old'),
+            act('blockdev-backup', device='src', target='dst',
+                sync='full', **{'job-id': 'full'})]}),
+        ('wait', 'full', 'null'),
+        sha('b0'), sha('old'),
+        ('sh', NBD_IO % '-c "write -P 0x72 1M 64k" -c "write -P 0x73 7M 4k"'),
+        sha('b0'), sha('old'),
+        # one action fails: nothing happened
+        ('qmp', 'transaction', {'actions': [
+            act('block-dirty-bitmap-add', node='src', name='b1'),
+            act('block-dirty-bitmap-clear', node='src', name='b0'),
+            act('block-dirty-bitmap-enable', node='src', name='old'),
+            act('block-dirty-bitmap-merge', node='src', target='old',
+                bitmaps=['b0']),
+            act('block-dirty-bitmap-remove', node='src', name='old'),
+            act('blockdev-backup', device='src', target='inc',
+                sync='incremental', bitmap='b0', **{'job-id': 'x'}),
+            act('abort')]}),
+        sha('b0'), sha('old'), sha('b1'),
+        ('qmp', 'query-jobs'),
+        # and then for real: the incremental backup, the bitmap merged
+        ('qmp', 'transaction', {'actions': [
+            act('block-dirty-bitmap-enable', node='src', name='old'),
+            act('block-dirty-bitmap-merge', node='src', target='old',
+                bitmaps=['b0']),
+            act('blockdev-backup', device='src', target='inc',
+                sync='incremental', bitmap='b0', **{'job-id': 'inc'})]}),
+        ('wait', 'inc', 'null'),
+        sha('b0'), sha('old'),
+        ('qmp', 'transaction', {'actions': [
+            act('block-dirty-bitmap-clear', node='src', name='old'),
+            act('block-dirty-bitmap-remove', node='src', name='b0')]}),
+        sha('b0'), sha('old'),
+        ('qmp', 'transaction', {'actions': [
+            act('block-dirty-bitmap-remove', node='src', name='nope')]}),
+    ],
+    'images': ['dst.qcow2', 'inc.qcow2', 'src.qcow2'],
+}
+
 SCENARIOS.update({
+    'backup-transaction': BACKUP_TRANSACTION,
     'backup-full': BACKUP_FULL,
     'backup-top': BACKUP_TOP,
     'backup-none': BACKUP_NONE,
