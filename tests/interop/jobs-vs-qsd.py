@@ -863,7 +863,39 @@ BACKUP_TRANSACTION = {
     'images': ['dst.qcow2', 'inc.qcow2', 'src.qcow2'],
 }
 
+# bitmap-mode on failure: a raw target fails at 4M, copies go one 64k
+# chunk at a time from the start; always clears what was copied before,
+# on-success keeps every bit, never too
+def backup_fails_at_4m(mode):
+    return {
+        'filter_progress': True,
+        'steps': MIRROR_PREP[:-1] + export_src() + [
+            ('sh', 'qemu-img create -q -f raw dst.raw 16M'),
+            ('qmp', 'blockdev-add', {'driver': 'raw', 'node-name': 'dst',
+                                     'file': {
+                'driver': 'blkdebug', 'image': {
+                    'driver': 'file', 'filename': '$DIR/dst.raw'},
+                'inject-error': [{'event': 'pwritev', 'errno': 5,
+                                  'sector': 8192, 'once': True}]}}),
+            ('qmp', 'block-dirty-bitmap-add', {'node': 'src', 'name': 'b0'}),
+            ('sh', NBD_IO % '-c "write -P 0x61 0 3M" -c "write -P 0x62 4M 1M" '
+                            '-c "write -P 0x63 9M 64k"'),
+            sha('b0'),
+            ('qmp', 'blockdev-backup', {'job-id': 'j1', 'device': 'src',
+                                        'target': 'dst', 'sync': 'bitmap',
+                                        'bitmap': 'b0', 'bitmap-mode': mode,
+                                        'x-perf': {'max-workers': 1,
+                                                   'max-chunk': 65536}}),
+            ('wait', 'j1', 'null'),
+            sha('b0'),
+        ],
+    }
+
+
 SCENARIOS.update({
+    'backup-fail-always': backup_fails_at_4m('always'),
+    'backup-fail-on-success': backup_fails_at_4m('on-success'),
+    'backup-fail-never': backup_fails_at_4m('never'),
     'backup-transaction': BACKUP_TRANSACTION,
     'backup-full': BACKUP_FULL,
     'backup-top': BACKUP_TOP,
