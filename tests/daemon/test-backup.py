@@ -1,0 +1,169 @@
+"""blockdev-backup on a live disk: the incremental backup path of
+docs/incremental-backup.md while fio (its nbd engine) writes random data
+to the disk through an NBD export the whole time.
+
+  1. transaction {internal snapshot p1, block-dirty-bitmap-add b0,
+     blockdev-backup sync=full to full.qcow2};
+  2. fio goes on writing;
+  3. transaction {internal snapshot p2, blockdev-backup sync=incremental
+     bitmap b0 to inc.qcow2, an overlay of full.qcow2}.
+
+The internal snapshots are taken in the same transaction (the same
+drained section) as each backup, so they are the disk as the backup must
+hold it: afterwards full.qcow2 must read as p1 and the chain
+inc.qcow2 -> full.qcow2 as p2 (the real qemu-img compare), inc.qcow2 must
+hold only what changed, and every image must pass the real qemu-img
+check.  The bitmap is checked too: after each backup it holds only the
+writes made since (never empty while fio writes, never the whole disk).
+"""
+import json
+import os
+import subprocess
+import time
+
+from qsd import Tests, have
+
+t = Tests('backup')
+MIB = 1 << 20
+SIZE = 32 * MIB
+
+
+def sh(line):
+    subprocess.run(line, shell=True, cwd=t.dir, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def wait_status(c, job, status, timeout=120):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        e = c.event('JOB_STATUS_CHANGE', timeout=end - time.monotonic())
+        if e is None:
+            return False
+        if e['data'] == {'id': job, 'status': status}:
+            return True
+    return False
+
+
+def fio_start(seconds):
+    """fio writes random blocks of the export until @seconds passed."""
+    uri = 'nbd+unix:///disk?socket=%s' % t.path('nbd.sock')
+    return subprocess.Popen(
+        ['fio', '--name=load', '--ioengine=nbd', '--uri=' + uri,
+         '--rw=randwrite', '--bsrange=4k-64k', '--size=%d' % SIZE,
+         '--iodepth=8', '--rate=1m', '--time_based',
+         '--runtime=%d' % seconds, '--randrepeat=0'],
+        cwd=t.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def node(name, backing=None):
+    opts = {'driver': 'qcow2', 'node-name': name,
+            'file': {'driver': 'file', 'filename': t.path(name + '.qcow2')}}
+    if backing is not None:
+        opts['backing'] = backing
+    return opts
+
+
+def act(kind, **data):
+    return {'type': kind, 'data': data}
+
+
+def bitmap_count(c):
+    for n in c.ok('query-named-block-nodes', {'flat': True}):
+        for b in n.get('dirty-bitmaps', []):
+            if n['node-name'] == 'src' and b.get('name') == 'b0':
+                return b['count']
+    return None
+
+
+def transaction(what, c, actions, job):
+    r = c.cmd('transaction', {'actions': actions})
+    t.check('%s: transaction' % what, r and 'return' in r, r)
+    t.check('%s: the backup completed while fio wrote' % what,
+            wait_status(c, job, 'null'))
+
+
+def compare(what, a, b, fmt_b):
+    rc, out, err = t.run(['qemu-img', 'compare', '-f', 'qcow2', '-F', fmt_b,
+                          t.path(a), t.path(b)])
+    t.check(what, rc == 0, out + err)
+
+
+def allocated_top(name):
+    rc, out, _ = t.run(['qemu-img', 'map', '--output=json', t.path(name)])
+    return sum(e['length'] for e in json.loads(out or '[]')
+               if e['depth'] == 0 and e['data']) if rc == 0 else -1
+
+
+def live_incremental():
+    what = 'incremental backup under fio'
+    sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
+       'qemu-io -f qcow2 -c "write -P 0x11 0 %d" src.qcow2 && '
+       'qemu-img create -q -f qcow2 full.qcow2 %d && '
+       'qemu-img create -q -f qcow2 -b full.qcow2 -F qcow2 inc.qcow2'
+       % (SIZE, SIZE // 2, SIZE))
+    d = t.daemon([])
+    c = d.qmp()
+    for n in (node('src'), node('full')):
+        c.ok('blockdev-add', n)
+    c.ok('nbd-server-start', {'addr': {'type': 'unix', 'data': {
+        'path': t.path('nbd.sock')}}})
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'src',
+                              'name': 'disk', 'writable': True})
+    fio = fio_start(10)
+    time.sleep(2)
+    transaction('%s: full' % what, c, [
+        act('blockdev-snapshot-internal-sync', device='src', name='p1'),
+        act('block-dirty-bitmap-add', node='src', name='b0'),
+        act('blockdev-backup', device='src', target='full', sync='full',
+            **{'job-id': 'full'})], 'full')
+    time.sleep(3)
+    c.ok('blockdev-add', node('inc', backing='full'))
+    dirty = bitmap_count(c)
+    t.check('%s: the bitmap recorded writes since the full backup (%s '
+            'bytes)' % (what, dirty), dirty and 0 < dirty < SIZE)
+    transaction('%s: incremental' % what, c, [
+        act('blockdev-snapshot-internal-sync', device='src', name='p2'),
+        act('blockdev-backup', device='src', target='inc',
+            sync='incremental', bitmap='b0', **{'job-id': 'inc'})], 'inc')
+    out = fio.communicate(timeout=120)[0].decode(errors='replace')
+    t.check('%s: fio wrote without error' % what,
+            fio.returncode == 0 and 'err= 0' in out, out[-2000:])
+    after = bitmap_count(c)
+    t.check('%s: after it, the bitmap holds the later writes only (%s '
+            'bytes)' % (what, after), after is not None and after < SIZE)
+    c.cmd('quit')
+    d.wait()
+    sh('qemu-img convert -f qcow2 -l snapshot.name=p1 -O raw src.qcow2 '
+       'p1.raw && qemu-img convert -f qcow2 -l snapshot.name=p2 -O raw '
+       'src.qcow2 p2.raw')
+    rc, _, _ = t.run(['cmp', '-s', t.path('p1.raw'), t.path('p2.raw')])
+    t.check('%s: the disk changed between the two backups' % what, rc != 0)
+    compare('%s: the full backup is the disk at its point in time' % what,
+            'full.qcow2', 'p1.raw', 'raw')
+    compare('%s: full + incremental is the disk at the second point' % what,
+            'inc.qcow2', 'p2.raw', 'raw')
+    top = allocated_top('inc.qcow2')
+    # the bitmap was read a moment before the second transaction: fio's
+    # writes in between are in the image too
+    t.check('%s: the incremental image holds what changed only (%d of %d '
+            'bytes; the bitmap had %s shortly before)' % (what, top, SIZE,
+                                                          dirty),
+            0 < top < SIZE)
+    for img in ('src.qcow2', 'full.qcow2', 'inc.qcow2'):
+        rc, out, err = t.run(['qemu-img', 'check', t.path(img)])
+        t.check('%s: qemu-img check %s' % (what, img), rc == 0, out + err)
+
+
+def main():
+    if not have('qemu-img') or not have('qemu-io'):
+        t.skip('all', 'qemu-img and qemu-io (qemu-utils) are needed')
+        t.finish()
+    if not have('fio'):
+        t.skip('incremental backup under fio', 'fio is not installed '
+               '(Debian fio)')
+        t.finish()
+    live_incremental()
+    t.finish()
+
+
+main()
