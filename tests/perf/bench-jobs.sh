@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# blockdev-mirror of a qcow2 image full of data to an empty qcow2 image,
-# qemu-storage-daemon against qblock-storage-daemon, alternating in the
-# same run: seconds from blockdev-mirror to BLOCK_JOB_READY, and MiB/s.
+# blockdev-mirror and blockdev-backup (sync=full) of a qcow2 image full
+# of data to an empty qcow2 image, qemu-storage-daemon against
+# qblock-storage-daemon, alternating in the same run: seconds from the
+# command to BLOCK_JOB_READY (mirror) or BLOCK_JOB_COMPLETED (backup), and
+# MiB/s.
 #   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]
 # Each daemon runs $RUNS times (default 2), alternating.  The image is on
 # ${TMPDIR:-/var/tmp}; the page cache is not dropped (both daemons read a
 # warm source).  This script prints figures; it never fails on them.
 set -u
 build=${1:?usage: bench-jobs.sh BUILD_DIR [SIZE_MIB]}
-size_mib=${2:-1024}
+size_mib=${2:-4096}
 runs=${RUNS:-2}
 command -v qemu-storage-daemon >/dev/null || {
     echo "qemu-storage-daemon is not installed; nothing to compare against"
@@ -30,9 +32,14 @@ build, d, size_mib, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
 daemons = [('qemu-storage-daemon', 'qemu-storage-daemon'),
            ('qblock-storage-daemon',
             os.path.join(build, 'qblock-storage-daemon'))]
-times = {name: [] for name, _ in daemons}
-for r in range(runs):
-    for name, binary in daemons:
+JOBS = {
+    'mirror': ('blockdev-mirror', 'BLOCK_JOB_READY'),
+    'backup': ('blockdev-backup', 'BLOCK_JOB_COMPLETED'),
+}
+times = {(job, name): [] for job in JOBS for name, _ in daemons}
+for r, job, (name, binary) in ((r, job, dm) for r in range(runs)
+                               for job in JOBS for dm in daemons):
+        command, done = JOBS[job]
         dst = os.path.join(d, 'dst.qcow2')
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', dst,
                         '%dM' % size_mib], check=True)
@@ -50,23 +57,24 @@ for r in range(runs):
                                   'file': {'driver': 'file',
                                            'filename': os.path.join(d, f)}})
         t0 = time.monotonic()
-        c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
-                                 'target': 'dst', 'sync': 'full'})
-        ready = c.event('BLOCK_JOB_READY', timeout=600)
+        c.ok(command, {'job-id': 'm', 'device': 'src', 'target': 'dst',
+                       'sync': 'full'})
+        ready = c.event(done, timeout=600)
         secs = time.monotonic() - t0
-        c.ok('block-job-cancel', {'device': 'm'})
-        c.event('BLOCK_JOB_COMPLETED', timeout=60)
+        if job == 'mirror':
+            c.ok('block-job-cancel', {'device': 'm'})
+            c.event('BLOCK_JOB_COMPLETED', timeout=60)
         c.cmd('quit')
         p.wait()
         if ready is None:
-            print('%s: no BLOCK_JOB_READY within 600 s' % name)
+            print('%s %s: no %s within 600 s' % (job, name, done))
             continue
-        times[name].append(secs)
-        print('run %d %-22s %6.2f s  %7.1f MiB/s' %
-              (r + 1, name, secs, size_mib / secs))
-for name, ts in times.items():
+        times[(job, name)].append(secs)
+        print('run %d %-6s %-22s %6.2f s  %7.1f MiB/s' %
+              (r + 1, job, name, secs, size_mib / secs))
+for (job, name), ts in times.items():
     if ts:
         best = min(ts)
-        print('best  %-22s %6.2f s  %7.1f MiB/s' % (name, best,
-                                                    size_mib / best))
+        print('best  %-6s %-22s %6.2f s  %7.1f MiB/s' %
+              (job, name, best, size_mib / best))
 PY
