@@ -892,7 +892,48 @@ def backup_fails_at_4m(mode):
     }
 
 
+# the source fails a read once: report fails the job, ignore retries it
+def backup_source_error(policy):
+    return {
+        'filter_progress': True,
+        'steps': MIRROR_PREP[:2] + [
+            ('qmp', 'blockdev-add', {'driver': 'qcow2', 'node-name': 'src',
+                                     'file': {
+                'driver': 'blkdebug', 'image': {
+                    'driver': 'file', 'filename': '$DIR/src.qcow2'},
+                'inject-error': [{'event': 'read_aio', 'errno': 5,
+                                  'once': True}]}}),
+            node('dst', 'dst.qcow2'),
+            ('qmp', 'blockdev-backup', {'job-id': 'j1', 'device': 'src',
+                                        'target': 'dst', 'sync': 'full',
+                                        'on-source-error': policy,
+                                        'auto-dismiss': False}),
+            ('wait', 'j1', 'concluded'),
+            ('qmp', 'query-jobs'),
+            ('qmp', 'job-dismiss', {'id': 'j1'}),
+        ],
+        'images': ['dst.qcow2'] if policy == 'ignore' else [],
+    }
+
+
+# the daemon quits while a slow backup runs: the job is cancelled, the
+# filter goes, the images are consistent
+BACKUP_QUIT = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + export_src() + [
+        ('qmp', 'blockdev-backup', {'job-id': 'b1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full',
+                                    'speed': 1 << 20}),
+        ('sleep', 0.5),
+        ('sh', NBD_IO % '-c "write -P 0x77 8M 64k"'),
+    ],
+    'images': ['src.qcow2'],
+}
+
 SCENARIOS.update({
+    'backup-source-report': backup_source_error('report'),
+    'backup-source-ignore': backup_source_error('ignore'),
+    'backup-quit': BACKUP_QUIT,
     'backup-fail-always': backup_fails_at_4m('always'),
     'backup-fail-on-success': backup_fails_at_4m('on-success'),
     'backup-fail-never': backup_fails_at_4m('never'),
