@@ -34,8 +34,9 @@
  *     mirror_start() until clean; the bitmap lives as long.
  *  6. s->in_flight <= MIRROR_MAX_IN_FLIGHT and s->bytes_in_flight <=
  *     buf-size, except that one copy always may start (a buf-size smaller
- *     than a granule still makes progress); the job's run returns only
- *     once s->in_flight is 0, since the copies use its BlockBackends.
+ *     than a granule still makes progress); the job's run returns, and
+ *     the job pauses or sleeps, only with s->in_flight 0: the copies use
+ *     its BlockBackends, and a paused job makes no progress.
  */
 #include "job/block-jobs.h"
 
@@ -467,7 +468,11 @@ static int coroutine_fn mirror_run(Job *job, Error **errp)
         }
         delay = issued ? job_ratelimit_delay(job, issued) :
                 clean ? MIRROR_IDLE_NS : 0;
-        job_sleep_ns(job, delay);
+        /* invariant 6: pauses and waits with no copy in flight */
+        if (delay > 0 || job->pause_count > 0 || s->in_flight == 0) {
+            mirror_wait_all(s);
+            job_sleep_ns(job, delay);
+        }
         if (job_is_cancelled(job)) {
             break;
         }
