@@ -318,26 +318,6 @@ void block_job_iostatus_reset(BlockJob *job)
 /* ---------------------------------------------------------------------- */
 /* Graph changes at the end of a job */
 
-int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
-                             Error **errp)
-{
-    if (bs->backing) {
-        bdrv_unref_child(bs, bs->backing);
-    }
-    if (!backing) {
-        return 0;
-    }
-    if (!bs->drv || !bs->drv->supports_backing) {
-        error_setg(errp, "Driver '%s' of node '%s' does not support backing "
-                   "files", bs->drv ? bs->drv->format_name : "",
-                   bs->node_name);
-        return -ENOTSUP;
-    }
-    /* the edge takes over this reference */
-    bdrv_ref(backing);
-    return bdrv_attach_child(bs, backing, "backing", true, errp) ? 0 : -EPERM;
-}
-
 /* The jobs' own edges stay where they are when a node is replaced. */
 static bool block_job_edge_moves(BdrvChild *c)
 {

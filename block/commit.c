@@ -128,7 +128,7 @@ static int commit_prepare(Job *job)
         return 0;
     }
     bdrv_drained_begin(overlay);
-    ret = block_job_set_backing_hd(overlay, s->base, &err);
+    ret = bdrv_set_backing_hd(overlay, s->base, &err);
     if (ret == 0) {
         ret = bdrv_change_backing_file(overlay,
                                        s->backing_file ? s->backing_file :
@@ -146,14 +146,8 @@ static void commit_clean(Job *job)
 {
     CommitJob *s = (CommitJob *)job;
 
-    if (s->top_blk) {
-        blk_unref(s->top_blk);
-        s->top_blk = NULL;
-    }
-    if (s->base_blk) {
-        blk_unref(s->base_blk);
-        s->base_blk = NULL;
-    }
+    g_clear_pointer(&s->top_blk, blk_unref);
+    g_clear_pointer(&s->base_blk, blk_unref);
     if (s->base_was_read_only) {
         bdrv_reopen_set_read_only(s->base, true, NULL);
         s->base_was_read_only = false;
@@ -166,9 +160,7 @@ static void commit_free(Job *job)
     CommitJob *s = (CommitJob *)job;
 
     commit_clean(job);
-    if (s->base) {
-        bdrv_unref(s->base);
-    }
+    g_clear_pointer(&s->base, bdrv_unref);
     g_free(s->backing_file);
 }
 

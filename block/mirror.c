@@ -561,32 +561,23 @@ static void mirror_free(Job *job)
     mirror_clean(job);
 }
 
-static const JobDriver mirror_job_driver = {
-    .instance_size = sizeof(MirrorJob),
-    .job_type = "mirror",
-    .run = mirror_run,
-    .complete = mirror_complete,
-    .soft_cancel_completes = true,
-    .prepare = mirror_prepare,
-    .abort = mirror_abort,
-    .clean = mirror_clean,
-    .free = mirror_free,
-    .listener = &block_job_listener,
-};
+/* The mirror and the active commit differ only in the type users see. */
+#define MIRROR_JOB_DRIVER(type) {                   \
+    .instance_size = sizeof(MirrorJob),             \
+    .job_type = (type),                             \
+    .run = mirror_run,                              \
+    .complete = mirror_complete,                    \
+    .soft_cancel_completes = true,                  \
+    .prepare = mirror_prepare,                      \
+    .abort = mirror_abort,                          \
+    .clean = mirror_clean,                          \
+    .free = mirror_free,                            \
+    .listener = &block_job_listener,                \
+}
 
+static const JobDriver mirror_job_driver = MIRROR_JOB_DRIVER("mirror");
 /* The active commit: a mirror of the top into the base, typed commit. */
-static const JobDriver commit_active_job_driver = {
-    .instance_size = sizeof(MirrorJob),
-    .job_type = "commit",
-    .run = mirror_run,
-    .complete = mirror_complete,
-    .soft_cancel_completes = true,
-    .prepare = mirror_prepare,
-    .abort = mirror_abort,
-    .clean = mirror_clean,
-    .free = mirror_free,
-    .listener = &block_job_listener,
-};
+static const JobDriver commit_active_job_driver = MIRROR_JOB_DRIVER("commit");
 
 static BlockBackend *mirror_new_blk(BlockDriverState *bs, uint64_t perm,
                                     uint64_t shared, Error **errp)

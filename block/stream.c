@@ -123,7 +123,7 @@ static int stream_prepare(Job *job)
         base_fmt = bdrv_get_format_name(s->base);
     }
     bdrv_drained_begin(s->top);
-    ret = block_job_set_backing_hd(s->top, s->base, &err);
+    ret = bdrv_set_backing_hd(s->top, s->base, &err);
     if (ret == 0) {
         ret = bdrv_change_backing_file(s->top, base_id, base_fmt, false);
     }
@@ -138,10 +138,7 @@ static void stream_clean(Job *job)
 {
     StreamJob *s = (StreamJob *)job;
 
-    if (s->blk) {
-        blk_unref(s->blk);
-        s->blk = NULL;
-    }
+    g_clear_pointer(&s->blk, blk_unref);
     block_job_remove_all_bdrv(&s->common);
 }
 
@@ -150,9 +147,7 @@ static void stream_free(Job *job)
     StreamJob *s = (StreamJob *)job;
 
     stream_clean(job);
-    if (s->base) {
-        bdrv_unref(s->base);
-    }
+    g_clear_pointer(&s->base, bdrv_unref);
     g_free(s->backing_file);
 }
 
