@@ -2,13 +2,13 @@
 # blockdev-mirror of a qcow2 image full of data to an empty qcow2 image,
 # qemu-storage-daemon against qblock-storage-daemon, alternating in the
 # same run: seconds from blockdev-mirror to BLOCK_JOB_READY, and MiB/s.
-#   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]
+#   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]   (default 4096: 4 GiB)
 # Each daemon runs $RUNS times (default 2), alternating.  The image is on
 # ${TMPDIR:-/var/tmp}; the page cache is not dropped (both daemons read a
 # warm source).  This script prints figures; it never fails on them.
 set -u
 build=${1:?usage: bench-jobs.sh BUILD_DIR [SIZE_MIB]}
-size_mib=${2:-1024}
+size_mib=${2:-4096}
 runs=${RUNS:-2}
 command -v qemu-storage-daemon >/dev/null || {
     echo "qemu-storage-daemon is not installed; nothing to compare against"
