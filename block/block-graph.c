@@ -40,6 +40,12 @@ static void bdrv_move_edges(GPtrArray *edges, BlockDriverState *to)
 int bdrv_replace_node(BlockDriverState *from, BlockDriverState *to,
                       Error **errp)
 {
+    return bdrv_replace_node_moving(from, to, NULL, errp);
+}
+
+int bdrv_replace_node_moving(BlockDriverState *from, BlockDriverState *to,
+                             bool (*moves)(BdrvChild *c), Error **errp)
+{
     g_autoptr(GPtrArray) edges = g_ptr_array_new();
     int ret;
 
@@ -47,7 +53,8 @@ int bdrv_replace_node(BlockDriverState *from, BlockDriverState *to,
     for (GList *l = from->parents; l; l = l->next) {
         BdrvChild *c = l->data;
 
-        if (c->parent != to) {          /* invariant 3 */
+        /* invariant 3 */
+        if (c->parent != to && (!moves || moves(c))) {
             g_ptr_array_add(edges, c);
         }
     }

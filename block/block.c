@@ -196,20 +196,6 @@ BlockDriverState *bdrv_next_node(BlockDriverState *bs)
     return NULL;
 }
 
-/* A letter, then letters, digits, '-', '.' and '_' (QEMU's identifiers). */
-static bool bdrv_node_name_valid(const char *name)
-{
-    if (!g_ascii_isalpha(name[0])) {
-        return false;
-    }
-    for (const char *p = name + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static int bdrv_assign_node_name(BlockDriverState *bs, const char *node_name,
                                  Error **errp)
 {
@@ -219,7 +205,7 @@ static int bdrv_assign_node_name(BlockDriverState *bs, const char *node_name,
                  bdrv_node_counter++);
         return 0;
     }
-    if (!bdrv_node_name_valid(node_name)) {
+    if (!id_wellformed(node_name)) {
         error_setg(errp, "Invalid node-name: '%s'", node_name);
         return -EINVAL;
     }

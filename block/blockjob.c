@@ -19,7 +19,6 @@
 #include "job/blockjob.h"
 
 #include "block/block_int.h"
-#include "block-internal.h"
 #include "util/qapi-event.h"
 
 const char *const BlockdevOnError_str[BLOCKDEV_ON_ERROR__MAX + 1] = {
@@ -319,62 +318,14 @@ void block_job_iostatus_reset(BlockJob *job)
 /* ---------------------------------------------------------------------- */
 /* Graph changes at the end of a job */
 
-int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
-                             Error **errp)
+/* The jobs' own edges stay where they are when a node is replaced. */
+static bool block_job_edge_moves(BdrvChild *c)
 {
-    if (bs->backing) {
-        bdrv_unref_child(bs, bs->backing);
-    }
-    if (!backing) {
-        return 0;
-    }
-    if (!bs->drv || !bs->drv->supports_backing) {
-        error_setg(errp, "Driver '%s' of node '%s' does not support backing "
-                   "files", bs->drv ? bs->drv->format_name : "",
-                   bs->node_name);
-        return -ENOTSUP;
-    }
-    /* the edge takes over this reference */
-    bdrv_ref(backing);
-    return bdrv_attach_child(bs, backing, "backing", true, errp) ? 0 : -EPERM;
-}
-
-static void block_job_move_edges(GPtrArray *edges, BlockDriverState *to)
-{
-    for (guint i = 0; i < edges->len; i++) {
-        BdrvChild *c = edges->pdata[i];
-        BlockDriverState *from = c->bs;
-
-        /* the edge's reference moves with it */
-        bdrv_ref(to);
-        from->parents = g_list_remove(from->parents, c);
-        to->parents = g_list_append(to->parents, c);
-        c->bs = to;
-        bdrv_unref(from);
-    }
+    return c->klass != &block_job_child_class;
 }
 
 int block_job_replace_node(BlockDriverState *from, BlockDriverState *to,
                            Error **errp)
 {
-    g_autoptr(GPtrArray) edges = g_ptr_array_new();
-    int ret;
-
-    assert(from != to);
-    for (GList *l = from->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        if (c->parent != to && c->klass != &block_job_child_class) {
-            g_ptr_array_add(edges, c);
-        }
-    }
-    bdrv_ref(from);
-    block_job_move_edges(edges, to);
-    ret = bdrv_refresh_perms(to, errp);
-    if (ret < 0) {
-        block_job_move_edges(edges, from);
-    }
-    bdrv_refresh_perms(from, NULL);
-    bdrv_unref(from);
-    return ret;
+    return bdrv_replace_node_moving(from, to, block_job_edge_moves, errp);
 }

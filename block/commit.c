@@ -16,6 +16,7 @@
  *     some of the top's data, masked by the top, and reads the same).
  */
 #include "job/block-jobs.h"
+#include "job/job-copy.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
@@ -34,9 +35,21 @@ typedef struct CommitJob {
     bool base_was_read_only;
 } CommitJob;
 
-static int coroutine_fn commit_copy(CommitJob *s, int64_t offset,
+/* Whether a node from the top down to the base (exclusive) holds it. */
+static int coroutine_fn commit_needs_copy(BlockJob *job, int64_t offset,
+                                          int64_t bytes, int64_t *pnum)
+{
+    CommitJob *s = container_of(job, CommitJob, common);
+    int ret = bdrv_co_block_status_above(s->top, s->base, false, offset,
+                                         bytes, pnum, NULL, NULL, NULL);
+
+    return ret < 0 ? ret : !!(ret & BDRV_BLOCK_ALLOCATED);
+}
+
+static int coroutine_fn commit_copy(BlockJob *job, int64_t offset,
                                     int64_t bytes, void *buf, bool *is_read)
 {
+    CommitJob *s = container_of(job, CommitJob, common);
     QEMUIOVector qiov;
     int ret;
 
@@ -54,12 +67,16 @@ static int coroutine_fn commit_copy(CommitJob *s, int64_t offset,
                           BDRV_REQ_WRITE_UNCHANGED);
 }
 
+static const BlockJobCopyDriver commit_copy_driver = {
+    .needs_copy = commit_needs_copy,
+    .copy = commit_copy,
+};
+
 static int coroutine_fn commit_run(Job *job, Error **errp)
 {
     CommitJob *s = (CommitJob *)job;
-    g_autofree void *buf = NULL;
-    int64_t len, base_len, offset, n = 0, delay = 0;
-    int error = 0, ret;
+    int64_t len, base_len;
+    int error, ret;
 
     len = blk_getlength(s->top_blk);
     base_len = blk_getlength(s->base_blk);
@@ -77,41 +94,8 @@ static int coroutine_fn commit_run(Job *job, Error **errp)
             return ret;
         }
     }
-    buf = blk_blockalign(s->top_blk, COMMIT_CHUNK);
-
-    for (offset = 0; offset < len; offset += n) {
-        bool copy, is_read = true;
-
-        job_sleep_ns(job, delay);
-        if (job_is_cancelled(job)) {
-            break;
-        }
-        ret = bdrv_co_block_status_above(s->top, s->base, false, offset,
-                                         MIN(COMMIT_CHUNK, len - offset),
-                                         &n, NULL, NULL, NULL);
-        copy = ret >= 0 && (ret & BDRV_BLOCK_ALLOCATED);
-        if (copy) {
-            ret = commit_copy(s, offset, n, buf, &is_read);
-        }
-        if (ret < 0) {
-            BlockErrorAction action =
-                block_job_error_action(&s->common, s->on_error, is_read,
-                                       -ret);
-
-            if (action == BLOCK_ERROR_ACTION_STOP) {
-                n = 0;
-                continue;
-            }
-            if (!error) {
-                error = ret;
-            }
-            if (action == BLOCK_ERROR_ACTION_REPORT) {
-                break;
-            }
-        }
-        job_progress_update(job, n);
-        delay = copy ? job_ratelimit_delay(job, n) : 0;
-    }
+    error = block_job_copy_loop(&s->common, &commit_copy_driver,
+                                s->top_blk, len, COMMIT_CHUNK, s->on_error);
     if (error) {
         error_setg_errno(errp, -error, "Could not commit node '%s' into "
                          "node '%s'", bdrv_get_node_name(s->top),
@@ -144,7 +128,7 @@ static int commit_prepare(Job *job)
         return 0;
     }
     bdrv_drained_begin(overlay);
-    ret = block_job_set_backing_hd(overlay, s->base, &err);
+    ret = bdrv_set_backing_hd(overlay, s->base, &err);
     if (ret == 0) {
         ret = bdrv_change_backing_file(overlay,
                                        s->backing_file ? s->backing_file :
@@ -162,14 +146,8 @@ static void commit_clean(Job *job)
 {
     CommitJob *s = (CommitJob *)job;
 
-    if (s->top_blk) {
-        blk_unref(s->top_blk);
-        s->top_blk = NULL;
-    }
-    if (s->base_blk) {
-        blk_unref(s->base_blk);
-        s->base_blk = NULL;
-    }
+    g_clear_pointer(&s->top_blk, blk_unref);
+    g_clear_pointer(&s->base_blk, blk_unref);
     if (s->base_was_read_only) {
         bdrv_reopen_set_read_only(s->base, true, NULL);
         s->base_was_read_only = false;
@@ -182,9 +160,7 @@ static void commit_free(Job *job)
     CommitJob *s = (CommitJob *)job;
 
     commit_clean(job);
-    if (s->base) {
-        bdrv_unref(s->base);
-    }
+    g_clear_pointer(&s->base, bdrv_unref);
     g_free(s->backing_file);
 }
 

@@ -40,6 +40,7 @@
  *     job_create() until NULL, and holds a reference for it.
  */
 #include "job/job.h"
+#include "util/cutils.h"
 
 #include "util/qapi-event.h"
 
@@ -136,20 +137,6 @@ Job *job_get(const char *id)
     return NULL;
 }
 
-/* QEMU's rule for ids: a letter, then letters, digits, '-', '.', '_'. */
-static bool job_id_wellformed(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static void job_state_transition(Job *job, JobStatus s1)
 {
     JobStatus s0 = job->status;
@@ -194,7 +181,7 @@ void *job_create(const char *id, const JobDriver *driver, int flags,
         error_setg(errp, "An explicit job ID is required");
         return NULL;
     }
-    if (!job_id_wellformed(id)) {
+    if (!id_wellformed(id)) {
         error_setg(errp, "Invalid job ID '%s'", id);
         return NULL;
     }

@@ -4,52 +4,70 @@
  * READY once the target holds all of it, and on job-complete moves the
  * source's users over to the target (the pivot).
  *
- * Dirty tracking: a bitmap of the source, one bit per `granularity`
- * bytes, marked by a write hook on the source (io.c invariant 7) after
- * each guest write reached it.  The job's loop clears a run of marks,
- * then copies that range (data, or zeroes where the source reads as
- * zeroes, so the target stays sparse).
+ * Dirty tracking: an anonymous dirty bitmap of the source
+ * (block/dirty-bitmap.c), one bit per `granularity` bytes, which the
+ * request path marks after each write reached the source (io.c
+ * invariant 6).  In write-blocking mode the bitmap is disabled and the
+ * job's write hook (io.c invariant 7) marks it instead, for the writes
+ * it could not copy to the target itself.  The job's loop takes runs of
+ * marks from a cursor, clears them and starts a copy of each (data, or
+ * zeroes where the source reads as zeroes, so the target stays sparse),
+ * up to MIRROR_MAX_IN_FLIGHT copies and `buf-size` bytes at once.
  *
  * Invariants:
  *  1. A range is marked dirty after every write to it landed on the
  *     source, and the job clears a mark before it reads the range; so a
  *     write racing a copy either is read by it or leaves the mark set,
  *     and is copied again: never lost.
- *  2. At most one operation (the job's copy, or in write-blocking mode a
- *     guest write's copy) works on any byte of the target at a time:
+ *  2. At most one operation (a copy of the job, or in write-blocking mode
+ *     a guest write's copy) works on any byte of the target at a time:
  *     each waits for the overlapping ones in s->ops to finish first, so
  *     an older copy never lands on the target after a newer one.
  *  3. A failed read or write marks its range dirty again; the policy
  *     (on-source-error for reads, on-target-error for writes) decides
  *     whether the job fails, pauses or goes on.
- *  4. The job ends its run with the source drained and no range dirty
- *     (when completed, or cancelled softly once READY), so that the
- *     target holds exactly the source's data; the drain lasts until
- *     prepare (the pivot) or abort, so no write slips in between.
- *  5. The write hook is on the source from mirror_start() until clean.
+ *  4. The job ends its run with the source drained, no copy in flight and
+ *     no range dirty (when completed, or cancelled softly once READY), so
+ *     that the target holds exactly the source's data; the drain lasts
+ *     until prepare (the pivot) or abort, so no write slips in between.
+ *  5. The write hook (write-blocking mode only) is on the source from
+ *     mirror_start() until clean; the bitmap lives as long.
+ *  6. s->in_flight <= MIRROR_MAX_IN_FLIGHT and s->bytes_in_flight <=
+ *     buf-size, except that one copy always may start (a buf-size smaller
+ *     than a granule still makes progress); the job's run returns, and
+ *     the job pauses or sleeps, only with s->in_flight 0: the copies use
+ *     its BlockBackends, and a paused job makes no progress.
  */
 #include "job/block-jobs.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
+#include "block/dirty-bitmap.h"
 
 /* QEMU's defaults: 16 MiB of copies in flight, and a 64 KiB granularity
  * for targets without a cluster size of their own. */
 #define MIRROR_DEFAULT_BUF_SIZE (16 * MiB)
 #define MIRROR_DEFAULT_GRANULARITY (64 * KiB)
-/* The most one copy takes at once (QEMU's), so that pauses, cancels and
- * the rate limit act between copies of a reasonable size. */
+/* The least the largest copy may take (QEMU's), so that a small buf-size
+ * still copies in requests of a reasonable size; a larger buf-size is
+ * spread over MIRROR_MAX_IN_FLIGHT copies. */
 #define MIRROR_MAX_IO_BYTES (1 * MiB)
+/* Copies in flight at once (QEMU's): enough to keep a device's queue
+ * busy, few enough that a pause or cancel waits for little. */
+#define MIRROR_MAX_IN_FLIGHT 16
 /* How often a job with nothing to copy looks again (QEMU's slice). */
 #define MIRROR_IDLE_NS (100 * 1000 * 1000LL)
 
+typedef struct MirrorJob MirrorJob;
+
 typedef struct MirrorOp {
+    MirrorJob *s;
     int64_t offset;
     int64_t bytes;
     CoQueue waiters;
 } MirrorOp;
 
-typedef struct MirrorJob {
+struct MirrorJob {
     BlockJob common;
     BlockBackend *source_blk;
     BlockBackend *target_blk;
@@ -63,78 +81,53 @@ typedef struct MirrorJob {
     BdrvWriteHook hook;             /* invariant 5 */
     bool hook_added;
 
-    /* the dirty bitmap (invariant 1) */
-    uint64_t *dirty;
-    int64_t nb_bits;
-    int64_t dirty_count;
-    int64_t cursor;                 /* the bit the next copy starts from */
+    BdrvDirtyBitmap *dirty_bitmap;  /* on the source, invariant 1 */
+    int64_t cursor;                 /* the byte the next copy starts at */
     int64_t len;
+    int64_t max_io_bytes;           /* the largest single copy */
 
     GSList *ops;                    /* MirrorOp *, invariant 2 */
+    int in_flight;                  /* the job's copies, invariant 6 */
+    int64_t bytes_in_flight;
+    CoQueue op_done;                /* the job waits for a copy here */
     bool dirty_initialised;         /* what to copy first is marked */
     bool should_complete;           /* job-complete: pivot */
     bool in_drain;                  /* invariant 4 */
     bool base_was_read_only;
     int ret;                        /* the first reported error */
-} MirrorJob;
+};
 
 /* ---------------------------------------------------------------------- */
 /* The dirty bitmap */
 
-static void mirror_dirty_range(MirrorJob *s, int64_t offset, int64_t bytes,
-                               bool set)
+static void mirror_set_dirty(MirrorJob *s, int64_t offset, int64_t bytes)
 {
-    int64_t first = offset / s->opts.granularity;
-    int64_t last = DIV_ROUND_UP(offset + bytes, s->opts.granularity);
-
-    for (int64_t i = first; i < MIN(last, s->nb_bits); i++) {
-        uint64_t bit = 1ULL << (i % 64);
-        bool was = s->dirty[i / 64] & bit;
-
-        if (set && !was) {
-            s->dirty[i / 64] |= bit;
-            s->dirty_count++;
-        } else if (!set && was) {
-            s->dirty[i / 64] &= ~bit;
-            s->dirty_count--;
-        }
-    }
+    bdrv_set_dirty_bitmap(s->dirty_bitmap, offset, bytes);
 }
 
-static bool mirror_dirty_test(MirrorJob *s, int64_t i)
+static int64_t mirror_dirty_bytes(MirrorJob *s)
 {
-    return s->dirty[i / 64] & (1ULL << (i % 64));
-}
-
-/* The first dirty bit at or after @from (wrapping), or -1. */
-static int64_t mirror_dirty_next(MirrorJob *s, int64_t from)
-{
-    for (int64_t n = 0; n < s->nb_bits; n++) {
-        int64_t i = (from + n) % s->nb_bits;
-
-        if (!s->dirty[i / 64]) {
-            /* skip the rest of an empty word */
-            n += 63 - i % 64;
-            continue;
-        }
-        if (mirror_dirty_test(s, i)) {
-            return i;
-        }
-    }
-    return -1;
+    return bdrv_get_dirty_count(s->dirty_bitmap);
 }
 
 static bool mirror_range_dirty(MirrorJob *s, int64_t offset, int64_t bytes)
 {
-    int64_t first = offset / s->opts.granularity;
-    int64_t last = DIV_ROUND_UP(offset + bytes, s->opts.granularity);
+    return bdrv_dirty_bitmap_next_dirty(s->dirty_bitmap, offset, bytes) >= 0;
+}
 
-    for (int64_t i = first; i < MIN(last, s->nb_bits); i++) {
-        if (mirror_dirty_test(s, i)) {
-            return true;
-        }
+/*
+ * The next dirty run at or after the cursor (wrapping to the start), of
+ * at most @max bytes: true with *@offset and *@bytes, false if all clean.
+ */
+static bool mirror_next_dirty(MirrorJob *s, int64_t max, int64_t *offset,
+                              int64_t *bytes)
+{
+    if (bdrv_dirty_bitmap_next_dirty_area(s->dirty_bitmap, s->cursor,
+                                          s->len, max, offset, bytes)) {
+        return true;
     }
-    return false;
+    return bdrv_dirty_bitmap_next_dirty_area(s->dirty_bitmap, 0, s->len,
+                                             max, offset, bytes);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -161,6 +154,7 @@ static MirrorOp *mirror_op_begin(MirrorJob *s, int64_t offset,
         }
         qemu_co_queue_wait(&other->waiters, NULL);
     }
+    op->s = s;
     op->offset = offset;
     op->bytes = bytes;
     qemu_co_queue_init(&op->waiters);
@@ -219,7 +213,7 @@ static void mirror_handle_error(MirrorJob *s, int64_t offset, int64_t bytes,
 {
     BlockErrorAction action;
 
-    mirror_dirty_range(s, offset, bytes, true);
+    mirror_set_dirty(s, offset, bytes);
     action = block_job_error_action(&s->common,
                                     is_read ? s->opts.on_source_error :
                                               s->opts.on_target_error,
@@ -229,47 +223,77 @@ static void mirror_handle_error(MirrorJob *s, int64_t offset, int64_t bytes,
     }
 }
 
-/*
- * One copy: the next run of dirty bits from the cursor, up to buf-size
- * and MIRROR_MAX_IO_BYTES (a granule at least).
- */
-static int64_t coroutine_fn mirror_iteration(MirrorJob *s, void *buf)
+/* One copy in flight: its own coroutine and buffer (invariant 6). */
+static void coroutine_fn mirror_co_copy(void *opaque)
 {
-    int64_t gran = s->opts.granularity;
-    int64_t first = mirror_dirty_next(s, s->cursor);
-    int64_t n = 0, offset, bytes, copied;
-    MirrorOp *op;
+    MirrorOp *op = opaque;
+    MirrorJob *s = op->s;
+    void *buf = blk_blockalign(s->source_blk, op->bytes);
+    int64_t copied = 0;
     bool is_read;
 
-    if (first < 0) {
-        return 0;
-    }
-    while (first + n < s->nb_bits && mirror_dirty_test(s, first + n) &&
-           (n + 1) * gran <= MIN(s->opts.buf_size, MIRROR_MAX_IO_BYTES)) {
-        n++;
-    }
-    n = MAX(n, 1);
-    offset = first * gran;
-    bytes = MIN(n * gran, s->len - offset);
-    /* invariant 1: cleared before the read */
-    mirror_dirty_range(s, offset, bytes, false);
-    op = mirror_op_begin(s, offset, bytes);
-    copied = 0;
-    while (copied < bytes) {
-        int64_t ret = mirror_copy(s, offset + copied, bytes - copied, buf,
-                                  &is_read);
+    while (copied < op->bytes) {
+        int64_t ret = mirror_copy(s, op->offset + copied,
+                                  op->bytes - copied, buf, &is_read);
 
         if (ret < 0) {
-            mirror_handle_error(s, offset + copied, bytes - copied, is_read,
-                                ret);
+            mirror_handle_error(s, op->offset + copied, op->bytes - copied,
+                                is_read, ret);
             break;
         }
         copied += ret;
     }
-    mirror_op_end(s, op);
-    s->cursor = first + n;
+    qemu_vfree(buf);
     job_progress_update(&s->common.job, copied);
-    return copied;
+    s->in_flight--;
+    s->bytes_in_flight -= op->bytes;
+    mirror_op_end(s, op);
+    qemu_co_queue_restart_all(&s->op_done);
+}
+
+/* Invariant 6: whether a copy of @bytes more may start now. */
+static bool mirror_may_start(MirrorJob *s, int64_t bytes)
+{
+    return s->in_flight == 0 ||
+           (s->in_flight < MIRROR_MAX_IN_FLIGHT &&
+            s->bytes_in_flight + bytes <= s->opts.buf_size);
+}
+
+/*
+ * Starts one copy: the next run of dirty bits from the cursor, up to
+ * max_io_bytes (a granule at least).  Waits for a free slot first, and
+ * for overlapping copies (invariant 2).  Returns the bytes it will copy,
+ * 0 if nothing is dirty.
+ */
+static int64_t coroutine_fn mirror_iteration(MirrorJob *s)
+{
+    int64_t offset, bytes;
+    MirrorOp *op;
+
+    if (!mirror_next_dirty(s, s->max_io_bytes, &offset, &bytes)) {
+        return 0;
+    }
+    if (!mirror_may_start(s, bytes)) {
+        qemu_co_queue_wait(&s->op_done, NULL);
+        return 0;       /* the bitmap may have changed meanwhile */
+    }
+    /* invariant 1: cleared before the read */
+    bdrv_reset_dirty_bitmap(s->dirty_bitmap, offset, bytes);
+    op = mirror_op_begin(s, offset, bytes);
+    s->in_flight++;
+    s->bytes_in_flight += bytes;
+    s->cursor = offset + bytes;
+    aio_co_enter(blk_get_aio_context(s->source_blk),
+                 qemu_coroutine_create(mirror_co_copy, op));
+    return bytes;
+}
+
+/* Invariant 6: waits until no copy of the job is in flight. */
+static void coroutine_fn mirror_wait_all(MirrorJob *s)
+{
+    while (s->in_flight > 0) {
+        qemu_co_queue_wait(&s->op_done, NULL);
+    }
 }
 
 /* ---------------------------------------------------------------------- */
@@ -293,27 +317,29 @@ static void coroutine_fn mirror_active_write(MirrorJob *s, int64_t offset,
     /* the whole granules must already be on the target to stay clean */
     if (mirror_range_dirty(s, start, end - start) || !qiov ||
         start != offset || end != offset + bytes) {
-        mirror_dirty_range(s, offset, bytes, true);
+        mirror_set_dirty(s, offset, bytes);
         mirror_op_end(s, op);
         return;
     }
     ret = blk_co_pwritev(s->target_blk, offset, bytes, qiov, 0);
     if (ret < 0) {
-        mirror_dirty_range(s, offset, bytes, true);
+        mirror_set_dirty(s, offset, bytes);
     }
     mirror_op_end(s, op);
 }
 
+/* Write-blocking mode only: the bitmap is disabled, this marks it. */
 static void coroutine_fn mirror_after_write(BdrvWriteHook *hook,
                                             int64_t offset, int64_t bytes,
                                             QEMUIOVector *qiov, int ret)
 {
     MirrorJob *s = container_of(hook, MirrorJob, hook);
 
-    if (s->opts.write_blocking && ret == 0 && s->dirty_initialised) {
+    assert(s->opts.write_blocking);
+    if (ret == 0 && s->dirty_initialised) {
         mirror_active_write(s, offset, bytes, qiov);
     } else {
-        mirror_dirty_range(s, offset, bytes, true);   /* invariant 1 */
+        mirror_set_dirty(s, offset, bytes);     /* invariant 1 */
     }
 }
 
@@ -330,7 +356,7 @@ static int coroutine_fn mirror_dirty_init(MirrorJob *s)
     }
     if (!s->base && !bdrv_has_zero_init(s->target)) {
         /* every range, zeroes included, must reach the target */
-        mirror_dirty_range(s, 0, s->len, true);
+        mirror_set_dirty(s, 0, s->len);
         return 0;
     }
     while (offset < s->len) {
@@ -342,7 +368,7 @@ static int coroutine_fn mirror_dirty_init(MirrorJob *s)
             return ret;
         }
         if (ret & BDRV_BLOCK_ALLOCATED) {
-            mirror_dirty_range(s, offset, pnum, true);
+            mirror_set_dirty(s, offset, pnum);
         }
         offset += pnum;
         job_pause_point(&s->common.job);
@@ -381,7 +407,7 @@ static int coroutine_fn mirror_check_sizes(MirrorJob *s, Error **errp)
 static bool coroutine_fn mirror_converged(MirrorJob *s)
 {
     bdrv_drained_begin(s->source);
-    if (s->dirty_count == 0 && !s->ops) {
+    if (mirror_dirty_bytes(s) == 0 && s->in_flight == 0 && !s->ops) {
         s->in_drain = true;
         return true;
     }
@@ -392,7 +418,6 @@ static bool coroutine_fn mirror_converged(MirrorJob *s)
 static int coroutine_fn mirror_run(Job *job, Error **errp)
 {
     MirrorJob *s = (MirrorJob *)job;
-    g_autofree void *buf = NULL;
     int64_t delay = 0;
     int ret;
 
@@ -413,40 +438,46 @@ static int coroutine_fn mirror_run(Job *job, Error **errp)
         return ret;
     }
     s->dirty_initialised = true;
-    buf = blk_blockalign(s->source_blk, s->opts.buf_size);
 
     for (;;) {
-        bool should_complete;
-        int64_t copied = 0;
+        bool should_complete, clean;
+        int64_t issued = 0;
 
         if (s->ret) {
             break;
         }
-        job_progress_set_remaining(job, s->dirty_count *
-                                        s->opts.granularity);
-        if (s->dirty_count > 0) {
-            copied = mirror_iteration(s, buf);
+        job_progress_set_remaining(job, mirror_dirty_bytes(s) +
+                                        s->bytes_in_flight);
+        if (mirror_dirty_bytes(s) > 0) {
+            issued = mirror_iteration(s);
+        } else if (s->in_flight > 0) {
+            /* the last copies: what they leave dirty comes next */
+            qemu_co_queue_wait(&s->op_done, NULL);
         }
-        if (s->dirty_count == 0 && !s->ops && !job_is_ready(job) &&
-            !job_is_cancelled(job)) {
+        clean = mirror_dirty_bytes(s) == 0 && s->in_flight == 0;
+        if (clean && !job_is_ready(job) && !job_is_cancelled(job)) {
             job_transition_to_ready(job);
         }
         should_complete = job_is_ready(job) &&
                           (s->should_complete || job_cancel_requested(job));
-        if (s->dirty_count == 0 && should_complete && !s->ret &&
-            mirror_converged(s)) {
+        if (clean && should_complete && !s->ret && mirror_converged(s)) {
             break;
         }
         if (job_is_cancelled(job)) {
             break;
         }
-        delay = copied ? job_ratelimit_delay(job, copied) :
-                s->dirty_count == 0 ? MIRROR_IDLE_NS : 0;
-        job_sleep_ns(job, delay);
+        delay = issued ? job_ratelimit_delay(job, issued) :
+                clean ? MIRROR_IDLE_NS : 0;
+        /* invariant 6: pauses and waits with no copy in flight */
+        if (delay > 0 || job->pause_count > 0 || s->in_flight == 0) {
+            mirror_wait_all(s);
+            job_sleep_ns(job, delay);
+        }
         if (job_is_cancelled(job)) {
             break;
         }
     }
+    mirror_wait_all(s);     /* invariant 6 */
     if (s->ret) {
         error_setg_errno(errp, -s->ret, "Could not copy node '%s' to node "
                          "'%s'", bdrv_get_node_name(s->source),
@@ -518,43 +549,35 @@ static void mirror_clean(Job *job)
         bdrv_reopen_set_read_only(s->target, true, NULL);
         s->base_was_read_only = false;
     }
+    if (s->dirty_bitmap) {
+        bdrv_release_dirty_bitmap(s->dirty_bitmap);
+        s->dirty_bitmap = NULL;
+    }
     block_job_remove_all_bdrv(&s->common);
 }
 
 static void mirror_free(Job *job)
 {
-    MirrorJob *s = (MirrorJob *)job;
-
     mirror_clean(job);
-    g_free(s->dirty);
 }
 
-static const JobDriver mirror_job_driver = {
-    .instance_size = sizeof(MirrorJob),
-    .job_type = "mirror",
-    .run = mirror_run,
-    .complete = mirror_complete,
-    .soft_cancel_completes = true,
-    .prepare = mirror_prepare,
-    .abort = mirror_abort,
-    .clean = mirror_clean,
-    .free = mirror_free,
-    .listener = &block_job_listener,
-};
+/* The mirror and the active commit differ only in the type users see. */
+#define MIRROR_JOB_DRIVER(type) {                   \
+    .instance_size = sizeof(MirrorJob),             \
+    .job_type = (type),                             \
+    .run = mirror_run,                              \
+    .complete = mirror_complete,                    \
+    .soft_cancel_completes = true,                  \
+    .prepare = mirror_prepare,                      \
+    .abort = mirror_abort,                          \
+    .clean = mirror_clean,                          \
+    .free = mirror_free,                            \
+    .listener = &block_job_listener,                \
+}
 
+static const JobDriver mirror_job_driver = MIRROR_JOB_DRIVER("mirror");
 /* The active commit: a mirror of the top into the base, typed commit. */
-static const JobDriver commit_active_job_driver = {
-    .instance_size = sizeof(MirrorJob),
-    .job_type = "commit",
-    .run = mirror_run,
-    .complete = mirror_complete,
-    .soft_cancel_completes = true,
-    .prepare = mirror_prepare,
-    .abort = mirror_abort,
-    .clean = mirror_clean,
-    .free = mirror_free,
-    .listener = &block_job_listener,
-};
+static const JobDriver commit_active_job_driver = MIRROR_JOB_DRIVER("commit");
 
 static BlockBackend *mirror_new_blk(BlockDriverState *bs, uint64_t perm,
                                     uint64_t shared, Error **errp)
@@ -606,11 +629,19 @@ static bool mirror_setup(MirrorJob *s, bool is_commit, Error **errp)
         return false;
     }
     blk_set_allow_write_beyond_eof(s->target_blk, is_commit);
-    s->nb_bits = DIV_ROUND_UP(len, s->opts.granularity);
-    s->dirty = g_new0(uint64_t, DIV_ROUND_UP(MAX(s->nb_bits, 1), 64));
-    s->hook.after_write = mirror_after_write;
-    bdrv_add_write_hook(s->source, &s->hook);
-    s->hook_added = true;
+    s->dirty_bitmap = bdrv_create_dirty_bitmap(s->source,
+                                               s->opts.granularity, NULL,
+                                               errp);
+    if (!s->dirty_bitmap) {
+        return false;
+    }
+    if (s->opts.write_blocking) {
+        /* the hook marks what it could not copy (invariant 5), as QEMU */
+        bdrv_disable_dirty_bitmap(s->dirty_bitmap);
+        s->hook.after_write = mirror_after_write;
+        bdrv_add_write_hook(s->source, &s->hook);
+        s->hook_added = true;
+    }
     return true;
 }
 
@@ -646,6 +677,13 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
         s->opts.buf_size = MIRROR_DEFAULT_BUF_SIZE;
     }
     s->opts.buf_size = MAX(s->opts.buf_size, s->opts.granularity);
+    /* invariant 6: a large buf-size is spread over the copies in flight */
+    s->max_io_bytes = MIN(MAX(s->opts.buf_size / MIRROR_MAX_IN_FLIGHT,
+                              MIRROR_MAX_IO_BYTES), s->opts.buf_size);
+    s->max_io_bytes = MAX(QEMU_ALIGN_DOWN(s->max_io_bytes,
+                                          s->opts.granularity),
+                          s->opts.granularity);
+    qemu_co_queue_init(&s->op_done);
     if (block_job_add_bdrv(&s->common, "target", target, 0, BLK_PERM_ALL,
                            errp) < 0 ||
         !mirror_setup(s, is_commit, errp)) {

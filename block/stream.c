@@ -18,6 +18,7 @@
  *     copied clusters in the top (which read the same).
  */
 #include "job/block-jobs.h"
+#include "job/job-copy.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
@@ -38,20 +39,22 @@ typedef struct StreamJob {
     BlockdevOnError on_error;
 } StreamJob;
 
-/* Invariant 2: whether a node from @bs down to @bottom holds the range. */
-static int coroutine_fn stream_is_allocated_above(StreamJob *s,
-                                                  int64_t offset,
-                                                  int64_t bytes,
-                                                  int64_t *pnum)
+/*
+ * Invariant 2: whether the range must be copied: the top does not hold
+ * it and a node below it, down to @bottom, does.
+ */
+static int coroutine_fn stream_needs_copy(BlockJob *job, int64_t offset,
+                                          int64_t bytes, int64_t *pnum)
 {
+    StreamJob *s = container_of(job, StreamJob, common);
     BlockDriverState *below = bdrv_backing_chain_next(s->top);
     int ret;
 
-    if (!below) {
-        *pnum = bytes;
-        return 0;
+    ret = bdrv_co_is_allocated(s->top, offset, bytes, pnum);
+    if (ret != 0 || !below) {
+        return ret < 0 ? ret : 0;
     }
-    ret = bdrv_co_block_status_above(below, s->base, false, offset, bytes,
+    ret = bdrv_co_block_status_above(below, s->base, false, offset, *pnum,
                                      pnum, NULL, NULL, NULL);
     if (ret < 0) {
         return ret;
@@ -60,22 +63,29 @@ static int coroutine_fn stream_is_allocated_above(StreamJob *s,
 }
 
 /* Invariant 1: the copy-on-read of one range into the top. */
-static int coroutine_fn stream_populate(StreamJob *s, int64_t offset,
-                                        int64_t bytes, void *buf)
+static int coroutine_fn stream_populate(BlockJob *job, int64_t offset,
+                                        int64_t bytes, void *buf,
+                                        bool *is_read)
 {
+    StreamJob *s = container_of(job, StreamJob, common);
     QEMUIOVector qiov;
 
+    *is_read = true;
     qemu_iovec_init_buf(&qiov, buf, bytes);
     return blk_co_preadv(s->blk, offset, bytes, &qiov,
                          BDRV_REQ_COPY_ON_READ);
 }
 
+static const BlockJobCopyDriver stream_copy_driver = {
+    .needs_copy = stream_needs_copy,
+    .copy = stream_populate,
+};
+
 static int coroutine_fn stream_run(Job *job, Error **errp)
 {
     StreamJob *s = (StreamJob *)job;
-    g_autofree void *buf = NULL;
-    int64_t len, offset, n = 0, delay = 0;
-    int error = 0;
+    int64_t len;
+    int error;
 
     if (s->top == s->bottom) {
         return 0;       /* nothing between the top and the base */
@@ -87,42 +97,8 @@ static int coroutine_fn stream_run(Job *job, Error **errp)
         return len;
     }
     job_progress_set_remaining(job, len);
-    buf = blk_blockalign(s->blk, STREAM_CHUNK);
-
-    for (offset = 0; offset < len; offset += n) {
-        bool copy = false;
-        int ret;
-
-        job_sleep_ns(job, delay);
-        if (job_is_cancelled(job)) {
-            break;
-        }
-        ret = bdrv_co_is_allocated(s->top, offset, STREAM_CHUNK, &n);
-        if (ret == 0) {
-            ret = stream_is_allocated_above(s, offset, n, &n);
-            copy = ret > 0;
-        }
-        if (ret >= 0 && copy) {
-            ret = stream_populate(s, offset, n, buf);
-        }
-        if (ret < 0) {
-            BlockErrorAction action =
-                block_job_error_action(&s->common, s->on_error, true, -ret);
-
-            if (action == BLOCK_ERROR_ACTION_STOP) {
-                n = 0;
-                continue;
-            }
-            if (!error) {
-                error = ret;
-            }
-            if (action == BLOCK_ERROR_ACTION_REPORT) {
-                break;
-            }
-        }
-        job_progress_update(job, n);
-        delay = copy ? job_ratelimit_delay(job, n) : 0;
-    }
+    error = block_job_copy_loop(&s->common, &stream_copy_driver, s->blk,
+                                len, STREAM_CHUNK, s->on_error);
     if (error) {
         error_setg_errno(errp, -error, "Could not stream into node '%s'",
                          bdrv_get_node_name(s->top));
@@ -147,7 +123,7 @@ static int stream_prepare(Job *job)
         base_fmt = bdrv_get_format_name(s->base);
     }
     bdrv_drained_begin(s->top);
-    ret = block_job_set_backing_hd(s->top, s->base, &err);
+    ret = bdrv_set_backing_hd(s->top, s->base, &err);
     if (ret == 0) {
         ret = bdrv_change_backing_file(s->top, base_id, base_fmt, false);
     }
@@ -162,10 +138,7 @@ static void stream_clean(Job *job)
 {
     StreamJob *s = (StreamJob *)job;
 
-    if (s->blk) {
-        blk_unref(s->blk);
-        s->blk = NULL;
-    }
+    g_clear_pointer(&s->blk, blk_unref);
     block_job_remove_all_bdrv(&s->common);
 }
 
@@ -174,9 +147,7 @@ static void stream_free(Job *job)
     StreamJob *s = (StreamJob *)job;
 
     stream_clean(job);
-    if (s->base) {
-        bdrv_unref(s->base);
-    }
+    g_clear_pointer(&s->base, bdrv_unref);
     g_free(s->backing_file);
 }
 

@@ -334,3 +334,16 @@ int strstart(const char *str, const char *val, const char **ptr)
     }
     return 1;
 }
+
+bool id_wellformed(const char *id)
+{
+    if (!g_ascii_isalpha(id[0])) {
+        return false;
+    }
+    for (const char *p = id + 1; *p; p++) {
+        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
+            return false;
+        }
+    }
+    return true;
+}

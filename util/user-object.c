@@ -3,6 +3,7 @@
  * for the invariants cited below).
  */
 #include "util/user-object.h"
+#include "util/cutils.h"
 
 #include "qapi-qmp.h"
 #include "util/qapi-schema.h"
@@ -151,20 +152,6 @@ static bool user_object_wants_help(const char *optarg)
     return false;
 }
 
-/* Invariant 1: QEMU's id_wellformed(). */
-static bool user_object_id_valid(const char *id)
-{
-    if (!g_ascii_isalpha(id[0])) {
-        return false;
-    }
-    for (const char *p = id + 1; *p; p++) {
-        if (!g_ascii_isalnum(*p) && !strchr("-._", *p)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static UserObject *user_object_lookup(const char *id)
 {
     for (guint i = 0; user_objects && i < user_objects->len; i++) {
@@ -247,7 +234,7 @@ bool user_object_add(JsonObject *args, Error **errp)
         error_setg(errp, "Object type '%s' is not supported by qblock", name);
         return false;
     }
-    if (!user_object_id_valid(id)) {
+    if (!id_wellformed(id)) {
         error_setg(errp, "Parameter 'id' expects an identifier");
         error_append_hint(errp, "Identifiers consist of letters, digits, "
                           "'-', '.', '_', starting with a letter.\n");

@@ -605,6 +605,13 @@ BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
                                   Error **errp);
 /* Detaches a root edge, releases its permissions, drops the reference. */
 void bdrv_root_unref_child(BdrvChild *child);
+/*
+ * bdrv_replace_node() (block.h) moving only the users of @from for which
+ * @moves (NULL: every user) returns true: a block job keeps its own edges
+ * on @from when it moves the others to its target.
+ */
+int bdrv_replace_node_moving(BlockDriverState *from, BlockDriverState *to,
+                             bool (*moves)(BdrvChild *c), Error **errp);
 
 /*
  * A coroutine function that bdrv_run_co() runs to completion; @bs and

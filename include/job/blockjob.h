@@ -103,14 +103,6 @@ bool block_job_node_is_root(BlockDriverState *bs);
 int block_job_parse_on_error(const char *name);
 
 /*
- * Makes @backing (NULL: none) the backing node of @bs in the graph (the
- * image's header is not changed); the caller drains @bs.  -errno if the
- * driver has no backing files or the permissions conflict.
- */
-int block_job_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing,
-                             Error **errp);
-
-/*
  * Moves every user of @from (exports, parent nodes) to @to, except the
  * jobs' edges and @to's own edges (its backing node may be @from); the
  * caller drains @from.  -errno if the permissions refuse it, and then

@@ -51,5 +51,10 @@ bool qapi_bool_parse(const char *name, const char *value, bool *obj,
 void pstrcpy(char *buf, int buf_size, const char *str);
 /* True if @str starts with @val; *ptr then points after it. */
 int strstart(const char *str, const char *val, const char **ptr);
+/*
+ * QEMU's rule for the ids of objects, jobs and nodes: a letter, then
+ * letters, digits, '-', '.' and '_'.
+ */
+bool id_wellformed(const char *id);
 
 #endif

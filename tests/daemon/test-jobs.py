@@ -1,6 +1,9 @@
 """Block jobs of the storage daemon under load, under faults, and
 interrupted:
 
+* mirror with 16 copies in flight (and with one) while fio rewrites a
+  small part of the disk through the export, 16 writes at once: the target must equal the
+  source, which a racing write copied stale would break;
 * stream, intermediate and active commit, and mirror (background and
   write-blocking) each run while fio (its nbd engine) writes random data
   to the disk through an NBD export; fio then reads every block back
@@ -152,6 +155,46 @@ def load_mirror(mode):
     quit(d, c)
     img_check(what, 'dst.qcow2')
     qemu_io_read(what, 'dst.qcow2', 0x42, 16 * MIB, 16 * MIB)
+
+
+def race_writes(size, seconds):
+    """fio rewrites [0, size) of the export at random, 16 writes in flight
+    all the time, so that writes keep landing on ranges being copied."""
+    uri = 'nbd+unix:///disk?socket=%s' % t.path('nbd.sock')
+    return subprocess.Popen(
+        ['fio', '--name=race', '--ioengine=nbd', '--uri=' + uri,
+         '--rw=randwrite', '--bsrange=4k-256k', '--size=%d' % size,
+         '--iodepth=16', '--time_based', '--runtime=%d' % seconds,
+         '--randrepeat=0', '--refill_buffers'],
+        cwd=t.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def race_mirror(mode, buf_size):
+    """Many copies in flight while writes land on the ranges they copy:
+    a write copied stale would leave the target unlike the source."""
+    what = 'mirror %s, buf-size %d, racing writes' % (mode, buf_size)
+    fresh()
+    sh('qemu-img create -q -f qcow2 src.qcow2 64M && '
+       'qemu-io -f qcow2 -c "write -P 0x11 0 64M" src.qcow2 && '
+       'qemu-img create -q -f qcow2 dst.qcow2 64M')
+    d, c = start([qcow2('src'), qcow2('dst')], export='src')
+    writer = race_writes(8 * MIB, 4)
+    c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
+                             'target': 'dst', 'sync': 'full',
+                             'copy-mode': mode, 'granularity': 65536,
+                             'buf-size': buf_size})
+    out = writer.communicate(timeout=300)[0].decode(errors='replace')
+    t.check('%s: every write succeeded' % what, writer.returncode == 0 and
+            'err= 0' in out, out[-2000:])
+    t.check('%s: ready' % what, wait_status(c, 'm', 'ready'))
+    c.ok('job-complete', {'id': 'm'})
+    t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    pivoted(what, c, 'dst')
+    quit(d, c)
+    img_check(what, 'dst.qcow2')
+    rc, out, err = t.run(['qemu-img', 'compare', '-U', t.path('src.qcow2'),
+                          t.path('dst.qcow2')])
+    t.check('%s: the target equals the source' % what, rc == 0, out + err)
 
 
 def load_stream():
@@ -406,6 +449,9 @@ def main():
         load_stream()
         load_commit(active=True)
         load_commit(active=False)
+        race_mirror('background', 16 * MIB)
+        race_mirror('background', 4096)
+        race_mirror('write-blocking', 16 * MIB)
     else:
         t.skip('jobs under load', 'fio is not installed (Debian fio)')
     for side in ('source', 'target'):

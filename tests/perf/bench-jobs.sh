@@ -4,7 +4,7 @@
 # qblock-storage-daemon, alternating in the same run: seconds from the
 # command to BLOCK_JOB_READY (mirror) or BLOCK_JOB_COMPLETED (backup), and
 # MiB/s.
-#   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]
+#   tests/perf/bench-jobs.sh BUILD_DIR [SIZE_MIB]   (default 4096: 4 GiB)
 # Each daemon runs $RUNS times (default 2), alternating.  The image is on
 # ${TMPDIR:-/var/tmp}; the page cache is not dropped (both daemons read a
 # warm source).  This script prints figures; it never fails on them.
