@@ -16,7 +16,7 @@ build=$1
 seconds=$2
 shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
-     fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client"
+     fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
