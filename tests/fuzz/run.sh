@@ -22,7 +22,7 @@ harnesses=${*:-$all}
 # Longest input per harness: a seed image or stream must fit.
 max_len() {
     case $1 in
-    fuzz-qcow2) echo 65536 ;;
+    fuzz-qcow2) echo 131072 ;;
     fuzz-vmstate) echo 32768 ;;
     fuzz-nbd-client) echo 16384 ;;
     *) echo 4096 ;;
