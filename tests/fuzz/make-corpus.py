@@ -157,6 +157,69 @@ def nbd_seeds():
           + nbd_opt(99, b'abc') + nbd_opt(OPT_ABORT))
 
 
+# ---- fuzz-nbd-tls: byte 0 picks the mode (fuzz-nbd-tls.c) ----
+TLS_RAW, TLS_TUNNEL = 0, 1
+
+
+def tls_client_hello():
+    """A real TLS ClientHello (Python's ssl; no PSK suites, so the server
+    refuses it: the handshake's failure path)."""
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    conn = ctx.wrap_bio(incoming, outgoing)
+    try:
+        conn.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def nbd_tls_seeds():
+    flags = struct.pack('>I', FIXED_NEWSTYLE | NO_ZEROES)
+    session = (nbd_opt(OPT_STRUCTURED_REPLY)
+               + nbd_opt(OPT_SET_META, nbd_meta(b'', [b'base:allocation']))
+               + nbd_opt(OPT_GO, nbd_go(b'', (3,)))
+               + nbd_req(CMD_READ, 0, 4096)
+               + nbd_req(CMD_WRITE, 4096, 512, FLAG_FUA) + b'\xa5' * 512
+               + nbd_req(CMD_BLOCK_STATUS, 0, 1 << 20)
+               + nbd_req(CMD_FLUSH, 0, 0) + nbd_req(CMD_DISC, 0, 0))
+
+    def tunnel(plain, inside):
+        return bytes([TLS_TUNNEL]) + struct.pack('>H', len(plain)) + plain \
+            + inside
+
+    # options before STARTTLS are refused (NBD_REP_ERR_TLS_REQD)
+    write('fuzz-nbd-tls', 'raw-refused',
+          bytes([TLS_RAW]) + flags + nbd_opt(OPT_LIST)
+          + nbd_opt(OPT_GO, nbd_go(b'')) + nbd_opt(OPT_STRUCTURED_REPLY)
+          + nbd_opt(99, b'abc') + nbd_opt(OPT_ABORT))
+    # STARTTLS with a payload, twice, then EXPORT_NAME without TLS
+    write('fuzz-nbd-tls', 'raw-starttls-bad',
+          bytes([TLS_RAW]) + flags + nbd_opt(OPT_STARTTLS, b'x')
+          + nbd_opt(OPT_EXPORT_NAME))
+    # STARTTLS, then a ClientHello the server cannot accept
+    write('fuzz-nbd-tls', 'raw-client-hello',
+          bytes([TLS_RAW]) + flags + nbd_opt(OPT_STARTTLS)
+          + tls_client_hello())
+    # STARTTLS, then bytes that are no TLS record, then the end
+    write('fuzz-nbd-tls', 'raw-not-tls',
+          bytes([TLS_RAW]) + flags + nbd_opt(OPT_STARTTLS)
+          + nbd_opt(OPT_GO, nbd_go(b'')))
+    write('fuzz-nbd-tls', 'tunnel-session', tunnel(flags, session))
+    write('fuzz-nbd-tls', 'tunnel-refused-first',
+          tunnel(flags + nbd_opt(OPT_INFO, nbd_go(b'ro'))
+                 + nbd_opt(OPT_LIST), session))
+    # inside TLS: STARTTLS again (refused), EXPORT_NAME of the read-only one
+    write('fuzz-nbd-tls', 'tunnel-export-name',
+          tunnel(flags, nbd_opt(OPT_STARTTLS) + nbd_opt(OPT_LIST)
+                 + nbd_opt(OPT_EXPORT_NAME, b'ro')
+                 + nbd_req(CMD_READ, 0, 512) + nbd_req(CMD_WRITE, 0, 512)
+                 + b'y' * 512 + nbd_req(CMD_DISC, 0, 0)))
+
+
 # ---- fuzz-vhost-user: steps of the script in fuzz-vhost-user.c ----
 VU_DESC, VU_AVAIL = 0x0000, 0x1000
 VRING_NEXT, VRING_WRITE = 1, 2
@@ -238,4 +301,5 @@ if __name__ == '__main__':
     blkdebug_seeds()
     qmp_seeds()
     nbd_seeds()
+    nbd_tls_seeds()
     vhost_user_seeds()

@@ -16,14 +16,15 @@ build=$1
 seconds=$2
 shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
-     fuzz-blkdebug fuzz-vmstate fuzz-luks"
+     fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
 max_len() {
     case $1 in
-    fuzz-qcow2) echo 65536 ;;
+    fuzz-qcow2) echo 131072 ;;
     fuzz-vmstate) echo 32768 ;;
+    fuzz-nbd-client) echo 16384 ;;
     *) echo 4096 ;;
     esac
 }
