@@ -290,7 +290,9 @@ AioContext *aio_context_new(Error **errp)
     TAILQ_INIT(&ctx->handlers);
     TAILQ_INIT(&ctx->deleted_handlers);
     TAILQ_INIT(&ctx->timers);
+    aio_context_owner_init(ctx);
     if (aio_context_setup(ctx, errp) < 0) {
+        aio_context_owner_destroy(ctx);
         g_free(ctx);
         return NULL;
     }
@@ -319,6 +321,7 @@ void aio_context_unref(AioContext *ctx)
     aio_bh_cleanup(ctx);
     aio_timers_cleanup(ctx);
     aio_context_destroy(ctx);
+    aio_context_owner_destroy(ctx);
     if (aio_get_thread_context() == ctx) {
         aio_set_thread_context(NULL);
     }
