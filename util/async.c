@@ -274,6 +274,32 @@ void aio_co_enter(AioContext *ctx, Coroutine *co)
     qemu_aio_coroutine_enter(ctx, co);
 }
 
+typedef struct AioCoReschedule {
+    Coroutine *co;
+    AioContext *new_ctx;
+} AioCoReschedule;
+
+static void aio_co_reschedule_self_bh(void *opaque)
+{
+    AioCoReschedule *r = opaque;
+
+    aio_co_schedule(r->new_ctx, r->co);
+}
+
+void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx)
+{
+    Coroutine *self = qemu_coroutine_self();
+    AioContext *old_ctx = qemu_coroutine_get_aio_context(self);
+    AioCoReschedule r = { .co = self, .new_ctx = new_ctx };
+
+    if (old_ctx == new_ctx) {
+        return;
+    }
+    aio_bh_schedule_oneshot(old_ctx, aio_co_reschedule_self_bh, &r);
+    qemu_coroutine_yield();
+    assert(qemu_coroutine_get_aio_context(self) == new_ctx);
+}
+
 void aio_co_wake(Coroutine *co)
 {
     aio_co_enter(qemu_coroutine_get_aio_context(co), co);

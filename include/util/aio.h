@@ -133,6 +133,12 @@ void timer_free(QEMUTimer *timer);
 void aio_co_schedule(AioContext *ctx, Coroutine *co);
 void aio_co_wake(Coroutine *co);
 void aio_co_enter(AioContext *ctx, Coroutine *co);
+/*
+ * Moves the calling coroutine to @new_ctx: it yields, and a bottom half
+ * of its current context schedules it there once it has (so the new
+ * context's thread never enters it while it still runs here).
+ */
+void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx);
 
 /* The context's thread pool, created on first use. */
 ThreadPool *aio_get_thread_pool(AioContext *ctx);
