@@ -11,7 +11,7 @@
  * the component drained: lets each driver move what it bound to the old
  * context, switches bs->aio_context, and moves the parents.
  *
- * Invariants (numbered on from docs/architecture.md's threading rules):
+ * Invariants 10 and 11 of docs/architecture.md's threading rules:
  *  10. The caller holds both contexts (aio_context_acquire(), or is the
  *      home thread of one), so no request of the component runs in
  *      either while it moves; drained, none is in flight.
