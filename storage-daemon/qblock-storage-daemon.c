@@ -427,20 +427,25 @@ static QsdCreateFunc *qsd_creator(int option)
 }
 
 /*
- * Runs @create; what it touches in iothreads stands still meanwhile, as
- * for a QMP command (--object creates them, and touches no node).
+ * Runs @create as if it were a QMP command: no request runs meanwhile,
+ * and what it touches in iothreads stands still (--object creates them,
+ * and touches no node).
  */
 static int qsd_create(int option, QsdCreateFunc *create, const char *arg,
                       Error **errp)
 {
     int ret;
 
+    /* a monitor's client that is quick must wait as for a command */
+    monitor_hold();
     if (option == OPTION_OBJECT) {
-        return create(arg, errp);
+        ret = create(arg, errp);
+    } else {
+        iothread_acquire_all();
+        ret = create(arg, errp);
+        iothread_release_all();
     }
-    iothread_acquire_all();
-    ret = create(arg, errp);
-    iothread_release_all();
+    monitor_release();
     return ret;
 }
 

@@ -154,24 +154,44 @@ static void aio_wait_poll_held(AioContext *ctx)
     qemu_set_current_aio_context(home);
 }
 
-/* Invariant 3. */
+/*
+ * Invariant 3.  The held contexts are let go entirely, not only
+ * unparked: code that runs from the poll (a bottom half that deletes an
+ * export) and acquires one of them must really park its home again.
+ */
 static void aio_wait_poll_home(AioContext *ctx)
 {
-    for (GSList *l = aio_held_contexts; l; l = l->next) {
+    GSList *lent = g_steal_pointer(&aio_held_contexts);
+    guint n = g_slist_length(lent);
+    g_autofree unsigned int *depths = g_new(unsigned int, n + 1);
+    guint i = 0;
+
+    for (GSList *l = lent; l; l = l->next, i++) {
         AioContext *held = l->data;
 
+        depths[i] = held->acquire_depth;
         g_mutex_lock(&held->owner_lock);
+        __atomic_store_n(&held->acquirer, NULL, __ATOMIC_RELAXED);
         aio_context_unpark_locked(held, true);
         g_mutex_unlock(&held->owner_lock);
     }
     aio_poll(ctx, true);
-    for (GSList *l = aio_held_contexts; l; l = l->next) {
+    i = 0;
+    for (GSList *l = lent; l; l = l->next, i++) {
         AioContext *held = l->data;
 
         g_mutex_lock(&held->owner_lock);
+        while (held->acquirer) {
+            g_cond_wait(&held->owner_cond, &held->owner_lock);
+        }
+        __atomic_store_n(&held->acquirer, g_thread_self(), __ATOMIC_RELAXED);
         aio_context_park_locked(held);
         g_mutex_unlock(&held->owner_lock);
+        held->acquire_depth = depths[i];
     }
+    /* what the poll acquired, it released */
+    assert(!aio_held_contexts);
+    aio_held_contexts = lent;
 }
 
 void aio_wait_poll(AioContext *ctx)

@@ -81,7 +81,8 @@ def start_two(img_a, img_b, extra=()):
             '--nbd-server', 'addr.type=unix,addr.path=%s' % sock,
             '--export', 'nbd,id=ea,node-name=a,writable=on,iothread=io0',
             '--export', 'nbd,id=eb,node-name=b,writable=on,iothread=io1']
-    return t.daemon(args + list(extra)), sock
+    return t.daemon(args + list(extra),
+                    stderr_path=t.path('daemon-two.err')), sock
 
 
 def test_nbd_concurrent():
@@ -187,6 +188,7 @@ def test_multi_conn():
                   'iothread=io0',
                   '--export', 'nbd,id=e2,node-name=m,name=off,'
                   'multi-conn=off'])
+    d.qmp().close()     # the greeting comes once start-up is done
     for name, want in (('m', 'can_multi_conn: true'),
                        ('off', 'can_multi_conn: false')):
         rc, out, err = t.run(['nbdinfo', qsd.nbd_uri(sock, name)])
