@@ -9,7 +9,9 @@
  *
  * Thread rules: aio_notify(), qemu_bh_schedule(), aio_bh_schedule_oneshot()
  * and aio_co_schedule() may be called from any thread; everything else only
- * from the thread that owns the context.
+ * from the thread that owns the context: its home thread, or the thread
+ * that acquired it (aio_context_acquire(); docs/architecture.md's
+ * threading rules).
  */
 #ifndef QBLOCK_AIO_H
 #define QBLOCK_AIO_H
