@@ -84,6 +84,8 @@ struct BlockBackend {
     bool enable_write_cache;
     bool allow_write_beyond_eof;
     bool disable_request_queuing;
+    /* another user's node move may take it along (blk_set_aio_context) */
+    bool allow_aio_context_change;
     const BlockDevOps *dev_ops;
     void *dev_opaque;
     BlockAcctStats stats;
@@ -136,10 +138,38 @@ static void blk_root_resize(BdrvChild *c)
     }
 }
 
+/* A user's BlockBackend stays where its user runs, unless it allows. */
+static bool blk_root_can_set_aio_ctx(BdrvChild *c, AioContext *ctx,
+                                     Error **errp)
+{
+    BlockBackend *blk = c->opaque;
+
+    if (!blk->allow_aio_context_change) {
+        error_setg(errp, "Cannot change iothread of active block backend");
+        return false;
+    }
+    return true;
+}
+
+/* Drained: no request is in flight, a completion may still be due. */
+static void blk_root_set_aio_ctx(BdrvChild *c, AioContext *ctx)
+{
+    BlockBackend *blk = c->opaque;
+
+    qemu_bh_delete(blk->done_bh);
+    blk->ctx = ctx;
+    blk->done_bh = aio_bh_new(ctx, blk_aio_done_bh, blk);
+    if (blk->done_head) {
+        qemu_bh_schedule(blk->done_bh);
+    }
+}
+
 static const BdrvChildClass blk_root_class = {
     .drained_poll = blk_root_drained_poll,
     .get_parent_desc = blk_root_get_parent_desc,
     .resize = blk_root_resize,
+    .can_set_aio_ctx = blk_root_can_set_aio_ctx,
+    .set_aio_ctx = blk_root_set_aio_ctx,
 };
 
 /* Takes over the caller's reference to @bs, as bdrv_root_attach_child. */
@@ -295,6 +325,27 @@ void blk_set_name(BlockBackend *blk, const char *name)
 {
     g_free(blk->name);
     blk->name = g_strdup(name ? name : "");
+}
+
+int blk_set_aio_context(BlockBackend *blk, AioContext *ctx, Error **errp)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    int ret;
+
+    if (!bs) {
+        blk_root_set_aio_ctx(&(BdrvChild) { .opaque = blk }, ctx);
+        return 0;
+    }
+    ret = bdrv_try_change_aio_context(bs, ctx, blk->root, errp);
+    if (ret == 0 && blk->ctx != ctx) {
+        blk_root_set_aio_ctx(blk->root, ctx);
+    }
+    return ret;
+}
+
+void blk_set_allow_aio_context_change(BlockBackend *blk, bool allow)
+{
+    blk->allow_aio_context_change = allow;
 }
 
 void blk_set_disable_request_queuing(BlockBackend *blk, bool disable)

@@ -100,6 +100,16 @@ int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
 {
     BdrvChild *c;
 
+    /*
+     * Jobs run in the main loop (job.c); a node in an iothread is that
+     * thread's (invariant 8 of docs/architecture.md's threading rules).
+     */
+    if (bdrv_get_aio_context(bs) != qemu_get_aio_context()) {
+        error_setg(errp, "Node '%s' is in an iothread (exported with "
+                   "iothread=): block jobs on it are not supported",
+                   bs->node_name);
+        return -ENOTSUP;
+    }
     bdrv_ref(bs);
     c = bdrv_root_attach_child(bs, name, &block_job_child_class, job,
                                perm, shared_perm, errp);

@@ -349,6 +349,7 @@ static const char *const hdev_strong_runtime_opts[] = {
         .bdrv_parse_filename            = hdev_parse_filename,              \
         .bdrv_open                      = OPEN,                             \
         .bdrv_close                     = raw_close,                        \
+        .bdrv_change_aio_context        = raw_change_aio_context,           \
         .bdrv_co_create_opts            = bdrv_co_create_opts_simple,       \
         .bdrv_reopen_prepare            = raw_reopen_prepare,               \
         .bdrv_reopen_commit             = raw_reopen_commit,                \

@@ -415,6 +415,32 @@ int raw_get_fd(BlockDriverState *bs)
     return s->fd;
 }
 
+/*
+ * The node's AIO ring (io_uring) or context (Linux AIO) is its
+ * AioContext's: the one of the new context is taken first, so that a
+ * failure leaves the node as it was.
+ */
+int raw_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                           Error **errp)
+{
+    BDRVRawState *s = bs->opaque;
+    FileAioState **slot = s->laio ? &s->laio : s->luring ? &s->luring : NULL;
+    FileAioState *fresh;
+
+    if (!slot) {
+        return 0;   /* aio=threads: the pool of the current context */
+    }
+    fresh = s->laio ? laio_get(new_ctx, errp) : luring_get(new_ctx, errp);
+    if (!fresh) {
+        error_prepend(errp, "Cannot move node '%s' to the iothread: ",
+                      bs->node_name);
+        return -EINVAL;
+    }
+    file_aio_put(*slot);
+    *slot = fresh;
+    return 0;
+}
+
 void raw_close(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
@@ -1431,6 +1457,7 @@ static const BlockDriver bdrv_file = {
     .bdrv_parse_filename            = raw_parse_filename,
     .bdrv_open                      = raw_open,
     .bdrv_close                     = raw_close,
+    .bdrv_change_aio_context        = raw_change_aio_context,
     .bdrv_co_create_opts            = raw_co_create_opts,
     .bdrv_reopen_prepare            = raw_reopen_prepare,
     .bdrv_reopen_commit             = raw_reopen_commit,

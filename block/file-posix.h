@@ -43,6 +43,9 @@ int coroutine_fn raw_thread_pool_co(BlockDriverState *bs,
 
 /* Driver callbacks the device drivers use unchanged. */
 void raw_close(BlockDriverState *bs);
+/* Moves the node's AIO ring or context to @new_ctx's (an iothread's). */
+int raw_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                           Error **errp);
 int raw_reopen_prepare(BDRVReopenState *state, Error **errp);
 void raw_reopen_commit(BDRVReopenState *state);
 void raw_reopen_abort(BDRVReopenState *state);

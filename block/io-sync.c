@@ -8,7 +8,8 @@
  * coroutine while the node's AioContext is polled.  The requests do their
  * own in-flight accounting (io.c's invariant 1), so the wrappers add none.
  *
- * All functions run in the node's AioContext thread.
+ * All functions run in the node's AioContext thread, or in a thread that
+ * holds that context (aio_context_acquire()).
  */
 
 #include "block/block_int.h"
@@ -36,7 +37,13 @@ int bdrv_run_co(BlockDriverState *bs, BdrvCoFn *fn, void *opaque)
     if (qemu_in_coroutine()) {
         return fn(bs, opaque);
     }
-    qemu_coroutine_enter(qemu_coroutine_create(bdrv_run_co_entry, &r));
+    /*
+     * In the node's context: a caller that holds an iothread's context
+     * (a QMP command) must not make it a coroutine of its own loop, which
+     * its wake-ups would then go to.
+     */
+    aio_co_enter(bdrv_get_aio_context(bs),
+                 qemu_coroutine_create(bdrv_run_co_entry, &r));
     AIO_WAIT_WHILE(bdrv_get_aio_context(bs), !r.done);
     return r.ret;
 }

@@ -717,6 +717,7 @@ static const char *const nbd_strong_runtime_opts[] = {
         .bdrv_parse_filename    = nbd_parse_filename,                   \
         .bdrv_open              = nbd_open,                             \
         .bdrv_close             = nbd_close,                            \
+        .bdrv_change_aio_context = bdrv_change_aio_context_unsupported, \
         .bdrv_reopen_prepare    = nbd_reopen_prepare,                   \
         .bdrv_refresh_filename  = nbd_refresh_filename,                 \
         .bdrv_refresh_limits    = nbd_refresh_limits,                   \

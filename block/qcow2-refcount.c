@@ -323,7 +323,7 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
             Coroutine *co = qemu_coroutine_create(qcow2_discard_co_entry,
                                                   &dc);
 
-            qemu_coroutine_enter(co);
+            aio_co_enter(bdrv_get_aio_context(bs), co);
             AIO_WAIT_WHILE(bdrv_get_aio_context(bs), !dc.done);
         }
     }

@@ -217,7 +217,8 @@ static void qcow2_cache_clean_timer_cb(void *opaque)
               SCALE_MS + (int64_t)s->cache_clean_interval * 1000);
 }
 
-static void qcow2_cache_clean_timer_update(BlockDriverState *bs)
+/* (Re)arms the timer in @ctx, the node's context or the one it moves to. */
+static void qcow2_cache_clean_timer_arm(BlockDriverState *bs, AioContext *ctx)
 {
     BDRVQcow2State *s = bs->opaque;
 
@@ -227,13 +228,26 @@ static void qcow2_cache_clean_timer_update(BlockDriverState *bs)
         s->cache_clean_timer = NULL;
     }
     if (s->cache_clean_interval > 0) {
-        s->cache_clean_timer = aio_timer_new(bdrv_get_aio_context(bs),
+        s->cache_clean_timer = aio_timer_new(ctx,
                                              QEMU_CLOCK_REALTIME, SCALE_MS,
                                              qcow2_cache_clean_timer_cb, bs);
         timer_mod(s->cache_clean_timer,
                   qemu_clock_get_ns(QEMU_CLOCK_REALTIME) / SCALE_MS +
                   (int64_t)s->cache_clean_interval * 1000);
     }
+}
+
+static void qcow2_cache_clean_timer_update(BlockDriverState *bs)
+{
+    qcow2_cache_clean_timer_arm(bs, bdrv_get_aio_context(bs));
+}
+
+/* The cache-clean timer is the only thing bound to the node's context. */
+static int qcow2_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                                    Error **errp)
+{
+    qcow2_cache_clean_timer_arm(bs, new_ctx);
+    return 0;
 }
 
 /*
@@ -1295,6 +1309,7 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_probe                     = qcow2_probe,
     .bdrv_open                      = qcow2_open,
     .bdrv_close                     = qcow2_close,
+    .bdrv_change_aio_context        = qcow2_change_aio_context,
     .bdrv_co_create_opts            = qcow2_co_create_opts,
     .bdrv_co_create_on_node         = qcow2_co_create_target,
     .bdrv_reopen_prepare            = qcow2_reopen_prepare,

@@ -552,6 +552,7 @@ static const BlockDriver bdrv_rbd = {
     .bdrv_parse_filename    = qrbd_parse_filename,
     .bdrv_open              = qrbd_open_node,
     .bdrv_close             = qrbd_close_node,
+    .bdrv_change_aio_context = bdrv_change_aio_context_unsupported,
     .bdrv_reopen_prepare    = qrbd_reopen_prepare,
     .bdrv_refresh_filename  = qrbd_refresh_filename,
     .bdrv_refresh_limits    = qrbd_refresh_limits,

@@ -449,6 +449,26 @@ void monitor_init(void)
     qapi_event_add_listener(monitor_event, NULL);
 }
 
+static void monitor_update_all(void)
+{
+    for (GList *l = monitor_sessions.head; l; l = l->next) {
+        monitor_session_update(l->data);
+    }
+}
+
+void monitor_hold(void)
+{
+    monitor_busy++;
+    monitor_update_all();
+}
+
+void monitor_release(void)
+{
+    assert(monitor_busy > 0);
+    monitor_busy--;
+    monitor_update_all();
+}
+
 void monitor_stop_dispatch(void)
 {
     monitor_dispatch_stopped = true;

@@ -26,6 +26,13 @@ int monitor_add(JsonObject *opts, Error **errp);
  */
 void monitor_stop_dispatch(void);
 /*
+ * Holds (releases) every session as while a command runs (invariant 1
+ * of monitor.c): for what the command line creates at start-up, whose
+ * nested polls must not run a request on a node half open.
+ */
+void monitor_hold(void);
+void monitor_release(void);
+/*
  * Sends what each session still has to send (waiting at most a second
  * in all for slow readers), then closes every session.
  */

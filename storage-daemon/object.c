@@ -4,6 +4,7 @@
 #include "object.h"
 
 #include "qmp-dispatch.h"
+#include "util/iothread.h"
 #include "util/user-object.h"
 
 int object_add_cmdline(const char *arg, Error **errp)
@@ -21,8 +22,15 @@ static void qmp_object_del(JsonObject *args, JsonNode **ret, Error **errp)
     user_object_del(json_object_get_string_member(args, "id"), errp);
 }
 
+static void qmp_query_iothreads(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    *ret = iothread_query_all();
+}
+
 void object_register_commands(void)
 {
+    qmp_register_command("query-iothreads", qmp_query_iothreads);
     qmp_register_command("object-add", qmp_object_add);
     qmp_register_command("object-del", qmp_object_del);
 }

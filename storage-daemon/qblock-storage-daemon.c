@@ -52,6 +52,7 @@
 #include "qmp-dispatch.h"
 #include "util/qapi-event.h"
 #include "util/user-object.h"
+#include "util/iothread.h"
 
 enum {
     OPTION_BLOCKDEV = 256,
@@ -387,11 +388,14 @@ static const char *qsd_option_name(int val)
 /* Undoes what start-up did (socket files above all), then exits 1. */
 static void QEMU_NORETURN qsd_startup_failed(void)
 {
+    iothread_acquire_all();
     blk_exp_close_all();
     if (nbd_export_server_running()) {
         nbd_export_server_stop(&error_abort);
     }
     blockdev_close_all();
+    iothread_release_all();
+    user_object_del_all();
     monitor_cleanup();
     chardev_cleanup();
     exit(1);
@@ -423,6 +427,29 @@ static QsdCreateFunc *qsd_creator(int option)
     return NULL;
 }
 
+/*
+ * Runs @create as if it were a QMP command: no request runs meanwhile,
+ * and what it touches in iothreads stands still (--object creates them,
+ * and touches no node).
+ */
+static int qsd_create(int option, QsdCreateFunc *create, const char *arg,
+                      Error **errp)
+{
+    int ret;
+
+    /* a monitor's client that is quick must wait as for a command */
+    monitor_hold();
+    if (option == OPTION_OBJECT) {
+        ret = create(arg, errp);
+    } else {
+        iothread_acquire_all();
+        ret = create(arg, errp);
+        iothread_release_all();
+    }
+    monitor_release();
+    return ret;
+}
+
 /* Pass 2: everything else, in order; the first error ends the daemon. */
 static void qsd_process_options(int argc, char **argv)
 {
@@ -439,7 +466,7 @@ static void qsd_process_options(int argc, char **argv)
             g_free(qsd_pidfile);
             qsd_pidfile = g_strdup(optarg);
         }
-        if (create && create(optarg, &err) < 0) {
+        if (create && qsd_create(c, create, optarg, &err) < 0) {
             error_prepend(&err, "--%s %s: ", qsd_option_name(c), optarg);
             error_report_err(err);
             qsd_startup_failed();
@@ -473,6 +500,8 @@ static int qsd_shutdown(void)
     qdict_put_str(data, "reason", qsd_shutdown_reason);
     qapi_event_emit("SHUTDOWN", data);
 
+    /* the nodes of iothreads stand still as for a QMP command */
+    iothread_acquire_all();
     blk_exp_close_all();
     /* as QEMU: jobs are cancelled (a mirror does not pivot) */
     job_cancel_sync_all();
@@ -480,6 +509,8 @@ static int qsd_shutdown(void)
         nbd_export_server_stop(&error_abort);
     }
     ret = blockdev_close_all();
+    iothread_release_all();
+    /* invariant 2 of util/iothread.c: their nodes are gone: stop them */
     user_object_del_all();
     monitor_cleanup();
     chardev_cleanup();

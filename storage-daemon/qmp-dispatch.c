@@ -4,6 +4,8 @@
  */
 #include "qmp-dispatch.h"
 
+#include "util/iothread.h"
+
 /* command name -> QmpCommandFunc, for the commands implemented */
 static GHashTable *qmp_commands;
 
@@ -139,6 +141,16 @@ static QmpCommandFunc *qmp_find_command(const char *name,
     return fn;
 }
 
+/*
+ * The object commands add and remove iothreads themselves (a thread being
+ * joined cannot be held), and touch no node.
+ */
+static bool qmp_command_creates_iothreads(const char *name)
+{
+    return !strcmp(name, "object-add") || !strcmp(name, "object-del") ||
+           !strcmp(name, "query-iothreads");
+}
+
 JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
                        QmpDispatchMode mode)
 {
@@ -174,7 +186,18 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
                           QAPI_INPUT_JSON, &err)) {
         return qmp_error_response(err, id);
     }
-    fn(json_node_get_object(args_node), &ret, &err);
+    if (qmp_command_creates_iothreads(name)) {
+        fn(json_node_get_object(args_node), &ret, &err);
+    } else {
+        /*
+         * A command may touch nodes and exports of any iothread: they
+         * stand still while it runs (invariant 9 of
+         * docs/architecture.md's threading rules).
+         */
+        iothread_acquire_all();
+        fn(json_node_get_object(args_node), &ret, &err);
+        iothread_release_all();
+    }
     if (err) {
         if (ret) {
             json_node_unref(ret);

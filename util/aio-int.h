@@ -58,6 +58,20 @@ struct AioContext {
     QEMUBH *co_schedule_bh;
 
     ThreadPool *thread_pool;
+
+    /*
+     * Ownership (aio-wait.c): the thread that polls the context (home,
+     * NULL for the main context, whose owner is its first caller) and the
+     * thread that took it over with aio_context_acquire(), under
+     * owner_lock.  Invariants 1-3 of aio-wait.c.
+     */
+    GMutex owner_lock;
+    GCond owner_cond;
+    GThread *home;                  /* owner_lock; written by the home */
+    GThread *acquirer;              /* owner_lock */
+    unsigned int acquire_depth;     /* the acquirer's thread only */
+    bool park_requested;            /* owner_lock */
+    bool parked;                    /* owner_lock */
 };
 
 /* async.c */
@@ -68,6 +82,10 @@ bool aio_bh_poll(AioContext *ctx);
 /* aio-posix.c */
 int aio_context_setup(AioContext *ctx, Error **errp);
 void aio_context_destroy(AioContext *ctx);
+
+/* aio-wait.c */
+void aio_context_owner_init(AioContext *ctx);
+void aio_context_owner_destroy(AioContext *ctx);
 
 /* qemu-timer.c */
 /* Nanoseconds until the earliest timer, or -1 if none is armed. */

@@ -274,6 +274,32 @@ void aio_co_enter(AioContext *ctx, Coroutine *co)
     qemu_aio_coroutine_enter(ctx, co);
 }
 
+typedef struct AioCoReschedule {
+    Coroutine *co;
+    AioContext *new_ctx;
+} AioCoReschedule;
+
+static void aio_co_reschedule_self_bh(void *opaque)
+{
+    AioCoReschedule *r = opaque;
+
+    aio_co_schedule(r->new_ctx, r->co);
+}
+
+void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx)
+{
+    Coroutine *self = qemu_coroutine_self();
+    AioContext *old_ctx = qemu_coroutine_get_aio_context(self);
+    AioCoReschedule r = { .co = self, .new_ctx = new_ctx };
+
+    if (old_ctx == new_ctx) {
+        return;
+    }
+    aio_bh_schedule_oneshot(old_ctx, aio_co_reschedule_self_bh, &r);
+    qemu_coroutine_yield();
+    assert(qemu_coroutine_get_aio_context(self) == new_ctx);
+}
+
 void aio_co_wake(Coroutine *co)
 {
     aio_co_enter(qemu_coroutine_get_aio_context(co), co);
@@ -290,7 +316,9 @@ AioContext *aio_context_new(Error **errp)
     TAILQ_INIT(&ctx->handlers);
     TAILQ_INIT(&ctx->deleted_handlers);
     TAILQ_INIT(&ctx->timers);
+    aio_context_owner_init(ctx);
     if (aio_context_setup(ctx, errp) < 0) {
+        aio_context_owner_destroy(ctx);
         g_free(ctx);
         return NULL;
     }
@@ -319,6 +347,7 @@ void aio_context_unref(AioContext *ctx)
     aio_bh_cleanup(ctx);
     aio_timers_cleanup(ctx);
     aio_context_destroy(ctx);
+    aio_context_owner_destroy(ctx);
     if (aio_get_thread_context() == ctx) {
         aio_set_thread_context(NULL);
     }

@@ -96,6 +96,17 @@ void co_socket_shutdown(CoSocket *s)
     /* the fd is now ready both ways: its handler wakes the waiters */
 }
 
+void co_socket_set_aio_context(CoSocket *s, AioContext *ctx)
+{
+    assert(!s->read_co && !s->write_co);
+    if (s->fd >= 0 && (s->watch_read || s->watch_write)) {
+        aio_set_fd_handler(s->ctx, s->fd, NULL, NULL, NULL);
+    }
+    /* invariant 1: nothing registered, nothing watched */
+    s->watch_read = s->watch_write = false;
+    s->ctx = ctx;
+}
+
 void co_socket_close(CoSocket *s)
 {
     assert(!s->read_co && !s->write_co);

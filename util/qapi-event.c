@@ -2,6 +2,7 @@
  * Monitor events: a list of listeners and the delivery to them.
  */
 #include "util/qapi-event.h"
+#include "util/aio.h"
 
 typedef struct QapiEventSink {
     QapiEventListener *fn;
@@ -34,8 +35,34 @@ void qapi_event_remove_listener(QapiEventListener *fn, void *opaque)
     }
 }
 
+typedef struct QapiEventDeferred {
+    const char *event;
+    QDict *data;
+} QapiEventDeferred;
+
+static void qapi_event_emit_bh(void *opaque)
+{
+    QapiEventDeferred *d = opaque;
+
+    qapi_event_emit(d->event, d->data);
+    g_free(d);
+}
+
 void qapi_event_emit(const char *event, QDict *data)
 {
+    if (qemu_get_current_aio_context() != qemu_get_aio_context()) {
+        /*
+         * An iothread (a node there found corrupt): the listeners are the
+         * main loop's.  @event is a string literal of the emitter.
+         */
+        QapiEventDeferred *d = g_new(QapiEventDeferred, 1);
+
+        d->event = event;
+        d->data = data;
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), qapi_event_emit_bh,
+                                d);
+        return;
+    }
     for (guint i = 0; qapi_event_sinks && i < qapi_event_sinks->len; i++) {
         QapiEventSink *sink = &g_array_index(qapi_event_sinks,
                                              QapiEventSink, i);

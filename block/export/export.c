@@ -6,6 +6,7 @@
 #include "block/export.h"
 
 #include "block/block_int.h"
+#include "util/iothread.h"
 #include "util/qapi-event.h"
 
 static GPtrArray *blk_exp_drivers;
@@ -58,8 +59,31 @@ BlockExport *blk_exp_next(BlockExport *exp)
     return l ? l->data : NULL;
 }
 
+/*
+ * Moves the export's nodes back to the main loop, so that the iothread
+ * can go (invariant 2 of util/iothread.c).  QEMU leaves them where they
+ * are; nothing but the iothread's deletion can tell.
+ */
+static void blk_exp_leave_iothread(BlockExport *exp)
+{
+    AioContext *ctx = iothread_get_aio_context(exp->iothread);
+    Error *err = NULL;
+
+    aio_context_acquire(ctx);
+    if (blk_set_aio_context(exp->blk, qemu_get_aio_context(), &err) < 0) {
+        error_prepend(&err, "export '%s': ", exp->id);
+        error_report_err(err);
+    }
+    aio_context_release(ctx);
+    iothread_unref(exp->iothread);
+    exp->iothread = NULL;
+}
+
 static void blk_exp_free(BlockExport *exp)
 {
+    if (exp->iothread) {
+        blk_exp_leave_iothread(exp);
+    }
     blk_unref(exp->blk);
     g_free(exp->opaque);
     g_free(exp->id);
@@ -113,6 +137,43 @@ static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
     return blk;
 }
 
+/*
+ * iothread=ID: moves the export's nodes into the iothread's context.  As
+ * QEMU, a node that cannot move (another user of it stays in the main
+ * loop) fails the export only with fixed-iothread=on; otherwise the
+ * export serves from where the node is.
+ */
+static int blk_exp_enter_iothread(BlockExport *exp, JsonObject *opts,
+                                  Error **errp)
+{
+    bool fixed = json_object_get_boolean_member_with_default(
+                     opts, "fixed-iothread", false);
+    IOThread *iothread;
+    AioContext *ctx;
+    int ret;
+
+    if (!json_object_has_member(opts, "iothread")) {
+        return 0;
+    }
+    iothread = iothread_find(json_object_get_string_member(opts, "iothread"),
+                             errp);
+    if (!iothread) {
+        return -ENOENT;
+    }
+    ctx = iothread_get_aio_context(iothread);
+    aio_context_acquire(ctx);
+    ret = blk_set_aio_context(exp->blk, ctx, fixed ? errp : NULL);
+    aio_context_release(ctx);
+    if (ret < 0) {
+        return fixed ? ret : 0;
+    }
+    if (blk_get_aio_context(exp->blk) == ctx) {
+        iothread_ref(iothread);
+        exp->iothread = iothread;
+    }
+    return 0;
+}
+
 BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
 {
     const char *type = json_object_get_string_member(opts, "type");
@@ -129,10 +190,9 @@ BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
         error_setg(errp, "Block export id '%s' is already in use", id);
         return NULL;
     }
-    if (json_object_has_member(opts, "iothread")) {
-        error_setg(errp, "Cannot export on iothread '%s': "
-                   "qblock-storage-daemon runs one event loop",
-                   json_object_get_string_member(opts, "iothread"));
+    if (json_object_has_member(opts, "iothread") &&
+        !iothread_find(json_object_get_string_member(opts, "iothread"),
+                       errp)) {
         return NULL;
     }
 
@@ -146,6 +206,11 @@ BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
     exp->link.data = exp;
     exp->opaque = drv->instance_size ? g_malloc0(drv->instance_size) : NULL;
     exp->blk = blk_exp_open_blk(opts, exp->writable, errp);
+    if (exp->blk && blk_exp_enter_iothread(exp, opts, errp) < 0) {
+        blk_exp_free(exp);
+        return NULL;
+    }
+    exp->ctx = exp->blk ? blk_get_aio_context(exp->blk) : NULL;
     if (!exp->blk || drv->create(exp, opts, errp) < 0) {
         blk_exp_free(exp);
         return NULL;
@@ -163,10 +228,25 @@ void blk_exp_ref(BlockExport *exp)
     exp->refcount++;
 }
 
+static void blk_exp_unref_bh(void *opaque)
+{
+    blk_exp_unref(opaque);
+}
+
 void blk_exp_unref(BlockExport *exp)
 {
     QDict *data;
 
+    if (qemu_get_current_aio_context() != qemu_get_aio_context()) {
+        /*
+         * An export's driver in an iothread lets go from there: the
+         * export list and the events are the main loop's (invariant 8
+         * of docs/architecture.md's threading rules).
+         */
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), blk_exp_unref_bh,
+                                exp);
+        return;
+    }
     assert(exp->refcount > 0);
     if (--exp->refcount > 0) {
         return;

@@ -105,9 +105,11 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
         /*
          * Every connection to an export uses the one BlockBackend, so a
          * flush on any of them covers the writes of all (see
-         * NBDExportConfig): safe to announce, as for qblock-nbd -e N.
+         * NBDExportConfig): safe to announce, as for qblock-nbd -e N,
+         * unless the user says not to.
          */
-        .multi_conn = true,
+        .multi_conn = g_strcmp0(json_object_get_string_member_with_default(
+                                    opts, "multi-conn", "auto"), "off") != 0,
     };
 
     g_autofree const char **names = NULL;

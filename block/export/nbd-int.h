@@ -89,17 +89,24 @@ struct NBDServer {
     bool accept_backoff;
     bool accept_error_logged;   /* since the last accepted connection */
     QEMUTimer *accept_timer;
-    /* invariant 8: request buffer bytes held by all clients, its limit */
+    /*
+     * Invariant 8: request buffer bytes held by all clients, its limit.
+     * Clients of exports in iothreads charge it from their threads:
+     * buffer_bytes and buffer_waiters are under buffer_lock (invariant
+     * 9).
+     */
+    GMutex buffer_lock;
     uint64_t buffer_bytes;
     uint64_t buffer_budget;
-    /* connection coroutines waiting for buffer budget */
-    CoQueue buffer_waiters;
+    /* Coroutine *: connection coroutines waiting for buffer budget */
+    GSList *buffer_waiters;
 };
 
 struct NBDExport {
     NBDServer *server;
     /* --- immutable after nbd_export_new() --- */
     BlockBackend *blk;          /* one reference held */
+    AioContext *ctx;            /* its node's: transmission runs there */
     char *name;
     char *description;          /* NULL for none */
     uint16_t flags;             /* transmission flags, less DF */
@@ -126,6 +133,11 @@ typedef struct NBDMetaContexts {
 struct NBDClient {
     NBDServer *server;
     GList link;                 /* entry of server->clients */
+    /*
+     * Where the connection runs: server->ctx, and its export's context
+     * during transmission (invariant 9).
+     */
+    AioContext *ctx;
     CoSocket sock;
     struct QCryptoTLSSession *tls;  /* under sock once STARTTLS is done */
     Coroutine *co;              /* the connection coroutine */
@@ -183,6 +195,17 @@ void nbd_export_ref(NBDExport *exp);
 void nbd_export_unref(NBDExport *exp);
 /* Ends @client's connection: its coroutines see -ESHUTDOWN. */
 void nbd_client_close(NBDClient *client);
+/*
+ * Invariant 8: charges @bytes to the server's budget if they fit there
+ * and @client_fits (the client's own budget, which only its thread
+ * touches); otherwise waits until a release or a close and returns false
+ * (the caller checks again).
+ */
+bool coroutine_fn nbd_server_buffer_charge_or_wait(NBDServer *server,
+                                                   uint64_t bytes,
+                                                   bool client_fits);
+/* Returns @bytes to the budget and wakes the waiters. */
+void nbd_server_buffer_uncharge(NBDServer *server, uint64_t bytes);
 
 /* nbd-negotiate.c */
 /*

@@ -62,7 +62,16 @@
  *     waits on server->buffer_waiters (reading no further requests)
  *     until its request fits, and closing a client wakes it.
  *
- * Everything runs in the thread of server->ctx.
+ *  9. Everything runs in the thread of server->ctx (the main loop in the
+ *     storage daemon), except a client's transmission phase, which runs
+ *     in its export's context (exp->ctx, an iothread's when the export
+ *     has iothread=): the connection coroutine moves there once the
+ *     handshake chose the export, and back before the client is freed.
+ *     What the main loop does to such a client meanwhile (closing it,
+ *     removing its export) it does holding that context
+ *     (aio_context_acquire()).  The one thing shared between clients of
+ *     different threads, the buffer budget (invariant 8), is under
+ *     server->buffer_lock.
  */
 #include "util/osdep.h"
 #include "crypto/tls-session.h"
@@ -118,6 +127,7 @@ NBDExport *nbd_export_new(NBDServer *server, BlockBackend *blk,
     exp = g_new0(NBDExport, 1);
     exp->server = server;
     exp->blk = blk;
+    exp->ctx = blk_get_aio_context(blk);
     blk_ref(blk);
     exp->name = g_strdup(name);
     exp->description = g_strdup(cfg->description);
@@ -260,12 +270,73 @@ void nbd_export_remove(NBDExport *exp, void (*done)(void *opaque),
 
 /* ---- clients ---- */
 
+/* Invariants 8 and 9: wakes every coroutine waiting for budget. */
+static void nbd_server_buffer_wake_all(NBDServer *server)
+{
+    GSList *waiters;
+
+    g_mutex_lock(&server->buffer_lock);
+    waiters = g_steal_pointer(&server->buffer_waiters);
+    g_mutex_unlock(&server->buffer_lock);
+    for (GSList *l = waiters; l; l = l->next) {
+        /* in its own context: scheduled there unless this is its thread */
+        aio_co_wake(l->data);
+    }
+    g_slist_free(waiters);
+}
+
+bool coroutine_fn nbd_server_buffer_charge_or_wait(NBDServer *server,
+                                                   uint64_t bytes,
+                                                   bool client_fits)
+{
+    g_mutex_lock(&server->buffer_lock);
+    if (client_fits &&
+        server->buffer_bytes + bytes <= server->buffer_budget) {
+        server->buffer_bytes += bytes;
+        g_mutex_unlock(&server->buffer_lock);
+        return true;
+    }
+    /*
+     * Listed under the lock, so a release in another thread after our
+     * check wakes us; it cannot enter us before we yield (aio_co_wake
+     * schedules us in our context, whose thread is running us).
+     */
+    server->buffer_waiters = g_slist_prepend(server->buffer_waiters,
+                                             qemu_coroutine_self());
+    g_mutex_unlock(&server->buffer_lock);
+    qemu_coroutine_yield();
+    return false;
+}
+
+void nbd_server_buffer_uncharge(NBDServer *server, uint64_t bytes)
+{
+    g_mutex_lock(&server->buffer_lock);
+    assert(server->buffer_bytes >= bytes);
+    server->buffer_bytes -= bytes;
+    g_mutex_unlock(&server->buffer_lock);
+    nbd_server_buffer_wake_all(server);
+}
+
 void nbd_client_close(NBDClient *client)
 {
     client->quitting = true;
     co_socket_shutdown(&client->sock);
     /* invariant 8: a client waiting for buffer budget sees quitting */
-    qemu_co_queue_restart_all(&client->server->buffer_waiters);
+    nbd_server_buffer_wake_all(client->server);
+}
+
+/*
+ * Invariant 9: moves the connection coroutine, and the socket's
+ * handlers, to @ctx.  Called in the coroutine, nothing waiting.
+ */
+static void coroutine_fn nbd_client_move(NBDClient *client, AioContext *ctx)
+{
+    if (client->ctx == ctx) {
+        return;
+    }
+    co_socket_set_aio_context(&client->sock, ctx);
+    client->ctx = ctx;
+    aio_co_reschedule_self(ctx);
 }
 
 static void nbd_client_handshake_timeout(void *opaque)
@@ -310,7 +381,9 @@ static void coroutine_fn nbd_client_co_run(void *opaque)
 
     if (nbd_negotiate(client, &err) == 0) {
         timer_del(client->handshake_timer);
+        nbd_client_move(client, client->exp->ctx);
         nbd_transmit(client, &err);
+        nbd_client_move(client, client->server->ctx);
         if (err) {
             error_prepend(&err, "Disconnect client, due to: ");
         }
@@ -335,6 +408,7 @@ void nbd_server_add_client(NBDServer *server, int fd)
     }
     client->server = server;
     client->link.data = client;
+    client->ctx = server->ctx;
     co_socket_init(&client->sock, fd, server->ctx);
     qemu_co_queue_init(&client->send_room);
     client->handshake_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
@@ -480,7 +554,7 @@ NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
     server->accept_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
                                          SCALE_NS, nbd_server_accept_retry,
                                          server);
-    qemu_co_queue_init(&server->buffer_waiters);
+    g_mutex_init(&server->buffer_lock);
     /* invariant 8: every request must fit, or it would wait forever */
     server->buffer_budget = MAX(server->cfg.max_buffer_bytes ?
                                 server->cfg.max_buffer_bytes :
@@ -509,5 +583,7 @@ void nbd_server_free(NBDServer *server)
     }
     AIO_WAIT_WHILE(server->ctx, server->clients.length > 0);
     timer_free(server->accept_timer);
+    assert(!server->buffer_waiters);
+    g_mutex_clear(&server->buffer_lock);
     g_free(server);
 }

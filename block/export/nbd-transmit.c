@@ -101,15 +101,14 @@ static int coroutine_fn nbd_buffer_acquire(NBDRequest *req, uint64_t bytes)
     NBDServer *server = client->server;
 
     assert(req->charge == 0 && bytes <= NBD_MAX_PAYLOAD_SIZE);
-    while (client->buffer_bytes + bytes > NBD_CLIENT_BUFFER_BUDGET ||
-           server->buffer_bytes + bytes > server->buffer_budget) {
+    do {
         if (client->quitting) {
             return -ESHUTDOWN;
         }
-        qemu_co_queue_wait(&server->buffer_waiters, NULL);
-    }
+    } while (!nbd_server_buffer_charge_or_wait(
+                 server, bytes,
+                 client->buffer_bytes + bytes <= NBD_CLIENT_BUFFER_BUDGET));
     client->buffer_bytes += bytes;
-    server->buffer_bytes += bytes;
     req->charge = bytes;
     return 0;
 }
@@ -123,12 +122,10 @@ static void nbd_buffer_release(NBDRequest *req)
         return;
     }
     server = client->server;
-    assert(client->buffer_bytes >= req->charge &&
-           server->buffer_bytes >= req->charge);
+    assert(client->buffer_bytes >= req->charge);
     client->buffer_bytes -= req->charge;
-    server->buffer_bytes -= req->charge;
+    nbd_server_buffer_uncharge(server, req->charge);
     req->charge = 0;
-    qemu_co_queue_restart_all(&server->buffer_waiters);
 }
 
 /* How many meta contexts the client selected. */
@@ -225,7 +222,7 @@ static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
     client->send_waiters = &w;
     if (!client->send_busy) {
         client->send_busy = true;
-        aio_co_schedule(client->server->ctx, w.co);
+        aio_co_schedule(client->ctx, w.co);
         qemu_coroutine_yield();
         nbd_send_queued(client);
         client->send_busy = false;

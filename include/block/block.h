@@ -195,6 +195,16 @@ bool bdrv_backing_busy(BlockDriverState *bs, Error **errp);
 /* Waits until no request is in flight on @bs and its children. */
 void bdrv_drain(BlockDriverState *bs);
 void bdrv_drain_all(void);
+/*
+ * Moves @bs, with every node connected to it through children and node
+ * parents, into @ctx (QEMU's bdrv_try_change_aio_context()).  Every
+ * parent that is no node must follow (@ignore, the caller's own edge,
+ * excepted), or the move is refused with the parent's reason.  The
+ * caller holds the old and the new context (aio_context_acquire()).
+ * Returns 0 or -errno with @errp set; nothing moved then.
+ */
+int bdrv_try_change_aio_context(BlockDriverState *bs, AioContext *ctx,
+                                BdrvChild *ignore, Error **errp);
 void bdrv_drained_begin(BlockDriverState *bs);
 void bdrv_drained_end(BlockDriverState *bs);
 

@@ -126,6 +126,16 @@ struct BlockDriver {
                      Error **errp);
     /* Called once when the node is freed, after every request drained. */
     void (*bdrv_close)(BlockDriverState *bs);
+    /*
+     * Optional (NULL: nothing of the node is bound to its AioContext).
+     * The node moves to @new_ctx (bdrv_try_change_aio_context()): moves
+     * what is bound to the old context (timers, AIO rings) there, or
+     * leaves everything as it was and fails with @errp set.  Called
+     * drained, by the thread that holds both contexts, before
+     * bs->aio_context changes.
+     */
+    int (*bdrv_change_aio_context)(BlockDriverState *bs, AioContext *new_ctx,
+                                   Error **errp);
 
     /* Creates an image; @opts follow create_opts. */
     int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
@@ -409,7 +419,23 @@ typedef struct BdrvChildClass {
      * truncate, after the new length is in effect; it must not wait.
      */
     void (*resize)(BdrvChild *c);
+    /*
+     * Optional (NULL: the parent cannot follow, and the node cannot move).
+     * For a parent that is no node: whether it can follow the child into
+     * AioContext @ctx (bdrv_try_change_aio_context()); sets @errp with the
+     * reason if not.
+     */
+    bool (*can_set_aio_ctx)(BdrvChild *c, AioContext *ctx, Error **errp);
+    /* Required with can_set_aio_ctx: the parent follows, drained. */
+    void (*set_aio_ctx)(BdrvChild *c, AioContext *ctx);
 } BdrvChildClass;
+
+/*
+ * A bdrv_change_aio_context for drivers whose state is bound to the main
+ * loop (a connection: nbd, rbd): refuses, naming the node and driver.
+ */
+int bdrv_change_aio_context_unsupported(BlockDriverState *bs,
+                                        AioContext *new_ctx, Error **errp);
 
 /* The class of edges whose parent is a node (block.c). */
 extern const BdrvChildClass bdrv_child_of_bds;

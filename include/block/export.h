@@ -83,6 +83,13 @@ struct BlockExport {
     bool user_owned;
     void *opaque;               /* driver state, drv->instance_size bytes */
     GList link;                 /* entry of the export list */
+    /*
+     * The iothread the export's nodes moved to (a reference held), or
+     * NULL: they are in the main loop's context.  ctx is where the
+     * export's driver runs its sockets and requests.
+     */
+    struct IOThread *iothread;
+    AioContext *ctx;
 };
 
 /* Makes an export type available to blk_exp_add(); once per type. */

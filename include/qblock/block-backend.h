@@ -55,6 +55,18 @@ void blk_ref(BlockBackend *blk);
 void blk_unref(BlockBackend *blk);
 BlockDriverState *blk_bs(BlockBackend *blk);
 AioContext *blk_get_aio_context(BlockBackend *blk);
+/*
+ * Moves @blk and its node graph into @ctx (an export's iothread; see
+ * bdrv_try_change_aio_context(): refused if another user of the graph
+ * cannot follow).  The caller holds both contexts.  0 or -errno.
+ */
+int blk_set_aio_context(BlockBackend *blk, AioContext *ctx, Error **errp);
+/*
+ * Whether another user's blk_set_aio_context() on a shared node may take
+ * @blk along (default no: "Cannot change iothread of active block
+ * backend").
+ */
+void blk_set_allow_aio_context_change(BlockBackend *blk, bool allow);
 const char *blk_name(const BlockBackend *blk);
 void blk_set_name(BlockBackend *blk, const char *name);
 /*

@@ -9,7 +9,9 @@
  *
  * Thread rules: aio_notify(), qemu_bh_schedule(), aio_bh_schedule_oneshot()
  * and aio_co_schedule() may be called from any thread; everything else only
- * from the thread that owns the context.
+ * from the thread that owns the context: its home thread, or the thread
+ * that acquired it (aio_context_acquire(); docs/architecture.md's
+ * threading rules).
  */
 #ifndef QBLOCK_AIO_H
 #define QBLOCK_AIO_H
@@ -65,11 +67,34 @@ bool aio_poll(AioContext *ctx, bool blocking);
 /* Wakes a thread blocked in aio_poll() on @ctx. */
 void aio_notify(AioContext *ctx);
 
+/*
+ * Taking over another thread's context (util/aio-wait.c).  An iothread
+ * marks its context with aio_context_set_home() while it polls it.
+ * aio_context_acquire() parks that thread at a point between two
+ * handlers and makes the caller the context's owner until
+ * aio_context_release(): it may then touch what lives in the context
+ * (nodes, exports) and poll it, as the home thread would.  Recursive;
+ * a context without a home (the main one) is simply marked held.
+ */
+void aio_context_set_home(AioContext *ctx, bool running);
+void aio_context_acquire(AioContext *ctx);
+void aio_context_release(AioContext *ctx);
+/* Whether the calling thread owns @ctx now: its home, or its acquirer. */
+bool aio_context_in_thread(AioContext *ctx);
+
+/*
+ * One blocking round of AIO_WAIT_WHILE: polls @ctx as its home or its
+ * acquirer; waiting on its own home context, the caller lets the
+ * contexts it holds run meanwhile (their threads may be what it waits
+ * for); another thread's context is acquired for the round.
+ */
+void aio_wait_poll(AioContext *ctx);
+
 /* Polls @ctx until @cond is false (the cond is re-evaluated each round). */
 #define AIO_WAIT_WHILE(ctx, cond)                                       \
     do {                                                                \
         while ((cond)) {                                                \
-            aio_poll((ctx), true);                                      \
+            aio_wait_poll((ctx));                                       \
         }                                                               \
     } while (0)
 
@@ -110,6 +135,12 @@ void timer_free(QEMUTimer *timer);
 void aio_co_schedule(AioContext *ctx, Coroutine *co);
 void aio_co_wake(Coroutine *co);
 void aio_co_enter(AioContext *ctx, Coroutine *co);
+/*
+ * Moves the calling coroutine to @new_ctx: it yields, and a bottom half
+ * of its current context schedules it there once it has (so the new
+ * context's thread never enters it while it still runs here).
+ */
+void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx);
 
 /* The context's thread pool, created on first use. */
 ThreadPool *aio_get_thread_pool(AioContext *ctx);

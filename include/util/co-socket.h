@@ -63,6 +63,12 @@ void co_socket_set_filter(CoSocket *s, const CoSocketFilter *filter,
  * most one coroutine per direction, as for reads and writes.
  */
 void coroutine_fn co_socket_wait_fd(CoSocket *s, CoSocketDirection dir);
+/*
+ * Moves the socket's fd handlers to @ctx: unregisters them from the
+ * current context (called in its thread); the next wait registers them
+ * in @ctx, from @ctx's thread.  No coroutine may be waiting.
+ */
+void co_socket_set_aio_context(CoSocket *s, AioContext *ctx);
 /* Unregisters and closes the fd; no coroutine may be waiting. */
 void co_socket_close(CoSocket *s);
 /* Shuts both directions down and wakes the waiters (see above). */

@@ -22,6 +22,8 @@ echo "== rbd: convert to RBD and bench, direct and through an NBD export, QEMU v
 bash "$here/bench-rbd.sh" "$build"
 echo "== the exports end to end: fio (nbd engine) against qblock and QEMU servers =="
 bash "$here/bench-export.sh" "$build"
+echo "== iothreads: two exports, two clients, main loop / one / two iothreads, QEMU vs qblock =="
+bash "$here/bench-iothreads.sh" "$build"
 echo "== tail latency of a reader while another client writes (in-place writes on/off, QEMU) =="
 bash "$here/bench-tail-latency.sh" "$build"
 echo "== the NBD client: convert to and from an export, bench over NBD, qemu-img vs qblock-img =="

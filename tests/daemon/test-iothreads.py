@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""iothreads: --object iothread and object-add/object-del with QEMU's
+properties and messages, query-iothreads (a real thread of the daemon,
+named as QEMU names it), exports with iothread= (NBD and vhost-user-blk):
+data written by concurrent clients of two exports on two iothreads read
+back whole, QMP commands on their nodes while the I/O runs, the refusals
+(an unknown iothread, a node another user keeps in the main loop, a block
+job on an iothread node, object-del of an iothread in use), export removal
+and daemon shutdown with clients active, and NBD multi-conn."""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import qsd                                              # noqa: E402
+import nbd_load                                         # noqa: E402
+from qsd import error_of, generic                       # noqa: E402
+
+t = qsd.Tests('test-iothreads')
+MiB = 1 << 20
+
+
+def thread_name(pid, tid):
+    try:
+        with open('/proc/%d/task/%d/comm' % (pid, tid)) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def test_objects():
+    d = t.daemon(['--object', 'iothread,id=io0'])
+    c = d.qmp()
+    r = c.ok('query-iothreads')
+    t.equal('one iothread from the command line, QEMU\'s default poll '
+            'values', [{k: v for k, v in i.items() if k != 'thread-id'}
+                       for i in r],
+            [{'id': 'io0', 'poll-max-ns': 32768, 'poll-grow': 0,
+              'poll-shrink': 0, 'aio-max-batch': 0}])
+    t.equal('thread-id is a thread of the daemon named "IO io0"',
+            thread_name(d.proc.pid, r[0]['thread-id']), 'IO io0')
+    t.equal('object-add iothread with poll-max-ns',
+            c.cmd('object-add', {'qom-type': 'iothread', 'id': 'io1',
+                                 'poll-max-ns': 1000}), {'return': {}})
+    t.equal('... listed in creation order with its value',
+            [(i['id'], i['poll-max-ns']) for i in c.ok('query-iothreads')],
+            [('io0', 32768), ('io1', 1000)])
+    t.equal('a negative poll-grow is refused with QEMU\'s message',
+            error_of(c.cmd('object-add', {'qom-type': 'iothread',
+                                          'id': 'io2', 'poll-grow': -1})),
+            generic('poll-grow value must be in range '
+                    '[0, 9223372036854775807]'))
+    t.equal('a duplicate id is refused',
+            error_of(c.cmd('object-add', {'qom-type': 'iothread',
+                                          'id': 'io0'}))[0], 'GenericError')
+    tid = c.ok('query-iothreads')[1]['thread-id']
+    t.equal('object-del of an unused iothread',
+            c.cmd('object-del', {'id': 'io1'}), {'return': {}})
+    t.check('... its thread is gone',
+            qsd.wait_for(lambda: thread_name(d.proc.pid, tid) is None))
+    t.equal('... and it is no longer listed',
+            [i['id'] for i in c.ok('query-iothreads')], ['io0'])
+    c.close()
+    t.equal('the daemon stops its iothreads and exits 0', d.stop(), 0)
+
+    rc, out, err = t.run([t.daemon_bin, '--object',
+                          'iothread,id=x,poll-max-ns=-5'])
+    t.check('--object iothread with a bad value: exit 1 with the message',
+            rc == 1 and 'poll-max-ns value must be in range' in err, err)
+
+
+def start_two(img_a, img_b, extra=()):
+    sock = t.path('nbd.sock')
+    args = ['--object', 'iothread,id=io0', '--object', 'iothread,id=io1',
+            '--blockdev', 'driver=file,node-name=fa,filename=%s,'
+            'aio=io_uring,cache.direct=on' % img_a,
+            '--blockdev', 'driver=qcow2,node-name=a,file=fa',
+            '--blockdev', 'driver=file,node-name=fb,filename=%s' % img_b,
+            '--blockdev', 'driver=qcow2,node-name=b,file=fb',
+            '--nbd-server', 'addr.type=unix,addr.path=%s' % sock,
+            '--export', 'nbd,id=ea,node-name=a,writable=on,iothread=io0',
+            '--export', 'nbd,id=eb,node-name=b,writable=on,iothread=io1']
+    return t.daemon(args + list(extra),
+                    stderr_path=t.path('daemon-two.err')), sock
+
+
+def test_nbd_concurrent():
+    img_a = t.create_image('a.qcow2', '64M')
+    img_b = t.create_image('b.qcow2', '64M')
+    d, sock = start_two(img_a, img_b)
+    c = d.qmp()
+    uri_a, uri_b = qsd.nbd_uri(sock, 'a'), qsd.nbd_uri(sock, 'b')
+    writers = [nbd_load.Writer(uri_a, n=256), nbd_load.Writer(uri_a, n=128,
+                                                              first=256),
+               nbd_load.Writer(uri_b, n=256)]
+    queries = 0
+    resized = False
+    while any(w.running() for w in writers):
+        nodes = c.ok('query-named-block-nodes')
+        c.ok('query-block-exports')
+        if not resized:
+            resized = c.cmd('block_resize', {'node-name': 'b',
+                                             'size': 128 * MiB}) == \
+                {'return': {}}
+        queries += 1
+    t.check('two clients on export a (iothread io0), one on b (io1): '
+            'every write succeeded', all(w.finish() for w in writers),
+            [w.out[-300:] for w in writers])
+    t.check('query commands answered while the I/O ran (%d rounds)'
+            % queries, queries > 0 and len(nodes) == 4, nodes)
+    t.check('block_resize of a node in an iothread while it is written',
+            resized)
+    ok, out = nbd_load.verify(t, uri_a, n=384)
+    t.check('export a reads every block back', ok, out)
+    ok, out = nbd_load.verify(t, uri_b, n=256)
+    t.check('export b reads every block back', ok, out)
+    rc, out = qsd.qemu_io(t, uri_b, 'read -P 0 %d 65536' % (127 * MiB))
+    t.check('... and is 128 MiB long now', rc == 0 and
+            'read 65536/65536' in out, out)
+    r = c.cmd('blockdev-snapshot-internal-sync',
+              {'device': 'a', 'name': 'snap0'})
+    t.equal('an internal snapshot of a node in an iothread', r,
+            {'return': {}})
+
+    # refusals
+    t.equal('an unknown iothread: QEMU\'s message',
+            error_of(c.cmd('block-export-add', {
+                'type': 'nbd', 'id': 'x', 'node-name': 'fa',
+                'iothread': 'nope'})), generic('iothread "nope" not found'))
+    c.ok('blockdev-add', {'driver': 'null-co', 'node-name': 'n0'})
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'en', 'node-name': 'n0'})
+    t.equal('fixed-iothread=on for a node another export keeps in the '
+            'main loop: QEMU\'s message',
+            error_of(c.cmd('block-export-add', {
+                'type': 'nbd', 'id': 'en2', 'node-name': 'n0', 'name': 'n2',
+                'iothread': 'io0', 'fixed-iothread': True})),
+            generic('Cannot change iothread of active block backend'))
+    t.equal('without fixed-iothread the export serves from the main loop, '
+            'as QEMU', c.cmd('block-export-add', {
+                'type': 'nbd', 'id': 'en2', 'node-name': 'n0', 'name': 'n2',
+                'iothread': 'io0'}), {'return': {}})
+    r = c.cmd('block-stream', {'device': 'a', 'job-id': 'j0'})
+    t.check('a block job on a node in an iothread is refused',
+            error_of(r) and 'is in an iothread' in error_of(r)[1], r)
+    t.equal('object-del of an iothread an export uses is refused',
+            error_of(c.cmd('object-del', {'id': 'io0'})),
+            generic("object 'io0' is in use, can not be deleted"))
+
+    # removal with a client active
+    w = nbd_load.Writer(uri_b, n=2000)
+    time.sleep(0.5)
+    t.check('a client is writing to export b', w.running())
+    t.equal('block-export-del mode=hard while a client writes',
+            c.cmd('block-export-del', {'id': 'eb', 'mode': 'hard'}),
+            {'return': {}})
+    t.check('BLOCK_EXPORT_DELETED', c.event('BLOCK_EXPORT_DELETED') and True)
+    w.proc.communicate(timeout=qsd.TIMEOUT * 4)
+    t.equal('the iothread of the removed export can go now',
+            c.cmd('object-del', {'id': 'io1'}), {'return': {}})
+    t.equal('the node is back in the main loop: a block job may use it',
+            c.cmd('block-stream', {'device': 'b', 'job-id': 'j1'})
+            .get('return'), {})
+    c.event('JOB_STATUS_CHANGE')
+
+    # shutdown with a client active on the export in io0
+    w = nbd_load.Writer(uri_a, n=2000)
+    t.equal('SIGTERM while a client writes: exit 0', d.stop(), 0)
+    w.proc.communicate(timeout=qsd.TIMEOUT * 4)
+    c.close()
+    for img in (img_a, img_b):
+        rc, out, err = t.run(['qemu-img', 'check', img])
+        t.check('%s checks clean with qemu-img' % os.path.basename(img),
+                rc == 0, out + err)
+
+
+def test_multi_conn():
+    if not qsd.have('nbdinfo'):
+        t.skip('multi-conn', 'nbdinfo (libnbd-bin) is not installed')
+        return
+    img = t.create_image('m.qcow2', '1M')
+    sock = t.path('m.sock')
+    d = t.daemon(['--object', 'iothread,id=io0',
+                  '--blockdev', 'driver=file,node-name=f,filename=%s' % img,
+                  '--blockdev', 'driver=qcow2,node-name=m,file=f',
+                  '--nbd-server', 'addr.type=unix,addr.path=%s' % sock,
+                  '--export', 'nbd,id=e1,node-name=m,writable=on,'
+                  'iothread=io0',
+                  '--export', 'nbd,id=e2,node-name=m,name=off,'
+                  'multi-conn=off'])
+    d.qmp().close()     # the greeting comes once start-up is done
+    for name, want in (('m', 'can_multi_conn: true'),
+                       ('off', 'can_multi_conn: false')):
+        rc, out, err = t.run(['nbdinfo', qsd.nbd_uri(sock, name)])
+        t.check('nbdinfo on %s: %s' % (name, want), want in out, out + err)
+    t.equal('the daemon exits 0', d.stop(), 0)
+
+
+def test_vhost_user_blk():
+    bench = os.path.join(t.build, 'tests', 'perf', 'vhost-user-bench')
+    if not os.path.exists(bench):
+        t.skip('vhost-user-blk on an iothread', '%s is not built' % bench)
+        return
+    img = t.create_image('v.qcow2', '64M')
+    sock = t.path('vub.sock')
+    d = t.daemon(['--object', 'iothread,id=io0',
+                  '--blockdev', 'driver=file,node-name=f,filename=%s' % img,
+                  '--blockdev', 'driver=qcow2,node-name=v,file=f',
+                  '--export', 'vhost-user-blk,id=vu,node-name=v,'
+                  'writable=on,iothread=io0,addr.type=unix,addr.path=%s'
+                  % sock])
+    c = d.qmp()
+    p = subprocess.Popen([bench, sock, 'randwrite', '4096', '16', '2'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    queries = 0
+    while p.poll() is None:
+        c.ok('query-named-block-nodes')
+        queries += 1
+    out = p.communicate()[0]
+    t.check('a vhost-user-blk front-end writes through an export on an '
+            'iothread while QMP queries run (%d)' % queries,
+            p.returncode == 0 and 'IOPS' in out, out)
+    rc, out, err = t.run([bench, sock, 'randread', '4096', '16', '1'])
+    t.check('... and reads', rc == 0 and 'IOPS' in out, out + err)
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+    rc, out, err = t.run(['qemu-img', 'check', img])
+    t.check('the image checks clean with qemu-img', rc == 0, out + err)
+
+
+test_objects()
+test_nbd_concurrent()
+test_multi_conn()
+test_vhost_user_blk()
+t.finish()

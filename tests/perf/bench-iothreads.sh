@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# What a second iothread adds: two exports of one storage daemon, two
+# clients at once, one on each export; the exports in the main loop, both
+# on one iothread, or each on its own iothread; the same for
+# qblock-storage-daemon and qemu-storage-daemon, in the same run.  NBD
+# exports are driven by fio (nbd engine), vhost-user-blk exports by
+# tests/perf/vhost-user-bench (the same front-end for both servers).
+# qemu-storage-daemon 7.2 aborts when an NBD client of an export on an
+# iothread disconnects (nbd_blockdev_client_closed: Assertion
+# `qemu_in_main_thread() && nbd_server' failed): its NBD rows with
+# iothreads say "aborts".  Nothing is pinned: the point is which CPUs the
+# daemon can use.
+#   tests/perf/bench-iothreads.sh BUILD_DIR
+# Cases: 4 KiB random read and write at depth 32, cache=none,
+# aio=io_uring, two qcow2 images of $SIZE (default 1G), fully
+# preallocated, on the file system of $TMPDIR (default /var/tmp).  Each
+# figure is the sum of the two clients' IOPS, the median of $RUNS runs
+# (default 3) of $SECONDS_PER_CASE seconds (default 3), the two servers
+# alternating.  This script prints figures; it never fails on them.
+set -u
+build=${1:?usage: bench-iothreads.sh BUILD_DIR}
+runs=${RUNS:-3}
+secs=${SECONDS_PER_CASE:-3}
+size=${SIZE:-1G}
+cases=${CASES:-randread randwrite}
+kinds=${KINDS:-nbd vhost}
+for tool in fio qemu-img qemu-storage-daemon; do
+    command -v $tool > /dev/null ||
+        { echo "$tool is not installed: skipping the iothread benchmark"; exit 77; }
+done
+fio --enghelp 2>/dev/null | grep -qx '[[:space:]]*nbd' ||
+    { echo "this fio has no nbd engine: skipping the iothread benchmark"; exit 77; }
+dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-iothreads.XXXXXX")
+pid=
+cleanup() {
+    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+    rm -rf "$dir"
+}
+trap cleanup EXIT
+sock=$dir/nbd.sock
+for i in 0 1; do
+    qemu-img create -q -f qcow2 -o preallocation=full "$dir/d$i.qcow2" "$size"
+done
+
+# The daemon's command line for IMPL (qemu, qblock), KIND (nbd, vhost)
+# and LAYOUT (main, one, two: where the two exports run).
+server_cmd() {  # impl kind layout
+    local bin=qemu-storage-daemon i it
+    [ "$1" = qblock ] && bin=$build/qblock-storage-daemon
+    echo "$bin --object iothread,id=io0 --object iothread,id=io1"
+    [ "$2" = nbd ] && echo "--nbd-server addr.type=unix,addr.path=$sock"
+    for i in 0 1; do
+        case $3 in
+        main) it= ;;
+        one)  it=,iothread=io0 ;;
+        two)  it=,iothread=io$i ;;
+        esac
+        echo "--blockdev driver=file,node-name=f$i,filename=$dir/d$i.qcow2,cache.direct=on,aio=io_uring"
+        echo "--blockdev driver=qcow2,node-name=d$i,file=f$i"
+        if [ "$2" = nbd ]; then
+            echo "--export type=nbd,id=e$i,node-name=d$i,writable=on$it"
+        else
+            echo "--export type=vhost-user-blk,id=e$i,node-name=d$i,addr.type=unix,addr.path=$dir/vu$i.sock,writable=on$it"
+        fi
+    done
+}
+
+start_server() {  # impl kind layout
+    local i ready=$sock
+    [ "$2" = vhost ] && ready=$dir/vu1.sock
+    rm -f "$sock" "$dir"/vu*.sock
+    $(server_cmd "$@") > "$dir/server.log" 2>&1 &
+    pid=$!
+    for i in $(seq 100); do
+        [ -S "$ready" ] && return 0
+        sleep 0.1
+    done
+    echo "server did not start: $(server_cmd "$@")" >&2
+    cat "$dir/server.log" >&2
+    return 1
+}
+
+# Stops the server; false if it had died (an abort) before.
+stop_server() {
+    local alive=0
+    kill "$pid" 2>/dev/null || alive=1
+    wait "$pid" 2>/dev/null
+    pid=
+    return $alive
+}
+
+# IOPS of one fio client on export NAME, from its JSON report.
+fio_iops() {  # name rw
+    fio --name=bench --output-format=json --time_based --runtime="$secs" \
+        --ramp_time=0 --norandommap --randrepeat=0 --ioengine=nbd \
+        --uri="nbd+unix:///$1?socket=$sock" --rw="$2" --bs=4k \
+        --iodepth=32 2>/dev/null |
+        python3 -c 'import json, sys
+text = sys.stdin.read()
+try:
+    j = json.loads(text[text.index("{"):])["jobs"][0]
+    print(int(j["read"]["iops"] + j["write"]["iops"]))
+except Exception:
+    print(0)'
+}
+
+# IOPS of one vhost-user-bench run on export I's socket.
+vhost_iops() {  # i rw
+    "$build/tests/perf/vhost-user-bench" "$dir/vu$1.sock" "$2" 4096 32 \
+        "$secs" 2>/dev/null | sed -n 's/^IOPS //p' | grep . || echo 0
+}
+
+# Both clients at once; prints the sum.
+two_clients() {  # kind rw
+    local p0
+    if [ "$1" = nbd ]; then
+        fio_iops d0 "$2" > "$dir/c0" &
+        p0=$!
+        fio_iops d1 "$2" > "$dir/c1"
+    else
+        vhost_iops 0 "$2" > "$dir/c0" &
+        p0=$!
+        vhost_iops 1 "$2" > "$dir/c1"
+    fi
+    wait $p0
+    echo $(( $(cat "$dir/c0") + $(cat "$dir/c1") ))
+}
+
+median() {
+    tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+echo "two exports, two clients at once (4k, depth 32 each; NBD: fio's nbd engine,"
+echo "vhost-user-blk: vhost-user-bench), cache=none aio=io_uring, qcow2 $size"
+echo "preallocated; $(nproc) CPUs; sum of both clients' IOPS, median of $runs"
+printf '%-7s %-10s %-26s %10s %10s %7s\n' export case "exports run in" qblock qemu ratio
+for kind in $kinds; do
+    for c in $cases; do
+        for layout in main one two; do
+            declare -A got=([qblock]= [qemu]=)
+            declare -A aborted=([qblock]=0 [qemu]=0)
+            for r in $(seq "$runs"); do
+                for impl in qblock qemu; do
+                    start_server $impl $kind $layout || continue
+                    got[$impl]+=" $(two_clients $kind "$c")"
+                    sleep 0.2
+                    stop_server || aborted[$impl]=1
+                done
+            done
+            q=$(echo ${got[qblock]} | median) e=$(echo ${got[qemu]} | median)
+            ratio=$(awk -v a="$q" -v b="$e" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')
+            [ "${aborted[qblock]}" = 1 ] && q=aborts ratio=-
+            [ "${aborted[qemu]}" = 1 ] && e=aborts ratio=-
+            case $layout in
+            main) what="the main loop" ;;
+            one)  what="one iothread (both)" ;;
+            two)  what="two iothreads (one each)" ;;
+            esac
+            printf '%-7s %-10s %-26s %10s %10s %7s\n' "$kind" "$c" "$what" \
+                "$q" "$e" "$ratio"
+        done
+    done
+done

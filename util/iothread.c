@@ -1,0 +1,211 @@
+/*
+ * The iothread object type (see iothread.h).
+ *
+ * The thread polls its context until stopping is set (by a bottom half
+ * of destroy, so that the flag is read in the thread that set it) and
+ * marks the context as its home meanwhile, so that the main loop can
+ * acquire it (util/aio-wait.c).  The poll properties are QEMU's; they are
+ * kept and reported by query-iothreads, but the loop does not busy-poll:
+ * it sleeps in epoll_wait() as soon as nothing is ready
+ * (docs/performance.md says why).
+ *
+ * Invariants:
+ *  1. An iothread in iothread_list has a running thread polling ctx; the
+ *     thread ends only in iothread_destroy(), which joins it.
+ *  2. Nothing else holds ctx's nodes when the object goes: object-del is
+ *     refused while an export holds a reference (user-object.h invariant
+ *     2), and an export moves its nodes back when it goes.
+ */
+#include "util/osdep.h"
+#include "util/iothread.h"
+#include "util/user-object.h"
+
+#include <sys/syscall.h>
+
+#define IOTHREAD_TYPE "iothread"
+
+/* QEMU's default on Linux: busy-poll up to 32 us before sleeping. */
+#define IOTHREAD_POLL_MAX_NS_DEFAULT 32768
+
+struct IOThread {
+    char *id;
+    AioContext *ctx;
+    GThread *thread;
+    /* set once the thread runs (under init_lock) */
+    GMutex init_lock;
+    GCond init_cond;
+    bool started;
+    int64_t thread_id;          /* the kernel's tid, as QEMU reports */
+    bool stopping;              /* the iothread's own thread only */
+    int64_t poll_max_ns;
+    int64_t poll_grow;
+    int64_t poll_shrink;
+    int64_t aio_max_batch;
+};
+
+/* IOThread *, in creation order (invariant 1) */
+static GList *iothread_list;
+
+static gpointer iothread_run(gpointer opaque)
+{
+    IOThread *t = opaque;
+
+    qemu_set_current_aio_context(t->ctx);
+    aio_context_set_home(t->ctx, true);
+    g_mutex_lock(&t->init_lock);
+    t->thread_id = syscall(SYS_gettid);
+    t->started = true;
+    g_cond_signal(&t->init_cond);
+    g_mutex_unlock(&t->init_lock);
+
+    while (!t->stopping) {
+        aio_poll(t->ctx, true);
+    }
+    aio_context_set_home(t->ctx, false);
+    return NULL;
+}
+
+static void iothread_stop_bh(void *opaque)
+{
+    IOThread *t = opaque;
+
+    t->stopping = true;
+}
+
+static bool iothread_get_param(JsonObject *props, const char *name,
+                               int64_t def, int64_t *value, Error **errp)
+{
+    *value = json_object_get_int_member_with_default(props, name, def);
+    if (*value < 0) {
+        error_setg(errp, "%s value must be in range [0, %" PRId64 "]",
+                   name, INT64_MAX);
+        return false;
+    }
+    return true;
+}
+
+static void *iothread_create(const char *id, JsonObject *props,
+                             Error **errp)
+{
+    IOThread *t = g_new0(IOThread, 1);
+    g_autofree char *name = NULL;
+
+    if (!iothread_get_param(props, "poll-max-ns",
+                            IOTHREAD_POLL_MAX_NS_DEFAULT, &t->poll_max_ns,
+                            errp) ||
+        !iothread_get_param(props, "poll-grow", 0, &t->poll_grow, errp) ||
+        !iothread_get_param(props, "poll-shrink", 0, &t->poll_shrink,
+                            errp) ||
+        !iothread_get_param(props, "aio-max-batch", 0, &t->aio_max_batch,
+                            errp)) {
+        g_free(t);
+        return NULL;
+    }
+    t->ctx = aio_context_new(errp);
+    if (!t->ctx) {
+        g_free(t);
+        return NULL;
+    }
+    t->id = g_strdup(id);
+    g_mutex_init(&t->init_lock);
+    g_cond_init(&t->init_cond);
+    /* the thread's name, as QEMU's: "IO <id>" (ps -L shows it) */
+    name = g_strdup_printf("IO %s", id);
+    t->thread = g_thread_new(name, iothread_run, t);
+    g_mutex_lock(&t->init_lock);
+    while (!t->started) {
+        g_cond_wait(&t->init_cond, &t->init_lock);
+    }
+    g_mutex_unlock(&t->init_lock);
+    iothread_list = g_list_append(iothread_list, t);
+    return t;
+}
+
+static void iothread_destroy(void *state)
+{
+    IOThread *t = state;
+
+    iothread_list = g_list_remove(iothread_list, t);
+    aio_bh_schedule_oneshot(t->ctx, iothread_stop_bh, t);
+    g_thread_join(t->thread);
+    aio_context_unref(t->ctx);
+    g_mutex_clear(&t->init_lock);
+    g_cond_clear(&t->init_cond);
+    g_free(t->id);
+    g_free(t);
+}
+
+IOThread *iothread_find(const char *id, Error **errp)
+{
+    UserObject *obj = user_object_find(id, IOTHREAD_TYPE);
+
+    if (!obj) {
+        error_setg(errp, "iothread \"%s\" not found", id);
+        return NULL;
+    }
+    return user_object_get_state(obj);
+}
+
+void iothread_ref(IOThread *t)
+{
+    user_object_ref(user_object_find(t->id, IOTHREAD_TYPE));
+}
+
+void iothread_unref(IOThread *t)
+{
+    user_object_unref(user_object_find(t->id, IOTHREAD_TYPE));
+}
+
+const char *iothread_get_id(const IOThread *t)
+{
+    return t->id;
+}
+
+AioContext *iothread_get_aio_context(const IOThread *t)
+{
+    return t->ctx;
+}
+
+void iothread_acquire_all(void)
+{
+    for (GList *l = iothread_list; l; l = l->next) {
+        IOThread *t = l->data;
+
+        aio_context_acquire(t->ctx);
+    }
+}
+
+void iothread_release_all(void)
+{
+    for (GList *l = g_list_last(iothread_list); l; l = l->prev) {
+        IOThread *t = l->data;
+
+        aio_context_release(t->ctx);
+    }
+}
+
+JsonNode *iothread_query_all(void)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    for (GList *l = iothread_list; l; l = l->next) {
+        IOThread *t = l->data;
+        JsonObject *info = json_object_new();
+
+        json_object_set_string_member(info, "id", t->id);
+        json_object_set_int_member(info, "thread-id", t->thread_id);
+        json_object_set_int_member(info, "poll-max-ns", t->poll_max_ns);
+        json_object_set_int_member(info, "poll-grow", t->poll_grow);
+        json_object_set_int_member(info, "poll-shrink", t->poll_shrink);
+        json_object_set_int_member(info, "aio-max-batch", t->aio_max_batch);
+        json_array_add_object_element(list, info);
+    }
+    return json_node_init_array(json_node_alloc(), list);
+}
+
+static const UserObjectType iothread_type = {
+    .name = IOTHREAD_TYPE,
+    .create = iothread_create,
+    .destroy = iothread_destroy,
+};
+user_object_type_init(iothread_type)
