@@ -667,6 +667,17 @@ int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             QemuOpts *opts, Error **errp);
 
 /*
+ * For a format's bdrv_co_create_opts (block/create-format.c): creates the
+ * protocol-level file @filename that will hold an image of format @fmt,
+ * passing on the options of @opts that are the protocol's and not the
+ * format's (nocow, extent_size_hint), and opens it for writing, past its
+ * end too.  Returns the file's BlockBackend, or NULL with @errp set.
+ */
+BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
+                                      const char *filename, QemuOpts *opts,
+                                      Error **errp);
+
+/*
  * bdrv_parse_filename for protocols that open a path: puts @filename
  * without its @prefix ("file:") into options' "filename".  A name left
  * with a colon before its first slash ("file:image:top") would read as
