@@ -378,11 +378,17 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
     return ret;
 }
 
-int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
-                                        uint64_t host_offset,
-                                        uint64_t guest_offset, uint64_t bytes,
-                                        QEMUIOVector *qiov,
-                                        size_t qiov_offset)
+/*
+ * Moves @bytes of @qiov from @qiov_offset between the guest and the data
+ * file at @host_offset: through the cipher when the image is encrypted
+ * (@dir says which way), else straight.
+ */
+static int coroutine_fn qcow2_crypt_co_io(BlockDriverState *bs,
+                                          uint64_t host_offset,
+                                          uint64_t guest_offset,
+                                          uint64_t bytes, QEMUIOVector *qiov,
+                                          size_t qiov_offset,
+                                          BlockCryptoDirection dir)
 {
     BDRVQcow2State *s = bs->opaque;
     QEMUIOVector slice;
@@ -390,12 +396,26 @@ int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
 
     if (s->crypt_method != QCOW2_CRYPT_NONE) {
         return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
-                                 qiov_offset, BLOCK_CRYPTO_ENCRYPT);
+                                 qiov_offset, dir);
     }
     qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-    ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
+    if (dir == BLOCK_CRYPTO_ENCRYPT) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
+    } else {
+        ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
+    }
     qemu_iovec_destroy(&slice);
     return ret;
+}
+
+int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
+                                        uint64_t host_offset,
+                                        uint64_t guest_offset, uint64_t bytes,
+                                        QEMUIOVector *qiov,
+                                        size_t qiov_offset)
+{
+    return qcow2_crypt_co_io(bs, host_offset, guest_offset, bytes, qiov,
+                             qiov_offset, BLOCK_CRYPTO_ENCRYPT);
 }
 
 int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
@@ -404,18 +424,8 @@ int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
                                        QEMUIOVector *qiov,
                                        size_t qiov_offset)
 {
-    BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector slice;
-    int ret;
-
-    if (s->crypt_method != QCOW2_CRYPT_NONE) {
-        return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
-                                 qiov_offset, BLOCK_CRYPTO_DECRYPT);
-    }
-    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-    ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
-    qemu_iovec_destroy(&slice);
-    return ret;
+    return qcow2_crypt_co_io(bs, host_offset, guest_offset, bytes, qiov,
+                             qiov_offset, BLOCK_CRYPTO_DECRYPT);
 }
 
 JsonNode *qcow2_crypt_get_info(BlockDriverState *bs)
