@@ -903,6 +903,18 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
 
 /* ---- write hooks ---- */
 
+void bdrv_inherit_file_flags(BlockDriverState *bs)
+{
+    BlockDriverState *file = bs->file->bs;
+
+    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
+        (BDRV_REQ_FUA & file->supported_write_flags);
+    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
+        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
+         file->supported_zero_flags);
+    bs->supported_truncate_flags = file->supported_truncate_flags;
+}
+
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook)
 {
     bs->write_hooks = g_slist_append(bs->write_hooks, hook);

@@ -452,6 +452,14 @@ struct BdrvWriteHook {
                                      int ret);
 };
 
+/*
+ * For a node whose requests pass through to bs->file (filters, raw): it
+ * takes the write, zero-write and truncate flags its file takes, and
+ * WRITE_UNCHANGED, which passing on honours by itself (io.c).  Called at
+ * open, once bs->file is attached.
+ */
+void bdrv_inherit_file_flags(BlockDriverState *bs);
+
 /* Adds (removes) @hook to the writes of @bs (io.c). */
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
 void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
