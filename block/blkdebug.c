@@ -497,7 +497,6 @@ static int blkdebug_open(BlockDriverState *bs, QDict *options, int flags,
                          Error **errp)
 {
     BDRVBlkdebugState *s = bs->opaque;
-    BlockDriverState *image;
     QemuOpts *opts;
     int ret;
 
@@ -524,13 +523,7 @@ static int blkdebug_open(BlockDriverState *bs, QDict *options, int flags,
         goto fail_child;
     }
 
-    image = bs->file->bs;
-    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
-        (BDRV_REQ_FUA & image->supported_write_flags);
-    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
-        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
-         image->supported_zero_flags);
-    bs->supported_truncate_flags = image->supported_truncate_flags;
+    bdrv_inherit_file_flags(bs);
     qemu_opts_del(opts);
     /* The rules of event "none" take effect at once, as in QEMU: 251
      * fails reads of given sectors from the first request on. */

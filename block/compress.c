@@ -41,12 +41,7 @@ static int compress_open(BlockDriverState *bs, QDict *options, int flags,
         bs->file = NULL;
         return -ENOTSUP;
     }
-    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
-        (BDRV_REQ_FUA & image->supported_write_flags);
-    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
-        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
-         image->supported_zero_flags);
-    bs->supported_truncate_flags = image->supported_truncate_flags;
+    bdrv_inherit_file_flags(bs);
     return 0;
 }
 

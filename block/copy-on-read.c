@@ -66,7 +66,6 @@ static int cor_open(BlockDriverState *bs, QDict *options, int flags,
                     Error **errp)
 {
     BDRVCopyOnReadState *s = bs->opaque;
-    BlockDriverState *image;
     g_autofree char *bottom = NULL;
     QemuOpts *opts;
     int ret;
@@ -93,13 +92,7 @@ static int cor_open(BlockDriverState *bs, QDict *options, int flags,
         }
     }
 
-    image = bs->file->bs;
-    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
-        (BDRV_REQ_FUA & image->supported_write_flags);
-    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
-        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
-         image->supported_zero_flags);
-    bs->supported_truncate_flags = image->supported_truncate_flags;
+    bdrv_inherit_file_flags(bs);
     return 0;
 }
 

@@ -358,10 +358,21 @@ bool bdrv_merge_dirty_bitmap(BdrvDirtyBitmap *dest,
     return true;
 }
 
-int64_t bdrv_dirty_bitmap_next_dirty(const BdrvDirtyBitmap *bitmap,
-                                     int64_t offset, int64_t bytes)
+/* What bdrv_dirty_bitmap_find() looks for. */
+typedef enum BdrvDirtyBitmapFind {
+    BDRV_DIRTY_BITMAP_FIND_DIRTY,
+    BDRV_DIRTY_BITMAP_FIND_CLEAN,
+} BdrvDirtyBitmapFind;
+
+/*
+ * The first byte from @offset, within @bytes of it (negative: to the end),
+ * whose granule is dirty or clean as @what asks; -1 if there is none.
+ */
+static int64_t bdrv_dirty_bitmap_find(const BdrvDirtyBitmap *bitmap,
+                                      int64_t offset, int64_t bytes,
+                                      BdrvDirtyBitmapFind what)
 {
-    uint64_t first, end;
+    uint64_t first, end, count;
     int64_t bit;
 
     if (offset < 0 || offset >= bitmap->size || bytes == 0) {
@@ -370,26 +381,25 @@ int64_t bdrv_dirty_bitmap_next_dirty(const BdrvDirtyBitmap *bitmap,
     end = bytes < 0 || bytes > bitmap->size - offset ? bitmap->size
                                                      : offset + bytes;
     first = offset >> bitmap->gran_bits;
-    bit = hbitmap_next_set(bitmap->bitmap, first,
-                           ((end - 1) >> bitmap->gran_bits) - first + 1);
+    count = ((end - 1) >> bitmap->gran_bits) - first + 1;
+    bit = what == BDRV_DIRTY_BITMAP_FIND_DIRTY
+          ? hbitmap_next_set(bitmap->bitmap, first, count)
+          : hbitmap_next_clear(bitmap->bitmap, first, count);
     return bit < 0 ? -1 : MAX(offset, bit << bitmap->gran_bits);
+}
+
+int64_t bdrv_dirty_bitmap_next_dirty(const BdrvDirtyBitmap *bitmap,
+                                     int64_t offset, int64_t bytes)
+{
+    return bdrv_dirty_bitmap_find(bitmap, offset, bytes,
+                                  BDRV_DIRTY_BITMAP_FIND_DIRTY);
 }
 
 int64_t bdrv_dirty_bitmap_next_zero(const BdrvDirtyBitmap *bitmap,
                                     int64_t offset, int64_t bytes)
 {
-    uint64_t first, end;
-    int64_t bit;
-
-    if (offset < 0 || offset >= bitmap->size || bytes == 0) {
-        return -1;
-    }
-    end = bytes < 0 || bytes > bitmap->size - offset ? bitmap->size
-                                                     : offset + bytes;
-    first = offset >> bitmap->gran_bits;
-    bit = hbitmap_next_clear(bitmap->bitmap, first,
-                             ((end - 1) >> bitmap->gran_bits) - first + 1);
-    return bit < 0 ? -1 : MAX(offset, bit << bitmap->gran_bits);
+    return bdrv_dirty_bitmap_find(bitmap, offset, bytes,
+                                  BDRV_DIRTY_BITMAP_FIND_CLEAN);
 }
 
 bool bdrv_dirty_bitmap_next_dirty_area(const BdrvDirtyBitmap *bitmap,

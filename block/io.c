@@ -101,6 +101,79 @@ static int bdrv_check_writable(BlockDriverState *bs)
     return 0;
 }
 
+/* Whether a request changes the node (and so needs it writable). */
+typedef enum BdrvRequestKind {
+    BDRV_REQUEST_READ,
+    BDRV_REQUEST_WRITE,
+} BdrvRequestKind;
+
+/*
+ * What every request checks before it starts: that @child leads to a node
+ * with a driver (-ENOMEDIUM), that the range is one the request path takes
+ * (-EIO), and for a write that the node takes writes.  Sets *@pbs to the
+ * node.  Returns 0 or -errno.
+ */
+static int bdrv_request_prologue(BdrvChild *child, int64_t offset,
+                                 int64_t bytes, BdrvRequestKind kind,
+                                 BlockDriverState **pbs)
+{
+    BlockDriverState *bs = child ? child->bs : NULL;
+    int ret;
+
+    if (!bs || !bs->drv) {
+        return -ENOMEDIUM;
+    }
+    ret = bdrv_check_request(offset, bytes);
+    if (ret < 0) {
+        return ret;
+    }
+    if (kind == BDRV_REQUEST_WRITE) {
+        ret = bdrv_check_writable(bs);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    *pbs = bs;
+    return 0;
+}
+
+/*
+ * The length of the next piece of a range that goes to the driver in
+ * pieces aligned to @piece_align where the range allows (zero writes,
+ * discards): up to the next boundary while the range starts unaligned,
+ * then the aligned bulk, then the unaligned tail; never over @max.
+ */
+static int64_t bdrv_next_piece(int64_t offset, int64_t bytes,
+                               int64_t piece_align, int64_t max)
+{
+    int64_t head = offset % piece_align;
+    int64_t num = bytes;
+
+    if (head) {
+        /* reach the next boundary first */
+        num = MIN(bytes, piece_align - head);
+    } else if (num > piece_align && (offset + num) % piece_align) {
+        /* the aligned bulk, leaving the unaligned tail for last */
+        num -= (offset + num) % piece_align;
+    }
+    return MIN(num, max);
+}
+
+/*
+ * The largest piece of a zero write or discard: the node's @limit (0: none)
+ * rounded down to the piece alignment @piece_align, at least @align.
+ */
+static int64_t bdrv_max_piece(int64_t limit, int64_t piece_align,
+                              int64_t align)
+{
+    int64_t max = BDRV_MAX_LENGTH;
+
+    if (limit > 0) {
+        max = MIN(max, limit);
+    }
+    return MAX(QEMU_ALIGN_DOWN(max, piece_align), align);
+}
+
 /*
  * What follows every request that may have changed [offset, offset +
  * bytes) of @bs (invariant 6); a node without bitmaps pays one test.
@@ -211,28 +284,46 @@ static void coroutine_fn tracked_request_wait(BdrvTrackedRequest *self)
 
 /* ---- calls into the driver ---- */
 
+/*
+ * The vector a driver call gets: @qiov itself when it is exactly the
+ * @bytes from @qiov_offset, else *@slice made to view them;
+ * bdrv_driver_qiov_put() frees the slice.
+ */
+static QEMUIOVector *bdrv_driver_qiov_get(QEMUIOVector *qiov,
+                                          size_t qiov_offset, int64_t bytes,
+                                          QEMUIOVector *slice)
+{
+    if (!qiov_offset && qiov->size == (size_t)bytes) {
+        return qiov;
+    }
+    qemu_iovec_init_slice(slice, qiov, qiov_offset, bytes);
+    return slice;
+}
+
+static void bdrv_driver_qiov_put(QEMUIOVector *q, QEMUIOVector *slice)
+{
+    if (q == slice) {
+        qemu_iovec_destroy(slice);
+    }
+}
+
 static int coroutine_fn bdrv_driver_preadv(BlockDriverState *bs,
                                            int64_t offset, int64_t bytes,
                                            QEMUIOVector *qiov,
                                            size_t qiov_offset)
 {
     QEMUIOVector slice;
-    QEMUIOVector *q = qiov;
+    QEMUIOVector *q;
     int ret;
 
     if (!bs->drv->bdrv_co_preadv) {
         return -ENOTSUP;
     }
-    if (qiov_offset || qiov->size != (size_t)bytes) {
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-        q = &slice;
-    }
+    q = bdrv_driver_qiov_get(qiov, qiov_offset, bytes, &slice);
     bs->stats.reads++;
     bs->stats.bytes_read += bytes;
     ret = bs->drv->bdrv_co_preadv(bs, offset, bytes, q, 0);
-    if (q == &slice) {
-        qemu_iovec_destroy(&slice);
-    }
+    bdrv_driver_qiov_put(q, &slice);
     return ret;
 }
 
@@ -244,24 +335,19 @@ static int coroutine_fn bdrv_driver_pwritev(BlockDriverState *bs,
                                             BdrvRequestFlags flags)
 {
     QEMUIOVector slice;
-    QEMUIOVector *q = qiov;
+    QEMUIOVector *q;
     int ret;
 
     if (!bs->drv->bdrv_co_pwritev) {
         return -ENOTSUP;
     }
-    if (qiov_offset || qiov->size != (size_t)bytes) {
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-        q = &slice;
-    }
+    q = bdrv_driver_qiov_get(qiov, qiov_offset, bytes, &slice);
     bs->stats.writes++;
     bs->stats.bytes_written += bytes;
     ret = bs->drv->bdrv_co_pwritev(bs, offset, bytes, q,
                                    flags & bs->supported_write_flags);
     bs->write_gen++;
-    if (q == &slice) {
-        qemu_iovec_destroy(&slice);
-    }
+    bdrv_driver_qiov_put(q, &slice);
     if (ret == 0 && (flags & BDRV_REQ_FUA) &&
         !(bs->supported_write_flags & BDRV_REQ_FUA)) {
         ret = bdrv_co_flush(bs);
@@ -276,23 +362,18 @@ static int coroutine_fn bdrv_driver_pwritev_compressed(BlockDriverState *bs,
                                                        size_t qiov_offset)
 {
     QEMUIOVector slice;
-    QEMUIOVector *q = qiov;
+    QEMUIOVector *q;
     int ret;
 
     if (!bs->drv->bdrv_co_pwritev_compressed) {
         return -ENOTSUP;
     }
-    if (qiov_offset || qiov->size != (size_t)bytes) {
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-        q = &slice;
-    }
+    q = bdrv_driver_qiov_get(qiov, qiov_offset, bytes, &slice);
     bs->stats.writes++;
     bs->stats.bytes_written += bytes;
     ret = bs->drv->bdrv_co_pwritev_compressed(bs, offset, bytes, q);
     bs->write_gen++;
-    if (q == &slice) {
-        qemu_iovec_destroy(&slice);
-    }
+    bdrv_driver_qiov_put(q, &slice);
     return ret;
 }
 
@@ -347,7 +428,8 @@ static int coroutine_fn bdrv_do_pwrite_zeroes(BlockDriverState *bs,
     const BlockDriver *drv = bs->drv;
     int64_t align = bdrv_request_align(bs);
     int64_t zalign = MAX((int64_t)bs->bl.pwrite_zeroes_alignment, align);
-    int64_t max_zeroes = BDRV_MAX_LENGTH;
+    int64_t max_zeroes = bdrv_max_piece(bs->bl.max_pwrite_zeroes, zalign,
+                                        align);
     int64_t max_transfer = bdrv_max_transfer(bs, align);
     bool need_flush = false;
     int ret = 0;
@@ -356,23 +438,8 @@ static int coroutine_fn bdrv_do_pwrite_zeroes(BlockDriverState *bs,
         !(bs->supported_zero_flags & BDRV_REQ_NO_FALLBACK)) {
         return -ENOTSUP;
     }
-    if (bs->bl.max_pwrite_zeroes > 0) {
-        max_zeroes = MIN(max_zeroes, bs->bl.max_pwrite_zeroes);
-    }
-    max_zeroes = MAX(QEMU_ALIGN_DOWN(max_zeroes, zalign), align);
-
     while (bytes > 0 && ret == 0) {
-        int64_t head = offset % zalign;
-        int64_t num = bytes;
-
-        if (head) {
-            /* reach the next zalign boundary first */
-            num = MIN(bytes, zalign - head);
-        } else if (num > zalign && (offset + num) % zalign) {
-            /* the aligned bulk, leaving the unaligned tail for last */
-            num -= (offset + num) % zalign;
-        }
-        num = MIN(num, max_zeroes);
+        int64_t num = bdrv_next_piece(offset, bytes, zalign, max_zeroes);
 
         ret = -ENOTSUP;
         if (drv->bdrv_co_pwrite_zeroes) {
@@ -774,15 +841,12 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 BdrvRequestFlags flags)
 {
-    BlockDriverState *bs = child ? child->bs : NULL;
+    BlockDriverState *bs;
     BdrvTrackedRequest req;
     int64_t align, cor_align = 0;
     int ret;
 
-    if (!bs || !bs->drv) {
-        return -ENOMEDIUM;
-    }
-    ret = bdrv_check_request(offset, bytes);
+    ret = bdrv_request_prologue(child, offset, bytes, BDRV_REQUEST_READ, &bs);
     if (ret < 0) {
         return ret;
     }
@@ -839,6 +903,18 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
 
 /* ---- write hooks ---- */
 
+void bdrv_inherit_file_flags(BlockDriverState *bs)
+{
+    BlockDriverState *file = bs->file->bs;
+
+    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
+        (BDRV_REQ_FUA & file->supported_write_flags);
+    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
+        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
+         file->supported_zero_flags);
+    bs->supported_truncate_flags = file->supported_truncate_flags;
+}
+
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook)
 {
     bs->write_hooks = g_slist_append(bs->write_hooks, hook);
@@ -871,19 +947,13 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags)
 {
-    BlockDriverState *bs = child ? child->bs : NULL;
+    BlockDriverState *bs;
     BdrvTrackedRequest req;
     int64_t align;
     int ret;
 
-    if (!bs || !bs->drv) {
-        return -ENOMEDIUM;
-    }
-    ret = bdrv_check_request(offset, bytes);
-    if (ret < 0) {
-        return ret;
-    }
-    ret = bdrv_check_writable(bs);
+    ret = bdrv_request_prologue(child, offset, bytes, BDRV_REQUEST_WRITE,
+                                &bs);
     if (ret < 0) {
         return ret;
     }
@@ -950,19 +1020,13 @@ int coroutine_fn bdrv_co_pwrite_zeroes(BdrvChild *child, int64_t offset,
 int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
                                   int64_t bytes)
 {
-    BlockDriverState *bs = child ? child->bs : NULL;
+    BlockDriverState *bs;
     BdrvTrackedRequest req;
     int64_t align, dalign, max_discard, end, req_offset, req_bytes;
     int ret;
 
-    if (!bs || !bs->drv) {
-        return -ENOMEDIUM;
-    }
-    ret = bdrv_check_request(offset, bytes);
-    if (ret < 0) {
-        return ret;
-    }
-    ret = bdrv_check_writable(bs);
+    ret = bdrv_request_prologue(child, offset, bytes, BDRV_REQUEST_WRITE,
+                                &bs);
     if (ret < 0) {
         return ret;
     }
@@ -977,11 +1041,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         return 0;
     }
     bytes = end - offset;
-    max_discard = BDRV_MAX_LENGTH;
-    if (bs->bl.max_pdiscard > 0) {
-        max_discard = bs->bl.max_pdiscard;
-    }
-    max_discard = MAX(QEMU_ALIGN_DOWN(max_discard, dalign), align);
+    max_discard = bdrv_max_piece(bs->bl.max_pdiscard, dalign, align);
 
     bdrv_inc_in_flight(bs);
     tracked_request_begin(&req, bs, offset, bytes, true);
@@ -990,15 +1050,8 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
     req_bytes = bytes;
     ret = 0;
     while (bytes > 0) {
-        int64_t head = offset % dalign;
-        int64_t num = bytes;
+        int64_t num = bdrv_next_piece(offset, bytes, dalign, max_discard);
 
-        if (head) {
-            num = MIN(bytes, dalign - head);
-        } else if (num > dalign && (offset + num) % dalign) {
-            num -= (offset + num) % dalign;
-        }
-        num = MIN(num, max_discard);
         bs->stats.discards++;
         ret = bs->drv->bdrv_co_pdiscard(bs, offset, num);
         bs->write_gen++;

@@ -235,30 +235,6 @@ static int luks_blk_init(void *opaque, uint64_t len, Error **errp)
     return blk_truncate(opaque, len, false, PREALLOC_MODE_OFF, 0, errp);
 }
 
-/* The protocol's own creation options (nocow, ...); size is the luks one. */
-static QemuOpts *luks_file_create_opts(const BlockDriver *drv,
-                                       const char *filename, QemuOpts *opts,
-                                       Error **errp)
-{
-    const BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
-    QemuOpts *file_opts;
-
-    if (!proto) {
-        return NULL;
-    }
-    file_opts = qemu_opts_create(proto->create_opts);
-    for (const QemuOptDesc *d = proto->create_opts->desc; d->name; d++) {
-        if (!qemu_opts_find_desc(drv->create_opts, d->name) &&
-            qemu_opt_has(opts, d->name) &&
-            !qemu_opt_set(file_opts, d->name, qemu_opt_get(opts, d->name),
-                          errp)) {
-            qemu_opts_del(file_opts);
-            return NULL;
-        }
-    }
-    return file_opts;
-}
-
 static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp)
@@ -268,7 +244,6 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
                              CRYPTO_LUKS_SECTOR_SIZE);
     CryptoLuks *luks;
     BlockBackend *blk;
-    QemuOpts *file_opts;
     CryptoLuksIO io = {
         .read = luks_blk_read,
         .write = luks_blk_write,
@@ -280,21 +255,10 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
     if (ret < 0) {
         return ret;
     }
-    file_opts = luks_file_create_opts(drv, filename, opts, errp);
-    if (!file_opts) {
-        return -EINVAL;
-    }
-    ret = bdrv_create_file(filename, file_opts, errp);
-    qemu_opts_del(file_opts);
-    if (ret < 0) {
-        return ret;
-    }
-    blk = blk_new_open(filename, NULL, NULL,
-                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
+    blk = bdrv_create_format_file(drv, filename, opts, errp);
     if (!blk) {
         return -EIO;
     }
-    blk_set_allow_write_beyond_eof(blk, true);
     io.opaque = blk;
     luks = crypto_luks_create(&c, &io, errp);
     if (!luks) {

@@ -9,6 +9,9 @@
  * driver whose I/O finishes asynchronously does, so that the yield and
  * wake-up paths get exercised too.
  *
+ * Both drivers share every function; the state's completion field, set by
+ * the open function of each, is what tells them apart.
+ *
  * Invariants:
  *  1. The state is immutable after open; requests only read it, so any
  *     number of them may run at once.
@@ -22,10 +25,17 @@
 #define NULL_OPT_LATENCY    "latency-ns"
 #define NULL_OPT_ZEROES     "read-zeroes"
 
+/* How a request completes: the one difference between the two drivers. */
+typedef enum NullCompletion {
+    NULL_COMPLETE_IN_CALLER,    /* null-co */
+    NULL_COMPLETE_FROM_LOOP,    /* null-aio (invariant 2) */
+} NullCompletion;
+
 typedef struct BDRVNullState {
     int64_t length;
     int64_t latency_ns;
     bool read_zeroes;
+    NullCompletion completion;
 } BDRVNullState;
 
 static void null_parse_filename_for(const char *expected, const char *filename,
@@ -50,8 +60,8 @@ static void null_aio_parse_filename(const char *filename, QDict *options,
     null_parse_filename_for("null-aio://", filename, errp);
 }
 
-static int null_open(BlockDriverState *bs, QDict *options, int flags,
-                     Error **errp)
+static int null_open(BlockDriverState *bs, QDict *options,
+                     NullCompletion completion, Error **errp)
 {
     BDRVNullState *s = bs->opaque;
     QemuOpts *opts;
@@ -77,9 +87,22 @@ static int null_open(BlockDriverState *bs, QDict *options, int flags,
     }
     s->length = size;
     s->latency_ns = latency;
+    s->completion = completion;
     /* Nothing is ever stored, so every write is as durable as it gets. */
     bs->supported_write_flags = BDRV_REQ_FUA;
     return 0;
+}
+
+static int null_co_open(BlockDriverState *bs, QDict *options, int flags,
+                        Error **errp)
+{
+    return null_open(bs, options, NULL_COMPLETE_IN_CALLER, errp);
+}
+
+static int null_aio_open(BlockDriverState *bs, QDict *options, int flags,
+                         Error **errp)
+{
+    return null_open(bs, options, NULL_COMPLETE_FROM_LOOP, errp);
 }
 
 /*
@@ -122,54 +145,13 @@ static int null_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
-static int coroutine_fn null_co_common(BlockDriverState *bs)
-{
-    BDRVNullState *s = bs->opaque;
-
-    if (s->latency_ns) {
-        qemu_co_sleep_ns(s->latency_ns);
-    }
-    return 0;
-}
-
-static int coroutine_fn null_co_preadv(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvRequestFlags flags)
-{
-    BDRVNullState *s = bs->opaque;
-
-    if (s->read_zeroes) {
-        qemu_iovec_memset(qiov, 0, 0, bytes);
-    }
-    return null_co_common(bs);
-}
-
-static int coroutine_fn null_co_pwritev(BlockDriverState *bs, int64_t offset,
-                                        int64_t bytes, QEMUIOVector *qiov,
-                                        BdrvRequestFlags flags)
-{
-    return null_co_common(bs);
-}
-
-static int coroutine_fn null_co_pwrite_zeroes(BlockDriverState *bs,
-                                              int64_t offset, int64_t bytes,
-                                              BdrvRequestFlags flags)
-{
-    return null_co_common(bs);
-}
-
-static int coroutine_fn null_co_flush(BlockDriverState *bs)
-{
-    return null_co_common(bs);
-}
-
 static void null_aio_wake(void *opaque)
 {
     aio_co_wake(opaque);
 }
 
-/* Completes the request from the event loop (invariant 2). */
-static int coroutine_fn null_aio_common(BlockDriverState *bs)
+/* Completes a null-aio request from the event loop (invariant 2). */
+static int coroutine_fn null_complete_from_loop(BlockDriverState *bs)
 {
     BDRVNullState *s = bs->opaque;
     AioContext *ctx = bdrv_get_aio_context(bs);
@@ -189,35 +171,49 @@ static int coroutine_fn null_aio_common(BlockDriverState *bs)
     return 0;
 }
 
-static int coroutine_fn null_aio_preadv(BlockDriverState *bs, int64_t offset,
-                                        int64_t bytes, QEMUIOVector *qiov,
-                                        BdrvRequestFlags flags)
+/* Ends every request, after latency-ns, the way the driver completes. */
+static int coroutine_fn null_complete(BlockDriverState *bs)
+{
+    BDRVNullState *s = bs->opaque;
+
+    if (s->completion == NULL_COMPLETE_FROM_LOOP) {
+        return null_complete_from_loop(bs);
+    }
+    if (s->latency_ns) {
+        qemu_co_sleep_ns(s->latency_ns);
+    }
+    return 0;
+}
+
+static int coroutine_fn null_co_preadv(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
 {
     BDRVNullState *s = bs->opaque;
 
     if (s->read_zeroes) {
         qemu_iovec_memset(qiov, 0, 0, bytes);
     }
-    return null_aio_common(bs);
+    return null_complete(bs);
 }
 
-static int coroutine_fn null_aio_pwritev(BlockDriverState *bs, int64_t offset,
-                                         int64_t bytes, QEMUIOVector *qiov,
-                                         BdrvRequestFlags flags)
+static int coroutine_fn null_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags)
 {
-    return null_aio_common(bs);
+    return null_complete(bs);
 }
 
-static int coroutine_fn null_aio_pwrite_zeroes(BlockDriverState *bs,
-                                               int64_t offset, int64_t bytes,
-                                               BdrvRequestFlags flags)
+static int coroutine_fn null_co_pwrite_zeroes(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags)
 {
-    return null_aio_common(bs);
+    return null_complete(bs);
 }
 
-static int coroutine_fn null_aio_flush(BlockDriverState *bs)
+static int coroutine_fn null_co_flush(BlockDriverState *bs)
 {
-    return null_aio_common(bs);
+    return null_complete(bs);
 }
 
 /*
@@ -252,7 +248,7 @@ static const BlockDriver bdrv_null_co = {
     .bdrv_needs_filename            = false,
     .bdrv_parse_filename            = null_co_parse_filename,
     .bdrv_refresh_filename          = null_refresh_filename,
-    .bdrv_open                      = null_open,
+    .bdrv_open                      = null_co_open,
     .bdrv_reopen_prepare            = null_reopen_prepare,
     .bdrv_getlength                 = null_getlength,
     .bdrv_get_allocated_file_size   = null_get_allocated_file_size,
@@ -272,14 +268,14 @@ static const BlockDriver bdrv_null_aio = {
     .bdrv_needs_filename            = false,
     .bdrv_parse_filename            = null_aio_parse_filename,
     .bdrv_refresh_filename          = null_refresh_filename,
-    .bdrv_open                      = null_open,
+    .bdrv_open                      = null_aio_open,
     .bdrv_reopen_prepare            = null_reopen_prepare,
     .bdrv_getlength                 = null_getlength,
     .bdrv_get_allocated_file_size   = null_get_allocated_file_size,
-    .bdrv_co_preadv                 = null_aio_preadv,
-    .bdrv_co_pwritev                = null_aio_pwritev,
-    .bdrv_co_pwrite_zeroes          = null_aio_pwrite_zeroes,
-    .bdrv_co_flush_to_disk          = null_aio_flush,
+    .bdrv_co_preadv                 = null_co_preadv,
+    .bdrv_co_pwritev                = null_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = null_co_pwrite_zeroes,
+    .bdrv_co_flush_to_disk          = null_co_flush,
     .bdrv_co_block_status           = null_co_block_status,
 };
 

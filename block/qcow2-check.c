@@ -641,10 +641,6 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     g_autofree uint64_t *table = NULL;
     uint64_t entries = 0, table_clusters = 0, i;
     int64_t table_offset = -1, first_free = 0;
-    struct QEMU_PACKED {
-        uint64_t offset;
-        uint32_t clusters;
-    } header_update;
     int ret;
 
     ret = qcow2_cache_empty(bs, s->refcount_block_cache);
@@ -756,20 +752,12 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
         return ret;
     }
 
-    header_update.offset = GUINT64_TO_BE(table_offset);
-    header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
-                             &header_update, sizeof(header_update));
+    ret = qcow2_install_reftable(bs, &table, entries, table_offset,
+                                 table_clusters);
     if (ret < 0) {
         error_report("ERROR setting reftable: %s", strerror(-ret));
         return ret;
     }
-
-    g_free(s->refcount_table);
-    s->refcount_table = g_steal_pointer(&table);
-    s->refcount_table_size = entries;
-    s->refcount_table_offset = table_offset;
-    qcow2_overlap_singles_changed(s);
     s->free_cluster_index = 0;
     qcow2_overlap_rebuild_active(s);
     return 0;

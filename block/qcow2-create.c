@@ -177,58 +177,6 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     return 0;
 }
 
-/*
- * The protocol's own creation options (nocow, extent_size_hint) for the
- * image file and the data file; size and preallocation are qcow2's.
- */
-static QemuOpts *qcow2_file_create_opts(const BlockDriver *drv,
-                                        const char *filename, QemuOpts *opts,
-                                        Error **errp)
-{
-    const BlockDriver *proto = bdrv_find_protocol(filename, true, errp);
-    QemuOpts *file_opts;
-
-    if (!proto) {
-        return NULL;
-    }
-    file_opts = qemu_opts_create(proto->create_opts);
-    for (const QemuOptDesc *d = proto->create_opts->desc; d->name; d++) {
-        if (!qemu_opts_find_desc(drv->create_opts, d->name) &&
-            qemu_opt_has(opts, d->name) &&
-            !qemu_opt_set(file_opts, d->name, qemu_opt_get(opts, d->name),
-                          errp)) {
-            qemu_opts_del(file_opts);
-            return NULL;
-        }
-    }
-    return file_opts;
-}
-
-/* Creates and opens a protocol-level file. */
-static BlockBackend *qcow2_create_file(const BlockDriver *drv,
-                                       const char *filename, QemuOpts *opts,
-                                       Error **errp)
-{
-    QemuOpts *file_opts = qcow2_file_create_opts(drv, filename, opts, errp);
-    BlockBackend *blk;
-    int ret;
-
-    if (!file_opts) {
-        return NULL;
-    }
-    ret = bdrv_create_file(filename, file_opts, errp);
-    qemu_opts_del(file_opts);
-    if (ret < 0) {
-        return NULL;
-    }
-    blk = blk_new_open(filename, NULL, NULL,
-                       BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
-    if (blk) {
-        blk_set_allow_write_beyond_eof(blk, true);
-    }
-    return blk;
-}
-
 /* A user of an existing node (blockdev-create), as if just created. */
 static BlockBackend *qcow2_create_on_node(BlockDriverState *bs, Error **errp)
 {
@@ -255,8 +203,9 @@ static BlockBackend *qcow2_create_target_blk(const BlockDriver *drv,
         return qcow2_create_on_node(data_file ? tgt->data_file : tgt->file,
                                     errp);
     }
-    return qcow2_create_file(drv, data_file ? c->data_file : tgt->filename,
-                             opts, errp);
+    return bdrv_create_format_file(drv,
+                                   data_file ? c->data_file : tgt->filename,
+                                   opts, errp);
 }
 
 /* Sets refcount entry @index of a refcount block to 1, any width. */

@@ -325,7 +325,33 @@ int coroutine_fn qcow2_crypt_create(BlockDriverState *bs, QemuOpts *opts,
     return ret;
 }
 
-/* One bounce buffer's worth of a request, encrypted or decrypted. */
+/* Moves @bytes of @qiov from @qiov_offset straight to or from the file. */
+static int coroutine_fn qcow2_crypt_co_plain(BlockDriverState *bs,
+                                             uint64_t host_offset,
+                                             uint64_t bytes,
+                                             QEMUIOVector *qiov,
+                                             size_t qiov_offset,
+                                             BlockCryptoDirection dir)
+{
+    BDRVQcow2State *s = bs->opaque;
+    QEMUIOVector slice;
+    int ret;
+
+    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
+    if (dir == BLOCK_CRYPTO_ENCRYPT) {
+        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
+    } else {
+        ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
+    }
+    qemu_iovec_destroy(&slice);
+    return ret;
+}
+
+/*
+ * Moves @bytes of @qiov from @qiov_offset between the guest and the data
+ * file at @host_offset: through the cipher, one bounce buffer's worth at a
+ * time, when the image is encrypted (@dir says which way), else straight.
+ */
 static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
                                           uint64_t host_offset,
                                           uint64_t guest_offset,
@@ -339,6 +365,11 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
                                                            : host_offset;
     uint8_t *bounce;
     int ret = 0;
+
+    if (s->crypt_method == QCOW2_CRYPT_NONE) {
+        return qcow2_crypt_co_plain(bs, host_offset, bytes, qiov,
+                                    qiov_offset, dir);
+    }
 
     if (!s->crypto || (bs->open_flags & BDRV_O_NO_IO)) {
         return -EIO;
@@ -384,18 +415,8 @@ int coroutine_fn qcow2_crypt_co_pwritev(BlockDriverState *bs,
                                         QEMUIOVector *qiov,
                                         size_t qiov_offset)
 {
-    BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector slice;
-    int ret;
-
-    if (s->crypt_method != QCOW2_CRYPT_NONE) {
-        return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
-                                 qiov_offset, BLOCK_CRYPTO_ENCRYPT);
-    }
-    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-    ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
-    qemu_iovec_destroy(&slice);
-    return ret;
+    return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
+                             qiov_offset, BLOCK_CRYPTO_ENCRYPT);
 }
 
 int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
@@ -404,18 +425,8 @@ int coroutine_fn qcow2_crypt_co_preadv(BlockDriverState *bs,
                                        QEMUIOVector *qiov,
                                        size_t qiov_offset)
 {
-    BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector slice;
-    int ret;
-
-    if (s->crypt_method != QCOW2_CRYPT_NONE) {
-        return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
-                                 qiov_offset, BLOCK_CRYPTO_DECRYPT);
-    }
-    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
-    ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
-    qemu_iovec_destroy(&slice);
-    return ret;
+    return qcow2_crypt_co_rw(bs, host_offset, guest_offset, bytes, qiov,
+                             qiov_offset, BLOCK_CRYPTO_DECRYPT);
 }
 
 JsonNode *qcow2_crypt_get_info(BlockDriverState *bs)

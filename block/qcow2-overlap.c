@@ -466,21 +466,6 @@ static bool ol_marks_are_current(BDRVQcow2State *s)
 /* ---------------------------------------------------------------------- */
 /* Snapshots: their L1 tables, and the L2 tables these point to */
 
-/* The fields of a snapshot table entry that locate its L1 table. */
-typedef struct QEMU_PACKED Qcow2OverlapSnapshotEntry {
-    uint64_t l1_table_offset;
-    uint32_t l1_size;
-    uint16_t id_str_size;
-    uint16_t name_size;
-    uint32_t date_sec;
-    uint32_t date_nsec;
-    uint64_t vm_clock_nsec;
-    uint32_t vm_state_size;
-    uint32_t extra_data_size;
-} Qcow2OverlapSnapshotEntry;
-_Static_assert(sizeof(Qcow2OverlapSnapshotEntry) == 40,
-               "snapshot table entry header");
-
 /* Calls @fn for each snapshot's L1 table; stops at the first error. */
 static int ol_for_each_snapshot_l1(BlockDriverState *bs,
                                    int (*fn)(BlockDriverState *bs,

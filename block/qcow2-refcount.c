@@ -356,6 +356,34 @@ int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
     return bdrv_pwrite_sync(bs->file, table_offset + first * 8, n * 8, be, 0);
 }
 
+int qcow2_install_reftable(BlockDriverState *bs, uint64_t **table,
+                           uint64_t entries, int64_t table_offset,
+                           uint32_t table_clusters)
+{
+    BDRVQcow2State *s = bs->opaque;
+    /* refcount_table_offset and _clusters are adjacent: one write. */
+    struct QEMU_PACKED {
+        uint64_t offset;
+        uint32_t clusters;
+    } header_update = {
+        .offset = GUINT64_TO_BE(table_offset),
+        .clusters = GUINT32_TO_BE(table_clusters),
+    };
+    int ret;
+
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
+                             &header_update, sizeof(header_update));
+    if (ret < 0) {
+        return ret;
+    }
+    g_free(s->refcount_table);
+    s->refcount_table = g_steal_pointer(table);
+    s->refcount_table_size = entries;
+    s->refcount_table_offset = table_offset;
+    qcow2_overlap_singles_changed(s);
+    return 0;
+}
+
 /*
  * Cluster 0 holds the header, so a consistent image gives it refcount 1
  * at least.  If it reads as free (its refcount block missing, or lying
@@ -435,10 +463,6 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     uint64_t i, c;
     g_autofree uint64_t *table = NULL;
     int64_t table_offset;
-    struct QEMU_PACKED {
-        uint64_t offset;
-        uint32_t clusters;
-    } header_update;
     int ret;
 
     /* Grow by half at least, so that growing stays rare. */
@@ -504,21 +528,12 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
         return ret;
     }
 
-    /* refcount_table_offset and _clusters are adjacent: one write. */
     BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_SWITCH_TABLE);
-    header_update.offset = GUINT64_TO_BE(table_offset);
-    header_update.clusters = GUINT32_TO_BE(table_clusters);
-    ret = qcow2_header_write(bs, offsetof(QCowHeader, refcount_table_offset),
-                             &header_update, sizeof(header_update));
+    ret = qcow2_install_reftable(bs, &table, entries, table_offset,
+                                 table_clusters);
     if (ret < 0) {
         return ret;
     }
-
-    g_free(s->refcount_table);
-    s->refcount_table = g_steal_pointer(&table);
-    s->refcount_table_size = entries;
-    s->refcount_table_offset = table_offset;
-    qcow2_overlap_singles_changed(s);
     for (uint64_t i = old_size; i < entries; i++) {
         qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
     }

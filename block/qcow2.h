@@ -761,6 +761,15 @@ void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
 int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
                          uint64_t first, const uint64_t *entries,
                          uint64_t n);
+/*
+ * Points the header at the refcount table already written at
+ * @table_offset (@table_clusters long) and makes @table, of @entries
+ * host-endian entries, the image's table: the state takes it over and
+ * *@table becomes NULL.  The caller frees the old table's clusters.
+ */
+int qcow2_install_reftable(BlockDriverState *bs, uint64_t **table,
+                           uint64_t entries, int64_t table_offset,
+                           uint32_t table_clusters);
 /* Allocates @size bytes of whole clusters; returns the host offset. */
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,

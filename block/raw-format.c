@@ -89,18 +89,6 @@ static int raw_check_window(BlockDriverState *bs, const BDRVRawState *opts,
     return 0;
 }
 
-static void raw_inherit_flags(BlockDriverState *bs)
-{
-    BlockDriverState *file = bs->file->bs;
-
-    bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
-        (BDRV_REQ_FUA & file->supported_write_flags);
-    bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
-        ((BDRV_REQ_FUA | BDRV_REQ_MAY_UNMAP | BDRV_REQ_NO_FALLBACK) &
-         file->supported_zero_flags);
-    bs->supported_truncate_flags = file->supported_truncate_flags;
-}
-
 static int raw_open(BlockDriverState *bs, QDict *options, int flags,
                     Error **errp)
 {
@@ -116,7 +104,7 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
     if (!bs->file) {
         return -EINVAL;
     }
-    raw_inherit_flags(bs);
+    bdrv_inherit_file_flags(bs);
     ret = raw_check_window(bs, &opts, errp);
     if (ret < 0) {
         return ret;

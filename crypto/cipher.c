@@ -206,34 +206,43 @@ static int crypto_cipher_check_len(CryptoCipher *cipher, size_t len,
     return 0;
 }
 
-int crypto_cipher_encrypt(CryptoCipher *cipher, uint8_t *buf, size_t len,
-                          Error **errp)
+/* Which way crypto_cipher_run() transforms the data. */
+typedef enum CryptoCipherDirection {
+    CRYPTO_CIPHER_ENCRYPT,
+    CRYPTO_CIPHER_DECRYPT,
+} CryptoCipherDirection;
+
+/* Encrypts or decrypts @len bytes of @buf in place, as @dir says. */
+static int crypto_cipher_run(CryptoCipher *cipher, uint8_t *buf, size_t len,
+                             CryptoCipherDirection dir, Error **errp)
 {
     gcry_error_t err;
 
     if (crypto_cipher_check_len(cipher, len, errp) < 0) {
         return -EINVAL;
     }
-    err = gcry_cipher_encrypt(cipher->hd, buf, len, NULL, 0);
+    if (dir == CRYPTO_CIPHER_ENCRYPT) {
+        err = gcry_cipher_encrypt(cipher->hd, buf, len, NULL, 0);
+    } else {
+        err = gcry_cipher_decrypt(cipher->hd, buf, len, NULL, 0);
+    }
     if (err) {
-        error_setg(errp, "Cannot encrypt data: %s", gcry_strerror(err));
+        error_setg(errp, "Cannot %s data: %s",
+                   dir == CRYPTO_CIPHER_ENCRYPT ? "encrypt" : "decrypt",
+                   gcry_strerror(err));
         return -EIO;
     }
     return 0;
 }
 
+int crypto_cipher_encrypt(CryptoCipher *cipher, uint8_t *buf, size_t len,
+                          Error **errp)
+{
+    return crypto_cipher_run(cipher, buf, len, CRYPTO_CIPHER_ENCRYPT, errp);
+}
+
 int crypto_cipher_decrypt(CryptoCipher *cipher, uint8_t *buf, size_t len,
                           Error **errp)
 {
-    gcry_error_t err;
-
-    if (crypto_cipher_check_len(cipher, len, errp) < 0) {
-        return -EINVAL;
-    }
-    err = gcry_cipher_decrypt(cipher->hd, buf, len, NULL, 0);
-    if (err) {
-        error_setg(errp, "Cannot decrypt data: %s", gcry_strerror(err));
-        return -EIO;
-    }
-    return 0;
+    return crypto_cipher_run(cipher, buf, len, CRYPTO_CIPHER_DECRYPT, errp);
 }

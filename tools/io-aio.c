@@ -5,8 +5,6 @@
  */
 #include "io-cmds.h"
 
-#include <getopt.h>
-
 typedef struct QioAioCtx {
     BlockBackend *blk;
     QEMUIOVector qiov;
@@ -85,26 +83,18 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
     QioReqOpts o = { 0 };
     QioAioCtx *ctx;
     bool iflag = false;
-    int c, ret;
+    const QioCmdOpt extra[] = { { 'i', &iflag }, { 0 } };
+    int first;
 
-    while ((c = getopt(argc, argv, "CP:iqv")) != -1) {
-        if (c == 'i') {
-            iflag = true;
-            continue;
-        }
-        ret = qio_req_opt(c, &o, argv[0]);
-        if (ret < 0) {
-            return ret;
-        }
+    first = qio_parse_req_args(argc, argv, "CP:iqv", extra, &o,
+                               QIO_OPERANDS_OFF_LENS);
+    if (first < 0) {
+        return first;
     }
-    if (optind > argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
     ctx = g_new0(QioAioCtx, 1);
     ctx->blk = blk;
     ctx->o = o;
-    ctx->buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+    ctx->buf = qio_parse_offset_vector(blk, &argv[first], argc - first,
                                        QIO_READ_FILL, &ctx->offset,
                                        &ctx->qiov);
     if (!ctx->buf) {
@@ -167,25 +157,13 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
     QioReqOpts o = { .pattern = QIO_WRITE_PATTERN };
     QioAioCtx *ctx;
     bool iflag = false, zflag = false;
-    int c, ret;
+    const QioCmdOpt extra[] = { { 'i', &iflag }, { 'z', &zflag }, { 0 } };
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "CfiqP:uz")) != -1) {
-        switch (c) {
-        case 'i':
-            iflag = true;
-            break;
-        case 'z':
-            zflag = true;
-            break;
-        default:
-            ret = qio_req_opt(c, &o, argv[0]);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-    }
-    if (optind > argc - 2) {
-        return qio_usage_error(argv[0]);
+    first = qio_parse_req_args(argc, argv, "CfiqP:uz", extra, &o,
+                               QIO_OPERANDS_OFF_LENS);
+    if (first < 0) {
+        return first;
     }
     if ((o.flags & BDRV_REQ_MAY_UNMAP) && !zflag) {
         printf("-u requires -z to be specified\n");
@@ -195,27 +173,27 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
     ctx = g_new0(QioAioCtx, 1);
     ctx->blk = blk;
     ctx->o = o;
-    ret = qio_parse_number(argv[optind], &ctx->offset);
+    ret = qio_parse_number(argv[first], &ctx->offset);
     if (ret < 0) {
         g_free(ctx);
         return ret;
     }
-    optind++;
+    first++;
 
     if (zflag) {
-        if (optind != argc - 1) {
+        if (first != argc - 1) {
             printf("-z supports only a single length parameter\n");
             g_free(ctx);
             return -EINVAL;
         }
-        ret = qio_parse_number(argv[optind], &ctx->bytes);
+        ret = qio_parse_number(argv[first], &ctx->bytes);
         if (ret < 0) {
             g_free(ctx);
             return ret;
         }
     } else {
-        ctx->buf = qio_create_iovec(blk, &ctx->qiov, &argv[optind],
-                                    argc - optind, o.pattern);
+        ctx->buf = qio_create_iovec(blk, &ctx->qiov, &argv[first],
+                                    argc - first, o.pattern);
         if (!ctx->buf) {
             g_free(ctx);
             return -EINVAL;

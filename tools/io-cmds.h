@@ -163,6 +163,36 @@ typedef struct QioReqOpts {
 int qio_req_opt(int c, QioReqOpts *o, const char *cmd);
 
 /*
+ * An option that a request command has besides those of QioReqOpts: what
+ * getopt() found for it goes where the entry points.  Tables end with an
+ * entry whose letter is 0.
+ */
+typedef struct QioCmdOpt {
+    int letter;
+    bool *given;                /* set when the option is given */
+    const char **arg;           /* if not NULL: its argument as typed */
+    int64_t *number;            /* if not NULL: its argument as a size */
+} QioCmdOpt;
+
+/* The operands that follow a request command's options. */
+typedef enum QioOperands {
+    QIO_OPERANDS_OFF_LEN,       /* exactly "off len" */
+    QIO_OPERANDS_OFF_LENS,      /* "off len [len..]" (vector commands) */
+} QioOperands;
+
+/*
+ * Parses the options of request command @argv[0] with getopt() and
+ * @optstring: those in @extra (may be NULL) as their entries say, the
+ * others into @o (qio_req_opt()); then checks that the @operands follow.
+ * Returns the index in @argv of the first operand, or -errno after
+ * printing why (a bad number or pattern, else the synopsis), stopping at
+ * the first bad option as qemu-io does.
+ */
+int qio_parse_req_args(int argc, char **argv, const char *optstring,
+                       const QioCmdOpt *extra, QioReqOpts *o,
+                       QioOperands operands);
+
+/*
  * Ends a completed read of @bytes at @offset into @buf as qemu-io does:
  * with -P, checks the @pattern_count bytes at @pattern_offset within @buf
  * (a mismatch is printed and makes the result -EINVAL, but the statistics

@@ -301,57 +301,23 @@ static const char qio_help_open[] =
 
 static int qio_open_f(BlockBackend *blk, int argc, char **argv)
 {
-    int flags = BDRV_O_UNMAP;
-    bool readonly = false, writethrough = true, force_share = false;
+    QioOpenOpts o = QIO_OPEN_OPTS_DEFAULT;
     QDict *opts = qdict_new();
     int c, ret;
 
     while ((c = getopt(argc, argv, "snCro:ki:t:d:U")) != -1) {
+        ret = qio_open_opt(c, optarg, &o);
+        if (ret < 0) {
+            goto fail;
+        }
+        if (ret > 0) {
+            continue;
+        }
         switch (c) {
-        case 's':
-            flags |= BDRV_O_SNAPSHOT;
-            break;
-        case 'n':
-            flags |= BDRV_O_NOCACHE;
-            writethrough = false;
-            break;
-        case 'C':
-            flags |= BDRV_O_COPY_ON_READ;
-            break;
-        case 'r':
-            readonly = true;
-            break;
-        case 'k':
-            flags |= BDRV_O_NATIVE_AIO;
-            break;
-        case 't':
-            flags &= ~BDRV_O_CACHE_MASK;
-            if (bdrv_parse_cache_mode(optarg, &flags, &writethrough) < 0) {
-                error_report("Invalid cache option: %s", optarg);
-                goto fail;
-            }
-            break;
-        case 'd':
-            flags &= ~BDRV_O_UNMAP;
-            if (bdrv_parse_discard_flags(optarg, &flags) < 0) {
-                error_report("Invalid discard option: %s", optarg);
-                goto fail;
-            }
-            break;
-        case 'i':
-            flags &= ~(BDRV_O_NATIVE_AIO | BDRV_O_IO_URING);
-            if (bdrv_parse_aio(optarg, &flags) < 0) {
-                error_report("Invalid aio option: %s", optarg);
-                goto fail;
-            }
-            break;
         case 'o':
             if (!qio_parse_options(opts, optarg)) {
                 goto fail;
             }
-            break;
-        case 'U':
-            force_share = true;
             break;
         default:
             qio_usage_error(argv[0]);
@@ -359,9 +325,6 @@ static int qio_open_f(BlockBackend *blk, int argc, char **argv)
         }
     }
 
-    if (!readonly) {
-        flags |= BDRV_O_RDWR;
-    }
     /* with --image-opts, the path is an option string as on the command
      * line */
     if (qio_image_opts && optind == argc - 1) {
@@ -372,9 +335,9 @@ static int qio_open_f(BlockBackend *blk, int argc, char **argv)
     }
 
     if (optind == argc - 1) {
-        ret = qio_open(argv[optind], flags, writethrough, force_share, opts);
+        ret = qio_open(argv[optind], &o, opts);
     } else if (optind == argc) {
-        ret = qio_open(NULL, flags, writethrough, force_share, opts);
+        ret = qio_open(NULL, &o, opts);
     } else {
         qio_usage_error(argv[0]);
         goto fail;

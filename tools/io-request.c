@@ -40,6 +40,53 @@ int qio_req_opt(int c, QioReqOpts *o, const char *cmd)
     }
 }
 
+/* Stores option @c of @extra, if it is one; 1 if it was, 0 if not. */
+static int qio_cmd_opt(int c, const QioCmdOpt *extra)
+{
+    for (; extra && extra->letter; extra++) {
+        if (extra->letter != c) {
+            continue;
+        }
+        if (extra->given) {
+            *extra->given = true;
+        }
+        if (extra->arg) {
+            *extra->arg = optarg;
+        }
+        if (extra->number) {
+            int ret = qio_parse_number(optarg, extra->number);
+
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        return 1;
+    }
+    return 0;
+}
+
+int qio_parse_req_args(int argc, char **argv, const char *optstring,
+                       const QioCmdOpt *extra, QioReqOpts *o,
+                       QioOperands operands)
+{
+    int c, ret;
+
+    while ((c = getopt(argc, argv, optstring)) != -1) {
+        ret = qio_cmd_opt(c, extra);
+        if (ret == 0) {
+            ret = qio_req_opt(c, o, argv[0]);
+        }
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (operands == QIO_OPERANDS_OFF_LEN ? optind != argc - 2
+                                         : optind > argc - 2) {
+        return qio_usage_error(argv[0]);
+    }
+    return optind;
+}
+
 int qio_read_report(const QioReqOpts *o, const uint8_t *buf, int64_t offset,
                     int64_t bytes, int64_t pattern_offset,
                     int64_t pattern_count, int64_t elapsed_ns)

@@ -4,8 +4,6 @@
  */
 #include "io-cmds.h"
 
-#include <getopt.h>
-
 static const char qio_help_read[] =
     "\n"
     " reads a range of bytes from the given offset\n"
@@ -31,35 +29,22 @@ static int qio_read_f(BlockBackend *blk, int argc, char **argv)
     QioReqOpts o = { 0 };
     bool bflag = false, sflag = false, lflag = false;
     int64_t offset, count, pattern_offset = 0, pattern_count = 0;
+    const QioCmdOpt extra[] = {
+        { 'b', &bflag },
+        { 'l', &lflag, .number = &pattern_count },
+        { 's', &sflag, .number = &pattern_offset },
+        { 0 },
+    };
     int64_t start;
     uint8_t *buf;
-    int c, ret = 0;
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "bCl:pP:qs:v")) != -1) {
-        switch (c) {
-        case 'b':
-            bflag = true;
-            break;
-        case 'l':
-            lflag = true;
-            ret = qio_parse_number(optarg, &pattern_count);
-            break;
-        case 's':
-            sflag = true;
-            ret = qio_parse_number(optarg, &pattern_offset);
-            break;
-        default:
-            ret = qio_req_opt(c, &o, argv[0]);
-        }
-        if (ret < 0) {
-            return ret;
-        }
+    first = qio_parse_req_args(argc, argv, "bCl:pP:qs:v", extra, &o,
+                               QIO_OPERANDS_OFF_LEN);
+    if (first < 0) {
+        return first;
     }
-    if (optind != argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
-    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+    ret = qio_parse_offset_len(&argv[first], QIO_LENGTH_REQUEST, &offset,
                                &count);
     if (ret < 0) {
         return ret;
@@ -134,19 +119,14 @@ static int qio_readv_f(BlockBackend *blk, int argc, char **argv)
     int64_t offset, start;
     QEMUIOVector qiov;
     uint8_t *buf;
-    int c, ret;
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "CP:qv")) != -1) {
-        ret = qio_req_opt(c, &o, argv[0]);
-        if (ret < 0) {
-            return ret;
-        }
+    first = qio_parse_req_args(argc, argv, "CP:qv", NULL, &o,
+                               QIO_OPERANDS_OFF_LENS);
+    if (first < 0) {
+        return first;
     }
-    if (optind > argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
-    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+    buf = qio_parse_offset_vector(blk, &argv[first], argc - first,
                                   QIO_READ_FILL, &offset, &qiov);
     if (!buf) {
         return -EINVAL;
@@ -205,36 +185,22 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
     bool bflag = false, cflag = false, zflag = false, sflag = false;
     QioLengthLimit limit;
     const char *file_name = NULL;
+    const QioCmdOpt extra[] = {
+        { 'b', &bflag },
+        { 'c', &cflag },
+        { 's', &sflag, .arg = &file_name },
+        { 'z', &zflag },
+        { 0 },
+    };
     int64_t offset, count, start;
     uint8_t *buf = NULL;
-    int c, ret;
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "bcCfnpP:qs:uz")) != -1) {
-        switch (c) {
-        case 'b':
-            bflag = true;
-            break;
-        case 'c':
-            cflag = true;
-            break;
-        case 's':
-            sflag = true;
-            file_name = optarg;
-            break;
-        case 'z':
-            zflag = true;
-            break;
-        default:
-            ret = qio_req_opt(c, &o, argv[0]);
-            if (ret < 0) {
-                return ret;
-            }
-        }
+    first = qio_parse_req_args(argc, argv, "bcCfnpP:qs:uz", extra, &o,
+                               QIO_OPERANDS_OFF_LEN);
+    if (first < 0) {
+        return first;
     }
-    if (optind != argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
     if (bflag && zflag) {
         printf("-b and -z cannot be specified at the same time\n");
         return -EINVAL;
@@ -260,7 +226,7 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
     /* without -n, a zero write may fall back to writing a buffer */
     limit = o.flags & BDRV_REQ_NO_FALLBACK ? QIO_LENGTH_ANY
                                            : QIO_LENGTH_REQUEST_UNLESS_N;
-    ret = qio_parse_offset_len(&argv[optind], limit, &offset, &count);
+    ret = qio_parse_offset_len(&argv[first], limit, &offset, &count);
     if (ret < 0) {
         return ret;
     }
@@ -342,19 +308,14 @@ static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
     int64_t offset, start;
     QEMUIOVector qiov;
     uint8_t *buf;
-    int c, ret;
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "CfqP:")) != -1) {
-        ret = qio_req_opt(c, &o, argv[0]);
-        if (ret < 0) {
-            return ret;
-        }
+    first = qio_parse_req_args(argc, argv, "CfqP:", NULL, &o,
+                               QIO_OPERANDS_OFF_LENS);
+    if (first < 0) {
+        return first;
     }
-    if (optind > argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
-    buf = qio_parse_offset_vector(blk, &argv[optind], argc - optind,
+    buf = qio_parse_offset_vector(blk, &argv[first], argc - first,
                                   o.pattern, &offset, &qiov);
     if (!buf) {
         return -EINVAL;
@@ -421,19 +382,14 @@ static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
 {
     QioReqOpts o = { 0 };
     int64_t offset, bytes, start;
-    int c, ret;
+    int first, ret;
 
-    while ((c = getopt(argc, argv, "Cq")) != -1) {
-        ret = qio_req_opt(c, &o, argv[0]);
-        if (ret < 0) {
-            return ret;
-        }
+    first = qio_parse_req_args(argc, argv, "Cq", NULL, &o,
+                               QIO_OPERANDS_OFF_LEN);
+    if (first < 0) {
+        return first;
     }
-    if (optind != argc - 2) {
-        return qio_usage_error(argv[0]);
-    }
-
-    ret = qio_parse_offset_len(&argv[optind], QIO_LENGTH_REQUEST, &offset,
+    ret = qio_parse_offset_len(&argv[first], QIO_LENGTH_REQUEST, &offset,
                                &bytes);
     if (ret < 0) {
         return ret;

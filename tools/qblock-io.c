@@ -46,9 +46,57 @@ static bool qio_opens_read_only(int flags, QDict *opts)
            (ro && (!strcmp(ro, "on") || !strcmp(ro, "true")));
 }
 
-int qio_open(const char *name, int flags, bool writethrough,
-             bool force_share, QDict *opts)
+int qio_open_opt(int c, const char *arg, QioOpenOpts *o)
 {
+    switch (c) {
+    case 'C':
+        o->flags |= BDRV_O_COPY_ON_READ;
+        return 1;
+    case 'd':
+        o->flags &= ~BDRV_O_UNMAP;
+        if (bdrv_parse_discard_flags(arg, &o->flags) < 0) {
+            error_report("Invalid discard option: %s", arg);
+            return -EINVAL;
+        }
+        return 1;
+    case 'i':
+        o->flags &= ~(BDRV_O_NATIVE_AIO | BDRV_O_IO_URING);
+        if (bdrv_parse_aio(arg, &o->flags) < 0) {
+            error_report("Invalid aio option: %s", arg);
+            return -EINVAL;
+        }
+        return 1;
+    case 'k':
+        o->flags |= BDRV_O_NATIVE_AIO;
+        return 1;
+    case 'n':
+        o->flags |= BDRV_O_NOCACHE;
+        o->writethrough = false;
+        return 1;
+    case 'r':
+        o->read_only = true;
+        return 1;
+    case 's':
+        o->flags |= BDRV_O_SNAPSHOT;
+        return 1;
+    case 't':
+        o->flags &= ~BDRV_O_CACHE_MASK;
+        if (bdrv_parse_cache_mode(arg, &o->flags, &o->writethrough) < 0) {
+            error_report("Invalid cache option: %s", arg);
+            return -EINVAL;
+        }
+        return 1;
+    case 'U':
+        o->force_share = true;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int qio_open(const char *name, const QioOpenOpts *o, QDict *opts)
+{
+    int flags = o->flags | (o->read_only ? 0 : BDRV_O_RDWR);
     Error *local_err = NULL;
 
     if (qio_blk) {
@@ -59,7 +107,7 @@ int qio_open(const char *name, int flags, bool writethrough,
         return -EINVAL;
     }
 
-    if (force_share) {
+    if (o->force_share) {
         const char *fs;
 
         if (!opts) {
@@ -98,7 +146,7 @@ int qio_open(const char *name, int flags, bool writethrough,
         error_report_err(local_err);
         return -EINVAL;
     }
-    blk_set_enable_write_cache(qio_blk, !writethrough);
+    blk_set_enable_write_cache(qio_blk, !o->writethrough);
     return 0;
 }
 
@@ -370,18 +418,22 @@ int main(int argc, char **argv)
     };
     GPtrArray *cmds = g_ptr_array_new();
     const char *format = NULL;
-    int flags = BDRV_O_UNMAP;
-    bool writethrough = true;
-    bool readonly = false;
-    bool force_share = false;
+    QioOpenOpts open_opts = QIO_OPEN_OPTS_DEFAULT;
     bool failed = false;
-    int c;
+    int c, ret;
 
     qemu_init_progname(argv[0]);
     bdrv_init();
 
     while ((c = getopt_long(argc, argv, "hVc:d:f:rsnCmki:t:T:U",
                             long_options, NULL)) != -1) {
+        ret = qio_open_opt(c, optarg, &open_opts);
+        if (ret < 0) {
+            return 1;
+        }
+        if (ret > 0) {
+            continue;
+        }
         switch (c) {
         case 'h':
             qio_usage(qemu_get_progname());
@@ -393,54 +445,14 @@ int main(int argc, char **argv)
         case 'c':
             g_ptr_array_add(cmds, optarg);
             break;
-        case 'd':
-            flags &= ~BDRV_O_UNMAP;
-            if (bdrv_parse_discard_flags(optarg, &flags) < 0) {
-                error_report("Invalid discard option: %s", optarg);
-                return 1;
-            }
-            break;
         case 'f':
             format = optarg;
-            break;
-        case 'r':
-            readonly = true;
-            break;
-        case 's':
-            flags |= BDRV_O_SNAPSHOT;
-            break;
-        case 'n':
-            flags |= BDRV_O_NOCACHE;
-            writethrough = false;
-            break;
-        case 'C':
-            flags |= BDRV_O_COPY_ON_READ;
             break;
         case 'm':
             qio_misalign = true;
             break;
-        case 'k':
-            flags |= BDRV_O_NATIVE_AIO;
-            break;
-        case 'i':
-            flags &= ~(BDRV_O_NATIVE_AIO | BDRV_O_IO_URING);
-            if (bdrv_parse_aio(optarg, &flags) < 0) {
-                error_report("Invalid aio option: %s", optarg);
-                return 1;
-            }
-            break;
-        case 't':
-            flags &= ~BDRV_O_CACHE_MASK;
-            if (bdrv_parse_cache_mode(optarg, &flags, &writethrough) < 0) {
-                error_report("Invalid cache option: %s", optarg);
-                return 1;
-            }
-            break;
         case 'T':
             warn_report("tracing is not supported, ignoring -T %s", optarg);
-            break;
-        case 'U':
-            force_share = true;
             break;
         case QIO_OPT_IMAGE_OPTS:
             qio_image_opts = true;
@@ -469,13 +481,7 @@ int main(int argc, char **argv)
         error_report("--image-opts and -f are mutually exclusive");
         return 1;
     }
-    if (!readonly) {
-        flags |= BDRV_O_RDWR;
-    }
-
     if (optind < argc) {
-        int ret;
-
         if (qio_image_opts) {
             Error *local_err = NULL;
             QDict *opts = keyval_parse_flat(argv[optind], NULL,
@@ -485,7 +491,7 @@ int main(int argc, char **argv)
                 error_report_err(local_err);
                 return 1;
             }
-            ret = qio_open(NULL, flags, writethrough, force_share, opts);
+            ret = qio_open(NULL, &open_opts, opts);
         } else {
             QDict *opts = NULL;
 
@@ -493,8 +499,7 @@ int main(int argc, char **argv)
                 opts = qdict_new();
                 qdict_put_str(opts, "driver", format);
             }
-            ret = qio_open(argv[optind], flags, writethrough, force_share,
-                           opts);
+            ret = qio_open(argv[optind], &open_opts, opts);
         }
         if (ret < 0) {
             return 1;

@@ -55,14 +55,32 @@ extern bool qio_image_opts;
 /* -m: I/O buffers are deliberately misaligned (tests O_DIRECT bounces). */
 extern bool qio_misalign;
 
+/* How to open an image: what qemu-io's options and its open command say. */
+typedef struct QioOpenOpts {
+    int flags;                  /* BDRV_O_*, less BDRV_O_RDWR */
+    bool read_only;             /* -r: without it, BDRV_O_RDWR */
+    bool writethrough;          /* the cache mode's write-through half */
+    bool force_share;           /* -U */
+} QioOpenOpts;
+
+/* What an open without options gets: discard=unmap, cache=writethrough. */
+#define QIO_OPEN_OPTS_DEFAULT { .flags = BDRV_O_UNMAP, .writethrough = true }
+
 /* qblock-io.c */
+/*
+ * Takes option @c with argument @arg into @o if it is one of those that
+ * qemu-io's command line and its open command share (-C -d -i -k -n -r
+ * -s -t -U).  Returns 1 if it was, 0 if it is not one of them, -EINVAL
+ * after reporting a bad cache, discard or aio mode.
+ */
+int qio_open_opt(int c, const char *arg, QioOpenOpts *o);
+
 /*
  * Opens @name (NULL: everything is in @opts) as the current image; takes
  * over @opts.  Prints the reason and returns -EINVAL if an image is open
  * already or the open fails.
  */
-int qio_open(const char *name, int flags, bool writethrough,
-             bool force_share, QDict *opts);
+int qio_open(const char *name, const QioOpenOpts *o, QDict *opts);
 /* Closes the current image (completing its requests first). */
 void qio_close(void);
 

@@ -176,22 +176,13 @@ int coroutine_fn co_socket_read_all(CoSocket *s, void *buf, size_t len)
     char *p = buf;
 
     while (len > 0) {
-        ssize_t n;
+        ssize_t n = co_socket_read_some(s, p, len);
 
-        if (s->shut_down) {
-            return -ESHUTDOWN;
+        if (n < 0) {
+            return n;
         }
-        n = co_socket_recv(s, p, len);
-        if (n > 0) {
-            p += n;
-            len -= n;
-        } else if (n == 0) {
-            return s->shut_down ? -ESHUTDOWN : -EPIPE;
-        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-            co_socket_wait(s, &s->read_co, &s->watch_read);
-        } else if (errno != EINTR) {
-            return -errno;
-        }
+        p += n;
+        len -= n;
     }
     return 0;
 }

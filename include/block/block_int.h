@@ -478,6 +478,14 @@ struct BdrvWriteHook {
                                      int ret);
 };
 
+/*
+ * For a node whose requests pass through to bs->file (filters, raw): it
+ * takes the write, zero-write and truncate flags its file takes, and
+ * WRITE_UNCHANGED, which passing on honours by itself (io.c).  Called at
+ * open, once bs->file is attached.
+ */
+void bdrv_inherit_file_flags(BlockDriverState *bs);
+
 /* Adds (removes) @hook to the writes of @bs (io.c). */
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
 void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
@@ -698,6 +706,17 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
 int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
+
+/*
+ * For a format's bdrv_co_create_opts (block/create-format.c): creates the
+ * protocol-level file @filename that will hold an image of format @fmt,
+ * passing on the options of @opts that are the protocol's and not the
+ * format's (nocow, extent_size_hint), and opens it for writing, past its
+ * end too.  Returns the file's BlockBackend, or NULL with @errp set.
+ */
+BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
+                                      const char *filename, QemuOpts *opts,
+                                      Error **errp);
 
 /*
  * bdrv_parse_filename for protocols that open a path: puts @filename
