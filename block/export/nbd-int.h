@@ -65,6 +65,17 @@
 #define NBD_SEND_IOV_MAX            256
 
 /*
+ * A reply this large is written at once instead of at the end of the
+ * event-loop iteration: a large READ reply goes out as soon as it is
+ * read, so that the client takes it and sends its next request while the
+ * server reads the next one, instead of waiting for the replies of every
+ * read that completes in this iteration (page-cache reads complete at
+ * once).  Small replies (32 of 4 KiB at depth 32) still share one
+ * sendmsg(); a large one is worth a system call of its own.
+ */
+#define NBD_SEND_AT_ONCE_BYTES      (64 * KiB)
+
+/*
  * Largest option payload read during the handshake.  The longest
  * legitimate option is NBD_OPT_SET_META_CONTEXT: a name and a handful of
  * queries of at most NBD_MAX_STRING_SIZE each; 64 KiB leaves room for a

@@ -261,7 +261,8 @@ static void coroutine_fn nbd_send_queued(NBDClient *client)
  * Writes one reply or chunk whole (invariant 4); a failure closes.  The
  * replies of the requests that complete in one event-loop iteration go
  * out together, with one sendmsg(): the first to queue yields once, to
- * the end of the iteration, before it writes the queue.
+ * the end of the iteration, before it writes the queue; a reply of
+ * NBD_SEND_AT_ONCE_BYTES or more is written at once, with the queue.
  */
 static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
                                  unsigned int iovcnt)
@@ -279,8 +280,10 @@ static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
     client->send_waiters = &w;
     if (!client->send_busy) {
         client->send_busy = true;
-        aio_co_schedule(client->server->ctx, w.co);
-        qemu_coroutine_yield();
+        if (iov_size(iov, iovcnt) < NBD_SEND_AT_ONCE_BYTES) {
+            aio_co_schedule(client->server->ctx, w.co);
+            qemu_coroutine_yield();
+        }
         nbd_send_queued(client);
         client->send_busy = false;
     }
