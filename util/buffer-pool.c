@@ -16,6 +16,9 @@
  *     max_idle_bytes.
  *  2. pool->align only grows; a buffer given back with less alignment
  *     than the pool now has is freed, not kept.
+ *  3. A class larger than max_idle_bytes is never kept, so its buffers
+ *     are allocated at their exact length: what a caller budgets (an NBD
+ *     client's 32 MiB request) is what it holds, not twice as much.
  */
 #include "util/osdep.h"
 #include "util/buffer-pool.h"
@@ -97,6 +100,11 @@ void *buffer_pool_try_get(BufferPool *pool, size_t align, size_t len)
         return NULL;
     }
     cls = buffer_pool_class(len);
+    if (buffer_pool_class_size(cls) > pool->max_idle_bytes) {
+        /* invariant 3 */
+        return qemu_try_memalign(MAX(align, qemu_real_host_page_size()),
+                                 len);
+    }
     pthread_mutex_lock(&pool->lock);
     if (align > pool->align) {
         /* invariant 2: what is kept is not aligned enough any more */
@@ -120,6 +128,11 @@ void buffer_pool_put(BufferPool *pool, void *buf, size_t len)
     size_t size = buffer_pool_class_size(cls);
     BufferPoolIdle *b = buf;
 
+    if (size > pool->max_idle_bytes) {
+        /* invariant 3 */
+        qemu_vfree(buf);
+        return;
+    }
     pthread_mutex_lock(&pool->lock);
     if (((uintptr_t)buf & (pool->align - 1)) == 0 &&
         pool->idle_bytes + size <= pool->max_idle_bytes) {

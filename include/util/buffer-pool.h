@@ -5,7 +5,9 @@
  *
  * Buffers come in power-of-two size classes (4 KiB and up); a buffer
  * given back is kept for the next request of its class while the pool
- * holds less than its limit of idle bytes, and freed otherwise.  The
+ * holds less than its limit of idle bytes, and freed otherwise.  A
+ * buffer larger than that limit is never kept: it is allocated at its
+ * exact length and freed when given back.  The
  * functions may be called from any thread.
  */
 #ifndef QBLOCK_BUFFER_POOL_H
@@ -25,7 +27,7 @@ void buffer_pool_free(BufferPool *pool);
 
 /*
  * A buffer of at least @len bytes aligned to @align (a power of two; the
- * host page size at least), or NULL when memory is short.  Its content is
+ * host page size at least), or NULL when memory is short.  @len may be 0.  Its content is
  * whatever the last borrower left.
  */
 void *buffer_pool_try_get(BufferPool *pool, size_t align, size_t len);

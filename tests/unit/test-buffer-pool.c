@@ -85,6 +85,26 @@ static void test_alignment_grows(void)
     buffer_pool_free(pool);
 }
 
+/* Past the idle limit nothing is kept nor rounded up (invariant 3). */
+static void test_large_not_kept(void)
+{
+    BufferPool *pool = buffer_pool_new(64 * KiB_);
+    size_t len = 65 * KiB_;
+    uint8_t *a = buffer_pool_try_get(pool, 4096, len);
+
+    g_assert_nonnull(a);
+    g_assert_cmpuint((uintptr_t)a % 4096, ==, 0);
+    memset(a, 0x11, len);
+    buffer_pool_put(pool, a, len);
+    /* a kept class still works beside it */
+    a = buffer_pool_try_get(pool, 4096, 64 * KiB_);
+    g_assert_nonnull(a);
+    buffer_pool_put(pool, a, 64 * KiB_);
+    g_assert_true(buffer_pool_try_get(pool, 4096, 64 * KiB_) == (void *)a);
+    buffer_pool_put(pool, a, 64 * KiB_);
+    buffer_pool_free(pool);
+}
+
 static void test_absurd_length(void)
 {
     BufferPool *pool = buffer_pool_new(1024 * KiB_);
@@ -99,6 +119,7 @@ int main(int argc, char **argv)
     g_test_add_func("/buffer-pool/reuse-by-class", test_reuse_by_class);
     g_test_add_func("/buffer-pool/idle-limit", test_idle_limit);
     g_test_add_func("/buffer-pool/alignment-grows", test_alignment_grows);
+    g_test_add_func("/buffer-pool/large-not-kept", test_large_not_kept);
     g_test_add_func("/buffer-pool/absurd-length", test_absurd_length);
     return g_test_run();
 }
