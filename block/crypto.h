@@ -8,6 +8,14 @@
 
 #include "block/block_int.h"
 #include "crypto/luks.h"
+#include "util/buffer-pool.h"
+
+/*
+ * Idle bounce buffers an encrypted node keeps for its next requests
+ * (util/buffer-pool.h): what 64 requests of 64 KiB in flight use, so that
+ * a guest at queue depth 64 allocates nothing per request.
+ */
+#define BLOCK_CRYPTO_BOUNCE_IDLE_MAX (4 * MiB)
 
 /* A LUKS header at @offset of @child (qcow2: its LUKS area). */
 typedef struct BlockCryptoChildIO {

@@ -12,6 +12,8 @@
  *     and refuses I/O; it still reports the header.
  *  3. The payload offset is within the file at open: a header that claims
  *     otherwise is refused before anything is read from it.
+ *  4. Bounce buffers come from s->bounce and go back there when the
+ *     request piece is done; none outlives its request.
  */
 #include "block/crypto.h"
 
@@ -26,6 +28,7 @@ typedef struct BDRVLuksState {
     /* immutable after open */
     CryptoLuks *luks;
     uint64_t payload_offset;
+    BufferPool *bounce;         /* thread-safe */
 } BDRVLuksState;
 
 static int luks_probe(const uint8_t *buf, int buf_size, const char *filename)
@@ -80,6 +83,7 @@ static int luks_open(BlockDriverState *bs, QDict *options, int flags,
                    file_len);
         return -EINVAL;
     }
+    s->bounce = buffer_pool_new(BLOCK_CRYPTO_BOUNCE_IDLE_MAX);
     bs->encrypted = true;
     return 0;
 }
@@ -88,6 +92,7 @@ static void luks_close(BlockDriverState *bs)
 {
     BDRVLuksState *s = bs->opaque;
 
+    buffer_pool_free(s->bounce);
     crypto_luks_free(s->luks);
 }
 
@@ -121,7 +126,9 @@ static int coroutine_fn luks_co_rw(BlockDriverState *bs, int64_t offset,
     if (bs->open_flags & BDRV_O_NO_IO) {
         return -EIO;            /* invariant 2 */
     }
-    bounce = qemu_try_blockalign(bs->file->bs, bounce_len);
+    /* invariant 4 */
+    bounce = buffer_pool_try_get(s->bounce, bdrv_opt_mem_align(bs->file->bs),
+                                 bounce_len);
     if (!bounce) {
         return -ENOMEM;
     }
@@ -150,7 +157,7 @@ static int coroutine_fn luks_co_rw(BlockDriverState *bs, int64_t offset,
             }
         }
     }
-    qemu_vfree(bounce);
+    buffer_pool_put(s->bounce, bounce, bounce_len);
     return ret;
 }
 

@@ -15,6 +15,8 @@
  *     event loop.
  *  3. An encrypted image's requests are aligned to 512 bytes (LUKS
  *     sectors): qcow2_refresh_limits() sets it while s->crypto is set.
+ *  4. Bounce buffers come from s->crypto_bounce and go back there when
+ *     the request piece is done; none outlives its request.
  */
 #include "block/qcow2.h"
 
@@ -146,6 +148,8 @@ void qcow2_crypt_close(BlockDriverState *bs)
 
     crypto_luks_free(s->crypto);
     s->crypto = NULL;
+    buffer_pool_free(s->crypto_bounce);
+    s->crypto_bounce = NULL;
 }
 
 int qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
@@ -376,7 +380,16 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
     }
     /* invariant 3 */
     assert(QEMU_IS_ALIGNED(host_offset | bytes, CRYPTO_LUKS_SECTOR_SIZE));
-    bounce = qemu_try_blockalign(s->data_file->bs, bounce_len);
+    /*
+     * invariant 4; s->crypto is set by open, create and the AES path, so
+     * the pool comes with the first request (no yield since the test)
+     */
+    if (!s->crypto_bounce) {
+        s->crypto_bounce = buffer_pool_new(BLOCK_CRYPTO_BOUNCE_IDLE_MAX);
+    }
+    bounce = buffer_pool_try_get(s->crypto_bounce,
+                                 bdrv_opt_mem_align(s->data_file->bs),
+                                 bounce_len);
     if (!bounce) {
         return -ENOMEM;
     }
@@ -405,7 +418,7 @@ static int coroutine_fn qcow2_crypt_co_rw(BlockDriverState *bs,
             }
         }
     }
-    qemu_vfree(bounce);
+    buffer_pool_put(s->crypto_bounce, bounce, bounce_len);
     return ret;
 }
 

@@ -156,7 +156,7 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
         unsigned int cur = qcow2_max_piece(s, offset, bytes);
         uint64_t host_offset = 0;
         QCow2ClusterType type;
-        Qcow2Task *t;
+        Qcow2Task task;
 
         qemu_co_mutex_lock(&s->lock);
         ret = qcow2_get_host_offset(bs, offset, &cur, &host_offset, &type);
@@ -164,14 +164,19 @@ int coroutine_fn qcow2_co_preadv(BlockDriverState *bs, int64_t offset,
         if (ret < 0) {
             break;
         }
-        t = g_new0(Qcow2Task, 1);
-        *t = (Qcow2Task) {
+        task = (Qcow2Task) {
             .bs = bs, .fn = qcow2_read_task, .type = type,
             .host_offset = host_offset, .offset = offset, .bytes = cur,
             .qiov = qiov, .qiov_offset = qiov_offset,
         };
         /* qcow2-io.c inv. 1: the data I/O runs without s->lock */
-        ret = qcow2_pool_run(&pool, t, qiov_offset == 0 && cur == bytes);
+        if (qiov_offset == 0 && cur == bytes) {
+            /* the whole request in one piece: no task to allocate */
+            ret = qcow2_read_task(&task);
+        } else {
+            ret = qcow2_pool_run(&pool, g_memdup2(&task, sizeof(task)),
+                                 false);
+        }
         if (ret < 0) {
             break;
         }
@@ -587,12 +592,14 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
                                             Qcow2WritePiece *next)
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autoptr(GPtrArray) metas = g_ptr_array_new();
+    /* made by the first allocation: an in-place write allocates nothing */
+    g_autoptr(GPtrArray) metas = NULL;
     uint64_t total = first->bytes;
     int ret = 0;
 
     next->bytes = 0;
     if (first->l2meta) {
+        metas = g_ptr_array_new();
         g_ptr_array_add(metas, first->l2meta);
     }
     while (total < bytes) {
@@ -609,6 +616,9 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
             break;
         }
         if (next->l2meta) {
+            if (!metas) {
+                metas = g_ptr_array_new();
+            }
             g_ptr_array_add(metas, next->l2meta);
         }
         total += next->bytes;
@@ -625,13 +635,15 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
                                      total, qiov, qiov_offset);
     }
 
-    qemu_co_mutex_lock(&s->lock);
-    for (guint i = 0; i < metas->len; i++) {
-        int r = qcow2_handle_l2meta(bs, metas->pdata[i], ret);
+    if (metas) {
+        qemu_co_mutex_lock(&s->lock);
+        for (guint i = 0; i < metas->len; i++) {
+            int r = qcow2_handle_l2meta(bs, metas->pdata[i], ret);
 
-        ret = ret < 0 ? ret : r;
+            ret = ret < 0 ? ret : r;
+        }
+        qemu_co_mutex_unlock(&s->lock);
     }
-    qemu_co_mutex_unlock(&s->lock);
     return ret < 0 ? ret : (int64_t)total;
 }
 

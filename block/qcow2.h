@@ -359,6 +359,8 @@ typedef struct BDRVQcow2State {
     uint64_t crypto_header_offset;
     uint64_t crypto_header_length;
     struct CryptoLuks *crypto;
+    /* encryption's bounce buffers (thread-safe), made by the first one */
+    struct BufferPool *crypto_bounce;
 
     /* --- under lock (CoMutex), qcow2.h inv. 4 --- */
     CoMutex lock;

@@ -119,9 +119,29 @@ void qemu_iovec_init_external(QEMUIOVector *qiov, struct iovec *iov,
 void qemu_iovec_init_slice(QEMUIOVector *qiov, QEMUIOVector *source,
                            size_t offset, size_t len)
 {
+    int i = 0;
+
     assert(offset + len <= source->size);
-    qemu_iovec_init(qiov, source->niov);
-    qemu_iovec_concat(qiov, source, offset, len);
+    if (len == 0) {
+        qemu_iovec_init_buf(qiov, NULL, 0);
+        return;
+    }
+    /* len > 0: the element holding @offset exists */
+    while (offset >= source->iov[i].iov_len) {
+        offset -= source->iov[i].iov_len;
+        i++;
+    }
+    if (offset + len <= source->iov[i].iov_len) {
+        /*
+         * Within one element (a request piece of a one-buffer request,
+         * most of them): no array to allocate on every request.
+         */
+        qemu_iovec_init_buf(qiov, (uint8_t *)source->iov[i].iov_base + offset,
+                            len);
+        return;
+    }
+    qemu_iovec_init(qiov, source->niov - i);
+    qemu_iovec_concat(qiov, source, iov_size(source->iov, i) + offset, len);
 }
 
 void qemu_iovec_add(QEMUIOVector *qiov, void *base, size_t len)

@@ -49,6 +49,7 @@ struct ThreadPoolElement {
     ThreadPoolCompletionFunc *cb;
     void *opaque;
     ThreadPoolElement *next;
+    GList link;                 /* in pool->requests: queued without malloc */
 };
 
 struct ThreadPool {
@@ -60,7 +61,7 @@ struct ThreadPool {
     pthread_mutex_t lock;
     pthread_cond_t request_cond;    /* a job or a claim is ready */
     pthread_cond_t stopped_cond;    /* a worker exited */
-    GQueue requests;                /* ThreadPoolElement, FIFO */
+    GQueue requests;                /* ThreadPoolElement.link, FIFO */
     int cur_threads;
     int starting_threads;
     int idle_threads;
@@ -116,14 +117,15 @@ static void *thread_pool_worker(void *opaque)
     pthread_mutex_lock(&pool->lock);
     pool->starting_threads--;
     for (;;) {
-        ThreadPoolElement *req;
+        GList *link;
 
         if (pool->cur_threads > pool->max_threads) {
             /* The maximum was lowered: retire. */
             break;
         }
-        req = g_queue_pop_head(&pool->requests);
-        if (req) {
+        link = g_queue_pop_head_link(&pool->requests);
+        if (link) {
+            ThreadPoolElement *req = link->data;
             /* Invariant 4: more jobs wait, get the next worker going. */
             bool kick = thread_pool_kick(pool);
 
@@ -206,7 +208,8 @@ static void thread_pool_submit(ThreadPool *pool, ThreadPoolElement *req)
 
     pthread_mutex_lock(&pool->lock);
     assert(!pool->stopping);
-    g_queue_push_tail(&pool->requests, req);
+    req->link = (GList) { .data = req };
+    g_queue_push_tail_link(&pool->requests, &req->link);
     kick = thread_pool_kick(pool);
     pthread_mutex_unlock(&pool->lock);
     /*

@@ -15,6 +15,7 @@
 
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
+#include "util/buffer-pool.h"
 #include "util/co-socket.h"
 
 /*
@@ -45,6 +46,15 @@
  * read straight into its own buffer, without the copy.
  */
 #define NBD_RECV_BUFFER_SIZE        (64 * KiB)
+
+/*
+ * Idle data buffers a client keeps for its next requests
+ * (util/buffer-pool.h): what 32 requests of 64 KiB in flight use, so that
+ * a client at queue depth 32 allocates nothing per request; what it holds
+ * beyond that while busy is bounded by the budget (invariant 8 of
+ * nbd-server.c) and freed when given back.
+ */
+#define NBD_CLIENT_IDLE_BUFFERS     (2 * MiB)
 #define NBD_RECV_DIRECT             (16 * KiB)
 
 /*
@@ -53,6 +63,17 @@
  * to four iovecs), well under the kernel's IOV_MAX of 1024.
  */
 #define NBD_SEND_IOV_MAX            256
+
+/*
+ * A reply this large is written at once instead of at the end of the
+ * event-loop iteration: a large READ reply goes out as soon as it is
+ * read, so that the client takes it and sends its next request while the
+ * server reads the next one, instead of waiting for the replies of every
+ * read that completes in this iteration (page-cache reads complete at
+ * once).  Small replies (32 of 4 KiB at depth 32) still share one
+ * sendmsg(); a large one is worth a system call of its own.
+ */
+#define NBD_SEND_AT_ONCE_BYTES      (64 * KiB)
 
 /*
  * Largest option payload read during the handshake.  The longest
@@ -76,6 +97,7 @@
 
 typedef struct NBDClient NBDClient;
 typedef struct NBDSendWaiter NBDSendWaiter;     /* nbd-transmit.c */
+typedef struct NBDRequest NBDRequest;           /* nbd-transmit.c */
 
 struct NBDServer {
     AioContext *ctx;
@@ -181,6 +203,9 @@ struct NBDClient {
     bool send_busy;
     CoQueue send_room;
     unsigned int nr_requests;   /* request coroutines alive */
+    /* slots of finished requests, for the next ones (nbd-transmit.c) */
+    NBDRequest *free_requests;
+    BufferPool *buffers;        /* their data buffers */
     uint64_t buffer_bytes;      /* invariant 8: held by its requests */
     /* the connection coroutine sleeps until nr_requests drops */
     bool waiting_for_requests;

@@ -60,7 +60,9 @@
  *     holds more than NBD_CLIENT_BUFFER_BUDGET, all clients together
  *     never more than server->buffer_budget; the connection coroutine
  *     waits on server->buffer_waiters (reading no further requests)
- *     until its request fits, and closing a client wakes it.
+ *     until its request fits, and closing a client wakes it.  Buffers
+ *     given back stay in the client's pool, beside the budget, up to
+ *     NBD_CLIENT_IDLE_BUFFERS, and go with the client.
  *
  *  9. Everything runs in the thread of server->ctx (the main loop in the
  *     storage daemon), except a client's transmission phase, which runs

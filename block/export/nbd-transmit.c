@@ -26,7 +26,7 @@
 #include "block/block_int.h"
 #include "nbd-int.h"
 
-typedef struct NBDRequest {
+struct NBDRequest {
     NBDClient *client;
     uint16_t flags;             /* NBD_CMD_FLAG_* */
     uint16_t type;              /* NBD_CMD_* */
@@ -36,7 +36,61 @@ typedef struct NBDRequest {
     void *data;                 /* the WRITE payload */
     int error;                  /* -errno found by the checks, or 0 */
     uint64_t charge;            /* buffer bytes budgeted (invariant 8) */
-} NBDRequest;
+    NBDRequest *next_free;      /* in client->free_requests */
+};
+
+/* ---- request slots and their buffers ---- */
+
+/*
+ * A request slot: one a finished request left in client->free_requests,
+ * or a new one while fewer than NBD_MAX_REQUESTS were ever in flight, so
+ * that a steady stream of requests allocates none.
+ */
+static NBDRequest *nbd_request_new(NBDClient *client)
+{
+    NBDRequest *req = client->free_requests;
+
+    if (req) {
+        client->free_requests = req->next_free;
+        *req = (NBDRequest) { .client = client };
+    } else {
+        req = g_new0(NBDRequest, 1);
+        req->client = client;
+    }
+    return req;
+}
+
+/*
+ * A data buffer of @len bytes for @client's export, from the client's
+ * pool (util/buffer-pool.h): reused, not allocated, request after
+ * request.  NULL when memory is short.
+ */
+static void *nbd_buffer_get(NBDClient *client, size_t len)
+{
+    return buffer_pool_try_get(client->buffers,
+                               bdrv_opt_mem_align(blk_bs(client->exp->blk)),
+                               len);
+}
+
+static void nbd_buffer_put(NBDClient *client, void *buf, size_t len)
+{
+    if (buf) {
+        buffer_pool_put(client->buffers, buf, len);
+    }
+}
+
+static void nbd_buffer_release(NBDRequest *req);
+
+/* Gives back @req's payload, its budget and the slot itself. */
+static void nbd_request_free(NBDRequest *req)
+{
+    NBDClient *client = req->client;
+
+    nbd_buffer_put(client, req->data, req->len);
+    nbd_buffer_release(req);
+    req->next_free = client->free_requests;
+    client->free_requests = req;
+}
 
 /* ---- receiving ---- */
 
@@ -204,7 +258,8 @@ static void coroutine_fn nbd_send_queued(NBDClient *client)
  * Writes one reply or chunk whole (invariant 4); a failure closes.  The
  * replies of the requests that complete in one event-loop iteration go
  * out together, with one sendmsg(): the first to queue yields once, to
- * the end of the iteration, before it writes the queue.
+ * the end of the iteration, before it writes the queue; a reply of
+ * NBD_SEND_AT_ONCE_BYTES or more is written at once, with the queue.
  */
 static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
                                  unsigned int iovcnt)
@@ -222,8 +277,10 @@ static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
     client->send_waiters = &w;
     if (!client->send_busy) {
         client->send_busy = true;
-        aio_co_schedule(client->ctx, w.co);
-        qemu_coroutine_yield();
+        if (iov_size(iov, iovcnt) < NBD_SEND_AT_ONCE_BYTES) {
+            aio_co_schedule(client->ctx, w.co);
+            qemu_coroutine_yield();
+        }
         nbd_send_queued(client);
         client->send_busy = false;
     }
@@ -405,14 +462,14 @@ static void coroutine_fn nbd_co_read(NBDRequest *req)
         }
         return;
     }
-    buf = blk_try_blockalign(blk, req->len);
+    buf = nbd_buffer_get(client, req->len);
     if (!buf) {
         nbd_send_result(req, -ENOMEM);
         return;
     }
     if (client->structured_reply && !(req->flags & NBD_CMD_FLAG_DF)) {
         nbd_co_read_sparse(req, buf);
-        qemu_vfree(buf);
+        nbd_buffer_put(client, buf, req->len);
         return;
     }
     qemu_iovec_init_buf(&qiov, buf, req->len);
@@ -424,7 +481,7 @@ static void coroutine_fn nbd_co_read(NBDRequest *req)
     } else {
         nbd_send_simple(req, 0, buf, req->len);
     }
-    qemu_vfree(buf);
+    nbd_buffer_put(client, buf, req->len);
 }
 
 /* ---- BLOCK_STATUS ---- */
@@ -561,14 +618,14 @@ static int coroutine_fn nbd_co_cache(NBDRequest *req)
     if (req->len == 0) {
         return 0;
     }
-    buf = blk_try_blockalign(blk, req->len);
+    buf = nbd_buffer_get(req->client, req->len);
     if (!buf) {
         return -ENOMEM;
     }
     /* reading is what pulls the data into every cache below */
     qemu_iovec_init_buf(&qiov, buf, req->len);
     ret = blk_co_preadv(blk, req->offset, req->len, &qiov, 0);
-    qemu_vfree(buf);
+    nbd_buffer_put(req->client, buf, req->len);
     return ret;
 }
 
@@ -643,9 +700,7 @@ static void coroutine_fn nbd_request_co(void *opaque)
             nbd_send_result(req, ret);
         }
     }
-    qemu_vfree(req->data);
-    nbd_buffer_release(req);
-    g_free(req);
+    nbd_request_free(req);
     nbd_request_done(client);
 }
 
@@ -758,7 +813,7 @@ static int coroutine_fn nbd_receive_request(NBDClient *client,
         if (ret < 0) {
             return ret;
         }
-        req->data = blk_try_blockalign(client->exp->blk, req->len);
+        req->data = nbd_buffer_get(client, req->len);
         if (!req->data) {
             error_setg(errp, "no memory for a write of %" PRIu32 " bytes",
                        req->len);
@@ -797,6 +852,7 @@ static void coroutine_fn nbd_wait_requests(NBDClient *client,
 void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
 {
     client->recv_buf = g_malloc(NBD_RECV_BUFFER_SIZE);
+    client->buffers = buffer_pool_new(NBD_CLIENT_IDLE_BUFFERS);
     while (!client->quitting) {
         NBDRequest *req;
         int ret;
@@ -805,7 +861,7 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
         if (client->quitting) {
             break;
         }
-        req = g_new0(NBDRequest, 1);
+        req = nbd_request_new(client);
         ret = nbd_receive_request(client, req, errp);
         if (ret < 0 || req->type == NBD_CMD_DISC) {
             if (ret < 0 && ret != -EPIPE) {
@@ -813,9 +869,7 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
                  * client that only closed its sending side still reads */
                 nbd_client_close(client);
             }
-            qemu_vfree(req->data);
-            nbd_buffer_release(req);
-            g_free(req);
+            nbd_request_free(req);
             break;
         }
         client->nr_requests++;
@@ -825,4 +879,12 @@ void coroutine_fn nbd_transmit(NBDClient *client, Error **errp)
     nbd_wait_requests(client, 0);
     g_free(client->recv_buf);
     client->recv_buf = NULL;
+    while (client->free_requests) {
+        NBDRequest *req = client->free_requests;
+
+        client->free_requests = req->next_free;
+        g_free(req);
+    }
+    buffer_pool_free(client->buffers);
+    client->buffers = NULL;
 }

@@ -35,7 +35,8 @@ void qemu_iovec_init_external(QEMUIOVector *qiov, struct iovec *iov,
                               int niov);
 /*
  * Makes @qiov describe bytes [@offset, @offset + @len) of @source.
- * Destroy it with qemu_iovec_destroy().
+ * Destroy it with qemu_iovec_destroy().  A slice within one element of
+ * @source is built on local_iov, allocating nothing: never grow a slice.
  */
 void qemu_iovec_init_slice(QEMUIOVector *qiov, QEMUIOVector *source,
                            size_t offset, size_t len);

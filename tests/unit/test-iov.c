@@ -124,6 +124,18 @@ static void test_slice_and_concat(void)
             qemu_iovec_destroy(&slice);
         }
     }
+    /* the bytes 3..5 are src's element [3, 6): one element, no array */
+    qemu_iovec_init_slice(&slice, &src, 3, 3);
+    g_assert_cmpint(slice.nalloc, ==, -1);
+    g_assert_true(slice.iov[0].iov_base == backing + 3);
+    qemu_iovec_destroy(&slice);
+    /* a slice of one buffer is one element at every offset */
+    qemu_iovec_init_buf(&cat, backing, sizeof(backing));
+    qemu_iovec_init_slice(&slice, &cat, 100, 50);
+    g_assert_cmpint(slice.nalloc, ==, -1);
+    g_assert_cmpint(slice.niov, ==, 1);
+    g_assert_true(slice.iov[0].iov_base == backing + 100);
+    qemu_iovec_destroy(&slice);
 
     qemu_iovec_init(&cat, 0);
     qemu_iovec_concat(&cat, &src, 200, 56);
