@@ -618,8 +618,12 @@ static int coroutine_fn qcow2_ref_walk_update(BlockDriverState *bs,
     if (w->budget >= 0 && w->done >= w->budget) {
         return QCOW2_REF_WALK_DONE;
     }
-    ret = qcow2_update_refcount_range(bs, offset, length, 1, w->addend < 0,
-                                      QCOW2_DISCARD_SNAPSHOT);
+    if (w->addend > 0) {
+        ret = qcow2_ref_used_range(bs, offset, length);
+    } else {
+        ret = qcow2_update_refcount_range(bs, offset, length, 1, true,
+                                          QCOW2_DISCARD_SNAPSHOT);
+    }
     if (ret < 0) {
         return ret;
     }
