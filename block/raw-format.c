@@ -93,6 +93,8 @@ static void raw_inherit_flags(BlockDriverState *bs)
 {
     BlockDriverState *file = bs->file->bs;
 
+    /* raw_co_preadv() passes a prefetch down as it is */
+    bs->supported_read_flags = BDRV_REQ_PREFETCH & file->supported_read_flags;
     bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
         (BDRV_REQ_FUA & file->supported_write_flags);
     bs->supported_zero_flags = BDRV_REQ_WRITE_UNCHANGED |
