@@ -837,6 +837,72 @@ static int coroutine_fn bdrv_rmw_pwrite_zeroes(BlockDriverState *bs,
 
 /* ---- public request functions ---- */
 
+/* Largest bounce buffer of a prefetch that has to read. */
+#define BDRV_PREFETCH_CHUNK (1 * MiB)
+
+/*
+ * A prefetch: the caller wants [offset, offset + bytes) pulled into the
+ * layers below (or, with copy-on-read, into this node), not the data.  A
+ * driver that can do that itself (supported_read_flags) gets the request
+ * with no buffer, rounded out to its alignment and split at its maximum
+ * transfer (reading more than asked is harmless); otherwise, and
+ * whenever the node copies on read, it is a read into a buffer that is
+ * dropped, which is what pulls the data through every layer.
+ */
+static int coroutine_fn bdrv_co_prefetch(BdrvChild *child, int64_t offset,
+                                         int64_t bytes,
+                                         BdrvRequestFlags flags)
+{
+    BlockDriverState *bs = child->bs;
+    int64_t align = bdrv_request_align(bs);
+    int64_t total, end, max_transfer;
+    BdrvTrackedRequest req;
+    int ret = 0;
+
+    flags &= ~BDRV_REQ_PREFETCH;
+    if ((flags & BDRV_REQ_COPY_ON_READ) ||
+        (bs->open_flags & BDRV_O_COPY_ON_READ) ||
+        !(bs->supported_read_flags & BDRV_REQ_PREFETCH)) {
+        int64_t chunk = MIN(bytes, BDRV_PREFETCH_CHUNK);
+        void *buf = qemu_try_blockalign(bs, chunk);
+
+        if (!buf) {
+            return -ENOMEM;
+        }
+        for (int64_t done = 0; done < bytes && ret == 0; done += chunk) {
+            QEMUIOVector qiov;
+
+            chunk = MIN(bytes - done, BDRV_PREFETCH_CHUNK);
+            qemu_iovec_init_buf(&qiov, buf, chunk);
+            ret = bdrv_co_preadv(child, offset + done, chunk, &qiov, flags);
+        }
+        qemu_vfree(buf);
+        return ret;
+    }
+
+    total = bdrv_getlength(bs);
+    if (total < 0) {
+        return total;
+    }
+    end = MIN(QEMU_ALIGN_UP(offset + bytes, align), total);
+    offset = QEMU_ALIGN_DOWN(offset, align);
+    max_transfer = QEMU_ALIGN_DOWN(bdrv_max_transfer(bs, align), align);
+    bdrv_inc_in_flight(bs);
+    tracked_request_begin(&req, bs, offset, MAX(end - offset, 0), false);
+    tracked_request_wait(&req);
+    while (offset < end && ret == 0) {
+        int64_t num = MIN(end - offset, max_transfer);
+
+        bs->stats.reads++;
+        ret = bs->drv->bdrv_co_preadv(bs, offset, num, NULL,
+                                      BDRV_REQ_PREFETCH);
+        offset += num;
+    }
+    tracked_request_end(&req);
+    bdrv_dec_in_flight(bs);
+    return ret;
+}
+
 int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 BdrvRequestFlags flags)
@@ -849,6 +915,10 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
     ret = bdrv_request_prologue(child, offset, bytes, BDRV_REQUEST_READ, &bs);
     if (ret < 0) {
         return ret;
+    }
+    if (flags & BDRV_REQ_PREFETCH) {
+        /* the one read without a buffer */
+        return bytes ? bdrv_co_prefetch(child, offset, bytes, flags) : 0;
     }
     assert(qiov && qiov->size >= (size_t)bytes);
     if (bytes == 0) {

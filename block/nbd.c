@@ -191,6 +191,12 @@ static int coroutine_fn nbd_co_preadv(BlockDriverState *bs, int64_t offset,
     };
 
     assert(bytes <= NBD_CLIENT_MAX_TRANSFER);
+    if (flags & BDRV_REQ_PREFETCH) {
+        /* only offered with NBD_FLAG_SEND_CACHE (nbd_open), which a
+         * reconnection cannot take away (nbd-reconnect.c) */
+        cmd.type = NBD_CMD_CACHE;
+        cmd.read_qiov = NULL;
+    }
     return nbd_co_request(bs, &cmd, NULL);
 }
 
@@ -580,6 +586,11 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
         /* the node is freed without bdrv_close after a failed open */
         nbd_free_config(s);
         return ret;
+    }
+    if (s->info.flags & NBD_FLAG_SEND_CACHE) {
+        /* a prefetch becomes NBD_CMD_CACHE: the server pulls the data
+         * into its caches, nothing crosses the network */
+        bs->supported_read_flags = BDRV_REQ_PREFETCH;
     }
     if (s->info.flags & NBD_FLAG_SEND_FUA) {
         bs->supported_write_flags = BDRV_REQ_FUA;

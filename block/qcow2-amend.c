@@ -388,10 +388,15 @@ static int coroutine_fn qcow2_amend_walk_all(BlockDriverState *bs,
     ret = qcow2_amend_l1_walk(bs, s->l1_table, s->l1_size, fn, w);
     for (uint32_t i = 0; i < s->nb_snapshots && ret == 0; i++) {
         g_autofree uint64_t *l1 = NULL;
+        Error *local_err = NULL;
 
         qcow2_amend_report(p, i + 1, s->nb_snapshots + 1);
-        ret = qcow2_snapshot_read_l1(bs, &s->snapshots[i], &l1, NULL);
-        if (ret == 0) {
+        ret = qcow2_snapshot_read_l1(bs, &s->snapshots[i], &l1, &local_err);
+        if (ret < 0) {
+            /* the caller's message gives only the errno: say which table
+             * is wrong first, on a line of its own as QEMU does */
+            error_report_err(local_err);
+        } else {
             ret = qcow2_amend_l1_walk(bs, l1, s->snapshots[i].l1_size, fn,
                                       w);
         }

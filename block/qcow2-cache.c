@@ -98,11 +98,23 @@ int qcow2_cache_destroy(Qcow2Cache *c)
     return 0;
 }
 
-/* Flushes the cache @c depends on, then drops the dependency. */
+/*
+ * Flushes the cache @c depends on, then drops the dependency.  While @c
+ * holds nothing dirty, no write of it can come before the other cache's:
+ * the dependency is dropped without a flush (which could fail, e.g. on an
+ * overlap check, and with it a refcount decrease that only needs the
+ * reverse order).
+ */
 static int qcow2_cache_flush_dependency(BlockDriverState *bs, Qcow2Cache *c)
 {
-    int ret = qcow2_cache_flush(bs, c->depends);
+    int ret = 0;
 
+    for (int i = 0; i < c->size; i++) {
+        if (c->entries[i].dirty && c->entries[i].offset) {
+            ret = qcow2_cache_flush(bs, c->depends);
+            break;
+        }
+    }
     if (ret < 0) {
         return ret;
     }

@@ -481,6 +481,12 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
     if (l2_offset < 0) {
         return l2_offset;
     }
+    /* the new table's refcount reaches the file first, before any slice
+     * of it is dirty: if that fails, freeing it again needs no L2 write */
+    ret = qcow2_cache_write(bs, s->refcount_block_cache);
+    if (ret < 0) {
+        goto fail;
+    }
 
     for (int i = 0; i < slices; i++) {
         uint64_t delta = (uint64_t)i * s->l2_cache_entry_size;
@@ -509,10 +515,6 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
     }
 
     BLKDBG_EVENT(bs->file, BLKDBG_L2_ALLOC_WRITE);
-    ret = qcow2_cache_write(bs, s->refcount_block_cache);
-    if (ret < 0) {
-        goto fail;
-    }
     ret = qcow2_cache_flush(bs, s->l2_table_cache);
     if (ret < 0) {
         goto fail;

@@ -809,7 +809,9 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
     s->refcount_table_size = ((uint64_t)h.refcount_table_clusters <<
                               s->cluster_bits) / sizeof(uint64_t);
 
-    if (h.nb_snapshots > QCOW_MAX_SNAPSHOTS) {
+    /* check opens it to discard the snapshots past the limit (they are
+     * never read: qcow2_read_snapshots() stops at the limit) */
+    if (h.nb_snapshots > QCOW_MAX_SNAPSHOTS && !(flags & BDRV_O_CHECK)) {
         error_setg(errp, "Snapshot table too large");
         return -EFBIG;
     }
@@ -818,7 +820,8 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
      * not end below the largest file offset is refused here, as QEMU
      * does, rather than met as an I/O error when it is read.
      */
-    ret = qcow2_validate_table(s, h.snapshots_offset, h.nb_snapshots,
+    ret = qcow2_validate_table(s, h.snapshots_offset,
+                               MIN(h.nb_snapshots, QCOW_MAX_SNAPSHOTS),
                                QCOW2_SNAPSHOT_MIN_ENTRY,
                                (int64_t)QCOW_MAX_SNAPSHOTS *
                                QCOW2_SNAPSHOT_MIN_ENTRY,

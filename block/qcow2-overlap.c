@@ -515,8 +515,18 @@ static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
     g_autofree uint64_t *l1 = NULL;
     int ret;
 
-    if (!l1_size || !ol_snapshot_l1_is_sane(l1_size)) {
+    /* A table the snapshot code would refuse names no L2 table that can
+     * be trusted, so no write can be shown safe: as QEMU does, such
+     * writes fail with the snapshot code's errno (EFBIG, EINVAL). */
+    if (!ol_snapshot_l1_is_sane(l1_size)) {
+        return -EFBIG;
+    }
+    if (!l1_size) {
         return 0;
+    }
+    if (l1_offset & (s->cluster_size - 1) ||
+        l1_offset > INT64_MAX - (uint64_t)l1_size * sizeof(uint64_t)) {
+        return -EINVAL;
     }
     l1 = g_try_new(uint64_t, l1_size);
     if (!l1) {
@@ -569,7 +579,10 @@ int qcow2_overlap_snapshots_changed(BlockDriverState *bs)
         return ret;
     }
     if (s->overlap_check & QCOW2_OL_INACTIVE_L2) {
-        return ol_load_inactive_l2(bs);
+        /* a table that cannot be loaded fails the writes it would have
+         * to clear (ol_check() loads again), not the open or the change
+         * of the snapshot table */
+        ol_load_inactive_l2(bs);
     }
     return 0;
 }

@@ -697,7 +697,9 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
                                       (s->refcount_block_size - 1));
         if (decrease ? refcount < addend
                      : refcount > s->refcount_max - addend) {
-            ret = decrease ? -EINVAL : -ERANGE;
+            /* QEMU's errno for both: "Could not create snapshot 'x': -22
+             * (Invalid argument)" is what users of a full refcount see */
+            ret = -EINVAL;
             break;
         }
         refcount = decrease ? refcount - addend : refcount + addend;
@@ -788,6 +790,14 @@ int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
                                     type);
     } while (ret == -EAGAIN);
     return ret;
+}
+
+int qcow2_ref_used_range(BlockDriverState *bs, int64_t offset,
+                         int64_t length)
+{
+    /* no retry: -EAGAIN means a block had to be made for these clusters */
+    return qcow2_update_refcount(bs, offset, length, 1, false,
+                                 QCOW2_DISCARD_NEVER);
 }
 
 /* ---------------------------------------------------------------------- */

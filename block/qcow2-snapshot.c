@@ -66,17 +66,24 @@ _Static_assert(sizeof(QCowSnapshotExtraData) == 24, "snapshot extra data");
  * A flaw of a snapshot table entry that the table in memory already
  * repairs, and check -r all by rewriting the table: extra data cut to
  * QCOW_MAX_SNAPSHOT_EXTRA_DATA, or (v3) extra data too short to hold the
- * VM state and disk sizes, which v3 requires.
+ * VM state and disk sizes, which v3 requires; or snapshots past the
+ * limits (more than QCOW_MAX_SNAPSHOTS, or entries that end past
+ * QCOW_MAX_SNAPSHOTS_SIZE), which the table in memory leaves out: only
+ * an open for check reads such a table.
  */
 typedef enum Qcow2SnapshotFlawKind {
     QCOW2_SNAPSHOT_EXTRA_DROPPED,
     QCOW2_SNAPSHOT_INCOMPLETE,
+    QCOW2_SNAPSHOT_TOO_MANY,
+    QCOW2_SNAPSHOT_TOO_BIG,
 } Qcow2SnapshotFlawKind;
 
 typedef struct Qcow2SnapshotFlaw {
     Qcow2SnapshotFlawKind kind;
     int index;
-    uint32_t size;              /* the extra data size the entry says */
+    /* the extra data size the entry says; for TOO_MANY and TOO_BIG, the
+     * number of snapshots left out */
+    uint32_t size;
 } Qcow2SnapshotFlaw;
 
 static void qcow2_snapshot_add_flaw(BDRVQcow2State *s,
@@ -235,8 +242,17 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
         error_setg(errp, "Snapshot table offset invalid");
         return -EINVAL;
     }
+    if (s->nb_snapshots > QCOW_MAX_SNAPSHOTS) {
+        /* only an open for check gets here (qcow2-header.c) */
+        assert(repair);
+        qcow2_snapshot_add_flaw(s, QCOW2_SNAPSHOT_TOO_MANY, -1,
+                                s->nb_snapshots - QCOW_MAX_SNAPSHOTS);
+        s->nb_snapshots = QCOW_MAX_SNAPSHOTS;
+    }
     s->snapshots = g_new0(QCowSnapshot, s->nb_snapshots);
     for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        uint64_t start = offset;
+
         ret = qcow2_read_snapshot(bs, i, &s->snapshots[i], &offset, repair,
                                   errp);
         if (ret < 0) {
@@ -244,9 +260,25 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
         }
         /* hostile sizes: the table cannot be bigger than QEMU allows */
         if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS_SIZE) {
-            error_setg(errp, "Snapshot table too large");
-            ret = -EFBIG;
-            goto fail;
+            if (!repair) {
+                error_setg(errp, "Snapshot table is too big");
+                error_append_hint(errp, "You can force-remove all %" PRIu32
+                                  " overhanging snapshots with qemu-img "
+                                  "check -r all\n", s->nb_snapshots - i);
+                ret = -EFBIG;
+                goto fail;
+            }
+            /* this one and those after it are left out */
+            qcow2_snapshot_add_flaw(s, QCOW2_SNAPSHOT_TOO_BIG, i,
+                                    s->nb_snapshots - i);
+            g_clear_pointer(&s->snapshots[i].id_str, g_free);
+            g_clear_pointer(&s->snapshots[i].name, g_free);
+            g_clear_pointer(&s->snapshots[i].unknown_extra_data, g_free);
+            /* the table ends with the last entry kept: the rewrite
+             * frees that much, what lies past it leaks (check repairs) */
+            s->nb_snapshots = i;
+            offset = start;
+            break;
         }
     }
     s->snapshots_size = offset - s->snapshots_offset;
@@ -258,12 +290,41 @@ fail:
     return ret;
 }
 
+/*
+ * Reports snapshots that the table in memory left out (@f: TOO_MANY or
+ * TOO_BIG).  Without -r all that is where check stops, as QEMU's does;
+ * with it they are discarded when the table is written, and what only
+ * they referenced leaks (the refcount check that follows repairs it).
+ */
+static int qcow2_check_overhang(const Qcow2SnapshotFlaw *f,
+                                BdrvCheckResult *res, BdrvCheckMode fix)
+{
+    bool too_big = f->kind == QCOW2_SNAPSHOT_TOO_BIG;
+
+    if (fix & BDRV_FIX_ERRORS) {
+        fprintf(stderr, "Discarding %" PRIu32 " overhanging snapshots%s\n",
+                f->size, too_big ? " (snapshot table is too big)" : "");
+        return 0;
+    }
+    if (too_big) {
+        error_report("ERROR failed to read the snapshot table: Snapshot "
+                     "table is too big");
+    } else {
+        error_report("ERROR snapshot table too large");
+    }
+    fprintf(stderr, "You can force-remove all %" PRIu32 " overhanging "
+            "snapshots with qemu-img check -r all\n", f->size);
+    res->check_errors++;
+    return -EFBIG;
+}
+
 int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                                             BdrvCheckResult *res,
                                             BdrvCheckMode fix)
 {
     BDRVQcow2State *s = bs->opaque;
     GArray *flaws = s->snapshot_table_flaws;
+    int64_t found = 0;
     int ret;
 
     if (!flaws || !flaws->len) {
@@ -275,6 +336,11 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
         if (f->kind == QCOW2_SNAPSHOT_INCOMPLETE) {
             fprintf(stderr, "%s snapshot table entry %i is incomplete\n",
                     fix & BDRV_FIX_ERRORS ? "Repairing" : "ERROR", f->index);
+        } else if (f->kind != QCOW2_SNAPSHOT_EXTRA_DROPPED) {
+            ret = qcow2_check_overhang(f, res, fix);
+            if (ret < 0) {
+                return ret;
+            }
         } else if (!(fix & BDRV_FIX_ERRORS)) {
             /* only check -r all can open such a table (repair mode) */
             error_report("ERROR failed to read the snapshot table: Too much "
@@ -290,8 +356,15 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                     QCOW_MAX_SNAPSHOT_EXTRA_DATA);
         }
     }
+    for (guint i = 0; i < flaws->len; i++) {
+        Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw, i);
+
+        /* each snapshot left out is one corruption, as QEMU counts */
+        found += f->kind == QCOW2_SNAPSHOT_TOO_MANY ||
+                 f->kind == QCOW2_SNAPSHOT_TOO_BIG ? f->size : 1;
+    }
     if (!(fix & BDRV_FIX_ERRORS)) {
-        res->corruptions += flaws->len;
+        res->corruptions += found;
         return 0;
     }
     ret = qcow2_write_snapshots(bs);
@@ -301,7 +374,7 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
         res->check_errors++;
         return ret;
     }
-    res->corruptions_fixed += flaws->len;
+    res->corruptions_fixed += found;
     g_array_set_size(flaws, 0);
     return 0;
 }
@@ -618,8 +691,12 @@ static int coroutine_fn qcow2_ref_walk_update(BlockDriverState *bs,
     if (w->budget >= 0 && w->done >= w->budget) {
         return QCOW2_REF_WALK_DONE;
     }
-    ret = qcow2_update_refcount_range(bs, offset, length, 1, w->addend < 0,
-                                      QCOW2_DISCARD_SNAPSHOT);
+    if (w->addend > 0) {
+        ret = qcow2_ref_used_range(bs, offset, length);
+    } else {
+        ret = qcow2_update_refcount_range(bs, offset, length, 1, true,
+                                          QCOW2_DISCARD_SNAPSHOT);
+    }
     if (ret < 0) {
         return ret;
     }

@@ -794,6 +794,16 @@ int qcow2_update_refcount_range(BlockDriverState *bs, int64_t offset,
                                 int64_t length, uint64_t addend,
                                 bool decrease, Qcow2DiscardType type);
 /*
+ * One more reference to each cluster of [offset, offset + length), which
+ * must be in use already (a snapshot taking a reference): one attempt
+ * only.  A cluster without a refcount block is not in use; giving it a
+ * refcount needs a new block, after which this returns -EAGAIN and
+ * leaves the clusters' refcounts unchanged, as QEMU does when a snapshot
+ * table names such a cluster.
+ */
+int qcow2_ref_used_range(BlockDriverState *bs, int64_t offset,
+                         int64_t length);
+/*
  * qcow2-check.c
  *
  * qemu-img check: rebuilds the refcounts from every reference (header,

@@ -105,6 +105,9 @@ static int raw_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     bdrv_inherit_file_flags(bs);
+    /* raw_co_preadv() passes a prefetch down as it is */
+    bs->supported_read_flags = BDRV_REQ_PREFETCH &
+                               bs->file->bs->supported_read_flags;
     ret = raw_check_window(bs, &opts, errp);
     if (ret < 0) {
         return ret;

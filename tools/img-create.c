@@ -89,10 +89,12 @@ static void img_create_print_opts(const BlockDriver *drv, QemuOptsList *list,
         printf("%s%s=", sep, desc->name);
         if (desc->type == QEMU_OPT_STRING) {
             img_create_print_escaped(value);
-        } else if (given && (desc->type == QEMU_OPT_SIZE ||
-                             desc->type == QEMU_OPT_NUMBER)) {
+        } else if (given && desc->type == QEMU_OPT_SIZE) {
             printf("%" PRId64, (int64_t)qemu_opt_get_size(opts, desc->name,
                                                           0));
+        } else if (given && desc->type == QEMU_OPT_NUMBER) {
+            printf("%" PRId64, (int64_t)qemu_opt_get_number(opts, desc->name,
+                                                            0));
         } else {
             printf("%s", value);
         }

@@ -112,10 +112,19 @@ static bool parse_option_number(const char *name, const char *value,
     while (g_ascii_isspace(*p)) {
         p++;
     }
-    if (err == -ERANGE && *p == '-') {
-        error_setg(errp, "Parameter '%s' expects a non-negative number, "
-                   "not '%s'", name, value);
-    } else if (err == -ERANGE) {
+    /*
+     * QEMU 7.2 reads a number option as strtoull() does: "-1" is
+     * UINT64_MAX, and the option's own range check (e.g. "Refcount
+     * width must be a power of two ...") is what refuses it.  Scripts
+     * and QEMU's tests rely on those messages.
+     */
+    if (err == -ERANGE && *p == '-' &&
+        qemu_strtou64(p + 1, NULL, 0, ret) == 0 && p[1] != '-' &&
+        !g_ascii_isspace(p[1])) {
+        *ret = -*ret;
+        return true;
+    }
+    if (err == -ERANGE) {
         error_setg(errp, "Value '%s' is too large for parameter '%s'",
                    value, name);
     } else {

@@ -611,22 +611,11 @@ static void coroutine_fn nbd_co_block_status(NBDRequest *req)
 static int coroutine_fn nbd_co_cache(NBDRequest *req)
 {
     BlockBackend *blk = req->client->exp->blk;
-    QEMUIOVector qiov;
-    void *buf;
-    int ret;
 
-    if (req->len == 0) {
-        return 0;
-    }
-    buf = nbd_buffer_get(req->client, req->len);
-    if (!buf) {
-        return -ENOMEM;
-    }
-    /* reading is what pulls the data into every cache below */
-    qemu_iovec_init_buf(&qiov, buf, req->len);
-    ret = blk_co_preadv(blk, req->offset, req->len, &qiov, 0);
-    nbd_buffer_put(req->client, buf, req->len);
-    return ret;
+    /* a prefetch: a read where nothing below can do better, an
+     * NBD_CMD_CACHE where the export is itself an NBD client */
+    return blk_co_preadv(blk, req->offset, req->len, NULL,
+                         BDRV_REQ_PREFETCH);
 }
 
 /* The commands whose reply carries no data; returns 0 or -errno. */

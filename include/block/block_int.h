@@ -174,7 +174,11 @@ struct BlockDriver {
      * a request waits (on its lock, on I/O) must refuse the request's
      * writes itself after that point, where no yield separates its test
      * from the write (qcow2: qcow2_pre_write_overlap_check()); it need
-     * not test again on entry.  @qiov has exactly @bytes bytes.
+     * not test again on entry.  @qiov has exactly @bytes bytes.  The
+     * only read flag that reaches co_preadv is BDRV_REQ_PREFETCH, and
+     * only where the driver sets it in supported_read_flags: then @qiov
+     * is NULL and the data is wanted in the layers below (NBD_CMD_CACHE),
+     * not in memory.
      */
     int coroutine_fn (*bdrv_co_preadv)(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
@@ -378,7 +382,9 @@ struct BlockDriver {
     int (*bdrv_debug_resume)(BlockDriverState *bs, const char *tag);
     bool (*bdrv_debug_is_suspended)(BlockDriverState *bs, const char *tag);
 
-    /* Which BDRV_REQ_* flags of the write/zero paths the driver handles. */
+    /* Which BDRV_REQ_* flags of the read/write/zero paths the driver
+     * handles. */
+    unsigned supported_read_flags;
     unsigned supported_write_flags;
     unsigned supported_zero_flags;
     unsigned supported_truncate_flags;
@@ -525,6 +531,7 @@ struct BlockDriverState {
     bool read_only;
     bool sg;
     BlockLimits bl;
+    unsigned supported_read_flags;     /* BDRV_REQ_PREFETCH or 0 */
     unsigned supported_write_flags;
     unsigned supported_zero_flags;
     unsigned supported_truncate_flags;
