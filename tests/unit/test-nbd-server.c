@@ -423,6 +423,13 @@ static void test_remove_during_handshake(void)
     int sv[2];
 
     g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    /*
+     * A small send buffer, so that the server's replies fill it however
+     * it batches them (one sendmsg per loop iteration sends 300 INFO
+     * replies in a few skbs, which the default buffer would all take).
+     */
+    g_assert_cmpint(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &(int){4096},
+                               sizeof(int)), ==, 0);
     c.fd = sv[1];
     nbd_server_add_client(server, sv[0]);
     t = g_thread_new("nbd-flood-client", flood_client_thread, &c);
