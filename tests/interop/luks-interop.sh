@@ -43,7 +43,8 @@ SEC="--object secret,id=sec0,data=passphrase1"
 iopts() { echo "driver=luks,key-secret=sec0,file.filename=$1"; }
 
 # QEMU 7.2 sometimes fails to calibrate PBKDF2 on a loaded machine
-# ("Unable to get accurate CPU usage"): that is its bug, so retry it.
+# ("Unable to get accurate CPU usage"): that is its bug, so retry it,
+# a second apart.
 qemu_create() {
     local out
     for _ in $(seq 10); do
@@ -52,6 +53,7 @@ qemu_create() {
             return 0
         fi
         grep -q "accurate CPU usage" <<<"$out" || break
+        sleep 1     # a burst of load passes; calibrating at once fails again
     done
     echo "$out"
     return 1

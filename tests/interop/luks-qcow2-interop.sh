@@ -42,12 +42,14 @@ SECS="$SEC --object secret,id=sec1,data=second2"
 iopts() { echo "driver=qcow2,encrypt.key-secret=${2:-sec0},file.filename=$1"; }
 
 # QEMU 7.2 sometimes fails to calibrate PBKDF2 on a loaded machine
-# ("Unable to get accurate CPU usage"): its bug, so retry it.
+# ("Unable to get accurate CPU usage"): its bug, so retry it, a second
+# apart.
 retry_qemu() {
     local out
     for _ in $(seq 10); do
         out=$("$@" 2>&1) && { echo "$out"; return 0; }
         grep -q "accurate CPU usage" <<<"$out" || break
+        sleep 1     # a burst of load passes; calibrating at once fails again
     done
     echo "$out"
     return 1
