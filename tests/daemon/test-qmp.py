@@ -373,8 +373,7 @@ def test_exports(d):
         ({'type': 'nbd', 'id': 'e1', 'node-name': 'fmt0', 'bitmaps': ['b']},
          "Bitmap 'b' is not found"),
         ({'type': 'nbd', 'id': 'e1', 'node-name': 'fmt0', 'iothread': 'io0'},
-         "Cannot export on iothread 'io0': qblock-storage-daemon runs one "
-         "event loop"),
+         'iothread "io0" not found'),
         ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
           'addr': {'type': 'inet', 'host': '127.0.0.1', 'port': '0'}},
          "vhost-user-blk export 'e1': addr.type 'inet': only unix sockets "
