@@ -433,21 +433,26 @@ MIRROR_ERRORS = {
     ],
 }
 
+# base (0..2M) <- src (1M..3M), and an empty dst on the same base: a
+# sync=top job copies only what src holds itself
+TOP_PAIR = [
+    ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
+           'qemu-io -f qcow2 -c "write -P 0x11 0 2M" base.qcow2 && '
+           'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
+           'src.qcow2 && '
+           'qemu-io -f qcow2 -c "write -P 0x22 1M 2M" src.qcow2 && '
+           'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
+           'dst.qcow2'),
+    ('start',),
+    node('base', 'base.qcow2'),
+    node('src', 'src.qcow2', 'base'),
+    node('dst', 'dst.qcow2', 'base'),
+]
+
 # sync=top: the target has the source's backing file already
 MIRROR_TOP = {
     'filter_progress': True,
-    'steps': [
-        ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
-               'qemu-io -f qcow2 -c "write -P 0x11 0 2M" base.qcow2 && '
-               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
-               'src.qcow2 && '
-               'qemu-io -f qcow2 -c "write -P 0x22 1M 2M" src.qcow2 && '
-               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
-               'dst.qcow2'),
-        ('start',),
-        node('base', 'base.qcow2'),
-        node('src', 'src.qcow2', 'base'),
-        node('dst', 'dst.qcow2', 'base'),
+    'steps': TOP_PAIR + [
         ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
                                     'target': 'dst', 'sync': 'top'}),
         ('wait', 'm1', 'ready'),
@@ -594,18 +599,7 @@ BACKUP_FULL = {
 }
 
 BACKUP_TOP = {
-    'steps': [
-        ('sh', 'qemu-img create -q -f qcow2 base.qcow2 8M && '
-               'qemu-io -f qcow2 -c "write -P 0x11 0 2M" base.qcow2 && '
-               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
-               'src.qcow2 && '
-               'qemu-io -f qcow2 -c "write -P 0x22 1M 2M" src.qcow2 && '
-               'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 '
-               'dst.qcow2'),
-        ('start',),
-        node('base', 'base.qcow2'),
-        node('src', 'src.qcow2', 'base'),
-        node('dst', 'dst.qcow2', 'base'),
+    'steps': TOP_PAIR + [
         ('qmp', 'blockdev-backup', {'job-id': 'b1', 'device': 'src',
                                     'target': 'dst', 'sync': 'top'}),
         ('wait', 'b1', 'null'),
