@@ -11,7 +11,7 @@ PREFIX ?= /usr/local
 # installed here so that the driver is built and tested.
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
-              libgnutls28-dev python3 librbd-dev librados-dev
+              nettle-dev libgnutls28-dev python3 librbd-dev librados-dev
 # The rbd tests run a throw-away Ceph cluster (tests/ceph/: ceph-mon,
 # ceph-osd, ceph-common, uuidgen) and use QEMU's rbd driver as the oracle
 # (qemu-block-extra has block-rbd.so).

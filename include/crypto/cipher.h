@@ -1,6 +1,7 @@
 /*
- * Block ciphers for LUKS (over libgcrypt): the algorithms and modes QEMU
- * 7.2 offers for LUKS, by QEMU's names.
+ * Block ciphers for LUKS (libgcrypt, and nettle where libgcrypt lacks
+ * one: crypto/cipher-int.h): the algorithms and modes QEMU 7.2 offers for
+ * LUKS, by QEMU's names.
  *
  * A CryptoCipher holds one key and one IV; it is not safe to use from two
  * threads at once (the LUKS layer keeps a pool of them for that).

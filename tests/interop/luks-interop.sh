@@ -72,8 +72,10 @@ info_specific() {   # the format-specific part of info, names normalised
 }
 
 # cipher-alg cipher-mode ivgen-alg [ivgen-hash-alg].  QEMU 7.2 aborts
-# (an assertion) on aes-192 in any mode but xts, whose key material is not
-# a whole number of sectors: those are checked against cryptsetup only.
+# (an assertion) on 192-bit keys in any mode but xts, whose key material
+# (24 x 4000 bytes) is not a whole number of sectors: those are checked
+# against cryptsetup only.  twofish-192 is nettle's in qblock (libgcrypt
+# has none), as it is in Debian's QEMU.
 combos=(
     "aes-256 xts plain64" "aes-256 xts plain" "aes-256 xts essiv"
     "aes-256 cbc plain64" "aes-256 cbc plain" "aes-256 cbc essiv"
@@ -81,6 +83,8 @@ combos=(
     "aes-128 xts plain64" "aes-128 cbc essiv sha256" "aes-192 cbc essiv"
     "aes-192 xts plain64" "serpent-256 xts plain64" "serpent-128 cbc essiv"
     "twofish-128 xts plain64" "twofish-256 cbc plain64"
+    "twofish-192 xts plain64" "twofish-192 xts essiv" "twofish-192 cbc essiv"
+    "twofish-192 ctr plain64" "twofish-192 ecb plain"
     "cast5-128 cbc plain64" "cast5-128 ctr essiv md5"
 )
 for combo in "${combos[@]}"; do
@@ -89,7 +93,9 @@ for combo in "${combos[@]}"; do
     [ -n "${4:-}" ] && o="$o,ivgen-hash-alg=$4"
     name="$1-$2-$3${4:+-$4}"
     rm -f q.luks b.luks
-    if [ "$1" = aes-192 ] && [ "$2" != xts ]; then
+    qemu_aborts=false
+    case $1 in *-192) [ "$2" != xts ] && qemu_aborts=true ;; esac
+    if $qemu_aborts; then
         echo "skip $name with qemu: QEMU 7.2 aborts on its key material"
         skip=$((skip + 1))
     elif out=$(qemu_create "$o" q.luks); then
@@ -110,7 +116,7 @@ for combo in "${combos[@]}"; do
     fi
     expect "$name: qblock-img create" "$QB_IMG" create -q -f luks $SEC \
         -o "key-secret=sec0,$o" b.luks 4M
-    if [ "$1" = aes-192 ] && [ "$2" != xts ]; then
+    if $qemu_aborts; then
         expect "$name: qblock's image, written and read by qblock" \
             rw_check "$QB_IO" "$QB_IO" b.luks 0x51
     else

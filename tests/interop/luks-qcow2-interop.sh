@@ -69,7 +69,9 @@ check_clean() { # TOOL IMAGE
 }
 
 for o in "" ",encrypt.cipher-alg=aes-128,encrypt.cipher-mode=cbc,encrypt.ivgen-alg=essiv" \
-         ",cluster_size=4096,encrypt.cipher-alg=twofish-256"; do
+         ",cluster_size=4096,encrypt.cipher-alg=twofish-256" \
+         ",encrypt.cipher-alg=twofish-192" \
+         ",encrypt.cipher-alg=twofish-192,encrypt.ivgen-alg=essiv"; do
     name="qcow2 luks${o:-, defaults}"
     rm -f q.qcow2 b.qcow2
     opts="encrypt.format=luks,encrypt.key-secret=sec0,encrypt.iter-time=10$o"
