@@ -208,6 +208,37 @@ static int coroutine_fn qcow2_amend_write_refblocks(BlockDriverState *bs,
     return 0;
 }
 
+/*
+ * The refcounts that a new width copies must be the image's own: a
+ * refcount block past the end of the file reads as zeroes, so the
+ * header, the tables and the data would all be copied as free, the new
+ * structure would not even be marked corrupt, and the next allocation
+ * would overwrite metadata (QEMU 7.2 crashes here instead).  Such an
+ * image is corrupt: say so, as the allocator does, and change nothing.
+ */
+static int qcow2_amend_check_refblocks(BlockDriverState *bs,
+                                       int64_t file_len, Error **errp)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (uint32_t i = 0; i < s->refcount_table_size; i++) {
+        uint64_t block = s->refcount_table[i] & REFT_OFFSET_MASK;
+
+        if (block && block >= (uint64_t)file_len) {
+            qcow2_signal_corruption(bs, true, -1, -1, "Refcount block %u "
+                                    "at offset %#" PRIx64 " is past the "
+                                    "end of the file (%" PRId64 " bytes)",
+                                    i, block, file_len);
+            error_setg(errp, "Cannot change the refcount width: refcount "
+                       "block %u at offset %#" PRIx64 " is past the end of "
+                       "the file (%" PRId64 " bytes); repair the image with "
+                       "'check -r all'", i, block, file_len);
+            return -EIO;
+        }
+    }
+    return 0;
+}
+
 static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
                                                    int order,
                                                    Qcow2AmendProgress *p,
@@ -229,6 +260,10 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
     if (ret < 0 || file_len < 0) {
         ret = ret < 0 ? ret : file_len;
         error_setg_errno(errp, -ret, "Failed to flush the refcount data");
+        return ret;
+    }
+    ret = qcow2_amend_check_refblocks(bs, file_len, errp);
+    if (ret < 0) {
         return ret;
     }
     clusters = size_to_clusters(s, file_len);
