@@ -12,17 +12,28 @@
  * The input is the image itself; its last bytes, read as a little-endian
  * offset, also place the guest I/O, so that the fuzzer can aim the
  * writes at clusters the image maps in odd ways.
+ *
+ * Every open names one secret, FUZZ_QCOW2_SECRET, as encrypt.key-secret
+ * (an image without encryption ignores it), so that a LUKS-encrypted
+ * image whose passphrase it is unlocks and its data path runs: the seed
+ * luks-aes128-cbc-1k.qcow2 (tests/fuzz/make-corpus-qcow2-luks.py) is one,
+ * with 1 PBKDF2 iteration so that unlocking costs microseconds.
  */
 #include "fuzz-mem.h"
 
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
+#include "util/user-object.h"
 
 /* The incompatible-features field of a version 3 header, and its bit. */
 #define FUZZ_QCOW2_INCOMPAT_OFFSET  72
 #define FUZZ_QCOW2_DATA_FILE_BIT    (1u << 2)
 /* Guest I/O is a few clusters' worth: enough to allocate, cheap to run. */
 #define FUZZ_QCOW2_IO_SIZE          (64 * 1024)
+/* The passphrase of the LUKS seed, as a secret object. */
+#define FUZZ_QCOW2_SECRET_ID        "fuzz-sec"
+#define FUZZ_QCOW2_SECRET           "secret,id=" FUZZ_QCOW2_SECRET_ID \
+                                    ",data=fuzz"
 
 static bool fuzz_qcow2_wants_data_file(const uint8_t *data, size_t size)
 {
@@ -46,6 +57,7 @@ static BlockBackend *fuzz_qcow2_open(bool data_file, int flags)
     qdict_put_str(opts, "driver", "qcow2");
     qdict_put_str(opts, "file.driver", "fuzz-mem");
     qdict_put_str(opts, "backing", "");
+    qdict_put_str(opts, "encrypt.key-secret", FUZZ_QCOW2_SECRET_ID);
     if (data_file) {
         qdict_put_str(opts, "data-file.driver", "fuzz-mem");
     }
@@ -98,7 +110,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     BdrvCheckResult res;
     BlockBackend *blk;
 
+    static bool secret_added;
+
     fuzz_mem_register();
+    if (!secret_added) {
+        user_object_add_cmdline(FUZZ_QCOW2_SECRET, &error_abort);
+        secret_added = true;
+    }
     fuzz_mem_set_image(data, size);
     blk = fuzz_qcow2_open(data_file, BDRV_O_RDWR);
     if (!blk) {

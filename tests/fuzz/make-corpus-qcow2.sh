@@ -6,10 +6,9 @@
 # clusters, 1-bit refcounts, compat=0.10, zero clusters, persistent dirty
 # bitmaps with and without dirty bits, extended L2 entries).
 #
-# No LUKS-encrypted image: QEMU reserves the key material of all eight
-# key slots (about 2 MiB of random bytes at 512-byte clusters), far over
-# the limit, and the harness has no key to unlock one; fuzz-luks fuzzes
-# that header instead.
+# The LUKS-encrypted seed is make-corpus-qcow2-luks.py's: QEMU reserves
+# the key material of all eight key slots (over 500 KiB), far over the
+# limit, and that script trims it to the one active slot.
 #
 # Usage: make-corpus-qcow2.sh [OUT_DIR]   (default: corpus/fuzz-qcow2)
 set -euo pipefail
