@@ -14,6 +14,7 @@ run only those.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,15 @@ class Run:
                 self.events.append(msg)
         raise RuntimeError('job %s never reached %s' % (job, status))
 
+    def nodes(self):
+        """query-named-block-nodes, as the graph's shape: each node's
+        name (automatic ones as '#block'), driver and read-only flag."""
+        r = self.qmp.cmd('query-named-block-nodes', {'flat': True})
+        shape = sorted([re.sub(r'^#block\d+$', '#block', n['node-name']),
+                        n['drv'], n['ro']] for n in r.get('return', []))
+        self.replies.append(('query-named-block-nodes', shape))
+        self._take_events()
+
     def quit(self):
         self.qmp.cmd('quit')
         self.proc.wait(timeout=TIMEOUT)
@@ -118,6 +128,8 @@ def run_scenario(binary, d, steps):
             run.wait(step[1], step[2])
         elif step[0] == 'sleep':
             time.sleep(step[1])
+        elif step[0] == 'nodes':
+            run.nodes()
     run.quit()
     return run
 
@@ -940,6 +952,126 @@ SCENARIOS.update({
     'backup-cancel': BACKUP_CANCEL,
     'backup-target-error': BACKUP_TARGET_ERROR,
     'backup-target-stop': BACKUP_TARGET_STOP,
+})
+
+
+# ---------------------------------------------------------------------------
+# The filter nodes of stream (copy-on-read), commit (commit_top, and
+# mirror_top for the active layer) and mirror (mirror_top), named by
+# filter-node-name or automatic, in the graph for the job's life only;
+# an export of the node writes through the filter meanwhile
+
+def export_node(name):
+    return [
+        ('qmp', 'nbd-server-start', {'addr': {'type': 'unix', 'data': {
+            'path': '$DIR/nbd.sock'}}}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'e0',
+                                     'node-name': name, 'name': 'disk',
+                                     'writable': True}),
+    ]
+
+
+STREAM_FILTER = {
+    'filter_progress': True,
+    'steps': CHAIN + export_node('top') + [
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's0',
+                                 'filter-node-name': 'base'}),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's0',
+                                 'filter-node-name': '#x'}),
+        ('nodes',),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's1',
+                                 'base-node': 'base', 'speed': 65536,
+                                 'filter-node-name': 'cor'}),
+        ('nodes',),
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's2',
+                                 'filter-node-name': 'cor'}),
+        ('sh', NBD_IO % '-c "write -P 0x44 2M 64k" -c "read -P 0x11 0 64k"'),
+        ('qmp', 'block-job-set-speed', {'device': 's1', 'speed': 0}),
+        ('wait', 's1', 'null'),
+        ('nodes',),
+        ('sh', NBD_IO % '-c "read -P 0x44 2M 64k"'),
+        # automatic name, the rest of the chain, cancelled
+        ('qmp', 'block-stream', {'device': 'top', 'job-id': 's3',
+                                 'speed': 65536}),
+        ('nodes',),
+        ('qmp', 'block-job-cancel', {'device': 's3'}),
+        ('wait', 's3', 'null'),
+        ('nodes',),
+    ],
+    'images': ['top.qcow2', 'mid.qcow2', 'base.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+COMMIT_FILTER = {
+    'filter_progress': True,
+    'steps': CHAIN + export_node('top') + [
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c0',
+                                 'top-node': 'mid',
+                                 'filter-node-name': 'top'}),
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c1',
+                                 'top-node': 'mid', 'speed': 65536,
+                                 'filter-node-name': 'ct'}),
+        ('nodes',),
+        ('sh', NBD_IO % '-c "read -P 0x22 2M 64k" -c "write -P 0x55 6M 1M"'),
+        ('qmp', 'block-job-set-speed', {'device': 'c1', 'speed': 0}),
+        ('wait', 'c1', 'null'),
+        ('nodes',),
+        # the active layer: mirror_top above it, ready, then the pivot
+        ('qmp', 'block-commit', {'device': 'top', 'job-id': 'c2',
+                                 'filter-node-name': 'act'}),
+        ('wait', 'c2', 'ready'),
+        ('nodes',),
+        ('sh', NBD_IO % '-c "write -P 0x66 7M 64k"'),
+        ('qmp', 'query-block-exports'),
+        ('qmp', 'job-complete', {'id': 'c2'}),
+        ('wait', 'c2', 'null'),
+        ('nodes',),
+        ('qmp', 'query-block-exports'),
+        ('sh', NBD_IO % '-c "read -P 0x66 7M 64k" -c "read -P 0x55 6M 64k"'),
+    ],
+    'images': ['base.qcow2', 'top.qcow2'],
+    'info_keys': ['backing-filename'],
+}
+
+MIRROR_FILTER = {
+    'filter_progress': True,
+    'steps': MIRROR_PREP + export_node('src') + [
+        ('qmp', 'blockdev-mirror', {'job-id': 'm0', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full',
+                                    'filter-node-name': 'dst'}),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full',
+                                    'copy-mode': 'write-blocking',
+                                    'filter-node-name': 'mt'}),
+        ('wait', 'm1', 'ready'),
+        ('nodes',),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm2', 'device': 'src',
+                                    'target': 'dst', 'sync': 'full'}),
+        ('sh', NBD_IO % '-c "write -P 0x77 5M 1M" -c "write -z 9M 64k"'),
+        ('qmp', 'query-block-exports'),
+        ('qmp', 'job-complete', {'id': 'm1'}),
+        ('wait', 'm1', 'null'),
+        ('nodes',),
+        ('qmp', 'query-block-exports'),
+        ('sh', NBD_IO % '-c "read -P 0x77 5M 1M"'),
+        # automatic name, cancelled: the graph is as it was
+        ('sh', 'qemu-img create -q -f qcow2 dst2.qcow2 16M'),
+        node('dst2', 'dst2.qcow2'),
+        ('qmp', 'blockdev-mirror', {'job-id': 'm3', 'device': 'dst',
+                                    'target': 'dst2', 'sync': 'full'}),
+        ('wait', 'm3', 'ready'),
+        ('nodes',),
+        ('qmp', 'job-cancel', {'id': 'm3'}),
+        ('wait', 'm3', 'null'),
+        ('nodes',),
+    ],
+    'images': ['dst.qcow2', 'src.qcow2', 'dst2.qcow2'],
+}
+
+SCENARIOS.update({
+    'stream-filter': STREAM_FILTER,
+    'commit-filter': COMMIT_FILTER,
+    'mirror-filter': MIRROR_FILTER,
 })
 
 
