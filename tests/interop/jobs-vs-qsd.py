@@ -158,6 +158,12 @@ def diff_lists(a, b):
     return '\n'.join(out)
 
 
+def is_pause(event):
+    """A pause (and its resume) of a running job by a drained section."""
+    return event['event'] == 'JOB_STATUS_CHANGE' and \
+        event['data']['status'] in ('paused', 'running')
+
+
 def compare(tests, name, scenario, build, top):
     ours = os.path.join(build, 'qblock-storage-daemon')
     progress = scenario.get('filter_progress', False)
@@ -176,6 +182,9 @@ def compare(tests, name, scenario, build, top):
                 diff_lists(rep_q, rep_b))
     ev_q = normalise(rq.events, dq, progress)
     ev_b = normalise(rb.events, db, progress)
+    if scenario.get('ignore_pauses'):
+        ev_q, ev_b = ([e for e in ev if not is_pause(e)]
+                      for ev in (ev_q, ev_b))
     tests.check('%s: events' % name, ev_q == ev_b, diff_lists(ev_q, ev_b))
     for img in scenario.get('images', []):
         a, b = os.path.join(dq, img), os.path.join(db, img)
@@ -1068,7 +1077,44 @@ MIRROR_FILTER = {
     'images': ['dst.qcow2', 'src.qcow2', 'dst2.qcow2'],
 }
 
+# two backups of one source at once: the second filter goes between the
+# first and the source; the second (inner) one ends first here.  qblock
+# drains the source while it puts a filter in, which pauses the first
+# job for a moment; QEMU 7.2 drains nothing there: the pauses differ.
+BACKUP_STACKED = {
+    'filter_progress': True,
+    'ignore_pauses': True,
+    'steps': MIRROR_PREP + export_src() + [
+        ('sh', 'qemu-img create -q -f qcow2 dst2.qcow2 16M'),
+        node('dst2', 'dst2.qcow2'),
+        ('qmp', 'blockdev-backup', {'job-id': 'b1', 'device': 'src',
+                                    'target': 'dst', 'sync': 'none',
+                                    'filter-node-name': 'f1'}),
+        ('wait', 'b1', 'running'),
+        ('sh', NBD_IO % '-c "write -P 0x33 1M 64k"'),
+        ('qmp', 'blockdev-backup', {'job-id': 'b2', 'device': 'src',
+                                    'target': 'dst', 'sync': 'none'}),
+        ('qmp', 'blockdev-backup', {'job-id': 'b2', 'device': 'src',
+                                    'target': 'dst2', 'sync': 'none',
+                                    'filter-node-name': 'f2'}),
+        ('wait', 'b2', 'running'),
+        ('nodes',),
+        ('sh', NBD_IO % '-c "write -P 0x44 1M 128k" -c "write -z 9M 64k"'),
+        ('qmp', 'query-block-exports'),
+        ('qmp', 'block-job-cancel', {'device': 'b2'}),
+        ('wait', 'b2', 'null'),
+        ('nodes',),
+        ('sh', NBD_IO % '-c "write -P 0x55 12M 64k"'),
+        ('qmp', 'block-job-cancel', {'device': 'b1'}),
+        ('wait', 'b1', 'null'),
+        ('nodes',),
+        ('qmp', 'query-block-exports'),
+    ],
+    'images': ['dst.qcow2', 'dst2.qcow2', 'src.qcow2'],
+}
+
 SCENARIOS.update({
+    'backup-stacked': BACKUP_STACKED,
     'stream-filter': STREAM_FILTER,
     'commit-filter': COMMIT_FILTER,
     'mirror-filter': MIRROR_FILTER,
