@@ -1113,7 +1113,86 @@ BACKUP_STACKED = {
     'images': ['dst.qcow2', 'dst2.qcow2', 'src.qcow2'],
 }
 
+# transaction completion-mode grouped: the backups of one transaction
+# finalize together; one failing or cancelled cancels the others.  The
+# transaction's drained sections pause the jobs in another order in
+# qblock (it ends them first to last, QEMU last to first).
+GROUP_PREP = MIRROR_PREP[:-1] + [
+    ('sh', 'qemu-img create -q -f qcow2 src2.qcow2 16M && '
+           'qemu-io -f qcow2 -c "write -P 0x3c 2M 6M" src2.qcow2 && '
+           'qemu-img create -q -f qcow2 dst2.qcow2 16M && '
+           'qemu-img create -q -f qcow2 dst3.qcow2 16M'),
+    node('src2', 'src2.qcow2'),
+    node('dst2', 'dst2.qcow2'),
+    node('dst3', 'dst3.qcow2'),
+]
+GROUPED = {'completion-mode': 'grouped'}
+
+
+def backup_act(job, device, target, **more):
+    more.update({'job-id': job, 'device': device, 'target': target,
+                 'sync': 'full'})
+    return {'type': 'blockdev-backup', 'data': more}
+
+
+BACKUP_GROUPED = {
+    'filter_progress': True,
+    'ignore_pauses': True,
+    'steps': GROUP_PREP + [
+        node('dst', 'dst.qcow2'),
+        # both succeed: the quick one waits for the slow one
+        ('qmp', 'transaction', {'properties': GROUPED, 'actions': [
+            backup_act('g1', 'src', 'dst'),
+            backup_act('g2', 'src2', 'dst2', speed=4 << 20)]}),
+        ('wait', 'g1', 'null'),
+        # one waits for job-finalize: job-finalize of the other ends both
+        ('qmp', 'transaction', {'properties': GROUPED, 'actions': [
+            backup_act('f1', 'src', 'dst3'),
+            backup_act('f2', 'src2', 'dst', **{'auto-finalize': False})]}),
+        ('wait', 'f1', 'pending'),
+        ('wait', 'f2', 'pending'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-finalize', {'id': 'f1'}),
+        ('wait', 'f2', 'null'),
+        # one cancelled: the other is cancelled too
+        ('qmp', 'transaction', {'properties': GROUPED, 'actions': [
+            backup_act('c1', 'src', 'dst2', speed=1 << 20),
+            backup_act('c2', 'src2', 'dst3', speed=1 << 20,
+                       **{'auto-dismiss': False})]}),
+        ('wait', 'c1', 'running'),
+        ('sleep', 0.5),
+        ('qmp', 'block-job-cancel', {'device': 'c2'}),
+        ('wait', 'c1', 'null'),
+        ('qmp', 'query-jobs'),
+        ('qmp', 'job-dismiss', {'id': 'c2'}),
+        # grouped is refused for an action that starts no job
+        ('qmp', 'transaction', {'properties': GROUPED, 'actions': [
+            backup_act('x1', 'src', 'dst'),
+            {'type': 'block-dirty-bitmap-add', 'data': {
+                'node': 'src', 'name': 'b0'}}]}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['dst.qcow2', 'dst2.qcow2', 'dst3.qcow2'],
+}
+
+# one fails (its target's first write): the other is cancelled
+BACKUP_GROUPED_FAIL = {
+    'filter_progress': True,
+    'ignore_pauses': True,
+    'steps': GROUP_PREP + [
+        ('qmp', 'blockdev-add', BLKDEBUG_DST),
+        ('qmp', 'transaction', {'properties': GROUPED, 'actions': [
+            backup_act('e1', 'src2', 'dst2', speed=1 << 20),
+            backup_act('e2', 'src', 'dst')]}),
+        ('wait', 'e1', 'null'),
+        ('wait', 'e2', 'null'),
+        ('qmp', 'query-jobs'),
+    ],
+}
+
 SCENARIOS.update({
+    'backup-grouped': BACKUP_GROUPED,
+    'backup-grouped-fail': BACKUP_GROUPED_FAIL,
     'backup-stacked': BACKUP_STACKED,
     'stream-filter': STREAM_FILTER,
     'commit-filter': COMMIT_FILTER,
