@@ -209,6 +209,17 @@ BlockDriverState *job_filter_insert(JobFilterKind kind, BlockDriverState *bs,
     BlockDriverState *filter;
     int ret;
 
+    /*
+     * The filter is opened in the main loop, and a node lives in one
+     * context with everything connected to it (threading rule 2 of
+     * docs/architecture.md); block jobs refuse such a node anyway.
+     */
+    if (bdrv_get_aio_context(bs) != qemu_get_aio_context()) {
+        error_setg(errp, "Node '%s' is in an iothread (exported with "
+                   "iothread=): block jobs on it are not supported",
+                   bdrv_get_node_name(bs));
+        return NULL;
+    }
     filter = job_filter_open_node(kind, bs, bottom, node_name, errp);
     if (!filter) {
         return NULL;
