@@ -31,6 +31,9 @@
  *  1. The filter s->cbw is in the graph, above the source, from
  *     backup_job_create() until backup_remove_filter() (clean, or the
  *     free of a job that never started); nothing is copied outside.
+ *     A later backup of the same source puts its filter between this
+ *     one and the source (QEMU's stack of filters): each is taken out
+ *     to the node right below it.
  *  2. s->opts.bitmap has a successor from creation until
  *     backup_settle_bitmap() (commit, abort, or that free).
  *  3. At most s->opts.max_workers copies of the job are in flight
@@ -263,14 +266,15 @@ static void backup_settle_bitmap(BackupJob *s, bool success)
  * Invariant 1: the users of @cbw move back to @source, and the reference
  * the job took at its creation goes.
  */
-static void backup_drop_filter(BlockDriverState *cbw,
-                               BlockDriverState *source)
+static void backup_drop_filter(BlockDriverState *cbw)
 {
+    /* the source, or the filter of a backup of it started later */
+    BlockDriverState *below = cbw->file->bs;
     Error *err = NULL;
 
     bdrv_drained_begin(cbw);
     cbw_release_source(cbw);
-    if (block_job_replace_node(cbw, source, &err) < 0) {
+    if (block_job_replace_node(cbw, below, &err) < 0) {
         /* the filter stays, copying nothing; the users keep working */
         error_report("backup: could not take the filter '%s' out: %s",
                      bdrv_get_node_name(cbw), error_get_pretty(err));
@@ -283,7 +287,7 @@ static void backup_drop_filter(BlockDriverState *cbw,
 static void backup_remove_filter(BackupJob *s)
 {
     if (s->cbw) {
-        backup_drop_filter(s->cbw, s->source);
+        backup_drop_filter(s->cbw);
         s->cbw = NULL;
     }
 }
@@ -347,11 +351,11 @@ static bool backup_check_args(BlockDriverState *source,
         return false;
     }
     /*
-     * QEMU names a busy target first.  Unlike QEMU (which stacks a second
-     * filter), qblock runs one backup per source at a time.
+     * QEMU names a busy target first.  Another backup of the source is
+     * no obstacle: this one's filter goes above the first's.
      */
     if (block_job_node_busy(target, errp) ||
-        block_job_node_busy(source, errp)) {
+        block_job_node_busy_but(source, &backup_job_driver, errp)) {
         return false;
     }
     if (opts->max_workers < 1 || opts->max_workers > INT_MAX) {
@@ -489,7 +493,7 @@ BlockJob *backup_job_create(const char *job_id, BlockDriverState *source,
     s = block_job_create(job_id, &backup_job_driver, cbw, 0, BLK_PERM_ALL,
                          opts->speed, opts->job_flags, errp);
     if (!s) {
-        backup_drop_filter(cbw, source);
+        backup_drop_filter(cbw);
         goto fail_bitmap;
     }
     s->source = source;

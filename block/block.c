@@ -1081,6 +1081,42 @@ fail:
 }
 
 /*
+ * A node of a driver that is not registered (a block job's own filter):
+ * no probing, no backing file, options only for the driver itself.
+ * Consumes @options.
+ */
+BlockDriverState *bdrv_new_open_driver(const BlockDriver *drv,
+                                       const char *node_name,
+                                       QDict *options, int flags,
+                                       Error **errp)
+{
+    BlockDriverState *bs = bdrv_new();
+    QDict *own_options = qdict_clone(options);
+    int ret;
+
+    bs->explicit_options = qdict_clone(options);
+    qdict_put_str(bs->explicit_options, "driver", drv->format_name);
+    ret = bdrv_assign_node_name(bs, node_name, errp);
+    if (ret == 0) {
+        ret = bdrv_open_driver(bs, drv, options, flags, errp);
+    }
+    if (ret == 0) {
+        ret = bdrv_check_unused_options(bs, options, errp);
+    }
+    if (ret < 0) {
+        qdict_unref(own_options);
+        qdict_unref(options);
+        bdrv_unref(bs);
+        return NULL;
+    }
+    bdrv_store_own_options(bs, own_options);
+    qdict_unref(own_options);
+    qdict_unref(options);
+    bdrv_refresh_filename(bs);
+    return bs;
+}
+
+/*
  * BDRV_O_SNAPSHOT: puts a temporary qcow2 overlay above @base, which takes
  * every write, so that the image itself is only read.  The overlay file is
  * unlinked as soon as it is open: nothing is left behind however the

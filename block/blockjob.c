@@ -154,6 +154,23 @@ bool block_job_node_busy(BlockDriverState *bs, Error **errp)
     return false;
 }
 
+bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
+                             Error **errp)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        BdrvChild *c = l->data;
+        Job *job = c->opaque;
+
+        if (c->klass == &block_job_child_class && job->driver != driver) {
+            error_setg(errp, "Node '%s' is busy: block device is in use by "
+                       "block job: %s", bs->node_name,
+                       job->driver->job_type);
+            return true;
+        }
+    }
+    return false;
+}
+
 bool block_job_node_is_root(BlockDriverState *bs)
 {
     for (GList *l = bs->parents; l; l = l->next) {

@@ -14,9 +14,13 @@
  *  2. The chain changes once, in prepare, after every copy; a cancelled
  *     or failed commit leaves the chain as it was (the base then holds
  *     some of the top's data, masked by the top, and reads the same).
+ *  3. A commit_top filter (job-filter.c) is between the top and its
+ *     overlays from commit_start() until prepare or clean, as in QEMU
+ *     7.2; the overlays read the top through it.
  */
 #include "job/block-jobs.h"
 #include "job/job-copy.h"
+#include "job/job-filter.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
@@ -30,6 +34,7 @@ typedef struct CommitJob {
     BlockBackend *base_blk;         /* writes the base */
     BlockDriverState *top;
     BlockDriverState *base;
+    BlockDriverState *filter;       /* invariant 3 */
     char *backing_file;
     BlockdevOnError on_error;
     bool base_was_read_only;
@@ -120,10 +125,13 @@ static BlockDriverState *commit_overlay(CommitJob *s)
 static int commit_prepare(Job *job)
 {
     CommitJob *s = (CommitJob *)job;
-    BlockDriverState *overlay = commit_overlay(s);
+    BlockDriverState *overlay;
     Error *err = NULL;
     int ret;
 
+    /* invariant 3: the overlay reads the top directly again */
+    g_clear_pointer(&s->filter, job_filter_drop);
+    overlay = commit_overlay(s);
     if (!overlay) {
         return 0;
     }
@@ -148,6 +156,7 @@ static void commit_clean(Job *job)
 
     g_clear_pointer(&s->top_blk, blk_unref);
     g_clear_pointer(&s->base_blk, blk_unref);
+    g_clear_pointer(&s->filter, job_filter_drop);
     if (s->base_was_read_only) {
         bdrv_reopen_set_read_only(s->base, true, NULL);
         s->base_was_read_only = false;
@@ -196,6 +205,15 @@ bool commit_start(const char *job_id, BlockDriverState *top,
     s = block_job_create(job_id, &commit_job_driver, top, 0, BLK_PERM_ALL,
                          opts->speed, opts->job_flags, errp);
     if (!s) {
+        return false;
+    }
+    /* QEMU's order: the job, then the filter (and its node name) */
+    s->filter = job_filter_insert(JOB_FILTER_COMMIT_TOP, top, NULL,
+                                  opts->filter_node_name, errp);
+    if (!s->filter ||
+        block_job_add_bdrv(&s->common, "filter", s->filter, 0, BLK_PERM_ALL,
+                           errp) < 0) {
+        job_early_fail(&s->common.job);
         return false;
     }
     s->top = top;

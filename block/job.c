@@ -38,6 +38,11 @@
  *  6. prepare, commit/abort and clean run once each, in that order
  *     (finalized), before CONCLUDED; the job is in the registry from
  *     job_create() until NULL, and holds a reference for it.
+ *  7. A job of a group (JobTxn) is in txn->jobs from job_txn_add_job()
+ *     until job_finalize_single(); the jobs of a group are finalized
+ *     together: all committed once every one of them is PENDING and
+ *     prepared, or all aborted (txn->aborting) once one failed or was
+ *     cancelled, the others cancelled by force first.
  */
 #include "job/job.h"
 #include "util/cutils.h"
@@ -107,12 +112,16 @@ static const unsigned job_verbs[JOB_VERB__MAX] = {
 #define JOB_RATELIMIT_SLICE_NS (100 * 1000 * 1000LL)
 #define JOB_NS_PER_SECOND 1000000000LL
 
-/* Jobs, in creation order (invariant 6). */
+/* Jobs, the newest first as in QEMU (query-jobs lists them so; inv. 6). */
 static GList *job_list;
 
 static void job_do_finalize(Job *job);
 static void job_do_dismiss(Job *job);
 static bool job_started(Job *job);
+static void job_txn_completed(Job *job);
+static void job_txn_abort(Job *job);
+static void job_txn_finalize(Job *job);
+static void job_txn_del_job(Job *job);
 
 Job *job_next(Job *job)
 {
@@ -201,7 +210,7 @@ void *job_create(const char *id, const JobDriver *driver, int flags,
     /* held until job_start(): a job pauses before it runs anything */
     job->pause_count = 1;
     job->paused = true;
-    job_list = g_list_append(job_list, job);
+    job_list = g_list_prepend(job_list, job);
     job_state_transition(job, JOB_STATUS_CREATED);
     return job;
 }
@@ -436,6 +445,9 @@ static void job_finalize_single(Job *job)
 {
     assert(!job->finalized);
     job->finalized = true;
+    if (job->txn) {
+        job_txn_del_job(job);   /* invariant 7 */
+    }
     if (!job->ret) {
         if (job->driver->commit) {
             job->driver->commit(job);
@@ -467,6 +479,10 @@ static void job_do_finalize(Job *job)
 static void job_completed(Job *job)
 {
     job_update_rc(job);
+    if (job->txn) {
+        job_txn_completed(job);
+        return;
+    }
     if (job->ret) {
         job_finalize_single(job);
         return;
@@ -609,7 +625,11 @@ static void job_cancel(Job *job, bool force)
         if (job_is_completed(job) && job_is_cancelled(job) &&
             !job->finalized) {
             job_update_rc(job);
-            job_finalize_single(job);
+            if (job->txn) {
+                job_txn_abort(job);     /* invariant 7 */
+            } else {
+                job_finalize_single(job);
+            }
         }
     } else {
         job_enter(job);
@@ -644,7 +664,11 @@ bool job_finalize(Job *job, Error **errp)
     if (!job_apply_verb(job, JOB_VERB_FINALIZE, errp)) {
         return false;
     }
-    job_do_finalize(job);
+    if (job->txn) {
+        job_txn_finalize(job);
+    } else {
+        job_do_finalize(job);
+    }
     return true;
 }
 
@@ -717,4 +741,154 @@ void job_cancel_sync_all(void)
     while ((job = job_next(NULL))) {
         job_do_dismiss(job);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Groups of jobs (invariant 7) */
+
+struct JobTxn {
+    GList *jobs;        /* Job *, the last added first (QEMU's order) */
+    bool aborting;
+    int refcnt;
+};
+
+JobTxn *job_txn_new(void)
+{
+    JobTxn *txn = g_new0(JobTxn, 1);
+
+    txn->refcnt = 1;
+    return txn;
+}
+
+void job_txn_unref(JobTxn *txn)
+{
+    if (txn && --txn->refcnt == 0) {
+        assert(!txn->jobs);
+        g_free(txn);
+    }
+}
+
+void job_txn_add_job(JobTxn *txn, Job *job)
+{
+    assert(!job->txn && !job_started(job));
+    job->txn = txn;
+    txn->refcnt++;
+    txn->jobs = g_list_prepend(txn->jobs, job);
+}
+
+static void job_txn_del_job(Job *job)
+{
+    JobTxn *txn = job->txn;
+
+    txn->jobs = g_list_remove(txn->jobs, job);
+    job->txn = NULL;
+    job_txn_unref(txn);
+}
+
+/* The group's jobs, each with a reference: finalizing one drops it. */
+static GList *job_txn_hold(JobTxn *txn)
+{
+    GList *jobs = g_list_copy(txn->jobs);
+
+    for (GList *l = jobs; l; l = l->next) {
+        job_ref(l->data);
+    }
+    return jobs;
+}
+
+static void job_txn_release(GList *jobs)
+{
+    g_list_free_full(jobs, (GDestroyNotify)job_unref);
+}
+
+/* run() of @job returned (job_update_rc() done). */
+static void job_txn_completed(Job *job)
+{
+    JobTxn *txn = job->txn;
+
+    if (job->ret) {
+        job_txn_abort(job);
+        return;
+    }
+    job_state_transition(job, JOB_STATUS_WAITING);
+    for (GList *l = txn->jobs; l; l = l->next) {
+        if (!job_is_completed(l->data)) {
+            return;     /* the last one to end goes on */
+        }
+    }
+    for (GList *l = txn->jobs; l; l = l->next) {
+        Job *other = l->data;
+
+        job_state_transition(other, JOB_STATUS_PENDING);
+        if (!other->auto_finalize && other->driver->listener &&
+            other->driver->listener->pending) {
+            other->driver->listener->pending(other);
+        }
+    }
+    for (GList *l = txn->jobs; l; l = l->next) {
+        if (!((Job *)l->data)->auto_finalize) {
+            return;     /* job-finalize of any of them goes on */
+        }
+    }
+    job_txn_finalize(job);
+}
+
+/* Every job PENDING: prepare all, then commit all or abort all. */
+static void job_txn_finalize(Job *job)
+{
+    GList *jobs = job_txn_hold(job->txn);
+    Job *failed = NULL;
+
+    for (GList *l = jobs; l && !failed; l = l->next) {
+        Job *other = l->data;
+
+        if (!other->ret && other->driver->prepare) {
+            other->ret = other->driver->prepare(other);
+            job_update_rc(other);
+        }
+        if (other->ret) {
+            failed = other;
+        }
+    }
+    if (failed) {
+        job_txn_abort(failed);
+    } else {
+        for (GList *l = jobs; l; l = l->next) {
+            job_finalize_single(l->data);
+        }
+    }
+    job_txn_release(jobs);
+}
+
+/*
+ * @job failed or was cancelled: the others are cancelled by force, each
+ * is waited for, and all are finalized aborted (a cancelled one that
+ * was WAITING or PENDING too: job_update_rc()).
+ */
+static void job_txn_abort(Job *job)
+{
+    JobTxn *txn = job->txn;
+    GList *jobs;
+
+    if (txn->aborting) {
+        return;     /* the job that began the abort ends them all */
+    }
+    txn->aborting = true;
+    txn->refcnt++;
+    jobs = job_txn_hold(txn);
+    for (GList *l = jobs; l; l = l->next) {
+        if (l->data != job) {
+            job_cancel_async(l->data, true);
+        }
+    }
+    for (GList *l = jobs; l; l = l->next) {
+        Job *other = l->data;
+
+        AIO_WAIT_WHILE(other->aio_context,
+                       (job_enter(other), !job_is_completed(other)));
+        job_update_rc(other);
+        job_finalize_single(other);
+    }
+    job_txn_release(jobs);
+    job_txn_unref(txn);
 }

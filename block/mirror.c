@@ -37,12 +37,17 @@
  *     than a granule still makes progress); the job's run returns, and
  *     the job pauses or sleeps, only with s->in_flight 0: the copies use
  *     its BlockBackends, and a paused job makes no progress.
+ *  7. The mirror_top filter (job-filter.c) is above the source from
+ *     mirror_do_start() until prepare (before the pivot) or clean: the
+ *     source's users write through it to the source, where invariants 1
+ *     and 5 see their writes.
  */
 #include "job/block-jobs.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
 #include "block/dirty-bitmap.h"
+#include "job/job-filter.h"
 
 /* QEMU's defaults: 16 MiB of copies in flight, and a 64 KiB granularity
  * for targets without a cluster size of their own. */
@@ -77,6 +82,7 @@ struct MirrorJob {
     BlockDriverState *to_replace;
     /* data at and below base is not copied (sync=top, commit) */
     BlockDriverState *base;
+    BlockDriverState *filter;       /* mirror_top, invariant 7 */
     MirrorOptions opts;
     BdrvWriteHook hook;             /* invariant 5 */
     bool hook_added;
@@ -517,6 +523,8 @@ static int mirror_prepare(Job *job)
      */
     g_clear_pointer(&s->source_blk, blk_unref);
     g_clear_pointer(&s->target_blk, blk_unref);
+    /* invariant 7: the users are the source's again, then they move */
+    g_clear_pointer(&s->filter, job_filter_drop);
     if (s->should_complete && s->in_drain) {
         ret = bdrv_flush(s->target);
         if (ret == 0 &&
@@ -539,6 +547,7 @@ static void mirror_clean(Job *job)
     MirrorJob *s = (MirrorJob *)job;
 
     mirror_end_drain(s);
+    g_clear_pointer(&s->filter, job_filter_drop);
     if (s->hook_added) {
         bdrv_remove_write_hook(s->source, &s->hook);
         s->hook_added = false;
@@ -652,18 +661,28 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
                             Error **errp)
 {
     bool is_commit = driver == &commit_active_job_driver;
+    BlockDriverState *filter;
     MirrorJob *s;
 
+    /* QEMU's order: the filter (and its node name) before the job */
+    filter = job_filter_insert(JOB_FILTER_MIRROR_TOP, source, NULL,
+                               opts->filter_node_name, errp);
+    if (!filter) {
+        return false;
+    }
     s = block_job_create(job_id, driver, source, 0, BLK_PERM_ALL,
                          opts->speed, opts->job_flags, errp);
     if (!s) {
+        job_filter_drop(filter);
         return false;
     }
+    s->filter = filter;
     s->source = source;
     s->target = target;
     s->base = base;
     s->opts = *opts;
     s->opts.replaces = NULL;
+    s->opts.filter_node_name = NULL;
     s->to_replace = opts->replaces ? opts->replaces : source;
     if (!s->opts.granularity) {
         BlockDriverInfo bdi;
@@ -684,7 +703,10 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
                                           s->opts.granularity),
                           s->opts.granularity);
     qemu_co_queue_init(&s->op_done);
-    if (block_job_add_bdrv(&s->common, "target", target, 0, BLK_PERM_ALL,
+    /* the filter is the job's too: another job's drain of it pauses it */
+    if (block_job_add_bdrv(&s->common, "filter", filter, 0, BLK_PERM_ALL,
+                           errp) < 0 ||
+        block_job_add_bdrv(&s->common, "target", target, 0, BLK_PERM_ALL,
                            errp) < 0 ||
         !mirror_setup(s, is_commit, errp)) {
         job_early_fail(&s->common.job);

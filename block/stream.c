@@ -16,9 +16,14 @@
  *     image names) happen once, in prepare, after every copy finished;
  *     a cancelled or failed stream leaves the chain as it was, with the
  *     copied clusters in the top (which read the same).
+ *  4. A copy-on-read filter (job-filter.c, "bottom" the last node
+ *     streamed from) is above the top from stream_start() until clean,
+ *     as in QEMU 7.2: reads of the top's users copy up too, by
+ *     invariant 1's request.
  */
 #include "job/block-jobs.h"
 #include "job/job-copy.h"
+#include "job/job-filter.h"
 
 #include "block/block.h"
 #include "block/block_int.h"
@@ -35,6 +40,7 @@ typedef struct StreamJob {
     BlockDriverState *bottom;
     /* the new backing node of the top: below bottom (NULL: none) */
     BlockDriverState *base;
+    BlockDriverState *filter;       /* invariant 4 */
     char *backing_file;
     BlockdevOnError on_error;
 } StreamJob;
@@ -139,6 +145,7 @@ static void stream_clean(Job *job)
     StreamJob *s = (StreamJob *)job;
 
     g_clear_pointer(&s->blk, blk_unref);
+    g_clear_pointer(&s->filter, job_filter_drop);
     block_job_remove_all_bdrv(&s->common);
 }
 
@@ -165,11 +172,25 @@ bool stream_start(const char *job_id, BlockDriverState *top,
                   BlockDriverState *bottom, const StreamOptions *opts,
                   Error **errp)
 {
+    BlockDriverState *filter;
     StreamJob *s;
 
+    /* QEMU's order: the filter (and its node name) before the job */
+    filter = job_filter_insert(JOB_FILTER_COPY_ON_READ, top, bottom,
+                               opts->filter_node_name, errp);
+    if (!filter) {
+        return false;
+    }
     s = block_job_create(job_id, &stream_job_driver, top, 0,
                          BLK_PERM_ALL, opts->speed, opts->job_flags, errp);
     if (!s) {
+        job_filter_drop(filter);
+        return false;
+    }
+    s->filter = filter;
+    if (block_job_add_bdrv(&s->common, "filter", filter, 0, BLK_PERM_ALL,
+                           errp) < 0) {
+        job_early_fail(&s->common.job);
         return false;
     }
     s->top = top;

@@ -201,10 +201,27 @@ static int backup_action_prepare(TransactionAction *action,
     return st->job ? 0 : -EINVAL;
 }
 
+static void backup_action_job_group_unref(void *job_group)
+{
+    job_txn_unref(job_group);
+}
+
+/*
+ * completion-mode grouped: the jobs join the transaction's group (the
+ * first one creates it) before they start, so none ends alone.
+ */
 static void backup_action_commit(TransactionAction *action)
 {
     BackupAction *st = action->opaque;
+    Transaction *txn = action->txn;
 
+    if (txn->grouped) {
+        if (!txn->job_group) {
+            txn->job_group = job_txn_new();
+            txn->job_group_unref = backup_action_job_group_unref;
+        }
+        job_txn_add_job(txn->job_group, &st->job->job);
+    }
     job_start(&st->job->job);
 }
 
@@ -230,6 +247,7 @@ static void backup_action_clean(TransactionAction *action)
 const TransactionActionDriver transaction_action_blockdev_backup = {
     .type           = "blockdev-backup",
     .instance_size  = sizeof(BackupAction),
+    .supports_grouped = true,
     .prepare        = backup_action_prepare,
     .commit         = backup_action_commit,
     .abort          = backup_action_abort,

@@ -396,6 +396,7 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
         .on_error = job_qmp_on_error(args, "on-error"),
         .backing_file = job_qmp_str(args, "backing-file"),
         .job_flags = job_qmp_flags(args),
+        .filter_node_name = job_qmp_str(args, "filter-node-name"),
     };
     BlockDriverState *bs, *bottom;
 
@@ -405,11 +406,6 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
     }
     bottom = job_qmp_stream_bottom(args, bs, errp);
     if (!bottom) {
-        return;
-    }
-    if (json_object_has_member(args, "filter-node-name")) {
-        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
-                   "the stream job inserts no filter node");
         return;
     }
     if (block_job_node_busy(bs, errp)) {
@@ -464,6 +460,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         .on_target_error = job_qmp_on_error(args, "on-target-error"),
         .speed = json_object_get_int_member_with_default(args, "speed", 0),
         .job_flags = job_qmp_flags(args),
+        .filter_node_name = job_qmp_str(args, "filter-node-name"),
     };
     BlockDriverState *bs, *target_bs;
 
@@ -502,11 +499,6 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         if (!opts.replaces) {
             return;
         }
-    }
-    if (json_object_has_member(args, "filter-node-name")) {
-        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
-                   "the mirror job inserts no filter node");
-        return;
     }
     if (block_job_node_busy(bs, errp) || block_job_node_busy(target_bs,
                                                               errp)) {
@@ -621,11 +613,6 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
         error_setg(errp, "cannot commit an image into itself");
         return;
     }
-    if (json_object_has_member(args, "filter-node-name")) {
-        error_setg(errp, "Parameter 'filter-node-name' is not supported: "
-                   "the commit job inserts no filter node");
-        return;
-    }
     if (block_job_node_busy(top_bs, errp)) {
         return;
     }
@@ -636,6 +623,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
             .speed = json_object_get_int_member_with_default(args, "speed",
                                                              0),
             .job_flags = job_qmp_flags(args),
+            .filter_node_name = job_qmp_str(args, "filter-node-name"),
         };
 
         if (backing_file) {
@@ -651,6 +639,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
                                                              0),
             .backing_file = backing_file,
             .job_flags = job_qmp_flags(args),
+            .filter_node_name = job_qmp_str(args, "filter-node-name"),
         };
 
         commit_start(job_id, top_bs, base_bs, &opts, errp);

@@ -647,6 +647,18 @@ BdrvChild *bdrv_root_attach_child(BlockDriverState *child_bs,
 /* Detaches a root edge, releases its permissions, drops the reference. */
 void bdrv_root_unref_child(BdrvChild *child);
 /*
+ * Opens a node of @drv, which need not be registered (a block job's own
+ * filter, which blockdev-add must not offer), named @node_name (NULL: an
+ * automatic "#blockN" name) from @options (consumed): the driver's own
+ * options and references to existing nodes as children.  The node is
+ * the caller's reference; NULL with @errp set (QEMU's node-name
+ * messages) on failure.
+ */
+BlockDriverState *bdrv_new_open_driver(const BlockDriver *drv,
+                                       const char *node_name,
+                                       QDict *options, int flags,
+                                       Error **errp);
+/*
  * bdrv_replace_node() (block.h) moving only the users of @from for which
  * @moves (NULL: every user) returns true: a block job keeps its own edges
  * on @from when it moves the others to its target.

@@ -15,6 +15,8 @@ typedef struct StreamOptions {
     /* the backing file the top's image names afterwards (NULL: base's) */
     const char *backing_file;
     int job_flags;              /* JOB_MANUAL_* */
+    /* the copy-on-read filter's node name (NULL: automatic) */
+    const char *filter_node_name;
 } StreamOptions;
 
 /*
@@ -31,6 +33,8 @@ typedef struct CommitOptions {
     /* the backing file the overlay's image names afterwards (NULL: base's) */
     const char *backing_file;
     int job_flags;              /* JOB_MANUAL_* */
+    /* the commit_top filter's node name (NULL: automatic) */
+    const char *filter_node_name;
 } CommitOptions;
 
 /*
@@ -60,6 +64,8 @@ typedef struct MirrorOptions {
     int job_flags;              /* JOB_MANUAL_* */
     /* the node whose users move to the target (NULL: the source) */
     BlockDriverState *replaces;
+    /* the mirror_top filter's node name (NULL: automatic) */
+    const char *filter_node_name;
 } MirrorOptions;
 
 /* Mirrors @source to @target (blockdev-mirror). */

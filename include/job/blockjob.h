@@ -85,6 +85,13 @@ void block_job_iostatus_reset(BlockJob *job);
  * at a time per node, as QEMU's op blockers allow).
  */
 bool block_job_node_busy(BlockDriverState *bs, Error **errp);
+/*
+ * block_job_node_busy(), where the jobs of @driver on @bs do not count:
+ * a second backup of a node stacks its filter above the first's, as
+ * QEMU does.
+ */
+bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
+                             Error **errp);
 
 /*
  * The node of the backing chain of @bs that @name (a file name, as a

@@ -56,6 +56,8 @@ typedef enum JobVerb {
 extern const char *const JobVerb_str[JOB_VERB__MAX];
 
 typedef struct Job Job;
+/* A group of jobs that finalize together (job_txn_new()). */
+typedef struct JobTxn JobTxn;
 
 /*
  * What notices a job's life beyond its state changes (block jobs send
@@ -158,9 +160,12 @@ struct Job {
     int64_t rl_slice_bytes;
 
     int refcnt;
+
+    /* --- the group it is in (NULL: none), until it is finalized --- */
+    JobTxn *txn;
 };
 
-/* The registry, in creation order. */
+/* The registry, the newest job first (QEMU's order). */
 Job *job_next(Job *job);
 Job *job_get(const char *id);
 
@@ -209,6 +214,24 @@ void job_resume(Job *job);
 void job_cancel_sync(Job *job, bool force);
 /* Cancels every job and waits for each, at shutdown. */
 void job_cancel_sync_all(void);
+
+/*
+ * Groups of jobs: the jobs of a transaction with completion-mode
+ * "grouped" (QEMU's JobTxn).  A job of a group that ends its work waits
+ * (WAITING) until every job of the group has; then all go PENDING and,
+ * once none waits for job-finalize (auto-finalize, or job-finalize of
+ * any of them), all are finalized together.  If one fails or is
+ * cancelled, the others are cancelled, and all end aborted: the failed
+ * one with BLOCK_JOB_COMPLETED and its error, the others with
+ * BLOCK_JOB_CANCELLED.
+ *
+ * job_txn_new() returns the caller's reference; job_txn_add_job() puts
+ * a job that has not started into @txn (the job holds a reference of
+ * the group until it is finalized).
+ */
+JobTxn *job_txn_new(void);
+void job_txn_unref(JobTxn *txn);
+void job_txn_add_job(JobTxn *txn, Job *job);
 /*
  * Polls until @job concluded, went NULL, or waits for job-finalize
  * (PENDING); for tests and shutdown.

@@ -15,6 +15,10 @@ inc.qcow2 -> full.qcow2 as p2 (the real qemu-img compare), inc.qcow2 must
 hold only what changed, and every image must pass the real qemu-img
 check.  The bitmap is checked too: after each backup it holds only the
 writes made since (never empty while fio writes, never the whole disk).
+
+Then two backups of the same disk at once (stacked copy-before-write
+filters, as QEMU does), with known writes between and after their
+starts: each target must hold the disk of its own start.
 """
 import json
 import os
@@ -44,12 +48,14 @@ def wait_status(c, job, status, timeout=120):
     return False
 
 
-def fio_start(seconds):
-    """fio writes random blocks of the export until @seconds passed."""
-    uri = 'nbd+unix:///disk?socket=%s' % t.path('nbd.sock')
+def fio_start(seconds, sock='nbd.sock', offset=0):
+    """fio writes random blocks of the export from @offset on until
+    @seconds passed."""
+    uri = 'nbd+unix:///disk?socket=%s' % t.path(sock)
     return subprocess.Popen(
         ['fio', '--name=load', '--ioengine=nbd', '--uri=' + uri,
-         '--rw=randwrite', '--bsrange=4k-64k', '--size=%d' % SIZE,
+         '--rw=randwrite', '--bsrange=4k-64k', '--offset=%d' % offset,
+         '--size=%d' % (SIZE - offset),
          '--iodepth=8', '--rate=1m', '--time_based',
          '--runtime=%d' % seconds, '--randrepeat=0'],
         cwd=t.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -154,6 +160,101 @@ def live_incremental():
         t.check('%s: qemu-img check %s' % (what, img), rc == 0, out + err)
 
 
+def wait_all(c, jobs, status, timeout=120):
+    """Waits until each of @jobs reached @status, in any order."""
+    left = set(jobs)
+    end = time.monotonic() + timeout
+    while left and time.monotonic() < end:
+        e = c.event('JOB_STATUS_CHANGE', timeout=end - time.monotonic())
+        if e is None:
+            break
+        if e['data']['status'] == status:
+            left.discard(e['data']['id'])
+    return not left
+
+
+def cbw_nodes(c):
+    return sorted(n['node-name'] for n in
+                  c.ok('query-named-block-nodes', {'flat': True})
+                  if n['drv'] == 'copy-before-write')
+
+
+def two_backups():
+    """Two backups of one disk at once, as QEMU stacks their filters:
+    each target must hold the disk as it was when its own backup began.
+    qemu-io writes known data to the first half through the export
+    before and after the second start, while fio writes random data to
+    the second half the whole time (an internal snapshot, as above,
+    cannot be taken of a node under a filter: QEMU refuses it too).  The
+    first filter goes first: the export then writes through the second."""
+    what = 'two backups of one disk under writes'
+    half = SIZE // 2
+    sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
+       'qemu-io -f qcow2 -c "write -P 0x22 0 %d" src.qcow2 && '
+       'qemu-img create -q -f qcow2 a.qcow2 %d && '
+       'qemu-img create -q -f qcow2 b.qcow2 %d && '
+       'qemu-img create -q -f raw want-a.raw %d && '
+       'qemu-io -f raw -c "write -P 0x22 0 %d" want-a.raw'
+       % (SIZE, half, SIZE, SIZE, half, half))
+    d = t.daemon([])
+    c = d.qmp()
+    for n in (node('src'), node('a'), node('b')):
+        c.ok('blockdev-add', n)
+    c.ok('nbd-server-start', {'addr': {'type': 'unix', 'data': {
+        'path': t.path('nbd2.sock')}}})
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'src',
+                              'name': 'disk', 'writable': True})
+    fio = fio_start(8, 'nbd2.sock', offset=half)
+    uri = 'nbd+unix:///disk?socket=%s' % t.path('nbd2.sock')
+    # between the starts, and after the second (an unaligned one too)
+    writes = ('-c "write -P 0x33 1M 64k" -c "write -P 0x34 5M 1M" '
+              '-c "write -P 0x35 12M 4k"',
+              '-c "write -P 0x44 1M 64k" -c "write -P 0x45 8M 2M" '
+              '-c "write -z 12M 64k"')
+    for job, target, speed, io in (('ba', 'a', 2 * MIB, writes[0]),
+                                   ('bb', 'b', MIB, writes[1])):
+        r = c.cmd('blockdev-backup', {'job-id': job, 'device': 'src',
+                                      'target': target, 'sync': 'full',
+                                      'speed': speed,
+                                      'filter-node-name': 'f' + target})
+        t.check('%s: %s starts' % (what, job), r and 'return' in r, r)
+        sh('qemu-io -f raw %s "%s"' % (io, uri))
+    sh('cp want-a.raw want-b.raw && qemu-io -f raw %s want-b.raw'
+       % writes[0])
+    t.equal('%s: both filters are in the graph' % what, cbw_nodes(c),
+            ['fa', 'fb'])
+    c.ok('block-job-set-speed', {'device': 'ba', 'speed': 0})
+    t.check('%s: the first backup completed' % what,
+            wait_all(c, ['ba'], 'null'))
+    t.equal('%s: the second filter stays' % what, cbw_nodes(c), ['fb'])
+    export = c.ok('query-block-exports')[0]['node-name']
+    t.equal('%s: the export writes through the second filter' % what,
+            export, 'fb')
+    c.ok('block-job-set-speed', {'device': 'bb', 'speed': 0})
+    t.check('%s: the second backup completed' % what,
+            wait_all(c, ['bb'], 'null'))
+    t.equal('%s: no filter is left' % what, cbw_nodes(c), [])
+    t.equal('%s: the export writes to the disk again' % what,
+            c.ok('query-block-exports')[0]['node-name'], 'src')
+    out = fio.communicate(timeout=120)[0].decode(errors='replace')
+    t.check('%s: fio wrote without error' % what,
+            fio.returncode == 0 and 'err= 0' in out, out[-2000:])
+    c.cmd('quit')
+    d.wait()
+    for img in ('a', 'b'):
+        sh('qemu-img convert -f qcow2 -O raw %s.qcow2 %s.raw' % (img, img))
+        rc, out, err = t.run(['cmp', '-n', str(half), t.path(img + '.raw'),
+                              t.path('want-%s.raw' % img)])
+        t.check('%s: target %s holds the disk of its own start' %
+                (what, img), rc == 0, out + err)
+    rc, _, _ = t.run(['cmp', '-s', '-n', str(half), t.path('a.raw'),
+                      t.path('b.raw')])
+    t.check('%s: the two targets differ' % what, rc != 0)
+    for img in ('src.qcow2', 'a.qcow2', 'b.qcow2'):
+        rc, out, err = t.run(['qemu-img', 'check', t.path(img)])
+        t.check('%s: qemu-img check %s' % (what, img), rc == 0, out + err)
+
+
 def main():
     if not have('qemu-img') or not have('qemu-io'):
         t.skip('all', 'qemu-img and qemu-io (qemu-utils) are needed')
@@ -163,6 +264,7 @@ def main():
                '(Debian fio)')
         t.finish()
     live_incremental()
+    two_backups()
     t.finish()
 
 

@@ -143,6 +143,13 @@ def test_nbd_concurrent():
     r = c.cmd('block-stream', {'device': 'a', 'job-id': 'j0'})
     t.check('a block job on a node in an iothread is refused',
             error_of(r) and 'is in an iothread' in error_of(r)[1], r)
+    r = c.cmd('blockdev-mirror', {'device': 'a', 'target': 'n0',
+                                  'sync': 'full', 'job-id': 'j0'})
+    t.check('a mirror of a node in an iothread is refused',
+            error_of(r) and 'is in an iothread' in error_of(r)[1], r)
+    t.equal('the refused jobs left no filter node in the graph',
+            [n['drv'] for n in c.ok('query-named-block-nodes')
+             if n['drv'] in ('copy-on-read', 'mirror_top')], [])
     t.equal('object-del of an iothread an export uses is refused',
             error_of(c.cmd('object-del', {'id': 'io0'})),
             generic("object 'io0' is in use, can not be deleted"))

@@ -1,7 +1,8 @@
 /*
  * The job layer (block/job.c, block/blockjob.c): every verb in every
  * state, the states and events of each way a job ends, pauses, ready and
- * complete, soft cancel, the rate limit, and a drain pausing a block job.
+ * complete, soft cancel, the rate limit, groups of jobs, and a drain
+ * pausing a block job.
  */
 #include "job/blockjob.h"
 
@@ -521,6 +522,115 @@ static const JobDriver test_block_job_driver = {
     .listener = &block_job_listener,
 };
 
+/* ---------------------------------------------------------------------- */
+/* Groups of jobs (completion-mode grouped; job.c inv. 7) */
+
+/* Two jobs of one group, not started: @a then @b. */
+static JobTxn *test_txn_pair(TestJob **a, TestJob **b, int flags_a,
+                             int flags_b)
+{
+    JobTxn *txn = job_txn_new();
+
+    *a = test_job_new("ta", flags_a | JOB_MANUAL_DISMISS);
+    *b = test_job_new("tb", flags_b | JOB_MANUAL_DISMISS);
+    job_txn_add_job(txn, &(*a)->job);
+    job_txn_add_job(txn, &(*b)->job);
+    return txn;
+}
+
+/* The quick job waits for the slow one; both commit, together. */
+static void test_txn_success(void)
+{
+    TestJob *a, *b;
+    JobTxn *txn = test_txn_pair(&a, &b, 0, 0);
+
+    a->iterations = 1;
+    b->iterations = 1000000;
+    job_start(&a->job);
+    job_start(&b->job);
+    test_wait_status(&a->job, JOB_STATUS_WAITING);
+    test_settle();
+    g_assert_cmpint(a->job.status, ==, JOB_STATUS_WAITING);
+    g_assert_false(a->committed);
+    b->iterations = 0;
+    test_wait_status(&b->job, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(a->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_true(a->committed && b->committed);
+    g_assert_false(a->aborted || b->aborted);
+    g_assert_null(a->job.txn);
+    job_txn_unref(txn);
+    test_job_put(a);
+    test_job_put(b);
+}
+
+/* One fails: the other is cancelled, both abort. */
+static void test_txn_failure(void)
+{
+    TestJob *a, *b;
+    JobTxn *txn = test_txn_pair(&a, &b, 0, 0);
+
+    a->iterations = 2;
+    a->fail = -EIO;
+    b->iterations = 1000000;
+    job_start(&a->job);
+    job_start(&b->job);
+    test_wait_status(&b->job, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(a->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(a->job.ret, ==, -EIO);
+    g_assert_cmpint(b->job.ret, ==, -ECANCELED);
+    g_assert_true(a->aborted && b->aborted && a->cleaned && b->cleaned);
+    g_assert_false(a->committed || b->committed);
+    job_txn_unref(txn);
+    test_job_put(a);
+    test_job_put(b);
+}
+
+/* One waits for job-finalize: both do; finalizing the other ends both. */
+static void test_txn_manual_finalize(void)
+{
+    TestJob *a, *b;
+    JobTxn *txn = test_txn_pair(&a, &b, 0, JOB_MANUAL_FINALIZE);
+    Error *err = NULL;
+
+    job_start(&a->job);
+    job_start(&b->job);
+    test_wait_status(&b->job, JOB_STATUS_PENDING);
+    test_wait_status(&a->job, JOB_STATUS_PENDING);
+    test_settle();
+    g_assert_false(a->committed || b->committed);
+    g_assert_false(job_dismiss(&a->job, &err));
+    error_free(err);
+    job_finalize(&a->job, &error_abort);
+    g_assert_cmpint(a->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(b->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_true(a->committed && b->committed);
+    job_txn_unref(txn);
+    test_job_put(a);
+    test_job_put(b);
+}
+
+/* A cancel of a PENDING job of a group aborts the whole group. */
+static void test_txn_cancel_pending(void)
+{
+    TestJob *a, *b;
+    JobTxn *txn = test_txn_pair(&a, &b, JOB_MANUAL_FINALIZE,
+                                JOB_MANUAL_FINALIZE);
+
+    job_start(&a->job);
+    job_start(&b->job);
+    test_wait_status(&a->job, JOB_STATUS_PENDING);
+    test_wait_status(&b->job, JOB_STATUS_PENDING);
+    job_user_cancel(&b->job, true, &error_abort);
+    g_assert_cmpint(a->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(b->job.status, ==, JOB_STATUS_CONCLUDED);
+    g_assert_cmpint(a->job.ret, ==, -ECANCELED);
+    g_assert_true(a->aborted && b->aborted);
+    g_assert_false(a->committed || b->committed);
+    job_txn_unref(txn);
+    test_job_put(a);
+    test_job_put(b);
+}
+
 static void test_drain_pauses(void)
 {
     QDict *opts = qdict_new();
@@ -616,6 +726,10 @@ int main(int argc, char **argv)
     g_test_add_func("/job/soft-cancel", test_soft_cancel);
     g_test_add_func("/job/ids", test_ids);
     g_test_add_func("/job/speed", test_speed);
+    g_test_add_func("/job/txn-success", test_txn_success);
+    g_test_add_func("/job/txn-failure", test_txn_failure);
+    g_test_add_func("/job/txn-manual-finalize", test_txn_manual_finalize);
+    g_test_add_func("/job/txn-cancel-pending", test_txn_cancel_pending);
     g_test_add_func("/blockjob/drain-pauses", test_drain_pauses);
     g_test_add_func("/blockjob/error-policy", test_error_policy);
     return g_test_run();

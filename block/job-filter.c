@@ -1,0 +1,258 @@
+/*
+ * The filter nodes block jobs put in the graph for their life
+ * (include/job/job-filter.h), as QEMU 7.2 does, so that
+ * query-named-block-nodes shows the same graph and `filter-node-name`
+ * names a node users can see:
+ *
+ *   stream:   users of top -> copy-on-read (bottom: the last node
+ *             streamed from) -> top, so guest reads copy up too
+ *   commit:   overlay -> commit_top -> top ... base (intermediate)
+ *   mirror:   users of source -> mirror_top -> source (and the active
+ *             commit, whose source is the top)
+ *
+ * mirror_top and commit_top are drivers of their own, not registered:
+ * blockdev-add does not offer them, as QEMU's daemon does not.  They
+ * pass every request to their child unchanged; the jobs keep their
+ * tracking where it is (the mirror's dirty bitmap and write hook on the
+ * source, io.c invariants 6 and 7), which every write through the
+ * filter reaches.
+ *
+ * Invariants:
+ *  1. A filter is in the graph from job_filter_insert() until
+ *     job_filter_drop(); in between its only users are the ones that
+ *     moved to it and the jobs' edges.  The jobs' own edges never move.
+ *  2. mirror_top and commit_top share every permission on their child
+ *     (BLK_PERM_ALL), so that their users can move back to the child
+ *     without a conflict with the filter's own edge, which still holds
+ *     their permissions until the filter goes.  commit_top takes no
+ *     more than a consistent read: its users only read (QEMU's ro node).
+ *
+ * Main loop only; the graph changes run in drained sections.
+ */
+#include "job/job-filter.h"
+
+#include "block/block.h"
+#include "job/blockjob.h"
+
+static int job_filter_open(BlockDriverState *bs, QDict *options, int flags,
+                           Error **errp)
+{
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
+    if (!bs->file) {
+        return -EINVAL;
+    }
+    bdrv_inherit_file_flags(bs);
+    return 0;
+}
+
+static int job_filter_reopen_prepare(BDRVReopenState *state, Error **errp)
+{
+    return 0;
+}
+
+/* Invariant 2. */
+static void mirror_top_child_perm(BlockDriverState *bs, BdrvChild *c,
+                                  uint64_t perm, uint64_t shared,
+                                  uint64_t *nperm, uint64_t *nshared)
+{
+    *nperm = perm;
+    *nshared = BLK_PERM_ALL;
+}
+
+/* Invariant 2. */
+static void commit_top_child_perm(BlockDriverState *bs, BdrvChild *c,
+                                  uint64_t perm, uint64_t shared,
+                                  uint64_t *nperm, uint64_t *nshared)
+{
+    *nperm = perm & BLK_PERM_CONSISTENT_READ;
+    *nshared = BLK_PERM_ALL;
+}
+
+static int64_t job_filter_getlength(BlockDriverState *bs)
+{
+    return bdrv_getlength(bs->file->bs);
+}
+
+static int coroutine_fn job_filter_co_preadv(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov,
+                                             BdrvRequestFlags flags)
+{
+    return bdrv_co_preadv(bs->file, offset, bytes, qiov, flags);
+}
+
+static int coroutine_fn job_filter_co_pwritev(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              QEMUIOVector *qiov,
+                                              BdrvRequestFlags flags)
+{
+    return bdrv_co_pwritev(bs->file, offset, bytes, qiov, flags);
+}
+
+static int coroutine_fn job_filter_co_pwrite_zeroes(BlockDriverState *bs,
+                                                    int64_t offset,
+                                                    int64_t bytes,
+                                                    BdrvRequestFlags flags)
+{
+    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
+}
+
+static int coroutine_fn job_filter_co_pdiscard(BlockDriverState *bs,
+                                               int64_t offset, int64_t bytes)
+{
+    return bdrv_co_pdiscard(bs->file, offset, bytes);
+}
+
+/* Also passes on the empty write that ends a stream of compressed ones. */
+static int coroutine_fn job_filter_co_pwritev_compressed(
+    BlockDriverState *bs, int64_t offset, int64_t bytes, QEMUIOVector *qiov)
+{
+    return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
+                           BDRV_REQ_WRITE_COMPRESSED);
+}
+
+static int coroutine_fn job_filter_co_truncate(BlockDriverState *bs,
+                                               int64_t offset, bool exact,
+                                               PreallocMode prealloc,
+                                               BdrvRequestFlags flags,
+                                               Error **errp)
+{
+    return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
+}
+
+/* Only a job's users reach it: an edge moved to it, never blockdev-add. */
+static const BlockDriver bdrv_mirror_top = {
+    .format_name                    = "mirror_top",
+    .is_format                      = true,
+    .is_filter                      = true,
+    .bdrv_open                      = job_filter_open,
+    .bdrv_reopen_prepare            = job_filter_reopen_prepare,
+    .bdrv_child_perm                = mirror_top_child_perm,
+    .bdrv_getlength                 = job_filter_getlength,
+    .bdrv_co_preadv                 = job_filter_co_preadv,
+    .bdrv_co_pwritev                = job_filter_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = job_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = job_filter_co_pdiscard,
+    .bdrv_co_pwritev_compressed     = job_filter_co_pwritev_compressed,
+    .bdrv_co_truncate               = job_filter_co_truncate,
+};
+
+/* Read-only: the overlay of the committed top only reads through it. */
+static const BlockDriver bdrv_commit_top = {
+    .format_name                    = "commit_top",
+    .is_format                      = true,
+    .is_filter                      = true,
+    .bdrv_open                      = job_filter_open,
+    .bdrv_reopen_prepare            = job_filter_reopen_prepare,
+    .bdrv_child_perm                = commit_top_child_perm,
+    .bdrv_getlength                 = job_filter_getlength,
+    .bdrv_co_preadv                 = job_filter_co_preadv,
+};
+
+/* ---------------------------------------------------------------------- */
+/* Insertion and removal (invariant 1) */
+
+/* commit_top: only the overlays' backing edges go through it. */
+static bool job_filter_backing_edge(BdrvChild *c)
+{
+    return c->parent && c->is_backing;
+}
+
+/* QEMU opens it as bdrv_insert_node() does, and says so on failure. */
+static BlockDriverState *job_filter_open_cor(QDict *options, int flags,
+                                             Error **errp)
+{
+    Error *err = NULL;
+    BlockDriverState *cor = bdrv_open(NULL, NULL, options, flags, &err);
+
+    if (!cor) {
+        error_prepend(&err, "Could not create node: ");
+        error_propagate(errp, err);
+    }
+    return cor;
+}
+
+static BlockDriverState *job_filter_open_node(JobFilterKind kind,
+                                              BlockDriverState *bs,
+                                              BlockDriverState *bottom,
+                                              const char *node_name,
+                                              Error **errp)
+{
+    QDict *options = qdict_new();
+    int flags = bdrv_is_read_only(bs) ? 0 : BDRV_O_RDWR;
+
+    qdict_put_str(options, "file", bdrv_get_node_name(bs));
+    switch (kind) {
+    case JOB_FILTER_COPY_ON_READ:
+        qdict_put_str(options, "driver", "copy-on-read");
+        if (bottom) {
+            qdict_put_str(options, "bottom", bdrv_get_node_name(bottom));
+        }
+        if (node_name) {
+            qdict_put_str(options, "node-name", node_name);
+        }
+        return job_filter_open_cor(options, flags, errp);
+    case JOB_FILTER_COMMIT_TOP:
+        return bdrv_new_open_driver(&bdrv_commit_top, node_name, options, 0,
+                                    errp);
+    case JOB_FILTER_MIRROR_TOP:
+        return bdrv_new_open_driver(&bdrv_mirror_top, node_name, options,
+                                    flags, errp);
+    }
+    g_assert_not_reached();
+}
+
+BlockDriverState *job_filter_insert(JobFilterKind kind, BlockDriverState *bs,
+                                    BlockDriverState *bottom,
+                                    const char *node_name, Error **errp)
+{
+    BlockDriverState *filter;
+    int ret;
+
+    /*
+     * The filter is opened in the main loop, and a node lives in one
+     * context with everything connected to it (threading rule 2 of
+     * docs/architecture.md); block jobs refuse such a node anyway.
+     */
+    if (bdrv_get_aio_context(bs) != qemu_get_aio_context()) {
+        error_setg(errp, "Node '%s' is in an iothread (exported with "
+                   "iothread=): block jobs on it are not supported",
+                   bdrv_get_node_name(bs));
+        return NULL;
+    }
+    filter = job_filter_open_node(kind, bs, bottom, node_name, errp);
+    if (!filter) {
+        return NULL;
+    }
+    bdrv_drained_begin(bs);
+    if (kind == JOB_FILTER_COMMIT_TOP) {
+        ret = bdrv_replace_node_moving(bs, filter, job_filter_backing_edge,
+                                       errp);
+    } else {
+        ret = block_job_replace_node(bs, filter, errp);
+    }
+    bdrv_drained_end(bs);
+    if (ret < 0) {
+        bdrv_unref(filter);
+        return NULL;
+    }
+    return filter;
+}
+
+void job_filter_drop(BlockDriverState *filter)
+{
+    BlockDriverState *below = filter->file->bs;
+    Error *err = NULL;
+
+    bdrv_ref(below);
+    bdrv_drained_begin(filter);
+    if (block_job_replace_node(filter, below, &err) < 0) {
+        /* it passes everything through; the users keep working */
+        error_report("could not take the job's filter '%s' out: %s",
+                     bdrv_get_node_name(filter), error_get_pretty(err));
+        error_free(err);
+    }
+    bdrv_drained_end(filter);
+    bdrv_unref(filter);
+    bdrv_unref(below);
+}
