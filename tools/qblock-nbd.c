@@ -787,7 +787,7 @@ fail:
 static int qnbd_list(QnbdOptions *o)
 {
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
-    QnbdListTLS tls = { .hostname = o->tls_hostname };
+    NBDClientTLS tls = { .hostname = o->tls_hostname };
     Error *err = NULL;
     int ret;
 
