@@ -715,6 +715,14 @@ int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             QemuOpts *opts, Error **errp);
 
 /*
+ * For a format's bdrv_measure: the virtual size of the image measured,
+ * which is @in_bs's length when there is one, else the "size" of @opts.
+ * Returns it, or -errno with @errp set.
+ */
+int64_t bdrv_measure_virtual_size(QemuOpts *opts, BlockDriverState *in_bs,
+                                  Error **errp);
+
+/*
  * For a format's bdrv_co_create_opts (block/create-format.c): creates the
  * protocol-level file @filename that will hold an image of format @fmt,
  * passing on the options of @opts that are the protocol's and not the
