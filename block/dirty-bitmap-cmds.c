@@ -122,6 +122,20 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
     return bitmap;
 }
 
+int bdrv_dirty_bitmap_remove_persistent(BdrvDirtyBitmap *bitmap,
+                                        Error **errp)
+{
+    BlockDriverState *bs = bdrv_dirty_bitmap_bs(bitmap);
+
+    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap(
+            bs, bdrv_dirty_bitmap_name(bitmap), errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
                              Error **errp)
 {
@@ -129,12 +143,8 @@ int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
 
     if (!bitmap ||
         bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO,
-                                errp) < 0) {
-        return -1;
-    }
-    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap(bs, name, errp) < 0) {
+                                errp) < 0 ||
+        bdrv_dirty_bitmap_remove_persistent(bitmap, errp) < 0) {
         return -1;
     }
     bdrv_release_dirty_bitmap(bitmap);

@@ -198,6 +198,12 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        bool disabled, Error **errp);
 int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
                              Error **errp);
+/*
+ * Takes @bitmap out of its image if it is persistent (the one in memory
+ * stays): block-dirty-bitmap-remove's first step.  0, or -1 with @errp.
+ */
+int bdrv_dirty_bitmap_remove_persistent(BdrvDirtyBitmap *bitmap,
+                                        Error **errp);
 int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
                                 Error **errp);
 int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
