@@ -190,13 +190,9 @@ static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
                                                    Error **errp)
 {
     BlockDriverState *bs = bdrv_lookup_node(arg_str(data, "node"), errp);
-    BdrvDirtyBitmap *bm = bs ? bdrv_dirty_bitmap_lookup(
-                                   bs, arg_str(data, "name"), errp) : NULL;
 
-    if (bm && bdrv_dirty_bitmap_check(bm, flags, errp) < 0) {
-        return NULL;
-    }
-    return bm;
+    return bs ? bdrv_dirty_bitmap_lookup_checked(bs, arg_str(data, "name"),
+                                                 flags, errp) : NULL;
 }
 
 static int dirty_bitmap_add_prepare(TransactionAction *action,
