@@ -327,7 +327,7 @@ static int nbd_hs_meta_context(NBDHs *hs, const char *export_name,
     }
 }
 
-/* Takes in one NBD_REP_INFO of NBD_OPT_GO. */
+/* Takes in one NBD_REP_INFO of NBD_OPT_GO or (nbd-list.c) NBD_OPT_INFO. */
 int nbd_hs_go_info(const uint8_t *p, uint32_t len, NBDExportInfo *info,
                    bool *have_export, Error **errp)
 {
