@@ -726,20 +726,6 @@ static int coroutine_fn blkdebug_co_block_status(BlockDriverState *bs,
     return BDRV_BLOCK_RAW | BDRV_BLOCK_OFFSET_VALID;
 }
 
-static int coroutine_fn blkdebug_co_truncate(BlockDriverState *bs,
-                                             int64_t offset, bool exact,
-                                             PreallocMode prealloc,
-                                             BdrvRequestFlags flags,
-                                             Error **errp)
-{
-    return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
-}
-
-static int64_t blkdebug_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
 /* What makes two blkdebug nodes over the same image behave differently. */
 static const char *const blkdebug_strong_runtime_opts[] = {
     "config",
@@ -987,8 +973,8 @@ static const BlockDriver bdrv_blkdebug = {
     .bdrv_co_pdiscard               = blkdebug_co_pdiscard,
     .bdrv_co_flush                  = blkdebug_co_flush,
     .bdrv_co_block_status           = blkdebug_co_block_status,
-    .bdrv_co_truncate               = blkdebug_co_truncate,
-    .bdrv_getlength                 = blkdebug_getlength,
+    .bdrv_co_truncate               = bdrv_filter_co_truncate,
+    .bdrv_getlength                 = bdrv_filter_getlength,
     .bdrv_refresh_filename          = blkdebug_refresh_filename,
     .bdrv_refresh_limits            = blkdebug_refresh_limits,
     .bdrv_debug_event               = blkdebug_debug_event,

@@ -182,6 +182,17 @@ BlockDriverState *bdrv_find_node(const char *node_name)
     return NULL;
 }
 
+BlockDriverState *bdrv_lookup_node(const char *name, Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(name);
+
+    if (!bs) {
+        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", name,
+                   name);
+    }
+    return bs;
+}
+
 BlockDriverState *bdrv_next_node(BlockDriverState *bs)
 {
     GList *l = bs ? bs->all_link->next : all_bdrv_states.head;
@@ -902,11 +913,8 @@ static BlockDriverState *bdrv_open_reference(const char *reference,
         error_setg(errp, "Cannot reference an existing block device with "
                    "additional options or a new filename");
     } else {
-        bs = bdrv_find_node(reference);
-        if (!bs) {
-            error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
-                       reference, reference);
-        } else {
+        bs = bdrv_lookup_node(reference, errp);
+        if (bs) {
             bdrv_ref(bs);
         }
     }

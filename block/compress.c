@@ -88,19 +88,6 @@ static int compress_check_perm(BlockDriverState *bs, uint64_t perm,
     return 0;
 }
 
-static int64_t compress_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
-static int coroutine_fn compress_co_preadv(BlockDriverState *bs,
-                                           int64_t offset, int64_t bytes,
-                                           QEMUIOVector *qiov,
-                                           BdrvRequestFlags flags)
-{
-    return bdrv_co_preadv(bs->file, offset, bytes, qiov, flags);
-}
-
 static int coroutine_fn compress_co_pwritev(BlockDriverState *bs,
                                             int64_t offset, int64_t bytes,
                                             QEMUIOVector *qiov,
@@ -109,30 +96,6 @@ static int coroutine_fn compress_co_pwritev(BlockDriverState *bs,
     assert(QEMU_IS_ALIGNED(offset, bs->bl.request_alignment)); /* inv. 2 */
     return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
                            flags | BDRV_REQ_WRITE_COMPRESSED);
-}
-
-/* Invariant 3 for the two below. */
-static int coroutine_fn compress_co_pwrite_zeroes(BlockDriverState *bs,
-                                                  int64_t offset,
-                                                  int64_t bytes,
-                                                  BdrvRequestFlags flags)
-{
-    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
-}
-
-static int coroutine_fn compress_co_pdiscard(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes)
-{
-    return bdrv_co_pdiscard(bs->file, offset, bytes);
-}
-
-static int coroutine_fn compress_co_truncate(BlockDriverState *bs,
-                                             int64_t offset, bool exact,
-                                             PreallocMode prealloc,
-                                             BdrvRequestFlags flags,
-                                             Error **errp)
-{
-    return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
 }
 
 static const BlockDriver bdrv_compress = {
@@ -146,12 +109,13 @@ static const BlockDriver bdrv_compress = {
     .bdrv_reopen_prepare            = compress_reopen_prepare,
     .bdrv_refresh_limits            = compress_refresh_limits,
     .bdrv_check_perm                = compress_check_perm,
-    .bdrv_getlength                 = compress_getlength,
-    .bdrv_co_preadv                 = compress_co_preadv,
+    .bdrv_getlength                 = bdrv_filter_getlength,
+    /* invariant 3: reads, zero writes and discards pass through */
+    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
     .bdrv_co_pwritev                = compress_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = compress_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = compress_co_pdiscard,
-    .bdrv_co_truncate               = compress_co_truncate,
+    .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
+    .bdrv_co_truncate               = bdrv_filter_co_truncate,
 };
 
 block_init(bdrv_register, bdrv_compress)

@@ -125,11 +125,6 @@ static void cor_child_perm(BlockDriverState *bs, BdrvChild *c,
     }
 }
 
-static int64_t cor_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
 /*
  * How many bytes from @offset (at most @bytes) read alike, and whether
  * they are to be copied (invariant 2): 1 yes, 0 no, or -errno.
@@ -186,27 +181,6 @@ static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
     return 0;
 }
 
-/* Invariant 3: this and the write paths below it pass through. */
-static int coroutine_fn cor_co_pwritev(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvRequestFlags flags)
-{
-    return bdrv_co_pwritev(bs->file, offset, bytes, qiov, flags);
-}
-
-static int coroutine_fn cor_co_pwrite_zeroes(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes,
-                                             BdrvRequestFlags flags)
-{
-    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
-}
-
-static int coroutine_fn cor_co_pdiscard(BlockDriverState *bs, int64_t offset,
-                                        int64_t bytes)
-{
-    return bdrv_co_pdiscard(bs->file, offset, bytes);
-}
-
 /* Also passes on the empty write that ends a stream of compressed ones. */
 static int coroutine_fn cor_co_pwritev_compressed(BlockDriverState *bs,
                                                   int64_t offset,
@@ -215,13 +189,6 @@ static int coroutine_fn cor_co_pwritev_compressed(BlockDriverState *bs,
 {
     return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
                            BDRV_REQ_WRITE_COMPRESSED);
-}
-
-static int coroutine_fn cor_co_truncate(BlockDriverState *bs, int64_t offset,
-                                        bool exact, PreallocMode prealloc,
-                                        BdrvRequestFlags flags, Error **errp)
-{
-    return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
 }
 
 static const BlockDriver bdrv_copy_on_read = {
@@ -235,13 +202,14 @@ static const BlockDriver bdrv_copy_on_read = {
     .bdrv_close                     = cor_close,
     .bdrv_reopen_prepare            = cor_reopen_prepare,
     .bdrv_child_perm                = cor_child_perm,
-    .bdrv_getlength                 = cor_getlength,
+    .bdrv_getlength                 = bdrv_filter_getlength,
     .bdrv_co_preadv                 = cor_co_preadv,
-    .bdrv_co_pwritev                = cor_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = cor_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = cor_co_pdiscard,
+    /* invariant 3: the write paths pass through */
+    .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
     .bdrv_co_pwritev_compressed     = cor_co_pwritev_compressed,
-    .bdrv_co_truncate               = cor_co_truncate,
+    .bdrv_co_truncate               = bdrv_filter_co_truncate,
 };
 
 block_init(bdrv_register, bdrv_copy_on_read)

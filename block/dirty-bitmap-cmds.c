@@ -89,6 +89,19 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
     return bitmap;
 }
 
+BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup_checked(BlockDriverState *bs,
+                                                  const char *name,
+                                                  BdrvDirtyBitmapFlags flags,
+                                                  Error **errp)
+{
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+
+    if (bitmap && bdrv_dirty_bitmap_check(bitmap, flags, errp) < 0) {
+        return NULL;
+    }
+    return bitmap;
+}
+
 BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        const char *name,
                                        uint32_t granularity, bool persistent,
@@ -122,19 +135,27 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
     return bitmap;
 }
 
+int bdrv_dirty_bitmap_remove_persistent(BdrvDirtyBitmap *bitmap,
+                                        Error **errp)
+{
+    BlockDriverState *bs = bdrv_dirty_bitmap_bs(bitmap);
+
+    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
+        bs->drv->bdrv_remove_persistent_dirty_bitmap(
+            bs, bdrv_dirty_bitmap_name(bitmap), errp) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
 int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
                              Error **errp)
 {
-    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup_checked(
+        bs, name, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO, errp);
 
-    if (!bitmap ||
-        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO,
-                                errp) < 0) {
-        return -1;
-    }
-    if (bdrv_dirty_bitmap_get_persistence(bitmap) && bs->drv &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap(bs, name, errp) < 0) {
+    if (!bitmap || bdrv_dirty_bitmap_remove_persistent(bitmap, errp) < 0) {
         return -1;
     }
     bdrv_release_dirty_bitmap(bitmap);
@@ -144,10 +165,10 @@ int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
 int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
                                 Error **errp)
 {
-    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+    BdrvDirtyBitmap *bitmap =
+        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_DEFAULT, errp);
 
-    if (!bitmap ||
-        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_DEFAULT, errp) < 0) {
+    if (!bitmap) {
         return -1;
     }
     bdrv_clear_dirty_bitmap(bitmap, NULL);
@@ -157,10 +178,10 @@ int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
 int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
                                  Error **errp)
 {
-    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+    BdrvDirtyBitmap *bitmap =
+        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
 
-    if (!bitmap ||
-        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_ALLOW_RO, errp) < 0) {
+    if (!bitmap) {
         return -1;
     }
     bdrv_enable_dirty_bitmap(bitmap);
@@ -170,10 +191,10 @@ int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
 int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
                                   Error **errp)
 {
-    BdrvDirtyBitmap *bitmap = bdrv_dirty_bitmap_lookup(bs, name, errp);
+    BdrvDirtyBitmap *bitmap =
+        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
 
-    if (!bitmap ||
-        bdrv_dirty_bitmap_check(bitmap, BDRV_BITMAP_ALLOW_RO, errp) < 0) {
+    if (!bitmap) {
         return -1;
     }
     bdrv_disable_dirty_bitmap(bitmap);
@@ -184,12 +205,13 @@ int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
                                 BdrvDirtyBitmap *const *srcs, int nsrc,
                                 HBitmap **backup, Error **errp)
 {
-    BdrvDirtyBitmap *dst = bdrv_dirty_bitmap_lookup(bs, target, errp);
+    BdrvDirtyBitmap *dst =
+        bdrv_dirty_bitmap_lookup_checked(bs, target, BDRV_BITMAP_DEFAULT,
+                                         errp);
     BdrvDirtyBitmap *anon;
     bool ok = true;
 
-    if (!dst ||
-        bdrv_dirty_bitmap_check(dst, BDRV_BITMAP_DEFAULT, errp) < 0) {
+    if (!dst) {
         return -1;
     }
     /* all sources into a scratch bitmap first: a failure changes nothing */

@@ -186,18 +186,14 @@ static int64_t hdev_getlength(BlockDriverState *bs)
 }
 
 /* Invariant 1: only the size the device has is accepted, as QEMU does. */
-static int coroutine_fn hdev_co_truncate(BlockDriverState *bs, int64_t offset,
-                                         bool exact, PreallocMode prealloc,
-                                         BdrvRequestFlags flags, Error **errp)
+int hdev_check_truncate(int64_t len, int64_t offset, bool exact,
+                        PreallocMode prealloc, Error **errp)
 {
-    int64_t len;
-
     if (prealloc != PREALLOC_MODE_OFF) {
         error_setg(errp, "Preallocation mode '%s' unsupported for this "
                    "non-regular file", PreallocMode_str[prealloc]);
         return -ENOTSUP;
     }
-    len = hdev_getlength(bs);
     if (len < 0) {
         error_setg_errno(errp, -len, "Failed to inquire current file length");
         return len;
@@ -211,6 +207,14 @@ static int coroutine_fn hdev_co_truncate(BlockDriverState *bs, int64_t offset,
         return -EINVAL;
     }
     return 0;
+}
+
+static int coroutine_fn hdev_co_truncate(BlockDriverState *bs, int64_t offset,
+                                         bool exact, PreallocMode prealloc,
+                                         BdrvRequestFlags flags, Error **errp)
+{
+    return hdev_check_truncate(hdev_getlength(bs), offset, exact, prealloc,
+                               errp);
 }
 
 /* The device keeps whatever was on it before the image was created. */

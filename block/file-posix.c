@@ -1289,7 +1289,6 @@ static int coroutine_fn raw_co_truncate(BlockDriverState *bs, int64_t offset,
         .prealloc = prealloc,
         .errp = errp,
     };
-    int64_t len;
 
     if (!s->is_blk) {
         /* Regular files always get exactly the size asked for. */
@@ -1298,25 +1297,8 @@ static int coroutine_fn raw_co_truncate(BlockDriverState *bs, int64_t offset,
         s->cached_length = -1;
         return ret;
     }
-    if (prealloc != PREALLOC_MODE_OFF) {
-        error_setg(errp, "Preallocation mode '%s' unsupported for this "
-                   "non-regular file", PreallocMode_str[prealloc]);
-        return -ENOTSUP;
-    }
-    len = raw_getlength(bs);
-    if (len < 0) {
-        error_setg_errno(errp, -len, "Failed to inquire current file length");
-        return len;
-    }
-    if (offset > len) {
-        error_setg(errp, "Cannot grow device files");
-        return -EINVAL;
-    }
-    if (exact && offset != len) {
-        error_setg(errp, "Cannot resize device files");
-        return -ENOTSUP;
-    }
-    return 0;
+    return hdev_check_truncate(raw_getlength(bs), offset, exact, prealloc,
+                               errp);
 }
 
 /* --- Creation ------------------------------------------------------------ */

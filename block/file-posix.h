@@ -71,6 +71,15 @@ void raw_abort_perm_update(BlockDriverState *bs);
 /* --- Implemented in file-host-device.c ---------------------------------- */
 
 /*
+ * Truncate of a device of @len bytes (-errno if its length could not be
+ * read) to @offset: a device keeps its size, so only its own size (or,
+ * when not @exact, a smaller one) is accepted, with QEMU's messages.
+ * For host_device and for the file driver opened on a device.
+ */
+int hdev_check_truncate(int64_t len, int64_t offset, bool exact,
+                        PreallocMode prealloc, Error **errp);
+
+/*
  * The block sizes of a device, from what its ioctls answered (0 where one
  * failed).  Pure, so that it can be tested without a device.
  */

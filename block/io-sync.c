@@ -221,29 +221,13 @@ int bdrv_block_status_above(BlockDriverState *bs, BlockDriverState *base,
     return bdrv_run_co(bs, bdrv_sync_co_entry, &s);
 }
 
-int bdrv_save_vmstate(BlockDriverState *bs, const uint8_t *buf, int64_t pos,
-                      int64_t size)
+/* The VM state area: BDRV_SYNC_SAVE_VMSTATE or BDRV_SYNC_LOAD_VMSTATE. */
+static int bdrv_sync_vmstate(BlockDriverState *bs, BdrvSyncOp op, void *buf,
+                             int64_t pos, int64_t size)
 {
     QEMUIOVector qiov;
     BdrvSyncCo s = {
-        .op = BDRV_SYNC_SAVE_VMSTATE, .bs = bs, .offset = pos,
-        .qiov = &qiov,
-    };
-
-    if (size < 0) {
-        return -EINVAL;
-    }
-    qemu_iovec_init_buf(&qiov, (void *)buf, size);
-    return bdrv_run_co(bs, bdrv_sync_co_entry, &s);
-}
-
-int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
-                      int64_t size)
-{
-    QEMUIOVector qiov;
-    BdrvSyncCo s = {
-        .op = BDRV_SYNC_LOAD_VMSTATE, .bs = bs, .offset = pos,
-        .qiov = &qiov,
+        .op = op, .bs = bs, .offset = pos, .qiov = &qiov,
     };
 
     if (size < 0) {
@@ -251,6 +235,19 @@ int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
     }
     qemu_iovec_init_buf(&qiov, buf, size);
     return bdrv_run_co(bs, bdrv_sync_co_entry, &s);
+}
+
+int bdrv_save_vmstate(BlockDriverState *bs, const uint8_t *buf, int64_t pos,
+                      int64_t size)
+{
+    return bdrv_sync_vmstate(bs, BDRV_SYNC_SAVE_VMSTATE, (void *)buf, pos,
+                             size);
+}
+
+int bdrv_load_vmstate(BlockDriverState *bs, uint8_t *buf, int64_t pos,
+                      int64_t size)
+{
+    return bdrv_sync_vmstate(bs, BDRV_SYNC_LOAD_VMSTATE, buf, pos, size);
 }
 
 int bdrv_is_allocated(BlockDriverState *bs, int64_t offset, int64_t bytes,

@@ -125,10 +125,8 @@ static BlockDriverState *create_job_node_ref(JsonNode *ref, Error **errp)
                    "BlockdevRef");
         return NULL;
     }
-    bs = bdrv_find_node(json_node_get_string(ref));
+    bs = bdrv_lookup_node(json_node_get_string(ref), errp);
     if (!bs) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
-                   json_node_get_string(ref), json_node_get_string(ref));
         return NULL;
     }
     bdrv_ref(bs);

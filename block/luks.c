@@ -299,14 +299,9 @@ static int luks_measure(QemuOpts *opts, BlockDriverState *in_bs,
         return -EINVAL;
     }
     crypto_secret_free_str(passphrase);
-    if (in_bs) {
-        size = bdrv_getlength(in_bs);
-        if (size < 0) {
-            error_setg_errno(errp, -size, "Unable to get image virtual_size");
-            return size;
-        }
-    } else {
-        size = qemu_opt_get_size(opts, "size", 0);
+    size = bdrv_measure_virtual_size(opts, in_bs, errp);
+    if (size < 0) {
+        return size;
     }
     size = ROUND_UP(size, CRYPTO_LUKS_SECTOR_SIZE);
     /* the payload is written whole: holes would read as noise */

@@ -22,16 +22,9 @@
  * reply longer than NBD_CLIENT_MAX_REPLY is refused, never allocated.
  */
 #include "util/osdep.h"
-#include "block/nbd-client.h"
-#include "block/nbd-proto.h"
+#include "nbd-handshake-int.h"
 #include "crypto/tls-session.h"
 #include <sys/socket.h>
-
-/* Where the handshake reads and writes: the socket, or TLS once started. */
-typedef struct NBDHs {
-    int fd;
-    QCryptoTLSSession *tls;
-} NBDHs;
 
 /* One read or write of the socket or the session, -1 with errno. */
 static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
@@ -52,18 +45,19 @@ static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
 }
 
 /*
- * The largest option reply read: a string (NBD_MAX_STRING_SIZE) with a
- * header of a few bytes.  Anything longer is a hostile or broken server.
+ * The largest option reply read: two strings (NBD_MAX_STRING_SIZE each:
+ * NBD_REP_SERVER's name and description) with a header of a few bytes.
+ * Anything longer is a hostile or broken server.
  */
-#define NBD_CLIENT_MAX_REPLY    (NBD_MAX_STRING_SIZE + 64)
+#define NBD_CLIENT_MAX_REPLY    (2 * NBD_MAX_STRING_SIZE + 64)
 
 /*
  * Reads @len bytes of @what (QEMU's names: "option reply", "export
  * length"); a failure reads as QEMU's, since scripts and iotests 083 and
  * 233 compare them.
  */
-static int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
-                       Error **errp)
+int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
+                Error **errp)
 {
     uint8_t *p = buf;
 
@@ -115,8 +109,8 @@ static int nbd_hs_write(NBDHs *hs, const void *buf, size_t len,
     return 0;
 }
 
-static int nbd_hs_send_option(NBDHs *hs, uint32_t opt, const void *data,
-                              uint32_t len, Error **errp)
+int nbd_hs_send_option(NBDHs *hs, uint32_t opt, const void *data,
+                       uint32_t len, Error **errp)
 {
     NBDOption hdr = {
         .magic = GUINT64_TO_BE(NBD_OPTS_MAGIC),
@@ -136,8 +130,8 @@ static int nbd_hs_send_option(NBDHs *hs, uint32_t opt, const void *data,
  * Reads one reply to @opt; its payload (at most NBD_CLIENT_MAX_REPLY
  * bytes) goes to *@payload, which the caller frees.
  */
-static int nbd_hs_read_reply(NBDHs *hs, uint32_t opt, NBDOptionReply *rep,
-                             uint8_t **payload, Error **errp)
+int nbd_hs_read_reply(NBDHs *hs, uint32_t opt, NBDOptionReply *rep,
+                      uint8_t **payload, Error **errp)
 {
     int ret;
 
@@ -209,8 +203,8 @@ static const char *nbd_hs_opt_short_name(uint32_t opt)
  * An error reply to @opt: QEMU's message for its type, the server's own
  * text on a line of its own (scripts compare these, iotest 233 too).
  */
-static int nbd_hs_reply_error(const NBDOptionReply *rep, const uint8_t *msg,
-                              const char *export_name, Error **errp)
+int nbd_hs_reply_error(const NBDOptionReply *rep, const uint8_t *msg,
+                       const char *export_name, Error **errp)
 {
     g_autofree char *what = g_strdup_printf("option %" PRIu32 " (%s)",
                                             rep->option,
@@ -265,7 +259,7 @@ static int nbd_hs_reply_error(const NBDOptionReply *rep, const uint8_t *msg,
     return ret;
 }
 
-static int nbd_hs_structured_reply(NBDHs *hs, NBDExportInfo *info, Error **errp)
+int nbd_hs_structured_reply(NBDHs *hs, NBDExportInfo *info, Error **errp)
 {
     NBDOptionReply rep;
     g_autofree uint8_t *payload = NULL;
@@ -285,7 +279,7 @@ static int nbd_hs_structured_reply(NBDHs *hs, NBDExportInfo *info, Error **errp)
 }
 
 /* Option data that starts with an export name: u32 length, name. */
-static void nbd_hs_put_name(GByteArray *buf, const char *name)
+void nbd_hs_put_name(GByteArray *buf, const char *name)
 {
     uint32_t len = GUINT32_TO_BE(strlen(name));
 
@@ -333,9 +327,9 @@ static int nbd_hs_meta_context(NBDHs *hs, const char *export_name,
     }
 }
 
-/* Takes in one NBD_REP_INFO of NBD_OPT_GO. */
-static int nbd_hs_go_info(const uint8_t *p, uint32_t len, NBDExportInfo *info,
-                          bool *have_export, Error **errp)
+/* Takes in one NBD_REP_INFO of NBD_OPT_GO or (nbd-list.c) NBD_OPT_INFO. */
+int nbd_hs_go_info(const uint8_t *p, uint32_t len, NBDExportInfo *info,
+                   bool *have_export, Error **errp)
 {
     uint16_t type;
 
@@ -497,7 +491,7 @@ static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
  * NBD_OPT_STARTTLS, then the TLS handshake on the socket: from then on
  * hs reads and writes TLS records.
  */
-static int nbd_hs_starttls(NBDHs *hs, const NBDClientTLS *tls, Error **errp)
+int nbd_hs_starttls(NBDHs *hs, const NBDClientTLS *tls, Error **errp)
 {
     NBDOptionReply rep;
     g_autofree uint8_t *payload = NULL;
@@ -535,16 +529,12 @@ int nbd_client_handshake(int fd, const char *export_name, const char *context,
     *sess = hs.tls;
     return ret;
 }
-static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
-                            const char *context, const NBDClientTLS *tls,
-                            NBDExportInfo *info, Error **errp)
+int nbd_hs_greeting(NBDHs *hs, uint16_t *hs_flags, Error **errp)
 {
     uint64_t magics[2];
     uint32_t client_flags;
-    uint16_t hs_flags;
     int ret;
 
-    memset(info, 0, sizeof(*info));
     ret = nbd_hs_read(hs, magics, sizeof(magics), "initial magic", errp);
     if (ret < 0) {
         return ret;
@@ -555,6 +545,41 @@ static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
         return -EPROTO;
     }
     if (GUINT64_FROM_BE(magics[1]) == NBD_OLDSTYLE_MAGIC) {
+        return 1;
+    }
+    if (GUINT64_FROM_BE(magics[1]) != NBD_OPTS_MAGIC) {
+        error_setg(errp, "NBD server sent the bad greeting magic 0x%" PRIx64,
+                   GUINT64_FROM_BE(magics[1]));
+        return -EPROTO;
+    }
+    ret = nbd_hs_read(hs, hs_flags, sizeof(*hs_flags), "initial magic",
+                      errp);
+    if (ret < 0) {
+        return ret;
+    }
+    *hs_flags = GUINT16_FROM_BE(*hs_flags);
+    client_flags = 0;
+    if (*hs_flags & NBD_FLAG_FIXED_NEWSTYLE) {
+        client_flags |= NBD_FLAG_C_FIXED_NEWSTYLE;
+    }
+    if (*hs_flags & NBD_FLAG_NO_ZEROES) {
+        client_flags |= NBD_FLAG_C_NO_ZEROES;
+    }
+    client_flags = GUINT32_TO_BE(client_flags);
+    return nbd_hs_write(hs, &client_flags, sizeof(client_flags),
+                        "the client flags", errp);
+}
+
+static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
+                            const char *context, const NBDClientTLS *tls,
+                            NBDExportInfo *info, Error **errp)
+{
+    uint16_t hs_flags;
+    int ret;
+
+    memset(info, 0, sizeof(*info));
+    ret = nbd_hs_greeting(hs, &hs_flags, errp);
+    if (ret == 1) {
         if (tls->creds) {
             error_setg(errp, "NBD server speaks the oldstyle handshake, "
                        "which has no TLS");
@@ -562,27 +587,6 @@ static int nbd_hs_negotiate(NBDHs *hs, const char *export_name,
         }
         return nbd_hs_oldstyle(hs, export_name, info, errp);
     }
-    if (GUINT64_FROM_BE(magics[1]) != NBD_OPTS_MAGIC) {
-        error_setg(errp, "NBD server sent the bad greeting magic 0x%" PRIx64,
-                   GUINT64_FROM_BE(magics[1]));
-        return -EPROTO;
-    }
-    ret = nbd_hs_read(hs, &hs_flags, sizeof(hs_flags), "initial magic",
-                      errp);
-    if (ret < 0) {
-        return ret;
-    }
-    hs_flags = GUINT16_FROM_BE(hs_flags);
-    client_flags = 0;
-    if (hs_flags & NBD_FLAG_FIXED_NEWSTYLE) {
-        client_flags |= NBD_FLAG_C_FIXED_NEWSTYLE;
-    }
-    if (hs_flags & NBD_FLAG_NO_ZEROES) {
-        client_flags |= NBD_FLAG_C_NO_ZEROES;
-    }
-    client_flags = GUINT32_TO_BE(client_flags);
-    ret = nbd_hs_write(hs, &client_flags, sizeof(client_flags),
-                       "the client flags", errp);
     if (ret == 0 && !(hs_flags & NBD_FLAG_FIXED_NEWSTYLE)) {
         if (tls->creds) {
             error_setg(errp, "NBD server is not fixed newstyle, which TLS "

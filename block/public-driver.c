@@ -48,6 +48,21 @@ int bdrv_measure(const BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs
     return drv->bdrv_measure(opts, in_bs, info, errp);
 }
 
+int64_t bdrv_measure_virtual_size(QemuOpts *opts, BlockDriverState *in_bs,
+                                  Error **errp)
+{
+    int64_t size;
+
+    if (!in_bs) {
+        return qemu_opt_get_size(opts, "size", 0);
+    }
+    size = bdrv_getlength(in_bs);
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Unable to get image virtual_size");
+    }
+    return size;
+}
+
 int bdrv_amend(BlockDriverState *bs, QemuOpts *opts,
                BlockAmendStatusCB *status_cb, void *cb_opaque, bool force,
                Error **errp)

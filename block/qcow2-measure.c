@@ -190,15 +190,9 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
     if (luks < 0) {
         return luks;
     }
-    if (in_bs) {
-        disk_size = bdrv_getlength(in_bs);
-        if (disk_size < 0) {
-            error_setg_errno(errp, -disk_size, "Unable to get image "
-                             "virtual_size");
-            return disk_size;
-        }
-    } else {
-        disk_size = qemu_opt_get_size(opts, "size", 0);
+    disk_size = bdrv_measure_virtual_size(opts, in_bs, errp);
+    if (disk_size < 0) {
+        return disk_size;
     }
     disk_size = ROUND_UP(disk_size, m.cluster_size);
 

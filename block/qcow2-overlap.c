@@ -354,39 +354,33 @@ uint64_t qcow2_overlap_index_size(BDRVQcow2State *s)
     return s->overlap_index ? s->overlap_index->used : 0;
 }
 
+/* A table entry that pointed at @old_off now points at @new_off (0: none). */
+static void ol_index_replace(BDRVQcow2State *s, int set, uint64_t old_off,
+                             uint64_t new_off)
+{
+    if (old_off == new_off) {
+        return;
+    }
+    if (new_off) {
+        ol_index_add(s, set, new_off >> s->cluster_bits);
+    }
+    if (old_off) {
+        ol_index_remove(s, set, old_off >> s->cluster_bits);
+    }
+}
+
 void qcow2_overlap_l2_changed(BDRVQcow2State *s, uint64_t old_l1_entry,
                               uint64_t new_l1_entry)
 {
-    uint64_t old_l2 = old_l1_entry & L1E_OFFSET_MASK;
-    uint64_t new_l2 = new_l1_entry & L1E_OFFSET_MASK;
-
-    if (old_l2 == new_l2) {
-        return;
-    }
-    if (new_l2) {
-        ol_index_add(s, OL_SET_ACTIVE_L2, new_l2 >> s->cluster_bits);
-    }
-    if (old_l2) {
-        ol_index_remove(s, OL_SET_ACTIVE_L2, old_l2 >> s->cluster_bits);
-    }
+    ol_index_replace(s, OL_SET_ACTIVE_L2, old_l1_entry & L1E_OFFSET_MASK,
+                     new_l1_entry & L1E_OFFSET_MASK);
 }
 
 void qcow2_overlap_refblock_changed(BDRVQcow2State *s, uint64_t old_entry,
                                     uint64_t new_entry)
 {
-    uint64_t old_block = old_entry & REFT_OFFSET_MASK;
-    uint64_t new_block = new_entry & REFT_OFFSET_MASK;
-
-    if (old_block == new_block) {
-        return;
-    }
-    if (new_block) {
-        ol_index_add(s, OL_SET_REFCOUNT_BLOCK, new_block >> s->cluster_bits);
-    }
-    if (old_block) {
-        ol_index_remove(s, OL_SET_REFCOUNT_BLOCK,
-                        old_block >> s->cluster_bits);
-    }
+    ol_index_replace(s, OL_SET_REFCOUNT_BLOCK, old_entry & REFT_OFFSET_MASK,
+                     new_entry & REFT_OFFSET_MASK);
 }
 
 void qcow2_overlap_rebuild_active(BDRVQcow2State *s)

@@ -382,17 +382,13 @@ static int coroutine_fn raw_co_create_opts(const BlockDriver *drv,
 static int raw_measure(QemuOpts *opts, BlockDriverState *in_bs,
                        BlockMeasureInfo *info, Error **errp)
 {
-    int64_t size;
+    int64_t size = bdrv_measure_virtual_size(opts, in_bs, errp);
 
-    if (in_bs) {
-        size = bdrv_getlength(in_bs);
-        if (size < 0) {
-            error_setg_errno(errp, -size, "Unable to get image virtual_size");
-            return size;
-        }
-    } else {
-        size = ROUND_UP(qemu_opt_get_size(opts, "size", 0), BDRV_SECTOR_SIZE);
+    if (size < 0) {
+        return size;
     }
+    /* a length is whole sectors already; a size option may not be */
+    size = ROUND_UP(size, BDRV_SECTOR_SIZE);
     info->required = size;
     info->fully_allocated = size;
     return 0;

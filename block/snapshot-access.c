@@ -37,11 +37,6 @@ static void snapshot_access_child_perm(BlockDriverState *bs, BdrvChild *c,
     *nshared = BLK_PERM_ALL;
 }
 
-static int64_t snapshot_access_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
 /* No name opens this view but its options: a json: name, always. */
 static void snapshot_access_refresh_filename(BlockDriverState *bs)
 {
@@ -97,7 +92,7 @@ static const BlockDriver bdrv_snapshot_access = {
     .bdrv_open                      = snapshot_access_open,
     .bdrv_reopen_prepare            = snapshot_access_reopen_prepare,
     .bdrv_child_perm                = snapshot_access_child_perm,
-    .bdrv_getlength                 = snapshot_access_getlength,
+    .bdrv_getlength                 = bdrv_filter_getlength,
     .bdrv_refresh_filename          = snapshot_access_refresh_filename,
     .bdrv_co_preadv                 = snapshot_access_co_preadv,
     .bdrv_co_pwritev                = snapshot_access_co_pwritev,

@@ -261,14 +261,12 @@ static void crypto_secret_destroy(void *state)
 
 uint8_t *crypto_secret_lookup(const char *id, size_t *len, Error **errp)
 {
-    UserObject *obj = user_object_find(id, SECRET_TYPE);
-    CryptoSecret *secret;
+    CryptoSecret *secret = user_object_find_state(id, SECRET_TYPE);
 
-    if (!obj) {
+    if (!secret) {
         error_setg(errp, "No secret with id '%s'", id);
         return NULL;
     }
-    secret = user_object_get_state(obj);
     *len = secret->len;
     return crypto_secret_dup(secret->data, secret->len);
 }

@@ -37,14 +37,13 @@ static void authz_simple_destroy(void *state)
 bool qauthz_is_allowed_by_id(const char *authz_id, const char *identity,
                              Error **errp)
 {
-    UserObject *obj = user_object_find(authz_id, AUTHZ_SIMPLE_TYPE);
-    QAuthZSimple *authz;
+    QAuthZSimple *authz = user_object_find_state(authz_id,
+                                                 AUTHZ_SIMPLE_TYPE);
 
-    if (!obj) {
+    if (!authz) {
         error_setg(errp, "No authorization object with id '%s'", authz_id);
         return false;
     }
-    authz = user_object_get_state(obj);
     return !strcmp(authz->identity, identity);
 }
 

@@ -47,17 +47,6 @@ static int backup_qmp_lookup(const char *const *names, size_t n,
     return -1;
 }
 
-static BlockDriverState *backup_qmp_node(const char *name, Error **errp)
-{
-    BlockDriverState *bs = bdrv_find_node(name);
-
-    if (!bs) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", name,
-                   name);
-    }
-    return bs;
-}
-
 static BlockdevOnError backup_qmp_on_error(JsonObject *args,
                                            const char *name)
 {
@@ -181,13 +170,13 @@ static int backup_action_prepare(TransactionAction *action,
     BlockDriverState *bs, *target;
     BackupOptions opts;
 
-    bs = backup_qmp_node(json_object_get_string_member(data, "device"),
-                         errp);
+    bs = bdrv_lookup_node(json_object_get_string_member(data, "device"),
+                          errp);
     if (!bs) {
         return -ENOENT;
     }
-    target = backup_qmp_node(json_object_get_string_member(data, "target"),
-                             errp);
+    target = bdrv_lookup_node(json_object_get_string_member(data, "target"),
+                              errp);
     if (!target) {
         return -ENOENT;
     }

@@ -14,23 +14,9 @@
  */
 #include "dirty-bitmap-qmp.h"
 #include "block/block.h"
-#include "block/block_int.h"
 #include "block/dirty-bitmap.h"
 #include "qmp-dispatch.h"
 #include "transaction.h"
-
-/* The node @name, as QEMU looks it up (its message for none). */
-static BlockDriverState *dirty_bitmap_qmp_node(const char *name,
-                                               Error **errp)
-{
-    BlockDriverState *bs = bdrv_find_node(name);
-
-    if (!bs) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", name,
-                   name);
-    }
-    return bs;
-}
 
 static const char *arg_str(JsonObject *args, const char *name)
 {
@@ -40,8 +26,7 @@ static const char *arg_str(JsonObject *args, const char *name)
 static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
                                        Error **errp)
 {
-    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(args, "node"),
-                                                 errp);
+    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
     uint32_t granularity = 0;
 
     if (!bs) {
@@ -68,8 +53,7 @@ typedef int DirtyBitmapCmdFn(BlockDriverState *bs, const char *name,
 static void dirty_bitmap_qmp_simple(JsonObject *args, DirtyBitmapCmdFn *fn,
                                     Error **errp)
 {
-    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(args, "node"),
-                                                 errp);
+    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
 
     if (bs) {
         fn(bs, arg_str(args, "name"), errp);
@@ -121,8 +105,8 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_source(BlockDriverState *bs,
             JSON_NODE_HOLDS_VALUE(node) && JSON_NODE_HOLDS_VALUE(name) &&
             json_node_get_value_type(node) == G_TYPE_STRING &&
             json_node_get_value_type(name) == G_TYPE_STRING) {
-            BlockDriverState *other = dirty_bitmap_qmp_node(
-                json_node_get_string(node), errp);
+            BlockDriverState *other =
+                bdrv_lookup_node(json_node_get_string(node), errp);
 
             return other ? bdrv_dirty_bitmap_lookup(
                                other, json_node_get_string(name), errp)
@@ -139,8 +123,7 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_merge(JsonObject *args,
                                                HBitmap **backup,
                                                Error **errp)
 {
-    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(args, "node"),
-                                                 errp);
+    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
     JsonArray *list = json_object_get_array_member(args, "bitmaps");
     guint n = json_array_get_length(list);
     g_autofree BdrvDirtyBitmap **srcs = g_new0(BdrvDirtyBitmap *, n + 1);
@@ -178,8 +161,7 @@ static void qmp_x_debug_block_dirty_bitmap_sha256(JsonObject *args,
                                                   JsonNode **ret,
                                                   Error **errp)
 {
-    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(args, "node"),
-                                                 errp);
+    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
     BdrvDirtyBitmap *bm = bs ? bdrv_dirty_bitmap_lookup(
                                    bs, arg_str(args, "name"), errp) : NULL;
     g_autoptr(JsonObject) o = NULL;
@@ -207,15 +189,10 @@ static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
                                                    BdrvDirtyBitmapFlags flags,
                                                    Error **errp)
 {
-    BlockDriverState *bs = dirty_bitmap_qmp_node(arg_str(data, "node"),
-                                                 errp);
-    BdrvDirtyBitmap *bm = bs ? bdrv_dirty_bitmap_lookup(
-                                   bs, arg_str(data, "name"), errp) : NULL;
+    BlockDriverState *bs = bdrv_lookup_node(arg_str(data, "node"), errp);
 
-    if (bm && bdrv_dirty_bitmap_check(bm, flags, errp) < 0) {
-        return NULL;
-    }
-    return bm;
+    return bs ? bdrv_dirty_bitmap_lookup_checked(bs, arg_str(data, "name"),
+                                                 flags, errp) : NULL;
 }
 
 static int dirty_bitmap_add_prepare(TransactionAction *action,
@@ -257,15 +234,11 @@ static int dirty_bitmap_remove_prepare(TransactionAction *action,
     DirtyBitmapAction *st = action->opaque;
     BdrvDirtyBitmap *bm = dirty_bitmap_action_lookup(
                               data, BDRV_BITMAP_BUSY | BDRV_BITMAP_RO, errp);
-    BlockDriverState *bs = bm ? bdrv_dirty_bitmap_bs(bm) : NULL;
 
     if (!bm) {
         return -EINVAL;
     }
-    if (bdrv_dirty_bitmap_get_persistence(bm) && bs->drv &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap &&
-        bs->drv->bdrv_remove_persistent_dirty_bitmap(
-            bs, bdrv_dirty_bitmap_name(bm), errp) < 0) {
+    if (bdrv_dirty_bitmap_remove_persistent(bm, errp) < 0) {
         return -EIO;
     }
     /* hidden from every other user until commit or abort */

@@ -53,6 +53,7 @@
 #include "util/qapi-event.h"
 #include "util/user-object.h"
 #include "util/iothread.h"
+#include "util/daemonize.h"
 
 enum {
     OPTION_BLOCKDEV = 256,
@@ -84,8 +85,8 @@ static const struct option qsd_long_options[] = {
 /* NULL while running; the ShutdownCause once shutdown is requested */
 static const char *qsd_shutdown_reason;
 static bool qsd_daemonize;
-/* --daemonize: the write end of the pipe the parent waits on */
-static int qsd_daemon_pipe = -1;
+/* --daemonize: how the child tells the parent that it serves */
+static QemuDaemon qsd_daemon;
 static char *qsd_pidfile;
 static int qsd_pidfile_fd = -1;
 
@@ -207,62 +208,17 @@ static void qsd_watch_signals(const sigset_t *set)
                        GINT_TO_POINTER(fd));
 }
 
-static void qsd_daemonize_start(void)
-{
-    int fds[2];
-    pid_t pid;
-
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        error_report("Failed to create a pipe: %s", strerror(errno));
-        exit(1);
-    }
-    pid = fork();
-    if (pid < 0) {
-        error_report("Failed to fork: %s", strerror(errno));
-        exit(1);
-    }
-    if (pid > 0) {
-        char status;
-        ssize_t n;
-
-        close(fds[1]);
-        do {
-            n = read(fds[0], &status, 1);
-        } while (n < 0 && errno == EINTR);
-        /* EOF: the child failed and said why on stderr */
-        _exit(n == 1 && status == 0 ? 0 : 1);
-    }
-    close(fds[0]);
-    setsid();
-    qsd_daemon_pipe = fds[1];
-}
-
+/* --daemonize: the child serves; a daemon is in / (its files are absolute). */
 static void qsd_daemonize_finish(void)
 {
-    char status = 0;
-    int null_fd;
-
-    if (qsd_daemon_pipe < 0) {
+    if (!qsd_daemonize) {
         return;
     }
     if (chdir("/") < 0) {
         error_report("Failed to change to /: %s", strerror(errno));
         exit(1);
     }
-    null_fd = open("/dev/null", O_RDWR);
-    if (null_fd >= 0) {
-        dup2(null_fd, STDIN_FILENO);
-        dup2(null_fd, STDOUT_FILENO);
-        dup2(null_fd, STDERR_FILENO);
-        if (null_fd > STDERR_FILENO) {
-            close(null_fd);
-        }
-    }
-    if (write(qsd_daemon_pipe, &status, 1) != 1) {
-        exit(1);
-    }
-    close(qsd_daemon_pipe);
-    qsd_daemon_pipe = -1;
+    qemu_daemon_ready(&qsd_daemon, 0);
 }
 
 /* Writes and locks the pid file, as QEMU does. */
@@ -532,7 +488,7 @@ int main(int argc, char **argv)
     qsd_process_early_options(argc, argv);
     qsd_block_signals(&signals);
     if (qsd_daemonize) {
-        qsd_daemonize_start();
+        qemu_daemon_fork(&qsd_daemon);
     }
     qsd_watch_signals(&signals);
     bdrv_init();

@@ -24,6 +24,19 @@ static void qio_aio_ctx_free(QioAioCtx *ctx)
     g_free(ctx);
 }
 
+/*
+ * -i: counts an invalid request of @type without issuing one (the stats
+ * tests), and drops @ctx.
+ */
+static int qio_aio_inject_invalid(QioAioCtx *ctx, BlockAcctType type)
+{
+    blk_get_stats(ctx->blk)->invalid_ops[type]++;
+    printf("injecting invalid %s request\n",
+           type == BLOCK_ACCT_READ ? "read" : "write");
+    qio_aio_ctx_free(ctx);
+    return 0;
+}
+
 static void qio_aio_write_done(void *opaque, int ret)
 {
     QioAioCtx *ctx = opaque;
@@ -104,11 +117,7 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
     ctx->bytes = ctx->qiov.size;
 
     if (iflag) {
-        /* counts an invalid request without issuing one (stats tests) */
-        blk_get_stats(blk)->invalid_ops[BLOCK_ACCT_READ]++;
-        printf("injecting invalid read request\n");
-        qio_aio_ctx_free(ctx);
-        return 0;
+        return qio_aio_inject_invalid(ctx, BLOCK_ACCT_READ);
     }
 
     ctx->start_ns = get_clock_ns();
@@ -202,11 +211,7 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
     }
 
     if (iflag) {
-        /* counts an invalid request without issuing one (stats tests) */
-        blk_get_stats(blk)->invalid_ops[BLOCK_ACCT_WRITE]++;
-        printf("injecting invalid write request\n");
-        qio_aio_ctx_free(ctx);
-        return 0;
+        return qio_aio_inject_invalid(ctx, BLOCK_ACCT_WRITE);
     }
 
     ctx->start_ns = get_clock_ns();

@@ -31,6 +31,7 @@
 #include "qblock/block-backend.h"
 #include "util/aio.h"
 #include "util/cutils.h"
+#include "util/daemonize.h"
 #include "util/error.h"
 #include "util/qdict.h"
 #include "util/user-object.h"
@@ -611,81 +612,6 @@ static void qnbd_dump_stats(BlockBackend *blk)
     fclose(f);
 }
 
-/*
- * --fork: the parent waits until the child serves (or fails), copying the
- * child's error messages to its own stderr, and exits with the outcome.
- * Unlike qemu-nbd's parent, a warning printed on the way (a probed raw
- * image) is not mistaken for a failure.  Returns in the child only, with
- * *@ready_fd to write to once serving.
- */
-static void qnbd_fork(int *ready_fd, int *saved_stderr)
-{
-    int err_pipe[2], ready_pipe[2];
-    char buf[4096];
-    ssize_t n;
-    pid_t pid;
-
-    if (pipe2(err_pipe, O_CLOEXEC) < 0 || pipe2(ready_pipe, O_CLOEXEC) < 0) {
-        error_report("Failed to create pipes for --fork: %s",
-                     strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-    pid = fork();
-    if (pid < 0) {
-        error_report("Failed to fork: %s", strerror(errno));
-        exit(EXIT_FAILURE);
-    }
-    if (pid == 0) {
-        close(err_pipe[0]);
-        close(ready_pipe[0]);
-        setsid();
-        *saved_stderr = dup(STDERR_FILENO);
-        dup2(err_pipe[1], STDERR_FILENO);
-        close(err_pipe[1]);
-        *ready_fd = ready_pipe[1];
-        return;
-    }
-    close(err_pipe[1]);
-    close(ready_pipe[1]);
-    while ((n = read(err_pipe[0], buf, sizeof(buf))) != 0) {
-        if (n < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            break;
-        }
-        if (write(STDERR_FILENO, buf, n) < 0) {
-            break;
-        }
-    }
-    do {
-        n = read(ready_pipe[0], buf, 1);
-    } while (n < 0 && errno == EINTR);
-    exit(n == 1 ? EXIT_SUCCESS : EXIT_FAILURE);
-}
-
-/* The forked child is serving: release the parent and stderr. */
-static void qnbd_fork_ready(int ready_fd, int saved_stderr, bool verbose)
-{
-    int null_fd = open("/dev/null", O_RDWR);
-
-    if (verbose) {
-        dup2(saved_stderr, STDERR_FILENO);
-    } else if (null_fd >= 0) {
-        dup2(null_fd, STDERR_FILENO);
-    }
-    if (null_fd >= 0) {
-        dup2(null_fd, STDIN_FILENO);
-        dup2(null_fd, STDOUT_FILENO);
-        close(null_fd);
-    }
-    close(saved_stderr);
-    if (write(ready_fd, "R", 1) != 1) {
-        /* the parent is gone; nobody waits for the news */
-    }
-    close(ready_fd);
-}
-
 static SocketAddress *qnbd_listen_address(QnbdOptions *o)
 {
     if (o->socket_path) {
@@ -715,12 +641,13 @@ static int qnbd_serve(QnbdOptions *o)
     };
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
     struct sigaction sa = { .sa_handler = qnbd_signal };
-    int ready_fd = -1, saved_stderr = -1;
+    QemuDaemon daemon;
     Error *err = NULL;
     BlockBackend *blk;
 
     if (o->fork) {
-        qnbd_fork(&ready_fd, &saved_stderr);
+        /* unlike qemu-nbd's parent, it takes no warning for a failure */
+        qemu_daemon_fork(&daemon);
     }
     if (o->tls_creds) {
         scfg.tls_authz = o->tls_authz;
@@ -760,7 +687,7 @@ static int qnbd_serve(QnbdOptions *o)
     sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     if (o->fork) {
-        qnbd_fork_ready(ready_fd, saved_stderr, o->verbose);
+        qemu_daemon_ready(&daemon, o->verbose ? QEMU_DAEMON_KEEP_STDERR : 0);
     }
 
     while (!qnbd_stop) {
@@ -787,7 +714,7 @@ fail:
 static int qnbd_list(QnbdOptions *o)
 {
     g_autoptr(SocketAddress) addr = qnbd_listen_address(o);
-    QnbdListTLS tls = { .hostname = o->tls_hostname };
+    NBDClientTLS tls = { .hostname = o->tls_hostname };
     Error *err = NULL;
     int ret;
 

@@ -6,19 +6,14 @@
 #define QBLOCK_NBD_TOOL_H
 
 #include "util/sockets.h"
-
-/* TLS for --list: none when @creds is NULL. */
-typedef struct QnbdListTLS {
-    struct QCryptoTLSCreds *creds;  /* endpoint=client */
-    const char *hostname;           /* the server's name, or NULL */
-} QnbdListTLS;
+#include "block/nbd-client.h"
 
 /*
  * qemu-nbd --list: connects to the NBD server at @addr, asks it for its
  * exports and their details and prints them as qemu-nbd prints them.
  * Returns 0, or -errno with @errp set.
  */
-int qnbd_list_exports(const SocketAddress *addr, const QnbdListTLS *tls,
+int qnbd_list_exports(const SocketAddress *addr, const NBDClientTLS *tls,
                       Error **errp);
 
 #endif

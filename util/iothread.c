@@ -137,13 +137,12 @@ static void iothread_destroy(void *state)
 
 IOThread *iothread_find(const char *id, Error **errp)
 {
-    UserObject *obj = user_object_find(id, IOTHREAD_TYPE);
+    IOThread *t = user_object_find_state(id, IOTHREAD_TYPE);
 
-    if (!obj) {
+    if (!t) {
         error_setg(errp, "iothread \"%s\" not found", id);
-        return NULL;
     }
-    return user_object_get_state(obj);
+    return t;
 }
 
 void iothread_ref(IOThread *t)

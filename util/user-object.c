@@ -303,6 +303,13 @@ UserObject *user_object_find(const char *id, const char *type_name)
     return obj && !strcmp(obj->type->name, type_name) ? obj : NULL;
 }
 
+void *user_object_find_state(const char *id, const char *type_name)
+{
+    UserObject *obj = user_object_find(id, type_name);
+
+    return obj ? obj->state : NULL;
+}
+
 void user_object_ref(UserObject *obj)
 {
     obj->refcnt++;

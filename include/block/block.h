@@ -219,6 +219,11 @@ bool bdrv_is_read_only(BlockDriverState *bs);
 bool bdrv_is_writable(BlockDriverState *bs);
 AioContext *bdrv_get_aio_context(BlockDriverState *bs);
 BlockDriverState *bdrv_find_node(const char *node_name);
+/*
+ * The node that @name names where QMP or an option takes a device or a
+ * node name; NULL with QEMU's message when there is none.
+ */
+BlockDriverState *bdrv_lookup_node(const char *name, Error **errp);
 /* The node below filters and formats that holds the data (file). */
 BlockDriverState *bdrv_backing_chain_next(BlockDriverState *bs);
 BlockDriverState *bdrv_filter_or_cow_bs(BlockDriverState *bs);

@@ -492,6 +492,29 @@ struct BdrvWriteHook {
  */
 void bdrv_inherit_file_flags(BlockDriverState *bs);
 
+/*
+ * Driver callbacks of a node that passes a request on to bs->file
+ * unchanged (block/filter-passthrough.c), for filters whose own work is
+ * elsewhere: the table names these instead of a wrapper of its own.
+ */
+int64_t bdrv_filter_getlength(BlockDriverState *bs);
+int coroutine_fn bdrv_filter_co_preadv(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags);
+int coroutine_fn bdrv_filter_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags);
+int coroutine_fn bdrv_filter_co_pwrite_zeroes(BlockDriverState *bs,
+                                              int64_t offset, int64_t bytes,
+                                              BdrvRequestFlags flags);
+int coroutine_fn bdrv_filter_co_pdiscard(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes);
+int coroutine_fn bdrv_filter_co_truncate(BlockDriverState *bs,
+                                         int64_t offset, bool exact,
+                                         PreallocMode prealloc,
+                                         BdrvRequestFlags flags,
+                                         Error **errp);
+
 /* Adds (removes) @hook to the writes of @bs (io.c). */
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
 void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
@@ -725,6 +748,14 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event);
 int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
+
+/*
+ * For a format's bdrv_measure: the virtual size of the image measured,
+ * which is @in_bs's length when there is one, else the "size" of @opts.
+ * Returns it, or -errno with @errp set.
+ */
+int64_t bdrv_measure_virtual_size(QemuOpts *opts, BlockDriverState *in_bs,
+                                  Error **errp);
 
 /*
  * For a format's bdrv_co_create_opts (block/create-format.c): creates the

@@ -189,6 +189,14 @@ char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap);
 BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
                                           const char *name, Error **errp);
 /*
+ * The bitmap @name of @bs if it is in none of the states @flags refuse
+ * (bdrv_dirty_bitmap_check()); else NULL with the message of either.
+ */
+BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup_checked(BlockDriverState *bs,
+                                                  const char *name,
+                                                  BdrvDirtyBitmapFlags flags,
+                                                  Error **errp);
+/*
  * block-dirty-bitmap-add: @granularity 0 takes the node's default (its
  * cluster size, at least 4 KiB, else 64 KiB).
  */
@@ -198,6 +206,12 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        bool disabled, Error **errp);
 int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
                              Error **errp);
+/*
+ * Takes @bitmap out of its image if it is persistent (the one in memory
+ * stays): block-dirty-bitmap-remove's first step.  0, or -1 with @errp.
+ */
+int bdrv_dirty_bitmap_remove_persistent(BdrvDirtyBitmap *bitmap,
+                                        Error **errp);
 int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
                                 Error **errp);
 int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,

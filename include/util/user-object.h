@@ -81,6 +81,12 @@ void user_object_del_all(void);
  * takes a reference.
  */
 UserObject *user_object_find(const char *id, const char *type_name);
+/*
+ * The state of the object @id of type @type_name (what the type's
+ * create returned), or NULL if there is none: the lookup of a user that
+ * names an object in an option, and words its own error.
+ */
+void *user_object_find_state(const char *id, const char *type_name);
 
 void user_object_ref(UserObject *obj);
 void user_object_unref(UserObject *obj);

@@ -86,6 +86,39 @@ class Tests:
         self.daemons.append(d)
         return d
 
+    def sh(self, line):
+        """Runs a shell command line in the test directory (the real
+        qemu-img and qemu-io making images); raises if it fails."""
+        subprocess.run(line, shell=True, cwd=self.dir, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def qcow2(self, name, backing=None, fmt_file='file', extra=None):
+        """blockdev-add's arguments for qcow2 node @name on NAME.qcow2."""
+        opts = {'driver': 'qcow2', 'node-name': name,
+                'file': {'driver': fmt_file,
+                         'filename': self.path(name + '.qcow2')}}
+        if backing is not None:
+            opts['backing'] = backing
+        if extra:
+            opts.update(extra)
+        return opts
+
+    def start(self, nodes, export=None):
+        """A daemon with the nodes @nodes (blockdev-add arguments) and,
+        if @export names one, a writable NBD export 'disk' of it on
+        nbd.sock; returns the daemon and its QMP client."""
+        d = self.daemon([])
+        c = d.qmp()
+        for n in nodes:
+            c.ok('blockdev-add', n)
+        if export:
+            c.ok('nbd-server-start', {'addr': {'type': 'unix', 'data': {
+                'path': self.path('nbd.sock')}}})
+            c.ok('block-export-add', {'type': 'nbd', 'id': 'e0',
+                                      'node-name': export, 'name': 'disk',
+                                      'writable': True})
+        return d, c
+
 
 def have(program):
     return shutil.which(program) is not None
@@ -93,6 +126,18 @@ def have(program):
 
 def nbd_uri(sock, name):
     return 'nbd+unix:///%s?socket=%s' % (name, sock)
+
+
+def wait_job_status(c, job, status, timeout=60):
+    """Waits for JOB_STATUS_CHANGE of @job to @status; False on timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        e = c.event('JOB_STATUS_CHANGE', timeout=end - time.monotonic())
+        if e is None:
+            return False
+        if e['data'] == {'id': job, 'status': status}:
+            return True
+    return False
 
 
 def wait_for(cond, timeout=TIMEOUT):

@@ -25,27 +25,11 @@ import os
 import subprocess
 import time
 
-from qsd import Tests, have
+from qsd import Tests, have, wait_job_status
 
 t = Tests('backup')
 MIB = 1 << 20
 SIZE = 32 * MIB
-
-
-def sh(line):
-    subprocess.run(line, shell=True, cwd=t.dir, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def wait_status(c, job, status, timeout=120):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        e = c.event('JOB_STATUS_CHANGE', timeout=end - time.monotonic())
-        if e is None:
-            return False
-        if e['data'] == {'id': job, 'status': status}:
-            return True
-    return False
 
 
 def fio_start(seconds, sock='nbd.sock', offset=0):
@@ -59,14 +43,6 @@ def fio_start(seconds, sock='nbd.sock', offset=0):
          '--iodepth=8', '--rate=1m', '--time_based',
          '--runtime=%d' % seconds, '--randrepeat=0'],
         cwd=t.dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-
-
-def node(name, backing=None):
-    opts = {'driver': 'qcow2', 'node-name': name,
-            'file': {'driver': 'file', 'filename': t.path(name + '.qcow2')}}
-    if backing is not None:
-        opts['backing'] = backing
-    return opts
 
 
 def act(kind, **data):
@@ -85,7 +61,7 @@ def transaction(what, c, actions, job):
     r = c.cmd('transaction', {'actions': actions})
     t.check('%s: transaction' % what, r and 'return' in r, r)
     t.check('%s: the backup completed while fio wrote' % what,
-            wait_status(c, job, 'null'))
+            wait_job_status(c, job, 'null', timeout=120))
 
 
 def compare(what, a, b, fmt_b):
@@ -102,19 +78,13 @@ def allocated_top(name):
 
 def live_incremental():
     what = 'incremental backup under fio'
-    sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
        'qemu-io -f qcow2 -c "write -P 0x11 0 %d" src.qcow2 && '
        'qemu-img create -q -f qcow2 full.qcow2 %d && '
        'qemu-img create -q -f qcow2 -b full.qcow2 -F qcow2 inc.qcow2'
        % (SIZE, SIZE // 2, SIZE))
-    d = t.daemon([])
-    c = d.qmp()
-    for n in (node('src'), node('full')):
-        c.ok('blockdev-add', n)
-    c.ok('nbd-server-start', {'addr': {'type': 'unix', 'data': {
-        'path': t.path('nbd.sock')}}})
-    c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'src',
-                              'name': 'disk', 'writable': True})
+    d, c = t.start([t.qcow2('src'), t.qcow2('full')],
+                               export='src')
     fio = fio_start(10)
     time.sleep(2)
     transaction('%s: full' % what, c, [
@@ -123,7 +93,7 @@ def live_incremental():
         act('blockdev-backup', device='src', target='full', sync='full',
             **{'job-id': 'full'})], 'full')
     time.sleep(3)
-    c.ok('blockdev-add', node('inc', backing='full'))
+    c.ok('blockdev-add', t.qcow2('inc', backing='full'))
     dirty = bitmap_count(c)
     t.check('%s: the bitmap recorded writes since the full backup (%s '
             'bytes)' % (what, dirty), dirty and 0 < dirty < SIZE)
@@ -139,7 +109,7 @@ def live_incremental():
             'bytes)' % (what, after), after is not None and after < SIZE)
     c.cmd('quit')
     d.wait()
-    sh('qemu-img convert -f qcow2 -l snapshot.name=p1 -O raw src.qcow2 '
+    t.sh('qemu-img convert -f qcow2 -l snapshot.name=p1 -O raw src.qcow2 '
        'p1.raw && qemu-img convert -f qcow2 -l snapshot.name=p2 -O raw '
        'src.qcow2 p2.raw')
     rc, _, _ = t.run(['cmp', '-s', t.path('p1.raw'), t.path('p2.raw')])
@@ -189,7 +159,7 @@ def two_backups():
     first filter goes first: the export then writes through the second."""
     what = 'two backups of one disk under writes'
     half = SIZE // 2
-    sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 %d && '
        'qemu-io -f qcow2 -c "write -P 0x22 0 %d" src.qcow2 && '
        'qemu-img create -q -f qcow2 a.qcow2 %d && '
        'qemu-img create -q -f qcow2 b.qcow2 %d && '
@@ -218,8 +188,8 @@ def two_backups():
                                       'speed': speed,
                                       'filter-node-name': 'f' + target})
         t.check('%s: %s starts' % (what, job), r and 'return' in r, r)
-        sh('qemu-io -f raw %s "%s"' % (io, uri))
-    sh('cp want-a.raw want-b.raw && qemu-io -f raw %s want-b.raw'
+        t.sh('qemu-io -f raw %s "%s"' % (io, uri))
+    t.sh('cp want-a.raw want-b.raw && qemu-io -f raw %s want-b.raw'
        % writes[0])
     t.equal('%s: both filters are in the graph' % what, cbw_nodes(c),
             ['fa', 'fb'])
@@ -242,7 +212,7 @@ def two_backups():
     c.cmd('quit')
     d.wait()
     for img in ('a', 'b'):
-        sh('qemu-img convert -f qcow2 -O raw %s.qcow2 %s.raw' % (img, img))
+        t.sh('qemu-img convert -f qcow2 -O raw %s.qcow2 %s.raw' % (img, img))
         rc, out, err = t.run(['cmp', '-n', str(half), t.path(img + '.raw'),
                               t.path('want-%s.raw' % img)])
         t.check('%s: target %s holds the disk of its own start' %

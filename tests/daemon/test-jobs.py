@@ -19,15 +19,10 @@ import os
 import subprocess
 import time
 
-from qsd import Tests, error_of, have, wait_for
+from qsd import Tests, error_of, have, wait_for, wait_job_status
 
 t = Tests('jobs')
 MIB = 1 << 20
-
-
-def sh(line):
-    subprocess.run(line, shell=True, cwd=t.dir, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def fresh():
@@ -35,43 +30,6 @@ def fresh():
     for f in os.listdir(t.dir):
         if f.endswith(('.qcow2', '.raw', '.sock')):
             os.unlink(t.path(f))
-
-
-def qcow2(name, backing=None, fmt_file='file', extra=None):
-    opts = {'driver': 'qcow2', 'node-name': name,
-            'file': {'driver': fmt_file, 'filename': t.path(name + '.qcow2')}}
-    if backing is not None:
-        opts['backing'] = backing
-    if extra:
-        opts.update(extra)
-    return opts
-
-
-def start(nodes, export=None):
-    d = t.daemon([])
-    c = d.qmp()
-    for n in nodes:
-        c.ok('blockdev-add', n)
-    if export:
-        sock = t.path('nbd.sock')
-        c.ok('nbd-server-start', {'addr': {'type': 'unix',
-                                           'data': {'path': sock}}})
-        c.ok('block-export-add', {'type': 'nbd', 'id': 'e0',
-                                  'node-name': export, 'name': 'disk',
-                                  'writable': True})
-    return d, c
-
-
-def wait_status(c, job, status, timeout=60):
-    """Waits for JOB_STATUS_CHANGE of @job to @status; False on timeout."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        e = c.event('JOB_STATUS_CHANGE', timeout=end - time.monotonic())
-        if e is None:
-            return False
-        if e['data'] == {'id': job, 'status': status}:
-            return True
-    return False
 
 
 def job_event(c, name, timeout=60):
@@ -137,19 +95,19 @@ def pivoted(what, c, node):
 def load_mirror(mode):
     what = 'mirror %s under fio' % mode
     fresh()
-    sh('qemu-img create -q -f qcow2 src.qcow2 32M && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 32M && '
        'qemu-io -f qcow2 -c "write -P 0x42 16M 16M" src.qcow2 && '
        'qemu-img create -q -f qcow2 dst.qcow2 32M')
-    d, c = start([qcow2('src'), qcow2('dst')], export='src')
+    d, c = t.start([t.qcow2('src'), t.qcow2('dst')], export='src')
     fio = fio_start(16 * MIB)
     time.sleep(0.5)
     c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
                              'target': 'dst', 'sync': 'full',
                              'copy-mode': mode, 'buf-size': 1 * MIB})
-    t.check('%s: ready' % what, wait_status(c, 'm', 'ready'))
+    t.check('%s: ready' % what, wait_job_status(c, 'm', 'ready'))
     time.sleep(1)
     c.ok('job-complete', {'id': 'm'})
-    t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 'm', 'null'))
     pivoted(what, c, 'dst')
     fio_finish(what, fio)
     quit(d, c)
@@ -174,10 +132,10 @@ def race_mirror(mode, buf_size):
     a write copied stale would leave the target unlike the source."""
     what = 'mirror %s, buf-size %d, racing writes' % (mode, buf_size)
     fresh()
-    sh('qemu-img create -q -f qcow2 src.qcow2 64M && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 64M && '
        'qemu-io -f qcow2 -c "write -P 0x11 0 64M" src.qcow2 && '
        'qemu-img create -q -f qcow2 dst.qcow2 64M')
-    d, c = start([qcow2('src'), qcow2('dst')], export='src')
+    d, c = t.start([t.qcow2('src'), t.qcow2('dst')], export='src')
     writer = race_writes(8 * MIB, 4)
     c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
                              'target': 'dst', 'sync': 'full',
@@ -186,9 +144,9 @@ def race_mirror(mode, buf_size):
     out = writer.communicate(timeout=300)[0].decode(errors='replace')
     t.check('%s: every write succeeded' % what, writer.returncode == 0 and
             'err= 0' in out, out[-2000:])
-    t.check('%s: ready' % what, wait_status(c, 'm', 'ready'))
+    t.check('%s: ready' % what, wait_job_status(c, 'm', 'ready'))
     c.ok('job-complete', {'id': 'm'})
-    t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 'm', 'null'))
     pivoted(what, c, 'dst')
     quit(d, c)
     img_check(what, 'dst.qcow2')
@@ -200,15 +158,15 @@ def race_mirror(mode, buf_size):
 def load_stream():
     what = 'stream under fio'
     fresh()
-    sh('qemu-img create -q -f qcow2 base.qcow2 32M && '
+    t.sh('qemu-img create -q -f qcow2 base.qcow2 32M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 32M" base.qcow2 && '
        'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 top.qcow2')
-    d, c = start([qcow2('base'), qcow2('top', 'base')], export='top')
+    d, c = t.start([t.qcow2('base'), t.qcow2('top', 'base')], export='top')
     fio = fio_start(16 * MIB)
     time.sleep(0.5)
     c.ok('block-stream', {'job-id': 's', 'device': 'top',
                           'speed': 8 * MIB})
-    t.check('%s: completed' % what, wait_status(c, 's', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 's', 'null'))
     fio_finish(what, fio)
     quit(d, c)
     img_check(what, 'top.qcow2')
@@ -221,24 +179,24 @@ def load_stream():
 def load_commit(active):
     what = '%s commit under fio' % ('active' if active else 'intermediate')
     fresh()
-    sh('qemu-img create -q -f qcow2 base.qcow2 32M && '
+    t.sh('qemu-img create -q -f qcow2 base.qcow2 32M && '
        'qemu-io -f qcow2 -c "write -P 0x42 16M 16M" base.qcow2 && '
        'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 mid.qcow2 && '
        'qemu-io -f qcow2 -c "write -P 0x43 24M 4M" mid.qcow2 && '
        'qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 top.qcow2')
-    d, c = start([qcow2('base'), qcow2('mid', 'base'),
-                  qcow2('top', 'mid')], export='top')
+    d, c = t.start([t.qcow2('base'), t.qcow2('mid', 'base'),
+                  t.qcow2('top', 'mid')], export='top')
     fio = fio_start(16 * MIB)
     time.sleep(0.5)
     if active:
         c.ok('block-commit', {'job-id': 'c', 'device': 'top'})
-        t.check('%s: ready' % what, wait_status(c, 'c', 'ready'))
+        t.check('%s: ready' % what, wait_job_status(c, 'c', 'ready'))
         time.sleep(1)
         c.ok('job-complete', {'id': 'c'})
     else:
         c.ok('block-commit', {'job-id': 'c', 'device': 'top',
                               'top-node': 'mid', 'base-node': 'base'})
-    t.check('%s: completed' % what, wait_status(c, 'c', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 'c', 'null'))
     pivoted(what, c, 'base' if active else 'top')
     fio_finish(what, fio)
     quit(d, c)
@@ -269,14 +227,14 @@ def fault(side, policy, errno=5):
     what = 'mirror %s error, on-%s-error=%s, errno %d' % (side, side,
                                                           policy, errno)
     fresh()
-    sh('qemu-img create -q -f qcow2 src.qcow2 4M && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 4M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 4M" src.qcow2 && '
        'qemu-img create -q -f qcow2 dst.qcow2 4M')
     if side == 'source':
-        nodes = [blkdebug_qcow2('src', 'read_aio', errno), qcow2('dst')]
+        nodes = [blkdebug_qcow2('src', 'read_aio', errno), t.qcow2('dst')]
     else:
-        nodes = [qcow2('src'), blkdebug_qcow2('dst', 'write_aio', errno)]
-    d, c = start(nodes)
+        nodes = [t.qcow2('src'), blkdebug_qcow2('dst', 'write_aio', errno)]
+    d, c = t.start(nodes)
     c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
                              'target': 'dst', 'sync': 'full',
                              'on-%s-error' % side: policy})
@@ -294,18 +252,18 @@ def fault(side, policy, errno=5):
         quit(d, c)
         return
     if action == 'stop':
-        t.check('%s: paused' % what, wait_status(c, 'm', 'paused'))
+        t.check('%s: paused' % what, wait_job_status(c, 'm', 'paused'))
         jobs = c.ok('query-block-jobs')
         t.equal('%s: io-status' % what, jobs and jobs[0]['io-status'],
                 'nospace' if errno == 28 else 'failed')
         c.ok('job-resume', {'id': 'm'})
-    t.check('%s: ready after the error' % what, wait_status(c, 'm',
+    t.check('%s: ready after the error' % what, wait_job_status(c, 'm',
                                                              'ready'))
     jobs = c.ok('query-block-jobs')
     t.equal('%s: io-status after resume' % what,
             jobs and jobs[0]['io-status'], 'ok')
     c.ok('job-complete', {'id': 'm'})
-    t.check('%s: completed' % what, wait_status(c, 'm', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 'm', 'null'))
     quit(d, c)
     rc, out, err = t.run(['qemu-img', 'compare', '-U', t.path('src.qcow2'),
                           t.path('dst.qcow2')])
@@ -315,18 +273,18 @@ def fault(side, policy, errno=5):
 def fault_stream(policy):
     what = 'stream read error, on-error=%s' % policy
     fresh()
-    sh('qemu-img create -q -f qcow2 base.qcow2 4M && '
+    t.sh('qemu-img create -q -f qcow2 base.qcow2 4M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 4M" base.qcow2 && '
        'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 top.qcow2')
-    d, c = start([blkdebug_qcow2('base', 'read_aio'),
-                  qcow2('top', 'base')])
+    d, c = t.start([blkdebug_qcow2('base', 'read_aio'),
+                  t.qcow2('top', 'base')])
     c.ok('block-stream', {'job-id': 's', 'device': 'top',
                           'on-error': policy})
     e = job_event(c, 'BLOCK_JOB_ERROR')
     t.equal('%s: BLOCK_JOB_ERROR' % what, e and e['data']['action'],
             policy if policy != 'enospc' else 'report')
     if policy == 'stop':
-        t.check('%s: paused' % what, wait_status(c, 's', 'paused'))
+        t.check('%s: paused' % what, wait_job_status(c, 's', 'paused'))
         c.ok('block-job-resume', {'device': 's'})
         e = job_event(c, 'BLOCK_JOB_COMPLETED')
         t.check('%s: completes after resume' % what,
@@ -347,29 +305,29 @@ def interrupt(kind, phase):
     """Cancel (or quit the daemon) in @phase of a mirror."""
     what = 'mirror %s while %s' % (kind, phase)
     fresh()
-    sh('qemu-img create -q -f qcow2 src.qcow2 16M && '
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 16M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 16M" src.qcow2 && '
        'qemu-img create -q -f qcow2 dst.qcow2 16M')
-    d, c = start([qcow2('src'), qcow2('dst')])
+    d, c = t.start([t.qcow2('src'), t.qcow2('dst')])
     c.ok('blockdev-mirror', {'job-id': 'm', 'device': 'src',
                              'target': 'dst', 'sync': 'full',
                              'speed': 0 if phase == 'ready' else 2 * MIB,
                              'auto-finalize': phase != 'pending'})
     if phase == 'paused':
         c.ok('job-pause', {'id': 'm'})
-        t.check('%s: paused' % what, wait_status(c, 'm', 'paused'))
+        t.check('%s: paused' % what, wait_job_status(c, 'm', 'paused'))
     elif phase in ('ready', 'pending'):
         if phase == 'pending':
             c.ok('block-job-set-speed', {'device': 'm', 'speed': 0})
-        t.check('%s: ready' % what, wait_status(c, 'm', 'ready'))
+        t.check('%s: ready' % what, wait_job_status(c, 'm', 'ready'))
         if phase == 'pending':
             c.ok('job-complete', {'id': 'm'})
-            t.check('%s: pending' % what, wait_status(c, 'm', 'pending'))
+            t.check('%s: pending' % what, wait_job_status(c, 'm', 'pending'))
     if kind == 'cancel':
         c.ok('job-cancel', {'id': 'm'})
         e = job_event(c, 'BLOCK_JOB_CANCELLED')
         t.check('%s: cancelled' % what, e is not None, e)
-        t.check('%s: gone' % what, wait_status(c, 'm', 'null'))
+        t.check('%s: gone' % what, wait_job_status(c, 'm', 'null'))
         t.equal('%s: query-jobs' % what, c.ok('query-jobs'), [])
     rc = quit(d, c)
     t.equal('%s: the daemon exits 0' % what, rc, 0)
@@ -383,13 +341,13 @@ def interrupt_chain(job, kind):
     chain reads as before."""
     what = '%s %s while running' % (job, kind)
     fresh()
-    sh('qemu-img create -q -f qcow2 base.qcow2 8M && '
+    t.sh('qemu-img create -q -f qcow2 base.qcow2 8M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 8M" base.qcow2 && '
        'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 mid.qcow2 && '
        'qemu-io -f qcow2 -c "write -P 0x43 0 4M" mid.qcow2 && '
        'qemu-img create -q -f qcow2 -b mid.qcow2 -F qcow2 top.qcow2')
-    d, c = start([qcow2('base'), qcow2('mid', 'base'),
-                  qcow2('top', 'mid')])
+    d, c = t.start([t.qcow2('base'), t.qcow2('mid', 'base'),
+                  t.qcow2('top', 'mid')])
     if job == 'stream':
         c.ok('block-stream', {'job-id': 'j', 'device': 'top',
                               'speed': 1 * MIB})
@@ -415,14 +373,14 @@ def interrupt_chain(job, kind):
 def pause_resume_stream():
     what = 'stream paused, resumed, then complete'
     fresh()
-    sh('qemu-img create -q -f qcow2 base.qcow2 8M && '
+    t.sh('qemu-img create -q -f qcow2 base.qcow2 8M && '
        'qemu-io -f qcow2 -c "write -P 0x42 0 8M" base.qcow2 && '
        'qemu-img create -q -f qcow2 -b base.qcow2 -F qcow2 top.qcow2')
-    d, c = start([qcow2('base'), qcow2('top', 'base')])
+    d, c = t.start([t.qcow2('base'), t.qcow2('top', 'base')])
     c.ok('block-stream', {'job-id': 's', 'device': 'top',
                           'speed': 1 * MIB})
     c.ok('job-pause', {'id': 's'})
-    t.check('%s: paused' % what, wait_status(c, 's', 'paused'))
+    t.check('%s: paused' % what, wait_job_status(c, 's', 'paused'))
     jobs = c.ok('query-block-jobs')
     offset = jobs[0]['offset']
     time.sleep(0.5)
@@ -433,7 +391,7 @@ def pause_resume_stream():
             ('GenericError', 'Job not found'))
     c.ok('block-job-set-speed', {'device': 's', 'speed': 0})
     c.ok('job-resume', {'id': 's'})
-    t.check('%s: completed' % what, wait_status(c, 's', 'null'))
+    t.check('%s: completed' % what, wait_job_status(c, 's', 'null'))
     quit(d, c)
     img_check(what, 'top.qcow2')
     qemu_io_read(what, 'top.qcow2', 0x42, 0, 8 * MIB)

@@ -38,21 +38,14 @@ if [ "${QUICK:-0}" != 0 ]; then
     runs=1 secs=2 formats=qcow2 modes="none-io_uring writeback"
     cases="randread-4k-1 randread-4k-32 randwrite-4k-1 randwrite-4k-32"
 fi
-for tool in fio qemu-img qemu-nbd qemu-storage-daemon taskset; do
-    command -v $tool > /dev/null ||
-        { echo "$tool is not installed: skipping the export benchmarks"; exit 77; }
-done
-fio --enghelp 2>/dev/null | grep -qx '[[:space:]]*nbd' ||
-    { echo "this fio has no nbd engine: skipping the export benchmarks"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+perf_require "export benchmarks" fio qemu-img qemu-nbd qemu-storage-daemon \
+    taskset
+perf_require_fio_nbd "export benchmarks"
 server_cpu=0 client_cpu=1
 [ "$(nproc)" -ge 2 ] || server_cpu=0 client_cpu=0
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-export.XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+perf_client=(taskset -c $client_cpu)
+perf_workdir bench-export
 sock=$dir/nbd.sock
 
 # fio's options for a case name PATTERN-BS-DEPTH.
@@ -71,21 +64,6 @@ vhost_iops() {  # case
     taskset -c $client_cpu "$build/tests/perf/vhost-user-bench" "$sock" \
         "$1" "$bs" "$3" "$secs" 2>/dev/null | sed -n 's/^IOPS //p' |
         grep . || echo 0
-}
-
-# IOPS of one fio run (reads and writes added), from its JSON report
-# (which the nbd engine's "connected" line precedes).
-fio_iops() {  # fio args...
-    taskset -c $client_cpu fio --name=bench --output-format=json \
-        --time_based --runtime="$secs" --ramp_time=0 --norandommap \
-        --randrepeat=0 "$@" 2>/dev/null |
-        python3 -c 'import json, sys
-text = sys.stdin.read()
-try:
-    j = json.loads(text[text.index("{"):])["jobs"][0]
-    print(int(j["read"]["iops"] + j["write"]["iops"]))
-except Exception:
-    print(0)'
 }
 
 # The server command line for IMPL (qemu, qblock), KIND, FORMAT, MODE.
@@ -116,33 +94,9 @@ server_cmd() {  # impl kind format mode
 }
 
 start_server() {  # impl kind format mode
-    local i
     rm -f "$sock"
-    taskset -c $server_cpu $(server_cmd "$@") > "$dir/server.log" 2>&1 &
-    pid=$!
-    for i in $(seq 100); do
-        [ -S "$sock" ] && return 0
-        sleep 0.1
-    done
-    echo "server did not start: $(server_cmd "$@")" >&2
-    cat "$dir/server.log" >&2
-    return 1
-}
-
-stop_server() {
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=
-}
-
-# Median of the numbers given.
-median() {
-    printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
-        if (NR % 2) print v[(NR + 1) / 2]; else printf "%d\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-ratio() {  # a b
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'
+    perf_start_server "$sock" "$dir/server.log" \
+        taskset -c $server_cpu $(server_cmd "$@")
 }
 
 frac() {  # a b
@@ -162,7 +116,7 @@ for fmt in $formats; do
             [ -n "${device[$c]:-}" ] && continue
             vals=()
             for r in $(seq "$runs"); do
-                vals+=("$(fio_iops --filename="$dir/device.raw" --direct=1 \
+                vals+=("$(perf_fio_iops --filename="$dir/device.raw" --direct=1 \
                           --ioengine=io_uring --size=1g $(fio_case "$c"))")
             done
             device[$c]=$(median "${vals[@]}")
@@ -180,11 +134,11 @@ for fmt in $formats; do
                         if [ "$kind" = vhost ]; then
                             got[$impl,$c]+=" $(vhost_iops "$c")"
                         else
-                            got[$impl,$c]+=" $(fio_iops --ioengine=nbd \
+                            got[$impl,$c]+=" $(perf_fio_iops --ioengine=nbd \
                                 --uri="nbd+unix:///?socket=$sock" $(fio_case "$c"))"
                         fi
                     done
-                    stop_server
+                    perf_stop_server
                 done
             done
             echo

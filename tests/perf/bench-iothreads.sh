@@ -24,19 +24,10 @@ secs=${SECONDS_PER_CASE:-3}
 size=${SIZE:-1G}
 cases=${CASES:-randread randwrite}
 kinds=${KINDS:-nbd vhost}
-for tool in fio qemu-img qemu-storage-daemon; do
-    command -v $tool > /dev/null ||
-        { echo "$tool is not installed: skipping the iothread benchmark"; exit 77; }
-done
-fio --enghelp 2>/dev/null | grep -qx '[[:space:]]*nbd' ||
-    { echo "this fio has no nbd engine: skipping the iothread benchmark"; exit 77; }
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-iothreads.XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$(dirname "$0")/lib.sh"
+perf_require "iothread benchmark" fio qemu-img qemu-storage-daemon
+perf_require_fio_nbd "iothread benchmark"
+perf_workdir bench-iothreads
 sock=$dir/nbd.sock
 for i in 0 1; do
     qemu-img create -q -f qcow2 -o preallocation=full "$dir/d$i.qcow2" "$size"
@@ -66,42 +57,16 @@ server_cmd() {  # impl kind layout
 }
 
 start_server() {  # impl kind layout
-    local i ready=$sock
+    local ready=$sock
     [ "$2" = vhost ] && ready=$dir/vu1.sock
     rm -f "$sock" "$dir"/vu*.sock
-    $(server_cmd "$@") > "$dir/server.log" 2>&1 &
-    pid=$!
-    for i in $(seq 100); do
-        [ -S "$ready" ] && return 0
-        sleep 0.1
-    done
-    echo "server did not start: $(server_cmd "$@")" >&2
-    cat "$dir/server.log" >&2
-    return 1
+    perf_start_server "$ready" "$dir/server.log" $(server_cmd "$@")
 }
 
-# Stops the server; false if it had died (an abort) before.
-stop_server() {
-    local alive=0
-    kill "$pid" 2>/dev/null || alive=1
-    wait "$pid" 2>/dev/null
-    pid=
-    return $alive
-}
-
-# IOPS of one fio client on export NAME, from its JSON report.
+# IOPS of one fio client on export NAME.
 fio_iops() {  # name rw
-    fio --name=bench --output-format=json --time_based --runtime="$secs" \
-        --ramp_time=0 --norandommap --randrepeat=0 --ioengine=nbd \
-        --uri="nbd+unix:///$1?socket=$sock" --rw="$2" --bs=4k \
-        --iodepth=32 2>/dev/null |
-        python3 -c 'import json, sys
-text = sys.stdin.read()
-try:
-    j = json.loads(text[text.index("{"):])["jobs"][0]
-    print(int(j["read"]["iops"] + j["write"]["iops"]))
-except Exception:
-    print(0)'
+    perf_fio_iops --ioengine=nbd --uri="nbd+unix:///$1?socket=$sock" \
+        --rw="$2" --bs=4k --iodepth=32
 }
 
 # IOPS of one vhost-user-bench run on export I's socket.
@@ -126,10 +91,6 @@ two_clients() {  # kind rw
     echo $(( $(cat "$dir/c0") + $(cat "$dir/c1") ))
 }
 
-median() {
-    tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
-}
-
 echo "two exports, two clients at once (4k, depth 32 each; NBD: fio's nbd engine,"
 echo "vhost-user-blk: vhost-user-bench), cache=none aio=io_uring, qcow2 $size"
 echo "preallocated; $(nproc) CPUs; sum of both clients' IOPS, median of $runs"
@@ -144,11 +105,11 @@ for kind in $kinds; do
                     start_server $impl $kind $layout || continue
                     got[$impl]+=" $(two_clients $kind "$c")"
                     sleep 0.2
-                    stop_server || aborted[$impl]=1
+                    perf_stop_server || aborted[$impl]=1
                 done
             done
-            q=$(echo ${got[qblock]} | median) e=$(echo ${got[qemu]} | median)
-            ratio=$(awk -v a="$q" -v b="$e" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "-"}')
+            q=$(median ${got[qblock]}) e=$(median ${got[qemu]})
+            ratio=$(ratio "$q" "$e")
             [ "${aborted[qblock]}" = 1 ] && q=aborts ratio=-
             [ "${aborted[qemu]}" = 1 ] && e=aborts ratio=-
             case $layout in

@@ -21,56 +21,33 @@ secs=${SECONDS_PER_CASE:-10}
 if [ "${QUICK:-0}" != 0 ]; then
     runs=1 secs=3
 fi
-for tool in fio qemu-img qemu-storage-daemon taskset python3; do
-    command -v $tool > /dev/null ||
-        { echo "$tool is not installed: skipping the latency benchmark"; exit 77; }
-done
-fio --enghelp 2>/dev/null | grep -qx '[[:space:]]*nbd' ||
-    { echo "this fio has no nbd engine: skipping the latency benchmark"; exit 77; }
+. "$(dirname "$0")/lib.sh"
+perf_require "latency benchmark" fio qemu-img qemu-storage-daemon taskset \
+    python3
+perf_require_fio_nbd "latency benchmark"
 server_cpu=0 client_cpu=1
 [ "$(nproc)" -ge 2 ] || client_cpu=0
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench-tail.XXXXXX")
-pid=
-cleanup() {
-    [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-    rm -rf "$dir"
-}
-trap cleanup EXIT
+perf_workdir bench-tail
 sock=$dir/nbd.sock
 for img in a b; do
     qemu-img create -q -f qcow2 -o preallocation=full "$dir/$img.qcow2" 1G
 done
 
 start_daemon() {  # qblock-on | qblock-off | qemu
-    local bin=qemu-storage-daemon extra= i
+    local bin=qemu-storage-daemon extra=
     case $1 in
     qblock-on)  bin=$build/qblock-storage-daemon extra=,x-in-place-writes=on ;;
     qblock-off) bin=$build/qblock-storage-daemon extra=,x-in-place-writes=off ;;
     esac
     rm -f "$sock"
-    taskset -c $server_cpu "$bin" \
+    perf_start_server "$sock" "$dir/daemon.log" taskset -c $server_cpu "$bin" \
         --blockdev driver=file,node-name=fa,filename=$dir/a.qcow2,cache.direct=off,aio=threads$extra \
         --blockdev driver=qcow2,node-name=a,file=fa \
         --blockdev driver=file,node-name=fb,filename=$dir/b.qcow2,cache.direct=off,aio=threads$extra \
         --blockdev driver=qcow2,node-name=b,file=fb \
         --nbd-server addr.type=unix,addr.path=$sock \
         --export type=nbd,id=ea,node-name=a,name=a,writable=on \
-        --export type=nbd,id=eb,node-name=b,name=b,writable=on \
-        > "$dir/daemon.log" 2>&1 &
-    pid=$!
-    for i in $(seq 100); do
-        [ -S "$sock" ] && return 0
-        sleep 0.1
-    done
-    echo "$1: the daemon did not start" >&2
-    cat "$dir/daemon.log" >&2
-    return 1
-}
-
-stop_daemon() {
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    pid=
+        --export type=nbd,id=eb,node-name=b,name=b,writable=on
 }
 
 # "P50 P99 P99.9 READ_IOPS WRITE_MIBS" of one run.
@@ -94,11 +71,6 @@ except Exception:
     print("0 0 0 0 0")'
 }
 
-median() {
-    printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END {
-        if (NR % 2) print v[(NR + 1) / 2]; else printf "%d\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
 configs="qblock-on qblock-off qemu"
 declare -A got=()
 for r in $(seq "$runs"); do
@@ -106,7 +78,7 @@ for r in $(seq "$runs"); do
         start_daemon "$c" || continue
         got[$c]+="$(one_run)
 "
-        stop_daemon
+        perf_stop_server
     done
     configs="${configs#* } ${configs%% *}"
 done
