@@ -168,7 +168,7 @@ def two_backups():
        % (SIZE, half, SIZE, SIZE, half, half))
     d = t.daemon([])
     c = d.qmp()
-    for n in (node('src'), node('a'), node('b')):
+    for n in (t.qcow2('src'), t.qcow2('a'), t.qcow2('b')):
         c.ok('blockdev-add', n)
     c.ok('nbd-server-start', {'addr': {'type': 'unix', 'data': {
         'path': t.path('nbd2.sock')}}})
