@@ -8,21 +8,94 @@
  * the server ends the connection for good (nbd_client_kill); a connection
  * that breaks (a read fails) is lost (nbd_client_lost), which a client
  * with reconnect-delay survives.
+ *
+ * A server that sends nothing at all is lost too (x-request-timeout):
+ * while requests are in flight, s->silence_timer watches the time since
+ * bytes last came (s->rx_stamp, stamped by every read of the socket, so
+ * a long read that trickles in is alive).  The timer is not moved for
+ * each read: when it fires early it moves itself to the stamp's end, so
+ * a busy connection costs one clock read per recv() and nothing more.
  */
 #include "block/nbd-client-int.h"
 
 /*
  * Every read of the socket goes through here, so that the loop can tell
- * a broken connection (s->recv_err set) from a server that sent nonsense.
+ * a broken connection (s->recv_err set) from a server that sent nonsense,
+ * and so that every byte received proves the server alive.
  */
 static int coroutine_fn nbd_recv_read(BDRVNBDState *s, void *buf, size_t len)
 {
-    int ret = co_socket_read_all(&s->sock, buf, len);
+    uint8_t *p = buf;
 
-    if (ret < 0) {
-        s->recv_err = ret;
+    while (len) {
+        ssize_t n = co_socket_read_some(&s->sock, p, len);
+
+        if (n < 0) {
+            s->recv_err = n;
+            return n;
+        }
+        s->rx_stamp = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        p += n;
+        len -= n;
     }
-    return ret;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The server's silence */
+
+void nbd_recv_watch_start(BDRVNBDState *s)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    s->rx_stamp = now;
+    if (s->request_timeout && !timer_pending(s->silence_timer)) {
+        timer_mod(s->silence_timer,
+                  now + (int64_t)s->request_timeout * NBD_NS_PER_SEC);
+    }
+}
+
+/*
+ * Nothing came for x-request-timeout seconds while requests waited: the
+ * connection is lost, exactly as if it had broken (reconnect-delay then
+ * applies).  Unlike a broken connection this is said, once, since
+ * nothing else would tell the user why the requests failed.
+ */
+static void nbd_recv_silence_cb(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVNBDState *s = bs->opaque;
+    int64_t end = s->rx_stamp +
+                  (int64_t)s->request_timeout * NBD_NS_PER_SEC;
+
+    if (s->state != NBD_CLIENT_CONNECTED || !s->in_flight) {
+        return;         /* idle: the next request starts the watch */
+    }
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
+        timer_mod(s->silence_timer, end);
+        return;
+    }
+    error_report("NBD server %s: sent nothing for %" PRIu32 " s with %u "
+                 "request%s in flight (x-request-timeout): connection "
+                 "taken as lost", bs->filename, s->request_timeout,
+                 s->in_flight, s->in_flight == 1 ? "" : "s");
+    nbd_client_lost(bs);
+}
+
+void nbd_recv_watch_init(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    s->silence_timer = aio_timer_new(bdrv_get_aio_context(bs),
+                                     QEMU_CLOCK_REALTIME, SCALE_NS,
+                                     nbd_recv_silence_cb, bs);
+}
+
+void nbd_recv_watch_cleanup(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    timer_free(s->silence_timer);
 }
 
 static int nbd_recv_errno(uint32_t err)
@@ -323,6 +396,8 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
 
     _Static_assert(sizeof(NBDSimpleReply) < sizeof(hdr), "header sizes");
     s->recv_err = 0;
+    /* a new connection: requests resent on it wait from now */
+    s->rx_stamp = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     while (s->state == NBD_CLIENT_CONNECTED && !fault) {
         uint32_t magic;
 
