@@ -119,6 +119,8 @@ typedef struct BDRVNBDState {
     QEMUTimer *delay_timer;     /* ends CONNECTING_WAIT */
     QEMUTimer *retry_timer;     /* the pause between attempts */
     int recv_err;               /* a read of the socket failed: lost */
+    bool recv_woke;             /* the last reply woke its request */
+    QEMUBH *recv_bh;            /* resumes conn_co after the woken ones */
     /* x-request-timeout: when bytes last came, or the wait began */
     int64_t rx_stamp;           /* QEMU_CLOCK_REALTIME ns */
     QEMUTimer *silence_timer;   /* pending at most once per timeout */
@@ -170,8 +172,11 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs);
  * from now.
  */
 void nbd_recv_watch_start(BDRVNBDState *s);
-/* Creates and frees the timer that watches the server's silence. */
-void nbd_recv_watch_init(BlockDriverState *bs);
-void nbd_recv_watch_cleanup(BlockDriverState *bs);
+/*
+ * Creates and frees what the receive side keeps for the node's life: the
+ * timer that watches the server's silence, the BH that resumes conn_co.
+ */
+void nbd_recv_init(BlockDriverState *bs);
+void nbd_recv_cleanup(BlockDriverState *bs);
 
 #endif

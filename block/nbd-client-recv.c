@@ -82,22 +82,6 @@ static void nbd_recv_silence_cb(void *opaque)
     nbd_client_lost(bs);
 }
 
-void nbd_recv_watch_init(BlockDriverState *bs)
-{
-    BDRVNBDState *s = bs->opaque;
-
-    s->silence_timer = aio_timer_new(bdrv_get_aio_context(bs),
-                                     QEMU_CLOCK_REALTIME, SCALE_NS,
-                                     nbd_recv_silence_cb, bs);
-}
-
-void nbd_recv_watch_cleanup(BlockDriverState *bs)
-{
-    BDRVNBDState *s = bs->opaque;
-
-    timer_free(s->silence_timer);
-}
-
 static int nbd_recv_errno(uint32_t err)
 {
     switch (err) {
@@ -165,6 +149,40 @@ static int coroutine_fn nbd_recv_skip(BDRVNBDState *s, size_t len)
     return 0;
 }
 
+/* A reply is complete: its request runs once the loop yields (below). */
+static void nbd_recv_complete(BDRVNBDState *s, NBDClientRequest *req)
+{
+    s->recv_woke |= req->waiting;
+    nbd_client_complete(req);
+}
+
+/*
+ * Lets the requests woken by the last reply run before the next reply is
+ * read.  A woken coroutine is only scheduled (it may not nest in this
+ * one), and while replies keep arriving this loop would never yield on
+ * the socket: a convert's reads would all arrive before the first of
+ * them is written, receiving and writing would take turns instead of
+ * overlapping, and no new read would be sent meanwhile.  s->recv_bh,
+ * scheduled after the woken requests' wake-up, resumes this coroutine
+ * right after them.  It is a bottom half of its own rather than
+ * aio_co_schedule(self): a woken request may close a node in a nested
+ * event loop (create on an export does), where a coroutine scheduled in
+ * the same batch as that request would wait for it for ever.
+ */
+static void coroutine_fn nbd_recv_yield_to_woken(BDRVNBDState *s)
+{
+    s->recv_woke = false;
+    qemu_bh_schedule(s->recv_bh);
+    qemu_coroutine_yield();
+}
+
+static void nbd_recv_resume_bh(void *opaque)
+{
+    BDRVNBDState *s = opaque;
+
+    aio_co_wake(s->conn_co);
+}
+
 /* The slot a reply's cookie names, or NULL if none may get it (inv. 1). */
 static NBDClientRequest *nbd_recv_slot(BDRVNBDState *s, uint64_t cookie)
 {
@@ -196,7 +214,7 @@ static const char *coroutine_fn nbd_recv_simple(BDRVNBDState *s,
         nbd_recv_into(s, req->qiov, 0, req->length) < 0) {
         return "connection lost while reading data";
     }
-    nbd_client_complete(req);
+    nbd_recv_complete(s, req);
     return NULL;
 }
 
@@ -378,7 +396,7 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
         return "read reply that leaves part of the range without data";
     }
     if (!fault && (flags & NBD_REPLY_FLAG_DONE)) {
-        nbd_client_complete(req);
+        nbd_recv_complete(s, req);
     }
     return fault;
 }
@@ -421,6 +439,9 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
         } else {
             fault = "reply with a bad magic";
         }
+        if (s->recv_woke && !fault) {
+            nbd_recv_yield_to_woken(s);
+        }
     }
     if (s->state != NBD_CLIENT_CONNECTED) {
         /* ended from outside (close, a failed send): said there */
@@ -431,4 +452,26 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
     } else {
         nbd_client_kill(bs, fault);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Setup */
+
+void nbd_recv_init(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+
+    s->silence_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                     nbd_recv_silence_cb, bs);
+    s->recv_bh = aio_bh_new(ctx, nbd_recv_resume_bh, s);
+}
+
+void nbd_recv_cleanup(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    timer_free(s->silence_timer);
+    /* conn_co has ended: it waited for this BH to run before it did */
+    qemu_bh_delete(s->recv_bh);
 }

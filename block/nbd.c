@@ -619,7 +619,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     qemu_co_mutex_init(&s->send_mutex);
     qemu_co_queue_init(&s->free_slots);
     nbd_client_reconnect_init(bs);
-    nbd_recv_watch_init(bs);
+    nbd_recv_init(bs);
     s->conn_co = qemu_coroutine_create(nbd_conn_entry, bs);
     aio_co_enter(bdrv_get_aio_context(bs), s->conn_co);
     return 0;
@@ -654,7 +654,7 @@ static void nbd_close(BlockDriverState *bs)
     co_socket_close(&s->sock);
     g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
     nbd_client_reconnect_cleanup(bs);
-    nbd_recv_watch_cleanup(bs);
+    nbd_recv_cleanup(bs);
     nbd_free_config(s);
 }
 
