@@ -27,6 +27,29 @@
 /* The protocol's limit on a request's length, and QEMU's default max. */
 #define NBD_CLIENT_MAX_TRANSFER (32 * MiB)
 
+/*
+ * The time limit of a handshake (at open and at each reconnection) when
+ * open-timeout gives none.  A live server answers each option at once;
+ * the slowest ones seen (nbdkit plugins that reach a remote store when
+ * the export is chosen, a TLS handshake on a loaded host) take seconds.
+ * A minute leaves them a wide margin and still ends a silent server's
+ * hold on the user's command.
+ */
+#define NBD_CLIENT_HANDSHAKE_TIMEOUT_S  60
+
+/*
+ * x-request-timeout's default: how long requests in flight wait while
+ * the server sends nothing at all before the connection counts as lost.
+ * The longest silence of a live server is one request that it works on
+ * without a byte of reply: a flush of a large write-back cache, or a
+ * write of zeroes (up to 4 GiB) or a trim on slow storage, which at
+ * 30 MB/s takes about 140 s.  Five minutes is twice that; a server
+ * silent for longer is taken as gone.
+ */
+#define NBD_CLIENT_REQUEST_TIMEOUT_S    300
+
+#define NBD_NS_PER_SEC                  INT64_C(1000000000)
+
 /* Error chunks carry at most a short message; longer is hostile. */
 #define NBD_CLIENT_MAX_CHUNK    (NBD_MAX_STRING_SIZE + 64)
 
@@ -74,6 +97,8 @@ typedef struct BDRVNBDState {
     char *context;              /* meta context of block status */
     bool alloc_depth;           /* context is qemu:allocation-depth */
     uint32_t reconnect_delay;   /* seconds */
+    uint32_t open_timeout;      /* seconds; 0: one attempt */
+    uint32_t request_timeout;   /* x-request-timeout, seconds; 0: none */
     bool writable;              /* opened read-write */
     NBDClientTLS tls;           /* creds (a reference held) and hostname */
 
@@ -94,6 +119,11 @@ typedef struct BDRVNBDState {
     QEMUTimer *delay_timer;     /* ends CONNECTING_WAIT */
     QEMUTimer *retry_timer;     /* the pause between attempts */
     int recv_err;               /* a read of the socket failed: lost */
+    bool recv_woke;             /* the last reply woke its request */
+    QEMUBH *recv_bh;            /* resumes conn_co after the woken ones */
+    /* x-request-timeout: when bytes last came, or the wait began */
+    int64_t rx_stamp;           /* QEMU_CLOCK_REALTIME ns */
+    QEMUTimer *silence_timer;   /* pending at most once per timeout */
 } BDRVNBDState;
 
 /* Marks @req done and wakes it if it waits for that (invariant 4). */
@@ -110,13 +140,18 @@ void nbd_client_lost(BlockDriverState *bs);
  * or -EIO when the request must fail.
  */
 int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs);
-/* Connects and negotiates (open and every reconnection). */
-int nbd_client_connect(BDRVNBDState *s, int *fd, QCryptoTLSSession **sess,
-                       NBDExportInfo *info, Error **errp);
-/* Connects for open, retrying for @open_timeout seconds. */
-int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
-                             int *fd, QCryptoTLSSession **sess,
-                             Error **errp);
+/*
+ * Connects and negotiates (open and every reconnection); the handshake
+ * must be over by @deadline (g_get_monotonic_time()).
+ */
+int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd,
+                       QCryptoTLSSession **sess, NBDExportInfo *info,
+                       Error **errp);
+/* When a handshake that starts now must be over, without open-timeout. */
+int64_t nbd_client_handshake_deadline(const BDRVNBDState *s);
+/* Connects for open, retrying for s->open_timeout seconds. */
+int nbd_client_connect_retry(BDRVNBDState *s, int *fd,
+                             QCryptoTLSSession **sess, Error **errp);
 /* Sets up the timers and queues of reconnection at open. */
 void nbd_client_reconnect_init(BlockDriverState *bs);
 /* Frees them at close, once conn_co has ended. */
@@ -131,5 +166,17 @@ void coroutine_fn nbd_conn_entry(void *opaque);
  * by the connection coroutine only.
  */
 void coroutine_fn nbd_recv_loop(BlockDriverState *bs);
+/*
+ * x-request-timeout (nbd-client-recv.c): a request was taken while none
+ * was in flight, or the connection is new; the server's silence counts
+ * from now.
+ */
+void nbd_recv_watch_start(BDRVNBDState *s);
+/*
+ * Creates and frees what the receive side keeps for the node's life: the
+ * timer that watches the server's silence, the BH that resumes conn_co.
+ */
+void nbd_recv_init(BlockDriverState *bs);
+void nbd_recv_cleanup(BlockDriverState *bs);
 
 #endif

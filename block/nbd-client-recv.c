@@ -8,21 +8,78 @@
  * the server ends the connection for good (nbd_client_kill); a connection
  * that breaks (a read fails) is lost (nbd_client_lost), which a client
  * with reconnect-delay survives.
+ *
+ * A server that sends nothing at all is lost too (x-request-timeout):
+ * while requests are in flight, s->silence_timer watches the time since
+ * bytes last came (s->rx_stamp, stamped by every read of the socket, so
+ * a long read that trickles in is alive).  The timer is not moved for
+ * each read: when it fires early it moves itself to the stamp's end, so
+ * a busy connection costs one clock read per recv() and nothing more.
  */
 #include "block/nbd-client-int.h"
 
 /*
  * Every read of the socket goes through here, so that the loop can tell
- * a broken connection (s->recv_err set) from a server that sent nonsense.
+ * a broken connection (s->recv_err set) from a server that sent nonsense,
+ * and so that every byte received proves the server alive.
  */
 static int coroutine_fn nbd_recv_read(BDRVNBDState *s, void *buf, size_t len)
 {
-    int ret = co_socket_read_all(&s->sock, buf, len);
+    uint8_t *p = buf;
 
-    if (ret < 0) {
-        s->recv_err = ret;
+    while (len) {
+        ssize_t n = co_socket_read_some(&s->sock, p, len);
+
+        if (n < 0) {
+            s->recv_err = n;
+            return n;
+        }
+        s->rx_stamp = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+        p += n;
+        len -= n;
     }
-    return ret;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* The server's silence */
+
+void nbd_recv_watch_start(BDRVNBDState *s)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+
+    s->rx_stamp = now;
+    if (s->request_timeout && !timer_pending(s->silence_timer)) {
+        timer_mod(s->silence_timer,
+                  now + (int64_t)s->request_timeout * NBD_NS_PER_SEC);
+    }
+}
+
+/*
+ * Nothing came for x-request-timeout seconds while requests waited: the
+ * connection is lost, exactly as if it had broken (reconnect-delay then
+ * applies).  Unlike a broken connection this is said, once, since
+ * nothing else would tell the user why the requests failed.
+ */
+static void nbd_recv_silence_cb(void *opaque)
+{
+    BlockDriverState *bs = opaque;
+    BDRVNBDState *s = bs->opaque;
+    int64_t end = s->rx_stamp +
+                  (int64_t)s->request_timeout * NBD_NS_PER_SEC;
+
+    if (s->state != NBD_CLIENT_CONNECTED || !s->in_flight) {
+        return;         /* idle: the next request starts the watch */
+    }
+    if (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) < end) {
+        timer_mod(s->silence_timer, end);
+        return;
+    }
+    error_report("NBD server %s: sent nothing for %" PRIu32 " s with %u "
+                 "request%s in flight (x-request-timeout): connection "
+                 "taken as lost", bs->filename, s->request_timeout,
+                 s->in_flight, s->in_flight == 1 ? "" : "s");
+    nbd_client_lost(bs);
 }
 
 static int nbd_recv_errno(uint32_t err)
@@ -92,6 +149,40 @@ static int coroutine_fn nbd_recv_skip(BDRVNBDState *s, size_t len)
     return 0;
 }
 
+/* A reply is complete: its request runs once the loop yields (below). */
+static void nbd_recv_complete(BDRVNBDState *s, NBDClientRequest *req)
+{
+    s->recv_woke |= req->waiting;
+    nbd_client_complete(req);
+}
+
+/*
+ * Lets the requests woken by the last reply run before the next reply is
+ * read.  A woken coroutine is only scheduled (it may not nest in this
+ * one), and while replies keep arriving this loop would never yield on
+ * the socket: a convert's reads would all arrive before the first of
+ * them is written, receiving and writing would take turns instead of
+ * overlapping, and no new read would be sent meanwhile.  s->recv_bh,
+ * scheduled after the woken requests' wake-up, resumes this coroutine
+ * right after them.  It is a bottom half of its own rather than
+ * aio_co_schedule(self): a woken request may close a node in a nested
+ * event loop (create on an export does), where a coroutine scheduled in
+ * the same batch as that request would wait for it for ever.
+ */
+static void coroutine_fn nbd_recv_yield_to_woken(BDRVNBDState *s)
+{
+    s->recv_woke = false;
+    qemu_bh_schedule(s->recv_bh);
+    qemu_coroutine_yield();
+}
+
+static void nbd_recv_resume_bh(void *opaque)
+{
+    BDRVNBDState *s = opaque;
+
+    aio_co_wake(s->conn_co);
+}
+
 /* The slot a reply's cookie names, or NULL if none may get it (inv. 1). */
 static NBDClientRequest *nbd_recv_slot(BDRVNBDState *s, uint64_t cookie)
 {
@@ -123,7 +214,7 @@ static const char *coroutine_fn nbd_recv_simple(BDRVNBDState *s,
         nbd_recv_into(s, req->qiov, 0, req->length) < 0) {
         return "connection lost while reading data";
     }
-    nbd_client_complete(req);
+    nbd_recv_complete(s, req);
     return NULL;
 }
 
@@ -305,7 +396,7 @@ static const char *coroutine_fn nbd_recv_structured(BDRVNBDState *s,
         return "read reply that leaves part of the range without data";
     }
     if (!fault && (flags & NBD_REPLY_FLAG_DONE)) {
-        nbd_client_complete(req);
+        nbd_recv_complete(s, req);
     }
     return fault;
 }
@@ -323,6 +414,8 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
 
     _Static_assert(sizeof(NBDSimpleReply) < sizeof(hdr), "header sizes");
     s->recv_err = 0;
+    /* a new connection: requests resent on it wait from now */
+    s->rx_stamp = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     while (s->state == NBD_CLIENT_CONNECTED && !fault) {
         uint32_t magic;
 
@@ -346,6 +439,9 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
         } else {
             fault = "reply with a bad magic";
         }
+        if (s->recv_woke && !fault) {
+            nbd_recv_yield_to_woken(s);
+        }
     }
     if (s->state != NBD_CLIENT_CONNECTED) {
         /* ended from outside (close, a failed send): said there */
@@ -356,4 +452,26 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
     } else {
         nbd_client_kill(bs, fault);
     }
+}
+
+/* ---------------------------------------------------------------------- */
+/* Setup */
+
+void nbd_recv_init(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+
+    s->silence_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                     nbd_recv_silence_cb, bs);
+    s->recv_bh = aio_bh_new(ctx, nbd_recv_resume_bh, s);
+}
+
+void nbd_recv_cleanup(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    timer_free(s->silence_timer);
+    /* conn_co has ended: it waited for this BH to run before it did */
+    qemu_bh_delete(s->recv_bh);
 }

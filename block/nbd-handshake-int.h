@@ -19,6 +19,7 @@
 typedef struct NBDHs {
     int fd;
     QCryptoTLSSession *tls;
+    int64_t deadline;           /* g_get_monotonic_time(); 0: none */
 } NBDHs;
 
 /*

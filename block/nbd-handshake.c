@@ -20,17 +20,48 @@
  *
  * Every length the server sends is checked before it is used: an option
  * reply longer than NBD_CLIENT_MAX_REPLY is refused, never allocated.
+ *
+ * The whole handshake runs against one deadline: before each read or
+ * write of the blocking socket, SO_RCVTIMEO/SO_SNDTIMEO are set to the
+ * time left, so a server that goes silent (or trickles a byte at a time)
+ * ends it with -ETIMEDOUT instead of holding the caller for ever.
  */
 #include "util/osdep.h"
 #include "nbd-handshake-int.h"
 #include "crypto/tls-session.h"
 #include <sys/socket.h>
 
+/*
+ * Bounds the next blocking read (@opt SO_RCVTIMEO) or write (SO_SNDTIMEO)
+ * by the time left; -1 with ETIMEDOUT when none is.  A timed-out read or
+ * write fails with EAGAIN, which the loops below retry, to end here.
+ */
+static int nbd_hs_arm(NBDHs *hs, int opt)
+{
+    int64_t left;
+    struct timeval tv;
+
+    if (!hs->deadline) {
+        return 0;
+    }
+    left = hs->deadline - g_get_monotonic_time();
+    if (left <= 0) {
+        errno = ETIMEDOUT;
+        return -1;
+    }
+    tv.tv_sec = left / G_USEC_PER_SEC;
+    tv.tv_usec = left % G_USEC_PER_SEC;
+    return setsockopt(hs->fd, SOL_SOCKET, opt, &tv, sizeof(tv));
+}
+
 /* One read or write of the socket or the session, -1 with errno. */
 static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
 {
     ssize_t n;
 
+    if (nbd_hs_arm(hs, rbuf ? SO_RCVTIMEO : SO_SNDTIMEO) < 0) {
+        return -1;
+    }
     if (!hs->tls) {
         return rbuf ? read(hs->fd, rbuf, len)
                     : send(hs->fd, wbuf, len, MSG_NOSIGNAL);
@@ -64,8 +95,13 @@ int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
     while (len) {
         ssize_t n = nbd_hs_io(hs, p, NULL, len);
 
-        if (n < 0 && errno == EINTR) {
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
             continue;
+        }
+        if (n < 0 && errno == ETIMEDOUT) {
+            error_setg(errp, "Failed to read %s: the server sent nothing "
+                       "more before the handshake's time limit", what);
+            return -ETIMEDOUT;
         }
         if (n == 0) {
             error_setg(errp, "Failed to read %s: Unexpected end-of-file "
@@ -95,8 +131,14 @@ static int nbd_hs_write(NBDHs *hs, const void *buf, size_t len,
     while (len) {
         ssize_t n = nbd_hs_io(hs, NULL, p, len);
 
-        if (n < 0 && errno == EINTR) {
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
             continue;
+        }
+        if (n < 0 && errno == ETIMEDOUT) {
+            error_setg(errp, "Failed to send %s to the NBD server: it took "
+                       "nothing more before the handshake's time limit",
+                       what);
+            return -ETIMEDOUT;
         }
         if (n < 0) {
             error_setg_errno(errp, errno, "Failed to send %s to the NBD "
@@ -512,16 +554,32 @@ int nbd_hs_starttls(NBDHs *hs, const NBDClientTLS *tls, Error **errp)
     if (!hs->tls) {
         return -EINVAL;
     }
-    return qcrypto_tls_session_handshake_sync(hs->tls, errp);
+    do {
+        if (nbd_hs_arm(hs, SO_RCVTIMEO) < 0 ||
+            nbd_hs_arm(hs, SO_SNDTIMEO) < 0) {
+            error_setg_errno(errp, errno, "TLS handshake with the NBD "
+                             "server did not end in time");
+            return -errno;
+        }
+        ret = qcrypto_tls_session_handshake(hs->tls, errp);
+    } while (ret == -EAGAIN);
+    return ret;
 }
 
 int nbd_client_handshake(int fd, const char *export_name, const char *context,
                          const NBDClientTLS *tls, QCryptoTLSSession **sess,
-                         NBDExportInfo *info, Error **errp)
+                         NBDExportInfo *info, int64_t deadline, Error **errp)
 {
-    NBDHs hs = { .fd = fd };
+    NBDHs hs = { .fd = fd, .deadline = deadline };
     int ret = nbd_hs_negotiate(&hs, export_name, context, tls, info, errp);
 
+    if (deadline) {
+        /* the socket's later users set their own limits, if any */
+        static const struct timeval none;
+
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof(none));
+    }
     if (ret < 0) {
         qcrypto_tls_session_free(hs.tls);
         hs.tls = NULL;

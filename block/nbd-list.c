@@ -14,6 +14,7 @@
 #include "util/osdep.h"
 #include "block/nbd-list.h"
 #include "nbd-handshake-int.h"
+#include "nbd-client-int.h"
 #include "crypto/tls-session.h"
 
 /* Takes in one reply of the type an option's exchange expects. */
@@ -183,7 +184,12 @@ static int nbd_list_negotiate(NBDHs *hs, const NBDClientTLS *tls,
 GPtrArray *nbd_client_list(int fd, const NBDClientTLS *tls, Error **errp)
 {
     GPtrArray *exports = g_ptr_array_new_with_free_func(nbd_list_free_export);
-    NBDHs hs = { .fd = fd };
+    /* the driver's bound: a silent server must not hold --list for ever */
+    NBDHs hs = {
+        .fd = fd,
+        .deadline = g_get_monotonic_time() +
+                    NBD_CLIENT_HANDSHAKE_TIMEOUT_S * G_USEC_PER_SEC,
+    };
     int ret = nbd_list_negotiate(&hs, tls, exports, errp);
 
     if (ret == 0) {

@@ -40,12 +40,19 @@
  */
 #define NBD_RECONNECT_FIRST_PAUSE_NS    (100 * SCALE_MS)
 #define NBD_RECONNECT_MAX_PAUSE_NS      (1000 * SCALE_MS)
-#define NBD_NS_PER_SEC                  INT64_C(1000000000)
 /* The pause between connection attempts within open-timeout. */
 #define NBD_OPEN_RETRY_US               (100 * 1000)
 
-int nbd_client_connect(BDRVNBDState *s, int *fd_out, QCryptoTLSSession **sess,
-                       NBDExportInfo *info, Error **errp)
+int64_t nbd_client_handshake_deadline(const BDRVNBDState *s)
+{
+    uint32_t secs = s->open_timeout ?: NBD_CLIENT_HANDSHAKE_TIMEOUT_S;
+
+    return g_get_monotonic_time() + (int64_t)secs * G_USEC_PER_SEC;
+}
+
+int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd_out,
+                       QCryptoTLSSession **sess, NBDExportInfo *info,
+                       Error **errp)
 {
     int fd, ret, fl;
 
@@ -54,7 +61,20 @@ int nbd_client_connect(BDRVNBDState *s, int *fd_out, QCryptoTLSSession **sess,
         return fd;
     }
     ret = nbd_client_handshake(fd, s->export_name, s->context, &s->tls,
-                               sess, info, errp);
+                               sess, info, deadline, errp);
+    if (ret == -ETIMEDOUT) {
+        g_autofree char *addr = socket_address_to_string(s->addr);
+
+        if (s->open_timeout) {
+            error_prepend(errp, "NBD server '%s' did not complete the "
+                          "handshake within open-timeout=%" PRIu32 " s: ",
+                          addr, s->open_timeout);
+        } else {
+            error_prepend(errp, "NBD server '%s' did not complete the "
+                          "handshake within %d s: ", addr,
+                          NBD_CLIENT_HANDSHAKE_TIMEOUT_S);
+        }
+    }
     if (ret < 0) {
         close(fd);
         return ret;
@@ -73,20 +93,20 @@ int nbd_client_connect(BDRVNBDState *s, int *fd_out, QCryptoTLSSession **sess,
     return 0;
 }
 
-int nbd_client_connect_retry(BDRVNBDState *s, uint32_t open_timeout,
-                             int *fd, QCryptoTLSSession **sess,
-                             Error **errp)
+int nbd_client_connect_retry(BDRVNBDState *s, int *fd,
+                             QCryptoTLSSession **sess, Error **errp)
 {
-    int64_t deadline = g_get_monotonic_time() +
-                       (int64_t)open_timeout * G_USEC_PER_SEC;
+    /* with open-timeout, every attempt's handshake ends by its deadline */
+    int64_t deadline = nbd_client_handshake_deadline(s);
 
     for (;;) {
         Error *local_err = NULL;
         int64_t left;
-        int ret = nbd_client_connect(s, fd, sess, &s->info, &local_err);
+        int ret = nbd_client_connect(s, deadline, fd, sess, &s->info,
+                                     &local_err);
 
         left = deadline - g_get_monotonic_time();
-        if (ret == 0 || left <= 0) {
+        if (ret == 0 || left <= 0 || !s->open_timeout) {
             error_propagate(errp, local_err);
             return ret;
         }
@@ -184,6 +204,7 @@ static void nbd_delay_expired(void *opaque)
 
 typedef struct NBDConnectJob {
     BDRVNBDState *s;            /* only its immutable fields are read */
+    int64_t deadline;           /* of the handshake */
     int fd;
     QCryptoTLSSession *sess;
     NBDExportInfo info;
@@ -194,8 +215,8 @@ static int nbd_connect_worker(void *opaque)
 {
     NBDConnectJob *job = opaque;
 
-    return nbd_client_connect(job->s, &job->fd, &job->sess, &job->info,
-                              &job->err);
+    return nbd_client_connect(job->s, job->deadline, &job->fd, &job->sess,
+                              &job->info, &job->err);
 }
 
 /*
@@ -228,7 +249,11 @@ static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
 {
     BDRVNBDState *s = bs->opaque;
     AioContext *ctx = bdrv_get_aio_context(bs);
-    NBDConnectJob job = { .s = s, .fd = -1 };
+    NBDConnectJob job = {
+        .s = s,
+        .deadline = nbd_client_handshake_deadline(s),
+        .fd = -1,
+    };
     int ret;
 
     assert(!s->connecting && s->state != NBD_CLIENT_CONNECTED);

@@ -15,7 +15,12 @@
  *    when its last chunk came;
  *  - a lost connection fails the requests, or within reconnect-delay
  *    holds them until the connection coroutine has reconnected, and they
- *    are sent again (nbd-reconnect.c, which draws the states).
+ *    are sent again (nbd-reconnect.c, which draws the states);
+ *  - while requests are in flight, a timer watches the server's silence
+ *    (nbd-client-recv.c): x-request-timeout seconds without a byte
+ *    received, and the connection counts as lost;
+ *  - every handshake ends by open-timeout, or by
+ *    NBD_CLIENT_HANDSHAKE_TIMEOUT_S without it (nbd-handshake.c).
  *
  * Invariants:
  *  1. A slot is in_use from the moment a request takes it until that
@@ -78,7 +83,9 @@ static NBDClientRequest *coroutine_fn nbd_co_take_slot(BDRVNBDState *s,
     for (int i = 0; i < NBD_CLIENT_MAX_REQUESTS; i++) {
         if (!s->reqs[i].in_use) {
             *cookie = i;
-            s->in_flight++;
+            if (s->in_flight++ == 0) {
+                nbd_recv_watch_start(s);
+            }
             return &s->reqs[i];
         }
     }
@@ -468,11 +475,15 @@ static int nbd_open_context(BDRVNBDState *s, const char *bitmap,
 }
 
 /* The options other than the server's address and the export. */
-static int nbd_open_options(BDRVNBDState *s, QemuOpts *opts,
-                            uint32_t *open_timeout, Error **errp)
+static int nbd_open_options(BDRVNBDState *s, QemuOpts *opts, Error **errp)
 {
-    static const char *const secs[] = {
-        NBD_OPT_KEY_RECONNECT_DELAY, NBD_OPT_KEY_OPEN_TIMEOUT,
+    static const struct {
+        const char *key;
+        uint64_t def;
+    } secs[] = {
+        { NBD_OPT_KEY_RECONNECT_DELAY, 0 },
+        { NBD_OPT_KEY_OPEN_TIMEOUT, 0 },
+        { NBD_OPT_KEY_REQUEST_TIMEOUT, NBD_CLIENT_REQUEST_TIMEOUT_S },
     };
     uint64_t val[G_N_ELEMENTS(secs)];
 
@@ -485,15 +496,16 @@ static int nbd_open_options(BDRVNBDState *s, QemuOpts *opts,
         }
     }
     for (size_t i = 0; i < G_N_ELEMENTS(secs); i++) {
-        val[i] = qemu_opt_get_number(opts, secs[i], 0);
+        val[i] = qemu_opt_get_number(opts, secs[i].key, secs[i].def);
         if (val[i] > UINT32_MAX) {
             error_setg(errp, "%s=%" PRIu64 " is out of range (at most %"
-                       PRIu32 " seconds)", secs[i], val[i], UINT32_MAX);
+                       PRIu32 " seconds)", secs[i].key, val[i], UINT32_MAX);
             return -EINVAL;
         }
     }
     s->reconnect_delay = val[0];
-    *open_timeout = val[1];
+    s->open_timeout = val[1];
+    s->request_timeout = val[2];
     return nbd_open_context(s, qemu_opt_get(opts, NBD_OPT_KEY_DIRTY_BITMAP),
                             errp);
 }
@@ -541,7 +553,6 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVNBDState *s = bs->opaque;
     QemuOpts *opts;
-    uint32_t open_timeout = 0;
     int fd = -1;
     int ret;
 
@@ -555,7 +566,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     if (!opts) {
         return -EINVAL;
     }
-    ret = nbd_open_options(s, opts, &open_timeout, errp);
+    ret = nbd_open_options(s, opts, errp);
     if (ret == 0) {
         s->addr = nbd_opts_to_addr(opts, errp);
         ret = s->addr ? 0 : -EINVAL;
@@ -572,8 +583,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
     qemu_opts_del(opts);
     if (ret == 0) {
-        ret = nbd_client_connect_retry(s, open_timeout, &fd, &s->tls_sess,
-                                       errp);
+        ret = nbd_client_connect_retry(s, &fd, &s->tls_sess, errp);
     }
     if (ret == 0) {
         ret = nbd_open_check(bs, flags, errp);
@@ -609,6 +619,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     qemu_co_mutex_init(&s->send_mutex);
     qemu_co_queue_init(&s->free_slots);
     nbd_client_reconnect_init(bs);
+    nbd_recv_init(bs);
     s->conn_co = qemu_coroutine_create(nbd_conn_entry, bs);
     aio_co_enter(bdrv_get_aio_context(bs), s->conn_co);
     return 0;
@@ -643,6 +654,7 @@ static void nbd_close(BlockDriverState *bs)
     co_socket_close(&s->sock);
     g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
     nbd_client_reconnect_cleanup(bs);
+    nbd_recv_cleanup(bs);
     nbd_free_config(s);
 }
 

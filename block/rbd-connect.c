@@ -209,7 +209,7 @@ void qrbd_connect_opts_free(RBDConnectOpts *o)
 static int qrbd_conf_set(rados_t cluster, const char *key, const char *value,
                          Error **errp)
 {
-    int ret = rados_conf_set(cluster, key, value);
+    int ret = qrbd_lib.rados_conf_set(cluster, key, value);
 
     if (ret < 0) {
         error_setg_errno(errp, -ret, "invalid conf option %s", key);
@@ -223,7 +223,7 @@ static int qrbd_configure(rados_t cluster, const RBDConnectOpts *o,
     int ret;
 
     if (o->conf) {
-        ret = rados_conf_read_file(cluster, o->conf);
+        ret = qrbd_lib.rados_conf_read_file(cluster, o->conf);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "error reading conf file %s",
                              o->conf);
@@ -231,7 +231,7 @@ static int qrbd_configure(rados_t cluster, const RBDConnectOpts *o,
         }
     } else {
         /* the default search may find nothing: options may say it all */
-        rados_conf_read_file(cluster, NULL);
+        qrbd_lib.rados_conf_read_file(cluster, NULL);
     }
     for (char **kv = o->keyvalue; kv && *kv; kv += 2) {
         ret = qrbd_conf_set(cluster, kv[0], kv[1], errp);
@@ -265,7 +265,7 @@ static int qrbd_open_namespace(rados_ioctx_t io_ctx, const char *ns,
     if (!ns || !*ns) {
         return 0;
     }
-    ret = rbd_namespace_exists(io_ctx, ns, &exists);
+    ret = qrbd_lib.rbd_namespace_exists(io_ctx, ns, &exists);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error checking for the existence of "
                          "namespace '%s'", ns);
@@ -275,7 +275,7 @@ static int qrbd_open_namespace(rados_ioctx_t io_ctx, const char *ns,
         error_setg(errp, "namespace '%s' does not exist", ns);
         return -ENOENT;
     }
-    rados_ioctx_set_namespace(io_ctx, ns);
+    qrbd_lib.rados_ioctx_set_namespace(io_ctx, ns);
     return 0;
 }
 
@@ -286,7 +286,11 @@ int qrbd_connect(const RBDConnectOpts *o, bool cache, rados_t *cluster,
 
     *cluster = NULL;
     *io_ctx = NULL;
-    ret = rados_create(cluster, o->user);
+    /* every use of librados and librbd comes after a connection */
+    if (!qrbd_lib_load(errp)) {
+        return -ENOTSUP;
+    }
+    ret = qrbd_lib.rados_create(cluster, o->user);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error initializing");
         *cluster = NULL;
@@ -296,12 +300,12 @@ int qrbd_connect(const RBDConnectOpts *o, bool cache, rados_t *cluster,
     if (ret < 0) {
         goto fail;
     }
-    ret = rados_connect(*cluster);
+    ret = qrbd_lib.rados_connect(*cluster);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error connecting");
         goto fail;
     }
-    ret = rados_ioctx_create(*cluster, o->pool, io_ctx);
+    ret = qrbd_lib.rados_ioctx_create(*cluster, o->pool, io_ctx);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error opening pool %s", o->pool);
         *io_ctx = NULL;
@@ -323,9 +327,9 @@ fail:
 void qrbd_disconnect(rados_t cluster, rados_ioctx_t io_ctx)
 {
     if (io_ctx) {
-        rados_ioctx_destroy(io_ctx);
+        qrbd_lib.rados_ioctx_destroy(io_ctx);
     }
     if (cluster) {
-        rados_shutdown(cluster);
+        qrbd_lib.rados_shutdown(cluster);
     }
 }

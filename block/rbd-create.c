@@ -67,21 +67,22 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
         qrbd_connect_opts_free(&o);
         return ret;
     }
-    rbd_image_options_create(&img_opts);
+    qrbd_lib.rbd_image_options_create(&img_opts);
     if (order) {
-        rbd_image_options_set_uint64(img_opts, RBD_IMAGE_OPTION_ORDER, order);
+        qrbd_lib.rbd_image_options_set_uint64(img_opts,
+                                              RBD_IMAGE_OPTION_ORDER, order);
     }
-    ret = rbd_create4(io_ctx, o.image, size, img_opts);
+    ret = qrbd_lib.rbd_create4(io_ctx, o.image, size, img_opts);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error rbd create");
     } else if (qemu_opt_get(opts, "encrypt.format")) {
         ret = qrbd_encryption_create(io_ctx, o.image, opts, size, errp);
         if (ret < 0) {
             /* never leave a plain image where an encrypted one was asked */
-            rbd_remove(io_ctx, o.image);
+            qrbd_lib.rbd_remove(io_ctx, o.image);
         }
     }
-    rbd_image_options_destroy(img_opts);
+    qrbd_lib.rbd_image_options_destroy(img_opts);
     qrbd_disconnect(cluster, io_ctx);
     qrbd_connect_opts_free(&o);
     return ret;

@@ -47,8 +47,10 @@ static int qrbd_encryption_call(rbd_image_t image, int format,
     }
     opts.passphrase = (const char *)pass;
     opts.passphrase_size = len;
-    ret = load ? rbd_encryption_load(image, format, &opts, sizeof(opts))
-               : rbd_encryption_format(image, format, &opts, sizeof(opts));
+    ret = load ? qrbd_lib.rbd_encryption_load(image, format, &opts,
+                                              sizeof(opts))
+               : qrbd_lib.rbd_encryption_format(image, format, &opts,
+                                                sizeof(opts));
     crypto_secret_free(pass, len);
     if (ret < 0) {
         /* QEMU's words */
@@ -92,13 +94,13 @@ int qrbd_encryption_create(rados_ioctx_t io_ctx, const char *name,
     if (cipher && !strcmp(cipher, "aes-128")) {
         alg = RBD_ENCRYPTION_ALGORITHM_AES128;
     }
-    ret = rbd_open(io_ctx, name, &image, NULL);
+    ret = qrbd_lib.rbd_open(io_ctx, name, &image, NULL);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error opening the new image %s", name);
         return ret;
     }
     ret = qrbd_encryption_call(image, fmt, alg, secret_id, false, errp);
-    rbd_close(image);
+    qrbd_lib.rbd_close(image);
     if (ret < 0) {
         return ret;
     }
@@ -107,23 +109,23 @@ int qrbd_encryption_create(rados_ioctx_t io_ctx, const char *name,
      * key (formatting leaves the size librbd reports unchanged), the image
      * grows by what the decrypted view lacks.
      */
-    ret = rbd_open(io_ctx, name, &image, NULL);
+    ret = qrbd_lib.rbd_open(io_ctx, name, &image, NULL);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error opening the new image %s", name);
         return ret;
     }
     ret = qrbd_encryption_call(image, fmt, alg, secret_id, true, errp);
     if (ret == 0) {
-        ret = rbd_get_size(image, &effective);
+        ret = qrbd_lib.rbd_get_size(image, &effective);
         /* resize counts the header in, as the size of the objects */
         if (ret == 0 && effective < size) {
-            ret = rbd_resize(image, size + (size - effective));
+            ret = qrbd_lib.rbd_resize(image, size + (size - effective));
         }
         if (ret < 0) {
             error_setg_errno(errp, -ret, "cannot make the encrypted image "
                              "%s %" PRIu64 " bytes", name, size);
         }
     }
-    rbd_close(image);
+    qrbd_lib.rbd_close(image);
     return ret;
 }

@@ -22,7 +22,7 @@ int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info)
                      "not the name '%s'", sn_info->id_str, sn_info->name);
         return -EINVAL;
     }
-    ret = rbd_snap_create(s->image, sn_info->name);
+    ret = qrbd_lib.rbd_snap_create(s->image, sn_info->name);
     if (ret < 0) {
         /* QEMU's words, before the caller's own line */
         error_report("failed to create snap: %s", strerror(-ret));
@@ -34,7 +34,7 @@ int qrbd_snapshot_goto(BlockDriverState *bs, const char *snapshot_id)
 {
     BDRVRBDState *s = bs->opaque;
 
-    return rbd_snap_rollback(s->image, snapshot_id);
+    return qrbd_lib.rbd_snap_rollback(s->image, snapshot_id);
 }
 
 int qrbd_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
@@ -48,7 +48,7 @@ int qrbd_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
                    "same", snapshot_id, name);
         return -EINVAL;
     }
-    ret = rbd_snap_remove(s->image, name ?: snapshot_id);
+    ret = qrbd_lib.rbd_snap_remove(s->image, name ?: snapshot_id);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Failed to remove the snapshot");
     }
@@ -64,7 +64,7 @@ int qrbd_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_info)
     /* librbd says how many there are when the array is too short */
     do {
         snaps = g_renew(rbd_snap_info_t, snaps, max);
-        n = rbd_snap_list(s->image, snaps, &max);
+        n = qrbd_lib.rbd_snap_list(s->image, snaps, &max);
     } while (n == -ERANGE);
     if (n < 0) {
         return n;
@@ -77,6 +77,6 @@ int qrbd_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_info)
         pstrcpy(sn->name, sizeof(sn->name), snaps[i].name);
         sn->vm_state_size = snaps[i].size;
     }
-    rbd_snap_list_end(snaps);
+    qrbd_lib.rbd_snap_list_end(snaps);
     return n;
 }

@@ -37,7 +37,7 @@ static void qrbd_aio_done(rbd_completion_t c, void *opaque)
     RBDAioRequest *req = opaque;
     BDRVRBDState *s = req->s;
 
-    req->ret = rbd_aio_get_return_value(c);
+    req->ret = qrbd_lib.rbd_aio_get_return_value(c);
     g_mutex_lock(&s->done_lock);
     req->next = s->done;
     s->done = req;
@@ -60,7 +60,7 @@ static void qrbd_aio_reap(void *opaque)
     for (RBDAioRequest *req = list; req; req = next) {
         next = req->next;
         assert(!req->done);     /* invariant 1 */
-        rbd_aio_release(req->c);
+        qrbd_lib.rbd_aio_release(req->c);
         req->done = true;
         s->in_flight--;
         aio_co_wake(req->co);
@@ -88,18 +88,19 @@ static int qrbd_aio_submit(BDRVRBDState *s, const RBDAioCmd *cmd,
 {
     switch (cmd->type) {
     case RBD_AIO_READ:
-        return rbd_aio_readv(s->image, cmd->qiov->iov, cmd->qiov->niov,
-                             cmd->offset, c);
+        return qrbd_lib.rbd_aio_readv(s->image, cmd->qiov->iov,
+                                      cmd->qiov->niov, cmd->offset, c);
     case RBD_AIO_WRITE:
-        return rbd_aio_writev(s->image, cmd->qiov->iov, cmd->qiov->niov,
-                              cmd->offset, c);
+        return qrbd_lib.rbd_aio_writev(s->image, cmd->qiov->iov,
+                                       cmd->qiov->niov, cmd->offset, c);
     case RBD_AIO_DISCARD:
-        return rbd_aio_discard(s->image, cmd->offset, cmd->bytes, c);
+        return qrbd_lib.rbd_aio_discard(s->image, cmd->offset, cmd->bytes, c);
     case RBD_AIO_WRITE_ZEROES:
-        return rbd_aio_write_zeroes(s->image, cmd->offset, cmd->bytes, c,
-                                    cmd->zero_flags, 0);
+        return qrbd_lib.rbd_aio_write_zeroes(s->image, cmd->offset,
+                                             cmd->bytes, c, cmd->zero_flags,
+                                             0);
     case RBD_AIO_FLUSH:
-        return rbd_aio_flush(s->image, c);
+        return qrbd_lib.rbd_aio_flush(s->image, c);
     }
     g_assert_not_reached();
 }
@@ -115,13 +116,13 @@ static int64_t coroutine_fn qrbd_co_request(BlockDriverState *bs,
     };
     int ret;
 
-    ret = rbd_aio_create_completion(&req, qrbd_aio_done, &req.c);
+    ret = qrbd_lib.rbd_aio_create_completion(&req, qrbd_aio_done, &req.c);
     if (ret < 0) {
         return ret;
     }
     ret = qrbd_aio_submit(s, cmd, req.c);
     if (ret < 0) {
-        rbd_aio_release(req.c);
+        qrbd_lib.rbd_aio_release(req.c);
         return ret;
     }
     s->in_flight++;
@@ -247,8 +248,9 @@ static int qrbd_diff_worker(void *opaque)
     int ret;
 
     /* whole objects: the object map says no more, and is cheap to read */
-    ret = rbd_diff_iterate2(call->image, NULL, call->offset, call->bytes,
-                            true, true, qrbd_diff_cb, call);
+    ret = qrbd_lib.rbd_diff_iterate2(call->image, NULL, call->offset,
+                                     call->bytes, true, true, qrbd_diff_cb,
+                                     call);
     return ret == RBD_DIFF_STOP ? 0 : ret;
 }
 
@@ -276,9 +278,9 @@ static int coroutine_fn qrbd_co_block_status(BlockDriverState *bs,
     *map = offset;
     *file = bs;
     *pnum = bytes;
-    if (rbd_get_features(s->image, &features) < 0 ||
+    if (qrbd_lib.rbd_get_features(s->image, &features) < 0 ||
         !(features & RBD_FEATURE_FAST_DIFF) ||
-        rbd_get_flags(s->image, &img_flags) < 0 ||
+        qrbd_lib.rbd_get_flags(s->image, &img_flags) < 0 ||
         (img_flags & RBD_FLAG_FAST_DIFF_INVALID)) {
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
     }
@@ -309,7 +311,7 @@ static int64_t qrbd_getlength(BlockDriverState *bs)
     int ret;
 
     /* another client may have resized it: librbd watches the header */
-    ret = rbd_get_size(s->image, &size);
+    ret = qrbd_lib.rbd_get_size(s->image, &size);
     if (ret < 0) {
         return ret;
     }
@@ -325,7 +327,7 @@ static int qrbd_resize_worker(void *opaque)
 {
     RBDResizeCall *call = opaque;
 
-    return rbd_resize(call->image, call->size);
+    return qrbd_lib.rbd_resize(call->image, call->size);
 }
 
 static int coroutine_fn qrbd_co_truncate(BlockDriverState *bs, int64_t offset,
@@ -362,10 +364,10 @@ static int qrbd_open_image(BlockDriverState *bs, Error **errp)
     int ret;
 
     if (o->snapshot || !(bs->open_flags & BDRV_O_RDWR)) {
-        ret = rbd_open_read_only(s->io_ctx, o->image, &s->image,
-                                 o->snapshot);
+        ret = qrbd_lib.rbd_open_read_only(s->io_ctx, o->image, &s->image,
+                                          o->snapshot);
     } else {
-        ret = rbd_open(s->io_ctx, o->image, &s->image, NULL);
+        ret = qrbd_lib.rbd_open(s->io_ctx, o->image, &s->image, NULL);
     }
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error reading header from %s",
@@ -380,7 +382,7 @@ static int qrbd_open_image(BlockDriverState *bs, Error **errp)
             return ret;
         }
     }
-    ret = rbd_stat(s->image, &info, sizeof(info));
+    ret = qrbd_lib.rbd_stat(s->image, &info, sizeof(info));
     if (ret < 0) {
         error_setg_errno(errp, -ret, "error getting image info from %s",
                          o->image);
@@ -434,7 +436,7 @@ static int qrbd_open_node(BlockDriverState *bs, QDict *options, int flags,
 fail:
     /* the node is freed without bdrv_close after a failed open */
     if (s->image) {
-        rbd_close(s->image);
+        qrbd_lib.rbd_close(s->image);
     }
     qrbd_disconnect(s->cluster, s->io_ctx);
     qrbd_connect_opts_free(&s->opts);
@@ -457,7 +459,7 @@ static void qrbd_close_node(BlockDriverState *bs)
                        NULL, NULL, NULL);
     event_notifier_cleanup(&s->notifier);
     g_mutex_clear(&s->done_lock);
-    rbd_close(s->image);
+    qrbd_lib.rbd_close(s->image);
     qrbd_disconnect(s->cluster, s->io_ctx);
     qrbd_connect_opts_free(&s->opts);
 }

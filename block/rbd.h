@@ -8,11 +8,13 @@
  *   rbd-connect.c   the options that say where the cluster is and who we
  *                   are, and connecting to it (librados) and to a pool
  *   rbd-filename.c  QEMU's legacy file name rbd:pool/image@snap:key=value
+ *   rbd-lib.c       loading librados and librbd when first needed
  *
  * Functions are prefixed qrbd_: librbd owns rbd_ (rbd_open, rbd_close).
  *
- * Built only when librbd and librados are found (block/meson.build);
- * without them block/rbd-missing.c registers a driver that says so.
+ * Built only when the headers of librbd and librados are found
+ * (block/meson.build); without them block/rbd-missing.c registers a
+ * driver that says so.  The libraries themselves are loaded at run time.
  */
 #ifndef QBLOCK_BLOCK_RBD_H
 #define QBLOCK_BLOCK_RBD_H
@@ -28,6 +30,45 @@
  * out of every user's way; json: file names that QEMU wrote carry it.
  */
 #define RBD_OPT_KEYVALUE_PAIRS "=keyvalue-pairs"
+
+/*
+ * librados and librbd are loaded at the first open or create of an rbd
+ * image, not linked (rbd-lib.c): every function of theirs that the
+ * driver calls is listed here and called through qrbd_lib, e.g.
+ * qrbd_lib.rbd_open(...).  A function missing from these lists fails to
+ * link, since the programs do not link the libraries.
+ */
+#define QRBD_LIB_RADOS_FUNCS(F) \
+    F(rados_conf_read_file) F(rados_conf_set) F(rados_connect) \
+    F(rados_create) F(rados_ioctx_create) F(rados_ioctx_destroy) \
+    F(rados_ioctx_set_namespace) F(rados_shutdown)
+#define QRBD_LIB_RBD_FUNCS(F) \
+    F(rbd_aio_create_completion) F(rbd_aio_discard) F(rbd_aio_flush) \
+    F(rbd_aio_get_return_value) F(rbd_aio_readv) F(rbd_aio_release) \
+    F(rbd_aio_write_zeroes) F(rbd_aio_writev) F(rbd_close) F(rbd_create4) \
+    F(rbd_diff_iterate2) F(rbd_encryption_format) F(rbd_encryption_load) \
+    F(rbd_get_features) F(rbd_get_flags) F(rbd_get_size) \
+    F(rbd_image_options_create) F(rbd_image_options_destroy) \
+    F(rbd_image_options_set_uint64) F(rbd_namespace_exists) F(rbd_open) \
+    F(rbd_open_read_only) F(rbd_remove) F(rbd_resize) F(rbd_snap_create) \
+    F(rbd_snap_list) F(rbd_snap_list_end) F(rbd_snap_remove) \
+    F(rbd_snap_rollback) F(rbd_stat)
+
+typedef struct QRBDLib {
+#define QRBD_LIB_POINTER(fn) __typeof__(fn) *fn;
+    QRBD_LIB_RADOS_FUNCS(QRBD_LIB_POINTER)
+    QRBD_LIB_RBD_FUNCS(QRBD_LIB_POINTER)
+#undef QRBD_LIB_POINTER
+} QRBDLib;
+
+/* Valid once qrbd_lib_load() has succeeded (in qrbd_connect()). */
+extern QRBDLib qrbd_lib;
+
+/*
+ * Loads the libraries and resolves qrbd_lib, the first time; true once
+ * that has succeeded, else false with @errp saying what is missing.
+ */
+bool qrbd_lib_load(Error **errp);
 
 /* Where the cluster is and how to log in (rbd-connect.c). */
 typedef struct RBDConnectOpts {

@@ -27,6 +27,7 @@
 #define NBD_OPT_KEY_DIRTY_BITMAP "x-dirty-bitmap"
 #define NBD_OPT_KEY_RECONNECT_DELAY "reconnect-delay"
 #define NBD_OPT_KEY_OPEN_TIMEOUT "open-timeout"
+#define NBD_OPT_KEY_REQUEST_TIMEOUT "x-request-timeout"
 
 /*
  * Fills @options (server.*, export) from @filename, one of
@@ -71,10 +72,12 @@ typedef struct NBDClientTLS {
 /*
  * With TLS, NBD_OPT_STARTTLS comes first and everything after it runs in
  * the TLS session, which *@sess gets (NULL without TLS); the caller
- * frees it after the socket.
+ * frees it after the socket.  The handshake must be over by @deadline
+ * (g_get_monotonic_time(); 0: no limit), else it fails with -ETIMEDOUT
+ * and @errp names the step it was at.
  */
 int nbd_client_handshake(int fd, const char *export_name, const char *context,
                          const NBDClientTLS *tls, QCryptoTLSSession **sess,
-                         NBDExportInfo *info, Error **errp);
+                         NBDExportInfo *info, int64_t deadline, Error **errp);
 
 #endif

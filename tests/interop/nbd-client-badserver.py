@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A hostile NBD server for tests/interop/nbd-client.sh.
+"""A hostile NBD server for tests/interop/nbd-client.sh and
+nbd-client-timeout.sh.
 
     nbd-client-badserver.py SOCKET FAULT
     nbd-client-badserver.py --list
@@ -9,13 +10,15 @@ a correct fixed newstyle handshake (structured replies and base:allocation
 where the fault needs them, else every option but NBD_OPT_GO refused with
 NBD_REP_ERR_UNSUP), and answers requests correctly until FAULT strikes:
 in the handshake (the faults named hs-*), or at the first request of the
-fault's command (READ, BLOCK_STATUS or FLUSH).  --list prints each fault
+fault's command (READ, BLOCK_STATUS or FLUSH); or it goes silent
+(SILENT_FAULTS, below).  --list prints each fault but the silent ones
 with the command it strikes at, one per line.  After the fault it waits
 for the client to go away, then exits.
 """
 import socket
 import struct
 import sys
+import time
 
 SIZE = 1 << 20
 REP_MAGIC = 0x3e889045565a9
@@ -98,6 +101,20 @@ HS_FAULTS = {
 }
 
 
+# Faults of a server that goes silent (nbd-client-timeout.sh), not in
+# --list: the client's time limits end them, not a malformed reply.
+#   hs-silent-greeting  accepts, then sends nothing at all
+#   hs-silent           answers every option but NBD_OPT_GO
+#   silent              stops answering at the first READ, reads on
+#   silent-once         "silent" on the first connection; serves the
+#                       next one (a client that reconnects) correctly
+#   slow                answers every request, each reply in four parts
+#                       0.3 s apart: slow, never silent for long
+SILENT_FAULTS = ("hs-silent-greeting", "hs-silent", "silent", "silent-once",
+                 "slow")
+SLOW_PARTS, SLOW_PAUSE = 4, 0.3
+
+
 def info(opt, payload):
     return struct.pack(">QLLL", REP_MAGIC, opt, 3, len(payload)) + payload
 
@@ -117,9 +134,18 @@ def recv_all(c, n):
     return buf
 
 
+def drain(c):
+    """Reads (and ignores) whatever the client sends until it goes."""
+    while c.recv(4096):
+        pass
+
+
 def handshake(c, fault):
     """Returns whether structured replies were negotiated."""
     sr = fault not in ("close", "magic", "cookie", "structured")
+    if fault == "hs-silent-greeting":
+        drain(c)
+        return None
     c.sendall(b"NBDMAGIC" + b"IHAVEOPT" + struct.pack(">H", 3))
     recv_all(c, 4)
     while True:
@@ -139,6 +165,9 @@ def handshake(c, fault):
         if opt != 7:                    # NBD_OPT_GO
             c.sendall(struct.pack(">QLLL", REP_MAGIC, opt, (1 << 31) | 1, 0))
             continue
+        if fault == "hs-silent":
+            drain(c)
+            return None
         if fault in HS_FAULTS:
             c.sendall(HS_FAULTS[fault](opt))
             return None
@@ -146,20 +175,52 @@ def handshake(c, fault):
         return sr
 
 
-def answer(c, sr, cmd, cookie, offset, length):
-    """The right reply to a request."""
+def send_slowly(c, data):
+    """Sends data in SLOW_PARTS parts, SLOW_PAUSE seconds apart."""
+    step = -(-len(data) // SLOW_PARTS)
+    for i in range(0, len(data), step):
+        time.sleep(SLOW_PAUSE)
+        c.sendall(data[i:i + step])
+
+
+def answer(c, sr, cmd, cookie, offset, length, send=None, status=3):
+    """The right reply to a request (block status: flags status)."""
+    send = send or c.sendall
     if cmd == CMD_READ and sr:
-        c.sendall(chunk(cookie, T_HOLE, struct.pack(">QL", offset, length)))
+        send(chunk(cookie, T_HOLE, struct.pack(">QL", offset, length)))
     elif cmd == CMD_READ:
-        c.sendall(simple(cookie) + b"\0" * length)
+        send(simple(cookie) + b"\0" * length)
     elif cmd == CMD_BS:
-        c.sendall(chunk(cookie, T_STATUS,
-                        struct.pack(">LLL", CTX_ID, length, 3)))
+        send(chunk(cookie, T_STATUS,
+                   struct.pack(">LLL", CTX_ID, length, status)))
     else:
-        c.sendall(simple(cookie))
+        send(simple(cookie))
+
+
+def serve_silent(c, sr, fault):
+    """The faults of SILENT_FAULTS after the handshake ("healthy": none)."""
+    while True:
+        _, _, cmd, cookie, offset, length = struct.unpack(
+            ">LHHQQL", recv_all(c, 28))
+        if cmd == CMD_DISC:
+            return
+        if cmd == CMD_WRITE:
+            recv_all(c, length)
+        # all data, so that convert reads it
+        if fault == "slow":
+            answer(c, sr, cmd, cookie, offset, length,
+                   lambda data: send_slowly(c, data), status=0)
+        elif cmd == CMD_READ and fault != "healthy":
+            drain(c)
+            return
+        else:
+            answer(c, sr, cmd, cookie, offset, length, status=0)
 
 
 def serve(c, sr, fault):
+    if fault in SILENT_FAULTS or fault == "healthy":
+        serve_silent(c, sr, fault)
+        return
     strike_cmd, action = FAULTS[fault]
     while True:
         _, _, cmd, cookie, offset, length = struct.unpack(
@@ -187,20 +248,23 @@ def main():
             print(name, "handshake")
         return
     path, fault = sys.argv[1], sys.argv[2]
-    if fault not in FAULTS and fault not in HS_FAULTS:
+    if (fault not in FAULTS and fault not in HS_FAULTS
+            and fault not in SILENT_FAULTS):
         sys.exit("unknown fault " + fault)
     s = socket.socket(socket.AF_UNIX)
     s.bind(path)
     s.listen(1)
-    c, _ = s.accept()
-    try:
-        sr = handshake(c, fault)
-        if sr is not None:
-            serve(c, sr, fault)
-        while c.recv(4096):
+    for conn in range(2 if fault == "silent-once" else 1):
+        c, _ = s.accept()
+        try:
+            sr = handshake(c, fault)
+            if sr is not None:
+                serve(c, sr, fault)
+            drain(c)
+        except (EOFError, OSError):
             pass
-    except (EOFError, OSError):
-        pass
+        c.close()
+        fault = "healthy" if fault == "silent-once" else fault
 
 
 main()

@@ -90,6 +90,36 @@ if "$qimg" info "rbd:rbd/x" 2>&1 | grep -q 'not built in'; then
     exit 1
 fi
 
+# librados and librbd are loaded when an rbd image is first used, never
+# at start (block/rbd-lib.c): the loader's trace shows librbd for an rbd
+# image and not for a local one.
+qemu-img create -q -f qcow2 local.qcow2 1M
+loaded() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -c 'calling init: .*librbd\.so'; }
+if [ "$(loaded "$qimg" info local.qcow2)" -eq 0 ] &&
+   [ "$(loaded "$qimg" info "$(img absent)")" -gt 0 ]; then
+    ok "librbd loaded only for rbd images"
+else
+    fail "librbd loaded only for rbd images" \
+         "local: $(loaded "$qimg" info local.qcow2)," \
+         "rbd: $(loaded "$qimg" info "$(img absent)")"
+fi
+# A library that cannot be loaded is named, not a crash: librados hidden
+# behind an empty file in a mount namespace of our own.
+lib=$(ldconfig -p | sed -n 's/.*librados\.so\.2 .*=> //p' | head -n 1)
+if [ -n "$lib" ] &&
+   unshare -m true 2>/dev/null; then
+    out=$(unshare -m sh -c "mount --bind /dev/null '$lib' && \
+          '$qimg' info '$(img x)'" 2>&1)
+    if grep -q "rbd support could not be loaded: $lib" <<<"$out"; then
+        ok "librados missing: named"
+    else
+        fail "librados missing: named" "$out"
+    fi
+else
+    echo "skip librados missing: no librados.so.2 found or no mount namespaces"
+    skipped=$((skipped + 1))
+fi
+
 # norm: program names, timings and the scratch folder out of the output
 norm() {
     sed -e "s#$qimg#qemu-img#g" -e "s#$qio#qemu-io#g" \
