@@ -560,6 +560,44 @@ static uint8_t fe_write(TestFE *fe, unsigned int q, uint64_t sector,
     return fe_do_req(fe, q, 0, VIRTIO_BLK_T_OUT, sector, len, false);
 }
 
+/*
+ * A request of @npieces data pieces of 512 bytes in @slot's memory,
+ * described from descriptor @head on: the header split 8 + 8, the data
+ * piece by piece, and for a read the status byte in the last data
+ * descriptor (513 bytes).  More pieces than a ring slot holds
+ * (VU_SLOT_SG, 34) make the export use an array of the request's own.
+ */
+static uint16_t fe_scattered_req(TestFE *fe, unsigned int slot,
+                                 uint16_t head, uint32_t type,
+                                 uint64_t sector, unsigned int npieces)
+{
+    bool in = type == VIRTIO_BLK_T_IN;
+    VirtIOBlkOutHdr hdr = {
+        .type = GUINT32_TO_LE(type),
+        .sector = GUINT64_TO_LE(sector),
+    };
+    size_t off = SLOT_OFF(slot);
+    uint16_t d = head;
+
+    memcpy(fe->mem + off, &hdr, sizeof(hdr));
+    fe_desc(fe, 0, d, fe_gpa(fe, off), 8, VRING_DESC_F_NEXT, d + 1);
+    d++;
+    fe_desc(fe, 0, d, fe_gpa(fe, off + 8), 8, VRING_DESC_F_NEXT, d + 1);
+    d++;
+    for (unsigned int i = 0; i < npieces; i++, d++) {
+        bool last = i + 1 == npieces;
+        uint32_t len = 512 + (in && last);
+
+        fe_desc(fe, 0, d, fe_gpa(fe, off + SLOT_DATA + 512 * i), len,
+                (in ? VRING_DESC_F_WRITE : 0) |
+                (last && in ? 0 : VRING_DESC_F_NEXT), d + 1);
+    }
+    if (!in) {
+        fe_desc(fe, 0, d, fe_gpa(fe, off + 16), 1, VRING_DESC_F_WRITE, 0);
+    }
+    return head;
+}
+
 /* ---- what the export reports on stderr ---- */
 
 static int stderr_saved = -1;
@@ -1641,6 +1679,55 @@ static void test_shutdown(void)
     stop_export();
 }
 
+/*
+ * Chains the export's request slots do not hold (more pieces than
+ * VU_SLOT_SG), a header in two pieces and a status byte that shares a
+ * piece with data: the bytes reach the image and come back right.
+ */
+static void test_scattered_chains(void)
+{
+    const unsigned int npieces = 40;
+    const size_t len = npieces * 512;
+    uint8_t *data, *status;
+    g_autofree uint8_t *buf = g_malloc(len);
+    TestFE *fe;
+    VRingUsedElem u;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    data = fe->mem + SLOT_OFF(10) + SLOT_DATA;
+    for (size_t i = 0; i < len; i++) {
+        data[i] = i / 512 * 3 + i % 7;
+    }
+    fe->mem[SLOT_OFF(10) + 16] = 0xff;
+    fe_make_available(fe, 0, fe_scattered_req(fe, 10, 40, VIRTIO_BLK_T_OUT,
+                                              16, npieces));
+    fe_kick(fe, 0);
+    u = fe_wait_used(fe, 0, 1);
+    g_assert_cmpuint(u.id, ==, 40);
+    g_assert_cmpuint(u.len, ==, 1);
+    g_assert_cmpuint(fe->mem[SLOT_OFF(10) + 16], ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(blk_pread(blk, 16 * 512, len, buf, 0), ==, 0);
+    g_assert_cmpmem(buf, len, data, len);
+
+    /* read it back into slot 11: the status is byte 512 of the last piece */
+    data = fe->mem + SLOT_OFF(11) + SLOT_DATA;
+    memset(data, 0, len + 1);
+    status = data + len;
+    *status = 0xff;
+    fe_make_available(fe, 0, fe_scattered_req(fe, 11, 40 + npieces + 3,
+                                              VIRTIO_BLK_T_IN, 16, npieces));
+    fe_kick(fe, 0);
+    u = fe_wait_used(fe, 0, 1);
+    g_assert_cmpuint(u.id, ==, 40 + npieces + 3);
+    g_assert_cmpuint(u.len, ==, len + 1);
+    g_assert_cmpuint(*status, ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpmem(data, len, buf, len);
+
+    fe_close(fe);
+    stop_export();
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *dir = NULL;
@@ -1659,6 +1746,8 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/first-config-matches-cache",
                     test_first_config_matches_cache);
     g_test_add_func("/vhost-user-blk/io", test_io);
+    g_test_add_func("/vhost-user-blk/scattered-chains",
+                    test_scattered_chains);
     g_test_add_func("/vhost-user-blk/wce-toggle", test_wce_toggle);
     g_test_add_func("/vhost-user-blk/wce-not-negotiated",
                     test_wce_not_negotiated);
