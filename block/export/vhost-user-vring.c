@@ -188,6 +188,7 @@ int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
 {
     VuServer *s = q->s;
     VuReqSlot *slot = q->free_slots;
+    VirtQueueElement none;
     Error *err = NULL;
     int ret;
 
@@ -195,15 +196,20 @@ int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
     if (!q->started || !vu_virtq_enabled(q) || s->paused) {
         return 0;
     }
-    /* invariant 8: a started ring has a slot for each entry it may pop */
-    assert(slot);
-    ret = virtqueue_pop_into(&q->vq, &slot->elem, slot->sg, VU_SLOT_SG,
+    /*
+     * Invariant 8: with no slot free, the ring has vq.num requests in
+     * flight, and the pop finds nothing or breaks the ring for a driver
+     * that offers more (virtqueue.c invariant 1): it never fills @none.
+     */
+    ret = virtqueue_pop_into(&q->vq, slot ? &slot->elem : &none,
+                             slot ? slot->sg : NULL, slot ? VU_SLOT_SG : 0,
                              &err);
     if (ret < 0) {
         vu_virtq_broken(q, err);
         return ret;
     }
     if (ret > 0) {
+        assert(slot);
         q->free_slots = slot->next_free;
         q->inflight++;
         s->inflight++;
