@@ -67,6 +67,8 @@ static VhostUserBlkExport *exp;
 static int connects, disconnects;
 /* the next start_export() puts blkdebug (for break points) on top */
 static bool export_blkdebug;
+/* the size the next fe_setup_vring() gives the rings */
+static uint16_t queue_size = QUEUE_SIZE;
 
 /* ---- the export ---- */
 
@@ -373,7 +375,7 @@ static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
     memcpy(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX, &le_base, 2);
     fe->avail_idx[q] = fe->used_idx[q] = base;
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, q,
-                                  QUEUE_SIZE), ==, 0);
+                                  queue_size), ==, 0);
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_BASE, q, base),
                      ==, 0);
     g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
@@ -500,7 +502,7 @@ static void fe_make_available(TestFE *fe, unsigned int q, uint16_t head)
     uint16_t *idx = (uint16_t *)(fe->mem + AVAIL_OFF(q) +
                                  VRING_AVAIL_OFF_IDX);
 
-    ring[fe->avail_idx[q] % QUEUE_SIZE] = GUINT16_TO_LE(head);
+    ring[fe->avail_idx[q] % queue_size] = GUINT16_TO_LE(head);
     fe->avail_idx[q]++;
     __atomic_store_n(idx, GUINT16_TO_LE(fe->avail_idx[q]), __ATOMIC_RELEASE);
 }
@@ -522,7 +524,7 @@ static VRingUsedElem fe_wait_used(TestFE *fe, unsigned int q, unsigned int n)
         aio_poll(ctx, true);
     }
     memcpy(&u, fe->mem + USED_OFF(q) + VRING_USED_OFF_RING +
-           sizeof(u) * ((uint16_t)(fe->used_idx[q] - 1) % QUEUE_SIZE),
+           sizeof(u) * ((uint16_t)(fe->used_idx[q] - 1) % queue_size),
            sizeof(u));
     return u;
 }
@@ -1098,6 +1100,47 @@ static void test_broken_ring(void)
     }
     fe_setup_vring(fe, 0, 0);
     g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x12), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/*
+ * A driver that offers a request while the device holds as many as the
+ * ring has entries (here one, held at a breakpoint) breaks the ring with
+ * an error; the export has no request slot for it and must not need one.
+ */
+static void test_ring_overcommitted(void)
+{
+    g_autofree char *log = NULL;
+    TestFE *fe;
+
+    export_blkdebug = true;
+    start_export(true, true, 1, 512);
+    queue_size = 1;
+    fe = fe_start(1, 0);
+    queue_size = QUEUE_SIZE;
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", "held"),
+                    ==, 0);
+    /* the ring's one descriptor: an indirect table of the request's three
+     * (written where queue 1's table would be) */
+    fe_blk_req(fe, 1, 0, VIRTIO_BLK_T_OUT, 0, 512, false);
+    fe_desc(fe, 0, 0, fe_gpa(fe, DESC_OFF(1)), 3 * sizeof(VRingDesc),
+            VRING_DESC_F_INDIRECT, 0);
+    fe_make_available(fe, 0, 0);
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), "held")) {
+        aio_poll(ctx, true);
+    }
+    stderr_capture_begin();
+    fe_make_available(fe, 0, 0);
+    fe_kick(fe, 0);
+    while (!fd_readable(fe->err[0])) {
+        aio_poll(ctx, true);
+    }
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "vring 0: virtqueue: 1 requests in flight "
+                            "already, as many as the queue has entries"));
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held"), ==, 0);
     fe_close(fe);
     stop_export();
 }
@@ -1759,6 +1802,8 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/memory-held", test_memory_held);
     g_test_add_func("/vhost-user-blk/read-only", test_read_only);
     g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
+    g_test_add_func("/vhost-user-blk/ring-overcommitted",
+                    test_ring_overcommitted);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
     g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
     g_test_add_func("/vhost-user-blk/free-with-client",
