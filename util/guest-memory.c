@@ -108,3 +108,27 @@ int guest_memory_map_iov(const GuestMemory *mem, uint64_t addr,
     }
     return 0;
 }
+
+int guest_memory_map_sg(const GuestMemory *mem, uint64_t addr, uint64_t len,
+                        struct iovec *sg, unsigned int *n, unsigned int cap)
+{
+    uint64_t done = 0;
+
+    if (!guest_memory_range_ok(addr, len)) {
+        return -EFAULT;
+    }
+    while (done < len) {
+        uint64_t piece = MIN(len - done, (uint64_t)SSIZE_MAX);
+        void *host = mem->map(mem->opaque, addr + done, &piece);
+
+        if (!host || piece == 0 || piece > len - done) {
+            return -EFAULT;
+        }
+        if (*n >= cap) {
+            return -E2BIG;
+        }
+        sg[(*n)++] = (struct iovec) { .iov_base = host, .iov_len = piece };
+        done += piece;
+    }
+    return 0;
+}

@@ -20,42 +20,29 @@
  *     callback, which runs exactly once per accepted request.
  *  3. Buffers are only those of the element: host pointers already
  *     checked to lie in guest RAM (virtqueue.c).
+ *  4. A request allocates nothing: its vectors are built on the
+ *     element's own pieces (the header cut off the front of out_sg, the
+ *     status byte off the back of in_sg), its segments are an array of
+ *     the request.
  */
 
 #include "virtio/virtio-blk-req.h"
 
-/* Segments of one discard or write-zeroes request. */
-#define VIRTIO_BLK_MAX_DWZ_SEG 8
 /* Sectors of one segment: 2 GiB keeps a request within what the block
  * layer takes in one piece. */
 #define VIRTIO_BLK_MAX_DWZ_SECTORS (1u << 22)
 
-typedef struct VirtIOBlkReq {
-    VirtIOBlkHandler *h;
-    VirtQueueElement *elem;
-    VirtIOBlkCompleteFunc *cb;
-    void *opaque;
-    VirtIOBlkOutHdr hdr;
-    QEMUIOVector out;           /* device-readable bytes after the header */
-    QEMUIOVector in;            /* device-writable bytes before the status */
-    uint8_t *status;
-    uint32_t in_len;            /* data bytes written into @in */
-    /* discard / write zeroes: the segments and the next one to run */
-    VirtIOBlkDiscardWriteZeroes *segs;
-    uint32_t nsegs;
-    uint32_t next_seg;
-} VirtIOBlkReq;
-
 static void virtio_blk_req_complete(VirtIOBlkReq *req, uint8_t status)
 {
-    VirtIOBlkHandler *h = req->h;
+    bool allocated = req->allocated;
 
     *req->status = status;
-    req->cb(h, req->elem, req->in_len + 1, req->opaque);
-    qemu_iovec_destroy(&req->out);
-    qemu_iovec_destroy(&req->in);
-    g_free(req->segs);
-    g_free(req);
+    /* @req is the caller's again once cb has run: nothing to destroy, the
+     * vectors are external (invariant 4) */
+    req->cb(req->h, req->elem, req->in_len + 1, req->opaque);
+    if (allocated) {
+        g_free(req);
+    }
 }
 
 static void virtio_blk_rw_cb(void *opaque, int ret)
@@ -156,7 +143,6 @@ static uint8_t virtio_blk_parse_segs(VirtIOBlkReq *req, bool is_discard)
         return VIRTIO_BLK_S_IOERR;
     }
     req->nsegs = req->out.size / seg_size;
-    req->segs = g_new(VirtIOBlkDiscardWriteZeroes, req->nsegs);
     qemu_iovec_to_buf(&req->out, 0, req->segs, req->out.size);
     for (uint32_t i = 0; i < req->nsegs; i++) {
         VirtIOBlkDiscardWriteZeroes *seg = &req->segs[i];
@@ -197,15 +183,44 @@ static void virtio_blk_do_discard_zeroes(VirtIOBlkReq *req, bool is_discard)
     virtio_blk_seg_cb(req, 0);
 }
 
-int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
-                              VirtIOBlkCompleteFunc *cb, void *opaque,
-                              Error **errp)
+/*
+ * Invariant 4: @req->out on @elem's readable pieces past the header
+ * (already copied out), @req->in on its writable pieces less the status
+ * byte, whose place it records.
+ */
+static void virtio_blk_req_map(VirtIOBlkReq *req, VirtQueueElement *elem)
 {
+    struct iovec *out = elem->out_sg;
+    unsigned int out_num = elem->out_num;
+    size_t skip = sizeof(req->hdr);
+    unsigned int in_num = elem->in_num;
+    struct iovec *last;
+
+    while (skip >= out->iov_len && out_num > 1) {
+        skip -= out->iov_len;
+        out++;
+        out_num--;
+    }
+    out->iov_base = (uint8_t *)out->iov_base + skip;
+    out->iov_len -= skip;
+    qemu_iovec_init_external(&req->out, out, out_num);
+
+    /* the status is the last byte of the last non-empty writable piece */
+    while (elem->in_sg[in_num - 1].iov_len == 0) {
+        in_num--;
+    }
+    last = &elem->in_sg[in_num - 1];
+    req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
+    last->iov_len--;
+    qemu_iovec_init_external(&req->in, elem->in_sg, in_num);
+}
+
+/* Checks the chain's shape, then runs the request set up in @req. */
+static int virtio_blk_req_run(VirtIOBlkReq *req, Error **errp)
+{
+    VirtQueueElement *elem = req->elem;
     size_t out_size = iov_size(elem->out_sg, elem->out_num);
     size_t in_size = iov_size(elem->in_sg, elem->in_num);
-    struct iovec *last;
-    VirtIOBlkReq *req;
-    QEMUIOVector all;
 
     if (out_size < sizeof(VirtIOBlkOutHdr)) {
         error_setg(errp, "virtio-blk: request %u has a %zu-byte header, "
@@ -217,24 +232,8 @@ int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
                    elem->head);
         return -EINVAL;
     }
-    req = g_new0(VirtIOBlkReq, 1);
-    req->h = h;
-    req->elem = elem;
-    req->cb = cb;
-    req->opaque = opaque;
     iov_to_buf(elem->out_sg, elem->out_num, 0, &req->hdr, sizeof(req->hdr));
-
-    qemu_iovec_init_external(&all, elem->out_sg, elem->out_num);
-    qemu_iovec_init_slice(&req->out, &all, sizeof(req->hdr),
-                          out_size - sizeof(req->hdr));
-    qemu_iovec_init_external(&all, elem->in_sg, elem->in_num);
-    qemu_iovec_init_slice(&req->in, &all, 0, in_size - 1);
-    /* the status is the last byte of the last non-empty writable piece */
-    last = &elem->in_sg[elem->in_num - 1];
-    while (last->iov_len == 0) {
-        last--;
-    }
-    req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
+    virtio_blk_req_map(req, elem);
 
     switch (GUINT32_FROM_LE(req->hdr.type)) {
     case VIRTIO_BLK_T_IN:
@@ -244,7 +243,7 @@ int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
         virtio_blk_do_rw(req, true);
         break;
     case VIRTIO_BLK_T_FLUSH:
-        blk_aio_flush(h->blk, virtio_blk_rw_cb, req);
+        blk_aio_flush(req->h->blk, virtio_blk_rw_cb, req);
         break;
     case VIRTIO_BLK_T_GET_ID:
         virtio_blk_do_get_id(req);
@@ -260,6 +259,42 @@ int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
         break;
     }
     return 0;
+}
+
+int virtio_blk_handle_request_in(VirtIOBlkHandler *h, VirtIOBlkReq *req,
+                                 VirtQueueElement *elem,
+                                 VirtIOBlkCompleteFunc *cb, void *opaque,
+                                 Error **errp)
+{
+    *req = (VirtIOBlkReq) {
+        .h = h,
+        .elem = elem,
+        .cb = cb,
+        .opaque = opaque,
+    };
+    return virtio_blk_req_run(req, errp);
+}
+
+int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
+                              VirtIOBlkCompleteFunc *cb, void *opaque,
+                              Error **errp)
+{
+    VirtIOBlkReq *req = g_new(VirtIOBlkReq, 1);
+    int ret;
+
+    *req = (VirtIOBlkReq) {
+        .h = h,
+        .elem = elem,
+        .cb = cb,
+        .opaque = opaque,
+        .allocated = true,
+    };
+    /* on success the request may be done, and freed, already */
+    ret = virtio_blk_req_run(req, errp);
+    if (ret < 0) {
+        g_free(req);
+    }
+    return ret;
 }
 
 bool virtio_blk_block_size_valid(uint64_t blk_size)

@@ -12,9 +12,11 @@
  *     a cycle ends as an error, not a hang.  Indirect tables do not nest,
  *     and an indirect descriptor is never chained (the spec forbids both).
  *  3. Device-readable descriptors all come before device-writable ones.
- *  4. Each buffer is mapped with guest_memory_map_iov(), so every byte of
+ *  4. Each buffer is mapped with guest_memory_map_sg(), so every byte of
  *     an element lies in guest RAM; an element holds at most
- *     VIRTQUEUE_MAX_SG pieces in all.
+ *     VIRTQUEUE_MAX_SG pieces in all, in the popper's array or, past its
+ *     room, in one of VIRTQUEUE_MAX_SG allocated for the element
+ *     (heap_sg), never in both.
  *  5. Once broken, a queue pops and pushes nothing until reset.
  *  6. A used entry is written before the used idx that publishes it
  *     (release); the avail ring entry is read after the avail idx that
@@ -89,25 +91,46 @@ static int virtqueue_check_layout(VirtQueue *vq, Error **errp)
 }
 
 typedef struct VirtQueueChain {
-    VirtQueueElement *elem;
-    QEMUIOVector out;
-    QEMUIOVector in;
+    struct iovec *sg;           /* the popper's array, or heap */
+    unsigned int cap;
+    unsigned int n;             /* pieces so far */
+    unsigned int out_num;       /* of which device-readable */
+    bool heap;
 } VirtQueueChain;
+
+/* Invariant 4: a chain longer than the popper's room moves to the heap. */
+static bool virtqueue_chain_grow(VirtQueueChain *c)
+{
+    struct iovec *sg;
+
+    if (c->heap) {
+        return false;
+    }
+    sg = g_new(struct iovec, VIRTQUEUE_MAX_SG);
+    memcpy(sg, c->sg, c->n * sizeof(*sg));
+    c->sg = sg;
+    c->cap = VIRTQUEUE_MAX_SG;
+    c->heap = true;
+    return true;
+}
 
 /* Maps one buffer into the chain (invariants 3 and 4). */
 static int virtqueue_add_buffer(VirtQueue *vq, VirtQueueChain *c,
                                 const VRingDesc *d, Error **errp)
 {
     bool is_write = d->flags & VRING_DESC_F_WRITE;
-    QEMUIOVector *q = is_write ? &c->in : &c->out;
-    int room = VIRTQUEUE_MAX_SG - c->out.niov - c->in.niov + q->niov;
+    unsigned int n = c->n;
     int ret;
 
-    if (!is_write && c->in.niov) {
+    if (!is_write && c->n > c->out_num) {
         return virtqueue_fail(vq, errp, "a device-readable descriptor "
                               "follows a device-writable one");
     }
-    ret = guest_memory_map_iov(vq->mem, d->addr, d->len, q, room);
+    do {
+        c->n = n;
+        ret = guest_memory_map_sg(vq->mem, d->addr, d->len, c->sg, &c->n,
+                                  c->cap);
+    } while (ret == -E2BIG && virtqueue_chain_grow(c));
     if (ret == -E2BIG) {
         return virtqueue_fail(vq, errp, "a chain needs more than %d buffer "
                               "pieces", VIRTQUEUE_MAX_SG);
@@ -115,6 +138,9 @@ static int virtqueue_add_buffer(VirtQueue *vq, VirtQueueChain *c,
     if (ret < 0) {
         return virtqueue_fail(vq, errp, "buffer %#" PRIx64 "+%" PRIu32
                               " is not in guest memory", d->addr, d->len);
+    }
+    if (!is_write) {
+        c->out_num = c->n;
     }
     return 0;
 }
@@ -223,28 +249,15 @@ static int virtqueue_walk(VirtQueue *vq, VirtQueueChain *c, uint16_t head,
     }
 }
 
-static VirtQueueElement *virtqueue_element_from(VirtQueueChain *c,
-                                                uint16_t head)
+int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
+                       struct iovec *sg, unsigned int sg_cap, Error **errp)
 {
-    VirtQueueElement *elem = g_new0(VirtQueueElement, 1);
-
-    elem->head = head;
-    elem->out_num = c->out.niov;
-    elem->in_num = c->in.niov;
-    elem->out_sg = g_memdup2(c->out.iov,
-                             c->out.niov * sizeof(struct iovec));
-    elem->in_sg = g_memdup2(c->in.iov, c->in.niov * sizeof(struct iovec));
-    return elem;
-}
-
-int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
-{
-    VirtQueueChain c = { 0 };
+    VirtQueueChain c = { .sg = sg, .cap = sg_cap };
     uint16_t avail_idx, head;
     uint64_t slot;
     int ret;
 
-    *elem = NULL;
+    *elem = (VirtQueueElement) { 0 };
     if (vq->broken) {
         return -EIO;
     }
@@ -280,31 +293,69 @@ int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
         return virtqueue_fail(vq, errp, "available ring names descriptor %u "
                               "of %u", head, vq->num);
     }
-    qemu_iovec_init(&c.out, 4);
-    qemu_iovec_init(&c.in, 4);
     ret = virtqueue_walk(vq, &c, head, errp);
-    if (ret == 0) {
-        *elem = virtqueue_element_from(&c, head);
-        vq->last_avail_idx++;
-        vq->inuse++;
-        if (vq->event_idx) {
-            /* ask to be notified when the driver goes past this one */
-            virtqueue_store16(vq, vq->used +
-                              VRING_USED_OFF_AVAIL_EVENT(vq->num),
-                              vq->last_avail_idx);
-            /*
-             * The next pop's read of the avail idx must not pass this
-             * store: a driver running concurrently (vhost-user) reads
-             * avail_event after publishing its idx, and if each side saw
-             * the other's old value, the driver would not kick and the
-             * device would not see the new request.
-             */
-            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (ret < 0) {
+        if (c.heap) {
+            g_free(c.sg);
         }
+        return ret;
     }
-    qemu_iovec_destroy(&c.out);
-    qemu_iovec_destroy(&c.in);
-    return ret < 0 ? ret : 1;
+    *elem = (VirtQueueElement) {
+        .head = head,
+        .out_num = c.out_num,
+        .in_num = c.n - c.out_num,
+        .out_sg = c.sg,
+        .in_sg = c.sg + c.out_num,
+        .heap_sg = c.heap ? c.sg : NULL,
+    };
+    vq->last_avail_idx++;
+    vq->inuse++;
+    if (vq->event_idx) {
+        /* ask to be notified when the driver goes past this one */
+        virtqueue_store16(vq, vq->used + VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                          vq->last_avail_idx);
+        /*
+         * The next pop's read of the avail idx must not pass this store:
+         * a driver running concurrently (vhost-user) reads avail_event
+         * after publishing its idx, and if each side saw the other's old
+         * value, the driver would not kick and the device would not see
+         * the new request.
+         */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+    return 1;
+}
+
+void virtqueue_element_release(VirtQueueElement *elem)
+{
+    g_free(elem->heap_sg);
+    elem->heap_sg = NULL;
+}
+
+/*
+ * The allocating pop of the device models: the element and room for a
+ * request's usual pieces (header, data, status) in one allocation.
+ */
+#define VIRTQUEUE_ELEMENT_SG 8
+
+typedef struct VirtQueueElementBox {
+    VirtQueueElement elem;
+    struct iovec sg[VIRTQUEUE_ELEMENT_SG];
+} VirtQueueElementBox;
+
+int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp)
+{
+    VirtQueueElementBox *box = g_new(VirtQueueElementBox, 1);
+    int ret = virtqueue_pop_into(vq, &box->elem, box->sg,
+                                 VIRTQUEUE_ELEMENT_SG, errp);
+
+    if (ret <= 0) {
+        g_free(box);
+        *elem = NULL;
+        return ret;
+    }
+    *elem = &box->elem;
+    return ret;
 }
 
 int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
@@ -364,8 +415,7 @@ bool virtqueue_should_notify(VirtQueue *vq)
 void virtqueue_element_free(VirtQueueElement *elem)
 {
     if (elem) {
-        g_free(elem->out_sg);
-        g_free(elem->in_sg);
-        g_free(elem);
+        virtqueue_element_release(elem);
+        g_free(container_of(elem, VirtQueueElementBox, elem));
     }
 }

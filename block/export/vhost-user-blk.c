@@ -129,8 +129,9 @@ static void vu_blk_handle_queue(VuServer *s, VuVirtq *q)
     while (vu_virtq_pop(q, &elem) > 0) {
         Error *err = NULL;
 
-        if (virtio_blk_handle_request(&exp->handler, elem, vu_blk_request_done,
-                                      q, &err) < 0) {
+        if (virtio_blk_handle_request_in(&exp->handler,
+                                         vu_virtq_req_data(elem), elem,
+                                         vu_blk_request_done, q, &err) < 0) {
             vu_virtq_fail(q, elem, err);
             return;
         }
@@ -278,6 +279,7 @@ bool vhost_user_blk_export_has_client(VhostUserBlkExport *exp)
 
 static const VuDeviceOps vu_blk_ops = {
     .config_size    = sizeof(VirtIOBlkConfig),
+    .req_size       = sizeof(VirtIOBlkReq),
     .get_features   = vu_blk_get_features,
     .set_features   = vu_blk_set_features,
     .get_config     = vu_blk_get_config,

@@ -1,6 +1,7 @@
 /*
  * The vhost-user back-end (see vhost-user-server.h): the listener, the
- * connection's message loop, guest memory and the vrings.
+ * connection's message loop, guest memory and the vrings' setup; the
+ * rings' request path is vhost-user-vring.c's (invariants 8 and 9 there).
  *
  * A connection's coroutine reads one message at a time, checks it,
  * carries it out and replies.  The rings run beside it: a kick eventfd's
@@ -45,7 +46,7 @@
  *
  * Everything runs in the thread of s->ctx.
  */
-#include "vhost-user-server.h"
+#include "vhost-user-int.h"
 #include "vhost-user-sigbus.h"
 
 #include <sys/eventfd.h>
@@ -67,34 +68,6 @@
 /* Header flags a request may carry. */
 #define VU_REQUEST_FLAGS (VHOST_USER_VERSION_MASK | VHOST_USER_NEED_REPLY_MASK)
 
-typedef struct VuMemRegion {
-    uint64_t gpa;               /* guest-physical start */
-    uint64_t size;
-    uint64_t uva;               /* start in the front-end's address space */
-    void *mmap_addr;            /* the mapping, from a page boundary */
-    size_t mmap_size;
-    uint8_t *host;              /* where gpa is mapped */
-    int guard;                  /* invariant 7: vu_sigbus_guard() slot */
-} VuMemRegion;
-
-struct VuVirtq {
-    VuServer *s;
-    unsigned int index;
-    VirtQueue vq;               /* size, guest-physical rings, indexes */
-    /* --- set by the front-end (invariant 2) --- */
-    bool has_addr;
-    uint64_t desc_uva;
-    uint64_t avail_uva;
-    uint64_t used_uva;
-    int kick_fd;                /* -1: none */
-    int call_fd;
-    int err_fd;
-    bool enabled;               /* SET_VRING_ENABLE */
-    bool started;
-    /* --- requests popped and not completed (invariant 4) --- */
-    unsigned int inflight;
-};
-
 typedef struct VuMsg {
     VhostUserHeader hdr;
     VhostUserPayload payload;
@@ -102,56 +75,19 @@ typedef struct VuMsg {
     size_t nfds;
 } VuMsg;
 
-struct VuServer {
-    /* --- set by vu_server_new, immutable --- */
-    AioContext *ctx;
-    char *name;
-    char *path;
-    const VuDeviceOps *ops;
-    void *opaque;
-    void (*client_changed)(void *opaque, bool connected);
-    int listen_fd;
-    unsigned int nvqs;
-    VuVirtq *vqs;
-    GuestMemory mem;            /* over regions[] */
-    int fault_fd;               /* invariant 7: an eventfd */
-
-    /* --- the server --- */
-    bool accepting;             /* invariant 6 */
-    bool accept_backoff;        /* invariant 6: until accept_timer fires */
-    bool accept_error_logged;   /* since the last accepted connection */
-    QEMUTimer *accept_timer;
-    bool closing;               /* shut down: the listener is closed */
-    bool freeing;               /* vu_server_free() has begun */
-    void (*shutdown_done)(void *opaque);
-    void *shutdown_opaque;
-
-    /* --- the connection, reset at its end --- */
-    bool connected;
-    CoSocket sock;
-    uint64_t features;          /* SET_FEATURES */
-    uint64_t protocol_features; /* SET_PROTOCOL_FEATURES */
-    int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
-    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
-    unsigned int nregions;
-    bool paused;                /* SET_MEM_TABLE waits: rings do not pop */
-    unsigned int inflight;      /* invariant 4 */
-    Coroutine *drain_co;        /* the message coroutine, waiting for it */
-};
-
 static void vu_server_update_accepting(VuServer *s);
 static void vu_server_shutdown_done(VuServer *s);
 
 /* ---- reporting ---- */
 
-static void vu_report(VuServer *s, Error *err)
+void vu_report(VuServer *s, Error *err)
 {
     error_prepend(&err, "%s: ", s->name);
     error_report_err(err);
 }
 
 /* Ends the connection from outside the message coroutine. */
-static void vu_close_client(VuServer *s, Error *err)
+void vu_close_client(VuServer *s, Error *err)
 {
     vu_report(s, err);
     co_socket_shutdown(&s->sock);
@@ -329,16 +265,9 @@ static int vu_mem_region_map(VuServer *s, const VhostUserMemoryRegion *d,
     return 0;
 }
 
-/* ---- vrings ---- */
+/* ---- rings ---- */
 
-static bool vu_virtq_enabled(VuVirtq *q)
-{
-    /* without protocol features, rings are enabled from the start */
-    return q->enabled ||
-           !(q->s->features & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
-}
-
-static void vu_close_fd(int *fd)
+void vu_close_fd(int *fd)
 {
     if (*fd >= 0) {
         close(*fd);
@@ -346,19 +275,8 @@ static void vu_close_fd(int *fd)
     }
 }
 
-/* Signals an eventfd the front-end gave; a full counter has been told. */
-static void vu_signal(int fd)
-{
-    uint64_t one = 1;
-
-    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
-        /* EAGAIN: the counter is saturated, the front-end will look */
-        return;
-    }
-}
-
 /* Invariant 2: the rings of @q, guest-physically, within regions. */
-static int vu_virtq_map_rings(VuVirtq *q, Error **errp)
+int vu_virtq_map_rings(VuVirtq *q, Error **errp)
 {
     VuServer *s = q->s;
     uint16_t num = q->vq.num;
@@ -375,148 +293,6 @@ static int vu_virtq_map_rings(VuVirtq *q, Error **errp)
     }
     q->vq.ready = true;
     return 0;
-}
-
-static void vu_virtq_process(VuVirtq *q)
-{
-    VuServer *s = q->s;
-
-    if (q->started && vu_virtq_enabled(q) && !s->paused && !q->vq.broken) {
-        s->ops->handle_queue(s, q);
-    }
-}
-
-static void vu_virtq_kicked(void *opaque)
-{
-    VuVirtq *q = opaque;
-    uint64_t count;
-    ssize_t n = read(q->kick_fd, &count, sizeof(count));
-
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        return;
-    }
-    if (n <= 0) {
-        Error *err = NULL;
-
-        /* not an eventfd: stop watching it, or the loop would spin */
-        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
-        error_setg(&err, "vring %u: reading its kick file descriptor "
-                   "failed: %s", q->index,
-                   n == 0 ? "end of file" : strerror(errno));
-        vu_close_client(q->s, err);
-        return;
-    }
-    vu_virtq_process(q);
-}
-
-/* Stops popping; requests in flight go on (invariant 3 waits for them). */
-static void vu_virtq_stop(VuVirtq *q)
-{
-    if (q->kick_fd >= 0) {
-        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
-        vu_close_fd(&q->kick_fd);
-    }
-    q->started = false;
-    q->vq.ready = false;
-}
-
-/* Back to the state of a new connection; nothing may be in flight. */
-static void vu_virtq_reset(VuVirtq *q)
-{
-    assert(q->inflight == 0);
-    vu_virtq_stop(q);
-    vu_close_fd(&q->call_fd);
-    vu_close_fd(&q->err_fd);
-    virtqueue_reset(&q->vq);
-    q->has_addr = false;
-    q->desc_uva = q->avail_uva = q->used_uva = 0;
-    q->enabled = false;
-}
-
-/* The guest broke the ring: stop it, tell the front-end. */
-static void vu_virtq_broken(VuVirtq *q, Error *err)
-{
-    q->vq.broken = true;
-    if (err) {
-        error_prepend(&err, "vring %u: ", q->index);
-        vu_report(q->s, err);
-    }
-    vu_signal(q->err_fd);
-}
-
-unsigned int vu_virtq_index(VuVirtq *q)
-{
-    return q->index;
-}
-
-int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
-{
-    VuServer *s = q->s;
-    Error *err = NULL;
-    int ret;
-
-    *elem = NULL;
-    if (!q->started || !vu_virtq_enabled(q) || s->paused) {
-        return 0;
-    }
-    ret = virtqueue_pop(&q->vq, elem, &err);
-    if (ret < 0) {
-        vu_virtq_broken(q, err);
-        return ret;
-    }
-    if (ret > 0) {
-        q->inflight++;
-        s->inflight++;
-    }
-    return ret;
-}
-
-/* Invariant 4. */
-static void vu_virtq_request_done(VuVirtq *q)
-{
-    VuServer *s = q->s;
-
-    assert(q->inflight > 0 && s->inflight > 0);
-    q->inflight--;
-    s->inflight--;
-    if (s->drain_co) {
-        Coroutine *co = s->drain_co;
-
-        s->drain_co = NULL;
-        aio_co_schedule(s->ctx, co);
-    }
-}
-
-void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
-{
-    Error *err = NULL;
-
-    if (virtqueue_push(&q->vq, elem, len, &err) < 0) {
-        if (err) {
-            vu_virtq_broken(q, err);
-        }
-    } else if (virtqueue_should_notify(&q->vq)) {
-        vu_signal(q->call_fd);
-    }
-    virtqueue_element_free(elem);
-    vu_virtq_request_done(q);
-}
-
-void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err)
-{
-    virtqueue_element_free(elem);
-    vu_virtq_broken(q, err);
-    vu_virtq_request_done(q);
-}
-
-/* Invariant 4: waits until @q (all rings if NULL) has nothing in flight. */
-static void coroutine_fn vu_wait_inflight(VuServer *s, VuVirtq *q)
-{
-    while (q ? q->inflight : s->inflight) {
-        assert(!s->drain_co);
-        s->drain_co = qemu_coroutine_self();
-        qemu_coroutine_yield();
-    }
 }
 
 /* ---- messages ---- */
@@ -672,7 +448,7 @@ static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
 
     /* invariant 1 */
     s->paused = true;
-    vu_wait_inflight(s, NULL);
+    vu_virtq_wait_inflight(s, NULL);
     vu_mem_unmap(s->regions, s->nregions);
     memcpy(s->regions, regions, n * sizeof(regions[0]));
     s->nregions = n;
@@ -775,7 +551,7 @@ static int coroutine_fn vu_get_vring_base(VuServer *s, VuMsg *m,
     }
     /* invariant 3 */
     vu_virtq_stop(q);
-    vu_wait_inflight(s, q);
+    vu_virtq_wait_inflight(s, q);
     reply->hdr.size = sizeof(reply->payload.state);
     reply->payload.state.index = q->index;
     reply->payload.state.num = q->vq.last_avail_idx;
@@ -845,21 +621,14 @@ static int coroutine_fn vu_set_vring_kick(VuServer *s, VuMsg *m,
                    q->index, !q->vq.num ? "size" : "address");
         return -EINVAL;
     }
-    if (q->kick_fd >= 0) {
-        aio_set_fd_handler(s->ctx, q->kick_fd, NULL, NULL, NULL);
-        vu_close_fd(&q->kick_fd);
-    }
-    q->kick_fd = fd;
     if (!q->started) {
         ret = vu_virtq_map_rings(q, errp);
         if (ret < 0) {
+            close(fd);
             return ret;
         }
-        q->started = true;
     }
-    aio_set_fd_handler(s->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
-    /* the driver may have made requests available before the kick fd */
-    vu_virtq_process(q);
+    vu_virtq_start(q, fd);
     return 0;
 }
 
@@ -1202,7 +971,7 @@ static void coroutine_fn vu_client_end(VuServer *s)
     for (unsigned int i = 0; i < s->nvqs; i++) {
         vu_virtq_stop(&s->vqs[i]);
     }
-    vu_wait_inflight(s, NULL);
+    vu_virtq_wait_inflight(s, NULL);
     for (unsigned int i = 0; i < s->nvqs; i++) {
         vu_virtq_reset(&s->vqs[i]);
     }
@@ -1353,12 +1122,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
-        VuVirtq *q = &s->vqs[i];
-
-        q->s = s;
-        q->index = i;
-        q->kick_fd = q->call_fd = q->err_fd = -1;
-        virtqueue_init(&q->vq, &s->mem);
+        vu_virtq_init(s, &s->vqs[i], i);
     }
     vu_server_update_accepting(s);
     return s;
@@ -1424,6 +1188,9 @@ void vu_server_free(VuServer *s)
     timer_free(s->accept_timer);
     aio_set_fd_handler(s->ctx, s->fault_fd, NULL, NULL, NULL);
     close(s->fault_fd);
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_cleanup(&s->vqs[i]);
+    }
     g_free(s->vqs);
     g_free(s->name);
     g_free(s->path);

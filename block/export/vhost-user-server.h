@@ -43,6 +43,12 @@ typedef struct VuDeviceOps {
     /* bytes of configuration space (at most VHOST_USER_MAX_CONFIG_SIZE) */
     size_t config_size;
     /*
+     * Bytes of the device's own state per request, kept beside each
+     * ring entry's element (vu_virtq_req_data()) so that requests
+     * allocate nothing.
+     */
+    size_t req_size;
+    /*
      * Required.  The virtio features offered (the server adds
      * VHOST_USER_F_PROTOCOL_FEATURES).
      */
@@ -135,9 +141,12 @@ unsigned int vu_virtq_index(VuVirtq *q);
  * has been reported.
  */
 int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem);
+/* The device's req_size bytes of state for @elem, a popped element. */
+void *vu_virtq_req_data(VirtQueueElement *elem);
 /*
  * Returns @elem through the used ring with @len bytes written into it,
- * notifies the front-end if the driver wants it, and frees @elem.
+ * and gives its slot back.  The front-end is notified, if the driver
+ * wants it, once for the completions of a loop iteration.
  */
 void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len);
 /*

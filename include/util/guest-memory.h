@@ -39,5 +39,11 @@ int guest_memory_write(const GuestMemory *mem, uint64_t addr,
  */
 int guest_memory_map_iov(const GuestMemory *mem, uint64_t addr,
                          uint64_t len, QEMUIOVector *qiov, int max_iov);
+/*
+ * The same into a plain array: appends at @sg[*@n], at most @cap entries
+ * in all, and advances *@n.  On error *@n may count part of the range.
+ */
+int guest_memory_map_sg(const GuestMemory *mem, uint64_t addr, uint64_t len,
+                        struct iovec *sg, unsigned int *n, unsigned int cap);
 
 #endif

@@ -49,6 +49,32 @@ typedef void VirtIOBlkCompleteFunc(VirtIOBlkHandler *h,
                                    VirtQueueElement *elem, uint32_t in_len,
                                    void *opaque);
 
+/* Segments of one discard or write-zeroes request. */
+#define VIRTIO_BLK_MAX_DWZ_SEG 8
+
+/*
+ * One request in flight: storage that virtio_blk_handle_request_in()
+ * uses until the completion callback, so that a user that keeps one per
+ * ring entry runs requests without allocating.  Its fields are
+ * virtio-blk-req.c's.
+ */
+typedef struct VirtIOBlkReq {
+    VirtIOBlkHandler *h;
+    VirtQueueElement *elem;
+    VirtIOBlkCompleteFunc *cb;
+    void *opaque;
+    bool allocated;             /* by virtio_blk_handle_request() */
+    VirtIOBlkOutHdr hdr;
+    QEMUIOVector out;           /* device-readable bytes after the header */
+    QEMUIOVector in;            /* device-writable bytes before the status */
+    uint8_t *status;
+    uint32_t in_len;            /* data bytes written into @in */
+    /* discard / write zeroes: the segments and the next one to run */
+    VirtIOBlkDiscardWriteZeroes segs[VIRTIO_BLK_MAX_DWZ_SEG];
+    uint32_t nsegs;
+    uint32_t next_seg;
+} VirtIOBlkReq;
+
 /*
  * Runs the request in @elem, whose buffers are host pointers into guest
  * memory (a popped chain).  The guest's mistakes (a range past the disk,
@@ -60,6 +86,15 @@ typedef void VirtIOBlkCompleteFunc(VirtIOBlkHandler *h,
 int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
                               VirtIOBlkCompleteFunc *cb, void *opaque,
                               Error **errp);
+/*
+ * The same in the caller's @req, which is free again once @cb has run.
+ * The pieces of @elem may be changed (the header and the status byte cut
+ * off): they are the request's until then.
+ */
+int virtio_blk_handle_request_in(VirtIOBlkHandler *h, VirtIOBlkReq *req,
+                                 VirtQueueElement *elem,
+                                 VirtIOBlkCompleteFunc *cb, void *opaque,
+                                 Error **errp);
 
 /*
  * Whether @blk_size may be a logical block size: a power of 2 from 512

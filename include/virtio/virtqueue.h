@@ -46,13 +46,18 @@ typedef struct VirtQueue {
     const GuestMemory *mem;
 } VirtQueue;
 
-/* A popped chain: device-readable (out) and device-writable (in) pieces. */
+/*
+ * A popped chain: device-readable (out) and device-writable (in) pieces,
+ * one array, out_sg then in_sg.  The array is the storage the popper gave
+ * or, for a chain with more pieces than that, heap_sg.
+ */
 typedef struct VirtQueueElement {
     uint16_t head;
     unsigned int out_num;
     unsigned int in_num;
     struct iovec *out_sg;
     struct iovec *in_sg;
+    struct iovec *heap_sg;      /* NULL, or out_sg allocated by the pop */
 } VirtQueueElement;
 
 void virtqueue_init(VirtQueue *vq, const GuestMemory *mem);
@@ -65,12 +70,24 @@ void virtqueue_reset(VirtQueue *vq);
  * saying why the first time.
  */
 int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp);
+/*
+ * Pops the next available chain into @elem, its pieces into @sg (room for
+ * @sg_cap of them; a longer chain gets an array of its own, which
+ * virtqueue_element_release() frees).  So a device that keeps elements
+ * and arrays per ring entry pops without allocating.  Returns as
+ * virtqueue_pop().
+ */
+int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
+                       struct iovec *sg, unsigned int sg_cap, Error **errp);
+/* Frees what virtqueue_pop_into() allocated for @elem, if anything. */
+void virtqueue_element_release(VirtQueueElement *elem);
 /* Returns @elem through the used ring with @len bytes written into it. */
 int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
                    uint32_t len, Error **errp);
 /* After pushes: whether the driver wants an interrupt (EVENT_IDX or the
  * avail ring's NO_INTERRUPT flag). */
 bool virtqueue_should_notify(VirtQueue *vq);
+/* Frees an element of virtqueue_pop() (never one of virtqueue_pop_into()). */
 void virtqueue_element_free(VirtQueueElement *elem);
 
 #endif

@@ -10,6 +10,7 @@
 # `qemu_in_main_thread() && nbd_server' failed): its NBD rows with
 # iothreads say "aborts".  Nothing is pinned: the point is which CPUs the
 # daemon can use.
+# It ends with the cost of one cross-thread handoff (handoff-bench).
 #   tests/perf/bench-iothreads.sh BUILD_DIR
 # Cases: 4 KiB random read and write at depth 32, cache=none,
 # aio=io_uring, two qcow2 images of $SIZE (default 1G), fully
@@ -122,3 +123,11 @@ for kind in $kinds; do
         done
     done
 done
+
+# What one export on several iothreads would pay per request if each
+# request moved to its node's thread and back (not supported yet:
+# docs/iothreads.md): one coroutine handed between two threads' contexts,
+# both threads on one CPU and on two.
+echo
+echo "cross-thread handoff (tests/perf/handoff-bench), one CPU:  $(taskset -c 0 "$build/tests/perf/handoff-bench" | sed -n 's/^ns per handoff //p') ns"
+echo "cross-thread handoff (tests/perf/handoff-bench), two CPUs: $(taskset -c 0,1 "$build/tests/perf/handoff-bench" | sed -n 's/^ns per handoff //p') ns"

@@ -67,6 +67,8 @@ static VhostUserBlkExport *exp;
 static int connects, disconnects;
 /* the next start_export() puts blkdebug (for break points) on top */
 static bool export_blkdebug;
+/* the size the next fe_setup_vring() gives the rings */
+static uint16_t queue_size = QUEUE_SIZE;
 
 /* ---- the export ---- */
 
@@ -373,7 +375,7 @@ static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
     memcpy(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX, &le_base, 2);
     fe->avail_idx[q] = fe->used_idx[q] = base;
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, q,
-                                  QUEUE_SIZE), ==, 0);
+                                  queue_size), ==, 0);
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_BASE, q, base),
                      ==, 0);
     g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
@@ -500,7 +502,7 @@ static void fe_make_available(TestFE *fe, unsigned int q, uint16_t head)
     uint16_t *idx = (uint16_t *)(fe->mem + AVAIL_OFF(q) +
                                  VRING_AVAIL_OFF_IDX);
 
-    ring[fe->avail_idx[q] % QUEUE_SIZE] = GUINT16_TO_LE(head);
+    ring[fe->avail_idx[q] % queue_size] = GUINT16_TO_LE(head);
     fe->avail_idx[q]++;
     __atomic_store_n(idx, GUINT16_TO_LE(fe->avail_idx[q]), __ATOMIC_RELEASE);
 }
@@ -522,7 +524,7 @@ static VRingUsedElem fe_wait_used(TestFE *fe, unsigned int q, unsigned int n)
         aio_poll(ctx, true);
     }
     memcpy(&u, fe->mem + USED_OFF(q) + VRING_USED_OFF_RING +
-           sizeof(u) * ((uint16_t)(fe->used_idx[q] - 1) % QUEUE_SIZE),
+           sizeof(u) * ((uint16_t)(fe->used_idx[q] - 1) % queue_size),
            sizeof(u));
     return u;
 }
@@ -558,6 +560,44 @@ static uint8_t fe_write(TestFE *fe, unsigned int q, uint64_t sector,
 {
     memset(fe_slot_data(fe, 0), pattern, len);
     return fe_do_req(fe, q, 0, VIRTIO_BLK_T_OUT, sector, len, false);
+}
+
+/*
+ * A request of @npieces data pieces of 512 bytes in @slot's memory,
+ * described from descriptor @head on: the header split 8 + 8, the data
+ * piece by piece, and for a read the status byte in the last data
+ * descriptor (513 bytes).  More pieces than a ring slot holds
+ * (VU_SLOT_SG, 34) make the export use an array of the request's own.
+ */
+static uint16_t fe_scattered_req(TestFE *fe, unsigned int slot,
+                                 uint16_t head, uint32_t type,
+                                 uint64_t sector, unsigned int npieces)
+{
+    bool in = type == VIRTIO_BLK_T_IN;
+    VirtIOBlkOutHdr hdr = {
+        .type = GUINT32_TO_LE(type),
+        .sector = GUINT64_TO_LE(sector),
+    };
+    size_t off = SLOT_OFF(slot);
+    uint16_t d = head;
+
+    memcpy(fe->mem + off, &hdr, sizeof(hdr));
+    fe_desc(fe, 0, d, fe_gpa(fe, off), 8, VRING_DESC_F_NEXT, d + 1);
+    d++;
+    fe_desc(fe, 0, d, fe_gpa(fe, off + 8), 8, VRING_DESC_F_NEXT, d + 1);
+    d++;
+    for (unsigned int i = 0; i < npieces; i++, d++) {
+        bool last = i + 1 == npieces;
+        uint32_t len = 512 + (in && last);
+
+        fe_desc(fe, 0, d, fe_gpa(fe, off + SLOT_DATA + 512 * i), len,
+                (in ? VRING_DESC_F_WRITE : 0) |
+                (last && in ? 0 : VRING_DESC_F_NEXT), d + 1);
+    }
+    if (!in) {
+        fe_desc(fe, 0, d, fe_gpa(fe, off + 16), 1, VRING_DESC_F_WRITE, 0);
+    }
+    return head;
 }
 
 /* ---- what the export reports on stderr ---- */
@@ -1060,6 +1100,47 @@ static void test_broken_ring(void)
     }
     fe_setup_vring(fe, 0, 0);
     g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x12), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/*
+ * A driver that offers a request while the device holds as many as the
+ * ring has entries (here one, held at a breakpoint) breaks the ring with
+ * an error; the export has no request slot for it and must not need one.
+ */
+static void test_ring_overcommitted(void)
+{
+    g_autofree char *log = NULL;
+    TestFE *fe;
+
+    export_blkdebug = true;
+    start_export(true, true, 1, 512);
+    queue_size = 1;
+    fe = fe_start(1, 0);
+    queue_size = QUEUE_SIZE;
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", "held"),
+                    ==, 0);
+    /* the ring's one descriptor: an indirect table of the request's three
+     * (written where queue 1's table would be) */
+    fe_blk_req(fe, 1, 0, VIRTIO_BLK_T_OUT, 0, 512, false);
+    fe_desc(fe, 0, 0, fe_gpa(fe, DESC_OFF(1)), 3 * sizeof(VRingDesc),
+            VRING_DESC_F_INDIRECT, 0);
+    fe_make_available(fe, 0, 0);
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), "held")) {
+        aio_poll(ctx, true);
+    }
+    stderr_capture_begin();
+    fe_make_available(fe, 0, 0);
+    fe_kick(fe, 0);
+    while (!fd_readable(fe->err[0])) {
+        aio_poll(ctx, true);
+    }
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "vring 0: virtqueue: 1 requests in flight "
+                            "already, as many as the queue has entries"));
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held"), ==, 0);
     fe_close(fe);
     stop_export();
 }
@@ -1641,6 +1722,55 @@ static void test_shutdown(void)
     stop_export();
 }
 
+/*
+ * Chains the export's request slots do not hold (more pieces than
+ * VU_SLOT_SG), a header in two pieces and a status byte that shares a
+ * piece with data: the bytes reach the image and come back right.
+ */
+static void test_scattered_chains(void)
+{
+    const unsigned int npieces = 40;
+    const size_t len = npieces * 512;
+    uint8_t *data, *status;
+    g_autofree uint8_t *buf = g_malloc(len);
+    TestFE *fe;
+    VRingUsedElem u;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    data = fe->mem + SLOT_OFF(10) + SLOT_DATA;
+    for (size_t i = 0; i < len; i++) {
+        data[i] = i / 512 * 3 + i % 7;
+    }
+    fe->mem[SLOT_OFF(10) + 16] = 0xff;
+    fe_make_available(fe, 0, fe_scattered_req(fe, 10, 40, VIRTIO_BLK_T_OUT,
+                                              16, npieces));
+    fe_kick(fe, 0);
+    u = fe_wait_used(fe, 0, 1);
+    g_assert_cmpuint(u.id, ==, 40);
+    g_assert_cmpuint(u.len, ==, 1);
+    g_assert_cmpuint(fe->mem[SLOT_OFF(10) + 16], ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(blk_pread(blk, 16 * 512, len, buf, 0), ==, 0);
+    g_assert_cmpmem(buf, len, data, len);
+
+    /* read it back into slot 11: the status is byte 512 of the last piece */
+    data = fe->mem + SLOT_OFF(11) + SLOT_DATA;
+    memset(data, 0, len + 1);
+    status = data + len;
+    *status = 0xff;
+    fe_make_available(fe, 0, fe_scattered_req(fe, 11, 40 + npieces + 3,
+                                              VIRTIO_BLK_T_IN, 16, npieces));
+    fe_kick(fe, 0);
+    u = fe_wait_used(fe, 0, 1);
+    g_assert_cmpuint(u.id, ==, 40 + npieces + 3);
+    g_assert_cmpuint(u.len, ==, len + 1);
+    g_assert_cmpuint(*status, ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpmem(data, len, buf, len);
+
+    fe_close(fe);
+    stop_export();
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *dir = NULL;
@@ -1659,6 +1789,8 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/first-config-matches-cache",
                     test_first_config_matches_cache);
     g_test_add_func("/vhost-user-blk/io", test_io);
+    g_test_add_func("/vhost-user-blk/scattered-chains",
+                    test_scattered_chains);
     g_test_add_func("/vhost-user-blk/wce-toggle", test_wce_toggle);
     g_test_add_func("/vhost-user-blk/wce-not-negotiated",
                     test_wce_not_negotiated);
@@ -1670,6 +1802,8 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/memory-held", test_memory_held);
     g_test_add_func("/vhost-user-blk/read-only", test_read_only);
     g_test_add_func("/vhost-user-blk/broken-ring", test_broken_ring);
+    g_test_add_func("/vhost-user-blk/ring-overcommitted",
+                    test_ring_overcommitted);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
     g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
     g_test_add_func("/vhost-user-blk/free-with-client",

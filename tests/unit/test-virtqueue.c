@@ -106,10 +106,62 @@ static void test_more_than_queue_size(void)
     }
 }
 
+/*
+ * A chain of @n descriptors from descriptor 0: the first @n_out
+ * device-readable, 512 bytes each at DATA + 512 * i.
+ */
+static void ring_chain(unsigned int n, unsigned int n_out)
+{
+    for (unsigned int i = 0; i < n; i++) {
+        *(VRingDesc *)(ram + DESC + i * sizeof(VRingDesc)) = (VRingDesc) {
+            .addr = GUINT64_TO_LE(DATA + 512 * i),
+            .len = GUINT32_TO_LE(512),
+            .flags = GUINT16_TO_LE((i + 1 < n ? VRING_DESC_F_NEXT : 0) |
+                                   (i >= n_out ? VRING_DESC_F_WRITE : 0)),
+            .next = GUINT16_TO_LE(i + 1),
+        };
+    }
+}
+
+/*
+ * virtqueue_pop_into() pops into the caller's storage, and a chain
+ * longer than it into an array of its own, with the same pieces.
+ */
+static void test_pop_into(void)
+{
+    struct iovec sg[4];
+    VirtQueueElement elem;
+    VirtQueue vq;
+    uint16_t avail_idx = 0;
+
+    for (unsigned int n = 3; n <= NUM; n += NUM - 3) {
+        ring_init(&vq);
+        ring_chain(n, 2);
+        ring_add(&avail_idx, 1);
+        avail_idx = 0;
+        g_assert_cmpint(virtqueue_pop_into(&vq, &elem, sg, G_N_ELEMENTS(sg),
+                                           &error_abort), ==, 1);
+        g_assert_cmpuint(elem.out_num, ==, 2);
+        g_assert_cmpuint(elem.in_num, ==, n - 2);
+        /* in storage of its own exactly when the chain does not fit */
+        g_assert_true((elem.heap_sg != NULL) == (n > G_N_ELEMENTS(sg)));
+        g_assert_true(elem.out_sg == (elem.heap_sg ? elem.heap_sg : sg));
+        g_assert_true(elem.in_sg == elem.out_sg + 2);
+        for (unsigned int i = 0; i < n; i++) {
+            g_assert_true(elem.out_sg[i].iov_base == ram + DATA + 512 * i);
+            g_assert_cmpuint(elem.out_sg[i].iov_len, ==, 512);
+        }
+        g_assert_cmpint(virtqueue_push(&vq, &elem, 0, &error_abort), ==, 0);
+        virtqueue_element_release(&elem);
+        g_assert_null(elem.heap_sg);
+    }
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/virtqueue/more-than-queue-size",
                     test_more_than_queue_size);
+    g_test_add_func("/virtqueue/pop-into", test_pop_into);
     return g_test_run();
 }

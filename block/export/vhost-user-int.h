@@ -1,0 +1,130 @@
+/*
+ * What the vhost-user server's files share (vhost-user-server.c: the
+ * listener, the connection and its messages, guest memory;
+ * vhost-user-vring.c: the rings' request path).  The invariants are
+ * vhost-user-server.c's.
+ */
+#ifndef QBLOCK_VHOST_USER_INT_H
+#define QBLOCK_VHOST_USER_INT_H
+
+#include "vhost-user-server.h"
+#include "util/co-socket.h"
+
+/*
+ * Buffer pieces a request slot holds without allocating: the header, 32
+ * data pieces (128 KiB in 4 KiB guest pages, more than Linux's usual
+ * request) and the status byte.  A longer chain gets an array of its own
+ * (virtqueue_pop_into()).
+ */
+#define VU_SLOT_SG 34
+
+/*
+ * One ring entry's request storage: the element, its pieces and the
+ * device's per-request state (VuDeviceOps.req_size bytes, at dev).
+ */
+typedef struct VuReqSlot {
+    VirtQueueElement elem;
+    struct VuReqSlot *next_free;
+    struct iovec sg[VU_SLOT_SG];
+    max_align_t dev[];
+} VuReqSlot;
+
+typedef struct VuMemRegion {
+    uint64_t gpa;               /* guest-physical start */
+    uint64_t size;
+    uint64_t uva;               /* start in the front-end's address space */
+    void *mmap_addr;            /* the mapping, from a page boundary */
+    size_t mmap_size;
+    uint8_t *host;              /* where gpa is mapped */
+    int guard;                  /* invariant 7: vu_sigbus_guard() slot */
+} VuMemRegion;
+
+struct VuVirtq {
+    VuServer *s;
+    unsigned int index;
+    VirtQueue vq;               /* size, guest-physical rings, indexes */
+    /* --- set by the front-end (invariant 2) --- */
+    bool has_addr;
+    uint64_t desc_uva;
+    uint64_t avail_uva;
+    uint64_t used_uva;
+    int kick_fd;                /* -1: none */
+    int call_fd;
+    int err_fd;
+    bool enabled;               /* SET_VRING_ENABLE */
+    bool started;
+    /* --- requests popped and not completed (invariant 4) --- */
+    unsigned int inflight;
+    /* --- vhost-user-vring.c: request slots and the call batch --- */
+    uint8_t *slots;             /* vq.num slots of slot_size bytes */
+    unsigned int nslots;
+    size_t slot_size;
+    VuReqSlot *free_slots;
+    QEMUBH *notify_bh;          /* signals the call fd once per batch */
+    bool notify_pending;        /* used entries pushed, not signalled */
+};
+
+struct VuServer {
+    /* --- set by vu_server_new, immutable --- */
+    AioContext *ctx;
+    char *name;
+    char *path;
+    const VuDeviceOps *ops;
+    void *opaque;
+    void (*client_changed)(void *opaque, bool connected);
+    int listen_fd;
+    unsigned int nvqs;
+    VuVirtq *vqs;
+    GuestMemory mem;            /* over regions[] */
+    int fault_fd;               /* invariant 7: an eventfd */
+
+    /* --- the server --- */
+    bool accepting;             /* invariant 6 */
+    bool accept_backoff;        /* invariant 6: until accept_timer fires */
+    bool accept_error_logged;   /* since the last accepted connection */
+    QEMUTimer *accept_timer;
+    bool closing;               /* shut down: the listener is closed */
+    bool freeing;               /* vu_server_free() has begun */
+    void (*shutdown_done)(void *opaque);
+    void *shutdown_opaque;
+
+    /* --- the connection, reset at its end --- */
+    bool connected;
+    CoSocket sock;
+    uint64_t features;          /* SET_FEATURES */
+    uint64_t protocol_features; /* SET_PROTOCOL_FEATURES */
+    int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
+    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
+    unsigned int nregions;
+    bool paused;                /* SET_MEM_TABLE waits: rings do not pop */
+    unsigned int inflight;      /* invariant 4 */
+    Coroutine *drain_co;        /* the message coroutine, waiting for it */
+};
+
+
+/* vhost-user-server.c */
+void vu_report(VuServer *s, Error *err);
+/* Ends the connection from outside the message coroutine. */
+void vu_close_client(VuServer *s, Error *err);
+void vu_close_fd(int *fd);
+/* Invariant 2: the rings of @q, guest-physically, within regions. */
+int vu_virtq_map_rings(VuVirtq *q, Error **errp);
+
+/* vhost-user-vring.c */
+void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index);
+void vu_virtq_cleanup(VuVirtq *q);
+/* Pops what the ring has, if it runs. */
+void vu_virtq_process(VuVirtq *q);
+/*
+ * Starts @q (its rings mapped) with @kick_fd, which it owns from now:
+ * request slots for its size, the kick handler, and a first look.
+ */
+void vu_virtq_start(VuVirtq *q, int kick_fd);
+/* Stops popping; requests in flight go on (invariant 3 waits for them). */
+void vu_virtq_stop(VuVirtq *q);
+/* Back to the state of a new connection; nothing may be in flight. */
+void vu_virtq_reset(VuVirtq *q);
+/* Invariant 4: waits until @q (all rings if NULL) has nothing in flight. */
+void coroutine_fn vu_virtq_wait_inflight(VuServer *s, VuVirtq *q);
+
+#endif

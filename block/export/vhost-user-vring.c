@@ -1,0 +1,275 @@
+/*
+ * The vhost-user server's request path (see vhost-user-int.h): a kick
+ * pops the ring's requests into slots kept per ring entry, their
+ * completions push them back, and the call eventfd is signalled once for
+ * the completions of a loop iteration.  The invariants are
+ * vhost-user-server.c's; these add:
+ *
+ *  8. A request allocates nothing: a started ring has one slot per entry
+ *     (vq.num, the most it can have in flight, virtqueue.c invariant 1),
+ *     each with its element, room for VU_SLOT_SG pieces and the device's
+ *     request state; a slot is on free_slots exactly while its request
+ *     is not in flight.  Slots change size only with nothing in flight.
+ *  9. Every used entry is signalled: a push sets notify_pending and
+ *     schedules notify_bh, which asks the driver (virtqueue.c's
+ *     should_notify) once for all the entries pushed since, and signals
+ *     call_fd.  A ring that stops signals what is pending at once.
+ *
+ * Everything runs in the thread of s->ctx.
+ */
+#include "vhost-user-int.h"
+
+static bool vu_virtq_enabled(VuVirtq *q)
+{
+    /* without protocol features, rings are enabled from the start */
+    return q->enabled ||
+           !(q->s->features & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+}
+
+/* Signals an eventfd the front-end gave; a full counter has been told. */
+static void vu_virtq_signal(int fd)
+{
+    uint64_t one = 1;
+
+    if (fd >= 0 && write(fd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, the front-end will look */
+        return;
+    }
+}
+
+/* Invariant 9. */
+static void vu_virtq_notify(void *opaque)
+{
+    VuVirtq *q = opaque;
+
+    if (!q->notify_pending) {
+        return;
+    }
+    q->notify_pending = false;
+    if (virtqueue_should_notify(&q->vq)) {
+        vu_virtq_signal(q->call_fd);
+    }
+}
+
+void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index)
+{
+    q->s = s;
+    q->index = index;
+    q->kick_fd = q->call_fd = q->err_fd = -1;
+    virtqueue_init(&q->vq, &s->mem);
+    q->slot_size = ROUND_UP(sizeof(VuReqSlot) + s->ops->req_size,
+                            sizeof(max_align_t));
+    q->notify_bh = aio_bh_new(s->ctx, vu_virtq_notify, q);
+}
+
+/* Invariant 8: nothing in flight. */
+static void vu_virtq_free_slots(VuVirtq *q)
+{
+    assert(q->inflight == 0);
+    g_free(q->slots);
+    q->slots = NULL;
+    q->nslots = 0;
+    q->free_slots = NULL;
+}
+
+void vu_virtq_cleanup(VuVirtq *q)
+{
+    vu_virtq_free_slots(q);
+    qemu_bh_delete(q->notify_bh);
+}
+
+/* Invariant 8: one slot per entry of a ring of vq.num entries. */
+static void vu_virtq_alloc_slots(VuVirtq *q)
+{
+    if (q->nslots == q->vq.num) {
+        return;
+    }
+    vu_virtq_free_slots(q);
+    q->slots = g_malloc(q->slot_size * q->vq.num);
+    q->nslots = q->vq.num;
+    for (unsigned int i = q->nslots; i-- > 0;) {
+        VuReqSlot *slot = (VuReqSlot *)(q->slots + i * q->slot_size);
+
+        slot->next_free = q->free_slots;
+        q->free_slots = slot;
+    }
+}
+
+void vu_virtq_process(VuVirtq *q)
+{
+    VuServer *s = q->s;
+
+    if (q->started && vu_virtq_enabled(q) && !s->paused && !q->vq.broken) {
+        s->ops->handle_queue(s, q);
+    }
+}
+
+static void vu_virtq_kicked(void *opaque)
+{
+    VuVirtq *q = opaque;
+    uint64_t count;
+    ssize_t n = read(q->kick_fd, &count, sizeof(count));
+
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        return;
+    }
+    if (n <= 0) {
+        Error *err = NULL;
+
+        /* not an eventfd: stop watching it, or the loop would spin */
+        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        error_setg(&err, "vring %u: reading its kick file descriptor "
+                   "failed: %s", q->index,
+                   n == 0 ? "end of file" : strerror(errno));
+        vu_close_client(q->s, err);
+        return;
+    }
+    vu_virtq_process(q);
+}
+
+void vu_virtq_start(VuVirtq *q, int kick_fd)
+{
+    if (q->kick_fd >= 0) {
+        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        vu_close_fd(&q->kick_fd);
+    }
+    if (!q->started) {
+        vu_virtq_alloc_slots(q);
+        q->started = true;
+    }
+    q->kick_fd = kick_fd;
+    aio_set_fd_handler(q->s->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
+    /* the driver may have made requests available before the kick fd */
+    vu_virtq_process(q);
+}
+
+void vu_virtq_stop(VuVirtq *q)
+{
+    if (q->kick_fd >= 0) {
+        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        vu_close_fd(&q->kick_fd);
+    }
+    /* invariant 9: what was pushed is signalled before the ring goes */
+    qemu_bh_cancel(q->notify_bh);
+    vu_virtq_notify(q);
+    q->started = false;
+    q->vq.ready = false;
+}
+
+void vu_virtq_reset(VuVirtq *q)
+{
+    vu_virtq_stop(q);
+    vu_virtq_free_slots(q);
+    vu_close_fd(&q->call_fd);
+    vu_close_fd(&q->err_fd);
+    virtqueue_reset(&q->vq);
+    q->has_addr = false;
+    q->desc_uva = q->avail_uva = q->used_uva = 0;
+    q->enabled = false;
+}
+
+/* The guest broke the ring: stop it, tell the front-end. */
+static void vu_virtq_broken(VuVirtq *q, Error *err)
+{
+    q->vq.broken = true;
+    if (err) {
+        error_prepend(&err, "vring %u: ", q->index);
+        vu_report(q->s, err);
+    }
+    vu_virtq_signal(q->err_fd);
+}
+
+unsigned int vu_virtq_index(VuVirtq *q)
+{
+    return q->index;
+}
+
+int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
+{
+    VuServer *s = q->s;
+    VuReqSlot *slot = q->free_slots;
+    VirtQueueElement none;
+    Error *err = NULL;
+    int ret;
+
+    *elem = NULL;
+    if (!q->started || !vu_virtq_enabled(q) || s->paused) {
+        return 0;
+    }
+    /*
+     * Invariant 8: with no slot free, the ring has vq.num requests in
+     * flight, and the pop finds nothing or breaks the ring for a driver
+     * that offers more (virtqueue.c invariant 1): it never fills @none.
+     */
+    ret = virtqueue_pop_into(&q->vq, slot ? &slot->elem : &none,
+                             slot ? slot->sg : NULL, slot ? VU_SLOT_SG : 0,
+                             &err);
+    if (ret < 0) {
+        vu_virtq_broken(q, err);
+        return ret;
+    }
+    if (ret > 0) {
+        assert(slot);
+        q->free_slots = slot->next_free;
+        q->inflight++;
+        s->inflight++;
+        *elem = &slot->elem;
+    }
+    return ret;
+}
+
+void *vu_virtq_req_data(VirtQueueElement *elem)
+{
+    return container_of(elem, VuReqSlot, elem)->dev;
+}
+
+/* Invariants 4 and 8. */
+static void vu_virtq_request_done(VuVirtq *q, VirtQueueElement *elem)
+{
+    VuServer *s = q->s;
+    VuReqSlot *slot = container_of(elem, VuReqSlot, elem);
+
+    virtqueue_element_release(elem);
+    slot->next_free = q->free_slots;
+    q->free_slots = slot;
+    assert(q->inflight > 0 && s->inflight > 0);
+    q->inflight--;
+    s->inflight--;
+    if (s->drain_co) {
+        Coroutine *co = s->drain_co;
+
+        s->drain_co = NULL;
+        aio_co_schedule(s->ctx, co);
+    }
+}
+
+void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
+{
+    Error *err = NULL;
+
+    if (virtqueue_push(&q->vq, elem, len, &err) < 0) {
+        if (err) {
+            vu_virtq_broken(q, err);
+        }
+    } else if (!q->notify_pending) {
+        /* invariant 9 */
+        q->notify_pending = true;
+        qemu_bh_schedule(q->notify_bh);
+    }
+    vu_virtq_request_done(q, elem);
+}
+
+void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err)
+{
+    vu_virtq_broken(q, err);
+    vu_virtq_request_done(q, elem);
+}
+
+void coroutine_fn vu_virtq_wait_inflight(VuServer *s, VuVirtq *q)
+{
+    while (q ? q->inflight : s->inflight) {
+        assert(!s->drain_co);
+        s->drain_co = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+}
