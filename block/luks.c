@@ -303,8 +303,11 @@ static int luks_measure(QemuOpts *opts, BlockDriverState *in_bs,
     if (size < 0) {
         return size;
     }
-    size = ROUND_UP(size, CRYPTO_LUKS_SECTOR_SIZE);
-    /* the payload is written whole: holes would read as noise */
+    /*
+     * The payload is written whole (holes would read as noise).  QEMU
+     * adds the size as given, not rounded to a sector: so do we, so that
+     * both print the same figure.
+     */
     info->required = info->fully_allocated =
         crypto_luks_header_len(&c) + size;
     return 0;

@@ -194,9 +194,16 @@ int qcow2_measure(QemuOpts *opts, BlockDriverState *in_bs,
     if (disk_size < 0) {
         return disk_size;
     }
+    /*
+     * The L1 table must fit QEMU's limit.  A size this close to INT64_MAX
+     * is far past it, and rounding it up to a cluster would overflow.
+     */
+    if (disk_size > INT64_MAX - m.cluster_size) {
+        error_setg(errp, "The image size is too large (try using a larger "
+                   "cluster size)");
+        return -EINVAL;
+    }
     disk_size = ROUND_UP(disk_size, m.cluster_size);
-
-    /* the L1 table must fit QEMU's limit */
     l2_tables = DIV_ROUND_UP(disk_size / m.cluster_size,
                              m.cluster_size / (m.extended_l2 ?
                                                QCOW2_MEASURE_L2E_SIZE_EXTENDED :

@@ -117,6 +117,16 @@ got=$("$QB_IMG" measure $SEC $m 2>&1)
 [ "$want" = "$got" ] && ok "measure of an encrypted qcow2 is qemu's" ||
     bad "measure of an encrypted qcow2 is qemu's" "qemu: $want
 qblock: $got"
+# a raw luks image of a size that is no whole sector, and of the largest
+# size: QEMU adds the header to the size as given
+for sz in 1023 9223372036854775807; do
+    m="-O luks -o key-secret=sec0 --size $sz"
+    want=$(retry_qemu qemu-img measure $SEC $m)
+    got=$("$QB_IMG" measure $SEC $m 2>&1)
+    [ "$want" = "$got" ] && ok "measure of a $sz-byte luks image is qemu's" ||
+        bad "measure of a $sz-byte luks image is qemu's" "qemu: $want
+qblock: $got"
+done
 
 # an encrypted backing chain, each image with its own passphrase; commit
 "$QB_IMG" create -q -f qcow2 $SEC \

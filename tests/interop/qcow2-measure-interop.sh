@@ -61,7 +61,7 @@ head -c 3M /dev/urandom > full.raw
 for o in "" cluster_size=512 cluster_size=2M refcount_bits=1 \
          refcount_bits=64 extended_l2=on preallocation=metadata \
          preallocation=full compat=0.10; do
-    for sz in 0 1 1G 100T; do
+    for sz in 0 1 1G 100T 9223372036854775807; do
         same "measure --size $sz ${o:--}" \
             '"$IMG" measure -O qcow2 ${o:+-o $o} --size $sz'
     done
