@@ -57,6 +57,10 @@
  *     active L1 table, the refcount table and the snapshot table, and of
  *     the place of any structure with a single range
  *     (qcow2_overlap_singles_changed()).
+ *  8. A node whose refcount structure was overwritten and could not be
+ *     completed (s->refcounts_lost: a failed reset while emptying the
+ *     image) writes nothing more to the file, caches included; its dirty
+ *     bit stays set, so the next read-write open rebuilds the refcounts.
  */
 #ifndef BLOCK_QCOW2_H
 #define BLOCK_QCOW2_H
@@ -440,6 +444,8 @@ typedef struct BDRVQcow2State {
     int64_t virtual_size;
     /* a non-fatal corruption was reported (reported once) */
     bool signaled_corruption;
+    /* qcow2.h inv. 8: the refcounts on disk are lost until a repair */
+    bool refcounts_lost;
     /* whether the image looks preallocated with preallocation=metadata
      * (block status then asks the file for holes); decided once */
     bool metadata_preallocation_checked;
@@ -1127,11 +1133,15 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 
 /*
  * qcow2.h inv. 6: a node marked corrupt writes nothing more, except in an
- * open for check -r, whose purpose is to repair a corrupt image.
+ * open for check -r, whose purpose is to repair a corrupt image; qcow2.h
+ * inv. 8: neither does a node whose refcounts are lost.
  */
 static inline bool qcow2_refuses_writes(BlockDriverState *bs)
 {
-    return bs->corrupt && !(bs->open_flags & BDRV_O_CHECK);
+    BDRVQcow2State *s = bs->opaque;
+
+    return (bs->corrupt && !(bs->open_flags & BDRV_O_CHECK)) ||
+           s->refcounts_lost;
 }
 
 /*
