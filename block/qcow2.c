@@ -1300,6 +1300,9 @@ static int coroutine_fn qcow2_co_check(BlockDriverState *bs,
     if (ret == 0) {
         ret = qcow2_check_refcounts(bs, result, fix);
     }
+    if (ret == 0) {
+        ret = qcow2_fix_snapshot_table(bs, result, fix);
+    }
     if (ret == 0 && fix && !result->check_errors && !result->corruptions) {
         /* the refcounts are right now: neither bit applies any more */
         ret = qcow2_mark_clean(bs);

@@ -964,13 +964,24 @@ static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
  * be kept instead of failing. */
 int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
 /*
- * check's part for the snapshot table: entries with too much extra data
- * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
- * without it (counted as repaired corruptions).
+ * check's part for the snapshot table, before the refcounts are checked:
+ * reports what the table read at open dropped or could not read; entries
+ * with too much extra data fail the check unless @fix has
+ * BDRV_FIX_ERRORS.
  */
 int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                                             BdrvCheckResult *res,
                                             BdrvCheckMode fix);
+/*
+ * With BDRV_FIX_ERRORS, after the refcounts are checked (and repaired),
+ * rewrites the table without what was dropped (counted as repaired
+ * corruptions).  Until then the refcount check counts the table as it
+ * lies on disk, as QEMU's does: an entry whose extra data overran into an
+ * unallocated cluster is a refcount error that is repaired first.
+ */
+int coroutine_fn qcow2_fix_snapshot_table(BlockDriverState *bs,
+                                          BdrvCheckResult *res,
+                                          BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
