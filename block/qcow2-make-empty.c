@@ -22,11 +22,13 @@
  *  2. The L1 table is zeroed on disk before anything it pointed to is
  *     reused; the in-memory table follows the disk (a failed write keeps
  *     it).
- *  3. From the moment the clusters of the new layout are zeroed until the
- *     new refcount block is on disk, the file's refcounts describe nothing
- *     true: a failure there sets s->refcounts_lost, after which the node
- *     writes nothing more, not even its caches at close (qcow2.h inv. 8),
- *     and the dirty bit makes the next read-write open rebuild them.
+ *  3. From the first write of the L1 table's zeroes until the new
+ *     refcount block is on disk, the file's L1 table and refcounts are not
+ *     known to describe anything true (a failed write may have reached
+ *     part of the disk): a failure there sets s->refcounts_lost, after
+ *     which the node writes nothing more, not even its caches at close
+ *     (qcow2.h inv. 8), and the dirty bit makes the next read-write open
+ *     repair them, as QEMU's ejected node leaves them.
  */
 #include "block/qcow2.h"
 
@@ -178,13 +180,18 @@ static int coroutine_fn qcow2_reset_image(BlockDriverState *bs)
     if (ret == 0) {
         ret = qcow2_cache_empty(bs, s->refcount_block_cache);
     }
-    if (ret == 0) {
-        ret = qcow2_reset_zero_l1(bs);
-    }
     if (ret < 0) {
         return ret;
     }
-    ret = qcow2_reset_refcounts(bs);
+    /*
+     * qcow2-make-empty.c inv. 3: a failed write may have zeroed part of
+     * the L1 table on disk, after which neither the table nor the
+     * refcounts are known to describe the file
+     */
+    ret = qcow2_reset_zero_l1(bs);
+    if (ret == 0) {
+        ret = qcow2_reset_refcounts(bs);
+    }
     if (ret < 0) {
         /* qcow2-make-empty.c inv. 3 */
         s->refcounts_lost = true;

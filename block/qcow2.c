@@ -600,15 +600,17 @@ fail:
 }
 
 /*
- * Writes @c back at close.  The metadata that cannot be written is lost
- * (clusters leak, or a lazy-refcounts image stays dirty) and close has no
- * caller to tell: the user is told, in QEMU's words, which cache failed.
+ * Writes @c back at close and flushes the file, as QEMU does for each
+ * cache.  The metadata that cannot be written is lost (clusters leak, or
+ * a lazy-refcounts image stays dirty) and close has no caller to tell:
+ * the user is told, in QEMU's words, which cache failed, also when only
+ * the flush did (a file that fails every request fails both).
  */
 static int coroutine_fn qcow2_close_write_cache(BlockDriverState *bs,
                                                 Qcow2Cache *c,
                                                 const char *what)
 {
-    int ret = qcow2_cache_write(bs, c);
+    int ret = qcow2_cache_flush(bs, c);
 
     if (ret < 0) {
         error_report("Failed to flush the %s cache: %s", what,
