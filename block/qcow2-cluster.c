@@ -1327,8 +1327,17 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
     return 0;
 }
 
-/* Applies rewrite_l2_slice() to [offset, offset + bytes), slice by slice;
- * the range is whole clusters (or subclusters, for zeroize with them). */
+/*
+ * Applies rewrite_l2_slice() to [offset, offset + bytes), slice by slice;
+ * the range is whole clusters (or subclusters, for zeroize with them).
+ *
+ * The clusters it frees are discarded in the file once, at the end, with
+ * adjacent ones merged (as QEMU does): one request per run of the file
+ * instead of one per cluster.  Besides the system calls, that keeps the
+ * file's extents as QEMU leaves them: punching a run cluster by cluster,
+ * from its middle, splits an extent first, and a file system that then
+ * needs an extent tree block keeps it (250 measures it with du).
+ */
 static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
                                          int op, bool full_discard,
@@ -1336,10 +1345,12 @@ static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          Qcow2DiscardType discard_type)
 {
     BDRVQcow2State *s = bs->opaque;
-    int ret;
+    bool batching = s->cache_discards;
+    int ret = 0;
 
     assert(!(offset & (s->subcluster_size - 1)));
     wait_for_allocations(bs, offset, bytes);
+    s->cache_discards = true;
     while (bytes > 0) {
         uint64_t slice_end = ROUND_UP(offset + 1, l2_slice_bytes_mapped(s));
         uint64_t n = MIN(bytes, slice_end - offset);
@@ -1347,12 +1358,18 @@ static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
         ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags,
                                discard_type);
         if (ret < 0) {
-            return ret;
+            break;
         }
         offset += n;
         bytes -= n;
     }
-    return 0;
+    /* a caller that batches already issues them before dropping s->lock */
+    s->cache_discards = batching;
+    if (!batching) {
+        /* what was freed before a failure is free: discard it all the same */
+        qcow2_process_discards(bs, 0);
+    }
+    return ret;
 }
 
 int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,

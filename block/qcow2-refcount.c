@@ -256,28 +256,30 @@ static bool qcow2_discard_enabled(BDRVQcow2State *s, Qcow2DiscardType type)
     g_assert_not_reached();
 }
 
-/* Queues [offset, offset + bytes) of @child, merged with an adjacent
- * region so that a run of freed clusters becomes one discard. */
+/*
+ * Queues [offset, offset + bytes) of @child, merged with the regions it
+ * touches so that a run of freed clusters becomes one discard, whatever
+ * order its clusters were freed in (a region that grows until it meets
+ * another one is joined with it).
+ */
 static void qcow2_queue_discard(BDRVQcow2State *s, BdrvChild *child,
                                 uint64_t offset, uint64_t bytes)
 {
     Qcow2DiscardRegion *d;
-    GList *l;
+    GList *l = s->discards;
 
-    for (l = s->discards; l; l = l->next) {
+    while (l) {
+        GList *next = l->next;
+
         d = l->data;
-        if (d->child != child) {
-            continue;
+        if (d->child == child &&
+            (d->offset + d->bytes == offset || offset + bytes == d->offset)) {
+            offset = MIN(offset, d->offset);
+            bytes += d->bytes;
+            g_free(d);
+            s->discards = g_list_delete_link(s->discards, l);
         }
-        if (d->offset + d->bytes == offset) {
-            d->bytes += bytes;
-            return;
-        }
-        if (offset + bytes == d->offset) {
-            d->offset = offset;
-            d->bytes += bytes;
-            return;
-        }
+        l = next;
     }
     d = g_new(Qcow2DiscardRegion, 1);
     d->child = child;

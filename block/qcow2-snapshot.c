@@ -231,6 +231,8 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t offset = s->snapshots_offset;
+    /* extra data bytes that the repair cuts from the entries read so far */
+    uint64_t cut = 0;
     int ret;
 
     s->snapshots_size = 0;
@@ -252,14 +254,29 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
     s->snapshots = g_new0(QCowSnapshot, s->nb_snapshots);
     for (uint32_t i = 0; i < s->nb_snapshots; i++) {
         uint64_t start = offset;
+        GArray *flaws;
 
         ret = qcow2_read_snapshot(bs, i, &s->snapshots[i], &offset, repair,
                                   errp);
         if (ret < 0) {
             goto fail;
         }
-        /* hostile sizes: the table cannot be bigger than QEMU allows */
-        if (offset - s->snapshots_offset > QCOW_MAX_SNAPSHOTS_SIZE) {
+        /* the read may have made the array */
+        flaws = s->snapshot_table_flaws;
+        if (flaws && flaws->len) {
+            Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw,
+                                                  flaws->len - 1);
+
+            if (f->kind == QCOW2_SNAPSHOT_EXTRA_DROPPED && f->index == i) {
+                cut += f->size - QCOW_MAX_SNAPSHOT_EXTRA_DATA;
+            }
+        }
+        /*
+         * hostile sizes: the table cannot be bigger than QEMU allows; what
+         * counts is the table as the repair writes it, without the extra
+         * data it cuts (as in QEMU)
+         */
+        if (offset - s->snapshots_offset - cut > QCOW_MAX_SNAPSHOTS_SIZE) {
             if (!repair) {
                 error_setg(errp, "Snapshot table is too big");
                 error_append_hint(errp, "You can force-remove all %" PRIu32
@@ -318,13 +335,75 @@ static int qcow2_check_overhang(const Qcow2SnapshotFlaw *f,
     return -EFBIG;
 }
 
+static bool qcow2_snapshot_flaw_is_overhang(const Qcow2SnapshotFlaw *f)
+{
+    return f->kind == QCOW2_SNAPSHOT_TOO_MANY ||
+           f->kind == QCOW2_SNAPSHOT_TOO_BIG;
+}
+
+/* Corruptions the flaws of the table count for. */
+static int64_t qcow2_snapshot_flaws_found(GArray *flaws)
+{
+    int64_t found = 0;
+
+    for (guint i = 0; i < flaws->len; i++) {
+        Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw, i);
+
+        /* each snapshot left out is one corruption, as QEMU counts */
+        found += qcow2_snapshot_flaw_is_overhang(f) ? f->size : 1;
+    }
+    return found;
+}
+
+/*
+ * check -r all: snapshots left out past the limits are dropped by the
+ * header's count alone, as QEMU does: the entries kept are on disk as
+ * they were, and the table stays where it is (what lay past it leaks, and
+ * the refcount check that follows repairs that).
+ */
+static int coroutine_fn qcow2_drop_overhang(BlockDriverState *bs,
+                                            BdrvCheckResult *res,
+                                            GArray *flaws)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint32_t nb = GUINT32_TO_BE(s->nb_snapshots);
+    int64_t dropped = 0;
+    int ret;
+
+    for (guint i = flaws->len; i-- > 0;) {
+        Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw, i);
+
+        if (qcow2_snapshot_flaw_is_overhang(f)) {
+            dropped += f->size;
+        }
+    }
+    if (!dropped) {
+        return 0;
+    }
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, nb_snapshots), &nb,
+                             sizeof(nb));
+    if (ret < 0) {
+        fprintf(stderr, "ERROR failed to update the snapshot table: %s\n",
+                strerror(-ret));
+        res->check_errors++;
+        return ret;
+    }
+    res->corruptions_fixed += dropped;
+    for (guint i = flaws->len; i-- > 0;) {
+        if (qcow2_snapshot_flaw_is_overhang(
+                &g_array_index(flaws, Qcow2SnapshotFlaw, i))) {
+            g_array_remove_index(flaws, i);
+        }
+    }
+    return 0;
+}
+
 int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                                             BdrvCheckResult *res,
                                             BdrvCheckMode fix)
 {
     BDRVQcow2State *s = bs->opaque;
     GArray *flaws = s->snapshot_table_flaws;
-    int64_t found = 0;
     int ret;
 
     if (!flaws || !flaws->len) {
@@ -356,15 +435,22 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                     QCOW_MAX_SNAPSHOT_EXTRA_DATA);
         }
     }
-    for (guint i = 0; i < flaws->len; i++) {
-        Qcow2SnapshotFlaw *f = &g_array_index(flaws, Qcow2SnapshotFlaw, i);
-
-        /* each snapshot left out is one corruption, as QEMU counts */
-        found += f->kind == QCOW2_SNAPSHOT_TOO_MANY ||
-                 f->kind == QCOW2_SNAPSHOT_TOO_BIG ? f->size : 1;
-    }
     if (!(fix & BDRV_FIX_ERRORS)) {
-        res->corruptions += found;
+        res->corruptions += qcow2_snapshot_flaws_found(flaws);
+        return 0;
+    }
+    return qcow2_drop_overhang(bs, res, flaws);
+}
+
+int coroutine_fn qcow2_fix_snapshot_table(BlockDriverState *bs,
+                                          BdrvCheckResult *res,
+                                          BdrvCheckMode fix)
+{
+    BDRVQcow2State *s = bs->opaque;
+    GArray *flaws = s->snapshot_table_flaws;
+    int ret;
+
+    if (!flaws || !flaws->len || !(fix & BDRV_FIX_ERRORS)) {
         return 0;
     }
     ret = qcow2_write_snapshots(bs);
@@ -374,7 +460,7 @@ int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
         res->check_errors++;
         return ret;
     }
-    res->corruptions_fixed += found;
+    res->corruptions_fixed += qcow2_snapshot_flaws_found(flaws);
     g_array_set_size(flaws, 0);
     return 0;
 }

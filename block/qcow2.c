@@ -599,10 +599,30 @@ fail:
     return ret;
 }
 
+/*
+ * Writes @c back at close and flushes the file, as QEMU does for each
+ * cache.  The metadata that cannot be written is lost (clusters leak, or
+ * a lazy-refcounts image stays dirty) and close has no caller to tell:
+ * the user is told, in QEMU's words, which cache failed, also when only
+ * the flush did (a file that fails every request fails both).
+ */
+static int coroutine_fn qcow2_close_write_cache(BlockDriverState *bs,
+                                                Qcow2Cache *c,
+                                                const char *what)
+{
+    int ret = qcow2_cache_flush(bs, c);
+
+    if (ret < 0) {
+        error_report("Failed to flush the %s cache: %s", what,
+                     strerror(-ret));
+    }
+    return ret;
+}
+
 static int coroutine_fn qcow2_close_co(BlockDriverState *bs, void *opaque)
 {
     BDRVQcow2State *s = bs->opaque;
-    int ret;
+    int ret, ret2;
 
     qemu_co_mutex_lock(&s->lock);
     if (!(bs->open_flags & BDRV_O_INACTIVE)) {
@@ -615,7 +635,10 @@ static int coroutine_fn qcow2_close_co(BlockDriverState *bs, void *opaque)
             error_free(err);
         }
     }
-    ret = qcow2_write_caches(bs);
+    ret = qcow2_close_write_cache(bs, s->l2_table_cache, "L2 table");
+    ret2 = qcow2_close_write_cache(bs, s->refcount_block_cache,
+                                   "refcount block");
+    ret = ret < 0 ? ret : ret2;
     if (ret == 0 && s->use_lazy_refcounts) {
         ret = qcow2_mark_clean(bs);
     }
@@ -625,7 +648,10 @@ static int coroutine_fn qcow2_close_co(BlockDriverState *bs, void *opaque)
 
 static void qcow2_close(BlockDriverState *bs)
 {
-    if (bdrv_is_writable(bs) && !bs->corrupt) {
+    BDRVQcow2State *s = bs->opaque;
+
+    /* qcow2.h inv. 8: a node whose refcounts are lost writes nothing */
+    if (bdrv_is_writable(bs) && !bs->corrupt && !s->refcounts_lost) {
         /* nobody to report a failure to: the image stays dirty (lazy
          * refcounts) or leaks clusters, and check repairs it */
         bdrv_run_co(bs, qcow2_close_co, NULL);
@@ -1275,6 +1301,9 @@ static int coroutine_fn qcow2_co_check(BlockDriverState *bs,
     ret = qcow2_check_snapshot_table(bs, result, fix);
     if (ret == 0) {
         ret = qcow2_check_refcounts(bs, result, fix);
+    }
+    if (ret == 0) {
+        ret = qcow2_fix_snapshot_table(bs, result, fix);
     }
     if (ret == 0 && fix && !result->check_errors && !result->corruptions) {
         /* the refcounts are right now: neither bit applies any more */

@@ -57,6 +57,10 @@
  *     active L1 table, the refcount table and the snapshot table, and of
  *     the place of any structure with a single range
  *     (qcow2_overlap_singles_changed()).
+ *  8. A node whose refcount structure was overwritten and could not be
+ *     completed (s->refcounts_lost: a failed reset while emptying the
+ *     image) writes nothing more to the file, caches included; its dirty
+ *     bit stays set, so the next read-write open rebuilds the refcounts.
  */
 #ifndef BLOCK_QCOW2_H
 #define BLOCK_QCOW2_H
@@ -440,6 +444,8 @@ typedef struct BDRVQcow2State {
     int64_t virtual_size;
     /* a non-fatal corruption was reported (reported once) */
     bool signaled_corruption;
+    /* qcow2.h inv. 8: the refcounts on disk are lost until a repair */
+    bool refcounts_lost;
     /* whether the image looks preallocated with preallocation=metadata
      * (block status then asks the file for holes); decided once */
     bool metadata_preallocation_checked;
@@ -958,13 +964,24 @@ static inline int64_t qcow2_vm_state_offset(BDRVQcow2State *s)
  * be kept instead of failing. */
 int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp);
 /*
- * check's part for the snapshot table: entries with too much extra data
- * fail the check unless @fix has BDRV_FIX_ERRORS, which rewrites the table
- * without it (counted as repaired corruptions).
+ * check's part for the snapshot table, before the refcounts are checked:
+ * reports what the table read at open dropped or could not read; entries
+ * with too much extra data fail the check unless @fix has
+ * BDRV_FIX_ERRORS.
  */
 int coroutine_fn qcow2_check_snapshot_table(BlockDriverState *bs,
                                             BdrvCheckResult *res,
                                             BdrvCheckMode fix);
+/*
+ * With BDRV_FIX_ERRORS, after the refcounts are checked (and repaired),
+ * rewrites the table without what was dropped (counted as repaired
+ * corruptions).  Until then the refcount check counts the table as it
+ * lies on disk, as QEMU's does: an entry whose extra data overran into an
+ * unallocated cluster is a refcount error that is repaired first.
+ */
+int coroutine_fn qcow2_fix_snapshot_table(BlockDriverState *bs,
+                                          BdrvCheckResult *res,
+                                          BdrvCheckMode fix);
 void qcow2_free_snapshots(BlockDriverState *bs);
 /*
  * Reads the L1 table of @sn (host-endian, g_free'd by the caller) after
@@ -1127,11 +1144,15 @@ static inline bool qcow2_overlap_index_clears(BlockDriverState *bs, int ign,
 
 /*
  * qcow2.h inv. 6: a node marked corrupt writes nothing more, except in an
- * open for check -r, whose purpose is to repair a corrupt image.
+ * open for check -r, whose purpose is to repair a corrupt image; qcow2.h
+ * inv. 8: neither does a node whose refcounts are lost.
  */
 static inline bool qcow2_refuses_writes(BlockDriverState *bs)
 {
-    return bs->corrupt && !(bs->open_flags & BDRV_O_CHECK);
+    BDRVQcow2State *s = bs->opaque;
+
+    return (bs->corrupt && !(bs->open_flags & BDRV_O_CHECK)) ||
+           s->refcounts_lost;
 }
 
 /*

@@ -69,10 +69,23 @@ void img_json_print(JsonNode *node)
 
 bool img_has_help_option(const char *options)
 {
-    g_auto(GStrv) parts = g_strsplit(options, ",", -1);
+    const char *p = options;
 
-    for (int i = 0; parts[i]; i++) {
-        if (!strcmp(parts[i], "help") || !strcmp(parts[i], "?")) {
+    /* elements are split at single commas: ",," is a comma in a value */
+    while (*p) {
+        g_autoptr(GString) elem = g_string_new(NULL);
+
+        for (; *p; p++) {
+            if (*p == ',') {
+                if (p[1] != ',') {
+                    p++;
+                    break;
+                }
+                p++;
+            }
+            g_string_append_c(elem, *p);
+        }
+        if (!strcmp(elem->str, "help") || !strcmp(elem->str, "?")) {
             return true;
         }
     }
@@ -103,8 +116,9 @@ QemuOptsList *img_create_opts_list(const BlockDriver *drv, const char *filename,
 }
 
 /*
- * qemu-img's check of one -o argument: not empty, and not ending in an
- * unescaped comma (",," is a literal one).
+ * qemu-img's check of one -o argument: not empty, not starting with a
+ * comma (an empty first option, or with ",," a value without a name) and
+ * not ending in an unescaped comma (",," is a literal one).
  */
 static bool img_option_list_valid(const char *optarg)
 {
@@ -113,7 +127,7 @@ static bool img_option_list_valid(const char *optarg)
     while (commas < len && optarg[len - 1 - commas] == ',') {
         commas++;
     }
-    return len && commas % 2 == 0;
+    return len && optarg[0] != ',' && commas % 2 == 0;
 }
 
 char *img_accumulate_options(char *options, const char *optarg)

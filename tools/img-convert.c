@@ -466,9 +466,10 @@ int img_convert(int argc, char **argv)
     g_autofree char *options = NULL;
     const char *out_filename;
     int64_t sval;
+    bool copy_range = false, explicit_sparse = false;
     int c, ret;
 
-    while ((c = img_getopt(argc, argv, ":hf:O:B:cF:o:l:S:pt:T:qnm:WU",
+    while ((c = img_getopt(argc, argv, ":hf:O:B:CcF:o:l:S:pt:T:qnm:WU",
                            IMG_LONG_OBJECT | IMG_LONG_IMAGE_OPTS,
                            long_options, &co)) != -1) {
         switch (c) {
@@ -477,6 +478,9 @@ int img_convert(int argc, char **argv)
             break;
         case 'B':
             a.out_baseimg = optarg;
+            break;
+        case 'C':
+            copy_range = true;
             break;
         case 'c':
             s.compressed = true;
@@ -510,6 +514,7 @@ int img_convert(int argc, char **argv)
                 return 1;
             }
             s.min_sparse = sval / BDRV_SECTOR_SIZE;
+            explicit_sparse = true;
             break;
         case 'p':
             a.progress = true;
@@ -577,6 +582,22 @@ int img_convert(int argc, char **argv)
 
     if (a.skip_broken_bitmaps && !a.bitmaps) {
         error_report("Use of --skip-broken-bitmaps requires --bitmaps");
+        return 1;
+    }
+    /*
+     * -C (copy offloading) is accepted with qemu-img's conditions; the
+     * copy itself is done by reads and writes, which gives the same image
+     */
+    if (copy_range && s.compressed) {
+        error_report("Cannot enable copy offloading when -c is used");
+        return 1;
+    }
+    if (copy_range && explicit_sparse) {
+        error_report("Cannot enable copy offloading when -S is used");
+        return 1;
+    }
+    if (copy_range && s.salvage) {
+        error_report("Cannot use copy offloading in salvaging mode");
         return 1;
     }
 

@@ -406,6 +406,49 @@ static void test_discard(void)
     test_image_close(&t);
 }
 
+/*
+ * Clusters of one run freed in any order while discards are batched (a
+ * discard or shrink request) become one discard of the whole run: a run
+ * punched piece by piece from its middle splits the file's extents first
+ * (upstream 250's disk usage).
+ */
+static void test_discard_merge(void)
+{
+    static const int order[] = { 2, 4, 0, 5, 1, 3 };
+    TestImage t;
+    int64_t off;
+    g_autofree uint8_t *ones = g_malloc(8 * 4096);
+    g_autofree uint8_t *img = NULL;
+    gsize len;
+
+    test_image_open(&t, 12, 4);
+    off = qcow2_alloc_clusters(&t.bs, 8 * 4096);
+    g_assert_cmpint(off, >, 0);
+    memset(ones, 0xaa, 8 * 4096);
+    g_assert_cmpint(bdrv_pwrite(&t.child, off, 8 * 4096, ones, 0), >=, 0);
+    t.s.discard_passthrough_request = true;
+    t.s.cache_discards = true;
+    for (size_t i = 0; i < G_N_ELEMENTS(order); i++) {
+        qcow2_free_clusters(&t.bs, off + (order[i] + 1) * 4096, 4096,
+                            QCOW2_DISCARD_REQUEST);
+    }
+    /* one region, which the holes below show to be the whole run */
+    g_assert_cmpuint(g_list_length(t.s.discards), ==, 1);
+    t.s.cache_discards = false;
+    qcow2_process_discards(&t.bs, 0);
+    g_assert_null(t.s.discards);
+    expect_ref(&t, off >> 12, 1);
+    expect_ref(&t, (off >> 12) + 7, 1);
+    test_image_verify(&t);
+
+    img = read_file(&t, &len);
+    g_assert_cmpint(img[off + 4096 - 1], ==, 0xaa);
+    g_assert_cmpint(img[off + 4096], ==, 0);
+    g_assert_cmpint(img[off + 7 * 4096 - 1], ==, 0);
+    g_assert_cmpint(img[off + 7 * 4096], ==, 0xaa);
+    test_image_close(&t);
+}
+
 /* LRU replacement, write-back on eviction, dependency, clean_unused. */
 static void test_cache(void)
 {
@@ -516,6 +559,7 @@ int main(int argc, char **argv)
     g_test_add_func("/qcow2-refcount/alloc-bytes", test_alloc_bytes);
     g_test_add_func("/qcow2-refcount/alloc-at", test_alloc_at);
     g_test_add_func("/qcow2-refcount/discard", test_discard);
+    g_test_add_func("/qcow2-refcount/discard-merge", test_discard_merge);
     g_test_add_func("/qcow2-refcount/cache", test_cache);
 
     ret = g_test_run();
