@@ -11,8 +11,13 @@
  * changes nothing; break-snapshot: the write goes on, and the target no
  * longer holds a point-in-time image: no copy is made from then on),
  * "cbw-timeout" (seconds a write waits for its copy; running out counts
- * as a failed copy) and "bitmap" (qblock has no dirty bitmaps yet: a
- * bitmap cannot be found).
+ * as a failed copy) and "bitmap" (a dirty bitmap, node and name, read
+ * once at open: only the clusters it marks dirty then are copied, and
+ * only they can be read as the snapshot; the bitmap itself is not
+ * touched, and may change or go afterwards, as in QEMU 7.2).  Image
+ * fleecing for an incremental backup: the snapshot holds what changed
+ * since the bitmap's checkpoint, the target only what guests overwrote
+ * of that.
  *
  * Invariants (s = the node's BDRVCopyBeforeWriteState):
  *  1. A cluster's bit in s->done is set only once its old data is in the
@@ -39,6 +44,13 @@
  *     what the source's backing chain holds, sync=bitmap what the bitmap
  *     does not mark) counts as done: it is never copied, and
  *     cbw_next_needed() does not offer it.
+ *  7. With the "bitmap" option, a cluster the bitmap left clean at open
+ *     counts as done (never copied) and is outside the snapshot: s->access
+ *     lacks its bit, and a snapshot read that touches it fails with
+ *     -EACCES before anything is read (its "done" would send the read to
+ *     the target, which never got its data).  Without the option,
+ *     s->access is NULL: every cluster can be read.  s->access never
+ *     changes after open.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
@@ -47,6 +59,7 @@
 #include "copy-before-write.h"
 
 #include "block-internal.h"
+#include "block/dirty-bitmap.h"
 
 #include "qapi/qapi-opts.h"
 #include "util/cutils.h"
@@ -81,6 +94,7 @@ typedef struct BDRVCopyBeforeWriteState {
     int64_t nb_clusters;        /* of the source at open */
     CbwOnError on_error;
     int64_t timeout_ns;         /* 0: none */
+    guint8 *access;             /* invariant 7: one bit per cluster */
 
     /* --- set by a backup job before it starts (cbw_set_job_hooks) --- */
     BdrvRequestFlags write_flags;   /* BDRV_REQ_WRITE_COMPRESSED or 0 */
@@ -128,6 +142,21 @@ static void cbw_set_done(BDRVCopyBeforeWriteState *s, int64_t first,
     for (int64_t c = first; c < end; c++) {
         s->done[c / 8] |= 1u << (c % 8);
     }
+}
+
+/* Invariant 7: may [first, end) be read as the snapshot? */
+static bool cbw_accessible(BDRVCopyBeforeWriteState *s, int64_t first,
+                           int64_t end)
+{
+    if (!s->access) {
+        return true;
+    }
+    for (int64_t c = first; c < end; c++) {
+        if (!(s->access[c / 8] & (1u << (c % 8)))) {
+            return false;
+        }
+    }
+    return true;
 }
 
 static CbwCopy *cbw_find_copy(BDRVCopyBeforeWriteState *s, int64_t c)
@@ -423,6 +452,9 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
     int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
                       s->nb_clusters);
 
+    if (!cbw_accessible(s, c, end)) {
+        return -EACCES;         /* invariant 7 */
+    }
     while (c < end) {
         CbwCopy *copy = cbw_find_copy(s, c);
         bool done = cbw_done(s, c);
@@ -556,11 +588,47 @@ static int64_t cbw_cluster_size(BlockDriverState *target)
     return MAX(CBW_CLUSTER_SIZE_DEFAULT, bdi.cluster_size);
 }
 
-/* "bitmap": qblock has no dirty bitmaps yet, so none can be found. */
-static int cbw_check_bitmap(QemuOpts *opts, Error **errp)
+/*
+ * "bitmap" (invariant 7): the clusters that @bm leaves clean are done and
+ * outside the snapshot.  A cluster is in the copy if any part of it is
+ * dirty, whatever the bitmap's granularity.
+ */
+static void cbw_limit_to_bitmap(BDRVCopyBeforeWriteState *s,
+                                const BdrvDirtyBitmap *bm)
 {
-    const char *node = qemu_opt_get(opts, "bitmap.node");
-    const char *name = qemu_opt_get(opts, "bitmap.name");
+    size_t nbytes = DIV_ROUND_UP(s->nb_clusters, 8) + 1;
+    int64_t len = bdrv_dirty_bitmap_size(bm);
+    int64_t pos = 0, start, count;
+
+    memset(s->done, 0xff, nbytes);
+    s->access = g_malloc0(nbytes);
+    while (bdrv_dirty_bitmap_next_dirty_area(bm, pos, len, INT64_MAX,
+                                             &start, &count)) {
+        int64_t first = start / s->cluster_size;
+        int64_t end = MIN(DIV_ROUND_UP(start + count, s->cluster_size),
+                          s->nb_clusters);
+
+        for (int64_t c = first; c < end; c++) {
+            s->done[c / 8] &= ~(1u << (c % 8));
+            s->access[c / 8] |= 1u << (c % 8);
+        }
+        pos = start + count;
+    }
+}
+
+/*
+ * "bitmap.node" and "bitmap.name": found, usable and of the source's
+ * length, with QEMU 7.2's messages (its copy of the bitmap is a merge,
+ * whose errors it prefixes).
+ */
+static int cbw_open_bitmap(BlockDriverState *bs, const char *node,
+                           const char *name, Error **errp)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    BlockDriverState *owner;
+    BdrvDirtyBitmap *bm;
+    int64_t len = bdrv_getlength(bs->file->bs);
+    Error *err = NULL;
 
     if (!node && !name) {
         return 0;
@@ -570,13 +638,33 @@ static int cbw_check_bitmap(QemuOpts *opts, Error **errp)
                    node ? "name" : "node");
         return -EINVAL;
     }
-    if (!bdrv_find_node(node)) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", node,
-                   node);
+    owner = bdrv_find_node(node);
+    if (!owner) {
+        error_setg(errp, "Node '%s' not found", node);
         return -ENOENT;
     }
-    error_setg(errp, "Dirty bitmap '%s' not found", name);
-    return -ENOENT;
+    bm = bdrv_find_dirty_bitmap(owner, name);
+    if (!bm) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+        return -ENOENT;
+    }
+    if (bdrv_dirty_bitmap_check(bm, BDRV_BITMAP_ALLOW_RO, &err) < 0) {
+        goto merge_failed;
+    }
+    if (bdrv_dirty_bitmap_size(bm) != len) {
+        error_setg(&err, "Bitmaps are of different sizes (destination size "
+                   "is %" PRId64 ", source size is %" PRId64 ") and can't "
+                   "be merged", len, bdrv_dirty_bitmap_size(bm));
+        goto merge_failed;
+    }
+    cbw_limit_to_bitmap(s, bm);
+    return 0;
+
+merge_failed:
+    error_prepend(&err, "Cannot create block-copy-state: Failed to merge "
+                  "bitmap '%s' to internal copy-bitmap: ", name);
+    error_propagate(errp, err);
+    return -EINVAL;
 }
 
 /* Invariant 4. */
@@ -612,6 +700,8 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
                     Error **errp)
 {
     BDRVCopyBeforeWriteState *s = bs->opaque;
+    g_autofree char *bitmap_node = NULL;
+    g_autofree char *bitmap_name = NULL;
     BlockDriverState *file;
     QemuOpts *opts;
     int ret;
@@ -626,11 +716,9 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
                                               : CBW_BREAK_SNAPSHOT;
     s->timeout_ns = qemu_opt_get_number(opts, "cbw-timeout", 0) *
                     (int64_t)1000000000;
-    ret = cbw_check_bitmap(opts, errp);
+    bitmap_node = g_strdup(qemu_opt_get(opts, "bitmap.node"));
+    bitmap_name = g_strdup(qemu_opt_get(opts, "bitmap.name"));
     qemu_opts_del(opts);
-    if (ret < 0) {
-        return ret;
-    }
 
     /* the source first: a filter's first child is its file */
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
@@ -646,6 +734,11 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
     if (ret < 0) {
         goto fail;
     }
+    /* as QEMU, the bitmap is looked at once both children are open */
+    ret = cbw_open_bitmap(bs, bitmap_node, bitmap_name, errp);
+    if (ret < 0) {
+        goto fail;
+    }
     file = bs->file->bs;
     bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
         (BDRV_REQ_FUA & file->supported_write_flags);
@@ -655,6 +748,7 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
     return 0;
 
 fail:
+    g_clear_pointer(&s->done, g_free);
     if (s->target) {
         bdrv_unref_child(bs, s->target);
         s->target = NULL;
@@ -671,6 +765,7 @@ static void cbw_close(BlockDriverState *bs)
     /* closing drained the node: no copy or snapshot read is left */
     assert(!s->copies && !s->frozen);
     g_free(s->done);
+    g_free(s->access);
 }
 
 static int cbw_reopen_prepare(BDRVReopenState *state, Error **errp)
