@@ -186,6 +186,10 @@ def compare(tests, name, scenario, build, top):
                 diff_lists(rep_q, rep_b))
     ev_q = normalise(rq.events, dq, progress)
     ev_b = normalise(rb.events, db, progress)
+    # events a scenario says differ on purpose (it says why)
+    drop = scenario.get('drop_events', [])
+    ev_q = [e for e in ev_q if [e['event'], e.get('data')] not in drop]
+    ev_b = [e for e in ev_b if [e['event'], e.get('data')] not in drop]
     tests.check('%s: events' % name, ev_q == ev_b, diff_lists(ev_q, ev_b))
     for f in scenario.get('same_files', []):
         with open(os.path.join(dq, f)) as a, open(os.path.join(db, f)) as b:
@@ -1114,7 +1118,71 @@ FLEECE = {
     'images': ['inc.qcow2', 'disk.qcow2', 'fleece.qcow2'],
 }
 
+# the same with the filter of a sync=none backup job (libvirt's pull mode
+# before the filter had a bitmap): the whole fleecing point is one
+# transaction, and the guest's export stays where it is
+FLEECE_JOB = {
+    'steps': FLEECE['steps'][:6] + [
+        ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" '
+                          '-c "write -P 0x22 1M 192k"'),
+        node('fleece', 'fleece.qcow2'),
+        ('qmp', 'transaction', {'actions': [
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
+            {'type': 'block-dirty-bitmap-merge',
+             'data': {'node': 'disk', 'target': 'backup',
+                      'bitmaps': ['c1']}},
+            {'type': 'block-dirty-bitmap-disable',
+             'data': {'node': 'disk', 'name': 'c1'}},
+            {'type': 'blockdev-snapshot-internal-sync',
+             'data': {'device': 'disk', 'name': 'point'}},
+            {'type': 'blockdev-backup',
+             'data': {'job-id': 'fl', 'device': 'disk', 'target': 'fleece',
+                      'sync': 'none', 'filter-node-name': 'cbw'}}]}),
+        ('wait', 'fl', 'running'),
+        ('qmp', 'blockdev-add', {'driver': 'snapshot-access',
+                                 'node-name': 'snap', 'file': 'cbw'}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'snap',
+                                     'node-name': 'snap', 'name': 'snap',
+                                     'bitmaps': [{'node': 'disk',
+                                                  'name': 'backup'}]}),
+        ('sh', GUEST_IO % '-c "write -P 0x31 0 128k" '
+                          '-c "write -P 0x33 40M 64k"'),
+        node('inc', 'inc.qcow2'),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'inc',
+                                     'node-name': 'inc', 'name': 'inc',
+                                     'writable': True}),
+        ('sh', '/usr/bin/python3 $TESTS/nbd_pull.py '
+               '"nbd+unix:///snap?socket=nbd.sock" backup '
+               '"nbd+unix:///inc?socket=nbd.sock" > pull.json'),
+        ('qmp', 'block-export-del', {'id': 'snap'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'snap'}),
+        ('qmp', 'block-export-del', {'id': 'inc'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'inc'}),
+        ('qmp', 'blockdev-del', {'node-name': 'snap'}),
+        ('qmp', 'job-cancel', {'id': 'fl'}),
+        ('wait', 'fl', 'null'),
+        ('qmp', 'blockdev-del', {'node-name': 'fleece'}),
+        ('qmp', 'blockdev-del', {'node-name': 'inc'}),
+        ('qmp', 'block-dirty-bitmap-remove', {'node': 'disk',
+                                              'name': 'backup'}),
+        ('qmp', 'x-debug-block-dirty-bitmap-sha256', {'node': 'disk',
+                                                      'name': 'c2'}),
+    ],
+    'same_files': ['pull.json'],
+    'after': [FLEECE['after'][1]],
+    # QEMU drains the job's filter when a node or an export is attached
+    # above it (snapshot-access, its export), pausing the job for that
+    # instant; qblock attaches without a drain, so the job never pauses
+    'drop_events': [['JOB_STATUS_CHANGE', {'id': 'fl', 'status': s}]
+                    for s in ('paused', 'running')],
+    'images': ['inc.qcow2', 'disk.qcow2', 'fleece.qcow2'],
+}
+
 SCENARIOS['fleece'] = FLEECE
+SCENARIOS['fleece-job'] = FLEECE_JOB
 
 
 def main():
