@@ -46,11 +46,12 @@
  *     cbw_next_needed() does not offer it.
  *  7. With the "bitmap" option, a cluster the bitmap left clean at open
  *     counts as done (never copied) and is outside the snapshot: s->access
- *     lacks its bit, and a snapshot read that touches it fails with
- *     -EACCES before anything is read (its "done" would send the read to
- *     the target, which never got its data).  Without the option,
- *     s->access is NULL: every cluster can be read.  s->access never
- *     changes after open.
+ *     lacks its bit, and a snapshot read or block status that touches it
+ *     fails with -EACCES before anything is read (its "done" would send
+ *     the read to the target, which never got its data).  So does a
+ *     cluster a backup job skips (invariant 6): the source may change
+ *     under it uncopied.  s->access is NULL while every cluster can be
+ *     read; a bit once cleared stays so.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
@@ -157,6 +158,22 @@ static bool cbw_accessible(BDRVCopyBeforeWriteState *s, int64_t first,
         }
     }
     return true;
+}
+
+/*
+ * Invariant 7: [first, end) leaves the snapshot (its clusters are done but
+ * their data never reaches the target).
+ */
+static void cbw_set_inaccessible(BDRVCopyBeforeWriteState *s, int64_t first,
+                                 int64_t end)
+{
+    if (!s->access) {
+        s->access = g_malloc(DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+        memset(s->access, 0xff, DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+    }
+    for (int64_t c = first; c < end; c++) {
+        s->access[c / 8] &= ~(1u << (c % 8));
+    }
 }
 
 static CbwCopy *cbw_find_copy(BDRVCopyBeforeWriteState *s, int64_t c)
@@ -484,6 +501,56 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
     return s->snapshot_error ? -EACCES : 0;
 }
 
+/*
+ * Invariants 5 and 7: the status of the snapshot's first run of clusters
+ * from @offset that are all copied (the target's status) or all not (the
+ * source's, read while they are frozen).
+ */
+int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
+                                              bool want_zero,
+                                              int64_t offset, int64_t bytes,
+                                              int64_t *pnum, int64_t *map,
+                                              BlockDriverState **file)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t c = offset / s->cluster_size;
+    int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
+                      s->nb_clusters);
+    CbwCopy *copy;
+    CbwRange r;
+    int64_t e;
+    bool done;
+    int ret;
+
+    /* the cluster reads alike before and after its copy: wait for it */
+    while ((copy = cbw_find_copy(s, c))) {
+        copy->refcnt++;
+        cbw_wait_copy(bs, copy, 0);
+        cbw_copy_unref(copy);
+    }
+    if (s->snapshot_error || !cbw_accessible(s, c, c + 1)) {
+        return -EACCES;
+    }
+    done = cbw_done(s, c);
+    e = c + 1;
+    while (e < end && cbw_done(s, e) == done && !cbw_find_copy(s, e) &&
+           cbw_accessible(s, e, e + 1)) {
+        e++;
+    }
+    bytes = MIN(offset + bytes, e * s->cluster_size) - offset;
+    if (done) {
+        return bdrv_co_block_status(s->target->bs, want_zero, offset, bytes,
+                                    pnum, map, file);
+    }
+    r = (CbwRange) { .first = c, .end = e };
+    s->frozen = g_list_prepend(s->frozen, &r);
+    ret = bdrv_co_block_status(bs->file->bs, want_zero, offset, bytes, pnum,
+                               map, file);
+    s->frozen = g_list_remove(s->frozen, &r);
+    qemu_co_queue_restart_all(&s->frozen_queue);
+    return ret;
+}
+
 /* ---- for the backup job ---- */
 
 int64_t cbw_get_cluster_size(BlockDriverState *bs)
@@ -514,8 +581,10 @@ void cbw_skip(BlockDriverState *bs, int64_t offset, int64_t bytes)
     if (offset + bytes >= bdrv_getlength(bs->file->bs)) {
         end = s->nb_clusters;
     }
+    end = MIN(end, s->nb_clusters);
     if (first < end) {
-        cbw_set_done(s, first, MIN(end, s->nb_clusters));
+        cbw_set_done(s, first, end);
+        cbw_set_inaccessible(s, first, end);
     }
 }
 
