@@ -129,11 +129,23 @@ def substitute(value, d):
 
 def run_scenario(binary, d, steps):
     run = None
+    try:
+        run = run_steps(binary, d, steps)
+    except Exception:
+        # a daemon left running would outlive the suite
+        if run_steps.current and run_steps.current.proc.poll() is None:
+            run_steps.current.proc.kill()
+        raise
+    return run
+
+
+def run_steps(binary, d, steps):
+    run = run_steps.current = None
     for step in steps:
         if step[0] == 'sh':
             sh(d, step[1])
         elif step[0] == 'start':
-            run = Run(binary, d)
+            run = run_steps.current = Run(binary, d)
         elif step[0] == 'qmp':
             run.cmd(step[1], substitute(step[2], d) if len(step) > 2
                     else None)
@@ -145,6 +157,9 @@ def run_scenario(binary, d, steps):
             time.sleep(step[1])
     run.quit()
     return run
+
+
+run_steps.current = None
 
 
 class Tests:
