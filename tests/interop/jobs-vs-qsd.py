@@ -1203,7 +1203,58 @@ FLEECE_JOB = {
     'images': ['inc.qcow2', 'disk.qcow2', 'fleece.qcow2'],
 }
 
+
+def cbw_policy(policy, timeout=False):
+    """on-cbw-error (and cbw-timeout) of a fleecing filter whose copies
+    fail (blkdebug) or take too long (null-co's latency): what the
+    guest's writes and the view's reads get, and the images left."""
+    if timeout:
+        target = {'driver': 'null-co', 'node-name': 'slow',
+                  'size': 64 << 20, 'latency-ns': 3 * 10 ** 9}
+    else:
+        target = {'driver': 'blkdebug', 'node-name': 'bad',
+                  'image': 'fleece',
+                  'inject-error': [{'event': 'none', 'iotype': 'write',
+                                    'errno': 5}]}
+    # what failed, not why: an EACCES reaches an NBD client as EPERM from
+    # qblock, EINVAL from QEMU (block/nbd-proto.c says why)
+    outcome = ('%s 2>&1 | grep -E "failed|^wrote|^read" | '
+               'sed "s/failed: .*/failed/" > %s || true')
+    steps = FLEECE['steps'][:4] + [
+        node('fleece', 'fleece.qcow2'),
+        ('qmp', 'blockdev-add', target),
+        ('qmp', 'blockdev-add', {'driver': 'copy-before-write',
+                                 'node-name': 'cbw', 'file': 'disk',
+                                 'target': target['node-name'],
+                                 'on-cbw-error': policy,
+                                 **({'cbw-timeout': 1} if timeout else {})}),
+        ('qmp', 'nbd-server-start', {'addr': {'type': 'unix', 'data': {
+            'path': '$DIR/nbd.sock'}}}),
+        guest_export('cbw'),
+        ('qmp', 'blockdev-add', {'driver': 'snapshot-access',
+                                 'node-name': 'snap', 'file': 'cbw'}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'snap',
+                                     'node-name': 'snap', 'name': 'snap'}),
+        ('sh', outcome % (GUEST_IO % '-c "write -P 0x41 0 64k" '
+                                     '-c "write -P 0x42 2M 4k"',
+                          'writes.txt')),
+        ('sh', outcome % ('qemu-io -r -f raw -c "read -P 0x11 4M 64k" '
+                          '"nbd+unix:///snap?socket=nbd.sock"',
+                          'reads.txt')),
+        ('qmp', 'block-export-del', {'id': 'snap'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'snap'}),
+    ] + guest_export_del() + [
+        ('qmp', 'blockdev-del', {'node-name': 'snap'}),
+        ('qmp', 'blockdev-del', {'node-name': 'cbw'}),
+    ]
+    return {'steps': steps, 'same_files': ['writes.txt', 'reads.txt'],
+            'images': ['disk.qcow2']}
+
+
 SCENARIOS['fleece'] = FLEECE
+SCENARIOS['cbw-break-guest-write'] = cbw_policy('break-guest-write')
+SCENARIOS['cbw-break-snapshot'] = cbw_policy('break-snapshot')
+SCENARIOS['cbw-timeout'] = cbw_policy('break-snapshot', timeout=True)
 SCENARIOS['fleece-job'] = FLEECE_JOB
 
 
