@@ -11,8 +11,13 @@
  * changes nothing; break-snapshot: the write goes on, and the target no
  * longer holds a point-in-time image: no copy is made from then on),
  * "cbw-timeout" (seconds a write waits for its copy; running out counts
- * as a failed copy) and "bitmap" (qblock has no dirty bitmaps yet: a
- * bitmap cannot be found).
+ * as a failed copy) and "bitmap" (a dirty bitmap, node and name, read
+ * once at open: only the clusters it marks dirty then are copied, and
+ * only they can be read as the snapshot; the bitmap itself is not
+ * touched, and may change or go afterwards, as in QEMU 7.2).  Image
+ * fleecing for an incremental backup: the snapshot holds what changed
+ * since the bitmap's checkpoint, the target only what guests overwrote
+ * of that.
  *
  * Invariants (s = the node's BDRVCopyBeforeWriteState):
  *  1. A cluster's bit in s->done is set only once its old data is in the
@@ -39,6 +44,14 @@
  *     what the source's backing chain holds, sync=bitmap what the bitmap
  *     does not mark) counts as done: it is never copied, and
  *     cbw_next_needed() does not offer it.
+ *  7. With the "bitmap" option, a cluster the bitmap left clean at open
+ *     counts as done (never copied) and is outside the snapshot: s->access
+ *     lacks its bit, and a snapshot read or block status that touches it
+ *     fails with -EACCES before anything is read (its "done" would send
+ *     the read to the target, which never got its data).  So does a
+ *     cluster a backup job skips (invariant 6): the source may change
+ *     under it uncopied.  s->access is NULL while every cluster can be
+ *     read; a bit once cleared stays so.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
@@ -47,12 +60,25 @@
 #include "copy-before-write.h"
 
 #include "block-internal.h"
+#include "block/dirty-bitmap.h"
 
 #include "qapi/qapi-opts.h"
+#include "util/buffer-pool.h"
 #include "util/cutils.h"
 
 /* QEMU's block-copy default: a cluster size no smaller than this */
 #define CBW_CLUSTER_SIZE_DEFAULT (64 * KiB)
+
+/*
+ * Copy buffers kept between copies: a backup job's 1 MiB buffer freshly
+ * allocated per copy is a fresh mapping whose 256 pages each fault and
+ * are zeroed by the kernel, a quarter more memory traffic than the copy
+ * itself (docs/performance.md, "Block jobs").  64 MiB is what a backup
+ * job has in flight with QEMU's defaults (64 workers of 1 MiB), so a job
+ * allocates its buffers once; the pool goes with the filter at the job's
+ * end.  A filter that only copies guest writes' clusters keeps far less.
+ */
+#define CBW_IDLE_BUFFERS (64 * MiB)
 
 typedef enum CbwOnError {
     CBW_BREAK_GUEST_WRITE,
@@ -81,6 +107,8 @@ typedef struct BDRVCopyBeforeWriteState {
     int64_t nb_clusters;        /* of the source at open */
     CbwOnError on_error;
     int64_t timeout_ns;         /* 0: none */
+    guint8 *access;             /* invariant 7: one bit per cluster */
+    BufferPool *buffers;        /* the copies' (thread-safe) */
 
     /* --- set by a backup job before it starts (cbw_set_job_hooks) --- */
     BdrvRequestFlags write_flags;   /* BDRV_REQ_WRITE_COMPRESSED or 0 */
@@ -130,6 +158,37 @@ static void cbw_set_done(BDRVCopyBeforeWriteState *s, int64_t first,
     }
 }
 
+/* Invariant 7: may [first, end) be read as the snapshot? */
+static bool cbw_accessible(BDRVCopyBeforeWriteState *s, int64_t first,
+                           int64_t end)
+{
+    if (!s->access) {
+        return true;
+    }
+    for (int64_t c = first; c < end; c++) {
+        if (!(s->access[c / 8] & (1u << (c % 8)))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Invariant 7: [first, end) leaves the snapshot (its clusters are done but
+ * their data never reaches the target).
+ */
+static void cbw_set_inaccessible(BDRVCopyBeforeWriteState *s, int64_t first,
+                                 int64_t end)
+{
+    if (!s->access) {
+        s->access = g_malloc(DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+        memset(s->access, 0xff, DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+    }
+    for (int64_t c = first; c < end; c++) {
+        s->access[c / 8] &= ~(1u << (c % 8));
+    }
+}
+
 static CbwCopy *cbw_find_copy(BDRVCopyBeforeWriteState *s, int64_t c)
 {
     for (GList *l = s->copies; l; l = l->next) {
@@ -168,7 +227,8 @@ static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
         if (ret & BDRV_BLOCK_ZERO) {
             ret = bdrv_co_pwrite_zeroes(s->target, offset, n, 0);
         } else {
-            g_autofree void *buf = qemu_try_blockalign(bs, n);
+            void *buf = buffer_pool_try_get(s->buffers,
+                                            bdrv_opt_mem_align(bs), n);
             QEMUIOVector qiov;
 
             if (!buf) {
@@ -178,10 +238,14 @@ static int coroutine_fn cbw_copy_range(BlockDriverState *bs, int64_t offset,
             ret = bdrv_co_preadv(bs->file, offset, n, &qiov, 0);
             if (ret < 0) {
                 *read_failed = true;
+            } else {
+                ret = bdrv_co_pwritev(s->target, offset, n, &qiov,
+                                      s->write_flags);
+            }
+            buffer_pool_put(s->buffers, buf, n);
+            if (*read_failed) {
                 return ret;
             }
-            ret = bdrv_co_pwritev(s->target, offset, n, &qiov,
-                                  s->write_flags);
         }
         if (ret < 0) {
             return ret;
@@ -423,6 +487,9 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
     int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
                       s->nb_clusters);
 
+    if (!cbw_accessible(s, c, end)) {
+        return -EACCES;         /* invariant 7 */
+    }
     while (c < end) {
         CbwCopy *copy = cbw_find_copy(s, c);
         bool done = cbw_done(s, c);
@@ -450,6 +517,56 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
     }
     /* broken while it read: what it read may be new data */
     return s->snapshot_error ? -EACCES : 0;
+}
+
+/*
+ * Invariants 5 and 7: the status of the snapshot's first run of clusters
+ * from @offset that are all copied (the target's status) or all not (the
+ * source's, read while they are frozen).
+ */
+int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
+                                              bool want_zero,
+                                              int64_t offset, int64_t bytes,
+                                              int64_t *pnum, int64_t *map,
+                                              BlockDriverState **file)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t c = offset / s->cluster_size;
+    int64_t end = MIN(DIV_ROUND_UP(offset + bytes, s->cluster_size),
+                      s->nb_clusters);
+    CbwCopy *copy;
+    CbwRange r;
+    int64_t e;
+    bool done;
+    int ret;
+
+    /* the cluster reads alike before and after its copy: wait for it */
+    while ((copy = cbw_find_copy(s, c))) {
+        copy->refcnt++;
+        cbw_wait_copy(bs, copy, 0);
+        cbw_copy_unref(copy);
+    }
+    if (s->snapshot_error || !cbw_accessible(s, c, c + 1)) {
+        return -EACCES;
+    }
+    done = cbw_done(s, c);
+    e = c + 1;
+    while (e < end && cbw_done(s, e) == done && !cbw_find_copy(s, e) &&
+           cbw_accessible(s, e, e + 1)) {
+        e++;
+    }
+    bytes = MIN(offset + bytes, e * s->cluster_size) - offset;
+    if (done) {
+        return bdrv_co_block_status(s->target->bs, want_zero, offset, bytes,
+                                    pnum, map, file);
+    }
+    r = (CbwRange) { .first = c, .end = e };
+    s->frozen = g_list_prepend(s->frozen, &r);
+    ret = bdrv_co_block_status(bs->file->bs, want_zero, offset, bytes, pnum,
+                               map, file);
+    s->frozen = g_list_remove(s->frozen, &r);
+    qemu_co_queue_restart_all(&s->frozen_queue);
+    return ret;
 }
 
 /* ---- for the backup job ---- */
@@ -482,8 +599,10 @@ void cbw_skip(BlockDriverState *bs, int64_t offset, int64_t bytes)
     if (offset + bytes >= bdrv_getlength(bs->file->bs)) {
         end = s->nb_clusters;
     }
+    end = MIN(end, s->nb_clusters);
     if (first < end) {
-        cbw_set_done(s, first, MIN(end, s->nb_clusters));
+        cbw_set_done(s, first, end);
+        cbw_set_inaccessible(s, first, end);
     }
 }
 
@@ -556,11 +675,47 @@ static int64_t cbw_cluster_size(BlockDriverState *target)
     return MAX(CBW_CLUSTER_SIZE_DEFAULT, bdi.cluster_size);
 }
 
-/* "bitmap": qblock has no dirty bitmaps yet, so none can be found. */
-static int cbw_check_bitmap(QemuOpts *opts, Error **errp)
+/*
+ * "bitmap" (invariant 7): the clusters that @bm leaves clean are done and
+ * outside the snapshot.  A cluster is in the copy if any part of it is
+ * dirty, whatever the bitmap's granularity.
+ */
+static void cbw_limit_to_bitmap(BDRVCopyBeforeWriteState *s,
+                                const BdrvDirtyBitmap *bm)
 {
-    const char *node = qemu_opt_get(opts, "bitmap.node");
-    const char *name = qemu_opt_get(opts, "bitmap.name");
+    size_t nbytes = DIV_ROUND_UP(s->nb_clusters, 8) + 1;
+    int64_t len = bdrv_dirty_bitmap_size(bm);
+    int64_t pos = 0, start, count;
+
+    memset(s->done, 0xff, nbytes);
+    s->access = g_malloc0(nbytes);
+    while (bdrv_dirty_bitmap_next_dirty_area(bm, pos, len, INT64_MAX,
+                                             &start, &count)) {
+        int64_t first = start / s->cluster_size;
+        int64_t end = MIN(DIV_ROUND_UP(start + count, s->cluster_size),
+                          s->nb_clusters);
+
+        for (int64_t c = first; c < end; c++) {
+            s->done[c / 8] &= ~(1u << (c % 8));
+            s->access[c / 8] |= 1u << (c % 8);
+        }
+        pos = start + count;
+    }
+}
+
+/*
+ * "bitmap.node" and "bitmap.name": found, usable and of the source's
+ * length, with QEMU 7.2's messages (its copy of the bitmap is a merge,
+ * whose errors it prefixes).
+ */
+static int cbw_open_bitmap(BlockDriverState *bs, const char *node,
+                           const char *name, Error **errp)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    BlockDriverState *owner;
+    BdrvDirtyBitmap *bm;
+    int64_t len = bdrv_getlength(bs->file->bs);
+    Error *err = NULL;
 
     if (!node && !name) {
         return 0;
@@ -570,13 +725,33 @@ static int cbw_check_bitmap(QemuOpts *opts, Error **errp)
                    node ? "name" : "node");
         return -EINVAL;
     }
-    if (!bdrv_find_node(node)) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'", node,
-                   node);
+    owner = bdrv_find_node(node);
+    if (!owner) {
+        error_setg(errp, "Node '%s' not found", node);
         return -ENOENT;
     }
-    error_setg(errp, "Dirty bitmap '%s' not found", name);
-    return -ENOENT;
+    bm = bdrv_find_dirty_bitmap(owner, name);
+    if (!bm) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+        return -ENOENT;
+    }
+    if (bdrv_dirty_bitmap_check(bm, BDRV_BITMAP_ALLOW_RO, &err) < 0) {
+        goto merge_failed;
+    }
+    if (bdrv_dirty_bitmap_size(bm) != len) {
+        error_setg(&err, "Bitmaps are of different sizes (destination size "
+                   "is %" PRId64 ", source size is %" PRId64 ") and can't "
+                   "be merged", len, bdrv_dirty_bitmap_size(bm));
+        goto merge_failed;
+    }
+    cbw_limit_to_bitmap(s, bm);
+    return 0;
+
+merge_failed:
+    error_prepend(&err, "Cannot create block-copy-state: Failed to merge "
+                  "bitmap '%s' to internal copy-bitmap: ", name);
+    error_propagate(errp, err);
+    return -EINVAL;
 }
 
 /* Invariant 4. */
@@ -604,6 +779,7 @@ static int cbw_check_target(BlockDriverState *bs, Error **errp)
     s->cluster_size = cbw_cluster_size(s->target->bs);
     s->nb_clusters = DIV_ROUND_UP(src, s->cluster_size);
     s->done = g_malloc0(DIV_ROUND_UP(s->nb_clusters, 8) + 1);
+    s->buffers = buffer_pool_new(CBW_IDLE_BUFFERS);
     qemu_co_queue_init(&s->frozen_queue);
     return 0;
 }
@@ -612,6 +788,8 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
                     Error **errp)
 {
     BDRVCopyBeforeWriteState *s = bs->opaque;
+    g_autofree char *bitmap_node = NULL;
+    g_autofree char *bitmap_name = NULL;
     BlockDriverState *file;
     QemuOpts *opts;
     int ret;
@@ -626,11 +804,9 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
                                               : CBW_BREAK_SNAPSHOT;
     s->timeout_ns = qemu_opt_get_number(opts, "cbw-timeout", 0) *
                     (int64_t)1000000000;
-    ret = cbw_check_bitmap(opts, errp);
+    bitmap_node = g_strdup(qemu_opt_get(opts, "bitmap.node"));
+    bitmap_name = g_strdup(qemu_opt_get(opts, "bitmap.name"));
     qemu_opts_del(opts);
-    if (ret < 0) {
-        return ret;
-    }
 
     /* the source first: a filter's first child is its file */
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
@@ -646,6 +822,11 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
     if (ret < 0) {
         goto fail;
     }
+    /* as QEMU, the bitmap is looked at once both children are open */
+    ret = cbw_open_bitmap(bs, bitmap_node, bitmap_name, errp);
+    if (ret < 0) {
+        goto fail;
+    }
     file = bs->file->bs;
     bs->supported_write_flags = BDRV_REQ_WRITE_UNCHANGED |
         (BDRV_REQ_FUA & file->supported_write_flags);
@@ -655,6 +836,8 @@ static int cbw_open(BlockDriverState *bs, QDict *options, int flags,
     return 0;
 
 fail:
+    g_clear_pointer(&s->done, g_free);
+    g_clear_pointer(&s->buffers, buffer_pool_free);
     if (s->target) {
         bdrv_unref_child(bs, s->target);
         s->target = NULL;
@@ -671,6 +854,8 @@ static void cbw_close(BlockDriverState *bs)
     /* closing drained the node: no copy or snapshot read is left */
     assert(!s->copies && !s->frozen);
     g_free(s->done);
+    g_free(s->access);
+    buffer_pool_free(s->buffers);
 }
 
 static int cbw_reopen_prepare(BDRVReopenState *state, Error **errp)

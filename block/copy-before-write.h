@@ -23,6 +23,17 @@ int coroutine_fn cbw_co_preadv_snapshot(BlockDriverState *bs,
                                         int64_t offset, int64_t bytes,
                                         QEMUIOVector *qiov);
 
+/*
+ * The block status of the snapshot at @offset (bdrv_co_block_status()'s
+ * contract): the target's for clusters copied, the source's for the
+ * others; -EACCES for a cluster outside the snapshot or once it is broken.
+ */
+int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
+                                              bool want_zero,
+                                              int64_t offset, int64_t bytes,
+                                              int64_t *pnum, int64_t *map,
+                                              BlockDriverState **file);
+
 /* ---- the backup job's (block/backup.c); main loop, filter @bs ---- */
 
 /* Called after each copy that succeeded, the job's or a guest write's. */
@@ -40,7 +51,7 @@ void cbw_set_job_hooks(BlockDriverState *bs, BdrvRequestFlags write_flags,
                        CbwProgressFn *progress, void *opaque);
 /*
  * The clusters that lie entirely in [offset, +bytes) need no copy
- * (invariant 6): they count as done.
+ * (invariant 6): they count as done, and leave the snapshot (invariant 7).
  */
 void cbw_skip(BlockDriverState *bs, int64_t offset, int64_t bytes);
 /*

@@ -12,9 +12,12 @@
  *  1. The node asks nothing of its child and shares everything, as
  *     QEMU's: the filter's data changes under it by design, the snapshot
  *     does not.
- *  2. Over a node that is no copy-before-write filter, reads fail with
- *     -ENOTSUP (QEMU opens it too, and fails there); writes, zero writes
- *     and discards always fail with -ENOTSUP: the snapshot is read-only.
+ *  2. Over a node that is no copy-before-write filter, reads and block
+ *     status fail with -ENOTSUP (QEMU opens it too, and fails there);
+ *     writes, zero writes and discards always fail with -ENOTSUP: the
+ *     snapshot is read-only.  Block status is the snapshot's (the
+ *     filter's), never the live source's, which may read zeroes where
+ *     the snapshot has data.
  *
  * Nothing here changes after open: no lock.
  */
@@ -62,6 +65,18 @@ static int coroutine_fn snapshot_access_co_preadv(BlockDriverState *bs,
     return cbw_co_preadv_snapshot(bs->file->bs, offset, bytes, qiov);
 }
 
+/* Invariant 2; the snapshot's status, never the live source's. */
+static int coroutine_fn snapshot_access_co_block_status(
+    BlockDriverState *bs, bool want_zero, int64_t offset, int64_t bytes,
+    int64_t *pnum, int64_t *map, BlockDriverState **file)
+{
+    if (!cbw_is_filter(bs->file->bs)) {
+        return -ENOTSUP;
+    }
+    return cbw_co_snapshot_block_status(bs->file->bs, want_zero, offset,
+                                        bytes, pnum, map, file);
+}
+
 static int coroutine_fn snapshot_access_co_pwritev(BlockDriverState *bs,
                                                    int64_t offset,
                                                    int64_t bytes,
@@ -95,6 +110,7 @@ static const BlockDriver bdrv_snapshot_access = {
     .bdrv_getlength                 = bdrv_filter_getlength,
     .bdrv_refresh_filename          = snapshot_access_refresh_filename,
     .bdrv_co_preadv                 = snapshot_access_co_preadv,
+    .bdrv_co_block_status           = snapshot_access_co_block_status,
     .bdrv_co_pwritev                = snapshot_access_co_pwritev,
     .bdrv_co_pwrite_zeroes          = snapshot_access_co_pwrite_zeroes,
     .bdrv_co_pdiscard               = snapshot_access_co_pdiscard,

@@ -45,9 +45,15 @@ static void qmp_query_block_exports(JsonObject *args, JsonNode **ret,
                                     Error **errp)
 {
     g_autoptr(JsonArray) list = json_array_new();
+    g_autoptr(GPtrArray) exps = g_ptr_array_new();
 
+    /* newest first, as QEMU lists them */
     for (BlockExport *exp = blk_exp_next(NULL); exp;
          exp = blk_exp_next(exp)) {
+        g_ptr_array_insert(exps, 0, exp);
+    }
+    for (guint i = 0; i < exps->len; i++) {
+        BlockExport *exp = exps->pdata[i];
         JsonObject *info = json_object_new();
 
         json_object_set_string_member(info, "id", exp->id);

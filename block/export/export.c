@@ -259,8 +259,14 @@ void blk_exp_unref(BlockExport *exp)
     g_queue_unlink(&blk_exp_list, &exp->link);
     data = qdict_new();
     qdict_put_str(data, "id", exp->id);
-    qapi_event_emit("BLOCK_EXPORT_DELETED", data);
+    /*
+     * The event once the node is free, as QEMU sends it: letting go of
+     * the BlockBackend drains the node, which waits for the requests in
+     * flight below it (a copy-before-write filter's slow copy), and a
+     * client told earlier could find the node still in use.
+     */
     blk_exp_free(exp);
+    qapi_event_emit("BLOCK_EXPORT_DELETED", data);
 }
 
 void blk_exp_request_shutdown(BlockExport *exp)

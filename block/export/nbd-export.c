@@ -86,6 +86,65 @@ int nbd_export_server_stop(Error **errp)
     return 0;
 }
 
+/*
+ * Entry @i of "bitmaps", a BlockDirtyBitmapOrStr: a bitmap name (*@node
+ * NULL) or {"node", "name"}.  The schema lets anything through ("any"):
+ * checked here, in QEMU's words but for the entry it names ("null").
+ */
+static bool nbd_block_export_bitmap(JsonNode *entry, int i,
+                                    const char **node, const char **name,
+                                    Error **errp)
+{
+    JsonObject *o;
+    GList *members;
+    const char *missing = NULL;
+    bool bad = false;
+
+    if (JSON_NODE_HOLDS_VALUE(entry) &&
+        json_node_get_value_type(entry) == G_TYPE_STRING) {
+        *name = json_node_get_string(entry);
+        return true;
+    }
+    if (!JSON_NODE_HOLDS_OBJECT(entry)) {
+        error_setg(errp, "Invalid parameter type for 'bitmaps[%d]', "
+                   "expected: BlockDirtyBitmapOrStr", i);
+        return false;
+    }
+    o = json_node_get_object(entry);
+    members = json_object_get_members(o);
+    for (GList *m = members; m && !bad; m = m->next) {
+        const char *key = m->data;
+        JsonNode *v = json_object_get_member(o, key);
+
+        if (strcmp(key, "node") && strcmp(key, "name")) {
+            error_setg(errp, "Parameter 'bitmaps[%d].%s' is unexpected", i,
+                       key);
+            bad = true;
+        } else if (!JSON_NODE_HOLDS_VALUE(v) ||
+                   json_node_get_value_type(v) != G_TYPE_STRING) {
+            error_setg(errp, "Invalid parameter type for 'bitmaps[%d].%s', "
+                       "expected: string", i, key);
+            bad = true;
+        }
+    }
+    g_list_free(members);
+    if (bad) {
+        return false;
+    }
+    if (!json_object_has_member(o, "node")) {
+        missing = "node";
+    } else if (!json_object_has_member(o, "name")) {
+        missing = "name";
+    }
+    if (missing) {
+        error_setg(errp, "Parameter 'bitmaps[%d].%s' is missing", i, missing);
+        return false;
+    }
+    *node = json_object_get_string_member(o, "node");
+    *name = json_object_get_string_member(o, "name");
+    return true;
+}
+
 static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
                                    Error **errp)
 {
@@ -113,6 +172,7 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
     };
 
     g_autofree const char **names = NULL;
+    g_autofree const char **nodes = NULL;
 
     if (!nbd_export_server) {
         error_setg(errp, "NBD server not running");
@@ -121,10 +181,15 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
     if (bitmaps) {
         cfg.nr_bitmaps = json_array_get_length(bitmaps);
         names = g_new0(const char *, cfg.nr_bitmaps + 1);
+        nodes = g_new0(const char *, cfg.nr_bitmaps + 1);
         for (int i = 0; i < cfg.nr_bitmaps; i++) {
-            names[i] = json_array_get_string_element(bitmaps, i);
+            if (!nbd_block_export_bitmap(json_array_get_element(bitmaps, i),
+                                         i, &nodes[i], &names[i], errp)) {
+                return -EINVAL;
+            }
         }
         cfg.bitmaps = names;
+        cfg.bitmap_nodes = nodes;
     }
     e->nbd = nbd_export_new(nbd_export_server, exp->blk, &cfg, errp);
     return e->nbd ? 0 : -EINVAL;

@@ -29,6 +29,25 @@ static BdrvDirtyBitmap *nbd_find_bitmap(BlockDriverState *bs,
     return NULL;
 }
 
+/* The bitmap @name of node @node, with QEMU's messages for either missing. */
+static BdrvDirtyBitmap *nbd_find_named_bitmap(const char *node,
+                                              const char *name,
+                                              Error **errp)
+{
+    BlockDriverState *bs = bdrv_find_node(node);
+    BdrvDirtyBitmap *bm;
+
+    if (!bs) {
+        error_setg(errp, "Node '%s' not found", node);
+        return NULL;
+    }
+    bm = bdrv_find_dirty_bitmap(bs, name);
+    if (!bm) {
+        error_setg(errp, "Dirty bitmap '%s' not found", name);
+    }
+    return bm;
+}
+
 int nbd_export_bitmaps_init(NBDExport *exp, BlockBackend *blk,
                             const NBDExportConfig *cfg, Error **errp)
 {
@@ -44,11 +63,20 @@ int nbd_export_bitmaps_init(NBDExport *exp, BlockBackend *blk,
     exp->bitmap_contexts = g_new0(char *, cfg->nr_bitmaps);
     for (int i = 0; i < cfg->nr_bitmaps; i++) {
         const char *name = cfg->bitmaps[i];
-        BdrvDirtyBitmap *bm = nbd_find_bitmap(bs, name);
+        const char *node = cfg->bitmap_nodes ? cfg->bitmap_nodes[i] : NULL;
+        BdrvDirtyBitmap *bm;
 
-        if (!bm) {
-            error_setg(errp, "Bitmap '%s' is not found", name);
-            goto fail;
+        if (node) {
+            bm = nbd_find_named_bitmap(node, name, errp);
+            if (!bm) {
+                goto fail;
+            }
+        } else {
+            bm = nbd_find_bitmap(bs, name);
+            if (!bm) {
+                error_setg(errp, "Bitmap '%s' is not found", name);
+                goto fail;
+            }
         }
         if (bdrv_dirty_bitmap_check(bm, BDRV_BITMAP_ALLOW_RO, &err) < 0) {
             /* qemu-nbd reports it without the monitor's hint */
@@ -62,7 +90,12 @@ int nbd_export_bitmaps_init(NBDExport *exp, BlockBackend *blk,
                 goto fail;
             }
         }
-        if (!cfg->writable && bdrv_is_writable(bs) &&
+        /*
+         * A bitmap named with its node may be of a node the export does
+         * not read (a snapshot-access export offers its source's): QEMU
+         * 7.2 does not ask, and neither does qblock.
+         */
+        if (!node && !cfg->writable && bdrv_is_writable(bs) &&
             bdrv_dirty_bitmap_enabled(bm)) {
             error_setg(errp, "Enabled bitmap '%s' incompatible with "
                        "readonly export", name);

@@ -116,6 +116,13 @@ typedef struct NBDExportConfig {
      * NBD_MAX_EXPORT_BITMAPS.
      */
     const char *const *bitmaps;
+    /*
+     * NULL, or for each bitmap the node it is on (block-export-add's
+     * {"node", "name"} form, as QEMU 7.1 has it: any node, the way a
+     * snapshot-access export offers its source's bitmap); a NULL entry
+     * is looked up as above.
+     */
+    const char *const *bitmap_nodes;
     int nr_bitmaps;
     /*
      * Advertise NBD_FLAG_CAN_MULTI_CONN.  It is safe for every export of

@@ -281,12 +281,19 @@ def test_option_errors():
     small = t.create_image('small.qcow2', size='32M')
     c.ok('blockdev-add', {'driver': 'qcow2', 'node-name': 'small',
                           'file': {'driver': 'file', 'filename': small}})
+    c.ok('block-dirty-bitmap-add', {'node': 'small', 'name': 's0'})
     cases = [
         ({'target': 'zz'}, "Cannot find device='zz' nor node-name='zz'"),
         ({'on-cbw-error': 'bogus'},
          "Parameter 'on-cbw-error' does not accept value 'bogus'"),
         ({'bitmap': {'node': 'src', 'name': 'b0'}},
          "Dirty bitmap 'b0' not found"),
+        ({'bitmap': {'node': 'zz', 'name': 'b0'}}, "Node 'zz' not found"),
+        ({'bitmap': {'node': 'src'}}, "Parameter 'bitmap.name' is missing"),
+        ({'bitmap': {'node': 'small', 'name': 's0'}},
+         "Cannot create block-copy-state: Failed to merge bitmap 's0' to "
+         "internal copy-bitmap: Bitmaps are of different sizes (destination "
+         "size is 67108864, source size is 33554432) and can't be merged"),
         ({'target': 'small'},
          "copy-before-write: the target node 'small' (33554432 bytes) is "
          "shorter than the source node 'src' (67108864 bytes)"),

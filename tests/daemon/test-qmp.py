@@ -425,7 +425,8 @@ def test_exports(d):
     r = c.cmd('nbd-server-add', {'device': 'fmt0', 'name': 'legacy'})
     t.equal('nbd-server-add', r, {'return': {}})
     ids = [e['id'] for e in c.ok('query-block-exports')]
-    t.equal('its export id is its name', ids, ['e0', 'legacy'])
+    # newest first, as qemu-storage-daemon lists them
+    t.equal('its export id is its name', ids, ['legacy', 'e0'])
     r = c.cmd('nbd-server-remove', {'name': 'legacy'})
     t.equal('nbd-server-remove', r, {'return': {}})
     ev = c.event('BLOCK_EXPORT_DELETED')

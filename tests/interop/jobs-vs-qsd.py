@@ -81,6 +81,20 @@ class Run:
         self.replies.append(('query-named-block-nodes', shape))
         self._take_events()
 
+    def wait_event(self, name, data):
+        """Reads events until @name with @data (the events stay recorded)."""
+        end = time.monotonic() + TIMEOUT
+        while time.monotonic() < end:
+            if any(e['event'] == name and e.get('data') == data
+                   for e in self.events):
+                return True
+            msg = self.qmp.recv(end - time.monotonic())
+            if msg is None:
+                break
+            if 'event' in msg:
+                self.events.append(msg)
+        raise RuntimeError('no event %s %r' % (name, data))
+
     def quit(self):
         self.qmp.cmd('quit')
         self.proc.wait(timeout=TIMEOUT)
@@ -99,9 +113,18 @@ def normalise(value, d, progress):
     return value
 
 
+DAEMON_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            '..', 'daemon')
+
+
 def sh(d, line):
-    subprocess.run(line, shell=True, cwd=d, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    """Runs @line in @d; $TESTS is tests/daemon (its helpers)."""
+    p = subprocess.run(line.replace('$TESTS', DAEMON_TESTS), shell=True,
+                       cwd=d, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    if p.returncode:
+        raise RuntimeError('%s: exit %d: %s' % (line, p.returncode,
+                                                p.stderr.decode()[-1000:]))
 
 
 def substitute(value, d):
@@ -116,22 +139,39 @@ def substitute(value, d):
 
 def run_scenario(binary, d, steps):
     run = None
+    try:
+        run = run_steps(binary, d, steps)
+    except Exception:
+        # a daemon left running would outlive the suite
+        if run_steps.current and run_steps.current.proc.poll() is None:
+            run_steps.current.proc.kill()
+        raise
+    return run
+
+
+def run_steps(binary, d, steps):
+    run = run_steps.current = None
     for step in steps:
         if step[0] == 'sh':
             sh(d, step[1])
         elif step[0] == 'start':
-            run = Run(binary, d)
+            run = run_steps.current = Run(binary, d)
         elif step[0] == 'qmp':
             run.cmd(step[1], substitute(step[2], d) if len(step) > 2
                     else None)
         elif step[0] == 'wait':
             run.wait(step[1], step[2])
+        elif step[0] == 'event':
+            run.wait_event(step[1], step[2])
         elif step[0] == 'sleep':
             time.sleep(step[1])
         elif step[0] == 'nodes':
             run.nodes()
     run.quit()
     return run
+
+
+run_steps.current = None
 
 
 class Tests:
@@ -185,7 +225,23 @@ def compare(tests, name, scenario, build, top):
     if scenario.get('ignore_pauses'):
         ev_q, ev_b = ([e for e in ev if not is_pause(e)]
                       for ev in (ev_q, ev_b))
+    # events a scenario says differ on purpose (it says why)
+    drop = scenario.get('drop_events', [])
+    ev_q = [e for e in ev_q if [e['event'], e.get('data')] not in drop]
+    ev_b = [e for e in ev_b if [e['event'], e.get('data')] not in drop]
     tests.check('%s: events' % name, ev_q == ev_b, diff_lists(ev_q, ev_b))
+    for f in scenario.get('same_files', []):
+        with open(os.path.join(dq, f)) as a, open(os.path.join(db, f)) as b:
+            fa, fb = a.read(), b.read()
+        tests.check('%s: %s is the same' % (name, f), fa == fb,
+                    'qemu:   %s\n  qblock: %s' % (fa, fb))
+    for what, line in scenario.get('after', []):
+        for label, d in (('qemu', dq), ('qblock', db)):
+            p = subprocess.run(line.replace('$TESTS', DAEMON_TESTS),
+                               shell=True, cwd=d, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            tests.check('%s: %s (%s)' % (name, what, label),
+                        p.returncode == 0, p.stdout.decode())
     for img in scenario.get('images', []):
         a, b = os.path.join(dq, img), os.path.join(db, img)
         p = subprocess.run(['qemu-img', 'compare', a, b],
@@ -1198,6 +1254,264 @@ SCENARIOS.update({
     'commit-filter': COMMIT_FILTER,
     'mirror-filter': MIRROR_FILTER,
 })
+
+
+# Pull-mode incremental backup (image fleecing), the libvirt way on QEMU
+# 7.2: a copy-before-write filter with the "bitmap" option over the disk,
+# a snapshot-access node over it exported by NBD with the bitmap, a backup
+# tool that copies the bitmap's dirty extents of the point-in-time view
+# into an overlay of the full backup while the guest writes on.  The
+# guest's export moves onto the filter (qemu-storage-daemon 7.2 has no
+# other way to put a filter under a live export but blockdev-reopen of
+# a node above it, which qblock lacks), and back at the end.
+
+GUEST_IO = 'qemu-io -f raw %s "nbd+unix:///guest?socket=nbd.sock"'
+
+
+def guest_export(node_name):
+    return ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'guest',
+                                        'node-name': node_name,
+                                        'name': 'guest', 'writable': True})
+
+
+def guest_export_del():
+    return [('qmp', 'block-export-del', {'id': 'guest'}),
+            ('event', 'BLOCK_EXPORT_DELETED', {'id': 'guest'})]
+
+
+FLEECE = {
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 disk.qcow2 64M && '
+               'qemu-io -f qcow2 -c "write -P 0x11 0 64M" disk.qcow2 && '
+               # the full backup, of the disk as the checkpoint c1 starts
+               'qemu-img convert -O qcow2 disk.qcow2 full.qcow2 && '
+               'qemu-img create -q -f qcow2 fleece.qcow2 64M && '
+               'qemu-img create -q -f qcow2 -b full.qcow2 -F qcow2 '
+               'inc.qcow2'),
+        ('start',),
+        node('disk', 'disk.qcow2'),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'disk', 'name': 'c1',
+                                           'persistent': True}),
+        ('qmp', 'nbd-server-start', {'addr': {'type': 'unix', 'data': {
+            'path': '$DIR/nbd.sock'}}}),
+        guest_export('disk'),
+        # the guest writes: what the incremental backup must hold
+        ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" '
+                          '-c "write -P 0x22 1M 192k" '
+                          '-c "write -P 0x23 10M 4k" '
+                          '-c "write -z 20M 1M" -c "discard 30M 64k"'),
+        # the fleecing point: the next checkpoint c2 and a frozen copy of
+        # c1 for this backup, at one instant
+        ] + guest_export_del() + [
+        node('fleece', 'fleece.qcow2'),
+        ('qmp', 'transaction', {'actions': [
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
+            {'type': 'block-dirty-bitmap-merge',
+             'data': {'node': 'disk', 'target': 'backup',
+                      'bitmaps': ['c1']}},
+            {'type': 'block-dirty-bitmap-disable',
+             'data': {'node': 'disk', 'name': 'c1'}}]}),
+        # the disk at the fleecing point, for the check at the end
+        ('qmp', 'blockdev-snapshot-internal-sync', {'device': 'disk',
+                                                    'name': 'point'}),
+        ('qmp', 'blockdev-add', {'driver': 'copy-before-write',
+                                 'node-name': 'cbw', 'file': 'disk',
+                                 'target': 'fleece',
+                                 'bitmap': {'node': 'disk',
+                                            'name': 'backup'}}),
+        guest_export('cbw'),
+        ('qmp', 'blockdev-add', {'driver': 'snapshot-access',
+                                 'node-name': 'snap', 'file': 'cbw'}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'snap',
+                                     'node-name': 'snap', 'name': 'snap',
+                                     'bitmaps': [{'node': 'disk',
+                                                  'name': 'backup'}]}),
+        ('qmp', 'query-block-exports'),
+    ] + [('qmp', 'block-export-add', {'type': 'nbd', 'id': 'bad',
+                                      'node-name': 'snap', 'bitmaps': [bm]})
+         for bm in ({'node': 'nope', 'name': 'backup'},
+                    {'node': 'disk', 'name': 'nope'}, {'node': 'disk'},
+                    {'node': 'disk', 'name': 'c2', 'x': 1}, 'backup')] + [
+        # the guest writes on: over dirty clusters (copied to the fleecing
+        # image first) and clean ones (not copied)
+        ('sh', GUEST_IO % '-c "write -P 0x31 0 128k" '
+                          '-c "write -P 0x32 1M 64k" '
+                          '-c "write -P 0x33 40M 64k" '
+                          '-c "write -z 20M 64k"'),
+        # the backup tool pulls the dirty extents into inc.qcow2
+        node('inc', 'inc.qcow2'),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'inc',
+                                     'node-name': 'inc', 'name': 'inc',
+                                     'writable': True}),
+        ('sh', '/usr/bin/python3 $TESTS/nbd_pull.py '
+               '"nbd+unix:///snap?socket=nbd.sock" backup '
+               '"nbd+unix:///inc?socket=nbd.sock" > pull.json'),
+        # bitmaps in use by the export stay put
+        ('qmp', 'block-dirty-bitmap-remove', {'node': 'disk',
+                                              'name': 'backup'}),
+        # teardown: the guest back on the disk, the fleecing nodes gone
+        ('qmp', 'block-export-del', {'id': 'snap'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'snap'}),
+        ('qmp', 'block-export-del', {'id': 'inc'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'inc'}),
+        ] + guest_export_del() + [
+        ('qmp', 'blockdev-del', {'node-name': 'snap'}),
+        ('qmp', 'blockdev-del', {'node-name': 'cbw'}),
+        ('qmp', 'blockdev-del', {'node-name': 'fleece'}),
+        ('qmp', 'blockdev-del', {'node-name': 'inc'}),
+        guest_export('disk'),
+        ('qmp', 'block-dirty-bitmap-remove', {'node': 'disk',
+                                              'name': 'backup'}),
+        ('qmp', 'block-dirty-bitmap-remove', {'node': 'disk',
+                                              'name': 'c1'}),
+        # c2 holds the writes since the fleecing point
+        ('qmp', 'x-debug-block-dirty-bitmap-sha256', {'node': 'disk',
+                                                      'name': 'c2'}),
+    ],
+    'same_files': ['pull.json'],
+    'after': [
+        # the zeroed megabyte at 20M reads as zeroes in the snapshot's
+        # status: its first cluster from the fleecing image, the rest
+        # from the disk
+        ('the pull read only dirty extents, zeroes as such, and a clean '
+         'read was refused',
+         '/usr/bin/python3 -c "import json, sys; '
+         'p = json.load(open(\'pull.json\')); '
+         'sys.exit(not (p[\'clean_read_refused\'] and 0 < p[\'bytes\'] '
+         '< 4 << 20 and p[\'zero_bytes\'] == 1 << 20))"'),
+        ('full + incremental is the disk at the fleecing point',
+         'qemu-img convert -f qcow2 -l snapshot.name=point -O raw '
+         'disk.qcow2 point.raw && qemu-img compare -f qcow2 -F raw '
+         'inc.qcow2 point.raw'),
+        # the clusters at 0 and 1M: dirty, then overwritten; 64k and 40M
+        # were overwritten too but are clean, 20M was zeroed
+        ('the fleecing image holds the old data of dirty clusters only',
+         'test "$(qemu-img map --output=json fleece.qcow2 | /usr/bin/python3 '
+         '-c "import json, sys; print(sum(e[\'length\'] for e in '
+         'json.load(sys.stdin) if e[\'data\']))")" = $((128 << 10))'),
+    ],
+    'images': ['inc.qcow2', 'disk.qcow2', 'fleece.qcow2'],
+}
+
+# the same with the filter of a sync=none backup job (libvirt's pull mode
+# before the filter had a bitmap): the whole fleecing point is one
+# transaction, and the guest's export stays where it is
+FLEECE_JOB = {
+    'steps': FLEECE['steps'][:6] + [
+        ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" '
+                          '-c "write -P 0x22 1M 192k"'),
+        node('fleece', 'fleece.qcow2'),
+        ('qmp', 'transaction', {'actions': [
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
+            {'type': 'block-dirty-bitmap-merge',
+             'data': {'node': 'disk', 'target': 'backup',
+                      'bitmaps': ['c1']}},
+            {'type': 'block-dirty-bitmap-disable',
+             'data': {'node': 'disk', 'name': 'c1'}},
+            {'type': 'blockdev-snapshot-internal-sync',
+             'data': {'device': 'disk', 'name': 'point'}},
+            {'type': 'blockdev-backup',
+             'data': {'job-id': 'fl', 'device': 'disk', 'target': 'fleece',
+                      'sync': 'none', 'filter-node-name': 'cbw'}}]}),
+        ('wait', 'fl', 'running'),
+        ('qmp', 'blockdev-add', {'driver': 'snapshot-access',
+                                 'node-name': 'snap', 'file': 'cbw'}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'snap',
+                                     'node-name': 'snap', 'name': 'snap',
+                                     'bitmaps': [{'node': 'disk',
+                                                  'name': 'backup'}]}),
+        ('sh', GUEST_IO % '-c "write -P 0x31 0 128k" '
+                          '-c "write -P 0x33 40M 64k"'),
+        node('inc', 'inc.qcow2'),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'inc',
+                                     'node-name': 'inc', 'name': 'inc',
+                                     'writable': True}),
+        ('sh', '/usr/bin/python3 $TESTS/nbd_pull.py '
+               '"nbd+unix:///snap?socket=nbd.sock" backup '
+               '"nbd+unix:///inc?socket=nbd.sock" > pull.json'),
+        ('qmp', 'block-export-del', {'id': 'snap'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'snap'}),
+        ('qmp', 'block-export-del', {'id': 'inc'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'inc'}),
+        ('qmp', 'blockdev-del', {'node-name': 'snap'}),
+        ('qmp', 'job-cancel', {'id': 'fl'}),
+        ('wait', 'fl', 'null'),
+        ('qmp', 'blockdev-del', {'node-name': 'fleece'}),
+        ('qmp', 'blockdev-del', {'node-name': 'inc'}),
+        ('qmp', 'block-dirty-bitmap-remove', {'node': 'disk',
+                                              'name': 'backup'}),
+        ('qmp', 'x-debug-block-dirty-bitmap-sha256', {'node': 'disk',
+                                                      'name': 'c2'}),
+    ],
+    'same_files': ['pull.json'],
+    'after': [FLEECE['after'][1]],
+    # QEMU drains the job's filter when a node or an export is attached
+    # above it (snapshot-access, its export), pausing the job for that
+    # instant; qblock attaches without a drain, so the job never pauses
+    'drop_events': [['JOB_STATUS_CHANGE', {'id': 'fl', 'status': s}]
+                    for s in ('paused', 'running')],
+    'images': ['inc.qcow2', 'disk.qcow2', 'fleece.qcow2'],
+}
+
+
+def cbw_policy(policy, timeout=False):
+    """on-cbw-error (and cbw-timeout) of a fleecing filter whose copies
+    fail (blkdebug) or take too long (null-co's latency): what the
+    guest's writes and the view's reads get, and the images left."""
+    if timeout:
+        target = {'driver': 'null-co', 'node-name': 'slow',
+                  'size': 64 << 20, 'latency-ns': 3 * 10 ** 9}
+    else:
+        target = {'driver': 'blkdebug', 'node-name': 'bad',
+                  'image': 'fleece',
+                  'inject-error': [{'event': 'none', 'iotype': 'write',
+                                    'errno': 5}]}
+    # what failed, not why: an EACCES reaches an NBD client as EPERM from
+    # qblock, EINVAL from QEMU (block/nbd-proto.c says why)
+    outcome = ('%s 2>&1 | grep -E "failed|^wrote|^read" | '
+               'sed "s/failed: .*/failed/" > %s || true')
+    steps = FLEECE['steps'][:4] + [
+        node('fleece', 'fleece.qcow2'),
+        ('qmp', 'blockdev-add', target),
+        ('qmp', 'blockdev-add', {'driver': 'copy-before-write',
+                                 'node-name': 'cbw', 'file': 'disk',
+                                 'target': target['node-name'],
+                                 'on-cbw-error': policy,
+                                 **({'cbw-timeout': 1} if timeout else {})}),
+        ('qmp', 'nbd-server-start', {'addr': {'type': 'unix', 'data': {
+            'path': '$DIR/nbd.sock'}}}),
+        guest_export('cbw'),
+        ('qmp', 'blockdev-add', {'driver': 'snapshot-access',
+                                 'node-name': 'snap', 'file': 'cbw'}),
+        ('qmp', 'block-export-add', {'type': 'nbd', 'id': 'snap',
+                                     'node-name': 'snap', 'name': 'snap'}),
+        ('sh', outcome % (GUEST_IO % '-c "write -P 0x41 0 64k" '
+                                     '-c "write -P 0x42 2M 4k"',
+                          'writes.txt')),
+        ('sh', outcome % ('qemu-io -r -f raw -c "read -P 0x11 4M 64k" '
+                          '"nbd+unix:///snap?socket=nbd.sock"',
+                          'reads.txt')),
+        ('qmp', 'block-export-del', {'id': 'snap'}),
+        ('event', 'BLOCK_EXPORT_DELETED', {'id': 'snap'}),
+    ] + guest_export_del() + [
+        ('qmp', 'blockdev-del', {'node-name': 'snap'}),
+        ('qmp', 'blockdev-del', {'node-name': 'cbw'}),
+    ]
+    return {'steps': steps, 'same_files': ['writes.txt', 'reads.txt'],
+            'images': ['disk.qcow2']}
+
+
+SCENARIOS['fleece'] = FLEECE
+SCENARIOS['cbw-break-guest-write'] = cbw_policy('break-guest-write')
+SCENARIOS['cbw-break-snapshot'] = cbw_policy('break-snapshot')
+SCENARIOS['cbw-timeout'] = cbw_policy('break-snapshot', timeout=True)
+SCENARIOS['fleece-job'] = FLEECE_JOB
 
 
 def main():

@@ -18,6 +18,8 @@ echo "== encryption: convert -W and writes to LUKS qcow2 / luks, qemu vs qblock 
 bash "$here/bench-encryption.sh" "$build"
 echo "== blockdev-mirror, qemu-storage-daemon vs qblock-storage-daemon =="
 bash "$here/bench-jobs.sh" "$build"
+echo "== blockdev-backup: instructions, syscalls, page faults per MiB, qemu-storage-daemon vs qblock =="
+bash "$here/bench-backup-cost.sh" "$build"
 echo "== rbd: convert to RBD and bench, direct and through an NBD export, QEMU vs qblock =="
 bash "$here/bench-rbd.sh" "$build"
 echo "== the exports end to end: fio (nbd engine) against qblock and QEMU servers =="
