@@ -33,8 +33,9 @@
 
 /*
  * Bounds the next blocking read (@opt SO_RCVTIMEO) or write (SO_SNDTIMEO)
- * by the time left; -1 with ETIMEDOUT when none is.  A timed-out read or
- * write fails with EAGAIN, which the loops below retry, to end here.
+ * by the time left; -1 with ETIMEDOUT when none is.  A read or write
+ * whose time runs out fails with EAGAIN, which nbd_hs_io() turns into
+ * ETIMEDOUT.
  */
 static int nbd_hs_arm(NBDHs *hs, int opt)
 {
@@ -63,8 +64,19 @@ static ssize_t nbd_hs_io(NBDHs *hs, void *rbuf, const void *wbuf, size_t len)
         return -1;
     }
     if (!hs->tls) {
-        return rbuf ? read(hs->fd, rbuf, len)
-                    : send(hs->fd, wbuf, len, MSG_NOSIGNAL);
+        n = rbuf ? read(hs->fd, rbuf, len)
+                 : send(hs->fd, wbuf, len, MSG_NOSIGNAL);
+        /*
+         * On a blocking socket EAGAIN means nbd_hs_arm()'s timeout ran
+         * out, i.e. the deadline passed.  On a non-blocking one (the fuzz
+         * harness hands one over) it means nothing to read now, which
+         * stays an error: retrying would spin until the deadline.
+         */
+        if (n < 0 && errno == EAGAIN && hs->deadline &&
+            !(fcntl(hs->fd, F_GETFL) & O_NONBLOCK)) {
+            errno = ETIMEDOUT;
+        }
+        return n;
     }
     n = rbuf ? qcrypto_tls_session_read(hs->tls, rbuf, len)
              : qcrypto_tls_session_write(hs->tls, wbuf, len);
@@ -95,7 +107,7 @@ int nbd_hs_read(NBDHs *hs, void *buf, size_t len, const char *what,
     while (len) {
         ssize_t n = nbd_hs_io(hs, p, NULL, len);
 
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n < 0 && errno == ETIMEDOUT) {
@@ -131,7 +143,7 @@ static int nbd_hs_write(NBDHs *hs, const void *buf, size_t len,
     while (len) {
         ssize_t n = nbd_hs_io(hs, NULL, p, len);
 
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+        if (n < 0 && errno == EINTR) {
             continue;
         }
         if (n < 0 && errno == ETIMEDOUT) {
