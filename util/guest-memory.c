@@ -16,13 +16,15 @@ static bool guest_memory_range_ok(uint64_t addr, uint64_t len)
     return len <= GUEST_MEMORY_MAX_RANGE && addr + len >= addr;
 }
 
-typedef void GuestPieceFn(void *host, uint64_t len, uint64_t done,
-                          void *opaque);
+/* What a walk does with each mapped piece; a negative errno stops it. */
+typedef int GuestPieceFn(void *host, uint64_t len, uint64_t done,
+                         void *opaque);
 
 static int guest_memory_walk(const GuestMemory *mem, uint64_t addr,
                              uint64_t len, GuestPieceFn *fn, void *opaque)
 {
     uint64_t done = 0;
+    int ret;
 
     if (!guest_memory_range_ok(addr, len)) {
         return -EFAULT;
@@ -34,22 +36,27 @@ static int guest_memory_walk(const GuestMemory *mem, uint64_t addr,
         if (!host || piece == 0 || piece > len - done) {
             return -EFAULT;
         }
-        fn(host, piece, done, opaque);
+        ret = fn(host, piece, done, opaque);
+        if (ret < 0) {
+            return ret;
+        }
         done += piece;
     }
     return 0;
 }
 
-static void guest_piece_read(void *host, uint64_t len, uint64_t done,
-                             void *opaque)
+static int guest_piece_read(void *host, uint64_t len, uint64_t done,
+                            void *opaque)
 {
     memcpy((uint8_t *)opaque + done, host, len);
+    return 0;
 }
 
-static void guest_piece_write(void *host, uint64_t len, uint64_t done,
-                              void *opaque)
+static int guest_piece_write(void *host, uint64_t len, uint64_t done,
+                             void *opaque)
 {
     memcpy(host, (const uint8_t *)opaque + done, len);
+    return 0;
 }
 
 int guest_memory_read(const GuestMemory *mem, uint64_t addr, void *buf,
@@ -85,50 +92,45 @@ int guest_memory_write(const GuestMemory *mem, uint64_t addr,
     return guest_memory_walk(mem, addr, len, guest_piece_write, (void *)buf);
 }
 
+/* Where guest_memory_map_iov() and guest_memory_map_sg() put pieces. */
+typedef struct GuestMapTarget {
+    QEMUIOVector *qiov;         /* map_iov: appended to, at most @cap */
+    struct iovec *sg;           /* map_sg: filled from *@n, at most @cap */
+    unsigned int *n;
+    unsigned int cap;
+} GuestMapTarget;
+
+static int guest_piece_map(void *host, uint64_t len, uint64_t done,
+                           void *opaque)
+{
+    GuestMapTarget *t = opaque;
+
+    if (t->qiov) {
+        if (t->qiov->niov >= (int)t->cap) {
+            return -E2BIG;
+        }
+        qemu_iovec_add(t->qiov, host, len);
+        return 0;
+    }
+    if (*t->n >= t->cap) {
+        return -E2BIG;
+    }
+    t->sg[(*t->n)++] = (struct iovec) { .iov_base = host, .iov_len = len };
+    return 0;
+}
+
 int guest_memory_map_iov(const GuestMemory *mem, uint64_t addr,
                          uint64_t len, QEMUIOVector *qiov, int max_iov)
 {
-    uint64_t done = 0;
+    GuestMapTarget t = { .qiov = qiov, .cap = max_iov };
 
-    if (!guest_memory_range_ok(addr, len)) {
-        return -EFAULT;
-    }
-    while (done < len) {
-        uint64_t piece = MIN(len - done, (uint64_t)SSIZE_MAX);
-        void *host = mem->map(mem->opaque, addr + done, &piece);
-
-        if (!host || piece == 0 || piece > len - done) {
-            return -EFAULT;
-        }
-        if (qiov->niov >= max_iov) {
-            return -E2BIG;
-        }
-        qemu_iovec_add(qiov, host, piece);
-        done += piece;
-    }
-    return 0;
+    return guest_memory_walk(mem, addr, len, guest_piece_map, &t);
 }
 
 int guest_memory_map_sg(const GuestMemory *mem, uint64_t addr, uint64_t len,
                         struct iovec *sg, unsigned int *n, unsigned int cap)
 {
-    uint64_t done = 0;
+    GuestMapTarget t = { .sg = sg, .n = n, .cap = cap };
 
-    if (!guest_memory_range_ok(addr, len)) {
-        return -EFAULT;
-    }
-    while (done < len) {
-        uint64_t piece = MIN(len - done, (uint64_t)SSIZE_MAX);
-        void *host = mem->map(mem->opaque, addr + done, &piece);
-
-        if (!host || piece == 0 || piece > len - done) {
-            return -EFAULT;
-        }
-        if (*n >= cap) {
-            return -E2BIG;
-        }
-        sg[(*n)++] = (struct iovec) { .iov_base = host, .iov_len = piece };
-        done += piece;
-    }
-    return 0;
+    return guest_memory_walk(mem, addr, len, guest_piece_map, &t);
 }
