@@ -18,20 +18,6 @@
 /* A read spans a few extents of the smallest size: enough to walk bitmaps. */
 #define FUZZ_BOCHS_IO_SIZE  (16 * 1024)
 
-static int64_t fuzz_bochs_io_offset(const uint8_t *data, size_t size,
-                                    int64_t len)
-{
-    uint64_t v = 0;
-
-    for (size_t i = 0; i < 8 && i < size; i++) {
-        v = v << 8 | data[size - 1 - i];
-    }
-    if (len <= FUZZ_BOCHS_IO_SIZE) {
-        return 0;
-    }
-    return (v % (len - FUZZ_BOCHS_IO_SIZE)) & ~(int64_t)511;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -56,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = blk_getlength(blk);
     assert(len >= 0);
     if (len > 0) {
-        off = fuzz_bochs_io_offset(data, size, len);
+        off = fuzz_mem_io_offset(data, size, len, FUZZ_BOCHS_IO_SIZE);
         blk_pread(blk, 0, MIN(len, FUZZ_BOCHS_IO_SIZE), buf, 0);
         blk_pread(blk, off, MIN(len - off, FUZZ_BOCHS_IO_SIZE), buf, 0);
         off = len > FUZZ_BOCHS_IO_SIZE ? len - FUZZ_BOCHS_IO_SIZE : 0;

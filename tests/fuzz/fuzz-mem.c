@@ -22,6 +22,20 @@ void fuzz_mem_set_image(const uint8_t *data, size_t len)
     fuzz_mem_image_len = len;
 }
 
+int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
+                           int64_t io_size)
+{
+    uint64_t v = 0;
+
+    for (size_t i = 0; i < 8 && i < size; i++) {
+        v = v << 8 | data[size - 1 - i];
+    }
+    if (len <= io_size) {
+        return 0;
+    }
+    return (v % (len - io_size)) & ~(int64_t)511;
+}
+
 static int fuzz_mem_open(BlockDriverState *bs, QDict *options, int flags,
                          Error **errp)
 {

@@ -21,5 +21,12 @@
 void fuzz_mem_register(void);
 /* The bytes the next "fuzz-mem" node starts with (copied at open). */
 void fuzz_mem_set_image(const uint8_t *data, size_t len);
+/*
+ * Where a harness aims guest I/O of @io_size bytes in a disk of @len
+ * bytes: the input's last 8 bytes, read as a little-endian offset, taken
+ * modulo what fits and aligned to 512, so that the fuzzer chooses it.
+ */
+int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
+                           int64_t io_size);
 
 #endif

@@ -66,20 +66,6 @@ static BlockBackend *fuzz_qcow2_open(bool data_file, int flags)
     return blk;
 }
 
-static int64_t fuzz_qcow2_io_offset(const uint8_t *data, size_t size,
-                                    int64_t len)
-{
-    uint64_t v = 0;
-
-    for (size_t i = 0; i < 8 && i < size; i++) {
-        v = v << 8 | data[size - 1 - i];
-    }
-    if (len <= FUZZ_QCOW2_IO_SIZE) {
-        return 0;
-    }
-    return (v % (len - FUZZ_QCOW2_IO_SIZE)) & ~(int64_t)511;
-}
-
 static void fuzz_qcow2_io(BlockBackend *blk, int64_t off, bool writable)
 {
     static uint8_t buf[FUZZ_QCOW2_IO_SIZE];
@@ -129,7 +115,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     memset(&res, 0, sizeof(res));
     bdrv_check(blk_bs(blk), &res, 0);
-    fuzz_qcow2_io(blk, fuzz_qcow2_io_offset(data, size, blk_getlength(blk)),
+    fuzz_qcow2_io(blk, fuzz_mem_io_offset(data, size, blk_getlength(blk),
+                                          FUZZ_QCOW2_IO_SIZE),
                   writable);
     if (writable) {
         memset(&res, 0, sizeof(res));
