@@ -1292,6 +1292,20 @@ def guest_export_del():
             ('event', 'BLOCK_EXPORT_DELETED', {'id': 'guest'})]
 
 
+# The checkpoint of a pull-mode backup, at one instant: the next
+# checkpoint c2, and "backup", a frozen copy of c1 for this backup.
+CHECKPOINT_ACTIONS = [
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
+            {'type': 'block-dirty-bitmap-add',
+             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
+            {'type': 'block-dirty-bitmap-merge',
+             'data': {'node': 'disk', 'target': 'backup',
+                      'bitmaps': ['c1']}},
+            {'type': 'block-dirty-bitmap-disable',
+             'data': {'node': 'disk', 'name': 'c1'}},
+]
+
 FLEECE = {
     'steps': [
         ('sh', 'qemu-img create -q -f qcow2 disk.qcow2 64M && '
@@ -1317,16 +1331,7 @@ FLEECE = {
         # c1 for this backup, at one instant
         ] + guest_export_del() + [
         node('fleece', 'fleece.qcow2'),
-        ('qmp', 'transaction', {'actions': [
-            {'type': 'block-dirty-bitmap-add',
-             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
-            {'type': 'block-dirty-bitmap-add',
-             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
-            {'type': 'block-dirty-bitmap-merge',
-             'data': {'node': 'disk', 'target': 'backup',
-                      'bitmaps': ['c1']}},
-            {'type': 'block-dirty-bitmap-disable',
-             'data': {'node': 'disk', 'name': 'c1'}}]}),
+        ('qmp', 'transaction', {'actions': CHECKPOINT_ACTIONS}),
         # the disk at the fleecing point, for the check at the end
         ('qmp', 'blockdev-snapshot-internal-sync', {'device': 'disk',
                                                     'name': 'point'}),
@@ -1417,16 +1422,7 @@ FLEECE_JOB = {
         ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" '
                           '-c "write -P 0x22 1M 192k"'),
         node('fleece', 'fleece.qcow2'),
-        ('qmp', 'transaction', {'actions': [
-            {'type': 'block-dirty-bitmap-add',
-             'data': {'node': 'disk', 'name': 'c2', 'persistent': True}},
-            {'type': 'block-dirty-bitmap-add',
-             'data': {'node': 'disk', 'name': 'backup', 'disabled': True}},
-            {'type': 'block-dirty-bitmap-merge',
-             'data': {'node': 'disk', 'target': 'backup',
-                      'bitmaps': ['c1']}},
-            {'type': 'block-dirty-bitmap-disable',
-             'data': {'node': 'disk', 'name': 'c1'}},
+        ('qmp', 'transaction', {'actions': CHECKPOINT_ACTIONS + [
             {'type': 'blockdev-snapshot-internal-sync',
              'data': {'device': 'disk', 'name': 'point'}},
             {'type': 'blockdev-backup',
