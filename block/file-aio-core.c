@@ -103,6 +103,26 @@ static void file_aio_completion_cb(void *opaque)
     s->ops->flush(s);
 }
 
+static bool file_aio_poll_cb(void *opaque)
+{
+    FileAioState *s = opaque;
+
+    return s->ops->poll(s);
+}
+
+/*
+ * The busy-poll found completions: as the eventfd's handler, without
+ * reading the eventfd (a system call); the handler finds nothing left
+ * when the loop next sees it readable.
+ */
+static void file_aio_poll_ready(void *opaque)
+{
+    FileAioState *s = opaque;
+
+    s->ops->reap(s);
+    s->ops->flush(s);
+}
+
 /*
  * Queues the request and starts a submission: at once if @max_batch
  * requests wait, else from the bottom half, so that the requests issued
@@ -163,6 +183,10 @@ static FileAioState *file_aio_new(const FileAioBackendOps *ops,
     s->submit_bh = aio_bh_new(ctx, file_aio_submit_bh, s);
     aio_set_fd_handler(ctx, event_notifier_get_fd(&s->notifier),
                        file_aio_completion_cb, NULL, s);
+    if (ops->poll) {
+        aio_set_fd_poll(ctx, event_notifier_get_fd(&s->notifier),
+                        file_aio_poll_cb, file_aio_poll_ready);
+    }
     return s;
 }
 

@@ -384,6 +384,19 @@ int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
     return 0;
 }
 
+bool virtqueue_avail_pending(VirtQueue *vq)
+{
+    uint16_t avail_idx;
+
+    if (vq->broken || !vq->num) {
+        return false;
+    }
+    /* invariant 6: acquire, as a pop reads it */
+    return virtqueue_load16(vq, vq->avail + VRING_AVAIL_OFF_IDX,
+                            &avail_idx) &&
+           avail_idx != vq->last_avail_idx;
+}
+
 bool virtqueue_should_notify(VirtQueue *vq)
 {
     uint16_t old = vq->signalled_used;

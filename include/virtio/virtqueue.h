@@ -87,6 +87,13 @@ int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
 /* After pushes: whether the driver wants an interrupt (EVENT_IDX or the
  * avail ring's NO_INTERRUPT flag). */
 bool virtqueue_should_notify(VirtQueue *vq);
+/*
+ * Whether the driver has made entries available that were not popped:
+ * one read of the avail idx, for a device that busy-polls the ring
+ * instead of waiting for a kick.  A ring the driver broke says no (the
+ * pop that follows a kick reports it).
+ */
+bool virtqueue_avail_pending(VirtQueue *vq);
 /* Frees an element of virtqueue_pop() (never one of virtqueue_pop_into()). */
 void virtqueue_element_free(VirtQueueElement *elem);
 

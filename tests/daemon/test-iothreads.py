@@ -61,6 +61,40 @@ def test_objects():
             qsd.wait_for(lambda: thread_name(d.proc.pid, tid) is None))
     t.equal('... and it is no longer listed',
             [i['id'] for i in c.ok('query-iothreads')], ['io0'])
+    t.equal('qom-set changes poll-max-ns at once',
+            c.cmd('qom-set', {'path': '/objects/io0',
+                              'property': 'poll-max-ns', 'value': 0}),
+            {'return': {}})
+    t.equal('qom-set by the id alone, as QEMU resolves a partial path',
+            c.cmd('qom-set', {'path': 'io0', 'property': 'poll-grow',
+                              'value': 4}), {'return': {}})
+    t.equal('... query-iothreads shows both',
+            [(i['poll-max-ns'], i['poll-grow'])
+             for i in c.ok('query-iothreads')], [(0, 4)])
+    t.equal('qom-set of an unknown object: QEMU\'s class and message',
+            error_of(c.cmd('qom-set', {'path': '/objects/nope',
+                                       'property': 'poll-max-ns',
+                                       'value': 1})),
+            ('DeviceNotFound', "Device '/objects/nope' not found"))
+    t.equal('qom-set of an unknown property: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0', 'property': 'foo',
+                                       'value': 1})),
+            generic("Property 'iothread.foo' not found"))
+    t.equal('qom-set of a string: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0',
+                                       'property': 'poll-max-ns',
+                                       'value': 'x'})),
+            generic("Invalid parameter type for 'poll-max-ns', expected: "
+                    "integer"))
+    t.equal('qom-set of a negative value: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0',
+                                       'property': 'poll-shrink',
+                                       'value': -1})),
+            generic('poll-shrink value must be in range '
+                    '[0, 9223372036854775807]'))
+    t.equal('... and changes nothing',
+            [(i['poll-max-ns'], i['poll-grow'], i['poll-shrink'])
+             for i in c.ok('query-iothreads')], [(0, 4, 0)])
     c.close()
     t.equal('the daemon stops its iothreads and exits 0', d.stop(), 0)
 
