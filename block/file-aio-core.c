@@ -124,6 +124,17 @@ static void file_aio_poll_ready(void *opaque)
 }
 
 /*
+ * The kernel signals the eventfd for every completion even while the loop
+ * polls: io_uring can turn it off (IORING_CQ_EVENTFD_DISABLED), but the
+ * kernel reads that flag with no barrier after it posts a completion, so
+ * turning it back on before a sleep could miss one.
+ */
+static const AioPollHandlers file_aio_poll_handlers = {
+    .poll   = file_aio_poll_cb,
+    .ready  = file_aio_poll_ready,
+};
+
+/*
  * Queues the request and starts a submission: at once if @max_batch
  * requests wait, else from the bottom half, so that the requests issued
  * in one event-loop iteration go to the kernel together.
@@ -185,7 +196,7 @@ static FileAioState *file_aio_new(const FileAioBackendOps *ops,
                        file_aio_completion_cb, NULL, s);
     if (ops->poll) {
         aio_set_fd_poll(ctx, event_notifier_get_fd(&s->notifier),
-                        file_aio_poll_cb, file_aio_poll_ready);
+                        &file_aio_poll_handlers);
     }
     return s;
 }

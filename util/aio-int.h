@@ -59,6 +59,7 @@ struct AioContext {
     int64_t poll_grow;              /* atomic */
     int64_t poll_shrink;            /* atomic */
     int64_t poll_ns;                /* home: the current window */
+    bool poll_mode;                 /* home: invariant 7 */
     unsigned int poll_disable_cnt;  /* home: handlers not pollable */
     AioPollStats poll_stats;        /* home */
 

@@ -13,7 +13,7 @@
  *  3. aio_poll() sleeps only with notify_me set, and only if no bottom half
  *     is pending and no aio_notify() happened since the last poll.
  *  4. ctx->poll_disable_cnt counts the live handlers (on ctx->handlers)
- *     without io_poll; a context busy-polls only while it is 0, so no
+ *     without poll callbacks; a context busy-polls only while it is 0, so no
  *     event of a handler that polling cannot see waits for a window.
  *  5. The window is never longer than poll-max-ns as aio_poll() last read
  *     it (0 for the main context, which never polls); it changes only by
@@ -24,6 +24,12 @@
  *     window that finds work skips epoll_wait() as a pending bottom half
  *     does, so at most AIO_MAX_EPOLL_SKIPS times in a row: the fds that
  *     are not polled (aio_poll_rare) still get their turn.
+ *  7. ctx->poll_mode is set from the first window of a run of polls to
+ *     the next wait that may sleep; the handlers' begin ran when it was
+ *     set (they may have turned their wake-ups off).  Before epoll_wait()
+ *     may sleep, poll_mode is cleared and every handler's end has run, so
+ *     no source sleeps with its wake-ups off; work that came meanwhile
+ *     (end says so) is taken instead of sleeping.
  */
 #include "util/osdep.h"
 #include "util/aio.h"
@@ -45,8 +51,7 @@ struct AioHandler {
     int fd;
     IOHandler *io_read;
     IOHandler *io_write;
-    AioPollFn *io_poll;         /* NULL: not pollable (invariant 4) */
-    IOHandler *io_poll_ready;
+    const AioPollHandlers *poll;    /* NULL: not pollable (invariant 4) */
     void *opaque;
     bool deleted;
     TAILQ_ENTRY(AioHandler) node;
@@ -138,7 +143,7 @@ static void aio_remove_handler(AioContext *ctx, AioHandler *node)
     /* The fd may already be closed, which removed it from epoll. */
     epoll_ctl(ctx->epollfd, EPOLL_CTL_DEL, node->fd, NULL);
     TAILQ_REMOVE(&ctx->handlers, node, node);
-    if (!node->io_poll) {
+    if (!node->poll) {
         /* Invariant 4 */
         assert(ctx->poll_disable_cnt > 0);
         ctx->poll_disable_cnt--;
@@ -199,28 +204,27 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
     }
 }
 
-bool aio_poll_rare(void *opaque)
-{
-    return false;
-}
+/* No callbacks: aio_poll_handlers() skips it, its events wait. */
+const AioPollHandlers aio_poll_rare;
 
-void aio_set_fd_poll(AioContext *ctx, int fd, AioPollFn *io_poll,
-                     IOHandler *io_poll_ready)
+void aio_set_fd_poll(AioContext *ctx, int fd,
+                     const AioPollHandlers *poll_handlers)
 {
     AioHandler *node = aio_find_handler(ctx, fd);
+    const AioPollHandlers *p = poll_handlers;
 
-    /* a poll callback belongs to a registered handler */
+    /* poll callbacks belong to a registered handler */
     assert(node);
-    assert(!io_poll == !io_poll_ready || io_poll == aio_poll_rare);
+    assert(!p || p == &aio_poll_rare ||
+           (p->poll && p->ready && (!p->begin || p->end)));
     /* Invariant 4 */
-    if (!node->io_poll && io_poll) {
+    if (!node->poll && p) {
         assert(ctx->poll_disable_cnt > 0);
         ctx->poll_disable_cnt--;
-    } else if (node->io_poll && !io_poll) {
+    } else if (node->poll && !p) {
         ctx->poll_disable_cnt++;
     }
-    node->io_poll = io_poll;
-    node->io_poll_ready = io_poll_ready;
+    node->poll = p;
 }
 
 void aio_context_set_poll_params(AioContext *ctx, int64_t max_ns,
@@ -264,7 +268,7 @@ int64_t aio_poll_window_next(int64_t window_ns, int64_t block_ns,
 
 /*
  * Asks every pollable handler whether it has work; fills @ready with
- * those that do (io_poll runs no handler, so the list cannot change
+ * those that do (a poll callback runs no handler, so the list cannot change
  * under the walk).
  */
 static int aio_poll_handlers(AioContext *ctx, AioHandler **ready)
@@ -273,12 +277,43 @@ static int aio_poll_handlers(AioContext *ctx, AioHandler **ready)
     int n = 0;
 
     TAILQ_FOREACH(node, &ctx->handlers, node) {
-        if (n < AIO_MAX_EVENTS && node->io_poll != aio_poll_rare &&
-            node->io_poll(node->opaque)) {
+        if (n < AIO_MAX_EVENTS && node->poll && node->poll->poll &&
+            node->poll->poll(node->opaque)) {
             ready[n++] = node;
         }
     }
     return n;
+}
+
+/* Invariant 7: polling mode starts; the sources may stop waking us. */
+static void aio_poll_mode_begin(AioContext *ctx)
+{
+    AioHandler *node;
+
+    ctx->poll_mode = true;
+    TAILQ_FOREACH(node, &ctx->handlers, node) {
+        if (node->poll && node->poll->begin) {
+            node->poll->begin(node->opaque);
+        }
+    }
+}
+
+/*
+ * Invariant 7: before a sleep, every source wakes us again.  Returns
+ * whether one had work meanwhile.
+ */
+static bool aio_poll_mode_end(AioContext *ctx)
+{
+    AioHandler *node;
+    bool work = false;
+
+    ctx->poll_mode = false;
+    TAILQ_FOREACH(node, &ctx->handlers, node) {
+        if (node->poll && node->poll->end && node->poll->end(node->opaque)) {
+            work = true;
+        }
+    }
+    return work;
 }
 
 static bool aio_work_pending(AioContext *ctx)
@@ -317,6 +352,9 @@ static bool aio_poll_window(AioContext *ctx, AioHandler **ready,
     }
     if (!window) {
         return false;
+    }
+    if (!ctx->poll_mode) {
+        aio_poll_mode_begin(ctx);
     }
     ctx->poll_stats.polls++;
     deadline = now + window;
@@ -363,8 +401,8 @@ static bool aio_dispatch_handlers(AioContext *ctx, AioHandler **ready,
     ctx->walking_handlers++;
     for (int i = 0; i < nready; i++) {
         /* Invariant 2: a handler removed by an earlier one is still here */
-        if (!ready[i]->deleted && ready[i]->io_poll_ready) {
-            ready[i]->io_poll_ready(ready[i]->opaque);
+        if (!ready[i]->deleted && ready[i]->poll) {
+            ready[i]->poll->ready(ready[i]->opaque);
             progress = true;
         }
     }
@@ -416,6 +454,11 @@ bool aio_poll(AioContext *ctx, bool blocking)
     if (blocking && !poll_hit && !bh_pending &&
         !__atomic_load_n(&ctx->notified, __ATOMIC_SEQ_CST)) {
         timeout = aio_compute_timeout(ctx);
+    }
+    if (timeout != 0 && ctx->poll_mode && aio_poll_mode_end(ctx)) {
+        /* invariant 7: what came while the wake-ups were off */
+        nready = aio_poll_handlers(ctx, ready);
+        timeout = nready ? 0 : timeout;
     }
 
     if (timeout == 0 && TAILQ_EMPTY(&ctx->handlers)) {

@@ -30,7 +30,7 @@ static void co_socket_update_handler(CoSocket *s)
                        s->watch_read ? co_socket_readable : NULL,
                        s->watch_write ? co_socket_writable : NULL, s);
     if (s->poll_rare && (s->watch_read || s->watch_write)) {
-        aio_set_fd_poll(s->ctx, s->fd, aio_poll_rare, NULL);
+        aio_set_fd_poll(s->ctx, s->fd, &aio_poll_rare);
     }
 }
 

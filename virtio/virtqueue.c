@@ -310,7 +310,7 @@ int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
     };
     vq->last_avail_idx++;
     vq->inuse++;
-    if (vq->event_idx) {
+    if (vq->event_idx && !vq->no_notify) {
         /* ask to be notified when the driver goes past this one */
         virtqueue_store16(vq, vq->used + VRING_USED_OFF_AVAIL_EVENT(vq->num),
                           vq->last_avail_idx);
@@ -395,6 +395,29 @@ bool virtqueue_avail_pending(VirtQueue *vq)
     return virtqueue_load16(vq, vq->avail + VRING_AVAIL_OFF_IDX,
                             &avail_idx) &&
            avail_idx != vq->last_avail_idx;
+}
+
+void virtqueue_set_notification(VirtQueue *vq, bool enable)
+{
+    vq->no_notify = !enable;
+    if (vq->broken || !vq->num) {
+        return;
+    }
+    if (vq->event_idx) {
+        if (enable) {
+            virtqueue_store16(vq, vq->used +
+                              VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                              vq->last_avail_idx);
+        }
+    } else {
+        /* the device owns the used ring's flags: NO_NOTIFY is all of them */
+        virtqueue_store16(vq, vq->used + VRING_USED_OFF_FLAGS,
+                          enable ? 0 : VRING_USED_F_NO_NOTIFY);
+    }
+    if (enable) {
+        /* invariant 6: the driver reads it after publishing its idx */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
 }
 
 bool virtqueue_should_notify(VirtQueue *vq)

@@ -1085,7 +1085,7 @@ static void vu_server_update_accepting(VuServer *s)
                            want ? vu_server_accept : NULL, NULL, s);
         if (want) {
             /* a connection may wait for a busy-poll window to end */
-            aio_set_fd_poll(s->ctx, s->listen_fd, aio_poll_rare, NULL);
+            aio_set_fd_poll(s->ctx, s->listen_fd, &aio_poll_rare);
         }
     }
 }
@@ -1124,7 +1124,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->fault_fd = fault_fd;
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
     /* a fault already stopped the rings; it may wait for a poll window */
-    aio_set_fd_poll(ctx, s->fault_fd, aio_poll_rare, NULL);
+    aio_set_fd_poll(ctx, s->fault_fd, &aio_poll_rare);
     s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                     vu_server_accept_retry, s);
     s->nvqs = cfg->num_queues;

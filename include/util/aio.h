@@ -54,31 +54,55 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
  * Busy-polling (adaptive, as QEMU's iothreads).  A context with a poll
  * window (aio_context_set_poll_params(); iothreads only, never the main
  * loop) spends up to that window, before it would sleep in epoll_wait(),
- * calling the io_poll callbacks of its handlers; the first that finds
- * work ends the window, the handlers whose io_poll said so run their
- * io_poll_ready, and the sleep is skipped.  The window adapts: it grows
- * when the event came just after it, shrinks when polling wasted it.
+ * calling the poll callbacks of its handlers; the first that finds work
+ * ends the window, the handlers that said so run their ready callback,
+ * and the sleep is skipped.  The window adapts: it grows when the event
+ * came just after it, shrinks when polling wasted it.
  *
  * A handler registered with aio_set_fd_handler() alone is not pollable,
  * and while a context has one, that context does not poll at all: its
  * events (an NBD client's socket) would wait for the window to end.
- * aio_set_fd_poll() gives an existing handler its poll callbacks:
- *  - @io_poll: whether the source has work, without a system call (a
- *    ring's index in shared memory); runs in the context's thread, often,
- *    so it must be cheap and must not run handlers itself;
- *  - @io_poll_ready: does that work (as io_read would, without reading
- *    the fd: it may stay readable, and io_read must then find nothing);
- *  - or @io_poll == aio_poll_rare and @io_poll_ready NULL: the fd's events
- *    are rare (a control socket) and may wait until the window ends,
- *    at most poll-max-ns, so they do not keep the context from polling.
- * The callbacks stay until the handler is removed; both NULL makes it not
- * pollable again.  Registering the fd anew after its removal starts not
- * pollable.
+ * aio_set_fd_poll() gives an existing handler its poll callbacks, which
+ * all run in the context's thread and run no other handler:
  */
 typedef bool AioPollFn(void *opaque);
-bool aio_poll_rare(void *opaque);
-void aio_set_fd_poll(AioContext *ctx, int fd, AioPollFn *io_poll,
-                     IOHandler *io_poll_ready);
+typedef struct AioPollHandlers {
+    /*
+     * Required.  Whether the source has work, without a system call (a
+     * ring's index in shared memory); called often, so it must be cheap.
+     */
+    AioPollFn *poll;
+    /*
+     * Required.  Does that work, as the fd's io_read would, without
+     * reading the fd (it may stay readable: io_read then finds nothing).
+     */
+    IOHandler *ready;
+    /*
+     * Optional.  Polling mode starts: the source may stop its wake-ups
+     * (a ring's notifications, an eventfd the kernel signals), since
+     * poll sees its work.
+     */
+    IOHandler *begin;
+    /*
+     * Optional (required with begin).  Polling mode ends, before the loop
+     * sleeps: the wake-ups are back on.  Also called for a handler that
+     * never saw begin (added meanwhile), so it must be idempotent.
+     * Returns whether work came while they were off (the loop then does
+     * not sleep).
+     */
+    AioPollFn *end;
+} AioPollHandlers;
+/*
+ * @poll_handlers (static, kept by pointer) makes the handler of @fd
+ * pollable, NULL makes it not pollable again; &aio_poll_rare says that
+ * the fd's events are rare (a control socket) and may wait until a
+ * window ends, at most poll-max-ns, so that it does not keep the context
+ * from polling.  Registering the fd anew after its removal starts not
+ * pollable.
+ */
+extern const AioPollHandlers aio_poll_rare;
+void aio_set_fd_poll(AioContext *ctx, int fd,
+                     const AioPollHandlers *poll_handlers);
 
 /*
  * The context's poll window: at most @max_ns nanoseconds (0: no polling),

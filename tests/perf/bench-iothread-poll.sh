@@ -73,7 +73,7 @@ one_run() {  # impl kind rw depth poll
     t1=$(cpu_ticks)
     perf_stop_server
     awk -v i="$iops" -v t=$((t1 - t0)) -v hz="$ticks" -v s="$secs" 'BEGIN {
-        n = i * s; printf "%d %.1f\n", i, n > 0 ? t / hz * 1e6 / n : 0 }'
+        n = i * s; printf "%d %.1f\n", i, (n > 0 ? t / hz * 1e6 / n : 0) }'
 }
 
 echo "one export on an iothread, one client; cache=none aio=io_uring, qcow2"

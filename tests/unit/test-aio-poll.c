@@ -2,8 +2,9 @@
  * The event loop's adaptive busy-poll (util/aio-posix.c invariants 4-6):
  * the window rule, a poll hit that skips epoll_wait(), the window growing
  * and shrinking on real waits, handlers that keep a context from polling,
- * work from another thread ending a window, and the main loop that never
- * polls.
+ * work from another thread ending a window, polling mode (sources' wake-ups
+ * off while the loop polls, back on before it sleeps), and the main loop
+ * that never polls.
  */
 #include "util/osdep.h"
 #include "util/aio.h"
@@ -53,10 +54,14 @@ static void test_window_rule(void)
  */
 typedef struct FakeSource {
     int fd;
-    int polls;              /* io_poll calls */
+    int polls;              /* poll calls */
     int ready_after;        /* 0: never ready */
-    int ready_runs;         /* io_poll_ready calls */
+    int ready_runs;         /* ready calls */
     int reads;              /* io_read calls */
+    int begins;             /* begin calls */
+    int ends;               /* end calls */
+    bool wakeups_off;       /* between begin and end */
+    bool work_at_end;       /* end finds work once */
 } FakeSource;
 
 static bool fake_poll(void *opaque)
@@ -75,6 +80,37 @@ static void fake_poll_ready(void *opaque)
     f->ready_after = 0;
 }
 
+static void fake_begin(void *opaque)
+{
+    FakeSource *f = opaque;
+
+    f->begins++;
+    f->wakeups_off = true;
+}
+
+static bool fake_end(void *opaque)
+{
+    FakeSource *f = opaque;
+    bool work = f->work_at_end;
+
+    f->ends++;
+    f->wakeups_off = false;
+    if (work) {
+        /* it came while the wake-ups were off: poll says so from now */
+        f->work_at_end = false;
+        f->ready_after = 1;
+        f->polls = 0;
+    }
+    return work;
+}
+
+static const AioPollHandlers fake_poll_handlers = {
+    .poll   = fake_poll,
+    .ready  = fake_poll_ready,
+    .begin  = fake_begin,
+    .end    = fake_end,
+};
+
 static void fake_read(void *opaque)
 {
     FakeSource *f = opaque;
@@ -89,7 +125,7 @@ static void fake_open(AioContext *pc, FakeSource *f)
     *f = (FakeSource) { .fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
     g_assert_cmpint(f->fd, >=, 0);
     aio_set_fd_handler(pc, f->fd, fake_read, NULL, f);
-    aio_set_fd_poll(pc, f->fd, fake_poll, fake_poll_ready);
+    aio_set_fd_poll(pc, f->fd, &fake_poll_handlers);
 }
 
 static void fake_close(AioContext *pc, FakeSource *f)
@@ -238,7 +274,7 @@ static void test_unpollable_handler(void)
     g_assert_cmpuint(stats_of(pc).polls, ==, polls);
     g_assert_cmpint(f.polls, ==, 0);
     /* marked rare, it lets the context poll again */
-    aio_set_fd_poll(pc, fds[0], aio_poll_rare, NULL);
+    aio_set_fd_poll(pc, fds[0], &aio_poll_rare);
     f.ready_after = 1;
     g_assert_true(aio_poll(pc, true));
     g_assert_cmpint(f.ready_runs, ==, 1);
@@ -247,7 +283,7 @@ static void test_unpollable_handler(void)
     g_assert_cmpint(write(fds[1], "x", 1), ==, 1);
     g_assert_true(aio_poll(pc, false));
     /* not rare any more: no polling again */
-    aio_set_fd_poll(pc, fds[0], NULL, NULL);
+    aio_set_fd_poll(pc, fds[0], NULL);
     aio_set_fd_handler(pc, fds[0], pipe_drain_read, NULL, fds);
     polls = stats_of(pc).polls;
     wait_ms(pc, 2);
@@ -311,6 +347,68 @@ static void test_bh_ends_window(void)
     aio_context_unref(pc);
 }
 
+/*
+ * Invariant 7: a source's wake-ups are off from the first window to the
+ * next sleep, back on before it; work that came meanwhile is taken
+ * instead of sleeping.
+ */
+static void test_poll_mode(void)
+{
+    AioContext *pc = polling_context_new(MAX_NS_LONG);
+    AioPollStats before;
+    QEMUTimer *timer;
+    int fired = 0;
+    FakeSource f;
+
+    fake_open(pc, &f);
+    aio_context_set_poll_params(pc, SCALE_MS, 0, 0);
+    aio_poll(pc, false);
+    /* a wait of 20 ms: a window of 1 ms, then wake-ups on and a sleep */
+    wait_ms(pc, 20);
+    g_assert_cmpint(f.begins, ==, 1);
+    g_assert_cmpint(f.ends, >=, 1);
+    g_assert_false(f.wakeups_off);
+    g_assert_cmpint(stats_of(pc).window_ns, ==, 0);
+
+    /* grown again, polling mode lasts across hits */
+    aio_context_set_poll_params(pc, MAX_NS_LONG, INT64_MAX, 0);
+    wait_ms(pc, 1);
+    wait_ms(pc, 1);
+    g_assert_cmpint(stats_of(pc).window_ns, ==, MAX_NS_LONG);
+    f.begins = f.ends = 0;
+    for (int i = 0; i < 3; i++) {
+        f.polls = 0;
+        f.ready_after = 2;
+        g_assert_true(aio_poll(pc, true));
+        g_assert_true(f.wakeups_off);
+    }
+    g_assert_cmpint(f.begins, ==, 1);
+    g_assert_cmpint(f.ends, ==, 0);
+
+    /*
+     * With a window of 1 ms and a timer 50 ms away, the window ends in
+     * vain and the loop would sleep; but end finds work that came while
+     * the wake-ups were off: it is taken at once, with no epoll_wait().
+     */
+    aio_context_set_poll_params(pc, SCALE_MS, 0, 0);
+    aio_poll(pc, false);
+    timer = aio_timer_new(pc, QEMU_CLOCK_REALTIME, SCALE_NS, timer_fired,
+                          &fired);
+    timer_mod(timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) + 50 * SCALE_MS);
+    f.work_at_end = true;
+    f.ready_runs = 0;
+    before = stats_of(pc);
+    g_assert_true(aio_poll(pc, true));
+    g_assert_cmpint(f.ends, ==, 1);
+    g_assert_false(f.wakeups_off);
+    g_assert_cmpint(f.ready_runs, ==, 1);
+    g_assert_cmpint(fired, ==, 0);
+    g_assert_cmpuint(stats_of(pc).epoll_waits, ==, before.epoll_waits);
+    timer_free(timer);
+    fake_close(pc, &f);
+    aio_context_unref(pc);
+}
+
 /* The main loop does not poll: it has no window to grow. */
 static void test_main_loop_does_not_poll(void)
 {
@@ -336,6 +434,7 @@ int main(int argc, char **argv)
     g_test_add_func("/aio-poll/window-shrinks", test_window_shrinks);
     g_test_add_func("/aio-poll/unpollable-handler", test_unpollable_handler);
     g_test_add_func("/aio-poll/bh-ends-window", test_bh_ends_window);
+    g_test_add_func("/aio-poll/poll-mode", test_poll_mode);
     g_test_add_func("/aio-poll/main-loop-does-not-poll",
                     test_main_loop_does_not_poll);
     return g_test_run();
