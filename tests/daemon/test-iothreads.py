@@ -6,7 +6,9 @@ data written by concurrent clients of two exports on two iothreads read
 back whole, QMP commands on their nodes while the I/O runs, the refusals
 (an unknown iothread, a node another user keeps in the main loop, a block
 job on an iothread node, object-del of an iothread in use), export removal
-and daemon shutdown with clients active, and NBD multi-conn."""
+and daemon shutdown with clients active, NBD multi-conn, qom-set of the
+poll properties, and vhost-user-blk data verified byte for byte through a
+busy-polling iothread while polling is switched off and on."""
 import os
 import subprocess
 import sys
@@ -270,8 +272,54 @@ def test_vhost_user_blk():
     t.check('the image checks clean with qemu-img', rc == 0, out + err)
 
 
+def test_vhost_user_blk_polling():
+    """Data through a busy-polling iothread (the rings polled, their kicks
+    off meanwhile; io_uring completions polled), byte for byte, at depth 1
+    and 32, while qom-set turns polling off and on under the I/O."""
+    bench = os.path.join(t.build, 'tests', 'perf', 'vhost-user-bench')
+    if not os.path.exists(bench):
+        t.skip('vhost-user-blk data through a polling iothread',
+               '%s is not built' % bench)
+        return
+    img = t.create_image('p.qcow2', '64M')
+    sock = t.path('vup.sock')
+    d = t.daemon(['--object', 'iothread,id=io0,poll-max-ns=200000',
+                  '--blockdev', 'driver=file,node-name=f,filename=%s,'
+                  'cache.direct=on,aio=io_uring' % img,
+                  '--blockdev', 'driver=qcow2,node-name=v,file=f',
+                  '--export', 'vhost-user-blk,id=vu,node-name=v,'
+                  'writable=on,iothread=io0,addr.type=unix,addr.path=%s'
+                  % sock])
+    c = d.qmp()
+    for depth in ('1', '32'):
+        rc, out, err = t.run([bench, sock, 'verify', '4096', depth, '1'])
+        t.check('depth %s: 4096 blocks written and read back byte for '
+                'byte through a polling iothread' % depth,
+                rc == 0 and 'VERIFIED 4096' in out, out + err)
+    p = subprocess.Popen([bench, sock, 'verify', '4096', '8', '1'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    flips = 0
+    while p.poll() is None:
+        c.ok('qom-set', {'path': 'io0', 'property': 'poll-max-ns',
+                         'value': 0 if flips % 2 == 0 else 200000})
+        flips += 1
+    out = p.communicate()[0]
+    t.check('... and while qom-set turns polling off and on under the '
+            'I/O (%d times)' % flips,
+            p.returncode == 0 and 'VERIFIED 4096' in out, out)
+    rc, out, err = t.run([bench, sock, 'randwrite', '4096', '32', '1'])
+    t.check('... a front-end that kicks only when asked gets served',
+            rc == 0 and 'IOPS' in out, out + err)
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+    rc, out, err = t.run(['qemu-img', 'check', img])
+    t.check('the image checks clean with qemu-img', rc == 0, out + err)
+
+
 test_objects()
 test_nbd_concurrent()
 test_multi_conn()
 test_vhost_user_blk()
+test_vhost_user_blk_polling()
 t.finish()
