@@ -103,6 +103,37 @@ static void file_aio_completion_cb(void *opaque)
     s->ops->flush(s);
 }
 
+static bool file_aio_poll_cb(void *opaque)
+{
+    FileAioState *s = opaque;
+
+    return s->ops->poll(s);
+}
+
+/*
+ * The busy-poll found completions: as the eventfd's handler, without
+ * reading the eventfd (a system call); the handler finds nothing left
+ * when the loop next sees it readable.
+ */
+static void file_aio_poll_ready(void *opaque)
+{
+    FileAioState *s = opaque;
+
+    s->ops->reap(s);
+    s->ops->flush(s);
+}
+
+/*
+ * The kernel signals the eventfd for every completion even while the loop
+ * polls: io_uring can turn it off (IORING_CQ_EVENTFD_DISABLED), but the
+ * kernel reads that flag with no barrier after it posts a completion, so
+ * turning it back on before a sleep could miss one.
+ */
+static const AioPollHandlers file_aio_poll_handlers = {
+    .poll   = file_aio_poll_cb,
+    .ready  = file_aio_poll_ready,
+};
+
 /*
  * Queues the request and starts a submission: at once if @max_batch
  * requests wait, else from the bottom half, so that the requests issued
@@ -163,6 +194,10 @@ static FileAioState *file_aio_new(const FileAioBackendOps *ops,
     s->submit_bh = aio_bh_new(ctx, file_aio_submit_bh, s);
     aio_set_fd_handler(ctx, event_notifier_get_fd(&s->notifier),
                        file_aio_completion_cb, NULL, s);
+    if (ops->poll) {
+        aio_set_fd_poll(ctx, event_notifier_get_fd(&s->notifier),
+                        &file_aio_poll_handlers);
+    }
     return s;
 }
 

@@ -21,6 +21,11 @@
  * the eventfd (reap).  file_aio_put() (in file-posix-aio.h) releases what
  * file_aio_get() returned; the last put frees the instance (invariant 3).
  *
+ * A backend whose kernel shares its completion queue with us (io_uring's
+ * CQ ring, Linux AIO's event ring) says in ops->poll whether it holds
+ * completions, so that an iothread's busy-poll (util/aio.h) reaps them
+ * without waiting for the eventfd.
+ *
  * Everything but file_aio_get()/file_aio_put() runs in the AioContext's
  * thread.
  *
@@ -88,6 +93,13 @@ typedef struct FileAioBackendOps {
      * each to file_aio_process().  The core flushes after it.
      */
     void (*reap)(FileAioState *s);
+    /*
+     * Optional (NULL: only the eventfd tells of completions).  Whether
+     * the kernel has completions for reap, read from the memory it shares
+     * with us, without a system call; the loop calls it often while it
+     * busy-polls, and reap follows when it says yes.
+     */
+    bool (*poll)(FileAioState *s);
 } FileAioBackendOps;
 
 struct FileAioState {

@@ -29,6 +29,23 @@ typedef struct LinuxAioState {
     io_context_t io_ctx;
 } LinuxAioState;
 
+/*
+ * The head of the completion ring that the kernel maps at the address
+ * io_setup() returned as the context (fs/aio.c's struct aio_ring): the
+ * kernel advances tail as it posts events, io_getevents() advances head.
+ * Reading it tells whether events wait without a system call.
+ */
+typedef struct LaioRingHeader {
+    unsigned id;
+    unsigned nr;
+    unsigned head;
+    unsigned tail;
+    unsigned magic;
+} LaioRingHeader;
+
+/* The ring's magic: a kernel that maps no such ring has no other value. */
+#define LAIO_RING_MAGIC 0xa10a10a1
+
 static LinuxAioState *laio_of(FileAioState *core)
 {
     return container_of(core, LinuxAioState, core);
@@ -117,6 +134,18 @@ static void laio_reap(FileAioState *core)
     }
 }
 
+static bool laio_poll(FileAioState *core)
+{
+    LaioRingHeader *ring = (LaioRingHeader *)laio_of(core)->io_ctx;
+
+    if (ring->magic != LAIO_RING_MAGIC) {
+        /* not the ring we know: the eventfd alone will tell */
+        return false;
+    }
+    return __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE) !=
+           __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+}
+
 static int laio_init(FileAioState *core, Error **errp)
 {
     LinuxAioState *s = laio_of(core);
@@ -147,4 +176,5 @@ static const FileAioBackendOps laio_ops = {
     .cleanup        = laio_cleanup,
     .flush          = laio_flush,
     .reap           = laio_reap,
+    .poll           = laio_poll,
 };

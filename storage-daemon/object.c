@@ -22,6 +22,13 @@ static void qmp_object_del(JsonObject *args, JsonNode **ret, Error **errp)
     user_object_del(json_object_get_string_member(args, "id"), errp);
 }
 
+static void qmp_qom_set(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    user_object_set_property(json_object_get_string_member(args, "path"),
+                             json_object_get_string_member(args, "property"),
+                             json_object_get_member(args, "value"), errp);
+}
+
 static void qmp_query_iothreads(JsonObject *args, JsonNode **ret,
                                 Error **errp)
 {
@@ -33,4 +40,5 @@ void object_register_commands(void)
     qmp_register_command("query-iothreads", qmp_query_iothreads);
     qmp_register_command("object-add", qmp_object_add);
     qmp_register_command("object-del", qmp_object_del);
+    qmp_register_command("qom-set", qmp_qom_set);
 }

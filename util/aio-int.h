@@ -50,6 +50,19 @@ struct AioContext {
     unsigned int walking_handlers;  /* home: dispatch nesting depth */
     unsigned int epoll_skips;       /* home: see aio_poll() */
 
+    /*
+     * Busy-polling (aio-posix.c invariants 4-6).  The parameters are
+     * written by any thread (aio_context_set_poll_params()), read by the
+     * home at each aio_poll(); the rest is the home's.
+     */
+    int64_t poll_max_ns;            /* atomic */
+    int64_t poll_grow;              /* atomic */
+    int64_t poll_shrink;            /* atomic */
+    int64_t poll_ns;                /* home: the current window */
+    bool poll_mode;                 /* home: invariant 7 */
+    unsigned int poll_disable_cnt;  /* home: handlers not pollable */
+    AioPollStats poll_stats;        /* home */
+
     /* Timers, earliest first (qemu-timer.c). */
     TAILQ_HEAD(, QEMUTimer) timers; /* home */
 

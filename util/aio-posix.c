@@ -12,6 +12,24 @@
  *     still point at it.  It is freed when the outermost dispatch ends.
  *  3. aio_poll() sleeps only with notify_me set, and only if no bottom half
  *     is pending and no aio_notify() happened since the last poll.
+ *  4. ctx->poll_disable_cnt counts the live handlers (on ctx->handlers)
+ *     without poll callbacks; a context busy-polls only while it is 0, so no
+ *     event of a handler that polling cannot see waits for a window.
+ *  5. The window is never longer than poll-max-ns as aio_poll() last read
+ *     it (0 for the main context, which never polls); it changes only by
+ *     aio_poll_window_next() after a wait that polling could have caught.
+ *  6. A window runs with notify_me clear: what other threads bring
+ *     meanwhile (a bottom half, aio_notify()) is seen through the BH list
+ *     and ctx->notified, which the window checks with the handlers.  A
+ *     window that finds work skips epoll_wait() as a pending bottom half
+ *     does, so at most AIO_MAX_EPOLL_SKIPS times in a row: the fds that
+ *     are not polled (aio_poll_rare) still get their turn.
+ *  7. ctx->poll_mode is set from the first window of a run of polls to
+ *     the next wait that may sleep; the handlers' begin ran when it was
+ *     set (they may have turned their wake-ups off).  Before epoll_wait()
+ *     may sleep, poll_mode is cleared and every handler's end has run, so
+ *     no source sleeps with its wake-ups off; work that came meanwhile
+ *     (end says so) is taken instead of sleeping.
  */
 #include "util/osdep.h"
 #include "util/aio.h"
@@ -33,6 +51,7 @@ struct AioHandler {
     int fd;
     IOHandler *io_read;
     IOHandler *io_write;
+    const AioPollHandlers *poll;    /* NULL: not pollable (invariant 4) */
     void *opaque;
     bool deleted;
     TAILQ_ENTRY(AioHandler) node;
@@ -124,6 +143,11 @@ static void aio_remove_handler(AioContext *ctx, AioHandler *node)
     /* The fd may already be closed, which removed it from epoll. */
     epoll_ctl(ctx->epollfd, EPOLL_CTL_DEL, node->fd, NULL);
     TAILQ_REMOVE(&ctx->handlers, node, node);
+    if (!node->poll) {
+        /* Invariant 4 */
+        assert(ctx->poll_disable_cnt > 0);
+        ctx->poll_disable_cnt--;
+    }
     if (ctx->walking_handlers) {
         /* Invariant 2 */
         node->deleted = true;
@@ -166,6 +190,8 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
         node->io_write = io_write;
         node->opaque = opaque;
         TAILQ_INSERT_TAIL(&ctx->handlers, node, node);
+        /* Invariant 4: not pollable until aio_set_fd_poll() says so. */
+        ctx->poll_disable_cnt++;
         aio_epoll_ctl(ctx, EPOLL_CTL_ADD, node);
         return;
     }
@@ -176,6 +202,183 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
     if (!same_events) {
         aio_epoll_ctl(ctx, EPOLL_CTL_MOD, node);
     }
+}
+
+/* No callbacks: aio_poll_handlers() skips it, its events wait. */
+const AioPollHandlers aio_poll_rare;
+
+void aio_set_fd_poll(AioContext *ctx, int fd,
+                     const AioPollHandlers *poll_handlers)
+{
+    AioHandler *node = aio_find_handler(ctx, fd);
+    const AioPollHandlers *p = poll_handlers;
+
+    /* poll callbacks belong to a registered handler */
+    assert(node);
+    assert(!p || p == &aio_poll_rare ||
+           (p->poll && p->ready && (!p->begin || p->end)));
+    /* Invariant 4 */
+    if (!node->poll && p) {
+        assert(ctx->poll_disable_cnt > 0);
+        ctx->poll_disable_cnt--;
+    } else if (node->poll && !p) {
+        ctx->poll_disable_cnt++;
+    }
+    node->poll = p;
+}
+
+void aio_context_set_poll_params(AioContext *ctx, int64_t max_ns,
+                                 int64_t grow, int64_t shrink)
+{
+    assert(max_ns >= 0 && grow >= 0 && shrink >= 0);
+    __atomic_store_n(&ctx->poll_max_ns, max_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->poll_grow, grow, __ATOMIC_RELAXED);
+    __atomic_store_n(&ctx->poll_shrink, shrink, __ATOMIC_RELAXED);
+    /* a context asleep takes them when it wakes; this wakes it */
+    aio_notify(ctx);
+}
+
+void aio_context_get_poll_stats(AioContext *ctx, AioPollStats *stats)
+{
+    *stats = ctx->poll_stats;
+    stats->window_ns = ctx->poll_ns;
+}
+
+int64_t aio_poll_window_next(int64_t window_ns, int64_t block_ns,
+                             int64_t max_ns, int64_t grow, int64_t shrink)
+{
+    if (max_ns <= 0) {
+        return 0;
+    }
+    window_ns = MIN(window_ns, max_ns);
+    if (window_ns && block_ns <= window_ns) {
+        return window_ns;           /* the window caught it */
+    }
+    if (block_ns > max_ns) {
+        /* no window allowed would have: polling only burns the CPU */
+        return shrink ? window_ns / shrink : 0;
+    }
+    if (!window_ns) {
+        return MIN(AIO_POLL_START_NS, max_ns);
+    }
+    grow = grow ? grow : 2;
+    /* window * grow, saturating at max_ns */
+    return window_ns > max_ns / grow ? max_ns : window_ns * grow;
+}
+
+/*
+ * Asks every pollable handler whether it has work; fills @ready with
+ * those that do (a poll callback runs no handler, so the list cannot change
+ * under the walk).
+ */
+static int aio_poll_handlers(AioContext *ctx, AioHandler **ready)
+{
+    AioHandler *node;
+    int n = 0;
+
+    TAILQ_FOREACH(node, &ctx->handlers, node) {
+        if (n < AIO_MAX_EVENTS && node->poll && node->poll->poll &&
+            node->poll->poll(node->opaque)) {
+            ready[n++] = node;
+        }
+    }
+    return n;
+}
+
+/* Invariant 7: polling mode starts; the sources may stop waking us. */
+static void aio_poll_mode_begin(AioContext *ctx)
+{
+    AioHandler *node;
+
+    ctx->poll_mode = true;
+    TAILQ_FOREACH(node, &ctx->handlers, node) {
+        if (node->poll && node->poll->begin) {
+            node->poll->begin(node->opaque);
+        }
+    }
+}
+
+/*
+ * Invariant 7: before a sleep, every source wakes us again.  Returns
+ * whether one had work meanwhile.
+ */
+static bool aio_poll_mode_end(AioContext *ctx)
+{
+    AioHandler *node;
+    bool work = false;
+
+    ctx->poll_mode = false;
+    TAILQ_FOREACH(node, &ctx->handlers, node) {
+        if (node->poll && node->poll->end && node->poll->end(node->opaque)) {
+            work = true;
+        }
+    }
+    return work;
+}
+
+static bool aio_work_pending(AioContext *ctx)
+{
+    return aio_bh_pending(ctx) ||
+           __atomic_load_n(&ctx->notified, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The busy-poll before a sleep.  Returns whether the window found work
+ * (handlers with work in @ready, *nready of them; or a bottom half or
+ * notification), and sets *wait_start when the wait that follows is one
+ * the window adapts to (invariant 5): 0 when the context does not poll.
+ */
+static bool aio_poll_window(AioContext *ctx, AioHandler **ready,
+                            int *nready, int64_t *wait_start)
+{
+    int64_t max_ns = __atomic_load_n(&ctx->poll_max_ns, __ATOMIC_RELAXED);
+    int64_t window, deadline, now, timer_ns;
+
+    *nready = 0;
+    *wait_start = 0;
+    if (!max_ns || ctx->poll_disable_cnt || aio_work_pending(ctx)) {
+        /* Invariant 4; and with work at hand there is no wait. */
+        ctx->poll_ns = MIN(ctx->poll_ns, max_ns);
+        return false;
+    }
+    now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    *wait_start = now;
+    /* Invariant 5 */
+    window = ctx->poll_ns = MIN(ctx->poll_ns, max_ns);
+    timer_ns = aio_timers_deadline_ns(ctx);
+    if (timer_ns >= 0) {
+        /* the timer ends the wait anyway */
+        window = MIN(window, timer_ns);
+    }
+    if (!window) {
+        return false;
+    }
+    if (!ctx->poll_mode) {
+        aio_poll_mode_begin(ctx);
+    }
+    ctx->poll_stats.polls++;
+    deadline = now + window;
+    do {
+        *nready = aio_poll_handlers(ctx, ready);
+        if (*nready || aio_work_pending(ctx)) {
+            ctx->poll_stats.poll_hits++;
+            return true;
+        }
+        now = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
+    } while (now < deadline);
+    return false;
+}
+
+/* Invariant 5: the wait that began at @wait_start ended now. */
+static void aio_poll_adapt(AioContext *ctx, int64_t wait_start)
+{
+    int64_t block_ns = qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - wait_start;
+
+    ctx->poll_ns = aio_poll_window_next(
+        ctx->poll_ns, block_ns,
+        __atomic_load_n(&ctx->poll_max_ns, __ATOMIC_RELAXED),
+        __atomic_load_n(&ctx->poll_grow, __ATOMIC_RELAXED),
+        __atomic_load_n(&ctx->poll_shrink, __ATOMIC_RELAXED));
 }
 
 /* The epoll_wait() timeout: -1 (forever) or milliseconds, rounded up. */
@@ -189,12 +392,20 @@ static int aio_compute_timeout(AioContext *ctx)
     return MIN(DIV_ROUND_UP(ns, SCALE_MS), INT_MAX);
 }
 
-static bool aio_dispatch_handlers(AioContext *ctx, struct epoll_event *events,
+static bool aio_dispatch_handlers(AioContext *ctx, AioHandler **ready,
+                                  int nready, struct epoll_event *events,
                                   int n)
 {
     bool progress = false;
 
     ctx->walking_handlers++;
+    for (int i = 0; i < nready; i++) {
+        /* Invariant 2: a handler removed by an earlier one is still here */
+        if (!ready[i]->deleted && ready[i]->poll) {
+            ready[i]->poll->ready(ready[i]->opaque);
+            progress = true;
+        }
+    }
     for (int i = 0; i < n; i++) {
         AioHandler *node = events[i].data.ptr;
         uint32_t revents = events[i].events;
@@ -224,28 +435,41 @@ static bool aio_dispatch_handlers(AioContext *ctx, struct epoll_event *events,
 bool aio_poll(AioContext *ctx, bool blocking)
 {
     struct epoll_event events[AIO_MAX_EVENTS];
+    AioHandler *ready[AIO_MAX_EVENTS];
+    int64_t wait_start = 0;
+    bool poll_hit = false;
     bool bh_pending;
     bool progress = false;
     int timeout = 0;
+    int nready = 0;
     int n = 0;
 
     if (blocking) {
+        /* Invariant 6: before notify_me is set */
+        poll_hit = aio_poll_window(ctx, ready, &nready, &wait_start);
         /* Invariant 3; pairs with aio_notify(). */
         __atomic_store_n(&ctx->notify_me, true, __ATOMIC_SEQ_CST);
     }
     bh_pending = aio_bh_pending(ctx);
-    if (blocking && !bh_pending &&
+    if (blocking && !poll_hit && !bh_pending &&
         !__atomic_load_n(&ctx->notified, __ATOMIC_SEQ_CST)) {
         timeout = aio_compute_timeout(ctx);
+    }
+    if (timeout != 0 && ctx->poll_mode && aio_poll_mode_end(ctx)) {
+        /* invariant 7: what came while the wake-ups were off */
+        nready = aio_poll_handlers(ctx, ready);
+        timeout = nready ? 0 : timeout;
     }
 
     if (timeout == 0 && TAILQ_EMPTY(&ctx->handlers)) {
         /* Nothing to poll: a pending notification is cleared later. */
-    } else if (timeout == 0 && bh_pending &&
+    } else if (timeout == 0 && (bh_pending || nready) &&
                ctx->epoll_skips < AIO_MAX_EPOLL_SKIPS) {
+        /* invariant 6 for the handlers the window found ready */
         ctx->epoll_skips++;
     } else {
         ctx->epoll_skips = 0;
+        ctx->poll_stats.epoll_waits++;
         n = epoll_wait(ctx->epollfd, events, AIO_MAX_EVENTS, timeout);
         if (n < 0) {
             /* EINTR: a signal woke us; the caller polls again. */
@@ -257,8 +481,12 @@ bool aio_poll(AioContext *ctx, bool blocking)
     }
     /* Notifications from now on must be seen by the next poll. */
     __atomic_store_n(&ctx->notified, false, __ATOMIC_SEQ_CST);
+    if (wait_start && (poll_hit || timeout != 0)) {
+        /* a wait the window could have caught, or did */
+        aio_poll_adapt(ctx, wait_start);
+    }
 
-    progress |= aio_dispatch_handlers(ctx, events, n);
+    progress |= aio_dispatch_handlers(ctx, ready, nready, events, n);
     progress |= aio_bh_poll(ctx);
     progress |= aio_timers_run(ctx);
     return progress;

@@ -29,6 +29,9 @@ static void co_socket_update_handler(CoSocket *s)
     aio_set_fd_handler(s->ctx, s->fd,
                        s->watch_read ? co_socket_readable : NULL,
                        s->watch_write ? co_socket_writable : NULL, s);
+    if (s->poll_rare && (s->watch_read || s->watch_write)) {
+        aio_set_fd_poll(s->ctx, s->fd, &aio_poll_rare);
+    }
 }
 
 /*
@@ -84,6 +87,11 @@ void co_socket_init(CoSocket *s, int fd, AioContext *ctx)
         .fd = fd,
         .ctx = ctx,
     };
+}
+
+void co_socket_set_poll_rare(CoSocket *s)
+{
+    s->poll_rare = true;
 }
 
 void co_socket_shutdown(CoSocket *s)

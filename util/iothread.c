@@ -4,10 +4,10 @@
  * The thread polls its context until stopping is set (by a bottom half
  * of destroy, so that the flag is read in the thread that set it) and
  * marks the context as its home meanwhile, so that the main loop can
- * acquire it (util/aio-wait.c).  The poll properties are QEMU's; they are
- * kept and reported by query-iothreads, but the loop does not busy-poll:
- * it sleeps in epoll_wait() as soon as nothing is ready
- * (docs/performance.md says why).
+ * acquire it (util/aio-wait.c).  The poll properties are QEMU's and go
+ * to the context (aio_context_set_poll_params(): its adaptive busy-poll,
+ * util/aio-posix.c), at creation and at each qom-set, which takes effect
+ * at the loop's next round; aio-max-batch is kept and reported only.
  *
  * Invariants:
  *  1. An iothread in iothread_list has a running thread polling ctx; the
@@ -72,16 +72,28 @@ static void iothread_stop_bh(void *opaque)
     t->stopping = true;
 }
 
-static bool iothread_get_param(JsonObject *props, const char *name,
-                               int64_t def, int64_t *value, Error **errp)
+static bool iothread_check_param(const char *name, int64_t value,
+                                 Error **errp)
 {
-    *value = json_object_get_int_member_with_default(props, name, def);
-    if (*value < 0) {
+    if (value < 0) {
         error_setg(errp, "%s value must be in range [0, %" PRId64 "]",
                    name, INT64_MAX);
         return false;
     }
     return true;
+}
+
+static bool iothread_get_param(JsonObject *props, const char *name,
+                               int64_t def, int64_t *value, Error **errp)
+{
+    *value = json_object_get_int_member_with_default(props, name, def);
+    return iothread_check_param(name, *value, errp);
+}
+
+static void iothread_apply_poll_params(IOThread *t)
+{
+    aio_context_set_poll_params(t->ctx, t->poll_max_ns, t->poll_grow,
+                                t->poll_shrink);
 }
 
 static void *iothread_create(const char *id, JsonObject *props,
@@ -106,6 +118,7 @@ static void *iothread_create(const char *id, JsonObject *props,
         g_free(t);
         return NULL;
     }
+    iothread_apply_poll_params(t);
     t->id = g_strdup(id);
     g_mutex_init(&t->init_lock);
     g_cond_init(&t->init_cond);
@@ -202,9 +215,45 @@ JsonNode *iothread_query_all(void)
     return json_node_init_array(json_node_alloc(), list);
 }
 
+/* qom-set: the poll properties change at once, as in QEMU. */
+static bool iothread_set_property(void *state, const char *name,
+                                  JsonNode *value, Error **errp)
+{
+    IOThread *t = state;
+    int64_t *field;
+    int64_t v;
+
+    if (!strcmp(name, "poll-max-ns")) {
+        field = &t->poll_max_ns;
+    } else if (!strcmp(name, "poll-grow")) {
+        field = &t->poll_grow;
+    } else if (!strcmp(name, "poll-shrink")) {
+        field = &t->poll_shrink;
+    } else if (!strcmp(name, "aio-max-batch")) {
+        field = &t->aio_max_batch;
+    } else {
+        error_setg(errp, "Property '%s.%s' not found", IOTHREAD_TYPE, name);
+        return false;
+    }
+    if (!JSON_NODE_HOLDS_VALUE(value) ||
+        json_node_get_value_type(value) != G_TYPE_INT64) {
+        error_setg(errp, "Invalid parameter type for '%s', expected: "
+                   "integer", name);
+        return false;
+    }
+    v = json_node_get_int(value);
+    if (!iothread_check_param(name, v, errp)) {
+        return false;
+    }
+    *field = v;
+    iothread_apply_poll_params(t);
+    return true;
+}
+
 static const UserObjectType iothread_type = {
     .name = IOTHREAD_TYPE,
     .create = iothread_create,
     .destroy = iothread_destroy,
+    .set_property = iothread_set_property,
 };
 user_object_type_init(iothread_type)

@@ -296,6 +296,26 @@ void user_object_del_all(void)
     }
 }
 
+bool user_object_set_property(const char *path, const char *name,
+                              JsonNode *value, Error **errp)
+{
+    const char *id = g_str_has_prefix(path, "/objects/")
+                     ? path + strlen("/objects/") : path;
+    UserObject *obj = user_object_lookup(id);
+
+    if (!obj) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND,
+                  "Device '%s' not found", path);
+        return false;
+    }
+    if (!obj->type->set_property) {
+        error_setg(errp, "Property '%s.%s' not found", obj->type->name,
+                   name);
+        return false;
+    }
+    return obj->type->set_property(obj->state, name, value, errp);
+}
+
 UserObject *user_object_find(const char *id, const char *type_name)
 {
     UserObject *obj = user_object_lookup(id);

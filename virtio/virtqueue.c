@@ -310,7 +310,7 @@ int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
     };
     vq->last_avail_idx++;
     vq->inuse++;
-    if (vq->event_idx) {
+    if (vq->event_idx && !vq->no_notify) {
         /* ask to be notified when the driver goes past this one */
         virtqueue_store16(vq, vq->used + VRING_USED_OFF_AVAIL_EVENT(vq->num),
                           vq->last_avail_idx);
@@ -382,6 +382,42 @@ int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
     }
     vq->used_idx++;
     return 0;
+}
+
+bool virtqueue_avail_pending(VirtQueue *vq)
+{
+    uint16_t avail_idx;
+
+    if (vq->broken || !vq->num) {
+        return false;
+    }
+    /* invariant 6: acquire, as a pop reads it */
+    return virtqueue_load16(vq, vq->avail + VRING_AVAIL_OFF_IDX,
+                            &avail_idx) &&
+           avail_idx != vq->last_avail_idx;
+}
+
+void virtqueue_set_notification(VirtQueue *vq, bool enable)
+{
+    vq->no_notify = !enable;
+    if (vq->broken || !vq->num) {
+        return;
+    }
+    if (vq->event_idx) {
+        if (enable) {
+            virtqueue_store16(vq, vq->used +
+                              VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                              vq->last_avail_idx);
+        }
+    } else {
+        /* the device owns the used ring's flags: NO_NOTIFY is all of them */
+        virtqueue_store16(vq, vq->used + VRING_USED_OFF_FLAGS,
+                          enable ? 0 : VRING_USED_F_NO_NOTIFY);
+    }
+    if (enable) {
+        /* invariant 6: the driver reads it after publishing its idx */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
 }
 
 bool virtqueue_should_notify(VirtQueue *vq)

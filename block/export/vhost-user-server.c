@@ -1065,6 +1065,8 @@ static void vu_server_accept(void *opaque)
     s->accept_error_logged = false;
     s->connected = true;
     co_socket_init(&s->sock, fd, s->ctx);
+    /* messages are rare: they may wait for a busy-poll window to end */
+    co_socket_set_poll_rare(&s->sock);
     vu_server_update_accepting(s);
     if (s->client_changed) {
         s->client_changed(s->opaque, true);
@@ -1081,6 +1083,10 @@ static void vu_server_update_accepting(VuServer *s)
         s->accepting = want;
         aio_set_fd_handler(s->ctx, s->listen_fd,
                            want ? vu_server_accept : NULL, NULL, s);
+        if (want) {
+            /* a connection may wait for a busy-poll window to end */
+            aio_set_fd_poll(s->ctx, s->listen_fd, &aio_poll_rare);
+        }
     }
 }
 
@@ -1117,6 +1123,8 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
     s->fault_fd = fault_fd;
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
+    /* a fault already stopped the rings; it may wait for a poll window */
+    aio_set_fd_poll(ctx, s->fault_fd, &aio_poll_rare);
     s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                     vu_server_accept_retry, s);
     s->nvqs = cfg->num_queues;

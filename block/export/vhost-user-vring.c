@@ -14,6 +14,13 @@
  *     schedules notify_bh, which asks the driver (virtqueue.c's
  *     should_notify) once for all the entries pushed since, and signals
  *     call_fd.  A ring that stops signals what is pending at once.
+ * 10. A started ring's kick fd is pollable (util/aio.h): an iothread's
+ *     busy-poll reads the avail idx and pops as a kick would, but says
+ *     "work" only for what a pop would take (started, enabled, not
+ *     paused, a slot free), so a ring it cannot serve never keeps the
+ *     loop spinning.  While the loop polls, the ring asks for no kicks
+ *     (virtqueue_set_notification()); a ring starts with kicks on, and
+ *     they are back on before the loop sleeps (aio-posix.c invariant 7).
  *
  * Everything runs in the thread of s->ctx.
  */
@@ -127,6 +134,52 @@ static void vu_virtq_kicked(void *opaque)
     vu_virtq_process(q);
 }
 
+/* Invariant 10. */
+static bool vu_virtq_poll(void *opaque)
+{
+    VuVirtq *q = opaque;
+
+    return q->started && vu_virtq_enabled(q) && !q->s->paused &&
+           q->free_slots && virtqueue_avail_pending(&q->vq);
+}
+
+/*
+ * The busy-poll saw requests: popped as for a kick, whose eventfd (if
+ * the driver wrote it) is read when the loop next sees it.
+ */
+static void vu_virtq_poll_ready(void *opaque)
+{
+    vu_virtq_process(opaque);
+}
+
+/* Invariant 10: the loop polls, kicks would only wake it needlessly. */
+static void vu_virtq_poll_begin(void *opaque)
+{
+    VuVirtq *q = opaque;
+
+    if (q->started) {
+        virtqueue_set_notification(&q->vq, false);
+    }
+}
+
+/* Invariant 10: the loop is about to sleep; kicks on, then a last look. */
+static bool vu_virtq_poll_end(void *opaque)
+{
+    VuVirtq *q = opaque;
+
+    if (q->vq.no_notify) {
+        virtqueue_set_notification(&q->vq, true);
+    }
+    return vu_virtq_poll(q);
+}
+
+static const AioPollHandlers vu_virtq_poll_handlers = {
+    .poll   = vu_virtq_poll,
+    .ready  = vu_virtq_poll_ready,
+    .begin  = vu_virtq_poll_begin,
+    .end    = vu_virtq_poll_end,
+};
+
 void vu_virtq_start(VuVirtq *q, int kick_fd)
 {
     if (q->kick_fd >= 0) {
@@ -139,6 +192,9 @@ void vu_virtq_start(VuVirtq *q, int kick_fd)
     }
     q->kick_fd = kick_fd;
     aio_set_fd_handler(q->s->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
+    aio_set_fd_poll(q->s->ctx, q->kick_fd, &vu_virtq_poll_handlers);
+    /* invariant 10: kicks on, whatever a poll of the last start left */
+    virtqueue_set_notification(&q->vq, true);
     /* the driver may have made requests available before the kick fd */
     vu_virtq_process(q);
 }

@@ -51,6 +51,92 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
                         IOHandler *io_write, void *opaque);
 
 /*
+ * Busy-polling (adaptive, as QEMU's iothreads).  A context with a poll
+ * window (aio_context_set_poll_params(); iothreads only, never the main
+ * loop) spends up to that window, before it would sleep in epoll_wait(),
+ * calling the poll callbacks of its handlers; the first that finds work
+ * ends the window, the handlers that said so run their ready callback,
+ * and the sleep is skipped.  The window adapts: it grows when the event
+ * came just after it, shrinks when polling wasted it.
+ *
+ * A handler registered with aio_set_fd_handler() alone is not pollable,
+ * and while a context has one, that context does not poll at all: its
+ * events (an NBD client's socket) would wait for the window to end.
+ * aio_set_fd_poll() gives an existing handler its poll callbacks, which
+ * all run in the context's thread and run no other handler:
+ */
+typedef bool AioPollFn(void *opaque);
+typedef struct AioPollHandlers {
+    /*
+     * Required.  Whether the source has work, without a system call (a
+     * ring's index in shared memory); called often, so it must be cheap.
+     */
+    AioPollFn *poll;
+    /*
+     * Required.  Does that work, as the fd's io_read would, without
+     * reading the fd (it may stay readable: io_read then finds nothing).
+     */
+    IOHandler *ready;
+    /*
+     * Optional.  Polling mode starts: the source may stop its wake-ups
+     * (a ring's notifications, an eventfd the kernel signals), since
+     * poll sees its work.
+     */
+    IOHandler *begin;
+    /*
+     * Optional (required with begin).  Polling mode ends, before the loop
+     * sleeps: the wake-ups are back on.  Also called for a handler that
+     * never saw begin (added meanwhile), so it must be idempotent.
+     * Returns whether work came while they were off (the loop then does
+     * not sleep).
+     */
+    AioPollFn *end;
+} AioPollHandlers;
+/*
+ * @poll_handlers (static, kept by pointer) makes the handler of @fd
+ * pollable, NULL makes it not pollable again; &aio_poll_rare says that
+ * the fd's events are rare (a control socket) and may wait until a
+ * window ends, at most poll-max-ns, so that it does not keep the context
+ * from polling.  Registering the fd anew after its removal starts not
+ * pollable.
+ */
+extern const AioPollHandlers aio_poll_rare;
+void aio_set_fd_poll(AioContext *ctx, int fd,
+                     const AioPollHandlers *poll_handlers);
+
+/*
+ * The context's poll window: at most @max_ns nanoseconds (0: no polling),
+ * multiplied by @grow (0: by 2) when an event came just after it,
+ * divided by @shrink (0: reset to nothing) when polling wasted it.  May
+ * be called from any thread; the context takes the new values at its next
+ * aio_poll(), which this wakes.  The values are not negative (the
+ * iothread object refuses those).
+ */
+void aio_context_set_poll_params(AioContext *ctx, int64_t max_ns,
+                                 int64_t grow, int64_t shrink);
+
+/*
+ * The adaptive rule itself, for aio_poll() and its tests: the window
+ * that follows @window_ns when the event that ended a wait came
+ * @block_ns after the wait began (polling included).  Within the window:
+ * kept.  Later, but within @max_ns: grown (from nothing to
+ * AIO_POLL_START_NS), never past @max_ns.  Later than @max_ns, so that no
+ * window allowed would have caught it: shrunk.
+ */
+#define AIO_POLL_START_NS 4096
+int64_t aio_poll_window_next(int64_t window_ns, int64_t block_ns,
+                             int64_t max_ns, int64_t grow, int64_t shrink);
+
+/* What polling did, for tests and benchmarks (the context's thread). */
+typedef struct AioPollStats {
+    uint64_t polls;         /* poll windows started */
+    uint64_t poll_hits;     /* windows that found work: no sleep */
+    uint64_t epoll_waits;   /* epoll_wait() calls, blocking or not */
+    int64_t window_ns;      /* the current window */
+} AioPollStats;
+void aio_context_get_poll_stats(AioContext *ctx, AioPollStats *stats);
+
+/*
  * Whether @fd can be given to aio_set_fd_handler(): regular files,
  * directories and devices without poll support cannot, and registering
  * one is a bug.  For descriptors that come from outside (a vhost-user

@@ -45,12 +45,19 @@ typedef struct CoSocket {
     bool watch_read;
     bool watch_write;
     bool shut_down;
+    bool poll_rare;             /* see co_socket_set_poll_rare() */
     const CoSocketFilter *filter;   /* NULL: plain recv/sendmsg */
     void *filter_opaque;
 } CoSocket;
 
 /* Takes over @fd (which must be non-blocking). */
 void co_socket_init(CoSocket *s, int fd, AioContext *ctx);
+/*
+ * The socket's traffic is rare (a control channel): its events may wait
+ * until an event loop's busy-poll window ends (aio_poll_rare in
+ * util/aio.h), so that it does not keep the loop from polling.
+ */
+void co_socket_set_poll_rare(CoSocket *s);
 /*
  * From now on every read and write goes through @filter (not for
  * co_socket_read_fds); the caller keeps @opaque alive until the socket is

@@ -47,6 +47,15 @@ typedef struct UserObjectType {
      * sets @errp with the reason if not.
      */
     bool (*can_delete)(void *state, Error **errp);
+    /*
+     * Optional (NULL: no property can change after creation).  QMP
+     * qom-set of the property @name to @value (any JSON: the type checks
+     * it), which takes effect at once.  Returns false with @errp set if
+     * @name is no property it can change (the message QEMU gives:
+     * "Property 'TYPE.NAME' not found") or @value does not fit it.
+     */
+    bool (*set_property)(void *state, const char *name, JsonNode *value,
+                         Error **errp);
 } UserObjectType;
 
 /* Registers @type; the schema must have a variant of the same name. */
@@ -71,6 +80,14 @@ bool user_object_add(JsonObject *args, Error **errp);
 
 /* QMP object-del: refused while in use (invariant 2). */
 bool user_object_del(const char *id, Error **errp);
+
+/*
+ * QMP qom-set: the object at @path ("/objects/ID", or its id alone, as
+ * QEMU resolves a partial path) gets @value for its property @name, by
+ * its type's set_property.
+ */
+bool user_object_set_property(const char *path, const char *name,
+                              JsonNode *value, Error **errp);
 
 /* Deletes every object, in the reverse order of creation (at exit). */
 void user_object_del_all(void);

@@ -42,6 +42,7 @@ typedef struct VirtQueue {
     bool signalled_used_valid;
     unsigned int inuse;         /* popped, not pushed yet */
     bool broken;
+    bool no_notify;             /* the device polls: no kicks wanted */
 
     const GuestMemory *mem;
 } VirtQueue;
@@ -87,6 +88,22 @@ int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
 /* After pushes: whether the driver wants an interrupt (EVENT_IDX or the
  * avail ring's NO_INTERRUPT flag). */
 bool virtqueue_should_notify(VirtQueue *vq);
+/*
+ * Whether the driver has made entries available that were not popped:
+ * one read of the avail idx, for a device that busy-polls the ring
+ * instead of waiting for a kick.  A ring the driver broke says no (the
+ * pop that follows a kick reports it).
+ */
+bool virtqueue_avail_pending(VirtQueue *vq);
+/*
+ * Whether the device wants kicks.  Off (a device that polls the ring):
+ * VRING_USED_F_NO_NOTIFY, or with EVENT_IDX an avail_event that pops no
+ * longer advance.  Back on: the flag cleared or avail_event set to the
+ * next entry, ordered before the avail idx is read again, so that the
+ * caller's virtqueue_avail_pending() that follows sees what the driver
+ * made available without a kick meanwhile.
+ */
+void virtqueue_set_notification(VirtQueue *vq, bool enable);
 /* Frees an element of virtqueue_pop() (never one of virtqueue_pop_into()). */
 void virtqueue_element_free(VirtQueueElement *elem);
 

@@ -6,7 +6,9 @@ data written by concurrent clients of two exports on two iothreads read
 back whole, QMP commands on their nodes while the I/O runs, the refusals
 (an unknown iothread, a node another user keeps in the main loop, a block
 job on an iothread node, object-del of an iothread in use), export removal
-and daemon shutdown with clients active, and NBD multi-conn."""
+and daemon shutdown with clients active, NBD multi-conn, qom-set of the
+poll properties, and vhost-user-blk data verified byte for byte through a
+busy-polling iothread while polling is switched off and on."""
 import os
 import subprocess
 import sys
@@ -61,6 +63,40 @@ def test_objects():
             qsd.wait_for(lambda: thread_name(d.proc.pid, tid) is None))
     t.equal('... and it is no longer listed',
             [i['id'] for i in c.ok('query-iothreads')], ['io0'])
+    t.equal('qom-set changes poll-max-ns at once',
+            c.cmd('qom-set', {'path': '/objects/io0',
+                              'property': 'poll-max-ns', 'value': 0}),
+            {'return': {}})
+    t.equal('qom-set by the id alone, as QEMU resolves a partial path',
+            c.cmd('qom-set', {'path': 'io0', 'property': 'poll-grow',
+                              'value': 4}), {'return': {}})
+    t.equal('... query-iothreads shows both',
+            [(i['poll-max-ns'], i['poll-grow'])
+             for i in c.ok('query-iothreads')], [(0, 4)])
+    t.equal('qom-set of an unknown object: QEMU\'s class and message',
+            error_of(c.cmd('qom-set', {'path': '/objects/nope',
+                                       'property': 'poll-max-ns',
+                                       'value': 1})),
+            ('DeviceNotFound', "Device '/objects/nope' not found"))
+    t.equal('qom-set of an unknown property: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0', 'property': 'foo',
+                                       'value': 1})),
+            generic("Property 'iothread.foo' not found"))
+    t.equal('qom-set of a string: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0',
+                                       'property': 'poll-max-ns',
+                                       'value': 'x'})),
+            generic("Invalid parameter type for 'poll-max-ns', expected: "
+                    "integer"))
+    t.equal('qom-set of a negative value: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'io0',
+                                       'property': 'poll-shrink',
+                                       'value': -1})),
+            generic('poll-shrink value must be in range '
+                    '[0, 9223372036854775807]'))
+    t.equal('... and changes nothing',
+            [(i['poll-max-ns'], i['poll-grow'], i['poll-shrink'])
+             for i in c.ok('query-iothreads')], [(0, 4, 0)])
     c.close()
     t.equal('the daemon stops its iothreads and exits 0', d.stop(), 0)
 
@@ -236,8 +272,54 @@ def test_vhost_user_blk():
     t.check('the image checks clean with qemu-img', rc == 0, out + err)
 
 
+def test_vhost_user_blk_polling():
+    """Data through a busy-polling iothread (the rings polled, their kicks
+    off meanwhile; io_uring completions polled), byte for byte, at depth 1
+    and 32, while qom-set turns polling off and on under the I/O."""
+    bench = os.path.join(t.build, 'tests', 'perf', 'vhost-user-bench')
+    if not os.path.exists(bench):
+        t.skip('vhost-user-blk data through a polling iothread',
+               '%s is not built' % bench)
+        return
+    img = t.create_image('p.qcow2', '64M')
+    sock = t.path('vup.sock')
+    d = t.daemon(['--object', 'iothread,id=io0,poll-max-ns=200000',
+                  '--blockdev', 'driver=file,node-name=f,filename=%s,'
+                  'cache.direct=on,aio=io_uring' % img,
+                  '--blockdev', 'driver=qcow2,node-name=v,file=f',
+                  '--export', 'vhost-user-blk,id=vu,node-name=v,'
+                  'writable=on,iothread=io0,addr.type=unix,addr.path=%s'
+                  % sock])
+    c = d.qmp()
+    for depth in ('1', '32'):
+        rc, out, err = t.run([bench, sock, 'verify', '4096', depth, '1'])
+        t.check('depth %s: 4096 blocks written and read back byte for '
+                'byte through a polling iothread' % depth,
+                rc == 0 and 'VERIFIED 4096' in out, out + err)
+    p = subprocess.Popen([bench, sock, 'verify', '4096', '8', '1'],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    flips = 0
+    while p.poll() is None:
+        c.ok('qom-set', {'path': 'io0', 'property': 'poll-max-ns',
+                         'value': 0 if flips % 2 == 0 else 200000})
+        flips += 1
+    out = p.communicate()[0]
+    t.check('... and while qom-set turns polling off and on under the '
+            'I/O (%d times)' % flips,
+            p.returncode == 0 and 'VERIFIED 4096' in out, out)
+    rc, out, err = t.run([bench, sock, 'randwrite', '4096', '32', '1'])
+    t.check('... a front-end that kicks only when asked gets served',
+            rc == 0 and 'IOPS' in out, out + err)
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+    rc, out, err = t.run(['qemu-img', 'check', img])
+    t.check('the image checks clean with qemu-img', rc == 0, out + err)
+
+
 test_objects()
 test_nbd_concurrent()
 test_multi_conn()
 test_vhost_user_blk()
+test_vhost_user_blk_polling()
 t.finish()

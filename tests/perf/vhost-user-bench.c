@@ -5,7 +5,11 @@
  *
  *   vhost-user-bench SOCKET PATTERN BLOCK_SIZE DEPTH SECONDS
  *
- * PATTERN is randread, randwrite, read or write.  It negotiates as QEMU
+ * PATTERN is randread, randwrite, read or write; or verify, which checks
+ * data rather than measuring: it writes the first blocks of the disk (at
+ * most 4096 of BLOCK_SIZE) with a stamp that names the block and the run,
+ * DEPTH at a time, reads them back the same way and compares every byte,
+ * then prints "VERIFIED N" (SECONDS is not used).  It negotiates as QEMU
  * does (features less EVENT_IDX and INDIRECT_DESC, protocol features
  * REPLY_ACK), shares a memfd as guest memory, sets up queue 0 and keeps
  * DEPTH requests of BLOCK_SIZE bytes available: each completion is
@@ -54,7 +58,16 @@ typedef struct Bench {
     bool random;
     uint64_t blocks;            /* capacity in BLOCK_SIZE units */
     uint64_t next_block;        /* sequential patterns */
+    /* verify: requests of this phase to make, made so far, the stamp */
+    uint64_t limit;
+    uint64_t submitted;
+    bool verify;
+    uint64_t seed;
+    uint64_t slot_block[QUEUE_SIZE / 3];
 } Bench;
+
+/* Blocks the verify pattern writes and reads back, at most. */
+#define VERIFY_BLOCKS   4096
 
 static void G_GNUC_NORETURN G_GNUC_PRINTF(1, 2) die(const char *fmt, ...)
 {
@@ -265,6 +278,35 @@ static void bench_desc(Bench *b, uint16_t i, uint64_t off, uint32_t len,
     memcpy(b->mem + DESC_OFF + i * sizeof(d), &d, sizeof(d));
 }
 
+/* The verify pattern's 8-byte word @i of @block. */
+static uint64_t bench_stamp(Bench *b, uint64_t block, size_t i)
+{
+    return (b->seed << 40) ^ (block << 16) ^ i;
+}
+
+static void bench_fill(Bench *b, uint8_t *data, uint64_t block)
+{
+    for (size_t i = 0; i < b->bs / 8; i++) {
+        uint64_t w = bench_stamp(b, block, i);
+
+        memcpy(data + i * 8, &w, 8);
+    }
+}
+
+static void bench_check(Bench *b, const uint8_t *data, uint64_t block)
+{
+    for (size_t i = 0; i < b->bs / 8; i++) {
+        uint64_t w;
+
+        memcpy(&w, data + i * 8, 8);
+        if (w != bench_stamp(b, block, i)) {
+            die("block %" PRIu64 " read back wrong at byte %zu: %#" PRIx64
+                " where %#" PRIx64 " was written", block, i * 8, w,
+                bench_stamp(b, block, i));
+        }
+    }
+}
+
 /* Builds the next request in @slot and makes it available. */
 static void bench_submit(Bench *b, unsigned int slot)
 {
@@ -279,6 +321,11 @@ static void bench_submit(Bench *b, unsigned int slot)
     uint16_t *ring = (uint16_t *)(b->mem + AVAIL_OFF + VRING_AVAIL_OFF_RING);
     uint16_t *idx = (uint16_t *)(b->mem + AVAIL_OFF + VRING_AVAIL_OFF_IDX);
 
+    b->submitted++;
+    b->slot_block[slot] = block;
+    if (b->verify && b->is_write) {
+        bench_fill(b, b->mem + off + SLOT_DATA, block);
+    }
     memcpy(b->mem + off, &hdr, sizeof(hdr));
     bench_desc(b, head, off, sizeof(hdr), VRING_DESC_F_NEXT, head + 1);
     bench_desc(b, head + 1, off + SLOT_DATA, b->bs,
@@ -334,8 +381,12 @@ static unsigned int bench_reap(Bench *b, bool resubmit)
             die("request failed with status %u",
                 b->mem[SLOTS_OFF + slot * b->slot_size + 16]);
         }
+        if (b->verify && !b->is_write) {
+            bench_check(b, b->mem + SLOTS_OFF + slot * b->slot_size +
+                        SLOT_DATA, b->slot_block[slot]);
+        }
         n++;
-        if (resubmit) {
+        if (resubmit && b->submitted < b->limit) {
             bench_submit(b, slot);
         }
     }
@@ -358,6 +409,33 @@ static void bench_wait_call(Bench *b)
     }
 }
 
+/*
+ * One verify phase: @count requests of the first blocks, in order, @depth
+ * at a time (the reaping checks what reads bring back).
+ */
+static void bench_verify_phase(Bench *b, unsigned int depth, uint64_t count,
+                               bool is_write)
+{
+    uint64_t done = 0;
+
+    b->is_write = is_write;
+    b->next_block = 0;
+    b->submitted = 0;
+    b->limit = count;
+    for (unsigned int i = 0; i < depth && b->submitted < count; i++) {
+        bench_submit(b, i);
+    }
+    bench_kick(b);
+    while (done < count) {
+        unsigned int n = bench_reap(b, true);
+
+        done += n;
+        if (!n) {
+            bench_wait_call(b);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     Bench b = { 0 };
@@ -368,12 +446,14 @@ int main(int argc, char **argv)
     int64_t start, end;
 
     if (argc != 6) {
-        fprintf(stderr, "usage: vhost-user-bench SOCKET randread|randwrite|"
+        fprintf(stderr, "usage: vhost-user-bench SOCKET randread|randwrite|verify|"
                 "read|write BLOCK_SIZE DEPTH SECONDS\n");
         return 1;
     }
     b.is_write = strstr(argv[2], "write") != NULL;
     b.random = g_str_has_prefix(argv[2], "rand");
+    b.verify = !strcmp(argv[2], "verify");
+    b.limit = UINT64_MAX;
     b.bs = strtoul(argv[3], NULL, 0);
     depth = strtoul(argv[4], NULL, 0);
     secs = strtod(argv[5], NULL);
@@ -391,6 +471,16 @@ int main(int argc, char **argv)
     }
     bench_setup_memory(&b, depth);
     bench_setup_vring(&b);
+    if (b.verify) {
+        uint64_t count = MIN(b.blocks, VERIFY_BLOCKS);
+
+        b.seed = (uint64_t)g_get_real_time() & 0xffffff;
+        bench_verify_phase(&b, depth, count, true);
+        bench_verify_phase(&b, depth, count, false);
+        printf("VERIFIED %" PRIu64 "\n", count);
+        close(b.fd);
+        return 0;
+    }
 
     start = g_get_monotonic_time();
     end = start + secs * G_USEC_PER_SEC;

@@ -157,11 +157,72 @@ static void test_pop_into(void)
     }
 }
 
+static uint16_t ram16(uint64_t addr)
+{
+    return GUINT16_FROM_LE(*(uint16_t *)(ram + addr));
+}
+
+/*
+ * A device that polls the ring: virtqueue_avail_pending() sees what the
+ * driver made available, and with notifications off the driver is asked
+ * for no kicks (VRING_USED_F_NO_NOTIFY, or an avail event that pops no
+ * longer advance with EVENT_IDX) until they are back on.
+ */
+static void test_polling(void)
+{
+    VirtQueueElement *elem;
+    VirtQueue vq;
+    uint16_t avail_idx = 0;
+    uint64_t flags = USED + VRING_USED_OFF_FLAGS;
+    uint64_t avail_event = USED + VRING_USED_OFF_AVAIL_EVENT(NUM);
+
+    ring_init(&vq);
+    g_assert_false(virtqueue_avail_pending(&vq));
+    ring_add(&avail_idx, 1);
+    g_assert_true(virtqueue_avail_pending(&vq));
+    virtqueue_set_notification(&vq, false);
+    g_assert_cmpuint(ram16(flags), ==, VRING_USED_F_NO_NOTIFY);
+    g_assert_cmpint(virtqueue_pop(&vq, &elem, &error_abort), ==, 1);
+    g_assert_false(virtqueue_avail_pending(&vq));
+    virtqueue_push(&vq, elem, 0, &error_abort);
+    virtqueue_element_free(elem);
+    virtqueue_set_notification(&vq, true);
+    g_assert_cmpuint(ram16(flags), ==, 0);
+
+    /* EVENT_IDX: the avail event stays behind while notifications are off */
+    ring_init(&vq);
+    vq.event_idx = true;
+    avail_idx = 0;
+    virtqueue_set_notification(&vq, false);
+    ring_add(&avail_idx, 2);
+    for (int i = 0; i < 2; i++) {
+        g_assert_cmpint(virtqueue_pop(&vq, &elem, &error_abort), ==, 1);
+        virtqueue_push(&vq, elem, 0, &error_abort);
+        virtqueue_element_free(elem);
+    }
+    g_assert_cmpuint(ram16(avail_event), ==, 0);
+    g_assert_cmpuint(ram16(flags), ==, 0);
+    /* back on: the driver's next request is past the avail event */
+    virtqueue_set_notification(&vq, true);
+    g_assert_cmpuint(ram16(avail_event), ==, 2);
+    ring_add(&avail_idx, 1);
+    g_assert_cmpint(virtqueue_pop(&vq, &elem, &error_abort), ==, 1);
+    g_assert_cmpuint(ram16(avail_event), ==, 3);
+    virtqueue_push(&vq, elem, 0, &error_abort);
+    virtqueue_element_free(elem);
+
+    /* a broken queue has nothing pending for a poller */
+    ring_add(&avail_idx, 1);
+    vq.broken = true;
+    g_assert_false(virtqueue_avail_pending(&vq));
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
     g_test_add_func("/virtqueue/more-than-queue-size",
                     test_more_than_queue_size);
     g_test_add_func("/virtqueue/pop-into", test_pop_into);
+    g_test_add_func("/virtqueue/polling", test_polling);
     return g_test_run();
 }
