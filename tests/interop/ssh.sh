@@ -6,7 +6,8 @@
 # checking (known_hosts, hashes, off) and QEMU's errors for a changed or
 # unknown host key, a bad path, user or port; the daemon exporting an
 # ssh node over NBD; and last a server that dies under a read, which
-# must end in an error, never a crash or a hang.
+# must end in an error, never a crash or a hang, in a tool and under the
+# daemon's export (which serves on and stops when asked).
 #
 #   tests/interop/ssh.sh BUILD_DIR
 #
@@ -334,6 +335,51 @@ else
     fail "sshd's session killed under a read: EIO (exit $rc, ${took}s)" \
          "$(tail -n 5 dying.out)"
 fi
+
+# the daemon's ssh node loses its server: requests through the export
+# fail, the daemon serves on and stops when asked
+"$qsd" --blockdev "$opts,node-name=s0" \
+    --nbd-server addr.type=unix,addr.path=$work/nbd2.sock \
+    --export type=nbd,id=e0,node-name=s0,name=s0,writable=on \
+    2> qsd2.err &
+qsd_pid=$!
+for i in $(seq 100); do
+    [ -S nbd2.sock ] && break
+    sleep 0.1
+done
+u="nbd+unix:///s0?socket=$work/nbd2.sock"
+check "export of an ssh node: reads before the server goes" quiet \
+    timeout 60 qemu-io -f raw -r -c 'read -P 0x66 4M 1M' "$u"
+for pid in $(session_pids); do
+    kill -9 "$pid"
+done
+timeout 60 qemu-io -f raw -c 'read 0 1M' -c 'write 0 64k' "$u" \
+    > dead-export.out 2>&1
+rc=$?
+check "... then reads and writes fail with EIO (exit $rc)" \
+    [ $rc -ne 124 -a "$(grep -c 'failed: Input/output error' dead-export.out)" -eq 2 ]
+check "... and the daemon still serves: qemu-img info answers" quiet \
+    timeout 20 qemu-img info -f raw "$u"
+# (its flush at shutdown fails, since a write failed: said, not hidden)
+stopped() {
+    local i
+    kill "$qsd_pid"
+    for i in $(seq 100); do
+        if ! kill -0 "$qsd_pid" 2>/dev/null; then
+            wait "$qsd_pid"
+            [ $? -lt 128 ]
+            return
+        fi
+        sleep 0.1
+    done
+    kill -9 "$qsd_pid"
+    return 1
+}
+check "... and stops when asked, within 10 s" stopped
+check "... saying that its last flush failed" quiet \
+    grep -q "Failed to flush node 's0' at shutdown: Input/output error" \
+    qsd2.err
+qsd_pid=
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
