@@ -9,10 +9,10 @@
  * path (read, write, fsync, the write that grows the file) runs in a
  * worker of the node's context's thread pool, one request at a time under
  * s->lock.  The coroutine that submitted it waits; the loop runs on.  A
- * server that answers slowly therefore slows this node only, and requests
- * do not overlap on the wire: SSH gives one ordered stream anyway, and
- * SFTP's throughput over it comes from large requests, which the layers
- * above send for copies.
+ * server that answers slowly therefore slows this node only.  Requests do
+ * not overlap each other, but a read keeps up to 16 SFTP reads on the
+ * wire (libssh 0.10 has that for reads only), so a large read, what
+ * copies send, costs about one round trip rather than one per 64 KiB.
  *
  * Open, create and close block in the calling thread while they talk to
  * the server, as QEMU's do: the tools and the monitor call them outside
@@ -32,6 +32,19 @@
 #include "block/ssh.h"
 #include "qapi/qapi-opts.h"
 #include "util/thread-pool.h"
+
+/*
+ * Reads are pipelined: SFTP lets a client send many read requests before
+ * the first answer comes (libssh 0.10: sftp_async_read_begin() and
+ * sftp_async_read()), so a large read has up to QSSH_READ_DEPTH pieces of
+ * QSSH_READ_PIECE bytes on the wire at once and costs about one round
+ * trip rather than one per piece.  64 KiB is what OpenSSH's sftp-server
+ * and most others answer in full; 16 of them (1 MiB) cover a long fat
+ * network's round trip without holding much of the server's memory.
+ * libssh 0.10 has no such pair for writes.
+ */
+#define QSSH_READ_PIECE (64 * KiB)
+#define QSSH_READ_DEPTH 16
 
 /*
  * The most one SFTP write carries.  OpenSSH's sftp-server drops the
@@ -71,8 +84,9 @@ typedef struct SSHRequest {
 } SSHRequest;
 
 /*
- * Reads @len bytes at the file's position into @buf; what lies past the
- * end of the file reads as zeroes, as a file protocol's reads do.
+ * Reads @len bytes at the file's position into @buf, one request at a
+ * time; what lies past the end of the file reads as zeroes, as a file
+ * protocol's reads do.
  */
 static int qssh_read_buf(SSHConn *c, char *buf, size_t len)
 {
@@ -90,6 +104,120 @@ static int qssh_read_buf(SSHConn *c, char *buf, size_t len)
         len -= n;
     }
     return 0;
+}
+
+/* One read request on the wire: where its answer goes. */
+typedef struct SSHReadPiece {
+    char *buf;
+    uint32_t len;
+    uint64_t offset;
+    int id;
+} SSHReadPiece;
+
+/*
+ * Takes the answer to @p: its length (less than asked at the end of the
+ * file) or -EIO.  After an answer at the end of the file libssh answers
+ * every later call with 0 without taking that call's answer off the wire,
+ * where it would wait for the session's life: the seek clears libssh's
+ * EOF mark (and its position, which a pipeline does not use).
+ */
+static int qssh_read_piece_done(SSHConn *c, SSHReadPiece *p)
+{
+    int n;
+
+    if (sftp_seek64(c->file, p->offset) < 0) {
+        return -EIO;
+    }
+    n = sftp_async_read(c->file, p->buf, p->len, p->id);
+    if (n == SSH_EOF) {
+        return 0;
+    }
+    return n < 0 ? -EIO : n;
+}
+
+/*
+ * Reads @qiov at @offset with up to QSSH_READ_DEPTH pieces in flight.
+ *
+ * A piece answered short (the end of the file, or a server that answers
+ * less than asked) is completed by plain reads, but only once nothing is
+ * in flight: libssh 0.10 loses the answers to pipelined requests that
+ * arrive while a plain read waits for its own.  So after a short answer
+ * no piece is sent until those in flight are taken; then the short ones
+ * are completed (zeroes past the end of the file), and the pipeline goes
+ * on.
+ */
+static int qssh_read_pipelined(SSHConn *c, uint64_t offset,
+                               QEMUIOVector *qiov)
+{
+    SSHReadPiece ring[QSSH_READ_DEPTH];
+    SSHReadPiece shorts[QSSH_READ_DEPTH];
+    unsigned head = 0, count = 0, nshort = 0;
+    size_t done = 0;
+    int ret = 0;
+
+    for (;;) {
+        while (ret == 0 && nshort == 0 && count < QSSH_READ_DEPTH &&
+               done < qiov->size) {
+            SSHReadPiece *p = &ring[(head + count) % QSSH_READ_DEPTH];
+            struct iovec *iov;
+            size_t skip;
+            int i;
+
+            /* the iovec element that holds byte @done, and where in it */
+            for (i = 0, skip = done; skip >= qiov->iov[i].iov_len; i++) {
+                skip -= qiov->iov[i].iov_len;
+            }
+            iov = &qiov->iov[i];
+            p->buf = (char *)iov->iov_base + skip;
+            p->len = MIN(iov->iov_len - skip, QSSH_READ_PIECE);
+            p->offset = offset + done;
+            if (sftp_seek64(c->file, p->offset) < 0) {
+                ret = -EIO;
+                break;
+            }
+            p->id = sftp_async_read_begin(c->file, p->len);
+            if (p->id < 0) {
+                ret = -EIO;
+                break;
+            }
+            done += p->len;
+            count++;
+        }
+        if (count > 0) {
+            /*
+             * In order, and every one even after a failure: an answer
+             * never taken would stay queued in libssh.
+             */
+            SSHReadPiece *p = &ring[head];
+            int n = qssh_read_piece_done(c, p);
+
+            head = (head + 1) % QSSH_READ_DEPTH;
+            count--;
+            if (n < 0) {
+                ret = -EIO;
+            } else if (n < p->len) {
+                assert(nshort < QSSH_READ_DEPTH);
+                shorts[nshort] = *p;
+                shorts[nshort].buf += n;
+                shorts[nshort].offset += n;
+                shorts[nshort].len -= n;
+                nshort++;
+            }
+            continue;
+        }
+        /* nothing in flight: complete the short pieces */
+        for (unsigned i = 0; i < nshort && ret == 0; i++) {
+            if (sftp_seek64(c->file, shorts[i].offset) < 0) {
+                ret = -EIO;
+                break;
+            }
+            ret = qssh_read_buf(c, shorts[i].buf, shorts[i].len);
+        }
+        nshort = 0;
+        if (ret < 0 || done == qiov->size) {
+            return ret;
+        }
+    }
 }
 
 static int qssh_write_buf(SSHConn *c, const char *buf, size_t len)
@@ -122,15 +250,15 @@ static int qssh_worker(void *opaque)
     case QSSH_OP_WRITE:
         break;
     }
+    if (req->op == QSSH_OP_READ) {
+        return qssh_read_pipelined(c, req->offset, req->qiov);
+    }
     if (sftp_seek64(c->file, req->offset) < 0) {
         return -EIO;
     }
     for (int i = 0; i < req->qiov->niov && ret == 0; i++) {
-        struct iovec *iov = &req->qiov->iov[i];
-
-        ret = req->op == QSSH_OP_READ ?
-              qssh_read_buf(c, iov->iov_base, iov->iov_len) :
-              qssh_write_buf(c, iov->iov_base, iov->iov_len);
+        ret = qssh_write_buf(c, req->qiov->iov[i].iov_base,
+                             req->qiov->iov[i].iov_len);
     }
     return ret;
 }

@@ -309,8 +309,31 @@ wait "$qsd_pid"
 check "the daemon stops cleanly" [ $? -eq 0 ]
 qsd_pid=
 
-# --- the server dies under a read -----------------------------------------
+# --- the file shrinks under the node --------------------------------------
 head -c 64M /dev/urandom > big.raw
+cp big.raw shrunk.raw
+(sleep 1; truncate -s 1M shrunk.raw) &
+shrink_pid=$!
+timeout 60 "$qio" -f raw -r -c 'sleep 3000' -c 'read -P 0 32M 16M' \
+    -c 'read -P 0 1M 3M' -c 'read -v 1040000 16384' "$(url shrunk.raw)" \
+    > shrunk.out 2>&1
+rc=$?
+wait "$shrink_pid"
+tail_ok=$(python3 - big.raw <<'EOF2'
+import sys
+d = open(sys.argv[1], 'rb').read()[1040000:1048576] + bytes(16384 - 8576)
+print(''.join('%02x' % b for b in d))
+EOF2
+)
+got=$(sed -n 's/^[0-9a-f]*:  \(\([0-9a-f][0-9a-f] \)*\).*/\1/p' shrunk.out | tr -d ' \n')
+if [ $rc -eq 0 ] && [ "$got" = "$tail_ok" ]; then
+    ok "the file shrinks under a reader: zeroes past its new end, no hang"
+else
+    fail "the file shrinks under a reader: zeroes past its new end, no hang (exit $rc)" \
+         "$(grep -v '^[0-9a-f]*: ' shrunk.out | tail -n 5)"
+fi
+
+# --- the server dies under a read -----------------------------------------
 session_pids() { ps --ppid "$sshd_pid" -o pid= 2>/dev/null; }
 start=$(date +%s)
 timeout 60 "$qio" -f raw -r -c 'read 0 64M' -c 'read 0 64M' \
