@@ -7,17 +7,22 @@ PREFIX ?= /usr/local
 
 # Debian packages needed to build, and the ones only the tests need (the
 # real QEMU tools are the compatibility oracle of tests/interop).  librbd
-# is optional to meson (the rbd driver then says it is missing), but
-# installed here so that the driver is built and tested.
+# and libssh are optional to meson (the rbd and ssh drivers then say they
+# are missing), but installed here so that the drivers are built and
+# tested.
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
-              nettle-dev libgnutls28-dev python3 librbd-dev librados-dev
+              nettle-dev libgnutls28-dev python3 librbd-dev librados-dev \
+              libssh-dev
 # The rbd tests run a throw-away Ceph cluster (tests/ceph/: ceph-mon,
 # ceph-osd, ceph-common, uuidgen) and use QEMU's rbd driver as the oracle
-# (qemu-block-extra has block-rbd.so).
+# (qemu-block-extra has block-rbd.so, and block-ssh.so for the ssh tests,
+# which run a throw-away sshd: openssh-server, ssh-keygen and ssh-agent
+# of openssh-client).
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
               busybox-static strace cryptsetup-bin gnutls-bin fio \
-              ceph-mon ceph-osd ceph-common uuid-runtime qemu-block-extra
+              ceph-mon ceph-osd ceph-common uuid-runtime qemu-block-extra \
+              openssh-server openssh-client
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin
