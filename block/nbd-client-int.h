@@ -118,6 +118,8 @@ typedef struct BDRVNBDState {
     CoQueue reconnect_waiters;  /* requests waiting for a connection */
     QEMUTimer *delay_timer;     /* ends CONNECTING_WAIT */
     QEMUTimer *retry_timer;     /* the pause between attempts */
+    Coroutine *connect_co;      /* waits in nbd_co_connect() */
+    QEMUTimer *connect_timer;   /* its deadline, or its next try */
     int recv_err;               /* a read of the socket failed: lost */
     bool recv_woke;             /* the last reply woke its request */
     QEMUBH *recv_bh;            /* resumes conn_co after the woken ones */
@@ -141,8 +143,8 @@ void nbd_client_lost(BlockDriverState *bs);
  */
 int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs);
 /*
- * Connects and negotiates (open and every reconnection); the handshake
- * must be over by @deadline (g_get_monotonic_time()).
+ * Connects and negotiates, blocking (open); the connect and the
+ * handshake must be over by @deadline (g_get_monotonic_time()).
  */
 int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd,
                        QCryptoTLSSession **sess, NBDExportInfo *info,

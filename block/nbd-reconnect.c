@@ -24,10 +24,18 @@
  *    a thread meanwhile; one attempt per request finds the server just as
  *    soon as it is back, without a thread left behind at close).
  *
- * Invariant 5 (with those of nbd.c): an attempt to reconnect runs in a
- * worker thread (a connect and a handshake block), only one at a time
- * (s->connecting), and only when no coroutine uses the old socket: the
- * receive loop has ended and the send mutex is held while it is closed.
+ * Invariant 5 (with those of nbd.c): an attempt to reconnect connects
+ * in the event loop without blocking it (nbd_co_connect: the coroutine
+ * yields until the socket is connected, and a close or the end of
+ * reconnect-delay abandons it), then negotiates in a worker thread (the
+ * handshake blocks, within its deadline); only one attempt runs at a
+ * time (s->connecting), and only when no coroutine uses the old socket:
+ * the receive loop has ended and the send mutex is held while it is
+ * closed.
+ *
+ * Every connect is bounded: by open-timeout when given, else by the
+ * handshake's deadline (NBD_CLIENT_HANDSHAKE_TIMEOUT_S), never by the
+ * kernel's SYN retries (about two minutes for a host that is away).
  */
 #include "block/nbd-client-int.h"
 #include "util/co-socket-tls.h"
@@ -42,6 +50,8 @@
 #define NBD_RECONNECT_MAX_PAUSE_NS      (1000 * SCALE_MS)
 /* The pause between connection attempts within open-timeout. */
 #define NBD_OPEN_RETRY_US               (100 * 1000)
+/* How often a unix server whose backlog is full is asked again. */
+#define NBD_CONNECT_AGAIN_US            (10 * 1000)
 
 int64_t nbd_client_handshake_deadline(const BDRVNBDState *s)
 {
@@ -50,16 +60,16 @@ int64_t nbd_client_handshake_deadline(const BDRVNBDState *s)
     return g_get_monotonic_time() + (int64_t)secs * G_USEC_PER_SEC;
 }
 
-int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd_out,
-                       QCryptoTLSSession **sess, NBDExportInfo *info,
-                       Error **errp)
+/*
+ * The handshake on the connected blocking @fd (left open, whatever the
+ * outcome); on success @fd is made non-blocking, for the event loop.
+ */
+static int nbd_client_negotiate(BDRVNBDState *s, int fd, int64_t deadline,
+                                QCryptoTLSSession **sess,
+                                NBDExportInfo *info, Error **errp)
 {
-    int fd, ret, fl;
+    int ret, fl;
 
-    fd = socket_connect(s->addr, errp);
-    if (fd < 0) {
-        return fd;
-    }
     ret = nbd_client_handshake(fd, s->export_name, s->context, &s->tls,
                                sess, info, deadline, errp);
     if (ret == -ETIMEDOUT) {
@@ -76,7 +86,6 @@ int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd_out,
         }
     }
     if (ret < 0) {
-        close(fd);
         return ret;
     }
     fl = fcntl(fd, F_GETFL);
@@ -86,6 +95,29 @@ int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd_out,
                          "non-blocking");
         qcrypto_tls_session_free(*sess);
         *sess = NULL;
+        return ret;
+    }
+    return 0;
+}
+
+int nbd_client_connect(BDRVNBDState *s, int64_t deadline, int *fd_out,
+                       QCryptoTLSSession **sess, NBDExportInfo *info,
+                       Error **errp)
+{
+    /* the kernel would wait about 2 minutes for a host that is away */
+    int fd = socket_connect_deadline(s->addr, deadline, errp);
+    int ret;
+
+    if (fd == -ETIMEDOUT && s->open_timeout) {
+        /* QEMU's words for it, then which server and which limit */
+        error_prepend(errp, "Connection attempt cancelled by timeout "
+                      "(open-timeout=%" PRIu32 " s): ", s->open_timeout);
+    }
+    if (fd < 0) {
+        return fd;
+    }
+    ret = nbd_client_negotiate(s, fd, deadline, sess, info, errp);
+    if (ret < 0) {
         close(fd);
         return ret;
     }
@@ -117,6 +149,19 @@ int nbd_client_connect_retry(BDRVNBDState *s, int *fd,
 
 /* ---------------------------------------------------------------------- */
 /* Losing the connection */
+
+/* Resumes nbd_co_connect(): the fd is writable, time is up, or the state
+ * changed. */
+static void nbd_connect_wake(void *opaque)
+{
+    BDRVNBDState *s = opaque;
+    Coroutine *co = s->connect_co;
+
+    if (co) {
+        s->connect_co = NULL;
+        aio_co_wake(co);
+    }
+}
 
 static void nbd_wake_conn_co(BDRVNBDState *s)
 {
@@ -160,6 +205,7 @@ void nbd_client_kill(BlockDriverState *bs, const char *reason)
     timer_del(s->delay_timer);
     qemu_co_queue_restart_all(&s->reconnect_waiters);
     nbd_wake_conn_co(s);
+    nbd_connect_wake(s);
 }
 
 /*
@@ -197,6 +243,7 @@ static void nbd_delay_expired(void *opaque)
     s->state = NBD_CLIENT_CONNECTING_NOWAIT;
     qemu_co_queue_restart_all(&s->reconnect_waiters);
     nbd_wake_conn_co(s);
+    nbd_connect_wake(s);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -205,18 +252,81 @@ static void nbd_delay_expired(void *opaque)
 typedef struct NBDConnectJob {
     BDRVNBDState *s;            /* only its immutable fields are read */
     int64_t deadline;           /* of the handshake */
-    int fd;
+    int fd;                     /* connected, blocking */
     QCryptoTLSSession *sess;
     NBDExportInfo info;
     Error *err;
 } NBDConnectJob;
 
-static int nbd_connect_worker(void *opaque)
+static int nbd_negotiate_worker(void *opaque)
 {
     NBDConnectJob *job = opaque;
 
-    return nbd_client_connect(job->s, job->deadline, &job->fd, &job->sess,
-                              &job->info, &job->err);
+    return nbd_client_negotiate(job->s, job->fd, job->deadline, &job->sess,
+                                &job->info, &job->err);
+}
+
+/*
+ * Connects to the server without blocking the event loop (invariant 5):
+ * the coroutine yields until the socket is connected, @deadline
+ * (g_get_monotonic_time()) passes, or the state changes (close, the end
+ * of reconnect-delay: the attempt was made for what no longer waits).
+ * Returns a blocking fd, for the handshake in a worker, or -errno.
+ */
+static int coroutine_fn nbd_co_connect(BlockDriverState *bs,
+                                       int64_t deadline, Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+    NBDClientState state = s->state;
+    SocketConnect c;
+    int ret = socket_connect_start(&c, s->addr, errp);
+
+    while (ret == -EINPROGRESS || ret == -EAGAIN) {
+        int64_t left = deadline - g_get_monotonic_time();
+
+        if (s->state != state) {
+            error_setg(errp, "Connection attempt to '%s' cancelled by "
+                       "other operation", c.name);
+            socket_connect_abort(&c);
+            return -ECANCELED;
+        }
+        if (left <= 0) {
+            error_setg_errno(errp, ETIMEDOUT, "Failed to connect to '%s'",
+                             c.name);
+            socket_connect_abort(&c);
+            return -ETIMEDOUT;
+        }
+        if (ret == -EAGAIN) {
+            /* a unix server's full backlog: nothing to poll, ask again */
+            left = MIN(left, NBD_CONNECT_AGAIN_US);
+        } else {
+            aio_set_fd_handler(ctx, c.fd, NULL, nbd_connect_wake, s);
+        }
+        timer_mod(s->connect_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
+                  left * SCALE_US);
+        s->connect_co = qemu_coroutine_self();
+        qemu_coroutine_yield();
+        assert(!s->connect_co);
+        timer_del(s->connect_timer);
+        if (ret == -EINPROGRESS) {
+            aio_set_fd_handler(ctx, c.fd, NULL, NULL, NULL);
+        }
+        ret = socket_connect_continue(&c, errp);
+    }
+    if (ret >= 0) {
+        int fl = fcntl(ret, F_GETFL);
+
+        if (fl < 0 || fcntl(ret, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+            int err = errno;
+
+            error_setg_errno(errp, err, "Failed to make the NBD socket "
+                             "blocking for the handshake");
+            close(ret);
+            return -err;
+        }
+    }
+    return ret;
 }
 
 /*
@@ -262,8 +372,12 @@ static int coroutine_fn nbd_co_reconnect(BlockDriverState *bs)
     co_socket_close(&s->sock);
     g_clear_pointer(&s->tls_sess, qcrypto_tls_session_free);
     qemu_co_mutex_unlock(&s->send_mutex);
-    ret = thread_pool_submit_co(aio_get_thread_pool(ctx), nbd_connect_worker,
-                                &job);
+    ret = nbd_co_connect(bs, job.deadline, &job.err);
+    if (ret >= 0) {
+        job.fd = ret;
+        ret = thread_pool_submit_co(aio_get_thread_pool(ctx),
+                                    nbd_negotiate_worker, &job);
+    }
     if (ret == 0) {
         ret = nbd_reconnect_check(s, &job.info, &job.err);
     }
@@ -377,6 +491,8 @@ void nbd_client_reconnect_init(BlockDriverState *bs)
                                    nbd_delay_expired, bs);
     s->retry_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                    nbd_retry_timer_cb, s);
+    s->connect_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
+                                     nbd_connect_wake, s);
 }
 
 void nbd_client_reconnect_cleanup(BlockDriverState *bs)
@@ -386,4 +502,5 @@ void nbd_client_reconnect_cleanup(BlockDriverState *bs)
     assert(!s->conn_co && !s->connecting);
     timer_free(s->delay_timer);
     timer_free(s->retry_timer);
+    timer_free(s->connect_timer);
 }

@@ -296,8 +296,11 @@ static int coroutine_fn qcow2_cache_do_get(BlockDriverState *bs,
     c->entries[i].offset = 0;
 
     if (read_from_disk) {
-        BLKDBG_EVENT(bs->file, qcow2_cache_is_l2(bs, c) ? BLKDBG_L2_LOAD
-                                                        : BLKDBG_REFBLOCK_LOAD);
+        /* refblock_load is raised by the refcount lookup itself (see
+         * qcow2_alloc_refcount_block), as QEMU raises it */
+        if (qcow2_cache_is_l2(bs, c)) {
+            BLKDBG_EVENT(bs->file, BLKDBG_L2_LOAD);
+        }
         ret = bdrv_pread(bs->file, offset, c->table_size,
                          qcow2_cache_table_addr(c, i), 0);
         if (ret < 0) {

@@ -535,8 +535,10 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
     return 0;
 
 fail:
-    qcow2_free_clusters(bs, l2_offset, s->l2_size * l2_entry_size(s),
-                        QCOW2_DISCARD_ALWAYS);
+    /* the L1 entry on disk still names the old table (or none) */
+    qcow2_free_unreferenced_clusters(bs, l2_offset,
+                                     s->l2_size * l2_entry_size(s),
+                                     QCOW2_DISCARD_ALWAYS);
     return ret;
 }
 

@@ -548,6 +548,11 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
  * Gets the refcount block for @cluster_index into *block.  If there is
  * none, allocates it (or grows the table) and returns -EAGAIN: the caller
  * must search for free clusters again.
+ *
+ * blkdebug's refblock_alloc and refblock_load are QEMU's events, and QEMU
+ * raises them on every such lookup, a cached block included: an
+ * inject-error rule written for QEMU fails the I/O that follows the
+ * lookup, whether the block was cached or not (iotest 026).
  */
 static int qcow2_alloc_refcount_block(BlockDriverState *bs,
                                       int64_t cluster_index, void **block)
@@ -558,11 +563,13 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
     void *nb;
     int ret;
 
+    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC);
     offset = qcow2_refblock_offset(bs, rt_index);
     if (offset < 0) {
         return offset;
     }
     if (offset) {
+        BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_LOAD);
         return qcow2_cache_get(bs, s->refcount_block_cache, offset, block);
     }
 
@@ -570,7 +577,6 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
         return qcow2_grow_reftable(bs, rt_index + 1);
     }
 
-    BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC);
     new_block = qcow2_alloc_clusters_noref(bs, s->cluster_size);
     if (new_block < 0) {
         return new_block;
@@ -654,9 +660,12 @@ static void qcow2_forget_cached_tables(BDRVQcow2State *s, uint64_t offset)
 /*
  * Adds @addend to (or subtracts it from) the refcount of every cluster
  * touched by [offset, offset + length).  All or nothing: on failure the
- * clusters already updated are reverted.
+ * clusters already updated are reverted.  A decrease must not reach the
+ * file before the L2 tables that dropped the references do: the caller
+ * has seen to that (qcow2_update_refcount), or no table on disk
+ * references the clusters (qcow2_free_unreferenced_clusters).
  */
-static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
+static int qcow2_change_refcount(BlockDriverState *bs, int64_t offset,
                                  int64_t length, uint64_t addend,
                                  bool decrease, Qcow2DiscardType type)
 {
@@ -668,13 +677,6 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
 
     if (length <= 0 || addend == 0) {
         return length < 0 ? -EINVAL : 0;
-    }
-    if (decrease) {
-        ret = qcow2_cache_set_dependency(bs, s->refcount_block_cache,
-                                         s->l2_table_cache);
-        if (ret < 0) {
-            return ret;
-        }
     }
 
     start = offset >> s->cluster_bits;
@@ -765,6 +767,24 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
         }
     }
     return 0;
+}
+
+/* qcow2_change_refcount() with the order a decrease needs (see there). */
+static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
+                                 int64_t length, uint64_t addend,
+                                 bool decrease, Qcow2DiscardType type)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    if (decrease && length > 0 && addend) {
+        int ret = qcow2_cache_set_dependency(bs, s->refcount_block_cache,
+                                             s->l2_table_cache);
+
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return qcow2_change_refcount(bs, offset, length, addend, decrease, type);
 }
 
 int qcow2_update_cluster_refcount(BlockDriverState *bs, int64_t cluster_index,
@@ -925,6 +945,20 @@ void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
      * reported when it was marked (qcow2.h inv. 6): no second report.
      */
     ret = qcow2_update_refcount(bs, offset, size, 1, true, type);
+    if (ret < 0 && !bs->corrupt) {
+        fprintf(stderr, "qcow2_free_clusters failed: %s\n", strerror(-ret));
+    }
+}
+
+void qcow2_free_unreferenced_clusters(BlockDriverState *bs, int64_t offset,
+                                      int64_t size, Qcow2DiscardType type)
+{
+    int ret;
+
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
+    /* no L2 table to wait for: a cache that cannot be written (the error
+     * that made the caller give the clusters back) costs no leak */
+    ret = qcow2_change_refcount(bs, offset, size, 1, true, type);
     if (ret < 0 && !bs->corrupt) {
         fprintf(stderr, "qcow2_free_clusters failed: %s\n", strerror(-ret));
     }

@@ -789,6 +789,13 @@ int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size);
  */
 void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
                          Qcow2DiscardType type);
+/*
+ * qcow2_free_clusters() for clusters that no table on disk references
+ * (a table just allocated and never hooked in): their refcounts need not
+ * wait for the L2 cache to be written first.
+ */
+void qcow2_free_unreferenced_clusters(BlockDriverState *bs, int64_t offset,
+                                      int64_t size, Qcow2DiscardType type);
 /* Frees whatever an L2 entry points to (normal, zero-alloc, compressed). */
 void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
                             int nb_clusters, Qcow2DiscardType type);

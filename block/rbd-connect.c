@@ -135,13 +135,21 @@ static char *qrbd_secret_key(const char *id, Error **errp)
     return key;
 }
 
+/*
+ * The runtime options.  RBD_OPT_PASSWORD_SECRET, outside the schema, is
+ * taken first and checked where QEMU checks it: after the options that
+ * the schema requires, before any secret is looked up.
+ */
 static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
                                bool for_create, Error **errp)
 {
+    g_autofree char *legacy = g_strdup(qdict_get_try_str(
+                                  options, RBD_OPT_PASSWORD_SECRET));
     QemuOpts *opts;
     const char *secret;
     bool ok = false;
 
+    qdict_del(options, RBD_OPT_PASSWORD_SECRET);
     opts = qemu_opts_absorb_qdict(&qapi_opts_rbd_runtime, options, errp);
     if (!opts) {
         return false;
@@ -159,7 +167,11 @@ static bool qrbd_parse_runtime(QDict *options, RBDConnectOpts *o,
     if (!o->pool || !o->image) {
         error_setg(errp, "Parameter '%s' is missing",
                    o->pool ? "image" : "pool");
-    } else if (secret && !(o->key = qrbd_secret_key(secret, errp))) {
+    } else if (legacy && secret) {
+        error_setg(errp, "Legacy 'password-secret' clashes with "
+                   "'key-secret'");
+    } else if ((secret = secret ?: legacy) &&
+               !(o->key = qrbd_secret_key(secret, errp))) {
         /* errp says which secret is missing */
     } else if (for_create && o->snapshot) {
         error_setg(errp, "Cannot create an image with a snapshot name "

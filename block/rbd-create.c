@@ -58,6 +58,11 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
         error_propagate(errp, local_err);
         return -EINVAL;
     }
+    if (qemu_opt_get(opts, RBD_OPT_PASSWORD_SECRET)) {
+        /* the file name cannot name key-secret: no clash here */
+        qdict_put_str(options, RBD_OPT_PASSWORD_SECRET,
+                      qemu_opt_get(opts, RBD_OPT_PASSWORD_SECRET));
+    }
     if (!qrbd_connect_opts_parse(options, &o, true, errp)) {
         qrbd_connect_opts_free(&o);
         return -EINVAL;

@@ -541,6 +541,7 @@ static const char *const qrbd_strong_runtime_opts[] = {
     "snapshot",
     "user",
     "server.",
+    RBD_OPT_PASSWORD_SECRET,    /* in QEMU's list too, unlike key-secret */
     NULL
 };
 

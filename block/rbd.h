@@ -32,6 +32,14 @@
 #define RBD_OPT_KEYVALUE_PAIRS "=keyvalue-pairs"
 
 /*
+ * QEMU's deprecated name of key-secret: a creation option, and an open
+ * option outside the QAPI schema (the legacy -drive and --image-opts of
+ * the tools take it; blockdev-add does not).  Either way it is the id of
+ * the secret that holds the user's cephx key.
+ */
+#define RBD_OPT_PASSWORD_SECRET "password-secret"
+
+/*
  * librados and librbd are loaded at the first open or create of an rbd
  * image, not linked (rbd-lib.c): every function of theirs that the
  * driver calls is listed here and called through qrbd_lib, e.g.

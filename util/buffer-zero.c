@@ -67,8 +67,23 @@ static bool buffer_zero_vec(const unsigned char *p, size_t len)
 
 bool buffer_is_zero(const void *buf, size_t len)
 {
+    const unsigned char *p = buf;
+    uint64_t head, tail;
+
     if (len < BUFFER_ZERO_SMALL) {
         return buffer_zero_small(buf, len);
+    }
+    /*
+     * Data is rarely zero at both ends: convert tests every 512-byte
+     * sector it copies, and for data this answers in a few instructions
+     * instead of the vector function's call and set-up (a third of the
+     * user-space instructions of a convert from an NBD export).  A zero
+     * buffer pays two loads more.
+     */
+    memcpy(&head, p, sizeof(head));
+    memcpy(&tail, p + len - sizeof(tail), sizeof(tail));
+    if (head | tail) {
+        return false;
     }
     return buffer_zero_vec(buf, len);
 }

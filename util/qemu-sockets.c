@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -335,6 +336,184 @@ int socket_connect(const SocketAddress *addr, Error **errp)
         return socket_connect_unix(addr->path, errp);
     }
     return socket_connect_inet(addr->host, addr->port, errp);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Connecting without blocking (sockets.h) */
+
+/* @fd is connected: hands it over (SocketConnect's contract). */
+static int socket_connect_done(SocketConnect *c, int fd)
+{
+    int one = 1;
+
+    if (c->res) {
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    }
+    c->fd = -1;
+    socket_connect_abort(c);
+    return fd;
+}
+
+static int socket_connect_fail(SocketConnect *c, Error **errp)
+{
+    int err = c->last_err;
+
+    error_setg_errno(errp, err, "Failed to connect to '%s'", c->name);
+    socket_connect_abort(c);
+    return -err;
+}
+
+/* Starts a connect to the next address resolved, while one is left. */
+static int socket_connect_next_inet(SocketConnect *c, Error **errp)
+{
+    while (c->next) {
+        struct addrinfo *ai = c->next;
+        int fd = socket(ai->ai_family,
+                        ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                        ai->ai_protocol);
+
+        c->next = ai->ai_next;
+        if (fd < 0) {
+            c->last_err = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            return socket_connect_done(c, fd);
+        }
+        if (errno == EINPROGRESS) {
+            c->fd = fd;
+            return -EINPROGRESS;
+        }
+        c->last_err = errno;
+        close(fd);
+    }
+    return socket_connect_fail(c, errp);
+}
+
+/* (Re)tries the unix connect of c->fd: a full backlog says EAGAIN. */
+static int socket_connect_try_unix(SocketConnect *c, Error **errp)
+{
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+    /* socket_new_unix() checked the length at the start */
+    strcpy(un.sun_path, c->path);
+    if (connect(c->fd, (struct sockaddr *)&un, sizeof(un)) == 0) {
+        return socket_connect_done(c, c->fd);
+    }
+    if (errno == EAGAIN) {
+        return -EAGAIN;
+    }
+    c->last_err = errno;
+    return socket_connect_fail(c, errp);
+}
+
+int socket_connect_start(SocketConnect *c, const SocketAddress *addr,
+                         Error **errp)
+{
+    *c = (SocketConnect) {
+        .name = socket_address_to_string(addr),
+        .fd = -1,
+        .last_err = ECONNREFUSED,
+    };
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        struct sockaddr_un un;
+        int fd = socket_new_unix(addr->path, SOCK_NONBLOCK, &un, errp);
+
+        if (fd < 0) {
+            socket_connect_abort(c);
+            return fd;
+        }
+        c->fd = fd;
+        c->path = g_strdup(addr->path);
+        return socket_connect_try_unix(c, errp);
+    }
+    c->res = socket_resolve(addr->host, addr->port, 0, errp);
+    if (!c->res) {
+        socket_connect_abort(c);
+        return -EINVAL;
+    }
+    c->next = c->res;
+    return socket_connect_next_inet(c, errp);
+}
+
+int socket_connect_continue(SocketConnect *c, Error **errp)
+{
+    struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+    socklen_t len = sizeof(int);
+    int err = 0;
+
+    assert(c->fd >= 0);
+    if (c->path) {
+        return socket_connect_try_unix(c, errp);
+    }
+    /* SO_ERROR reads 0 while the connect is still under way */
+    if (poll(&pfd, 1, 0) == 0) {
+        return -EINPROGRESS;
+    }
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0) {
+        err = errno;
+    }
+    if (err == 0) {
+        return socket_connect_done(c, c->fd);
+    }
+    c->last_err = err;
+    close(c->fd);
+    c->fd = -1;
+    return socket_connect_next_inet(c, errp);
+}
+
+void socket_connect_abort(SocketConnect *c)
+{
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    g_clear_pointer(&c->res, freeaddrinfo);
+    c->next = NULL;
+    g_clear_pointer(&c->path, g_free);
+    g_clear_pointer(&c->name, g_free);
+}
+
+/* A unix server with a full backlog is asked again this often. */
+#define SOCKET_CONNECT_RETRY_US     (10 * 1000)
+
+int socket_connect_deadline(const SocketAddress *addr, int64_t deadline,
+                            Error **errp)
+{
+    SocketConnect c;
+    int ret = socket_connect_start(&c, addr, errp);
+
+    while (ret == -EINPROGRESS || ret == -EAGAIN) {
+        int64_t left = deadline - g_get_monotonic_time();
+        struct pollfd pfd = { .fd = c.fd, .events = POLLOUT };
+
+        if (left <= 0) {
+            c.last_err = ETIMEDOUT;
+            return socket_connect_fail(&c, errp);
+        }
+        if (ret == -EAGAIN) {
+            g_usleep(MIN(left, SOCKET_CONNECT_RETRY_US));
+        } else if (poll(&pfd, 1, (left + 999) / 1000) < 0 &&
+                   errno != EINTR) {
+            c.last_err = errno;
+            return socket_connect_fail(&c, errp);
+        }
+        ret = socket_connect_continue(&c, errp);
+    }
+    if (ret >= 0) {
+        int fl = fcntl(ret, F_GETFL);
+
+        if (fl < 0 || fcntl(ret, F_SETFL, fl & ~O_NONBLOCK) < 0) {
+            g_autofree char *name = socket_address_to_string(addr);
+            int err = errno;
+
+            error_setg_errno(errp, err, "Failed to make the socket to '%s' "
+                             "blocking", name);
+            close(ret);
+            return -err;
+        }
+    }
+    return ret;
 }
 
 int socket_accept(int listen_fd)

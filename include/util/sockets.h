@@ -3,8 +3,9 @@
  *
  * Sockets are created close-on-exec.  Listening sockets are non-blocking
  * (the event loop accepts from them); connected client sockets are
- * blocking, for tools that talk to a server step by step.  Error messages
- * are QEMU's, since scripts written for QEMU's tools match them.
+ * blocking, for tools that talk to a server step by step, except those
+ * of socket_connect_start() (a connect that must not block).  Error
+ * messages are QEMU's, since scripts written for QEMU's tools match them.
  */
 #ifndef QBLOCK_SOCKETS_H
 #define QBLOCK_SOCKETS_H
@@ -63,6 +64,48 @@ void socket_unlink_unix(const char *path, const SocketUnixFile *file);
 
 /* Connects to @addr (blocking).  Returns the fd or -errno. */
 int socket_connect(const SocketAddress *addr, Error **errp);
+
+/*
+ * A connection made without blocking, for callers that must bound or
+ * abandon it: a TCP connect() to a host that drops the SYNs (down, behind
+ * a firewall, a listener whose backlog is full) waits for the kernel's
+ * retries, about two minutes, and a unix one to a server whose backlog is
+ * full waits until that server accepts.
+ *
+ * socket_connect_start() and socket_connect_continue() return the
+ * connected fd (non-blocking, close-on-exec, TCP_NODELAY on TCP), or:
+ *   -EINPROGRESS   wait until @c->fd is writable (poll, the event loop),
+ *                  then call socket_connect_continue();
+ *   -EAGAIN        the unix server's backlog is full: nothing to wait on,
+ *                  call socket_connect_continue() after a pause;
+ *   another -errno with @errp set (QEMU's message); @c is then done.
+ * The addresses @addr resolves to are tried in turn, as socket_connect()
+ * does.  socket_connect_abort() ends an attempt still under way (any
+ * number of times; harmless on one that ended).
+ */
+struct addrinfo;
+
+typedef struct SocketConnect {
+    char *name;                 /* "host:port" or the path, for messages */
+    int fd;                     /* connecting; -1 when none */
+    int last_err;               /* errno of the last address that failed */
+    struct addrinfo *res;       /* inet: what the name resolved to */
+    struct addrinfo *next;      /* inet: the address to try after fd's */
+    char *path;                 /* unix */
+} SocketConnect;
+
+int socket_connect_start(SocketConnect *c, const SocketAddress *addr,
+                         Error **errp);
+int socket_connect_continue(SocketConnect *c, Error **errp);
+void socket_connect_abort(SocketConnect *c);
+
+/*
+ * socket_connect() that gives up at @deadline (g_get_monotonic_time()):
+ * then it fails with -ETIMEDOUT and QEMU's "Failed to connect to 'X':
+ * Connection timed out".  Returns a blocking fd, as socket_connect().
+ */
+int socket_connect_deadline(const SocketAddress *addr, int64_t deadline,
+                            Error **errp);
 
 /* Accepts a connection from @listen_fd: non-blocking, close-on-exec, with
  * TCP_NODELAY on TCP.  Returns the fd or -errno (-EAGAIN when none). */

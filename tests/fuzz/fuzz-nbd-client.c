@@ -22,12 +22,14 @@
  * socket is handed over non-blocking, so that a handshake part that ends
  * too soon fails the open at once (EAGAIN) instead of hanging.
  *
- * The driver dials its server with socket_connect(), which this harness
- * wraps (-Wl,--wrap=socket_connect, tests/fuzz/meson.build): the first
- * call of an input gets one end of a socketpair, any later one (the
- * driver reconnecting) is refused.  With FUZZ_NBD_CLIENT_SERVER set to a
- * unix socket path, it dials that instead and ignores the input's stream:
- * make-corpus-nbd-client.sh records real servers' answers that way.
+ * The driver dials its server at open with socket_connect_deadline(),
+ * which this harness wraps (-Wl,--wrap=socket_connect_deadline,
+ * tests/fuzz/meson.build): the first call of an input gets one end of a
+ * socketpair.  A reconnection dials in the event loop, unwrapped, the
+ * address given, FUZZ_NBD_CLIENT_NO_PATH: refused.  With
+ * FUZZ_NBD_CLIENT_SERVER set to a unix socket path, it dials that instead
+ * and ignores the input's stream: make-corpus-nbd-client.sh records real
+ * servers' answers that way.
  */
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -52,25 +54,28 @@
  * socket).
  */
 #define FUZZ_NBD_CLIENT_IO_SIZE     4096
-/* Never dialled: socket_connect() is wrapped (see above). */
+/* Never reached: open's dial is wrapped, a reconnection's refused. */
 #define FUZZ_NBD_CLIENT_NO_PATH     "/nonexistent/fuzz-nbd-client.sock"
 
-int __real_socket_connect(const SocketAddress *addr, Error **errp);
-int __wrap_socket_connect(const SocketAddress *addr, Error **errp);
+int __real_socket_connect_deadline(const SocketAddress *addr,
+                                   int64_t deadline, Error **errp);
+int __wrap_socket_connect_deadline(const SocketAddress *addr,
+                                   int64_t deadline, Error **errp);
 
 /* The client's end of this input's socketpair, until the driver dials. */
 static atomic_int fuzz_nbd_client_fd = -1;
 /* A real server to dial (recording), or NULL. */
 static const char *fuzz_nbd_client_server;
 
-int __wrap_socket_connect(const SocketAddress *addr, Error **errp)
+int __wrap_socket_connect_deadline(const SocketAddress *addr,
+                                   int64_t deadline, Error **errp)
 {
     int fd;
 
     if (fuzz_nbd_client_server) {
-        return __real_socket_connect(addr, errp);
+        return __real_socket_connect_deadline(addr, deadline, errp);
     }
-    /* a reconnection runs in a worker thread: hence the exchange */
+    /* taken once: a second open of the input gets nothing */
     fd = atomic_exchange(&fuzz_nbd_client_fd, -1);
     if (fd < 0) {
         error_setg(errp, "fuzz-nbd-client: no second connection");

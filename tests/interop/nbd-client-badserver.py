@@ -5,7 +5,9 @@ nbd-client-timeout.sh.
     nbd-client-badserver.py SOCKET FAULT
     nbd-client-badserver.py --list
 
-Serves one client on the unix socket SOCKET a 1 MiB export of zeroes with
+SOCKET is a unix socket path, or tcp:PORTFILE: a TCP port on 127.0.0.1
+chosen by the kernel, whose number is written to PORTFILE once the
+server is ready.  Serves one client on SOCKET a 1 MiB export of zeroes with
 a correct fixed newstyle handshake (structured replies and base:allocation
 where the fault needs them, else every option but NBD_OPT_GO refused with
 NBD_REP_ERR_UNSUP), and answers requests correctly until FAULT strikes:
@@ -15,6 +17,7 @@ fault's command (READ, BLOCK_STATUS or FLUSH); or it goes silent
 with the command it strikes at, one per line.  After the fault it waits
 for the client to go away, then exits.
 """
+import os
 import socket
 import struct
 import sys
@@ -110,8 +113,15 @@ HS_FAULTS = {
 #                       next one (a client that reconnects) correctly
 #   slow                answers every request, each reply in four parts
 #                       0.3 s apart: slow, never silent for long
+#   healthy             answers every request correctly
+#   blackhole           never accepts, and its backlog is full: a TCP
+#                       client's SYNs are dropped (a host that is away),
+#                       a unix client's connect() would block
+#   vanish              answers the first READ; at the second, becomes
+#                       "blackhole" and closes the connection: a client
+#                       that reconnects finds a host that is away
 SILENT_FAULTS = ("hs-silent-greeting", "hs-silent", "silent", "silent-once",
-                 "slow")
+                 "slow", "healthy", "blackhole", "vanish")
 SLOW_PARTS, SLOW_PAUSE = 4, 0.3
 
 
@@ -197,8 +207,32 @@ def answer(c, sr, cmd, cookie, offset, length, send=None, status=3):
         send(simple(cookie))
 
 
-def serve_silent(c, sr, fault):
+# The connections that fill the backlog, kept open.
+FILLERS = []
+
+
+def fill_backlog(listener, address):
+    """Fills the backlog of listener (listen(0)) at address with
+    connections that it never accepts: the kernel then drops a TCP
+    client's SYN and makes a unix client's connect() wait (EAGAIN if
+    non-blocking)."""
+    for _ in range(2):
+        f = socket.socket(listener.family)
+        f.setblocking(False)
+        f.connect_ex(address)
+        FILLERS.append(f)
+    time.sleep(0.2)             # TCP: the first filler's handshake ends
+
+
+def hold():
+    """Keeps the listener (and its full backlog) until killed."""
+    while True:
+        time.sleep(60)
+
+
+def serve_silent(c, sr, fault, listener, address):
     """The faults of SILENT_FAULTS after the handshake ("healthy": none)."""
+    reads = 0
     while True:
         _, _, cmd, cookie, offset, length = struct.unpack(
             ">LHHQQL", recv_all(c, 28))
@@ -206,20 +240,24 @@ def serve_silent(c, sr, fault):
             return
         if cmd == CMD_WRITE:
             recv_all(c, length)
+        reads += cmd == CMD_READ
+        if fault == "vanish" and reads == 2:
+            fill_backlog(listener, address)
+            return
         # all data, so that convert reads it
         if fault == "slow":
             answer(c, sr, cmd, cookie, offset, length,
                    lambda data: send_slowly(c, data), status=0)
-        elif cmd == CMD_READ and fault != "healthy":
+        elif cmd == CMD_READ and fault not in ("healthy", "vanish"):
             drain(c)
             return
         else:
             answer(c, sr, cmd, cookie, offset, length, status=0)
 
 
-def serve(c, sr, fault):
-    if fault in SILENT_FAULTS or fault == "healthy":
-        serve_silent(c, sr, fault)
+def serve(c, sr, fault, listener, address):
+    if fault in SILENT_FAULTS:
+        serve_silent(c, sr, fault, listener, address)
         return
     strike_cmd, action = FAULTS[fault]
     while True:
@@ -247,24 +285,43 @@ def main():
         for name in HS_FAULTS:
             print(name, "handshake")
         return
-    path, fault = sys.argv[1], sys.argv[2]
+    where, fault = sys.argv[1], sys.argv[2]
     if (fault not in FAULTS and fault not in HS_FAULTS
             and fault not in SILENT_FAULTS):
         sys.exit("unknown fault " + fault)
-    s = socket.socket(socket.AF_UNIX)
-    s.bind(path)
-    s.listen(1)
+    # the path or port appears once the server is ready for the client
+    if where.startswith("tcp:"):
+        s = socket.socket(socket.AF_INET)
+        s.bind(("127.0.0.1", 0))
+        ready = where[4:]
+        address = s.getsockname()
+    else:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(where + ".tmp")
+        ready = address = where
+    s.listen(0)
+    if fault == "blackhole":
+        fill_backlog(s, where + ".tmp" if s.family == socket.AF_UNIX
+                     else address)
+    if s.family == socket.AF_INET:
+        with open(ready + ".tmp", "w") as f:
+            f.write("%d\n" % address[1])
+    os.rename(ready + ".tmp", ready)
+    if fault == "blackhole":
+        hold()
     for conn in range(2 if fault == "silent-once" else 1):
         c, _ = s.accept()
         try:
             sr = handshake(c, fault)
             if sr is not None:
-                serve(c, sr, fault)
+                serve(c, sr, fault, s, address)
+                if fault == "vanish":
+                    c.close()
+                    hold()
             drain(c)
         except (EOFError, OSError):
             pass
         c.close()
         fault = "healthy" if fault == "silent-once" else fault
-
 
 main()

@@ -6,6 +6,10 @@
 # server and the phase, in bounded time; a server that is slow but never
 # silent for long is waited for; with reconnect-delay a silent connection
 # is replaced as a dropped one would be; x-request-timeout=0 waits.
+# And a server that never accepts the connection (a TCP host that drops
+# the SYNs, a unix listener whose backlog is full): connect() is bounded
+# by open-timeout, or by the handshake's 60 s without it, at open and
+# when reconnecting, as qemu-img's is by open-timeout.
 #
 #   tests/interop/nbd-client-timeout.sh BUILD_DIR
 #
@@ -26,12 +30,49 @@ if [ -z "$py" ]; then
     exit
 fi
 
+# --- Started first, checked last: without open-timeout a connect to a
+# host that is away ends with the handshake's 60 s deadline, not after
+# the kernel's two minutes of SYN retries.
+serve_tcp_early() {
+    local portfile=$work/early.port i
+    "$py" "$here/nbd-client-badserver.py" "tcp:$portfile" blackhole &
+    server_pids+=($!)
+    for i in $(seq 100); do
+        [ -s "$portfile" ] && break
+        sleep 0.1
+    done
+    early_port=$(cat "$portfile")
+    (
+        start=$(date +%s)
+        timeout 90 "$qimg" info --image-opts \
+            "driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$early_port" \
+            >"$work/early.out" 2>&1
+        echo "$? $(( $(date +%s) - start ))" >"$work/early.rc"
+    ) &
+    early_pid=$!
+}
+serve_tcp_early
+
 # serve FAULT: starts the bad server on $work/FAULT.sock; sets $sock.
 serve() {
     sock=$work/$1-$RANDOM.sock
     "$py" "$here/nbd-client-badserver.py" "$sock" "$1" &
     server_pids+=($!)
     wait_socket "$sock" $!
+}
+
+# serve_tcp FAULT: the bad server on a TCP port of 127.0.0.1; sets $port
+# and $tcp (the --image-opts of the nbd node on it, open-timeout aside).
+serve_tcp() {
+    local portfile=$work/$1-$RANDOM.port i
+    "$py" "$here/nbd-client-badserver.py" "tcp:$portfile" "$1" &
+    server_pids+=($!)
+    for i in $(seq 100); do
+        [ -s "$portfile" ] && break
+        sleep 0.1
+    done
+    port=$(cat "$portfile")
+    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
 }
 
 # opts [KEY=VAL...]: --image-opts of the nbd node on $sock.
@@ -171,6 +212,60 @@ if [ $rc -eq 124 ] && [ -z "$out" ]; then
     ok "x-request-timeout=0 waits"
 else
     fail "x-request-timeout=0 waits" "exit $rc (expected 124)" "$out"
+fi
+
+# --- connect(): a TCP host that drops the SYNs, a unix listener whose
+# backlog is full.  open-timeout bounds the connect as it bounds the
+# handshake; qemu-img, the oracle, gives up by open-timeout as well.
+serve_tcp blackhole
+if run "connect: TCP host away, open-timeout=2" 5 \
+       "$qimg" info --image-opts "$tcp,open-timeout=2"; then
+    expect "connect: TCP host away, open-timeout=2" 1 \
+        "Connection attempt cancelled by timeout (open-timeout=2 s): Failed to connect to '127.0.0.1:$port': Connection timed out"
+fi
+if run "qemu-img: TCP host away, open-timeout=2" 5 \
+       qemu-img info --image-opts "$tcp,open-timeout=2"; then
+    expect "qemu-img: TCP host away, open-timeout=2" 1 \
+        "Connection attempt cancelled by timeout"
+fi
+
+serve blackhole
+if run "connect: unix backlog full, open-timeout=2" 5 \
+       "$qio" -c 'read 0 4k' --image-opts "$(opts open-timeout=2)"; then
+    expect "connect: unix backlog full, open-timeout=2" 1 \
+        "Connection attempt cancelled by timeout (open-timeout=2 s): Failed to connect to '$sock': Connection timed out"
+fi
+
+# a healthy server over TCP: the non-blocking connect still connects
+serve_tcp healthy
+if run "connect: healthy TCP server" 5 \
+       "$qio" -c 'read -P 0 0 4k' --image-opts "$tcp,open-timeout=2"; then
+    expect "connect: healthy TCP server" 0 "read 4096/4096 bytes at offset 0"
+fi
+
+# --- Reconnecting to a host that went away: the read waits out
+# reconnect-delay and fails, and the tool ends at once (the connect in
+# progress is abandoned, not waited for), as qemu-io does.
+for tool in "$qio" qemu-io; do
+    name="reconnect to a host away: $(basename "$tool")"
+    serve_tcp vanish
+    if run "$name" 6 "$tool" -c 'read -P 0 0 4k' -c 'read -P 0 4k 4k' \
+           --image-opts "$tcp,reconnect-delay=2"; then
+        expect "$name" 1 "read 4096/4096 bytes at offset 0" \
+            "read failed: Input/output error"
+    fi
+done
+
+# the case started first
+wait "$early_pid"
+read -r rc secs <"$work/early.rc"
+out=$(cat "$work/early.out")
+if [ $secs -lt 58 ] || [ $secs -gt 70 ]; then
+    fail "connect: TCP host away, no open-timeout" \
+        "took $secs s (expected 60)" "$out"
+else
+    expect "connect: TCP host away, no open-timeout" 1 \
+        "Failed to connect to '127.0.0.1:$early_port': Connection timed out"
 fi
 
 summary

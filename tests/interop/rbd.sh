@@ -314,6 +314,35 @@ same "key-secret: a secret that is not the key" qemu-img info \
 same "key-secret: no such secret" qemu-img info --image-opts \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,key-secret=sec0"
 
+# QEMU 7.2's deprecated password-secret: key-secret by its legacy name, a
+# creation option and an open option (--image-opts, json:), but not a
+# key of an rbd: file name (librados is told it, and knows no such key)
+sec="secret,id=sec0,data=$key,format=base64"
+if timeout 60 "$qimg" create -q -f raw --object "$sec" \
+       -o password-secret=sec0 "rbd:rbd/pw-ours:conf=$work/nokey.conf" 16M &&
+   qemu-img create -q -f raw --object "$sec" -o password-secret=sec0 \
+       "rbd:rbd/pw-theirs:conf=$work/nokey.conf" 16M &&
+   quiet qemu-img compare -f raw -F raw "$(img pw-ours)" "$(img pw-theirs)"
+then
+    ok "password-secret: create with the key of the secret"
+else
+    fail "password-secret: create with the key of the secret"
+fi
+same "password-secret: create without it, no key" qemu-img create -f raw \
+    "rbd:rbd/pw-none:conf=$work/nokey.conf" 16M
+same "password-secret: create, no such secret" qemu-img create -f raw \
+    -o password-secret=nosuch "rbd:rbd/pw-none:conf=$work/nokey.conf" 16M
+same "password-secret: open with --image-opts" qemu-io -r \
+    --object "$sec" --image-opts -c 'read -P 2 1M 4k' \
+    "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,user=admin,password-secret=sec0"
+same "password-secret: clashes with key-secret" qemu-img info \
+    --object "$sec" --image-opts \
+    "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,password-secret=sec0,key-secret=sec0"
+same "password-secret: the schema's checks first" qemu-img info \
+    --image-opts "driver=rbd,pool=rbd,conf=$work/nokey.conf,password-secret=a,key-secret=b"
+same "password-secret: not in an rbd: file name" qemu-img info \
+    --object "$sec" "rbd:rbd/conv:conf=$work/nokey.conf:password-secret=sec0"
+
 # --- librbd's LUKS: each tool reads what the other wrote ------------------
 # (every open derives the key, a second or more each on a loaded machine:
 # as few opens as the cases need)
