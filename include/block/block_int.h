@@ -549,6 +549,12 @@ struct BlockDriverState {
     int refcnt;
     /* force-share=on: the node shares every permission with other users */
     bool force_share;
+    /*
+     * The parent that opened this node from its own options (not by
+     * reference), which blockdev-reopen reopens along with it; NULL for
+     * a node added on its own or once that parent let it go.
+     */
+    BlockDriverState *inherits_from;
 
     /* --- event-loop thread only --- */
     bool read_only;
