@@ -52,6 +52,11 @@
  *     cluster a backup job skips (invariant 6): the source may change
  *     under it uncopied.  s->access is NULL while every cluster can be
  *     read; a bit once cleared stays so.
+ *  8. A cluster the backup tool discarded from the snapshot
+ *     (cbw_co_pdiscard_snapshot()) is done and outside the snapshot as
+ *     in invariant 7, once the copy in flight that has it (if any)
+ *     finished: so no copy writes its target after its discard, and a
+ *     guest write there is not copied.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
@@ -567,6 +572,37 @@ int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
     s->frozen = g_list_remove(s->frozen, &r);
     qemu_co_queue_restart_all(&s->frozen_queue);
     return ret;
+}
+
+/* Invariant 8. */
+int coroutine_fn cbw_co_pdiscard_snapshot(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t first = DIV_ROUND_UP(offset, s->cluster_size);
+    int64_t end = MIN((offset + bytes) / s->cluster_size, s->nb_clusters);
+    int64_t c = first;
+
+    /* as QEMU: only whole clusters leave the snapshot */
+    if (first >= end) {
+        return 0;
+    }
+    while (c < end) {
+        CbwCopy *copy = cbw_find_copy(s, c);
+
+        if (!copy) {
+            c++;
+            continue;
+        }
+        copy->refcnt++;
+        cbw_wait_copy(bs, copy, 0);
+        cbw_copy_unref(copy);
+        c = first;              /* another copy may have started meanwhile */
+    }
+    cbw_set_done(s, first, end);
+    cbw_set_inaccessible(s, first, end);
+    return bdrv_co_pdiscard(s->target, first * s->cluster_size,
+                            (end - first) * s->cluster_size);
 }
 
 /* ---- for the backup job ---- */
