@@ -393,9 +393,76 @@ static int bdrv_reopen_prepare_children(BdrvReopenEntry *e, Error **errp)
     return ret;
 }
 
+/* The common options that a reopen may leave out (QEMU's list). */
+static const char *const bdrv_reopen_resettable[] = {
+    "node-name", "discard", "cache.direct", "cache.no-flush", "read-only",
+    "auto-read-only", "detect-zeroes", NULL
+};
+
+static bool bdrv_reopen_opt_in(const char *const *list, const char *key)
+{
+    for (; list && *list; list++) {
+        size_t len = strlen(*list);
+
+        if (!strcmp(*list, key) ||
+            ((*list)[len - 1] == '.' && !strncmp(*list, key, len))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool bdrv_reopen_is_child_key(BlockDriverState *bs, const char *key)
+{
+    if (!strcmp(key, "file") || !strcmp(key, "backing") ||
+        g_str_has_prefix(key, "file.") || g_str_has_prefix(key, "backing.")) {
+        return true;
+    }
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        size_t len = strlen(c->name);
+
+        if (!strncmp(key, c->name, len) &&
+            (key[len] == '\0' || key[len] == '.')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * blockdev-reopen: an option the node was opened with and the reopen
+ * leaves out goes back to its default only where the driver allows it
+ * (QEMU's bdrv_reset_options_allowed()).
+ */
+static int bdrv_reopen_check_reset(BdrvReopenEntry *e, Error **errp)
+{
+    BlockDriverState *bs = e->state.bs;
+
+    for (const QDictEntry *o = qdict_first(bs->explicit_options); o;
+         o = qdict_next(bs->explicit_options, o)) {
+        const char *key = qdict_entry_key(o);
+
+        if (!qdict_haskey(e->explicit_options, key) &&
+            !bdrv_reopen_is_child_key(bs, key) &&
+            !bdrv_reopen_opt_in(bdrv_reopen_resettable, key) &&
+            !bdrv_reopen_opt_in(bs->drv->mutable_opts, key)) {
+            error_setg(errp, "Option '%s' cannot be reset to its default "
+                       "value", key);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 static int bdrv_reopen_check_unchanged(BdrvReopenEntry *e, Error **errp)
 {
     BlockDriverState *bs = e->state.bs;
+
+    if (e->explicit_options && e->common.force_share != bs->force_share) {
+        error_setg(errp, "Cannot change the option 'force-share'");
+        return -EINVAL;
+    }
 
     if (e->common.driver && strcmp(e->common.driver, bs->drv->format_name)) {
         error_setg(errp, "Cannot change the option 'driver'");
@@ -421,6 +488,9 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
         return -EINVAL;
     }
     ret = bdrv_reopen_check_unchanged(e, errp);
+    if (ret == 0 && e->explicit_options && bs->explicit_options) {
+        ret = bdrv_reopen_check_reset(e, errp);
+    }
     if (ret < 0) {
         return ret;
     }

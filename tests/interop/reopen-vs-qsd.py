@@ -345,12 +345,47 @@ REFUSALS = {
     'images': ['disk.qcow2'],
 }
 
+# which options a reopen may leave out (back to their default) and which
+# it may not, and force-share, which cannot change
+RESET = {
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 disk.qcow2 16M'),
+        ('start',),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'f',
+                                 'filename': '$DIR/disk.qcow2',
+                                 'locking': 'off', 'aio': 'threads'}),
+        reopen({'driver': 'file', 'node-name': 'f',
+                'filename': '$DIR/disk.qcow2'}),
+        reopen({'driver': 'file', 'node-name': 'f',
+                'filename': '$DIR/disk.qcow2', 'locking': 'off'}),
+        reopen({'driver': 'file', 'node-name': 'f',
+                'filename': '$DIR/disk.qcow2', 'locking': 'off',
+                'aio': 'threads'}),
+        ('qmp', 'blockdev-add', {'driver': 'qcow2', 'node-name': 'q',
+                                 'file': 'f', 'cache-size': 1048576,
+                                 'overlap-check': 'all'}),
+        reopen({'driver': 'qcow2', 'node-name': 'q', 'file': 'f'}),
+        reopen({'driver': 'qcow2', 'node-name': 'q', 'file': 'f',
+                'cache-size': 1048576}),
+        reopen({'driver': 'qcow2', 'node-name': 'q', 'file': 'f',
+                'force-share': True, 'read-only': True}),
+        reopen({'driver': 'qcow2', 'node-name': 'q', 'file': 'f',
+                'cache': {'direct': True}}),
+        ('nodes',),
+        ('qmp', 'blockdev-add', {'driver': 'null-co', 'node-name': 'n',
+                                 'size': 1048576}),
+        reopen({'driver': 'null-co', 'node-name': 'n'}),
+        reopen({'driver': 'null-co', 'node-name': 'n', 'size': 4096}),
+    ],
+}
+
 SCENARIOS = {
     'reopen-read-only': READ_ONLY,
     'reopen-backing': BACKING,
     'reopen-fleece': FLEECE,
     'snapshot-discard': SNAPSHOT_DISCARD,
     'reopen-refusals': REFUSALS,
+    'reopen-reset': RESET,
 }
 
 
