@@ -7,11 +7,9 @@
  * as it was.  The node is drained throughout: no request sees a node half
  * switched.
  *
- * blockdev-reopen (bdrv_reopen_many()) reopens several nodes in one such
- * transaction with exactly the options given, as QEMU 7.2 does: an option
- * left out goes back to its default, a node's implicit children (those it
- * opened from its own options) are reopened with it, and its "file" or
- * "backing" may name another node (or null, for "backing").
+ * blockdev-reopen's rules of which nodes are queued with which options,
+ * and which children they are to have, are in block-reopen-opts.c; the
+ * transaction that applies them, child edges moved included, is here.
  *
  * Invariants:
  *  1. A child edge that a reopen points at another node is moved before
@@ -25,38 +23,9 @@
  *
  * All of this runs in the main loop thread outside coroutine context.
  */
-#include "block/block_int.h"
-#include "block-internal.h"
+#include "block-reopen-int.h"
 
-/* "file" or "backing" of a node, pointed at another node by a reopen. */
-typedef struct BdrvReopenSwap {
-    bool requested;
-    BlockDriverState *new_bs;   /* NULL: no child (backing: null) */
-    BdrvChild *edge;            /* the edge moved or added, once applied */
-    BlockDriverState *old_bs;   /* invariant 1: a reference, while moved */
-    bool added;                 /* the edge did not exist before */
-} BdrvReopenSwap;
-
-enum { BDRV_REOPEN_FILE, BDRV_REOPEN_BACKING, BDRV_REOPEN_SWAPS };
-
-/* One node of a reopen transaction. */
-typedef struct BdrvReopenEntry {
-    BDRVReopenState state;
-    BdrvCommonOpts common;
-    /* the node's own options as they will be after the commit */
-    QDict *new_options;
-    /* blockdev-reopen: the options as given, which options left out reset */
-    QDict *explicit_options;
-    /* a bad common option, found when the entry was queued */
-    Error *queue_err;
-    int old_flags;
-    bool old_read_only;
-    bool prepared;
-    BdrvReopenSwap swaps[BDRV_REOPEN_SWAPS];
-} BdrvReopenEntry;
-
-static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
-                                         BlockDriverState *bs)
+BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue, BlockDriverState *bs)
 {
     for (guint i = 0; i < queue->len; i++) {
         BdrvReopenEntry *e = queue->pdata[i];
@@ -68,19 +37,7 @@ static BdrvReopenEntry *bdrv_reopen_find(GPtrArray *queue,
     return NULL;
 }
 
-/*
- * Queues @bs with the option changes @changes (consumed) and @flags, then
- * its non-backing children, which inherit the resulting flags as at open,
- * and its backing child if @changes has "backing.*" options.
- * The common options are absorbed here already, because the children's
- * flags depend on them; an error in them is reported by the prepare step.
- */
-/* The flags a child inherits from its parent's new @flags. */
-#define BDRV_REOPEN_INHERITABLE \
-    (BDRV_O_RDWR | BDRV_O_AUTO_RDONLY | BDRV_O_CACHE_MASK)
-
-static BdrvReopenEntry *bdrv_reopen_entry_new(GPtrArray *queue,
-                                              BlockDriverState *bs)
+BdrvReopenEntry *bdrv_reopen_entry_new(GPtrArray *queue, BlockDriverState *bs)
 {
     BdrvReopenEntry *e = g_new0(BdrvReopenEntry, 1);
 
@@ -92,8 +49,12 @@ static BdrvReopenEntry *bdrv_reopen_entry_new(GPtrArray *queue,
     return e;
 }
 
-static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
-                                  QDict *changes, int flags)
+/*
+ * The common options are absorbed here already, because the children's
+ * flags depend on them; an error in them is reported by the prepare step.
+ */
+void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
+                           QDict *changes, int flags)
 {
     BdrvReopenEntry *e;
     int inheritable = BDRV_REOPEN_INHERITABLE;
@@ -145,89 +106,7 @@ static void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
     }
 }
 
-static void bdrv_reopen_queue_add_exact(GPtrArray *queue,
-                                        BlockDriverState *bs,
-                                        QDict *options, int flags);
-
-/*
- * The children of @e's node under blockdev-reopen's rules: one named by
- * its current node is kept (and reopened with its old options if the node
- * opened it); an implicit one given as options is reopened with exactly
- * those; "file" and "backing" naming another node are left in the
- * options for bdrv_reopen_parse_swap(); "x.*" options of a child the node
- * did not open stay too, and are refused as options that cannot change.
- */
-static void bdrv_reopen_queue_children(GPtrArray *queue, BdrvReopenEntry *e)
-{
-    BlockDriverState *bs = e->state.bs;
-    QDict *options = e->state.options;
-    int inherited = e->state.flags & BDRV_REOPEN_INHERITABLE;
-
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-        g_autofree char *prefix = g_strdup_printf("%s.", c->name);
-        int child_flags = (c->bs->open_flags & ~BDRV_REOPEN_INHERITABLE) |
-                          inherited;
-        bool implicit = c->bs->inherits_from == bs;
-        QDict *sub = NULL;
-
-        if (c->is_backing) {
-            /* a backing file stays read-only, whatever its overlay is */
-            child_flags = c->bs->open_flags;
-        }
-        if (qdict_haskey(options, c->name)) {
-            if (g_strcmp0(qdict_get_try_str(options, c->name),
-                          c->bs->node_name)) {
-                continue;
-            }
-            qdict_del(options, c->name);
-            if (implicit && !c->is_backing) {
-                bdrv_reopen_queue_add(queue, c->bs, qdict_new(),
-                                      child_flags);
-            }
-            continue;
-        }
-        if (!implicit || !qdict_has_prefixed_entries(options, prefix)) {
-            continue;
-        }
-        qdict_extract_subqdict(options, &sub, prefix);
-        bdrv_reopen_queue_add_exact(queue, c->bs, sub, child_flags);
-    }
-}
-
-/*
- * Queues @bs to be reopened with exactly @options (consumed), starting
- * from @flags for the common options they leave out.
- */
-static void bdrv_reopen_queue_add_exact(GPtrArray *queue,
-                                        BlockDriverState *bs,
-                                        QDict *options, int flags)
-{
-    BdrvReopenEntry *e;
-
-    if (bdrv_reopen_find(queue, bs)) {
-        qdict_unref(options);
-        return;
-    }
-    e = bdrv_reopen_entry_new(queue, bs);
-    e->explicit_options = qdict_clone(options);
-    e->state.options = options;
-    e->common.flags = flags;
-    bdrv_absorb_common_opts(options, &e->common, &e->queue_err);
-    e->state.flags = e->common.flags;
-    bdrv_reopen_queue_children(queue, e);
-}
-
-/* The flags of a node whose options leave every common option out. */
-static int bdrv_reopen_default_flags(BlockDriverState *bs)
-{
-    return (bs->open_flags & ~(BDRV_O_AUTO_RDONLY | BDRV_O_NOCACHE |
-                               BDRV_O_NO_FLUSH | BDRV_O_UNMAP)) |
-           BDRV_O_RDWR;
-}
-
-/* Invariant 2: is @bs @top or below it? */
-static bool bdrv_reopen_is_below(BlockDriverState *top, BlockDriverState *bs)
+bool bdrv_reopen_is_below(BlockDriverState *top, BlockDriverState *bs)
 {
     if (top == bs) {
         return true;
@@ -242,16 +121,6 @@ static bool bdrv_reopen_is_below(BlockDriverState *top, BlockDriverState *bs)
     return false;
 }
 
-/*
- * A filter a block job put in the graph without a name of the user's
- * (QEMU's implicit node): it is the job's to take out.
- */
-static bool bdrv_reopen_is_implicit(BlockDriverState *bs)
-{
-    return bs->drv->is_filter && bs->node_name[0] == '#' &&
-           !bs->inherits_from;
-}
-
 /* Invariant 1: moves @c to @to (reference included), permissions aside. */
 static void bdrv_reopen_move_edge(BdrvChild *c, BlockDriverState *to)
 {
@@ -262,14 +131,11 @@ static void bdrv_reopen_move_edge(BdrvChild *c, BlockDriverState *to)
 }
 
 /*
- * Points "file" or "backing" of @e at its new node (invariant 1), at once,
- * so that the next node's cycle check sees it, as QEMU's does.  A backing
- * edge that is to go stays until the commit: its leaving only releases
- * permissions.  A new backing edge is attached, which checks its own
- * permissions.
+ * Invariant 1.  A backing edge that is to go stays until the commit: its
+ * leaving only releases permissions.  A new backing edge is attached,
+ * which checks its own permissions.
  */
-static int bdrv_reopen_apply_swap(BdrvReopenEntry *e, int which,
-                                  Error **errp)
+int bdrv_reopen_apply_swap(BdrvReopenEntry *e, int which, Error **errp)
 {
     BlockDriverState *bs = e->state.bs;
     BdrvReopenSwap *sw = &e->swaps[which];
@@ -290,168 +156,6 @@ static int bdrv_reopen_apply_swap(BdrvReopenEntry *e, int which,
         return -EPERM;
     }
     sw->added = true;
-    return 0;
-}
-
-/*
- * "file" or "backing" of @e given as a node name (or null): which node
- * the child is to be, checked as QEMU 7.2 checks it.
- */
-static int bdrv_reopen_parse_swap(BdrvReopenEntry *e, int which,
-                                  Error **errp)
-{
-    BlockDriverState *bs = e->state.bs;
-    bool is_backing = which == BDRV_REOPEN_BACKING;
-    const char *name = is_backing ? "backing" : "file";
-    BdrvChild *old = is_backing ? bs->backing : bs->file;
-    BlockDriverState *new_bs = NULL;
-    const char *ref;
-
-    if (!qdict_haskey(e->state.options, name)) {
-        return 0;
-    }
-    ref = qdict_get_try_str(e->state.options, name);
-    if (ref) {
-        new_bs = bdrv_find_node(ref);
-        if (!new_bs) {
-            error_setg(errp, "Cannot find device='' nor node-name='%s'", ref);
-            return -EINVAL;
-        }
-        if (bdrv_reopen_is_below(new_bs, bs)) {
-            error_setg(errp, "Making '%s' a %s child of '%s' would create a "
-                       "cycle", ref, name, bs->node_name);
-            return -EINVAL;
-        }
-    } else if (!is_backing) {
-        error_setg(errp, "Invalid parameter type for 'file', expected: "
-                   "BlockdevRef");
-        return -EINVAL;
-    }
-    if (old ? old->bs == new_bs : !new_bs) {
-        return 0;
-    }
-    if (old && bdrv_reopen_is_implicit(old->bs)) {
-        /* naming the node below the job's filter keeps the filter */
-        if (old->bs->file && old->bs->file->bs == new_bs) {
-            return 0;
-        }
-        error_setg(errp, "Cannot replace implicit %s child of %s", name,
-                   bs->node_name);
-        return -EPERM;
-    }
-    if (bs->drv->is_filter && !old) {
-        error_setg(errp, "'%s' is a %s filter node that does not support a "
-                   "%s child", bs->node_name, bs->drv->format_name, name);
-        return -EINVAL;
-    }
-    if (is_backing && !bs->drv->is_filter && !bs->drv->supports_backing) {
-        error_setg(errp, "Driver '%s' of node '%s' does not support backing "
-                   "files", bs->drv->format_name, bs->node_name);
-        return -EINVAL;
-    }
-    if (!is_backing && !old) {
-        error_setg(errp, "Node '%s' of driver '%s' has no 'file' child to "
-                   "change", bs->node_name, bs->drv->format_name);
-        return -EINVAL;
-    }
-    if (new_bs &&
-        bdrv_get_aio_context(new_bs) != bdrv_get_aio_context(bs)) {
-        error_setg(errp, "Cannot make node '%s' the %s child of '%s': they "
-                   "are in different iothreads (AioContexts)",
-                   new_bs->node_name, name, bs->node_name);
-        return -EINVAL;
-    }
-    e->swaps[which].requested = true;
-    e->swaps[which].new_bs = new_bs;
-    return bdrv_reopen_apply_swap(e, which, errp);
-}
-
-/*
- * What blockdev-reopen checks beyond the driver: the backing child named
- * when the node has one, and the "backing" and "file" changes.
- */
-static int bdrv_reopen_prepare_children(BdrvReopenEntry *e, Error **errp)
-{
-    BlockDriverState *bs = e->state.bs;
-    int ret;
-
-    if (bs->drv->supports_backing &&
-        !qdict_haskey(e->state.options, "backing") &&
-        (bs->backing || bs->backing_file[0])) {
-        error_setg(errp, "backing is missing for '%s'", bs->node_name);
-        return -EINVAL;
-    }
-    ret = bdrv_reopen_parse_swap(e, BDRV_REOPEN_BACKING, errp);
-    if (ret < 0) {
-        return ret;
-    }
-    qdict_del(e->state.options, "backing");
-    qdict_del(e->new_options, "backing");
-    ret = bdrv_reopen_parse_swap(e, BDRV_REOPEN_FILE, errp);
-    qdict_del(e->state.options, "file");
-    qdict_del(e->new_options, "file");
-    return ret;
-}
-
-/* The common options that a reopen may leave out (QEMU's list). */
-static const char *const bdrv_reopen_resettable[] = {
-    "node-name", "discard", "cache.direct", "cache.no-flush", "read-only",
-    "auto-read-only", "detect-zeroes", NULL
-};
-
-static bool bdrv_reopen_opt_in(const char *const *list, const char *key)
-{
-    for (; list && *list; list++) {
-        size_t len = strlen(*list);
-
-        if (!strcmp(*list, key) ||
-            ((*list)[len - 1] == '.' && !strncmp(*list, key, len))) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static bool bdrv_reopen_is_child_key(BlockDriverState *bs, const char *key)
-{
-    if (!strcmp(key, "file") || !strcmp(key, "backing") ||
-        g_str_has_prefix(key, "file.") || g_str_has_prefix(key, "backing.")) {
-        return true;
-    }
-    for (GList *l = bs->children; l; l = l->next) {
-        BdrvChild *c = l->data;
-        size_t len = strlen(c->name);
-
-        if (!strncmp(key, c->name, len) &&
-            (key[len] == '\0' || key[len] == '.')) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/*
- * blockdev-reopen: an option the node was opened with and the reopen
- * leaves out goes back to its default only where the driver allows it
- * (QEMU's bdrv_reset_options_allowed()).
- */
-static int bdrv_reopen_check_reset(BdrvReopenEntry *e, Error **errp)
-{
-    BlockDriverState *bs = e->state.bs;
-
-    for (const QDictEntry *o = qdict_first(bs->explicit_options); o;
-         o = qdict_next(bs->explicit_options, o)) {
-        const char *key = qdict_entry_key(o);
-
-        if (!qdict_haskey(e->explicit_options, key) &&
-            !bdrv_reopen_is_child_key(bs, key) &&
-            !bdrv_reopen_opt_in(bdrv_reopen_resettable, key) &&
-            !bdrv_reopen_opt_in(bs->drv->mutable_opts, key)) {
-            error_setg(errp, "Option '%s' cannot be reset to its default "
-                       "value", key);
-            return -EINVAL;
-        }
-    }
     return 0;
 }
 
@@ -764,14 +468,14 @@ abort:
     return ret;
 }
 
-static GPtrArray *bdrv_reopen_queue_new(void)
+GPtrArray *bdrv_reopen_queue_new(void)
 {
     return g_ptr_array_new_with_free_func(
         (GDestroyNotify)bdrv_reopen_entry_free);
 }
 
-/* Invariant 3: every node queued stands still until the queue is done. */
-static int bdrv_reopen_run(GPtrArray *queue, Error **errp)
+/* Invariant 3. */
+int bdrv_reopen_run(GPtrArray *queue, Error **errp)
 {
     guint n = queue->len;
     int ret;
@@ -791,18 +495,6 @@ int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp)
     g_autoptr(GPtrArray) queue = bdrv_reopen_queue_new();
 
     bdrv_reopen_queue_add(queue, bs, opts ?: qdict_new(), flags);
-    return bdrv_reopen_run(queue, errp);
-}
-
-int bdrv_reopen_many(BlockDriverState **nodes, QDict **options, size_t n,
-                     Error **errp)
-{
-    g_autoptr(GPtrArray) queue = bdrv_reopen_queue_new();
-
-    for (size_t i = 0; i < n; i++) {
-        bdrv_reopen_queue_add_exact(queue, nodes[i], options[i],
-                                    bdrv_reopen_default_flags(nodes[i]));
-    }
     return bdrv_reopen_run(queue, errp);
 }
 
