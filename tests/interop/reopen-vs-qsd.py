@@ -379,6 +379,60 @@ RESET = {
     ],
 }
 
+def sha256(name):
+    return ('qmp', 'x-debug-block-dirty-bitmap-sha256', {'node': 'disk',
+                                                         'name': name})
+
+
+BITMAP_INFO = ('qemu-img info -U --output=json disk.qcow2 | /usr/bin/python3 '
+               '-c "import json, sys; print(json.load(sys.stdin)'
+               '[\'format-specific\'][\'data\'].get(\'bitmaps\'))" >> %s')
+
+# Dirty bitmaps across reopens: they survive, keep recording; a
+# read-only reopen stores the persistent ones in the image (no longer
+# in use), a read-write one marks them in use again
+BITMAPS = {
+    'steps': [
+        ('sh', 'qemu-img create -q -f qcow2 disk.qcow2 64M'),
+        ('start',),
+        ('qmp', 'blockdev-add', DISK),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'disk', 'name': 'p',
+                                           'persistent': True}),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'disk', 'name': 't',
+                                           'granularity': 4096}),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'disk', 'name': 'off',
+                                           'persistent': True,
+                                           'disabled': True}),
+        NBD_START,
+        export('disk'),
+        ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" -c "write 10M 4k" '
+                          '-c "write -z 20M 1M"'),
+        sha256('p'), sha256('t'), sha256('off'),
+        ('sh', BITMAP_INFO % 'info.txt'),
+    ] + export_del() + [
+        reopen(dict(DISK, **{'read-only': True})),
+        sha256('p'), sha256('t'),
+        ('sh', BITMAP_INFO % 'info.txt'),
+        # a read-only node's bitmaps cannot change
+        ('qmp', 'block-dirty-bitmap-clear', {'node': 'disk', 'name': 'p'}),
+        ('qmp', 'block-dirty-bitmap-add', {'node': 'disk', 'name': 'n',
+                                           'persistent': True}),
+        reopen(DISK),
+        ('sh', BITMAP_INFO % 'info.txt'),
+        # (another export id: a second BLOCK_EXPORT_DELETED of "guest"
+        # could not be told from the first)
+        export('disk', name='g2'),
+        ('sh', 'qemu-io -f raw -c "write -P 0x22 30M 64k" '
+               '"nbd+unix:///g2?socket=nbd.sock"'),
+        sha256('p'), sha256('t'), sha256('off'),
+        ('qmp', 'block-dirty-bitmap-clear', {'node': 'disk', 'name': 'p'}),
+        sha256('p'),
+    ] + export_del('g2'),
+    'same_files': ['info.txt'],
+    'images': ['disk.qcow2'],
+    'info_keys': ['format-specific'],
+}
+
 SCENARIOS = {
     'reopen-read-only': READ_ONLY,
     'reopen-backing': BACKING,
@@ -386,6 +440,7 @@ SCENARIOS = {
     'snapshot-discard': SNAPSHOT_DISCARD,
     'reopen-refusals': REFUSALS,
     'reopen-reset': RESET,
+    'reopen-bitmaps': BITMAPS,
 }
 
 
