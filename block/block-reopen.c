@@ -235,6 +235,7 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
 
 static void bdrv_reopen_entry_free(BdrvReopenEntry *e)
 {
+    /* invariant 1: every edge moved was committed or moved back */
     for (int i = 0; i < BDRV_REOPEN_SWAPS; i++) {
         assert(!e->swaps[i].old_bs);
     }
