@@ -71,6 +71,11 @@ int bdrv_reopen_run(GPtrArray *queue, Error **errp);
 
 /* ---- block-reopen-opts.c: for blockdev-reopen's entries ---- */
 
+/*
+ * The keys of @d in the order QEMU's QDict iterates them (by hash bucket),
+ * so that of several bad options the one QEMU names is named.
+ */
+GPtrArray *bdrv_reopen_keys_in_qemu_order(QDict *d);
 /* Options of the node's open left out that its driver cannot reset. */
 int bdrv_reopen_check_reset(BdrvReopenEntry *e, Error **errp);
 /*

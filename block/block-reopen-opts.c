@@ -247,6 +247,63 @@ static bool bdrv_reopen_is_child_key(BlockDriverState *bs, const char *key)
 }
 
 /*
+ * QEMU's QDict hash of a key (qobject/qdict.c): a QDict of 512 buckets
+ * iterates them in order, and a bucket's keys newest first.  Only the
+ * order of error messages depends on it.
+ */
+#define BDRV_REOPEN_QEMU_BUCKETS 512
+
+static unsigned bdrv_reopen_qemu_bucket(const char *key)
+{
+    uint32_t value = 0x238F13AFu * (uint32_t)strlen(key);
+
+    for (unsigned i = 0; key[i]; i++) {
+        value += (uint32_t)(unsigned char)key[i] << (i * 5 % 24);
+    }
+    return (1103515243u * value + 12345u) % BDRV_REOPEN_QEMU_BUCKETS;
+}
+
+typedef struct BdrvReopenKey {
+    const char *key;
+    unsigned bucket;
+    unsigned pos;               /* insertion order */
+} BdrvReopenKey;
+
+static gint bdrv_reopen_key_cmp(gconstpointer a, gconstpointer b)
+{
+    const BdrvReopenKey *x = a, *y = b;
+
+    if (x->bucket != y->bucket) {
+        return x->bucket < y->bucket ? -1 : 1;
+    }
+    return x->pos > y->pos ? -1 : x->pos < y->pos;
+}
+
+GPtrArray *bdrv_reopen_keys_in_qemu_order(QDict *d)
+{
+    g_autoptr(GArray) keys = g_array_new(false, false,
+                                         sizeof(BdrvReopenKey));
+    GPtrArray *out = g_ptr_array_new();
+    unsigned pos = 0;
+
+    for (const QDictEntry *o = qdict_first(d); o; o = qdict_next(d, o)) {
+        BdrvReopenKey k = {
+            .key = qdict_entry_key(o),
+            .bucket = bdrv_reopen_qemu_bucket(qdict_entry_key(o)),
+            .pos = pos++,
+        };
+
+        g_array_append_val(keys, k);
+    }
+    g_array_sort(keys, bdrv_reopen_key_cmp);
+    for (guint i = 0; i < keys->len; i++) {
+        g_ptr_array_add(out, (gpointer)g_array_index(keys, BdrvReopenKey,
+                                                     i).key);
+    }
+    return out;
+}
+
+/*
  * blockdev-reopen: an option the node was opened with and the reopen
  * leaves out goes back to its default only where the driver allows it
  * (QEMU's bdrv_reset_options_allowed()).
@@ -254,10 +311,11 @@ static bool bdrv_reopen_is_child_key(BlockDriverState *bs, const char *key)
 int bdrv_reopen_check_reset(BdrvReopenEntry *e, Error **errp)
 {
     BlockDriverState *bs = e->state.bs;
+    g_autoptr(GPtrArray) keys =
+        bdrv_reopen_keys_in_qemu_order(bs->explicit_options);
 
-    for (const QDictEntry *o = qdict_first(bs->explicit_options); o;
-         o = qdict_next(bs->explicit_options, o)) {
-        const char *key = qdict_entry_key(o);
+    for (guint i = 0; i < keys->len; i++) {
+        const char *key = keys->pdata[i];
 
         if (!qdict_haskey(e->explicit_options, key) &&
             !bdrv_reopen_is_child_key(bs, key) &&

@@ -183,7 +183,7 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
 {
     BDRVReopenState *state = &e->state;
     BlockDriverState *bs = state->bs;
-    const QDictEntry *left;
+    g_autoptr(GPtrArray) left = NULL;
     int ret;
 
     if (e->queue_err) {
@@ -219,13 +219,13 @@ static int bdrv_reopen_prepare(BdrvReopenEntry *e, Error **errp)
     }
 
     /* What the driver did not take must be what the node already has. */
-    for (left = qdict_first(state->options); left;
-         left = qdict_next(state->options, left)) {
-        const char *key = qdict_entry_key(left);
+    left = bdrv_reopen_keys_in_qemu_order(state->options);
+    for (guint i = 0; i < left->len; i++) {
+        const char *key = left->pdata[i];
 
         if (!qdict_haskey(bs->options, key) ||
             g_strcmp0(qdict_get_try_str(bs->options, key),
-                      qdict_entry_value(left))) {
+                      qdict_get_try_str(state->options, key))) {
             error_setg(errp, "Cannot change the option '%s'", key);
             return -EINVAL;
         }
