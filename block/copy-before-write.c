@@ -894,9 +894,24 @@ static void cbw_close(BlockDriverState *bs)
     buffer_pool_free(s->buffers);
 }
 
+/*
+ * The options stay as they were opened; nothing to stage.  The source
+ * cannot change (blockdev-reopen's "file"): what the snapshot holds and
+ * which clusters are done are the old source's.  QEMU 7.2 refuses every
+ * reopen of the filter, with this message.
+ */
 static int cbw_reopen_prepare(BDRVReopenState *state, Error **errp)
 {
-    /* the options stay as they were opened; nothing to stage */
+    BlockDriverState *bs = state->bs;
+    const char *file = qdict_get_try_str(state->options, "file");
+
+    if (qdict_haskey(state->options, "file") &&
+        g_strcmp0(file, bs->file->bs->node_name)) {
+        error_setg(errp, "Block format '%s' used by node '%s' does not "
+                   "support reopening files", bs->drv->format_name,
+                   bs->node_name);
+        return -ENOTSUP;
+    }
     return 0;
 }
 

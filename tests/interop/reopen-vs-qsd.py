@@ -334,6 +334,25 @@ REFUSALS = {
         ('qmp', 'job-cancel', {'id': 's'}),
         ('wait', 's', 'null'),
         ('nodes',),
+        # options of a child the node did not open: not the reopen's
+        reopen(dict(TOP, file={'driver': 'qcow2', 'node-name': 'disk',
+                               'file': 'disk-file', 'backing': 'base'})),
+        # a copy-before-write filter's source cannot change under its
+        # snapshot (QEMU 7.2 refuses every reopen of the filter; qblock
+        # only this one, and changes of its options)
+        ('qmp', 'blockdev-add', {'driver': 'copy-before-write',
+                                 'node-name': 'cbw', 'file': 'target',
+                                 'target': 'other-t'}),
+        ('qmp', 'blockdev-add', qcow2_node('other-t', 'other.qcow2')),
+        ('qmp', 'blockdev-add', {'driver': 'copy-before-write',
+                                 'node-name': 'cbw', 'file': 'target',
+                                 'target': 'other-t',
+                                 'on-cbw-error': 'break-snapshot'}),
+        reopen({'driver': 'copy-before-write', 'node-name': 'cbw',
+                'file': 'disk', 'target': 'other-t',
+                'on-cbw-error': 'break-snapshot'}),
+        ('nodes',),
+        ('qmp', 'blockdev-del', {'node-name': 'cbw'}),
         # (a child in another iothread crashes qemu-storage-daemon 7.2:
         # tests/daemon/test-reopen.py has qblock's refusal)
     ],
