@@ -30,6 +30,11 @@ int bdrv_perm_check(BlockDriverState *bs, GHashTable *going_read_only,
                     BdrvPermTran *tran, Error **errp);
 /* Tells every node of @tran its new permissions, and frees @tran. */
 void bdrv_perm_commit(BdrvPermTran *tran);
+/*
+ * Puts back what bdrv_perm_check() changed for @tran, and frees it: for a
+ * caller that checked several subtrees and must drop all when one fails.
+ */
+void bdrv_perm_abort(BdrvPermTran *tran);
 /* Checks and commits in one go. */
 int bdrv_refresh_perms(BlockDriverState *bs, Error **errp);
 /* What @bs asks of its child @c, given what its own parents ask of it. */

@@ -219,7 +219,7 @@ void bdrv_perm_commit(BdrvPermTran *tran)
     bdrv_perm_tran_free(tran);
 }
 
-static void bdrv_perm_abort(BdrvPermTran *tran)
+void bdrv_perm_abort(BdrvPermTran *tran)
 {
     bdrv_perm_undo_apply(tran->undo);
     for (guint i = tran->checked->len; i > 0; i--) {

@@ -352,6 +352,9 @@ void bdrv_unref_child(BlockDriverState *parent, BdrvChild *child)
         return;
     }
     assert(child->parent == parent);
+    if (child->bs->inherits_from == parent) {
+        child->bs->inherits_from = NULL;
+    }
     parent->children = g_list_remove(parent->children, child);
     if (parent->file == child) {
         parent->file = NULL;
@@ -677,6 +680,7 @@ BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                            BdrvChildOpenFlags flags, Error **errp)
 {
     BlockDriverState *bs;
+    bool by_reference = qdict_get_try_str(options, bdref_key) != NULL;
 
     if (parent->force_share) {
         flags |= BDRV_CHILD_OPEN_FORCE_SHARE;
@@ -685,6 +689,9 @@ BdrvChild *bdrv_open_child(const char *filename, QDict *options,
                             flags, errp);
     if (!bs) {
         return NULL;
+    }
+    if (!by_reference) {
+        bs->inherits_from = parent;
     }
     return bdrv_attach_child(parent, bs, bdref_key,
                              flags & BDRV_CHILD_OPEN_BACKING, errp);
@@ -933,6 +940,7 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
                                      Error **errp)
 {
     Error *local_err = NULL;
+    bool by_reference = qdict_get_try_str(options, "file") != NULL;
 
     *file_bs = bdrv_open_child_bs(filename, options, "file", *flags,
                                   BDRV_CHILD_OPEN_OPTIONAL |
@@ -945,6 +953,9 @@ static int bdrv_open_file_for_format(BlockDriverState *bs,
     }
     if (!*file_bs) {
         return 0;
+    }
+    if (!by_reference) {
+        (*file_bs)->inherits_from = bs;
     }
     if ((*flags & BDRV_O_AUTO_RDONLY) && (*file_bs)->read_only) {
         *flags &= ~BDRV_O_RDWR;

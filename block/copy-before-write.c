@@ -52,6 +52,11 @@
  *     cluster a backup job skips (invariant 6): the source may change
  *     under it uncopied.  s->access is NULL while every cluster can be
  *     read; a bit once cleared stays so.
+ *  8. A cluster the backup tool discarded from the snapshot
+ *     (cbw_co_pdiscard_snapshot()) is done and outside the snapshot as
+ *     in invariant 7, once the copy in flight that has it (if any)
+ *     finished: so no copy writes its target after its discard, and a
+ *     guest write there is not copied.
  *
  * Everything runs in the node's AioContext; the state is touched only
  * between yields, so it needs no lock.
@@ -569,6 +574,37 @@ int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
     return ret;
 }
 
+/* Invariant 8. */
+int coroutine_fn cbw_co_pdiscard_snapshot(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes)
+{
+    BDRVCopyBeforeWriteState *s = bs->opaque;
+    int64_t first = DIV_ROUND_UP(offset, s->cluster_size);
+    int64_t end = MIN((offset + bytes) / s->cluster_size, s->nb_clusters);
+    int64_t c = first;
+
+    /* as QEMU: only whole clusters leave the snapshot */
+    if (first >= end) {
+        return 0;
+    }
+    while (c < end) {
+        CbwCopy *copy = cbw_find_copy(s, c);
+
+        if (!copy) {
+            c++;
+            continue;
+        }
+        copy->refcnt++;
+        cbw_wait_copy(bs, copy, 0);
+        cbw_copy_unref(copy);
+        c = first;              /* another copy may have started meanwhile */
+    }
+    cbw_set_done(s, first, end);
+    cbw_set_inaccessible(s, first, end);
+    return bdrv_co_pdiscard(s->target, first * s->cluster_size,
+                            (end - first) * s->cluster_size);
+}
+
 /* ---- for the backup job ---- */
 
 int64_t cbw_get_cluster_size(BlockDriverState *bs)
@@ -858,9 +894,24 @@ static void cbw_close(BlockDriverState *bs)
     buffer_pool_free(s->buffers);
 }
 
+/*
+ * The options stay as they were opened; nothing to stage.  The source
+ * cannot change (blockdev-reopen's "file"): what the snapshot holds and
+ * which clusters are done are the old source's.  QEMU 7.2 refuses every
+ * reopen of the filter, with this message.
+ */
 static int cbw_reopen_prepare(BDRVReopenState *state, Error **errp)
 {
-    /* the options stay as they were opened; nothing to stage */
+    BlockDriverState *bs = state->bs;
+    const char *file = qdict_get_try_str(state->options, "file");
+
+    if (qdict_haskey(state->options, "file") &&
+        g_strcmp0(file, bs->file->bs->node_name)) {
+        error_setg(errp, "Block format '%s' used by node '%s' does not "
+                   "support reopening files", bs->drv->format_name,
+                   bs->node_name);
+        return -ENOTSUP;
+    }
     return 0;
 }
 

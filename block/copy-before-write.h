@@ -34,6 +34,15 @@ int coroutine_fn cbw_co_snapshot_block_status(BlockDriverState *bs,
                                               int64_t *pnum, int64_t *map,
                                               BlockDriverState **file);
 
+/*
+ * The backup tool is done with [offset, +bytes) of the snapshot (a
+ * discard on snapshot-access, QEMU 7.2's): its whole clusters leave the
+ * snapshot and need no copy any more (invariant 8), and their copies in
+ * the target are discarded.  In coroutine context.
+ */
+int coroutine_fn cbw_co_pdiscard_snapshot(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes);
+
 /* ---- the backup job's (block/backup.c); main loop, filter @bs ---- */
 
 /* Called after each copy that succeeded, the job's or a guest write's. */

@@ -37,6 +37,11 @@ bool bdrv_driver_can_compress(const BlockDriver *drv)
     return drv->bdrv_co_pwritev_compressed != NULL;
 }
 
+bool bdrv_driver_supports_backing(const BlockDriver *drv)
+{
+    return drv->supports_backing;
+}
+
 int bdrv_measure(const BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
                  BlockMeasureInfo *info, Error **errp)
 {

@@ -70,6 +70,23 @@ typedef struct Qcow2Options {
  * the refcount cache takes four clusters; cache-size gives the L2 cache
  * what covers the disk and the refcount cache the rest.
  */
+/* What blockdev-reopen may reset: all but the encryption's (QEMU's). */
+static const char *const qcow2_mutable_opts[] = {
+    "lazy-refcounts",
+    "pass-discard-request",
+    "pass-discard-snapshot",
+    "pass-discard-other",
+    "discard-no-unref",
+    "cache-size",
+    "l2-cache-size",
+    "l2-cache-entry-size",
+    "refcount-cache-size",
+    "cache-clean-interval",
+    "overlap-check",
+    "overlap-check.",
+    NULL
+};
+
 static int qcow2_read_cache_sizes(BlockDriverState *bs, QemuOpts *opts,
                                   Qcow2Options *o, Error **errp)
 {
@@ -1334,6 +1351,7 @@ static const BlockDriver bdrv_qcow2 = {
     .is_format                      = true,
     .supports_backing               = true,
     .runtime_opts                   = &qapi_opts_qcow2_runtime,
+    .mutable_opts                   = qcow2_mutable_opts,
     .create_opts                    = &qapi_opts_qcow2_create,
     .bdrv_probe                     = qcow2_probe,
     .bdrv_open                      = qcow2_open,

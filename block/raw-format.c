@@ -406,6 +406,8 @@ static const BlockDriver bdrv_raw = {
     .is_format                      = true,
     .runtime_opts                   = &qapi_opts_raw_runtime,
     .strong_runtime_opts            = raw_strong_runtime_opts,
+    /* as QEMU's: the window on the file may move */
+    .mutable_opts                   = raw_strong_runtime_opts,
     .create_opts                    = &qapi_opts_raw_create,
     .bdrv_probe                     = raw_probe,
     .bdrv_open                      = raw_open,

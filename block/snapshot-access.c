@@ -14,8 +14,10 @@
  *     does not.
  *  2. Over a node that is no copy-before-write filter, reads and block
  *     status fail with -ENOTSUP (QEMU opens it too, and fails there);
- *     writes, zero writes and discards always fail with -ENOTSUP: the
- *     snapshot is read-only.  Block status is the snapshot's (the
+ *     writes and zero writes always fail with -ENOTSUP: the snapshot is
+ *     read-only.  A discard tells the filter that the backup tool is done
+ *     with those clusters (copy-before-write.c's invariant 8), as in
+ *     QEMU 7.2; over another node it fails with -ENOTSUP.  Block status is the snapshot's (the
  *     filter's), never the live source's, which may read zeroes where
  *     the snapshot has data.
  *
@@ -93,11 +95,15 @@ static int coroutine_fn snapshot_access_co_pwrite_zeroes(
     return -ENOTSUP;
 }
 
+/* Invariant 2. */
 static int coroutine_fn snapshot_access_co_pdiscard(BlockDriverState *bs,
                                                     int64_t offset,
                                                     int64_t bytes)
 {
-    return -ENOTSUP;
+    if (!cbw_is_filter(bs->file->bs)) {
+        return -ENOTSUP;
+    }
+    return cbw_co_pdiscard_snapshot(bs->file->bs, offset, bytes);
 }
 
 static const BlockDriver bdrv_snapshot_access = {

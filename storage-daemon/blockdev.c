@@ -205,8 +205,7 @@ static int blockdev_open(QDict *options, Error **errp)
     return 0;
 }
 
-/* JSON options (checked) into the flat dict the block layer takes. */
-static QDict *blockdev_json_to_qdict(JsonNode *node, Error **errp)
+QDict *blockdev_options_to_qdict(JsonNode *node, Error **errp)
 {
     if (!qapi_check_input(&qapi_type_BlockdevOptions, node, QAPI_INPUT_JSON,
                           errp) ||
@@ -223,7 +222,7 @@ int blockdev_add_cmdline(const char *arg, Error **errp)
     if (arg[0] == '{') {
         g_autoptr(JsonNode) node = json_parse_text(arg, strlen(arg), errp);
 
-        options = node ? blockdev_json_to_qdict(node, errp) : NULL;
+        options = node ? blockdev_options_to_qdict(node, errp) : NULL;
     } else {
         const char *driver;
 
@@ -248,7 +247,7 @@ static void qmp_blockdev_add(JsonObject *args, JsonNode **ret, Error **errp)
 {
     g_autoptr(JsonNode) node = json_node_init_object(json_node_alloc(),
                                                      args);
-    QDict *options = blockdev_json_to_qdict(node, errp);
+    QDict *options = blockdev_options_to_qdict(node, errp);
 
     if (options) {
         blockdev_open(options, errp);

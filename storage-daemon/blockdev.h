@@ -7,12 +7,19 @@
 #define QBLOCK_BLOCKDEV_H
 
 #include "util/error.h"
+#include "util/qdict.h"
 
 /*
  * --blockdev: @arg is keyval (driver=file,node-name=f0,filename=x, the
  * driver implied first) or a JSON object ('{"driver": "file", ...}').
  */
 int blockdev_add_cmdline(const char *arg, Error **errp);
+/*
+ * The options of one node as blockdev-add takes them (@node, a JSON
+ * object), checked against the schema and the drivers' option tables,
+ * as the flat dict the block layer takes; NULL with @errp set.
+ */
+QDict *blockdev_options_to_qdict(JsonNode *node, Error **errp);
 /* Registers blockdev-add/-del, query-named-block-nodes, query-blockstats
  * and x-blockdev-set-write-cache. */
 void blockdev_register_commands(void);

@@ -39,6 +39,7 @@
 #include "block-export.h"
 #include "blockdev.h"
 #include "blockdev-ops.h"
+#include "blockdev-reopen.h"
 #include "transaction.h"
 #include "chardev.h"
 #include "job-qmp.h"
@@ -436,6 +437,7 @@ static void qsd_register_commands(void)
     monitor_init();
     blockdev_register_commands();
     blockdev_ops_register_commands();
+    blockdev_reopen_register_commands();
     transaction_register_commands();
     block_export_register_commands();
     nbd_register_commands();

@@ -50,6 +50,17 @@ int bdrv_create_file(const char *filename, QemuOpts *opts, Error **errp);
 int bdrv_reopen(BlockDriverState *bs, QDict *opts, int flags, Error **errp);
 int bdrv_reopen_set_read_only(BlockDriverState *bs, bool read_only,
                               Error **errp);
+/*
+ * blockdev-reopen: reopens @nodes[0..@n) in one transaction, each with
+ * exactly the flat options @options[i] (consumed; "driver" and
+ * "node-name" included): what they leave out goes back to its default,
+ * the implicit children given as options are reopened with them, and
+ * "file" or "backing" may name another existing node ("backing" also
+ * null), as in QEMU 7.2.  Either every node changes or none; errors are
+ * QEMU's.
+ */
+int bdrv_reopen_many(BlockDriverState **nodes, QDict **options, size_t n,
+                     Error **errp);
 
 /* Requests on a child edge (what drivers use for their children). */
 int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,

@@ -94,6 +94,13 @@ struct BlockDriver {
      * option under it.  NULL: every option of the node counts.
      */
     const char *const *strong_runtime_opts;
+    /*
+     * Options that blockdev-reopen may leave out to reset them to their
+     * default (QEMU's mutable_opts); a name ending in '.' matches every
+     * option under it.  NULL-terminated; NULL: none.  An option given at
+     * open and left out of a reopen is refused otherwise.
+     */
+    const char *const *mutable_opts;
     /* creation options (qemu-img create -o), or NULL */
     const QemuOptsList *create_opts;
 
@@ -549,6 +556,12 @@ struct BlockDriverState {
     int refcnt;
     /* force-share=on: the node shares every permission with other users */
     bool force_share;
+    /*
+     * The parent that opened this node from its own options (not by
+     * reference), which blockdev-reopen reopens along with it; NULL for
+     * a node added on its own or once that parent let it go.
+     */
+    BlockDriverState *inherits_from;
 
     /* --- event-loop thread only --- */
     bool read_only;

@@ -36,6 +36,8 @@ const QemuOptsList *bdrv_driver_amend_opts(const BlockDriver *drv);
 bool bdrv_driver_can_amend(const BlockDriver *drv);
 /* Whether the driver can write compressed clusters (convert -c). */
 bool bdrv_driver_can_compress(const BlockDriver *drv);
+/* Whether the driver's images have backing files (the "backing" option). */
+bool bdrv_driver_supports_backing(const BlockDriver *drv);
 
 /*
  * The size of a new image of format @drv created with @opts (its create

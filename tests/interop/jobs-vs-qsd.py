@@ -1274,9 +1274,9 @@ SCENARIOS.update({
 # a snapshot-access node over it exported by NBD with the bitmap, a backup
 # tool that copies the bitmap's dirty extents of the point-in-time view
 # into an overlay of the full backup while the guest writes on.  The
-# guest's export moves onto the filter (qemu-storage-daemon 7.2 has no
-# other way to put a filter under a live export but blockdev-reopen of
-# a node above it, which qblock lacks), and back at the end.
+# guest's export moves onto the filter, and back at the end (the other
+# way, blockdev-reopen of a node above the disk, is reopen-vs-qsd.py's
+# scenario reopen-fleece).
 
 GUEST_IO = 'qemu-io -f raw %s "nbd+unix:///guest?socket=nbd.sock"'
 

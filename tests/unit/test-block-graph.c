@@ -797,6 +797,72 @@ static void test_reopen_options(void)
     bdrv_unref(bs);
 }
 
+/* blockdev-reopen's exact options, as the daemon passes them */
+static int reopen_many(BlockDriverState *bs, const char *opts, Error **errp)
+{
+    QDict *options = keyval_parse(opts, NULL, &error_abort);
+
+    return bdrv_reopen_many(&bs, &options, 1, errp);
+}
+
+/*
+ * bdrv_reopen_many (block-reopen.c): "file" pointed at another node in
+ * the transaction; a refused permission or a cycle moves nothing, the
+ * node left behind goes when its last reference does.
+ */
+static void test_reopen_many_file(void)
+{
+    BlockDriverState *bs, *pb, *pc;
+    Error *err = NULL;
+    int closes;
+
+    bs = open_fmt("a", "node-name=img", BDRV_O_RDWR, &error_abort);
+    pb = bdrv_open(NULL, NULL, keyval_parse("driver=test-proto,filename=b,"
+                                            "node-name=pb", NULL,
+                                            &error_abort),
+                   BDRV_O_RDWR, &error_abort);
+    pc = bdrv_open(NULL, NULL, keyval_parse("driver=test-proto,filename=c,"
+                                            "node-name=pc", NULL,
+                                            &error_abort),
+                   BDRV_O_RDWR, &error_abort);
+    g_assert(bs->file->bs->inherits_from == bs);
+
+    closes = proto_closes;
+    g_assert_cmpint(reopen_many(bs, "driver=test-fmt,node-name=img,file=pb",
+                                &error_abort), ==, 0);
+    g_assert(bs->file->bs == pb);
+    /* the file node it opened itself had no other reference */
+    g_assert_cmpint(proto_closes, ==, closes + 1);
+    g_assert_cmpint(bdrv_get_refcnt(pb), ==, 2);
+    g_assert(pb->perm & BLK_PERM_WRITE);
+
+    proto_fail_name = "c";
+    g_assert_cmpint(reopen_many(bs, "driver=test-fmt,node-name=img,file=pc",
+                                &err), <, 0);
+    assert_error(&err, "test-proto refuses the permission");
+    proto_fail_name = NULL;
+    g_assert(bs->file->bs == pb);
+    g_assert_cmpint(bdrv_get_refcnt(pc), ==, 1);
+    g_assert_null(pc->parents);
+    g_assert_cmpuint(pc->perm, ==, 0);
+
+    g_assert_cmpint(reopen_many(bs, "driver=test-fmt,node-name=img,file=img",
+                                &err), <, 0);
+    assert_error(&err, "Making 'img' a file child of 'img' would create a "
+                 "cycle");
+    g_assert_cmpint(reopen_many(bs, "driver=test-fmt,node-name=img,"
+                                "file=pb,read-only=on", &error_abort), ==, 0);
+    g_assert_true(bdrv_is_read_only(bs));
+    /* a node given by reference is not reopened with its parent */
+    g_assert_false(bdrv_is_read_only(pb));
+    g_assert_false(bs->file->perm & BLK_PERM_WRITE);
+
+    bdrv_unref(bs);
+    g_assert_cmpint(bdrv_get_refcnt(pb), ==, 1);
+    bdrv_unref(pb);
+    bdrv_unref(pc);
+}
+
 /* ---- queries ---- */
 
 /*
@@ -910,6 +976,7 @@ int main(int argc, char **argv)
     g_test_add_func("/block-graph/perm/read-only", test_perm_read_only);
     g_test_add_func("/block-graph/reopen/read-only", test_reopen_read_only);
     g_test_add_func("/block-graph/reopen/options", test_reopen_options);
+    g_test_add_func("/block-graph/reopen/many-file", test_reopen_many_file);
     g_test_add_func("/block-graph/queries", test_queries);
     g_test_add_func("/block-graph/append", test_append);
     return g_test_run();
