@@ -65,6 +65,16 @@ def probes(name, spare='spare'):
             'snapshot-node-name': 'ov-' + name, 'format': 'qcow2'}),
         ('qmp', 'blockdev-snapshot-internal-sync', {'device': name,
                                                     'name': 'i1'}),
+        # a transaction's actions ask as the commands do
+        ('qmp', 'transaction', {'actions': [
+            {'type': 'blockdev-snapshot-sync', 'data': {
+                'node-name': name,
+                'snapshot-file': '$DIR/tx-%s.qcow2' % name,
+                'snapshot-node-name': 'tx-' + name, 'format': 'qcow2'}},
+            {'type': 'blockdev-backup', 'data': {
+                'device': name, 'target': spare, 'sync': 'full',
+                'speed': SLOW, 'job-id': 't2-' + name}}]}),
+        hold('t2-' + name),
         ('qmp', 'block-stream', {'device': name, 'job-id': 's2-' + name,
                                  'speed': SLOW}),
         hold('s2-' + name),
