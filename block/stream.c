@@ -208,7 +208,6 @@ bool stream_start(const char *job_id, BlockDriverState *top,
         job_early_fail(&s->common.job);
         return false;
     }
-    s->top = top;
     s->bottom = bottom;
     s->base = bdrv_backing_chain_next(bottom);
     if (s->base) {
