@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """What a running block job forbids, against the real qemu-storage-daemon
 7.2: each scenario starts one slow job (stream, intermediate and active
-commit, mirror, backup), then tries on every node the job involves (its
-filter, source or top, intermediate nodes, base, target) the operations
-QEMU refuses on a node a job uses: block_resize, blockdev-del, external
-and internal snapshots, a second job with the node as source or target,
-and exports of it.  The replies and events must match those of QEMU's
-daemon (jobs-vs-qsd.py's comparison), and the images left must compare
-identical.
+commit, mirror, backup) and pauses it, then tries on every node the job
+involves (its filter, source or top, intermediate nodes, base, target)
+the operations QEMU refuses on a node a job uses: block_resize,
+blockdev-del, external and internal snapshots (alone and in a
+transaction), a second job with the node as source or target, and
+exports of it.  The replies and events must match those of QEMU's
+daemon (jobs-vs-qsd.py's comparison), the images whose contents do not
+depend on the job's progress must compare identical, and every image
+must pass qemu-img check.
 
     job-blockers-vs-qsd.py BUILD_DIR [SCENARIO...]
 Prints "N passed, N failed, N skipped" last; exits 77 when
