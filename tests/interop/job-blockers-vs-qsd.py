@@ -131,6 +131,9 @@ def scenario(prep, job, nodes, same, images, mirror_type=None):
     for n in nodes:
         steps += probes(n)
     steps += [('qmp', 'query-jobs'), ('call', cancel_all), ('nodes',)]
+    # the jobs gone, their blocks are too (a backing node stays blocked)
+    steps += [('qmp', 'block_resize', {'node-name': n, 'size': 8 * MiB})
+              for n in nodes]
     return {
         # a mirror (and an active commit) reads through a BlockBackend on
         # its filter, where QEMU's reads through the filter's edge
