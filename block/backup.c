@@ -351,11 +351,11 @@ static bool backup_check_args(BlockDriverState *source,
         return false;
     }
     /*
-     * QEMU names a busy target first.  Another backup of the source is
-     * no obstacle: this one's filter goes above the first's.
+     * QEMU's op blockers.  Another backup of the source is no obstacle:
+     * a backup blocks its filter and target, not its source.
      */
-    if (block_job_node_busy(target, errp) ||
-        block_job_node_busy_but(source, &backup_job_driver, errp)) {
+    if (bdrv_op_is_blocked(source, BLOCK_OP_TYPE_BACKUP_SOURCE, errp) ||
+        bdrv_op_is_blocked(target, BLOCK_OP_TYPE_BACKUP_TARGET, errp)) {
         return false;
     }
     if (opts->max_workers < 1 || opts->max_workers > INT_MAX) {
@@ -516,6 +516,9 @@ BlockJob *backup_job_create(const char *job_id, BlockDriverState *source,
         job_early_fail(&s->common.job);
         return NULL;
     }
+    /* QEMU's op blockers: not the source, which other backups may read */
+    block_job_block_node(&s->common, cbw);
+    block_job_block_node(&s->common, target);
     return &s->common;
 
 fail_bitmap:

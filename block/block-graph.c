@@ -133,7 +133,8 @@ bool bdrv_is_root_node(BlockDriverState *bs)
     for (GList *l = bs->parents; l; l = l->next) {
         BdrvChild *c = l->data;
 
-        if (c->parent) {
+        /* QEMU's: a node or a job above it makes it no root */
+        if (!c->parent_blk) {
             return false;
         }
     }

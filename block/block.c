@@ -390,6 +390,7 @@ void bdrv_root_unref_child(BdrvChild *child)
 static void bdrv_delete(BlockDriverState *bs)
 {
     assert(!bs->parents);
+    assert(bdrv_op_blockers_empty(bs));     /* block-op-blockers.c inv. 1 */
 
     if (bs->drv) {
         bdrv_drain(bs);

@@ -5,8 +5,9 @@
  * Invariants:
  *  1. Each of the job's edges (class block_job_child_class) is in
  *     job->nodes from block_job_add_bdrv() until
- *     block_job_remove_all_bdrv(), which runs at the latest when the job
- *     is freed; the first is the edge on job->bs.
+ *     block_job_remove_bdrv() or block_job_remove_all_bdrv(), which runs
+ *     at the latest when the job is freed; the first is the edge on
+ *     job->bs.
  *  2. A drained section of a node the job has an edge on (or of a node
  *     below one) holds one pause of the job (job.c inv. 4), taken at
  *     drained_begin and given back at drained_end.  The job's own
@@ -15,6 +16,9 @@
  *     nothing in flight themselves.
  *  3. iostatus is not OK only while the job is paused by the STOP policy
  *     (a user pause, which job-resume ends).
+ *  4. Each node in job->blocked has the job's blocker in its op blockers
+ *     (block-op-blockers.c inv. 1) and a reference of the job's, from
+ *     block_job_block_node() until block_job_remove_all_bdrv().
  */
 #include "job/blockjob.h"
 
@@ -124,8 +128,45 @@ int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
     return 0;
 }
 
+void block_job_remove_bdrv(BlockJob *job, BlockDriverState *bs)
+{
+    for (GSList *l = job->nodes; l;) {
+        BdrvChild *c = l->data;
+
+        l = l->next;
+        if (c->bs != bs) {
+            continue;
+        }
+        /* invariant 2: the drains the edge held the job for end here */
+        for (int i = block_job_drains_below(bs); i > 0; i--) {
+            job_resume(&job->job);
+        }
+        job->nodes = g_slist_remove(job->nodes, c);     /* invariant 1 */
+        bdrv_root_unref_child(c);
+    }
+}
+
+void block_job_block_node(BlockJob *job, BlockDriverState *bs)
+{
+    if (!job->blocker) {
+        job->blocker = g_strdup_printf("block device is in use by block "
+                                       "job: %s", job->job.driver->job_type);
+    }
+    bdrv_ref(bs);
+    bdrv_op_block_all(bs, job->blocker);
+    job->blocked = g_slist_append(job->blocked, bs);   /* invariant 4 */
+}
+
 void block_job_remove_all_bdrv(BlockJob *job)
 {
+    while (job->blocked) {
+        BlockDriverState *bs = job->blocked->data;
+
+        bdrv_op_unblock_all(bs, job->blocker);
+        job->blocked = g_slist_delete_link(job->blocked, job->blocked);
+        bdrv_unref(bs);
+    }
+    g_clear_pointer(&job->blocker, g_free);
     while (job->nodes) {
         BdrvChild *c = job->nodes->data;
 
@@ -135,52 +176,6 @@ void block_job_remove_all_bdrv(BlockJob *job)
         job->nodes = g_slist_delete_link(job->nodes, job->nodes);
         bdrv_root_unref_child(c);
     }
-}
-
-bool block_job_node_busy(BlockDriverState *bs, Error **errp)
-{
-    for (GList *l = bs->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        if (c->klass == &block_job_child_class) {
-            Job *job = c->opaque;
-
-            error_setg(errp, "Node '%s' is busy: block device is in use by "
-                       "block job: %s", bs->node_name,
-                       job->driver->job_type);
-            return true;
-        }
-    }
-    return false;
-}
-
-bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
-                             Error **errp)
-{
-    for (GList *l = bs->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-        Job *job = c->opaque;
-
-        if (c->klass == &block_job_child_class && job->driver != driver) {
-            error_setg(errp, "Node '%s' is busy: block device is in use by "
-                       "block job: %s", bs->node_name,
-                       job->driver->job_type);
-            return true;
-        }
-    }
-    return false;
-}
-
-bool block_job_node_is_root(BlockDriverState *bs)
-{
-    for (GList *l = bs->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        if (c->parent) {
-            return false;
-        }
-    }
-    return true;
 }
 
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,

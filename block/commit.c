@@ -184,10 +184,9 @@ static const JobDriver commit_job_driver = {
 };
 
 static BlockBackend *commit_new_blk(BlockDriverState *bs, uint64_t perm,
-                                    Error **errp)
+                                    uint64_t shared, Error **errp)
 {
-    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm,
-                                BLK_PERM_ALL);
+    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
 
     if (blk_insert_bs(blk, bs, errp) < 0) {
         blk_unref(blk);
@@ -202,8 +201,9 @@ bool commit_start(const char *job_id, BlockDriverState *top,
 {
     CommitJob *s;
 
-    s = block_job_create(job_id, &commit_job_driver, top, 0, BLK_PERM_ALL,
-                         opts->speed, opts->job_flags, errp);
+    /* QEMU's: the job's main node is the active layer it was named by */
+    s = block_job_create(job_id, &commit_job_driver, opts->active, 0,
+                         BLK_PERM_ALL, opts->speed, opts->job_flags, errp);
     if (!s) {
         return false;
     }
@@ -228,24 +228,49 @@ bool commit_start(const char *job_id, BlockDriverState *top,
         }
         s->base_was_read_only = true;
     }
-    /* invariant 1: the committed nodes and the base */
-    for (BlockDriverState *n = bdrv_backing_chain_next(top);
-         n && n != base; n = bdrv_backing_chain_next(n)) {
+    /*
+     * Invariant 1: the committed nodes leave the chain, so nobody else
+     * may read them as consistent (QEMU's permissions: the job shares
+     * writes, which it would otherwise block at the base below them);
+     * the base is written by the job alone.
+     */
+    for (BlockDriverState *n = top; n && n != base;
+         n = bdrv_backing_chain_next(n)) {
         if (block_job_add_bdrv(&s->common, "intermediate node", n, 0,
-                               BLK_PERM_ALL, errp) < 0) {
+                               BLK_PERM_WRITE_UNCHANGED | BLK_PERM_WRITE,
+                               errp) < 0) {
             job_early_fail(&s->common.job);
             return false;
         }
     }
-    s->top_blk = commit_new_blk(top, BLK_PERM_CONSISTENT_READ, errp);
+    if (block_job_add_bdrv(&s->common, "base", base, 0, BLK_PERM_ALL,
+                           errp) < 0) {
+        job_early_fail(&s->common.job);
+        return false;
+    }
+    s->top_blk = commit_new_blk(top, 0, BLK_PERM_ALL, errp);
     s->base_blk = s->top_blk ?
                   commit_new_blk(base, BLK_PERM_WRITE_UNCHANGED |
-                                       BLK_PERM_RESIZE, errp) : NULL;
+                                       BLK_PERM_RESIZE,
+                                 BLK_PERM_CONSISTENT_READ |
+                                 BLK_PERM_WRITE_UNCHANGED, errp) : NULL;
     if (!s->base_blk) {
         job_early_fail(&s->common.job);
         return false;
     }
     blk_set_allow_write_beyond_eof(s->base_blk, true);
+    /*
+     * QEMU's op blockers: the active layer (the job's device), the nodes
+     * that leave the chain and the base; not the filter, which the
+     * overlay's backing link blocks.
+     */
+    block_job_block_node(&s->common, opts->active);
+    for (BlockDriverState *n = top; n; n = bdrv_backing_chain_next(n)) {
+        block_job_block_node(&s->common, n);
+        if (n == base) {
+            break;
+        }
+    }
     job_start(&s->common.job);
     return true;
 }

@@ -926,7 +926,9 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
     }
     align = bdrv_request_align(bs);
     /*
-     * Copying needs a writable node.  Without a backing file, what is
+     * Copying needs a writable node, and a user that may write to it,
+     * if only what it reads already (WRITE_UNCHANGED: a copy-on-read
+     * filter above it, as in QEMU).  Without a backing file, what is
      * unallocated is copied too, as zeroes (QEMU does the same: the
      * image then says where it reads as zero).
      */
@@ -934,7 +936,8 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
         flags |= BDRV_REQ_COPY_ON_READ;
     }
     if ((flags & BDRV_REQ_COPY_ON_READ) &&
-        (bdrv_check_writable(bs) < 0 || !(bs->perm & BLK_PERM_WRITE))) {
+        (bdrv_check_writable(bs) < 0 ||
+         !(bs->perm & (BLK_PERM_WRITE | BLK_PERM_WRITE_UNCHANGED)))) {
         flags &= ~BDRV_REQ_COPY_ON_READ;
     }
 

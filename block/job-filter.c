@@ -24,8 +24,9 @@
  *  2. mirror_top and commit_top share every permission on their child
  *     (BLK_PERM_ALL), so that their users can move back to the child
  *     without a conflict with the filter's own edge, which still holds
- *     their permissions until the filter goes.  commit_top takes no
- *     more than a consistent read: its users only read (QEMU's ro node).
+ *     their permissions until the filter goes.  commit_top takes none,
+ *     as QEMU's: its users only read, and the nodes below it leave the
+ *     chain, which the commit job forbids others to read as consistent.
  *
  * Main loop only; the graph changes run in drained sections.
  */
@@ -59,12 +60,25 @@ static void mirror_top_child_perm(BlockDriverState *bs, BdrvChild *c,
     *nshared = BLK_PERM_ALL;
 }
 
+/*
+ * Invariant 2, and QEMU's for an active commit: the chain below the top
+ * leaves the graph, so the filter asks no consistent read of it (the
+ * commit job does not share one on the nodes that go).
+ */
+static void mirror_top_commit_child_perm(BlockDriverState *bs, BdrvChild *c,
+                                         uint64_t perm, uint64_t shared,
+                                         uint64_t *nperm, uint64_t *nshared)
+{
+    *nperm = perm & ~BLK_PERM_CONSISTENT_READ;
+    *nshared = BLK_PERM_ALL;
+}
+
 /* Invariant 2. */
 static void commit_top_child_perm(BlockDriverState *bs, BdrvChild *c,
                                   uint64_t perm, uint64_t shared,
                                   uint64_t *nperm, uint64_t *nshared)
 {
-    *nperm = perm & BLK_PERM_CONSISTENT_READ;
+    *nperm = 0;
     *nshared = BLK_PERM_ALL;
 }
 
@@ -137,6 +151,23 @@ static const BlockDriver bdrv_mirror_top = {
     .bdrv_co_truncate               = job_filter_co_truncate,
 };
 
+/* An active commit's mirror_top: only its permissions differ. */
+static const BlockDriver bdrv_mirror_top_commit = {
+    .format_name                    = "mirror_top",
+    .is_format                      = true,
+    .is_filter                      = true,
+    .bdrv_open                      = job_filter_open,
+    .bdrv_reopen_prepare            = job_filter_reopen_prepare,
+    .bdrv_child_perm                = mirror_top_commit_child_perm,
+    .bdrv_getlength                 = job_filter_getlength,
+    .bdrv_co_preadv                 = job_filter_co_preadv,
+    .bdrv_co_pwritev                = job_filter_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = job_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = job_filter_co_pdiscard,
+    .bdrv_co_pwritev_compressed     = job_filter_co_pwritev_compressed,
+    .bdrv_co_truncate               = job_filter_co_truncate,
+};
+
 /* Read-only: the overlay of the committed top only reads through it. */
 static const BlockDriver bdrv_commit_top = {
     .format_name                    = "commit_top",
@@ -198,6 +229,9 @@ static BlockDriverState *job_filter_open_node(JobFilterKind kind,
     case JOB_FILTER_MIRROR_TOP:
         return bdrv_new_open_driver(&bdrv_mirror_top, node_name, options,
                                     flags, errp);
+    case JOB_FILTER_MIRROR_TOP_COMMIT:
+        return bdrv_new_open_driver(&bdrv_mirror_top_commit, node_name,
+                                    options, flags, errp);
     }
     g_assert_not_reached();
 }

@@ -74,7 +74,7 @@ typedef struct MirrorOp {
 
 struct MirrorJob {
     BlockJob common;
-    BlockBackend *source_blk;
+    BlockBackend *source_blk;      /* on the filter */
     BlockBackend *target_blk;
     BlockDriverState *source;
     BlockDriverState *target;
@@ -509,6 +509,25 @@ static void mirror_end_drain(MirrorJob *s)
     }
 }
 
+static const JobDriver commit_active_job_driver;
+
+/*
+ * An active commit's edges on the nodes between the top and the base go
+ * before the filter: they share no consistent read, which the filter's
+ * users ask of them once they are the top's again (QEMU drops them at
+ * the same point).
+ */
+static void mirror_drop_intermediate(MirrorJob *s)
+{
+    if (s->common.job.driver != &commit_active_job_driver) {
+        return;
+    }
+    for (BlockDriverState *n = bdrv_backing_chain_next(s->source);
+         n && n != s->target; n = bdrv_backing_chain_next(n)) {
+        block_job_remove_bdrv(&s->common, n);
+    }
+}
+
 /* The pivot, inside the drained section of invariant 4. */
 static int mirror_prepare(Job *job)
 {
@@ -523,6 +542,7 @@ static int mirror_prepare(Job *job)
      */
     g_clear_pointer(&s->source_blk, blk_unref);
     g_clear_pointer(&s->target_blk, blk_unref);
+    mirror_drop_intermediate(s);
     /* invariant 7: the users are the source's again, then they move */
     g_clear_pointer(&s->filter, job_filter_drop);
     if (s->should_complete && s->in_drain) {
@@ -547,6 +567,7 @@ static void mirror_clean(Job *job)
     MirrorJob *s = (MirrorJob *)job;
 
     mirror_end_drain(s);
+    mirror_drop_intermediate(s);
     g_clear_pointer(&s->filter, job_filter_drop);
     if (s->hook_added) {
         bdrv_remove_write_hook(s->source, &s->hook);
@@ -620,20 +641,29 @@ static bool mirror_setup(MirrorJob *s, bool is_commit, Error **errp)
         }
         s->base_was_read_only = true;
     }
-    s->source_blk = mirror_new_blk(s->source, BLK_PERM_CONSISTENT_READ,
+    /*
+     * The job reads through its filter, as QEMU's: the source has no
+     * BlockBackend of the job's (blockdev-del says it is busy instead).
+     */
+    s->source_blk = mirror_new_blk(s->filter, BLK_PERM_CONSISTENT_READ,
                                    BLK_PERM_CONSISTENT_READ |
                                    BLK_PERM_WRITE |
                                    BLK_PERM_WRITE_UNCHANGED, errp);
     if (!s->source_blk) {
         return false;
     }
+    /*
+     * QEMU's sharing: a mirror's target is inconsistent until the end,
+     * nobody else reads it; the base of a commit is read by its overlays
+     * and written by the job alone, whose writes the chain already shows.
+     */
     s->target_blk = mirror_new_blk(s->target,
                                    is_commit ? BLK_PERM_WRITE_UNCHANGED |
                                                BLK_PERM_RESIZE :
                                                BLK_PERM_WRITE,
-                                   BLK_PERM_CONSISTENT_READ |
                                    BLK_PERM_WRITE_UNCHANGED |
-                                   (is_commit ? BLK_PERM_WRITE : 0), errp);
+                                   (is_commit ? BLK_PERM_CONSISTENT_READ |
+                                                BLK_PERM_WRITE : 0), errp);
     if (!s->target_blk) {
         return false;
     }
@@ -654,6 +684,42 @@ static bool mirror_setup(MirrorJob *s, bool is_commit, Error **errp)
     return true;
 }
 
+/*
+ * The nodes QEMU's mirror forbids the monitor's operations on: its
+ * filter, the source and the target; an active commit also the nodes
+ * between the top and the base, which leave the chain at its end.
+ */
+static void mirror_block_nodes(MirrorJob *s, bool is_commit)
+{
+    block_job_block_node(&s->common, s->filter);
+    block_job_block_node(&s->common, s->source);
+    block_job_block_node(&s->common, s->target);
+    for (BlockDriverState *n = bdrv_backing_chain_next(s->source);
+         is_commit && n && n != s->target; n = bdrv_backing_chain_next(n)) {
+        block_job_block_node(&s->common, n);
+    }
+}
+
+/*
+ * An active commit's nodes between the top and the base leave the chain
+ * at its end: QEMU's commit shares writes on them (which it would block
+ * at the base otherwise), but no consistent read.
+ */
+static int mirror_add_intermediate(MirrorJob *s, Error **errp)
+{
+    for (BlockDriverState *n = bdrv_backing_chain_next(s->source);
+         n && n != s->target; n = bdrv_backing_chain_next(n)) {
+        int ret = block_job_add_bdrv(&s->common, "intermediate node", n, 0,
+                                     BLK_PERM_WRITE_UNCHANGED |
+                                     BLK_PERM_WRITE, errp);
+
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
 static bool mirror_do_start(const JobDriver *driver, const char *job_id,
                             BlockDriverState *source,
                             BlockDriverState *target,
@@ -665,8 +731,9 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
     MirrorJob *s;
 
     /* QEMU's order: the filter (and its node name) before the job */
-    filter = job_filter_insert(JOB_FILTER_MIRROR_TOP, source, NULL,
-                               opts->filter_node_name, errp);
+    filter = job_filter_insert(is_commit ? JOB_FILTER_MIRROR_TOP_COMMIT :
+                                           JOB_FILTER_MIRROR_TOP,
+                               source, NULL, opts->filter_node_name, errp);
     if (!filter) {
         return false;
     }
@@ -708,10 +775,12 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
                            errp) < 0 ||
         block_job_add_bdrv(&s->common, "target", target, 0, BLK_PERM_ALL,
                            errp) < 0 ||
+        (is_commit && mirror_add_intermediate(s, errp) < 0) ||
         !mirror_setup(s, is_commit, errp)) {
         job_early_fail(&s->common.job);
         return false;
     }
+    mirror_block_nodes(s, is_commit);
     job_start(&s->common.job);
     return true;
 }

@@ -4,9 +4,10 @@
  * base the top's backing node, so that the nodes in between can go.
  *
  * Invariants:
- *  1. Every copy is a copy-on-read through the top node (io.c's
- *     bdrv_cor_preadv()): a serialising request that copies only the
- *     clusters the top does not hold yet.  A guest write racing the copy
+ *  1. Every copy is a read through the copy-on-read filter, which makes
+ *     it a copy-on-read of the top node (io.c's bdrv_cor_preadv()): a
+ *     serialising request that copies only the clusters the top does
+ *     not hold yet.  A guest write racing the copy
  *     either lands first (the copy then skips its clusters) or waits for
  *     the copy (and then overwrites it): it is never lost, and the top
  *     never gets stale data over new data.
@@ -34,7 +35,7 @@
 
 typedef struct StreamJob {
     BlockJob common;
-    BlockBackend *blk;              /* on the top node */
+    BlockBackend *blk;              /* on the filter (invariant 1) */
     BlockDriverState *top;
     /* the node right above the base (the last one streamed from) */
     BlockDriverState *bottom;
@@ -43,6 +44,8 @@ typedef struct StreamJob {
     BlockDriverState *filter;       /* invariant 4 */
     char *backing_file;
     BlockdevOnError on_error;
+    /* the top was read-only: writable for the copies, and back after */
+    bool top_was_read_only;
 } StreamJob;
 
 /*
@@ -78,8 +81,7 @@ static int coroutine_fn stream_populate(BlockJob *job, int64_t offset,
 
     *is_read = true;
     qemu_iovec_init_buf(&qiov, buf, bytes);
-    return blk_co_preadv(s->blk, offset, bytes, &qiov,
-                         BDRV_REQ_COPY_ON_READ);
+    return blk_co_preadv(s->blk, offset, bytes, &qiov, 0);
 }
 
 static const BlockJobCopyDriver stream_copy_driver = {
@@ -147,6 +149,10 @@ static void stream_clean(Job *job)
     g_clear_pointer(&s->blk, blk_unref);
     g_clear_pointer(&s->filter, job_filter_drop);
     block_job_remove_all_bdrv(&s->common);
+    if (s->top_was_read_only) {
+        bdrv_reopen_set_read_only(s->top, true, NULL);
+        s->top_was_read_only = false;
+    }
 }
 
 static void stream_free(Job *job)
@@ -172,28 +178,36 @@ bool stream_start(const char *job_id, BlockDriverState *top,
                   BlockDriverState *bottom, const StreamOptions *opts,
                   Error **errp)
 {
+    bool top_was_read_only = bdrv_is_read_only(top);
     BlockDriverState *filter;
     StreamJob *s;
 
+    /* QEMU's: a read-only top (a backing node) takes the copies too */
+    if (top_was_read_only &&
+        bdrv_reopen_set_read_only(top, false, errp) < 0) {
+        return false;
+    }
     /* QEMU's order: the filter (and its node name) before the job */
     filter = job_filter_insert(JOB_FILTER_COPY_ON_READ, top, bottom,
                                opts->filter_node_name, errp);
-    if (!filter) {
-        return false;
-    }
-    s = block_job_create(job_id, &stream_job_driver, top, 0,
-                         BLK_PERM_ALL, opts->speed, opts->job_flags, errp);
+    s = filter ? block_job_create(job_id, &stream_job_driver, top, 0,
+                                  BLK_PERM_ALL, opts->speed,
+                                  opts->job_flags, errp) : NULL;
     if (!s) {
-        job_filter_drop(filter);
+        g_clear_pointer(&filter, job_filter_drop);
+        if (top_was_read_only) {
+            bdrv_reopen_set_read_only(top, true, NULL);
+        }
         return false;
     }
     s->filter = filter;
+    s->top = top;
+    s->top_was_read_only = top_was_read_only;
     if (block_job_add_bdrv(&s->common, "filter", filter, 0, BLK_PERM_ALL,
                            errp) < 0) {
         job_early_fail(&s->common.job);
         return false;
     }
-    s->top = top;
     s->bottom = bottom;
     s->base = bdrv_backing_chain_next(bottom);
     if (s->base) {
@@ -211,10 +225,21 @@ bool stream_start(const char *job_id, BlockDriverState *top,
             return false;
         }
     }
-    s->blk = blk_new(bdrv_get_aio_context(top),
-                     BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE,
-                     BLK_PERM_ALL);
-    if (blk_insert_bs(s->blk, top, errp) < 0) {
+    /* QEMU's op blockers: the filter, the top and the nodes it drops */
+    block_job_block_node(&s->common, filter);
+    for (BlockDriverState *n = top; n && n != s->base;
+         n = bdrv_backing_chain_next(n)) {
+        block_job_block_node(&s->common, n);
+    }
+    /*
+     * Invariant 1: the job reads through its filter, as QEMU's does, and
+     * the filter copies up (taking WRITE_UNCHANGED on the top); nobody
+     * may resize the chain meanwhile.
+     */
+    s->blk = blk_new(bdrv_get_aio_context(top), BLK_PERM_CONSISTENT_READ,
+                     BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE_UNCHANGED |
+                     BLK_PERM_WRITE);
+    if (blk_insert_bs(s->blk, filter, errp) < 0) {
         job_early_fail(&s->common.job);
         return false;
     }

@@ -68,6 +68,13 @@ static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
         error_setg(errp, "Parameter 'size' expects a >0 size");
         return;
     }
+    /* QEMU names the device argument here, "(null)" when it is absent */
+    if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_RESIZE, NULL)) {
+        error_setg(errp, "Device '%s' is in use",
+                   blockdev_ops_str(args, "device") ?
+                   blockdev_ops_str(args, "device") : "(null)");
+        return;
+    }
     /* the node's other users must share RESIZE (exports do) */
     blk = blk_new(bdrv_get_aio_context(bs), BLK_PERM_RESIZE, BLK_PERM_ALL);
     if (blk_insert_bs(blk, bs, errp) < 0) {
@@ -227,7 +234,8 @@ static int blockdev_ops_external_prepare(TransactionAction *action,
     }
     /* paired with clean: the users wait until the overlay is in place */
     bdrv_drained_begin(st->old_bs);
-    if (bdrv_backing_busy(st->old_bs, errp)) {
+    if (bdrv_op_is_blocked(st->old_bs, BLOCK_OP_TYPE_EXTERNAL_SNAPSHOT,
+                           errp)) {
         return -EBUSY;
     }
     if (!bdrv_is_read_only(st->old_bs) && bdrv_flush(st->old_bs) < 0) {
@@ -411,7 +419,7 @@ static int blockdev_ops_internal_prepare(TransactionAction *action,
     }
     /* paired with clean: no export request sees half a snapshot */
     bdrv_drained_begin(st->bs);
-    if (bdrv_backing_busy(st->bs, errp)) {
+    if (bdrv_op_is_blocked(st->bs, BLOCK_OP_TYPE_INTERNAL_SNAPSHOT, errp)) {
         return -EBUSY;
     }
     if (bdrv_is_read_only(st->bs)) {
@@ -531,7 +539,8 @@ static void qmp_blockdev_snapshot_delete_internal_sync(JsonObject *args,
         error_setg(errp, "Name or id must be provided");
         return;
     }
-    if (bdrv_backing_busy(bs, errp)) {
+    if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_INTERNAL_SNAPSHOT_DELETE,
+                           errp)) {
         return;
     }
     r = blockdev_ops_find_snapshot(bs, id, name, &sn, errp);

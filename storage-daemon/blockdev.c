@@ -268,12 +268,12 @@ static void qmp_blockdev_del(JsonObject *args, JsonNode **ret, Error **errp)
         error_setg(errp, "Node %s is in use", name);
         return;
     }
+    if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_DRIVE_DEL, errp)) {
+        return;
+    }
     if (!monitor_bdrv_states ||
         !g_ptr_array_find(monitor_bdrv_states, bs, NULL)) {
         error_setg(errp, "Node %s is not owned by the monitor", name);
-        return;
-    }
-    if (bdrv_backing_busy(bs, errp)) {
         return;
     }
     if (bdrv_get_refcnt(bs) > 1) {

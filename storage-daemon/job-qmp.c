@@ -380,12 +380,22 @@ static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
         }
         return bottom_bs;
     }
-    if (job_qmp_str(args, "backing-file") && !base_bs) {
-        error_setg(errp, "backing file specified, but streaming the entire "
-                   "chain");
-        return NULL;
-    }
     return job_qmp_above(bs, base_bs);
+}
+
+/* QEMU's op blockers of the chain a stream copies, @bs to @bottom. */
+static bool job_qmp_stream_blocked(BlockDriverState *bs,
+                                   BlockDriverState *bottom, Error **errp)
+{
+    for (BlockDriverState *n = bs; n; n = bdrv_filter_or_cow_bs(n)) {
+        if (bdrv_op_is_blocked(n, BLOCK_OP_TYPE_STREAM, errp)) {
+            return true;
+        }
+        if (n == bottom) {
+            break;
+        }
+    }
+    return false;
 }
 
 static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
@@ -405,10 +415,14 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
         return;
     }
     bottom = job_qmp_stream_bottom(args, bs, errp);
-    if (!bottom) {
+    if (!bottom || job_qmp_stream_blocked(bs, bottom, errp)) {
         return;
     }
-    if (block_job_node_busy(bs, errp)) {
+    if (opts.backing_file && !json_object_has_member(args, "base") &&
+        !json_object_has_member(args, "base-node") &&
+        !json_object_has_member(args, "bottom")) {
+        error_setg(errp, "backing file specified, but streaming the entire "
+                   "chain");
         return;
     }
     stream_start(job_qmp_str(args, "job-id"), bs, bottom, &opts, errp);
@@ -468,12 +482,18 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     if (!bs) {
         return;
     }
-    if (!block_job_node_is_root(bs)) {
+    if (!bdrv_is_root_node(bs)) {
         error_setg(errp, "Need a root block node");
         return;
     }
     target_bs = job_qmp_lookup_bs(target, target, errp);
     if (!target_bs) {
+        return;
+    }
+    /* QEMU's order: the sizes, the op blockers, then the sync mode */
+    if (!job_qmp_mirror_sizes(args, &opts, errp) ||
+        bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_MIRROR_SOURCE, errp) ||
+        bdrv_op_is_blocked(target_bs, BLOCK_OP_TYPE_MIRROR_TARGET, errp)) {
         return;
     }
     opts.sync = -1;
@@ -487,9 +507,6 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         error_setg(errp, "Sync mode '%s' not supported", sync);
         return;
     }
-    if (!job_qmp_mirror_sizes(args, &opts, errp)) {
-        return;
-    }
     if (bs == target_bs) {
         error_setg(errp, "Can't mirror node into itself");
         return;
@@ -499,10 +516,6 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         if (!opts.replaces) {
             return;
         }
-    }
-    if (block_job_node_busy(bs, errp) || block_job_node_busy(target_bs,
-                                                              errp)) {
-        return;
     }
     mirror_start(job_qmp_str(args, "job-id"), bs, target_bs, &opts, errp);
 }
@@ -584,6 +597,21 @@ static BlockDriverState *job_qmp_commit_base(JsonObject *args,
     return base_bs;
 }
 
+/* QEMU's op blockers of the nodes a commit writes into, @top to @base. */
+static bool job_qmp_commit_blocked(BlockDriverState *top,
+                                   BlockDriverState *base, Error **errp)
+{
+    for (BlockDriverState *n = top; n; n = bdrv_filter_or_cow_bs(n)) {
+        if (bdrv_op_is_blocked(n, BLOCK_OP_TYPE_COMMIT_TARGET, errp)) {
+            return true;
+        }
+        if (n == base) {
+            break;
+        }
+    }
+    return false;
+}
+
 static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
 {
     const char *device = json_object_get_string_member(args, "device");
@@ -597,8 +625,11 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
                   device);
         return;
     }
-    if (!block_job_node_is_root(bs)) {
+    if (!bdrv_is_root_node(bs)) {
         error_setg(errp, "Need a root block node");
+        return;
+    }
+    if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_COMMIT_SOURCE, errp)) {
         return;
     }
     top_bs = job_qmp_commit_top(args, bs, errp);
@@ -609,11 +640,11 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
     if (!base_bs) {
         return;
     }
-    if (top_bs == base_bs) {
-        error_setg(errp, "cannot commit an image into itself");
+    if (job_qmp_commit_blocked(top_bs, base_bs, errp)) {
         return;
     }
-    if (block_job_node_busy(top_bs, errp)) {
+    if (top_bs == base_bs) {
+        error_setg(errp, "cannot commit an image into itself");
         return;
     }
     if (top_bs == bs) {
@@ -640,8 +671,13 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
             .backing_file = backing_file,
             .job_flags = job_qmp_flags(args),
             .filter_node_name = job_qmp_str(args, "filter-node-name"),
+            .active = bs,
         };
 
+        if (bdrv_op_is_blocked(job_qmp_above(bs, top_bs),
+                               BLOCK_OP_TYPE_COMMIT_TARGET, errp)) {
+            return;
+        }
         commit_start(job_id, top_bs, base_bs, &opts, errp);
     }
 }

@@ -192,7 +192,10 @@ int bdrv_append(BlockDriverState *bs_new, BlockDriverState *bs_top,
 /* What the driver of @bs is: a format with backing files, a filter. */
 bool bdrv_supports_backing(BlockDriverState *bs);
 bool bdrv_is_filter(BlockDriverState *bs);
-/* True if no node uses @bs (only BlockBackends, or nothing, above it). */
+/*
+ * True if only BlockBackends (or nothing) use @bs: no node, no block job
+ * (QEMU's bdrv_is_root_node()).
+ */
 bool bdrv_is_root_node(BlockDriverState *bs);
 /* The union of the permissions its users hold (BLK_PERM_*). */
 uint64_t bdrv_get_cumulative_perm(BlockDriverState *bs);
@@ -202,6 +205,45 @@ uint64_t bdrv_get_cumulative_perm(BlockDriverState *bs);
  * snapshots and most other operations on such a node.
  */
 bool bdrv_backing_busy(BlockDriverState *bs, Error **errp);
+
+/*
+ * The monitor's operations that a node's users may forbid (QEMU's
+ * BlockOpType; block/block-op-blockers.c): each command asks for the
+ * operation it is about to do on a node, in QEMU's order.
+ */
+typedef enum BlockOpType {
+    BLOCK_OP_TYPE_BACKUP_SOURCE,
+    BLOCK_OP_TYPE_BACKUP_TARGET,
+    BLOCK_OP_TYPE_COMMIT_SOURCE,
+    BLOCK_OP_TYPE_COMMIT_TARGET,
+    BLOCK_OP_TYPE_DRIVE_DEL,
+    BLOCK_OP_TYPE_EXTERNAL_SNAPSHOT,
+    BLOCK_OP_TYPE_INTERNAL_SNAPSHOT,
+    BLOCK_OP_TYPE_INTERNAL_SNAPSHOT_DELETE,
+    BLOCK_OP_TYPE_MIRROR_SOURCE,
+    BLOCK_OP_TYPE_MIRROR_TARGET,
+    BLOCK_OP_TYPE_RESIZE,
+    BLOCK_OP_TYPE_STREAM,
+    BLOCK_OP_TYPE__MAX,
+} BlockOpType;
+
+/*
+ * A user of @bs (a block job) forbids every operation on it, for
+ * @reason ("block device is in use by block job: stream"), which stays
+ * the caller's and must live until bdrv_op_unblock_all() with the same
+ * pointer.  The caller holds a reference to @bs meanwhile.
+ */
+void bdrv_op_block_all(BlockDriverState *bs, const char *reason);
+void bdrv_op_unblock_all(BlockDriverState *bs, const char *reason);
+/* True if no user forbids anything on @bs by bdrv_op_block_all(). */
+bool bdrv_op_blockers_empty(BlockDriverState *bs);
+/*
+ * True, with QEMU's "Node 'x' is busy: REASON" in @errp, if a user of
+ * @bs forbids @op: a job on it (the newest one's reason), or the node it
+ * backs (bdrv_backing_busy(); a backing node allows stream, commit into
+ * it and backup).
+ */
+bool bdrv_op_is_blocked(BlockDriverState *bs, BlockOpType op, Error **errp);
 
 /* Waits until no request is in flight on @bs and its children. */
 void bdrv_drain(BlockDriverState *bs);

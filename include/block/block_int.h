@@ -608,6 +608,8 @@ struct BlockDriverState {
     struct BdrvDirtyBitmap *dirty_bitmaps;
     /* list entry of all_bdrv_states (block.c) */
     GList *all_link;
+    /* const char *: why users forbid operations (block-op-blockers.c) */
+    GSList *op_blockers;
 };
 
 /* State passed to the reopen callbacks. */

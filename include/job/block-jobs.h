@@ -35,6 +35,11 @@ typedef struct CommitOptions {
     int job_flags;              /* JOB_MANUAL_* */
     /* the commit_top filter's node name (NULL: automatic) */
     const char *filter_node_name;
+    /*
+     * the active layer the command named (QEMU's device; not NULL): the
+     * job's main node, which it blocks too
+     */
+    BlockDriverState *active;
 } CommitOptions;
 
 /*

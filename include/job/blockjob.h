@@ -45,6 +45,13 @@ typedef struct BlockJob {
     BlockDriverState *bs;
     /* BdrvChild *: the job's edges on the nodes it involves */
     GSList *nodes;
+    /*
+     * BlockDriverState *, each with a reference: the nodes on which the
+     * job forbids the monitor's operations, for the reason @blocker
+     * ("block device is in use by block job: TYPE")
+     */
+    GSList *blocked;
+    char *blocker;
     BlockJobIoStatus iostatus;
 } BlockJob;
 
@@ -64,7 +71,21 @@ void *block_job_create(const char *job_id, const JobDriver *driver,
  */
 int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
                        uint64_t perm, uint64_t shared_perm, Error **errp);
-/* Drops every edge (a job ending: the graph may change after). */
+/*
+ * Drops the job's edge on @bs (none: nothing), before the graph changes
+ * that its permissions would forbid at the job's end.
+ */
+void block_job_remove_bdrv(BlockJob *job, BlockDriverState *bs);
+/*
+ * The job forbids every operation of the monitor on @bs (QEMU's op
+ * blockers, block/block-op-blockers.c) until block_job_remove_all_bdrv():
+ * the nodes QEMU's job of the same type blocks.
+ */
+void block_job_block_node(BlockJob *job, BlockDriverState *bs);
+/*
+ * Drops every edge and lifts every block (a job ending: the graph may
+ * change after).
+ */
 void block_job_remove_all_bdrv(BlockJob *job);
 
 /* The block job @job is, or NULL for another kind of job. */
@@ -81,19 +102,6 @@ BlockErrorAction block_job_error_action(BlockJob *job, BlockdevOnError on_err,
 void block_job_iostatus_reset(BlockJob *job);
 
 /*
- * True, with QEMU's error, if a block job works on @bs already (one job
- * at a time per node, as QEMU's op blockers allow).
- */
-bool block_job_node_busy(BlockDriverState *bs, Error **errp);
-/*
- * block_job_node_busy(), where the jobs of @driver on @bs do not count:
- * a second backup of a node stacks its filter above the first's, as
- * QEMU does.
- */
-bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
-                             Error **errp);
-
-/*
  * The node of the backing chain of @bs that @name (a file name, as a
  * user gives a job's base) names, or NULL.  As in QEMU, below a node
  * whose backing node was given explicitly (blockdev-add's backing) only
@@ -102,9 +110,6 @@ bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
  */
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,
                                          const char *name);
-
-/* Whether no node has @bs as a child (QEMU's root nodes). */
-bool block_job_node_is_root(BlockDriverState *bs);
 
 /* A parsed on-error value ("report", ...), or -1. */
 int block_job_parse_on_error(const char *name);

@@ -18,6 +18,11 @@ typedef enum JobFilterKind {
     JOB_FILTER_COMMIT_TOP,
     /* above @bs, every user of @bs moves to it; writes pass through */
     JOB_FILTER_MIRROR_TOP,
+    /*
+     * the same for an active commit: it asks no consistent read of @bs,
+     * whose backing chain down to the base leaves the graph
+     */
+    JOB_FILTER_MIRROR_TOP_COMMIT,
 } JobFilterKind;
 
 /*

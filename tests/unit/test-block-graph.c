@@ -871,6 +871,37 @@ static void test_reopen_many_file(void)
  * refused permission update changes nothing; bdrv_replace_node moves
  * them back.
  */
+/*
+ * The op blockers of a backing node (block-op-blockers.c): the backing
+ * link forbids all but the jobs that read or write into a backing node;
+ * a job forbids everything, and the newest job names itself.
+ */
+static void test_append_op_blockers(BlockDriverState *base)
+{
+    static const char stream[] = "in use by a stream";
+    static const char mirror[] = "in use by a mirror";
+    Error *err = NULL;
+
+    g_assert_false(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_STREAM,
+                                      &error_abort));
+    g_assert_false(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_COMMIT_TARGET,
+                                      &error_abort));
+    g_assert_true(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_RESIZE, &err));
+    assert_error(&err, "Node 'base' is busy: node is used as backing hd "
+                 "of 'top'");
+    bdrv_op_block_all(base, stream);
+    bdrv_op_block_all(base, mirror);
+    g_assert_true(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_STREAM, &err));
+    assert_error(&err, "Node 'base' is busy: in use by a mirror");
+    bdrv_op_unblock_all(base, mirror);
+    g_assert_true(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_RESIZE, &err));
+    assert_error(&err, "Node 'base' is busy: in use by a stream");
+    bdrv_op_unblock_all(base, stream);
+    g_assert_true(bdrv_op_blockers_empty(base));
+    g_assert_false(bdrv_op_is_blocked(base, BLOCK_OP_TYPE_BACKUP_SOURCE,
+                                      &error_abort));
+}
+
 static void test_append(void)
 {
     const uint64_t rw = BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE;
@@ -910,6 +941,7 @@ static void test_append(void)
     g_assert_true(bdrv_backing_busy(base, &err));
     assert_error(&err, "Node 'base' is busy: node is used as backing hd "
                  "of 'top'");
+    test_append_op_blockers(base);
     g_assert_false(bdrv_is_root_node(base));
     g_assert_true(bdrv_is_root_node(top));
 
