@@ -41,8 +41,9 @@
  *  6. At most one front-end is connected; the listener is registered with
  *     the loop exactly while none is, the server is not closing and not
  *     backing off: an accept that failed for lack of descriptors or
- *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
- *     accept_timer), logged once until a connection is accepted again.
+ *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (s->backoff,
+ *     util/accept-backoff.h), logged once until a connection is accepted
+ *     again.
  *
  * Everything runs in the thread of s->ctx.
  */
@@ -1022,27 +1023,10 @@ static void coroutine_fn vu_client_co(void *opaque)
     vu_client_end(s);
 }
 
-/* Invariant 6: out of descriptors or memory, stop watching a while. */
-static void vu_server_accept_back_off(VuServer *s, int err)
+/* Invariant 6: the back-off began or ended. */
+static void vu_server_backoff_changed(void *opaque)
 {
-    if (!s->accept_error_logged) {
-        error_report("%s: accepting a connection: %s; retrying every "
-                     "%" PRId64 " ms", s->name, strerror(-err),
-                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
-        s->accept_error_logged = true;
-    }
-    s->accept_backoff = true;
-    vu_server_update_accepting(s);
-    timer_mod(s->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              SOCKET_ACCEPT_BACKOFF_NS);
-}
-
-static void vu_server_accept_retry(void *opaque)
-{
-    VuServer *s = opaque;
-
-    s->accept_backoff = false;
-    vu_server_update_accepting(s);
+    vu_server_update_accepting(opaque);
 }
 
 static void vu_server_accept(void *opaque)
@@ -1050,8 +1034,8 @@ static void vu_server_accept(void *opaque)
     VuServer *s = opaque;
     int fd = socket_accept(s->listen_fd);
 
-    if (socket_accept_must_back_off(fd)) {
-        vu_server_accept_back_off(s, fd);
+    if (accept_backoff_check(&s->backoff, fd, "%s: accepting a connection",
+                             s->name)) {
         return;
     }
     if (fd < 0) {
@@ -1062,7 +1046,6 @@ static void vu_server_accept(void *opaque)
         return;
     }
     assert(!s->connected);
-    s->accept_error_logged = false;
     s->connected = true;
     co_socket_init(&s->sock, fd, s->ctx);
     vu_server_update_accepting(s);
@@ -1075,7 +1058,8 @@ static void vu_server_accept(void *opaque)
 /* Invariant 6. */
 static void vu_server_update_accepting(VuServer *s)
 {
-    bool want = !s->connected && !s->closing && !s->accept_backoff;
+    bool want = !s->connected && !s->closing &&
+                !accept_backoff_active(&s->backoff);
 
     if (want != s->accepting) {
         s->accepting = want;
@@ -1117,8 +1101,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
     s->fault_fd = fault_fd;
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
-    s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
-                                    vu_server_accept_retry, s);
+    accept_backoff_init(&s->backoff, ctx, vu_server_backoff_changed, s);
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
@@ -1185,7 +1168,7 @@ void vu_server_free(VuServer *s)
     }
     s->freeing = true;
     AIO_WAIT_WHILE(s->ctx, s->connected);
-    timer_free(s->accept_timer);
+    accept_backoff_cleanup(&s->backoff);
     aio_set_fd_handler(s->ctx, s->fault_fd, NULL, NULL, NULL);
     close(s->fault_fd);
     for (unsigned int i = 0; i < s->nvqs; i++) {
