@@ -208,19 +208,6 @@ void nbd_export_ref(NBDExport *exp)
     exp->refcnt++;
 }
 
-typedef struct NBDExportDone {
-    void (*done)(void *opaque);
-    void *opaque;
-} NBDExportDone;
-
-static void nbd_export_done_bh(void *opaque)
-{
-    NBDExportDone *d = opaque;
-
-    d->done(d->opaque);
-    g_free(d);
-}
-
 void nbd_export_unref(NBDExport *exp)
 {
     assert(exp->refcnt > 0);
@@ -230,11 +217,8 @@ void nbd_export_unref(NBDExport *exp)
     /* invariant 3: only a removed export loses its last reference */
     assert(exp->removed);
     if (exp->removed_done) {
-        NBDExportDone *d = g_new(NBDExportDone, 1);
-
-        d->done = exp->removed_done;
-        d->opaque = exp->removed_opaque;
-        aio_bh_schedule_oneshot(exp->server->ctx, nbd_export_done_bh, d);
+        aio_bh_schedule_oneshot(exp->server->ctx, exp->removed_done,
+                                exp->removed_opaque);
     }
     nbd_export_bitmaps_fini(exp);
     blk_unref(exp->blk);

@@ -1111,32 +1111,13 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     return s;
 }
 
-typedef struct VuShutdownDone {
-    void (*done)(void *opaque);
-    void *opaque;
-} VuShutdownDone;
-
-static void vu_shutdown_done_bh(void *opaque)
-{
-    VuShutdownDone *d = opaque;
-
-    d->done(d->opaque);
-    g_free(d);
-}
-
 /* The shutdown is complete: its callback runs from the loop. */
 static void vu_server_shutdown_done(VuServer *s)
 {
-    VuShutdownDone *d;
-
-    if (!s->shutdown_done) {
-        return;
+    if (s->shutdown_done) {
+        aio_bh_schedule_oneshot(s->ctx, s->shutdown_done, s->shutdown_opaque);
+        s->shutdown_done = NULL;
     }
-    d = g_new(VuShutdownDone, 1);
-    d->done = s->shutdown_done;
-    d->opaque = s->shutdown_opaque;
-    s->shutdown_done = NULL;
-    aio_bh_schedule_oneshot(s->ctx, vu_shutdown_done_bh, d);
 }
 
 void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
