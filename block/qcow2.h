@@ -665,6 +665,11 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv, const char *filena
 int coroutine_fn qcow2_co_create_target(const BlockDriver *drv,
                                         const BdrvCreateTarget *tgt,
                                         QemuOpts *opts, Error **errp);
+/*
+ * The cluster_size creation option: a power of two from 512 bytes to
+ * 2 MiB.  0, or -EINVAL with QEMU's message (create and measure).
+ */
+int qcow2_check_cluster_size(uint64_t cluster_size, Error **errp);
 
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
