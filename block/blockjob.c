@@ -171,18 +171,6 @@ bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
     return false;
 }
 
-bool block_job_node_is_root(BlockDriverState *bs)
-{
-    for (GList *l = bs->parents; l; l = l->next) {
-        BdrvChild *c = l->data;
-
-        if (c->parent) {
-            return false;
-        }
-    }
-    return true;
-}
-
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,
                                          const char *name)
 {

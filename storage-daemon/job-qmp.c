@@ -468,7 +468,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     if (!bs) {
         return;
     }
-    if (!block_job_node_is_root(bs)) {
+    if (!bdrv_is_root_node(bs)) {
         error_setg(errp, "Need a root block node");
         return;
     }
@@ -597,7 +597,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
                   device);
         return;
     }
-    if (!block_job_node_is_root(bs)) {
+    if (!bdrv_is_root_node(bs)) {
         error_setg(errp, "Need a root block node");
         return;
     }

@@ -103,9 +103,6 @@ bool block_job_node_busy_but(BlockDriverState *bs, const JobDriver *driver,
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,
                                          const char *name);
 
-/* Whether no node has @bs as a child (QEMU's root nodes). */
-bool block_job_node_is_root(BlockDriverState *bs);
-
 /* A parsed on-error value ("report", ...), or -1. */
 int block_job_parse_on_error(const char *name);
 
