@@ -948,19 +948,7 @@ static void cbw_child_perm(BlockDriverState *bs, BdrvChild *c,
     }
 }
 
-static int64_t cbw_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
 /* ---- requests ---- */
-
-static int coroutine_fn cbw_co_preadv(BlockDriverState *bs, int64_t offset,
-                                      int64_t bytes, QEMUIOVector *qiov,
-                                      BdrvRequestFlags flags)
-{
-    return bdrv_co_preadv(bs->file, offset, bytes, qiov, flags);
-}
 
 static int coroutine_fn cbw_co_pwritev(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
@@ -1023,8 +1011,8 @@ static const BlockDriver bdrv_copy_before_write = {
     .bdrv_close                     = cbw_close,
     .bdrv_reopen_prepare            = cbw_reopen_prepare,
     .bdrv_child_perm                = cbw_child_perm,
-    .bdrv_getlength                 = cbw_getlength,
-    .bdrv_co_preadv                 = cbw_co_preadv,
+    .bdrv_getlength                 = bdrv_filter_getlength,
+    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
     .bdrv_co_pwritev                = cbw_co_pwritev,
     .bdrv_co_pwrite_zeroes          = cbw_co_pwrite_zeroes,
     .bdrv_co_pdiscard               = cbw_co_pdiscard,

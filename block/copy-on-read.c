@@ -181,16 +181,6 @@ static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
     return 0;
 }
 
-/* Also passes on the empty write that ends a stream of compressed ones. */
-static int coroutine_fn cor_co_pwritev_compressed(BlockDriverState *bs,
-                                                  int64_t offset,
-                                                  int64_t bytes,
-                                                  QEMUIOVector *qiov)
-{
-    return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
-                           BDRV_REQ_WRITE_COMPRESSED);
-}
-
 static const BlockDriver bdrv_copy_on_read = {
     .format_name                    = "copy-on-read",
     .instance_size                  = sizeof(BDRVCopyOnReadState),
@@ -208,7 +198,7 @@ static const BlockDriver bdrv_copy_on_read = {
     .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
     .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
     .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
-    .bdrv_co_pwritev_compressed     = cor_co_pwritev_compressed,
+    .bdrv_co_pwritev_compressed     = bdrv_filter_co_pwritev_compressed,
     .bdrv_co_truncate               = bdrv_filter_co_truncate,
 };
 

@@ -39,6 +39,15 @@ int coroutine_fn bdrv_filter_co_pdiscard(BlockDriverState *bs,
     return bdrv_co_pdiscard(bs->file, offset, bytes);
 }
 
+int coroutine_fn bdrv_filter_co_pwritev_compressed(BlockDriverState *bs,
+                                                   int64_t offset,
+                                                   int64_t bytes,
+                                                   QEMUIOVector *qiov)
+{
+    return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
+                           BDRV_REQ_WRITE_COMPRESSED);
+}
+
 int coroutine_fn bdrv_filter_co_truncate(BlockDriverState *bs,
                                          int64_t offset, bool exact,
                                          PreallocMode prealloc,

@@ -82,58 +82,6 @@ static void commit_top_child_perm(BlockDriverState *bs, BdrvChild *c,
     *nshared = BLK_PERM_ALL;
 }
 
-static int64_t job_filter_getlength(BlockDriverState *bs)
-{
-    return bdrv_getlength(bs->file->bs);
-}
-
-static int coroutine_fn job_filter_co_preadv(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes,
-                                             QEMUIOVector *qiov,
-                                             BdrvRequestFlags flags)
-{
-    return bdrv_co_preadv(bs->file, offset, bytes, qiov, flags);
-}
-
-static int coroutine_fn job_filter_co_pwritev(BlockDriverState *bs,
-                                              int64_t offset, int64_t bytes,
-                                              QEMUIOVector *qiov,
-                                              BdrvRequestFlags flags)
-{
-    return bdrv_co_pwritev(bs->file, offset, bytes, qiov, flags);
-}
-
-static int coroutine_fn job_filter_co_pwrite_zeroes(BlockDriverState *bs,
-                                                    int64_t offset,
-                                                    int64_t bytes,
-                                                    BdrvRequestFlags flags)
-{
-    return bdrv_co_pwrite_zeroes(bs->file, offset, bytes, flags);
-}
-
-static int coroutine_fn job_filter_co_pdiscard(BlockDriverState *bs,
-                                               int64_t offset, int64_t bytes)
-{
-    return bdrv_co_pdiscard(bs->file, offset, bytes);
-}
-
-/* Also passes on the empty write that ends a stream of compressed ones. */
-static int coroutine_fn job_filter_co_pwritev_compressed(
-    BlockDriverState *bs, int64_t offset, int64_t bytes, QEMUIOVector *qiov)
-{
-    return bdrv_co_pwritev(bs->file, offset, bytes, qiov,
-                           BDRV_REQ_WRITE_COMPRESSED);
-}
-
-static int coroutine_fn job_filter_co_truncate(BlockDriverState *bs,
-                                               int64_t offset, bool exact,
-                                               PreallocMode prealloc,
-                                               BdrvRequestFlags flags,
-                                               Error **errp)
-{
-    return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
-}
-
 /* Only a job's users reach it: an edge moved to it, never blockdev-add. */
 static const BlockDriver bdrv_mirror_top = {
     .format_name                    = "mirror_top",
@@ -142,13 +90,13 @@ static const BlockDriver bdrv_mirror_top = {
     .bdrv_open                      = job_filter_open,
     .bdrv_reopen_prepare            = job_filter_reopen_prepare,
     .bdrv_child_perm                = mirror_top_child_perm,
-    .bdrv_getlength                 = job_filter_getlength,
-    .bdrv_co_preadv                 = job_filter_co_preadv,
-    .bdrv_co_pwritev                = job_filter_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = job_filter_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = job_filter_co_pdiscard,
-    .bdrv_co_pwritev_compressed     = job_filter_co_pwritev_compressed,
-    .bdrv_co_truncate               = job_filter_co_truncate,
+    .bdrv_getlength                 = bdrv_filter_getlength,
+    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
+    .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
+    .bdrv_co_pwritev_compressed     = bdrv_filter_co_pwritev_compressed,
+    .bdrv_co_truncate               = bdrv_filter_co_truncate,
 };
 
 /* An active commit's mirror_top: only its permissions differ. */
@@ -176,8 +124,8 @@ static const BlockDriver bdrv_commit_top = {
     .bdrv_open                      = job_filter_open,
     .bdrv_reopen_prepare            = job_filter_reopen_prepare,
     .bdrv_child_perm                = commit_top_child_perm,
-    .bdrv_getlength                 = job_filter_getlength,
-    .bdrv_co_preadv                 = job_filter_co_preadv,
+    .bdrv_getlength                 = bdrv_filter_getlength,
+    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
 };
 
 /* ---------------------------------------------------------------------- */

@@ -269,6 +269,26 @@ static int64_t l1_entry_l2_offset(BlockDriverState *bs, int l1_index)
     return l2_offset;
 }
 
+int qcow2_write_table64(BlockDriverState *bs, int ign, int64_t offset,
+                        const uint64_t *entries, uint64_t n)
+{
+    g_autofree uint64_t *be = g_try_new(uint64_t, n);
+    int ret;
+
+    if (!be) {
+        return -ENOMEM;
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        be[i] = GUINT64_TO_BE(entries[i]);
+    }
+    ret = qcow2_pre_write_overlap_check(bs, ign, offset, n * sizeof(uint64_t));
+    if (ret < 0) {
+        return ret;
+    }
+    ret = bdrv_pwrite(bs->file, offset, n * sizeof(uint64_t), be, 0);
+    return ret < 0 ? ret : 0;
+}
+
 /*
  * Writes entries [first, first + count) of the host-endian @table to the
  * L1 table at @l1_offset and flushes: the one place where L1 tables are
@@ -279,30 +299,14 @@ static int coroutine_fn qcow2_l1_write(BlockDriverState *bs,
                                        const uint64_t *table, int first,
                                        int count)
 {
-    QEMUIOVector qiov;
-    uint64_t *buf;
-    int ret;
+    int ret = qcow2_write_table64(bs, QCOW2_OL_ACTIVE_L1,
+                                  l1_offset + first * sizeof(uint64_t),
+                                  table + first, count);
 
-    buf = g_try_new(uint64_t, count);
-    if (!buf) {
-        return -ENOMEM;
+    if (ret < 0) {
+        return ret;
     }
-    for (int i = 0; i < count; i++) {
-        buf[i] = GUINT64_TO_BE(table[first + i]);
-    }
-    qemu_iovec_init_buf(&qiov, buf, count * sizeof(uint64_t));
-    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_ACTIVE_L1,
-                                        l1_offset + first * sizeof(uint64_t),
-                                        count * sizeof(uint64_t));
-    if (ret >= 0) {
-        ret = bdrv_co_pwritev(bs->file,
-                              l1_offset + first * sizeof(uint64_t),
-                              count * sizeof(uint64_t), &qiov, 0);
-    }
-    if (ret >= 0) {
-        ret = bdrv_co_flush(bs->file->bs);
-    }
-    g_free(buf);
+    ret = bdrv_co_flush(bs->file->bs);
     return ret < 0 ? ret : 0;
 }
 

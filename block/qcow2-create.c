@@ -39,6 +39,19 @@ static int qcow2_create_need_v3(const Qcow2CreateOpts *c, bool condition,
     return 0;
 }
 
+int qcow2_check_cluster_size(uint64_t cluster_size, Error **errp)
+{
+    if (!is_power_of_2(cluster_size) ||
+        cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
+        cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
+        error_setg(errp, "Cluster size must be a power of two between %d "
+                   "and %dk", 1 << QCOW2_MIN_CLUSTER_BITS,
+                   1 << (QCOW2_MAX_CLUSTER_BITS - 10));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                                    Error **errp)
 {
@@ -102,13 +115,9 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
                          c->backing_fmt ? c->backing_fmt : "");
         return -EINVAL;
     }
-    if (!is_power_of_2(c->cluster_size) ||
-        c->cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
-        c->cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
-        error_setg(errp, "Cluster size must be a power of two between %d "
-                   "and %dk", 1 << QCOW2_MIN_CLUSTER_BITS,
-                   1 << (QCOW2_MAX_CLUSTER_BITS - 10));
-        return -EINVAL;
+    ret = qcow2_check_cluster_size(c->cluster_size, errp);
+    if (ret < 0) {
+        return ret;
     }
     ret = qcow2_crypt_wanted(opts, errp);
     if (ret < 0) {

@@ -113,12 +113,7 @@ static int qcow2_measure_parse(QemuOpts *opts, Qcow2MeasureOpts *m,
     m->extended_l2 = qemu_opt_get_bool(opts, "extended_l2", false);
     m->cluster_size = qemu_opt_get_size(opts, "cluster_size",
                                         1 << QCOW2_DEFAULT_CLUSTER_BITS);
-    if (!is_power_of_2(m->cluster_size) ||
-        m->cluster_size < (1 << QCOW2_MIN_CLUSTER_BITS) ||
-        m->cluster_size > (1 << QCOW2_MAX_CLUSTER_BITS)) {
-        error_setg(errp, "Cluster size must be a power of two between %d "
-                   "and %dk", 1 << QCOW2_MIN_CLUSTER_BITS,
-                   1 << (QCOW2_MAX_CLUSTER_BITS - 10));
+    if (qcow2_check_cluster_size(m->cluster_size, errp) < 0) {
         return -EINVAL;
     }
     if (m->extended_l2 &&

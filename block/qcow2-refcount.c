@@ -336,26 +336,19 @@ void qcow2_process_discards(BlockDriverState *bs, int ret)
 /* Refcount structure growth */
 
 int qcow2_write_reftable(BlockDriverState *bs, int64_t table_offset,
-                                uint64_t first, const uint64_t *entries,
-                                uint64_t n)
+                         uint64_t first, const uint64_t *entries,
+                         uint64_t n)
 {
-    g_autofree uint64_t *be = g_try_new(uint64_t, n);
-    uint64_t i;
     int ret;
 
-    if (!be) {
-        return -ENOMEM;
-    }
-    for (i = 0; i < n; i++) {
-        be[i] = GUINT64_TO_BE(entries[i]);
-    }
     BLKDBG_EVENT(bs->file, BLKDBG_REFTABLE_UPDATE);
-    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_REFCOUNT_TABLE,
-                                        table_offset + first * 8, n * 8);
+    ret = qcow2_write_table64(bs, QCOW2_OL_REFCOUNT_TABLE,
+                              table_offset + first * sizeof(uint64_t),
+                              entries, n);
     if (ret < 0) {
         return ret;
     }
-    return bdrv_pwrite_sync(bs->file, table_offset + first * 8, n * 8, be, 0);
+    return bdrv_flush(bs->file->bs);
 }
 
 int qcow2_install_reftable(BlockDriverState *bs, uint64_t **table,

@@ -710,34 +710,6 @@ int qcow2_snapshot_read_l1(BlockDriverState *bs, const QCowSnapshot *sn,
     return 0;
 }
 
-/* The one place where a snapshot's (inactive) L1 table is written. */
-static int coroutine_fn qcow2_snapshot_l1_write(BlockDriverState *bs,
-                                                int64_t offset,
-                                                const uint64_t *l1,
-                                                uint32_t l1_size)
-{
-    g_autofree uint64_t *be = g_try_new(uint64_t, l1_size);
-    QEMUIOVector qiov;
-    int ret;
-
-    if (!be) {
-        return -ENOMEM;
-    }
-    for (uint32_t i = 0; i < l1_size; i++) {
-        be[i] = GUINT64_TO_BE(l1[i]);
-    }
-    /* a new table at a new place: no structure may be there (QEMU's ign) */
-    ret = qcow2_pre_write_overlap_check(bs, 0, offset,
-                                        l1_size * sizeof(uint64_t));
-    if (ret < 0) {
-        return ret;
-    }
-    qemu_iovec_init_buf(&qiov, be, l1_size * sizeof(uint64_t));
-    ret = bdrv_co_pwritev(bs->file, offset, l1_size * sizeof(uint64_t),
-                          &qiov, 0);
-    return ret < 0 ? ret : 0;
-}
-
 /* Flushes caches, the image file and an external data file
  * (qcow2-snapshot.c inv. 5). */
 static int coroutine_fn qcow2_snapshot_flush(BlockDriverState *bs)
@@ -1014,7 +986,8 @@ static int coroutine_fn qcow2_snapshot_create_locked(BlockDriverState *bs,
             l1_offset = 0;
             goto fail;
         }
-        ret = qcow2_snapshot_l1_write(bs, l1_offset, l1, s->l1_size);
+        /* a new table at a new place: no structure may be there */
+        ret = qcow2_write_table64(bs, 0, l1_offset, l1, s->l1_size);
         if (ret < 0) {
             goto fail;
         }

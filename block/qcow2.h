@@ -665,6 +665,11 @@ int coroutine_fn qcow2_co_create_opts(const BlockDriver *drv, const char *filena
 int coroutine_fn qcow2_co_create_target(const BlockDriver *drv,
                                         const BdrvCreateTarget *tgt,
                                         QemuOpts *opts, Error **errp);
+/*
+ * The cluster_size creation option: a power of two from 512 bytes to
+ * 2 MiB.  0, or -EINVAL with QEMU's message (create and measure).
+ */
+int qcow2_check_cluster_size(uint64_t cluster_size, Error **errp);
 
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
@@ -862,6 +867,15 @@ int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
                                        uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
 int coroutine_fn qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
+/*
+ * Writes @n host-endian entries from @entries at @offset of the file, in
+ * disk order (big-endian), after the overlap check for the structures in
+ * @ign (qcow2.h inv. 7); does not flush.  L1 tables, active and of
+ * snapshots, and the refcount table all reach the file through it.
+ * Returns 0 or -errno.
+ */
+int qcow2_write_table64(BlockDriverState *bs, int ign, int64_t offset,
+                        const uint64_t *entries, uint64_t n);
 QCow2ClusterType qcow2_get_cluster_type(BlockDriverState *bs,
                                         uint64_t l2_entry);
 /*

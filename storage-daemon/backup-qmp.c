@@ -30,11 +30,6 @@ static const char *const backup_qmp_bitmap_mode_names[] = {
     [BITMAP_SYNC_ALWAYS] = "always",
 };
 
-static const char *backup_qmp_str(JsonObject *args, const char *name)
-{
-    return json_object_get_string_member_with_default(args, name, NULL);
-}
-
 /* The index of @value in @names (the schema checked that it is there). */
 static int backup_qmp_lookup(const char *const *names, size_t n,
                              const char *value)
@@ -50,7 +45,7 @@ static int backup_qmp_lookup(const char *const *names, size_t n,
 static BlockdevOnError backup_qmp_on_error(JsonObject *args,
                                            const char *name)
 {
-    const char *value = backup_qmp_str(args, name);
+    const char *value = qmp_arg_str(args, name);
 
     return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
 }
@@ -60,8 +55,8 @@ static bool backup_qmp_sync(JsonObject *args, BlockDriverState *bs,
                             BackupOptions *opts, Error **errp)
 {
     const char *sync = json_object_get_string_member(args, "sync");
-    const char *bitmap = backup_qmp_str(args, "bitmap");
-    const char *mode = backup_qmp_str(args, "bitmap-mode");
+    const char *bitmap = qmp_arg_str(args, "bitmap");
+    const char *mode = qmp_arg_str(args, "bitmap-mode");
     bool incremental = !strcmp(sync, "incremental");
 
     opts->sync = incremental ? BACKUP_SYNC_BITMAP :
@@ -131,7 +126,7 @@ static bool backup_qmp_options(JsonObject *args, BlockDriverState *bs,
                         args, "compress", false),
         .on_source_error = backup_qmp_on_error(args, "on-source-error"),
         .on_target_error = backup_qmp_on_error(args, "on-target-error"),
-        .filter_node_name = backup_qmp_str(args, "filter-node-name"),
+        .filter_node_name = qmp_arg_str(args, "filter-node-name"),
         .max_workers = BACKUP_DEFAULT_MAX_WORKERS,
     };
     if (!json_object_get_boolean_member_with_default(args, "auto-finalize",
@@ -185,7 +180,7 @@ static int backup_action_prepare(TransactionAction *action,
     if (!backup_qmp_options(data, bs, &opts, errp)) {
         return -EINVAL;
     }
-    st->job = backup_job_create(backup_qmp_str(data, "job-id"), bs, target,
+    st->job = backup_job_create(qmp_arg_str(data, "job-id"), bs, target,
                                 &opts, errp);
     return st->job ? 0 : -EINVAL;
 }

@@ -45,12 +45,6 @@ BlockDriverState *blockdev_lookup_bs(const char *device,
     return NULL;
 }
 
-static const char *blockdev_ops_str(JsonObject *args, const char *name)
-{
-    return json_object_has_member(args, name) ?
-           json_object_get_string_member(args, name) : NULL;
-}
-
 /* ---- block_resize ---- */
 
 static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
@@ -59,8 +53,8 @@ static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
     BlockDriverState *bs;
     BlockBackend *blk;
 
-    bs = blockdev_lookup_bs(blockdev_ops_str(args, "device"),
-                            blockdev_ops_str(args, "node-name"), errp);
+    bs = blockdev_lookup_bs(qmp_arg_str(args, "device"),
+                            qmp_arg_str(args, "node-name"), errp);
     if (!bs) {
         return;
     }
@@ -159,7 +153,7 @@ static int blockdev_ops_sync_overlay(JsonObject *data, const char *node_name,
                              data, "format", "qcow2");
     const char *mode = json_object_get_string_member_with_default(
                            data, "mode", "absolute-paths");
-    const char *new_name = blockdev_ops_str(data, "snapshot-node-name");
+    const char *new_name = qmp_arg_str(data, "snapshot-node-name");
     int ret;
 
     if (node_name && !new_name) {
@@ -217,9 +211,9 @@ static int blockdev_ops_external_prepare(TransactionAction *action,
                                          Error **errp)
 {
     ExternalSnapshotState *st = action->opaque;
-    const char *device = sync ? blockdev_ops_str(data, "device")
+    const char *device = sync ? qmp_arg_str(data, "device")
                               : json_object_get_string_member(data, "node");
-    const char *node_name = sync ? blockdev_ops_str(data, "node-name")
+    const char *node_name = sync ? qmp_arg_str(data, "node-name")
                                  : device;
     const char *overlay_ref = sync ? NULL
                               : json_object_get_string_member(data,
@@ -526,8 +520,8 @@ static void qmp_blockdev_snapshot_delete_internal_sync(JsonObject *args,
                                                        Error **errp)
 {
     const char *device = json_object_get_string_member(args, "device");
-    const char *id = blockdev_ops_str(args, "id");
-    const char *name = blockdev_ops_str(args, "name");
+    const char *id = qmp_arg_str(args, "id");
+    const char *name = qmp_arg_str(args, "name");
     BlockDriverState *bs = blockdev_ops_root_bs(device, errp);
     QEMUSnapshotInfo sn;
     int r;

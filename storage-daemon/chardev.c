@@ -9,14 +9,15 @@
  *     newer daemon's socket at the same path survives an older one's exit.
  *  3. A listening device's socket is registered with the loop except for
  *     SOCKET_ACCEPT_BACKOFF_NS after an accept that failed for lack of
- *     descriptors or memory (until accept_timer fires), which is logged
- *     once until a connection is accepted again.
+ *     descriptors or memory (chr->backoff, util/accept-backoff.h), which
+ *     is logged once until a connection is accepted again.
  *
  * The sockets themselves are util/qemu-sockets.c's; what is the
  * chardev's own is who gets a connection and when (wait=on).
  */
 #include "chardev.h"
 
+#include "util/accept-backoff.h"
 #include "util/aio.h"
 #include "util/sockets.h"
 
@@ -33,8 +34,7 @@ struct Chardev {
     int listen_fd;              /* server: -1 once closed */
     SocketUnixFile sock_file;   /* server: what the path named after bind */
     bool wait;                  /* server: wait=on and no client yet */
-    QEMUTimer *accept_timer;    /* server: invariant 3 */
-    bool accept_error_logged;   /* since the last accepted connection */
+    AcceptBackoff backoff;      /* server: invariant 3 */
     GArray *waiting;            /* int pairs (in, out) without a user */
     ChardevConnectFunc *connect;
     void *opaque;
@@ -69,13 +69,14 @@ static void chardev_deliver(Chardev *chr, int in_fd, int out_fd)
 
 static void chardev_accept(void *opaque);
 
-/* Invariant 3: the backoff is over. */
-static void chardev_accept_retry(void *opaque)
+/* Invariant 3: the backoff began or ended. */
+static void chardev_backoff_changed(void *opaque)
 {
     Chardev *chr = opaque;
+    bool on = !accept_backoff_active(&chr->backoff);
 
     aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd,
-                       chardev_accept, NULL, chr);
+                       on ? chardev_accept : NULL, NULL, chr);
 }
 
 static void chardev_accept(void *opaque)
@@ -83,27 +84,15 @@ static void chardev_accept(void *opaque)
     Chardev *chr = opaque;
     int fd = socket_accept(chr->listen_fd);
 
-    if (socket_accept_must_back_off(fd)) {
-        /* invariant 3 */
-        if (!chr->accept_error_logged) {
-            error_report("chardev '%s': accepting a connection on %s: %s; "
-                         "retrying every %" PRId64 " ms", chr->id,
-                         chr->path, strerror(-fd),
-                         (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
-            chr->accept_error_logged = true;
-        }
-        aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd, NULL,
-                           NULL, NULL);
-        timer_mod(chr->accept_timer,
-                  qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-                  SOCKET_ACCEPT_BACKOFF_NS);
+    if (accept_backoff_check(&chr->backoff, fd,
+                             "chardev '%s': accepting a connection on %s",
+                             chr->id, chr->path)) {
         return;
     }
     if (fd < 0) {
         /* EAGAIN: another wake-up took it; anything else is the client's */
         return;
     }
-    chr->accept_error_logged = false;
     chr->wait = false;
     chardev_deliver(chr, fd, fd);
 }
@@ -118,9 +107,8 @@ static int chardev_listen(Chardev *chr, Error **errp)
         return fd;
     }
     chr->listen_fd = fd;
-    chr->accept_timer = aio_timer_new(qemu_get_aio_context(),
-                                      QEMU_CLOCK_REALTIME, SCALE_NS,
-                                      chardev_accept_retry, chr);
+    accept_backoff_init(&chr->backoff, qemu_get_aio_context(),
+                        chardev_backoff_changed, chr);
     aio_set_fd_handler(qemu_get_aio_context(), fd, chardev_accept, NULL,
                        chr);
     return 0;
@@ -248,7 +236,7 @@ static void chardev_close(Chardev *chr)
                            NULL, NULL);
         close(chr->listen_fd);
         chr->listen_fd = -1;
-        timer_free(chr->accept_timer);
+        accept_backoff_cleanup(&chr->backoff);
         /* invariant 2 */
         socket_unlink_unix(chr->path, &chr->sock_file);
     }

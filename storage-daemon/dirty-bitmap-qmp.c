@@ -18,15 +18,10 @@
 #include "qmp-dispatch.h"
 #include "transaction.h"
 
-static const char *arg_str(JsonObject *args, const char *name)
-{
-    return json_object_get_string_member(args, name);
-}
-
 static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
                                        Error **errp)
 {
-    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
     uint32_t granularity = 0;
 
     if (!bs) {
@@ -38,7 +33,7 @@ static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
         /* 0 is no default here: QEMU refuses it */
         granularity = g ? (uint32_t)g : 1;
     }
-    bdrv_dirty_bitmap_add(bs, arg_str(args, "name"), granularity,
+    bdrv_dirty_bitmap_add(bs, qmp_arg_str(args, "name"), granularity,
                           json_object_get_boolean_member_with_default(
                               args, "persistent", false),
                           json_object_get_boolean_member_with_default(
@@ -53,10 +48,10 @@ typedef int DirtyBitmapCmdFn(BlockDriverState *bs, const char *name,
 static void dirty_bitmap_qmp_simple(JsonObject *args, DirtyBitmapCmdFn *fn,
                                     Error **errp)
 {
-    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
 
     if (bs) {
-        fn(bs, arg_str(args, "name"), errp);
+        fn(bs, qmp_arg_str(args, "name"), errp);
     }
 }
 
@@ -123,7 +118,7 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_merge(JsonObject *args,
                                                HBitmap **backup,
                                                Error **errp)
 {
-    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
     JsonArray *list = json_object_get_array_member(args, "bitmaps");
     guint n = json_array_get_length(list);
     g_autofree BdrvDirtyBitmap **srcs = g_new0(BdrvDirtyBitmap *, n + 1);
@@ -133,7 +128,7 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_merge(JsonObject *args,
         return NULL;
     }
     /* the target first, as QEMU: its errors win */
-    target = bdrv_dirty_bitmap_lookup(bs, arg_str(args, "target"), errp);
+    target = bdrv_dirty_bitmap_lookup(bs, qmp_arg_str(args, "target"), errp);
     if (!target) {
         return NULL;
     }
@@ -144,7 +139,7 @@ static BdrvDirtyBitmap *dirty_bitmap_qmp_merge(JsonObject *args,
             return NULL;
         }
     }
-    if (bdrv_dirty_bitmap_merge_cmd(bs, arg_str(args, "target"), srcs, n,
+    if (bdrv_dirty_bitmap_merge_cmd(bs, qmp_arg_str(args, "target"), srcs, n,
                                     backup, errp) < 0) {
         return NULL;
     }
@@ -161,9 +156,9 @@ static void qmp_x_debug_block_dirty_bitmap_sha256(JsonObject *args,
                                                   JsonNode **ret,
                                                   Error **errp)
 {
-    BlockDriverState *bs = bdrv_lookup_node(arg_str(args, "node"), errp);
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
     BdrvDirtyBitmap *bm = bs ? bdrv_dirty_bitmap_lookup(
-                                   bs, arg_str(args, "name"), errp) : NULL;
+                                   bs, qmp_arg_str(args, "name"), errp) : NULL;
     g_autoptr(JsonObject) o = NULL;
     g_autofree char *sum = NULL;
 
@@ -189,9 +184,9 @@ static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
                                                    BdrvDirtyBitmapFlags flags,
                                                    Error **errp)
 {
-    BlockDriverState *bs = bdrv_lookup_node(arg_str(data, "node"), errp);
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(data, "node"), errp);
 
-    return bs ? bdrv_dirty_bitmap_lookup_checked(bs, arg_str(data, "name"),
+    return bs ? bdrv_dirty_bitmap_lookup_checked(bs, qmp_arg_str(data, "name"),
                                                  flags, errp) : NULL;
 }
 
@@ -206,8 +201,8 @@ static int dirty_bitmap_add_prepare(TransactionAction *action,
         error_propagate(errp, err);
         return -EINVAL;
     }
-    st->bitmap = bdrv_find_dirty_bitmap(bdrv_find_node(arg_str(data, "node")),
-                                        arg_str(data, "name"));
+    st->bitmap = bdrv_find_dirty_bitmap(
+        bdrv_find_node(qmp_arg_str(data, "node")), qmp_arg_str(data, "name"));
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * "Block job 'x' not found" (class DeviceNotActive).
  */
 #include "job-qmp.h"
+#include "blockdev-ops.h"
 
 #include "block/block.h"
 #include "qblock/block-node.h"
@@ -259,19 +260,6 @@ static void qmp_blockdev_create(JsonObject *args, JsonNode **ret,
                           errp);
 }
 
-/* QEMU's bdrv_lookup_bs() for a name that may be a device or a node. */
-static BlockDriverState *job_qmp_lookup_bs(const char *device,
-                                           const char *node, Error **errp)
-{
-    BlockDriverState *bs = bdrv_find_node(device ? device : node);
-
-    if (!bs) {
-        error_setg(errp, "Cannot find device='%s' nor node-name='%s'",
-                   device ? device : "", node ? node : "");
-    }
-    return bs;
-}
-
 static bool job_qmp_chain_contains(BlockDriverState *top,
                                    BlockDriverState *bs)
 {
@@ -359,7 +347,7 @@ static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
             return NULL;
         }
     } else if (base_node) {
-        base_bs = job_qmp_lookup_bs(NULL, base_node, errp);
+        base_bs = blockdev_lookup_bs(NULL, base_node, errp);
         if (!base_bs) {
             return NULL;
         }
@@ -369,7 +357,7 @@ static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
             return NULL;
         }
     } else if (bottom) {
-        bottom_bs = job_qmp_lookup_bs(NULL, bottom, errp);
+        bottom_bs = blockdev_lookup_bs(NULL, bottom, errp);
         if (!bottom_bs) {
             return NULL;
         }
@@ -410,7 +398,7 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
     };
     BlockDriverState *bs, *bottom;
 
-    bs = job_qmp_lookup_bs(device, device, errp);
+    bs = blockdev_lookup_bs(device, device, errp);
     if (!bs || !job_qmp_stream_exclusive(args, errp)) {
         return;
     }
@@ -478,7 +466,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     };
     BlockDriverState *bs, *target_bs;
 
-    bs = job_qmp_lookup_bs(device, device, errp);
+    bs = blockdev_lookup_bs(device, device, errp);
     if (!bs) {
         return;
     }
@@ -486,7 +474,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         error_setg(errp, "Need a root block node");
         return;
     }
-    target_bs = job_qmp_lookup_bs(target, target, errp);
+    target_bs = blockdev_lookup_bs(target, target, errp);
     if (!target_bs) {
         return;
     }
@@ -512,7 +500,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         return;
     }
     if (replaces) {
-        opts.replaces = job_qmp_lookup_bs(replaces, replaces, errp);
+        opts.replaces = blockdev_lookup_bs(replaces, replaces, errp);
         if (!opts.replaces) {
             return;
         }
@@ -534,7 +522,7 @@ static BlockDriverState *job_qmp_commit_top(JsonObject *args,
         return NULL;
     }
     if (top_node) {
-        top_bs = job_qmp_lookup_bs(NULL, top_node, errp);
+        top_bs = blockdev_lookup_bs(NULL, top_node, errp);
         if (!top_bs) {
             return NULL;
         }
@@ -569,7 +557,7 @@ static BlockDriverState *job_qmp_commit_base(JsonObject *args,
         return NULL;
     }
     if (base_node) {
-        base_bs = job_qmp_lookup_bs(NULL, base_node, errp);
+        base_bs = blockdev_lookup_bs(NULL, base_node, errp);
         if (!base_bs) {
             return NULL;
         }

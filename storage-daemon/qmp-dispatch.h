@@ -27,6 +27,15 @@
  */
 typedef void QmpCommandFunc(JsonObject *args, JsonNode **ret, Error **errp);
 
+/*
+ * The string argument @name of @args, or NULL where the request has none
+ * (the schema checked its type; a required one is always there).
+ */
+static inline const char *qmp_arg_str(JsonObject *args, const char *name)
+{
+    return json_object_get_string_member_with_default(args, name, NULL);
+}
+
 /* Registers @fn for the schema's command @name (once per name). */
 void qmp_register_command(const char *name, QmpCommandFunc *fn);
 /* Registers query-commands, which lists the registry. */

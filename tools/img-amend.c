@@ -10,10 +10,9 @@
 
 static int img_amend_print_help(const char *fmt)
 {
-    const BlockDriver *drv = bdrv_find_format(fmt);
+    const BlockDriver *drv = img_find_format(fmt);
 
     if (!drv) {
-        error_report("Unknown file format '%s'", fmt);
         return 1;
     }
     if (!bdrv_driver_can_amend(drv)) {

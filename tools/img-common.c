@@ -223,6 +223,16 @@ int img_getopt(int argc, char **argv, const char *shortopts,
     }
 }
 
+const BlockDriver *img_find_format(const char *fmt)
+{
+    const BlockDriver *drv = bdrv_find_format(fmt);
+
+    if (!drv) {
+        error_report("Unknown file format '%s'", fmt);
+    }
+    return drv;
+}
+
 int img_parse_cache(const char *mode, ImgOpenOptions *o)
 {
     return bdrv_parse_cache_mode(mode, &o->flags, &o->writethrough);

@@ -362,9 +362,8 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
 
     ret = -EINVAL;
     if (!a->skip_create) {
-        drv = bdrv_find_format(a->out_fmt);
+        drv = img_find_format(a->out_fmt);
         if (!drv) {
-            error_report("Unknown file format '%s'", a->out_fmt);
             goto out;
         }
         opts = img_convert_create_opts(s, a, drv, out_filename, &list);

@@ -9,12 +9,11 @@
 
 int img_print_create_help(const char *filename, const char *fmt)
 {
-    const BlockDriver *drv = bdrv_find_format(fmt);
+    const BlockDriver *drv = img_find_format(fmt);
     QemuOptsList *list;
     Error *err = NULL;
 
     if (!drv) {
-        error_report("Unknown file format '%s'", fmt);
         return 1;
     }
     if (!bdrv_driver_create_opts(drv)) {

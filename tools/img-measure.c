@@ -155,9 +155,8 @@ int img_measure(int argc, char **argv)
             goto out;
         }
     }
-    drv = bdrv_find_format(out_fmt);
+    drv = img_find_format(out_fmt);
     if (!drv) {
-        error_report("Unknown file format '%s'", out_fmt);
         goto out;
     }
     if (!bdrv_driver_create_opts(drv)) {

@@ -154,6 +154,11 @@ int img_getopt(int argc, char **argv, const char *shortopts,
 BlockBackend *img_open(const char *name, const ImgOpenOptions *o);
 /* Applies a -t/-T cache mode to @o; returns -1 on an unknown mode. */
 int img_parse_cache(const char *mode, ImgOpenOptions *o);
+/*
+ * The format driver named @fmt, or NULL after printing qemu-img's
+ * "Unknown file format 'fmt'".
+ */
+const BlockDriver *img_find_format(const char *fmt);
 
 /*
  * Progress meter ("    (12.34/100%)\r"), printed when the value moved by

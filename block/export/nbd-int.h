@@ -15,6 +15,7 @@
 
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
+#include "util/accept-backoff.h"
 #include "util/buffer-pool.h"
 #include "util/co-socket.h"
 
@@ -107,10 +108,7 @@ struct NBDServer {
     GQueue exports;             /* NBDExport that clients can find */
     bool accepting;             /* listeners registered with the loop */
     bool closing;               /* nbd_server_free() has begun */
-    /* invariant 5: out of descriptors, retry when accept_timer fires */
-    bool accept_backoff;
-    bool accept_error_logged;   /* since the last accepted connection */
-    QEMUTimer *accept_timer;
+    AcceptBackoff backoff;      /* invariant 5: out of descriptors */
     /*
      * Invariant 8: request buffer bytes held by all clients, its limit.
      * Clients of exports in iothreads charge it from their threads:

@@ -38,9 +38,9 @@
  *     exactly while the server is not being freed, has fewer clients
  *     than cfg.max_connections (or no limit), and is not backing off:
  *     an accept that failed for lack of descriptors or memory
- *     unregisters them for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
- *     accept_timer), and is logged once until a connection is accepted
- *     again.
+ *     unregisters them for SOCKET_ACCEPT_BACKOFF_NS (server->backoff,
+ *     util/accept-backoff.h), and is logged once until a connection is
+ *     accepted again.
  *  6. A client in the handshake holds a reference to the export that the
  *     option it is answering names (client->opt_exp), taken before its
  *     first wait on the socket and dropped once the option is answered;
@@ -208,19 +208,6 @@ void nbd_export_ref(NBDExport *exp)
     exp->refcnt++;
 }
 
-typedef struct NBDExportDone {
-    void (*done)(void *opaque);
-    void *opaque;
-} NBDExportDone;
-
-static void nbd_export_done_bh(void *opaque)
-{
-    NBDExportDone *d = opaque;
-
-    d->done(d->opaque);
-    g_free(d);
-}
-
 void nbd_export_unref(NBDExport *exp)
 {
     assert(exp->refcnt > 0);
@@ -230,11 +217,8 @@ void nbd_export_unref(NBDExport *exp)
     /* invariant 3: only a removed export loses its last reference */
     assert(exp->removed);
     if (exp->removed_done) {
-        NBDExportDone *d = g_new(NBDExportDone, 1);
-
-        d->done = exp->removed_done;
-        d->opaque = exp->removed_opaque;
-        aio_bh_schedule_oneshot(exp->server->ctx, nbd_export_done_bh, d);
+        aio_bh_schedule_oneshot(exp->server->ctx, exp->removed_done,
+                                exp->removed_opaque);
     }
     nbd_export_bitmaps_fini(exp);
     blk_unref(exp->blk);
@@ -436,27 +420,10 @@ unsigned int nbd_server_client_count(NBDServer *server)
 
 /* ---- listeners ---- */
 
-/* Invariant 5: out of descriptors or memory, stop watching a while. */
-static void nbd_server_accept_back_off(NBDServer *server, int err)
+/* Invariant 5: the back-off began or ended. */
+static void nbd_server_backoff_changed(void *opaque)
 {
-    if (!server->accept_error_logged) {
-        error_report("Failed to accept a connection: %s; retrying every "
-                     "%" PRId64 " ms", strerror(-err),
-                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
-        server->accept_error_logged = true;
-    }
-    server->accept_backoff = true;
-    nbd_server_update_accepting(server);
-    timer_mod(server->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              SOCKET_ACCEPT_BACKOFF_NS);
-}
-
-static void nbd_server_accept_retry(void *opaque)
-{
-    NBDServer *server = opaque;
-
-    server->accept_backoff = false;
-    nbd_server_update_accepting(server);
+    nbd_server_update_accepting(opaque);
 }
 
 static void nbd_listener_accept(void *opaque)
@@ -468,8 +435,8 @@ static void nbd_listener_accept(void *opaque)
     while (server->accepting) {
         int fd = socket_accept(l->fd);
 
-        if (socket_accept_must_back_off(fd)) {
-            nbd_server_accept_back_off(server, fd);
+        if (accept_backoff_check(&server->backoff, fd,
+                                 "Failed to accept a connection")) {
             return;
         }
         if (fd < 0) {
@@ -479,7 +446,6 @@ static void nbd_listener_accept(void *opaque)
             }
             return;
         }
-        server->accept_error_logged = false;
         nbd_server_add_client(server, fd);
     }
 }
@@ -504,7 +470,7 @@ static void nbd_server_update_accepting(NBDServer *server)
     unsigned int max = server->cfg.max_connections;
 
     nbd_server_set_accepting(server, !server->closing &&
-                             !server->accept_backoff &&
+                             !accept_backoff_active(&server->backoff) &&
                              (!max || server->clients.length < max));
 }
 
@@ -553,9 +519,8 @@ NBDServer *nbd_server_new(AioContext *ctx, const NBDServerConfig *cfg)
     }
     g_queue_init(&server->clients);
     g_queue_init(&server->exports);
-    server->accept_timer = aio_timer_new(server->ctx, QEMU_CLOCK_REALTIME,
-                                         SCALE_NS, nbd_server_accept_retry,
-                                         server);
+    accept_backoff_init(&server->backoff, server->ctx,
+                        nbd_server_backoff_changed, server);
     g_mutex_init(&server->buffer_lock);
     /* invariant 8: every request must fit, or it would wait forever */
     server->buffer_budget = MAX(server->cfg.max_buffer_bytes ?
@@ -584,7 +549,7 @@ void nbd_server_free(NBDServer *server)
         nbd_client_close(l->data);
     }
     AIO_WAIT_WHILE(server->ctx, server->clients.length > 0);
-    timer_free(server->accept_timer);
+    accept_backoff_cleanup(&server->backoff);
     assert(!server->buffer_waiters);
     g_mutex_clear(&server->buffer_lock);
     g_free(server);

@@ -8,6 +8,7 @@
 #define QBLOCK_VHOST_USER_INT_H
 
 #include "vhost-user-server.h"
+#include "util/accept-backoff.h"
 #include "util/co-socket.h"
 
 /*
@@ -80,9 +81,7 @@ struct VuServer {
 
     /* --- the server --- */
     bool accepting;             /* invariant 6 */
-    bool accept_backoff;        /* invariant 6: until accept_timer fires */
-    bool accept_error_logged;   /* since the last accepted connection */
-    QEMUTimer *accept_timer;
+    AcceptBackoff backoff;      /* invariant 6 */
     bool closing;               /* shut down: the listener is closed */
     bool freeing;               /* vu_server_free() has begun */
     void (*shutdown_done)(void *opaque);

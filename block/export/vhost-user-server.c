@@ -41,8 +41,9 @@
  *  6. At most one front-end is connected; the listener is registered with
  *     the loop exactly while none is, the server is not closing and not
  *     backing off: an accept that failed for lack of descriptors or
- *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (accept_backoff,
- *     accept_timer), logged once until a connection is accepted again.
+ *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (s->backoff,
+ *     util/accept-backoff.h), logged once until a connection is accepted
+ *     again.
  *
  * Everything runs in the thread of s->ctx.
  */
@@ -1022,27 +1023,10 @@ static void coroutine_fn vu_client_co(void *opaque)
     vu_client_end(s);
 }
 
-/* Invariant 6: out of descriptors or memory, stop watching a while. */
-static void vu_server_accept_back_off(VuServer *s, int err)
+/* Invariant 6: the back-off began or ended. */
+static void vu_server_backoff_changed(void *opaque)
 {
-    if (!s->accept_error_logged) {
-        error_report("%s: accepting a connection: %s; retrying every "
-                     "%" PRId64 " ms", s->name, strerror(-err),
-                     (int64_t)SOCKET_ACCEPT_BACKOFF_NS / SCALE_MS);
-        s->accept_error_logged = true;
-    }
-    s->accept_backoff = true;
-    vu_server_update_accepting(s);
-    timer_mod(s->accept_timer, qemu_clock_get_ns(QEMU_CLOCK_REALTIME) +
-              SOCKET_ACCEPT_BACKOFF_NS);
-}
-
-static void vu_server_accept_retry(void *opaque)
-{
-    VuServer *s = opaque;
-
-    s->accept_backoff = false;
-    vu_server_update_accepting(s);
+    vu_server_update_accepting(opaque);
 }
 
 static void vu_server_accept(void *opaque)
@@ -1050,8 +1034,8 @@ static void vu_server_accept(void *opaque)
     VuServer *s = opaque;
     int fd = socket_accept(s->listen_fd);
 
-    if (socket_accept_must_back_off(fd)) {
-        vu_server_accept_back_off(s, fd);
+    if (accept_backoff_check(&s->backoff, fd, "%s: accepting a connection",
+                             s->name)) {
         return;
     }
     if (fd < 0) {
@@ -1062,7 +1046,6 @@ static void vu_server_accept(void *opaque)
         return;
     }
     assert(!s->connected);
-    s->accept_error_logged = false;
     s->connected = true;
     co_socket_init(&s->sock, fd, s->ctx);
     /* messages are rare: they may wait for a busy-poll window to end */
@@ -1077,7 +1060,8 @@ static void vu_server_accept(void *opaque)
 /* Invariant 6. */
 static void vu_server_update_accepting(VuServer *s)
 {
-    bool want = !s->connected && !s->closing && !s->accept_backoff;
+    bool want = !s->connected && !s->closing &&
+                !accept_backoff_active(&s->backoff);
 
     if (want != s->accepting) {
         s->accepting = want;
@@ -1125,8 +1109,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
     /* a fault already stopped the rings; it may wait for a poll window */
     aio_set_fd_poll(ctx, s->fault_fd, &aio_poll_rare);
-    s->accept_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
-                                    vu_server_accept_retry, s);
+    accept_backoff_init(&s->backoff, ctx, vu_server_backoff_changed, s);
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
@@ -1136,32 +1119,13 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     return s;
 }
 
-typedef struct VuShutdownDone {
-    void (*done)(void *opaque);
-    void *opaque;
-} VuShutdownDone;
-
-static void vu_shutdown_done_bh(void *opaque)
-{
-    VuShutdownDone *d = opaque;
-
-    d->done(d->opaque);
-    g_free(d);
-}
-
 /* The shutdown is complete: its callback runs from the loop. */
 static void vu_server_shutdown_done(VuServer *s)
 {
-    VuShutdownDone *d;
-
-    if (!s->shutdown_done) {
-        return;
+    if (s->shutdown_done) {
+        aio_bh_schedule_oneshot(s->ctx, s->shutdown_done, s->shutdown_opaque);
+        s->shutdown_done = NULL;
     }
-    d = g_new(VuShutdownDone, 1);
-    d->done = s->shutdown_done;
-    d->opaque = s->shutdown_opaque;
-    s->shutdown_done = NULL;
-    aio_bh_schedule_oneshot(s->ctx, vu_shutdown_done_bh, d);
 }
 
 void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
@@ -1193,7 +1157,7 @@ void vu_server_free(VuServer *s)
     }
     s->freeing = true;
     AIO_WAIT_WHILE(s->ctx, s->connected);
-    timer_free(s->accept_timer);
+    accept_backoff_cleanup(&s->backoff);
     aio_set_fd_handler(s->ctx, s->fault_fd, NULL, NULL, NULL);
     close(s->fault_fd);
     for (unsigned int i = 0; i < s->nvqs; i++) {

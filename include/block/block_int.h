@@ -516,6 +516,11 @@ int coroutine_fn bdrv_filter_co_pwrite_zeroes(BlockDriverState *bs,
                                               BdrvRequestFlags flags);
 int coroutine_fn bdrv_filter_co_pdiscard(BlockDriverState *bs,
                                          int64_t offset, int64_t bytes);
+/* Also passes on the empty write that ends a stream of compressed ones. */
+int coroutine_fn bdrv_filter_co_pwritev_compressed(BlockDriverState *bs,
+                                                   int64_t offset,
+                                                   int64_t bytes,
+                                                   QEMUIOVector *qiov);
 int coroutine_fn bdrv_filter_co_truncate(BlockDriverState *bs,
                                          int64_t offset, bool exact,
                                          PreallocMode prealloc,
