@@ -107,13 +107,13 @@ static const BlockDriver bdrv_mirror_top_commit = {
     .bdrv_open                      = job_filter_open,
     .bdrv_reopen_prepare            = job_filter_reopen_prepare,
     .bdrv_child_perm                = mirror_top_commit_child_perm,
-    .bdrv_getlength                 = job_filter_getlength,
-    .bdrv_co_preadv                 = job_filter_co_preadv,
-    .bdrv_co_pwritev                = job_filter_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = job_filter_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = job_filter_co_pdiscard,
-    .bdrv_co_pwritev_compressed     = job_filter_co_pwritev_compressed,
-    .bdrv_co_truncate               = job_filter_co_truncate,
+    .bdrv_getlength                 = bdrv_filter_getlength,
+    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
+    .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
+    .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
+    .bdrv_co_pwritev_compressed     = bdrv_filter_co_pwritev_compressed,
+    .bdrv_co_truncate               = bdrv_filter_co_truncate,
 };
 
 /* Read-only: the overlay of the committed top only reads through it. */

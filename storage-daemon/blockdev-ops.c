@@ -65,8 +65,8 @@ static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
     /* QEMU names the device argument here, "(null)" when it is absent */
     if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_RESIZE, NULL)) {
         error_setg(errp, "Device '%s' is in use",
-                   blockdev_ops_str(args, "device") ?
-                   blockdev_ops_str(args, "device") : "(null)");
+                   qmp_arg_str(args, "device") ?
+                   qmp_arg_str(args, "device") : "(null)");
         return;
     }
     /* the node's other users must share RESIZE (exports do) */
