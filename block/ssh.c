@@ -24,10 +24,11 @@
  *     open and close, which run with nothing in flight (close is drained).
  *  2. s->length is the remote file's length as this node made it: its
  *     length at open, then raised by every write that ended past it and
- *     by growing truncates, under s->lock.  The file is this node's (the
- *     node holds the write permission), so nobody else changes it;
- *     getlength answers from it without touching the session, which a
- *     worker may hold at that moment (invariant 1).
+ *     by growing truncates, under s->lock.  getlength answers from it
+ *     without touching the session, which a worker may hold at that
+ *     moment (invariant 1).  Another writer on the server is not watched
+ *     for (nor is it by QEMU's driver); a file that shrank under the
+ *     node reads as zeroes past its new end.
  */
 #include "block/ssh.h"
 #include "qapi/qapi-opts.h"
@@ -50,15 +51,17 @@
  * The most one SFTP write carries.  OpenSSH's sftp-server drops the
  * connection for a message over 256 KiB, and libssh 0.10 sends a write
  * as one message whatever its size: 128 KiB, as QEMU sends, stays well
- * under that.  Reads are capped the same way; the server may return less,
- * which the read loop takes in turn.
+ * under that.  The plain reads that complete a short pipelined answer
+ * are capped the same way.
  */
 #define QSSH_MAX_IO (128 * KiB)
 
 typedef struct BDRVSSHState {
     /* --- set at open, immutable until close --- */
     SSHConnectOpts opts;
-    bool warned_fsync;          /* main loop: the fsync warning, once */
+
+    /* --- the node's context only --- */
+    bool warned_fsync;          /* the fsync warning, given once */
 
     /* --- under lock (invariants 1, 2) --- */
     CoMutex lock;
