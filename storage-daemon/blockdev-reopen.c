@@ -1,7 +1,7 @@
 /*
  * blockdev-reopen: changes the options of several nodes, and the nodes
  * their "file" and "backing" children are, in one transaction
- * (bdrv_reopen_many(), block/block-reopen.c).  Here are the command's
+ * (bdrv_reopen_many(), block/block-reopen-opts.c).  Here are the command's
  * arguments: every node's options are checked as blockdev-add checks
  * them before any node is looked up, as QEMU's QMP input visitor checks
  * the whole argument list before the command runs; then each node must
