@@ -150,18 +150,6 @@ static void blkdebug_free_rules(BDRVBlkdebugState *s)
     }
 }
 
-static int blkdebug_parse_iotype(const char *name)
-{
-    int i;
-
-    for (i = 0; i < BLKDEBUG_IO_TYPE__MAX; i++) {
-        if (!strcmp(name, blkdebug_io_type_names[i])) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 static int blkdebug_add_rule(BDRVBlkdebugState *s, BlkdebugAction action,
                              QemuOpts *opts, Error **errp)
 {
@@ -199,7 +187,8 @@ static int blkdebug_add_rule(BDRVBlkdebugState *s, BlkdebugAction action,
         rule->options.inject.iotype_mask = BLKDEBUG_IO_TYPES_DEFAULT;
         iotype_name = qemu_opt_get(opts, "iotype");
         if (iotype_name) {
-            iotype = blkdebug_parse_iotype(iotype_name);
+            iotype = qemu_name_index(blkdebug_io_type_names,
+                                     BLKDEBUG_IO_TYPE__MAX, iotype_name);
             if (iotype < 0) {
                 error_setg(errp, "invalid parameter value: %s", iotype_name);
                 g_free(rule);

@@ -26,44 +26,49 @@ void bdrv_debug_event(BlockDriverState *bs, BlkdebugEvent event)
     }
 }
 
-int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
-                          const char *tag)
+/*
+ * The first node from @bs down whose driver handles breakpoints, or NULL.
+ * One walk serves the four breakpoint hooks, which a driver has all
+ * together or not at all (block_int.h).
+ */
+static BlockDriverState *bdrv_debug_handler(BlockDriverState *bs)
 {
     while (bs && bs->drv && !bs->drv->bdrv_debug_breakpoint) {
         bs = bdrv_debug_next(bs);
     }
     if (!bs || !bs->drv) {
-        return -ENOTSUP;
+        return NULL;
     }
-    return bs->drv->bdrv_debug_breakpoint(bs, event, tag);
+    assert(bs->drv->bdrv_debug_remove_breakpoint &&
+           bs->drv->bdrv_debug_resume && bs->drv->bdrv_debug_is_suspended);
+    return bs;
+}
+
+int bdrv_debug_breakpoint(BlockDriverState *bs, const char *event,
+                          const char *tag)
+{
+    BlockDriverState *h = bdrv_debug_handler(bs);
+
+    return h ? h->drv->bdrv_debug_breakpoint(h, event, tag) : -ENOTSUP;
 }
 
 int bdrv_debug_remove_breakpoint(BlockDriverState *bs, const char *tag)
 {
-    while (bs && bs->drv && !bs->drv->bdrv_debug_remove_breakpoint) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_remove_breakpoint(bs, tag);
+    BlockDriverState *h = bdrv_debug_handler(bs);
+
+    return h ? h->drv->bdrv_debug_remove_breakpoint(h, tag) : -ENOTSUP;
 }
 
 int bdrv_debug_resume(BlockDriverState *bs, const char *tag)
 {
-    while (bs && bs->drv && !bs->drv->bdrv_debug_resume) {
-        bs = bdrv_debug_next(bs);
-    }
-    if (!bs || !bs->drv) {
-        return -ENOTSUP;
-    }
-    return bs->drv->bdrv_debug_resume(bs, tag);
+    BlockDriverState *h = bdrv_debug_handler(bs);
+
+    return h ? h->drv->bdrv_debug_resume(h, tag) : -ENOTSUP;
 }
 
 bool bdrv_debug_is_suspended(BlockDriverState *bs, const char *tag)
 {
-    while (bs && bs->drv && !bs->drv->bdrv_debug_is_suspended) {
-        bs = bdrv_debug_next(bs);
-    }
-    return bs && bs->drv && bs->drv->bdrv_debug_is_suspended(bs, tag);
+    BlockDriverState *h = bdrv_debug_handler(bs);
+
+    return h && h->drv->bdrv_debug_is_suspended(h, tag);
 }

@@ -23,6 +23,7 @@
 #include "job/blockjob.h"
 
 #include "block/block_int.h"
+#include "util/cutils.h"
 #include "util/qapi-event.h"
 
 const char *const BlockdevOnError_str[BLOCKDEV_ON_ERROR__MAX + 1] = {
@@ -42,12 +43,7 @@ const char *const BlockJobIoStatus_str[] = {
 
 int block_job_parse_on_error(const char *name)
 {
-    for (int i = 0; i < BLOCKDEV_ON_ERROR__MAX; i++) {
-        if (!strcmp(BlockdevOnError_str[i], name)) {
-            return i;
-        }
-    }
-    return -1;
+    return qemu_name_index(BlockdevOnError_str, BLOCKDEV_ON_ERROR__MAX, name);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
  */
 #include "util/osdep.h"
 #include "block/debug-events.h"
+#include "util/cutils.h"
 
 static const char *const blkdebug_event_names[BLKDBG__MAX] = {
 #define BLKDBG_NAME_ITEM(sym, name) [BLKDBG_##sym] = name,
@@ -21,10 +22,5 @@ const char *blkdebug_event_name(BlkdebugEvent event)
 
 int blkdebug_event_lookup(const char *name)
 {
-    for (int i = 0; i < BLKDBG__MAX; i++) {
-        if (!strcmp(blkdebug_event_names[i], name)) {
-            return i;
-        }
-    }
-    return -1;
+    return qemu_name_index(blkdebug_event_names, BLKDBG__MAX, name);
 }

@@ -11,6 +11,7 @@
  * scripts size volumes with them.
  */
 #include "block/qcow2.h"
+#include "util/cutils.h"
 
 /* Bytes of an L2 entry: extended entries carry a subcluster bitmap. */
 #define QCOW2_MEASURE_L2E_SIZE 8
@@ -147,16 +148,14 @@ static int qcow2_measure_parse(QemuOpts *opts, Qcow2MeasureOpts *m,
     m->refcount_order = ctz64(refcount_bits);
     m->prealloc = PREALLOC_MODE_OFF;
     if (prealloc) {
-        m->prealloc = PREALLOC_MODE__MAX;
-        for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
-            if (!strcmp(prealloc, PreallocMode_str[i])) {
-                m->prealloc = i;
-            }
-        }
-        if (m->prealloc == PREALLOC_MODE__MAX) {
+        int mode = qemu_name_index(PreallocMode_str, PREALLOC_MODE__MAX,
+                                   prealloc);
+
+        if (mode < 0) {
             error_setg(errp, "invalid parameter value: %s", prealloc);
             return -EINVAL;
         }
+        m->prealloc = mode;
     }
     return 0;
 }

@@ -5,6 +5,8 @@
  */
 #include "crypto/cipher-int.h"
 
+#include "util/cutils.h"
+
 struct CryptoCipher {
     const CryptoCipherDriver *driver;
     void *state;                /* the driver's */
@@ -42,13 +44,11 @@ static const struct {
                                     &crypto_cipher_gcrypt },
 };
 
-static const struct {
-    const char *name;
-} crypto_cipher_modes[CRYPTO_CIPHER_MODE__MAX] = {
-    [CRYPTO_CIPHER_MODE_ECB] = { "ecb" },
-    [CRYPTO_CIPHER_MODE_CBC] = { "cbc" },
-    [CRYPTO_CIPHER_MODE_XTS] = { "xts" },
-    [CRYPTO_CIPHER_MODE_CTR] = { "ctr" },
+static const char *const crypto_cipher_mode_names[CRYPTO_CIPHER_MODE__MAX] = {
+    [CRYPTO_CIPHER_MODE_ECB] = "ecb",
+    [CRYPTO_CIPHER_MODE_CBC] = "cbc",
+    [CRYPTO_CIPHER_MODE_XTS] = "xts",
+    [CRYPTO_CIPHER_MODE_CTR] = "ctr",
 };
 
 int crypto_cipher_alg_lookup(const char *name)
@@ -68,17 +68,13 @@ const char *crypto_cipher_alg_name(CryptoCipherAlg alg)
 
 int crypto_cipher_mode_lookup(const char *name)
 {
-    for (int i = 0; i < CRYPTO_CIPHER_MODE__MAX; i++) {
-        if (!strcmp(crypto_cipher_modes[i].name, name)) {
-            return i;
-        }
-    }
-    return -1;
+    return qemu_name_index(crypto_cipher_mode_names, CRYPTO_CIPHER_MODE__MAX,
+                           name);
 }
 
 const char *crypto_cipher_mode_name(CryptoCipherMode mode)
 {
-    return crypto_cipher_modes[mode].name;
+    return crypto_cipher_mode_names[mode];
 }
 
 const char *crypto_cipher_alg_family(CryptoCipherAlg alg)
@@ -121,7 +117,7 @@ bool crypto_cipher_supports(CryptoCipherAlg alg, CryptoCipherMode mode,
         crypto_cipher_algs[alg].block_len != 16) {
         error_setg(errp, "Cipher '%s' with mode '%s' is not supported",
                    crypto_cipher_algs[alg].name,
-                   crypto_cipher_modes[mode].name);
+                   crypto_cipher_mode_names[mode]);
         return false;
     }
     return true;

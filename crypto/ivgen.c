@@ -5,6 +5,8 @@
  */
 #include "crypto/ivgen.h"
 
+#include "util/cutils.h"
+
 struct CryptoIvgen {
     CryptoIvgenAlg alg;
     CryptoCipher *essiv;        /* ECB, keyed with H(master key) */
@@ -19,12 +21,7 @@ static const char *const crypto_ivgen_names[CRYPTO_IVGEN_ALG__MAX] = {
 
 int crypto_ivgen_lookup(const char *name)
 {
-    for (int i = 0; i < CRYPTO_IVGEN_ALG__MAX; i++) {
-        if (!strcmp(crypto_ivgen_names[i], name)) {
-            return i;
-        }
-    }
-    return -1;
+    return qemu_name_index(crypto_ivgen_names, CRYPTO_IVGEN_ALG__MAX, name);
 }
 
 const char *crypto_ivgen_name(CryptoIvgenAlg alg)

@@ -16,6 +16,7 @@
 #include "qblock/block-node.h"
 #include "qmp-dispatch.h"
 #include "transaction.h"
+#include "util/cutils.h"
 
 static const char *const backup_qmp_sync_names[] = {
     [BACKUP_SYNC_TOP] = "top",
@@ -29,18 +30,6 @@ static const char *const backup_qmp_bitmap_mode_names[] = {
     [BITMAP_SYNC_NEVER] = "never",
     [BITMAP_SYNC_ALWAYS] = "always",
 };
-
-/* The index of @value in @names (the schema checked that it is there). */
-static int backup_qmp_lookup(const char *const *names, size_t n,
-                             const char *value)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (names[i] && !strcmp(names[i], value)) {
-            return i;
-        }
-    }
-    return -1;
-}
 
 static BlockdevOnError backup_qmp_on_error(JsonObject *args,
                                            const char *name)
@@ -60,8 +49,8 @@ static bool backup_qmp_sync(JsonObject *args, BlockDriverState *bs,
     bool incremental = !strcmp(sync, "incremental");
 
     opts->sync = incremental ? BACKUP_SYNC_BITMAP :
-                 backup_qmp_lookup(backup_qmp_sync_names,
-                                   G_N_ELEMENTS(backup_qmp_sync_names), sync);
+                 qemu_name_index(backup_qmp_sync_names,
+                                 G_N_ELEMENTS(backup_qmp_sync_names), sync);
     if (opts->sync == BACKUP_SYNC_BITMAP && !bitmap) {
         error_setg(errp, "must provide a valid bitmap name for '%s' sync "
                    "mode", sync);
@@ -93,7 +82,7 @@ static bool backup_qmp_sync(JsonObject *args, BlockDriverState *bs,
                    "bitmap");
         return false;
     }
-    opts->bitmap_mode = backup_qmp_lookup(backup_qmp_bitmap_mode_names,
+    opts->bitmap_mode = qemu_name_index(backup_qmp_bitmap_mode_names,
                             G_N_ELEMENTS(backup_qmp_bitmap_mode_names), mode);
     if (bdrv_dirty_bitmap_check(opts->bitmap, BDRV_BITMAP_ALLOW_RO,
                                 errp) < 0) {

@@ -18,16 +18,6 @@ static bool img_resize_parse_size(const char *text, uint64_t *size)
     return true;
 }
 
-static int img_parse_prealloc(const char *text)
-{
-    for (int i = 0; i < PREALLOC_MODE__MAX; i++) {
-        if (!strcmp(text, PreallocMode_str[i])) {
-            return i;
-        }
-    }
-    return -1;
-}
-
 int img_resize(int argc, char **argv)
 {
     enum {
@@ -61,7 +51,8 @@ int img_resize(int argc, char **argv)
                            long_options, &co)) != -1) {
         switch (c) {
         case OPTION_PREALLOCATION:
-            ret = img_parse_prealloc(optarg);
+            ret = qemu_name_index(PreallocMode_str, PREALLOC_MODE__MAX,
+                                  optarg);
             if (ret < 0) {
                 error_report("Invalid preallocation mode '%s'", optarg);
                 return 1;

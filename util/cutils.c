@@ -347,3 +347,13 @@ bool id_wellformed(const char *id)
     }
     return true;
 }
+
+int qemu_name_index(const char *const *names, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (names[i] && !strcmp(names[i], name)) {
+            return i;
+        }
+    }
+    return -1;
+}

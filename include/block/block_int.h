@@ -380,7 +380,11 @@ struct BlockDriver {
                           uint64_t shared);
     void (*bdrv_abort_perm_update)(BlockDriverState *bs);
 
-    /* blkdebug hooks (only blkdebug implements them). */
+    /*
+     * blkdebug hooks (only blkdebug implements them).  The four
+     * breakpoint hooks come together: a driver has all of them or none
+     * (block-debug.c finds the node that handles breakpoints once).
+     */
     void (*bdrv_debug_event)(BlockDriverState *bs, BlkdebugEvent event);
     int (*bdrv_debug_breakpoint)(BlockDriverState *bs, const char *event,
                                  const char *tag);

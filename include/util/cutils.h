@@ -56,5 +56,11 @@ int strstart(const char *str, const char *val, const char **ptr);
  * letters, digits, '-', '.' and '_'.
  */
 bool id_wellformed(const char *id);
+/*
+ * The index of @name in @names[0..@n), or -1: an enum's value from its
+ * name, for a table of names indexed by the enum (QEMU's
+ * qapi_enum_parse()).  NULL entries match nothing.
+ */
+int qemu_name_index(const char *const *names, size_t n, const char *name);
 
 #endif

@@ -331,6 +331,18 @@ static void test_strstart(void)
     g_assert_true(strstart("abc", "", NULL));
 }
 
+/* The table's holes match nothing, and a prefix is not the name. */
+static void test_name_index(void)
+{
+    static const char *const names[] = { "off", NULL, "full", "falloc" };
+
+    g_assert_cmpint(qemu_name_index(names, 4, "off"), ==, 0);
+    g_assert_cmpint(qemu_name_index(names, 4, "falloc"), ==, 3);
+    g_assert_cmpint(qemu_name_index(names, 4, "ful"), ==, -1);
+    g_assert_cmpint(qemu_name_index(names, 4, ""), ==, -1);
+    g_assert_cmpint(qemu_name_index(names, 3, "falloc"), ==, -1);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -348,5 +360,6 @@ int main(int argc, char **argv)
     g_test_add_func("/cutils/bool-parse", test_bool_parse);
     g_test_add_func("/cutils/pstrcpy", test_pstrcpy);
     g_test_add_func("/cutils/strstart", test_strstart);
+    g_test_add_func("/cutils/name-index", test_name_index);
     return g_test_run();
 }
