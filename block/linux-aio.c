@@ -8,7 +8,9 @@
  * is here: laio_flush() hands the whole queue to io_submit() in batches,
  * at most LAIO_MAX_EVENTS requests in the kernel at a time (the rest wait
  * in the queue for completions); every iocb signals the core's eventfd,
- * and laio_reap() collects the events.
+ * and laio_reap() collects the events from the ring the kernel shares
+ * with us, without a system call (io_getevents() only where the ring is
+ * not the one we know).
  *
  * Everything here runs in the AioContext's thread.
  */
@@ -30,10 +32,12 @@ typedef struct LinuxAioState {
 } LinuxAioState;
 
 /*
- * The head of the completion ring that the kernel maps at the address
- * io_setup() returned as the context (fs/aio.c's struct aio_ring): the
- * kernel advances tail as it posts events, io_getevents() advances head.
- * Reading it tells whether events wait without a system call.
+ * The header of the completion ring that the kernel maps at the address
+ * io_setup() returned as the context (fs/aio.c's struct aio_ring), nr
+ * struct io_event following it: the kernel advances tail as it posts
+ * events; the consumer (io_getevents(), or we) advances head, which
+ * frees the slots.  Reading it tells whether events wait, and taking
+ * them from it saves io_getevents(), without a system call.
  */
 typedef struct LaioRingHeader {
     unsigned id;
@@ -41,10 +45,25 @@ typedef struct LaioRingHeader {
     unsigned head;
     unsigned tail;
     unsigned magic;
+    unsigned compat_features;
+    unsigned incompat_features;
+    unsigned header_length;     /* where the events start */
 } LaioRingHeader;
 
 /* The ring's magic: a kernel that maps no such ring has no other value. */
 #define LAIO_RING_MAGIC 0xa10a10a1
+
+static LaioRingHeader *laio_ring(LinuxAioState *s)
+{
+    return (LaioRingHeader *)s->io_ctx;
+}
+
+/* A ring laid out as we know it (a kernel may one day change it). */
+static bool laio_ring_known(LaioRingHeader *ring)
+{
+    return ring->magic == LAIO_RING_MAGIC && ring->incompat_features == 0 &&
+           ring->header_length == sizeof(LaioRingHeader);
+}
 
 static LinuxAioState *laio_of(FileAioState *core)
 {
@@ -111,6 +130,33 @@ static void laio_flush(FileAioState *core)
     }
 }
 
+/*
+ * Takes the events from the ring, as io_getevents() would: each one is
+ * read before head moves past it (the kernel may then reuse the slot),
+ * and head is re-read every time, since a completion may enter a
+ * coroutine that submits and reaps again.
+ */
+static void laio_reap_ring(FileAioState *core, LaioRingHeader *ring)
+{
+    struct io_event *events = (struct io_event *)(ring + 1);
+
+    for (;;) {
+        unsigned head = __atomic_load_n(&ring->head, __ATOMIC_RELAXED);
+        unsigned tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        struct io_event ev;
+
+        if (head == tail) {
+            break;
+        }
+        ev = events[head % ring->nr];
+        __atomic_store_n(&ring->head, (head + 1) % ring->nr,
+                         __ATOMIC_RELEASE);
+        core->in_flight--;
+        /* res is unsigned long: a negative errno comes back wrapped. */
+        file_aio_process(core, ev.data, (long)ev.res);
+    }
+}
+
 static void laio_reap(FileAioState *core)
 {
     LinuxAioState *s = laio_of(core);
@@ -118,6 +164,10 @@ static void laio_reap(FileAioState *core)
     struct timespec no_wait = { 0, 0 };
     int n;
 
+    if (laio_ring_known(laio_ring(s))) {
+        laio_reap_ring(core, laio_ring(s));
+        return;
+    }
     for (;;) {
         n = io_getevents(s->io_ctx, 0, ARRAY_SIZE(events), events, &no_wait);
         if (n == -EINTR) {
@@ -136,9 +186,9 @@ static void laio_reap(FileAioState *core)
 
 static bool laio_poll(FileAioState *core)
 {
-    LaioRingHeader *ring = (LaioRingHeader *)laio_of(core)->io_ctx;
+    LaioRingHeader *ring = laio_ring(laio_of(core));
 
-    if (ring->magic != LAIO_RING_MAGIC) {
+    if (!laio_ring_known(ring)) {
         /* not the ring we know: the eventfd alone will tell */
         return false;
     }
