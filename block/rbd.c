@@ -19,8 +19,11 @@
  *     node's context, after its coroutine has yielded (the coroutine
  *     yields right after submitting, without returning to the loop, so
  *     the reaper can only see it once it waits).
- *  2. s->done, its lock and the notifier are the only state librbd's
- *     threads touch, and they touch them only while holding the lock.
+ *  2. s->done, its lock, the notifier and s->callbacks_running are the
+ *     only state librbd's threads touch: s->done only while holding the
+ *     lock, the notifier only while counted in s->callbacks_running, which
+ *     a callback enters before it queues its request and leaves after its
+ *     last touch of s.
  *  3. s->in_flight counts submitted requests not yet reaped; close runs
  *     drained, with it 0, before the notifier and the image go.
  */
@@ -37,13 +40,20 @@ static void qrbd_aio_done(rbd_completion_t c, void *opaque)
     RBDAioRequest *req = opaque;
     BDRVRBDState *s = req->s;
 
+    g_atomic_int_inc(&s->callbacks_running);
     req->ret = qrbd_lib.rbd_aio_get_return_value(c);
     g_mutex_lock(&s->done_lock);
     req->next = s->done;
     s->done = req;
-    /* under the lock: close takes it before the notifier goes (inv. 2) */
-    event_notifier_set(&s->notifier);
     g_mutex_unlock(&s->done_lock);
+    /*
+     * Outside the lock: the loop thread that wakes takes the lock at once,
+     * and finding it still held cost each request a futex wait and two
+     * more context switches.  @req may be gone from here on; s stays until
+     * close, which waits for this callback to leave (invariant 2).
+     */
+    event_notifier_set(&s->notifier);
+    g_atomic_int_add(&s->callbacks_running, -1);
 }
 
 /* The notifier's handler, in the node's context: wake every request. */
@@ -449,12 +459,14 @@ static void qrbd_close_node(BlockDriverState *bs)
 
     assert(s->in_flight == 0); /* invariant 3: closed drained */
     /*
-     * Every request was reaped, but the librbd thread that queued the
-     * last one may still be setting the notifier: wait until it let go of
-     * the lock (invariant 2).
+     * Every request was reaped, so every callback has entered
+     * s->callbacks_running before queueing its request; the last ones may
+     * still be setting the notifier: wait until they have left
+     * (invariant 2).  They are a few instructions from leaving.
      */
-    g_mutex_lock(&s->done_lock);
-    g_mutex_unlock(&s->done_lock);
+    while (g_atomic_int_get(&s->callbacks_running) > 0) {
+        g_thread_yield();
+    }
     aio_set_fd_handler(s->ctx, event_notifier_get_fd(&s->notifier),
                        NULL, NULL, NULL);
     event_notifier_cleanup(&s->notifier);

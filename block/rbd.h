@@ -121,6 +121,9 @@ struct BDRVRBDState {
     GMutex done_lock;
     RBDAioRequest *done;
 
+    /* --- atomic: librbd's callbacks between queueing and leaving (inv. 2) --- */
+    gint callbacks_running;
+
     /* --- event-loop thread only --- */
     unsigned in_flight;         /* invariant 3 */
 };
