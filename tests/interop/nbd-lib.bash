@@ -43,30 +43,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-passed=0
-failed=0
-skipped=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-# skip WHAT WHY: a group of cases that cannot run here, counted
-skip() { echo "skip $1: $2"; skipped=$((skipped + 1)); }
-fail() {
-    echo "FAIL $1"
-    shift
-    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
-# check NAME CMD...: ok if CMD succeeds
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else fail "$name"; fi
-}
-# quiet CMD...: CMD with its output dropped (for check)
-quiet() { "$@" >/dev/null 2>&1; }
-summary() {
-    echo "$passed passed, $failed failed, $skipped skipped"
-    [ "$failed" -eq 0 ]
-}
+. "$here/check-lib.bash"
 
 # Waits (up to 10 s) until unix socket $1 exists or process $2 is gone.
 wait_socket() {

@@ -37,20 +37,7 @@ done
 qemu-img --help | grep -q '^Supported formats:.* rbd' ||
     missing "qemu-img has no rbd driver (Debian package qemu-block-extra)"
 
-passed=0 failed=0 skipped=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() {
-    echo "FAIL $1"
-    shift
-    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else fail "$name"; fi
-}
-quiet() { "$@" >/dev/null 2>&1; }
+. "$(dirname "${BASH_SOURCE[0]}")/check-lib.bash"
 
 work=$(mktemp -d)
 pids=()
@@ -68,7 +55,7 @@ cd "$work" || exit 1
 
 if ! bash "$src/tests/ceph/start.sh" "$work/ceph" > start.log 2>&1; then
     fail "start the test cluster" "$(tail -n 20 start.log)"
-    echo "$passed passed, $failed failed, $skipped skipped"
+    summary
     exit 1
 fi
 conf=$work/ceph/ceph.conf
@@ -86,7 +73,7 @@ img() { echo "rbd:rbd/$1:conf=$conf"; }
 if "$qimg" info "rbd:rbd/x" 2>&1 | grep -q 'not built in'; then
     fail "qblock was built without librbd" \
          "$("$qimg" info "rbd:rbd/x" 2>&1)"
-    echo "$passed passed, $failed failed, $skipped skipped"
+    summary
     exit 1
 fi
 
@@ -493,5 +480,4 @@ stopped() {
 }
 check "... and stops when asked, within 30 s" stopped
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+summary

@@ -56,20 +56,7 @@ if "$qimg" info ssh://127.0.0.1/x 2>&1 | grep -q 'not built in'; then
     exit 1
 fi
 
-passed=0 failed=0 skipped=0
-ok() { echo "ok $1"; passed=$((passed + 1)); }
-fail() {
-    echo "FAIL $1"
-    shift
-    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
-    failed=$((failed + 1))
-}
-check() {
-    local name=$1
-    shift
-    if "$@"; then ok "$name"; else fail "$name"; fi
-}
-quiet() { "$@" >/dev/null 2>&1; }
+. "$(dirname "${BASH_SOURCE[0]}")/check-lib.bash"
 
 work=$(mktemp -d)
 sshd_pid=
@@ -120,7 +107,7 @@ for i in $(seq 100); do
 done
 if ! kill -0 "$sshd_pid" 2>/dev/null; then
     fail "start sshd" "$(tail -n 20 sshd.log)"
-    echo "$passed passed, $failed failed, $skipped skipped"
+    summary
     exit 1
 fi
 known() { echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$1")" > "$home/.ssh/known_hosts"; }
@@ -404,5 +391,4 @@ check "... saying that its last flush failed" quiet \
     qsd2.err
 qsd_pid=
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+summary

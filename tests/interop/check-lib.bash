@@ -1,0 +1,29 @@
+# The result counters of the tests/interop shell scripts (sourced, not
+# run): ok/fail/skip count a check each, check runs one, summary prints
+# the line tests/run-all.sh reads and fails if any check failed.
+
+passed=0
+failed=0
+skipped=0
+ok() { echo "ok $1"; passed=$((passed + 1)); }
+# skip WHAT WHY: a group of cases that cannot run here, counted
+skip() { echo "skip $1: $2"; skipped=$((skipped + 1)); }
+# fail NAME [DETAIL...]: the details indented below the name
+fail() {
+    echo "FAIL $1"
+    shift
+    [ $# -gt 0 ] && printf '%s\n' "$@" | sed 's/^/    /'
+    failed=$((failed + 1))
+}
+# check NAME CMD...: ok if CMD succeeds
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else fail "$name"; fi
+}
+# quiet CMD...: CMD with its output dropped (for check)
+quiet() { "$@" >/dev/null 2>&1; }
+summary() {
+    echo "$passed passed, $failed failed, $skipped skipped"
+    [ "$failed" -eq 0 ]
+}
