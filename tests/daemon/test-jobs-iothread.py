@@ -7,7 +7,8 @@ active commit, each on a node whose NBD export runs in an iothread
 the target must then equal the source (`qemu-img compare`), every image
 pass `qemu-img check`, and the job's events be those of the same script
 with the export in the main loop.  Also: pause/resume and set-speed of a
-job in an iothread, a mirror on a node that a vhost-user-blk export put
+job in an iothread, on-target-error=stop there, grouped backups in an iothread and the main loop
+(a transaction), a mirror on a node that a vhost-user-blk export put
 in an iothread (its replies and events compared with the real
 qemu-storage-daemon 7.2 where installed), a target that another
 iothread's export keeps (refused, QEMU's message), the nodes going back
@@ -344,6 +345,37 @@ def pause_resume(where):
     return events
 
 
+def stop_policy():
+    """on-target-error=stop in an iothread: the job pauses with the
+    error, job-resume copies the range again."""
+    what = 'on-target-error=stop iothread'
+    fresh()
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 4M && '
+         'qemu-io -f qcow2 -c "write -P 0x5a 0 4M" src.qcow2 && '
+         'qemu-img create -q -f qcow2 tgt.qcow2 4M')
+    tgt = {'driver': 'qcow2', 'node-name': 'tgt', 'file': {
+        'driver': 'blkdebug',
+        'inject-error': [{'event': 'write_aio', 'errno': 5, 'once': True}],
+        'image': {'driver': 'file', 'filename': t.path('tgt.qcow2')}}}
+    d, c = start([t.qcow2('src'), tgt], 'src', 'iothread')
+    c.ok('blockdev-mirror', {'job-id': 'j', 'device': 'src',
+                             'target': 'tgt', 'sync': 'full',
+                             'on-target-error': 'stop'})
+    e = c.event('BLOCK_JOB_ERROR')
+    t.equal('%s: BLOCK_JOB_ERROR' % what, e and e['data'],
+            {'device': 'j', 'operation': 'write', 'action': 'stop'})
+    t.check('%s: paused' % what, wait_status(c, 'j', 'paused'))
+    t.equal('%s: io-status failed' % what,
+            [j['io-status'] for j in c.ok('query-block-jobs')], ['failed'])
+    c.ok('job-resume', {'id': 'j'})
+    t.check('%s: resumed, ready' % what, wait_status(c, 'j', 'ready'))
+    c.ok('job-complete', {'id': 'j'})
+    t.check('%s: ends' % what, wait_status(c, 'j', 'null'))
+    end(what, d, c)
+    compare(what, 'src.qcow2', 'tgt.qcow2')
+    check(what, 'src.qcow2', 'tgt.qcow2')
+
+
 def same_events(name, fn, *args):
     """@fn in an iothread, then in the main loop: the same job events,
     which are returned."""
@@ -352,6 +384,52 @@ def same_events(name, fn, *args):
     t.equal('%s: the events in an iothread are the main loop\'s' % name,
             got, main)
     return main
+
+
+def grouped():
+    """A transaction's backups in two contexts (completion-mode
+    grouped): one of a node in io0, one of a node in the main loop; they
+    finalize together, and a cancel of one cancels the other."""
+    what = 'grouped backups in io0 and the main loop'
+    fresh()
+    t.sh('qemu-img create -q -f qcow2 src.qcow2 16M && '
+         'qemu-io -f qcow2 -c "write -P 0x5a 0 16M" src.qcow2 && '
+         'qemu-img create -q -f qcow2 src2.qcow2 16M && '
+         'qemu-io -f qcow2 -c "write -P 0x3c 2M 6M" src2.qcow2 && '
+         'for i in 1 2 3 4; do '
+         'qemu-img create -q -f qcow2 dst$i.qcow2 16M; done')
+    d, c = start([t.qcow2(n) for n in ('src', 'src2', 'dst1', 'dst2',
+                                       'dst3', 'dst4')], 'src', 'iothread')
+
+    def act(job, device, target, speed):
+        return {'type': 'blockdev-backup', 'data': {
+            'job-id': job, 'device': device, 'target': target,
+            'sync': 'full', 'speed': speed}}
+
+    c.ok('transaction', {'properties': {'completion-mode': 'grouped'},
+                         'actions': [act('g1', 'src', 'dst1', 0),
+                                     act('g2', 'src2', 'dst2', 8 * MIB)]})
+    t.check('%s: both end' % what, wait_status(c, 'g1', 'null') and
+            wait_status(c, 'g2', 'null'))
+    t.equal('%s: the quick one waited for the other' % what,
+            (job_events(c, 'g1'), ),
+            (['created', 'running', 'waiting', 'pending',
+              'BLOCK_JOB_COMPLETED', 'concluded', 'null'], ))
+    c.ok('transaction', {'properties': {'completion-mode': 'grouped'},
+                         'actions': [act('c1', 'src', 'dst3', MIB),
+                                     act('c2', 'src2', 'dst4', MIB)]})
+    t.check('%s: running' % what, wait_status(c, 'c1', 'running'))
+    c.ok('block-job-cancel', {'device': 'c2'})
+    t.check('%s: a cancel of one ends both' % what,
+            wait_status(c, 'c1', 'null') and wait_status(c, 'c2', 'null'))
+    t.equal('%s: ... the other cancelled' % what,
+            [e for e in job_events(c, 'c1') if e.startswith('BLOCK')],
+            ['BLOCK_JOB_CANCELLED'])
+    t.equal('%s: no job left' % what, c.ok('query-jobs'), [])
+    end(what, d, c)
+    compare(what, 'src.qcow2', 'dst1.qcow2')
+    compare(what, 'src2.qcow2', 'dst2.qcow2')
+    check(what, *['dst%d.qcow2' % i for i in (1, 2, 3, 4)])
 
 
 # ---------------------------------------------------------------------------
@@ -515,6 +593,8 @@ def main():
     same_events('intermediate commit', commit, False)
     same_events('active commit', commit, True)
     same_events('pause, resume, set-speed', pause_resume)
+    grouped()
+    stop_policy()
     refused_target()
     shutdown('SIGTERM')
     shutdown('quit')
