@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Block jobs on nodes in iothreads (threading rule 12 of
 docs/architecture.md): mirror (complete with pivot, and cancel after
-READY), backup (sync=full, and sync=incremental with a bitmap), stream, intermediate and
-active commit, each on a node whose NBD export runs in an iothread
-(fixed-iothread=on) while the real qemu-io writes through that export;
-the target must then equal the source (`qemu-img compare`), every image
-pass `qemu-img check`, and the job's events be those of the same script
-with the export in the main loop.  Also: pause/resume and set-speed of a
-job in an iothread, on-target-error=stop there, grouped backups in an iothread and the main loop
-(a transaction), a mirror on a node that a vhost-user-blk export put
-in an iothread (its replies and events compared with the real
+READY), backup (sync=full, and sync=incremental with a bitmap), stream,
+intermediate and active commit, each on a node whose NBD export runs in
+an iothread (fixed-iothread=on) while the real qemu-io writes through
+that export; the target must then equal the source (`qemu-img
+compare`), every image pass `qemu-img check`, and the job's events be
+those of the same script with the export in the main loop.  Also:
+pause/resume and set-speed of a job in an iothread, on-target-error=stop
+there, grouped backups in an iothread and the main loop (a
+transaction), a mirror on a node that a vhost-user-blk export put in an
+iothread (its replies and events compared with the real
 qemu-storage-daemon 7.2 where installed), a target that another
 iothread's export keeps (refused, QEMU's message), the nodes going back
 to the main loop at the job's end (the iothread can then be deleted),
