@@ -1,6 +1,7 @@
 /*
  * Jobs: long-running operations (image creation, stream, commit, mirror)
- * that run as a coroutine in the main loop under QEMU's state machine,
+ * that run as a coroutine (in the main loop, or in the iothread of their
+ * node) under QEMU's state machine,
  * and that the monitor pauses, resumes, cancels, completes, finalizes and
  * dismisses.  The states, the transitions and the verbs each state
  * accepts are QEMU's (its JobStatus and JobVerb documentation); block/job.c
