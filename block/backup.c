@@ -42,8 +42,15 @@
  *  4. The job succeeds only when the filter has no cluster left to copy:
  *     the target then holds the source of the point in time wherever
  *     the sync mode wants it.
+ *  5. The source, the filter, the target and the job are in one context,
+ *     the source's (an iothread's when it is exported with iothread=):
+ *     the target moves there before the filter opens over both, and
+ *     goes back to the main loop at the job's end unless a user keeps
+ *     it there (blockjob.c inv. 5).
  *
- * Everything runs in the main loop; the state is touched between yields.
+ * The job's coroutine and its workers run in that context, the rest in
+ * the main loop thread holding it (job.c inv. 8 and 9); the state is
+ * touched between yields.
  */
 #include "job/backup.h"
 
@@ -451,6 +458,11 @@ static BlockDriverState *backup_insert_filter(BlockDriverState *source,
     if (!cbw) {
         return NULL;
     }
+    /* into the source's context, where the target is (invariant 5) */
+    if (bdrv_join_children_aio_context(cbw, errp) < 0) {
+        bdrv_unref(cbw);
+        return NULL;
+    }
     cluster_size = cbw_get_cluster_size(cbw);
     if (opts->max_chunk && opts->max_chunk < cluster_size) {
         error_setg(errp, "Required max-chunk (%" PRId64 ") is less than "
@@ -482,8 +494,14 @@ BlockJob *backup_job_create(const char *job_id, BlockDriverState *source,
     if (!backup_check_args(source, target, opts, errp)) {
         return NULL;
     }
+    /* invariant 5, with QEMU's message if it cannot move */
+    if (bdrv_try_change_aio_context(target, bdrv_get_aio_context(source),
+                                    NULL, errp) < 0) {
+        return NULL;
+    }
     if (opts->bitmap &&
         bdrv_dirty_bitmap_create_successor(opts->bitmap, errp) < 0) {
+        bdrv_leave_unused_aio_context(target);
         return NULL;
     }
     cbw = backup_insert_filter(source, target, opts, errp);
@@ -525,5 +543,6 @@ fail_bitmap:
     if (opts->bitmap) {
         bdrv_reclaim_dirty_bitmap(opts->bitmap, NULL);
     }
+    bdrv_leave_unused_aio_context(target);
     return NULL;
 }

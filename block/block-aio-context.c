@@ -17,6 +17,11 @@
  *      either while it moves; drained, none is in flight.
  *  11. Either every node of the component moved and every non-node
  *      parent followed, or nothing did.
+ *
+ * Two helpers for block jobs (rule 12): a job's filter, opened in the
+ * main loop over a node in an iothread, joins its child's context
+ * before it gets a parent; at a job's end, the nodes it kept in an
+ * iothread that no other user keeps there go back to the main loop.
  */
 #include "block/block_int.h"
 
@@ -152,4 +157,61 @@ int bdrv_change_aio_context_unsupported(BlockDriverState *bs,
                "its connection stays with the main loop", bs->node_name,
                bs->drv->format_name);
     return -ENOTSUP;
+}
+
+int bdrv_join_children_aio_context(BlockDriverState *bs, Error **errp)
+{
+    AioContext *old_ctx = bdrv_get_aio_context(bs);
+    AioContext *ctx = NULL;
+    int ret;
+
+    assert(!bs->parents && bs->in_flight == 0);
+    for (GList *l = bs->children; l; l = l->next) {
+        BdrvChild *c = l->data;
+        AioContext *child_ctx = bdrv_get_aio_context(c->bs);
+
+        if (ctx && child_ctx != ctx) {
+            error_setg(errp, "Node '%s': its children are in different "
+                       "iothreads (AioContexts)", bs->node_name);
+            return -EINVAL;
+        }
+        ctx = child_ctx;
+    }
+    if (!ctx || ctx == old_ctx) {
+        return 0;
+    }
+    /* invariant 10; with no parent and nothing in flight, no drain */
+    assert(aio_context_in_thread(old_ctx) && aio_context_in_thread(ctx));
+    if (bs->drv->bdrv_change_aio_context) {
+        ret = bs->drv->bdrv_change_aio_context(bs, ctx, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    bs->aio_context = ctx;
+    return 0;
+}
+
+void bdrv_leave_unused_aio_context(BlockDriverState *bs)
+{
+    AioContext *main_ctx = qemu_get_aio_context();
+    g_autoptr(GPtrArray) nodes = NULL;
+    g_autoptr(GPtrArray) outer = NULL;
+    Error *err = NULL;
+
+    if (bdrv_get_aio_context(bs) == main_ctx) {
+        return;
+    }
+    nodes = g_ptr_array_new();
+    bdrv_ctx_collect(bs, nodes);
+    outer = bdrv_ctx_outer_parents(nodes, NULL);
+    if (outer->len > 0) {
+        return;     /* that user keeps them, and takes them back */
+    }
+    if (bdrv_try_change_aio_context(bs, main_ctx, NULL, &err) < 0) {
+        /* a driver refused: the node stays usable where it is */
+        error_report("could not move node '%s' back to the main loop: %s",
+                     bs->node_name, error_get_pretty(err));
+        error_free(err);
+    }
 }

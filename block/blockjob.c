@@ -19,6 +19,14 @@
  *  4. Each node in job->blocked has the job's blocker in its op blockers
  *     (block-op-blockers.c inv. 1) and a reference of the job's, from
  *     block_job_block_node() until block_job_remove_all_bdrv().
+ *  5. A block job runs in its main node's context (job.c inv. 8), and
+ *     every node it has an edge on is in that context: a node elsewhere
+ *     moves in when the edge is added, with all that is connected to it,
+ *     or the edge is refused (threading rules 11 and 12).  The job's
+ *     edges cannot follow a move, so its nodes stay there while it
+ *     lives; when block_job_remove_all_bdrv() drops its edges, the nodes
+ *     it held that no other user keeps in an iothread go back to the
+ *     main loop (bdrv_leave_unused_aio_context()).
  */
 #include "job/blockjob.h"
 
@@ -99,16 +107,12 @@ int block_job_add_bdrv(BlockJob *job, const char *name, BlockDriverState *bs,
                        uint64_t perm, uint64_t shared_perm, Error **errp)
 {
     BdrvChild *c;
+    int ret;
 
-    /*
-     * Jobs run in the main loop (job.c); a node in an iothread is that
-     * thread's (invariant 8 of docs/architecture.md's threading rules).
-     */
-    if (bdrv_get_aio_context(bs) != qemu_get_aio_context()) {
-        error_setg(errp, "Node '%s' is in an iothread (exported with "
-                   "iothread=): block jobs on it are not supported",
-                   bs->node_name);
-        return -ENOTSUP;
+    /* invariant 5: QEMU's message if it cannot move */
+    ret = bdrv_try_change_aio_context(bs, job->job.aio_context, NULL, errp);
+    if (ret < 0) {
+        return ret;
     }
     bdrv_ref(bs);
     c = bdrv_root_attach_child(bs, name, &block_job_child_class, job,
@@ -153,14 +157,65 @@ void block_job_block_node(BlockJob *job, BlockDriverState *bs)
     job->blocked = g_slist_append(job->blocked, bs);   /* invariant 4 */
 }
 
+/* Invariant 5: @bs, with a reference of the caller's, joins @held once. */
+static void block_job_hold(GPtrArray *held, BlockDriverState *bs)
+{
+    if (g_ptr_array_find(held, bs, NULL)) {
+        bdrv_unref(bs);
+        return;
+    }
+    g_ptr_array_add(held, bs);
+}
+
+/*
+ * Invariant 5: the nodes the job held go back to the main loop unless a
+ * user keeps them in the iothread.  The ones nobody else references (a
+ * filter the job took out) go first: they may still connect a target to
+ * an exported source.
+ */
+static void block_job_release_nodes(GPtrArray *held)
+{
+    bool freed = true;
+
+    while (freed) {
+        freed = false;
+        for (guint i = 0; i < held->len; i++) {
+            BlockDriverState *bs = g_ptr_array_index(held, i);
+
+            if (bs && bs->refcnt == 1) {
+                g_ptr_array_index(held, i) = NULL;
+                bdrv_unref(bs);
+                freed = true;
+            }
+        }
+    }
+    for (guint i = 0; i < held->len; i++) {
+        BlockDriverState *bs = g_ptr_array_index(held, i);
+
+        if (bs) {
+            bdrv_leave_unused_aio_context(bs);
+        }
+    }
+    for (guint i = 0; i < held->len; i++) {
+        BlockDriverState *bs = g_ptr_array_index(held, i);
+
+        if (bs) {
+            bdrv_unref(bs);
+        }
+    }
+}
+
 void block_job_remove_all_bdrv(BlockJob *job)
 {
+    /* invariant 5: the nodes held, each with a reference until the end */
+    g_autoptr(GPtrArray) held = g_ptr_array_new();
+
     while (job->blocked) {
         BlockDriverState *bs = job->blocked->data;
 
         bdrv_op_unblock_all(bs, job->blocker);
         job->blocked = g_slist_delete_link(job->blocked, job->blocked);
-        bdrv_unref(bs);
+        block_job_hold(held, bs);   /* the reference of invariant 4 */
     }
     g_clear_pointer(&job->blocker, g_free);
     while (job->nodes) {
@@ -170,8 +225,11 @@ void block_job_remove_all_bdrv(BlockJob *job)
             job_resume(&job->job);
         }
         job->nodes = g_slist_delete_link(job->nodes, job->nodes);
+        bdrv_ref(c->bs);
+        block_job_hold(held, c->bs);
         bdrv_root_unref_child(c);
     }
+    block_job_release_nodes(held);
 }
 
 BlockDriverState *block_job_find_backing(BlockDriverState *bs,
@@ -267,7 +325,9 @@ void *block_job_create(const char *job_id, const JobDriver *driver,
      * BlockBackend of the node; the daemon's nodes have none, so that is
      * "" and the id is refused, as QEMU's daemon refuses it.
      */
-    job = job_create(job_id ? job_id : "", driver, flags, errp);
+    /* invariant 5: where its main node is */
+    job = job_create_in_context(job_id ? job_id : "", driver,
+                                bdrv_get_aio_context(bs), flags, errp);
     if (!job) {
         return NULL;
     }

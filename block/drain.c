@@ -25,7 +25,11 @@
 #include "block/block_int.h"
 #include "io-internal.h"
 
-/* Nodes whose quiesce_counter is nonzero, anywhere (invariant 2). */
+/*
+ * Nodes whose quiesce_counter is nonzero, anywhere (invariant 2).
+ * Atomic: the main loop and the iothreads (a block job's final drain)
+ * drain their own nodes at the same time.
+ */
 static unsigned int bdrv_quiesced_nodes;
 
 /* What bdrv_drain_all() drains before the nodes, in registration order. */
@@ -76,7 +80,8 @@ BlockDriverState *bdrv_drain_barrier(BlockDriverState *bs)
 {
     BlockDriverState *found = NULL;
 
-    if (likely(!bdrv_quiesced_nodes) || !bs) {
+    if (likely(!__atomic_load_n(&bdrv_quiesced_nodes, __ATOMIC_RELAXED)) ||
+        !bs) {
         return NULL;
     }
     if (bdrv_subtree_quiesced(bs, &found) ||
@@ -148,7 +153,7 @@ void bdrv_drained_begin(BlockDriverState *bs)
     AioContext *ctx = bdrv_get_aio_context(bs);
 
     if (bs->quiesce_counter++ == 0) {
-        bdrv_quiesced_nodes++;
+        __atomic_fetch_add(&bdrv_quiesced_nodes, 1, __ATOMIC_SEQ_CST);
         bdrv_parents_drained_notify(bs, true);
     }
     if (!qemu_in_coroutine()) {
@@ -166,8 +171,8 @@ void bdrv_drained_end(BlockDriverState *bs)
 {
     assert(bs->quiesce_counter > 0);
     if (--bs->quiesce_counter == 0) {
-        assert(bdrv_quiesced_nodes > 0);
-        bdrv_quiesced_nodes--;
+        assert(__atomic_load_n(&bdrv_quiesced_nodes, __ATOMIC_RELAXED) > 0);
+        __atomic_fetch_sub(&bdrv_quiesced_nodes, 1, __ATOMIC_SEQ_CST);
         bdrv_parents_drained_notify(bs, false);
         qemu_co_queue_restart_all(&bs->drain_queue);
     }

@@ -27,8 +27,14 @@
  *     their permissions until the filter goes.  commit_top takes none,
  *     as QEMU's: its users only read, and the nodes below it leave the
  *     chain, which the commit job forbids others to read as consistent.
+ *  3. A filter is in the context of the node it filters (threading rule
+ *     2): opened in the main loop, it joins an iothread's context before
+ *     it gets a user (bdrv_join_children_aio_context()), and the job
+ *     runs there too (blockjob.c inv. 5).
  *
- * Main loop only; the graph changes run in drained sections.
+ * Main loop thread only, holding the nodes' context (the monitor's
+ * commands, the end of a job); the graph changes run in drained
+ * sections.
  */
 #include "job/job-filter.h"
 
@@ -191,19 +197,13 @@ BlockDriverState *job_filter_insert(JobFilterKind kind, BlockDriverState *bs,
     BlockDriverState *filter;
     int ret;
 
-    /*
-     * The filter is opened in the main loop, and a node lives in one
-     * context with everything connected to it (threading rule 2 of
-     * docs/architecture.md); block jobs refuse such a node anyway.
-     */
-    if (bdrv_get_aio_context(bs) != qemu_get_aio_context()) {
-        error_setg(errp, "Node '%s' is in an iothread (exported with "
-                   "iothread=): block jobs on it are not supported",
-                   bdrv_get_node_name(bs));
-        return NULL;
-    }
     filter = job_filter_open_node(kind, bs, bottom, node_name, errp);
     if (!filter) {
+        return NULL;
+    }
+    /* invariant 3: into the context of the node it filters */
+    if (bdrv_join_children_aio_context(filter, errp) < 0) {
+        bdrv_unref(filter);
         return NULL;
     }
     bdrv_drained_begin(bs);

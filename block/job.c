@@ -43,10 +43,34 @@
  *     together: all committed once every one of them is PENDING and
  *     prepared, or all aborted (txn->aborting) once one failed or was
  *     cancelled, the others cancelled by force first.
+ *
+ * Threads (threading rule 12 of docs/architecture.md):
+ *  8. A job lives in one AioContext, job->aio_context, fixed when it is
+ *     created: its main node's (blockjob.c inv. 5), an iothread's or the
+ *     main loop's.  The coroutine, its copies and the sleep timer run
+ *     there.  The fields of the state machine, the result, the progress
+ *     and the rate limit are touched only by that context's owner (rule
+ *     5): its home thread, or the main loop thread while it holds the
+ *     context.  The monitor's verbs run with every iothread's context
+ *     held (rule 9); job_exit() acquires it.  A job_enter() from the
+ *     holder schedules the coroutine: it runs when its context is polled
+ *     next, never beside its home thread.  A job in an iothread holds a
+ *     reference of it (job->iothread) until it is freed, so that
+ *     object-del cannot stop the thread under it.
+ *  9. The end of a job (invariant 5: job_exit(), which completes,
+ *     prepares, pivots, commits or aborts, cleans, sends the events that
+ *     follow and dismisses) runs in a bottom half of the main loop with
+ *     job->aio_context acquired, so graph changes stay with the main
+ *     loop (rule 3).  Every wait for a job to end (job_wait_concluded(),
+ *     a group's abort) therefore polls the main context, which lets the
+ *     held contexts run meanwhile (util/aio-wait.c inv. 3).
+ * 10. The registry (job_list) and the groups are the main loop's: jobs
+ *     are created, finalized and dismissed there only.
  */
 #include "job/job.h"
 #include "util/cutils.h"
 
+#include "util/iothread.h"
 #include "util/qapi-event.h"
 
 const char *const JobStatus_str[JOB_STATUS__MAX] = {
@@ -183,9 +207,19 @@ static void job_sleep_timer_cb(void *opaque)
 void *job_create(const char *id, const JobDriver *driver, int flags,
                  Error **errp)
 {
+    return job_create_in_context(id, driver, qemu_get_aio_context(), flags,
+                                 errp);
+}
+
+void *job_create_in_context(const char *id, const JobDriver *driver,
+                            AioContext *ctx, int flags, Error **errp)
+{
     Job *job;
 
     assert(driver->instance_size >= sizeof(Job) && driver->run);
+    /* invariants 8 and 10: the monitor creates jobs, holding @ctx */
+    assert(qemu_get_current_aio_context() == qemu_get_aio_context());
+    assert(aio_context_in_thread(ctx));
     if (!id) {
         error_setg(errp, "An explicit job ID is required");
         return NULL;
@@ -201,7 +235,12 @@ void *job_create(const char *id, const JobDriver *driver, int flags,
     job = g_malloc0(driver->instance_size);
     job->id = g_strdup(id);
     job->driver = driver;
-    job->aio_context = qemu_get_aio_context();
+    job->aio_context = ctx;
+    /* invariant 8: the iothread stays while the job's timer is there */
+    job->iothread = iothread_by_aio_context(ctx);
+    if (job->iothread) {
+        iothread_ref(job->iothread);
+    }
     job->auto_finalize = !(flags & JOB_MANUAL_FINALIZE);
     job->auto_dismiss = !(flags & JOB_MANUAL_DISMISS);
     job->sleep_timer = aio_timer_new(job->aio_context, QEMU_CLOCK_REALTIME,
@@ -238,6 +277,9 @@ void job_unref(Job *job)
     if (job->driver->free) {
         job->driver->free(job);
     }
+    if (job->iothread) {
+        iothread_unref(job->iothread);
+    }
     error_free(job->err);
     g_free(job->id);
     g_free(job);
@@ -250,6 +292,7 @@ static bool job_started(Job *job)
 
 void job_enter(Job *job)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     /* invariants 3 and 5 */
     if (!job_started(job) || job->deferred_to_main_loop || job->busy) {
         return;
@@ -498,13 +541,38 @@ static void job_completed(Job *job)
     job_do_finalize(job);
 }
 
+/*
+ * Invariant 9: the main loop thread takes an iothread's context.  Never
+ * the main context itself: held, a wait on it would poll it as held and
+ * keep the iothreads' contexts it holds from running (util/aio-wait.c
+ * inv. 3).
+ */
+static void job_context_acquire(AioContext *ctx)
+{
+    if (ctx != qemu_get_aio_context()) {
+        aio_context_acquire(ctx);
+    }
+}
+
+static void job_context_release(AioContext *ctx)
+{
+    if (ctx != qemu_get_aio_context()) {
+        aio_context_release(ctx);
+    }
+}
+
+/* Invariant 9: the main loop, with the job's context held. */
 static void job_exit(void *opaque)
 {
     Job *job = opaque;
+    AioContext *ctx = job->aio_context;
 
+    assert(qemu_get_current_aio_context() == qemu_get_aio_context());
+    job_context_acquire(ctx);
     job->busy = false;
     job_completed(job);
     job_unref(job);
+    job_context_release(ctx);
 }
 
 static void coroutine_fn job_co_entry(void *opaque)
@@ -522,10 +590,10 @@ static void coroutine_fn job_co_entry(void *opaque)
             error_free(err);
         }
     }
-    /* invariant 5: the rest runs outside the coroutine */
+    /* invariants 5 and 9: the rest runs outside the coroutine */
     job->deferred_to_main_loop = true;
     job_ref(job);
-    aio_bh_schedule_oneshot(job->aio_context, job_exit, job);
+    aio_bh_schedule_oneshot(qemu_get_aio_context(), job_exit, job);
 }
 
 void job_start(Job *job)
@@ -561,6 +629,7 @@ void job_resume(Job *job)
 
 bool job_user_pause(Job *job, Error **errp)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     if (!job_apply_verb(job, JOB_VERB_PAUSE, errp)) {
         return false;
     }
@@ -575,6 +644,7 @@ bool job_user_pause(Job *job, Error **errp)
 
 bool job_user_resume(Job *job, Error **errp)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     if (!job->user_paused || job->pause_count <= 0) {
         error_setg(errp, "Can't resume a job that was not paused");
         return false;
@@ -638,6 +708,7 @@ static void job_cancel(Job *job, bool force)
 
 bool job_user_cancel(Job *job, bool force, Error **errp)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     if (!job_apply_verb(job, JOB_VERB_CANCEL, errp)) {
         return false;
     }
@@ -647,6 +718,7 @@ bool job_user_cancel(Job *job, bool force, Error **errp)
 
 bool job_complete(Job *job, Error **errp)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     if (!job_apply_verb(job, JOB_VERB_COMPLETE, errp)) {
         return false;
     }
@@ -683,6 +755,7 @@ bool job_dismiss(Job *job, Error **errp)
 
 bool job_set_speed(Job *job, int64_t speed, Error **errp)
 {
+    assert(aio_context_in_thread(job->aio_context));    /* invariant 8 */
     if (!job_apply_verb(job, JOB_VERB_SET_SPEED, errp)) {
         return false;
     }
@@ -699,8 +772,11 @@ bool job_set_speed(Job *job, int64_t speed, Error **errp)
 
 void job_wait_concluded(Job *job)
 {
+    /* invariant 9: job_exit() runs in the main loop */
+    assert(qemu_get_current_aio_context() == qemu_get_aio_context());
+    assert(aio_context_in_thread(job->aio_context));
     job_ref(job);
-    AIO_WAIT_WHILE(job->aio_context,
+    AIO_WAIT_WHILE(qemu_get_aio_context(),
                    job->status != JOB_STATUS_CONCLUDED &&
                    job->status != JOB_STATUS_NULL &&
                    job->status != JOB_STATUS_PENDING);
@@ -785,20 +861,34 @@ static void job_txn_del_job(Job *job)
     job_txn_unref(txn);
 }
 
-/* The group's jobs, each with a reference: finalizing one drops it. */
+/*
+ * The group's jobs, each with a reference (finalizing one drops it) and
+ * its context held (invariant 8: the jobs of a group may live in
+ * different iothreads; their ends run here, in the main loop).
+ */
 static GList *job_txn_hold(JobTxn *txn)
 {
     GList *jobs = g_list_copy(txn->jobs);
 
     for (GList *l = jobs; l; l = l->next) {
-        job_ref(l->data);
+        Job *job = l->data;
+
+        job_context_acquire(job->aio_context);
+        job_ref(job);
     }
     return jobs;
 }
 
 static void job_txn_release(GList *jobs)
 {
-    g_list_free_full(jobs, (GDestroyNotify)job_unref);
+    for (GList *l = jobs; l; l = l->next) {
+        Job *job = l->data;
+        AioContext *ctx = job->aio_context;
+
+        job_unref(job);
+        job_context_release(ctx);
+    }
+    g_list_free(jobs);
 }
 
 /* run() of @job returned (job_update_rc() done). */
@@ -884,7 +974,8 @@ static void job_txn_abort(Job *job)
     for (GList *l = jobs; l; l = l->next) {
         Job *other = l->data;
 
-        AIO_WAIT_WHILE(other->aio_context,
+        /* invariant 9: its end runs in the main loop */
+        AIO_WAIT_WHILE(qemu_get_aio_context(),
                        (job_enter(other), !job_is_completed(other)));
         job_update_rc(other);
         job_finalize_single(other);

@@ -41,6 +41,13 @@
  *     mirror_do_start() until prepare (before the pivot) or clean: the
  *     source's users write through it to the source, where invariants 1
  *     and 5 see their writes.
+ *  8. The source, the target, the filter, the job and its copies are in
+ *     one context, the source's (an iothread's when it is exported with
+ *     iothread=): the target moves there before the filter goes in, and
+ *     at the job's end whichever of source and target no user keeps
+ *     there goes back to the main loop (blockjob.c inv. 5).  run() and
+ *     the copies run in that context; the pivot, in prepare, in the main
+ *     loop thread holding it (job.c inv. 8 and 9).
  */
 #include "job/block-jobs.h"
 
@@ -730,17 +737,24 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
     BlockDriverState *filter;
     MirrorJob *s;
 
+    /* invariant 8, with QEMU's message if the target cannot move */
+    if (bdrv_try_change_aio_context(target, bdrv_get_aio_context(source),
+                                    NULL, errp) < 0) {
+        return false;
+    }
     /* QEMU's order: the filter (and its node name) before the job */
     filter = job_filter_insert(is_commit ? JOB_FILTER_MIRROR_TOP_COMMIT :
                                            JOB_FILTER_MIRROR_TOP,
                                source, NULL, opts->filter_node_name, errp);
     if (!filter) {
+        bdrv_leave_unused_aio_context(target);
         return false;
     }
     s = block_job_create(job_id, driver, source, 0, BLK_PERM_ALL,
                          opts->speed, opts->job_flags, errp);
     if (!s) {
         job_filter_drop(filter);
+        bdrv_leave_unused_aio_context(target);
         return false;
     }
     s->filter = filter;
@@ -778,6 +792,7 @@ static bool mirror_do_start(const JobDriver *driver, const char *job_id,
         (is_commit && mirror_add_intermediate(s, errp) < 0) ||
         !mirror_setup(s, is_commit, errp)) {
         job_early_fail(&s->common.job);
+        bdrv_leave_unused_aio_context(target);      /* invariant 8 */
         return false;
     }
     mirror_block_nodes(s, is_commit);

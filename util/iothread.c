@@ -13,8 +13,9 @@
  *  1. An iothread in iothread_list has a running thread polling ctx; the
  *     thread ends only in iothread_destroy(), which joins it.
  *  2. Nothing else holds ctx's nodes when the object goes: object-del is
- *     refused while an export holds a reference (user-object.h invariant
- *     2), and an export moves its nodes back when it goes.
+ *     refused while an export or a block job holds a reference
+ *     (user-object.h invariant 2); an export moves its nodes back when it
+ *     goes, a job the nodes no export keeps (block/blockjob.c inv. 5).
  */
 #include "util/osdep.h"
 #include "util/iothread.h"
@@ -176,6 +177,18 @@ const char *iothread_get_id(const IOThread *t)
 AioContext *iothread_get_aio_context(const IOThread *t)
 {
     return t->ctx;
+}
+
+IOThread *iothread_by_aio_context(AioContext *ctx)
+{
+    for (GList *l = iothread_list; l; l = l->next) {
+        IOThread *t = l->data;
+
+        if (t->ctx == ctx) {
+            return t;
+        }
+    }
+    return NULL;
 }
 
 void iothread_acquire_all(void)

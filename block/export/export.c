@@ -81,10 +81,24 @@ static void blk_exp_leave_iothread(BlockExport *exp)
 
 static void blk_exp_free(BlockExport *exp)
 {
+    AioContext *ctx;
+
     if (exp->iothread) {
         blk_exp_leave_iothread(exp);
     }
+    /*
+     * A block job keeps its nodes in the iothread (block/blockjob.c
+     * inv. 5), so the move back may have been refused: the node's users
+     * (the job, which the edge's going notifies) are that context's.
+     */
+    ctx = exp->blk ? blk_get_aio_context(exp->blk) : qemu_get_aio_context();
+    if (ctx != qemu_get_aio_context()) {
+        aio_context_acquire(ctx);
+    }
     blk_unref(exp->blk);
+    if (ctx != qemu_get_aio_context()) {
+        aio_context_release(ctx);
+    }
     g_free(exp->opaque);
     g_free(exp->id);
     g_free(exp);

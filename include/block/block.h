@@ -258,6 +258,23 @@ void bdrv_drain_all(void);
  */
 int bdrv_try_change_aio_context(BlockDriverState *bs, AioContext *ctx,
                                 BdrvChild *ignore, Error **errp);
+/*
+ * A node just opened over existing children (a block job's filter), with
+ * no parent yet, joins its children's context, where a node's
+ * neighbours must be (threading rule 2).  The caller holds both
+ * contexts.  0, or -errno with @errp set: the children are in different
+ * contexts, or the driver cannot move.
+ */
+int bdrv_join_children_aio_context(BlockDriverState *bs, Error **errp);
+/*
+ * @bs, which a user that went (a block job) kept in an iothread's
+ * context, goes back to the main loop with every node connected to it
+ * if no parent that is no node (an export, a job) is left on them, so
+ * that the iothread can go (invariant 2 of util/iothread.c).  Nothing
+ * happens otherwise: such a parent keeps them, and takes them back when
+ * it goes.  Main loop thread, holding @bs's context.
+ */
+void bdrv_leave_unused_aio_context(BlockDriverState *bs);
 void bdrv_drained_begin(BlockDriverState *bs);
 void bdrv_drained_end(BlockDriverState *bs);
 

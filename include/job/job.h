@@ -1,6 +1,7 @@
 /*
  * Jobs: long-running operations (image creation, stream, commit, mirror)
- * that run as a coroutine in the main loop under QEMU's state machine,
+ * that run as a coroutine (in the main loop, or in the iothread of their
+ * node) under QEMU's state machine,
  * and that the monitor pauses, resumes, cancels, completes, finalizes and
  * dismisses.  The states, the transitions and the verbs each state
  * accepts are QEMU's (its JobStatus and JobVerb documentation); block/job.c
@@ -15,7 +16,11 @@
  *   goes CONCLUDED (ABORTING first when it failed or was cancelled); with
  *   auto-dismiss it goes NULL and is freed at once, else at job-dismiss.
  *
- * Everything here runs in the main loop thread (the jobs' AioContext).
+ * Threads (block/job.c invariants 8-10): a job lives in the AioContext
+ * of its main node (job->aio_context), an iothread's or the main loop's;
+ * its run() and the callbacks it makes run there.  Creation, the verbs,
+ * and the end of the job (prepare, commit/abort, clean, the events that
+ * follow) run in the main loop thread, which holds that context.
  */
 #ifndef QBLOCK_JOB_H
 #define QBLOCK_JOB_H
@@ -74,8 +79,9 @@ typedef struct JobListener {
 } JobListener;
 
 /*
- * A kind of job.  Every callback runs in the main loop; run() in the
- * job's coroutine, the others outside it.
+ * A kind of job.  run() runs in the job's coroutine, in the job's
+ * context; every other callback in the main loop thread, outside the
+ * coroutine, with that context held (block/job.c invariant 9).
  */
 typedef struct JobDriver {
     /* bytes of the job's struct, which begins with Job (required) */
@@ -124,7 +130,10 @@ struct Job {
     /* --- set at creation, immutable --- */
     char *id;
     const JobDriver *driver;
+    /* where run() runs (block/job.c invariant 8) */
     AioContext *aio_context;
+    /* its iothread (a reference), or NULL: the main loop */
+    struct IOThread *iothread;
     bool auto_finalize;
     bool auto_dismiss;
 
@@ -176,6 +185,13 @@ Job *job_get(const char *id);
  */
 void *job_create(const char *id, const JobDriver *driver, int flags,
                  Error **errp);
+/*
+ * The same for a job that runs in @ctx (its nodes' context, which the
+ * caller, the main loop thread, holds): run(), its copies and its sleeps
+ * go there (block/job.c invariant 8).
+ */
+void *job_create_in_context(const char *id, const JobDriver *driver,
+                            AioContext *ctx, int flags, Error **errp);
 /*
  * Drops a job that failed to be set up before job_start(): CREATED ->
  * NULL, and only the driver's free() runs.

@@ -22,6 +22,8 @@ void iothread_unref(IOThread *iothread);
 
 const char *iothread_get_id(const IOThread *iothread);
 AioContext *iothread_get_aio_context(const IOThread *iothread);
+/* The iothread whose context @ctx is, or NULL (the main loop's). */
+IOThread *iothread_by_aio_context(AioContext *ctx);
 
 /*
  * Acquires (releases) the context of every iothread, in creation order:
