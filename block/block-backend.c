@@ -253,6 +253,18 @@ int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp)
     return blk->root ? 0 : -EPERM;
 }
 
+BlockBackend *blk_new_with_bs(BlockDriverState *bs, uint64_t perm,
+                              uint64_t shared, Error **errp)
+{
+    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
+
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return NULL;
+    }
+    return blk;
+}
+
 void blk_remove_bs(BlockBackend *blk)
 {
     BdrvChild *root = blk->root;
