@@ -253,6 +253,18 @@ int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp)
     return blk->root ? 0 : -EPERM;
 }
 
+BlockBackend *blk_new_with_bs(BlockDriverState *bs, uint64_t perm,
+                              uint64_t shared, Error **errp)
+{
+    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
+
+    if (blk_insert_bs(blk, bs, errp) < 0) {
+        blk_unref(blk);
+        return NULL;
+    }
+    return blk;
+}
+
 void blk_remove_bs(BlockBackend *blk)
 {
     BdrvChild *root = blk->root;
@@ -681,74 +693,81 @@ static int coroutine_fn blk_co_do_pdiscard(BlockBackend *blk, int64_t offset,
     return ret;
 }
 
-int coroutine_fn blk_co_preadv(BlockBackend *blk, int64_t offset,
-                               int64_t bytes, QEMUIOVector *qiov,
-                               BdrvRequestFlags flags)
+/*
+ * Runs one request of the coroutine, aio or sync forms; in_flight held by
+ * the caller.  Writes fill *wd (may be NULL).
+ */
+static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
+                                     int64_t offset, int64_t bytes,
+                                     QEMUIOVector *qiov,
+                                     BdrvRequestFlags flags, BlkWriteDone *wd)
+{
+    switch (op) {
+    case BLK_AIO_READ:
+        return blk_co_do_preadv(blk, offset, bytes, qiov, flags);
+    case BLK_AIO_WRITE:
+    case BLK_AIO_WRITE_ZEROES:
+    case BLK_AIO_WRITE_COMPRESSED:
+        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags, wd);
+    case BLK_AIO_DISCARD:
+        return blk_co_do_pdiscard(blk, offset, bytes);
+    case BLK_AIO_FLUSH:
+        return blk_co_do_flush(blk);
+    }
+    g_assert_not_reached();
+}
+
+/* Invariant 1: counted while it runs, as the aio forms are. */
+static int coroutine_fn blk_co_op(BlockBackend *blk, BlkAioOp op,
+                                  int64_t offset, int64_t bytes,
+                                  QEMUIOVector *qiov, BdrvRequestFlags flags)
 {
     int ret;
 
     blk->in_flight++;
-    ret = blk_co_do_preadv(blk, offset, bytes, qiov, flags);
+    ret = blk_co_do_op(blk, op, offset, bytes, qiov, flags, NULL);
     blk->in_flight--;
     return ret;
+}
+
+int coroutine_fn blk_co_preadv(BlockBackend *blk, int64_t offset,
+                               int64_t bytes, QEMUIOVector *qiov,
+                               BdrvRequestFlags flags)
+{
+    return blk_co_op(blk, BLK_AIO_READ, offset, bytes, qiov, flags);
 }
 
 int coroutine_fn blk_co_pwritev(BlockBackend *blk, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 BdrvRequestFlags flags)
 {
-    int ret;
-
-    blk->in_flight++;
-    ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            flags & ~BDRV_REQ_ZERO_WRITE, NULL);
-    blk->in_flight--;
-    return ret;
+    return blk_co_op(blk, BLK_AIO_WRITE, offset, bytes, qiov,
+                     flags & ~BDRV_REQ_ZERO_WRITE);
 }
 
 int coroutine_fn blk_co_pwrite_zeroes(BlockBackend *blk, int64_t offset,
                                       int64_t bytes, BdrvRequestFlags flags)
 {
-    int ret;
-
-    blk->in_flight++;
-    ret = blk_co_do_pwritev(blk, offset, bytes, NULL,
-                            flags | BDRV_REQ_ZERO_WRITE, NULL);
-    blk->in_flight--;
-    return ret;
+    return blk_co_op(blk, BLK_AIO_WRITE_ZEROES, offset, bytes, NULL,
+                     flags | BDRV_REQ_ZERO_WRITE);
 }
 
 int coroutine_fn blk_co_pwritev_compressed(BlockBackend *blk, int64_t offset,
                                            int64_t bytes, QEMUIOVector *qiov)
 {
-    int ret;
-
-    blk->in_flight++;
-    ret = blk_co_do_pwritev(blk, offset, bytes, qiov,
-                            BDRV_REQ_WRITE_COMPRESSED, NULL);
-    blk->in_flight--;
-    return ret;
+    return blk_co_op(blk, BLK_AIO_WRITE_COMPRESSED, offset, bytes, qiov,
+                     BDRV_REQ_WRITE_COMPRESSED);
 }
 
 int coroutine_fn blk_co_pdiscard(BlockBackend *blk, int64_t offset,
                                  int64_t bytes)
 {
-    int ret;
-
-    blk->in_flight++;
-    ret = blk_co_do_pdiscard(blk, offset, bytes);
-    blk->in_flight--;
-    return ret;
+    return blk_co_op(blk, BLK_AIO_DISCARD, offset, bytes, NULL, 0);
 }
 
 int coroutine_fn blk_co_flush(BlockBackend *blk)
 {
-    int ret;
-
-    blk->in_flight++;
-    ret = blk_co_do_flush(blk);
-    blk->in_flight--;
-    return ret;
+    return blk_co_op(blk, BLK_AIO_FLUSH, 0, 0, NULL, 0);
 }
 
 int coroutine_fn blk_co_truncate(BlockBackend *blk, int64_t offset,
@@ -833,30 +852,6 @@ static void blk_aio_done_bh(void *opaque)
     }
     qemu_bh_cancel(blk->done_bh);
     blk_unref(blk);
-}
-
-/*
- * Runs one request of the aio or sync forms; in_flight held by the caller.
- * Writes fill *wd (may be NULL).
- */
-static int coroutine_fn blk_co_do_op(BlockBackend *blk, BlkAioOp op,
-                                     int64_t offset, int64_t bytes,
-                                     QEMUIOVector *qiov,
-                                     BdrvRequestFlags flags, BlkWriteDone *wd)
-{
-    switch (op) {
-    case BLK_AIO_READ:
-        return blk_co_do_preadv(blk, offset, bytes, qiov, flags);
-    case BLK_AIO_WRITE:
-    case BLK_AIO_WRITE_ZEROES:
-    case BLK_AIO_WRITE_COMPRESSED:
-        return blk_co_do_pwritev(blk, offset, bytes, qiov, flags, wd);
-    case BLK_AIO_DISCARD:
-        return blk_co_do_pdiscard(blk, offset, bytes);
-    case BLK_AIO_FLUSH:
-        return blk_co_do_flush(blk);
-    }
-    g_assert_not_reached();
 }
 
 static void coroutine_fn blk_aio_entry(void *opaque)
@@ -948,17 +943,12 @@ typedef struct BlkSyncCo {
     BdrvRequestFlags flags;
 } BlkSyncCo;
 
-/* Invariant 1: counted while it runs, as the aio forms are. */
+/* A synchronous request runs as blk_co_*() do. */
 static int coroutine_fn blk_sync_co_entry(BlockDriverState *bs, void *opaque)
 {
     BlkSyncCo *s = opaque;
-    int ret;
 
-    s->blk->in_flight++;
-    ret = blk_co_do_op(s->blk, s->op, s->offset, s->bytes, s->qiov,
-                       s->flags, NULL);
-    s->blk->in_flight--;
-    return ret;
+    return blk_co_op(s->blk, s->op, s->offset, s->bytes, s->qiov, s->flags);
 }
 
 /*

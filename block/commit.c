@@ -183,18 +183,6 @@ static const JobDriver commit_job_driver = {
     .listener = &block_job_listener,
 };
 
-static BlockBackend *commit_new_blk(BlockDriverState *bs, uint64_t perm,
-                                    uint64_t shared, Error **errp)
-{
-    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
-
-    if (blk_insert_bs(blk, bs, errp) < 0) {
-        blk_unref(blk);
-        return NULL;
-    }
-    return blk;
-}
-
 bool commit_start(const char *job_id, BlockDriverState *top,
                   BlockDriverState *base, const CommitOptions *opts,
                   Error **errp)
@@ -248,12 +236,12 @@ bool commit_start(const char *job_id, BlockDriverState *top,
         job_early_fail(&s->common.job);
         return false;
     }
-    s->top_blk = commit_new_blk(top, 0, BLK_PERM_ALL, errp);
+    s->top_blk = blk_new_with_bs(top, 0, BLK_PERM_ALL, errp);
     s->base_blk = s->top_blk ?
-                  commit_new_blk(base, BLK_PERM_WRITE_UNCHANGED |
-                                       BLK_PERM_RESIZE,
-                                 BLK_PERM_CONSISTENT_READ |
-                                 BLK_PERM_WRITE_UNCHANGED, errp) : NULL;
+                  blk_new_with_bs(base, BLK_PERM_WRITE_UNCHANGED |
+                                        BLK_PERM_RESIZE,
+                                  BLK_PERM_CONSISTENT_READ |
+                                  BLK_PERM_WRITE_UNCHANGED, errp) : NULL;
     if (!s->base_blk) {
         job_early_fail(&s->common.job);
         return false;

@@ -175,8 +175,8 @@ int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
     return 0;
 }
 
-int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
-                                 Error **errp)
+int bdrv_dirty_bitmap_switch_cmd(BlockDriverState *bs, const char *name,
+                                 bool enable, Error **errp)
 {
     BdrvDirtyBitmap *bitmap =
         bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
@@ -184,20 +184,7 @@ int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
     if (!bitmap) {
         return -1;
     }
-    bdrv_enable_dirty_bitmap(bitmap);
-    return 0;
-}
-
-int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
-                                  Error **errp)
-{
-    BdrvDirtyBitmap *bitmap =
-        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
-
-    if (!bitmap) {
-        return -1;
-    }
-    bdrv_disable_dirty_bitmap(bitmap);
+    bdrv_dirty_bitmap_switch(bitmap, enable);
     return 0;
 }
 

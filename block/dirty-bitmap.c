@@ -241,6 +241,15 @@ void bdrv_disable_dirty_bitmap(BdrvDirtyBitmap *bitmap)
     bitmap->disabled = true;
 }
 
+void bdrv_dirty_bitmap_switch(BdrvDirtyBitmap *bitmap, bool enable)
+{
+    if (enable) {
+        bdrv_enable_dirty_bitmap(bitmap);
+    } else {
+        bdrv_disable_dirty_bitmap(bitmap);
+    }
+}
+
 void bdrv_dirty_bitmap_set_busy(BdrvDirtyBitmap *bitmap, bool busy)
 {
     bitmap->busy = busy;

@@ -57,25 +57,25 @@ static int job_filter_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
-/* Invariant 2. */
+/* mirror_top's state: which job it serves (job_filter_open_node()). */
+typedef struct MirrorTopState {
+    bool active_commit;
+} MirrorTopState;
+
+/*
+ * Invariant 2; and QEMU's for an active commit: the chain below the top
+ * leaves the graph, so the filter asks no consistent read of it (the
+ * commit job does not share one on the nodes that go).  While the
+ * filter is being opened it has no users (perm is 0), so the flag,
+ * set just after the open, is read only once users move to it.
+ */
 static void mirror_top_child_perm(BlockDriverState *bs, BdrvChild *c,
                                   uint64_t perm, uint64_t shared,
                                   uint64_t *nperm, uint64_t *nshared)
 {
-    *nperm = perm;
-    *nshared = BLK_PERM_ALL;
-}
+    MirrorTopState *s = bs->opaque;
 
-/*
- * Invariant 2, and QEMU's for an active commit: the chain below the top
- * leaves the graph, so the filter asks no consistent read of it (the
- * commit job does not share one on the nodes that go).
- */
-static void mirror_top_commit_child_perm(BlockDriverState *bs, BdrvChild *c,
-                                         uint64_t perm, uint64_t shared,
-                                         uint64_t *nperm, uint64_t *nshared)
-{
-    *nperm = perm & ~BLK_PERM_CONSISTENT_READ;
+    *nperm = s->active_commit ? perm & ~BLK_PERM_CONSISTENT_READ : perm;
     *nshared = BLK_PERM_ALL;
 }
 
@@ -88,31 +88,18 @@ static void commit_top_child_perm(BlockDriverState *bs, BdrvChild *c,
     *nshared = BLK_PERM_ALL;
 }
 
-/* Only a job's users reach it: an edge moved to it, never blockdev-add. */
+/*
+ * Only a job's users reach it: an edge moved to it, never blockdev-add.
+ * A mirror's and an active commit's differ only in their permissions.
+ */
 static const BlockDriver bdrv_mirror_top = {
     .format_name                    = "mirror_top",
+    .instance_size                  = sizeof(MirrorTopState),
     .is_format                      = true,
     .is_filter                      = true,
     .bdrv_open                      = job_filter_open,
     .bdrv_reopen_prepare            = job_filter_reopen_prepare,
     .bdrv_child_perm                = mirror_top_child_perm,
-    .bdrv_getlength                 = bdrv_filter_getlength,
-    .bdrv_co_preadv                 = bdrv_filter_co_preadv,
-    .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = bdrv_filter_co_pwrite_zeroes,
-    .bdrv_co_pdiscard               = bdrv_filter_co_pdiscard,
-    .bdrv_co_pwritev_compressed     = bdrv_filter_co_pwritev_compressed,
-    .bdrv_co_truncate               = bdrv_filter_co_truncate,
-};
-
-/* An active commit's mirror_top: only its permissions differ. */
-static const BlockDriver bdrv_mirror_top_commit = {
-    .format_name                    = "mirror_top",
-    .is_format                      = true,
-    .is_filter                      = true,
-    .bdrv_open                      = job_filter_open,
-    .bdrv_reopen_prepare            = job_filter_reopen_prepare,
-    .bdrv_child_perm                = mirror_top_commit_child_perm,
     .bdrv_getlength                 = bdrv_filter_getlength,
     .bdrv_co_preadv                 = bdrv_filter_co_preadv,
     .bdrv_co_pwritev                = bdrv_filter_co_pwritev,
@@ -157,6 +144,23 @@ static BlockDriverState *job_filter_open_cor(QDict *options, int flags,
     return cor;
 }
 
+static BlockDriverState *job_filter_open_mirror_top(JobFilterKind kind,
+                                                    const char *node_name,
+                                                    QDict *options, int flags,
+                                                    Error **errp)
+{
+    BlockDriverState *filter = bdrv_new_open_driver(&bdrv_mirror_top,
+                                                    node_name, options,
+                                                    flags, errp);
+    MirrorTopState *s;
+
+    if (filter) {
+        s = filter->opaque;
+        s->active_commit = kind == JOB_FILTER_MIRROR_TOP_COMMIT;
+    }
+    return filter;
+}
+
 static BlockDriverState *job_filter_open_node(JobFilterKind kind,
                                               BlockDriverState *bs,
                                               BlockDriverState *bottom,
@@ -181,11 +185,9 @@ static BlockDriverState *job_filter_open_node(JobFilterKind kind,
         return bdrv_new_open_driver(&bdrv_commit_top, node_name, options, 0,
                                     errp);
     case JOB_FILTER_MIRROR_TOP:
-        return bdrv_new_open_driver(&bdrv_mirror_top, node_name, options,
-                                    flags, errp);
     case JOB_FILTER_MIRROR_TOP_COMMIT:
-        return bdrv_new_open_driver(&bdrv_mirror_top_commit, node_name,
-                                    options, flags, errp);
+        return job_filter_open_mirror_top(kind, node_name, options, flags,
+                                          errp);
     }
     g_assert_not_reached();
 }

@@ -616,18 +616,6 @@ static const JobDriver mirror_job_driver = MIRROR_JOB_DRIVER("mirror");
 /* The active commit: a mirror of the top into the base, typed commit. */
 static const JobDriver commit_active_job_driver = MIRROR_JOB_DRIVER("commit");
 
-static BlockBackend *mirror_new_blk(BlockDriverState *bs, uint64_t perm,
-                                    uint64_t shared, Error **errp)
-{
-    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs), perm, shared);
-
-    if (blk_insert_bs(blk, bs, errp) < 0) {
-        blk_unref(blk);
-        return NULL;
-    }
-    return blk;
-}
-
 /*
  * Everything but the start: the job's users of the source and target,
  * the bitmap and the hook.  A commit into @base writes only what the
@@ -652,10 +640,10 @@ static bool mirror_setup(MirrorJob *s, bool is_commit, Error **errp)
      * The job reads through its filter, as QEMU's: the source has no
      * BlockBackend of the job's (blockdev-del says it is busy instead).
      */
-    s->source_blk = mirror_new_blk(s->filter, BLK_PERM_CONSISTENT_READ,
-                                   BLK_PERM_CONSISTENT_READ |
-                                   BLK_PERM_WRITE |
-                                   BLK_PERM_WRITE_UNCHANGED, errp);
+    s->source_blk = blk_new_with_bs(s->filter, BLK_PERM_CONSISTENT_READ,
+                                    BLK_PERM_CONSISTENT_READ |
+                                    BLK_PERM_WRITE |
+                                    BLK_PERM_WRITE_UNCHANGED, errp);
     if (!s->source_blk) {
         return false;
     }
@@ -664,13 +652,13 @@ static bool mirror_setup(MirrorJob *s, bool is_commit, Error **errp)
      * nobody else reads it; the base of a commit is read by its overlays
      * and written by the job alone, whose writes the chain already shows.
      */
-    s->target_blk = mirror_new_blk(s->target,
-                                   is_commit ? BLK_PERM_WRITE_UNCHANGED |
-                                               BLK_PERM_RESIZE :
-                                               BLK_PERM_WRITE,
-                                   BLK_PERM_WRITE_UNCHANGED |
-                                   (is_commit ? BLK_PERM_CONSISTENT_READ |
-                                                BLK_PERM_WRITE : 0), errp);
+    s->target_blk = blk_new_with_bs(s->target,
+                                    is_commit ? BLK_PERM_WRITE_UNCHANGED |
+                                                BLK_PERM_RESIZE :
+                                                BLK_PERM_WRITE,
+                                    BLK_PERM_WRITE_UNCHANGED |
+                                    (is_commit ? BLK_PERM_CONSISTENT_READ |
+                                                 BLK_PERM_WRITE : 0), errp);
     if (!s->target_blk) {
         return false;
     }

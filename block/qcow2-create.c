@@ -189,15 +189,13 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
 /* A user of an existing node (blockdev-create), as if just created. */
 static BlockBackend *qcow2_create_on_node(BlockDriverState *bs, Error **errp)
 {
-    BlockBackend *blk = blk_new(bdrv_get_aio_context(bs),
-                                BLK_PERM_CONSISTENT_READ | BLK_PERM_WRITE |
-                                BLK_PERM_RESIZE, BLK_PERM_ALL);
+    BlockBackend *blk = blk_new_with_bs(bs, BLK_PERM_CONSISTENT_READ |
+                                        BLK_PERM_WRITE | BLK_PERM_RESIZE,
+                                        BLK_PERM_ALL, errp);
 
-    if (blk_insert_bs(blk, bs, errp) < 0) {
-        blk_unref(blk);
-        return NULL;
+    if (blk) {
+        blk_set_allow_write_beyond_eof(blk, true);
     }
-    blk_set_allow_write_beyond_eof(blk, true);
     return blk;
 }
 

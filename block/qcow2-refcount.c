@@ -923,38 +923,37 @@ int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size)
     return offset;
 }
 
-void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
-                         Qcow2DiscardType type)
+/*
+ * A failure to free leaves the refcounts as they were: the clusters leak,
+ * which is safe and what `qemu-img check -r leaks` repairs.  Callers
+ * cannot act on it, so the leak is reported here, on stderr and in
+ * QEMU's words (scripts such as QEMU's iotest 217 match the line).  A
+ * node marked corrupt refuses the update by design, and that was
+ * reported when it was marked (qcow2.h inv. 6): no second report.
+ */
+static void qcow2_free_report(BlockDriverState *bs, int ret)
 {
-    int ret;
-
-    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
-    /*
-     * A failure leaves the refcounts as they were: the clusters leak,
-     * which is safe and what `qemu-img check -r leaks` repairs.  Callers
-     * cannot act on it, so the leak is reported here, on stderr and in
-     * QEMU's words (scripts such as QEMU's iotest 217 match the line).
-     * A node marked corrupt refuses the update by design, and that was
-     * reported when it was marked (qcow2.h inv. 6): no second report.
-     */
-    ret = qcow2_update_refcount(bs, offset, size, 1, true, type);
     if (ret < 0 && !bs->corrupt) {
         fprintf(stderr, "qcow2_free_clusters failed: %s\n", strerror(-ret));
     }
 }
 
+void qcow2_free_clusters(BlockDriverState *bs, int64_t offset, int64_t size,
+                         Qcow2DiscardType type)
+{
+    BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
+    qcow2_free_report(bs, qcow2_update_refcount(bs, offset, size, 1, true,
+                                                type));
+}
+
 void qcow2_free_unreferenced_clusters(BlockDriverState *bs, int64_t offset,
                                       int64_t size, Qcow2DiscardType type)
 {
-    int ret;
-
     BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_FREE);
     /* no L2 table to wait for: a cache that cannot be written (the error
      * that made the caller give the clusters back) costs no leak */
-    ret = qcow2_change_refcount(bs, offset, size, 1, true, type);
-    if (ret < 0 && !bs->corrupt) {
-        fprintf(stderr, "qcow2_free_clusters failed: %s\n", strerror(-ret));
-    }
+    qcow2_free_report(bs, qcow2_change_refcount(bs, offset, size, 1, true,
+                                                type));
 }
 
 void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,

@@ -1303,24 +1303,32 @@ static int coroutine_fn qcow2_snapshot_co(BlockDriverState *bs, void *opaque)
     return ret;
 }
 
+/*
+ * Runs @c in a coroutine.  Those that write refuse an image marked
+ * corrupt (qcow2.h inv. 6), with a message where the caller takes one;
+ * loading a snapshot's L1 table for reading does not write.
+ */
+static int qcow2_snapshot_call(BlockDriverState *bs, Qcow2SnapshotCall *c)
+{
+    if (bs->corrupt && c->op != QCOW2_SNAPSHOT_LOAD_TMP) {
+        error_setg(c->errp, "Image is corrupt");
+        return -EIO;
+    }
+    return bdrv_run_co(bs, qcow2_snapshot_co, c);
+}
+
 int qcow2_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info)
 {
     Qcow2SnapshotCall c = { .op = QCOW2_SNAPSHOT_CREATE, .info = sn_info };
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
-    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
+    return qcow2_snapshot_call(bs, &c);
 }
 
 int qcow2_snapshot_goto(BlockDriverState *bs, const char *snapshot_id)
 {
     Qcow2SnapshotCall c = { .op = QCOW2_SNAPSHOT_GOTO, .id = snapshot_id };
 
-    if (bs->corrupt) {
-        return -EIO;
-    }
-    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
+    return qcow2_snapshot_call(bs, &c);
 }
 
 int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
@@ -1331,11 +1339,7 @@ int qcow2_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,
         .errp = errp,
     };
 
-    if (bs->corrupt) {
-        error_setg(errp, "Image is corrupt");
-        return -EIO;
-    }
-    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
+    return qcow2_snapshot_call(bs, &c);
 }
 
 int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
@@ -1346,7 +1350,7 @@ int qcow2_snapshot_load_tmp(BlockDriverState *bs, const char *snapshot_id,
         .errp = errp,
     };
 
-    return bdrv_run_co(bs, qcow2_snapshot_co, &c);
+    return qcow2_snapshot_call(bs, &c);
 }
 
 int qcow2_snapshot_list(BlockDriverState *bs, QEMUSnapshotInfo **psn_tab)

@@ -70,9 +70,8 @@ static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
         return;
     }
     /* the node's other users must share RESIZE (exports do) */
-    blk = blk_new(bdrv_get_aio_context(bs), BLK_PERM_RESIZE, BLK_PERM_ALL);
-    if (blk_insert_bs(blk, bs, errp) < 0) {
-        blk_unref(blk);
+    blk = blk_new_with_bs(bs, BLK_PERM_RESIZE, BLK_PERM_ALL, errp);
+    if (!blk) {
         return;
     }
     /*

@@ -67,16 +67,28 @@ static void qmp_block_dirty_bitmap_clear(JsonObject *args, JsonNode **ret,
     dirty_bitmap_qmp_simple(args, bdrv_dirty_bitmap_clear_cmd, errp);
 }
 
+/* enable and disable: @enable is what the command makes of the bitmap */
+static void dirty_bitmap_qmp_switch(JsonObject *args, bool enable,
+                                    Error **errp)
+{
+    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
+
+    if (bs) {
+        bdrv_dirty_bitmap_switch_cmd(bs, qmp_arg_str(args, "name"), enable,
+                                     errp);
+    }
+}
+
 static void qmp_block_dirty_bitmap_enable(JsonObject *args, JsonNode **ret,
                                           Error **errp)
 {
-    dirty_bitmap_qmp_simple(args, bdrv_dirty_bitmap_enable_cmd, errp);
+    dirty_bitmap_qmp_switch(args, true, errp);
 }
 
 static void qmp_block_dirty_bitmap_disable(JsonObject *args, JsonNode **ret,
                                            Error **errp)
 {
-    dirty_bitmap_qmp_simple(args, bdrv_dirty_bitmap_disable_cmd, errp);
+    dirty_bitmap_qmp_switch(args, false, errp);
 }
 
 /*
@@ -339,11 +351,7 @@ static int dirty_bitmap_switch_prepare(TransactionAction *action,
         return -EINVAL;
     }
     st->was_enabled = bdrv_dirty_bitmap_enabled(st->bitmap);
-    if (enable) {
-        bdrv_enable_dirty_bitmap(st->bitmap);
-    } else {
-        bdrv_disable_dirty_bitmap(st->bitmap);
-    }
+    bdrv_dirty_bitmap_switch(st->bitmap, enable);
     return 0;
 }
 
@@ -363,13 +371,8 @@ static void dirty_bitmap_switch_abort(TransactionAction *action)
 {
     DirtyBitmapAction *st = action->opaque;
 
-    if (!st->bitmap) {
-        return;
-    }
-    if (st->was_enabled) {
-        bdrv_enable_dirty_bitmap(st->bitmap);
-    } else {
-        bdrv_disable_dirty_bitmap(st->bitmap);
+    if (st->bitmap) {
+        bdrv_dirty_bitmap_switch(st->bitmap, st->was_enabled);
     }
 }
 

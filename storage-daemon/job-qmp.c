@@ -281,11 +281,6 @@ static BlockDriverState *job_qmp_above(BlockDriverState *top,
     return top;
 }
 
-static const char *job_qmp_str(JsonObject *args, const char *name)
-{
-    return json_object_get_string_member_with_default(args, name, NULL);
-}
-
 /* auto-finalize and auto-dismiss as JOB_MANUAL_* flags */
 static int job_qmp_flags(JsonObject *args)
 {
@@ -304,7 +299,7 @@ static int job_qmp_flags(JsonObject *args)
 
 static BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
 {
-    const char *value = job_qmp_str(args, name);
+    const char *value = qmp_arg_str(args, name);
 
     /* the schema checked the value */
     return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
@@ -335,9 +330,9 @@ static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
                                                BlockDriverState *bs,
                                                Error **errp)
 {
-    const char *base = job_qmp_str(args, "base");
-    const char *base_node = job_qmp_str(args, "base-node");
-    const char *bottom = job_qmp_str(args, "bottom");
+    const char *base = qmp_arg_str(args, "base");
+    const char *base_node = qmp_arg_str(args, "base-node");
+    const char *bottom = qmp_arg_str(args, "bottom");
     BlockDriverState *base_bs = NULL, *bottom_bs;
 
     if (base) {
@@ -392,9 +387,9 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
     StreamOptions opts = {
         .speed = json_object_get_int_member_with_default(args, "speed", 0),
         .on_error = job_qmp_on_error(args, "on-error"),
-        .backing_file = job_qmp_str(args, "backing-file"),
+        .backing_file = qmp_arg_str(args, "backing-file"),
         .job_flags = job_qmp_flags(args),
-        .filter_node_name = job_qmp_str(args, "filter-node-name"),
+        .filter_node_name = qmp_arg_str(args, "filter-node-name"),
     };
     BlockDriverState *bs, *bottom;
 
@@ -413,7 +408,7 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
                    "chain");
         return;
     }
-    stream_start(job_qmp_str(args, "job-id"), bs, bottom, &opts, errp);
+    stream_start(qmp_arg_str(args, "job-id"), bs, bottom, &opts, errp);
 }
 
 static const char *const job_qmp_sync_names[] = {
@@ -454,15 +449,15 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     const char *device = json_object_get_string_member(args, "device");
     const char *target = json_object_get_string_member(args, "target");
     const char *sync = json_object_get_string_member(args, "sync");
-    const char *mode = job_qmp_str(args, "copy-mode");
-    const char *replaces = job_qmp_str(args, "replaces");
+    const char *mode = qmp_arg_str(args, "copy-mode");
+    const char *replaces = qmp_arg_str(args, "replaces");
     MirrorOptions opts = {
         .write_blocking = mode && !strcmp(mode, "write-blocking"),
         .on_source_error = job_qmp_on_error(args, "on-source-error"),
         .on_target_error = job_qmp_on_error(args, "on-target-error"),
         .speed = json_object_get_int_member_with_default(args, "speed", 0),
         .job_flags = job_qmp_flags(args),
-        .filter_node_name = job_qmp_str(args, "filter-node-name"),
+        .filter_node_name = qmp_arg_str(args, "filter-node-name"),
     };
     BlockDriverState *bs, *target_bs;
 
@@ -505,7 +500,7 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
             return;
         }
     }
-    mirror_start(job_qmp_str(args, "job-id"), bs, target_bs, &opts, errp);
+    mirror_start(qmp_arg_str(args, "job-id"), bs, target_bs, &opts, errp);
 }
 
 /* block-commit's top (default: the active layer @bs) */
@@ -513,8 +508,8 @@ static BlockDriverState *job_qmp_commit_top(JsonObject *args,
                                             BlockDriverState *bs,
                                             Error **errp)
 {
-    const char *top = job_qmp_str(args, "top");
-    const char *top_node = job_qmp_str(args, "top-node");
+    const char *top = qmp_arg_str(args, "top");
+    const char *top_node = qmp_arg_str(args, "top-node");
     BlockDriverState *top_bs = bs;
 
     if (top && top_node) {
@@ -548,8 +543,8 @@ static BlockDriverState *job_qmp_commit_base(JsonObject *args,
                                              BlockDriverState *top_bs,
                                              Error **errp)
 {
-    const char *base = job_qmp_str(args, "base");
-    const char *base_node = job_qmp_str(args, "base-node");
+    const char *base = qmp_arg_str(args, "base");
+    const char *base_node = qmp_arg_str(args, "base-node");
     BlockDriverState *base_bs;
 
     if (base && base_node) {
@@ -603,8 +598,8 @@ static bool job_qmp_commit_blocked(BlockDriverState *top,
 static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
 {
     const char *device = json_object_get_string_member(args, "device");
-    const char *backing_file = job_qmp_str(args, "backing-file");
-    const char *job_id = job_qmp_str(args, "job-id");
+    const char *backing_file = qmp_arg_str(args, "backing-file");
+    const char *job_id = qmp_arg_str(args, "job-id");
     BlockDriverState *bs, *top_bs, *base_bs;
 
     bs = bdrv_find_node(device);
@@ -642,7 +637,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
             .speed = json_object_get_int_member_with_default(args, "speed",
                                                              0),
             .job_flags = job_qmp_flags(args),
-            .filter_node_name = job_qmp_str(args, "filter-node-name"),
+            .filter_node_name = qmp_arg_str(args, "filter-node-name"),
         };
 
         if (backing_file) {
@@ -658,7 +653,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
                                                              0),
             .backing_file = backing_file,
             .job_flags = job_qmp_flags(args),
-            .filter_node_name = job_qmp_str(args, "filter-node-name"),
+            .filter_node_name = qmp_arg_str(args, "filter-node-name"),
             .active = bs,
         };
 

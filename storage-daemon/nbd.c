@@ -33,10 +33,8 @@ static int nbd_start(JsonObject *opts, JsonObject *addr, Error **errp)
                saddr, json_object_get_int_member_with_default(
                           opts, "max-connections",
                           NBD_DEFAULT_MAX_CONNECTIONS),
-               json_object_get_string_member_with_default(opts, "tls-creds",
-                                                          NULL),
-               json_object_get_string_member_with_default(opts, "tls-authz",
-                                                          NULL),
+               qmp_arg_str(opts, "tls-creds"),
+               qmp_arg_str(opts, "tls-authz"),
                errp);
 }
 

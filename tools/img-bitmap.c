@@ -51,9 +51,10 @@ static int img_bitmap_run(BlockDriverState *bs, BlockDriverState *src_bs,
     case IMG_BITMAP_CLEAR:
         return bdrv_dirty_bitmap_clear_cmd(bs, bitmap, errp);
     case IMG_BITMAP_ENABLE:
-        return bdrv_dirty_bitmap_enable_cmd(bs, bitmap, errp);
     case IMG_BITMAP_DISABLE:
-        return bdrv_dirty_bitmap_disable_cmd(bs, bitmap, errp);
+        return bdrv_dirty_bitmap_switch_cmd(bs, bitmap,
+                                            act->op == IMG_BITMAP_ENABLE,
+                                            errp);
     case IMG_BITMAP_MERGE:
         src = bdrv_dirty_bitmap_lookup(src_bs, act->src, errp);
         if (!src) {

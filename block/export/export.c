@@ -140,9 +140,8 @@ static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
      * Exports share everything, as QEMU's do: whether another user may
      * write beside them is up to that user's own permissions.
      */
-    blk = blk_new(bdrv_get_aio_context(bs), perm, BLK_PERM_ALL);
-    if (blk_insert_bs(blk, bs, errp) < 0) {
-        blk_unref(blk);
+    blk = blk_new_with_bs(bs, perm, BLK_PERM_ALL, errp);
+    if (!blk) {
         return NULL;
     }
     blk_set_enable_write_cache(

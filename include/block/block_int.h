@@ -774,6 +774,20 @@ int coroutine_fn bdrv_co_create_opts_simple(const BlockDriver *drv,
                                             QemuOpts *opts, Error **errp);
 
 /*
+ * The callbacks of a stub driver that stands for one whose library was
+ * not found at configure time (block/driver-missing.c): each fails with
+ * a message naming the driver (its format_name) and what to install.
+ */
+void bdrv_missing_parse_filename(const char *filename, QDict *options,
+                                 Error **errp);
+int bdrv_missing_open(BlockDriverState *bs, QDict *options, int flags,
+                      Error **errp);
+int coroutine_fn bdrv_missing_co_create_opts(const BlockDriver *drv,
+                                             const char *filename,
+                                             QemuOpts *opts, Error **errp);
+int64_t bdrv_missing_getlength(BlockDriverState *bs);
+
+/*
  * For a format's bdrv_measure: the virtual size of the image measured,
  * which is @in_bs's length when there is one, else the "size" of @opts.
  * Returns it, or -errno with @errp set.

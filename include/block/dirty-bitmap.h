@@ -89,6 +89,8 @@ bool bdrv_dirty_bitmap_has_successor(const BdrvDirtyBitmap *bitmap);
 
 void bdrv_enable_dirty_bitmap(BdrvDirtyBitmap *bitmap);
 void bdrv_disable_dirty_bitmap(BdrvDirtyBitmap *bitmap);
+/* Enables (@enable) or disables @bitmap: one of the two above. */
+void bdrv_dirty_bitmap_switch(BdrvDirtyBitmap *bitmap, bool enable);
 void bdrv_dirty_bitmap_set_busy(BdrvDirtyBitmap *bitmap, bool busy);
 void bdrv_dirty_bitmap_set_readonly(BdrvDirtyBitmap *bitmap, bool value);
 /* inconsistent also disables it: it can only be removed */
@@ -214,10 +216,9 @@ int bdrv_dirty_bitmap_remove_persistent(BdrvDirtyBitmap *bitmap,
                                         Error **errp);
 int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
                                 Error **errp);
-int bdrv_dirty_bitmap_enable_cmd(BlockDriverState *bs, const char *name,
-                                 Error **errp);
-int bdrv_dirty_bitmap_disable_cmd(BlockDriverState *bs, const char *name,
-                                  Error **errp);
+/* block-dirty-bitmap-enable (@enable) and -disable. */
+int bdrv_dirty_bitmap_switch_cmd(BlockDriverState *bs, const char *name,
+                                 bool enable, Error **errp);
 /*
  * Merges @nsrc bitmaps into @target of @bs, all or nothing.  With
  * @backup, @target's old contents go there (a transaction's abort).

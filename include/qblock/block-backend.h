@@ -49,6 +49,13 @@ BlockBackend *blk_new(AioContext *ctx, uint64_t perm, uint64_t shared_perm);
 BlockBackend *blk_new_open(const char *filename, const char *reference,
                            QDict *options, int flags, Error **errp);
 int blk_insert_bs(BlockBackend *blk, BlockDriverState *bs, Error **errp);
+/*
+ * A new BlockBackend in @bs's context, holding @perm and sharing @shared
+ * on @bs (blk_new() and blk_insert_bs() in one).  NULL with @errp set
+ * when the permissions conflict with @bs's other users.
+ */
+BlockBackend *blk_new_with_bs(BlockDriverState *bs, uint64_t perm,
+                              uint64_t shared, Error **errp);
 void blk_remove_bs(BlockBackend *blk);
 void blk_ref(BlockBackend *blk);
 /* Drains, then drops the reference (and the graph with the last one). */
