@@ -33,8 +33,11 @@ int qrbd_snapshot_create(BlockDriverState *bs, QEMUSnapshotInfo *sn_info)
 int qrbd_snapshot_goto(BlockDriverState *bs, const char *snapshot_id)
 {
     BDRVRBDState *s = bs->opaque;
+    int ret = qrbd_lib.rbd_snap_rollback(s->image, snapshot_id);
 
-    return qrbd_lib.rbd_snap_rollback(s->image, snapshot_id);
+    /* the snapshot's holes are the image's now (alloc cache inv. 3) */
+    qrbd_alloc_cache_forget_all(&s->alloc);
+    return ret;
 }
 
 int qrbd_snapshot_delete(BlockDriverState *bs, const char *snapshot_id,

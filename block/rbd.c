@@ -11,7 +11,9 @@
  * and wakes each request's coroutine.  Calls that librbd only offers
  * synchronously and that wait for the cluster (block status through
  * rbd_diff_iterate2, resize) run in the context's thread pool, so that a
- * slow or dead cluster never stops the event loop.
+ * slow or dead cluster never stops the event loop; the objects that block
+ * status finds allocated are remembered (rbd-alloc-cache.c), so that an
+ * NBD export's query before each read costs no walk once it has found them.
  *
  * Invariants:
  *  1. A request is on s->done at most once, between its completion by
@@ -196,7 +198,10 @@ static int coroutine_fn qrbd_co_pwrite_zeroes(BlockDriverState *bs,
                       RBD_WRITE_ZEROES_FLAG_THICK_PROVISION,
     };
     int64_t ret = qrbd_co_request(bs, &cmd);
+    BDRVRBDState *s = bs->opaque;
 
+    /* objects may be gone, even after a failure (alloc cache inv. 3) */
+    qrbd_alloc_cache_forget(&s->alloc, offset, bytes);
     return ret < 0 ? ret : 0;
 }
 
@@ -209,7 +214,10 @@ static int coroutine_fn qrbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
         .bytes = bytes,
     };
     int64_t ret = qrbd_co_request(bs, &cmd);
+    BDRVRBDState *s = bs->opaque;
 
+    /* objects may be gone, even after a failure (alloc cache inv. 3) */
+    qrbd_alloc_cache_forget(&s->alloc, offset, bytes);
     return ret < 0 ? ret : 0;
 }
 
@@ -224,11 +232,16 @@ static int coroutine_fn qrbd_co_flush(BlockDriverState *bs)
 /* ---------------------------------------------------------------------- */
 /* Block status */
 
-/* Collects the first extent that rbd_diff_iterate2 reports. */
+/*
+ * Collects the first extent that rbd_diff_iterate2 reports as existing
+ * and ending after @min_end (the caller's offset: the walk covers whole
+ * objects around it).
+ */
 typedef struct RBDDiffCall {
     rbd_image_t image;
     uint64_t offset;
     uint64_t bytes;
+    uint64_t min_end;
     bool found;
     uint64_t ext_offset;
     uint64_t ext_bytes;
@@ -242,7 +255,7 @@ static int qrbd_diff_cb(uint64_t offset, size_t len, int exists, void *opaque)
     RBDDiffCall *call = opaque;
 
     /* with no "from" snapshot every extent exists; a hole never shows */
-    if (!exists) {
+    if (!exists || offset + len <= call->min_end) {
         return 0;
     }
     call->found = true;
@@ -268,7 +281,9 @@ static int qrbd_diff_worker(void *opaque)
  * Allocation from the object map (fast-diff): an object that was never
  * written, or was discarded, reads as zeroes.  Without a valid fast-diff
  * map the walk would read every object, so everything is data then, as
- * QEMU reports it.
+ * QEMU reports it.  Objects found allocated are remembered (s->alloc):
+ * an NBD export asks before every read, and the walk costs an OSD round
+ * trip in a worker thread, more than a 4 KiB read itself.
  */
 static int coroutine_fn qrbd_co_block_status(BlockDriverState *bs,
                                              bool want_zero, int64_t offset,
@@ -277,27 +292,44 @@ static int coroutine_fn qrbd_co_block_status(BlockDriverState *bs,
                                              BlockDriverState **file)
 {
     BDRVRBDState *s = bs->opaque;
+    uint64_t known = qrbd_alloc_cache_lookup(&s->alloc, offset, bytes);
+    uint64_t features, img_flags, generation, size, end;
     RBDDiffCall call = {
         .image = s->image,
-        .offset = offset,
-        .bytes = bytes,
+        .min_end = offset,
     };
-    uint64_t features, img_flags;
     int ret;
 
     *map = offset;
     *file = bs;
     *pnum = bytes;
+    if (known) {
+        *pnum = known;
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
+    }
     if (qrbd_lib.rbd_get_features(s->image, &features) < 0 ||
         !(features & RBD_FEATURE_FAST_DIFF) ||
         qrbd_lib.rbd_get_flags(s->image, &img_flags) < 0 ||
-        (img_flags & RBD_FLAG_FAST_DIFF_INVALID)) {
+        (img_flags & RBD_FLAG_FAST_DIFF_INVALID) ||
+        qrbd_lib.rbd_get_size(s->image, &size) < 0) {
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
     }
+    /*
+     * Whole objects, so that the extents found can be remembered: the map
+     * says no more about part of one, and is read whole anyway.
+     */
+    call.offset = QEMU_ALIGN_DOWN(offset, s->object_size);
+    end = MIN(QEMU_ALIGN_UP(offset + bytes, s->object_size), size);
+    call.bytes = end > call.offset ? end - call.offset : 0;
+    generation = qrbd_alloc_cache_generation(&s->alloc);
     ret = thread_pool_submit_co(aio_get_thread_pool(s->ctx),
                                 qrbd_diff_worker, &call);
     if (ret < 0) {
         return ret;
+    }
+    if (call.found) {
+        qrbd_alloc_cache_fill(&s->alloc, generation, call.ext_offset,
+                              call.ext_bytes);
     }
     if (!call.found || call.ext_offset >= offset + bytes) {
         return BDRV_BLOCK_ZERO | BDRV_BLOCK_OFFSET_VALID;
@@ -355,6 +387,8 @@ static int coroutine_fn qrbd_co_truncate(BlockDriverState *bs, int64_t offset,
     }
     ret = thread_pool_submit_co(aio_get_thread_pool(s->ctx),
                                 qrbd_resize_worker, &call);
+    /* a shrink drops objects, a failed one perhaps some (inv. 3) */
+    qrbd_alloc_cache_forget_all(&s->alloc);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "failed to resize rbd image '%s' to "
                          "%" PRId64 " bytes", s->opts.image, offset);
@@ -399,6 +433,7 @@ static int qrbd_open_image(BlockDriverState *bs, Error **errp)
         return ret;
     }
     s->object_size = info.obj_size;
+    qrbd_alloc_cache_init(&s->alloc, info.obj_size, info.size);
     return 0;
 }
 
@@ -445,6 +480,7 @@ static int qrbd_open_node(BlockDriverState *bs, QDict *options, int flags,
 
 fail:
     /* the node is freed without bdrv_close after a failed open */
+    qrbd_alloc_cache_destroy(&s->alloc);
     if (s->image) {
         qrbd_lib.rbd_close(s->image);
     }
@@ -471,6 +507,7 @@ static void qrbd_close_node(BlockDriverState *bs)
                        NULL, NULL, NULL);
     event_notifier_cleanup(&s->notifier);
     g_mutex_clear(&s->done_lock);
+    qrbd_alloc_cache_destroy(&s->alloc);
     qrbd_lib.rbd_close(s->image);
     qrbd_disconnect(s->cluster, s->io_ctx);
     qrbd_connect_opts_free(&s->opts);

@@ -9,6 +9,7 @@
  *                   are, and connecting to it (librados) and to a pool
  *   rbd-filename.c  QEMU's legacy file name rbd:pool/image@snap:key=value
  *   rbd-lib.c       loading librados and librbd when first needed
+ *   rbd-alloc-cache.c  the objects block status found allocated
  *
  * Functions are prefixed qrbd_: librbd owns rbd_ (rbd_open, rbd_close).
  *
@@ -94,6 +95,41 @@ typedef struct RBDConnectOpts {
     char *encrypt_key_secret;   /* the secret holding its passphrase */
 } RBDConnectOpts;
 
+/*
+ * The objects known to be allocated (rbd-alloc-cache.c, whose header has
+ * the invariants): the node's offsets in chunks of the object size.
+ */
+typedef struct RBDAllocCache {
+    uint64_t chunk;             /* the object size */
+    uint64_t mask;              /* slots - 1; slots is a power of two */
+    uint64_t *slots;            /* an object's index + 1, or 0 */
+    uint64_t generation;        /* moved on by every forget */
+} RBDAllocCache;
+
+/* A table for an image of @size bytes in objects of @chunk bytes. */
+void qrbd_alloc_cache_init(RBDAllocCache *c, uint64_t chunk, uint64_t size);
+void qrbd_alloc_cache_destroy(RBDAllocCache *c);
+/*
+ * How many bytes from @offset (at most @bytes) lie in objects known to be
+ * allocated: 0 when the object at @offset is not known.
+ */
+uint64_t qrbd_alloc_cache_lookup(const RBDAllocCache *c, uint64_t offset,
+                                 uint64_t bytes);
+/* Read before a walk of the object map; given back to the fill. */
+uint64_t qrbd_alloc_cache_generation(const RBDAllocCache *c);
+/*
+ * librbd reported [@offset, +@bytes) as existing, in a walk that began at
+ * @generation: remembers the objects it covers whole, unless a forget
+ * came meanwhile.
+ */
+void qrbd_alloc_cache_fill(RBDAllocCache *c, uint64_t generation,
+                           uint64_t offset, uint64_t bytes);
+/* [@offset, +@bytes) may hold holes now (a discard, a zeroing). */
+void qrbd_alloc_cache_forget(RBDAllocCache *c, uint64_t offset,
+                             uint64_t bytes);
+/* Anything may be a hole now (a resize, a snapshot rollback). */
+void qrbd_alloc_cache_forget_all(RBDAllocCache *c);
+
 typedef struct BDRVRBDState BDRVRBDState;
 typedef struct RBDAioRequest RBDAioRequest;
 
@@ -126,6 +162,7 @@ struct BDRVRBDState {
 
     /* --- event-loop thread only --- */
     unsigned in_flight;         /* invariant 3 */
+    RBDAllocCache alloc;        /* allocated objects, from block status */
 };
 
 /*

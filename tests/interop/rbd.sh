@@ -4,7 +4,8 @@
 # ways, info, map, create, resize, snapshot reads, discard and zero
 # writes, the legacy file name and the blockdev options, QEMU's errors
 # for a bad pool, image, user or key; the daemon exporting an RBD image
-# over NBD and vhost-user-blk; and last the faults: the OSD stopped under
+# over NBD (its map before and after a discard through it) and
+# vhost-user-blk; and last the faults: the OSD stopped under
 # I/O must end in errors within librados's (short) timeouts, never a hang.
 #
 #   tests/interop/rbd.sh BUILD_DIR
@@ -395,7 +396,7 @@ head -c 12M /dev/urandom > imported.raw
 dd if=/dev/zero of=imported.raw bs=1M seek=4 count=4 conv=notrunc 2>/dev/null
 rbd import imported.raw rbd/imported >/dev/null 2>&1
 "$qsd" --object "secret,id=sec0,data=$key,format=base64" \
-    --blockdev "driver=rbd,node-name=r0,pool=rbd,image=imported,conf=$work/nokey.conf,key-secret=sec0" \
+    --blockdev "driver=rbd,node-name=r0,pool=rbd,image=imported,conf=$work/nokey.conf,key-secret=sec0,discard=unmap" \
     --nbd-server addr.type=unix,addr.path=$work/nbd.sock \
     --export type=nbd,id=e0,node-name=r0,name=imported,writable=on \
     --export type=vhost-user-blk,id=v0,node-name=r0,addr.type=unix,addr.path=$work/vub.sock \
@@ -439,6 +440,19 @@ req(24, struct.pack('<III', 0, 8, 0) + bytes(8))   # GET_CONFIG: capacity
 print(struct.unpack('<Q', reply()[12:20])[0] * 512)
 EOF
 )" = $((12 * 1024 * 1024)) ]
+
+# The export's block status (a map through NBD) against QEMU's driver on
+# the image itself; the daemon remembers the objects it found allocated
+# (block/rbd-alloc-cache.c), and a discard and a zeroing with unmap
+# through the export must make it forget them.
+nbdmap() { qemu-img map --output=json -f raw "$1" | sed 's/"offset": [0-9]*//'; }
+check "export over NBD: the map is the image's" \
+    [ "$(nbdmap "$u")" = "$(nbdmap "$(img imported)")" ]
+qemu-io -f raw -c 'discard 0 4M' -c 'write -z -u 8M 4M' "$u" >/dev/null 2>&1
+check "export over NBD: a discard and a zeroing show as holes at once" \
+    [ "$(nbdmap "$u")" = "$(nbdmap "$(img imported)")" -a \
+      "$(nbdmap "$u" | grep -c '"zero": true, "data": false')" -ge 1 -a \
+      "$(nbdmap "$u" | grep -c '"data": true')" -eq 0 ]
 
 # --- faults: the OSD stops under I/O --------------------------------------
 # (last: the cluster does not come back)
