@@ -627,6 +627,7 @@ int main(int argc, char **argv)
     }
     for (unsigned int i = 0; i < b.nq; i++) {
         g_thread_join(b.q[i].thread);
+        g_rand_free(b.q[i].rand);
         done += b.q[i].done;
     }
     if (b.verify) {
