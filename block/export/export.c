@@ -66,7 +66,7 @@ BlockExport *blk_exp_next(BlockExport *exp)
  */
 static void blk_exp_leave_iothread(BlockExport *exp)
 {
-    AioContext *ctx = iothread_get_aio_context(exp->iothread);
+    AioContext *ctx = iothread_get_aio_context(exp->iothreads[0]);
     Error *err = NULL;
 
     aio_context_acquire(ctx);
@@ -75,15 +75,18 @@ static void blk_exp_leave_iothread(BlockExport *exp)
         error_report_err(err);
     }
     aio_context_release(ctx);
-    iothread_unref(exp->iothread);
-    exp->iothread = NULL;
+    for (unsigned int i = 0; i < exp->nr_iothreads; i++) {
+        iothread_unref(exp->iothreads[i]);
+    }
+    g_clear_pointer(&exp->iothreads, g_free);
+    exp->nr_iothreads = 0;
 }
 
 static void blk_exp_free(BlockExport *exp)
 {
     AioContext *ctx;
 
-    if (exp->iothread) {
+    if (exp->nr_iothreads) {
         blk_exp_leave_iothread(exp);
     }
     /*
@@ -151,29 +154,99 @@ static BlockBackend *blk_exp_open_blk(JsonObject *opts, bool writable,
 }
 
 /*
- * iothread=ID: moves the export's nodes into the iothread's context.  As
- * QEMU, a node that cannot move (another user of it stays in the main
- * loop) fails the export only with fixed-iothread=on; otherwise the
- * export serves from where the node is.
+ * "iothread": one id (QEMU 7.2's form) or a list of ids (the form later
+ * QEMU versions take for vhost-user-blk), each an iothread that exists,
+ * none twice.  Returns the iothreads in order (*@n of them; NULL and 0
+ * when the option is absent), or NULL with @errp set.
+ */
+static IOThread **blk_exp_find_iothreads(JsonObject *opts, unsigned int *n,
+                                         Error **errp)
+{
+    JsonNode *node = json_object_get_member(opts, "iothread");
+    g_autofree IOThread **list = NULL;
+    JsonArray *ids;
+    guint len;
+
+    *n = 0;
+    if (!node) {
+        return NULL;
+    }
+    if (JSON_NODE_HOLDS_VALUE(node) &&
+        json_node_get_value_type(node) == G_TYPE_STRING) {
+        list = g_new(IOThread *, 1);
+        list[0] = iothread_find(json_node_get_string(node), errp);
+        if (!list[0]) {
+            return NULL;
+        }
+        *n = 1;
+        return g_steal_pointer(&list);
+    }
+    if (!JSON_NODE_HOLDS_ARRAY(node)) {
+        /* QEMU 7.2's words: it takes a string only */
+        error_setg(errp, "Invalid parameter type for 'iothread', expected: "
+                   "string");
+        return NULL;
+    }
+    ids = json_node_get_array(node);
+    len = json_array_get_length(ids);
+    if (len == 0) {
+        error_setg(errp, "Parameter 'iothread' is an empty list: it names "
+                   "no iothread");
+        return NULL;
+    }
+    list = g_new(IOThread *, len);
+    for (guint i = 0; i < len; i++) {
+        JsonNode *id = json_array_get_element(ids, i);
+
+        if (!JSON_NODE_HOLDS_VALUE(id) ||
+            json_node_get_value_type(id) != G_TYPE_STRING) {
+            error_setg(errp, "Invalid parameter type for 'iothread[%u]', "
+                       "expected: string", i);
+            return NULL;
+        }
+        list[i] = iothread_find(json_node_get_string(id), errp);
+        if (!list[i]) {
+            return NULL;
+        }
+        for (guint j = 0; j < i; j++) {
+            if (list[j] == list[i]) {
+                error_setg(errp, "iothread \"%s\" is listed twice in "
+                           "'iothread' (items %u and %u)",
+                           iothread_get_id(list[i]), j, i);
+                return NULL;
+            }
+        }
+    }
+    *n = len;
+    return g_steal_pointer(&list);
+}
+
+/*
+ * iothread=ID or a list: moves the export's nodes into the first
+ * iothread's context; the others serve the export's queues or
+ * connections (the export type spreads them, blk_exp_spread_context()).
+ * As QEMU, a node that cannot move (another user of it stays in the
+ * main loop) fails the export only with fixed-iothread=on; otherwise the
+ * export serves everything from where the node is.
  */
 static int blk_exp_enter_iothread(BlockExport *exp, JsonObject *opts,
                                   Error **errp)
 {
     bool fixed = json_object_get_boolean_member_with_default(
                      opts, "fixed-iothread", false);
-    IOThread *iothread;
+    g_autofree IOThread **iothreads = NULL;
+    unsigned int n;
     AioContext *ctx;
     int ret;
 
     if (!json_object_has_member(opts, "iothread")) {
         return 0;
     }
-    iothread = iothread_find(json_object_get_string_member(opts, "iothread"),
-                             errp);
-    if (!iothread) {
-        return -ENOENT;
+    iothreads = blk_exp_find_iothreads(opts, &n, errp);
+    if (!iothreads) {
+        return -EINVAL;
     }
-    ctx = iothread_get_aio_context(iothread);
+    ctx = iothread_get_aio_context(iothreads[0]);
     aio_context_acquire(ctx);
     ret = blk_set_aio_context(exp->blk, ctx, fixed ? errp : NULL);
     aio_context_release(ctx);
@@ -181,10 +254,21 @@ static int blk_exp_enter_iothread(BlockExport *exp, JsonObject *opts,
         return fixed ? ret : 0;
     }
     if (blk_get_aio_context(exp->blk) == ctx) {
-        iothread_ref(iothread);
-        exp->iothread = iothread;
+        for (unsigned int i = 0; i < n; i++) {
+            iothread_ref(iothreads[i]);
+        }
+        exp->iothreads = g_steal_pointer(&iothreads);
+        exp->nr_iothreads = n;
     }
     return 0;
+}
+
+AioContext *blk_exp_spread_context(BlockExport *exp, unsigned int k)
+{
+    if (!exp->nr_iothreads) {
+        return exp->ctx;
+    }
+    return iothread_get_aio_context(exp->iothreads[k % exp->nr_iothreads]);
 }
 
 BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
@@ -203,10 +287,14 @@ BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
         error_setg(errp, "Block export id '%s' is already in use", id);
         return NULL;
     }
-    if (json_object_has_member(opts, "iothread") &&
-        !iothread_find(json_object_get_string_member(opts, "iothread"),
-                       errp)) {
-        return NULL;
+    if (json_object_has_member(opts, "iothread")) {
+        unsigned int n;
+        g_autofree IOThread **iothreads = blk_exp_find_iothreads(opts, &n,
+                                                                 errp);
+
+        if (!iothreads) {
+            return NULL;
+        }
     }
 
     exp = g_new0(BlockExport, 1);

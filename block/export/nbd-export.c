@@ -5,6 +5,8 @@
  * An NBD export of the export layer wraps an NBDExport of the one server.
  * The BlockBackend is the export layer's, so the write cache and the I/O
  * statistics are the export's; the NBD server serves clients from it.
+ * With a list of iothreads, connection k runs in the k-th (mod their
+ * number), the node in the first (invariant 10 of nbd-server.c).
  */
 #include "block/nbd-export.h"
 
@@ -173,6 +175,7 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
 
     g_autofree const char **names = NULL;
     g_autofree const char **nodes = NULL;
+    g_autofree AioContext **conn_ctxs = NULL;
 
     if (!nbd_export_server) {
         error_setg(errp, "NBD server not running");
@@ -190,6 +193,15 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
         }
         cfg.bitmaps = names;
         cfg.bitmap_nodes = nodes;
+    }
+    if (exp->nr_iothreads > 1) {
+        /* invariant 10 of nbd-server.c: connection k in iothread k mod n */
+        conn_ctxs = g_new(AioContext *, exp->nr_iothreads);
+        for (unsigned int i = 0; i < exp->nr_iothreads; i++) {
+            conn_ctxs[i] = blk_exp_spread_context(exp, i);
+        }
+        cfg.conn_ctxs = conn_ctxs;
+        cfg.nr_conn_ctxs = exp->nr_iothreads;
     }
     e->nbd = nbd_export_new(nbd_export_server, exp->blk, &cfg, errp);
     return e->nbd ? 0 : -EINVAL;

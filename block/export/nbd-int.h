@@ -131,11 +131,15 @@ struct NBDExport {
     char *description;          /* NULL for none */
     uint16_t flags;             /* transmission flags, less DF */
     bool allocation_depth;
+    /* invariant 10: where connections run (none: ctx) */
+    AioContext **conn_ctxs;
+    unsigned int nr_conn_ctxs;
     /* the bitmaps offered (busy while the export holds them) */
     struct BdrvDirtyBitmap **bitmaps;
     char **bitmap_contexts;     /* "qemu:dirty-bitmap:NAME" each */
     int nr_bitmaps;
     /* --- event loop only --- */
+    unsigned int next_conn;     /* invariant 10: the next connection's k */
     int refcnt;                 /* the server's list + each client */
     bool removed;               /* off the server's list */
     void (*removed_done)(void *opaque);
@@ -154,8 +158,8 @@ struct NBDClient {
     NBDServer *server;
     GList link;                 /* entry of server->clients */
     /*
-     * Where the connection runs: server->ctx, and its export's context
-     * during transmission (invariant 9).
+     * Where the connection runs: server->ctx, and the context its export
+     * gave it during transmission (invariants 9 and 10).
      */
     AioContext *ctx;
     CoSocket sock;

@@ -74,6 +74,16 @@
  *     (aio_context_acquire()).  The one thing shared between clients of
  *     different threads, the buffer budget (invariant 8), is under
  *     server->buffer_lock.
+ * 10. With conn_ctxs (an export with a list of iothreads), connection k
+ *     of the export runs its transmission phase in conn_ctxs[k mod n]
+ *     instead of exp->ctx: its connection coroutine, socket, receive
+ *     buffer, send queue, request slots and buffers stay there, and each
+ *     request coroutine moves to exp->ctx for its block layer calls and
+ *     back to queue its reply (nbd-transmit.c's nbd_co_to_node() and
+ *     nbd_co_to_conn()), so the node is only touched in its own thread
+ *     (threading rule 13 of docs/architecture.md).  A move is a
+ *     coroutine scheduled on the other context: the requests that move
+ *     in one loop iteration share one wake-up of the other thread.
  */
 #include "util/osdep.h"
 #include "crypto/tls-session.h"
@@ -154,6 +164,11 @@ NBDExport *nbd_export_new(NBDServer *server, BlockBackend *blk,
     if (cfg->multi_conn) {
         exp->flags |= NBD_FLAG_CAN_MULTI_CONN;
     }
+    if (cfg->nr_conn_ctxs) {
+        exp->conn_ctxs = g_memdup2(cfg->conn_ctxs,
+                                   cfg->nr_conn_ctxs * sizeof(AioContext *));
+        exp->nr_conn_ctxs = cfg->nr_conn_ctxs;
+    }
     exp->refcnt = 1;            /* invariant 3: the server's list */
     g_queue_push_tail(&server->exports, exp);
     return exp;
@@ -222,6 +237,7 @@ void nbd_export_unref(NBDExport *exp)
     }
     nbd_export_bitmaps_fini(exp);
     blk_unref(exp->blk);
+    g_free(exp->conn_ctxs);
     g_free(exp->name);
     g_free(exp->description);
     g_free(exp);
@@ -325,6 +341,15 @@ static void coroutine_fn nbd_client_move(NBDClient *client, AioContext *ctx)
     aio_co_reschedule_self(ctx);
 }
 
+/* Invariant 10: where the next connection to @exp transmits. */
+static AioContext *nbd_export_next_conn_ctx(NBDExport *exp)
+{
+    if (!exp->nr_conn_ctxs) {
+        return exp->ctx;
+    }
+    return exp->conn_ctxs[exp->next_conn++ % exp->nr_conn_ctxs];
+}
+
 static void nbd_client_handshake_timeout(void *opaque)
 {
     NBDClient *client = opaque;
@@ -367,7 +392,7 @@ static void coroutine_fn nbd_client_co_run(void *opaque)
 
     if (nbd_negotiate(client, &err) == 0) {
         timer_del(client->handshake_timer);
-        nbd_client_move(client, client->exp->ctx);
+        nbd_client_move(client, nbd_export_next_conn_ctx(client->exp));
         nbd_transmit(client, &err);
         nbd_client_move(client, client->server->ctx);
         if (err) {

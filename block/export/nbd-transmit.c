@@ -21,6 +21,12 @@
  * from (bad magic, a WRITE payload too large to read) ends the
  * connection; any other bad request gets an error reply and the client
  * stays.
+ *
+ * A connection may run in another thread than its export's node
+ * (invariant 10 of nbd-server.c): then a request coroutine is in the
+ * node's context from nbd_co_to_node() before its block layer calls to
+ * nbd_co_to_conn() before it touches the connection again (its reply,
+ * its buffers, its slot); both are no-ops otherwise.
  */
 #include "util/osdep.h"
 #include "block/block_int.h"
@@ -38,6 +44,20 @@ struct NBDRequest {
     uint64_t charge;            /* buffer bytes budgeted (invariant 8) */
     NBDRequest *next_free;      /* in client->free_requests */
 };
+
+/* ---- the two threads of a request (invariant 10 of nbd-server.c) ---- */
+
+/* Before the block layer: the node's context. */
+static void coroutine_fn nbd_co_to_node(NBDClient *client)
+{
+    aio_co_reschedule_self(client->exp->ctx);
+}
+
+/* Before anything of the connection: its context. */
+static void coroutine_fn nbd_co_to_conn(NBDClient *client)
+{
+    aio_co_reschedule_self(client->ctx);
+}
 
 /* ---- request slots and their buffers ---- */
 
@@ -266,6 +286,7 @@ static int coroutine_fn nbd_send(NBDClient *client, struct iovec *iov,
 {
     NBDSendWaiter w = { .co = qemu_coroutine_self() };
 
+    nbd_co_to_conn(client);
     assert(iovcnt <= NBD_SEND_IOV_MAX);
     while (client->send_cnt + iovcnt > NBD_SEND_IOV_MAX) {
         qemu_co_queue_wait(&client->send_room, NULL);
@@ -412,13 +433,14 @@ static void coroutine_fn nbd_co_read_sparse(NBDRequest *req, uint8_t *buf)
 
     while (offset < end) {
         int64_t pnum = 0;
-        int st = bdrv_co_block_status_above(blk_bs(exp->blk), NULL, true,
-                                            offset, end - offset, &pnum,
-                                            NULL, NULL, NULL);
-        bool zero = st >= 0 && pnum > 0 && (st & BDRV_BLOCK_ZERO);
-        bool last;
-        int ret;
+        bool zero, last;
+        int st, ret;
 
+        nbd_co_to_node(req->client);
+        st = bdrv_co_block_status_above(blk_bs(exp->blk), NULL, true, offset,
+                                        end - offset, &pnum, NULL, NULL,
+                                        NULL);
+        zero = st >= 0 && pnum > 0 && (st & BDRV_BLOCK_ZERO);
         if (st < 0 || pnum <= 0) {
             pnum = end - offset;
         }
@@ -469,10 +491,12 @@ static void coroutine_fn nbd_co_read(NBDRequest *req)
     }
     if (client->structured_reply && !(req->flags & NBD_CMD_FLAG_DF)) {
         nbd_co_read_sparse(req, buf);
+        nbd_co_to_conn(client);
         nbd_buffer_put(client, buf, req->len);
         return;
     }
     qemu_iovec_init_buf(&qiov, buf, req->len);
+    nbd_co_to_node(client);
     ret = blk_co_preadv(blk, req->offset, req->len, &qiov, 0);
     if (ret < 0) {
         nbd_send_result(req, ret);
@@ -552,6 +576,7 @@ static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
     struct iovec payload[2];
     int ret = 0;
 
+    nbd_co_to_node(req->client);
     if (bitmap >= 0) {
         nbd_meta_bitmap_extents(req->client->exp, bitmap, req->offset,
                                 req->offset + req->len,
@@ -628,6 +653,7 @@ static int coroutine_fn nbd_co_simple_command(NBDRequest *req)
     QEMUIOVector qiov;
     int ret;
 
+    nbd_co_to_node(req->client);
     switch (req->type) {
     case NBD_CMD_WRITE:
         qemu_iovec_init_buf(&qiov, req->data, req->len);
@@ -689,6 +715,7 @@ static void coroutine_fn nbd_request_co(void *opaque)
             nbd_send_result(req, ret);
         }
     }
+    nbd_co_to_conn(client);
     nbd_request_free(req);
     nbd_request_done(client);
 }

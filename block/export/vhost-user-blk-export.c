@@ -7,6 +7,10 @@
  * writeback field the guest reads is that setting (invariant 1 of
  * vhost-user-blk.c).  The export holds one reference of the export layer
  * from request_shutdown until its front-end's connection has ended.
+ *
+ * With a list of iothreads, queue i runs in the i-th (mod their number):
+ * the first holds the node, the others hand it their requests in batches
+ * (vhost-user-vring.c invariant 12).
  */
 #include "block/export.h"
 #include "block/vhost-user-blk.h"
@@ -19,6 +23,7 @@ static int vu_blk_block_export_create(BlockExport *exp, JsonObject *opts,
                                       Error **errp)
 {
     VuBlkBlockExport *e = exp->opaque;
+    g_autofree AioContext **queue_ctxs = NULL;
     JsonObject *addr = json_object_get_object_member(opts, "addr");
     const char *type = json_object_get_string_member(addr, "type");
     VhostUserBlkExportConfig cfg = {
@@ -37,6 +42,14 @@ static int vu_blk_block_export_create(BlockExport *exp, JsonObject *opts,
         return -EINVAL;
     }
     cfg.path = json_object_get_string_member(addr, "path");
+    if (exp->nr_iothreads > 1 && cfg.num_queues >= 1) {
+        /* the export's references keep the iothreads while it lives */
+        queue_ctxs = g_new(AioContext *, cfg.num_queues);
+        for (unsigned int i = 0; i < cfg.num_queues; i++) {
+            queue_ctxs[i] = blk_exp_spread_context(exp, i);
+        }
+        cfg.queue_ctxs = queue_ctxs;
+    }
     e->vub = vhost_user_blk_export_new(exp->blk, &cfg, errp);
     return e->vub ? 0 : -EINVAL;
 }

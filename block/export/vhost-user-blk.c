@@ -121,21 +121,14 @@ static void vu_blk_request_done(VirtIOBlkHandler *h, VirtQueueElement *elem,
     vu_virtq_complete(opaque, elem, in_len);
 }
 
-static void vu_blk_handle_queue(VuServer *s, VuVirtq *q)
+static int vu_blk_handle_request(VuServer *s, VuVirtq *q,
+                                 VirtQueueElement *elem, Error **errp)
 {
     VhostUserBlkExport *exp = vu_blk_of(s);
-    VirtQueueElement *elem;
 
-    while (vu_virtq_pop(q, &elem) > 0) {
-        Error *err = NULL;
-
-        if (virtio_blk_handle_request_in(&exp->handler,
-                                         vu_virtq_req_data(elem), elem,
-                                         vu_blk_request_done, q, &err) < 0) {
-            vu_virtq_fail(q, elem, err);
-            return;
-        }
-    }
+    return virtio_blk_handle_request_in(&exp->handler,
+                                        vu_virtq_req_data(elem), elem,
+                                        vu_blk_request_done, q, errp);
 }
 
 /* The front-end is gone: invariant 2 keeps the mode it last saw. */
@@ -227,6 +220,7 @@ VhostUserBlkExport *vhost_user_blk_export_new(
         .name = name,
         .path = cfg->path,
         .num_queues = cfg->num_queues,
+        .queue_ctxs = cfg->queue_ctxs,
         .ops = &vu_blk_ops,
         .opaque = exp,
         .client_changed = vu_blk_client_changed,
@@ -284,6 +278,6 @@ static const VuDeviceOps vu_blk_ops = {
     .set_features   = vu_blk_set_features,
     .get_config     = vu_blk_get_config,
     .set_config     = vu_blk_set_config,
-    .handle_queue   = vu_blk_handle_queue,
+    .handle_request = vu_blk_handle_request,
     .reset          = vu_blk_reset,
 };

@@ -1,7 +1,8 @@
 /*
  * What the vhost-user server's files share (vhost-user-server.c: the
  * listener, the connection and its messages, guest memory;
- * vhost-user-vring.c: the rings' request path).  The invariants are
+ * vhost-user-vring.c: the rings' request path and the handoff between a
+ * ring's thread and the device's).  The invariants are
  * vhost-user-server.c's.
  */
 #ifndef QBLOCK_VHOST_USER_INT_H
@@ -25,7 +26,15 @@
  */
 typedef struct VuReqSlot {
     VirtQueueElement elem;
+    /*
+     * The free list while the slot is free; the handoff list it is on
+     * while it travels between the ring's thread and the device's
+     * (invariant 12).
+     */
     struct VuReqSlot *next_free;
+    /* handed back to the ring's thread: bytes written, or why it failed */
+    uint32_t used_len;
+    Error *err;
     struct iovec sg[VU_SLOT_SG];
     max_align_t dev[];
 } VuReqSlot;
@@ -41,8 +50,18 @@ typedef struct VuMemRegion {
 } VuMemRegion;
 
 struct VuVirtq {
+    /* --- set by vu_virtq_init, immutable --- */
     VuServer *s;
     unsigned int index;
+    /*
+     * Invariant 11: the context whose thread runs the ring (pops, pushes,
+     * kicks, calls); remote when it is not s->ctx, where the device's
+     * requests run.
+     */
+    AioContext *ctx;
+    bool remote;
+
+    /* --- everything below: the ring's thread only (invariant 11) --- */
     VirtQueue vq;               /* size, guest-physical rings, indexes */
     /* --- set by the front-end (invariant 2) --- */
     bool has_addr;
@@ -53,9 +72,13 @@ struct VuVirtq {
     int call_fd;
     int err_fd;
     bool enabled;               /* SET_VRING_ENABLE */
+    /* no VHOST_USER_F_PROTOCOL_FEATURES: enabled from the start */
+    bool always_enabled;
     bool started;
+    bool paused;                /* SET_MEM_TABLE waits: no pops (inv. 1) */
     /* --- requests popped and not completed (invariant 4) --- */
     unsigned int inflight;
+    Coroutine *drain_co;        /* the message coroutine, waiting for it */
     /* --- vhost-user-vring.c: request slots and the call batch --- */
     uint8_t *slots;             /* vq.num slots of slot_size bytes */
     unsigned int nslots;
@@ -63,6 +86,16 @@ struct VuVirtq {
     VuReqSlot *free_slots;
     QEMUBH *notify_bh;          /* signals the call fd once per batch */
     bool notify_pending;        /* used entries pushed, not signalled */
+
+    /*
+     * --- invariant 12, a remote ring only: requests popped for the
+     * device (to_node, run by submit_bh in s->ctx) and handed back
+     * (to_ring, run by done_bh in ctx); atomic LIFO stacks ---
+     */
+    VuReqSlot *to_node;
+    QEMUBH *submit_bh;
+    VuReqSlot *to_ring;
+    QEMUBH *done_bh;
 };
 
 struct VuServer {
@@ -95,9 +128,6 @@ struct VuServer {
     int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
     VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
     unsigned int nregions;
-    bool paused;                /* SET_MEM_TABLE waits: rings do not pop */
-    unsigned int inflight;      /* invariant 4 */
-    Coroutine *drain_co;        /* the message coroutine, waiting for it */
 };
 
 
@@ -105,13 +135,26 @@ struct VuServer {
 void vu_report(VuServer *s, Error *err);
 /* Ends the connection from outside the message coroutine. */
 void vu_close_client(VuServer *s, Error *err);
+/* The same from a ring's thread (invariant 11). */
+void vu_close_client_from_ring(VuServer *s, Error *err);
 void vu_close_fd(int *fd);
 /* Invariant 2: the rings of @q, guest-physically, within regions. */
 int vu_virtq_map_rings(VuVirtq *q, Error **errp);
 
 /* vhost-user-vring.c */
-void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index);
+/* @ctx: the ring's thread's context (invariant 11). */
+void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index,
+                   AioContext *ctx);
 void vu_virtq_cleanup(VuVirtq *q);
+/*
+ * Invariant 11: the message coroutine moves to the ring's thread before
+ * it touches the ring, and back to s->ctx before it touches anything
+ * else (the socket above all).  No-ops for a ring in s->ctx.
+ */
+void coroutine_fn vu_virtq_enter(VuVirtq *q);
+void coroutine_fn vu_virtq_leave(VuVirtq *q);
+/* Whether the ring may pop: started, enabled, not paused, not broken. */
+bool vu_virtq_runs(VuVirtq *q);
 /* Pops what the ring has, if it runs. */
 void vu_virtq_process(VuVirtq *q);
 /*
@@ -123,7 +166,18 @@ void vu_virtq_start(VuVirtq *q, int kick_fd);
 void vu_virtq_stop(VuVirtq *q);
 /* Back to the state of a new connection; nothing may be in flight. */
 void vu_virtq_reset(VuVirtq *q);
-/* Invariant 4: waits until @q (all rings if NULL) has nothing in flight. */
-void coroutine_fn vu_virtq_wait_inflight(VuServer *s, VuVirtq *q);
+/*
+ * Invariant 4: waits until @q has nothing in flight.  In @q's thread
+ * (vu_virtq_enter()).
+ */
+void coroutine_fn vu_virtq_wait_inflight(VuVirtq *q);
+/*
+ * Invariant 1: stops popping, waits for what is in flight and signals
+ * what was pushed, so that the ring's thread no longer touches guest
+ * memory.  In @q's thread.
+ */
+void coroutine_fn vu_virtq_pause(VuVirtq *q);
+/* Pops again, kicks on (invariant 10), and looks.  In @q's thread. */
+void vu_virtq_resume(VuVirtq *q);
 
 #endif

@@ -16,9 +16,12 @@
  *
  * Invariants:
  *  1. Guest memory (s->regions) is unmapped or replaced only when no
- *     request is in flight (s->inflight == 0), since a popped element
- *     holds host pointers into it: SET_MEM_TABLE pauses every ring and
- *     waits, the end of a connection stops them and waits.
+ *     request is in flight and no ring's thread touches it: a popped
+ *     element holds host pointers into it, and a ring's thread reads and
+ *     writes its rings through it.  SET_MEM_TABLE pauses every ring in
+ *     its own thread (vu_virtq_pause(): no pops, nothing in flight, the
+ *     calls signalled), swaps, and resumes them; the end of a connection
+ *     stops them and waits.
  *  2. A started ring has its size, its addresses and a kick fd, and its
  *     rings (translated from the front-end's addresses to guest-physical
  *     ones) lie entirely within one memory region each: checked when it
@@ -27,10 +30,10 @@
  *  3. A ring is stopped (GET_VRING_BASE) only once its own requests have
  *     completed, so the base it reports is where the front-end resumes
  *     and no completion writes to a ring the front-end has taken back.
- *  4. Every request popped is counted in its ring's and the server's
- *     inflight until vu_virtq_complete() or vu_virtq_fail(); the message
- *     coroutine waits for these counts (s->drain_co) and is woken from
- *     the loop (aio_co_schedule), never inside a completion.
+ *  4. Every request popped is counted in its ring's inflight until it is
+ *     pushed back (or the ring broke on it), in the ring's thread; the
+ *     message coroutine waits for the count there (q->drain_co) and is
+ *     woken from the loop (aio_co_schedule), never inside a completion.
  *  5. A message's file descriptors are closed after it is handled unless
  *     a handler took them (setting its slot to -1).
  *  7. Guest memory cannot kill the process: a region's file that can be
@@ -44,8 +47,19 @@
  *     memory unregisters it for SOCKET_ACCEPT_BACKOFF_NS (s->backoff,
  *     util/accept-backoff.h), logged once until a connection is accepted
  *     again.
+ * 11. A ring's state (VuVirtq below its immutable head) is touched only
+ *     in the thread of its context q->ctx: by its kick, poll and bottom
+ *     half handlers, and by the message coroutine, which moves there for
+ *     the length of a message about that ring (vu_virtq_enter(), by
+ *     bottom half; vu_dispatch() for the vring messages) and back to
+ *     s->ctx before it touches anything else.  No thread ever acquires
+ *     another's context for it (util/iothread.h), and nothing waits
+ *     for a ring's thread but this coroutine.  Everything else of the
+ *     server is s->ctx's: the connection, guest memory (invariant 1),
+ *     the device and its requests (vhost-user-vring.c invariant 12).
+ *     This is threading rule 13 of docs/architecture.md.
  *
- * Everything runs in the thread of s->ctx.
+ * Everything but the rings runs in the thread of s->ctx.
  */
 #include "vhost-user-int.h"
 #include "vhost-user-sigbus.h"
@@ -92,6 +106,18 @@ void vu_close_client(VuServer *s, Error *err)
 {
     vu_report(s, err);
     co_socket_shutdown(&s->sock);
+}
+
+/*
+ * The same from a ring's thread (invariant 11): the socket is the
+ * server's, so only the kernel's side of it is shut down; the message
+ * coroutine's next read ends the connection.  The fd stays open until the
+ * rings have stopped (vu_client_end()).
+ */
+void vu_close_client_from_ring(VuServer *s, Error *err)
+{
+    vu_report(s, err);
+    shutdown(s->sock.fd, SHUT_RDWR);
 }
 
 /* ---- guest memory ---- */
@@ -348,18 +374,22 @@ static int coroutine_fn vu_set_features(VuServer *s, VuMsg *m, VuMsg *reply,
         return -EINVAL;
     }
     s->features = f;
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        VirtQueue *vq = &s->vqs[i].vq;
-
-        vq->indirect = f & (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC);
-        vq->event_idx = f & (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX);
-        vq->signalled_used_valid = false;
-    }
     s->ops->set_features(s, f & ~(UINT64_C(1) <<
                                   VHOST_USER_F_PROTOCOL_FEATURES));
-    /* rings that were waiting for protocol features to be decided */
     for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_process(&s->vqs[i]);
+        VuVirtq *q = &s->vqs[i];
+
+        /* invariant 11 */
+        vu_virtq_enter(q);
+        q->vq.indirect = f & (UINT64_C(1) << VIRTIO_RING_F_INDIRECT_DESC);
+        q->vq.event_idx = f & (UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX);
+        q->vq.signalled_used_valid = false;
+        /* without protocol features, rings are enabled from the start */
+        q->always_enabled =
+            !(f & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+        /* a ring that was waiting for protocol features to be decided */
+        vu_virtq_process(q);
+        vu_virtq_leave(q);
     }
     return 0;
 }
@@ -447,26 +477,31 @@ static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
         }
     }
 
-    /* invariant 1 */
-    s->paused = true;
-    vu_virtq_wait_inflight(s, NULL);
+    /* invariants 1 and 11: every ring paused in its thread */
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_enter(&s->vqs[i]);
+        vu_virtq_pause(&s->vqs[i]);
+        vu_virtq_leave(&s->vqs[i]);
+    }
     vu_mem_unmap(s->regions, s->nregions);
     memcpy(s->regions, regions, n * sizeof(regions[0]));
     s->nregions = n;
-    s->paused = false;
 
+    ret = 0;
     for (unsigned int i = 0; i < s->nvqs; i++) {
-        if (s->vqs[i].started) {
-            ret = vu_virtq_map_rings(&s->vqs[i], errp);
-            if (ret < 0) {
-                return ret;
-            }
+        VuVirtq *q = &s->vqs[i];
+
+        vu_virtq_enter(q);
+        if (q->started && ret == 0) {
+            /* invariant 2; on failure the connection ends, rings paused */
+            ret = vu_virtq_map_rings(q, errp);
         }
+        if (ret == 0) {
+            vu_virtq_resume(q);
+        }
+        vu_virtq_leave(q);
     }
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_process(&s->vqs[i]);
-    }
-    return 0;
+    return ret;
 }
 
 static int coroutine_fn vu_set_vring_num(VuServer *s, VuMsg *m, VuMsg *reply,
@@ -552,7 +587,7 @@ static int coroutine_fn vu_get_vring_base(VuServer *s, VuMsg *m,
     }
     /* invariant 3 */
     vu_virtq_stop(q);
-    vu_virtq_wait_inflight(s, q);
+    vu_virtq_wait_inflight(q);
     reply->hdr.size = sizeof(reply->payload.state);
     reply->payload.state.index = q->index;
     reply->payload.state.num = q->vq.last_avail_idx;
@@ -780,6 +815,14 @@ static int coroutine_fn vu_set_config(VuServer *s, VuMsg *m, VuMsg *reply,
 /* Any payload size: the handler checks it. */
 #define VU_SIZE_ANY UINT32_MAX
 
+/* Where a message about one vring names it (invariant 11). */
+typedef enum VuVringArg {
+    VU_VRING_NONE,              /* not about one vring */
+    VU_VRING_STATE,             /* payload.state.index */
+    VU_VRING_ADDR,              /* payload.addr.index */
+    VU_VRING_FD,                /* payload.u64's index bits */
+} VuVringArg;
+
 typedef struct VuRequestType {
     const char *name;
     int coroutine_fn (*handle)(VuServer *s, VuMsg *m, VuMsg *reply,
@@ -787,6 +830,7 @@ typedef struct VuRequestType {
     uint32_t size;              /* payload bytes, or VU_SIZE_ANY */
     bool takes_fds;             /* the handler checks their number */
     bool has_reply;             /* the request has a reply of its own */
+    VuVringArg vring;           /* handled in that vring's thread */
 } VuRequestType;
 
 #define VU_U64 sizeof(uint64_t)
@@ -811,22 +855,25 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
         false },
     [VHOST_USER_SET_VRING_NUM] = {
         "VHOST_USER_SET_VRING_NUM", vu_set_vring_num, VU_STATE, false,
-        false },
+        false, VU_VRING_STATE },
     [VHOST_USER_SET_VRING_ADDR] = {
         "VHOST_USER_SET_VRING_ADDR", vu_set_vring_addr,
-        sizeof(VhostUserVringAddr), false, false },
+        sizeof(VhostUserVringAddr), false, false, VU_VRING_ADDR },
     [VHOST_USER_SET_VRING_BASE] = {
         "VHOST_USER_SET_VRING_BASE", vu_set_vring_base, VU_STATE, false,
-        false },
+        false, VU_VRING_STATE },
     [VHOST_USER_GET_VRING_BASE] = {
         "VHOST_USER_GET_VRING_BASE", vu_get_vring_base, VU_STATE, false,
-        true },
+        true, VU_VRING_STATE },
     [VHOST_USER_SET_VRING_KICK] = {
-        "VHOST_USER_SET_VRING_KICK", vu_set_vring_kick, VU_U64, true, false },
+        "VHOST_USER_SET_VRING_KICK", vu_set_vring_kick, VU_U64, true, false,
+        VU_VRING_FD },
     [VHOST_USER_SET_VRING_CALL] = {
-        "VHOST_USER_SET_VRING_CALL", vu_set_vring_call, VU_U64, true, false },
+        "VHOST_USER_SET_VRING_CALL", vu_set_vring_call, VU_U64, true, false,
+        VU_VRING_FD },
     [VHOST_USER_SET_VRING_ERR] = {
-        "VHOST_USER_SET_VRING_ERR", vu_set_vring_err, VU_U64, true, false },
+        "VHOST_USER_SET_VRING_ERR", vu_set_vring_err, VU_U64, true, false,
+        VU_VRING_FD },
     [VHOST_USER_GET_PROTOCOL_FEATURES] = {
         "VHOST_USER_GET_PROTOCOL_FEATURES", vu_get_protocol_features, 0,
         false, true },
@@ -837,7 +884,7 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
         "VHOST_USER_GET_QUEUE_NUM", vu_get_queue_num, 0, false, true },
     [VHOST_USER_SET_VRING_ENABLE] = {
         "VHOST_USER_SET_VRING_ENABLE", vu_set_vring_enable, VU_STATE, false,
-        false },
+        false, VU_VRING_STATE },
     [VHOST_USER_SET_BACKEND_REQ_FD] = {
         "VHOST_USER_SET_BACKEND_REQ_FD", vu_set_backend_req_fd, 0, true,
         false },
@@ -925,12 +972,38 @@ static int coroutine_fn vu_send_reply(VuServer *s, const VuMsg *m,
     return ret;
 }
 
+/*
+ * The vring a message of type @t is about, or NULL (none, or an index out
+ * of range, which the handler reports).  The payload's size is checked.
+ */
+static VuVirtq *vu_dispatch_vring(VuServer *s, const VuRequestType *t,
+                                  const VuMsg *m)
+{
+    uint64_t index;
+
+    switch (t->vring) {
+    case VU_VRING_STATE:
+        index = m->payload.state.index;
+        break;
+    case VU_VRING_ADDR:
+        index = m->payload.addr.index;
+        break;
+    case VU_VRING_FD:
+        index = m->payload.u64 & VHOST_USER_VRING_IDX_MASK;
+        break;
+    default:
+        return NULL;
+    }
+    return index < s->nvqs ? &s->vqs[index] : NULL;
+}
+
 static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
 {
     uint32_t req = m->hdr.request;
     const VuRequestType *t = req < ARRAY_SIZE(vu_requests) ? &vu_requests[req]
                                                             : NULL;
     VuMsg reply = { 0 };
+    VuVirtq *q;
     int ret;
 
     if (!t || !t->handle) {
@@ -947,7 +1020,15 @@ static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
                    m->nfds);
         return -EINVAL;
     }
+    q = vu_dispatch_vring(s, t, m);
+    if (q) {
+        /* invariant 11: the message is carried out in the ring's thread */
+        vu_virtq_enter(q);
+    }
     ret = t->handle(s, m, &reply, errp);
+    if (q) {
+        vu_virtq_leave(q);
+    }
     if (ret < 0) {
         error_prepend(errp, "%s: ", t->name);
         return ret;
@@ -966,19 +1047,30 @@ static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
 
 /* ---- the connection ---- */
 
-/* The front-end is gone: invariants 1 and 3, then a clean slate. */
+/*
+ * The front-end is gone: invariants 1 and 3, each ring in its thread
+ * (invariant 11), then a clean slate.
+ */
 static void coroutine_fn vu_client_end(VuServer *s)
 {
     for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_stop(&s->vqs[i]);
-    }
-    vu_virtq_wait_inflight(s, NULL);
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_reset(&s->vqs[i]);
+        VuVirtq *q = &s->vqs[i];
+
+        vu_virtq_enter(q);
+        vu_virtq_stop(q);
+        vu_virtq_wait_inflight(q);
+        vu_virtq_reset(q);
+        vu_virtq_leave(q);
+        /*
+         * Invariant 11: once back here, the device's thread has no
+         * handoff under way; one more visit lets a done_bh it scheduled
+         * after its last slot was taken run before the ring is freed.
+         */
+        vu_virtq_enter(q);
+        vu_virtq_leave(q);
     }
     vu_mem_unmap(s->regions, s->nregions);
     s->nregions = 0;
-    s->paused = false;
     s->features = 0;
     s->protocol_features = 0;
     vu_close_fd(&s->backend_fd);
@@ -1113,7 +1205,8 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);
     for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_init(s, &s->vqs[i], i);
+        vu_virtq_init(s, &s->vqs[i], i,
+                      cfg->queue_ctxs ? cfg->queue_ctxs[i] : ctx);
     }
     vu_server_update_accepting(s);
     return s;

@@ -18,8 +18,12 @@
  * listening.  The guest's own mistakes in a ring break that queue only:
  * it stops, and the front-end is told through the vring's error eventfd.
  *
- * Everything runs in the thread of the server's AioContext, which must be
- * the context of the device's BlockBackend.
+ * The server, its messages and the device's requests run in the thread
+ * of the server's AioContext, which must be the context of the device's
+ * BlockBackend.  Each ring runs in the thread of the context it was given
+ * (VuServerConfig.queue_ctxs): a ring in another thread pops and pushes
+ * there and hands its requests to the server's thread, and their
+ * completions back, in batches (vhost-user-vring.c invariant 12).
  */
 #ifndef QBLOCK_VHOST_USER_SERVER_H
 #define QBLOCK_VHOST_USER_SERVER_H
@@ -36,8 +40,8 @@ typedef struct VuVirtq VuVirtq;
 
 /*
  * What a device type provides.  Everything is called from the event loop
- * in the server's thread; a callback may run inside a message handler
- * coroutine, so none may poll the loop.
+ * in the server's thread (never a ring's); a callback may run inside a
+ * message handler coroutine, so none may poll the loop.
  */
 typedef struct VuDeviceOps {
     /* bytes of configuration space (at most VHOST_USER_MAX_CONFIG_SIZE) */
@@ -71,10 +75,13 @@ typedef struct VuDeviceOps {
     int (*set_config)(VuServer *s, const uint8_t *data, uint32_t offset,
                       uint32_t len, Error **errp);
     /*
-     * Required.  The queue may have requests: pop them with
-     * vu_virtq_pop() until it returns 0 or less.
+     * Required.  Runs the request in @elem, popped from @q; it completes
+     * with vu_virtq_complete(), in the server's thread, maybe before this
+     * returns.  A request too malformed to complete returns -errno with
+     * @errp set: the server breaks the queue.
      */
-    void (*handle_queue)(VuServer *s, VuVirtq *q);
+    int (*handle_request)(VuServer *s, VuVirtq *q, VirtQueueElement *elem,
+                          Error **errp);
     /*
      * Optional.  The front-end is gone (or reset the device) and no
      * request is in flight any more: restore what a new front-end is to
@@ -87,6 +94,11 @@ typedef struct VuServerConfig {
     const char *name;           /* for messages: "vhost-user-blk export 'x'" */
     const char *path;           /* the unix socket to listen on */
     unsigned int num_queues;    /* 1 to VU_MAX_QUEUES */
+    /*
+     * Optional: num_queues contexts, the one whose thread runs each ring
+     * (NULL: all in the server's).  Each must outlive the server.
+     */
+    AioContext *const *queue_ctxs;
     const VuDeviceOps *ops;
     void *opaque;               /* vu_server_opaque() */
     /*
@@ -134,25 +146,14 @@ void vu_server_config_changed(VuServer *s);
 
 /* The queue's index (0 to num_queues - 1). */
 unsigned int vu_virtq_index(VuVirtq *q);
-/*
- * Pops the next available request of @q into *elem.  Returns 1 with an
- * element, which must go back through vu_virtq_complete(); 0 if there is
- * none or the queue does not run; -EIO if the ring is (now) broken, which
- * has been reported.
- */
-int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem);
 /* The device's req_size bytes of state for @elem, a popped element. */
 void *vu_virtq_req_data(VirtQueueElement *elem);
 /*
  * Returns @elem through the used ring with @len bytes written into it,
  * and gives its slot back.  The front-end is notified, if the driver
- * wants it, once for the completions of a loop iteration.
+ * wants it, once for the completions of a loop iteration.  Called in the
+ * server's thread.
  */
 void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len);
-/*
- * Drops @elem without completing it and breaks @q: the request was too
- * malformed to answer.  @err (consumed) says why.
- */
-void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err);
 
 #endif

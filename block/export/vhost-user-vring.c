@@ -13,7 +13,8 @@
  *  9. Every used entry is signalled: a push sets notify_pending and
  *     schedules notify_bh, which asks the driver (virtqueue.c's
  *     should_notify) once for all the entries pushed since, and signals
- *     call_fd.  A ring that stops signals what is pending at once.
+ *     call_fd.  A ring that stops or pauses signals what is pending at
+ *     once.
  * 10. A started ring's kick fd is pollable (util/aio.h): an iothread's
  *     busy-poll reads the avail idx and pops as a kick would, but says
  *     "work" only for what a pop would take (started, enabled, not
@@ -21,16 +22,39 @@
  *     loop spinning.  While the loop polls, the ring asks for no kicks
  *     (virtqueue_set_notification()); a ring starts with kicks on, and
  *     they are back on before the loop sleeps (aio-posix.c invariant 7).
- *
- * Everything runs in the thread of s->ctx.
+ *     A paused ring's poll callbacks touch no guest memory.
+ * 12. A remote ring (q->ctx is not s->ctx, the device's) hands its
+ *     requests over in batches, never one handoff per request: the
+ *     requests one pop loop took go onto q->to_node and one bottom half
+ *     of s->ctx (submit_bh) starts them all in the device's thread;
+ *     completions (and requests the device refused) go onto q->to_ring
+ *     and one bottom half of q->ctx (done_bh) pushes them all, followed
+ *     by one call (invariant 9).  A slot on either list belongs to the
+ *     thread that takes the list; its link (next_free) is read before
+ *     the slot is handed on.  So the device and its BlockBackend only
+ *     ever run in s->ctx (threading rule 2 of docs/architecture.md), and
+ *     the ring's state only in q->ctx (invariant 11).
  */
 #include "vhost-user-int.h"
 
 static bool vu_virtq_enabled(VuVirtq *q)
 {
-    /* without protocol features, rings are enabled from the start */
-    return q->enabled ||
-           !(q->s->features & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+    return q->enabled || q->always_enabled;
+}
+
+bool vu_virtq_runs(VuVirtq *q)
+{
+    return q->started && vu_virtq_enabled(q) && !q->paused && !q->vq.broken;
+}
+
+void coroutine_fn vu_virtq_enter(VuVirtq *q)
+{
+    aio_co_reschedule_self(q->ctx);
+}
+
+void coroutine_fn vu_virtq_leave(VuVirtq *q)
+{
+    aio_co_reschedule_self(q->s->ctx);
 }
 
 /* Signals an eventfd the front-end gave; a full counter has been told. */
@@ -58,15 +82,25 @@ static void vu_virtq_notify(void *opaque)
     }
 }
 
-void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index)
+static void vu_virtq_submit_bh(void *opaque);
+static void vu_virtq_done_bh(void *opaque);
+
+void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index,
+                   AioContext *ctx)
 {
     q->s = s;
     q->index = index;
+    q->ctx = ctx;
+    q->remote = ctx != s->ctx;
     q->kick_fd = q->call_fd = q->err_fd = -1;
     virtqueue_init(&q->vq, &s->mem);
     q->slot_size = ROUND_UP(sizeof(VuReqSlot) + s->ops->req_size,
                             sizeof(max_align_t));
-    q->notify_bh = aio_bh_new(s->ctx, vu_virtq_notify, q);
+    q->notify_bh = aio_bh_new(ctx, vu_virtq_notify, q);
+    if (q->remote) {
+        q->submit_bh = aio_bh_new(s->ctx, vu_virtq_submit_bh, q);
+        q->done_bh = aio_bh_new(ctx, vu_virtq_done_bh, q);
+    }
 }
 
 /* Invariant 8: nothing in flight. */
@@ -82,7 +116,13 @@ static void vu_virtq_free_slots(VuVirtq *q)
 void vu_virtq_cleanup(VuVirtq *q)
 {
     vu_virtq_free_slots(q);
+    /* invariant 12: nothing in flight, so nothing on the lists */
+    assert(!q->to_node && !q->to_ring);
     qemu_bh_delete(q->notify_bh);
+    if (q->remote) {
+        qemu_bh_delete(q->submit_bh);
+        qemu_bh_delete(q->done_bh);
+    }
 }
 
 /* Invariant 8: one slot per entry of a ring of vq.num entries. */
@@ -102,12 +142,85 @@ static void vu_virtq_alloc_slots(VuVirtq *q)
     }
 }
 
+/* Invariant 12: puts @slot on the LIFO stack *@list (any thread). */
+static void vu_slot_push(VuReqSlot **list, VuReqSlot *slot)
+{
+    VuReqSlot *head = __atomic_load_n(list, __ATOMIC_RELAXED);
+
+    do {
+        slot->next_free = head;
+    } while (!__atomic_compare_exchange_n(list, &head, slot, true,
+                                          __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
+}
+
+/* Invariant 12: takes the whole stack *@list, oldest first. */
+static VuReqSlot *vu_slot_take_all(VuReqSlot **list)
+{
+    VuReqSlot *slot = __atomic_exchange_n(list, NULL, __ATOMIC_ACQUIRE);
+    VuReqSlot *fifo = NULL;
+
+    while (slot) {
+        VuReqSlot *next = slot->next_free;
+
+        slot->next_free = fifo;
+        fifo = slot;
+        slot = next;
+    }
+    return fifo;
+}
+
+static void vu_virtq_fail_in_ring(VuVirtq *q, VirtQueueElement *elem,
+                                  Error *err);
+static int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem);
+
 void vu_virtq_process(VuVirtq *q)
 {
     VuServer *s = q->s;
+    VirtQueueElement *elem;
+    bool handed = false;
 
-    if (q->started && vu_virtq_enabled(q) && !s->paused && !q->vq.broken) {
-        s->ops->handle_queue(s, q);
+    if (!vu_virtq_runs(q)) {
+        return;
+    }
+    while (vu_virtq_pop(q, &elem) > 0) {
+        Error *err = NULL;
+
+        if (q->remote) {
+            vu_slot_push(&q->to_node,
+                         container_of(elem, VuReqSlot, elem));
+            handed = true;
+            continue;
+        }
+        if (s->ops->handle_request(s, q, elem, &err) < 0) {
+            vu_virtq_fail_in_ring(q, elem, err);
+            return;
+        }
+    }
+    if (handed) {
+        /* invariant 12: one handoff for what this loop popped */
+        qemu_bh_schedule(q->submit_bh);
+    }
+}
+
+/* Invariant 12: in s->ctx, the device runs what a remote ring popped. */
+static void vu_virtq_submit_bh(void *opaque)
+{
+    VuVirtq *q = opaque;
+    VuServer *s = q->s;
+    VuReqSlot *slot = vu_slot_take_all(&q->to_node);
+
+    while (slot) {
+        /* read first: a request that completes at once is handed back */
+        VuReqSlot *next = slot->next_free;
+        Error *err = NULL;
+
+        if (s->ops->handle_request(s, q, &slot->elem, &err) < 0) {
+            slot->err = err;
+            vu_slot_push(&q->to_ring, slot);
+            qemu_bh_schedule(q->done_bh);
+        }
+        slot = next;
     }
 }
 
@@ -124,11 +237,11 @@ static void vu_virtq_kicked(void *opaque)
         Error *err = NULL;
 
         /* not an eventfd: stop watching it, or the loop would spin */
-        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        aio_set_fd_handler(q->ctx, q->kick_fd, NULL, NULL, NULL);
         error_setg(&err, "vring %u: reading its kick file descriptor "
                    "failed: %s", q->index,
                    n == 0 ? "end of file" : strerror(errno));
-        vu_close_client(q->s, err);
+        vu_close_client_from_ring(q->s, err);
         return;
     }
     vu_virtq_process(q);
@@ -139,8 +252,8 @@ static bool vu_virtq_poll(void *opaque)
 {
     VuVirtq *q = opaque;
 
-    return q->started && vu_virtq_enabled(q) && !q->s->paused &&
-           q->free_slots && virtqueue_avail_pending(&q->vq);
+    return vu_virtq_runs(q) && q->free_slots &&
+           virtqueue_avail_pending(&q->vq);
 }
 
 /*
@@ -157,7 +270,8 @@ static void vu_virtq_poll_begin(void *opaque)
 {
     VuVirtq *q = opaque;
 
-    if (q->started) {
+    /* invariant 10: a paused ring's memory may be going */
+    if (q->started && !q->paused) {
         virtqueue_set_notification(&q->vq, false);
     }
 }
@@ -167,7 +281,7 @@ static bool vu_virtq_poll_end(void *opaque)
 {
     VuVirtq *q = opaque;
 
-    if (q->vq.no_notify) {
+    if (q->vq.no_notify && !q->paused) {
         virtqueue_set_notification(&q->vq, true);
     }
     return vu_virtq_poll(q);
@@ -183,7 +297,7 @@ static const AioPollHandlers vu_virtq_poll_handlers = {
 void vu_virtq_start(VuVirtq *q, int kick_fd)
 {
     if (q->kick_fd >= 0) {
-        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        aio_set_fd_handler(q->ctx, q->kick_fd, NULL, NULL, NULL);
         vu_close_fd(&q->kick_fd);
     }
     if (!q->started) {
@@ -191,8 +305,8 @@ void vu_virtq_start(VuVirtq *q, int kick_fd)
         q->started = true;
     }
     q->kick_fd = kick_fd;
-    aio_set_fd_handler(q->s->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
-    aio_set_fd_poll(q->s->ctx, q->kick_fd, &vu_virtq_poll_handlers);
+    aio_set_fd_handler(q->ctx, q->kick_fd, vu_virtq_kicked, NULL, q);
+    aio_set_fd_poll(q->ctx, q->kick_fd, &vu_virtq_poll_handlers);
     /* invariant 10: kicks on, whatever a poll of the last start left */
     virtqueue_set_notification(&q->vq, true);
     /* the driver may have made requests available before the kick fd */
@@ -202,7 +316,7 @@ void vu_virtq_start(VuVirtq *q, int kick_fd)
 void vu_virtq_stop(VuVirtq *q)
 {
     if (q->kick_fd >= 0) {
-        aio_set_fd_handler(q->s->ctx, q->kick_fd, NULL, NULL, NULL);
+        aio_set_fd_handler(q->ctx, q->kick_fd, NULL, NULL, NULL);
         vu_close_fd(&q->kick_fd);
     }
     /* invariant 9: what was pushed is signalled before the ring goes */
@@ -222,6 +336,27 @@ void vu_virtq_reset(VuVirtq *q)
     q->has_addr = false;
     q->desc_uva = q->avail_uva = q->used_uva = 0;
     q->enabled = false;
+    q->always_enabled = false;
+    q->paused = false;
+}
+
+void coroutine_fn vu_virtq_pause(VuVirtq *q)
+{
+    q->paused = true;
+    vu_virtq_wait_inflight(q);
+    /* invariant 9: what was pushed is signalled while memory is there */
+    qemu_bh_cancel(q->notify_bh);
+    vu_virtq_notify(q);
+}
+
+void vu_virtq_resume(VuVirtq *q)
+{
+    q->paused = false;
+    if (q->started) {
+        /* invariant 10: a poll window may have been cut short */
+        virtqueue_set_notification(&q->vq, true);
+    }
+    vu_virtq_process(q);
 }
 
 /* The guest broke the ring: stop it, tell the front-end. */
@@ -240,16 +375,20 @@ unsigned int vu_virtq_index(VuVirtq *q)
     return q->index;
 }
 
-int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
+/*
+ * Pops the next available request of @q into *elem.  Returns 1 with an
+ * element, which must be completed; 0 if there is none or the queue does
+ * not run; -EIO if the ring is (now) broken, which has been reported.
+ */
+static int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
 {
-    VuServer *s = q->s;
     VuReqSlot *slot = q->free_slots;
     VirtQueueElement none;
     Error *err = NULL;
     int ret;
 
     *elem = NULL;
-    if (!q->started || !vu_virtq_enabled(q) || s->paused) {
+    if (!q->started || !vu_virtq_enabled(q) || q->paused) {
         return 0;
     }
     /*
@@ -268,7 +407,6 @@ int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
         assert(slot);
         q->free_slots = slot->next_free;
         q->inflight++;
-        s->inflight++;
         *elem = &slot->elem;
     }
     return ret;
@@ -279,27 +417,26 @@ void *vu_virtq_req_data(VirtQueueElement *elem)
     return container_of(elem, VuReqSlot, elem)->dev;
 }
 
-/* Invariants 4 and 8. */
+/* Invariants 4 and 8, in the ring's thread. */
 static void vu_virtq_request_done(VuVirtq *q, VirtQueueElement *elem)
 {
-    VuServer *s = q->s;
     VuReqSlot *slot = container_of(elem, VuReqSlot, elem);
 
     virtqueue_element_release(elem);
     slot->next_free = q->free_slots;
     q->free_slots = slot;
-    assert(q->inflight > 0 && s->inflight > 0);
+    assert(q->inflight > 0);
     q->inflight--;
-    s->inflight--;
-    if (s->drain_co) {
-        Coroutine *co = s->drain_co;
+    if (q->drain_co) {
+        Coroutine *co = q->drain_co;
 
-        s->drain_co = NULL;
-        aio_co_schedule(s->ctx, co);
+        q->drain_co = NULL;
+        aio_co_schedule(q->ctx, co);
     }
 }
 
-void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
+static void vu_virtq_complete_in_ring(VuVirtq *q, VirtQueueElement *elem,
+                                      uint32_t len)
 {
     Error *err = NULL;
 
@@ -315,17 +452,55 @@ void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
     vu_virtq_request_done(q, elem);
 }
 
-void vu_virtq_fail(VuVirtq *q, VirtQueueElement *elem, Error *err)
+static void vu_virtq_fail_in_ring(VuVirtq *q, VirtQueueElement *elem,
+                                  Error *err)
 {
     vu_virtq_broken(q, err);
     vu_virtq_request_done(q, elem);
 }
 
-void coroutine_fn vu_virtq_wait_inflight(VuServer *s, VuVirtq *q)
+/* Invariant 12: in the ring's thread, what the device handed back. */
+static void vu_virtq_done_bh(void *opaque)
 {
-    while (q ? q->inflight : s->inflight) {
-        assert(!s->drain_co);
-        s->drain_co = qemu_coroutine_self();
+    VuVirtq *q = opaque;
+    VuReqSlot *slot = vu_slot_take_all(&q->to_ring);
+
+    while (slot) {
+        VuReqSlot *next = slot->next_free;
+
+        if (slot->err) {
+            vu_virtq_fail_in_ring(q, &slot->elem,
+                                  g_steal_pointer(&slot->err));
+        } else {
+            vu_virtq_complete_in_ring(q, &slot->elem, slot->used_len);
+        }
+        slot = next;
+    }
+}
+
+void vu_virtq_complete(VuVirtq *q, VirtQueueElement *elem, uint32_t len)
+{
+    VuReqSlot *slot;
+
+    if (!q->remote) {
+        vu_virtq_complete_in_ring(q, elem, len);
+        return;
+    }
+    /* invariant 12: the device's thread hands it back */
+    slot = container_of(elem, VuReqSlot, elem);
+    slot->used_len = len;
+    slot->err = NULL;
+    vu_slot_push(&q->to_ring, slot);
+    qemu_bh_schedule(q->done_bh);
+}
+
+void coroutine_fn vu_virtq_wait_inflight(VuVirtq *q)
+{
+    /* invariant 11: in the ring's thread, where the count changes */
+    assert(qemu_coroutine_get_aio_context(qemu_coroutine_self()) == q->ctx);
+    while (q->inflight) {
+        assert(!q->drain_co);
+        q->drain_co = qemu_coroutine_self();
         qemu_coroutine_yield();
     }
 }

@@ -24,8 +24,9 @@
  *     leaves the list, BLOCK_EXPORT_DELETED {"id"} is sent and the
  *     BlockBackend is released.
  *
- * Everything runs in the main loop thread (the context of every export's
- * BlockBackend).
+ * Everything here runs in the main loop thread; an export's clients run
+ * in its BlockBackend's context (BlockExport.ctx), or spread over the
+ * contexts of blk_exp_spread_context().
  */
 #ifndef QBLOCK_EXPORT_H
 #define QBLOCK_EXPORT_H
@@ -84,11 +85,14 @@ struct BlockExport {
     void *opaque;               /* driver state, drv->instance_size bytes */
     GList link;                 /* entry of the export list */
     /*
-     * The iothread the export's nodes moved to (a reference held), or
-     * NULL: they are in the main loop's context.  ctx is where the
-     * export's driver runs its sockets and requests.
+     * The iothreads of the "iothread" option (a reference held on each),
+     * in order; the export's nodes moved to the first one's context.
+     * None (NULL, 0): they are in the main loop's context, or stayed
+     * where another user keeps them.  ctx is where the export's driver
+     * runs its sockets and requests: the nodes' context.
      */
-    struct IOThread *iothread;
+    struct IOThread **iothreads;
+    unsigned int nr_iothreads;
     AioContext *ctx;
 };
 
@@ -113,6 +117,15 @@ BlockExport *blk_exp_add(JsonObject *opts, Error **errp);
 BlockExport *blk_exp_find(const char *id);
 /* The exports in creation order: NULL starts, NULL ends. */
 BlockExport *blk_exp_next(BlockExport *exp);
+
+/*
+ * The context that queue or connection @k of @exp runs in: the k-th (mod
+ * their number) iothread of its "iothread" list, the first being ctx, the
+ * nodes' own; ctx when the export has no iothread.  Code running there
+ * that is not ctx hands requests to ctx (threading rule 13 of
+ * docs/architecture.md).
+ */
+AioContext *blk_exp_spread_context(BlockExport *exp, unsigned int k);
 
 void blk_exp_ref(BlockExport *exp);
 void blk_exp_unref(BlockExport *exp);

@@ -135,6 +135,16 @@ typedef struct NBDExportConfig {
      * requests over several connections.
      */
     bool multi_conn;
+    /*
+     * Optional: the contexts connections are spread over in the
+     * transmission phase, connection k in conn_ctxs[k % nr_conn_ctxs];
+     * their request coroutines visit the BlockBackend's context for each
+     * block layer call (threading rule 13 of docs/architecture.md).
+     * None: every connection runs in the BlockBackend's context.  Each
+     * must outlive the export.
+     */
+    AioContext *const *conn_ctxs;
+    unsigned int nr_conn_ctxs;
 } NBDExportConfig;
 
 /*

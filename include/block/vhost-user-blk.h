@@ -12,7 +12,11 @@
  * that does not negotiate VIRTIO_BLK_F_FLUSH gets writethrough while it
  * is connected, since it could never make its writes durable.
  *
- * Everything runs in the thread of the BlockBackend's AioContext.
+ * Everything runs in the thread of the BlockBackend's AioContext, but the
+ * request queues given contexts of their own (queue_ctxs): each pops and
+ * completes in that context's thread and hands its requests to the
+ * BlockBackend's thread in batches (threading rule 13 of
+ * docs/architecture.md).
  */
 #ifndef QBLOCK_VHOST_USER_BLK_H
 #define QBLOCK_VHOST_USER_BLK_H
@@ -31,6 +35,12 @@ typedef struct VhostUserBlkExportConfig {
     /* accept writes; the BlockBackend must have the WRITE permission */
     bool writable;
     unsigned int num_queues;    /* 1 to VHOST_USER_BLK_MAX_QUEUES */
+    /*
+     * Optional: num_queues contexts, queue i's ring runs in the thread of
+     * queue_ctxs[i] (NULL: all in the BlockBackend's).  Each must outlive
+     * the export.
+     */
+    AioContext *const *queue_ctxs;
     /* a power of 2 from 512 to 65536 that divides the disk size */
     uint64_t logical_block_size;
     /*

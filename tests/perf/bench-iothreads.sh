@@ -124,10 +124,11 @@ for kind in $kinds; do
     done
 done
 
-# What one export on several iothreads would pay per request if each
-# request moved to its node's thread and back (not supported yet:
-# docs/iothreads.md): one coroutine handed between two threads' contexts,
-# both threads on one CPU and on two.
+# What a request of one export on several iothreads would pay if it
+# moved to its node's thread and back alone (the exports batch these
+# moves: docs/iothreads.md, bench-export-iothreads.sh): one coroutine
+# handed between two threads' contexts, both threads on one CPU and on
+# two.
 echo
 echo "cross-thread handoff (tests/perf/handoff-bench), one CPU:  $(taskset -c 0 "$build/tests/perf/handoff-bench" | sed -n 's/^ns per handoff //p') ns"
 echo "cross-thread handoff (tests/perf/handoff-bench), two CPUs: $(taskset -c 0,1 "$build/tests/perf/handoff-bench" | sed -n 's/^ns per handoff //p') ns"

@@ -26,6 +26,8 @@ echo "== the exports end to end: fio (nbd engine) against qblock and QEMU server
 bash "$here/bench-export.sh" "$build"
 echo "== iothreads: two exports, two clients, main loop / one / two iothreads, QEMU vs qblock =="
 bash "$here/bench-iothreads.sh" "$build"
+echo "== iothreads: one export, two queues or connections, one / two iothreads, QEMU vs qblock =="
+bash "$here/bench-export-iothreads.sh" "$build"
 echo "== iothread busy-polling: poll-max-ns=0 vs 32768, vhost-user-blk and NBD, QEMU vs qblock =="
 bash "$here/bench-iothread-poll.sh" "$build"
 echo "== tail latency of a reader while another client writes (in-place writes on/off, QEMU) =="

@@ -3,21 +3,29 @@
  * workload against an export's unix socket, to compare servers (qblock's
  * and qemu-storage-daemon's) with the same driver.
  *
- *   vhost-user-bench SOCKET PATTERN BLOCK_SIZE DEPTH SECONDS
+ *   vhost-user-bench SOCKET PATTERN BLOCK_SIZE DEPTH SECONDS [QUEUES]
  *
  * PATTERN is randread, randwrite, read or write; or verify, which checks
- * data rather than measuring: it writes the first blocks of the disk (at
- * most 4096 of BLOCK_SIZE) with a stamp that names the block and the run,
- * DEPTH at a time, reads them back the same way and compares every byte,
- * then prints "VERIFIED N" (SECONDS is not used).  It negotiates as QEMU
- * does (features less EVENT_IDX and INDIRECT_DESC, protocol features
- * REPLY_ACK), shares a memfd as guest memory, sets up queue 0 and keeps
- * DEPTH requests of BLOCK_SIZE bytes available: each completion is
- * replaced by a new request at once, and the new ones of a wake-up go
- * out with one kick (skipped while the device asks for none).  It prints
- * "IOPS N" (completions per second over SECONDS) and exits 0, or says
- * what failed and exits 1.  Offsets are block-aligned, random over the
- * disk's capacity, or sequential from 0 wrapping at the end.
+ * data rather than measuring: each queue writes its own range of the
+ * first blocks of the disk (at most 4096 of BLOCK_SIZE per queue) with a
+ * stamp that names the block and the run, DEPTH at a time, reads them
+ * back the same way and compares every byte, then it prints "VERIFIED N"
+ * (the blocks of all queues; SECONDS is not used).  verify-churn does the
+ * same while the control path is exercised under the I/O: the front-end
+ * sends the memory table again and stops and restarts every queue
+ * (GET_VRING_BASE, SET_VRING_BASE, SET_VRING_KICK) in a loop until the
+ * queues are done, and prints "CHURNED N" (rounds) too.
+ *
+ * It negotiates as QEMU does (features less EVENT_IDX and INDIRECT_DESC,
+ * protocol features REPLY_ACK, CONFIG and MQ when QUEUES > 1), shares a
+ * memfd as guest memory, sets up QUEUES queues (default 1), each driven
+ * by a thread of its own, and keeps DEPTH requests of BLOCK_SIZE bytes
+ * available on each: each completion is replaced by a new request at
+ * once, and the new ones of a wake-up go out with one kick (skipped while
+ * the device asks for none).  It prints "IOPS N" (completions of all
+ * queues per second over SECONDS) and exits 0, or says what failed and
+ * exits 1.  Offsets are block-aligned, random over the disk's capacity,
+ * or sequential from 0 wrapping at the end.
  *
  * The driver side follows the split virtqueue of the virtio 1.1 spec;
  * the message layouts are include/block/vhost-user-proto.h's.
@@ -36,37 +44,61 @@
 /* Three descriptors per request (header, data, status): depth <= 85. */
 #define QUEUE_SIZE      256
 #define GPA_BASE        UINT64_C(0x40000000)
+/* a queue's area of guest memory: its rings, then its request slots */
 #define DESC_OFF        0
 #define AVAIL_OFF       (16 * QUEUE_SIZE)
 #define USED_OFF        (AVAIL_OFF + 4096)
 /* request slots: header at 0, status at 16, data from 4096 (aligned) */
 #define SLOTS_OFF       (64 * KiB)
 #define SLOT_DATA       4096
+/* queues a run may drive: as many threads, each with its own area */
+#define MAX_QUEUES      16
 
-typedef struct Bench {
+typedef struct Bench Bench;
+
+/* One queue and the thread that drives it; the thread owns all of it. */
+typedef struct BenchQueue {
+    Bench *b;
+    unsigned int index;
+    GThread *thread;
+    GRand *rand;                /* its own: g_random_* takes a lock */
+    size_t area;                /* offset of its area in guest memory */
+    int kick;
+    int call;
+    uint16_t avail_idx;
+    uint16_t used_idx;
+    bool is_write;
+    uint64_t next_block;        /* sequential patterns */
+    /* verify: its first block, requests of this phase to make, made */
+    uint64_t first_block;
+    uint64_t limit;
+    uint64_t submitted;
+    uint64_t done;              /* completions counted for IOPS */
+    uint64_t slot_block[QUEUE_SIZE / 3];
+} BenchQueue;
+
+struct Bench {
     int fd;
     int memfd;
     uint8_t *mem;
     size_t mem_size;
     size_t slot_size;
-    int kick;
-    int call;
-    uint16_t avail_idx;
-    uint16_t used_idx;
+    size_t area_size;
+    unsigned int nq;
+    unsigned int depth;
     uint32_t bs;
     bool is_write;
     bool random;
-    uint64_t blocks;            /* capacity in BLOCK_SIZE units */
-    uint64_t next_block;        /* sequential patterns */
-    /* verify: requests of this phase to make, made so far, the stamp */
-    uint64_t limit;
-    uint64_t submitted;
     bool verify;
+    uint64_t blocks;            /* capacity in BLOCK_SIZE units */
+    uint64_t verify_count;      /* blocks each queue verifies */
     uint64_t seed;
-    uint64_t slot_block[QUEUE_SIZE / 3];
-} Bench;
+    int64_t end;                /* timed patterns: when to stop */
+    unsigned int running;       /* atomic: queue threads not finished */
+    BenchQueue q[MAX_QUEUES];
+};
 
-/* Blocks the verify pattern writes and reads back, at most. */
+/* Blocks the verify pattern writes and reads back per queue, at most. */
 #define VERIFY_BLOCKS   4096
 
 static void G_GNUC_NORETURN G_GNUC_PRINTF(1, 2) die(const char *fmt, ...)
@@ -165,9 +197,10 @@ static void bench_set(Bench *b, uint32_t req, const void *payload,
     }
 }
 
-static void bench_set_state(Bench *b, uint32_t req, uint32_t num)
+static void bench_set_state(Bench *b, uint32_t req, unsigned int index,
+                            uint32_t num)
 {
-    VhostUserVringState st = { .index = 0, .num = num };
+    VhostUserVringState st = { .index = index, .num = num };
 
     bench_set(b, req, &st, sizeof(st), -1);
 }
@@ -186,22 +219,10 @@ static void bench_connect(Bench *b, const char *path)
     }
 }
 
-static void bench_setup_memory(Bench *b, unsigned int depth)
+static void bench_send_mem_table(Bench *b)
 {
     VhostUserMemory m = { .nregions = 1 };
 
-    b->slot_size = SLOT_DATA + ROUND_UP(b->bs, 4096);
-    b->mem_size = ROUND_UP(SLOTS_OFF + depth * b->slot_size, 2 * MiB);
-    b->memfd = memfd_create("vhost-user-bench", MFD_CLOEXEC);
-    if (b->memfd < 0 || ftruncate(b->memfd, b->mem_size) < 0) {
-        die("cannot create %zu bytes of guest memory: %s", b->mem_size,
-            strerror(errno));
-    }
-    b->mem = mmap(NULL, b->mem_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                  b->memfd, 0);
-    if (b->mem == MAP_FAILED) {
-        die("cannot map guest memory: %s", strerror(errno));
-    }
     m.regions[0] = (VhostUserMemoryRegion) {
         .guest_phys_addr = GPA_BASE,
         .memory_size = b->mem_size,
@@ -212,33 +233,72 @@ static void bench_setup_memory(Bench *b, unsigned int depth)
               b->memfd);
 }
 
-static void bench_setup_vring(Bench *b)
+static void bench_setup_memory(Bench *b)
 {
-    VhostUserVringAddr a = {
-        .desc_user_addr = (uintptr_t)b->mem + DESC_OFF,
-        .avail_user_addr = (uintptr_t)b->mem + AVAIL_OFF,
-        .used_user_addr = (uintptr_t)b->mem + USED_OFF,
-    };
-    uint64_t idx = 0;
+    b->slot_size = SLOT_DATA + ROUND_UP(b->bs, 4096);
+    b->area_size = ROUND_UP(SLOTS_OFF + b->depth * b->slot_size, 64 * KiB);
+    b->mem_size = ROUND_UP(b->nq * b->area_size, 2 * MiB);
+    b->memfd = memfd_create("vhost-user-bench", MFD_CLOEXEC);
+    if (b->memfd < 0 || ftruncate(b->memfd, b->mem_size) < 0) {
+        die("cannot create %zu bytes of guest memory: %s", b->mem_size,
+            strerror(errno));
+    }
+    b->mem = mmap(NULL, b->mem_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                  b->memfd, 0);
+    if (b->mem == MAP_FAILED) {
+        die("cannot map guest memory: %s", strerror(errno));
+    }
+    bench_send_mem_table(b);
+}
 
-    b->kick = eventfd(0, EFD_CLOEXEC);
-    b->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (b->kick < 0 || b->call < 0) {
+static void bench_setup_vring(Bench *b, BenchQueue *q)
+{
+    uint8_t *area = b->mem + q->area;
+    VhostUserVringAddr a = {
+        .index = q->index,
+        .desc_user_addr = (uintptr_t)area + DESC_OFF,
+        .avail_user_addr = (uintptr_t)area + AVAIL_OFF,
+        .used_user_addr = (uintptr_t)area + USED_OFF,
+    };
+    uint64_t idx = q->index;
+
+    q->kick = eventfd(0, EFD_CLOEXEC);
+    q->call = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (q->kick < 0 || q->call < 0) {
         die("cannot create eventfds: %s", strerror(errno));
     }
-    bench_set_state(b, VHOST_USER_SET_VRING_NUM, QUEUE_SIZE);
-    bench_set_state(b, VHOST_USER_SET_VRING_BASE, 0);
+    bench_set_state(b, VHOST_USER_SET_VRING_NUM, q->index, QUEUE_SIZE);
+    bench_set_state(b, VHOST_USER_SET_VRING_BASE, q->index, 0);
     bench_set(b, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a), -1);
-    bench_set(b, VHOST_USER_SET_VRING_CALL, &idx, sizeof(idx), b->call);
-    bench_set(b, VHOST_USER_SET_VRING_KICK, &idx, sizeof(idx), b->kick);
-    bench_set_state(b, VHOST_USER_SET_VRING_ENABLE, 1);
+    bench_set(b, VHOST_USER_SET_VRING_CALL, &idx, sizeof(idx), q->call);
+    bench_set(b, VHOST_USER_SET_VRING_KICK, &idx, sizeof(idx), q->kick);
+    bench_set_state(b, VHOST_USER_SET_VRING_ENABLE, q->index, 1);
+}
+
+/*
+ * Stops queue @q and starts it again where it stopped, as a front-end
+ * does around a migration or a device reset, while its thread goes on.
+ */
+static void bench_restart_vring(Bench *b, BenchQueue *q)
+{
+    VhostUserVringState st = { .index = q->index };
+    uint64_t idx = q->index;
+
+    bench_send(b, VHOST_USER_GET_VRING_BASE, 0, &st, sizeof(st), -1);
+    bench_recv(b, VHOST_USER_GET_VRING_BASE, &st, sizeof(st));
+    if (st.index != q->index) {
+        die("GET_VRING_BASE of vring %u answered for vring %u", q->index,
+            st.index);
+    }
+    bench_set_state(b, VHOST_USER_SET_VRING_BASE, q->index, st.num);
+    bench_set(b, VHOST_USER_SET_VRING_KICK, &idx, sizeof(idx), q->kick);
 }
 
 /* Negotiation as QEMU does it; returns the capacity in bytes. */
 static uint64_t bench_negotiate(Bench *b)
 {
     uint64_t f = bench_get_u64(b, VHOST_USER_GET_FEATURES);
-    uint64_t pf;
+    uint64_t pf, want;
     VhostUserConfig cfg = { .offset = 0, .size = sizeof(VirtIOBlkConfig) };
     uint32_t cfg_size = VHOST_USER_CONFIG_HDR_SIZE + sizeof(VirtIOBlkConfig);
     VirtIOBlkConfig blk;
@@ -247,13 +307,19 @@ static uint64_t bench_negotiate(Bench *b)
         die("the back-end offers no protocol features");
     }
     pf = bench_get_u64(b, VHOST_USER_GET_PROTOCOL_FEATURES);
-    if (!(pf & (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK)) ||
-        !(pf & (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG))) {
-        die("the back-end offers no REPLY_ACK or no CONFIG");
+    want = (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+           (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG);
+    if (b->nq > 1) {
+        want |= UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ;
     }
-    pf &= (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-          (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG);
+    if ((pf & want) != want) {
+        die("the back-end offers no REPLY_ACK, CONFIG or MQ");
+    }
+    pf &= want;
     bench_send(b, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf), -1);
+    if (b->nq > 1 && bench_get_u64(b, VHOST_USER_GET_QUEUE_NUM) < b->nq) {
+        die("the back-end has fewer than %u queues", b->nq);
+    }
     bench_set(b, VHOST_USER_SET_OWNER, NULL, 0, -1);
     /* no EVENT_IDX: the device then calls after every batch it uses */
     f &= ~((UINT64_C(1) << VIRTIO_RING_F_EVENT_IDX) |
@@ -265,7 +331,7 @@ static uint64_t bench_negotiate(Bench *b)
     return GUINT64_FROM_LE(blk.capacity) * 512;
 }
 
-static void bench_desc(Bench *b, uint16_t i, uint64_t off, uint32_t len,
+static void bench_desc(BenchQueue *q, uint16_t i, uint64_t off, uint32_t len,
                        uint16_t flags, uint16_t next)
 {
     VRingDesc d = {
@@ -275,7 +341,7 @@ static void bench_desc(Bench *b, uint16_t i, uint64_t off, uint32_t len,
         .next = GUINT16_TO_LE(next),
     };
 
-    memcpy(b->mem + DESC_OFF + i * sizeof(d), &d, sizeof(d));
+    memcpy(q->b->mem + q->area + DESC_OFF + i * sizeof(d), &d, sizeof(d));
 }
 
 /* The verify pattern's 8-byte word @i of @block. */
@@ -293,54 +359,65 @@ static void bench_fill(Bench *b, uint8_t *data, uint64_t block)
     }
 }
 
-static void bench_check(Bench *b, const uint8_t *data, uint64_t block)
+static void bench_check(BenchQueue *q, const uint8_t *data, uint64_t block)
 {
+    Bench *b = q->b;
+
     for (size_t i = 0; i < b->bs / 8; i++) {
         uint64_t w;
 
         memcpy(&w, data + i * 8, 8);
         if (w != bench_stamp(b, block, i)) {
-            die("block %" PRIu64 " read back wrong at byte %zu: %#" PRIx64
-                " where %#" PRIx64 " was written", block, i * 8, w,
-                bench_stamp(b, block, i));
+            die("queue %u: block %" PRIu64 " read back wrong at byte %zu: %#"
+                PRIx64 " where %#" PRIx64 " was written", q->index, block,
+                i * 8, w, bench_stamp(b, block, i));
         }
     }
 }
 
-/* Builds the next request in @slot and makes it available. */
-static void bench_submit(Bench *b, unsigned int slot)
+static size_t bench_slot_off(BenchQueue *q, unsigned int slot)
 {
-    size_t off = SLOTS_OFF + slot * b->slot_size;
-    uint64_t block = b->random ? g_random_int_range(0, b->blocks) :
-                                 b->next_block++ % b->blocks;
+    return q->area + SLOTS_OFF + slot * q->b->slot_size;
+}
+
+/* Builds the next request in @slot and makes it available. */
+static void bench_submit(BenchQueue *q, unsigned int slot)
+{
+    Bench *b = q->b;
+    size_t off = bench_slot_off(q, slot);
+    uint64_t block = b->random ? g_rand_int_range(q->rand, 0, b->blocks) :
+                     b->verify ? q->first_block + q->next_block++ :
+                                 q->next_block++ % b->blocks;
     VirtIOBlkOutHdr hdr = {
-        .type = GUINT32_TO_LE(b->is_write ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN),
+        .type = GUINT32_TO_LE(q->is_write ? VIRTIO_BLK_T_OUT : VIRTIO_BLK_T_IN),
         .sector = GUINT64_TO_LE(block * b->bs / 512),
     };
     uint16_t head = slot * 3;
-    uint16_t *ring = (uint16_t *)(b->mem + AVAIL_OFF + VRING_AVAIL_OFF_RING);
-    uint16_t *idx = (uint16_t *)(b->mem + AVAIL_OFF + VRING_AVAIL_OFF_IDX);
+    uint8_t *area = b->mem + q->area;
+    uint16_t *ring = (uint16_t *)(area + AVAIL_OFF + VRING_AVAIL_OFF_RING);
+    uint16_t *idx = (uint16_t *)(area + AVAIL_OFF + VRING_AVAIL_OFF_IDX);
 
-    b->submitted++;
-    b->slot_block[slot] = block;
-    if (b->verify && b->is_write) {
+    q->submitted++;
+    q->slot_block[slot] = block;
+    if (b->verify && q->is_write) {
         bench_fill(b, b->mem + off + SLOT_DATA, block);
     }
     memcpy(b->mem + off, &hdr, sizeof(hdr));
-    bench_desc(b, head, off, sizeof(hdr), VRING_DESC_F_NEXT, head + 1);
-    bench_desc(b, head + 1, off + SLOT_DATA, b->bs,
-               VRING_DESC_F_NEXT | (b->is_write ? 0 : VRING_DESC_F_WRITE),
+    bench_desc(q, head, off, sizeof(hdr), VRING_DESC_F_NEXT, head + 1);
+    bench_desc(q, head + 1, off + SLOT_DATA, b->bs,
+               VRING_DESC_F_NEXT | (q->is_write ? 0 : VRING_DESC_F_WRITE),
                head + 2);
-    bench_desc(b, head + 2, off + 16, 1, VRING_DESC_F_WRITE, 0);
-    ring[b->avail_idx % QUEUE_SIZE] = GUINT16_TO_LE(head);
-    b->avail_idx++;
-    __atomic_store_n(idx, GUINT16_TO_LE(b->avail_idx), __ATOMIC_RELEASE);
+    bench_desc(q, head + 2, off + 16, 1, VRING_DESC_F_WRITE, 0);
+    ring[q->avail_idx % QUEUE_SIZE] = GUINT16_TO_LE(head);
+    q->avail_idx++;
+    __atomic_store_n(idx, GUINT16_TO_LE(q->avail_idx), __ATOMIC_RELEASE);
 }
 
 /* Kicks unless the device said it polls (VRING_USED_F_NO_NOTIFY). */
-static void bench_kick(Bench *b)
+static void bench_kick(BenchQueue *q)
 {
-    uint16_t *flags = (uint16_t *)(b->mem + USED_OFF + VRING_USED_OFF_FLAGS);
+    uint16_t *flags = (uint16_t *)(q->b->mem + q->area + USED_OFF +
+                                   VRING_USED_OFF_FLAGS);
     uint64_t one = 1;
 
     /* the new avail idx is visible before the flag is read */
@@ -349,14 +426,15 @@ static void bench_kick(Bench *b)
         VRING_USED_F_NO_NOTIFY) {
         return;
     }
-    if (write(b->kick, &one, sizeof(one)) != sizeof(one)) {
+    if (write(q->kick, &one, sizeof(one)) != sizeof(one)) {
         die("kick: %s", strerror(errno));
     }
 }
 
-static uint16_t bench_used_idx(Bench *b)
+static uint16_t bench_used_idx(BenchQueue *q)
 {
-    uint16_t *idx = (uint16_t *)(b->mem + USED_OFF + VRING_USED_OFF_IDX);
+    uint16_t *idx = (uint16_t *)(q->b->mem + q->area + USED_OFF +
+                                 VRING_USED_OFF_IDX);
 
     return GUINT16_FROM_LE(__atomic_load_n(idx, __ATOMIC_ACQUIRE));
 }
@@ -365,144 +443,202 @@ static uint16_t bench_used_idx(Bench *b)
  * Takes every used request; resubmits each (with one kick for all) while
  * @resubmit.  Returns the requests completed.
  */
-static unsigned int bench_reap(Bench *b, bool resubmit)
+static unsigned int bench_reap(BenchQueue *q, bool resubmit)
 {
-    uint16_t end = bench_used_idx(b);
+    Bench *b = q->b;
+    uint16_t end = bench_used_idx(q);
     unsigned int n = 0;
 
-    for (; b->used_idx != end; b->used_idx++) {
+    for (; q->used_idx != end; q->used_idx++) {
         VRingUsedElem u;
         unsigned int slot;
+        uint8_t status;
 
-        memcpy(&u, b->mem + USED_OFF + VRING_USED_OFF_RING +
-               sizeof(u) * (b->used_idx % QUEUE_SIZE), sizeof(u));
+        memcpy(&u, b->mem + q->area + USED_OFF + VRING_USED_OFF_RING +
+               sizeof(u) * (q->used_idx % QUEUE_SIZE), sizeof(u));
         slot = GUINT32_FROM_LE(u.id) / 3;
-        if (b->mem[SLOTS_OFF + slot * b->slot_size + 16] != VIRTIO_BLK_S_OK) {
-            die("request failed with status %u",
-                b->mem[SLOTS_OFF + slot * b->slot_size + 16]);
+        if (slot >= b->depth) {
+            die("queue %u: the device used descriptor %" PRIu32 ", which "
+                "heads no request", q->index, GUINT32_FROM_LE(u.id));
         }
-        if (b->verify && !b->is_write) {
-            bench_check(b, b->mem + SLOTS_OFF + slot * b->slot_size +
-                        SLOT_DATA, b->slot_block[slot]);
+        status = b->mem[bench_slot_off(q, slot) + 16];
+        if (status != VIRTIO_BLK_S_OK) {
+            die("queue %u: request failed with status %u", q->index, status);
+        }
+        if (b->verify && !q->is_write) {
+            bench_check(q, b->mem + bench_slot_off(q, slot) + SLOT_DATA,
+                        q->slot_block[slot]);
         }
         n++;
-        if (resubmit && b->submitted < b->limit) {
-            bench_submit(b, slot);
+        if (resubmit && q->submitted < q->limit) {
+            bench_submit(q, slot);
         }
     }
     if (n && resubmit) {
-        bench_kick(b);
+        bench_kick(q);
     }
     return n;
 }
 
-static void bench_wait_call(Bench *b)
+static void bench_wait_call(BenchQueue *q)
 {
-    struct pollfd pfd = { .fd = b->call, .events = POLLIN };
+    struct pollfd pfd = { .fd = q->call, .events = POLLIN };
     uint64_t v;
 
     if (poll(&pfd, 1, 10000) <= 0) {
-        die("no completion for 10 seconds");
+        die("queue %u: no completion for 10 seconds", q->index);
     }
-    if (read(b->call, &v, sizeof(v)) < 0 && errno != EAGAIN) {
+    if (read(q->call, &v, sizeof(v)) < 0 && errno != EAGAIN) {
         die("call eventfd: %s", strerror(errno));
     }
 }
 
 /*
- * One verify phase: @count requests of the first blocks, in order, @depth
- * at a time (the reaping checks what reads bring back).
+ * One verify phase of @q: its blocks, in order, depth at a time (the
+ * reaping checks what reads bring back).
  */
-static void bench_verify_phase(Bench *b, unsigned int depth, uint64_t count,
-                               bool is_write)
+static void bench_verify_phase(BenchQueue *q, bool is_write)
 {
+    Bench *b = q->b;
     uint64_t done = 0;
 
-    b->is_write = is_write;
-    b->next_block = 0;
-    b->submitted = 0;
-    b->limit = count;
-    for (unsigned int i = 0; i < depth && b->submitted < count; i++) {
-        bench_submit(b, i);
+    q->is_write = is_write;
+    q->next_block = 0;
+    q->submitted = 0;
+    q->limit = b->verify_count;
+    for (unsigned int i = 0; i < b->depth && q->submitted < q->limit; i++) {
+        bench_submit(q, i);
     }
-    bench_kick(b);
-    while (done < count) {
-        unsigned int n = bench_reap(b, true);
+    bench_kick(q);
+    while (done < q->limit) {
+        unsigned int n = bench_reap(q, true);
 
         done += n;
         if (!n) {
-            bench_wait_call(b);
+            bench_wait_call(q);
         }
     }
+}
+
+/* Timed patterns: depth requests in flight until b->end. */
+static void bench_timed(BenchQueue *q)
+{
+    Bench *b = q->b;
+    unsigned int outstanding = b->depth;
+
+    q->is_write = b->is_write;
+    q->limit = UINT64_MAX;
+    for (unsigned int i = 0; i < b->depth; i++) {
+        bench_submit(q, i);
+    }
+    bench_kick(q);
+    while (g_get_monotonic_time() < b->end) {
+        bench_wait_call(q);
+        q->done += bench_reap(q, true);
+    }
+    while (outstanding > 0) {
+        unsigned int n = bench_reap(q, false);
+
+        outstanding -= n;
+        if (outstanding && !n) {
+            bench_wait_call(q);
+        }
+    }
+}
+
+static gpointer bench_queue_run(gpointer opaque)
+{
+    BenchQueue *q = opaque;
+
+    if (q->b->verify) {
+        bench_verify_phase(q, true);
+        bench_verify_phase(q, false);
+    } else {
+        bench_timed(q);
+    }
+    __atomic_fetch_sub(&q->b->running, 1, __ATOMIC_SEQ_CST);
+    return NULL;
 }
 
 int main(int argc, char **argv)
 {
     Bench b = { 0 };
-    unsigned int depth;
+    bool churn;
     double secs;
-    uint64_t done = 0;
-    unsigned int outstanding;
-    int64_t start, end;
+    uint64_t done = 0, rounds = 0;
+    int64_t start;
 
-    if (argc != 6) {
-        fprintf(stderr, "usage: vhost-user-bench SOCKET randread|randwrite|verify|"
-                "read|write BLOCK_SIZE DEPTH SECONDS\n");
+    if (argc != 6 && argc != 7) {
+        fprintf(stderr, "usage: vhost-user-bench SOCKET randread|randwrite|"
+                "read|write|verify|verify-churn BLOCK_SIZE DEPTH SECONDS "
+                "[QUEUES]\n");
         return 1;
     }
     b.is_write = strstr(argv[2], "write") != NULL;
     b.random = g_str_has_prefix(argv[2], "rand");
-    b.verify = !strcmp(argv[2], "verify");
-    b.limit = UINT64_MAX;
+    churn = !strcmp(argv[2], "verify-churn");
+    b.verify = churn || !strcmp(argv[2], "verify");
     b.bs = strtoul(argv[3], NULL, 0);
-    depth = strtoul(argv[4], NULL, 0);
+    b.depth = strtoul(argv[4], NULL, 0);
     secs = strtod(argv[5], NULL);
+    b.nq = argc == 7 ? strtoul(argv[6], NULL, 0) : 1;
     if (b.bs == 0 || b.bs % 512 || b.bs > 4 * MiB) {
         die("block size %" PRIu32 " is not a multiple of 512 up to 4 MiB",
             b.bs);
     }
-    if (depth == 0 || depth * 3 > QUEUE_SIZE) {
-        die("depth %u is not between 1 and %u", depth, QUEUE_SIZE / 3);
+    if (b.depth == 0 || b.depth * 3 > QUEUE_SIZE) {
+        die("depth %u is not between 1 and %u", b.depth, QUEUE_SIZE / 3);
+    }
+    if (b.nq == 0 || b.nq > MAX_QUEUES) {
+        die("%u queues, not 1 to %d", b.nq, MAX_QUEUES);
     }
     bench_connect(&b, argv[1]);
     b.blocks = bench_negotiate(&b) / b.bs;
-    if (b.blocks == 0) {
-        die("the disk is smaller than one block of %" PRIu32 " bytes", b.bs);
+    if (b.blocks < b.nq) {
+        die("the disk has fewer blocks of %" PRIu32 " bytes than queues",
+            b.bs);
     }
-    bench_setup_memory(&b, depth);
-    bench_setup_vring(&b);
-    if (b.verify) {
-        uint64_t count = MIN(b.blocks, VERIFY_BLOCKS);
+    bench_setup_memory(&b);
+    for (unsigned int i = 0; i < b.nq; i++) {
+        BenchQueue *q = &b.q[i];
 
-        b.seed = (uint64_t)g_get_real_time() & 0xffffff;
-        bench_verify_phase(&b, depth, count, true);
-        bench_verify_phase(&b, depth, count, false);
-        printf("VERIFIED %" PRIu64 "\n", count);
-        close(b.fd);
-        return 0;
+        q->b = &b;
+        q->index = i;
+        q->area = i * b.area_size;
+        q->rand = g_rand_new();
+        bench_setup_vring(&b, q);
     }
-
+    b.verify_count = MIN(b.blocks / b.nq, VERIFY_BLOCKS);
+    b.seed = (uint64_t)g_get_real_time() & 0xffffff;
+    b.running = b.nq;
     start = g_get_monotonic_time();
-    end = start + secs * G_USEC_PER_SEC;
-    for (unsigned int i = 0; i < depth; i++) {
-        bench_submit(&b, i);
+    b.end = start + secs * G_USEC_PER_SEC;
+    for (unsigned int i = 0; i < b.nq; i++) {
+        b.q[i].first_block = i * b.verify_count;
+        b.q[i].thread = g_thread_new("queue", bench_queue_run, &b.q[i]);
     }
-    bench_kick(&b);
-    outstanding = depth;
-    while (g_get_monotonic_time() < end) {
-        bench_wait_call(&b);
-        done += bench_reap(&b, true);
-    }
-    end = g_get_monotonic_time();
-    while (outstanding > 0) {
-        unsigned int n = bench_reap(&b, false);
-
-        outstanding -= n;
-        if (outstanding && !n) {
-            bench_wait_call(&b);
+    /* only this thread talks on the socket once the queues run */
+    while (churn && __atomic_load_n(&b.running, __ATOMIC_SEQ_CST)) {
+        bench_send_mem_table(&b);
+        for (unsigned int i = 0; i < b.nq; i++) {
+            bench_restart_vring(&b, &b.q[i]);
         }
+        rounds++;
     }
-    printf("IOPS %.0f\n", done / ((end - start) / (double)G_USEC_PER_SEC));
+    for (unsigned int i = 0; i < b.nq; i++) {
+        g_thread_join(b.q[i].thread);
+        g_rand_free(b.q[i].rand);
+        done += b.q[i].done;
+    }
+    if (b.verify) {
+        printf("VERIFIED %" PRIu64 "\n", b.verify_count * b.nq);
+        if (churn) {
+            printf("CHURNED %" PRIu64 "\n", rounds);
+        }
+    } else {
+        printf("IOPS %.0f\n", done / ((b.end - start) /
+                                      (double)G_USEC_PER_SEC));
+    }
     close(b.fd);
     return 0;
 }
