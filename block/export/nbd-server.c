@@ -83,7 +83,8 @@
  *     nbd_co_to_conn()), so the node is only touched in its own thread
  *     (threading rule 13 of docs/architecture.md).  A move is a
  *     coroutine scheduled on the other context: the requests that move
- *     in one loop iteration share one wake-up of the other thread.
+ *     in one loop iteration share one wake-up of the other thread (each
+ *     move allocates the one-shot bottom half that schedules it).
  */
 #include "util/osdep.h"
 #include "crypto/tls-session.h"
