@@ -269,8 +269,7 @@ static BlockDriverState *job_qmp_above(BlockDriverState *top,
     return top;
 }
 
-/* auto-finalize and auto-dismiss as JOB_MANUAL_* flags */
-static int job_qmp_flags(JsonObject *args)
+int job_qmp_flags(JsonObject *args)
 {
     int flags = JOB_DEFAULT;
 
@@ -285,11 +284,10 @@ static int job_qmp_flags(JsonObject *args)
     return flags;
 }
 
-static BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
+BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
 {
     const char *value = qmp_arg_str(args, name);
 
-    /* the schema checked the value */
     return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
 }
 
