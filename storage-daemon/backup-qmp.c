@@ -10,6 +10,7 @@
  * filter out and gives the bitmap back.
  */
 #include "backup-qmp.h"
+#include "job-qmp.h"
 
 #include "block/block.h"
 #include "job/backup.h"
@@ -30,14 +31,6 @@ static const char *const backup_qmp_bitmap_mode_names[] = {
     [BITMAP_SYNC_NEVER] = "never",
     [BITMAP_SYNC_ALWAYS] = "always",
 };
-
-static BlockdevOnError backup_qmp_on_error(JsonObject *args,
-                                           const char *name)
-{
-    const char *value = qmp_arg_str(args, name);
-
-    return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
-}
 
 /* sync, bitmap and bitmap-mode, in the order QEMU checks them */
 static bool backup_qmp_sync(JsonObject *args, BlockDriverState *bs,
@@ -113,19 +106,12 @@ static bool backup_qmp_options(JsonObject *args, BlockDriverState *bs,
         .speed = json_object_get_int_member_with_default(args, "speed", 0),
         .compress = json_object_get_boolean_member_with_default(
                         args, "compress", false),
-        .on_source_error = backup_qmp_on_error(args, "on-source-error"),
-        .on_target_error = backup_qmp_on_error(args, "on-target-error"),
+        .on_source_error = job_qmp_on_error(args, "on-source-error"),
+        .on_target_error = job_qmp_on_error(args, "on-target-error"),
         .filter_node_name = qmp_arg_str(args, "filter-node-name"),
         .max_workers = BACKUP_DEFAULT_MAX_WORKERS,
+        .job_flags = job_qmp_flags(args),
     };
-    if (!json_object_get_boolean_member_with_default(args, "auto-finalize",
-                                                     true)) {
-        opts->job_flags |= JOB_MANUAL_FINALIZE;
-    }
-    if (!json_object_get_boolean_member_with_default(args, "auto-dismiss",
-                                                     true)) {
-        opts->job_flags |= JOB_MANUAL_DISMISS;
-    }
     if (perf) {
         opts->max_workers = json_object_get_int_member_with_default(
                                 perf, "max-workers",

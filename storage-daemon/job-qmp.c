@@ -103,31 +103,40 @@ static void qmp_query_block_jobs(JsonObject *args, JsonNode **ret,
 }
 
 /* job-resume and block-job-resume: a job stopped by an error goes on. */
-static void job_qmp_resume(Job *job, Error **errp)
+static bool job_qmp_resume(Job *job, Error **errp)
 {
     BlockJob *bjob = block_job_from_job(job);
 
-    if (job_user_resume(job, errp) && bjob) {
+    if (!job_user_resume(job, errp)) {
+        return false;
+    }
+    if (bjob) {
         block_job_iostatus_reset(bjob);
+    }
+    return true;
+}
+
+/* What a job-* or block-job-* command does to the job it names. */
+typedef bool JobQmpAction(Job *job, Error **errp);
+
+/* job-*: the job named by "id" (QEMU's "Job not found"). */
+static void job_qmp_act(JsonObject *args, JobQmpAction *act, Error **errp)
+{
+    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+
+    if (job) {
+        act(job, errp);
     }
 }
 
 static void qmp_job_pause(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_user_pause(job, errp);
-    }
+    job_qmp_act(args, job_user_pause, errp);
 }
 
 static void qmp_job_resume(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_qmp_resume(job, errp);
-    }
+    job_qmp_act(args, job_qmp_resume, errp);
 }
 
 static void qmp_job_cancel(JsonObject *args, JsonNode **ret, Error **errp)
@@ -141,29 +150,17 @@ static void qmp_job_cancel(JsonObject *args, JsonNode **ret, Error **errp)
 
 static void qmp_job_complete(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_complete(job, errp);
-    }
+    job_qmp_act(args, job_complete, errp);
 }
 
 static void qmp_job_dismiss(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_dismiss(job, errp);
-    }
+    job_qmp_act(args, job_dismiss, errp);
 }
 
 static void qmp_job_finalize(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_finalize(job, errp);
-    }
+    job_qmp_act(args, job_finalize, errp);
 }
 
 static BlockJob *job_qmp_block_job_arg(JsonObject *args, const char *name,
@@ -171,6 +168,17 @@ static BlockJob *job_qmp_block_job_arg(JsonObject *args, const char *name,
 {
     return job_qmp_find_block_job(json_object_get_string_member(args, name),
                                   errp);
+}
+
+/* block-job-*: the block job named by the argument @name. */
+static void job_qmp_act_block_job(JsonObject *args, const char *name,
+                                  JobQmpAction *act, Error **errp)
+{
+    BlockJob *bjob = job_qmp_block_job_arg(args, name, errp);
+
+    if (bjob) {
+        act(&bjob->job, errp);
+    }
 }
 
 static void qmp_block_job_set_speed(JsonObject *args, JsonNode **ret,
@@ -205,51 +213,31 @@ static void qmp_block_job_cancel(JsonObject *args, JsonNode **ret,
 static void qmp_block_job_pause(JsonObject *args, JsonNode **ret,
                                 Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
-
-    if (bjob) {
-        job_user_pause(&bjob->job, errp);
-    }
+    job_qmp_act_block_job(args, "device", job_user_pause, errp);
 }
 
 static void qmp_block_job_resume(JsonObject *args, JsonNode **ret,
                                  Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
-
-    if (bjob) {
-        job_qmp_resume(&bjob->job, errp);
-    }
+    job_qmp_act_block_job(args, "device", job_qmp_resume, errp);
 }
 
 static void qmp_block_job_complete(JsonObject *args, JsonNode **ret,
                                    Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
-
-    if (bjob) {
-        job_complete(&bjob->job, errp);
-    }
+    job_qmp_act_block_job(args, "device", job_complete, errp);
 }
 
 static void qmp_block_job_finalize(JsonObject *args, JsonNode **ret,
                                    Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "id", errp);
-
-    if (bjob) {
-        job_finalize(&bjob->job, errp);
-    }
+    job_qmp_act_block_job(args, "id", job_finalize, errp);
 }
 
 static void qmp_block_job_dismiss(JsonObject *args, JsonNode **ret,
                                   Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "id", errp);
-
-    if (bjob) {
-        job_dismiss(&bjob->job, errp);
-    }
+    job_qmp_act_block_job(args, "id", job_dismiss, errp);
 }
 
 static void qmp_blockdev_create(JsonObject *args, JsonNode **ret,
@@ -281,8 +269,7 @@ static BlockDriverState *job_qmp_above(BlockDriverState *top,
     return top;
 }
 
-/* auto-finalize and auto-dismiss as JOB_MANUAL_* flags */
-static int job_qmp_flags(JsonObject *args)
+int job_qmp_flags(JsonObject *args)
 {
     int flags = JOB_DEFAULT;
 
@@ -297,11 +284,10 @@ static int job_qmp_flags(JsonObject *args)
     return flags;
 }
 
-static BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
+BlockdevOnError job_qmp_on_error(JsonObject *args, const char *name)
 {
     const char *value = qmp_arg_str(args, name);
 
-    /* the schema checked the value */
     return value ? block_job_parse_on_error(value) : BLOCKDEV_ON_ERROR_REPORT;
 }
 
