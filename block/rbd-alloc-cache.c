@@ -5,10 +5,11 @@
  * Why: an NBD client's structured READ makes the export ask block status
  * for the range before it reads it (sparse reads: holes go out as hole
  * chunks).  On an RBD image with fast-diff every such query is a walk of
- * the object map, which librbd reads from the OSD, in a worker thread so
- * that the loop never waits for the cluster: per 4 KiB read at depth 1,
- * an OSD round trip and two thread hand-offs more than the read itself
- * (docs/performance.md, the rbd section).  An object stays allocated
+ * the object map (rbd_diff_iterate2), in a worker thread so that the loop
+ * never waits for the cluster: per 4 KiB read at depth 1, a librbd call
+ * that completes through librbd's own threads and a hand-off each way,
+ * about as many context switches as the read itself (docs/performance.md,
+ * the rbd section).  An object stays allocated
  * until it is discarded, zeroed with unmap, cut off by a resize or
  * replaced by a snapshot rollback, so "allocated" learnt once holds until
  * this node does one of those.

@@ -282,8 +282,8 @@ static int qrbd_diff_worker(void *opaque)
  * written, or was discarded, reads as zeroes.  Without a valid fast-diff
  * map the walk would read every object, so everything is data then, as
  * QEMU reports it.  Objects found allocated are remembered (s->alloc):
- * an NBD export asks before every read, and the walk costs an OSD round
- * trip in a worker thread, more than a 4 KiB read itself.
+ * an NBD export asks before every read, and the walk, in a worker thread,
+ * costs about as many context switches as a 4 KiB read itself.
  */
 static int coroutine_fn qrbd_co_block_status(BlockDriverState *bs,
                                              bool want_zero, int64_t offset,
