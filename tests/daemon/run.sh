@@ -50,7 +50,8 @@ names=()
 for t in "$dir"/test-*.py; do
     names+=("$(basename "$t" .py)")
 done
-lanes_first=(test-jobs test-qmp)
+# the longest first (measured: tests/run-all.sh prints the slowest)
+lanes_first=(test-jobs test-vhost-user-blk test-backup test-nbd-security)
 lanes_run "${names[@]}"
 echo "daemon: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

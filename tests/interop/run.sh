@@ -48,8 +48,10 @@ for script in "$here"/*.sh; do
     name=$(basename "$script" .sh)
     [ "$name" = run ] || names+=("$name")
 done
+# the longest first (measured: tests/run-all.sh prints the slowest);
 # nbd-client-timeout waits out a 60 s deadline
-lanes_first=(nbd-client-timeout ssh qcow2-interop rbd jobs-vs-qsd)
+lanes_first=(rbd luks-interop qcow2-interop luks-qcow2-interop jobs-vs-qsd
+             nbd-client-timeout qcow2-measure-interop)
 lanes_run "${names[@]}"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
