@@ -6,6 +6,10 @@
 # total.  Exits non-zero if anything failed.  A layer that cannot run (its
 # runner is missing, the qcow2 driver is not built) is a failure, never a
 # silent omission.
+# Each script or program a layer runs ends its line with its time,
+# "(12.3 s, CPU 4.5 s)" (tests/timing.bash); before the total come each
+# layer's time and the ten slowest scripts and programs of the run, so
+# that a test that grows slow is seen.
 set -u
 build=${1:?usage: run-all.sh BUILD_DIR [layer...]}
 shift
@@ -14,7 +18,13 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
 [ ${#layers[@]} -eq 0 ] && layers=(unit qtest crash iotests iotests-qemu interop daemon guest docs demo)
 
+. "$src/tests/timing.bash"
 total_pass=0 total_fail=0 total_skip=0
+# "SECONDS<tab>LAYER: NAME (TIME)" of every timed script or program, and
+# "LAYER (TIME)" of every layer
+times_log=$(mktemp)
+layer_times=()
+trap 'rm -f "$times_log"' EXIT
 
 # Adds the counts from a runner's "N passed, N failed[, N skipped]" line.
 count_line() {
@@ -28,13 +38,24 @@ count_line() {
     total_skip=$((total_skip + ${s:-0}))
 }
 
+# collect_times LAYER LOG: the timed lines of a layer's output, as
+# "SECONDS<tab>LAYER: NAME (TIME)"; NAME is the line's first word.
+collect_times() {
+    sed -n -E 's/^ *([^ :]+):? .*\(([0-9]+)\.([0-9]) s(, CPU [0-9.]+ s)\).*/\2.\3\t'"$1"': \1 (\2.\3 s\4)/p' \
+        "$2" >> "$times_log"
+}
+
 run_layer() {
     local name=$1; shift
     local log
     log=$(mktemp)
     echo "=== $name ==="
+    timing_start
     "$@" 2>&1 | tee "$log"
     local rc=${PIPESTATUS[0]}
+    timing_stop
+    layer_times+=("$name ($timing)")
+    collect_times "$name" "$log"
     local line
     line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$line" ]; then
@@ -71,6 +92,21 @@ iotests() {
     fi
 }
 
+# The demo layer: scripts/demo.sh, its output kept in BUILD/demo.log.
+demo() {
+    local rc
+    timing_start
+    bash "$src/scripts/demo.sh" "$build" > "$build/demo.log" 2>&1
+    rc=$?
+    timing_stop
+    if [ $rc -eq 0 ]; then
+        echo "demo: 1 passed, 0 failed ($timing)"
+    else
+        tail -n 20 "$build/demo.log"
+        echo "demo: 0 passed, 1 failed ($timing)"
+    fi
+}
+
 for layer in "${layers[@]}"; do
     case $layer in
     unit) run_layer unit bash "$src/tests/unit/run.sh" "$build" ;;
@@ -91,11 +127,16 @@ for layer in "${layers[@]}"; do
     daemon) run_layer daemon bash "$src/tests/daemon/run.sh" "$build" ;;
     guest) run_layer guest bash "$src/tests/guest/run.sh" "$build" ;;
     docs) run_layer docs bash "$src/tests/check-docs.sh" "$build" ;;
-    demo) run_layer demo bash -c "bash '$src/scripts/demo.sh' '$build' > '$build/demo.log' 2>&1 && echo '1 passed, 0 failed' || { tail -n 20 '$build/demo.log'; echo '0 passed, 1 failed'; }" ;;
+    demo) run_layer demo demo ;;
     *) echo "unknown test layer '$layer'" >&2; exit 2 ;;
     esac
 done
 
+echo "=== times ==="
+printf '%s\n' "${layer_times[@]}"
+echo "slowest 10:"
+sort -t "$(printf '\t')" -k1,1 -rn "$times_log" | head -n 10 | cut -f 2- |
+    sed 's/^/  /'
 echo "=== total ==="
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]

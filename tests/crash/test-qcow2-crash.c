@@ -27,7 +27,10 @@
  * tests/crash/crashpoint.c): CrashOp.copied says so for these cases only.
  *
  * QBLOCK_CRASH_STRIDE=<k> cuts at every k-th request only (a quick run);
- * the default, 1, is the exhaustive matrix.
+ * the default, 1, is the exhaustive matrix.  QBLOCK_CRASH_SHARD=<i>/<n>
+ * runs only every n-th of those cut points, from the i-th (0-based), so
+ * that processes running at once share a long matrix between them
+ * (tests/crash/run.sh adds their crash-matrix lines up).
  */
 #include "crash-model.h"
 #include "block/blkcrash.h"
@@ -581,6 +584,20 @@ static int crash_stride(void)
     return s ? MAX(atoi(s), 1) : 1;
 }
 
+/* QBLOCK_CRASH_SHARD=<i>/<n>: this process's share of the cut points. */
+static void crash_shard(int *index, int *count)
+{
+    const char *s = g_getenv("QBLOCK_CRASH_SHARD");
+
+    *index = 0;
+    *count = 1;
+    if (s && (sscanf(s, "%d/%d", index, count) != 2 || *count < 1 ||
+              *index < 0 || *index >= *count)) {
+        g_error("QBLOCK_CRASH_SHARD=%s: expected <i>/<n> with 0 <= i < n",
+                s);
+    }
+}
+
 static void crash_test_op(gconstpointer data)
 {
     const CrashOp *op = data;
@@ -590,6 +607,9 @@ static void crash_test_op(gconstpointer data)
     CrashHeader before, after;
     CrashVerdict v;
     int stride = crash_stride();
+    int shard, shards;
+    g_autofree char *label = NULL;
+    uint64_t cuts = 0;
 
     if (!crash_have_qemu_img()) {
         g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
@@ -605,7 +625,12 @@ static void crash_test_op(gconstpointer data)
     if (op->did) {
         op->did(&before, &after);
     }
+    crash_shard(&shard, &shards);
     for (uint64_t n = 1; n <= t.requests + 1; n += stride) {
+        if ((n - 1) / stride % shards != shard) {
+            continue;
+        }
+        cuts++;
         for (size_t m = 0; m < ARRAY_SIZE(crash_modes); m++) {
             crash_run_once(op, base, n, crash_modes[m], NULL, &v);
             t.runs++;
@@ -624,10 +649,13 @@ static void crash_test_op(gconstpointer data)
         }
     }
     /* one line per operation, the figures docs/reliability.md shows */
+    label = shards > 1 ? g_strdup_printf("%s [shard %d/%d]", op->name, shard,
+                                         shards)
+                       : g_strdup(op->name);
     printf("# crash-matrix %s: %" PRIu64 " requests, %" PRIu64 " cut points"
            " x %zu modes = %d runs, %d leaked, %d OFLAG_COPIED, %d failed\n",
-           op->name, t.requests, (t.requests + stride) / stride,
-           ARRAY_SIZE(crash_modes), t.runs, t.leaked, t.copied, t.failed);
+           label, t.requests, cuts, ARRAY_SIZE(crash_modes), t.runs,
+           t.leaked, t.copied, t.failed);
     if (t.failed) {
         printf("# %s failed at (request/mode):%s\n", op->name, where->str);
         g_test_fail();

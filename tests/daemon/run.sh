@@ -3,39 +3,55 @@
 #   tests/daemon/run.sh BUILD_DIR
 # Each script prints "NAME: N passed, N failed, N skipped"; a script that
 # dies without that line, or exits non-zero with no failure counted, counts
-# as one failure.
+# as one failure.  The scripts run in two lanes (tests/lanes.bash;
+# QBLOCK_TEST_LANES=1: one at a time), each daemon in its own mktemp
+# folder.
 set -u
 build=${1:?usage: run.sh BUILD_DIR}
 build=$(cd "$build" && pwd)
 dir=$(cd "$(dirname "$0")" && pwd)
+. "$dir/../timing.bash"
+. "$dir/../lanes.bash"
 pass=0 fail=0 skip=0
 if [ ! -x "$build/qblock-storage-daemon" ]; then
     echo "daemon: $build/qblock-storage-daemon is missing"
     echo "daemon: 0 passed, 1 failed, 0 skipped"
     exit 1
 fi
-for t in "$dir"/test-*.py; do
-    out=$(cd "$dir" && timeout 600 python3 "$t" "$build" 2>&1)
-    rc=$?
+lane_job() { cd "$dir" && timeout 600 python3 "$dir/$1.py" "$build"; }
+
+# A script's FAIL and skip lines and its summary; if it died without one,
+# or exited non-zero with no failure counted, the end of its output.
+lane_report() {
+    local name=$1 out line p f s
+    out=$(< "$lane_out")
     line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out" |
            tail -n 1)
     if [ -z "$line" ]; then
-        echo "--- $(basename "$t") printed no summary ---"
+        echo "--- $name.py printed no summary ($lane_time) ---"
         tail -n 30 <<<"$out"
         fail=$((fail + 1))
-        continue
+        return
     fi
     grep -E '^(FAIL|skip) ' <<<"$out"
-    echo "$line"
+    echo "$line ($lane_time)"
     p=$(sed -n 's/.* \([0-9]\+\) passed.*/\1/p' <<<"$line")
     f=$(sed -n 's/.* \([0-9]\+\) failed.*/\1/p' <<<"$line")
     s=$(sed -n 's/.* \([0-9]\+\) skipped.*/\1/p' <<<"$line")
-    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-        echo "--- $(basename "$t") exited $rc with no failure counted ---"
+    if [ "$lane_rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        echo "--- $name.py exited $lane_rc with no failure counted ---"
         tail -n 30 <<<"$out"
         f=1
     fi
     pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + ${s:-0}))
+}
+
+names=()
+for t in "$dir"/test-*.py; do
+    names+=("$(basename "$t" .py)")
 done
+# the longest first (measured: tests/run-all.sh prints the slowest)
+lanes_first=(test-jobs test-vhost-user-blk test-backup test-nbd-security)
+lanes_run "${names[@]}"
 echo "daemon: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

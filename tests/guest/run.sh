@@ -10,6 +10,7 @@
 set -u
 build=$(cd "${1:?usage: run.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../timing.bash"
 out=$build/tests/guest
 # the system python: the guest test needs only its standard library
 py=/usr/bin/python3
@@ -39,8 +40,11 @@ for src in "$here/build-guest.py" "$here/guest-init.sh"; do
     [ "$src" -nt "$out/initramfs.cpio.gz" ] && stale=1
 done
 if [ "$stale" = 1 ]; then
+    timing_start
     "$py" "$here/build-guest.py" "$out"
     rc=$?
+    timing_stop
+    echo "build-guest: exit $rc ($timing)"
     [ "$rc" = 77 ] && skip "no guest could be built (see the message above)"
     if [ "$rc" != 0 ]; then
         echo "guest: build-guest.py failed (exit $rc)"
@@ -48,8 +52,12 @@ if [ "$stale" = 1 ]; then
         exit 1
     fi
 fi
-timeout 900 "$py" "$here/vhost-user-blk.py" "$build" "$out"
+timing_start
+timeout 900 "$py" "$here/vhost-user-blk.py" "$build" "$out" > "$out/run.log" 2>&1
 rc=$?
+timing_stop
+# its summary line, named and timed as the other runners' are
+sed -E "s/^([0-9]+ passed, [0-9]+ failed.*)$/guest: \1 ($timing)/" "$out/run.log"
 case $rc in
 124) echo "guest: timed out after 900 s"; echo "0 passed, 1 failed" ;;
 77) [ -n "${CI:-}" ] && [ "$CI" != false ] &&

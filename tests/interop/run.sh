@@ -3,20 +3,27 @@
 #   tests/interop/run.sh BUILD_DIR
 # Each script prints "N passed, N failed[, N skipped]" as its last summary
 # line (the skipped part counts groups of cases it could not run) and exits
-# 77 when the QEMU tool it compares against is missing.
+# 77 when the QEMU tool it compares against is missing.  The scripts run
+# in two lanes (tests/lanes.bash; QBLOCK_TEST_LANES=1: one at a time):
+# each works in its own mktemp folder and picks free ports.
 set -u
 build=${1:?usage: run.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../timing.bash"
+. "$here/../lanes.bash"
+
+lane_job() { timeout 900 bash "$here/$1.sh" "$build"; }
+
 pass=0 fail=0 skip=0
-for script in "$here"/*.sh; do
-    [ "$(basename "$script")" = run.sh ] && continue
-    name=$(basename "$script" .sh)
-    out=$(timeout 900 bash "$script" "$build" 2>&1)
-    rc=$?
-    if [ $rc -eq 77 ]; then
-        echo "$name: skipped: $(tail -n 1 <<<"$out")"
+# The summary line of a finished script, its skips, and on a failure the
+# end of its output.
+lane_report() {
+    local name=$1 out line p f s
+    out=$(< "$lane_out")
+    if [ "$lane_rc" -eq 77 ]; then
+        echo "$name: skipped: $(tail -n 1 <<<"$out") ($lane_time)"
         skip=$((skip + 1))
-        continue
+        return
     fi
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' <<<"$out" | tail -n 1)
     p=$(sed -n 's/^\([0-9]*\) passed.*/\1/p' <<<"$line")
@@ -24,15 +31,27 @@ for script in "$here"/*.sh; do
     s=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$line")
     if [ -z "$line" ]; then
         p=0 f=1
-    elif [ $rc -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
+    elif [ "$lane_rc" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then
         f=1
     fi
-    echo "$name: ${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+    echo "$name: ${p:-0} passed, ${f:-0} failed, ${s:-0} skipped ($lane_time)"
     grep -E '^skip' <<<"$out"
     if [ "${f:-0}" -ne 0 ]; then
+        [ "$lane_rc" -eq 124 ] && echo "$name: killed after 900 s"
         grep -v '^ok' <<<"$out" | tail -n 60
     fi
     pass=$((pass + ${p:-0})) fail=$((fail + ${f:-0})) skip=$((skip + ${s:-0}))
+}
+
+names=()
+for script in "$here"/*.sh; do
+    name=$(basename "$script" .sh)
+    [ "$name" = run ] || names+=("$name")
 done
+# the longest first (measured: tests/run-all.sh prints the slowest);
+# nbd-client-timeout waits out a 60 s deadline
+lanes_first=(rbd luks-interop qcow2-interop luks-qcow2-interop jobs-vs-qsd
+             nbd-client-timeout qcow2-measure-interop)
+lanes_run "${names[@]}"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
