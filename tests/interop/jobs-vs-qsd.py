@@ -12,7 +12,6 @@ Prints "N passed, N failed, N skipped" last; exits 77 when
 qemu-storage-daemon is not installed.  Names of scenarios after BUILD_DIR
 run only those.
 """
-import concurrent.futures
 import json
 import os
 import re
@@ -140,25 +139,24 @@ def substitute(value, d):
 
 
 def run_scenario(binary, d, steps):
-    started = []
+    run = None
     try:
-        return run_steps(binary, d, steps, started)
+        run = run_steps(binary, d, steps)
     except Exception:
         # a daemon left running would outlive the suite
-        if started and started[0].proc.poll() is None:
-            started[0].proc.kill()
+        if run_steps.current and run_steps.current.proc.poll() is None:
+            run_steps.current.proc.kill()
         raise
+    return run
 
 
-def run_steps(binary, d, steps, started):
-    """Runs @steps in @d; the daemon, once started, goes in @started."""
-    run = None
+def run_steps(binary, d, steps):
+    run = run_steps.current = None
     for step in steps:
         if step[0] == 'sh':
             sh(d, step[1])
         elif step[0] == 'start':
-            run = Run(binary, d)
-            started.append(run)
+            run = run_steps.current = Run(binary, d)
         elif step[0] == 'qmp':
             run.cmd(step[1], substitute(step[2], d) if len(step) > 2
                     else None)
@@ -174,6 +172,9 @@ def run_steps(binary, d, steps, started):
             step[1](run)
     run.quit()
     return run
+
+
+run_steps.current = None
 
 
 class Tests:
@@ -216,18 +217,12 @@ def job_of(event):
 def compare(tests, name, scenario, build, top):
     ours = os.path.join(build, 'qblock-storage-daemon')
     progress = scenario.get('filter_progress', False)
-    # the two daemons run the scenario at once, each in its own folder:
-    # most of a scenario's time is waiting (job speeds, latencies, events)
     runs = {}
-    with concurrent.futures.ThreadPoolExecutor(2) as pool:
-        for label, binary in (('qemu', 'qemu-storage-daemon'),
-                              ('qblock', ours)):
-            d = os.path.join(top, name, label)
-            os.makedirs(d)
-            runs[label] = (d, pool.submit(run_scenario, binary, d,
-                                          scenario['steps']))
-    (dq, rq), (db, rb) = ((d, f.result()) for d, f in
-                          (runs['qemu'], runs['qblock']))
+    for label, binary in (('qemu', 'qemu-storage-daemon'), ('qblock', ours)):
+        d = os.path.join(top, name, label)
+        os.makedirs(d)
+        runs[label] = (d, run_scenario(binary, d, scenario['steps']))
+    (dq, rq), (db, rb) = runs['qemu'], runs['qblock']
     rep_q = normalise(rq.replies, dq, progress)
     rep_b = normalise(rb.replies, db, progress)
     # where qblock's message is better on purpose, or differs for a
