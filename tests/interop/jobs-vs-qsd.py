@@ -50,6 +50,15 @@ class Run:
 
     def cmd(self, name, args):
         r = self.qmp.cmd(name, args)
+        # a qemu-io client that just exited may not have been seen to go
+        # yet (either daemon, more often under load), and the export
+        # would stay: what is compared is the reply once it has gone
+        for _ in range(50):
+            if name != 'block-export-del' or \
+                    'still in use' not in str(r.get('error', '')):
+                break
+            time.sleep(0.1)
+            r = self.qmp.cmd(name, args)
         self.replies.append((name, r))
         self._take_events()
 
