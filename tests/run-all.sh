@@ -9,7 +9,9 @@
 # Each script or program a layer runs ends its line with its time,
 # "(12.3 s, CPU 4.5 s)" (tests/timing.bash); before the total come each
 # layer's time and the ten slowest scripts and programs of the run, so
-# that a test that grows slow is seen.
+# that a test that grows slow is seen; then, if anything failed, the
+# scripts and cases that failed, so that the last lines of a run (all
+# that a CI log may keep) name them.
 set -u
 build=${1:?usage: run-all.sh BUILD_DIR [layer...]}
 shift
@@ -23,8 +25,10 @@ total_pass=0 total_fail=0 total_skip=0
 # "SECONDS<tab>LAYER: NAME (TIME)" of every timed script or program, and
 # "LAYER (TIME)" of every layer
 times_log=$(mktemp)
+# "LAYER: LINE" of every script that failed and of its first failed cases
+failures_log=$(mktemp)
 layer_times=()
-trap 'rm -f "$times_log"' EXIT
+trap 'rm -f "$times_log" "$failures_log"' EXIT
 
 # Adds the counts from a runner's "N passed, N failed[, N skipped]" line.
 count_line() {
@@ -45,6 +49,20 @@ collect_times() {
         "$2" >> "$times_log"
 }
 
+# collect_failures LAYER LOG: the lines of a layer's output that name a
+# failure: a script's or program's count with failures (not the layer's
+# own total, its last such line), a script that printed no summary or
+# was killed, and the first ten failed cases (FAIL, "not ok" other than
+# an expected failure).
+collect_failures() {
+    local layer=$1 log=$2
+    {
+        grep -E '\b[1-9][0-9]* failed|printed no summary|killed after|exited [0-9]+ with no failure|lane of .* died' "$log" |
+            sed '$d'
+        grep -E '^(FAIL\b|not ok |Failures: )|  \[failed\] ' "$log" | grep -v '# TODO' | head -n 10
+    } | sed "s/^/$layer: /" >> "$failures_log"
+}
+
 run_layer() {
     local name=$1; shift
     local log
@@ -59,12 +77,15 @@ run_layer() {
     local line
     line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$line" ]; then
-        echo "$name: runner printed no summary (exit $rc); counting it as one failure"
+        echo "$name: runner printed no summary (exit $rc); counting it as one failure" |
+            tee -a "$failures_log"
         total_fail=$((total_fail + 1))
     else
         count_line "$line"
+        grep -qE '\b[1-9][0-9]* failed' <<<"$line" && collect_failures "$name" "$log"
         if [ "$rc" -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' <<<"$line"; then
-            echo "$name: runner exited $rc; counting it as one failure"
+            echo "$name: runner exited $rc; counting it as one failure" |
+                tee -a "$failures_log"
             total_fail=$((total_fail + 1))
         fi
     fi
@@ -74,7 +95,7 @@ run_layer() {
 # A layer that cannot run counts as one failure, with the reason.
 cannot_run() {
     echo "=== $1 ==="
-    echo "$1: cannot run: $2; counting it as one failure"
+    echo "$1: cannot run: $2; counting it as one failure" | tee -a "$failures_log"
     total_fail=$((total_fail + 1))
 }
 
@@ -137,6 +158,10 @@ printf '%s\n' "${layer_times[@]}"
 echo "slowest 10:"
 sort -t "$(printf '\t')" -k1,1 -rn "$times_log" | head -n 10 | cut -f 2- |
     sed 's/^/  /'
+if [ -s "$failures_log" ]; then
+    echo "failed:"
+    head -n 40 "$failures_log" | cut -c 1-200 | sed 's/^/  /'
+fi
 echo "=== total ==="
 echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 [ "$total_fail" -eq 0 ]
