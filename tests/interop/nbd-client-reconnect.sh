@@ -75,10 +75,10 @@ for server in qemu-nbd qblock-nbd; do
         start_server rc "$prog" -t -f qcow2 rc.qcow2 || {
             fail "$server: start"; continue 2; }
         timeout 30 "$tool" --image-opts -c 'read -P 1 0 64k' \
-            -c 'sleep 1000' -c 'write -P 5 0 64k' -c 'read -P 5 0 64k' \
+            -c 'sleep 1500' -c 'write -P 5 0 64k' -c 'read -P 5 0 64k' \
             "$opts,reconnect-delay=10" > "rc-$(basename "$tool").out" 2>&1 &
         client=$!
-        sleep 0.5
+        wait_connected "$work/rc.sock"
         stop_server
         sleep 2
         start_server rc "$prog" -t -f qcow2 rc.qcow2
@@ -97,19 +97,21 @@ for server in qemu-nbd qblock-nbd; do
             "$(diff <(echo "$want") <(echo "$got"))"
     fi
 
-    # reconnect-delay=1 with the server gone for good: the write fails
-    # with EIO once the delay is over (not at once, not much later)
+    # reconnect-delay=3 with the server gone for good: the write, issued
+    # within the delay, fails with EIO once it is over (not at once, not
+    # much later).  The client sleeps 1.5 s so that the server is surely
+    # gone before it writes, even on a loaded machine.
     cp src.qcow2 rc.qcow2
     start_server rc "$prog" -t -f qcow2 rc.qcow2
-    timeout 30 "$qio" --image-opts -c 'read -P 1 0 64k' -c 'sleep 700' \
-        -c 'write -P 5 0 64k' "$opts,reconnect-delay=1" > gone.out 2>&1 &
+    timeout 30 "$qio" --image-opts -c 'read -P 1 0 64k' -c 'sleep 1500' \
+        -c 'write -P 5 0 64k' "$opts,reconnect-delay=3" > gone.out 2>&1 &
     client=$!
-    sleep 0.3
+    wait_connected "$work/rc.sock"
     stop_server
     start=$(now)
     wait $client
     rc=$?
-    if [ $rc -eq 1 ] && elapsed_in "$start" 0.9 4 &&
+    if [ $rc -eq 1 ] && elapsed_in "$start" 2.9 6 &&
        grep -q '^write failed: Input/output error$' gone.out; then
         ok "$server: reconnect-delay, server gone"
     else

@@ -139,7 +139,7 @@ for server in qemu-nbd qblock-nbd; do
     timeout 20 "$qio" -f raw -r -c 'read 0 4k' -c 'sleep 1500' \
         -c 'read 0 4k' "$u" > dies.out 2>&1 &
     pid=$!
-    sleep 0.7
+    wait_connected "$work/$server.sock"
     kill $rw_pid
     if wait_exit $pid && grep -q 'read failed: Input/output error' dies.out
     then

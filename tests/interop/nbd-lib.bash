@@ -88,4 +88,24 @@ wait_exit() {
     return 1
 }
 
+# wait_connected SOCKET: waits (up to 20 s) until a client is connected
+# to the unix socket SOCKET (a server-side socket in state connected,
+# /proc/net/unix), then 0.3 s more for its handshake; fails if none
+# comes.  For a test that must cut a client off after it has opened its
+# export: a fixed sleep is too short on a loaded machine.
+wait_connected() {
+    local i
+    for i in $(seq 200); do
+        # qblock-nbd binds SOCKET.PID.tmp and renames it: the kernel
+        # keeps the name it was bound to
+        if awk -v p="$1" '$6 == "03" && ($8 == p || index($8, p ".") == 1) {
+                              found = 1 } END { exit !found }' /proc/net/unix; then
+            sleep 0.3
+            return 0
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
 uri() { echo "nbd+unix:///${2:-}?socket=$work/$1.sock"; }

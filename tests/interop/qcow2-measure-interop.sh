@@ -95,7 +95,12 @@ make_image() {
     "$img" create -q -f qcow2 ${opts:+-o $opts} "$f" 6M &&
     "$io" -f qcow2 -c "write -q -P 1 0 1M" -c "write -q -z 1M 512k" \
         -c "write -q $c -P 2 2M 2M" -c "write -q -P 3 4200k 5k" \
-        -c "discard -q 0 64k" "$f"
+        -c "discard -q 0 64k" "$f" &&
+    # The file's extents settle as the kernel writes it back (an
+    # unwritten extent with dirty pages is data until then, a hole
+    # after), and the two tools map it one after the other: fsync it
+    # first, so that both see the same file.
+    sync "$f"
 }
 for opts in "" cluster_size=4k cluster_size=2M compat=0.10 \
             compression_type=zstd refcount_bits=8 lazy_refcounts=on \
