@@ -220,6 +220,10 @@ class QmpClient:
         self.events = []
         self.eof = False
         self.greeting = self.recv()
+        if self.greeting is None or 'QMP' not in self.greeting:
+            # else the greeting, late, would be taken for the first reply
+            raise RuntimeError('%s: no QMP greeting within %d s: %r'
+                               % (path, TIMEOUT, self.greeting))
 
     def send_raw(self, data):
         self.sock.sendall(data)
