@@ -22,12 +22,28 @@
 # the lanes end together instead of one long test running alone at the
 # end); they are still reported in their place.
 #
+# lanes_retries (0 unless the caller sets it): a test that failed (its
+# exit status other than 0 and 77, or a "N failed" line with N > 0) runs
+# once more, alone in its lane, and lane_report sees the second run, with
+# $lane_first_out naming the first one's output (empty when there was no
+# second run).  For the layers whose tests talk to other programs over
+# sockets and timeouts (interop, daemon), where a loaded machine can
+# make one case late; the report names every test that needed it.
+#
 # QBLOCK_TEST_LANES=1 runs one test at a time, as before lanes.  The
 # tests of a layer that runs in lanes must share no fixed port, socket
 # or scratch path (each works in a mktemp folder and picks free ports).
 
 lanes=${QBLOCK_TEST_LANES:-2}
 lanes_first=()
+lanes_retries=0
+
+# Whether the test whose output is $lane_out and exit status $lane_rc
+# failed.
+lanes_failed() {
+    { [ "$lane_rc" -ne 0 ] && [ "$lane_rc" -ne 77 ]; } ||
+        grep -qE '\b[1-9][0-9]* failed' "$lane_out"
+}
 
 # lanes_job_in NAME: lane_job NAME with its output, time and exit status
 # in $lanes_dir/NAME.{out,time,rc}; the exit status last, since its
@@ -41,6 +57,19 @@ lanes_job_in() {
     echo "$timing" > "$lanes_dir/$name.time"
     echo "$rc" > "$lanes_dir/$name.rc.part"
     mv "$lanes_dir/$name.rc.part" "$lanes_dir/$name.rc"
+}
+
+# For lane_report: what the first run of a test run twice said, and
+# whether the second passed ("flaky NAME: ..." lines, which
+# tests/run-all.sh lists at the end of the run).
+lanes_retry_note() {
+    [ -n "$lane_first_out" ] || return 0
+    if lanes_failed; then
+        echo "$1: failed, and failed again when run again; the first run ended:"
+    else
+        echo "flaky $1: failed, then passed when run again; the first run ended:"
+    fi
+    grep -vE '^(ok|skip)\b' "$lane_first_out" | tail -n 20 | sed 's/^/    /'
 }
 
 lanes_run() {
@@ -67,6 +96,15 @@ lanes_run() {
             lane_out=$lanes_dir/$name.out
             lane_rc=$(< "$lanes_dir/$name.rc")
             lane_time=$(< "$lanes_dir/$name.time")
+            lane_first_out=
+            if [ "$lanes_retries" -gt 0 ] && lanes_failed; then
+                lane_first_out=$lanes_dir/$name.first.out
+                mv "$lane_out" "$lane_first_out"
+                rm -f "$lanes_dir/$name.rc"
+                lanes_job_in "$name"
+                lane_rc=$(< "$lanes_dir/$name.rc")
+                lane_time=$(< "$lanes_dir/$name.time")
+            fi
             lane_report "$name"
             printed=$((printed + 1))
         done

@@ -9,9 +9,11 @@
 # Each script or program a layer runs ends its line with its time,
 # "(12.3 s, CPU 4.5 s)" (tests/timing.bash); before the total come each
 # layer's time and the ten slowest scripts and programs of the run, so
-# that a test that grows slow is seen; then, if anything failed, the
-# scripts and cases that failed, so that the last lines of a run (all
-# that a CI log may keep) name them.
+# that a test that grows slow is seen; then the scripts that failed once
+# and passed when run again (the interop and daemon layers run a failed
+# script a second time: QBLOCK_TEST_RETRIES=0 says never), and, if
+# anything failed, the scripts and cases that failed, so that the last
+# lines of a run (all that a CI log may keep) name them.
 set -u
 build=${1:?usage: run-all.sh BUILD_DIR [layer...]}
 shift
@@ -27,8 +29,11 @@ total_pass=0 total_fail=0 total_skip=0
 times_log=$(mktemp)
 # "LAYER: LINE" of every script that failed and of its first failed cases
 failures_log=$(mktemp)
+# "LAYER: NAME: ..." of every script that failed, then passed when run
+# again (tests/lanes.bash)
+flaky_log=$(mktemp)
 layer_times=()
-trap 'rm -f "$times_log" "$failures_log"' EXIT
+trap 'rm -f "$times_log" "$failures_log" "$flaky_log"' EXIT
 
 # Adds the counts from a runner's "N passed, N failed[, N skipped]" line.
 count_line() {
@@ -49,16 +54,16 @@ collect_times() {
         "$2" >> "$times_log"
 }
 
-# collect_failures LAYER LOG: the lines of a layer's output that name a
-# failure: a script's or program's count with failures (not the layer's
-# own total, its last such line), a script that printed no summary or
-# was killed, and the first ten failed cases (FAIL, "not ok" other than
-# an expected failure).
+# collect_failures LAYER LOG SUMMARY: the lines of a layer's output that
+# name a failure: a script's or program's count with failures (not the
+# layer's own SUMMARY line), a script that printed no summary or was
+# killed, and the first ten failed cases (FAIL, "not ok" other than an
+# expected failure).
 collect_failures() {
     local layer=$1 log=$2
     {
-        grep -E '\b[1-9][0-9]* failed|printed no summary|killed after|exited [0-9]+ with no failure|lane of .* died' "$log" |
-            sed '$d'
+        grep -E '^[A-Za-z0-9_./()-]+:? +[0-9]+ passed, [1-9][0-9]* failed|^[^ ].*(printed no summary|killed after|exited [0-9]+ with no failure|lane of .* died)' "$log" |
+            grep -vxF -- "$3"
         grep -E '^(FAIL\b|not ok |Failures: )|  \[failed\] ' "$log" | grep -v '# TODO' | head -n 10
     } | sed "s/^/$layer: /" >> "$failures_log"
 }
@@ -74,6 +79,7 @@ run_layer() {
     timing_stop
     layer_times+=("$name ($timing)")
     collect_times "$name" "$log"
+    sed -n "s/^flaky \([^:]*\):.*/$name: \1/p" "$log" >> "$flaky_log"
     local line
     line=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
     if [ -z "$line" ]; then
@@ -82,7 +88,7 @@ run_layer() {
         total_fail=$((total_fail + 1))
     else
         count_line "$line"
-        grep -qE '\b[1-9][0-9]* failed' <<<"$line" && collect_failures "$name" "$log"
+        grep -qE '\b[1-9][0-9]* failed' <<<"$line" && collect_failures "$name" "$log" "$line"
         if [ "$rc" -ne 0 ] && ! grep -qE '[1-9][0-9]* failed' <<<"$line"; then
             echo "$name: runner exited $rc; counting it as one failure" |
                 tee -a "$failures_log"
@@ -158,6 +164,10 @@ printf '%s\n' "${layer_times[@]}"
 echo "slowest 10:"
 sort -t "$(printf '\t')" -k1,1 -rn "$times_log" | head -n 10 | cut -f 2- |
     sed 's/^/  /'
+if [ -s "$flaky_log" ]; then
+    echo "failed once, passed when run again (see each one's first run above):"
+    cut -c 1-200 "$flaky_log" | sed 's/^/  /'
+fi
 if [ -s "$failures_log" ]; then
     echo "failed:"
     head -n 40 "$failures_log" | cut -c 1-200 | sed 's/^/  /'

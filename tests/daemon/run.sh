@@ -12,6 +12,8 @@ build=$(cd "$build" && pwd)
 dir=$(cd "$(dirname "$0")" && pwd)
 . "$dir/../timing.bash"
 . "$dir/../lanes.bash"
+# a failed script runs once more (tests/lanes.bash); 0: never
+lanes_retries=${QBLOCK_TEST_RETRIES:-1}
 pass=0 fail=0 skip=0
 if [ ! -x "$build/qblock-storage-daemon" ]; then
     echo "daemon: $build/qblock-storage-daemon is missing"
@@ -25,6 +27,7 @@ lane_job() { cd "$dir" && timeout 600 python3 "$dir/$1.py" "$build"; }
 lane_report() {
     local name=$1 out line p f s
     out=$(< "$lane_out")
+    lanes_retry_note "$name"
     line=$(grep -E '^[a-z-]+: [0-9]+ passed, [0-9]+ failed' <<<"$out" |
            tail -n 1)
     if [ -z "$line" ]; then

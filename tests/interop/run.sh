@@ -11,6 +11,8 @@ build=${1:?usage: run.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../timing.bash"
 . "$here/../lanes.bash"
+# a failed script runs once more (tests/lanes.bash); 0: never
+lanes_retries=${QBLOCK_TEST_RETRIES:-1}
 
 lane_job() { timeout 900 bash "$here/$1.sh" "$build"; }
 
@@ -20,6 +22,7 @@ pass=0 fail=0 skip=0
 lane_report() {
     local name=$1 out line p f s
     out=$(< "$lane_out")
+    lanes_retry_note "$name"
     if [ "$lane_rc" -eq 77 ]; then
         echo "$name: skipped: $(tail -n 1 <<<"$out") ($lane_time)"
         skip=$((skip + 1))
