@@ -26,10 +26,22 @@ COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
 def tracked_files(src):
-    out = subprocess.run(['git', '-C', src, 'ls-files', '-z', '--cached',
-                          '--others', '--exclude-standard'],
-                         capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split('\0')
+    """The files of the tree; outside a git checkout (an unpacked release),
+    every file below @src but the build folders."""
+    try:
+        out = subprocess.run(['git', '-C', src, 'ls-files', '-z', '--cached',
+                              '--others', '--exclude-standard'],
+                             capture_output=True, text=True,
+                             check=True).stdout
+        files = out.split('\0')
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for root, dirs, names in os.walk(src):
+            dirs[:] = [d for d in dirs
+                       if not d.startswith(('.', 'build'))]
+            files += [os.path.relpath(os.path.join(root, n), src)
+                      for n in names]
+    return [f for f in files
             if f and not f.startswith('tests/')
             and os.path.isfile(os.path.join(src, f))]
 
