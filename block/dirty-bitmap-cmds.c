@@ -104,9 +104,11 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup_checked(BlockDriverState *bs,
 
 BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        const char *name,
-                                       uint32_t granularity, bool persistent,
-                                       bool disabled, Error **errp)
+                                       uint32_t granularity,
+                                       BdrvDirtyBitmapAddFlags flags,
+                                       Error **errp)
 {
+    bool persistent = flags & BDRV_BITMAP_ADD_PERSISTENT;
     BdrvDirtyBitmap *bitmap;
 
     if (!name || !name[0]) {
@@ -128,7 +130,7 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
     if (!bitmap) {
         return NULL;
     }
-    if (disabled) {
+    if (flags & BDRV_BITMAP_ADD_DISABLED) {
         bdrv_disable_dirty_bitmap(bitmap);
     }
     bdrv_dirty_bitmap_set_persistence(bitmap, persistent);

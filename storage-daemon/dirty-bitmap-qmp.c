@@ -23,6 +23,7 @@ static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
 {
     BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
     uint32_t granularity = 0;
+    BdrvDirtyBitmapAddFlags flags = 0;
 
     if (!bs) {
         return;
@@ -33,11 +34,14 @@ static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
         /* 0 is no default here: QEMU refuses it */
         granularity = g ? (uint32_t)g : 1;
     }
-    bdrv_dirty_bitmap_add(bs, qmp_arg_str(args, "name"), granularity,
-                          json_object_get_boolean_member_with_default(
-                              args, "persistent", false),
-                          json_object_get_boolean_member_with_default(
-                              args, "disabled", false),
+    if (json_object_get_boolean_member_with_default(args, "persistent",
+                                                    false)) {
+        flags |= BDRV_BITMAP_ADD_PERSISTENT;
+    }
+    if (json_object_get_boolean_member_with_default(args, "disabled", false)) {
+        flags |= BDRV_BITMAP_ADD_DISABLED;
+    }
+    bdrv_dirty_bitmap_add(bs, qmp_arg_str(args, "name"), granularity, flags,
                           errp);
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the test layers and sums them up (the guest layer boots a Linux
 # guest under QEMU TCG, in about 15 s).
-#   tests/run-all.sh BUILD_DIR [unit|qtest|crash|iotests|iotests-qemu|interop|daemon|guest|docs|demo]...
+#   tests/run-all.sh BUILD_DIR [unit|qtest|crash|iotests|iotests-qemu|interop|daemon|guest|docs|structure|demo]...
 # Every layer prints its own "N passed, N failed" line; the last line is the
 # total.  Exits non-zero if anything failed.  A layer that cannot run (its
 # runner is missing, the qcow2 driver is not built) is a failure, never a
@@ -20,7 +20,7 @@ shift
 build=$(cd "$build" && pwd)
 src=$(cd "$(dirname "$0")/.." && pwd)
 layers=("$@")
-[ ${#layers[@]} -eq 0 ] && layers=(unit qtest crash iotests iotests-qemu interop daemon guest docs demo)
+[ ${#layers[@]} -eq 0 ] && layers=(unit qtest crash iotests iotests-qemu interop daemon guest docs structure demo)
 
 . "$src/tests/timing.bash"
 total_pass=0 total_fail=0 total_skip=0
@@ -154,6 +154,7 @@ for layer in "${layers[@]}"; do
     daemon) run_layer daemon bash "$src/tests/daemon/run.sh" "$build" ;;
     guest) run_layer guest bash "$src/tests/guest/run.sh" "$build" ;;
     docs) run_layer docs bash "$src/tests/check-docs.sh" "$build" ;;
+    structure) run_layer structure python3 "$src/tests/check-structure.py" "$src" ;;
     demo) run_layer demo demo ;;
     *) echo "unknown test layer '$layer'" >&2; exit 2 ;;
     esac

@@ -44,7 +44,8 @@ static int img_bitmap_run(BlockDriverState *bs, BlockDriverState *src_bs,
 
     switch (act->op) {
     case IMG_BITMAP_ADD:
-        return bdrv_dirty_bitmap_add(bs, bitmap, granularity, true, false,
+        return bdrv_dirty_bitmap_add(bs, bitmap, granularity,
+                                     BDRV_BITMAP_ADD_PERSISTENT,
                                      errp) ? 0 : -1;
     case IMG_BITMAP_REMOVE:
         return bdrv_dirty_bitmap_remove(bs, bitmap, errp);

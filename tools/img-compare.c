@@ -70,10 +70,17 @@ typedef struct ImgCompareImage {
     uint8_t *buf;
 } ImgCompareImage;
 
+/* How to compare: -s and -q. */
+typedef enum ImgCompareFlags {
+    IMG_COMPARE_STRICT = 1 << 0, /* allocation and size must match too */
+    IMG_COMPARE_QUIET = 1 << 1,  /* print nothing, only the exit status */
+} ImgCompareFlags;
+
 /* Compares one chunk at @offset; returns 0 or the exit status. */
 static int img_compare_chunk(ImgCompareImage *img, int64_t offset,
-                             int64_t *pchunk, bool strict, bool quiet)
+                             int64_t *pchunk, ImgCompareFlags flags)
 {
+    bool quiet = flags & IMG_COMPARE_QUIET;
     int64_t pnum[2], chunk;
     int status[2];
     bool allocated[2];
@@ -93,7 +100,7 @@ static int img_compare_chunk(ImgCompareImage *img, int64_t offset,
     chunk = MIN(pnum[0], pnum[1]);
     *pchunk = chunk;
 
-    if (strict && status[0] != status[1]) {
+    if ((flags & IMG_COMPARE_STRICT) && status[0] != status[1]) {
         if (!quiet) {
             printf("Strict mode: Offset %" PRId64
                    " block status mismatch!\n", offset);
@@ -162,9 +169,10 @@ static int img_compare_tail(ImgCompareImage *over, int64_t offset,
     return 0;
 }
 
-static int img_compare_images(ImgCompareImage *img, bool strict, bool quiet,
+static int img_compare_images(ImgCompareImage *img, ImgCompareFlags flags,
                               ImgProgress *progress)
 {
+    bool quiet = flags & IMG_COMPARE_QUIET;
     int64_t total_size, progress_base, offset = 0, chunk;
     int ret;
 
@@ -181,14 +189,14 @@ static int img_compare_images(ImgCompareImage *img, bool strict, bool quiet,
     progress_base = MAX(img[0].size, img[1].size);
     img_progress_print(progress, 0, 100);
 
-    if (strict && img[0].size != img[1].size) {
+    if ((flags & IMG_COMPARE_STRICT) && img[0].size != img[1].size) {
         if (!quiet) {
             printf("Strict mode: Image size mismatch!\n");
         }
         return 1;
     }
     while (offset < total_size) {
-        ret = img_compare_chunk(img, offset, &chunk, strict, quiet);
+        ret = img_compare_chunk(img, offset, &chunk, flags);
         if (ret) {
             return ret;
         }
@@ -218,7 +226,8 @@ int img_compare(int argc, char **argv)
     ImgOpenOptions o[2] = { { 0 }, { 0 } };
     const char *cache = IMG_CACHE_DEFAULT;
     ImgCompareImage img[2] = { { 0 }, { 0 } };
-    bool progress = false, strict = false;
+    ImgCompareFlags flags = 0;
+    bool progress = false;
     ImgProgress meter;
     int c, ret;
 
@@ -237,7 +246,7 @@ int img_compare(int argc, char **argv)
             progress = true;
             break;
         case 's':
-            strict = true;
+            flags |= IMG_COMPARE_STRICT;
             break;
         }
     }
@@ -264,7 +273,10 @@ int img_compare(int argc, char **argv)
             goto out;
         }
     }
-    ret = img_compare_images(img, strict, co.quiet, &meter);
+    if (co.quiet) {
+        flags |= IMG_COMPARE_QUIET;
+    }
+    ret = img_compare_images(img, flags, &meter);
 
 out:
     for (int i = 0; i < 2; i++) {

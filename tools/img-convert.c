@@ -301,6 +301,7 @@ static int img_convert_copy_bitmaps(BlockDriverState *src,
     for (BdrvDirtyBitmap *bm = bdrv_dirty_bitmap_first(src); bm;
          bm = bdrv_dirty_bitmap_next(bm)) {
         const char *name = bdrv_dirty_bitmap_name(bm);
+        BdrvDirtyBitmapAddFlags flags = BDRV_BITMAP_ADD_PERSISTENT;
         Error *err = NULL;
 
         if (!bdrv_dirty_bitmap_get_persistence(bm)) {
@@ -310,9 +311,12 @@ static int img_convert_copy_bitmaps(BlockDriverState *src,
             warn_report("Skipping inconsistent bitmap '%s'", name);
             continue;
         }
+        if (!bdrv_dirty_bitmap_enabled(bm)) {
+            flags |= BDRV_BITMAP_ADD_DISABLED;
+        }
         if (!bdrv_dirty_bitmap_add(dst, name,
-                                   bdrv_dirty_bitmap_granularity(bm), true,
-                                   !bdrv_dirty_bitmap_enabled(bm), &err)) {
+                                   bdrv_dirty_bitmap_granularity(bm), flags,
+                                   &err)) {
             error_report("Failed to create bitmap %s: %s", name,
                          error_get_pretty(err));
             error_free(err);

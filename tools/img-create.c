@@ -188,11 +188,17 @@ static bool img_create_set_backing_opt(QemuOpts *opts, QemuOptsList *list,
     return true;
 }
 
+/* How to create: -u and -q. */
+typedef enum ImgCreateFlags {
+    IMG_CREATE_UNSAFE = 1 << 0, /* the backing file need not open */
+    IMG_CREATE_QUIET = 1 << 1,  /* no "Formatting ..." line */
+} ImgCreateFlags;
+
 /* qemu-img's bdrv_img_create(): everything after the command line. */
 static int img_create_image(const char *filename, const char *fmt,
                             const char *base_filename, const char *base_fmt,
                             const char *options, int64_t img_size,
-                            bool unsafe, bool quiet, Error **errp)
+                            ImgCreateFlags flags, Error **errp)
 {
     const BlockDriver *drv;
     QemuOptsList *list = NULL;
@@ -235,7 +241,8 @@ static int img_create_image(const char *filename, const char *fmt,
     size = qemu_opt_has(opts, "size") ? (int64_t)qemu_opt_get_size(opts,
                                                                    "size", 0)
                                       : -1;
-    if (img_create_backing(filename, opts, unsafe, &size, errp) < 0) {
+    if (img_create_backing(filename, opts, flags & IMG_CREATE_UNSAFE, &size,
+                           errp) < 0) {
         goto out;
     }
     if (size == -1) {
@@ -243,7 +250,7 @@ static int img_create_image(const char *filename, const char *fmt,
         goto out;
     }
 
-    if (!quiet) {
+    if (!(flags & IMG_CREATE_QUIET)) {
         printf("Formatting '%s', fmt=%s ", filename, fmt);
         img_create_print_opts(drv, list, opts);
         printf("\n");
@@ -274,7 +281,7 @@ int img_create(int argc, char **argv)
     ImgCommonOpts co = { .open = { .fmt = "raw" } };
     const char *base_fmt = NULL, *base_filename = NULL, *filename;
     g_autofree char *options = NULL;
-    bool unsafe = false;
+    ImgCreateFlags flags = 0;
     int64_t img_size = -1;
     Error *err = NULL;
     int c;
@@ -292,7 +299,7 @@ int img_create(int argc, char **argv)
             options = img_accumulate_options(options, optarg);
             break;
         case 'u':
-            unsafe = true;
+            flags |= IMG_CREATE_UNSAFE;
             break;
         }
     }
@@ -315,8 +322,11 @@ int img_create(int argc, char **argv)
         img_error_exit("Unexpected argument: %s", argv[optind]);
     }
 
+    if (co.quiet) {
+        flags |= IMG_CREATE_QUIET;
+    }
     if (img_create_image(filename, co.open.fmt, base_filename, base_fmt,
-                         options, img_size, unsafe, co.quiet, &err) < 0) {
+                         options, img_size, flags, &err) < 0) {
         error_report("%s: %s", filename, error_get_pretty(err));
         if (error_get_hint(err)) {
             fputs(error_get_hint(err), stderr);

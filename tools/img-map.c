@@ -87,22 +87,28 @@ static bool img_map_mergeable(const ImgMapEntry *curr,
     return true;
 }
 
-static int img_map_dump_entry(bool json, const ImgMapEntry *e, bool last)
+/* The human format shows only where guest data lives; 0 or -1. */
+static int img_map_dump_human(const ImgMapEntry *e)
 {
-    if (!json) {
-        if (e->data && !e->has_offset) {
-            error_report("File contains external, encrypted or compressed "
-                         "clusters.");
-            return -1;
-        }
-        /* The human format shows only where guest data lives. */
-        if (e->data && !e->zero) {
-            printf("%#-16" PRIx64 "%#-16" PRIx64 "%#-16" PRIx64 "%s\n",
-                   e->start, e->length, e->has_offset ? e->offset : 0,
-                   e->filename ? e->filename : "");
-        }
-        return 0;
+    if (e->data && !e->has_offset) {
+        error_report("File contains external, encrypted or compressed "
+                     "clusters.");
+        return -1;
     }
+    if (e->data && !e->zero) {
+        printf("%#-16" PRIx64 "%#-16" PRIx64 "%#-16" PRIx64 "%s\n",
+               e->start, e->length, e->has_offset ? e->offset : 0,
+               e->filename ? e->filename : "");
+    }
+    return 0;
+}
+
+/*
+ * One object of the JSON array, followed by ",\n" unless it is the @last;
+ * returns 0, as img_map_dump_human() does when it succeeds.
+ */
+static int img_map_dump_json(const ImgMapEntry *e, bool last)
+{
     printf("{ \"start\": %" PRId64 ", \"length\": %" PRId64 ", "
            "\"depth\": %d, \"present\": %s, \"zero\": %s, \"data\": %s",
            e->start, e->length, e->depth, e->present ? "true" : "false",
@@ -198,14 +204,15 @@ int img_map(int argc, char **argv)
             continue;
         }
         if (curr.length > 0) {
-            ret = img_map_dump_entry(json, &curr, false);
+            ret = json ? img_map_dump_json(&curr, false)
+                       : img_map_dump_human(&curr);
             if (ret < 0) {
                 goto out;
             }
         }
         curr = next;
     }
-    ret = img_map_dump_entry(json, &curr, true);
+    ret = json ? img_map_dump_json(&curr, true) : img_map_dump_human(&curr);
     if (json) {
         puts("]");
     }

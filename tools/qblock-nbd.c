@@ -180,6 +180,32 @@ static QEMU_NORETURN void qnbd_try_help(void)
 
 /* ---- the command line ---- */
 
+/*
+ * Whether option @c configures the device or export (a per-device
+ * setting), which --list refuses; -o counts only with an offset other
+ * than 0, so the parser sets that itself.
+ */
+static bool qnbd_is_per_device_option(int c)
+{
+    switch (c) {
+    case 'A':
+    case 'B':
+    case 'c':
+    case 'd':
+    case 'D':
+    case 'f':
+    case 'l':
+    case 'n':
+    case 'x':
+    case QNBD_OPT_CACHE:
+    case QNBD_OPT_AIO:
+    case QNBD_OPT_DISCARD:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
 {
     static const struct option long_options[] = {
@@ -223,6 +249,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
 
     while ((c = getopt_long(argc, argv, "hVb:o:p:rsnc:dvk:e:f:tl:x:T:D:AB:L",
                             long_options, NULL)) != -1) {
+        o->per_device |= qnbd_is_per_device_option(c);
         switch (c) {
         case 'h':
             qnbd_usage(qemu_get_progname());
@@ -253,22 +280,18 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             break;
         case 'A':
             o->allocation_depth = true;
-            o->per_device = true;
             break;
         case 'B':
             if (!o->bitmaps) {
                 o->bitmaps = g_ptr_array_new();
             }
             g_ptr_array_add(o->bitmaps, optarg);
-            o->per_device = true;
             break;
         case 'c':
             o->device = optarg;
-            o->per_device = true;
             break;
         case 'd':
             o->disconnect = true;
-            o->per_device = true;
             break;
         case 'L':
             o->list = true;
@@ -285,14 +308,12 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             }
             /* a snapshot is served read-only, as qemu-nbd serves it */
             o->readonly = true;
-            o->per_device = true;
             break;
         case 'n':
             if (bdrv_parse_cache_mode("none", &o->flags,
                                       &o->writethrough) < 0) {
                 g_assert_not_reached();
             }
-            o->per_device = true;
             break;
         case QNBD_OPT_CACHE:
             if (bdrv_parse_cache_mode(optarg, &o->flags,
@@ -300,21 +321,18 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
                 error_report("Invalid cache mode `%s'", optarg);
                 return -1;
             }
-            o->per_device = true;
             break;
         case QNBD_OPT_AIO:
             if (bdrv_parse_aio(optarg, &o->flags) < 0) {
                 error_report("Invalid aio mode '%s'", optarg);
                 return -1;
             }
-            o->per_device = true;
             break;
         case QNBD_OPT_DISCARD:
             if (bdrv_parse_discard_flags(optarg, &o->flags) < 0) {
                 error_report("Invalid discard mode `%s'", optarg);
                 return -1;
             }
-            o->per_device = true;
             break;
         case QNBD_OPT_DETECT_ZEROES:
             if (strcmp(optarg, "off") && strcmp(optarg, "on") &&
@@ -339,7 +357,6 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         }
         case 'f':
             o->format = optarg;
-            o->per_device = true;
             break;
         case 't':
             o->persistent = true;
@@ -353,7 +370,6 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
                 error_report("export name '%s' too long", optarg);
                 return -1;
             }
-            o->per_device = true;
             break;
         case 'D':
             o->description = optarg;
@@ -361,7 +377,6 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
                 error_report("export description '%s' too long", optarg);
                 return -1;
             }
-            o->per_device = true;
             break;
         case 'T':
             warn_report("tracing is not supported, ignoring -T %s", optarg);

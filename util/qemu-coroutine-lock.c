@@ -183,13 +183,19 @@ static void co_rwlock_wake_waiters(CoRwlock *lock)
     }
 }
 
-static void coroutine_fn co_rwlock_wait(CoRwlock *lock, bool writer,
-                                        bool at_head)
+/* How a coroutine waits for a CoRwlock; 0 is a reader at the tail. */
+typedef enum CoRwlockWaitFlags {
+    CO_RWLOCK_WAIT_WRITER = 1 << 0,  /* wants the lock for itself */
+    CO_RWLOCK_WAIT_AT_HEAD = 1 << 1, /* before every waiter (an upgrade) */
+} CoRwlockWaitFlags;
+
+static void coroutine_fn co_rwlock_wait(CoRwlock *lock,
+                                        CoRwlockWaitFlags flags)
 {
     CoWaitRecord rec;
 
-    co_wait_record_init(&rec, writer);
-    if (at_head) {
+    co_wait_record_init(&rec, flags & CO_RWLOCK_WAIT_WRITER);
+    if (flags & CO_RWLOCK_WAIT_AT_HEAD) {
         g_queue_push_head_link(&lock->waiters, &rec.link);
     } else {
         g_queue_push_tail_link(&lock->waiters, &rec.link);
@@ -204,7 +210,7 @@ void coroutine_fn qemu_co_rwlock_rdlock(CoRwlock *lock)
         lock->readers++;
         return;
     }
-    co_rwlock_wait(lock, false, false);
+    co_rwlock_wait(lock, 0);
     assert(!lock->writer && lock->readers > 0);
 }
 
@@ -215,7 +221,7 @@ void coroutine_fn qemu_co_rwlock_wrlock(CoRwlock *lock)
         lock->writer = true;
         return;
     }
-    co_rwlock_wait(lock, true, false);
+    co_rwlock_wait(lock, CO_RWLOCK_WAIT_WRITER);
     assert(lock->writer && lock->readers == 0);
 }
 
@@ -240,7 +246,7 @@ void coroutine_fn qemu_co_rwlock_upgrade(CoRwlock *lock)
     }
     /* Invariant 3: wait at the head until the other readers are gone. */
     lock->readers--;
-    co_rwlock_wait(lock, true, true);
+    co_rwlock_wait(lock, CO_RWLOCK_WAIT_WRITER | CO_RWLOCK_WAIT_AT_HEAD);
     assert(lock->writer && lock->readers == 0);
 }
 

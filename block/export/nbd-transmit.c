@@ -563,11 +563,11 @@ static int coroutine_fn nbd_collect_extents(NBDRequest *req, bool depth_ctx,
 }
 
 /*
- * One chunk of extents for context @ctx_id: base:allocation,
- * qemu:allocation-depth (@depth_ctx) or the export's bitmap @bitmap (>= 0).
+ * One chunk of extents for context @ctx_id, which says what they describe:
+ * base:allocation, qemu:allocation-depth or one of the export's bitmaps
+ * (NBD_META_ID_DIRTY_BITMAP_BASE + its index); @last ends the reply.
  */
 static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
-                                         bool depth_ctx, int bitmap,
                                          bool last)
 {
     g_autoptr(GArray) extents =
@@ -577,13 +577,16 @@ static int coroutine_fn nbd_send_extents(NBDRequest *req, uint32_t ctx_id,
     int ret = 0;
 
     nbd_co_to_node(req->client);
-    if (bitmap >= 0) {
-        nbd_meta_bitmap_extents(req->client->exp, bitmap, req->offset,
-                                req->offset + req->len,
+    if (ctx_id >= NBD_META_ID_DIRTY_BITMAP_BASE) {
+        nbd_meta_bitmap_extents(req->client->exp,
+                                ctx_id - NBD_META_ID_DIRTY_BITMAP_BASE,
+                                req->offset, req->offset + req->len,
                                 (req->flags & NBD_CMD_FLAG_REQ_ONE) ? 1 :
                                 NBD_MAX_BLOCK_STATUS_EXTENTS, extents);
     } else {
-        ret = nbd_collect_extents(req, depth_ctx, extents);
+        ret = nbd_collect_extents(req,
+                                  ctx_id == NBD_META_ID_ALLOCATION_DEPTH,
+                                  extents);
     }
     if (ret < 0) {
         nbd_send_result(req, ret);
@@ -613,19 +616,17 @@ static void coroutine_fn nbd_co_block_status(NBDRequest *req)
     unsigned int left = nbd_contexts_count(ctx);
 
     if (ctx->base_allocation &&
-        nbd_send_extents(req, NBD_META_ID_BASE_ALLOCATION, false, -1,
-                         --left == 0) < 0) {
+        nbd_send_extents(req, NBD_META_ID_BASE_ALLOCATION, --left == 0) < 0) {
         return;
     }
     if (ctx->allocation_depth &&
-        nbd_send_extents(req, NBD_META_ID_ALLOCATION_DEPTH, true, -1,
-                         --left == 0) < 0) {
+        nbd_send_extents(req, NBD_META_ID_ALLOCATION_DEPTH, --left == 0) < 0) {
         return;
     }
     for (int i = 0; i < req->client->exp->nr_bitmaps; i++) {
         if ((ctx->bitmaps & (1ULL << i)) &&
-            nbd_send_extents(req, NBD_META_ID_DIRTY_BITMAP_BASE + i, false,
-                             i, --left == 0) < 0) {
+            nbd_send_extents(req, NBD_META_ID_DIRTY_BITMAP_BASE + i,
+                             --left == 0) < 0) {
             return;
         }
     }

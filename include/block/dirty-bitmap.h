@@ -44,6 +44,12 @@ typedef enum BdrvDirtyBitmapFlags {
     BDRV_BITMAP_ALLOW_RO = BDRV_BITMAP_BUSY | BDRV_BITMAP_INCONSISTENT,
 } BdrvDirtyBitmapFlags;
 
+/* How bdrv_dirty_bitmap_add() creates a bitmap; 0 is transient and enabled. */
+typedef enum BdrvDirtyBitmapAddFlags {
+    BDRV_BITMAP_ADD_PERSISTENT = 1 << 0, /* stored in its image on close */
+    BDRV_BITMAP_ADD_DISABLED = 1 << 1,   /* records no writes until enabled */
+} BdrvDirtyBitmapAddFlags;
+
 /*
  * A new enabled bitmap, all clear, on @bs.  @name may be NULL (anonymous);
  * a named one must be unique on the node.  Errors name the node, the
@@ -204,8 +210,9 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup_checked(BlockDriverState *bs,
  */
 BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        const char *name,
-                                       uint32_t granularity, bool persistent,
-                                       bool disabled, Error **errp);
+                                       uint32_t granularity,
+                                       BdrvDirtyBitmapAddFlags flags,
+                                       Error **errp);
 int bdrv_dirty_bitmap_remove(BlockDriverState *bs, const char *name,
                              Error **errp);
 /*

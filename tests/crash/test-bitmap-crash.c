@@ -162,7 +162,8 @@ static char *prepare_base(void)
     prepare_data(&s);
     g_assert_true(step_flush(&s));
     g_assert_nonnull(bdrv_dirty_bitmap_add(blk_bs(s.blk), "b0", CLUSTER,
-                                           true, false, &error_abort));
+                                           BDRV_BITMAP_ADD_PERSISTENT,
+                                           &error_abort));
     blk_unref(s.blk);
     crash_model_destroy(&s.model);
     g_array_unref(s.touched);

@@ -64,6 +64,15 @@ same "--list with a file" -L r.img
 same "--list with -x" -L -x foo
 same "--list with -f" -L -f raw
 same "--list with --fork" -L --fork
+# Every per-device setting is refused with --list, and the others are not
+# (those go on to connect to a socket that is not there).
+for opt in -A "-B b" "-c /dev/nbd0" -d "-D x" "-l s" -n --cache=none \
+           --aio=threads --discard=unmap "-o 512"; do
+    same "--list with $opt" -L -k "$work/none.sock" $opt
+done
+for opt in "-o 0" -r -s -t --detect-zeroes=on "-e 2" --image-opts; do
+    same "--list with $opt (not per-device)" -L -k "$work/none.sock" $opt
+done
 same "--list with no server on the socket" -L -k "$work/none.sock"
 same "--list with no server on the port" -L -b 127.0.0.1 -p 1
 same "bad bind address" -b nonexistent.invalid r.img

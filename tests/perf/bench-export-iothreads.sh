@@ -40,53 +40,15 @@ perf_workdir bench-export-iothreads
 sock=$dir/nbd.sock
 vsock=$dir/vu.sock
 qemu-img create -q -f qcow2 -o preallocation=full "$dir/d.qcow2" "$size"
-ticks=$(getconf CLK_TCK)
-
+# The daemon IMPL with one export of KIND on DEVICE, in one iothread
+# (LAYOUT one) or spread over two (two).
 server_cmd() {  # impl kind device layout
-    local bin=qemu-storage-daemon it=iothread=io0
-    [ "$1" = qblock ] && bin=$build/qblock-storage-daemon
+    local it=iothread=io0
     [ "$4" = two ] && it=iothread.0=io0,iothread.1=io1
-    echo "$bin --object iothread,id=io0,poll-max-ns=$poll"
-    echo "--object iothread,id=io1,poll-max-ns=$poll"
-    [ "$2" = nbd ] && echo "--nbd-server addr.type=unix,addr.path=$sock"
-    if [ "$3" = null ]; then
-        echo "--blockdev driver=null-co,node-name=d,size=$(numfmt --from=iec "$size")"
-    else
-        echo "--blockdev driver=file,node-name=f,filename=$dir/d.qcow2,cache.direct=on,aio=io_uring"
-        echo "--blockdev driver=qcow2,node-name=d,file=f"
-    fi
-    if [ "$2" = nbd ]; then
-        echo "--export type=nbd,id=e,node-name=d,writable=on,$it"
-    else
-        echo "--export type=vhost-user-blk,id=e,node-name=d,addr.type=unix,addr.path=$vsock,writable=on,num-queues=2,$it"
-    fi
-}
-
-# The daemon's CPU time so far, in clock ticks (utime + stime).
-cpu_ticks() {
-    awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0
-}
-
-# One run: prints "IOPS CPU_US_PER_REQUEST", or "aborts" if the daemon
-# died under the client.
-one_run() {  # impl kind device layout rw
-    local ready=$sock iops t0 t1
-    [ "$2" = vhost ] && ready=$vsock
-    rm -f "$sock" "$vsock"
-    perf_start_server "$ready" "$dir/server.log" \
-        $(server_cmd "$1" "$2" "$3" "$4") || { echo "0 0"; return; }
-    t0=$(cpu_ticks)
-    if [ "$2" = nbd ]; then
-        iops=$(perf_fio_iops --ioengine=nbd --uri="nbd+unix:///d?socket=$sock" \
-            --rw="$5" --bs=4k --iodepth=32 --numjobs=2 --group_reporting)
-    else
-        iops=$("$build/tests/perf/vhost-user-bench" "$vsock" "$5" 4096 32 \
-            "$secs" 2 2>/dev/null | sed -n 's/^IOPS //p' | grep . || echo 0)
-    fi
-    t1=$(cpu_ticks)
-    perf_stop_server || { echo aborts; return; }
-    awk -v i="$iops" -v t=$((t1 - t0)) -v hz="$ticks" -v s="$secs" 'BEGIN {
-        n = i * s; printf "%d %.2f\n", i, (n > 0 ? t / hz * 1e6 / n : 0) }'
+    [ "$2" = vhost ] && it=num-queues=2,$it
+    perf_export_daemon_cmd "$1" "$2" "$3" \
+        "--object iothread,id=io0,poll-max-ns=$poll --object iothread,id=io1,poll-max-ns=$poll" \
+        "$it"
 }
 
 echo "one export, two queues (vhost-user-bench) or two connections (fio nbd),"
@@ -102,7 +64,8 @@ for kind in $kinds; do
         declare -A iops=() cpu=() aborted=()
         for r in $(seq "$runs"); do
             for key in $servers; do
-                set -- $(one_run "${key%:*}" "$kind" "$dev" "${key#*:}" "$c")
+                set -- $(perf_export_run "$kind" "$c" 32 2 \
+                         $(server_cmd "${key%:*}" "$kind" "$dev" "${key#*:}"))
                 if [ "$1" = aborts ]; then
                     aborted[$key]=1
                 else
@@ -120,8 +83,7 @@ for kind in $kinds; do
                 i=aborts c_med=-
             else
                 i=$(median ${iops[$key]})
-                c_med=$(printf '%s\n' ${cpu[$key]} | sort -n |
-                        awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+                c_med=$(middle ${cpu[$key]})
             fi
             printf '%-6s %-6s %-10s %-26s %10s %8s\n' "$kind" "$dev" "$c" \
                 "$what" "$i" "$c_med"

@@ -39,55 +39,6 @@ if [ "$(nproc)" -ge 2 ]; then
     server_pin=(taskset -c 0) perf_client=(taskset -c 1)
 fi
 qemu-img create -q -f qcow2 -o preallocation=full "$dir/d.qcow2" "$size"
-ticks=$(getconf CLK_TCK)
-
-server_cmd() {  # impl kind device poll-max-ns
-    local bin=qemu-storage-daemon
-    [ "$1" = qblock ] && bin=$build/qblock-storage-daemon
-    echo "$bin --object iothread,id=io0,poll-max-ns=$4"
-    [ "$2" = nbd ] && echo "--nbd-server addr.type=unix,addr.path=$sock"
-    if [ "$3" = null ]; then
-        echo "--blockdev driver=null-co,node-name=d,size=$(numfmt --from=iec "$size")"
-    else
-        echo "--blockdev driver=file,node-name=f,filename=$dir/d.qcow2,cache.direct=on,aio=io_uring"
-        echo "--blockdev driver=qcow2,node-name=d,file=f"
-    fi
-    if [ "$2" = nbd ]; then
-        echo "--export type=nbd,id=e,node-name=d,writable=on,iothread=io0"
-    else
-        echo "--export type=vhost-user-blk,id=e,node-name=d,addr.type=unix,addr.path=$vsock,writable=on,iothread=io0"
-    fi
-}
-
-# The daemon's CPU time so far, in clock ticks (utime + stime).
-cpu_ticks() {
-    awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0
-}
-
-# One run: prints "IOPS CPU_US_PER_REQUEST", or "aborts" if the daemon
-# died under the client.
-one_run() {  # impl kind device rw depth poll
-    local ready=$sock iops t0 t1
-    [ "$2" = vhost ] && ready=$vsock
-    rm -f "$sock" "$vsock"
-    perf_start_server "$ready" "$dir/server.log" \
-        "${server_pin[@]}" $(server_cmd "$1" "$2" "$3" "$6") ||
-        { echo "0 0"; return; }
-    t0=$(cpu_ticks)
-    if [ "$2" = nbd ]; then
-        iops=$(perf_fio_iops --ioengine=nbd --uri="nbd+unix:///d?socket=$sock" \
-            --rw="$4" --bs=4k --iodepth="$5")
-    else
-        iops=$("${perf_client[@]}" "$build/tests/perf/vhost-user-bench" \
-            "$vsock" "$4" 4096 "$5" "$secs" 2>/dev/null |
-            sed -n 's/^IOPS //p' | grep . || echo 0)
-    fi
-    t1=$(cpu_ticks)
-    perf_stop_server || { echo aborts; return; }
-    awk -v i="$iops" -v t=$((t1 - t0)) -v hz="$ticks" -v s="$secs" 'BEGIN {
-        n = i * s; printf "%d %.1f\n", i, (n > 0 ? t / hz * 1e6 / n : 0) }'
-}
-
 echo "one export on an iothread, one client; qcow2: $size preallocated,"
 echo "cache=none aio=io_uring; null: null-co; 4 KiB; daemon on CPU 0, client on"
 echo "CPU 1; $(nproc) CPUs;"
@@ -102,8 +53,11 @@ for kind in $kinds; do
         declare -A iops=() cpu=() aborted=()
         for r in $(seq "$runs"); do
             for key in qblock:0 qblock:32768 qemu:0 qemu:32768; do
-                set -- $(one_run "${key%:*}" "$kind" "$dev" "$rw" "$depth" \
-                         "${key#*:}")
+                set -- $(perf_export_run "$kind" "$rw" "$depth" 1 \
+                         "${server_pin[@]}" \
+                         $(perf_export_daemon_cmd "${key%:*}" "$kind" "$dev" \
+                           "--object iothread,id=io0,poll-max-ns=${key#*:}" \
+                           iothread=io0))
                 if [ "$1" = aborts ]; then
                     aborted[$key]=1
                 else
@@ -116,8 +70,7 @@ for kind in $kinds; do
                 i=aborts c_med=-
             else
                 i=$(median ${iops[$key]})
-                c_med=$(printf '%s\n' ${cpu[$key]} | sort -n |
-                        awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+                c_med=$(middle ${cpu[$key]})
             fi
             printf '%-6s %-6s %-13s %-17s %10s %8s\n' "$kind" "$dev" "$c" \
                 "${key%:*}, ${key#*:}" "$i" "$c_med"

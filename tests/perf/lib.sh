@@ -1,8 +1,10 @@
 # What the export benchmarks share (sourced, not run): their dependencies,
-# a work folder, one server at a time, fio's IOPS and the median of runs.
+# a work folder, one server at a time, fio's IOPS and the median of runs,
+# and one run against a storage daemon's export.
 #   . "$(dirname "$0")/lib.sh"
 # A script sets $secs (seconds per fio run) before it calls perf_fio_iops,
 # and may set perf_client (an array, e.g. taskset -c 1) to prefix fio.
+# The export helpers also use $build, $size, $sock and $vsock.
 
 # Exits 77 (skip) with WHAT in the message unless every TOOL is installed.
 perf_require() {  # what tool...
@@ -74,10 +76,78 @@ except Exception:
     print(0)'
 }
 
+# The command line of a storage daemon, IMPL qblock (BUILD's) or qemu,
+# serving DEVICE through one export of KIND: nbd on $sock or vhost
+# (vhost-user-blk) on $vsock.  DEVICE null is a null-co node of $size,
+# qcow2 the image $dir/d.qcow2 with cache=none, aio=io_uring.  OBJECTS are
+# the daemon's --object options (its iothreads), EXPORT_OPTS what the
+# export's options end with (its iothread settings).  Printed as words
+# for an unquoted $(...).
+perf_export_daemon_cmd() {  # impl kind device objects export-opts
+    local bin=qemu-storage-daemon
+    [ "$1" = qblock ] && bin=$build/qblock-storage-daemon
+    echo "$bin $4"
+    [ "$2" = nbd ] && echo "--nbd-server addr.type=unix,addr.path=$sock"
+    if [ "$3" = null ]; then
+        echo "--blockdev driver=null-co,node-name=d,size=$(numfmt --from=iec "$size")"
+    else
+        echo "--blockdev driver=file,node-name=f,filename=$dir/d.qcow2,cache.direct=on,aio=io_uring"
+        echo "--blockdev driver=qcow2,node-name=d,file=f"
+    fi
+    if [ "$2" = nbd ]; then
+        echo "--export type=nbd,id=e,node-name=d,writable=on,$5"
+    else
+        echo "--export type=vhost-user-blk,id=e,node-name=d,addr.type=unix,addr.path=$vsock,writable=on,$5"
+    fi
+}
+
+# The server's CPU time so far, in clock ticks (utime + stime).
+perf_server_cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0
+}
+
+# One run of $secs seconds against the export daemon COMMAND (made by
+# perf_export_daemon_cmd), which it starts and stops: 4 KiB requests of
+# RW (randread, randwrite) from QUEUES queues (vhost-user-bench) or NBD
+# connections (fio's nbd engine) of depth DEPTH each, perf_client before
+# the client.  Prints "IOPS CPU_US_PER_REQUEST" (IOPS summed over the
+# queues; the daemon's user + system time per request), "0 0" if the
+# daemon did not start, or "aborts" if it died under the client.
+perf_export_run() {  # kind rw depth queues command...
+    local kind=$1 rw=$2 depth=$3 queues=$4 ready=$sock iops t0 t1
+    shift 4
+    [ "$kind" = vhost ] && ready=$vsock
+    rm -f "$sock" "$vsock"
+    perf_start_server "$ready" "$dir/server.log" "$@" ||
+        { echo "0 0"; return; }
+    t0=$(perf_server_cpu_ticks)
+    if [ "$kind" = nbd ]; then
+        iops=$(perf_fio_iops --ioengine=nbd --uri="nbd+unix:///d?socket=$sock" \
+            --rw="$rw" --bs=4k --iodepth="$depth" --numjobs="$queues" \
+            --group_reporting)
+    else
+        iops=$("${perf_client[@]}" "$build/tests/perf/vhost-user-bench" \
+            "$vsock" "$rw" 4096 "$depth" "$secs" "$queues" 2>/dev/null |
+            sed -n 's/^IOPS //p' | grep . || echo 0)
+    fi
+    t1=$(perf_server_cpu_ticks)
+    perf_stop_server || { echo aborts; return; }
+    awk -v i="$iops" -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+        -v s="$secs" 'BEGIN {
+        n = i * s; printf "%d %.2f\n", i, (n > 0 ? t / hz * 1e6 / n : 0) }'
+}
+
 # Median of the numbers given (of an even count, the mean of the middle two).
 median() {
     printf '%s\n' "$@" | grep . | sort -n | awk '{ v[NR] = $1 } END {
         if (NR % 2) print v[(NR + 1) / 2]; else printf "%d\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# The middle one of the numbers given, decimals kept (of an even count,
+# the lower of the middle two).
+middle() {
+    printf '%s\n' "$@" | grep . | sort -n |
+        awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
 }
 
 # A / B as "1.23x", or "-" when B is 0.

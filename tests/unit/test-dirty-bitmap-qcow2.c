@@ -48,7 +48,8 @@ static void make_image(const char *path)
     qemu_opts_del(opts);
     qemu_opts_free(list);
     blk = open_img(path, BDRV_O_RDWR, &error_abort);
-    g_assert_nonnull(bdrv_dirty_bitmap_add(blk_bs(blk), "b0", 0, true, false,
+    g_assert_nonnull(bdrv_dirty_bitmap_add(blk_bs(blk), "b0", 0,
+                                           BDRV_BITMAP_ADD_PERSISTENT,
                                            &error_abort));
     g_assert_cmpint(blk_pwrite(blk, 1 * MiB, sizeof(buf), buf, 0), ==, 0);
     blk_unref(blk);
@@ -195,8 +196,9 @@ static void test_round_trip(void)
     g_assert_nonnull(b0);
     g_assert_true(bdrv_dirty_bitmap_get(b0, 1 * MiB));
     g_assert_cmpint(bdrv_get_dirty_count(b0), ==, 64 * KiB);
-    b1 = bdrv_dirty_bitmap_add(blk_bs(blk), "b1", 512, true, true,
-                               &error_abort);
+    b1 = bdrv_dirty_bitmap_add(blk_bs(blk), "b1", 512,
+                               BDRV_BITMAP_ADD_PERSISTENT |
+                               BDRV_BITMAP_ADD_DISABLED, &error_abort);
     bdrv_set_dirty_bitmap(b1, 0, IMG_SIZE);
     bdrv_reset_dirty_bitmap(b1, 512, 1024);
     sum0 = bdrv_dirty_bitmap_sha256(b0);
