@@ -1,8 +1,8 @@
 /*
  * The vhost-user server's request path (see vhost-user-int.h): a kick
- * pops the ring's requests into slots kept per ring entry, a few per
- * loop iteration, their completions push them back, and the call eventfd
- * is signalled as they come, when the driver wants it.  The invariants
+ * pops the ring's requests into slots kept per ring entry (the first few
+ * of an idle ring on their own), their completions push them back, and
+ * the call eventfd is signalled as they come, when the driver wants it.  The invariants
  * are vhost-user-server.c's; these add:
  *
  *  8. A request allocates nothing: a started ring has one slot per entry
@@ -37,24 +37,29 @@
  *     the slot is handed on.  So the device and its BlockBackend only
  *     ever run in s->ctx (threading rule 2 of docs/architecture.md), and
  *     the ring's state only in q->ctx (invariant 11).
- * 13. A pop pass of a ring in the device's thread (not remote) takes at
- *     most VU_POP_BURST requests; one that took that many schedules
- *     process_bh, which goes on (or finds nothing) in the next loop
- *     iteration.  The requests of a deep queue thus reach the device, and
- *     their completions the driver, a few at a time, in between which
- *     the loop submits what was started (one io_uring_enter for each
- *     burst) and pushes what completed: device, daemon and driver overlap
- *     instead of taking turns with one batch of the whole queue depth.
+ * 13. A pop pass of a ring in the device's thread (not remote) that has
+ *     nothing in flight takes at most VU_POP_BURST requests; one that
+ *     took that many schedules process_bh, which goes on (or finds
+ *     nothing) in the next loop iteration, after the loop has submitted
+ *     the first ones (their own io_uring_enter) and pushed what
+ *     completed.  So a deep queue whose requests came back together
+ *     does not go round again as one batch while the device waits:
+ *     device, daemon and driver overlap.  A ring with requests in
+ *     flight keeps the device busy anyway and pops all it finds in one
+ *     pass (fewer loop iterations and submissions per request).
  *     process_bh pops only while the ring runs (vu_virtq_process).
  */
 #include "vhost-user-int.h"
 
 /*
- * Invariant 13: the requests one pop pass takes.  4 from measurements at
- * depth 32 (docs/performance.md): 1 or 2 cost an io_uring_enter per one
- * or two requests and lose a tenth of the reads from a disk; 8 saved 8%
- * of the CPU per request but served 7% fewer reads from the disk and a
- * sixth fewer requests of null-co, 16 no more than 8.
+ * Invariant 13: the requests the first pop pass of an idle ring takes.
+ * 4 from measurements at depth 32 (docs/performance.md): with every pass
+ * cut at 1 or 2, an io_uring_enter per one or two requests lost a tenth
+ * of the reads from a disk, at 8 or 16 the batches grew back.  Cutting
+ * every pass at 4 served a tenth more reads from one queue than cutting
+ * only an idle ring's, but cost a quarter more CPU per request and lost
+ * a tenth to a third where the daemon's CPU was the limit (two queues
+ * on one iothread).
  */
 #define VU_POP_BURST 4
 
@@ -188,6 +193,8 @@ void vu_virtq_process(VuVirtq *q)
     VirtQueueElement *elem;
     bool handed = false;
     unsigned int popped = 0;
+    /* invariant 13: only a ring with nothing in flight is cut */
+    unsigned int burst = q->inflight ? UINT_MAX : VU_POP_BURST;
 
     if (!vu_virtq_runs(q)) {
         return;
@@ -195,7 +202,7 @@ void vu_virtq_process(VuVirtq *q)
     while (vu_virtq_pop(q, &elem) > 0) {
         Error *err = NULL;
 
-        if (!q->remote && ++popped == VU_POP_BURST) {
+        if (!q->remote && ++popped == burst) {
             /* invariant 13: the rest in the next loop iteration */
             qemu_bh_schedule(q->process_bh);
         }
@@ -209,7 +216,7 @@ void vu_virtq_process(VuVirtq *q)
             vu_virtq_fail_in_ring(q, elem, err);
             return;
         }
-        if (popped == VU_POP_BURST) {
+        if (popped == burst) {
             return;
         }
     }

@@ -1128,10 +1128,12 @@ static void fe_set_used_event(TestFE *fe, unsigned int q, uint16_t idx)
 }
 
 /*
- * A deep queue reaches the device a few requests per loop iteration
- * (vhost-user-vring.c invariant 13), not all in one, and a completion is
- * signalled as it is pushed, within the iteration that pushed it, for a
- * driver that asked for a call (invariant 9).
+ * A deep queue on an idle ring reaches the device a few requests at a
+ * time (vhost-user-vring.c invariant 13: this device completes each
+ * burst before the next pass, so the ring is idle again at each), not
+ * all in one loop iteration, and a completion is signalled as it is
+ * pushed, within the iteration that pushed it, for a driver that asked
+ * for a call (invariant 9).
  */
 static void test_deep_queue_bursts(void)
 {
