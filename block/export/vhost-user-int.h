@@ -84,8 +84,7 @@ struct VuVirtq {
     unsigned int nslots;
     size_t slot_size;
     VuReqSlot *free_slots;
-    QEMUBH *notify_bh;          /* signals the call fd once per batch */
-    bool notify_pending;        /* used entries pushed, not signalled */
+    QEMUBH *process_bh;         /* invariant 13: the rest of a pop pass */
 
     /*
      * --- invariant 12, a remote ring only: requests popped for the
