@@ -21,6 +21,11 @@
  *     may only be removed.
  *  5. bdrv_set_dirty() touches enabled bitmaps only, and costs one pointer
  *     test on a node without bitmaps (the request path's common case).
+ *  6. A successor's parent is the frozen bitmap it records for, set by
+ *     create_successor and cleared when the pair ends; bdrv_set_dirty()
+ *     reports a bit it newly set in a persistent bitmap or in the
+ *     successor of one, so that a format that stores its bitmaps between
+ *     flushes (qcow2-bitmap.c) marks them in use before the write lands.
  *
  * All of it runs in the node's AioContext thread (the request path marks
  * bitmaps from there too), so nothing needs a lock.
@@ -36,6 +41,7 @@ struct BdrvDirtyBitmap {
     int gran_bits;              /* log2(granularity) */
     char *name;                 /* NULL: anonymous */
     BdrvDirtyBitmap *successor; /* while frozen (inv. 3) */
+    BdrvDirtyBitmap *parent;    /* of a successor: the frozen one (inv. 6) */
     bool disabled;
     bool busy;
     bool readonly;
@@ -456,6 +462,7 @@ int bdrv_dirty_bitmap_create_successor(BdrvDirtyBitmap *bitmap,
     }
     /* the successor records what the frozen bitmap would have (inv. 3) */
     child->disabled = bitmap->disabled;
+    child->parent = bitmap;                                 /* inv. 6 */
     bitmap->disabled = true;
     bitmap->busy = true;
     bitmap->successor = child;
@@ -481,6 +488,7 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
     successor->name = bitmap->name;
     bitmap->name = NULL;
     successor->persistent = bitmap->persistent;
+    successor->parent = NULL;                               /* inv. 6 */
     bitmap->persistent = false;
     bitmap->successor = NULL;
     bitmap->busy = false;
@@ -546,13 +554,27 @@ char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap)
 
 /* ---- hooks of the request path ---- */
 
-void bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes)
+/* Whether @b's bits outlive the node: persistent, or a successor of one. */
+static bool bdrv_dirty_bitmap_persists(const BdrvDirtyBitmap *b)
 {
+    return b->persistent || (b->parent && b->parent->persistent);
+}
+
+bool bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes)
+{
+    bool grew = false;
+
     for (BdrvDirtyBitmap *b = bs->dirty_bitmaps; b; b = b->next) {
         if (!b->disabled) {                                 /* inv. 5 */
+            uint64_t before = hbitmap_count(b->bitmap);
+
             bdrv_dirty_bitmap_mark(b, offset, bytes);
+            /* inv. 6: the count grows exactly when a bit was clear */
+            grew |= hbitmap_count(b->bitmap) != before &&
+                    bdrv_dirty_bitmap_persists(b);
         }
     }
+    return grew;
 }
 
 void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes)

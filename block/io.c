@@ -37,7 +37,12 @@
  *     growth may have changed is marked in the node's dirty bitmaps by
  *     bdrv_write_req_finish() when the driver returns, failed or not (a
  *     failed write may have changed part of its range): a bitmap never
- *     misses a change.
+ *     misses a change.  A write, zero write, discard or copy-on-read write
+ *     is marked before the driver sees it as well (bdrv_write_req_prepare),
+ *     so that a format storing its bitmaps meanwhile stores the range; if
+ *     that set a new bit in a persistent bitmap, the driver's
+ *     bdrv_co_mark_bitmaps_in_use runs first and its error fails the
+ *     request (qcow2-bitmap.c invariant 4).
  *  7. Every write, zero write and discard of a node that reached its
  *     driver is shown to each of bs->write_hooks after the driver
  *     returned and before the request stops being tracked, so that a
@@ -184,6 +189,22 @@ static inline void bdrv_write_req_finish(BlockDriverState *bs,
     if (bs->dirty_bitmaps) {
         bdrv_set_dirty(bs, offset, bytes);
     }
+}
+
+/*
+ * What precedes every write, zero write, discard and copy-on-read write of
+ * [offset, offset + bytes) of @bs (invariant 6); a node without bitmaps
+ * pays one test.
+ */
+static inline int coroutine_fn bdrv_write_req_prepare(BlockDriverState *bs,
+                                                      int64_t offset,
+                                                      int64_t bytes)
+{
+    if (bs->dirty_bitmaps && bdrv_set_dirty(bs, offset, bytes) &&
+        bs->drv->bdrv_co_mark_bitmaps_in_use) {
+        return bs->drv->bdrv_co_mark_bitmaps_in_use(bs);
+    }
+    return 0;
 }
 
 /* ---- tracked requests and serialisation ---- */
@@ -652,10 +673,13 @@ static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
                             buffer_is_zero(bounce, chunk);
 
                 BLKDBG_EVENT(bs->file, BLKDBG_COR_WRITE);
-                ret = bdrv_aligned_pwritev(bs, pos, chunk, align,
-                                           zero ? NULL : &q, 0,
-                                           BDRV_REQ_WRITE_UNCHANGED |
-                                           (zero ? BDRV_REQ_ZERO_WRITE : 0));
+                ret = bdrv_write_req_prepare(bs, pos, chunk);
+                if (ret == 0) {
+                    ret = bdrv_aligned_pwritev(
+                        bs, pos, chunk, align, zero ? NULL : &q, 0,
+                        BDRV_REQ_WRITE_UNCHANGED |
+                        (zero ? BDRV_REQ_ZERO_WRITE : 0));
+                }
                 bdrv_write_req_finish(bs, pos, chunk);
             }
             if (ret == 0 && to > from) {
@@ -1056,13 +1080,14 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     }
     tracked_request_wait(&req);
 
-    if (!bdrv_needs_padding(offset, bytes, align)) {
+    ret = bdrv_write_req_prepare(bs, offset, bytes);
+    if (ret == 0 && !bdrv_needs_padding(offset, bytes, align)) {
         ret = bdrv_aligned_pwritev(bs, offset, bytes, align,
                                    (flags & BDRV_REQ_ZERO_WRITE) ? NULL : qiov,
                                    0, flags);
-    } else if (flags & BDRV_REQ_ZERO_WRITE) {
+    } else if (ret == 0 && (flags & BDRV_REQ_ZERO_WRITE)) {
         ret = bdrv_rmw_pwrite_zeroes(bs, offset, bytes, align, flags);
-    } else {
+    } else if (ret == 0) {
         ret = bdrv_rmw_pwritev(bs, offset, bytes, align, qiov, flags);
     }
     bdrv_write_req_finish(bs, offset, bytes);
@@ -1121,8 +1146,8 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
     tracked_request_wait(&req);
     req_offset = offset;
     req_bytes = bytes;
-    ret = 0;
-    while (bytes > 0) {
+    ret = bdrv_write_req_prepare(bs, offset, bytes);
+    while (ret == 0 && bytes > 0) {
         int64_t num = bdrv_next_piece(offset, bytes, dalign, max_discard);
 
         bs->stats.discards++;
