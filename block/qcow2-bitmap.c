@@ -14,17 +14,20 @@
  * is inconsistent and can only be removed.
  *
  * Checkpoints.  QEMU 7.2 keeps every bitmap in_use while the image is open
- * rw, so that any crash loses them all.  qblock stores them clean at a
- * flush instead (a checkpoint) and marks them in_use again only when
- * something is about to make the stored copy stale: a write that sets a
- * bit the copy lacks, a user's change, a resize.  A guest that rewrites
- * blocks already dirty since the last backup pays nothing after the first
- * write of each granule.  s->bitmaps_state (qcow2.h):
+ * rw, so that any crash loses them all.  qblock marks them in_use at the
+ * open as QEMU does, but stores them clean at a flush (a checkpoint) and
+ * marks them in_use again only when something is about to make the
+ * stored copy stale: a write that sets a bit the copy lacks, a user's
+ * change, a resize.  A guest that rewrites blocks already dirty since the
+ * last backup pays nothing after the first write of each granule.
+ * s->bitmaps_state (qcow2.h):
  *
- *   STORED (checkpointed) -- new bit, user's change, resize:
- *        ^                   mark in use (in place, flushed) --> IN_USE
- *        |                                                         |
- *        +------ flush with none frozen: store (invariant 2) ------+
+ *   open rw, reopen rw --> IN_USE --- flush with none frozen:
+ *                            ^           store (invariant 2)
+ *                            |                  |
+ *       mark in use (in place, flushed)         v
+ *       before a new bit, a user's change,   STORED (checkpointed)
+ *       a resize  <-----------------------------+
  *
  * Invariants:
  *  1. While the image is open rw, each consistent bitmap of the directory
@@ -32,7 +35,8 @@
  *     bitmap of that name holds, or may hold for a write in flight (its
  *     successor's bits included): a crash at any moment leaves it
  *     inconsistent or covering every write made, never silently stale.
- *     The open writes nothing: what it loads is what is stored.
+ *     The open (and a reopen rw) marks them in_use, in place, before the
+ *     first write can reach the image.
  *  2. A store writes the new data clusters and tables, then a new
  *     directory, flushes them (and their refcounts), and only then points
  *     the header at the new directory; the old directory, tables and data
@@ -389,9 +393,11 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
     BDRVQcow2State *s = bs->opaque;
     bool writable = (flags & BDRV_O_RDWR) && !(flags & BDRV_O_INACTIVE);
     g_autoptr(GPtrArray) list = NULL;
+    bool mark = false;
     int ret;
 
-    s->bitmaps_state = QCOW2_BITMAPS_STORED;        /* invariant 1 */
+    /* as QEMU: the first flush stores them clean (invariant 4) */
+    s->bitmaps_state = writable ? QCOW2_BITMAPS_IN_USE : QCOW2_BITMAPS_STORED;
     if (!s->nb_bitmaps) {
         return 0;
     }
@@ -425,9 +431,19 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
             if (!(bm->flags & BME_FLAG_AUTO)) {
                 bdrv_disable_dirty_bitmap(bitmap);
             }
+            mark = true;
+            bm->flags |= BME_FLAG_IN_USE;
         }
         if (!writable) {
             bdrv_dirty_bitmap_set_readonly(bitmap, true);
+        }
+    }
+    if (writable && mark) {
+        /* invariant 1 */
+        ret = qcow2_bitmap_dir_rewrite(bs, list);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not mark the bitmaps in use");
+            return ret;
         }
     }
     return 0;
@@ -448,17 +464,38 @@ static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
 int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
                                       Error **errp)
 {
+    BDRVQcow2State *s = bs->opaque;
+    g_autoptr(GPtrArray) list = NULL;
+    bool mark = false;
+
+    list = qcow2_bitmap_dir_read(bs, errp);
+    if (!list) {
+        return -EINVAL;
+    }
     for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
          b = bdrv_dirty_bitmap_next(b)) {
-        if (bdrv_dirty_bitmap_name(b) &&
-            bdrv_dirty_bitmap_get_persistence(b)) {
-            bdrv_dirty_bitmap_set_readonly(b, !writable);
+        Qcow2Bitmap *bm;
+
+        if (!bdrv_dirty_bitmap_name(b) ||
+            !bdrv_dirty_bitmap_get_persistence(b)) {
+            continue;
+        }
+        bdrv_dirty_bitmap_set_readonly(b, !writable);
+        bm = qcow2_bitmap_find(list, bdrv_dirty_bitmap_name(b));
+        if (writable && bm && !bdrv_dirty_bitmap_inconsistent(b) &&
+            !(bm->flags & BME_FLAG_IN_USE)) {
+            bm->flags |= BME_FLAG_IN_USE;
+            mark = true;
         }
     }
-    /*
-     * invariant 1: going read-only stored them, going rw keeps what is
-     * stored (in use or clean), and the state says which
-     */
+    /* invariant 1, before the first write of the writable node */
+    if (writable && mark && qcow2_bitmap_dir_rewrite(bs, list) < 0) {
+        error_setg(errp, "Could not mark the bitmaps in use");
+        return -EIO;
+    }
+    if (writable) {
+        s->bitmaps_state = QCOW2_BITMAPS_IN_USE;            /* invariant 4 */
+    }
     return 0;
 }
 

@@ -1055,15 +1055,15 @@ int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
  * held, in a coroutine.
  */
 /*
- * Loads the directory's bitmaps into the node, which starts checkpointed
- * (QCOW2_BITMAPS_STORED): nothing is written.
+ * Loads the directory's bitmaps into the node; marks them in use if rw
+ * (QCOW2_BITMAPS_IN_USE: the first flush stores them).
  */
 int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
                                           Error **errp);
 /*
- * After a reopen: read-only bitmaps when the node is read-only, writable
- * ones when it is writable (nothing is written: a node that was read-only
- * stored them when it became so).
+ * After a reopen: read-only bitmaps when the node is read-only; when it is
+ * writable, the consistent bitmaps marked in use on disk (invariant 1 of
+ * qcow2-bitmap.c) and writable again.
  */
 int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
                                       Error **errp);

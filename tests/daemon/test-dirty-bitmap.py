@@ -207,9 +207,8 @@ def test_scenario():
                  {'node': 'fmt0', 'name': 'keep'})['sha256'], sums['keep'])
     rc, out, err = t.run([t.img_bin, 'info', '-U', '--output=json', img])
     bms = json.loads(out)['format-specific']['data'].get('bitmaps')
-    t.equal('stored clean on disk while the daemon has it open and no '
-            'write set a new bit (unlike QEMU 7.2)',
-            bms and bms[0]['flags'], ['auto'])
+    t.equal('in use on disk while the daemon has it open, until a flush',
+            bms and bms[0]['flags'], ['in-use', 'auto'])
     c.ok('block-dirty-bitmap-remove', {'node': 'fmt0', 'name': 'keep'})
     rc, out, err = t.run([t.img_bin, 'info', '-U', '--output=json', img])
     t.check('removing it takes it off the image at once',
