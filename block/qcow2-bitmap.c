@@ -847,7 +847,8 @@ int coroutine_fn qcow2_mark_bitmaps_in_use_locked(BlockDriverState *bs)
     bool mark = false;
     int ret = 0;
 
-    if (s->bitmaps_state != QCOW2_BITMAPS_STORED ||
+    /* a read-only node marks them when it becomes writable (invariant 1) */
+    if (s->bitmaps_state != QCOW2_BITMAPS_STORED || !bdrv_is_writable(bs) ||
         !qcow2_has_persistent_bitmaps(bs)) {
         return 0;
     }
