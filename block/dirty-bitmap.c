@@ -26,6 +26,12 @@
  *     reports a bit it newly set in a persistent bitmap or in the
  *     successor of one, so that a format that stores its bitmaps between
  *     flushes (qcow2-bitmap.c) marks them in use before the write lands.
+ *  7. bs->dirty_bitmap_gen grows whenever a bitmap of the node may lose a
+ *     bit or begin recording (created, enabled, reset, cleared, restored,
+ *     given a successor, succeeded by it or taking it back, truncated,
+ *     loaded): the request path, which
+ *     marks a write before the driver sees it, marks it again when it
+ *     returns only if the generation moved meanwhile (io.c invariant 6).
  *
  * All of it runs in the node's AioContext thread (the request path marks
  * bitmaps from there too), so nothing needs a lock.
@@ -50,11 +56,18 @@ struct BdrvDirtyBitmap {
     BdrvDirtyBitmap *next;      /* bs->dirty_bitmaps (inv. 1) */
 };
 
+/* Invariant 7: a write in flight must mark @bs's bitmaps again. */
+static void bdrv_dirty_bitmap_changed(BlockDriverState *bs)
+{
+    bs->dirty_bitmap_gen++;
+}
+
 /* Newest first, as QEMU lists them (qcow2 directory order follows it). */
 static void bdrv_dirty_bitmap_link(BdrvDirtyBitmap *bitmap)
 {
     bitmap->next = bitmap->bs->dirty_bitmaps;
     bitmap->bs->dirty_bitmaps = bitmap;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 static void bdrv_dirty_bitmap_unlink(BdrvDirtyBitmap *bitmap)
@@ -240,6 +253,7 @@ void bdrv_enable_dirty_bitmap(BdrvDirtyBitmap *bitmap)
 {
     assert(!bitmap->successor && !bitmap->inconsistent);    /* inv. 3, 4 */
     bitmap->disabled = false;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 void bdrv_disable_dirty_bitmap(BdrvDirtyBitmap *bitmap)
@@ -321,6 +335,7 @@ void bdrv_reset_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
                                : (uint64_t)end >> bitmap->gran_bits;
     if (last > first) {
         hbitmap_reset(bitmap->bitmap, first, last - first);
+        bdrv_dirty_bitmap_changed(bitmap->bs);              /* inv. 7 */
     }
 }
 
@@ -330,12 +345,14 @@ void bdrv_clear_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap **backup)
         *backup = hbitmap_copy(bitmap->bitmap);
     }
     hbitmap_reset_all(bitmap->bitmap);
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 void bdrv_restore_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap *backup)
 {
     hbitmap_free(bitmap->bitmap);
     bitmap->bitmap = backup;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     if (hbitmap_size(backup) != DIV_ROUND_UP(bitmap->size,
                                              bitmap->granularity)) {
         /* the node was resized in between: inv. 2 again */
@@ -473,6 +490,7 @@ void bdrv_dirty_bitmap_enable_successor(BdrvDirtyBitmap *bitmap)
 {
     assert(bitmap->successor);
     bitmap->successor->disabled = false;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
@@ -491,6 +509,7 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
     successor->parent = NULL;                               /* inv. 6 */
     bitmap->persistent = false;
     bitmap->successor = NULL;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     bitmap->busy = false;
     bdrv_release_dirty_bitmap(bitmap);
     return successor;
@@ -507,6 +526,7 @@ BdrvDirtyBitmap *bdrv_reclaim_dirty_bitmap(BdrvDirtyBitmap *bitmap,
     }
     hbitmap_merge(bitmap->bitmap, successor->bitmap);
     bitmap->disabled = successor->disabled;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     bitmap->busy = false;
     bitmap->successor = NULL;
     bdrv_release_dirty_bitmap(successor);
@@ -545,6 +565,7 @@ void bdrv_dirty_bitmap_deserialize_part(BdrvDirtyBitmap *bitmap,
     assert(offset % bdrv_dirty_bitmap_serialization_align(bitmap) == 0);
     hbitmap_deserialize(bitmap->bitmap, buf, offset >> bitmap->gran_bits,
                         DIV_ROUND_UP(bytes, bitmap->granularity));
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap)
@@ -583,4 +604,5 @@ void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes)
         b->size = bytes;
         hbitmap_truncate(b->bitmap, DIV_ROUND_UP(bytes, b->granularity));
     }
+    bdrv_dirty_bitmap_changed(bs);                          /* inv. 7 */
 }

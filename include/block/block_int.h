@@ -623,9 +623,14 @@ struct BlockDriverState {
     bool corrupt;
     /*
      * the node's dirty bitmaps, linked through their own next pointer
-     * (block/dirty-bitmap.c); io.c marks them after every write
+     * (block/dirty-bitmap.c); io.c marks them around every write
      */
     struct BdrvDirtyBitmap *dirty_bitmaps;
+    /*
+     * grows when a bitmap of the node loses bits or starts recording
+     * (dirty-bitmap.c invariant 7), for io.c's second marking
+     */
+    uint64_t dirty_bitmap_gen;
     /* list entry of all_bdrv_states (block.c) */
     GList *all_link;
     /* const char *: why users forbid operations (block-op-blockers.c) */

@@ -5,9 +5,10 @@ flush (a checkpoint) and marks them in use again only before a write sets
 a new bit (block/qcow2-bitmap.c, invariant 4).
 
 Times qblock-img bench, one 4 KiB write then a flush per cycle (-d 1
---flush-interval=1), N cycles (default 500) 64 KiB apart, on copies of a
-64 MiB qcow2 image whose clusters are all allocated, in DIR (default
-${TMPDIR:-/var/tmp}):
+--flush-interval=1), N cycles (default 500, at most 512) 64 KiB apart in
+the first 32 MiB, on copies of a 64 MiB qcow2 image whose clusters are
+all allocated, in DIR (default ${TMPDIR:-/var/tmp}), after an untimed
+run of the same in the other 32 MiB:
   no bitmap:      the image as it is;
   rewrite:        with a persistent bitmap whose granules the same run set
                   already (the run is made once untimed): no bitmap I/O;
@@ -19,8 +20,8 @@ ${TMPDIR:-/var/tmp}):
                   reference: QEMU keeps the bitmap in use while the image
                   is open, so it pays nothing per cycle and loses the
                   bitmap in any crash.
-ROUNDS rounds (default 3), the cases alternating within each, fresh
-copies every round; as root each run is pinned to CPU 1 at real-time
+ROUNDS rounds (default 3), the cases alternating within each (each
+first in turn), fresh copies every round; as root each run is pinned to CPU 1 at real-time
 priority (chrt -f 5).  Prints microseconds per write+flush cycle, the
 median over the rounds, and the load average; never fails on them.
     tests/perf/bench-bitmap-flush.py [N [DIR [ROUNDS]]]
@@ -50,12 +51,13 @@ def run(args):
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
 
 
-def bench(tool, img):
-    """Seconds per cycle of N write+flush cycles on @img."""
+def bench(tool, img, offset=0):
+    """Seconds per cycle of N write+flush cycles on @img from @offset."""
     out = subprocess.run(prefix + [tool, 'bench', '-w', '-f', 'qcow2',
                                    '-t', 'writeback', '-d', '1',
                                    '--flush-interval=1', '-c', str(n),
-                                   '-s', '4k', '-S', '64k', img],
+                                   '-s', '4k', '-S', '64k', '-o',
+                                   str(offset), img],
                          check=True, capture_output=True, text=True)
     secs = float(re.search(r'Run completed in ([0-9.]+) seconds',
                            out.stdout).group(1))
@@ -71,8 +73,9 @@ try:
     if have_qemu:
         cases.append('qemu-img (new)')
     times = {c: [] for c in cases}
-    for _ in range(rounds):
-        for case in cases:
+    for r in range(rounds):
+        # each case in turn first: the order's own effect evens out
+        for case in cases[r % len(cases):] + cases[:r % len(cases)]:
             img = os.path.join(work, 'case.qcow2')
             shutil.copyfile(base, img)
             # the copy's dirty pages would go with the first timed flush
@@ -81,9 +84,11 @@ try:
             os.close(fd)
             if case != 'no bitmap':
                 run([QB_IMG, 'bitmap', '--add', img, 'b0'])
+            tool = 'qemu-img' if case.startswith('qemu') else QB_IMG
+            # warm the image (and the tool) on the other half, untimed
+            bench(tool, img, 32 << 20)
             if case == 'rewrite':
                 bench(QB_IMG, img)
-            tool = 'qemu-img' if case.startswith('qemu') else QB_IMG
             times[case].append(bench(tool, img) * 1e6)
     for case, ts in times.items():
         print('%-15s %8.0f us median per 4 KiB write+flush (%d rounds of '
