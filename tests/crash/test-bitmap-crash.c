@@ -208,6 +208,18 @@ static char *prepare_base(void)
     return path;
 }
 
+/* A blkcrash node "crash0" over the file at @path, not armed. */
+static BlockDriverState *open_crash_node(const char *path)
+{
+    QDict *opts = qdict_new();
+
+    qdict_put_str(opts, "driver", "blkcrash");
+    qdict_put_str(opts, "node-name", "crash0");
+    qdict_put_str(opts, "file.driver", "file");
+    qdict_put_str(opts, "file.filename", path);
+    return bdrv_open(NULL, NULL, opts, BDRV_O_RDWR, &error_abort);
+}
+
 /* Whether the cluster at @offset reads differently in @a and @b. */
 static bool cluster_changed(BlockBackend *a, BlockBackend *b, int64_t offset)
 {
@@ -278,7 +290,7 @@ static uint64_t run_once(const char *base, uint64_t cut_at, BlkcrashCut mode,
     uint32_t seed = cut_at * ARRAY_SIZE(crash_modes) + mode;
     BitmapSession s = { .touched = g_array_new(false, false,
                                                sizeof(BitmapRange)) };
-    QDict *opts = qdict_new();
+    QDict *opts;
     BlockDriverState *crash;
     Error *err = NULL;
     bool cut_while_open = false;
@@ -293,11 +305,7 @@ static uint64_t run_once(const char *base, uint64_t cut_at, BlkcrashCut mode,
     g_array_set_size(s.touched, 0);
     s.new_bit = true;           /* the open marks it in use, as QEMU's */
 
-    qdict_put_str(opts, "driver", "blkcrash");
-    qdict_put_str(opts, "node-name", "crash0");
-    qdict_put_str(opts, "file.driver", "file");
-    qdict_put_str(opts, "file.filename", path);
-    crash = bdrv_open(NULL, NULL, opts, BDRV_O_RDWR, &error_abort);
+    crash = open_crash_node(path);
     if (cut_at) {
         g_assert_cmpint(blkcrash_arm(crash, cut_at, mode, seed), ==, 0);
     }
@@ -352,6 +360,16 @@ static uint64_t run_once(const char *base, uint64_t cut_at, BlkcrashCut mode,
     return requests;
 }
 
+static bool skip_without_qemu_img(void)
+{
+    if (crash_have_qemu_img()) {
+        return false;
+    }
+    g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is the "
+                "oracle of these tests");
+    return true;
+}
+
 static void test_bitmap_session(void)
 {
     const char *s = g_getenv("QBLOCK_CRASH_STRIDE");
@@ -361,9 +379,7 @@ static void test_bitmap_session(void)
     BitmapTally whole = { 0 }, t = { 0 };
     uint64_t requests;
 
-    if (!crash_have_qemu_img()) {
-        g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
-                    "the oracle of these tests");
+    if (skip_without_qemu_img()) {
         return;
     }
     base = prepare_base();
@@ -420,23 +436,17 @@ static void test_bitmap_rewrite(void)
     g_autofree char *path = NULL;
     BitmapSession s = { .touched = g_array_new(false, false,
                                                sizeof(BitmapRange)) };
-    QDict *opts = qdict_new();
+    QDict *opts;
     BlockDriverState *crash;
     uint64_t before;
 
-    if (!crash_have_qemu_img()) {
-        g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
-                    "the oracle of these tests");
+    if (skip_without_qemu_img()) {
         return;
     }
     base = prepare_base();
     path = crash_copy_file(base);
     crash_model_init(&s.model, IMG_SIZE);
-    qdict_put_str(opts, "driver", "blkcrash");
-    qdict_put_str(opts, "node-name", "crash0");
-    qdict_put_str(opts, "file.driver", "file");
-    qdict_put_str(opts, "file.filename", path);
-    crash = bdrv_open(NULL, NULL, opts, BDRV_O_RDWR, &error_abort);
+    crash = open_crash_node(path);
     opts = qdict_new();
     qdict_put_str(opts, "driver", "qcow2");
     qdict_put_str(opts, "file", "crash0");

@@ -23,12 +23,13 @@ build=$(cd "${1:?usage: bitmaps-checkpoint.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 QB_IMG=$build/qblock-img
 QB_IO=$build/qblock-io
-for t in qemu-img qemu-io qemu-nbd nbdinfo; do
-    if ! command -v "$t" > /dev/null; then
-        echo "skipped: $t is not installed (qemu-utils, libnbd-bin)"
-        exit 77
-    fi
-done
+missing=$(for t in qemu-img qemu-io qemu-nbd nbdinfo; do
+              command -v "$t" > /dev/null || echo "$t"
+          done)
+[ -z "$missing" ] || {
+    echo "skipped:" $missing "not installed (qemu-utils, libnbd-bin)"
+    exit 77
+}
 . "$here/check-lib.bash"
 work=$(mktemp -d)
 server_pid=

@@ -21,8 +21,8 @@ run of the same in the other 32 MiB:
                   is open, so it pays nothing per cycle and loses the
                   bitmap in any crash.
 ROUNDS rounds (default 3), the cases alternating within each (each
-first in turn), fresh copies every round; as root each run is pinned to CPU 1 at real-time
-priority (chrt -f 5).  Prints microseconds per write+flush cycle, the
+first in turn), fresh copies every round; as root each run is pinned to
+CPU 1 at real-time priority (chrt -f 5).  Prints microseconds per write+flush cycle, the
 median over the rounds, and the load average; never fails on them.
     tests/perf/bench-bitmap-flush.py [N [DIR [ROUNDS]]]
 """
