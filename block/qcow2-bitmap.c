@@ -60,7 +60,9 @@
  *     bitmap is frozen by a job (a successor's bits are not in the
  *     parent, whose bits are what a store writes).
  *
- * Everything runs in a coroutine with s->lock held.
+ * Everything runs in a coroutine with s->lock held, but
+ * qcow2_co_mark_bitmaps_in_use(), which takes it when its test without it
+ * (invariant 4) finds the node checkpointed.
  */
 #include "block/qcow2.h"
 #include "block/dirty-bitmap.h"
