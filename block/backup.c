@@ -265,6 +265,14 @@ static void backup_settle_bitmap(BackupJob *s, bool success)
     }
     bm = bdrv_dirty_bitmap_abdicate(bm, NULL);
     if (bm && !success && s->cbw) {
+        Error *err = NULL;
+
+        /* the clusters left need not be in the format's stored copy */
+        if (bdrv_dirty_bitmap_before_change(
+                bdrv_dirty_bitmap_bs(bm), bdrv_dirty_bitmap_get_persistence(bm),
+                &err) < 0) {
+            warn_report_err(err);
+        }
         backup_mark_uncopied(s, bm);
     }
 }

@@ -7,7 +7,10 @@
  * Persistence is the format's business: add asks it whether one more
  * persistent bitmap fits (bdrv_can_store_new_dirty_bitmap), remove has it
  * drop the bitmap from the image at once, and it writes the node's
- * persistent bitmaps when the image closes.
+ * persistent bitmaps at a flush and when the image closes.  Every other
+ * change of a persistent bitmap tells the format first
+ * (bdrv_dirty_bitmap_before_change()), so that a stored copy the change
+ * makes stale is marked in use before the change is made.
  */
 #include "block/block_int.h"
 #include "block/dirty-bitmap.h"
@@ -73,6 +76,29 @@ bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
                                                     errp);
 }
 
+static int coroutine_fn bdrv_dirty_bitmap_mark_in_use_co(BlockDriverState *bs,
+                                                         void *opaque)
+{
+    return bs->drv->bdrv_co_mark_bitmaps_in_use(bs);
+}
+
+int bdrv_dirty_bitmap_before_change(BlockDriverState *bs, bool persistent,
+                                    Error **errp)
+{
+    int ret;
+
+    if (!persistent || !bs->drv || !bs->drv->bdrv_co_mark_bitmaps_in_use) {
+        return 0;
+    }
+    ret = bdrv_run_co(bs, bdrv_dirty_bitmap_mark_in_use_co, NULL);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not mark the persistent bitmaps "
+                         "of node '%s' in use", bdrv_get_node_name(bs));
+        return -1;
+    }
+    return 0;
+}
+
 BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
                                           const char *name, Error **errp)
 {
@@ -123,7 +149,8 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
         return NULL;
     }
     if (persistent &&
-        !bdrv_can_store_new_dirty_bitmap(bs, name, granularity, errp)) {
+        (!bdrv_can_store_new_dirty_bitmap(bs, name, granularity, errp) ||
+         bdrv_dirty_bitmap_before_change(bs, true, errp) < 0)) {
         return NULL;
     }
     bitmap = bdrv_create_dirty_bitmap(bs, granularity, name, errp);
@@ -170,7 +197,9 @@ int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
     BdrvDirtyBitmap *bitmap =
         bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_DEFAULT, errp);
 
-    if (!bitmap) {
+    if (!bitmap || bdrv_dirty_bitmap_before_change(
+                       bs, bdrv_dirty_bitmap_get_persistence(bitmap),
+                       errp) < 0) {
         return -1;
     }
     bdrv_clear_dirty_bitmap(bitmap, NULL);
@@ -183,7 +212,9 @@ int bdrv_dirty_bitmap_switch_cmd(BlockDriverState *bs, const char *name,
     BdrvDirtyBitmap *bitmap =
         bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
 
-    if (!bitmap) {
+    if (!bitmap || bdrv_dirty_bitmap_before_change(
+                       bs, bdrv_dirty_bitmap_get_persistence(bitmap),
+                       errp) < 0) {
         return -1;
     }
     bdrv_dirty_bitmap_switch(bitmap, enable);
@@ -200,7 +231,8 @@ int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
     BdrvDirtyBitmap *anon;
     bool ok = true;
 
-    if (!dst) {
+    if (!dst || bdrv_dirty_bitmap_before_change(
+                    bs, bdrv_dirty_bitmap_get_persistence(dst), errp) < 0) {
         return -1;
     }
     /* all sources into a scratch bitmap first: a failure changes nothing */

@@ -21,6 +21,17 @@
  *     may only be removed.
  *  5. bdrv_set_dirty() touches enabled bitmaps only, and costs one pointer
  *     test on a node without bitmaps (the request path's common case).
+ *  6. A successor's parent is the frozen bitmap it records for, set by
+ *     create_successor and cleared when the pair ends; bdrv_set_dirty()
+ *     reports a bit it newly set in a persistent bitmap or in the
+ *     successor of one, so that a format that stores its bitmaps between
+ *     flushes (qcow2-bitmap.c) marks them in use before the write lands.
+ *  7. bs->dirty_bitmap_gen grows whenever a bitmap of the node may lose a
+ *     bit or begin recording (created, enabled, reset, cleared, restored,
+ *     given a successor, succeeded by it or taking it back, truncated,
+ *     loaded): the request path, which
+ *     marks a write before the driver sees it, marks it again when it
+ *     returns only if the generation moved meanwhile (io.c invariant 6).
  *
  * All of it runs in the node's AioContext thread (the request path marks
  * bitmaps from there too), so nothing needs a lock.
@@ -36,6 +47,7 @@ struct BdrvDirtyBitmap {
     int gran_bits;              /* log2(granularity) */
     char *name;                 /* NULL: anonymous */
     BdrvDirtyBitmap *successor; /* while frozen (inv. 3) */
+    BdrvDirtyBitmap *parent;    /* of a successor: the frozen one (inv. 6) */
     bool disabled;
     bool busy;
     bool readonly;
@@ -44,11 +56,18 @@ struct BdrvDirtyBitmap {
     BdrvDirtyBitmap *next;      /* bs->dirty_bitmaps (inv. 1) */
 };
 
+/* Invariant 7: a write in flight must mark @bs's bitmaps again. */
+static void bdrv_dirty_bitmap_changed(BlockDriverState *bs)
+{
+    bs->dirty_bitmap_gen++;
+}
+
 /* Newest first, as QEMU lists them (qcow2 directory order follows it). */
 static void bdrv_dirty_bitmap_link(BdrvDirtyBitmap *bitmap)
 {
     bitmap->next = bitmap->bs->dirty_bitmaps;
     bitmap->bs->dirty_bitmaps = bitmap;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 static void bdrv_dirty_bitmap_unlink(BdrvDirtyBitmap *bitmap)
@@ -234,6 +253,7 @@ void bdrv_enable_dirty_bitmap(BdrvDirtyBitmap *bitmap)
 {
     assert(!bitmap->successor && !bitmap->inconsistent);    /* inv. 3, 4 */
     bitmap->disabled = false;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 void bdrv_disable_dirty_bitmap(BdrvDirtyBitmap *bitmap)
@@ -315,6 +335,7 @@ void bdrv_reset_dirty_bitmap(BdrvDirtyBitmap *bitmap, int64_t offset,
                                : (uint64_t)end >> bitmap->gran_bits;
     if (last > first) {
         hbitmap_reset(bitmap->bitmap, first, last - first);
+        bdrv_dirty_bitmap_changed(bitmap->bs);              /* inv. 7 */
     }
 }
 
@@ -324,12 +345,14 @@ void bdrv_clear_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap **backup)
         *backup = hbitmap_copy(bitmap->bitmap);
     }
     hbitmap_reset_all(bitmap->bitmap);
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 void bdrv_restore_dirty_bitmap(BdrvDirtyBitmap *bitmap, HBitmap *backup)
 {
     hbitmap_free(bitmap->bitmap);
     bitmap->bitmap = backup;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     if (hbitmap_size(backup) != DIV_ROUND_UP(bitmap->size,
                                              bitmap->granularity)) {
         /* the node was resized in between: inv. 2 again */
@@ -456,6 +479,7 @@ int bdrv_dirty_bitmap_create_successor(BdrvDirtyBitmap *bitmap,
     }
     /* the successor records what the frozen bitmap would have (inv. 3) */
     child->disabled = bitmap->disabled;
+    child->parent = bitmap;                                 /* inv. 6 */
     bitmap->disabled = true;
     bitmap->busy = true;
     bitmap->successor = child;
@@ -466,6 +490,7 @@ void bdrv_dirty_bitmap_enable_successor(BdrvDirtyBitmap *bitmap)
 {
     assert(bitmap->successor);
     bitmap->successor->disabled = false;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
@@ -481,8 +506,10 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_abdicate(BdrvDirtyBitmap *bitmap,
     successor->name = bitmap->name;
     bitmap->name = NULL;
     successor->persistent = bitmap->persistent;
+    successor->parent = NULL;                               /* inv. 6 */
     bitmap->persistent = false;
     bitmap->successor = NULL;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     bitmap->busy = false;
     bdrv_release_dirty_bitmap(bitmap);
     return successor;
@@ -499,6 +526,7 @@ BdrvDirtyBitmap *bdrv_reclaim_dirty_bitmap(BdrvDirtyBitmap *bitmap,
     }
     hbitmap_merge(bitmap->bitmap, successor->bitmap);
     bitmap->disabled = successor->disabled;
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
     bitmap->busy = false;
     bitmap->successor = NULL;
     bdrv_release_dirty_bitmap(successor);
@@ -537,6 +565,7 @@ void bdrv_dirty_bitmap_deserialize_part(BdrvDirtyBitmap *bitmap,
     assert(offset % bdrv_dirty_bitmap_serialization_align(bitmap) == 0);
     hbitmap_deserialize(bitmap->bitmap, buf, offset >> bitmap->gran_bits,
                         DIV_ROUND_UP(bytes, bitmap->granularity));
+    bdrv_dirty_bitmap_changed(bitmap->bs);                  /* inv. 7 */
 }
 
 char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap)
@@ -546,13 +575,27 @@ char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap)
 
 /* ---- hooks of the request path ---- */
 
-void bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes)
+/* Whether @b's bits outlive the node: persistent, or a successor of one. */
+static bool bdrv_dirty_bitmap_persists(const BdrvDirtyBitmap *b)
 {
+    return b->persistent || (b->parent && b->parent->persistent);
+}
+
+bool bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes)
+{
+    bool grew = false;
+
     for (BdrvDirtyBitmap *b = bs->dirty_bitmaps; b; b = b->next) {
         if (!b->disabled) {                                 /* inv. 5 */
+            uint64_t before = hbitmap_count(b->bitmap);
+
             bdrv_dirty_bitmap_mark(b, offset, bytes);
+            /* inv. 6: the count grows exactly when a bit was clear */
+            grew |= hbitmap_count(b->bitmap) != before &&
+                    bdrv_dirty_bitmap_persists(b);
         }
     }
+    return grew;
 }
 
 void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes)
@@ -561,4 +604,5 @@ void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes)
         b->size = bytes;
         hbitmap_truncate(b->bitmap, DIV_ROUND_UP(bytes, b->granularity));
     }
+    bdrv_dirty_bitmap_changed(bs);                          /* inv. 7 */
 }

@@ -34,10 +34,18 @@
  *     completed before it started was completed before the flush that
  *     stored that value started, and is covered.
  *  6. Every range that a write, zero write, discard, copy-on-read write or
- *     growth may have changed is marked in the node's dirty bitmaps by
- *     bdrv_write_req_finish() when the driver returns, failed or not (a
- *     failed write may have changed part of its range): a bitmap never
- *     misses a change.
+ *     growth may have changed is in the node's dirty bitmaps when the
+ *     driver returns, failed or not (a failed write may have changed part
+ *     of its range): a bitmap never misses a change.  A write, zero
+ *     write, discard or copy-on-read write is marked before the driver
+ *     sees it (bdrv_write_req_prepare), so that a format storing its
+ *     bitmaps meanwhile stores the range; if that set a new bit in a
+ *     persistent bitmap, the driver's bdrv_co_mark_bitmaps_in_use runs
+ *     first and its error fails the request (qcow2-bitmap.c invariant
+ *     4).  bdrv_write_req_finish() marks the range again only if a bitmap
+ *     lost bits or a new one began recording meanwhile
+ *     (bs->dirty_bitmap_gen moved, dirty-bitmap.c invariant 7): a clear
+ *     while the request was in flight still shows it, as in QEMU.
  *  7. Every write, zero write and discard of a node that reached its
  *     driver is shown to each of bs->write_hooks after the driver
  *     returned and before the request stops being tracked, so that a
@@ -174,16 +182,44 @@ static int64_t bdrv_max_piece(int64_t limit, int64_t piece_align,
     return MAX(QEMU_ALIGN_DOWN(max, piece_align), align);
 }
 
+/* bdrv_write_req_finish()'s @marked_gen when nothing was marked before. */
+#define BDRV_WRITE_REQ_UNMARKED UINT64_MAX
+
 /*
  * What follows every request that may have changed [offset, offset +
- * bytes) of @bs (invariant 6); a node without bitmaps pays one test.
+ * bytes) of @bs (invariant 6): @marked_gen is bs->dirty_bitmap_gen when
+ * bdrv_write_req_prepare() marked the range; a node without bitmaps pays
+ * one test.
  */
 static inline void bdrv_write_req_finish(BlockDriverState *bs,
-                                         int64_t offset, int64_t bytes)
+                                         int64_t offset, int64_t bytes,
+                                         uint64_t marked_gen)
 {
-    if (bs->dirty_bitmaps) {
+    if (bs->dirty_bitmaps && bs->dirty_bitmap_gen != marked_gen) {
         bdrv_set_dirty(bs, offset, bytes);
     }
+}
+
+/*
+ * What precedes every write, zero write, discard and copy-on-read write of
+ * [offset, offset + bytes) of @bs (invariant 6); sets *@marked_gen for
+ * bdrv_write_req_finish().  A node without bitmaps pays one test.
+ */
+static inline int coroutine_fn bdrv_write_req_prepare(BlockDriverState *bs,
+                                                      int64_t offset,
+                                                      int64_t bytes,
+                                                      uint64_t *marked_gen)
+{
+    *marked_gen = BDRV_WRITE_REQ_UNMARKED;
+    if (!bs->dirty_bitmaps) {
+        return 0;
+    }
+    *marked_gen = bs->dirty_bitmap_gen;
+    if (bdrv_set_dirty(bs, offset, bytes) &&
+        bs->drv->bdrv_co_mark_bitmaps_in_use) {
+        return bs->drv->bdrv_co_mark_bitmaps_in_use(bs);
+    }
+    return 0;
 }
 
 /* ---- tracked requests and serialisation ---- */
@@ -644,6 +680,7 @@ static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
             qemu_iovec_init_buf(&q, bounce, chunk);
             ret = bdrv_aligned_preadv(bs, pos, chunk, align, &q, 0);
             if (ret == 0) {
+                uint64_t marked_gen;
                 /*
                  * Zeroes are copied as a zero write (a zero cluster rather
                  * than data), as QEMU does, whatever detect-zeroes says.
@@ -652,11 +689,14 @@ static int coroutine_fn bdrv_cor_preadv(BlockDriverState *bs, int64_t offset,
                             buffer_is_zero(bounce, chunk);
 
                 BLKDBG_EVENT(bs->file, BLKDBG_COR_WRITE);
-                ret = bdrv_aligned_pwritev(bs, pos, chunk, align,
-                                           zero ? NULL : &q, 0,
-                                           BDRV_REQ_WRITE_UNCHANGED |
-                                           (zero ? BDRV_REQ_ZERO_WRITE : 0));
-                bdrv_write_req_finish(bs, pos, chunk);
+                ret = bdrv_write_req_prepare(bs, pos, chunk, &marked_gen);
+                if (ret == 0) {
+                    ret = bdrv_aligned_pwritev(
+                        bs, pos, chunk, align, zero ? NULL : &q, 0,
+                        BDRV_REQ_WRITE_UNCHANGED |
+                        (zero ? BDRV_REQ_ZERO_WRITE : 0));
+                }
+                bdrv_write_req_finish(bs, pos, chunk, marked_gen);
             }
             if (ret == 0 && to > from) {
                 qemu_iovec_from_buf(qiov, qiov_offset + from - offset,
@@ -1022,6 +1062,7 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
 {
     BlockDriverState *bs;
     BdrvTrackedRequest req;
+    uint64_t marked_gen;
     int64_t align;
     int ret;
 
@@ -1056,16 +1097,17 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     }
     tracked_request_wait(&req);
 
-    if (!bdrv_needs_padding(offset, bytes, align)) {
+    ret = bdrv_write_req_prepare(bs, offset, bytes, &marked_gen);
+    if (ret == 0 && !bdrv_needs_padding(offset, bytes, align)) {
         ret = bdrv_aligned_pwritev(bs, offset, bytes, align,
                                    (flags & BDRV_REQ_ZERO_WRITE) ? NULL : qiov,
                                    0, flags);
-    } else if (flags & BDRV_REQ_ZERO_WRITE) {
+    } else if (ret == 0 && (flags & BDRV_REQ_ZERO_WRITE)) {
         ret = bdrv_rmw_pwrite_zeroes(bs, offset, bytes, align, flags);
-    } else {
+    } else if (ret == 0) {
         ret = bdrv_rmw_pwritev(bs, offset, bytes, align, qiov, flags);
     }
-    bdrv_write_req_finish(bs, offset, bytes);
+    bdrv_write_req_finish(bs, offset, bytes, marked_gen);
     bdrv_run_write_hooks(bs, offset, bytes,
                          (flags & BDRV_REQ_ZERO_WRITE) ? NULL : qiov, ret);
 
@@ -1096,6 +1138,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
     BlockDriverState *bs;
     BdrvTrackedRequest req;
     int64_t align, dalign, max_discard, end, req_offset, req_bytes;
+    uint64_t marked_gen;
     int ret;
 
     ret = bdrv_request_prologue(child, offset, bytes, BDRV_REQUEST_WRITE,
@@ -1121,8 +1164,8 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
     tracked_request_wait(&req);
     req_offset = offset;
     req_bytes = bytes;
-    ret = 0;
-    while (bytes > 0) {
+    ret = bdrv_write_req_prepare(bs, offset, bytes, &marked_gen);
+    while (ret == 0 && bytes > 0) {
         int64_t num = bdrv_next_piece(offset, bytes, dalign, max_discard);
 
         bs->stats.discards++;
@@ -1135,7 +1178,7 @@ int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
         offset += num;
         bytes -= num;
     }
-    bdrv_write_req_finish(bs, req_offset, req_bytes);
+    bdrv_write_req_finish(bs, req_offset, req_bytes, marked_gen);
     bdrv_run_write_hooks(bs, req.offset, req.bytes, NULL, ret);
     tracked_request_end(&req);
     bdrv_dec_in_flight(bs);
@@ -1329,7 +1372,8 @@ int coroutine_fn bdrv_co_truncate(BdrvChild *child, int64_t offset,
         bdrv_dirty_bitmap_truncate(bs, offset);
     }
     bs->write_gen++;
-    bdrv_write_req_finish(bs, offset - new_bytes, new_bytes);
+    bdrv_write_req_finish(bs, offset - new_bytes, new_bytes,
+                          BDRV_WRITE_REQ_UNMARKED);
 
 out:
     tracked_request_end(&req);

@@ -9,25 +9,60 @@
  * bit i of byte j covers granule 8j + i.  A table entry 0 is a cluster of
  * zeroes, 1 a cluster of ones.
  *
- * Flags: in_use says the bitmap may differ from what the image holds (an
- * open rw sets it, a clean close clears it); auto says it records writes
- * (enabled); a bitmap found in_use when opened is inconsistent and can
- * only be removed.
+ * Flags: in_use says the bitmap may differ from what the image holds;
+ * auto says it records writes (enabled); a bitmap found in_use when opened
+ * is inconsistent and can only be removed.
+ *
+ * Checkpoints.  QEMU 7.2 keeps every bitmap in_use while the image is open
+ * rw, so that any crash loses them all.  qblock marks them in_use at the
+ * open as QEMU does, but stores them clean at a flush (a checkpoint) and
+ * marks them in_use again only when something is about to make the
+ * stored copy stale: a write that sets a bit the copy lacks, a user's
+ * change, a resize.  A guest that rewrites blocks already dirty since the
+ * last backup pays nothing after the first write of each granule.
+ * s->bitmaps_state (qcow2.h):
+ *
+ *   open rw, reopen rw --> IN_USE --- flush with none frozen:
+ *                            ^           store (invariant 2)
+ *                            |                  |
+ *       mark in use (in place, flushed)         v
+ *       before a new bit, a user's change,   STORED (checkpointed)
+ *       a resize  <-----------------------------+
  *
  * Invariants:
- *  1. While the image is open rw, every bitmap of the directory is in_use
- *     on disk: a crash at any moment leaves them all inconsistent, never
- *     silently stale.  The flag is written (in place) before the first
- *     write can reach the image.
+ *  1. While the image is open rw, each consistent bitmap of the directory
+ *     is either in_use on disk or clean and holding every bit the node's
+ *     bitmap of that name holds, or may hold for a write in flight (its
+ *     successor's bits included): a crash at any moment leaves it
+ *     inconsistent or covering every write made, never silently stale.
+ *     The open (and a reopen rw) marks them in_use, in place, before the
+ *     first write can reach the image.
  *  2. A store writes the new data clusters and tables, then a new
  *     directory, flushes them (and their refcounts), and only then points
  *     the header at the new directory; the old directory, tables and data
  *     are freed after.  The header write is the commit: before it the old
- *     (in_use) directory stands, after it the new (clean) one.
+ *     directory stands, after it the new (clean) one.
  *  3. The autoclear bit is set exactly when the header has a bitmaps
  *     extension (s->nb_bitmaps > 0).
+ *  4. s->bitmaps_state becomes STORED when a store starts (under s->lock,
+ *     which the store holds throughout), and IN_USE only once every entry
+ *     is in_use on disk, flushed.  While it is STORED, nothing makes a
+ *     persistent bitmap (or its successor) hold a bit that the store
+ *     lacks: the request path sets the bits first, then, if one was new,
+ *     calls qcow2_co_mark_bitmaps_in_use() before the driver sees the
+ *     write (io.c invariant 6), and the user's changes call it before
+ *     they are made (bdrv_dirty_bitmap_before_change()).  A store that
+ *     starts after a bit was set stores it; one that ran while it was set
+ *     is waited for on s->lock, and its STORED is then undone.  Writers
+ *     that come together share one directory write.
+ *  5. A flush stores only when the state is IN_USE, the node is writable
+ *     and flushes reach the disk (not cache=unsafe), and no persistent
+ *     bitmap is frozen by a job (a successor's bits are not in the
+ *     parent, whose bits are what a store writes).
  *
- * Everything runs in a coroutine with s->lock held.
+ * Everything runs in a coroutine with s->lock held, but
+ * qcow2_co_mark_bitmaps_in_use(), which takes it when its test without it
+ * (invariant 4) finds the node checkpointed.
  */
 #include "block/qcow2.h"
 #include "block/dirty-bitmap.h"
@@ -363,6 +398,8 @@ int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
     bool mark = false;
     int ret;
 
+    /* as QEMU: the first flush stores them clean (invariant 4) */
+    s->bitmaps_state = writable ? QCOW2_BITMAPS_IN_USE : QCOW2_BITMAPS_STORED;
     if (!s->nb_bitmaps) {
         return 0;
     }
@@ -429,6 +466,7 @@ static Qcow2Bitmap *qcow2_bitmap_find(GPtrArray *list, const char *name)
 int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
                                       Error **errp)
 {
+    BDRVQcow2State *s = bs->opaque;
     g_autoptr(GPtrArray) list = NULL;
     bool mark = false;
 
@@ -453,7 +491,14 @@ int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
         }
     }
     /* invariant 1, before the first write of the writable node */
-    return mark ? qcow2_bitmap_dir_rewrite(bs, list) : 0;
+    if (writable && mark && qcow2_bitmap_dir_rewrite(bs, list) < 0) {
+        error_setg(errp, "Could not mark the bitmaps in use");
+        return -EIO;
+    }
+    if (writable) {
+        s->bitmaps_state = QCOW2_BITMAPS_IN_USE;            /* invariant 4 */
+    }
+    return 0;
 }
 
 /* ---- storing ---- */
@@ -693,6 +738,11 @@ int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
         qcow2_bitmap_free);
     int ret = 0;
 
+    /*
+     * invariant 4: a bit set from now on may miss the store; whoever sets
+     * one waits for s->lock and marks the bitmaps in use again after it
+     */
+    s->bitmaps_state = QCOW2_BITMAPS_STORED;
     old = qcow2_bitmap_dir_read(bs, errp);
     if (!old) {
         return -EINVAL;
@@ -773,6 +823,106 @@ fail:
         }
     }
     return ret;
+}
+
+/* ---- checkpoints ---- */
+
+/* Whether the image has persistent bitmaps, stored or to store. */
+static bool qcow2_has_persistent_bitmaps(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+
+    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
+         b = bdrv_dirty_bitmap_next(b)) {
+        if (bdrv_dirty_bitmap_name(b) &&
+            bdrv_dirty_bitmap_get_persistence(b)) {
+            return true;
+        }
+    }
+    return s->nb_bitmaps > 0;
+}
+
+int coroutine_fn qcow2_mark_bitmaps_in_use_locked(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autoptr(GPtrArray) list = NULL;
+    bool mark = false;
+    int ret = 0;
+
+    /* a read-only node marks them when it becomes writable (invariant 1) */
+    if (s->bitmaps_state != QCOW2_BITMAPS_STORED || !bdrv_is_writable(bs) ||
+        !qcow2_has_persistent_bitmaps(bs)) {
+        return 0;
+    }
+    list = qcow2_bitmap_dir_read(bs, NULL);
+    if (!list) {
+        return -EIO;
+    }
+    for (guint i = 0; i < list->len; i++) {
+        Qcow2Bitmap *bm = list->pdata[i];
+
+        mark |= !(bm->flags & BME_FLAG_IN_USE);
+        bm->flags |= BME_FLAG_IN_USE;
+    }
+    if (mark) {
+        ret = qcow2_bitmap_dir_rewrite(bs, list);
+    }
+    if (ret == 0) {
+        s->bitmaps_state = QCOW2_BITMAPS_IN_USE;            /* invariant 4 */
+    }
+    return ret;
+}
+
+int coroutine_fn qcow2_co_mark_bitmaps_in_use(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    int ret;
+
+    /*
+     * The request path's common case, without the lock: a store sets
+     * STORED under it and a racing writer then finds it so (invariant 4).
+     */
+    if (s->bitmaps_state != QCOW2_BITMAPS_STORED) {
+        return 0;
+    }
+    qemu_co_mutex_lock(&s->lock);
+    ret = qcow2_mark_bitmaps_in_use_locked(bs);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}
+
+/* Whether a job froze a persistent bitmap (invariant 5). */
+static bool qcow2_bitmaps_frozen(BlockDriverState *bs)
+{
+    for (BdrvDirtyBitmap *b = bdrv_dirty_bitmap_first(bs); b;
+         b = bdrv_dirty_bitmap_next(b)) {
+        if (bdrv_dirty_bitmap_get_persistence(b) &&
+            bdrv_dirty_bitmap_has_successor(b)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+void coroutine_fn qcow2_checkpoint_bitmaps(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    Error *err = NULL;
+
+    if (s->bitmaps_state != QCOW2_BITMAPS_IN_USE ||        /* invariant 5 */
+        !bdrv_is_writable(bs) || (bs->open_flags & BDRV_O_NO_FLUSH) ||
+        qcow2_bitmaps_frozen(bs) || !qcow2_has_persistent_bitmaps(bs)) {
+        return;
+    }
+    if (qcow2_store_dirty_bitmaps(bs, &err) < 0) {
+        /* what the header names is either directory: in use, both */
+        warn_report("Could not store the bitmaps of node '%s' at a flush: "
+                    "%s", bdrv_get_node_name(bs), error_get_pretty(err));
+        error_free(err);
+        qcow2_mark_bitmaps_in_use_locked(bs);
+        return;
+    }
+    assert(s->bitmaps_state == QCOW2_BITMAPS_STORED);       /* invariant 4 */
 }
 
 typedef struct Qcow2BitmapRemove {

@@ -873,6 +873,14 @@ int coroutine_fn qcow2_co_flush_to_os(BlockDriverState *bs)
     } else {
         ret = qcow2_write_caches(bs);
     }
+    if (ret == 0) {
+        /*
+         * The checkpoint (qcow2-bitmap.c invariant 4): its store flushes
+         * the file before its commit, so the data it covers is durable by
+         * then; the flush of the file that follows finds nothing left.
+         */
+        qcow2_checkpoint_bitmaps(bs);
+    }
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }

@@ -964,6 +964,12 @@ int coroutine_fn qcow2_co_truncate(BlockDriverState *bs, int64_t offset,
 
     qemu_co_mutex_lock(&s->lock);
     old = s->virtual_size;
+    /* the stored bitmaps would not fit the new size (qcow2-bitmap.c 4.) */
+    ret = qcow2_mark_bitmaps_in_use_locked(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not mark the bitmaps in use");
+        goto out;
+    }
     /* v3 snapshots record their own disk size; v2 ones cannot */
     if (s->nb_snapshots && s->qcow_version < 3) {
         error_setg(errp, "Can't resize a v2 image which has snapshots");
@@ -1384,6 +1390,7 @@ static const BlockDriver bdrv_qcow2 = {
     .bdrv_can_store_new_dirty_bitmap = qcow2_can_store_new_dirty_bitmap,
     .bdrv_remove_persistent_dirty_bitmap =
         qcow2_remove_persistent_dirty_bitmap,
+    .bdrv_co_mark_bitmaps_in_use    = qcow2_co_mark_bitmaps_in_use,
     .amend_opts                     = &qapi_opts_qcow2_amend,
     .bdrv_amend_options             = qcow2_amend_options,
     .bdrv_snapshot_create           = qcow2_snapshot_create,

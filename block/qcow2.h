@@ -218,6 +218,22 @@ typedef struct QEMU_PACKED Qcow2FeatureNameEntry {
 } Qcow2FeatureNameEntry;
 _Static_assert(sizeof(Qcow2FeatureNameEntry) == 48, "feature name entry");
 
+/*
+ * Where the node's persistent bitmaps stand against the image's stored
+ * copy of them (qcow2-bitmap.c, invariants 1 and 4).
+ */
+typedef enum Qcow2BitmapsState {
+    /*
+     * Checkpointed: the consistent entries of the directory are clean on
+     * disk and hold every bit the node's bitmaps hold (or will, when the
+     * store that set this state commits); a new bit needs them marked in
+     * use first.
+     */
+    QCOW2_BITMAPS_STORED = 0,
+    /* Every entry is in use on disk: the next flush stores them. */
+    QCOW2_BITMAPS_IN_USE,
+} Qcow2BitmapsState;
+
 /* The data of the bitmaps header extension. */
 typedef struct QEMU_PACKED Qcow2BitmapHeaderExt {
     uint32_t nb_bitmaps;
@@ -438,6 +454,12 @@ typedef struct BDRVQcow2State {
     uint32_t nb_bitmaps;
     uint64_t bitmap_directory_offset;
     uint64_t bitmap_directory_size;
+    /*
+     * What the stored bitmaps are to the node's (qcow2-bitmap.c
+     * invariants 1 and 4); read without the lock by the request path's
+     * test, changed under it.
+     */
+    Qcow2BitmapsState bitmaps_state;
 
     /* --- qcow2.c, under lock --- */
     /* the guest-visible size (the header's size field) */
@@ -1032,7 +1054,10 @@ int qcow2_amend_options(BlockDriverState *bs, QemuOpts *opts,
  * qcow2-bitmap.c: persistent dirty bitmaps.  All are called with s->lock
  * held, in a coroutine.
  */
-/* Loads the directory's bitmaps into the node; marks them in use if rw. */
+/*
+ * Loads the directory's bitmaps into the node; marks them in use if rw
+ * (QCOW2_BITMAPS_IN_USE: the first flush stores them).
+ */
 int coroutine_fn qcow2_load_dirty_bitmaps(BlockDriverState *bs, int flags,
                                           Error **errp);
 /*
@@ -1045,6 +1070,23 @@ int coroutine_fn qcow2_reopen_bitmaps(BlockDriverState *bs, bool writable,
 /* Writes the node's persistent bitmaps and a new directory (close). */
 int coroutine_fn qcow2_store_dirty_bitmaps(BlockDriverState *bs,
                                            Error **errp);
+/*
+ * The checkpoint of a flush (qcow2-bitmap.c invariant 4): stores the
+ * bitmaps if they changed since they were stored (QCOW2_BITMAPS_IN_USE).
+ * A failure leaves them in use and is reported, not returned: the flush
+ * of the data is not at stake.
+ */
+void coroutine_fn qcow2_checkpoint_bitmaps(BlockDriverState *bs);
+/*
+ * Marks the stored bitmaps in use on disk (in place, flushed) if the node
+ * is checkpointed (invariant 4); with s->lock held.  Truncate calls it.
+ */
+int coroutine_fn qcow2_mark_bitmaps_in_use_locked(BlockDriverState *bs);
+/*
+ * The BlockDriver's bdrv_co_mark_bitmaps_in_use: the above, taking the
+ * lock itself (without it when the node is not checkpointed).
+ */
+int coroutine_fn qcow2_co_mark_bitmaps_in_use(BlockDriverState *bs);
 /* BlockDriver callbacks: version 3 images keep bitmaps; QEMU's limits on
  * a new persistent bitmap. */
 bool qcow2_supports_persistent_dirty_bitmap(BlockDriverState *bs);

@@ -195,6 +195,23 @@ typedef struct DirtyBitmapAction {
     bool was_enabled;           /* enable, disable: the old state */
 } DirtyBitmapAction;
 
+/*
+ * The format's stored copy of @bitmap is marked in use before an abort
+ * changes the bitmap back (dirty-bitmap.h: a flush between prepare and
+ * abort may have stored the changed one).  An abort cannot fail: a
+ * failure is reported, and the stored copy may then lag behind.
+ */
+static void dirty_bitmap_abort_before_change(BdrvDirtyBitmap *bitmap)
+{
+    Error *err = NULL;
+
+    if (bdrv_dirty_bitmap_before_change(
+            bdrv_dirty_bitmap_bs(bitmap),
+            bdrv_dirty_bitmap_get_persistence(bitmap), &err) < 0) {
+        warn_report_err(err);
+    }
+}
+
 /* The bitmap @data names, checked for @flags (QEMU's messages). */
 static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
                                                    BdrvDirtyBitmapFlags flags,
@@ -293,6 +310,12 @@ static int dirty_bitmap_clear_prepare(TransactionAction *action,
     if (!st->bitmap) {
         return -EINVAL;
     }
+    if (bdrv_dirty_bitmap_before_change(
+            bdrv_dirty_bitmap_bs(st->bitmap),
+            bdrv_dirty_bitmap_get_persistence(st->bitmap), errp) < 0) {
+        st->bitmap = NULL;
+        return -EIO;
+    }
     bdrv_clear_dirty_bitmap(st->bitmap, &st->backup);
     return 0;
 }
@@ -303,6 +326,7 @@ static void dirty_bitmap_restore_abort(TransactionAction *action)
     DirtyBitmapAction *st = action->opaque;
 
     if (st->backup) {
+        dirty_bitmap_abort_before_change(st->bitmap);
         bdrv_restore_dirty_bitmap(st->bitmap, st->backup);
         st->backup = NULL;
     }
@@ -354,6 +378,12 @@ static int dirty_bitmap_switch_prepare(TransactionAction *action,
     if (!st->bitmap) {
         return -EINVAL;
     }
+    if (bdrv_dirty_bitmap_before_change(
+            bdrv_dirty_bitmap_bs(st->bitmap),
+            bdrv_dirty_bitmap_get_persistence(st->bitmap), errp) < 0) {
+        st->bitmap = NULL;
+        return -EIO;
+    }
     st->was_enabled = bdrv_dirty_bitmap_enabled(st->bitmap);
     bdrv_dirty_bitmap_switch(st->bitmap, enable);
     return 0;
@@ -376,6 +406,7 @@ static void dirty_bitmap_switch_abort(TransactionAction *action)
     DirtyBitmapAction *st = action->opaque;
 
     if (st->bitmap) {
+        dirty_bitmap_abort_before_change(st->bitmap);
         bdrv_dirty_bitmap_switch(st->bitmap, st->was_enabled);
     }
 }

@@ -298,6 +298,17 @@ struct BlockDriver {
                                             uint32_t granularity,
                                             Error **errp);
     /*
+     * The node's persistent bitmaps are about to hold what the image's
+     * stored copy of them may lack: a write set new bits in one (the
+     * request path calls this after marking them, before the driver sees
+     * the write: io.c invariant 6), or a user changes one
+     * (bdrv_dirty_bitmap_before_change()).  A format that keeps its stored
+     * bitmaps consistent between flushes marks them in use on disk,
+     * durably, before it returns (qcow2-bitmap.c); an error fails the
+     * write or the command.  Coroutine, no lock held.  Optional.
+     */
+    int coroutine_fn (*bdrv_co_mark_bitmaps_in_use)(BlockDriverState *bs);
+    /*
      * Removes the persistent bitmap @name from the image now (it may not
      * be there yet: 0).  Not in a coroutine.  Optional with the above.
      */
@@ -612,9 +623,14 @@ struct BlockDriverState {
     bool corrupt;
     /*
      * the node's dirty bitmaps, linked through their own next pointer
-     * (block/dirty-bitmap.c); io.c marks them after every write
+     * (block/dirty-bitmap.c); io.c marks them around every write
      */
     struct BdrvDirtyBitmap *dirty_bitmaps;
+    /*
+     * grows when a bitmap of the node loses bits or starts recording
+     * (dirty-bitmap.c invariant 7), for io.c's second marking
+     */
+    uint64_t dirty_bitmap_gen;
     /* list entry of all_bdrv_states (block.c) */
     GList *all_link;
     /* const char *: why users forbid operations (block-op-blockers.c) */

@@ -190,9 +190,17 @@ char *bdrv_dirty_bitmap_sha256(const BdrvDirtyBitmap *bitmap);
  * ---- what users ask for (block/dirty-bitmap-cmds.c) ----
  * The checks and messages of QEMU's block-dirty-bitmap-* commands, shared
  * by the monitor and qblock-img bitmap.  A persistent bitmap is stored in
- * its image by the format when the image is closed (or inactivated); a
- * removed one leaves the image at once.
+ * its image by the format at a flush and when the image is closed (or
+ * inactivated); a removed one leaves the image at once.
  */
+/*
+ * Before a user changes a bitmap of @bs other than by writing (add, clear,
+ * merge, enable, disable, a transaction's undo): if it is @persistent,
+ * the format marks the stored copy in use (the BlockDriver's
+ * bdrv_co_mark_bitmaps_in_use).  Not in a coroutine.  0, or -1 with @errp.
+ */
+int bdrv_dirty_bitmap_before_change(BlockDriverState *bs, bool persistent,
+                                    Error **errp);
 /* The bitmap @name of @bs, or NULL with "Dirty bitmap 'x' not found". */
 BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup(BlockDriverState *bs,
                                           const char *name, Error **errp);
@@ -242,8 +250,12 @@ bool bdrv_can_store_new_dirty_bitmap(BlockDriverState *bs, const char *name,
                                      uint32_t granularity, Error **errp);
 
 /* ---- hooks of the request path (block/io.c) ---- */
-/* Marks [offset, offset + bytes) in every enabled bitmap of @bs. */
-void bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes);
+/*
+ * Marks [offset, offset + bytes) in every enabled bitmap of @bs.  Returns
+ * whether it set a bit that was clear in a persistent bitmap or in the
+ * successor of one (what a stored copy of the bitmaps may lack).
+ */
+bool bdrv_set_dirty(BlockDriverState *bs, int64_t offset, int64_t bytes);
 /* The node's length became @bytes: every bitmap follows. */
 void bdrv_dirty_bitmap_truncate(BlockDriverState *bs, int64_t bytes);
 

@@ -4,8 +4,9 @@ x-debug-block-dirty-bitmap-sha256 with QEMU's errors, bitmaps in
 query-named-block-nodes, writes through an NBD export marking them (the
 same SHA-256 as the real qemu-storage-daemon computes for the same
 writes, when it is installed), an exported bitmap busy and read with
-nbdinfo --map, and a persistent bitmap kept in its image across a
-restart of the daemon."""
+nbdinfo --map, a persistent bitmap kept in its image across a
+restart of the daemon, and across a SIGKILL after a flush (the flush's
+checkpoint), which a write to a new granule undoes."""
 import json
 import os
 import time
@@ -206,7 +207,7 @@ def test_scenario():
                  {'node': 'fmt0', 'name': 'keep'})['sha256'], sums['keep'])
     rc, out, err = t.run([t.img_bin, 'info', '-U', '--output=json', img])
     bms = json.loads(out)['format-specific']['data'].get('bitmaps')
-    t.equal('in use on disk while the daemon has it open',
+    t.equal('in use on disk while the daemon has it open, until a flush',
             bms and bms[0]['flags'], ['in-use', 'auto'])
     c.ok('block-dirty-bitmap-remove', {'node': 'fmt0', 'name': 'keep'})
     rc, out, err = t.run([t.img_bin, 'info', '-U', '--output=json', img])
@@ -216,5 +217,85 @@ def test_scenario():
     d.wait()
 
 
+
+def disk_flags(img):
+    rc, out, err = t.run([t.img_bin, 'info', '-U', '--output=json', img])
+    bms = json.loads(out)['format-specific']['data'].get('bitmaps')
+    return bms and bms[0]['flags']
+
+
+def test_sigkill_after_flush():
+    """The daemon killed after a flush: the flush stored the bitmap
+    (a checkpoint), so the next daemon loads it consistent and an
+    incremental backup can read it; killed after a write to a new
+    granule, it is in use (inconsistent), never silently stale."""
+    img = t.create_image('k.qcow2', '64M')
+    sock = t.path('k.sock')
+    t.run([t.img_bin, 'bitmap', '--add', img, 'keep'])
+    d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
+    c = qmp_of(d)
+    c.ok('nbd-server-start', {'addr': {'type': 'unix',
+                                       'data': {'path': sock}}})
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'fmt0',
+                              'name': 'disk', 'writable': True})
+    rc, out = qsd.qemu_io(t, qsd.nbd_uri(sock, 'disk'), 'write 1M 64k',
+                          'write 5M 4k', 'flush')
+    t.check('qemu-io wrote and flushed through the export', rc == 0, out)
+    t.equal('after the flush the bitmap is clean on disk', disk_flags(img),
+            ['auto'])
+    # the client killed, so that no flush follows the writes
+    rc, out = qsd.qemu_io(t, qsd.nbd_uri(sock, 'disk'), 'write 1M 4k',
+                          'write 5M 64k', 'sigraise 9')
+    t.equal('a rewrite of dirty granules leaves it clean', disk_flags(img),
+            ['auto'])
+    want = c.ok('x-debug-block-dirty-bitmap-sha256',
+                {'node': 'fmt0', 'name': 'keep'})['sha256']
+    d.kill()
+    rc, out, err = t.run(['qemu-img', 'check', img])
+    t.check('qemu-img check after SIGKILL', rc == 0, out + err)
+    d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
+    c = qmp_of(d)
+    keep = [b for b in bitmaps_of(c, 'fmt0') if b['name'] == 'keep']
+    t.equal('the next daemon loads it consistent, recording',
+            [(b.get('inconsistent', False), b['recording'], b['count'])
+             for b in keep], [(False, True, 2 * 65536)])
+    t.equal('with the bits it had when killed',
+            c.ok('x-debug-block-dirty-bitmap-sha256',
+                 {'node': 'fmt0', 'name': 'keep'})['sha256'], want)
+    c.ok('nbd-server-start', {'addr': {'type': 'unix',
+                                       'data': {'path': sock}}})
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'fmt0',
+                              'name': 'disk', 'writable': True,
+                              'bitmaps': ['keep']})
+    if qsd.have('nbdinfo'):
+        rc, out, err = t.run(['nbdinfo', '--map=qemu:dirty-bitmap:keep',
+                              qsd.nbd_uri(sock, 'disk')])
+        extents = [line.split()[:3] for line in out.splitlines()]
+        t.equal('an incremental backup reads the changed extents',
+                [e for e in extents if e[2] == '1'],
+                [['1048576', '65536', '1'], ['5242880', '65536', '1']])
+    else:
+        t.skip('nbdinfo --map after the crash', 'nbdinfo is missing '
+               '(libnbd-bin)')
+    c.ok('block-export-del', {'id': 'e0'})
+    qsd.wait_for(lambda: not [b for b in bitmaps_of(c, 'fmt0')
+                              if b['busy']])
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e1', 'node-name': 'fmt0',
+                              'name': 'disk', 'writable': True})
+    rc, out = qsd.qemu_io(t, qsd.nbd_uri(sock, 'disk'), 'write 9M 4k',
+                          'sigraise 9')
+    t.equal('a write to a new granule marks it in use first',
+            disk_flags(img), ['in-use', 'auto'])
+    d.kill()
+    d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
+    c = qmp_of(d)
+    t.equal('killed then, the next daemon finds it inconsistent',
+            [b.get('inconsistent', False) for b in bitmaps_of(c, 'fmt0')],
+            [True])
+    c.cmd('quit')
+    d.wait()
+
+
 test_scenario()
+test_sigkill_after_flush()
 t.finish()

@@ -427,7 +427,9 @@ BITMAPS = {
         ('sh', GUEST_IO % '-c "write -P 0x21 0 64k" -c "write 10M 4k" '
                           '-c "write -z 20M 1M"'),
         sha256('p'), sha256('t'), sha256('off'),
-        ('sh', BITMAP_INFO % 'info.txt'),
+        # not compared: the guest's flushes stored the new bitmaps in
+        # qblock's image (a checkpoint, docs/bitmaps.md), QEMU's has none
+        ('sh', BITMAP_INFO % 'info-flushed.txt'),
     ] + export_del() + [
         reopen(dict(DISK, **{'read-only': True})),
         sha256('p'), sha256('t'),
