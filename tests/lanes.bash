@@ -27,8 +27,9 @@
 # once more, alone in its lane, and lane_report sees the second run, with
 # $lane_first_out naming the first one's output (empty when there was no
 # second run).  For the layers whose tests talk to other programs over
-# sockets and timeouts (interop, daemon), where a loaded machine can
-# make one case late; the report names every test that needed it.
+# sockets and timeouts (interop, daemon) or time what the kernel does
+# (unit, qtest), where a loaded machine can make one case late; the
+# report names every test that needed it.
 #
 # QBLOCK_TEST_LANES=1 runs one test at a time, as before lanes.  The
 # tests of a layer that runs in lanes must share no fixed port, socket

@@ -10,8 +10,8 @@
 # "(12.3 s, CPU 4.5 s)" (tests/timing.bash); before the total come each
 # layer's time and the ten slowest scripts and programs of the run, so
 # that a test that grows slow is seen; then the scripts that failed once
-# and passed when run again (the interop and daemon layers run a failed
-# script a second time: QBLOCK_TEST_RETRIES=0 says never), and, if
+# and passed when run again (the unit, qtest, interop and daemon layers
+# run a failed one a second time: QBLOCK_TEST_RETRIES=0 says never), and, if
 # anything failed, the scripts and cases that failed, so that the last
 # lines of a run (all that a CI log may keep) name them.
 set -u

@@ -8,6 +8,9 @@ set -u
 build=${1:?usage: run.sh BUILD_DIR}
 . "$(dirname "$0")/../timing.bash"
 . "$(dirname "$0")/../lanes.bash"
+# a program that failed runs once more (tests/lanes.bash): a few cases
+# time what the kernel or the scheduler does; 0: never
+lanes_retries=${QBLOCK_TEST_RETRIES:-1}
 pass=0 fail=0 skip=0 names=()
 for exe in "$build"/tests/qtest/test-*; do
     [ -x "$exe" ] && [ -f "$exe" ] && names+=("$(basename "$exe")")
@@ -19,6 +22,7 @@ lane_job() { timeout 300 "$build/tests/qtest/$1" --tap; }
 lane_report() {
     local name=$1 out p s f
     out=$(< "$lane_out")
+    lanes_retry_note "$name"
     p=$(grep -cE '^ok [0-9]+' <<<"$out" | tr -d ' ')
     s=$(grep -cE '^ok [0-9]+ .*# SKIP' <<<"$out" | tr -d ' ')
     f=$(grep -cE '^not ok [0-9]+' <<<"$out" | tr -d ' ')
