@@ -2,8 +2,8 @@
  * The vhost-user server's request path (see vhost-user-int.h): a kick
  * pops the ring's requests into slots kept per ring entry (the first few
  * of an idle ring on their own), their completions push them back, and
- * the call eventfd is signalled as they come, when the driver wants it.  The invariants
- * are vhost-user-server.c's; these add:
+ * the call eventfd is signalled as they come, when the driver wants it.
+ * The invariants are vhost-user-server.c's; these add:
  *
  *  8. A request allocates nothing: a started ring has one slot per entry
  *     (vq.num, the most it can have in flight, virtqueue.c invariant 1),
