@@ -29,7 +29,6 @@
 
 #include <getopt.h>
 #include <signal.h>
-#include <sys/file.h>
 #include <sys/signalfd.h>
 
 #include "config-host.h"
@@ -222,26 +221,13 @@ static void qsd_daemonize_finish(void)
     qemu_daemon_ready(&qsd_daemon, 0);
 }
 
-/* Writes and locks the pid file, as QEMU does. */
+/* Writes and locks the pid file; it is removed at exit, as QEMU's is. */
 static bool qsd_write_pidfile(const char *path, Error **errp)
 {
     g_autofree char *cwd = g_get_current_dir();
-    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
-    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    int fd = qemu_write_pidfile(path, errp);
 
     if (fd < 0) {
-        error_setg_errno(errp, errno, "Could not create '%s'", path);
-        return false;
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-        error_setg_errno(errp, errno, "Cannot lock pid file '%s'", path);
-        close(fd);
-        return false;
-    }
-    if (ftruncate(fd, 0) < 0 ||
-        write(fd, pid, strlen(pid)) != (ssize_t)strlen(pid)) {
-        error_setg_errno(errp, errno, "Failed to write pid file '%s'", path);
-        close(fd);
         return false;
     }
     /* absolute: a daemon is in / by the time it removes it */

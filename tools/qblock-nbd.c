@@ -594,20 +594,6 @@ static void qnbd_client_closed(void *opaque, bool negotiated)
     }
 }
 
-static int qnbd_write_pid_file(const char *path, Error **errp)
-{
-    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
-    GError *gerr = NULL;
-
-    if (!g_file_set_contents(path, pid, -1, &gerr)) {
-        error_setg(errp, "Failed to write pid file '%s': %s", path,
-                   gerr->message);
-        g_error_free(gerr);
-        return -EIO;
-    }
-    return 0;
-}
-
 /* QBLOCK_NBD_STATS: qblock-io's "stats" lines, before the image closes. */
 static void qnbd_dump_stats(BlockBackend *blk)
 {
@@ -692,7 +678,7 @@ static int qnbd_serve(QnbdOptions *o)
         return EXIT_FAILURE;
     }
     if (!nbd_export_new(qnbd_server, blk, &ecfg, &err) ||
-        (o->pid_file && qnbd_write_pid_file(o->pid_file, &err) < 0)) {
+        (o->pid_file && qemu_write_pidfile(o->pid_file, &err) < 0)) {
         blk_unref(blk);
         goto fail;
     }
@@ -714,9 +700,7 @@ static int qnbd_serve(QnbdOptions *o)
     blk_drain(blk);
     qnbd_dump_stats(blk);
     blk_unref(blk);
-    if (o->pid_file) {
-        unlink(o->pid_file);
-    }
+    /* the pid file stays, locked until now, as qemu-nbd leaves it */
     return EXIT_SUCCESS;
 
 fail:

@@ -11,6 +11,8 @@
 #include "util/daemonize.h"
 #include "util/error.h"
 
+#include <sys/file.h>
+
 static void qemu_daemon_parent(int err_fd, int ready_fd)
 {
     char buf[4096];
@@ -86,4 +88,27 @@ void qemu_daemon_ready(QemuDaemon *d, QemuDaemonReadyFlags flags)
     }
     close(d->ready_fd);
     d->ready_fd = d->saved_stderr = -1;
+}
+
+int qemu_write_pidfile(const char *path, Error **errp)
+{
+    g_autofree char *pid = g_strdup_printf("%d\n", (int)getpid());
+    size_t len = strlen(pid);
+    int fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Could not create '%s'", path);
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        error_setg_errno(errp, errno, "Cannot lock pid file '%s'", path);
+        close(fd);
+        return -1;
+    }
+    if (ftruncate(fd, 0) < 0 || write(fd, pid, len) != (ssize_t)len) {
+        error_setg_errno(errp, errno, "Failed to write pid file '%s'", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
 }

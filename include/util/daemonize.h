@@ -8,6 +8,7 @@
 #define QBLOCK_UTIL_DAEMONIZE_H
 
 #include "util/osdep.h"
+#include "util/error.h"
 
 typedef struct QemuDaemon {
     int ready_fd;       /* the child tells the parent it serves here */
@@ -32,5 +33,15 @@ typedef enum QemuDaemonReadyFlags {
  * @flags keep it) go to /dev/null, and the parent exits 0.
  */
 void qemu_daemon_ready(QemuDaemon *d, QemuDaemonReadyFlags flags);
+
+/*
+ * Writes this process's ID and a newline to @path (created 0600, as
+ * QEMU's programs do) and keeps it locked while the returned descriptor
+ * is open, so that a second server given the same file fails instead of
+ * overwriting it.  Returns the descriptor, or -1 with @errp set.  What
+ * happens to the file at exit is the caller's: qemu-storage-daemon
+ * removes it, qemu-nbd leaves it.
+ */
+int qemu_write_pidfile(const char *path, Error **errp);
 
 #endif

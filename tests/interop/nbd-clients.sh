@@ -307,14 +307,23 @@ pid=$(cat "$work/fork.pid" 2>/dev/null)
 check "--fork returns 0 once the server listens, even after a warning" \
     test $rc = 0 -a -S "$work/fork.sock"
 check "--pid-file names the running server" kill -0 "${pid:-0}"
+truncate -s 1M "$work/fork-b.raw"
+"$qnbd" --fork --pid-file="$work/fork.pid" -k "$work/fork-b.sock" -f raw \
+    "$work/fork-b.raw" 2> "$work/fork-b.err"
+rc=$?
+check "a second server on a locked pid file exits 1 and says so" \
+    bash -c "test $rc = 1 && grep -q 'Cannot lock pid file' '$work/fork-b.err' &&
+             test \"\$(cat '$work/fork.pid')\" = '$pid'"
 check "the forked server serves" \
     test "$(nbdinfo --size "$(uri fork)")" = 1048576
 for i in $(seq 50); do
     kill -0 "${pid:-0}" 2>/dev/null || break
     sleep 0.1
 done
-check "the forked server exits after its client, removing the pid file" \
-    bash -c "! kill -0 ${pid:-0} 2>/dev/null && test ! -e '$work/fork.pid'"
+# qemu-nbd 7.2 leaves its pid file behind (upstream's block-status-cache
+# removes it after a SIGTERM and fails if the server raced it there)
+check "the forked server exits after its client, leaving the pid file" \
+    bash -c "! kill -0 ${pid:-0} 2>/dev/null && test -s '$work/fork.pid'"
 "$qnbd" --fork -k "$work/fork2.sock" "$work/nonexistent" 2> "$work/fork2.err"
 rc=$?
 check "--fork with a bad image exits 1 and passes the error on" \
