@@ -99,10 +99,6 @@ start_server() {  # impl kind format mode
         taskset -c $server_cpu $(server_cmd "$@")
 }
 
-frac() {  # a b
-    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%3.0f%%", 100 * a / b; else print "-" }'
-}
-
 echo "Machine: $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg);" \
      "runs=$runs, ${secs}s per case; server on CPU $server_cpu, fio on CPU $client_cpu"
 for fmt in $formats; do

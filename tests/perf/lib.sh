@@ -154,3 +154,8 @@ middle() {
 ratio() {  # a b
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'
 }
+
+# A as a percentage of B ("65%"), or "-" when B is 0.
+frac() {  # a b
+    awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%3.0f%%", 100 * a / b; else print "-" }'
+}

@@ -6,6 +6,8 @@ build=${1:?usage: run-all.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 echo "== qemu-img bench vs qblock-img bench ($(nproc) CPUs, $(date -u +%Y-%m-%d)) =="
 bash "$here/bench-img.sh" "$build"
+echo "== the O_DIRECT path: qemu-img bench -t none vs qblock-img bench -t none, qcow2 =="
+bash "$here/bench-odirect.sh" "$build"
 echo "== qcow2 metadata overlap checks: none / cached / all, qemu-img and qblock-img =="
 bash "$here/bench-overlap.sh" "$build"
 echo "== qcow2 metadata overlap checks: instructions per write (valgrind) =="
