@@ -13,6 +13,8 @@
 # has waited for, and theirs in turn; a daemon a script leaves running
 # is not counted.
 
+. "$(dirname "${BASH_SOURCE[0]}")/python.bash"
+
 timing_hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
 # Sets timing_cpu to the CPU milliseconds (user + system) of the children

@@ -26,6 +26,7 @@ shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
+. "$src/tests/python.bash"
 sets=("$@")
 [ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw)
 
