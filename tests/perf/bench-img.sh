@@ -9,6 +9,7 @@ set -u
 build=${1:?usage: bench-img.sh BUILD_DIR}
 scale=${2:-1}
 runs=${RUNS:-3}
+. "$(dirname "$0")/lib.sh"
 qblock=$build/qblock-img
 qemu=$(command -v qemu-img) || { echo "qemu-img is not installed; nothing to compare against"; exit 77; }
 dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
@@ -16,19 +17,11 @@ trap 'rm -rf "$dir"' EXIT
 img=$dir/bench.raw
 "$qemu" create -f raw -o preallocation=full "$img" 1G > /dev/null
 
-# ops/s of one run: COUNT / "Run completed in X seconds."
-ops_per_sec() {
-    local count=$1; shift
-    local secs
-    secs=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
-    [ -n "$secs" ] || { echo 0; return; }
-    awk -v c="$count" -v s="$secs" 'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
-}
 
 best_of() {
     local best=0 v i
     for i in $(seq "$runs"); do
-        v=$(ops_per_sec "$@")
+        v=$(perf_bench_ops "$@")
         [ "$v" -gt "$best" ] && best=$v
     done
     echo "$best"

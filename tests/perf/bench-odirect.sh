@@ -25,13 +25,6 @@ if ! qemu-img bench -f qcow2 -t none -c 1 "$img" > /dev/null 2>&1; then
     exit 77
 fi
 
-# IOPS of one tool's run: COUNT / "Run completed in X seconds."
-bench_iops() {  # count tool args...
-    local count=$1 s
-    shift
-    s=$(taskset -c 0 "$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
-    awk -v c="$count" -v s="${s:-0}" 'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
-}
 
 # The disk's own figure: fio, 4 KiB every 24 KiB as the benches step.
 device_iops() {  # rw depth
@@ -54,8 +47,8 @@ for aio in io_uring native; do
             args=(bench -f qcow2 -t none -i "$aio" -d "$depth" -s 4096 -S 24576 -c "$count" $w "$img")
             a=() b=() d=()
             for i in $(seq "$runs"); do
-                a+=("$(bench_iops "$count" qemu-img "${args[@]}")")
-                b+=("$(bench_iops "$count" "$build/qblock-img" "${args[@]}")")
+                a+=("$(perf_bench_ops "$count" taskset -c 0 qemu-img "${args[@]}")")
+                b+=("$(perf_bench_ops "$count" taskset -c 0 "$build/qblock-img" "${args[@]}")")
             done
             for i in 1 2 3; do
                 d+=("$(device_iops "$rw" "$depth")")

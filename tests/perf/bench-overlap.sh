@@ -14,6 +14,7 @@
 # Each figure is ops/s, the best of $RUNS runs (default 3).  The script
 # prints figures; it never fails on them.
 set -u
+. "$(dirname "$0")/lib.sh"
 build=${1:?usage: bench-overlap.sh BUILD_DIR}
 scale=${2:-1}
 runs=${RUNS:-3}
@@ -25,15 +26,6 @@ ram=${BENCH_RAM_DIR:-/dev/shm}
 dir=$(mktemp -d "$ram/qblock-overlap.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-# ops/s of one run: COUNT / "Run completed in X seconds."
-ops_per_sec() {
-    local count=$1; shift
-    local secs
-    secs=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
-    [ -n "$secs" ] || { echo 0; return; }
-    awk -v c="$count" -v s="$secs" \
-        'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
-}
 
 # base images: 1 GiB, the first 256 MiB written, SNAPS snapshots after
 for snaps in 0 100; do
@@ -61,7 +53,7 @@ best_of() {
             "$tool" bench $(overwrite_args 64) -c "$count" -q \
                 -f qcow2 "$img" > /dev/null 2>&1
         fi
-        v=$(ops_per_sec "$count" "$tool" bench -c "$count" "${@:2}" \
+        v=$(perf_bench_ops "$count" "$tool" bench -c "$count" "${@:2}" \
             --image-opts "driver=qcow2,file.filename=$img,overlap-check=$opts")
         [ "$v" -gt "$best" ] && best=$v
     done

@@ -18,6 +18,7 @@
 # runs' 6 converts, 256 MiB otherwise (and the output says so).  Prints
 # figures; never fails on them.
 set -u
+. "$(dirname "$0")/lib.sh"
 build=$(cd "${1:?usage: bench-rbd.sh BUILD_DIR [SIZE_MIB]}" && pwd)
 avail_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 if [ -n "${2:-}" ]; then
@@ -74,14 +75,6 @@ secs() {
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
-# ops COUNT CMD...: ops/s from bench's "Run completed in X seconds."
-ops() {
-    local count=$1 s
-    shift
-    s=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
-    awk -v c="$count" -v s="${s:-0}" \
-        'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
-}
 ratio() {
     awk -v a="$1" -v b="$2" -v inv="${3:-0}" 'BEGIN {
         if (a <= 0 || b <= 0) print "-";
@@ -136,10 +129,10 @@ for rw in read write; do
         for i in $(seq "$runs"); do
             # alternate which tool goes first
             [ $((i % 2)) = 0 ] &&
-                b=$(max "$b" "$(ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
-            q=$(max "$q" "$(ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
+                b=$(max "$b" "$(perf_bench_ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
+            q=$(max "$q" "$(perf_bench_ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
             [ $((i % 2)) = 1 ] &&
-                b=$(max "$b" "$(ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
+                b=$(max "$b" "$(perf_bench_ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
         done
         printf '%-46s %10s %10s %7s\n' "bench rbd 4k $rw depth $depth (ops/s)" \
             "$q" "$b" "$(ratio "$q" "$b")"
@@ -172,7 +165,7 @@ for i in $(seq "$runs"); do
         for c in "${cases[@]}"; do
             read -r rw depth <<<"$c"
             w=; [ $rw = write ] && w=-w
-            v=$(ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw \
+            v=$(perf_bench_ops $n qemu-img bench $w -c $n -d $depth -s 4k -f raw \
                 "nbd+unix:///bench?socket=$dir/$d.sock")
             best[$d $c]=$(max "${best[$d $c]:-0}" "$v")
         done
@@ -215,13 +208,13 @@ if want counts; then
     printf '(voluntary+involuntary, all threads), daemon CPU us, OSD reads, writes\n'
     for d in qemu qblock; do
         if [ $d = qemu ]; then serve qemu qemu-storage-daemon; else serve qblock "$qsd"; fi
-        ops 500 qemu-img bench -c 500 -d 1 -s 4k -f raw \
+        perf_bench_ops 500 qemu-img bench -c 500 -d 1 -s 4k -f raw \
             "nbd+unix:///bench?socket=$dir/$d.sock" >/dev/null
         for rw in read write; do
             w=; [ $rw = write ] && w=-w
             read -r v0 n0 t0 <<<"$(counts "$server")"
             read -r r0 w0 <<<"$(osd_ops)"
-            v=$(ops $cn qemu-img bench $w -c $cn -d 1 -s 4k -f raw \
+            v=$(perf_bench_ops $cn qemu-img bench $w -c $cn -d 1 -s 4k -f raw \
                 "nbd+unix:///bench?socket=$dir/$d.sock")
             read -r v1 n1 t1 <<<"$(counts "$server")"
             read -r r1 w1 <<<"$(osd_ops)"

@@ -14,6 +14,7 @@
 # host's disk does not fall on one tool only.  This script prints
 # figures; it never fails on them.
 set -u
+. "$(dirname "$0")/lib.sh"
 build=${1:?usage: bench-writethrough.sh BUILD_DIR}
 scale=${2:-1}
 runs=${RUNS:-3}
@@ -37,14 +38,11 @@ prepare() {  # case
     fi
 }
 
-# ops/s of one run: COUNT / "Run completed in X seconds."
+# ops/s of one run of case CASE, prepared first.
 ops_per_sec() {  # case count tool args...
-    local case=$1 count=$2; shift 2
-    local secs
-    prepare "$case"
-    secs=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
-    [ -n "$secs" ] || { echo 0; return; }
-    awk -v c="$count" -v s="$secs" 'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
+    prepare "$1"
+    shift
+    perf_bench_ops "$@"
 }
 
 # "QEMU_BEST QBLOCK_BEST" over $runs alternating runs of each tool.

@@ -137,6 +137,16 @@ perf_export_run() {  # kind rw depth queues command...
         n = i * s; printf "%d %.2f\n", i, (n > 0 ? t / hz * 1e6 / n : 0) }'
 }
 
+# Operations per second of one `qemu-img bench` or `qblock-img bench` run:
+# COUNT over the seconds of its "Run completed in X seconds." line; 0 if
+# the command printed none (it failed).
+perf_bench_ops() {  # count command...
+    local count=$1 s
+    shift
+    s=$("$@" 2>&1 | sed -n 's/^Run completed in \([0-9.]*\) seconds\./\1/p')
+    awk -v c="$count" -v s="${s:-0}" 'BEGIN { if (s > 0) printf "%d", c / s; else print 0 }'
+}
+
 # Median of the numbers given (of an even count, the mean of the middle two).
 median() {
     printf '%s\n' "$@" | grep . | sort -n | awk '{ v[NR] = $1 } END {
