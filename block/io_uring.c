@@ -109,10 +109,17 @@ static void luring_reap(FileAioState *core)
     }
 }
 
-/* The completion queue is shared memory: its tail tells without a call. */
+/*
+ * The rings are shared memory: the completion queue's tail, or the flag
+ * that says completions wait for this thread to enter the kernel
+ * (luring_init()'s COOP_TASKRUN), tell without a call.
+ */
 static bool luring_poll(FileAioState *core)
 {
-    return io_uring_cq_ready(&luring_of(core)->ring) > 0;
+    struct io_uring *ring = &luring_of(core)->ring;
+
+    return io_uring_cq_ready(ring) > 0 ||
+           (IO_URING_READ_ONCE(*ring->sq.kflags) & IORING_SQ_TASKRUN);
 }
 
 static int luring_init(FileAioState *core, Error **errp)
@@ -120,7 +127,23 @@ static int luring_init(FileAioState *core, Error **errp)
     LuringState *s = luring_of(core);
     int ret;
 
-    ret = io_uring_queue_init(LURING_ENTRIES, &s->ring, 0);
+    /*
+     * COOP_TASKRUN: the kernel finishes a completion in this thread, as
+     * task work; with the flag it does not interrupt the thread with an
+     * IPI for that while the thread runs, but lets it finish the work on
+     * its next return from the kernel (a sleeping thread is still woken).
+     * TASKRUN_FLAG marks pending work in the ring, so that liburing's
+     * peek enters the kernel to finish it when it finds no completion.
+     * At depth 32 through the exports this gave 10-30% more IOPS for
+     * less CPU (docs/performance.md).  Kernels before 5.19 refuse the
+     * flags: then without.
+     */
+    ret = io_uring_queue_init(LURING_ENTRIES, &s->ring,
+                              IORING_SETUP_COOP_TASKRUN |
+                              IORING_SETUP_TASKRUN_FLAG);
+    if (ret == -EINVAL) {
+        ret = io_uring_queue_init(LURING_ENTRIES, &s->ring, 0);
+    }
     if (ret < 0) {
         error_setg_errno(errp, -ret, "failed to init linux io_uring ring");
         return ret;
