@@ -17,7 +17,6 @@ trap 'rm -rf "$dir"' EXIT
 img=$dir/bench.raw
 "$qemu" create -f raw -o preallocation=full "$img" 1G > /dev/null
 
-
 best_of() {
     local best=0 v i
     for i in $(seq "$runs"); do

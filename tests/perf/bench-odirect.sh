@@ -25,7 +25,6 @@ if ! qemu-img bench -f qcow2 -t none -c 1 "$img" > /dev/null 2>&1; then
     exit 77
 fi
 
-
 # The disk's own figure: fio, 4 KiB every 24 KiB as the benches step.
 device_iops() {  # rw depth
     local secs=3 perf_client=(taskset -c 0)

@@ -26,7 +26,6 @@ ram=${BENCH_RAM_DIR:-/dev/shm}
 dir=$(mktemp -d "$ram/qblock-overlap.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 
-
 # base images: 1 GiB, the first 256 MiB written, SNAPS snapshots after
 for snaps in 0 100; do
     img=$dir/base$snaps.qcow2
