@@ -75,8 +75,8 @@ static void chardev_backoff_changed(void *opaque)
     Chardev *chr = opaque;
     bool on = !accept_backoff_active(&chr->backoff);
 
-    aio_set_fd_handler(qemu_get_aio_context(), chr->listen_fd,
-                       on ? chardev_accept : NULL, NULL, chr);
+    aio_set_fd_handler_rare(qemu_get_aio_context(), chr->listen_fd,
+                            on ? chardev_accept : NULL, NULL, chr);
 }
 
 static void chardev_accept(void *opaque)
@@ -109,8 +109,8 @@ static int chardev_listen(Chardev *chr, Error **errp)
     chr->listen_fd = fd;
     accept_backoff_init(&chr->backoff, qemu_get_aio_context(),
                         chardev_backoff_changed, chr);
-    aio_set_fd_handler(qemu_get_aio_context(), fd, chardev_accept, NULL,
-                       chr);
+    aio_set_fd_handler_rare(qemu_get_aio_context(), fd, chardev_accept, NULL,
+                            chr);
     return 0;
 }
 

@@ -292,13 +292,13 @@ static void monitor_session_update(MonitorSession *s)
             qemu_bh_cancel(s->input_bh);
         }
     } else if (s->in_fd == s->out_fd) {
-        aio_set_fd_handler(ctx, s->in_fd, rd, wr, s);
+        aio_set_fd_handler_rare(ctx, s->in_fd, rd, wr, s);
         return;
     } else {
-        aio_set_fd_handler(ctx, s->in_fd, rd, NULL, s);
+        aio_set_fd_handler_rare(ctx, s->in_fd, rd, NULL, s);
     }
     if (s->out_pollable) {
-        aio_set_fd_handler(ctx, s->out_fd, NULL, wr, s);
+        aio_set_fd_handler_rare(ctx, s->out_fd, NULL, wr, s);
     }
 }
 

@@ -53,6 +53,7 @@
 #include "util/qapi-event.h"
 #include "util/user-object.h"
 #include "util/iothread.h"
+#include "util/main-loop.h"
 #include "util/daemonize.h"
 
 enum {
@@ -204,8 +205,8 @@ static void qsd_watch_signals(const sigset_t *set)
         error_report("Failed to create a signalfd: %s", strerror(errno));
         exit(1);
     }
-    aio_set_fd_handler(qemu_get_aio_context(), fd, qsd_signal_read, NULL,
-                       GINT_TO_POINTER(fd));
+    aio_set_fd_handler_rare(qemu_get_aio_context(), fd, qsd_signal_read,
+                            NULL, GINT_TO_POINTER(fd));
 }
 
 /* --daemonize: the child serves; a daemon is in / (its files are absolute). */
@@ -479,6 +480,8 @@ int main(int argc, char **argv)
         qemu_daemon_fork(&qsd_daemon);
     }
     qsd_watch_signals(&signals);
+    /* exports in the main loop poll as in an iothread (docs/iothreads.md) */
+    main_loop_poll_by_default();
     bdrv_init();
     qsd_register_commands();
 

@@ -16,8 +16,9 @@
  *     without poll callbacks; a context busy-polls only while it is 0, so no
  *     event of a handler that polling cannot see waits for a window.
  *  5. The window is never longer than poll-max-ns as aio_poll() last read
- *     it (0 for the main context, which never polls); it changes only by
- *     aio_poll_window_next() after a wait that polling could have caught.
+ *     it (0 unless set: by an iothread, or for the main context by
+ *     util/main-loop.c); it changes only by aio_poll_window_next() after
+ *     a wait that polling could have caught.
  *  6. A window runs with notify_me clear: what other threads bring
  *     meanwhile (a bottom half, aio_notify()) is seen through the BH list
  *     and ctx->notified, which the window checks with the handlers.  A
@@ -227,6 +228,15 @@ void aio_set_fd_poll(AioContext *ctx, int fd,
     node->poll = p;
 }
 
+void aio_set_fd_handler_rare(AioContext *ctx, int fd, IOHandler *io_read,
+                             IOHandler *io_write, void *opaque)
+{
+    aio_set_fd_handler(ctx, fd, io_read, io_write, opaque);
+    if (io_read || io_write) {
+        aio_set_fd_poll(ctx, fd, &aio_poll_rare);
+    }
+}
+
 void aio_context_set_poll_params(AioContext *ctx, int64_t max_ns,
                                  int64_t grow, int64_t shrink)
 {
@@ -242,6 +252,7 @@ void aio_context_get_poll_stats(AioContext *ctx, AioPollStats *stats)
 {
     *stats = ctx->poll_stats;
     stats->window_ns = ctx->poll_ns;
+    stats->max_ns = __atomic_load_n(&ctx->poll_max_ns, __ATOMIC_RELAXED);
 }
 
 int64_t aio_poll_window_next(int64_t window_ns, int64_t block_ns,

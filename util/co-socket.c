@@ -26,11 +26,13 @@ static void co_socket_writable(void *opaque);
 /* Invariant 1: registers the fd for the directions in s->watch_*. */
 static void co_socket_update_handler(CoSocket *s)
 {
-    aio_set_fd_handler(s->ctx, s->fd,
-                       s->watch_read ? co_socket_readable : NULL,
-                       s->watch_write ? co_socket_writable : NULL, s);
-    if (s->poll_rare && (s->watch_read || s->watch_write)) {
-        aio_set_fd_poll(s->ctx, s->fd, &aio_poll_rare);
+    IOHandler *io_read = s->watch_read ? co_socket_readable : NULL;
+    IOHandler *io_write = s->watch_write ? co_socket_writable : NULL;
+
+    if (s->poll_rare) {
+        aio_set_fd_handler_rare(s->ctx, s->fd, io_read, io_write, s);
+    } else {
+        aio_set_fd_handler(s->ctx, s->fd, io_read, io_write, s);
     }
 }
 

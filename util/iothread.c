@@ -4,10 +4,9 @@
  * The thread polls its context until stopping is set (by a bottom half
  * of destroy, so that the flag is read in the thread that set it) and
  * marks the context as its home meanwhile, so that the main loop can
- * acquire it (util/aio-wait.c).  The poll properties are QEMU's and go
- * to the context (aio_context_set_poll_params(): its adaptive busy-poll,
- * util/aio-posix.c), at creation and at each qom-set, which takes effect
- * at the loop's next round; aio-max-batch is kept and reported only.
+ * acquire it (util/aio-wait.c).  The properties are QEMU's
+ * (event-loop-base.h) and go to the context at creation and at each
+ * qom-set, which takes effect at the loop's next round.
  *
  * Invariants:
  *  1. An iothread in iothread_list has a running thread polling ctx; the
@@ -18,15 +17,13 @@
  *     goes, a job the nodes no export keeps (block/blockjob.c inv. 5).
  */
 #include "util/osdep.h"
+#include "util/event-loop-base.h"
 #include "util/iothread.h"
 #include "util/user-object.h"
 
 #include <sys/syscall.h>
 
 #define IOTHREAD_TYPE "iothread"
-
-/* QEMU's default on Linux: busy-poll up to 32 us before sleeping. */
-#define IOTHREAD_POLL_MAX_NS_DEFAULT 32768
 
 struct IOThread {
     char *id;
@@ -38,10 +35,7 @@ struct IOThread {
     bool started;
     int64_t thread_id;          /* the kernel's tid, as QEMU reports */
     bool stopping;              /* the iothread's own thread only */
-    int64_t poll_max_ns;
-    int64_t poll_grow;
-    int64_t poll_shrink;
-    int64_t aio_max_batch;
+    EventLoopParams params;
 };
 
 /* IOThread *, in creation order (invariant 1) */
@@ -73,44 +67,14 @@ static void iothread_stop_bh(void *opaque)
     t->stopping = true;
 }
 
-static bool iothread_check_param(const char *name, int64_t value,
-                                 Error **errp)
-{
-    if (value < 0) {
-        error_setg(errp, "%s value must be in range [0, %" PRId64 "]",
-                   name, INT64_MAX);
-        return false;
-    }
-    return true;
-}
-
-static bool iothread_get_param(JsonObject *props, const char *name,
-                               int64_t def, int64_t *value, Error **errp)
-{
-    *value = json_object_get_int_member_with_default(props, name, def);
-    return iothread_check_param(name, *value, errp);
-}
-
-static void iothread_apply_poll_params(IOThread *t)
-{
-    aio_context_set_poll_params(t->ctx, t->poll_max_ns, t->poll_grow,
-                                t->poll_shrink);
-}
-
 static void *iothread_create(const char *id, JsonObject *props,
                              Error **errp)
 {
     IOThread *t = g_new0(IOThread, 1);
     g_autofree char *name = NULL;
 
-    if (!iothread_get_param(props, "poll-max-ns",
-                            IOTHREAD_POLL_MAX_NS_DEFAULT, &t->poll_max_ns,
-                            errp) ||
-        !iothread_get_param(props, "poll-grow", 0, &t->poll_grow, errp) ||
-        !iothread_get_param(props, "poll-shrink", 0, &t->poll_shrink,
-                            errp) ||
-        !iothread_get_param(props, "aio-max-batch", 0, &t->aio_max_batch,
-                            errp)) {
+    if (!event_loop_params_parse(&t->params, props,
+                                 EVENT_LOOP_POLL_MAX_NS_DEFAULT, errp)) {
         g_free(t);
         return NULL;
     }
@@ -119,7 +83,7 @@ static void *iothread_create(const char *id, JsonObject *props,
         g_free(t);
         return NULL;
     }
-    iothread_apply_poll_params(t);
+    event_loop_params_apply(&t->params, t->ctx);
     t->id = g_strdup(id);
     g_mutex_init(&t->init_lock);
     g_cond_init(&t->init_cond);
@@ -219,10 +183,7 @@ JsonNode *iothread_query_all(void)
 
         json_object_set_string_member(info, "id", t->id);
         json_object_set_int_member(info, "thread-id", t->thread_id);
-        json_object_set_int_member(info, "poll-max-ns", t->poll_max_ns);
-        json_object_set_int_member(info, "poll-grow", t->poll_grow);
-        json_object_set_int_member(info, "poll-shrink", t->poll_shrink);
-        json_object_set_int_member(info, "aio-max-batch", t->aio_max_batch);
+        event_loop_params_report(&t->params, info);
         json_array_add_object_element(list, info);
     }
     return json_node_init_array(json_node_alloc(), list);
@@ -233,33 +194,12 @@ static bool iothread_set_property(void *state, const char *name,
                                   JsonNode *value, Error **errp)
 {
     IOThread *t = state;
-    int64_t *field;
-    int64_t v;
 
-    if (!strcmp(name, "poll-max-ns")) {
-        field = &t->poll_max_ns;
-    } else if (!strcmp(name, "poll-grow")) {
-        field = &t->poll_grow;
-    } else if (!strcmp(name, "poll-shrink")) {
-        field = &t->poll_shrink;
-    } else if (!strcmp(name, "aio-max-batch")) {
-        field = &t->aio_max_batch;
-    } else {
-        error_setg(errp, "Property '%s.%s' not found", IOTHREAD_TYPE, name);
+    if (!event_loop_params_set(&t->params, IOTHREAD_TYPE, name, value,
+                               errp)) {
         return false;
     }
-    if (!JSON_NODE_HOLDS_VALUE(value) ||
-        json_node_get_value_type(value) != G_TYPE_INT64) {
-        error_setg(errp, "Invalid parameter type for '%s', expected: "
-                   "integer", name);
-        return false;
-    }
-    v = json_node_get_int(value);
-    if (!iothread_check_param(name, v, errp)) {
-        return false;
-    }
-    *field = v;
-    iothread_apply_poll_params(t);
+    event_loop_params_apply(&t->params, t->ctx);
     return true;
 }
 

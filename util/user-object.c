@@ -27,7 +27,7 @@ static GPtrArray *user_objects;
  */
 static const char *const user_object_qemu_types[] = {
     "authz-list", "authz-list-file", "authz-pam",
-    "main-loop", "pr-manager-helper", "secret_keyring",
+    "pr-manager-helper", "secret_keyring",
     "thread-context", "throttle-group", "tls-cipher-suites",
     "tls-creds-anon", NULL,
 };

@@ -486,8 +486,9 @@ static void nbd_server_set_accepting(NBDServer *server, bool on)
     for (GList *l = server->listeners; l; l = l->next) {
         NBDListener *listener = l->data;
 
-        aio_set_fd_handler(server->ctx, listener->fd,
-                           on ? nbd_listener_accept : NULL, NULL, listener);
+        aio_set_fd_handler_rare(server->ctx, listener->fd,
+                                on ? nbd_listener_accept : NULL, NULL,
+                                listener);
     }
 }
 
@@ -517,7 +518,8 @@ int nbd_server_listen(NBDServer *server, const SocketAddress *addr,
     }
     server->listeners = g_list_append(server->listeners, l);
     if (server->accepting) {
-        aio_set_fd_handler(server->ctx, fd, nbd_listener_accept, NULL, l);
+        aio_set_fd_handler_rare(server->ctx, fd, nbd_listener_accept, NULL,
+                                l);
     }
     return 0;
 }

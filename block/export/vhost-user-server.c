@@ -1157,12 +1157,9 @@ static void vu_server_update_accepting(VuServer *s)
 
     if (want != s->accepting) {
         s->accepting = want;
-        aio_set_fd_handler(s->ctx, s->listen_fd,
-                           want ? vu_server_accept : NULL, NULL, s);
-        if (want) {
-            /* a connection may wait for a busy-poll window to end */
-            aio_set_fd_poll(s->ctx, s->listen_fd, &aio_poll_rare);
-        }
+        /* a connection may wait for a busy-poll window to end */
+        aio_set_fd_handler_rare(s->ctx, s->listen_fd,
+                                want ? vu_server_accept : NULL, NULL, s);
     }
 }
 
@@ -1198,9 +1195,8 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->backend_fd = -1;
     s->mem = (GuestMemory) { .map = vu_mem_map, .opaque = s };
     s->fault_fd = fault_fd;
-    aio_set_fd_handler(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
     /* a fault already stopped the rings; it may wait for a poll window */
-    aio_set_fd_poll(ctx, s->fault_fd, &aio_poll_rare);
+    aio_set_fd_handler_rare(ctx, s->fault_fd, vu_mem_faulted, NULL, s);
     accept_backoff_init(&s->backoff, ctx, vu_server_backoff_changed, s);
     s->nvqs = cfg->num_queues;
     s->vqs = g_new0(VuVirtq, s->nvqs);

@@ -52,12 +52,12 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
 
 /*
  * Busy-polling (adaptive, as QEMU's iothreads).  A context with a poll
- * window (aio_context_set_poll_params(); iothreads only, never the main
- * loop) spends up to that window, before it would sleep in epoll_wait(),
- * calling the poll callbacks of its handlers; the first that finds work
- * ends the window, the handlers that said so run their ready callback,
- * and the sleep is skipped.  The window adapts: it grows when the event
- * came just after it, shrinks when polling wasted it.
+ * window (aio_context_set_poll_params(): iothreads, and the main loop
+ * where util/main-loop.h says) spends up to that window, before it would
+ * sleep in epoll_wait(), calling the poll callbacks of its handlers; the
+ * first that finds work ends the window, the handlers that said so run
+ * their ready callback, and the sleep is skipped.  The window adapts: it
+ * grows when the event came just after it, shrinks when polling wasted it.
  *
  * A handler registered with aio_set_fd_handler() alone is not pollable,
  * and while a context has one, that context does not poll at all: its
@@ -105,6 +105,14 @@ void aio_set_fd_poll(AioContext *ctx, int fd,
                      const AioPollHandlers *poll_handlers);
 
 /*
+ * aio_set_fd_handler() for an fd of the control plane (a listening
+ * socket, a monitor, a signalfd): registered with &aio_poll_rare, so
+ * that it does not keep the context from polling.
+ */
+void aio_set_fd_handler_rare(AioContext *ctx, int fd, IOHandler *io_read,
+                             IOHandler *io_write, void *opaque);
+
+/*
  * The context's poll window: at most @max_ns nanoseconds (0: no polling),
  * multiplied by @grow (0: by 2) when an event came just after it,
  * divided by @shrink (0: reset to nothing) when polling wasted it.  May
@@ -133,6 +141,7 @@ typedef struct AioPollStats {
     uint64_t poll_hits;     /* windows that found work: no sleep */
     uint64_t epoll_waits;   /* epoll_wait() calls, blocking or not */
     int64_t window_ns;      /* the current window */
+    int64_t max_ns;         /* poll-max-ns, as last set */
 } AioPollStats;
 void aio_context_get_poll_stats(AioContext *ctx, AioPollStats *stats);
 

@@ -8,8 +8,10 @@ on an iothread node, the refusals (an unknown iothread, a node another
 user keeps in the main loop, a mirror to a target another export keeps
 in the main loop, object-del of an iothread in use), export removal
 and daemon shutdown with clients active, NBD multi-conn, qom-set of the
-poll properties, and vhost-user-blk data verified byte for byte through a
-busy-polling iothread while polling is switched off and on."""
+poll properties, the main-loop object (one at most, its poll properties
+set and changed), and vhost-user-blk data verified byte for byte through
+a busy-polling iothread and a busy-polling main loop while polling is
+switched off and on."""
 import os
 import subprocess
 import sys
@@ -105,6 +107,34 @@ def test_objects():
                           'iothread,id=x,poll-max-ns=-5'])
     t.check('--object iothread with a bad value: exit 1 with the message',
             rc == 1 and 'poll-max-ns value must be in range' in err, err)
+
+
+def test_main_loop_object():
+    d = t.daemon(['--object', 'main-loop,id=ml,poll-max-ns=0'])
+    c = d.qmp()
+    t.equal('a second main-loop object is refused with QEMU\'s message',
+            error_of(c.cmd('object-add', {'qom-type': 'main-loop',
+                                          'id': 'ml2'})),
+            generic('only one main-loop instance allowed'))
+    t.equal('qom-set of the main loop\'s poll-max-ns',
+            c.cmd('qom-set', {'path': '/objects/ml',
+                              'property': 'poll-max-ns', 'value': 50000}),
+            {'return': {}})
+    t.equal('qom-set of an unknown property: QEMU\'s message',
+            error_of(c.cmd('qom-set', {'path': 'ml', 'property': 'foo',
+                                       'value': 1})),
+            generic("Property 'main-loop.foo' not found"))
+    t.equal('object-del of the main-loop object',
+            c.cmd('object-del', {'id': 'ml'}), {'return': {}})
+    t.equal('... after which another may be added',
+            c.cmd('object-add', {'qom-type': 'main-loop', 'id': 'ml2',
+                                 'poll-shrink': 2}), {'return': {}})
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+    rc, out, err = t.run([t.daemon_bin, '--object',
+                          'main-loop,id=x,poll-grow=-1'])
+    t.check('--object main-loop with a bad value: exit 1 with the message',
+            rc == 1 and 'poll-grow value must be in range' in err, err)
 
 
 def start_two(img_a, img_b, extra=()):
@@ -275,29 +305,34 @@ def test_vhost_user_blk():
     t.check('the image checks clean with qemu-img', rc == 0, out + err)
 
 
-def test_vhost_user_blk_polling():
-    """Data through a busy-polling iothread (the rings polled, their kicks
-    off meanwhile; io_uring completions polled), byte for byte, at depth 1
-    and 32, while qom-set turns polling off and on under the I/O."""
+def test_vhost_user_blk_polling(loop):
+    """Data through a busy-polling event loop, an iothread or the main
+    loop (the rings polled, their kicks off meanwhile; io_uring
+    completions polled), byte for byte, at depth 1 and 32, while qom-set
+    turns polling off and on under the I/O."""
     bench = os.path.join(t.build, 'tests', 'perf', 'vhost-user-bench')
     if not os.path.exists(bench):
-        t.skip('vhost-user-blk data through a polling iothread',
+        t.skip('vhost-user-blk data through a polling %s' % loop,
                '%s is not built' % bench)
         return
     img = t.create_image('p.qcow2', '64M')
     sock = t.path('vup.sock')
-    d = t.daemon(['--object', 'iothread,id=io0,poll-max-ns=200000',
+    if loop == 'iothread':
+        obj, export_opt = 'iothread,id=io0', ',iothread=io0'
+    else:
+        obj, export_opt = 'main-loop,id=io0', ''
+    d = t.daemon(['--object', obj + ',poll-max-ns=200000',
                   '--blockdev', 'driver=file,node-name=f,filename=%s,'
                   'cache.direct=on,aio=io_uring' % img,
                   '--blockdev', 'driver=qcow2,node-name=v,file=f',
                   '--export', 'vhost-user-blk,id=vu,node-name=v,'
-                  'writable=on,iothread=io0,addr.type=unix,addr.path=%s'
-                  % sock])
+                  'writable=on,addr.type=unix,addr.path=%s%s'
+                  % (sock, export_opt)])
     c = d.qmp()
     for depth in ('1', '32'):
         rc, out, err = t.run([bench, sock, 'verify', '4096', depth, '1'])
         t.check('depth %s: 4096 blocks written and read back byte for '
-                'byte through a polling iothread' % depth,
+                'byte through a polling %s' % (depth, loop),
                 rc == 0 and 'VERIFIED 4096' in out, out + err)
     p = subprocess.Popen([bench, sock, 'verify', '4096', '8', '1'],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -321,8 +356,10 @@ def test_vhost_user_blk_polling():
 
 
 test_objects()
+test_main_loop_object()
 test_nbd_concurrent()
 test_multi_conn()
 test_vhost_user_blk()
-test_vhost_user_blk_polling()
+test_vhost_user_blk_polling('iothread')
+test_vhost_user_blk_polling('main loop')
 t.finish()

@@ -4,10 +4,13 @@
  * and shrinking on real waits, handlers that keep a context from polling,
  * work from another thread ending a window, polling mode (sources' wake-ups
  * off while the loop polls, back on before it sleeps), and the main loop
- * that never polls.
+ * that polls only when the program (the storage daemon) or a main-loop
+ * object asks.
  */
 #include "util/osdep.h"
 #include "util/aio.h"
+#include "util/main-loop.h"
+#include "util/user-object.h"
 
 #include <sys/eventfd.h>
 
@@ -288,6 +291,16 @@ static void test_unpollable_handler(void)
     polls = stats_of(pc).polls;
     wait_ms(pc, 2);
     g_assert_cmpuint(stats_of(pc).polls, ==, polls);
+    /* registered anew as a control fd: rare again, polling again */
+    aio_set_fd_handler(pc, fds[0], NULL, NULL, NULL);
+    aio_set_fd_handler_rare(pc, fds[0], pipe_drain_read, NULL, fds);
+    wait_ms(pc, 2);
+    g_assert_cmpuint(stats_of(pc).polls, >, polls);
+    aio_set_fd_handler(pc, fds[0], NULL, NULL, NULL);
+    aio_set_fd_handler(pc, fds[0], pipe_drain_read, NULL, fds);
+    polls = stats_of(pc).polls;
+    wait_ms(pc, 2);
+    g_assert_cmpuint(stats_of(pc).polls, ==, polls);
     /* removed: polling again */
     aio_set_fd_handler(pc, fds[0], NULL, NULL, NULL);
     wait_ms(pc, 2);
@@ -409,7 +422,7 @@ static void test_poll_mode(void)
     aio_context_unref(pc);
 }
 
-/* The main loop does not poll: it has no window to grow. */
+/* By default the main loop does not poll: it has no window to grow. */
 static void test_main_loop_does_not_poll(void)
 {
     AioContext *main_ctx = qemu_get_aio_context();
@@ -421,6 +434,72 @@ static void test_main_loop_does_not_poll(void)
     g_assert_cmpint(f.polls, ==, 0);
     g_assert_cmpuint(stats_of(main_ctx).polls, ==, 0);
     g_assert_cmpint(stats_of(main_ctx).window_ns, ==, 0);
+    g_assert_cmpint(stats_of(main_ctx).max_ns, ==, 0);
+    fake_close(main_ctx, &f);
+}
+
+/* Whether the main loop polls now: a few waits, then its poll count. */
+static bool main_loop_polls(void)
+{
+    AioContext *main_ctx = qemu_get_aio_context();
+    uint64_t polls = stats_of(main_ctx).polls;
+
+    for (int i = 0; i < 3; i++) {
+        wait_ms(main_ctx, 1);
+    }
+    return stats_of(main_ctx).polls > polls;
+}
+
+static void qom_set_int(const char *path, const char *name, int64_t value)
+{
+    g_autoptr(JsonNode) v = json_node_init_int(json_node_alloc(), value);
+
+    g_assert_true(user_object_set_property(path, name, v, &error_abort));
+}
+
+/*
+ * main_loop_poll_by_default() (the storage daemon's) gives the main loop
+ * an iothread's poll-max-ns; a main-loop object's properties replace the
+ * defaults while it exists (main-loop.c invariant 1).  Whether the loop
+ * then polls is seen with a poll-max-ns above the tests' 1 ms waits: a
+ * window of 32 us grows only on a quicker event.
+ */
+static void test_main_loop_polls_when_asked(void)
+{
+    AioContext *main_ctx = qemu_get_aio_context();
+    g_autoptr(JsonNode) negative = json_node_init_int(json_node_alloc(), -1);
+    Error *err = NULL;
+    FakeSource f;
+
+    fake_open(main_ctx, &f);
+    main_loop_poll_by_default();
+    g_assert_cmpint(stats_of(main_ctx).max_ns, ==, 32768);
+
+    /* the object's poll-max-ns=0 turns it off */
+    g_assert_true(user_object_add_cmdline("main-loop,id=m,poll-max-ns=0",
+                                          &err));
+    g_assert_null(err);
+    g_assert_cmpint(stats_of(main_ctx).max_ns, ==, 0);
+    g_assert_false(main_loop_polls());
+    /* one at most, with QEMU's message */
+    g_assert_false(user_object_add_cmdline("main-loop,id=m2", &err));
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "only one main-loop instance allowed"));
+    g_clear_pointer(&err, error_free);
+    /* qom-set turns it on at once, and off */
+    qom_set_int("m", "poll-max-ns", MAX_NS_LONG);
+    g_assert_true(main_loop_polls());
+    g_assert_cmpint(f.polls, >, 0);
+    qom_set_int("m", "poll-max-ns", 0);
+    g_assert_false(main_loop_polls());
+    g_assert_false(user_object_set_property("m", "poll-grow", negative,
+                                            &err));
+    g_assert_nonnull(strstr(error_get_pretty(err),
+                            "poll-grow value must be in range"));
+    g_clear_pointer(&err, error_free);
+    /* deleted: the defaults are back */
+    g_assert_true(user_object_del("m", &error_abort));
+    g_assert_cmpint(stats_of(main_ctx).max_ns, ==, 32768);
     fake_close(main_ctx, &f);
 }
 
@@ -437,5 +516,8 @@ int main(int argc, char **argv)
     g_test_add_func("/aio-poll/poll-mode", test_poll_mode);
     g_test_add_func("/aio-poll/main-loop-does-not-poll",
                     test_main_loop_does_not_poll);
+    /* after the one above: it changes the main loop's defaults */
+    g_test_add_func("/aio-poll/main-loop-polls-when-asked",
+                    test_main_loop_polls_when_asked);
     return g_test_run();
 }

@@ -1,0 +1,45 @@
+/*
+ * The properties that the iothread and main-loop objects share (QEMU's
+ * EventLoopBase): the adaptive busy-poll of the loop's AioContext
+ * (aio_context_set_poll_params()) and aio-max-batch, which is kept and
+ * reported only.  Parsed from --object/object-add, changed by qom-set,
+ * with QEMU's messages.
+ */
+#ifndef QBLOCK_EVENT_LOOP_BASE_H
+#define QBLOCK_EVENT_LOOP_BASE_H
+
+#include "util/aio.h"
+#include "util/json.h"
+
+/* QEMU's iothread default on Linux: busy-poll up to 32 us before sleeping. */
+#define EVENT_LOOP_POLL_MAX_NS_DEFAULT 32768
+
+typedef struct EventLoopParams {
+    int64_t poll_max_ns;
+    int64_t poll_grow;
+    int64_t poll_shrink;
+    int64_t aio_max_batch;
+} EventLoopParams;
+
+/*
+ * Fills @p from an object's @props, with @poll_max_ns_default where
+ * poll-max-ns is not given.  Returns false with @errp set for a
+ * negative value.
+ */
+bool event_loop_params_parse(EventLoopParams *p, JsonObject *props,
+                             int64_t poll_max_ns_default, Error **errp);
+
+/*
+ * qom-set of @name on an object of @type_name: sets the field, or returns
+ * false with @errp set (an unknown property, not an integer, negative).
+ */
+bool event_loop_params_set(EventLoopParams *p, const char *type_name,
+                           const char *name, JsonNode *value, Error **errp);
+
+/* Gives @ctx the poll properties of @p (from any thread). */
+void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx);
+
+/* Adds the properties to @info, as query-iothreads reports them. */
+void event_loop_params_report(const EventLoopParams *p, JsonObject *info);
+
+#endif

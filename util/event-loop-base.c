@@ -1,0 +1,93 @@
+/*
+ * The properties that the iothread and main-loop objects share (see
+ * event-loop-base.h).
+ */
+#include "util/osdep.h"
+#include "util/event-loop-base.h"
+
+/* Each property, its member's name and its field in EventLoopParams. */
+static const struct {
+    const char *name;
+    size_t offset;
+} event_loop_props[] = {
+    { "poll-max-ns", offsetof(EventLoopParams, poll_max_ns) },
+    { "poll-grow", offsetof(EventLoopParams, poll_grow) },
+    { "poll-shrink", offsetof(EventLoopParams, poll_shrink) },
+    { "aio-max-batch", offsetof(EventLoopParams, aio_max_batch) },
+};
+
+static int64_t *event_loop_field(EventLoopParams *p, size_t i)
+{
+    return (int64_t *)((char *)p + event_loop_props[i].offset);
+}
+
+static int64_t event_loop_get(const EventLoopParams *p, size_t i)
+{
+    return *(const int64_t *)((const char *)p + event_loop_props[i].offset);
+}
+
+static bool event_loop_check(const char *name, int64_t value, Error **errp)
+{
+    if (value < 0) {
+        error_setg(errp, "%s value must be in range [0, %" PRId64 "]",
+                   name, INT64_MAX);
+        return false;
+    }
+    return true;
+}
+
+bool event_loop_params_parse(EventLoopParams *p, JsonObject *props,
+                             int64_t poll_max_ns_default, Error **errp)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(event_loop_props); i++) {
+        const char *name = event_loop_props[i].name;
+        int64_t def = i == 0 ? poll_max_ns_default : 0;
+        int64_t *field = event_loop_field(p, i);
+
+        *field = json_object_get_int_member_with_default(props, name, def);
+        if (!event_loop_check(name, *field, errp)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool event_loop_params_set(EventLoopParams *p, const char *type_name,
+                           const char *name, JsonNode *value, Error **errp)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(event_loop_props); i++) {
+        int64_t v;
+
+        if (strcmp(name, event_loop_props[i].name)) {
+            continue;
+        }
+        if (!JSON_NODE_HOLDS_VALUE(value) ||
+            json_node_get_value_type(value) != G_TYPE_INT64) {
+            error_setg(errp, "Invalid parameter type for '%s', expected: "
+                       "integer", name);
+            return false;
+        }
+        v = json_node_get_int(value);
+        if (!event_loop_check(name, v, errp)) {
+            return false;
+        }
+        *event_loop_field(p, i) = v;
+        return true;
+    }
+    error_setg(errp, "Property '%s.%s' not found", type_name, name);
+    return false;
+}
+
+void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx)
+{
+    aio_context_set_poll_params(ctx, p->poll_max_ns, p->poll_grow,
+                                p->poll_shrink);
+}
+
+void event_loop_params_report(const EventLoopParams *p, JsonObject *info)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(event_loop_props); i++) {
+        json_object_set_int_member(info, event_loop_props[i].name,
+                                   event_loop_get(p, i));
+    }
+}
