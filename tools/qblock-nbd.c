@@ -33,6 +33,7 @@
 #include "util/cutils.h"
 #include "util/daemonize.h"
 #include "util/error.h"
+#include "util/main-loop.h"
 #include "util/qdict.h"
 #include "util/user-object.h"
 #include "qblock-nbd.h"
@@ -663,6 +664,8 @@ static int qnbd_serve(QnbdOptions *o)
     /* listening comes first, as in qemu-nbd: a bad address is reported
      * before the image is even probed */
     qnbd_ctx = qemu_get_aio_context();
+    /* the server's loop polls as the storage daemon's (docs/iothreads.md) */
+    main_loop_poll_by_default();
     qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
     if (nbd_server_listen(qnbd_server, addr, &err) < 0) {
         goto fail;

@@ -60,7 +60,7 @@ struct AioContext {
     int64_t poll_shrink;            /* atomic */
     int64_t poll_ns;                /* home: the current window */
     bool poll_mode;                 /* home: invariant 7 */
-    unsigned int poll_disable_cnt;  /* home: handlers not pollable */
+    unsigned int epoll_only_cnt;    /* home: handlers epoll alone sees */
     AioPollStats poll_stats;        /* home */
 
     /* Timers, earliest first (qemu-timer.c). */

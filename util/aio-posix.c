@@ -12,9 +12,13 @@
  *     still point at it.  It is freed when the outermost dispatch ends.
  *  3. aio_poll() sleeps only with notify_me set, and only if no bottom half
  *     is pending and no aio_notify() happened since the last poll.
- *  4. ctx->poll_disable_cnt counts the live handlers (on ctx->handlers)
- *     without poll callbacks; a context busy-polls only while it is 0, so no
- *     event of a handler that polling cannot see waits for a window.
+ *  4. ctx->epoll_only_cnt counts the live handlers (on ctx->handlers)
+ *     without poll callbacks (an NBD connection's socket).  While it is
+ *     not 0, each round of a poll window also asks epoll_wait() without
+ *     waiting, so that their events end the window as a poll callback's
+ *     would: one system call a round, whatever their number.  Handlers
+ *     with &aio_poll_rare are not counted: their events wait for the
+ *     window to end.
  *  5. The window is never longer than poll-max-ns as aio_poll() last read
  *     it (0 unless set: by an iothread, or for the main context by
  *     util/main-loop.c); it changes only by aio_poll_window_next() after
@@ -146,8 +150,8 @@ static void aio_remove_handler(AioContext *ctx, AioHandler *node)
     TAILQ_REMOVE(&ctx->handlers, node, node);
     if (!node->poll) {
         /* Invariant 4 */
-        assert(ctx->poll_disable_cnt > 0);
-        ctx->poll_disable_cnt--;
+        assert(ctx->epoll_only_cnt > 0);
+        ctx->epoll_only_cnt--;
     }
     if (ctx->walking_handlers) {
         /* Invariant 2 */
@@ -192,7 +196,7 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
         node->opaque = opaque;
         TAILQ_INSERT_TAIL(&ctx->handlers, node, node);
         /* Invariant 4: not pollable until aio_set_fd_poll() says so. */
-        ctx->poll_disable_cnt++;
+        ctx->epoll_only_cnt++;
         aio_epoll_ctl(ctx, EPOLL_CTL_ADD, node);
         return;
     }
@@ -220,10 +224,10 @@ void aio_set_fd_poll(AioContext *ctx, int fd,
            (p->poll && p->ready && (!p->begin || p->end)));
     /* Invariant 4 */
     if (!node->poll && p) {
-        assert(ctx->poll_disable_cnt > 0);
-        ctx->poll_disable_cnt--;
+        assert(ctx->epoll_only_cnt > 0);
+        ctx->epoll_only_cnt--;
     } else if (node->poll && !p) {
-        ctx->poll_disable_cnt++;
+        ctx->epoll_only_cnt++;
     }
     node->poll = p;
 }
@@ -335,20 +339,23 @@ static bool aio_work_pending(AioContext *ctx)
 
 /*
  * The busy-poll before a sleep.  Returns whether the window found work
- * (handlers with work in @ready, *nready of them; or a bottom half or
+ * (handlers with work in @ready, *nready of them; events of the handlers
+ * only epoll sees in @events, *nevents of them; or a bottom half or
  * notification), and sets *wait_start when the wait that follows is one
  * the window adapts to (invariant 5): 0 when the context does not poll.
  */
 static bool aio_poll_window(AioContext *ctx, AioHandler **ready,
-                            int *nready, int64_t *wait_start)
+                            int *nready, struct epoll_event *events,
+                            int *nevents, int64_t *wait_start)
 {
     int64_t max_ns = __atomic_load_n(&ctx->poll_max_ns, __ATOMIC_RELAXED);
     int64_t window, deadline, now, timer_ns;
 
     *nready = 0;
+    *nevents = 0;
     *wait_start = 0;
-    if (!max_ns || ctx->poll_disable_cnt || aio_work_pending(ctx)) {
-        /* Invariant 4; and with work at hand there is no wait. */
+    if (!max_ns || aio_work_pending(ctx)) {
+        /* with work at hand there is no wait */
         ctx->poll_ns = MIN(ctx->poll_ns, max_ns);
         return false;
     }
@@ -371,7 +378,13 @@ static bool aio_poll_window(AioContext *ctx, AioHandler **ready,
     deadline = now + window;
     do {
         *nready = aio_poll_handlers(ctx, ready);
-        if (*nready || aio_work_pending(ctx)) {
+        if (!*nready && ctx->epoll_only_cnt) {
+            /* Invariant 4 */
+            ctx->poll_stats.epoll_waits++;
+            *nevents = MAX(epoll_wait(ctx->epollfd, events, AIO_MAX_EVENTS,
+                                      0), 0);
+        }
+        if (*nready || *nevents || aio_work_pending(ctx)) {
             ctx->poll_stats.poll_hits++;
             return true;
         }
@@ -457,7 +470,8 @@ bool aio_poll(AioContext *ctx, bool blocking)
 
     if (blocking) {
         /* Invariant 6: before notify_me is set */
-        poll_hit = aio_poll_window(ctx, ready, &nready, &wait_start);
+        poll_hit = aio_poll_window(ctx, ready, &nready, events, &n,
+                                   &wait_start);
         /* Invariant 3; pairs with aio_notify(). */
         __atomic_store_n(&ctx->notify_me, true, __ATOMIC_SEQ_CST);
     }
@@ -472,7 +486,10 @@ bool aio_poll(AioContext *ctx, bool blocking)
         timeout = nready ? 0 : timeout;
     }
 
-    if (timeout == 0 && TAILQ_EMPTY(&ctx->handlers)) {
+    if (n) {
+        /* the window's epoll_wait() found these (invariant 4) */
+        ctx->epoll_skips = 0;
+    } else if (timeout == 0 && TAILQ_EMPTY(&ctx->handlers)) {
         /* Nothing to poll: a pending notification is cleared later. */
     } else if (timeout == 0 && (bh_pending || nready) &&
                ctx->epoll_skips < AIO_MAX_EPOLL_SKIPS) {

@@ -59,11 +59,12 @@ void aio_set_fd_handler(AioContext *ctx, int fd, IOHandler *io_read,
  * their ready callback, and the sleep is skipped.  The window adapts: it
  * grows when the event came just after it, shrinks when polling wasted it.
  *
- * A handler registered with aio_set_fd_handler() alone is not pollable,
- * and while a context has one, that context does not poll at all: its
- * events (an NBD client's socket) would wait for the window to end.
- * aio_set_fd_poll() gives an existing handler its poll callbacks, which
- * all run in the context's thread and run no other handler:
+ * A handler registered with aio_set_fd_handler() alone has nothing to
+ * look at in memory (an NBD client's socket): while a context has one,
+ * each round of its window also asks epoll_wait() without waiting, one
+ * system call for all such handlers.  aio_set_fd_poll() gives an existing
+ * handler poll callbacks, which all run in the context's thread and run
+ * no other handler:
  */
 typedef bool AioPollFn(void *opaque);
 typedef struct AioPollHandlers {
@@ -96,9 +97,9 @@ typedef struct AioPollHandlers {
  * @poll_handlers (static, kept by pointer) makes the handler of @fd
  * pollable, NULL makes it not pollable again; &aio_poll_rare says that
  * the fd's events are rare (a control socket) and may wait until a
- * window ends, at most poll-max-ns, so that it does not keep the context
- * from polling.  Registering the fd anew after its removal starts not
- * pollable.
+ * window ends, at most poll-max-ns, so that it costs the window no
+ * epoll_wait().  Registering the fd anew after its removal starts without
+ * poll callbacks.
  */
 extern const AioPollHandlers aio_poll_rare;
 void aio_set_fd_poll(AioContext *ctx, int fd,
@@ -107,7 +108,7 @@ void aio_set_fd_poll(AioContext *ctx, int fd,
 /*
  * aio_set_fd_handler() for an fd of the control plane (a listening
  * socket, a monitor, a signalfd): registered with &aio_poll_rare, so
- * that it does not keep the context from polling.
+ * that it costs a poll window nothing.
  */
 void aio_set_fd_handler_rare(AioContext *ctx, int fd, IOHandler *io_read,
                              IOHandler *io_write, void *opaque);

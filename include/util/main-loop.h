@@ -3,11 +3,12 @@
  * (--object main-loop,id=ID,..., QEMU's type) and the program's defaults
  * for them.
  *
- * QEMU's main loop never busy-polls.  qblock's may: the storage daemon
- * asks for it (main_loop_poll_by_default()), so that exports served from
- * the main loop poll as they would in an iothread; the main-loop
- * object's poll-max-ns, poll-grow and poll-shrink (qblock's additions to
- * QEMU's type) tune or turn off that polling, in any program.
+ * QEMU's main loop never busy-polls.  qblock's may: the servers (the
+ * storage daemon, qblock-nbd) ask for it (main_loop_poll_by_default()),
+ * so that exports served from the main loop poll as they would in an
+ * iothread; the main-loop object's poll-max-ns, poll-grow and
+ * poll-shrink (qblock's additions to QEMU's type) tune or turn off that
+ * polling, in any program.
  */
 #ifndef QBLOCK_MAIN_LOOP_H
 #define QBLOCK_MAIN_LOOP_H

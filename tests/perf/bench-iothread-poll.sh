@@ -20,6 +20,9 @@
 # the daemon's CPU time per request (user + system, from /proc, in
 # microseconds: what the polling costs).  Prints figures; never fails on
 # them.
+# LOOP=main: the export in the daemon's main loop instead, qblock's with
+# --object main-loop,poll-max-ns=0 and with its default (32768), against
+# qemu-storage-daemon's main loop, which never polls.
 set -u
 build=${1:?usage: bench-iothread-poll.sh BUILD_DIR}
 runs=${RUNS:-3}
@@ -28,6 +31,9 @@ size=${SIZE:-1G}
 cases=${CASES:-randread-1 randread-32 randwrite-1 randwrite-32}
 kinds=${KINDS:-vhost nbd}
 devices=${DEVICES:-qcow2 null}
+loop=${LOOP:-iothread}
+keys="qblock:0 qblock:32768 qemu:0 qemu:32768" where="on an iothread"
+[ "$loop" = main ] && keys="qblock:0 qblock:32768 qemu:-" where="in the main loop"
 . "$(dirname "$0")/lib.sh"
 perf_require "iothread poll benchmark" fio qemu-img qemu-storage-daemon
 perf_require_fio_nbd "iothread poll benchmark"
@@ -39,10 +45,29 @@ if [ "$(nproc)" -ge 2 ]; then
     server_pin=(taskset -c 0) perf_client=(taskset -c 1)
 fi
 qemu-img create -q -f qcow2 -o preallocation=full "$dir/d.qcow2" "$size"
-echo "one export on an iothread, one client; qcow2: $size preallocated,"
+
+# perf_export_daemon_cmd's objects for KEY (impl:poll) and KIND's export
+# options.
+loop_objects() {  # key
+    if [ "$loop" != main ]; then
+        echo "--object iothread,id=io0,poll-max-ns=${1#*:}"
+    elif [ "${1%:*}" = qblock ]; then
+        echo "--object main-loop,id=ml,poll-max-ns=${1#*:}"
+    fi
+}
+loop_export_opts() {  # kind
+    if [ "$loop" != main ]; then
+        echo iothread=io0
+    elif [ "$1" = vhost ]; then
+        echo num-queues=1
+    else
+        echo name=d
+    fi
+}
+echo "one export $where, one client; qcow2: $size preallocated,"
 echo "cache=none aio=io_uring; null: null-co; 4 KiB; daemon on CPU 0, client on"
 echo "CPU 1; $(nproc) CPUs;"
-echo "median of $runs runs of ${secs}s, the four servers alternating;"
+echo "median of $runs runs of ${secs}s, the servers alternating;"
 echo "CPU = the daemon's user+system microseconds per request"
 printf '%-6s %-6s %-13s %-17s %10s %8s\n' export device case "server, poll" \
     IOPS "CPU us"
@@ -52,12 +77,12 @@ for kind in $kinds; do
         rw=${c%-*} depth=${c##*-}
         declare -A iops=() cpu=() aborted=()
         for r in $(seq "$runs"); do
-            for key in qblock:0 qblock:32768 qemu:0 qemu:32768; do
+            for key in $keys; do
                 set -- $(perf_export_run "$kind" "$rw" "$depth" 1 \
                          "${server_pin[@]}" \
                          $(perf_export_daemon_cmd "${key%:*}" "$kind" "$dev" \
-                           "--object iothread,id=io0,poll-max-ns=${key#*:}" \
-                           iothread=io0))
+                           "$(loop_objects "$key")" \
+                           "$(loop_export_opts "$kind")"))
                 if [ "$1" = aborts ]; then
                     aborted[$key]=1
                 else
@@ -65,7 +90,7 @@ for kind in $kinds; do
                 fi
             done
         done
-        for key in qblock:0 qblock:32768 qemu:0 qemu:32768; do
+        for key in $keys; do
             if [ -n "${aborted[$key]:-}" ]; then
                 i=aborts c_med=-
             else

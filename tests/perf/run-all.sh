@@ -32,6 +32,8 @@ echo "== iothreads: one export, two queues or connections, one / two iothreads, 
 bash "$here/bench-export-iothreads.sh" "$build"
 echo "== iothread busy-polling: poll-max-ns=0 vs 32768, vhost-user-blk and NBD, QEMU vs qblock =="
 bash "$here/bench-iothread-poll.sh" "$build"
+echo "== main-loop busy-polling: qblock's main loop poll-max-ns=0 vs 32768, QEMU's main loop =="
+LOOP=main DEVICES=qcow2 bash "$here/bench-iothread-poll.sh" "$build"
 echo "== tail latency of a reader while another client writes (in-place writes on/off, QEMU) =="
 bash "$here/bench-tail-latency.sh" "$build"
 echo "== the NBD client: convert to and from an export, bench over NBD, qemu-img vs qblock-img =="
