@@ -52,8 +52,9 @@ bool event_loop_params_parse(EventLoopParams *p, JsonObject *props,
     return true;
 }
 
-bool event_loop_params_set(EventLoopParams *p, const char *type_name,
-                           const char *name, JsonNode *value, Error **errp)
+bool event_loop_params_set(EventLoopParams *p, AioContext *ctx,
+                           const char *type_name, const char *name,
+                           JsonNode *value, Error **errp)
 {
     for (size_t i = 0; i < G_N_ELEMENTS(event_loop_props); i++) {
         int64_t v;
@@ -72,6 +73,7 @@ bool event_loop_params_set(EventLoopParams *p, const char *type_name,
             return false;
         }
         *event_loop_field(p, i) = v;
+        event_loop_params_apply(p, ctx);
         return true;
     }
     error_setg(errp, "Property '%s.%s' not found", type_name, name);

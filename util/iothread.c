@@ -195,12 +195,8 @@ static bool iothread_set_property(void *state, const char *name,
 {
     IOThread *t = state;
 
-    if (!event_loop_params_set(&t->params, IOTHREAD_TYPE, name, value,
-                               errp)) {
-        return false;
-    }
-    event_loop_params_apply(&t->params, t->ctx);
-    return true;
+    return event_loop_params_set(&t->params, t->ctx, IOTHREAD_TYPE, name,
+                                 value, errp);
 }
 
 static const UserObjectType iothread_type = {

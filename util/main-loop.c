@@ -70,12 +70,8 @@ static bool main_loop_set_property(void *state, const char *name,
 {
     MainLoopObject *m = state;
 
-    if (!event_loop_params_set(&m->params, MAIN_LOOP_TYPE, name, value,
-                               errp)) {
-        return false;
-    }
-    event_loop_params_apply(&m->params, qemu_get_aio_context());
-    return true;
+    return event_loop_params_set(&m->params, qemu_get_aio_context(),
+                                 MAIN_LOOP_TYPE, name, value, errp);
 }
 
 static const UserObjectType main_loop_type = {

@@ -30,11 +30,13 @@ bool event_loop_params_parse(EventLoopParams *p, JsonObject *props,
                              int64_t poll_max_ns_default, Error **errp);
 
 /*
- * qom-set of @name on an object of @type_name: sets the field, or returns
- * false with @errp set (an unknown property, not an integer, negative).
+ * qom-set of @name on an object of @type_name whose loop is @ctx: sets
+ * the field and gives @ctx the new poll properties, or returns false
+ * with @errp set (an unknown property, not an integer, negative).
  */
-bool event_loop_params_set(EventLoopParams *p, const char *type_name,
-                           const char *name, JsonNode *value, Error **errp);
+bool event_loop_params_set(EventLoopParams *p, AioContext *ctx,
+                           const char *type_name, const char *name,
+                           JsonNode *value, Error **errp);
 
 /* Gives @ctx the poll properties of @p (from any thread). */
 void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx);
