@@ -664,8 +664,6 @@ static int qnbd_serve(QnbdOptions *o)
     /* listening comes first, as in qemu-nbd: a bad address is reported
      * before the image is even probed */
     qnbd_ctx = qemu_get_aio_context();
-    /* the server's loop polls as the storage daemon's (docs/iothreads.md) */
-    main_loop_poll_by_default();
     qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
     if (nbd_server_listen(qnbd_server, addr, &err) < 0) {
         goto fail;
@@ -746,6 +744,11 @@ int main(int argc, char **argv)
     QnbdOptions *o = &qnbd_opts;
 
     qemu_init_progname(argv[0]);
+    /*
+     * The server's loop polls as the storage daemon's (docs/iothreads.md);
+     * before --object, so that a main-loop object starts from that.
+     */
+    main_loop_poll_by_default();
     bdrv_init();
     o->shared = 1;
     if (bdrv_parse_cache_mode("writeback", &o->flags, &o->writethrough) < 0) {

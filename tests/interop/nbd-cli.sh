@@ -2,7 +2,9 @@
 # qblock-nbd's command line against the real qemu-nbd: command lines that
 # qemu-nbd refuses must be refused by qblock-nbd with the same message
 # and exit status (the program name aside).  Options qblock-nbd does not
-# support must fail with a message saying so, never start a server.
+# support must fail with a message saying so, never start a server.  The
+# main-loop object: one at most, its values checked, and data served with
+# the loop's busy-polling on (the default), off and set.
 #
 #   tests/interop/nbd-cli.sh BUILD_DIR
 #
@@ -97,6 +99,12 @@ refused "-c DEV is refused" "not supported" -c /dev/nbd0 r.img
 refused "-d is refused" "not supported" -d /dev/nbd0
 refused "--object with a bad secret is refused" \
     "Either 'file' or 'data' must be provided" --object secret,id=s r.img
+refused "a second main-loop object is refused" \
+    "only one main-loop instance allowed" \
+    --object main-loop,id=a --object main-loop,id=b r.img
+refused "a main-loop object with a negative poll-max-ns is refused" \
+    "poll-max-ns value must be in range" \
+    --object main-loop,id=a,poll-max-ns=-1 r.img
 refused "--tls-authz needs --tls-creds" \
     "tls-authz is not permitted without --tls-creds" --tls-authz=a r.img
 refused "--tls-creds names no object" "No TLS credentials with id 't'" \
@@ -107,6 +115,20 @@ refused "a port past 65535 is refused" "65535" -p 99999 r.img
 refused "-k on a regular file is refused, the file kept" "not a socket" \
     -k r.img q.qcow2
 check "the regular file is still there" test -f r.img
+
+# the server's loop busy-polls by default; a main-loop object turns that
+# off (or sets its window), and either way the data is served
+for poll in "" "--object main-loop,id=ml,poll-max-ns=0" \
+            "--object main-loop,id=ml,poll-max-ns=200000"; do
+    if start_server ml "$qnbd" -f raw $poll r.img; then
+        check "a read through qblock-nbd ${poll:-polling by default}" \
+            bash -c "qemu-io -f raw -r -c 'read -P 0 0 4k' '$(uri ml)' |
+                     grep -q 'read 4096/4096'"
+        stop_server
+    else
+        fail "qblock-nbd starts ${poll:-polling by default}"
+    fi
+done
 
 "$qnbd" --help > help.out
 rc=$?
