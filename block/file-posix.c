@@ -823,16 +823,8 @@ static int coroutine_fn raw_co_fallocate(BlockDriverState *bs, int mode,
 /* True if @qiov can be used with O_DIRECT as it is. */
 static bool raw_qiov_is_aligned(BDRVRawState *s, QEMUIOVector *qiov)
 {
-    if (!(s->open_flags & O_DIRECT)) {
-        return true;
-    }
-    for (int i = 0; i < qiov->niov; i++) {
-        if ((uintptr_t)qiov->iov[i].iov_base % s->buf_align ||
-            qiov->iov[i].iov_len % s->request_alignment) {
-            return false;
-        }
-    }
-    return true;
+    return !(s->open_flags & O_DIRECT) ||
+           qemu_iovec_is_aligned(qiov, s->buf_align, s->request_alignment);
 }
 
 /*

@@ -211,6 +211,21 @@ size_t qemu_iovec_memset(QEMUIOVector *qiov, size_t offset,
     return iov_memset(qiov->iov, qiov->niov, offset, fillc, bytes);
 }
 
+bool qemu_iovec_is_aligned(QEMUIOVector *qiov, size_t mem_align,
+                           size_t len_align)
+{
+    for (int i = 0; i < qiov->niov; i++) {
+        const struct iovec *iov = &qiov->iov[i];
+
+        if (iov->iov_len &&
+            ((uintptr_t)iov->iov_base % mem_align ||
+             iov->iov_len % len_align)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 bool qemu_iovec_is_zero(QEMUIOVector *qiov, size_t offset, size_t bytes)
 {
     assert(offset + bytes <= qiov->size);

@@ -212,6 +212,14 @@ static void virtio_blk_req_map(VirtIOBlkReq *req, VirtQueueElement *elem)
     last = &elem->in_sg[in_num - 1];
     req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
     last->iov_len--;
+    /*
+     * A status byte in its own descriptor, as Linux sends it, leaves an
+     * empty piece: not in @req->in, where it would make an aligned read
+     * look misaligned to O_DIRECT (and be copied through a bounce buffer).
+     */
+    if (!last->iov_len) {
+        in_num--;
+    }
     qemu_iovec_init_external(&req->in, elem->in_sg, in_num);
 }
 

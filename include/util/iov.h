@@ -52,6 +52,13 @@ size_t qemu_iovec_from_buf(QEMUIOVector *qiov, size_t offset,
                            const void *buf, size_t bytes);
 size_t qemu_iovec_memset(QEMUIOVector *qiov, size_t offset,
                          int fillc, size_t bytes);
+/*
+ * True if every non-empty piece of @qiov starts at a multiple of
+ * @mem_align and is a multiple of @len_align long: what O_DIRECT asks.
+ * Empty pieces are ignored, as the kernel ignores them.
+ */
+bool qemu_iovec_is_aligned(QEMUIOVector *qiov, size_t mem_align,
+                           size_t len_align);
 /* True if bytes [offset, offset + bytes) are all zero. */
 bool qemu_iovec_is_zero(QEMUIOVector *qiov, size_t offset, size_t bytes);
 /*

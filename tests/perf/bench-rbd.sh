@@ -75,11 +75,6 @@ secs() {
     t1=$(date +%s.%N)
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
-ratio() {
-    awk -v a="$1" -v b="$2" -v inv="${3:-0}" 'BEGIN {
-        if (a <= 0 || b <= 0) print "-";
-        else printf "%.2fx", inv ? a / b : b / a }'
-}
 min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == 0 || (b > 0 && b < a)) ? b : a }'; }
 max() { awk -v a="$1" -v b="$2" 'BEGIN { print (b > a) ? b : a }'; }
 
@@ -108,13 +103,13 @@ if want convert; then
         convert_pair "$i"
     done
     printf '%-46s %9ss %9ss %7s\n' "convert ${size_mib} MiB qcow2 -> rbd (s)" \
-        "$q" "$b" "$(ratio "$q" "$b" 1)"
+        "$q" "$b" "$(ratio "$q" "$b")"
     q=0 b=0
     for i in $(seq "$runs"); do
         convert_pair "$i" -m 16 -W
     done
     printf '%-46s %9ss %9ss %7s\n' "convert -m 16 -W qcow2 -> rbd (s)" \
-        "$q" "$b" "$(ratio "$q" "$b" 1)"
+        "$q" "$b" "$(ratio "$q" "$b")"
 fi
 
 # bench on the image itself and through an export of it
@@ -135,7 +130,7 @@ for rw in read write; do
                 b=$(max "$b" "$(perf_bench_ops $n "$qimg" bench $w -c $n -d $depth -s 4k -f raw "$(img bench)")")
         done
         printf '%-46s %10s %10s %7s\n' "bench rbd 4k $rw depth $depth (ops/s)" \
-            "$q" "$b" "$(ratio "$q" "$b")"
+            "$q" "$b" "$(ratio "$b" "$q")"
     done
 done
 
@@ -179,7 +174,7 @@ for c in "${cases[@]}"; do
     q=${best[qemu $c]} b=${best[qblock $c]}
     printf '%-46s %10s %10s %7s\n' \
         "NBD export of rbd 4k $rw depth $depth (ops/s)" "$q" "$b" \
-        "$(ratio "$q" "$b")"
+        "$(ratio "$b" "$q")"
 done
 
 # Per-request counts, depth-1 4 KiB requests through each export: what
