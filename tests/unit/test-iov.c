@@ -1,7 +1,8 @@
 /*
  * iovec helpers, QEMUIOVector construction (owned, local, external,
  * slices, concatenation), copies at every offset, zero detection and
- * comparison, O_DIRECT alignment, and buffer_is_zero() at every alignment and length.
+ * comparison, O_DIRECT alignment, and buffer_is_zero() at every
+ * alignment and length.
  */
 #include "util/iov.h"
 
