@@ -30,8 +30,9 @@
  * thread.
  *
  * Invariants (numbered after file-posix-aio.h's 1-3):
- *  4. s->pending_head..pending_tail is the FIFO of queued requests and
- *     pending_count its length; a request is in it at most once.
+ *  4. s->pending_head..pending_tail is the FIFO of queued requests,
+ *     pending_count its length and pending_bytes the sum of their
+ *     remaining bytes; a request is in it at most once.
  *  5. s->in_flight counts the requests the kernel holds: a backend adds
  *     what a submission accepted and subtracts what it reaps.
  */
@@ -69,8 +70,6 @@ struct FileAioReq {
 typedef struct FileAioBackendOps {
     /* Bytes of the backend's state, which starts with a FileAioState. */
     size_t state_size;
-    /* Requests queued before a submission is forced (max_batch 0). */
-    unsigned default_batch;
     /*
      * Sets up the kernel side; s->notifier exists already and is to
      * signal every completion.  Returns 0, or -errno with @errp naming
@@ -117,6 +116,7 @@ struct FileAioState {
     FileAioReq *pending_head;
     FileAioReq **pending_tail;
     unsigned pending_count;
+    size_t pending_bytes;       /* the queued requests' remaining bytes */
     unsigned in_flight;
 };
 

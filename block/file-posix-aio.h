@@ -5,8 +5,9 @@
  * Each AioContext has at most one instance of each backend, shared by every
  * file node of that context and reference-counted by them.  A request is
  * queued by the coroutine that issues it, which then yields; the queue goes
- * to the kernel in one batch per event-loop iteration (a bottom half), or
- * at once when it reaches the batch limit.  Completions arrive through an
+ * to the kernel at once when it reaches the batch limit (by default four
+ * requests or 128 KiB, file-aio-core.c), and what is left at the end of
+ * the event-loop iteration (a bottom half).  Completions arrive through an
  * eventfd handler that wakes the waiting coroutines.  All of that is one
  * core that both backends share (file-aio-core.c); each backend file
  * holds only what is libaio's or liburing's.
@@ -46,8 +47,8 @@ FileAioState *luring_get(AioContext *ctx, Error **errp);
 void file_aio_put(FileAioState *s);
 /*
  * Runs one request on @fd through @s's backend and waits for it;
- * @qiov is NULL for a flush, @max_batch 0 means the backend's default
- * batch size.  Returns 0 or -errno (invariant 2).
+ * @qiov is NULL for a flush, @max_batch 0 means the default batch limit
+ * (file-aio-core.c).  Returns 0 or -errno (invariant 2).
  */
 int coroutine_fn file_aio_co_submit(FileAioState *s, int fd, int64_t offset,
                                     QEMUIOVector *qiov, FileAioType type,

@@ -18,8 +18,6 @@
 
 /* Ring size: enough for queue depth 64 on a few nodes at once. */
 #define LURING_ENTRIES      256
-/* Submit early when this many requests wait: a full ring's worth. */
-#define LURING_DEFAULT_BATCH LURING_ENTRIES
 
 typedef struct LuringState {
     FileAioState core;
@@ -177,7 +175,6 @@ FileAioState *luring_get(AioContext *ctx, Error **errp)
 
 static const FileAioBackendOps luring_ops = {
     .state_size     = sizeof(LuringState),
-    .default_batch  = LURING_DEFAULT_BATCH,
     .init           = luring_init,
     .cleanup        = luring_cleanup,
     .flush          = luring_flush,

@@ -20,8 +20,8 @@
 
 /* Requests the kernel context holds at once (io_setup's nr_events). */
 #define LAIO_MAX_EVENTS     1024
-/* Submit early when this many requests wait. */
-#define LAIO_DEFAULT_BATCH  32
+/* iocbs handed to one io_submit() at the most */
+#define LAIO_SUBMIT_MAX     128
 
 _Static_assert(sizeof(struct iocb) <= sizeof(((FileAioReq *)0)->priv),
                "a request's iocb lives in its priv area");
@@ -97,7 +97,7 @@ static void laio_prep(LinuxAioState *s, FileAioReq *req)
 static void laio_flush(FileAioState *core)
 {
     LinuxAioState *s = laio_of(core);
-    struct iocb *iocbs[LAIO_DEFAULT_BATCH * 4];
+    struct iocb *iocbs[LAIO_SUBMIT_MAX];
 
     while (core->pending_head && core->in_flight < LAIO_MAX_EVENTS) {
         unsigned room = MIN(LAIO_MAX_EVENTS - core->in_flight,
@@ -221,7 +221,6 @@ FileAioState *laio_get(AioContext *ctx, Error **errp)
 
 static const FileAioBackendOps laio_ops = {
     .state_size     = sizeof(LinuxAioState),
-    .default_batch  = LAIO_DEFAULT_BATCH,
     .init           = laio_init,
     .cleanup        = laio_cleanup,
     .flush          = laio_flush,

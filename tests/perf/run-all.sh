@@ -26,6 +26,8 @@ echo "== rbd: convert to RBD and bench, direct and through an NBD export, QEMU v
 bash "$here/bench-rbd.sh" "$build"
 echo "== the exports end to end: fio (nbd engine) against qblock and QEMU servers =="
 bash "$here/bench-export.sh" "$build"
+echo "== when requests go to the kernel: default vs aio-max-batch=32/256, vhost-user-blk, QEMU =="
+bash "$here/bench-aio-batch.sh" "$build"
 echo "== iothreads: two exports, two clients, main loop / one / two iothreads, QEMU vs qblock =="
 bash "$here/bench-iothreads.sh" "$build"
 echo "== iothreads: one export, two queues or connections, one / two iothreads, QEMU vs qblock =="
