@@ -144,9 +144,9 @@ static const AioPollHandlers file_aio_poll_handlers = {
  * holds the first request back while the loop prepares all the others,
  * and the kernel plugs each submission, so the device sees none of them
  * until the last is prepared: through a vhost-user-blk export with
- * cache=none that cost 20-25% of 4 KiB random IOPS at depth 32 and a
- * third of 64 KiB sequential reads at depth 8 (docs/performance.md,
- * "Submitting early").
+ * cache=none that cost up to 15% of 4 KiB random IOPS at depth 32 and up
+ * to a tenth of 64 KiB sequential (docs/performance.md, "Submitting
+ * early").
  */
 #define FILE_AIO_BATCH          4
 #define FILE_AIO_BATCH_BYTES    (128 * 1024)
