@@ -77,6 +77,9 @@ void bdrv_reopen_queue_add(GPtrArray *queue, BlockDriverState *bs,
 
     e->state.options = qdict_clone(bs->options);
     qdict_del(e->state.options, "driver");
+    if (bs->drv->bdrv_join_options) {
+        bs->drv->bdrv_join_options(changes, e->state.options);
+    }
     qdict_join(e->state.options, changes, true);
     qdict_unref(changes);
     e->common.flags = flags;

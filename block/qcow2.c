@@ -64,12 +64,6 @@ typedef struct Qcow2Options {
     int overlap_check;              /* QCOW2_OL_* */
 } Qcow2Options;
 
-/*
- * Splits the cache budget between the L2 and the refcount cache.  Without
- * any size given the L2 cache covers the whole disk (at most 32 MiB) and
- * the refcount cache takes four clusters; cache-size gives the L2 cache
- * what covers the disk and the refcount cache the rest.
- */
 /* What blockdev-reopen may reset: all but the encryption's (QEMU's). */
 static const char *const qcow2_mutable_opts[] = {
     "lazy-refcounts",
@@ -87,6 +81,45 @@ static const char *const qcow2_mutable_opts[] = {
     NULL
 };
 
+/*
+ * A reopen that keeps the old options (qemu-io's reopen -o) merges the
+ * changes over them, QEMU's way: a new overlap-check template (short or
+ * long form) replaces every old overlap-check option, and a new total
+ * cache-size the old L2 and refcount sizes.  An old total is never kept
+ * (QEMU drops it whenever the changes give none), so a new L2 or
+ * refcount size is never refused for exceeding an old total.
+ */
+static void qcow2_join_options(QDict *changes, QDict *old)
+{
+    if (qdict_haskey(changes, "overlap-check") ||
+        qdict_haskey(changes, "overlap-check.template")) {
+        const QDictEntry *e = qdict_first(old);
+
+        while (e) {
+            const QDictEntry *next = qdict_next(old, e);
+            const char *key = qdict_entry_key(e);
+
+            if (!strcmp(key, "overlap-check") ||
+                g_str_has_prefix(key, "overlap-check.")) {
+                qdict_del(old, key);
+            }
+            e = next;
+        }
+    }
+    if (qdict_haskey(changes, QCOW2_OPT_CACHE_SIZE)) {
+        qdict_del(old, QCOW2_OPT_L2_CACHE_SIZE);
+        qdict_del(old, QCOW2_OPT_REFCOUNT_CACHE_SIZE);
+    } else {
+        qdict_del(old, QCOW2_OPT_CACHE_SIZE);
+    }
+}
+
+/*
+ * Splits the cache budget between the L2 and the refcount cache.  Without
+ * any size given the L2 cache covers the whole disk (at most 32 MiB) and
+ * the refcount cache takes four clusters; cache-size gives the L2 cache
+ * what covers the disk and the refcount cache the rest.
+ */
 static int qcow2_read_cache_sizes(BlockDriverState *bs, QemuOpts *opts,
                                   Qcow2Options *o, Error **errp)
 {
@@ -282,8 +315,12 @@ static int qcow2_caches_create(BlockDriverState *bs, const Qcow2Options *o,
     uint64_t refcount_tables = MAX(o->refcount_cache_size / s->cluster_size,
                                    QCOW2_MIN_REFCOUNT_CACHE_TABLES);
 
-    if (l2_tables > INT_MAX || refcount_tables > INT_MAX) {
-        error_setg(errp, "Cache size too big");
+    if (l2_tables > INT_MAX) {
+        error_setg(errp, "L2 cache size too big");
+        return -EINVAL;
+    }
+    if (refcount_tables > INT_MAX) {
+        error_setg(errp, "Refcount cache size too big");
         return -EINVAL;
     }
     *l2 = qcow2_cache_create(bs, l2_tables, o->l2_cache_entry_size);
@@ -1358,6 +1395,7 @@ static const BlockDriver bdrv_qcow2 = {
     .supports_backing               = true,
     .runtime_opts                   = &qapi_opts_qcow2_runtime,
     .mutable_opts                   = qcow2_mutable_opts,
+    .bdrv_join_options              = qcow2_join_options,
     .create_opts                    = &qapi_opts_qcow2_create,
     .bdrv_probe                     = qcow2_probe,
     .bdrv_open                      = qcow2_open,

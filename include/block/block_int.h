@@ -101,6 +101,14 @@ struct BlockDriver {
      * open and left out of a reopen is refused otherwise.
      */
     const char *const *mutable_opts;
+    /*
+     * Optional: a reopen that keeps the old options (qemu-io's reopen -o,
+     * not blockdev-reopen) lays the changes over a copy of them; first
+     * the driver drops from @old what @changes replace as a group (qcow2:
+     * a new overlap-check template replaces every overlap-check.* flag).
+     * NULL: each option given replaces the old one of the same name.
+     */
+    void (*bdrv_join_options)(QDict *changes, QDict *old);
     /* creation options (qemu-img create -o), or NULL */
     const QemuOptsList *create_opts;
 
