@@ -481,7 +481,8 @@ static int coroutine_fn l2_allocate(BlockDriverState *bs, int l1_index)
     int64_t l2_offset;
     int ret;
 
-    l2_offset = qcow2_alloc_clusters(bs, s->l2_size * l2_entry_size(s));
+    l2_offset = qcow2_alloc_named_clusters(bs, s->l2_size * l2_entry_size(s),
+                                           "L2 table");
     if (l2_offset < 0) {
         return l2_offset;
     }

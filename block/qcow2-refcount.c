@@ -388,22 +388,31 @@ int qcow2_install_reftable(BlockDriverState *bs, uint64_t **table,
  * or qcow2_alloc_clusters_at(), and reports corruption instead.
  */
 static int qcow2_refuse_header_cluster(BlockDriverState *bs,
-                                       int64_t cluster_index)
+                                       int64_t cluster_index,
+                                       const char *what)
 {
     if (cluster_index != 0) {
         return 0;
     }
-    qcow2_signal_corruption(bs, true, -1, -1, "Preventing invalid "
-                            "allocation of a host cluster at offset 0 (the "
-                            "header's refcount is 0)");
+    if (what) {
+        /* QEMU's words where QEMU refuses the structure itself */
+        qcow2_signal_corruption(bs, true, -1, -1, "Preventing invalid "
+                                "allocation of %s at offset 0", what);
+    } else {
+        qcow2_signal_corruption(bs, true, -1, -1, "Preventing invalid "
+                                "allocation of a host cluster at offset 0 "
+                                "(the header's refcount is 0)");
+    }
     return -EIO;
 }
 
 /*
  * Finds @size bytes of free clusters (refcount 0) from the allocation hint
- * on; returns the host offset.  Changes nothing but the hint.
+ * on; returns the host offset.  Changes nothing but the hint.  @what names
+ * the structure to be stored there for a corruption message, or is NULL.
  */
-static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
+static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size,
+                                          const char *what)
 {
     BDRVQcow2State *s = bs->opaque;
     int64_t nb_clusters = size_to_clusters(s, size);
@@ -424,7 +433,7 @@ static int64_t qcow2_alloc_clusters_noref(BlockDriverState *bs, uint64_t size)
     }
     /* past the range, which the caller is about to use (see the top) */
     s->free_cluster_index = i;
-    ret = qcow2_refuse_header_cluster(bs, start);
+    ret = qcow2_refuse_header_cluster(bs, start, what);
     if (ret < 0) {
         return ret;
     }
@@ -570,7 +579,8 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
         return qcow2_grow_reftable(bs, rt_index + 1);
     }
 
-    new_block = qcow2_alloc_clusters_noref(bs, s->cluster_size);
+    new_block = qcow2_alloc_clusters_noref(bs, s->cluster_size,
+                                           "refcount block");
     if (new_block < 0) {
         return new_block;
     }
@@ -820,6 +830,12 @@ int qcow2_ref_used_range(BlockDriverState *bs, int64_t offset,
 
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
 {
+    return qcow2_alloc_named_clusters(bs, size, NULL);
+}
+
+int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
+                                   const char *what)
+{
     int64_t offset;
     int ret;
 
@@ -827,7 +843,7 @@ int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
     /* A freed range must be discarded before it can be reused. */
     qcow2_process_discards(bs, 0);
     do {
-        offset = qcow2_alloc_clusters_noref(bs, size);
+        offset = qcow2_alloc_clusters_noref(bs, size, what);
         if (offset < 0) {
             return offset;
         }
@@ -850,7 +866,7 @@ int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
     if (nb_clusters == 0) {
         return 0;
     }
-    ret = qcow2_refuse_header_cluster(bs, cluster);
+    ret = qcow2_refuse_header_cluster(bs, cluster, NULL);
     if (ret < 0) {
         return ret;
     }
@@ -900,7 +916,8 @@ int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size)
         free_in_cluster = offset ? s->cluster_size -
                                    offset_into_cluster(s, offset) : 0;
         if (free_in_cluster < size) {
-            new_cluster = qcow2_alloc_clusters_noref(bs, s->cluster_size);
+            new_cluster = qcow2_alloc_clusters_noref(bs, s->cluster_size,
+                                                     "compressed cluster");
             if (new_cluster < 0) {
                 return new_cluster;
             }

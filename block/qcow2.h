@@ -807,6 +807,12 @@ int qcow2_install_reftable(BlockDriverState *bs, uint64_t **table,
                            uint32_t table_clusters);
 /* Allocates @size bytes of whole clusters; returns the host offset. */
 int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
+/*
+ * The same, for a structure that QEMU names when it would have to go to
+ * offset 0 (an "L2 table"): the corruption message names @what too.
+ */
+int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
+                                   const char *what);
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
                                 int64_t nb_clusters);
 int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size);
