@@ -372,11 +372,46 @@ static int coroutine_fn qcow2_amend_refcount_order(BlockDriverState *bs,
 /* ---------------------------------------------------------------------- */
 /* Downgrade to v2 */
 
-/* A walk over the L2 tables of every L1 table (active and snapshots). */
+/*
+ * A walk over the L2 tables of every L1 table (active and snapshots).
+ * Progress, where reported, counts L1 entries of all tables, allocated or
+ * not, as QEMU's does: a 4 GiB image of 64 KiB clusters moves by eighths.
+ */
 typedef struct Qcow2AmendWalk {
     uint64_t l2_refcount;       /* of the table being walked */
     bool found_compressed;
+    Qcow2AmendProgress *progress;   /* NULL: none reported */
+    int64_t l1_visited;
+    int64_t l1_total;
 } Qcow2AmendWalk;
+
+/* Runs @fn over the entries of the L2 table of one L1 entry, if any. */
+static int coroutine_fn qcow2_amend_l1_entry(BlockDriverState *bs,
+                                             uint64_t l1_entry,
+                                             uint32_t l1_index,
+                                             Qcow2L2EntryFn *fn,
+                                             Qcow2AmendWalk *w)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t l2_offset = l1_entry & L1E_OFFSET_MASK;
+    int ret;
+
+    if (!l2_offset) {
+        return 0;
+    }
+    if (offset_into_cluster(s, l2_offset)) {
+        qcow2_signal_corruption(bs, true, -1, -1, "L2 table offset %#"
+                                PRIx64 " unaligned (L1 index: %#x)",
+                                l2_offset, l1_index);
+        return -EIO;
+    }
+    ret = qcow2_get_refcount(bs, l2_offset >> s->cluster_bits,
+                             &w->l2_refcount);
+    if (ret < 0) {
+        return ret;
+    }
+    return qcow2_l2_table_map(bs, l2_offset, fn, w);
+}
 
 static int coroutine_fn qcow2_amend_l1_walk(BlockDriverState *bs,
                                             const uint64_t *l1,
@@ -384,34 +419,23 @@ static int coroutine_fn qcow2_amend_l1_walk(BlockDriverState *bs,
                                             Qcow2L2EntryFn *fn,
                                             Qcow2AmendWalk *w)
 {
-    BDRVQcow2State *s = bs->opaque;
-
     for (uint32_t i = 0; i < l1_size; i++) {
-        uint64_t l2_offset = l1[i] & L1E_OFFSET_MASK;
-        int ret;
+        int ret = qcow2_amend_l1_entry(bs, l1[i], i, fn, w);
 
-        if (!l2_offset) {
-            continue;
-        }
-        if (offset_into_cluster(s, l2_offset)) {
-            qcow2_signal_corruption(bs, true, -1, -1, "L2 table offset %#"
-                                    PRIx64 " unaligned (L1 index: %#x)",
-                                    l2_offset, i);
-            return -EIO;
-        }
-        ret = qcow2_get_refcount(bs, l2_offset >> s->cluster_bits,
-                                 &w->l2_refcount);
-        if (ret == 0) {
-            ret = qcow2_l2_table_map(bs, l2_offset, fn, w);
-        }
         if (ret < 0) {
             return ret;
+        }
+        if (w->progress) {
+            qcow2_amend_report(w->progress, ++w->l1_visited, w->l1_total);
         }
     }
     return 0;
 }
 
-/* Runs @fn over every L2 entry of the image, snapshots included. */
+/*
+ * Runs @fn over every L2 entry of the image, snapshots included; reports
+ * progress to @p unless it is NULL.
+ */
 static int coroutine_fn qcow2_amend_walk_all(BlockDriverState *bs,
                                              Qcow2L2EntryFn *fn,
                                              Qcow2AmendWalk *w,
@@ -420,12 +444,17 @@ static int coroutine_fn qcow2_amend_walk_all(BlockDriverState *bs,
     BDRVQcow2State *s = bs->opaque;
     int ret;
 
+    w->progress = p;
+    w->l1_visited = 0;
+    w->l1_total = s->l1_size;
+    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        w->l1_total += s->snapshots[i].l1_size;
+    }
     ret = qcow2_amend_l1_walk(bs, s->l1_table, s->l1_size, fn, w);
     for (uint32_t i = 0; i < s->nb_snapshots && ret == 0; i++) {
         g_autofree uint64_t *l1 = NULL;
         Error *local_err = NULL;
 
-        qcow2_amend_report(p, i + 1, s->nb_snapshots + 1);
         ret = qcow2_snapshot_read_l1(bs, &s->snapshots[i], &l1, &local_err);
         if (ret < 0) {
             /* the caller's message gives only the errno: say which table
@@ -560,6 +589,18 @@ static int coroutine_fn qcow2_amend_downgrade(BlockDriverState *bs,
         error_setg(errp, "Cannot downgrade an image with a data file");
         return -ENOTSUP;
     }
+    /*
+     * A version 2 reader takes every snapshot to be of the disk's size and
+     * its VM state to fit 32 bits; the extra data that says otherwise is
+     * kept, but nothing makes a v2 reader heed it (QEMU refuses the same).
+     */
+    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        if (s->snapshots[i].vm_state_size > UINT32_MAX ||
+            s->snapshots[i].disk_size != (uint64_t)s->virtual_size) {
+            error_setg(errp, "Internal snapshots prevent downgrade of image");
+            return -ENOTSUP;
+        }
+    }
     if (s->incompatible_features & QCOW2_INCOMPAT_DIRTY) {
         ret = qcow2_mark_clean(bs);
         if (ret < 0) {
@@ -573,7 +614,9 @@ static int coroutine_fn qcow2_amend_downgrade(BlockDriverState *bs,
         return -ENOTSUP;
     }
     if (s->compression_type != QCOW2_COMPRESSION_TYPE_ZLIB) {
-        ret = qcow2_amend_walk_all(bs, qcow2_amend_find_compressed, &w, p);
+        /* a quick scan: the progress is the expansion's below */
+        ret = qcow2_amend_walk_all(bs, qcow2_amend_find_compressed, &w,
+                                   NULL);
         if (ret < 0) {
             error_setg_errno(errp, -ret, "Failed to look for compressed "
                              "clusters");

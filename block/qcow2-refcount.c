@@ -836,6 +836,7 @@ int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
 int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
                                    const char *what)
 {
+    BDRVQcow2State *s = bs->opaque;
     int64_t offset;
     int ret;
 
@@ -849,6 +850,12 @@ int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
         }
         ret = qcow2_update_refcount(bs, offset, size, 1, false,
                                     QCOW2_DISCARD_NEVER);
+        if (ret == -EAGAIN) {
+            /* the range found stays where it was, around the new
+             * metadata if that went into it (see the top) */
+            s->free_cluster_index = MIN(s->free_cluster_index,
+                                        offset >> s->cluster_bits);
+        }
     } while (ret == -EAGAIN);
     return ret < 0 ? ret : offset;
 }
