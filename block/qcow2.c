@@ -391,7 +391,6 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
 {
     BDRVQcow2State *s = bs->opaque;
     Error *local_err = NULL;
-    g_autofree char *full = NULL;
 
     s->image_data_file = g_steal_pointer(&exts->data_file);
     if (!(s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE)) {
@@ -422,13 +421,14 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
         error_setg(errp, "'data-file' is required for this image");
         return -EINVAL;
     }
-    full = bdrv_get_full_backing_filename_from_filename(bs->filename,
-                                                        s->image_data_file,
-                                                        errp);
-    if (!full) {
-        return -EINVAL;
-    }
-    s->data_file = bdrv_open_child(full, options, "data-file", bs, 0, errp);
+    /*
+     * The name as the header has it: a relative one is relative to the
+     * current directory, not the image's (unlike a backing file name), as
+     * in QEMU, which also creates the file there (qemu-img create -o
+     * data_file=NAME): an image made in one directory opens from it.
+     */
+    s->data_file = bdrv_open_child(s->image_data_file, options, "data-file",
+                                   bs, 0, errp);
     return s->data_file ? 0 : -EINVAL;
 }
 
