@@ -60,3 +60,18 @@ BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
     }
     return blk;
 }
+
+void bdrv_delete_format_file(BlockBackend *blk)
+{
+    BlockDriverState *bs = blk_bs(blk);
+    Error *local_err = NULL;
+
+    if (!bs || !bs->drv->bdrv_delete_file) {
+        return;
+    }
+    if (bs->drv->bdrv_delete_file(bs, &local_err) == -ENOTSUP) {
+        error_free(local_err);
+    } else if (local_err) {
+        error_report_err(local_err);
+    }
+}

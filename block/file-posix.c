@@ -1411,6 +1411,29 @@ static int coroutine_fn raw_co_create_opts(const BlockDriver *drv,
     return ret;
 }
 
+/* A creation that failed removes the file (bdrv_delete_format_file()). */
+static int raw_delete_file(BlockDriverState *bs, Error **errp)
+{
+    struct stat st;
+    int err;
+
+    if (stat(bs->filename, &st) < 0) {
+        err = errno;
+        error_setg_errno(errp, err, "Could not stat '%s'", bs->filename);
+        return -err;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        error_setg(errp, "'%s' is not a regular file", bs->filename);
+        return -ENOTSUP;
+    }
+    if (unlink(bs->filename) < 0) {
+        err = errno;
+        error_setg_errno(errp, err, "Could not delete '%s'", bs->filename);
+        return -err;
+    }
+    return 0;
+}
+
 /*
  * aio, locking, aio-max-batch and x-in-place-writes change how the node
  * works, not its data.
@@ -1433,6 +1456,7 @@ static const BlockDriver bdrv_file = {
     .bdrv_close                     = raw_close,
     .bdrv_change_aio_context        = raw_change_aio_context,
     .bdrv_co_create_opts            = raw_co_create_opts,
+    .bdrv_delete_file               = raw_delete_file,
     .bdrv_reopen_prepare            = raw_reopen_prepare,
     .bdrv_reopen_commit             = raw_reopen_commit,
     .bdrv_reopen_abort              = raw_reopen_abort,

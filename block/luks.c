@@ -275,6 +275,9 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
                            false, PREALLOC_MODE_OFF, 0, errp);
         crypto_luks_free(luks);
     }
+    if (ret < 0) {
+        bdrv_delete_format_file(blk);
+    }
     blk_unref(blk);
     return ret;
 }

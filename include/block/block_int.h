@@ -157,6 +157,11 @@ struct BlockDriver {
                                             const char *filename,
                                             QemuOpts *opts, Error **errp);
     /*
+     * Optional, protocols: removes the file of the open node @bs, which a
+     * failed creation made (file: unlink).  NULL: -ENOTSUP.
+     */
+    int (*bdrv_delete_file)(BlockDriverState *bs, Error **errp);
+    /*
      * Optional, formats: creates the image on the open nodes of @tgt
      * (blockdev-create), with the same @opts and checks as
      * bdrv_co_create_opts.  NULL: blockdev-create refuses the driver.
@@ -829,6 +834,13 @@ int64_t bdrv_measure_virtual_size(QemuOpts *opts, BlockDriverState *in_bs,
 BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
                                       const char *filename, QemuOpts *opts,
                                       Error **errp);
+/*
+ * Where a format's creation fails after bdrv_create_format_file(): removes
+ * the file again (QEMU's luks does: no half-made image is left behind, nor
+ * the file that was there before, which creation emptied).  A protocol
+ * that cannot delete is left alone; another failure is reported.
+ */
+void bdrv_delete_format_file(BlockBackend *blk);
 
 /*
  * bdrv_parse_filename for protocols that open a path: puts @filename

@@ -10,7 +10,8 @@
 # --test-passphrase accept qblock's headers.  Then hostile headers (wrong
 # passphrase, bad magic, truncated header, absurd iteration counts, a
 # giant payload offset, a corrupted key slot) are refused with a message
-# and the file is left unchanged.  Prints "ok NAME" / "FAIL NAME", ends
+# and the file is left unchanged; a creation that fails removes its
+# file, as qemu-img does.  Prints "ok NAME" / "FAIL NAME", ends
 # with "N passed, N failed, N skipped"; exits 77 without qemu-img.
 set -u
 
@@ -212,6 +213,26 @@ refused "corrupted key material" \
     "Invalid password, cannot unlock any keyslot" t.luks
 cp good.luks t.luks; patch t.luks 40 6e6f6e65
 refused "an unknown cipher mode" "cipher mode" t.luks
+
+# --- a creation that fails leaves no file, as qemu-img's -------------------
+# (a secret that is not UTF-8 fails after the file is made; a file that
+# was there before is gone too, since creation emptied it)
+printf '\x3a\x3c\x3b\xff' > bad.secret
+for tool in qemu-img "$QB_IMG"; do
+    for before in none stub; do
+        name="$(basename "$tool"): a failed create leaves no file ($before before)"
+        rm -f f.luks
+        [ "$before" = stub ] && echo stub > f.luks
+        out=$("$tool" create -f luks --object secret,id=sec0,file=bad.secret \
+              -o key-secret=sec0 f.luks 4M 2>&1)
+        if grep -q "is not valid UTF-8" <<<"$out" && [ ! -e f.luks ]; then
+            ok "$name"
+        else
+            bad "$name" "$out
+$(ls -l f.luks 2>&1)"
+        fi
+    done
+done
 
 # --- key slots: amend, checked by qemu-io ----------------------------------
 TWO="--object secret,id=sec0,data=passphrase1 --object secret,id=sec1,data=pw2"
