@@ -359,9 +359,10 @@ static bool qcow2_put_extension(uint8_t *buf, size_t buflen, size_t *pos,
 
 /*
  * Lays out the header cluster as QEMU does: the header (with the fields
- * this driver does not know, kept from the image), the extensions
- * (backing format, external data file, feature names, unknown ones) and
- * the backing file name after the end marker.  Returns the bytes used or
+ * this driver does not know, kept from the image), the extensions in
+ * QEMU's order (backing format, external data file, encryption header,
+ * feature names, bitmaps, unknown ones) and the backing file name after
+ * the end marker.  Returns the bytes used or
  * -ENOSPC if it does not fit in a cluster.
  */
 int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
@@ -432,6 +433,14 @@ int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
             return -ENOSPC;
         }
     }
+    if (s->qcow_version >= 3 &&
+        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
+        !qcow2_put_extension(buf, buflen, &pos,
+                             QCOW2_EXT_MAGIC_FEATURE_TABLE,
+                             qcow2_feature_names,
+                             sizeof(qcow2_feature_names))) {
+        return -ENOSPC;
+    }
     if (s->nb_bitmaps) {
         Qcow2BitmapHeaderExt b = {
             .nb_bitmaps = GUINT32_TO_BE(s->nb_bitmaps),
@@ -444,14 +453,6 @@ int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
                                  &b, sizeof(b))) {
             return -ENOSPC;
         }
-    }
-    if (s->qcow_version >= 3 &&
-        s->cluster_size >= QCOW2_FEATURE_TABLE_MIN_CLUSTER &&
-        !qcow2_put_extension(buf, buflen, &pos,
-                             QCOW2_EXT_MAGIC_FEATURE_TABLE,
-                             qcow2_feature_names,
-                             sizeof(qcow2_feature_names))) {
-        return -ENOSPC;
     }
     for (GList *l = s->unknown_header_ext; l; l = l->next) {
         Qcow2UnknownHeaderExtension *u = l->data;

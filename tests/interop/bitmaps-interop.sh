@@ -19,7 +19,8 @@
 # - reopened read-write and written the bitmaps are in use on disk,
 #   reopened read-only they are stored, as with qemu-io;
 # - convert --bitmaps by qblock-img gives an image qemu-img checks clean,
-#   whose bitmaps export the same extents as the source's.
+#   whose bitmaps export the same extents as the source's;
+# - the header extensions come in QEMU's order.
 # Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed"; exits 77
 # without qemu-img, qemu-io, qemu-nbd or nbdinfo.
 set -u
@@ -252,6 +253,30 @@ for b in all coarse frozen; do
 done
 check_eq "info of convert --bitmaps" \
     "$(info_bitmaps "$Q_IMG" q.qcow2)" "$(info_bitmaps "$Q_IMG" qc.qcow2)"
+
+# The header extensions' order, as QEMU writes it (the feature table
+# before the bitmaps): scripts that dump the header see the same bytes.
+ext_magics() {
+    python3 - "$1" <<'PY'
+import struct, sys
+f = open(sys.argv[1], 'rb').read()
+pos = struct.unpack('>I', f[100:104])[0]
+while True:
+    magic, length = struct.unpack('>II', f[pos:pos + 8])
+    if magic == 0:
+        break
+    print('%#x' % magic)
+    pos += 8 + ((length + 7) & ~7)
+PY
+}
+ext_run() {     # IMG-TOOL
+    rm -f ext.qcow2
+    "$1" create -q -f qcow2 -F raw -b /dev/null -u ext.qcow2 1M
+    "$1" bitmap --add ext.qcow2 b0
+    ext_magics ext.qcow2
+}
+check_eq "header extensions in QEMU's order after bitmap --add" \
+    "$(ext_run "$Q_IMG")" "$(ext_run "$QB_IMG")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
