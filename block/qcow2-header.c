@@ -362,8 +362,8 @@ static bool qcow2_put_extension(uint8_t *buf, size_t buflen, size_t *pos,
  * this driver does not know, kept from the image), the extensions in
  * QEMU's order (backing format, external data file, encryption header,
  * feature names, bitmaps, unknown ones) and the backing file name after
- * the end marker.  Returns the bytes used or
- * -ENOSPC if it does not fit in a cluster.
+ * the end marker.  Returns the bytes used or -ENOSPC if it does not fit in
+ * a cluster.
  */
 int qcow2_header_serialise(BDRVQcow2State *s, uint64_t size,
                            uint8_t *buf, size_t buflen)
