@@ -10,11 +10,15 @@
  * cluster beyond the table has refcount 0.
  *
  * Allocation is first-fit from s->free_cluster_index.  As in QEMU, a
- * search leaves the index past the range it found (so that the refcount
- * block that range may need goes after it, and the range stays where it
- * was found on the retry), and only freeing moves it back: free clusters
- * below it that were too few for an earlier request stay unused until
- * then.  Host layouts therefore come out as QEMU's do.  Giving a cluster
+ * search leaves the index past the range it found, so that the refcount
+ * block that range may need goes after it; unlike QEMU, the retry then
+ * searches on from there, and the range found stays free for a later
+ * request (QEMU searches it again: its layout puts that refcount block
+ * outside the range it describes, which only a shrink that frees
+ * refcount blocks describing nothing can tidy up, and qblock's shrink
+ * does not).  Only freeing moves the index back: free clusters below it
+ * that were too few for an earlier request stay unused until then.
+ * Host layouts therefore come out as QEMU's do but there.  Giving a cluster
  * a refcount may need a new refcount block (which may describe itself)
  * or a bigger refcount table; whenever such metadata was allocated, the
  * update returns -EAGAIN and the allocator searches again, because the
@@ -836,7 +840,6 @@ int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
 int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
                                    const char *what)
 {
-    BDRVQcow2State *s = bs->opaque;
     int64_t offset;
     int ret;
 
@@ -850,12 +853,6 @@ int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
         }
         ret = qcow2_update_refcount(bs, offset, size, 1, false,
                                     QCOW2_DISCARD_NEVER);
-        if (ret == -EAGAIN) {
-            /* the range found stays where it was, around the new
-             * metadata if that went into it (see the top) */
-            s->free_cluster_index = MIN(s->free_cluster_index,
-                                        offset >> s->cluster_bits);
-        }
     } while (ret == -EAGAIN);
     return ret < 0 ? ret : offset;
 }
