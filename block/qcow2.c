@@ -93,18 +93,11 @@ static void qcow2_join_options(QDict *changes, QDict *old)
 {
     if (qdict_haskey(changes, "overlap-check") ||
         qdict_haskey(changes, "overlap-check.template")) {
-        const QDictEntry *e = qdict_first(old);
+        QDict *old_flags = NULL;
 
-        while (e) {
-            const QDictEntry *next = qdict_next(old, e);
-            const char *key = qdict_entry_key(e);
-
-            if (!strcmp(key, "overlap-check") ||
-                g_str_has_prefix(key, "overlap-check.")) {
-                qdict_del(old, key);
-            }
-            e = next;
-        }
+        qdict_del(old, "overlap-check");
+        qdict_extract_subqdict(old, &old_flags, "overlap-check.");
+        qdict_unref(old_flags);
     }
     if (qdict_haskey(changes, QCOW2_OPT_CACHE_SIZE)) {
         qdict_del(old, QCOW2_OPT_L2_CACHE_SIZE);
