@@ -15,8 +15,8 @@
  * searches on from there, and the range found stays free for a later
  * request (QEMU searches it again: its layout puts that refcount block
  * outside the range it describes, which only a shrink that frees
- * refcount blocks describing nothing can tidy up, and qblock's shrink
- * does not).  Only freeing moves the index back: free clusters below it
+ * refcount blocks describing nothing can tidy up).  Only freeing moves
+ * the index back: free clusters below it
  * that were too few for an earlier request stay unused until then.
  * Host layouts therefore come out as QEMU's do but there.  Giving a cluster
  * a refcount may need a new refcount block (which may describe itself)
@@ -1014,6 +1014,143 @@ void qcow2_free_any_cluster(BlockDriverState *bs, uint64_t l2_entry,
     }
     qcow2_free_clusters(bs, offset, (int64_t)nb_clusters << s->cluster_bits,
                         type);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Shrinking */
+
+/*
+ * Whether @block, the refcount block of table entry @rt_index stored at
+ * @offset, gives a refcount to nothing but (possibly) itself.
+ */
+static bool qcow2_refblock_is_unused(BDRVQcow2State *s, uint64_t rt_index,
+                                     uint64_t offset, const void *block)
+{
+    uint64_t self = UINT64_MAX;
+
+    if ((offset >> (s->cluster_bits + s->refcount_block_bits)) == rt_index) {
+        self = (offset >> s->cluster_bits) & (s->refcount_block_size - 1);
+    }
+    for (uint64_t i = 0; i < s->refcount_block_size; i++) {
+        if (i != self && qcow2_refblock_get(s, block, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * One pass of qcow2_shrink_reftable(): takes the blocks unused now out of
+ * the table and frees them; returns how many, or -errno.
+ */
+static int64_t qcow2_drop_unused_refblocks(BlockDriverState *bs)
+{
+    BDRVQcow2State *s = bs->opaque;
+    g_autofree uint64_t *table = NULL;
+    uint64_t rt_index;
+    int64_t dropped = 0;
+    int ret;
+
+    /*
+     * Every decrease the shrink made must be on disk, after the L2 tables
+     * that dropped the references, before a block that now reads as all
+     * zeroes in the cache leaves the table: otherwise a crash could leave
+     * a cluster referenced on disk with no refcount.
+     */
+    ret = qcow2_flush_caches(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    table = g_memdup2(s->refcount_table,
+                      s->refcount_table_size * sizeof(uint64_t));
+    for (rt_index = 0; rt_index < s->refcount_table_size; rt_index++) {
+        int64_t offset = qcow2_refblock_offset(bs, rt_index);
+        void *block;
+        bool unused;
+
+        if (offset <= 0) {
+            if (offset < 0) {
+                return offset;
+            }
+            continue;
+        }
+        ret = qcow2_cache_get(bs, s->refcount_block_cache, offset, &block);
+        if (ret < 0) {
+            return ret;
+        }
+        unused = qcow2_refblock_is_unused(s, rt_index, offset, block);
+        qcow2_cache_put(s->refcount_block_cache, &block);
+        if (unused) {
+            /* a damaged image's block may share its cluster with other
+             * metadata, which freeing it would free: it stays */
+            ret = qcow2_check_metadata_overlap(bs, QCOW2_OL_REFCOUNT_BLOCK,
+                                               offset, s->cluster_size);
+            if (ret < 0) {
+                return ret;
+            }
+            unused = ret == 0;
+        }
+        if (unused) {
+            table[rt_index] = 0;
+            dropped++;
+        }
+    }
+    if (!dropped) {
+        return 0;
+    }
+
+    /* First out of the table, then freed: a crash between leaks them. */
+    ret = qcow2_write_reftable(bs, s->refcount_table_offset, 0, table,
+                               s->refcount_table_size);
+    if (ret < 0) {
+        return ret;
+    }
+    for (rt_index = 0; rt_index < s->refcount_table_size; rt_index++) {
+        uint64_t offset = s->refcount_table[rt_index] & REFT_OFFSET_MASK;
+        void *cached;
+
+        if (!offset || table[rt_index]) {
+            continue;
+        }
+        cached = qcow2_cache_is_table_offset(s->refcount_block_cache,
+                                             offset);
+        if (cached) {
+            qcow2_cache_discard(s->refcount_block_cache, cached);
+        }
+        qcow2_overlap_refblock_changed(s, s->refcount_table[rt_index], 0);
+        s->refcount_table[rt_index] = 0;
+        /*
+         * A block that described itself took its refcount with it; one
+         * described by another block is freed there.  Both are free now.
+         */
+        if ((offset >> (s->cluster_bits + s->refcount_block_bits))
+            == rt_index) {
+            s->free_cluster_index = MIN(s->free_cluster_index,
+                                        offset >> s->cluster_bits);
+            if (qcow2_discard_enabled(s, QCOW2_DISCARD_OTHER)) {
+                qcow2_queue_discard(s, bs->file, offset, s->cluster_size);
+            }
+        } else {
+            qcow2_free_clusters(bs, offset, s->cluster_size,
+                                QCOW2_DISCARD_OTHER);
+        }
+    }
+    if (!s->cache_discards) {
+        qcow2_process_discards(bs, 0);
+    }
+    ret = qcow2_flush_caches(bs);
+    return ret < 0 ? ret : dropped;
+}
+
+int qcow2_shrink_reftable(BlockDriverState *bs)
+{
+    int64_t ret;
+
+    /* freeing a block described by another can leave that one unused */
+    do {
+        ret = qcow2_drop_unused_refblocks(bs);
+    } while (ret > 0);
+    return ret;
 }
 
 /* ---------------------------------------------------------------------- */

@@ -758,6 +758,11 @@ static int coroutine_fn qcow2_shrink(BlockDriverState *bs, int64_t offset,
                          "tables");
         return ret;
     }
+    ret = qcow2_shrink_reftable(bs);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Failed to discard unused refblocks");
+        return ret;
+    }
     ret = qcow2_write_caches(bs);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Failed to flush the metadata");

@@ -866,6 +866,12 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
  * sets it to batch many frees calls this before dropping s->lock.
  */
 void qcow2_process_discards(BlockDriverState *bs, int ret);
+/*
+ * After a shrink: takes out of the refcount table (and frees) every
+ * refcount block that gives a refcount to nothing but itself, as QEMU
+ * does; the table keeps its size.
+ */
+int qcow2_shrink_reftable(BlockDriverState *bs);
 /* Writes dirty L2 then refcount tables to the file (no fdatasync). */
 int qcow2_write_caches(BlockDriverState *bs);
 /* qcow2_write_caches, then flushes the file. */
