@@ -11,18 +11,18 @@
  *
  * Allocation is first-fit from s->free_cluster_index.  As in QEMU, a
  * search leaves the index past the range it found, so that the refcount
- * block that range may need goes after it; unlike QEMU, the retry then
- * searches on from there, and the range found stays free for a later
- * request (QEMU searches it again: its layout puts that refcount block
- * outside the range it describes, which only a shrink that frees
- * refcount blocks describing nothing can tidy up).  Only freeing moves
- * the index back: free clusters below it
- * that were too few for an earlier request stay unused until then.
- * Host layouts therefore come out as QEMU's do but there.  Giving a cluster
- * a refcount may need a new refcount block (which may describe itself)
- * or a bigger refcount table; whenever such metadata was allocated, the
- * update returns -EAGAIN and the allocator searches again, because the
- * new metadata may sit where the free range was found.
+ * block that range may need goes after it, and the retry searches again
+ * from the range found, which then takes the first free clusters (no
+ * hole).  Such a block can lie outside the range it describes and, after
+ * a shrink, describe nothing; the shrink frees it (qcow2_shrink_reftable,
+ * as QEMU's does).  Only freeing moves the index back: free clusters
+ * below it that were too few for an earlier request stay unused until
+ * then.  Host layouts therefore come out as QEMU's do, but where a
+ * refcount table grows (QEMU's iotest 044).  Giving a cluster a refcount
+ * may need a new refcount block (which may describe itself) or a bigger
+ * refcount table; whenever such metadata was allocated, the update
+ * returns -EAGAIN and the allocator searches again, because the new
+ * metadata may sit where the free range was found.
  *
  * Ordering (besides qcow2.h inv. 1, enforced by the cache dependency):
  *  - a new refcount block reaches the disk before the table entry that
@@ -840,6 +840,7 @@ int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size)
 int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
                                    const char *what)
 {
+    BDRVQcow2State *s = bs->opaque;
     int64_t offset;
     int ret;
 
@@ -853,6 +854,12 @@ int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
         }
         ret = qcow2_update_refcount(bs, offset, size, 1, false,
                                     QCOW2_DISCARD_NEVER);
+        if (ret == -EAGAIN) {
+            /* the range found is searched again, around the new
+             * metadata if that went into it (see the top) */
+            s->free_cluster_index = MIN(s->free_cluster_index,
+                                        offset >> s->cluster_bits);
+        }
     } while (ret == -EAGAIN);
     return ret < 0 ? ret : offset;
 }
