@@ -273,6 +273,28 @@ static void did_resize_shrink(const CrashHeader *b, const CrashHeader *a)
 }
 
 /*
+ * 512-byte clusters, 64-bit refcounts: a refcount block covers 32 KiB of
+ * the file, so that the shrink leaves blocks describing nothing but
+ * themselves, which it takes out of the refcount table and frees.
+ */
+static void prepare_fill_128k(CrashRun *r)
+{
+    prepare_fill(r, 128 * KiB);
+}
+
+static bool run_shrink_refblocks(CrashRun *r)
+{
+    return step_truncate(r, 32 * KiB) && step_flush(r) &&
+           step_write(r, 4 * KiB, 8 * KiB, 10);
+}
+
+static void did_shrink_refblocks(const CrashHeader *b, const CrashHeader *a)
+{
+    g_assert_cmpuint(a->size, ==, 32 * KiB);
+    g_assert_cmpint(a->reftable_used, <, b->reftable_used);
+}
+
+/*
  * 512-byte clusters, 16-bit refcounts: a refcount block covers 128 KiB of
  * the file; 112 KiB of data (and its L2 tables) nearly fills the first.
  */
@@ -465,6 +487,10 @@ static const CrashOp crash_ops[] = {
       did_resize_grow, ALLOC_LEAK },
     { "resize-shrink", C512, 1 * MiB, prepare_spread, run_resize_shrink,
       did_resize_shrink, FREE_LEAK },
+    { "resize-shrink-refblocks", C512 ",refcount_bits=64", 128 * KiB,
+      prepare_fill_128k, run_shrink_refblocks, did_shrink_refblocks,
+      FREE_LEAK "; an unused refcount block leaves the refcount table "
+      "before it is freed" },
     { "amend-refcount-bits", C4K ",refcount_bits=16", 1 * MiB,
       prepare_fill_64k, run_amend_refcount_bits, did_amend_refcount_bits,
       "QEMU writes the new refcount structure before the header names it "
