@@ -1138,9 +1138,12 @@ void coroutine_fn qcow2_alloc_cluster_abort(BlockDriverState *bs,
         return;
     }
     if (!m->keep_old_clusters && !has_data_file(bs)) {
-        qcow2_free_clusters(bs, m->alloc_offset,
-                            (uint64_t)m->nb_clusters << s->cluster_bits,
-                            QCOW2_DISCARD_NEVER);
+        /* never linked: no L2 table names them, so their refcounts need
+         * not wait for the L2 cache (which may be what failed) */
+        qcow2_free_unreferenced_clusters(bs, m->alloc_offset,
+                                         (uint64_t)m->nb_clusters <<
+                                         s->cluster_bits,
+                                         QCOW2_DISCARD_NEVER);
     }
     l2meta_finish(s, m);
 }
