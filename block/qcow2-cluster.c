@@ -856,6 +856,33 @@ static uint64_t cow_boundary(BlockDriverState *bs, uint64_t entry,
                     : QEMU_ALIGN_DOWN(pos, s->subcluster_size);
 }
 
+/*
+ * The run of a write that starts at guest @offset got only @n clusters:
+ * shortens *cur_bytes to them and reads the L2 entry of the last one.
+ */
+static int coroutine_fn shorten_alloc_run(BlockDriverState *bs,
+                                          uint64_t offset, int n,
+                                          uint64_t *cur_bytes,
+                                          uint64_t *last_entry,
+                                          uint64_t *last_bitmap)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t *slice;
+    uint64_t l2_offset;
+    int slice_index, ret;
+
+    ret = get_cluster_table(bs, offset, &slice, &l2_offset, &slice_index);
+    if (ret < 0) {
+        return ret;
+    }
+    *cur_bytes = MIN(*cur_bytes, ((uint64_t)n << s->cluster_bits) -
+                                 offset_into_cluster(s, offset));
+    *last_entry = l2_get_entry(s, slice, slice_index + n - 1);
+    *last_bitmap = l2_get_bitmap(s, slice, slice_index + n - 1);
+    qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+    return 0;
+}
+
 int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
                                          uint64_t offset,
                                          unsigned int *bytes,
@@ -928,14 +955,36 @@ again:
          * (QEMU requires it) and has no refcounts */
         alloc_offset = start_of_cluster(s, offset);
     } else {
-        int64_t ret64;
+        int64_t ret64 = 0;
 
         BLKDBG_EVENT(bs->file, BLKDBG_CLUSTER_ALLOC);
-        ret64 = qcow2_alloc_clusters(bs, (uint64_t)n << s->cluster_bits);
-        if (ret64 < 0) {
-            return ret64;
+        if (*host_offset) {
+            /* the previous piece's host range goes on as far as it is
+             * free, as QEMU's does: no gap it leaves stays a hole */
+            ret64 = qcow2_alloc_clusters_at(bs, *host_offset, n);
+            if (ret64 < 0) {
+                return ret64;
+            }
+            alloc_offset = *host_offset;
         }
-        alloc_offset = ret64;
+        if (ret64 == 0) {
+            ret64 = qcow2_alloc_clusters(bs, (uint64_t)n << s->cluster_bits);
+            if (ret64 < 0) {
+                return ret64;
+            }
+            alloc_offset = ret64;
+        } else if (ret64 < n) {
+            ret = shorten_alloc_run(bs, offset, ret64, &cur_bytes,
+                                    &last_entry, &last_bitmap);
+            if (ret < 0) {
+                qcow2_free_unreferenced_clusters(bs, alloc_offset,
+                                                 ret64 << s->cluster_bits,
+                                                 QCOW2_DISCARD_NEVER);
+                return ret;
+            }
+            n = ret64;
+            w.end = in_cluster + cur_bytes;
+        }
     }
 
     meta = g_new0(QCowL2Meta, 1);

@@ -554,8 +554,10 @@ typedef struct Qcow2WritePiece {
     QCowL2Meta *l2meta;         /* NULL: written in place */
 } Qcow2WritePiece;
 
+/* @host_hint: where the previous piece ended on the host, or 0 */
 static int coroutine_fn qcow2_map_write_piece(BlockDriverState *bs,
                                               uint64_t offset, uint64_t bytes,
+                                              uint64_t host_hint,
                                               Qcow2WritePiece *p)
 {
     BDRVQcow2State *s = bs->opaque;
@@ -563,7 +565,7 @@ static int coroutine_fn qcow2_map_write_piece(BlockDriverState *bs,
 
     p->offset = offset;
     p->bytes = qcow2_max_piece(s, offset, bytes);
-    p->host_offset = 0;
+    p->host_offset = offset_into_cluster(s, host_hint) ? 0 : host_hint;
     p->l2meta = NULL;
     qemu_co_mutex_lock(&s->lock);
     ret = qcow2_alloc_host_offset(bs, offset, &p->bytes, &p->host_offset,
@@ -604,7 +606,7 @@ static int64_t coroutine_fn qcow2_write_run(BlockDriverState *bs,
     }
     while (total < bytes) {
         ret = qcow2_map_write_piece(bs, first->offset + total, bytes - total,
-                                    next);
+                                    first->host_offset + total, next);
         if (ret < 0) {
             next->bytes = 0;
             break;
@@ -661,7 +663,7 @@ int coroutine_fn qcow2_co_pwritev(BlockDriverState *bs, int64_t offset,
 
         /* a piece qcow2_write_run() mapped but left is taken up here */
         if (!piece.bytes) {
-            ret = qcow2_map_write_piece(bs, offset, bytes, &piece);
+            ret = qcow2_map_write_piece(bs, offset, bytes, 0, &piece);
             if (ret < 0) {
                 break;
             }
@@ -921,7 +923,7 @@ int coroutine_fn qcow2_preallocate_range(BlockDriverState *bs,
     while (bytes > 0) {
         /* whole clusters, so that a chunk never splits one */
         unsigned int cur = MIN(bytes, (uint64_t)(INT_MAX & -s->cluster_size));
-        uint64_t host_offset;
+        uint64_t host_offset = 0;
         QCowL2Meta *m;
         int ret;
 

@@ -17,12 +17,13 @@
  * a shrink, describe nothing; the shrink frees it (qcow2_shrink_reftable,
  * as QEMU's does).  Only freeing moves the index back: free clusters
  * below it that were too few for an earlier request stay unused until
- * then.  Host layouts therefore come out as QEMU's do, but where a
- * refcount table grows (QEMU's iotest 044).  Giving a cluster a refcount
- * may need a new refcount block (which may describe itself) or a bigger
- * refcount table; whenever such metadata was allocated, the update
- * returns -EAGAIN and the allocator searches again, because the new
- * metadata may sit where the free range was found.
+ * then.  Host layouts therefore come out as QEMU's do (a write's later
+ * pieces continue where the earlier ones ended, qcow2_alloc_host_offset).
+ * Giving a cluster a refcount may need a new refcount block (which may
+ * describe itself) or a bigger refcount table; whenever such metadata
+ * was allocated, the update returns -EAGAIN and the allocator searches
+ * again, because the new metadata may sit where the free range was
+ * found.
  *
  * Ordering (besides qcow2.h inv. 1, enforced by the cache dependency):
  *  - a new refcount block reaches the disk before the table entry that
@@ -455,41 +456,76 @@ static int qcow2_update_refcount(BlockDriverState *bs, int64_t offset,
                                  bool decrease, Qcow2DiscardType type);
 
 /*
- * Replaces the refcount table by one with at least @min_entries entries.
- * The new table and the refcount blocks that describe it (and themselves)
- * go to the first clusters beyond what the old table covers: those are
- * free by definition, since nothing there has a refcount.
+ * How many refcount blocks an image of @clusters clusters needs, counting
+ * the blocks and the table themselves, and how many clusters that table
+ * takes (QEMU's arithmetic, reproduced from its layouts: it counts the
+ * blocks describing the first @clusters once more, and leaves the table
+ * room for half its size again).  Sets *nb_blocks and *table_clusters.
  */
-static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
+static void qcow2_refcount_metadata_size(BDRVQcow2State *s, uint64_t clusters,
+                                         uint64_t *nb_blocks,
+                                         uint64_t *table_clusters)
+{
+    uint64_t epb = s->refcount_block_size;
+    uint64_t ept = s->cluster_size / sizeof(uint64_t);
+    uint64_t blocks = DIV_ROUND_UP(clusters, epb), table = 0;
+    bool room_added = false;
+
+    for (;;) {
+        uint64_t old_blocks = blocks, old_table = table;
+
+        blocks = DIV_ROUND_UP(clusters + table + blocks, epb);
+        table = DIV_ROUND_UP(blocks, ept);
+        if (blocks != old_blocks || table != old_table) {
+            continue;
+        }
+        if (room_added) {
+            break;
+        }
+        clusters += DIV_ROUND_UP(table, 2);
+        room_added = true;
+    }
+    *nb_blocks = blocks;
+    /* the table itself: half as many entries again, in whole clusters */
+    *table_clusters = DIV_ROUND_UP(blocks + DIV_ROUND_UP(blocks, 2), ept);
+}
+
+/*
+ * Replaces the refcount table by a bigger one that has entry @rt_index
+ * point to @new_block, the refcount block just written for it.  The new
+ * table and the refcount blocks that describe it (and themselves) go to
+ * an area that starts where the first refcount block range after both
+ * @rt_index's and @new_block's begins: nothing there has a refcount yet.
+ * The blocks come first, then the table, as in QEMU's layout; the range
+ * up to the area stays free for the allocation that needed the block.
+ */
+static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t rt_index,
+                               int64_t new_block)
 {
     BDRVQcow2State *s = bs->opaque;
     uint64_t epb = s->refcount_block_size;
     uint64_t old_size = s->refcount_table_size;
     int64_t old_offset = s->refcount_table_offset;
-    uint64_t area_start = old_size * epb;        /* cluster index */
-    uint64_t entries, table_clusters, nb_blocks, area_clusters;
+    uint64_t area_index = MAX(rt_index,
+                              (uint64_t)new_block >>
+                              (s->cluster_bits + s->refcount_block_bits)) + 1;
+    uint64_t area_start = area_index * epb;     /* cluster index */
+    uint64_t entries, table_clusters, total_blocks, nb_blocks, area_clusters;
     uint64_t i, c;
     g_autofree uint64_t *table = NULL;
     int64_t table_offset;
     int ret;
 
-    /* Grow by half at least, so that growing stays rare. */
-    entries = MAX(min_entries, old_size + old_size / 2);
-    nb_blocks = 0;
-    for (;;) {
-        uint64_t need;
-
-        entries = MAX(entries, old_size + nb_blocks);
-        table_clusters = DIV_ROUND_UP(entries * 8, s->cluster_size);
-        area_clusters = nb_blocks + table_clusters;
-        need = DIV_ROUND_UP(area_clusters, epb);
-        if (need <= nb_blocks && old_size + nb_blocks <= entries) {
-            break;
-        }
-        nb_blocks = MAX(need, nb_blocks);
-    }
-    entries = table_clusters * s->cluster_size / 8;
-    if (entries * 8 > QCOW_MAX_REFTABLE_SIZE) {
+    assert(rt_index >= old_size);
+    qcow2_refcount_metadata_size(s, area_start, &total_blocks,
+                                 &table_clusters);
+    /* the area's blocks are the table entries from area_index on */
+    nb_blocks = total_blocks > area_index ? total_blocks - area_index : 1;
+    area_clusters = nb_blocks + table_clusters;
+    assert(DIV_ROUND_UP(area_clusters, epb) <= nb_blocks);
+    entries = table_clusters * s->cluster_size / sizeof(uint64_t);
+    if (entries * sizeof(uint64_t) > QCOW_MAX_REFTABLE_SIZE ||
+        area_index + nb_blocks > entries) {
         return -EFBIG;
     }
     if (area_start + area_clusters > (L2E_OFFSET_MASK >> s->cluster_bits)) {
@@ -502,13 +538,14 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     if (!table) {
         return -ENOMEM;
     }
-    memcpy(table, s->refcount_table, old_size * 8);
+    memcpy(table, s->refcount_table, old_size * sizeof(uint64_t));
+    table[rt_index] = new_block;
 
     /* The new blocks, each giving refcount 1 to the area it describes. */
     BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_WRITE_BLOCKS);
     for (i = 0; i < nb_blocks; i++) {
         uint64_t block_offset = (area_start + i) << s->cluster_bits;
-        uint64_t first = (old_size + i) * epb;
+        uint64_t first = (area_index + i) * epb;
         void *block;
 
         ret = qcow2_cache_get_empty(bs, s->refcount_block_cache,
@@ -523,7 +560,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
         }
         qcow2_cache_entry_mark_dirty(s->refcount_block_cache, block);
         qcow2_cache_put(s->refcount_block_cache, &block);
-        table[old_size + i] = block_offset;
+        table[area_index + i] = block_offset;
     }
     ret = qcow2_cache_flush(bs, s->refcount_block_cache);
     if (ret < 0) {
@@ -542,11 +579,12 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t min_entries)
     if (ret < 0) {
         return ret;
     }
-    for (uint64_t i = old_size; i < entries; i++) {
+    for (i = old_size; i < entries; i++) {
         qcow2_overlap_refblock_changed(s, 0, s->refcount_table[i]);
     }
 
-    qcow2_free_clusters(bs, old_offset, old_size * 8, QCOW2_DISCARD_OTHER);
+    qcow2_free_clusters(bs, old_offset, old_size * sizeof(uint64_t),
+                        QCOW2_DISCARD_OTHER);
     return -EAGAIN;
 }
 
@@ -577,10 +615,6 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
     if (offset) {
         BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_LOAD);
         return qcow2_cache_get(bs, s->refcount_block_cache, offset, block);
-    }
-
-    if (rt_index >= s->refcount_table_size) {
-        return qcow2_grow_reftable(bs, rt_index + 1);
     }
 
     new_block = qcow2_alloc_clusters_noref(bs, s->cluster_size,
@@ -616,6 +650,14 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
         goto fail;
     }
 
+    if (rt_index >= s->refcount_table_size) {
+        /* the new table takes the block in */
+        ret = qcow2_grow_reftable(bs, rt_index, new_block);
+        if (ret != -EAGAIN) {
+            goto fail;
+        }
+        return ret;
+    }
     BLKDBG_EVENT(bs->file, BLKDBG_REFBLOCK_ALLOC_HOOKUP);
     ret = qcow2_write_reftable(bs, s->refcount_table_offset, rt_index,
                                (uint64_t *)&new_block, 1);

@@ -927,12 +927,16 @@ int coroutine_fn qcow2_get_host_offset(BlockDriverState *bs, uint64_t offset,
 /*
  * Finds or allocates host clusters for a write of [offset, offset +
  * *bytes); shrinks *bytes to what one contiguous host range covers and
- * sets *host_offset to the host offset of the byte at @offset.  *m is NULL
- * when the clusters are written in place (NORMAL with OFLAG_COPIED);
- * otherwise it is one QCowL2Meta (m->next is NULL) describing the pending
- * L2 update, to be completed by qcow2_alloc_cluster_link_l2 after the data
- * is written (qcow2.h inv. 2) or undone by qcow2_alloc_cluster_abort.  May
- * wait (dropping s->lock) for an overlapping allocation in flight.
+ * sets *host_offset to the host offset of the byte at @offset.  On entry
+ * *host_offset is 0, or the cluster-aligned host offset where the
+ * previous piece of the same request ended: new clusters continue there
+ * as far as they are free (QEMU's layout) before any are searched for.
+ * *m is NULL when the clusters are written in place (NORMAL with
+ * OFLAG_COPIED); otherwise it is one QCowL2Meta (m->next is NULL)
+ * describing the pending L2 update, to be completed by
+ * qcow2_alloc_cluster_link_l2 after the data is written (qcow2.h inv. 2)
+ * or undone by qcow2_alloc_cluster_abort.  May wait (dropping s->lock)
+ * for an overlapping allocation in flight.
  */
 int coroutine_fn qcow2_alloc_host_offset(BlockDriverState *bs,
                                          uint64_t offset,
