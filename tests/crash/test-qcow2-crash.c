@@ -260,10 +260,16 @@ static void prepare_spread(CrashRun *r)
     g_assert_true(step_write(r, 960 * KiB, 64 * KiB, 3));
 }
 
+/* A shrink to @size, then a write into what is left. */
+static bool shrink_then_write(CrashRun *r, int64_t size)
+{
+    return step_truncate(r, size) && step_flush(r) &&
+           step_write(r, 4 * KiB, 8 * KiB, 10);
+}
+
 static bool run_resize_shrink(CrashRun *r)
 {
-    return step_truncate(r, 512 * KiB) && step_flush(r) &&
-           step_write(r, 4 * KiB, 8 * KiB, 10);
+    return shrink_then_write(r, 512 * KiB);
 }
 
 static void did_resize_shrink(const CrashHeader *b, const CrashHeader *a)
@@ -284,8 +290,7 @@ static void prepare_fill_128k(CrashRun *r)
 
 static bool run_shrink_refblocks(CrashRun *r)
 {
-    return step_truncate(r, 32 * KiB) && step_flush(r) &&
-           step_write(r, 4 * KiB, 8 * KiB, 10);
+    return shrink_then_write(r, 32 * KiB);
 }
 
 static void did_shrink_refblocks(const CrashHeader *b, const CrashHeader *a)
