@@ -133,7 +133,7 @@ static void qsd_usage(void)
 "               [,max-connections=<n>]\n"
 "  --nbd-server addr.type=unix,addr.path=<path>[,max-connections=<n>]\n"
 "                         start an NBD server for exporting block nodes\n"
-"                         (max-connections=0, the default: no limit)\n"
+"                         (max-connections: default 100, 0 for no limit)\n"
 "\n"
 "  --object help          list object types that can be added\n"
 "  --object <type>,help   list properties for the given object type\n"
