@@ -916,6 +916,13 @@ int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
     int ret;
 
     assert(!offset_into_cluster(s, offset));
+    /* host offsets must fit in the L2 entry's 56-bit offset field */
+    if (cluster >= (L2E_OFFSET_MASK >> s->cluster_bits)) {
+        return 0;
+    }
+    nb_clusters = MIN(nb_clusters,
+                      (int64_t)((L2E_OFFSET_MASK >> s->cluster_bits) -
+                                cluster));
     if (nb_clusters == 0) {
         return 0;
     }

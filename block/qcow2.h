@@ -813,6 +813,11 @@ int64_t qcow2_alloc_clusters(BlockDriverState *bs, uint64_t size);
  */
 int64_t qcow2_alloc_named_clusters(BlockDriverState *bs, uint64_t size,
                                    const char *what);
+/*
+ * Allocates the clusters from @offset on that are free, up to
+ * @nb_clusters and short of the largest host offset; returns how many
+ * (0 if the first is in use), or -errno.
+ */
 int64_t qcow2_alloc_clusters_at(BlockDriverState *bs, uint64_t offset,
                                 int64_t nb_clusters);
 int64_t qcow2_alloc_bytes(BlockDriverState *bs, int size);
