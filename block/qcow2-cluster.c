@@ -439,34 +439,6 @@ fail:
     return ret;
 }
 
-int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
-                                       uint64_t new_l1_size)
-{
-    BDRVQcow2State *s = bs->opaque;
-
-    for (int64_t i = new_l1_size; i < s->l1_size; i++) {
-        uint64_t l2_offset = s->l1_table[i] & L1E_OFFSET_MASK;
-        uint64_t old = s->l1_table[i];
-        int ret;
-
-        if (!l2_offset) {
-            continue;
-        }
-        /* the entry goes first: a crash in between leaks the table */
-        s->l1_table[i] = 0;
-        ret = qcow2_write_l1_entry(bs, i);
-        if (ret < 0) {
-            s->l1_table[i] = old;
-            return ret;
-        }
-        /* qcow2.h inv. 7: the freed table is no metadata any more */
-        qcow2_overlap_l2_changed(s, old, 0);
-        qcow2_free_clusters(bs, l2_offset, s->cluster_size,
-                            QCOW2_DISCARD_ALWAYS);
-    }
-    return 0;
-}
-
 /*
  * Gives L1 entry @l1_index a fresh L2 table with refcount 1: a copy of the
  * table it points to now (shared with a snapshot), or zeroes if none.

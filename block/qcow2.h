@@ -897,13 +897,6 @@ int qcow2_flush_caches(BlockDriverState *bs);
  */
 int coroutine_fn qcow2_grow_l1_table(BlockDriverState *bs, uint64_t min_size,
                                      bool exact_size);
-/*
- * After a shrink: empties the L1 entries from @new_l1_size on and frees
- * their L2 tables (whose entries the caller has discarded already).  The
- * table keeps its size, as in QEMU.
- */
-int coroutine_fn qcow2_shrink_l1_table(BlockDriverState *bs,
-                                       uint64_t new_l1_size);
 /* Writes the sector of the active L1 table holding entry @l1_index. */
 int coroutine_fn qcow2_write_l1_entry(BlockDriverState *bs, int l1_index);
 /*
