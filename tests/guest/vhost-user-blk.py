@@ -53,13 +53,28 @@ def check(cond, what):
         raise Failure(what)
 
 
+def connect_unix(sock, path):
+    """Connects @sock to the server at @path.  The path appears when the
+    server binds, a moment before it listens: a connection refused in
+    between is tried again, up to STEP_TIMEOUT."""
+    deadline = time.time() + STEP_TIMEOUT
+    while True:
+        try:
+            sock.connect(path)
+            return
+        except ConnectionRefusedError:
+            if time.time() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 class Qmp:
     """A QMP client for the daemon's monitor."""
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX)
         self.sock.settimeout(STEP_TIMEOUT)
-        self.sock.connect(path)
+        connect_unix(self.sock, path)
         self.f = self.sock.makefile('rwb', buffering=0)
         greeting = json.loads(self.f.readline())
         check('QMP' in greeting, 'QMP greeting: %r' % greeting)
@@ -161,7 +176,7 @@ class Scenario:
         self.procs.append(self.qemu)
         self.wait_for_file('ctl.sock', self.qemu)
         self.ctl = socket.socket(socket.AF_UNIX)
-        self.ctl.connect(self.path('ctl.sock'))
+        connect_unix(self.ctl, self.path('ctl.sock'))
         self.ctl_buf = b''
 
     def wait_for_file(self, name, proc):
