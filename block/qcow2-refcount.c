@@ -116,6 +116,12 @@ void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
     }
 }
 
+/* The refcount table index of the block that describes host @offset. */
+static inline uint64_t qcow2_rt_index(BDRVQcow2State *s, uint64_t offset)
+{
+    return offset >> (s->cluster_bits + s->refcount_block_bits);
+}
+
 static uint64_t qcow2_refblock_get(BDRVQcow2State *s, const void *block,
                                    uint64_t index)
 {
@@ -506,9 +512,7 @@ static int qcow2_grow_reftable(BlockDriverState *bs, uint64_t rt_index,
     uint64_t epb = s->refcount_block_size;
     uint64_t old_size = s->refcount_table_size;
     int64_t old_offset = s->refcount_table_offset;
-    uint64_t area_index = MAX(rt_index,
-                              (uint64_t)new_block >>
-                              (s->cluster_bits + s->refcount_block_bits)) + 1;
+    uint64_t area_index = MAX(rt_index, qcow2_rt_index(s, new_block)) + 1;
     uint64_t area_start = area_index * epb;     /* cluster index */
     uint64_t entries, table_clusters, total_blocks, nb_blocks, area_clusters;
     uint64_t i, c;
@@ -622,8 +626,7 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
     if (new_block < 0) {
         return new_block;
     }
-    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
-        != rt_index) {
+    if (qcow2_rt_index(s, new_block) != rt_index) {
         /* Described by another block: give it its refcount there. */
         ret = qcow2_update_refcount(bs, new_block, s->cluster_size, 1, false,
                                     QCOW2_DISCARD_NEVER);
@@ -637,8 +640,7 @@ static int qcow2_alloc_refcount_block(BlockDriverState *bs,
         goto fail;
     }
     memset(nb, 0, s->cluster_size);
-    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
-        == rt_index) {
+    if (qcow2_rt_index(s, new_block) == rt_index) {
         qcow2_refblock_set(s, nb, (new_block >> s->cluster_bits) &
                            (s->refcount_block_size - 1), 1);
     }
@@ -674,8 +676,7 @@ fail:
     if (nb) {
         qcow2_cache_discard(s->refcount_block_cache, nb);
     }
-    if ((uint64_t)(new_block >> (s->cluster_bits + s->refcount_block_bits))
-        != rt_index) {
+    if (qcow2_rt_index(s, new_block) != rt_index) {
         qcow2_update_refcount(bs, new_block, s->cluster_size, 1, true,
                               QCOW2_DISCARD_NEVER);
     }
@@ -1084,7 +1085,7 @@ static bool qcow2_refblock_is_unused(BDRVQcow2State *s, uint64_t rt_index,
 {
     uint64_t self = UINT64_MAX;
 
-    if ((offset >> (s->cluster_bits + s->refcount_block_bits)) == rt_index) {
+    if (qcow2_rt_index(s, offset) == rt_index) {
         self = (offset >> s->cluster_bits) & (s->refcount_block_size - 1);
     }
     for (uint64_t i = 0; i < s->refcount_block_size; i++) {
@@ -1179,8 +1180,7 @@ static int64_t qcow2_drop_unused_refblocks(BlockDriverState *bs)
          * A block that described itself took its refcount with it; one
          * described by another block is freed there.  Both are free now.
          */
-        if ((offset >> (s->cluster_bits + s->refcount_block_bits))
-            == rt_index) {
+        if (qcow2_rt_index(s, offset) == rt_index) {
             s->free_cluster_index = MIN(s->free_cluster_index,
                                         offset >> s->cluster_bits);
             if (qcow2_discard_enabled(s, QCOW2_DISCARD_OTHER)) {
