@@ -223,6 +223,30 @@ static BdrvDirtyBitmap *dirty_bitmap_action_lookup(JsonObject *data,
                                                  flags, errp) : NULL;
 }
 
+/*
+ * Prepare of the actions that change a bitmap's bits or state in place
+ * (clear, enable, disable): st->bitmap is the bitmap @data names, and its
+ * image has been told of the change; on failure st->bitmap is NULL, so
+ * abort has nothing to undo.
+ */
+static int dirty_bitmap_prepare_change(DirtyBitmapAction *st,
+                                       JsonObject *data,
+                                       BdrvDirtyBitmapFlags flags,
+                                       Error **errp)
+{
+    st->bitmap = dirty_bitmap_action_lookup(data, flags, errp);
+    if (!st->bitmap) {
+        return -EINVAL;
+    }
+    if (bdrv_dirty_bitmap_before_change(
+            bdrv_dirty_bitmap_bs(st->bitmap),
+            bdrv_dirty_bitmap_get_persistence(st->bitmap), errp) < 0) {
+        st->bitmap = NULL;
+        return -EIO;
+    }
+    return 0;
+}
+
 static int dirty_bitmap_add_prepare(TransactionAction *action,
                                     JsonObject *data, Error **errp)
 {
@@ -305,16 +329,10 @@ static int dirty_bitmap_clear_prepare(TransactionAction *action,
                                       JsonObject *data, Error **errp)
 {
     DirtyBitmapAction *st = action->opaque;
+    int ret = dirty_bitmap_prepare_change(st, data, BDRV_BITMAP_DEFAULT, errp);
 
-    st->bitmap = dirty_bitmap_action_lookup(data, BDRV_BITMAP_DEFAULT, errp);
-    if (!st->bitmap) {
-        return -EINVAL;
-    }
-    if (bdrv_dirty_bitmap_before_change(
-            bdrv_dirty_bitmap_bs(st->bitmap),
-            bdrv_dirty_bitmap_get_persistence(st->bitmap), errp) < 0) {
-        st->bitmap = NULL;
-        return -EIO;
+    if (ret < 0) {
+        return ret;
     }
     bdrv_clear_dirty_bitmap(st->bitmap, &st->backup);
     return 0;
@@ -372,17 +390,11 @@ static int dirty_bitmap_switch_prepare(TransactionAction *action,
                                        Error **errp)
 {
     DirtyBitmapAction *st = action->opaque;
+    int ret = dirty_bitmap_prepare_change(st, data, BDRV_BITMAP_ALLOW_RO,
+                                          errp);
 
-    st->bitmap = dirty_bitmap_action_lookup(data, BDRV_BITMAP_ALLOW_RO,
-                                            errp);
-    if (!st->bitmap) {
-        return -EINVAL;
-    }
-    if (bdrv_dirty_bitmap_before_change(
-            bdrv_dirty_bitmap_bs(st->bitmap),
-            bdrv_dirty_bitmap_get_persistence(st->bitmap), errp) < 0) {
-        st->bitmap = NULL;
-        return -EIO;
+    if (ret < 0) {
+        return ret;
     }
     st->was_enabled = bdrv_dirty_bitmap_enabled(st->bitmap);
     bdrv_dirty_bitmap_switch(st->bitmap, enable);
