@@ -352,12 +352,16 @@ static BlockDriverState *job_qmp_stream_bottom(JsonObject *args,
     return job_qmp_above(bs, base_bs);
 }
 
-/* QEMU's op blockers of the chain a stream copies, @bs to @bottom. */
-static bool job_qmp_stream_blocked(BlockDriverState *bs,
-                                   BlockDriverState *bottom, Error **errp)
+/*
+ * QEMU's op blockers (@op) of a job's chain, @top down to @bottom: the
+ * nodes a stream copies, or those a commit writes into.
+ */
+static bool job_qmp_chain_blocked(BlockDriverState *top,
+                                  BlockDriverState *bottom, BlockOpType op,
+                                  Error **errp)
 {
-    for (BlockDriverState *n = bs; n; n = bdrv_filter_or_cow_bs(n)) {
-        if (bdrv_op_is_blocked(n, BLOCK_OP_TYPE_STREAM, errp)) {
+    for (BlockDriverState *n = top; n; n = bdrv_filter_or_cow_bs(n)) {
+        if (bdrv_op_is_blocked(n, op, errp)) {
             return true;
         }
         if (n == bottom) {
@@ -384,7 +388,8 @@ static void qmp_block_stream(JsonObject *args, JsonNode **ret, Error **errp)
         return;
     }
     bottom = job_qmp_stream_bottom(args, bs, errp);
-    if (!bottom || job_qmp_stream_blocked(bs, bottom, errp)) {
+    if (!bottom ||
+        job_qmp_chain_blocked(bs, bottom, BLOCK_OP_TYPE_STREAM, errp)) {
         return;
     }
     if (opts.backing_file && !json_object_has_member(args, "base") &&
@@ -566,21 +571,6 @@ static BlockDriverState *job_qmp_commit_base(JsonObject *args,
     return base_bs;
 }
 
-/* QEMU's op blockers of the nodes a commit writes into, @top to @base. */
-static bool job_qmp_commit_blocked(BlockDriverState *top,
-                                   BlockDriverState *base, Error **errp)
-{
-    for (BlockDriverState *n = top; n; n = bdrv_filter_or_cow_bs(n)) {
-        if (bdrv_op_is_blocked(n, BLOCK_OP_TYPE_COMMIT_TARGET, errp)) {
-            return true;
-        }
-        if (n == base) {
-            break;
-        }
-    }
-    return false;
-}
-
 static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
 {
     const char *device = json_object_get_string_member(args, "device");
@@ -609,7 +599,8 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
     if (!base_bs) {
         return;
     }
-    if (job_qmp_commit_blocked(top_bs, base_bs, errp)) {
+    if (job_qmp_chain_blocked(top_bs, base_bs,
+                              BLOCK_OP_TYPE_COMMIT_TARGET, errp)) {
         return;
     }
     if (top_bs == base_bs) {
