@@ -430,12 +430,19 @@ static int qcow2_check_refblocks(BlockDriverState *bs, BdrvCheckResult *res,
                 continue;
             }
             /*
-             * Make the file cover the block so that it can be counted
-             * (the rebuild that follows then frees it as a leak).
+             * Make the file cover the block so that it can be counted as
+             * any other: that repairs it, as in QEMU; the comparison that
+             * follows decides whether its refcount needs a rebuild.
              */
             fprintf(stderr, "Repairing refcount block %" PRIu64 " is outside "
                     "image\n", i);
-            ret = bdrv_truncate(bs->file, offset + s->cluster_size, false,
+            /*
+             * A table entry holds 55 bits of offset: its block's end can be
+             * past what a file length holds, or wrap to a small number (a
+             * truncate to it would destroy the image).
+             */
+            ret = offset > BDRV_MAX_LENGTH - s->cluster_size ? -EINVAL :
+                  bdrv_truncate(bs->file, offset + s->cluster_size, false,
                                 PREALLOC_MODE_OFF, 0, NULL);
             if (ret < 0) {
                 fprintf(stderr, "ERROR could not resize image: %s\n",
@@ -445,8 +452,7 @@ static int qcow2_check_refblocks(BlockDriverState *bs, BdrvCheckResult *res,
                 continue;
             }
             r->file_len = offset + s->cluster_size;
-            res->corruptions++;
-            *rebuild = true;
+            res->corruptions_fixed++;
         }
         ret = qcow2_check_inc_refs(bs, res, r, offset, s->cluster_size);
         if (ret < 0) {
@@ -592,11 +598,30 @@ static void qcow2_check_compare(BlockDriverState *bs, BdrvCheckResult *res,
     }
 }
 
-/* First fit of @n free clusters in @r; marks them used. */
-static int64_t qcow2_rebuild_alloc(Qcow2CheckRefs *r, int64_t *first_free,
-                                   int64_t n)
+/*
+ * Where a rebuild puts the new refcount structure, as QEMU does (its
+ * iotest 108 checks the places): each refcount block in the first free
+ * cluster at or after the start of the range it describes, so that no
+ * block takes a hole before its range; the table, once every block has
+ * its place, in the first free run anywhere.  So a structure fits in the
+ * holes of an image that cannot grow, as on a block device.
+ *
+ * Invariant: every cluster in [used_from, used_to) is in use.  A search
+ * that starts inside that run starts at its end: the blocks are placed in
+ * range order, so placing them all walks a full image once, not once
+ * per block.
+ */
+typedef struct Qcow2RebuildAlloc {
+    int64_t used_from;
+    int64_t used_to;
+} Qcow2RebuildAlloc;
+
+/* First fit of @n free clusters at or after @from in @r; marks them used. */
+static int64_t qcow2_rebuild_alloc(Qcow2CheckRefs *r, Qcow2RebuildAlloc *a,
+                                   int64_t from, int64_t n)
 {
-    int64_t start = *first_free, i;
+    bool in_run = a->used_from <= from && from <= a->used_to;
+    int64_t start = in_run ? MAX(from, a->used_to) : from, i;
 
     for (i = start; i - start < n; i++) {
         if (i < r->nb_clusters && r->refs[i]) {
@@ -609,10 +634,23 @@ static int64_t qcow2_rebuild_alloc(Qcow2CheckRefs *r, int64_t *first_free,
     for (i = start; i < start + n; i++) {
         r->refs[i] = 1;
     }
-    if (*first_free == start) {
-        *first_free = start + n;
+    /* [from, start + n) is in use now: the run grows or moves there */
+    if (!in_run) {
+        a->used_from = from;
     }
+    a->used_to = start + n;
     return start;
+}
+
+/* Gives back clusters that qcow2_rebuild_alloc() handed out. */
+static void qcow2_rebuild_free(Qcow2CheckRefs *r, Qcow2RebuildAlloc *a,
+                               int64_t first, int64_t n)
+{
+    for (int64_t i = first; i < first + n; i++) {
+        r->refs[i] = 0;
+    }
+    /* the run may hold them: forget it (it is only a shortcut) */
+    a->used_from = a->used_to = 0;
 }
 
 static bool qcow2_rebuild_range_used(BDRVQcow2State *s, Qcow2CheckRefs *r,
@@ -631,8 +669,8 @@ static bool qcow2_rebuild_range_used(BDRVQcow2State *s, Qcow2CheckRefs *r,
 
 /*
  * Writes a whole new refcount structure from @r: refcount blocks and a
- * table in free clusters (first fit), then switches the header to the new
- * table.  The old structure is left alone; it is counted in @r, so the new
+ * table in free clusters (Qcow2RebuildAlloc says which), then switches the
+ * header to the new table.  The old structure is left alone; it is counted in @r, so the new
  * blocks give it refcount 1 and the leak repair that follows frees it.
  */
 static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
@@ -640,7 +678,8 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     BDRVQcow2State *s = bs->opaque;
     g_autofree uint64_t *table = NULL;
     uint64_t entries = 0, table_clusters = 0, i;
-    int64_t table_offset = -1, first_free = 0;
+    int64_t table_offset = -1;
+    Qcow2RebuildAlloc alloc = { 0 };
     int ret;
 
     ret = qcow2_cache_empty(bs, s->refcount_block_cache);
@@ -667,7 +706,8 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
         }
         for (i = 0; i < entries; i++) {
             if (!table[i] && qcow2_rebuild_range_used(s, r, i)) {
-                int64_t off = qcow2_rebuild_alloc(r, &first_free, 1);
+                int64_t off = qcow2_rebuild_alloc(
+                    r, &alloc, i << s->refcount_block_bits, 1);
 
                 if (off < 0) {
                     return off;
@@ -682,12 +722,10 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
         need_clusters = DIV_ROUND_UP(entries * 8, s->cluster_size);
         if (need_clusters > table_clusters) {
             if (table_offset >= 0) {
-                for (i = 0; i < table_clusters; i++) {
-                    r->refs[(table_offset >> s->cluster_bits) + i] = 0;
-                }
-                first_free = MIN(first_free, table_offset >> s->cluster_bits);
+                qcow2_rebuild_free(r, &alloc, table_offset >> s->cluster_bits,
+                                   table_clusters);
             }
-            table_offset = qcow2_rebuild_alloc(r, &first_free, need_clusters);
+            table_offset = qcow2_rebuild_alloc(r, &alloc, 0, need_clusters);
             if (table_offset < 0) {
                 return table_offset;
             }
