@@ -795,7 +795,8 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
     s->cluster_offset_mask = (1ULL << s->csize_shift) - 1;
     s->virtual_size = h.size;
 
-    if (!h.refcount_table_clusters) {
+    /* check opens it to build one (qemu-img check -r all, as QEMU's) */
+    if (!h.refcount_table_clusters && !(flags & BDRV_O_CHECK)) {
         error_setg(errp, "Image does not contain a reference count table");
         return -EINVAL;
     }

@@ -151,9 +151,10 @@ int qcow2_refcount_init(BlockDriverState *bs)
     if (bytes > QCOW_MAX_REFTABLE_SIZE) {
         return -EFBIG;
     }
-    if (s->refcount_table_offset <= 0 ||
-        offset_into_cluster(s, s->refcount_table_offset) ||
-        (uint64_t)s->refcount_table_offset > INT64_MAX - bytes) {
+    /* an empty table (opened for check to rebuild it) may be anywhere */
+    if (bytes && (s->refcount_table_offset <= 0 ||
+                  offset_into_cluster(s, s->refcount_table_offset) ||
+                  (uint64_t)s->refcount_table_offset > INT64_MAX - bytes)) {
         return -EINVAL;
     }
 
