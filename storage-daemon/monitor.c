@@ -70,6 +70,8 @@ typedef struct MonitorSession {
     bool in_eof;
     /* writing failed, or the client is dropped: close now */
     bool dead;
+    /* monitor_defer_reply(): sent at cleanup, after everything else */
+    JsonNode *deferred_reply;
     /* for input epoll cannot watch (a file on stdin): read from a BH */
     QEMUBH *input_bh;
     QEMUBH *reap_bh;            /* invariant 3 */
@@ -80,6 +82,7 @@ static GQueue monitor_sessions = G_QUEUE_INIT;
 static GPtrArray *monitors;
 static int monitor_busy;
 static bool monitor_dispatch_stopped;
+static bool monitor_reply_deferred;
 /* the session whose request runs, for qmp_capabilities */
 static MonitorSession *monitor_cur_session;
 
@@ -131,7 +134,9 @@ static void monitor_session_send(MonitorSession *s, JsonNode *node)
     if (s->dead) {
         return;
     }
-    text = json_to_text(node, s->mon->pretty ? JSON_WRITE_PRETTY : 0);
+    /* QEMU's members come in its QDict's order: clients compare text */
+    text = json_to_text(node, JSON_WRITE_QDICT_ORDER |
+                              (s->mon->pretty ? JSON_WRITE_PRETTY : 0));
     for (const char *p = text; *p; p++) {
         if (*p == '\n') {
             g_string_append_c(s->outbuf, '\r');
@@ -172,6 +177,9 @@ static void monitor_session_free(MonitorSession *s)
         close(s->out_fd);
     }
     g_queue_unlink(&monitor_sessions, &s->link);
+    if (s->deferred_reply) {
+        json_node_unref(s->deferred_reply);
+    }
     json_streamer_free(s->streamer);
     g_string_free(s->outbuf, TRUE);
     g_free(s);
@@ -180,7 +188,7 @@ static void monitor_session_free(MonitorSession *s)
 /* Frees @s if it is done (invariant 3: callers own @s at this point). */
 static bool monitor_session_check_done(MonitorSession *s)
 {
-    if (s->dead || (s->in_eof && !s->outbuf->len)) {
+    if (s->dead || (s->in_eof && !s->outbuf->len && !s->deferred_reply)) {
         monitor_session_free(s);
         return true;
     }
@@ -206,8 +214,13 @@ static void monitor_session_process(MonitorSession *s)
         monitor_cur_session = NULL;
         err = NULL;
         monitor_busy--;
-        monitor_session_send(s, reply);
-        json_node_unref(reply);
+        if (monitor_reply_deferred) {
+            monitor_reply_deferred = false;
+            s->deferred_reply = reply;
+        } else {
+            monitor_session_send(s, reply);
+            json_node_unref(reply);
+        }
         if (request) {
             json_node_unref(request);
         }
@@ -474,6 +487,12 @@ void monitor_stop_dispatch(void)
     monitor_dispatch_stopped = true;
 }
 
+void monitor_defer_reply(void)
+{
+    assert(monitor_cur_session);
+    monitor_reply_deferred = true;
+}
+
 /* Waits until some session with output can write, or @timeout_ms. */
 static void monitor_wait_writable(int timeout_ms)
 {
@@ -500,6 +519,14 @@ void monitor_cleanup(void)
 
     qapi_event_remove_listener(monitor_event, NULL);
     monitor_dispatch_stopped = true;
+    for (GList *l = monitor_sessions.head; l; l = l->next) {
+        MonitorSession *s = l->data;
+
+        if (s->deferred_reply) {
+            monitor_session_send(s, s->deferred_reply);
+            g_clear_pointer(&s->deferred_reply, json_node_unref);
+        }
+    }
     do {
         int64_t left_ms = (deadline - get_clock_ns()) / SCALE_MS;
 

@@ -26,6 +26,12 @@ int monitor_add(JsonObject *opts, Error **errp);
  */
 void monitor_stop_dispatch(void);
 /*
+ * The reply to the request that runs now is kept until monitor_cleanup():
+ * quit's, which QEMU's daemon sends once shutdown is over (its events
+ * before it, the images closed and their locks released).
+ */
+void monitor_defer_reply(void);
+/*
  * Holds (releases) every session as while a command runs (invariant 1
  * of monitor.c): for what the command line creates at start-up, whose
  * nested polls must not run a request on a node half open.
@@ -33,8 +39,9 @@ void monitor_stop_dispatch(void);
 void monitor_hold(void);
 void monitor_release(void);
 /*
- * Sends what each session still has to send (waiting at most a second
- * in all for slow readers), then closes every session.
+ * Sends what each session still has to send, a deferred reply last
+ * (waiting at most a second in all for slow readers), then closes every
+ * session.
  */
 void monitor_cleanup(void);
 

@@ -22,8 +22,8 @@
  * disconnected; BLOCK_EXPORT_DELETED for each), every job is cancelled
  * and waited for (a mirror does not pivot), the NBD server stops,
  * every image is flushed and closed (which releases its locks), the
- * monitors get what is left of their output, and the socket and pid
- * files are removed.  The exit status is 1 if a flush failed.
+ * monitors get what is left of their output (quit's reply last, as QEMU
+ * sends it), and the socket and pid files are removed.  The exit status is 1 if a flush failed.
  */
 #include "util/osdep.h"
 
@@ -166,8 +166,12 @@ static void qsd_request_shutdown(const char *reason)
 
 static void qmp_quit(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    /* the reply goes out first; requests queued behind it never run */
+    /*
+     * Requests queued behind it never run; its reply goes out last, once
+     * the images are closed, as QEMU's daemon sends it.
+     */
     monitor_stop_dispatch();
+    monitor_defer_reply();
     qsd_request_shutdown("host-qmp-quit");
 }
 

@@ -200,6 +200,14 @@ def test_quit_with_client():
     time.sleep(1)
     c = d.qmp()
     t.equal('quit with a client connected', c.cmd('quit'), {'return': {}})
+    # as with QEMU's daemon, the reply comes once the images are closed:
+    # after the events of the shutdown (reply() keeps those before it)
+    t.equal('the reply comes after the shutdown\'s events',
+            [e['event'] for e in c.events],
+            ['SHUTDOWN', 'BLOCK_EXPORT_DELETED'])
+    rc, out, err = t.run(['qemu-img', 'info', img])
+    t.check('when quit replies, the image is no longer locked', rc == 0,
+            err)
     t.equal('the daemon exits 0', d.wait(), 0)
     client.stdin.close()
     client.wait(timeout=qsd.TIMEOUT)

@@ -76,8 +76,11 @@ def test_greeting_and_negotiation(d):
             EXPECTED_COMMANDS)
     c.send_raw(b'{"execute":"query-version"}\n')
     raw = c.sock.recv(65536) if not c.buf else c.buf
-    t.check('replies are one line ending in CRLF, spaced as QEMU does',
-            raw.startswith(b'{"return": {"qemu": {"major": ') and
+    # members in QEMU's order (its QDict's), not the schema's
+    t.check('replies are one line ending in CRLF, spaced and ordered as '
+            'QEMU does',
+            raw.startswith(b'{"return": {"qemu": {"micro": 0, "minor": 2, '
+                           b'"major": 7}, "package": ') and
             raw.endswith(b'\r\n') and raw.count(b'\r\n') == 1, raw)
     c.buf = b''
     c.close()
@@ -667,8 +670,11 @@ def test_quit(d):
     other = d.qmp()
     c.send_raw(b'{"execute":"quit","id":"q"}\n{"execute":"query-version"}\n')
     t.equal('quit replies', c.reply(), {'return': {}, 'id': 'q'})
+    # reply() keeps the events that came before the reply
+    t.check('last: SHUTDOWN came before the reply',
+            [e['event'] for e in c.events] == ['SHUTDOWN'], c.events)
     ev = c.event('SHUTDOWN')
-    t.equal('then SHUTDOWN', ev and ev['data'],
+    t.equal('SHUTDOWN says why', ev and ev['data'],
             {'guest': False, 'reason': 'host-qmp-quit'})
     t.check('and nothing queued behind quit runs', not c.buf.strip() and
             c.recv(timeout=5) is None, c.buf)
