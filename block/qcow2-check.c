@@ -65,7 +65,13 @@ static int qcow2_check_inc_refs(BlockDriverState *bs, BdrvCheckResult *res,
     if (size <= 0) {
         return 0;
     }
-    if (offset + size - r->file_len >= s->cluster_size) {
+    /*
+     * @offset comes from the image (a snapshot's L1 table may say 2^64 -
+     * 64k): one that no file length holds is past the end too, and must
+     * not become a negative index into r->refs.
+     */
+    if (offset < 0 || offset > INT64_MAX - size ||
+        offset + size - r->file_len >= s->cluster_size) {
         fprintf(stderr, "ERROR: counting reference for region exceeding the "
                 "end of the file by one cluster or more: offset 0x%" PRIx64
                 " size 0x%" PRIx64 "\n", offset, size);
@@ -379,6 +385,14 @@ static int qcow2_check_snapshots(BlockDriverState *bs, BdrvCheckResult *res,
             fprintf(stderr, "ERROR snapshot %s (%s) l1_size=%#" PRIx32 ": "
                     "L1 table is too large; snapshot table entry "
                     "corrupted\n", id, name, l1_size);
+            res->corruptions++;
+            continue;
+        }
+        /* no file reaches there: nothing to read, the check goes on */
+        if (l1_offset > (uint64_t)BDRV_MAX_LENGTH - (uint64_t)l1_size * 8) {
+            fprintf(stderr, "ERROR snapshot %s (%s) l1_offset=%#" PRIx64 ": "
+                    "L1 table is past the largest file length; snapshot "
+                    "table entry corrupted\n", id, name, l1_offset);
             res->corruptions++;
             continue;
         }
