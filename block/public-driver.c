@@ -42,6 +42,11 @@ bool bdrv_driver_supports_backing(const BlockDriver *drv)
     return drv->supports_backing;
 }
 
+bool bdrv_driver_is_protocol(const BlockDriver *drv)
+{
+    return drv->protocol_name != NULL;
+}
+
 int bdrv_measure(const BlockDriver *drv, QemuOpts *opts, BlockDriverState *in_bs,
                  BlockMeasureInfo *info, Error **errp)
 {

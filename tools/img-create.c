@@ -63,12 +63,15 @@ static void img_create_print_escaped(const char *value)
 
 /*
  * The "Formatting" line: every option given, and the defaults of the
- * format's own options (not the protocol's), in table order.
+ * format's own options (not the protocol's), in table order.  Created
+ * as the format itself (-f file), a protocol prints no defaults: QEMU's
+ * protocols have none in their create options.
  */
 static void img_create_print_opts(const BlockDriver *drv, QemuOptsList *list,
                                   QemuOpts *opts)
 {
     const QemuOptsList *fmt_opts = bdrv_driver_create_opts(drv);
+    bool print_defaults = !bdrv_driver_is_protocol(drv);
     const char *sep = "";
 
     for (const QemuOptDesc *desc = list->desc; desc->name; desc++) {
@@ -77,7 +80,8 @@ static void img_create_print_opts(const BlockDriver *drv, QemuOptsList *list,
 
         if (given) {
             value = qemu_opt_get(opts, desc->name);
-        } else if (qemu_opts_find_desc(fmt_opts, desc->name)) {
+        } else if (print_defaults &&
+                   qemu_opts_find_desc(fmt_opts, desc->name)) {
             value = desc->def_value_str;
         } else {
             value = NULL;

@@ -38,6 +38,8 @@ bool bdrv_driver_can_amend(const BlockDriver *drv);
 bool bdrv_driver_can_compress(const BlockDriver *drv);
 /* Whether the driver's images have backing files (the "backing" option). */
 bool bdrv_driver_supports_backing(const BlockDriver *drv);
+/* Whether the driver reaches storage itself ("file", "nbd"): a protocol. */
+bool bdrv_driver_is_protocol(const BlockDriver *drv);
 
 /*
  * The size of a new image of format @drv created with @opts (its create
