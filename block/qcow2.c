@@ -386,21 +386,23 @@ static int qcow2_open_data_file(BlockDriverState *bs, QDict *options,
     Error *local_err = NULL;
 
     s->image_data_file = g_steal_pointer(&exts->data_file);
+    /* one given opens first, as in QEMU: its own errors come first */
+    s->data_file = bdrv_open_child(NULL, options, "data-file", bs,
+                                   BDRV_CHILD_OPEN_OPTIONAL, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
     if (!(s->incompatible_features & QCOW2_INCOMPAT_DATA_FILE)) {
-        if (qdict_haskey(options, "data-file") ||
-            qdict_has_prefixed_entries(options, "data-file.")) {
+        if (s->data_file) {
+            bdrv_unref_child(bs, s->data_file);
+            s->data_file = NULL;
             error_setg(errp, "'data-file' can only be set for images with "
                        "an external data file");
             return -EINVAL;
         }
         s->data_file = bs->file;
         return 0;
-    }
-    s->data_file = bdrv_open_child(NULL, options, "data-file", bs,
-                                   BDRV_CHILD_OPEN_OPTIONAL, &local_err);
-    if (local_err) {
-        error_propagate(errp, local_err);
-        return -EINVAL;
     }
     if (s->data_file) {
         return 0;
