@@ -59,11 +59,10 @@ static bool bdrv_backing_name_matches(BlockDriverState *overlay,
     if (overlay->backing_file[0] && !strcmp(overlay->backing_file, name)) {
         return true;
     }
-    given = bdrv_get_full_backing_filename_from_filename(overlay->filename,
-                                                         name, NULL);
+    given = bdrv_get_full_backing_filename(overlay, name, NULL);
     recorded = overlay->backing_file[0] ?
-               bdrv_get_full_backing_filename_from_filename(
-                   overlay->filename, overlay->backing_file, NULL) :
+               bdrv_get_full_backing_filename(overlay, overlay->backing_file,
+                                              NULL) :
                g_strdup(backing->filename);
     if (!given || !recorded) {
         return false;
@@ -262,6 +261,21 @@ char *bdrv_get_full_backing_filename_from_filename(const char *base,
                                base, backing);
     }
     return g_strdup(backing);
+}
+
+/*
+ * As QEMU's bdrv_dirname: a node known by a json: name takes the
+ * directory of the nearest node below it, along the file children, that
+ * has a plain name (a filter's image, a format's file).
+ */
+char *bdrv_get_full_backing_filename(BlockDriverState *bs,
+                                     const char *backing, Error **errp)
+{
+    while (g_str_has_prefix(bs->filename, "json:") && bs->file) {
+        bs = bs->file->bs;
+    }
+    return bdrv_get_full_backing_filename_from_filename(bs->filename,
+                                                        backing, errp);
 }
 
 void bdrv_parse_filename_strip_prefix(const char *filename,

@@ -811,8 +811,7 @@ static void bdrv_note_auto_backing_file(BlockDriverState *bs)
     g_autofree char *name = NULL;
 
     if (bs->backing_file[0]) {
-        name = bdrv_get_full_backing_filename_from_filename(
-                   bs->filename, bs->backing_file, NULL);
+        name = bdrv_get_full_backing_filename(bs, bs->backing_file, NULL);
     }
     pstrcpy(bs->auto_backing_file, sizeof(bs->auto_backing_file),
             name ? name : "");
@@ -845,8 +844,8 @@ static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
     }
 
     if (bs->backing_file[0]) {
-        backing_name = bdrv_get_full_backing_filename_from_filename(
-            bs->filename, bs->backing_file, &local_err);
+        backing_name = bdrv_get_full_backing_filename(bs, bs->backing_file,
+                                                      &local_err);
         if (!backing_name) {
             error_propagate_prepend(errp, local_err,
                                     "Could not open backing file: ");

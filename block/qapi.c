@@ -82,9 +82,7 @@ ImageInfo *bdrv_query_image_info(BlockDriverState *bs, bool flat,
     if (bs->backing_file[0]) {
         info->backing_filename = g_strdup(bs->backing_file);
         info->full_backing_filename =
-            bdrv_get_full_backing_filename_from_filename(bs->filename,
-                                                         bs->backing_file,
-                                                         NULL);
+            bdrv_get_full_backing_filename(bs, bs->backing_file, NULL);
         if (bs->backing_format[0]) {
             info->backing_format = g_strdup(bs->backing_format);
         }

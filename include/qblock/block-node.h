@@ -33,6 +33,14 @@ bool bdrv_has_zero_init(BlockDriverState *bs);
 char *bdrv_get_full_backing_filename_from_filename(const char *base,
                                                    const char *backing,
                                                    Error **errp);
+/*
+ * Resolves @backing as a backing file name of @bs: relative to the
+ * directory of @bs's file name, or, where that is a json: name, of the
+ * first node below it along the file children with a plain one (an image
+ * under a filter).  Caller frees; NULL with @errp where there is none.
+ */
+char *bdrv_get_full_backing_filename(BlockDriverState *bs,
+                                     const char *backing, Error **errp);
 
 /*
  * The name the node was opened under, and a name that opens this node
