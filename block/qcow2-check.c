@@ -328,51 +328,22 @@ static int qcow2_check_l1(BlockDriverState *bs, BdrvCheckResult *res,
 
 /*
  * Every snapshot's L1 table (and what it maps), then the snapshot table.
- * Entry layout: l1_table_offset (8), l1_size (4), id_str_size (2),
- * name_size (2), date (8), vm_clock (8), vm_state_size (4),
- * extra_data_size (4), extra data, id, name, padding to 8 bytes.
+ * The entries are those the table read at open parsed (s->snapshots):
+ * reading the table again would allocate as much as its entries' extra
+ * data sizes say, up to 2 GiB for a table of one snapshot.
  */
 static int qcow2_check_snapshots(BlockDriverState *bs, BdrvCheckResult *res,
                                  Qcow2CheckRefs *r, BdrvCheckMode fix)
 {
     BDRVQcow2State *s = bs->opaque;
-    g_autofree uint8_t *table = NULL;
-    uint64_t pos = 0;
     uint32_t i;
     int ret;
 
-    if (!s->nb_snapshots || s->snapshots_size <= 0) {
-        return qcow2_check_inc_refs(bs, res, r, s->snapshots_offset,
-                                    s->snapshots_size);
-    }
-    table = g_try_malloc(s->snapshots_size);
-    if (!table) {
-        res->check_errors++;
-        return -ENOMEM;
-    }
-    ret = bdrv_pread(bs->file, s->snapshots_offset, s->snapshots_size,
-                     table, 0);
-    if (ret < 0) {
-        res->check_errors++;
-        return ret;
-    }
-
-    for (i = 0; i < s->nb_snapshots && pos + 40 <= s->snapshots_size; i++) {
-        const uint8_t *e = table + pos;
-        uint64_t l1_offset = GUINT64_FROM_BE(*(const uint64_t *)e);
-        uint32_t l1_size = GUINT32_FROM_BE(*(const uint32_t *)(e + 8));
-        uint16_t id_size = GUINT16_FROM_BE(*(const uint16_t *)(e + 12));
-        uint16_t name_size = GUINT16_FROM_BE(*(const uint16_t *)(e + 14));
-        uint32_t extra = GUINT32_FROM_BE(*(const uint32_t *)(e + 36));
-        uint64_t id_at = pos + 40 + extra;
-        g_autofree char *id = NULL, *name = NULL;
-
-        pos = ROUND_UP(id_at + id_size + name_size, 8);
-        if (pos > (uint64_t)s->snapshots_size) {
-            break;
-        }
-        id = g_strndup((const char *)table + id_at, id_size);
-        name = g_strndup((const char *)table + id_at + id_size, name_size);
+    for (i = 0; i < s->nb_snapshots && s->snapshots_size > 0; i++) {
+        const QCowSnapshot *sn = &s->snapshots[i];
+        uint64_t l1_offset = sn->l1_table_offset;
+        uint32_t l1_size = sn->l1_size;
+        const char *id = sn->id_str, *name = sn->name;
 
         if (offset_into_cluster(s, l1_offset)) {
             fprintf(stderr, "ERROR snapshot %s (%s) l1_offset=%#" PRIx64 ": "

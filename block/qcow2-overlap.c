@@ -307,22 +307,6 @@ static void ol_index_remove(BDRVQcow2State *s, int set, uint64_t cluster)
                  v - (1ULL << (set * OL_COUNT_BITS)));
 }
 
-/* Adds (or removes) every cluster of [offset, offset + size). */
-static void ol_index_range(BDRVQcow2State *s, int set, uint64_t offset,
-                           uint64_t size, bool add)
-{
-    uint64_t first = offset >> s->cluster_bits;
-    uint64_t end = (offset + size + s->cluster_size - 1) >> s->cluster_bits;
-
-    for (uint64_t c = first; c < end; c++) {
-        if (add) {
-            ol_index_add(s, set, c);
-        } else {
-            ol_index_remove(s, set, c);
-        }
-    }
-}
-
 /*
  * Drops every count of @set (the others stay): a new table is built, as
  * big as the old one.  The entries go in in the old table's slot order,
@@ -490,16 +474,72 @@ static bool ol_snapshot_l1_is_sane(uint32_t l1_size)
     return (uint64_t)l1_size * sizeof(uint64_t) <= QCOW_MAX_L1_SIZE;
 }
 
-static int ol_add_inactive_l1(BlockDriverState *bs, uint64_t l1_offset,
-                              uint32_t l1_size)
+/* Clusters [first, end) of an inactive L1 table, for sorting. */
+typedef struct OlClusterRun {
+    uint64_t first;
+    uint64_t end;
+} OlClusterRun;
+
+static gint ol_cluster_run_cmp(gconstpointer a, gconstpointer b)
+{
+    const OlClusterRun *x = a, *y = b;
+
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/*
+ * Indexes the clusters of every snapshot's L1 table, each cluster once,
+ * and only those inside the file.  The snapshot table alone says where
+ * the tables are and how long: 65536 entries could name 32 MiB each at
+ * offsets of their own, 2^32 clusters of 512 bytes to index (gigabytes
+ * and minutes for an image of a few kilobytes, in every open).  A table
+ * beyond the end of the file has no refcount and is no structure a
+ * write could destroy; the same clusters named by many snapshots are
+ * indexed once.  The index then grows with the file, not with what the
+ * table says.
+ */
+static void ol_add_inactive_l1_all(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
+    int64_t file_len = bdrv_getlength(bs->file->bs);
+    uint64_t limit = file_len < 0 ? UINT64_MAX >> s->cluster_bits :
+                     DIV_ROUND_UP((uint64_t)file_len, s->cluster_size);
+    g_autoptr(GArray) runs = g_array_new(false, false, sizeof(OlClusterRun));
+    uint64_t first = 0, end = 0;
 
-    if (ol_snapshot_l1_is_sane(l1_size)) {
-        ol_index_range(s, OL_SET_INACTIVE_L1, l1_offset,
-                       (uint64_t)l1_size * sizeof(uint64_t), true);
+    for (uint32_t i = 0; i < s->nb_snapshots; i++) {
+        uint64_t offset = s->snapshots[i].l1_table_offset;
+        uint64_t size = (uint64_t)s->snapshots[i].l1_size * sizeof(uint64_t);
+        OlClusterRun r;
+
+        if (!ol_snapshot_l1_is_sane(s->snapshots[i].l1_size) || !size) {
+            continue;
+        }
+        r.first = offset >> s->cluster_bits;
+        r.end = offset > UINT64_MAX - size ? limit :
+                DIV_ROUND_UP(offset + size, s->cluster_size);
+        r.end = MIN(r.end, limit);
+        if (r.first < r.end) {
+            g_array_append_val(runs, r);
+        }
     }
-    return 0;
+    g_array_sort(runs, ol_cluster_run_cmp);
+    for (guint i = 0; i <= runs->len; i++) {
+        OlClusterRun *r = i < runs->len ?
+                          &g_array_index(runs, OlClusterRun, i) : NULL;
+
+        if (r && r->first <= end && i > 0) {
+            end = MAX(end, r->end);
+            continue;
+        }
+        for (uint64_t c = first; c < end; c++) {
+            ol_index_add(s, OL_SET_INACTIVE_L1, c);
+        }
+        if (r) {
+            first = r->first;
+            end = r->end;
+        }
+    }
 }
 
 static int ol_add_inactive_l2(BlockDriverState *bs, uint64_t l1_offset,
@@ -562,16 +602,11 @@ static int ol_load_inactive_l2(BlockDriverState *bs)
 int qcow2_overlap_snapshots_changed(BlockDriverState *bs)
 {
     BDRVQcow2State *s = bs->opaque;
-    int ret;
 
     ol_index_clear_set(s, OL_SET_INACTIVE_L1);
     ol_index_clear_set(s, OL_SET_INACTIVE_L2);
     s->overlap_inactive_l2_loaded = false;
-    ret = ol_for_each_snapshot_l1(bs, ol_add_inactive_l1);
-    if (ret < 0) {
-        ol_index_clear_set(s, OL_SET_INACTIVE_L1);
-        return ret;
-    }
+    ol_add_inactive_l1_all(bs);
     if (s->overlap_check & QCOW2_OL_INACTIVE_L2) {
         /* a table that cannot be loaded fails the writes it would have
          * to clear (ol_check() loads again), not the open or the change

@@ -148,7 +148,11 @@ static void qcow2_snapshot_apply_extra(BDRVQcow2State *s, QCowSnapshot *sn,
                  GUINT64_FROM_BE(extra->icount) : QEMU_SNAPSHOT_NO_ICOUNT;
 }
 
-/* Reads the entry at *offset into @sn; *offset moves to its end. */
+/*
+ * Reads the entry at *offset, rounded up to the 8 bytes an entry starts
+ * at, into @sn; *offset moves to its end.  The padding after the last
+ * entry is no part of the table, as QEMU reads it (check's sizes agree).
+ */
 static int qcow2_read_snapshot(BlockDriverState *bs, int index,
                                QCowSnapshot *sn, uint64_t *offset,
                                bool repair, Error **errp)
@@ -160,6 +164,7 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
     uint64_t extra_end;
     int ret;
 
+    *offset = ROUND_UP(*offset, 8);
     ret = qcow2_snapshot_pread(bs, offset, &h, sizeof(h), errp);
     if (ret < 0) {
         return ret;
@@ -223,7 +228,6 @@ static int qcow2_read_snapshot(BlockDriverState *bs, int index,
     if (ret < 0) {
         return ret;
     }
-    *offset = ROUND_UP(*offset, 8);
     return 0;
 }
 
@@ -274,9 +278,14 @@ int qcow2_read_snapshots(BlockDriverState *bs, bool repair, Error **errp)
         /*
          * hostile sizes: the table cannot be bigger than QEMU allows; what
          * counts is the table as the repair writes it, without the extra
-         * data it cuts (as in QEMU)
+         * data it cuts (as in QEMU).  The table as it lies on disk, cut
+         * data included, must still fit s->snapshots_size (an int): the
+         * refcount check counts it and its L1 tables by that size, and a
+         * wrapped size hid them, so that check -r all freed what the
+         * snapshots it kept still use (QEMU drops such entries too).
          */
-        if (offset - s->snapshots_offset - cut > QCOW_MAX_SNAPSHOTS_SIZE) {
+        if (offset - s->snapshots_offset - cut > QCOW_MAX_SNAPSHOTS_SIZE ||
+            offset - s->snapshots_offset > INT_MAX) {
             if (!repair) {
                 error_setg(errp, "Snapshot table is too big");
                 error_append_hint(errp, "You can force-remove all %" PRIu32
@@ -383,7 +392,7 @@ static int coroutine_fn qcow2_drop_overhang(BlockDriverState *bs,
     ret = qcow2_header_write(bs, offsetof(QCowHeader, nb_snapshots), &nb,
                              sizeof(nb));
     if (ret < 0) {
-        fprintf(stderr, "ERROR failed to update the snapshot table: %s\n",
+        fprintf(stderr, "ERROR failed to update snapshot table: %s\n",
                 strerror(-ret));
         res->check_errors++;
         return ret;
@@ -455,7 +464,7 @@ int coroutine_fn qcow2_fix_snapshot_table(BlockDriverState *bs,
     }
     ret = qcow2_write_snapshots(bs);
     if (ret < 0) {
-        fprintf(stderr, "ERROR failed to update the snapshot table: %s\n",
+        fprintf(stderr, "ERROR failed to update snapshot table: %s\n",
                 strerror(-ret));
         res->check_errors++;
         return ret;
