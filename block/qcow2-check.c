@@ -655,8 +655,9 @@ static bool qcow2_rebuild_range_used(BDRVQcow2State *s, Qcow2CheckRefs *r,
 /*
  * Writes a whole new refcount structure from @r: refcount blocks and a
  * table in free clusters (Qcow2RebuildAlloc says which), then switches the
- * header to the new table.  The old structure is left alone; it is counted in @r, so the new
- * blocks give it refcount 1 and the leak repair that follows frees it.
+ * header to the new table.  The old structure is left alone; it is
+ * counted in @r, so the new blocks give it refcount 1 and the leak repair
+ * that follows frees it.
  */
 static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
 {
