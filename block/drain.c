@@ -128,6 +128,20 @@ static bool bdrv_drain_busy(BlockDriverState *bs)
     return bdrv_subtree_busy(bs) || bdrv_parents_drained_poll(bs);
 }
 
+/* Tells @bs's driver that a section of @bs or below begins or ends. */
+static void bdrv_driver_drained_notify(BlockDriverState *bs, bool begin)
+{
+    void (*fn)(BlockDriverState *bs);
+
+    if (!bs->drv) {
+        return;
+    }
+    fn = begin ? bs->drv->bdrv_drained_begin : bs->drv->bdrv_drained_end;
+    if (fn) {
+        fn(bs);
+    }
+}
+
 /*
  * Tells every parent above @bs, through the node parents up to the
  * users, that a section of @bs begins (@begin) or ends.
@@ -143,6 +157,7 @@ static void bdrv_parents_drained_notify(BlockDriverState *bs, bool begin)
             fn(c);
         }
         if (c->parent) {
+            bdrv_driver_drained_notify(c->parent, begin);
             bdrv_parents_drained_notify(c->parent, begin);
         }
     }
@@ -154,6 +169,7 @@ void bdrv_drained_begin(BlockDriverState *bs)
 
     if (bs->quiesce_counter++ == 0) {
         __atomic_fetch_add(&bdrv_quiesced_nodes, 1, __ATOMIC_SEQ_CST);
+        bdrv_driver_drained_notify(bs, true);
         bdrv_parents_drained_notify(bs, true);
     }
     if (!qemu_in_coroutine()) {
@@ -173,6 +189,7 @@ void bdrv_drained_end(BlockDriverState *bs)
     if (--bs->quiesce_counter == 0) {
         assert(__atomic_load_n(&bdrv_quiesced_nodes, __ATOMIC_RELAXED) > 0);
         __atomic_fetch_sub(&bdrv_quiesced_nodes, 1, __ATOMIC_SEQ_CST);
+        bdrv_driver_drained_notify(bs, false);
         bdrv_parents_drained_notify(bs, false);
         qemu_co_queue_restart_all(&bs->drain_queue);
     }

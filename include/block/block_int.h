@@ -151,6 +151,15 @@ struct BlockDriver {
      */
     int (*bdrv_change_aio_context)(BlockDriverState *bs, AioContext *new_ctx,
                                    Error **errp);
+    /*
+     * Optional.  A drained section of the node, or of a node below it,
+     * begins (or ends): requests of the node that wait for something
+     * other than their children (a throttle group's limits) must go on,
+     * or the drain would wait for them.  Calls pair up; sections of
+     * several nodes below may overlap, so a driver counts them.
+     */
+    void (*bdrv_drained_begin)(BlockDriverState *bs);
+    void (*bdrv_drained_end)(BlockDriverState *bs);
 
     /* Creates an image; @opts follow create_opts. */
     int coroutine_fn (*bdrv_co_create_opts)(const BlockDriver *drv,
