@@ -28,7 +28,7 @@ static GPtrArray *user_objects;
 static const char *const user_object_qemu_types[] = {
     "authz-list", "authz-list-file", "authz-pam",
     "pr-manager-helper", "secret_keyring",
-    "thread-context", "throttle-group", "tls-cipher-suites",
+    "thread-context", "tls-cipher-suites",
     "tls-creds-anon", NULL,
 };
 
@@ -207,6 +207,14 @@ bool user_object_add_cmdline(const char *optarg, Error **errp)
         }
         user_object_print_properties(name);
         exit(0);
+    }
+    /* QEMU's JSON form: '{"qom-type": ..., "id": ..., ...}' */
+    if (optarg[0] == '{') {
+        args = json_parse_text(optarg, strlen(optarg), errp);
+        return args &&
+               qapi_check_input(&qapi_type_ObjectOptions, args,
+                                QAPI_INPUT_JSON, errp) &&
+               user_object_add(json_node_get_object(args), errp);
     }
     opts = keyval_parse(optarg, "qom-type", errp);
     if (!opts) {
