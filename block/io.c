@@ -202,8 +202,9 @@ static inline void bdrv_write_req_finish(BlockDriverState *bs,
 
 /*
  * What precedes every write, zero write, discard and copy-on-read write of
- * [offset, offset + bytes) of @bs (invariant 6); sets *@marked_gen for
- * bdrv_write_req_finish().  A node without bitmaps pays one test.
+ * [offset, offset + bytes) of @bs: the write threshold and invariant 6;
+ * sets *@marked_gen for bdrv_write_req_finish().  A node without bitmaps
+ * or threshold pays two tests.
  */
 static inline int coroutine_fn bdrv_write_req_prepare(BlockDriverState *bs,
                                                       int64_t offset,
@@ -211,6 +212,7 @@ static inline int coroutine_fn bdrv_write_req_prepare(BlockDriverState *bs,
                                                       uint64_t *marked_gen)
 {
     *marked_gen = BDRV_WRITE_REQ_UNMARKED;
+    bdrv_write_threshold_check_write(bs, offset, bytes);
     if (!bs->dirty_bitmaps) {
         return 0;
     }

@@ -309,7 +309,7 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     qapi_add_bool(b, "direct", bs->open_flags & BDRV_O_NOCACHE);
     qapi_add_bool(b, "no-flush", bs->open_flags & BDRV_O_NO_FLUSH);
     json_builder_end_object(b);
-    qapi_add_int(b, "write_threshold", 0);
+    qapi_add_int(b, "write_threshold", bdrv_write_threshold_get(bs));
     if (bdrv_dirty_bitmap_first(bs)) {
         qapi_add_node(b, "dirty-bitmaps", bdrv_query_dirty_bitmaps(bs));
     }

@@ -411,6 +411,20 @@ static void qmp_x_blockdev_set_write_cache(JsonObject *args, JsonNode **ret,
     *ret = json_node_init_object(json_node_alloc(), info);
 }
 
+static void qmp_block_set_write_threshold(JsonObject *args, JsonNode **ret,
+                                          Error **errp)
+{
+    const char *name = json_object_get_string_member(args, "node-name");
+    BlockDriverState *bs = bdrv_find_node(name);
+
+    if (!bs) {
+        error_setg(errp, "Device '%s' not found", name);
+        return;
+    }
+    bdrv_write_threshold_set(bs, json_object_get_int_member(
+                                     args, "write-threshold"));
+}
+
 void blockdev_register_commands(void)
 {
     qmp_register_command("blockdev-add", qmp_blockdev_add);
@@ -418,6 +432,8 @@ void blockdev_register_commands(void)
     qmp_register_command("query-named-block-nodes",
                          qmp_query_named_block_nodes);
     qmp_register_command("query-blockstats", qmp_query_blockstats);
+    qmp_register_command("block-set-write-threshold",
+                         qmp_block_set_write_threshold);
     qmp_register_command("x-blockdev-set-write-cache",
                          qmp_x_blockdev_set_write_cache);
 }

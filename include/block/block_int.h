@@ -564,6 +564,14 @@ int coroutine_fn bdrv_filter_co_truncate(BlockDriverState *bs,
                                          BdrvRequestFlags flags,
                                          Error **errp);
 
+/*
+ * Before each write, zero write and discard of [offset, offset + bytes):
+ * reports BLOCK_WRITE_THRESHOLD if it ends past @bs's write threshold,
+ * and clears the threshold (write-threshold.c).
+ */
+void bdrv_write_threshold_check_write(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes);
+
 /* Adds (removes) @hook to the writes of @bs (io.c). */
 void bdrv_add_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
 void bdrv_remove_write_hook(BlockDriverState *bs, BdrvWriteHook *hook);
@@ -635,6 +643,8 @@ struct BlockDriverState {
     CoQueue drain_queue;
     /* BdrvWriteHook *: who sees every write (io.c invariant 7) */
     GSList *write_hooks;
+    /* write-threshold.c: offset past which a write is reported, 0: none */
+    uint64_t write_threshold;
     BdrvNodeStats stats;
     /*
      * set by format drivers when they find their metadata inconsistent;

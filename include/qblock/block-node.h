@@ -86,6 +86,15 @@ uint32_t bdrv_get_request_alignment(BlockDriverState *bs);
 uint32_t bdrv_get_opt_transfer(BlockDriverState *bs);
 uint32_t bdrv_get_pdiscard_alignment(BlockDriverState *bs);
 
+/*
+ * The write threshold of a node (QEMU's block-set-write-threshold): the
+ * first write, zero write or discard that ends past it emits the event
+ * BLOCK_WRITE_THRESHOLD and sets it back to 0, which means none.  Used
+ * to grow a thin volume before the image on it fills it.
+ */
+void bdrv_write_threshold_set(BlockDriverState *bs, uint64_t threshold);
+uint64_t bdrv_write_threshold_get(BlockDriverState *bs);
+
 /* The node's own counters, live: they change as requests complete. */
 const BdrvNodeStats *bdrv_get_node_stats(BlockDriverState *bs);
 
