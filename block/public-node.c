@@ -32,6 +32,11 @@ BlockDriverState *bdrv_backing_bs(BlockDriverState *bs)
     return bs->backing ? bs->backing->bs : NULL;
 }
 
+const char *bdrv_get_backing_format(BlockDriverState *bs)
+{
+    return bs->backing_format;
+}
+
 void bdrv_foreach_child(BlockDriverState *bs, BdrvChildFunc *fn,
                         void *opaque)
 {

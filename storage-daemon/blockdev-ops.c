@@ -553,9 +553,98 @@ static void qmp_blockdev_snapshot_delete_internal_sync(JsonObject *args,
     *ret = blockdev_ops_snapshot_info(&sn);
 }
 
+/* ---- change-backing-file ---- */
+
+/* Whether @image is @top or below it, through filters and backing links. */
+static bool blockdev_ops_chain_contains(BlockDriverState *top,
+                                        BlockDriverState *image)
+{
+    while (top && top != image) {
+        top = bdrv_filter_or_cow_bs(top);
+    }
+    return top;
+}
+
+/*
+ * The backing format recorded with the new name: the one the image
+ * records, else the format of its backing node.  QEMU 7.2 records the
+ * image's own format instead (qcow2 over a raw backing file), which the
+ * image's next open then fails on; docs/storage-daemon.md says so.
+ */
+static const char *blockdev_ops_backing_format(BlockDriverState *image)
+{
+    if (bdrv_get_backing_format(image)[0]) {
+        return bdrv_get_backing_format(image);
+    }
+    return bdrv_get_format_name(bdrv_backing_bs(image));
+}
+
+/*
+ * Rewrites the backing file name that the image of a node in a chain
+ * records (after a commit or a move of the files), without changing the
+ * open graph; "" removes it.  QEMU's arguments, checks and messages.
+ */
+static void qmp_change_backing_file(JsonObject *args, JsonNode **ret,
+                                    Error **errp)
+{
+    const char *device = json_object_get_string_member(args, "device");
+    const char *backing_file = json_object_get_string_member(args,
+                                                             "backing-file");
+    BlockDriverState *bs, *image;
+    bool read_only;
+    int r;
+
+    bs = blockdev_lookup_bs(device, device, errp);
+    if (!bs) {
+        return;
+    }
+    if (!bdrv_is_root_node(bs)) {
+        error_setg(errp, "Need a root block node");
+        return;
+    }
+    image = blockdev_lookup_bs(NULL, json_object_get_string_member(
+                                         args, "image-node-name"), errp);
+    if (!image) {
+        return;
+    }
+    if (!bdrv_backing_bs(image)) {
+        error_setg(errp, "not allowing backing file change on an image "
+                   "without a backing file");
+        return;
+    }
+    if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_CHANGE, errp)) {
+        return;
+    }
+    if (!blockdev_ops_chain_contains(bs, image)) {
+        error_setg(errp, "'%s' and image file are not in the same chain",
+                   device);
+        return;
+    }
+    /* a backing node is read-only: writable for the header's update */
+    read_only = bdrv_is_read_only(image);
+    if (read_only && bdrv_reopen_set_read_only(image, false, errp) < 0) {
+        return;
+    }
+    if (backing_file[0]) {
+        r = bdrv_change_backing_file(image, backing_file,
+                                     blockdev_ops_backing_format(image),
+                                     false);
+    } else {
+        r = bdrv_change_backing_file(image, NULL, NULL, false);
+    }
+    if (r < 0) {
+        error_setg_errno(errp, -r, "Could not change backing file to '%s'",
+                         backing_file);
+    }
+    if (read_only) {
+        bdrv_reopen_set_read_only(image, true, r < 0 ? NULL : errp);
+    }
+}
+
 void blockdev_ops_register_commands(void)
 {
     qmp_register_command("block_resize", qmp_block_resize);
+    qmp_register_command("change-backing-file", qmp_change_backing_file);
     qmp_register_command("blockdev-snapshot-sync",
                          qmp_blockdev_snapshot_sync);
     qmp_register_command("blockdev-snapshot", qmp_blockdev_snapshot);

@@ -214,6 +214,7 @@ bool bdrv_backing_busy(BlockDriverState *bs, Error **errp);
 typedef enum BlockOpType {
     BLOCK_OP_TYPE_BACKUP_SOURCE,
     BLOCK_OP_TYPE_BACKUP_TARGET,
+    BLOCK_OP_TYPE_CHANGE,
     BLOCK_OP_TYPE_COMMIT_SOURCE,
     BLOCK_OP_TYPE_COMMIT_TARGET,
     BLOCK_OP_TYPE_DRIVE_DEL,

@@ -56,6 +56,8 @@ const BlockDriver *bdrv_get_driver(BlockDriverState *bs);
 
 /* The node behind the backing edge of @bs, or NULL if it has none. */
 BlockDriverState *bdrv_backing_bs(BlockDriverState *bs);
+/* The backing format the image of @bs records, "" if none. */
+const char *bdrv_get_backing_format(BlockDriverState *bs);
 
 typedef void BdrvChildFunc(BlockDriverState *child, const char *name,
                            void *opaque);
