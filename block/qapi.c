@@ -292,8 +292,9 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
     /* a node found corrupt refuses writes: read-only to its users */
     qapi_add_bool(b, "ro", bdrv_is_read_only(bs) || bs->corrupt);
     qapi_add_str(b, "drv", bdrv_get_format_name(bs));
-    if (bs->backing_file[0]) {
-        qapi_add_str(b, "backing_file", bs->backing_file);
+    /* QEMU's: the name of the backing node, not what the image records */
+    if (bs->backing) {
+        qapi_add_str(b, "backing_file", bs->backing->bs->filename);
     }
     qapi_add_int(b, "backing_file_depth", bdrv_backing_depth(bs));
     qapi_add_bool(b, "encrypted", bs->encrypted);
