@@ -202,11 +202,57 @@ static bool throttle_group_set_property(void *state, const char *name,
     return true;
 }
 
+/* The value of @prop in @cfg. */
+static int64_t throttle_property_value(const struct ThrottleProperty *prop,
+                                       const ThrottleConfig *cfg)
+{
+    const ThrottleBucket *bkt = &cfg->buckets[prop->bucket];
+
+    switch (prop->field) {
+    case THROTTLE_FIELD_AVG:
+        return bkt->avg;
+    case THROTTLE_FIELD_MAX:
+        return bkt->max;
+    case THROTTLE_FIELD_LENGTH:
+        return bkt->burst_length;
+    case THROTTLE_FIELD_OP_SIZE:
+        return cfg->op_size;
+    }
+    g_assert_not_reached();
+}
+
+/* qom-get: "limits" (every limit, as QEMU shows it) or an x- property. */
+static JsonNode *throttle_group_get_property(void *state, const char *name)
+{
+    ThrottleGroup *tg = state;
+    g_autoptr(JsonObject) limits = json_object_new();
+    ThrottleConfig cfg;
+
+    g_mutex_lock(&tg->lock);
+    cfg = tg->ts.cfg;
+    g_mutex_unlock(&tg->lock);
+    for (size_t i = 0; i < G_N_ELEMENTS(throttle_properties); i++) {
+        const struct ThrottleProperty *prop = &throttle_properties[i];
+
+        if (g_str_has_prefix(name, "x-") && !strcmp(name + 2, prop->name)) {
+            return json_node_init_int(json_node_alloc(),
+                                      throttle_property_value(prop, &cfg));
+        }
+        json_object_set_int_member(limits, prop->name,
+                                   throttle_property_value(prop, &cfg));
+    }
+    if (strcmp(name, "limits")) {
+        return NULL;
+    }
+    return json_node_init_object(json_node_alloc(), limits);
+}
+
 static const UserObjectType throttle_group_type = {
     .name = THROTTLE_GROUP_TYPE,
     .create = throttle_group_create,
     .destroy = throttle_group_destroy,
     .set_property = throttle_group_set_property,
+    .get_property = throttle_group_get_property,
 };
 
 user_object_type_init(throttle_group_type)

@@ -29,6 +29,19 @@ static void qmp_qom_set(JsonObject *args, JsonNode **ret, Error **errp)
                              json_object_get_member(args, "value"), errp);
 }
 
+static void qmp_qom_get(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    *ret = user_object_get_property(
+               json_object_get_string_member(args, "path"),
+               json_object_get_string_member(args, "property"), errp);
+}
+
+static void qmp_qom_list(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    *ret = user_object_list_properties(
+               json_object_get_string_member(args, "path"), errp);
+}
+
 static void qmp_query_iothreads(JsonObject *args, JsonNode **ret,
                                 Error **errp)
 {
@@ -41,4 +54,6 @@ void object_register_commands(void)
     qmp_register_command("object-add", qmp_object_add);
     qmp_register_command("object-del", qmp_object_del);
     qmp_register_command("qom-set", qmp_qom_set);
+    qmp_register_command("qom-get", qmp_qom_get);
+    qmp_register_command("qom-list", qmp_qom_list);
 }

@@ -80,6 +80,17 @@ bool event_loop_params_set(EventLoopParams *p, AioContext *ctx,
     return false;
 }
 
+JsonNode *event_loop_params_get(const EventLoopParams *p, const char *name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(event_loop_props); i++) {
+        if (!strcmp(name, event_loop_props[i].name)) {
+            return json_node_init_int(json_node_alloc(),
+                                      event_loop_get(p, i));
+        }
+    }
+    return NULL;
+}
+
 void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx)
 {
     aio_context_set_poll_params(ctx, p->poll_max_ns, p->poll_grow,

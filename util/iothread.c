@@ -199,10 +199,18 @@ static bool iothread_set_property(void *state, const char *name,
                                  value, errp);
 }
 
+static JsonNode *iothread_get_property(void *state, const char *name)
+{
+    IOThread *t = state;
+
+    return event_loop_params_get(&t->params, name);
+}
+
 static const UserObjectType iothread_type = {
     .name = IOTHREAD_TYPE,
     .create = iothread_create,
     .destroy = iothread_destroy,
     .set_property = iothread_set_property,
+    .get_property = iothread_get_property,
 };
 user_object_type_init(iothread_type)

@@ -74,10 +74,18 @@ static bool main_loop_set_property(void *state, const char *name,
                                  MAIN_LOOP_TYPE, name, value, errp);
 }
 
+static JsonNode *main_loop_get_property(void *state, const char *name)
+{
+    MainLoopObject *m = state;
+
+    return event_loop_params_get(&m->params, name);
+}
+
 static const UserObjectType main_loop_type = {
     .name = MAIN_LOOP_TYPE,
     .create = main_loop_create,
     .destroy = main_loop_destroy,
     .set_property = main_loop_set_property,
+    .get_property = main_loop_get_property,
 };
 user_object_type_init(main_loop_type)

@@ -304,8 +304,8 @@ void user_object_del_all(void)
     }
 }
 
-bool user_object_set_property(const char *path, const char *name,
-                              JsonNode *value, Error **errp)
+/* The object at @path ("/objects/ID" or "ID"), or NULL with QEMU's error. */
+static UserObject *user_object_at(const char *path, Error **errp)
 {
     const char *id = g_str_has_prefix(path, "/objects/")
                      ? path + strlen("/objects/") : path;
@@ -314,6 +314,16 @@ bool user_object_set_property(const char *path, const char *name,
     if (!obj) {
         error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND,
                   "Device '%s' not found", path);
+    }
+    return obj;
+}
+
+bool user_object_set_property(const char *path, const char *name,
+                              JsonNode *value, Error **errp)
+{
+    UserObject *obj = user_object_at(path, errp);
+
+    if (!obj) {
         return false;
     }
     if (!obj->type->set_property) {
@@ -322,6 +332,98 @@ bool user_object_set_property(const char *path, const char *name,
         return false;
     }
     return obj->type->set_property(obj->state, name, value, errp);
+}
+
+JsonNode *user_object_get_property(const char *path, const char *name,
+                                   Error **errp)
+{
+    UserObject *obj = user_object_at(path, errp);
+    JsonNode *value = NULL;
+
+    if (!obj) {
+        return NULL;
+    }
+    if (!strcmp(name, "type")) {
+        return json_node_init_string(json_node_alloc(), obj->type->name);
+    }
+    if (obj->type->get_property) {
+        value = obj->type->get_property(obj->state, name);
+    }
+    if (!value) {
+        error_setg(errp, "Property '%s.%s' not found", obj->type->name,
+                   name);
+    }
+    return value;
+}
+
+static gint user_object_compare_ids(gconstpointer a, gconstpointer b)
+{
+    const UserObject *x = *(UserObject *const *)a;
+    const UserObject *y = *(UserObject *const *)b;
+
+    return strcmp(x->id, y->id);
+}
+
+static void user_object_list_add(JsonArray *list, const char *name,
+                                 const char *type)
+{
+    JsonObject *entry = json_object_new();
+
+    json_object_set_string_member(entry, "name", name);
+    json_object_set_string_member(entry, "type", type);
+    json_array_add_object_element(list, entry);
+}
+
+/* A property's type as QEMU's qom-list names it. */
+static const char *user_object_qom_type(const QapiType *type)
+{
+    switch (type->kind) {
+    case QAPI_KIND_STR:
+        return "string";
+    case QAPI_KIND_INT:
+    case QAPI_KIND_SIZE:
+        return "int";
+    case QAPI_KIND_BOOL:
+        return "bool";
+    default:
+        return type->name;
+    }
+}
+
+JsonNode *user_object_list_properties(const char *path, Error **errp)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    user_object_list_add(list, "type", "string");
+    if (!strcmp(path, "/objects") || !strcmp(path, "/objects/")) {
+        g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+
+        for (guint i = 0; user_objects && i < user_objects->len; i++) {
+            g_ptr_array_add(sorted, g_ptr_array_index(user_objects, i));
+        }
+        /* QEMU lists the children by name */
+        g_ptr_array_sort(sorted, user_object_compare_ids);
+        for (guint i = 0; i < sorted->len; i++) {
+            UserObject *obj = g_ptr_array_index(sorted, i);
+            g_autofree char *type = g_strdup_printf("child<%s>",
+                                                    obj->type->name);
+
+            user_object_list_add(list, obj->id, type);
+        }
+    } else {
+        UserObject *obj = user_object_at(path, errp);
+
+        if (!obj) {
+            return NULL;
+        }
+        const QapiType *props = user_object_schema(obj->type->name);
+
+        for (const QapiMember *m = props->members; m->name; m++) {
+            user_object_list_add(list, m->name,
+                                 user_object_qom_type(m->type));
+        }
+    }
+    return json_node_init_array(json_node_alloc(), list);
 }
 
 UserObject *user_object_find(const char *id, const char *type_name)

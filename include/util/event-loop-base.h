@@ -38,6 +38,9 @@ bool event_loop_params_set(EventLoopParams *p, AioContext *ctx,
                            const char *type_name, const char *name,
                            JsonNode *value, Error **errp);
 
+/* qom-get of @name: its value, or NULL if @name is no property of @p. */
+JsonNode *event_loop_params_get(const EventLoopParams *p, const char *name);
+
 /* Gives @ctx the poll properties of @p (from any thread). */
 void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx);
 

@@ -56,6 +56,12 @@ typedef struct UserObjectType {
      */
     bool (*set_property)(void *state, const char *name, JsonNode *value,
                          Error **errp);
+    /*
+     * Optional (NULL: only "type" can be read).  QMP qom-get of the
+     * property @name: a new value, or NULL if @name is no property it
+     * shows (a secret's data and credentials are never shown).
+     */
+    JsonNode *(*get_property)(void *state, const char *name);
 } UserObjectType;
 
 /* Registers @type; the schema must have a variant of the same name. */
@@ -88,6 +94,21 @@ bool user_object_del(const char *id, Error **errp);
  */
 bool user_object_set_property(const char *path, const char *name,
                               JsonNode *value, Error **errp);
+
+/*
+ * QMP qom-get: the property @name ("type", or one the type's
+ * get_property shows) of the object at @path, as qom-set finds it.
+ * NULL with QEMU's messages if there is no such object or property.
+ */
+JsonNode *user_object_get_property(const char *path, const char *name,
+                                   Error **errp);
+
+/*
+ * QMP qom-list of "/objects" (the objects, as child<TYPE>) or of one
+ * object (its properties, as the schema declares them), each with
+ * "type" first, as QEMU lists them.
+ */
+JsonNode *user_object_list_properties(const char *path, Error **errp);
 
 /* Deletes every object, in the reverse order of creation (at exit). */
 void user_object_del_all(void);

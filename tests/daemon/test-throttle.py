@@ -2,7 +2,8 @@
 """The throttle filter and throttle-group objects in the storage daemon:
 QEMU's errors for bad groups and limits, limits that hold requests back
 (lower bounds on elapsed time only: a loaded machine can only make I/O
-slower), qom-set of the limits, one group shared by two nodes in turn
+slower), qom-set and qom-get of the limits, qom-get and qom-list of
+objects, one group shared by two nodes in turn
 (one of them in an iothread), object-del refused while a node uses the
 group, and blockdev-reopen moving a node to another group.  That a drain
 lifts the limits is tests/unit/test-throttle.c's."""
@@ -115,6 +116,28 @@ def test_errors():
                                           'x-iops-total': 3})),
             generic('bps/iops/max total values and read/write values '
                     'cannot be used at the same time'))
+    t.equal('qom-list /objects',
+            c.cmd('qom-list', {'path': '/objects'}),
+            {'return': [{'name': 'type', 'type': 'string'},
+                        {'name': 'io0', 'type': 'child<iothread>'},
+                        {'name': 'tg0', 'type': 'child<throttle-group>'}]})
+    t.equal('qom-get type', c.cmd('qom-get', {'path': '/objects/io0',
+                                              'property': 'type'}),
+            {'return': 'iothread'})
+    t.equal('qom-get of an iothread property',
+            c.cmd('qom-get', {'path': 'io0', 'property': 'poll-max-ns'}),
+            {'return': 32768})
+    t.equal('qom-get of no property',
+            error_of(c.cmd('qom-get', {'path': 'io0', 'property': 'x'})),
+            generic("Property 'iothread.x' not found"))
+    t.equal('qom-get of no object',
+            error_of(c.cmd('qom-get', {'path': '/objects/x',
+                                       'property': 'type'})),
+            ('DeviceNotFound', "Device '/objects/x' not found"))
+    c.ok('object-add', {'qom-type': 'secret', 'id': 'sec0', 'data': 'pw'})
+    t.equal('a secret\'s data is not shown (QEMU shows it)',
+            error_of(c.cmd('qom-get', {'path': 'sec0', 'property': 'data'})),
+            generic("Property 'secret.data' not found"))
     c.ok('blockdev-add', throttle_node('t0', 'tg0', 'n0'))
     reply = c.cmd('object-del', {'id': 'tg0'})
     t.check('object-del of a group a node uses is refused',
@@ -140,6 +163,15 @@ def test_limits():
             rc == 0 and took >= 1.2, out[-300:])
     c.ok('qom-set', {'path': '/objects/tg0', 'property': 'limits',
                      'value': {'iops-total': 0, 'bps-read': 64 * 1024}})
+    limits = c.cmd('qom-get', {'path': '/objects/tg0',
+                               'property': 'limits'})['return']
+    t.equal('qom-get limits: what qom-set changed, the rest kept',
+            (limits['bps-read'], limits['iops-total'],
+             limits['bps-read-max-length'], len(limits)),
+            (64 * 1024, 0, 1, 19))
+    t.equal('qom-get of an x- property',
+            c.cmd('qom-get', {'path': 'tg0', 'property': 'x-bps-read'}),
+            {'return': 64 * 1024})
     rc, out, took = timed_reads(uri, 6, size=32 * 1024)
     t.check('6 reads of 32 KiB at bps-read=64 KiB take at least 2 s '
             '(%.2f s)' % took, rc == 0 and took >= 2.0, out[-300:])
