@@ -181,7 +181,7 @@ void json_append_string(GString *out, const char *str)
  */
 #define JSON_QDICT_BUCKETS 512
 
-static unsigned int json_qdict_bucket(const char *key)
+unsigned int json_qdict_bucket(const char *key)
 {
     uint32_t value = 0x238F13AF * (uint32_t)strlen(key);
 

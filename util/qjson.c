@@ -260,6 +260,26 @@ static QDictKey **qdict_key_members(const QDictKey *k, bool top,
     return order;
 }
 
+/*
+ * Sorts the @n members of an object into QEMU's QDict order: by bucket,
+ * the later first within one.
+ */
+static void qdict_key_sort_qdict_order(QDictKey **order, guint n)
+{
+    for (guint i = 1; i < n; i++) {
+        QDictKey *k = order[i];
+        unsigned int bucket = json_qdict_bucket(k->name);
+        guint j = i;
+
+        /* stable insertion; "<=" puts a later member before its equals */
+        while (j > 0 && bucket <= json_qdict_bucket(order[j - 1]->name)) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = k;
+    }
+}
+
 static void qdict_key_write(JsonWriter *w, const char *name,
                             const QDictKey *k, bool top)
 {
@@ -287,6 +307,8 @@ static void qdict_key_write(JsonWriter *w, const char *name,
     if (is_array) {
         json_writer_start_array(w, name);
     } else {
+        /* QEMU prints each nested dictionary of a json: name so */
+        qdict_key_sort_qdict_order(order, k->members->len);
         json_writer_start_object(w, name);
     }
     for (QDictKey **m = order; *m; m++) {

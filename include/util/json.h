@@ -92,6 +92,12 @@ typedef enum JsonWriteFlags {
 } JsonWriteFlags;
 
 /*
+ * The hash bucket of @key in QEMU's QDict: members iterate by bucket,
+ * the later added first within one (JSON_WRITE_QDICT_ORDER).
+ */
+unsigned int json_qdict_bucket(const char *key);
+
+/*
  * Appends @node to @out as QEMU writes JSON: ", " and ": " between items,
  * everything outside ASCII printable as \uXXXX escapes (upper case hex),
  * doubles as "%.17g".  Pretty lines end in "\n" without a final one.

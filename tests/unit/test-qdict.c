@@ -376,10 +376,10 @@ static void test_json_output(void)
     qdict_put_str(kv, "file.filename", "/tmp/ut\"d \u00e9\\x");
     qdict_put_bool(kv, "read-only", true);
     qdict_put_typed(kv, "x", NULL, QTYPE_QNULL);
-    check_to_json(kv, "{\"driver\": \"raw\", \"size\": \"4096\", \"file\": "
-                  "{\"driver\": \"file\", \"filename\": "
-                  "\"/tmp/ut\\\"d \\u00E9\\\\x\"}, \"read-only\": true, "
-                  "\"x\": null}");
+    /* in QEMU's QDict order at every level, as QEMU prints json: names */
+    check_to_json(kv, "{\"x\": null, \"driver\": \"raw\", \"size\": \"4096\", "
+                  "\"read-only\": true, \"file\": {\"driver\": \"file\", "
+                  "\"filename\": \"/tmp/ut\\\"d \\u00E9\\\\x\"}}");
 }
 
 static void test_json_output_escapes(void)
@@ -404,15 +404,15 @@ static void test_json_output_arrays(void)
     qdict_put_str(d, "inject-error.1.event", "flush");
     qdict_put_str(d, "inject-error.0.event", "pwritev");
     qdict_put_int(d, "inject-error.0.errno", 5);
-    check_to_json(d, "{\"driver\": \"blkdebug\", \"inject-error\": "
-                  "[{\"event\": \"pwritev\", \"errno\": 5}, "
-                  "{\"event\": \"flush\"}]}");
+    check_to_json(d, "{\"inject-error\": [{\"event\": \"pwritev\", "
+                  "\"errno\": 5}, {\"event\": \"flush\"}], "
+                  "\"driver\": \"blkdebug\"}");
     /* And it reads back to the same options. */
     json = qdict_to_json(d);
     back = qdict_from_json(json, &error_abort);
-    assert_dump(back, "driver=blkdebug(str) "
-                "inject-error.0.event=pwritev(str) "
-                "inject-error.0.errno=5(num) inject-error.1.event=flush(str)");
+    assert_dump(back, "inject-error.0.event=pwritev(str) "
+                "inject-error.0.errno=5(num) inject-error.1.event=flush(str) "
+                "driver=blkdebug(str)");
 
     /* Not 0..n-1: an object.  A value and a prefix at once: kept flat. */
     qdict_put_str(e, "a.1", "x");
@@ -420,9 +420,9 @@ static void test_json_output_arrays(void)
     qdict_put_str(e, "0", "top");
     qdict_put_str(e, "file", "img");
     qdict_put_str(e, "file.locking", "off");
-    check_to_json(e, "{\"a\": {\"1\": \"x\"}, \"b\": {\"01\": \"y\"}, "
-                  "\"0\": \"top\", \"file\": \"img\", "
-                  "\"file.locking\": \"off\"}");
+    check_to_json(e, "{\"0\": \"top\", \"file.locking\": \"off\", "
+                  "\"a\": {\"1\": \"x\"}, \"b\": {\"01\": \"y\"}, "
+                  "\"file\": \"img\"}");
 }
 
 /*
@@ -443,9 +443,10 @@ static void test_json_node(void)
     qdict_put_bool(d, "nospace", false);
     qdict_put_str(d, "list.0.x", "a");
     qdict_put_typed(d, "list.1", NULL, QTYPE_QNULL);
-    check_to_json(d, "{\"node-name\": \"n0\", \"offset\": -512, "
-                  "\"size\": 18446744073709551615, \"ratio\": 0.5, "
-                  "\"nospace\": false, \"list\": [{\"x\": \"a\"}, null]}");
+    /* the text in QEMU's QDict order, the tree in the order added */
+    check_to_json(d, "{\"list\": [{\"x\": \"a\"}, null], \"nospace\": false, "
+                  "\"offset\": -512, \"node-name\": \"n0\", "
+                  "\"size\": 18446744073709551615, \"ratio\": 0.5}");
     node = qdict_to_json_node(d);
     tree_text = json_to_text(node, 0);
     g_assert_cmpstr(tree_text, ==,

@@ -165,7 +165,7 @@ static void test_absorb_qdict(void)
     back = qemu_opts_to_qdict(opts, NULL);
     json = qdict_to_json(back);
     g_assert_cmpstr(json, ==, "{\"size\": 4096, \"aio\": \"native\", "
-                    "\"flag\": true, \"cache\": {\"direct\": \"on\"}}");
+                    "\"cache\": {\"direct\": \"on\"}, \"flag\": true}");
     qemu_opts_del(opts);
 }
 
