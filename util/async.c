@@ -300,6 +300,43 @@ void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx)
     assert(qemu_coroutine_get_aio_context(self) == new_ctx);
 }
 
+typedef struct AioCoRunAllItem {
+    CoroutineEntry *fn;
+    void *opaque;
+    int *pending;
+    Coroutine *waiter;
+} AioCoRunAllItem;
+
+static void coroutine_fn aio_co_run_all_entry(void *opaque)
+{
+    AioCoRunAllItem *item = opaque;
+
+    item->fn(item->opaque);
+    if (--*item->pending == 0) {
+        aio_co_wake(item->waiter);
+    }
+}
+
+void coroutine_fn aio_co_run_all(CoroutineEntry *fn, void **opaques, int n)
+{
+    g_autofree AioCoRunAllItem *items = g_new(AioCoRunAllItem, n);
+    AioContext *ctx = qemu_coroutine_get_aio_context(qemu_coroutine_self());
+    int pending = n;
+
+    for (int i = 0; i < n; i++) {
+        items[i] = (AioCoRunAllItem) {
+            .fn = fn, .opaque = opaques[i], .pending = &pending,
+            .waiter = qemu_coroutine_self(),
+        };
+        /* scheduled: none runs before the caller yields below */
+        aio_co_enter(ctx, qemu_coroutine_create(aio_co_run_all_entry,
+                                                &items[i]));
+    }
+    while (pending > 0) {
+        qemu_coroutine_yield();
+    }
+}
+
 void aio_co_wake(Coroutine *co)
 {
     aio_co_enter(qemu_coroutine_get_aio_context(co), co);

@@ -237,6 +237,12 @@ void aio_co_enter(AioContext *ctx, Coroutine *co);
  * context's thread never enters it while it still runs here).
  */
 void coroutine_fn aio_co_reschedule_self(AioContext *new_ctx);
+/*
+ * Runs @fn(@opaques[i]) for each i in [0, @n) as coroutines of the
+ * caller's context, all at once, and returns when every one has
+ * returned: a request sent to several children in parallel.
+ */
+void coroutine_fn aio_co_run_all(CoroutineEntry *fn, void **opaques, int n);
 
 /* The context's thread pool, created on first use. */
 ThreadPool *aio_get_thread_pool(AioContext *ctx);
