@@ -645,7 +645,12 @@ static BlockDriverState *bdrv_open_child_bs(const char *filename,
     g_autofree char *prefix = g_strdup_printf("%s.", bdref_key);
     g_autofree char *reference = NULL;
     QDict *child_opts = NULL;
+    int child_flags = bdrv_inherited_flags(parent_flags,
+                                           flags & BDRV_CHILD_OPEN_BACKING);
 
+    if (flags & BDRV_CHILD_OPEN_PROBE_FORMAT) {
+        child_flags &= ~BDRV_O_PROTOCOL;
+    }
     qdict_extract_subqdict(options, &child_opts, prefix);
     reference = g_strdup(qdict_get_try_str(options, bdref_key));
     qdict_del(options, bdref_key);
@@ -668,10 +673,7 @@ static BlockDriverState *bdrv_open_child_bs(const char *filename,
         !qdict_haskey(child_opts, BDRV_OPT_FORCE_SHARE)) {
         qdict_put_str(child_opts, BDRV_OPT_FORCE_SHARE, "on");
     }
-    return bdrv_open_inherit(filename, reference, child_opts,
-                             bdrv_inherited_flags(parent_flags,
-                                                  flags &
-                                                  BDRV_CHILD_OPEN_BACKING),
+    return bdrv_open_inherit(filename, reference, child_opts, child_flags,
                              errp);
 }
 

@@ -714,6 +714,12 @@ typedef enum BdrvChildOpenFlags {
      * options say otherwise (set by the open code from the parent node)
      */
     BDRV_CHILD_OPEN_FORCE_SHARE = 1 << 2,
+    /*
+     * a data child of a node that is no format (quorum's children,
+     * blkverify's test image): its format is probed, as QEMU does, where
+     * other children are opened as protocols
+     */
+    BDRV_CHILD_OPEN_PROBE_FORMAT = 1 << 3,
 } BdrvChildOpenFlags;
 
 /* Opens a child of @parent from options "@name.*" in @options (or the
