@@ -63,8 +63,6 @@ typedef struct QuorumRequest {
     int *ret;
     uint8_t **bufs;
     QEMUIOVector *qiovs;
-    int pending;                    /* child requests in flight (inv. 2) */
-    Coroutine *waiter;
 } QuorumRequest;
 
 typedef struct QuorumChildRequest {
@@ -125,32 +123,21 @@ static void coroutine_fn quorum_child_entry(void *opaque)
                           req->offset, req->bytes,
                           bdrv_get_node_name(child->bs), ret);
     }
-    g_free(creq);
-    if (--req->pending == 0 && req->waiter) {
-        aio_co_wake(req->waiter);
-    }
 }
 
-/* Runs the request on every child at once; returns when all are done. */
+/* Runs the request on every child at once (invariant 2). */
 static void coroutine_fn quorum_run_children(QuorumRequest *req)
 {
     BDRVQuorumState *s = req->bs->opaque;
-    AioContext *ctx = bdrv_get_aio_context(req->bs);
+    g_autofree QuorumChildRequest *creqs =
+        g_new(QuorumChildRequest, s->num_children);
+    g_autofree void **opaques = g_new(void *, s->num_children);
 
-    req->pending = s->num_children;
     for (int i = 0; i < s->num_children; i++) {
-        QuorumChildRequest *creq = g_new(QuorumChildRequest, 1);
-
-        creq->req = req;
-        creq->index = i;
-        aio_co_enter(ctx, qemu_coroutine_create(quorum_child_entry, creq));
+        creqs[i] = (QuorumChildRequest) { .req = req, .index = i };
+        opaques[i] = &creqs[i];
     }
-    /* invariant 2 */
-    req->waiter = qemu_coroutine_self();
-    while (req->pending > 0) {
-        qemu_coroutine_yield();
-    }
-    req->waiter = NULL;
+    aio_co_run_all(quorum_child_entry, opaques, s->num_children);
 }
 
 static int quorum_success_count(QuorumRequest *req)
@@ -392,6 +379,49 @@ static int coroutine_fn quorum_co_flush(BlockDriverState *bs)
            quorum_vote_error(&req);
 }
 
+/*
+ * Zero where every child reads zeroes through its whole chain, else
+ * data, with no offset: the data is no single child's (QEMU's).  A
+ * child that fails is reported and the range counts as data.
+ */
+static int coroutine_fn quorum_co_block_status(BlockDriverState *bs,
+                                               bool want_zero,
+                                               int64_t offset, int64_t bytes,
+                                               int64_t *pnum, int64_t *map,
+                                               BlockDriverState **file)
+{
+    BDRVQuorumState *s = bs->opaque;
+    int64_t zero_bytes = bytes, data_bytes = 0;
+
+    for (int i = 0; i < s->num_children; i++) {
+        int64_t n;
+        int ret = bdrv_co_block_status_above(s->children[i]->bs, NULL,
+                                             want_zero, offset, bytes, &n,
+                                             NULL, NULL, NULL);
+
+        if (ret < 0) {
+            quorum_report_bad(QUORUM_OP_READ, offset, bytes,
+                              bdrv_get_node_name(s->children[i]->bs), ret);
+            data_bytes = bytes;
+            break;
+        }
+        if (ret & BDRV_BLOCK_ZERO) {
+            zero_bytes = MIN(zero_bytes, n);
+        } else {
+            zero_bytes = 0;
+        }
+        if (ret & BDRV_BLOCK_DATA) {
+            data_bytes = MAX(data_bytes, n);
+        }
+    }
+    if (zero_bytes) {
+        *pnum = zero_bytes;
+        return BDRV_BLOCK_ZERO;
+    }
+    *pnum = data_bytes ? data_bytes : bytes;
+    return BDRV_BLOCK_DATA;
+}
+
 /* All children must be as long as the first. */
 static int64_t quorum_getlength(BlockDriverState *bs)
 {
@@ -518,7 +548,8 @@ static int quorum_open(BlockDriverState *bs, QDict *options, int flags,
     for (int i = 0; i < n; i++) {
         g_autofree char *name = g_strdup_printf("children.%d", i);
 
-        s->children[i] = bdrv_open_child(NULL, options, name, bs, 0, errp);
+        s->children[i] = bdrv_open_child(NULL, options, name, bs,
+                                         BDRV_CHILD_OPEN_PROBE_FORMAT, errp);
         if (!s->children[i]) {
             quorum_close(bs);
             return -EINVAL;
@@ -550,6 +581,8 @@ static const char *const quorum_strong_runtime_opts[] = {
 static const BlockDriver bdrv_quorum = {
     .format_name                    = "quorum",
     .instance_size                  = sizeof(BDRVQuorumState),
+    /* as QEMU's: no protocol, so block status shows no offsets */
+    .is_format                      = true,
     .runtime_opts                   = &qapi_opts_quorum_runtime,
     .strong_runtime_opts            = quorum_strong_runtime_opts,
     .bdrv_open                      = quorum_open,
@@ -560,6 +593,7 @@ static const BlockDriver bdrv_quorum = {
     .bdrv_co_pwritev                = quorum_co_pwritev,
     .bdrv_co_pwrite_zeroes          = quorum_co_pwrite_zeroes,
     .bdrv_co_flush                  = quorum_co_flush,
+    .bdrv_co_block_status           = quorum_co_block_status,
 };
 
 block_init(bdrv_register, bdrv_quorum)
