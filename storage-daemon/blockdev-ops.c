@@ -347,11 +347,7 @@ static void qmp_blockdev_snapshot(JsonObject *args, JsonNode **ret,
 
 /* ---- internal snapshots ---- */
 
-/*
- * The node @name names, which must be a root node (only BlockBackends
- * above it): QEMU's qmp_get_root_bs().
- */
-static BlockDriverState *blockdev_ops_root_bs(const char *name, Error **errp)
+BlockDriverState *blockdev_lookup_root_bs(const char *name, Error **errp)
 {
     BlockDriverState *bs = blockdev_lookup_bs(name, name, errp);
 
@@ -406,7 +402,7 @@ static int blockdev_ops_internal_prepare(TransactionAction *action,
     int ret;
 
     st->device = json_object_get_string_member(data, "device");
-    st->bs = blockdev_ops_root_bs(st->device, errp);
+    st->bs = blockdev_lookup_root_bs(st->device, errp);
     if (!st->bs) {
         return -ENOENT;
     }
@@ -521,7 +517,7 @@ static void qmp_blockdev_snapshot_delete_internal_sync(JsonObject *args,
     const char *device = json_object_get_string_member(args, "device");
     const char *id = qmp_arg_str(args, "id");
     const char *name = qmp_arg_str(args, "name");
-    BlockDriverState *bs = blockdev_ops_root_bs(device, errp);
+    BlockDriverState *bs = blockdev_lookup_root_bs(device, errp);
     QEMUSnapshotInfo sn;
     int r;
 
@@ -594,12 +590,8 @@ static void qmp_change_backing_file(JsonObject *args, JsonNode **ret,
     bool read_only;
     int r;
 
-    bs = blockdev_lookup_bs(device, device, errp);
+    bs = blockdev_lookup_root_bs(device, errp);
     if (!bs) {
-        return;
-    }
-    if (!bdrv_is_root_node(bs)) {
-        error_setg(errp, "Need a root block node");
         return;
     }
     image = blockdev_lookup_bs(NULL, json_object_get_string_member(

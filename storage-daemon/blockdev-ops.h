@@ -16,6 +16,13 @@
 BlockDriverState *blockdev_lookup_bs(const char *device,
                                      const char *node_name, Error **errp);
 
+/*
+ * The node @name names (as device or node name), which must be a root
+ * node, only BlockBackends above it: QEMU's qmp_get_root_bs(), with its
+ * "Need a root block node".
+ */
+BlockDriverState *blockdev_lookup_root_bs(const char *name, Error **errp);
+
 /* Registers block_resize and the snapshot commands. */
 void blockdev_ops_register_commands(void);
 

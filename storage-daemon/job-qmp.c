@@ -452,12 +452,8 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     };
     BlockDriverState *bs, *target_bs;
 
-    bs = blockdev_lookup_bs(device, device, errp);
+    bs = blockdev_lookup_root_bs(device, errp);
     if (!bs) {
-        return;
-    }
-    if (!bdrv_is_root_node(bs)) {
-        error_setg(errp, "Need a root block node");
         return;
     }
     target_bs = blockdev_lookup_bs(target, target, errp);

@@ -295,6 +295,16 @@ class QmpClient:
             if 'event' in msg:
                 self.events.append(msg)
 
+    def events_named(self, name, timeout=1.0):
+        """The data of every event @name, kept or arriving, until none
+        comes for @timeout seconds."""
+        got = []
+        while True:
+            e = self.event(name, timeout=timeout)
+            if e is None:
+                return got
+            got.append(e['data'])
+
     def close(self):
         self.sock.close()
 

@@ -15,15 +15,6 @@ t = qsd.Tests('test-quorum')
 KiB = 1024
 
 
-def events(c, name, timeout=1.0):
-    got = []
-    while True:
-        e = c.event(name, timeout=timeout)
-        if e is None:
-            return got
-        got.append(e['data'])
-
-
 def poke(name, offset, byte, length):
     """Writes @length bytes @byte at @offset of file @name behind the
     daemon's back (the daemon holds the files' locks)."""
@@ -61,7 +52,7 @@ def main():
     rc, out = qemu_io(t, uri, 'write -P 0x11 0 64k')
     t.equal('a write that one child fails succeeds', rc, 0)
     t.equal('and the child is reported',
-            events(c, 'QUORUM_REPORT_BAD'),
+            c.events_named('QUORUM_REPORT_BAD'),
             [{'type': 'write', 'error': 'No space left on device',
               'node-name': 'c2', 'sector-num': 0, 'sectors-count': 128}])
     for i in (0, 1):
@@ -73,7 +64,7 @@ def main():
     rc, out = qemu_io(t, uri, 'read -P 0 64k 4k')
     t.equal('c0 is outvoted at 64k', rc, 0)
     t.equal('and reported, without an error',
-            events(c, 'QUORUM_REPORT_BAD'),
+            c.events_named('QUORUM_REPORT_BAD'),
             [{'type': 'read', 'node-name': 'c0', 'sector-num': 128,
               'sectors-count': 8}])
     poke('c1.raw', 0, 0x33, 4096)
@@ -81,9 +72,9 @@ def main():
     t.check('three different contents: the read fails',
             rc != 0 or 'Input/output error' in out, out)
     t.equal('QUORUM_FAILURE names the quorum node',
-            events(c, 'QUORUM_FAILURE'),
+            c.events_named('QUORUM_FAILURE'),
             [{'reference': 'q0', 'sector-num': 0, 'sectors-count': 8}])
-    bad = events(c, 'QUORUM_REPORT_BAD')
+    bad = c.events_named('QUORUM_REPORT_BAD')
     t.equal('no child is reported when none won', bad, [])
     c.close()
     t.equal('the daemon exits 0', d.stop(), 0)

@@ -29,17 +29,6 @@ def set_threshold(c, node, value):
                  {'node-name': node, 'write-threshold': value})
 
 
-def events(c, name, timeout=1.0):
-    """The data of every event @name that comes within @timeout of the
-    last one."""
-    got = []
-    while True:
-        e = c.event(name, timeout=timeout)
-        if e is None:
-            return got
-        got.append(e['data'])
-
-
 def test_raw_node():
     t.create_image('raw.img', size='16M', fmt='raw')
     d, c = t.start([{'driver': 'file', 'node-name': 'f0',
@@ -54,11 +43,11 @@ def test_raw_node():
             4 * MiB)
     rc, out = qemu_io(t, uri, 'write 0 1M', 'write 3M 1M')
     t.equal('writes up to the threshold', rc, 0)
-    t.equal('send no event', events(c, 'BLOCK_WRITE_THRESHOLD', 0.5), [])
+    t.equal('send no event', c.events_named('BLOCK_WRITE_THRESHOLD', 0.5), [])
     rc, out = qemu_io(t, uri, 'write 4M 64k', 'write 5M 64k')
     t.equal('two writes past it', rc, 0)
     t.equal('send one event, for the first',
-            events(c, 'BLOCK_WRITE_THRESHOLD'),
+            c.events_named('BLOCK_WRITE_THRESHOLD'),
             [{'node-name': 'f0', 'amount-exceeded': 64 * 1024,
               'write-threshold': 4 * MiB}])
     t.equal('and the threshold is 0', threshold_of(c, 'f0'), 0)
@@ -66,14 +55,14 @@ def test_raw_node():
         set_threshold(c, 'f0', 8 * MiB)
         rc, out = qemu_io(t, uri, cmd)
         t.equal('%s past 8 MiB sends the event' % cmd.split()[0],
-                events(c, 'BLOCK_WRITE_THRESHOLD'),
+                c.events_named('BLOCK_WRITE_THRESHOLD'),
                 [{'node-name': 'f0', 'amount-exceeded': end - 8 * MiB,
                   'write-threshold': 8 * MiB}])
     set_threshold(c, 'f0', 8 * MiB)
     t.equal('0 removes it', set_threshold(c, 'f0', 0), {'return': {}})
     qemu_io(t, uri, 'write 12M 1M')
     t.equal('then nothing is reported',
-            events(c, 'BLOCK_WRITE_THRESHOLD', 0.5), [])
+            c.events_named('BLOCK_WRITE_THRESHOLD', 0.5), [])
     c.close()
     t.equal('the daemon exits 0', d.stop(), 0)
 
@@ -90,9 +79,9 @@ def test_qcow2_growth():
     set_threshold(c, 'f0', size + MiB)
     rc, out = qemu_io(t, uri, 'write 0 512k')
     t.equal('an allocation that stays below sends nothing',
-            events(c, 'BLOCK_WRITE_THRESHOLD', 0.5), [])
+            c.events_named('BLOCK_WRITE_THRESHOLD', 0.5), [])
     rc, out = qemu_io(t, uri, 'write 32M 1M')
-    got = events(c, 'BLOCK_WRITE_THRESHOLD')
+    got = c.events_named('BLOCK_WRITE_THRESHOLD')
     t.check('growing the image past it sends one event',
             len(got) == 1 and got[0]['node-name'] == 'f0' and
             got[0]['write-threshold'] == size + MiB and
