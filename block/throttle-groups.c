@@ -495,6 +495,7 @@ bool throttle_group_register(ThrottleGroupMember *m, const char *group_id,
     tg = user_object_get_state(obj);
     memset(m, 0, sizeof(*m));
     m->group = tg;
+    m->obj = obj;
     for (int dir = 0; dir < THROTTLE_DIRECTIONS; dir++) {
         qemu_co_queue_init(&m->queued[dir]);
     }
@@ -526,7 +527,8 @@ void throttle_group_unregister(ThrottleGroupMember *m)
     }
     tg->members = g_list_remove(tg->members, m);
     g_mutex_unlock(&tg->lock);
-    user_object_unref(user_object_find(tg->id, THROTTLE_GROUP_TYPE));
+    user_object_unref(m->obj);
+    m->obj = NULL;
     m->group = NULL;
 }
 

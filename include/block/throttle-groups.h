@@ -31,9 +31,15 @@
 #include "util/throttle.h"
 
 typedef struct ThrottleGroup ThrottleGroup;
+typedef struct UserObject UserObject;
 
 typedef struct ThrottleGroupMember {
     ThrottleGroup *group;
+    /*
+     * invariant 4: the group's object, held by pointer, since at exit the
+     * registry lets go of objects before the nodes close
+     */
+    UserObject *obj;
     AioContext *ctx;
     /* invariant 2: all of these belong to ctx's thread */
     CoQueue queued[THROTTLE_DIRECTIONS];
