@@ -170,7 +170,7 @@ static int coroutine_fn blkverify_co_preadv(BlockDriverState *bs,
                                             QEMUIOVector *qiov,
                                             BdrvRequestFlags flags)
 {
-    g_autofree uint8_t *buf = NULL;
+    uint8_t *buf = qemu_blockalign(bs->file->bs, bytes);
     QEMUIOVector raw_qiov;
     BlkverifyRequest r = {
         .bs = bs, .offset = offset, .bytes = bytes, .test_qiov = qiov,
@@ -179,20 +179,17 @@ static int coroutine_fn blkverify_co_preadv(BlockDriverState *bs,
     ssize_t pos;
     int ret;
 
-    buf = qemu_blockalign(bs->file->bs, bytes);
     qemu_iovec_init_buf(&raw_qiov, buf, bytes);
     ret = blkverify_run(&r);
-    if (ret < 0) {
-        qemu_vfree(g_steal_pointer(&buf));
-        return ret;
+    if (ret >= 0) {
+        pos = qemu_iovec_compare(qiov, &raw_qiov);
+        if (pos >= 0) {
+            blkverify_fail(&r, "contents mismatch at offset %" PRId64,
+                           offset + pos);
+        }
     }
-    pos = qemu_iovec_compare(qiov, &raw_qiov);
-    if (pos >= 0) {
-        blkverify_fail(&r, "contents mismatch at offset %" PRId64,
-                       offset + pos);
-    }
-    qemu_vfree(g_steal_pointer(&buf));
-    return 0;
+    qemu_vfree(buf);
+    return ret;
 }
 
 static int coroutine_fn blkverify_co_pwritev(BlockDriverState *bs,
