@@ -323,9 +323,10 @@ static int coroutine_fn quorum_co_preadv(BlockDriverState *bs,
     return quorum_read_all(&req);
 }
 
-static int coroutine_fn quorum_write(BlockDriverState *bs, int64_t offset,
-                                     int64_t bytes, QEMUIOVector *qiov,
-                                     BdrvRequestFlags flags)
+static int coroutine_fn quorum_co_pwritev(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes,
+                                          QEMUIOVector *qiov,
+                                          BdrvRequestFlags flags)
 {
     BDRVQuorumState *s = bs->opaque;
     g_autofree int *rets = g_new0(int, s->num_children);
@@ -340,21 +341,13 @@ static int coroutine_fn quorum_write(BlockDriverState *bs, int64_t offset,
     return ret;
 }
 
-static int coroutine_fn quorum_co_pwritev(BlockDriverState *bs,
-                                          int64_t offset, int64_t bytes,
-                                          QEMUIOVector *qiov,
-                                          BdrvRequestFlags flags)
-{
-    return quorum_write(bs, offset, bytes, qiov, flags);
-}
-
 static int coroutine_fn quorum_co_pwrite_zeroes(BlockDriverState *bs,
                                                 int64_t offset,
                                                 int64_t bytes,
                                                 BdrvRequestFlags flags)
 {
-    return quorum_write(bs, offset, bytes, NULL,
-                        flags | BDRV_REQ_ZERO_WRITE);
+    return quorum_co_pwritev(bs, offset, bytes, NULL,
+                             flags | BDRV_REQ_ZERO_WRITE);
 }
 
 /*
