@@ -955,6 +955,14 @@ int qcow2_check_refcounts(BlockDriverState *bs, BdrvCheckResult *res,
         res->leaks_fixed += res->leaks;
         res->corruptions = 0;
         res->leaks = 0;
+        /*
+         * The refcounts the comparison could not read were the old
+         * structure's, which the rebuild replaced: the recount below
+         * reads the new one.  Left counted, they would keep the corrupt
+         * bit set on an image that this check repaired (QEMU clears it
+         * only in a second check -r).
+         */
+        res->check_errors = pre_compare.check_errors;
 
         /* The old structure is leaked now: count afresh and free it. */
         r.file_len = bdrv_getlength(bs->file->bs);

@@ -897,6 +897,16 @@ again:
     if (!l2_entry_is_valid(s, entry, qcow2_get_cluster_type(bs, entry)) ||
         !l2_bitmap_is_valid(bs, entry, bitmap)) {
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
+        if (qcow2_get_cluster_type(bs, entry) == QCOW2_CLUSTER_ZERO_ALLOC &&
+            offset_into_cluster(s, entry & L2E_OFFSET_MASK)) {
+            /* QEMU's words for the write that would reuse the cluster */
+            qcow2_signal_corruption(bs, true, -1, -1, "Preallocated zero "
+                                    "cluster offset %#" PRIx64 " unaligned "
+                                    "(guest offset: %#" PRIx64 ")",
+                                    (uint64_t)(entry & L2E_OFFSET_MASK),
+                                    offset);
+            return -EIO;
+        }
         return l2_entry_corrupt(bs, l2_offset, offset_to_l2_index(s, offset),
                                 entry, qcow2_get_cluster_type(bs, entry),
                                 L2_ENTRY_MET_ALLOCATING);
@@ -1324,7 +1334,12 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
         bool unmap = true;
         int first, end;
 
-        if (!l2_entry_is_valid(s, old, type) ||
+        /*
+         * A discard drops an unaligned host offset with the entry: the
+         * data is no longer wanted, and freeing the cluster reports the
+         * damage as non-fatal (qcow2_free_any_cluster), as QEMU does.
+         */
+        if ((op != L2_OP_DISCARD && !l2_entry_is_valid(s, old, type)) ||
             !l2_bitmap_is_valid(bs, old, old_bitmap)) {
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
             return l2_entry_corrupt(bs, l2_offset,

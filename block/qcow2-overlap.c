@@ -29,7 +29,8 @@
  *
  * Invariants, cited as "qcow2-overlap.c inv. N":
  *  1. For the active sets (active L2, refcount block) a cluster's count is
- *     the number of active L1 / refcount table entries that point at it:
+ *     the number of active L1 / refcount table entries that point at it
+ *     with a cluster-aligned offset (ol_table_offset_is_valid):
  *     each change of such an entry goes through qcow2_overlap_l2_changed()
  *     or qcow2_overlap_refblock_changed(), and wholesale replacements
  *     through qcow2_overlap_rebuild_active().
@@ -338,6 +339,19 @@ uint64_t qcow2_overlap_index_size(BDRVQcow2State *s)
     return s->overlap_index ? s->overlap_index->used : 0;
 }
 
+/*
+ * Whether an active L1 or refcount table entry's offset names a table
+ * that qcow2 could load: an unaligned one does not (the caches refuse it
+ * and mark the image corrupt), so no table is ever read or written there
+ * and there is nothing to protect.  Indexed, such an entry pointing into
+ * the header cluster (QEMU's iotest 060) would refuse every header write,
+ * the corrupt bit's and check -r's repair included.
+ */
+static bool ol_table_offset_is_valid(BDRVQcow2State *s, uint64_t off)
+{
+    return off && !offset_into_cluster(s, off);
+}
+
 /* A table entry that pointed at @old_off now points at @new_off (0: none). */
 static void ol_index_replace(BDRVQcow2State *s, int set, uint64_t old_off,
                              uint64_t new_off)
@@ -345,10 +359,10 @@ static void ol_index_replace(BDRVQcow2State *s, int set, uint64_t old_off,
     if (old_off == new_off) {
         return;
     }
-    if (new_off) {
+    if (ol_table_offset_is_valid(s, new_off)) {
         ol_index_add(s, set, new_off >> s->cluster_bits);
     }
-    if (old_off) {
+    if (ol_table_offset_is_valid(s, old_off)) {
         ol_index_remove(s, set, old_off >> s->cluster_bits);
     }
 }

@@ -1098,6 +1098,31 @@ static bool qcow2_refblock_is_unused(BDRVQcow2State *s, uint64_t rt_index,
 }
 
 /*
+ * Whether the refcount of the block at @offset (entry @rt_index) can be
+ * dropped: it describes itself, or the table has a block for it.  A block
+ * that the structure does not cover (an entry past the file, a damaged
+ * one) is corruption: freeing it would have to allocate the block that
+ * should describe it, in the middle of a shrink.  Checked for every block
+ * before the table changes, so that nothing is written.
+ */
+static bool qcow2_refblock_is_covered(BlockDriverState *bs, uint64_t rt_index,
+                                      int64_t offset)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t covering = qcow2_rt_index(s, offset);
+
+    if (covering == rt_index ||
+        (covering < s->refcount_table_size &&
+         (s->refcount_table[covering] & REFT_OFFSET_MASK))) {
+        return true;
+    }
+    qcow2_signal_corruption(bs, true, -1, -1, "Refblock at %#" PRIx64
+                            " is not covered by the refcount structures",
+                            offset);
+    return false;
+}
+
+/*
  * One pass of qcow2_shrink_reftable(): takes the blocks unused now out of
  * the table and frees them; returns how many, or -errno.
  */
@@ -1147,6 +1172,9 @@ static int64_t qcow2_drop_unused_refblocks(BlockDriverState *bs)
                 return ret;
             }
             unused = ret == 0;
+        }
+        if (unused && !qcow2_refblock_is_covered(bs, rt_index, offset)) {
+            return -EIO;
         }
         if (unused) {
             table[rt_index] = 0;
