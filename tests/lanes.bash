@@ -31,12 +31,22 @@
 # (unit, qtest), where a loaded machine can make one case late; the
 # report names every test that needed it.
 #
-# QBLOCK_TEST_LANES=1 runs one test at a time, as before lanes.  The
+# lanes_waiting: NAMEs that spend nearly all their time waiting (on a
+# deadline they test, a peer's timer), measured as CPU time under a
+# fifth of the wall time.  They run in lanes of their own,
+# $QBLOCK_TEST_WAIT_LANES (default 2) beside the others, so that a 60 s
+# wait does not hold one of the lanes the CPU-bound tests share.
+#
+# QBLOCK_TEST_LANES=1 runs one test at a time, as before lanes (and
+# then the waiting ones too, in the same single lane).  The
 # tests of a layer that runs in lanes must share no fixed port, socket
 # or scratch path (each works in a mktemp folder and picks free ports).
 
 lanes=${QBLOCK_TEST_LANES:-2}
+wait_lanes=${QBLOCK_TEST_WAIT_LANES:-2}
+[ "$lanes" -gt 1 ] || wait_lanes=0
 lanes_first=()
+lanes_waiting=()
 lanes_retries=0
 
 # Whether the test whose output is $lane_out and exit status $lane_rc
@@ -73,8 +83,30 @@ lanes_retry_note() {
     grep -vE '^(ok|skip)\b' "$lane_first_out" | tail -n 20 | sed 's/^/    /'
 }
 
+# Whether NAME runs in a waiting lane.
+lanes_is_waiting() {
+    [ "$wait_lanes" -gt 0 ] && [[ " ${lanes_waiting[*]} " == *" $1 "* ]]
+}
+
+# lanes_start_next WAITING: starts the first test of $order not yet
+# started that is (WAITING=1) or is not (WAITING=0) a waiting one, and
+# says whether there was one.
+lanes_start_next() {
+    local name w
+    for name in "${order[@]}"; do
+        [ -e "$lanes_dir/$name.started" ] && continue
+        w=0
+        lanes_is_waiting "$name" && w=1
+        [ "$w" -eq "$1" ] || continue
+        : > "$lanes_dir/$name.started"
+        lanes_job_in "$name" &
+        return 0
+    done
+    return 1
+}
+
 lanes_run() {
-    local names=("$@") order=() name i started=0 printed=0 running
+    local names=("$@") order=() name printed=0 running running_wait
     for name in "${lanes_first[@]}"; do
         [[ " ${names[*]} " == *" $name "* ]] && order+=("$name")
     done
@@ -83,13 +115,21 @@ lanes_run() {
     done
     lanes_dir=$(mktemp -d)
     while [ $printed -lt ${#names[@]} ]; do
-        running=0
-        for name in "${order[@]:0:started}"; do
-            [ -f "$lanes_dir/$name.rc" ] || running=$((running + 1))
+        running=0 running_wait=0
+        for name in "${order[@]}"; do
+            [ -e "$lanes_dir/$name.started" ] || continue
+            [ -f "$lanes_dir/$name.rc" ] && continue
+            if lanes_is_waiting "$name"; then
+                running_wait=$((running_wait + 1))
+            else
+                running=$((running + 1))
+            fi
         done
-        while [ $running -lt "$lanes" ] && [ $started -lt ${#order[@]} ]; do
-            lanes_job_in "${order[started]}" &
-            started=$((started + 1)) running=$((running + 1))
+        while [ $running -lt "$lanes" ] && lanes_start_next 0; do
+            running=$((running + 1))
+        done
+        while [ $running_wait -lt "$wait_lanes" ] && lanes_start_next 1; do
+            running_wait=$((running_wait + 1))
         done
         while [ $printed -lt ${#names[@]} ] &&
               [ -f "$lanes_dir/${names[printed]}.rc" ]; do
@@ -114,7 +154,8 @@ lanes_run() {
         if [ $? -eq 127 ]; then
             # no lane is left, yet a started test has no exit status:
             # its lane died.  It counts as failed rather than waited for.
-            for name in "${order[@]:0:started}"; do
+            for name in "${order[@]}"; do
+                [ -e "$lanes_dir/$name.started" ] || continue
                 [ -f "$lanes_dir/$name.rc" ] && continue
                 echo "lane of $name died" > "$lanes_dir/$name.out"
                 echo "? s, CPU ? s" > "$lanes_dir/$name.time"

@@ -54,7 +54,11 @@ for t in "$dir"/test-*.py; do
     names+=("$(basename "$t" .py)")
 done
 # the longest first (measured: tests/run-all.sh prints the slowest)
-lanes_first=(test-jobs test-vhost-user-blk test-backup test-nbd-security)
+lanes_first=(test-jobs test-nbd-security)
+# CPU time under a fifth of the wall time (tests/lanes.bash): they wait
+# on a front-end's timers, a throttled job's rate or a throttle group's
+lanes_waiting=(test-vhost-user-blk test-backup test-fd-exhaustion
+               test-throttle test-write-threshold test-quorum)
 lanes_run "${names[@]}"
 echo "daemon: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
