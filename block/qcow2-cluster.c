@@ -899,7 +899,6 @@ again:
         qcow2_cache_put(s->l2_table_cache, (void **)&slice);
         if (qcow2_get_cluster_type(bs, entry) == QCOW2_CLUSTER_ZERO_ALLOC &&
             offset_into_cluster(s, entry & L2E_OFFSET_MASK)) {
-            /* QEMU's words for the write that would reuse the cluster */
             qcow2_signal_corruption(bs, true, -1, -1, "Preallocated zero "
                                     "cluster offset %#" PRIx64 " unaligned "
                                     "(guest offset: %#" PRIx64 ")",
@@ -1334,11 +1333,8 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
         bool unmap = true;
         int first, end;
 
-        /*
-         * A discard drops an unaligned host offset with the entry: the
-         * data is no longer wanted, and freeing the cluster reports the
-         * damage as non-fatal (qcow2_free_any_cluster), as QEMU does.
-         */
+        /* a discard drops an unaligned host offset with the entry, and
+         * qcow2_free_any_cluster() reports it as non-fatal, as in QEMU */
         if ((op != L2_OP_DISCARD && !l2_entry_is_valid(s, old, type)) ||
             !l2_bitmap_is_valid(bs, old, old_bitmap)) {
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
