@@ -149,6 +149,7 @@ static bool bdrv_backing_overridden(BlockDriverState *bs)
 static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
 {
     QDict *d = qdict_new();
+    int list_index = 0;
 
     *own_opts = false;
     for (const QDictEntry *e = qdict_first(bs->options); e;
@@ -174,10 +175,20 @@ static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
         if (c->is_backing && !bdrv_backing_overridden(bs)) {
             continue;
         }
+        /*
+         * Children that x-blockdev-change can add and remove (quorum's
+         * children.N) are a list in QEMU's name, in their order, whatever
+         * gaps their indices have.
+         */
+        g_autofree char *name =
+            bs->drv->bdrv_add_child && g_str_has_prefix(c->name, "children.")
+            ? g_strdup_printf("children.%d", list_index++)
+            : g_strdup(c->name);
+
         sub = bdrv_full_open_options(c->bs, &unused);
         for (const QDictEntry *e = qdict_first(sub); e;
              e = qdict_next(sub, e)) {
-            g_autofree char *key = g_strdup_printf("%s.%s", c->name,
+            g_autofree char *key = g_strdup_printf("%s.%s", name,
                                                    qdict_entry_key(e));
 
             bdrv_copy_option(d, key, e);

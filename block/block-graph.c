@@ -2,7 +2,8 @@
  * Changes to a live graph: attaching a node as another's backing node,
  * moving every user of a node to another one, and the two together
  * (bdrv_append), which is how an external snapshot puts its overlay on
- * top of a node that exports keep using (see include/block/block.h).
+ * top of a node that exports keep using; adding and removing a child of
+ * a node whose children are a list (see include/block/block.h).
  *
  * Invariants:
  *  1. An edge holds one reference of the node it points to: moving an
@@ -111,6 +112,51 @@ int bdrv_append(BlockDriverState *bs_new, BlockDriverState *bs_top,
         bdrv_set_backing_hd(bs_new, NULL, &error_abort);
     }
     return ret;
+}
+
+void bdrv_add_child(BlockDriverState *parent, BlockDriverState *child_bs,
+                    Error **errp)
+{
+    if (!parent->drv || !parent->drv->bdrv_add_child) {
+        error_setg(errp, "The node %s does not support adding a child",
+                   bdrv_get_node_name(parent));
+        return;
+    }
+    /* a node below another user would get a second user it never chose */
+    if (child_bs->parents) {
+        error_setg(errp, "The node %s already has a parent",
+                   bdrv_get_node_name(child_bs));
+        return;
+    }
+    bdrv_drained_begin(parent);
+    parent->drv->bdrv_add_child(parent, child_bs, errp);
+    bdrv_drained_end(parent);
+}
+
+void bdrv_del_child(BlockDriverState *parent, const char *child_name,
+                    Error **errp)
+{
+    BdrvChild *child = NULL;
+
+    for (GList *l = parent->children; l; l = l->next) {
+        if (!strcmp(((BdrvChild *)l->data)->name, child_name)) {
+            child = l->data;
+            break;
+        }
+    }
+    if (!child) {
+        error_setg(errp, "Node '%s' does not have child '%s'",
+                   bdrv_get_node_name(parent), child_name);
+        return;
+    }
+    if (!parent->drv || !parent->drv->bdrv_del_child) {
+        error_setg(errp, "The node %s does not support removing a child",
+                   bdrv_get_node_name(parent));
+        return;
+    }
+    bdrv_drained_begin(parent);
+    parent->drv->bdrv_del_child(parent, child, errp);
+    bdrv_drained_end(parent);
 }
 
 bool bdrv_supports_backing(BlockDriverState *bs)

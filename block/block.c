@@ -318,11 +318,35 @@ static BdrvChild *bdrv_new_edge(BlockDriverState *child_bs, const char *name,
     return c;
 }
 
+/* Whether @bs is @top or lies below it. */
+static bool bdrv_in_subtree(BlockDriverState *top, BlockDriverState *bs)
+{
+    if (top == bs) {
+        return true;
+    }
+    for (GList *l = top->children; l; l = l->next) {
+        if (bdrv_in_subtree(((BdrvChild *)l->data)->bs, bs)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 BdrvChild *bdrv_attach_child(BlockDriverState *parent,
                              BlockDriverState *child_bs, const char *name,
                              bool is_backing, Error **errp)
 {
-    BdrvChild *c = bdrv_new_edge(child_bs, name, &bdrv_child_of_bds, parent);
+    BdrvChild *c;
+
+    /* the graph is a DAG: every walk down it ends (QEMU's message) */
+    if (bdrv_in_subtree(child_bs, parent)) {
+        error_setg(errp, "Making '%s' a %s child of '%s' would create a "
+                   "cycle", bdrv_get_node_name(child_bs), name,
+                   bdrv_get_node_name(parent));
+        bdrv_unref(child_bs);
+        return NULL;
+    }
+    c = bdrv_new_edge(child_bs, name, &bdrv_child_of_bds, parent);
 
     c->parent = parent;
     c->is_backing = is_backing;

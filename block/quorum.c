@@ -15,6 +15,10 @@
  *     so no child request outlives its buffers.
  *  3. A read's result is the buffer of a child in the winning version;
  *     the caller's vector is written once, after the vote.
+ *  4. The children change (x-blockdev-change) only while the node is
+ *     drained, so that no request sees two lists; a new child is named
+ *     children.N with N = next_child_index, which goes back by one when
+ *     the child removed is the last one named (QEMU's names).
  *
  * A request runs in the node's AioContext; its child requests run as
  * coroutines of that context.
@@ -45,6 +49,7 @@ static const char *const quorum_op_names[] = {
 typedef struct BDRVQuorumState {
     BdrvChild **children;
     int num_children;
+    unsigned next_child_index;      /* invariant 4 */
     int threshold;                  /* invariant 1 */
     bool is_blkverify;              /* two children, both must agree */
     bool rewrite_corrupted;
@@ -550,6 +555,7 @@ static int quorum_open(BlockDriverState *bs, QDict *options, int flags,
             return -EINVAL;
         }
     }
+    s->next_child_index = n;
     /* QEMU's open finds the length here, and its message */
     len = quorum_getlength(bs);
     if (len < 0) {
@@ -568,6 +574,70 @@ static int quorum_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
+/* Invariant 4; the generic checks are bdrv_add_child()'s. */
+static void quorum_add_child(BlockDriverState *bs, BlockDriverState *child_bs,
+                             Error **errp)
+{
+    BDRVQuorumState *s = bs->opaque;
+    g_autofree char *name = NULL;
+    int64_t len, child_len;
+    BdrvChild *child;
+
+    if (s->is_blkverify) {
+        error_setg(errp, "Cannot add a child to a quorum in blkverify mode");
+        return;
+    }
+    /*
+     * QEMU adds a child of another length, and the quorum's length can no
+     * longer be read (every request to it fails here): refused instead.
+     */
+    len = bdrv_getlength(bs);
+    child_len = bdrv_getlength(child_bs);
+    if (len >= 0 && child_len >= 0 && child_len != len) {
+        error_setg(errp, "Cannot add '%s' to quorum '%s': its length (%"
+                   PRId64 " bytes) differs from the quorum's (%" PRId64
+                   " bytes)", bdrv_get_node_name(child_bs),
+                   bdrv_get_node_name(bs), child_len, len);
+        return;
+    }
+    name = g_strdup_printf("children.%u", s->next_child_index);
+    /* the edge takes a reference of its own: the node stays named */
+    bdrv_ref(child_bs);
+    child = bdrv_attach_child(bs, child_bs, name, false, errp);
+    if (!child) {
+        return;
+    }
+    s->children = g_renew(BdrvChild *, s->children, s->num_children + 1);
+    s->children[s->num_children++] = child;
+    s->next_child_index++;
+}
+
+static void quorum_del_child(BlockDriverState *bs, BdrvChild *child,
+                             Error **errp)
+{
+    BDRVQuorumState *s = bs->opaque;
+    g_autofree char *last = NULL;
+    int i;
+
+    /* invariant 1; blkverify mode has as many children as its threshold */
+    if (s->num_children <= s->threshold) {
+        error_setg(errp, "The number of children cannot be lower than the "
+                   "vote threshold %d", s->threshold);
+        return;
+    }
+    for (i = 0; s->children[i] != child; i++) {
+        assert(i + 1 < s->num_children);
+    }
+    last = g_strdup_printf("children.%u", s->next_child_index - 1);
+    if (!strcmp(child->name, last)) {
+        s->next_child_index--;
+    }
+    memmove(&s->children[i], &s->children[i + 1],
+            (s->num_children - i - 1) * sizeof(s->children[0]));
+    s->num_children--;
+    bdrv_unref_child(bs, child);
+}
+
 static const char *const quorum_strong_runtime_opts[] = {
     "vote-threshold", "blkverify", "rewrite-corrupted", "read-pattern",
     NULL,
@@ -583,6 +653,8 @@ static const BlockDriver bdrv_quorum = {
     .bdrv_open                      = quorum_open,
     .bdrv_close                     = quorum_close,
     .bdrv_reopen_prepare            = quorum_reopen_prepare,
+    .bdrv_add_child                 = quorum_add_child,
+    .bdrv_del_child                 = quorum_del_child,
     .bdrv_getlength                 = quorum_getlength,
     .bdrv_co_preadv                 = quorum_co_preadv,
     .bdrv_co_pwritev                = quorum_co_pwritev,

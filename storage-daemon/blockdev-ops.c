@@ -580,6 +580,36 @@ static const char *blockdev_ops_backing_format(BlockDriverState *image)
  * records (after a commit or a move of the files), without changing the
  * open graph; "" removes it.  QEMU's arguments, checks and messages.
  */
+/* ---- x-blockdev-change ---- */
+
+static void qmp_x_blockdev_change(JsonObject *args, JsonNode **ret,
+                                  Error **errp)
+{
+    const char *parent_name = qmp_arg_str(args, "parent");
+    const char *child = qmp_arg_str(args, "child");
+    const char *node = qmp_arg_str(args, "node");
+    BlockDriverState *parent, *new_child;
+
+    parent = blockdev_lookup_bs(parent_name, parent_name, errp);
+    if (!parent) {
+        return;
+    }
+    if (child && node) {
+        error_setg(errp, "The parameters child and node are in conflict");
+    } else if (node) {
+        new_child = bdrv_find_node(node);
+        if (!new_child) {
+            error_setg(errp, "Node '%s' not found", node);
+            return;
+        }
+        bdrv_add_child(parent, new_child, errp);
+    } else if (child) {
+        bdrv_del_child(parent, child, errp);
+    } else {
+        error_setg(errp, "Either child or node must be specified");
+    }
+}
+
 static void qmp_change_backing_file(JsonObject *args, JsonNode **ret,
                                     Error **errp)
 {
@@ -637,6 +667,7 @@ void blockdev_ops_register_commands(void)
 {
     qmp_register_command("block_resize", qmp_block_resize);
     qmp_register_command("change-backing-file", qmp_change_backing_file);
+    qmp_register_command("x-blockdev-change", qmp_x_blockdev_change);
     qmp_register_command("blockdev-snapshot-sync",
                          qmp_blockdev_snapshot_sync);
     qmp_register_command("blockdev-snapshot", qmp_blockdev_snapshot);

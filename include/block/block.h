@@ -189,6 +189,16 @@ int bdrv_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing_hd,
                         Error **errp);
 int bdrv_append(BlockDriverState *bs_new, BlockDriverState *bs_top,
                 Error **errp);
+/*
+ * x-blockdev-change: @child_bs, a node no one uses, becomes a new child
+ * of @parent, which names it; the child of @parent named @child_name is
+ * removed.  Only drivers whose children are a list (quorum) allow it;
+ * refused with QEMU's message, nothing changed, otherwise.
+ */
+void bdrv_add_child(BlockDriverState *parent, BlockDriverState *child_bs,
+                    Error **errp);
+void bdrv_del_child(BlockDriverState *parent, const char *child_name,
+                    Error **errp);
 /* What the driver of @bs is: a format with backing files, a filter. */
 bool bdrv_supports_backing(BlockDriverState *bs);
 bool bdrv_is_filter(BlockDriverState *bs);

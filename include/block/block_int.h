@@ -142,6 +142,15 @@ struct BlockDriver {
     /* Called once when the node is freed, after every request drained. */
     void (*bdrv_close)(BlockDriverState *bs);
     /*
+     * bdrv_add_child()/bdrv_del_child(): the generic checks are done (the
+     * child exists, the node has no parent and makes no cycle); the node
+     * is drained around the change.  NULL: not supported.
+     */
+    void (*bdrv_add_child)(BlockDriverState *parent,
+                           BlockDriverState *child_bs, Error **errp);
+    void (*bdrv_del_child)(BlockDriverState *parent, BdrvChild *child,
+                           Error **errp);
+    /*
      * Optional (NULL: nothing of the node is bound to its AioContext).
      * The node moves to @new_ctx (bdrv_try_change_aio_context()): moves
      * what is bound to the old context (timers, AIO rings) there, or

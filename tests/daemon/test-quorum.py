@@ -3,13 +3,16 @@
 children, QEMU's QUORUM_REPORT_BAD for a child that reads other content
 or fails, QUORUM_FAILURE when no content has enough votes, writes that
 reach every child, and a child that fails writes (blkdebug) outvoted
-while the write succeeds."""
+while the write succeeds; x-blockdev-change adds and removes children
+with QEMU's names (children.N) and messages while an export serves the
+quorum."""
+import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qsd                                              # noqa: E402
-from qsd import nbd_uri, qemu_io                        # noqa: E402
+from qsd import error_of, generic, nbd_uri, qemu_io     # noqa: E402
 
 t = qsd.Tests('test-quorum')
 KiB = 1024
@@ -80,5 +83,93 @@ def main():
     t.equal('the daemon exits 0', d.stop(), 0)
 
 
+def change(c, **args):
+    r = c.cmd('x-blockdev-change', args)
+    return r.get('return', error_of(r))
+
+
+def children_of(c, node):
+    """The children's file names, in order, from the node's json: name."""
+    for n in c.cmd('query-named-block-nodes')['return']:
+        if n['node-name'] == node:
+            name = json.loads(n['image']['filename'][len('json:'):])
+            return [os.path.basename(ch['file']['filename'])
+                    for ch in name['children']]
+    return None
+
+
+def test_x_blockdev_change():
+    for i in range(3, 9):
+        t.create_image('c%d.raw' % i, size='1M', fmt='raw')
+    t.create_image('big.raw', size='2M', fmt='raw')
+    nodes = [child(i) for i in range(3, 9)]
+    nodes.append({'driver': 'raw', 'node-name': 'big',
+                  'file': {'driver': 'file', 'filename': t.path('big.raw')}})
+    nodes.append({'driver': 'quorum', 'node-name': 'q1',
+                  'vote-threshold': 1, 'children': ['c3', 'c4', 'c5']})
+    d, c = t.start(nodes, export='q1')
+    uri = nbd_uri(t.path('nbd.sock'), 'disk')
+    t.equal('remove children.1', change(c, parent='q1', child='children.1'),
+            {})
+    t.equal('a removed child is gone',
+            change(c, parent='q1', child='children.1'),
+            generic("Node 'q1' does not have child 'children.1'"))
+    t.equal('add a node: it is children.3',
+            change(c, parent='q1', node='c4'), {})
+    t.equal('the json: name lists the children in order',
+            children_of(c, 'q1'), ['c3.raw', 'c5.raw', 'c4.raw'])
+    rc, out = qemu_io(t, uri, 'write -P 0x44 0 64k')
+    t.equal('a write through the export reaches the new child',
+            peek('c4.raw', 0, 65536), b'\x44' * 65536)
+    t.equal('removing the last one named gives its index back',
+            [change(c, parent='q1', child='children.3'),
+             change(c, parent='q1', child='children.2'),
+             change(c, parent='q1', node='c5'),
+             change(c, parent='q1', child='children.2')], [{}, {}, {}, {}])
+    t.equal('not below the vote threshold',
+            change(c, parent='q1', child='children.0'),
+            generic('The number of children cannot be lower than the vote '
+                    'threshold 1'))
+    t.equal('a node with a parent',
+            change(c, parent='q1', node='c3'),
+            generic('The node c3 already has a parent'))
+    t.equal('both', change(c, parent='q1', child='children.0', node='c6'),
+            generic('The parameters child and node are in conflict'))
+    t.equal('neither', change(c, parent='q1'),
+            generic('Either child or node must be specified'))
+    t.equal('unknown parent', change(c, parent='nope', node='c6'),
+            generic("Cannot find device='nope' nor node-name='nope'"))
+    t.equal('unknown node', change(c, parent='q1', node='nope'),
+            generic("Node 'nope' not found"))
+    t.equal('a driver without a list of children',
+            [change(c, parent='c6', node='c7'),
+             change(c, parent='c6', child='file'),
+             change(c, parent='c6', child='nope')],
+            [generic('The node c6 does not support adding a child'),
+             generic('The node c6 does not support removing a child'),
+             generic("Node 'c6' does not have child 'nope'")])
+    c.ok('blockdev-add', {'driver': 'quorum', 'node-name': 'v',
+                          'vote-threshold': 2, 'blkverify': True,
+                          'children': ['c7', 'c8']})
+    t.equal('blkverify mode takes no child',
+            change(c, parent='v', node='c6'),
+            generic('Cannot add a child to a quorum in blkverify mode'))
+    c.ok('blockdev-add', {'driver': 'quorum', 'node-name': 'w',
+                          'vote-threshold': 1, 'children': ['c6']})
+    t.equal('a cycle', change(c, parent='w', node='w'),
+            generic("Making 'w' a children.1 child of 'w' would create "
+                    "a cycle"))
+    if t.daemon_bin.endswith('qblock-storage-daemon'):
+        # QEMU adds it, and then cannot read the quorum's length
+        t.equal('a child of another length',
+                change(c, parent='q1', node='big'),
+                generic("Cannot add 'big' to quorum 'q1': its length "
+                        "(2097152 bytes) differs from the quorum's "
+                        "(1048576 bytes)"))
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+
+
 main()
+test_x_blockdev_change()
 t.finish()
