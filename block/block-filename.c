@@ -129,14 +129,16 @@ static void bdrv_copy_option(QDict *dst, const char *key,
  * that a file name must say which it is.  With a backing node, as QEMU
  * decides: its name differs from the one the header gives (a node
  * attached at run time by a snapshot is the header's when the names
- * agree).  Without, the user's options decide.
+ * agree).  Without, the user's options decide, where the image names a
+ * backing file at all: "backing": null over an image without one
+ * changes nothing, and QEMU keeps the plain name.
  */
 static bool bdrv_backing_overridden(BlockDriverState *bs)
 {
     if (bs->backing && bs->backing->bs) {
         return strcmp(bs->auto_backing_file, bs->backing->bs->filename);
     }
-    return bs->explicit_options &&
+    return bs->backing_file[0] && bs->explicit_options &&
            (qdict_haskey(bs->explicit_options, "backing") ||
             qdict_has_prefixed_entries(bs->explicit_options, "backing."));
 }
@@ -156,8 +158,10 @@ static QDict *bdrv_full_open_options(BlockDriverState *bs, bool *own_opts)
          e = qdict_next(bs->options, e)) {
         const char *key = qdict_entry_key(e);
 
-        /* with a backing node, the node says what it is (below) */
-        if (bs->backing && !strcmp(key, "backing")) {
+        /* with a backing node, the node says what it is (below); without,
+         * "backing": null matters only where it overrides the image's */
+        if (!strcmp(key, "backing") &&
+            (bs->backing || !bdrv_backing_overridden(bs))) {
             continue;
         }
         if (bdrv_is_strong_option(bs->drv, key)) {

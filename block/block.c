@@ -8,7 +8,9 @@
  * Invariants:
  *  1. Every node is in all_bdrv_states from bdrv_new() until it is freed,
  *     and once opened has a node name unique among them (given by the user
- *     or "#blockN").
+ *     or "#blockN").  The opened nodes stand in the order their drivers
+ *     opened (bdrv_opened()): a node after its file, before its backing
+ *     node, which query-named-block-nodes reports newest first, as QEMU.
  *  2. bs->refcnt counts the edges pointing at the node plus the references
  *     of bdrv_open()/bdrv_ref() callers; at zero the node is drained,
  *     closed, its children unreferenced and it is freed.
@@ -169,6 +171,13 @@ static BlockDriverState *bdrv_new(void)
     return bs;
 }
 
+/* Invariant 1: @bs's driver opened; it moves to the end of the list. */
+static void bdrv_opened(BlockDriverState *bs)
+{
+    g_queue_unlink(&all_bdrv_states, bs->all_link);
+    g_queue_push_tail_link(&all_bdrv_states, bs->all_link);
+}
+
 BlockDriverState *bdrv_find_node(const char *node_name)
 {
     for (GList *l = all_bdrv_states.head; l; l = l->next) {
@@ -201,6 +210,20 @@ BlockDriverState *bdrv_next_node(BlockDriverState *bs)
 
         if (next->node_name[0]) {
             return next;
+        }
+    }
+    return NULL;
+}
+
+BlockDriverState *bdrv_prev_node(BlockDriverState *bs)
+{
+    GList *l = bs ? bs->all_link->prev : all_bdrv_states.tail;
+
+    for (; l; l = l->prev) {
+        BlockDriverState *prev = l->data;
+
+        if (prev->node_name[0]) {
+            return prev;
         }
     }
     return NULL;
@@ -1099,6 +1122,7 @@ static BlockDriverState *bdrv_open_inherit(const char *filename,
     if (probed && !strcmp(drv->format_name, "raw") && bdrv_is_writable(bs)) {
         bdrv_warn_probed_raw(bs);
     }
+    bdrv_opened(bs);
     if (drv->supports_backing && bdrv_open_backing(bs, options, errp) < 0) {
         goto fail;
     }
@@ -1157,6 +1181,7 @@ BlockDriverState *bdrv_new_open_driver(const BlockDriver *drv,
     qdict_unref(own_options);
     qdict_unref(options);
     bdrv_refresh_filename(bs);
+    bdrv_opened(bs);
     return bs;
 }
 

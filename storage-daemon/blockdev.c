@@ -298,8 +298,9 @@ static void qmp_query_named_block_nodes(JsonObject *args, JsonNode **ret,
                                                             false);
     g_autoptr(JsonArray) list = json_array_new();
 
-    for (BlockDriverState *bs = bdrv_next_node(NULL); bs;
-         bs = bdrv_next_node(bs)) {
+    /* newest first, as QEMU lists them */
+    for (BlockDriverState *bs = bdrv_prev_node(NULL); bs;
+         bs = bdrv_prev_node(bs)) {
         JsonNode *info = bdrv_block_device_info(bs, flat, errp);
 
         if (!info) {

@@ -318,6 +318,8 @@ void bdrv_refresh_filename(BlockDriverState *bs);
 /* Iterates over every node with a node name (qemu-img info --backing-chain
  * uses the chain instead). */
 BlockDriverState *bdrv_next_node(BlockDriverState *bs);
+/* The same walk backwards: the node opened last first (QEMU's order). */
+BlockDriverState *bdrv_prev_node(BlockDriverState *bs);
 
 /* Permission updates from parents (BlockBackend uses these). */
 int bdrv_child_try_set_perm(BdrvChild *c, uint64_t perm, uint64_t shared,

@@ -299,6 +299,13 @@ def test_blockdev(d):
     t.equal('cache.direct and cache.no-flush reported', info['cache'],
             {'writeback': True, 'direct': True, 'no-flush': True})
     t.equal('read-only reported', info['ro'], True)
+    c.ok('blockdev-add', {'driver': 'qcow2', 'node-name': 'fmt2',
+                          'file': {'driver': 'file', 'node-name': 'file2',
+                                   'filename': t.create_image('c.qcow2')}})
+    # QEMU's order: newest first, a node before the file opened with it
+    t.equal('query-named-block-nodes lists the newest first',
+            [n['node-name'] for n in c.ok('query-named-block-nodes')],
+            ['fmt2', 'file2', 'direct0', 'fmt0', 'file0'])
 
     r = c.cmd('blockdev-del', {'node-name': 'file0'})
     t.equal('a node used by another is in use', error_of(r),
