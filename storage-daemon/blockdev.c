@@ -311,6 +311,37 @@ static void qmp_query_named_block_nodes(JsonObject *args, JsonNode **ret,
     *ret = json_node_init_array(json_node_alloc(), list);
 }
 
+/* The BlockBackends with a name: none in the daemon, as in QEMU's. */
+static void qmp_query_block(JsonObject *args, JsonNode **ret, Error **errp)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    for (BlockBackend *blk = blk_next(NULL); blk; blk = blk_next(blk)) {
+        g_autoptr(JsonObject) obj = NULL;
+
+        if (!blk_name(blk)[0]) {
+            continue;
+        }
+        obj = json_object_new();
+        json_object_set_string_member(obj, "device", blk_name(blk));
+        json_object_set_string_member(obj, "type", "unknown");
+        json_object_set_boolean_member(obj, "removable", false);
+        json_object_set_boolean_member(obj, "locked", false);
+        if (blk_bs(blk)) {
+            JsonNode *info = bdrv_block_device_info(blk_bs(blk), false,
+                                                    errp);
+
+            if (!info) {
+                return;
+            }
+            json_object_set_member(obj, "inserted", info);
+        }
+        json_array_add_element(list,
+                               json_node_init_object(json_node_alloc(), obj));
+    }
+    *ret = json_node_init_array(json_node_alloc(), list);
+}
+
 /* An export's BlockBackend: its own statistics, its root node's below. */
 static JsonNode *blockdev_export_stats(BlockExport *exp)
 {
@@ -433,6 +464,7 @@ void blockdev_register_commands(void)
     qmp_register_command("query-named-block-nodes",
                          qmp_query_named_block_nodes);
     qmp_register_command("query-blockstats", qmp_query_blockstats);
+    qmp_register_command("query-block", qmp_query_block);
     qmp_register_command("block-set-write-threshold",
                          qmp_block_set_write_threshold);
     qmp_register_command("x-blockdev-set-write-cache",

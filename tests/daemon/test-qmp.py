@@ -303,6 +303,8 @@ def test_blockdev(d):
                           'file': {'driver': 'file', 'node-name': 'file2',
                                    'filename': t.create_image('c.qcow2')}})
     # QEMU's order: newest first, a node before the file opened with it
+    t.equal('query-block: no BlockBackend has a name, as in QEMU',
+            c.ok('query-block'), [])
     t.equal('query-named-block-nodes lists the newest first',
             [n['node-name'] for n in c.ok('query-named-block-nodes')],
             ['fmt2', 'file2', 'direct0', 'fmt0', 'file0'])
