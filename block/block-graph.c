@@ -174,6 +174,16 @@ uint64_t bdrv_get_cumulative_perm(BlockDriverState *bs)
     return bs->perm;
 }
 
+bool bdrv_has_root_parents(BlockDriverState *bs)
+{
+    for (GList *l = bs->parents; l; l = l->next) {
+        if (!((BdrvChild *)l->data)->parent) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool bdrv_is_root_node(BlockDriverState *bs)
 {
     for (GList *l = bs->parents; l; l = l->next) {

@@ -18,6 +18,7 @@
 #include "qapi-qmp.h"
 #include "qmp-dispatch.h"
 #include "transaction.h"
+#include "util/iothread.h"
 
 BlockDriverState *blockdev_lookup_bs(const char *device,
                                      const char *node_name, Error **errp)
@@ -580,36 +581,6 @@ static const char *blockdev_ops_backing_format(BlockDriverState *image)
  * records (after a commit or a move of the files), without changing the
  * open graph; "" removes it.  QEMU's arguments, checks and messages.
  */
-/* ---- x-blockdev-change ---- */
-
-static void qmp_x_blockdev_change(JsonObject *args, JsonNode **ret,
-                                  Error **errp)
-{
-    const char *parent_name = qmp_arg_str(args, "parent");
-    const char *child = qmp_arg_str(args, "child");
-    const char *node = qmp_arg_str(args, "node");
-    BlockDriverState *parent, *new_child;
-
-    parent = blockdev_lookup_bs(parent_name, parent_name, errp);
-    if (!parent) {
-        return;
-    }
-    if (child && node) {
-        error_setg(errp, "The parameters child and node are in conflict");
-    } else if (node) {
-        new_child = bdrv_find_node(node);
-        if (!new_child) {
-            error_setg(errp, "Node '%s' not found", node);
-            return;
-        }
-        bdrv_add_child(parent, new_child, errp);
-    } else if (child) {
-        bdrv_del_child(parent, child, errp);
-    } else {
-        error_setg(errp, "Either child or node must be specified");
-    }
-}
-
 static void qmp_change_backing_file(JsonObject *args, JsonNode **ret,
                                     Error **errp)
 {
@@ -663,11 +634,94 @@ static void qmp_change_backing_file(JsonObject *args, JsonNode **ret,
     }
 }
 
+/* ---- x-blockdev-set-iothread ---- */
+
+/*
+ * Moves a node and everything connected to it into an iothread's context
+ * (a string) or the main loop's (null).  A node that an export or a job
+ * uses moves only with force, as in QEMU (whose jobs hold a BlockBackend
+ * too): they follow, or refuse with their reason.  Nodes above and below
+ * follow in any case.
+ */
+static void qmp_x_blockdev_set_iothread(JsonObject *args, JsonNode **ret,
+                                        Error **errp)
+{
+    const char *node_name = qmp_arg_str(args, "node-name");
+    JsonNode *iothread = json_object_get_member(args, "iothread");
+    bool force = json_object_get_boolean_member_with_default(args, "force",
+                                                             false);
+    AioContext *ctx = qemu_get_aio_context();
+    BlockDriverState *bs;
+
+    if (!JSON_NODE_HOLDS_NULL(iothread) &&
+        (!JSON_NODE_HOLDS_VALUE(iothread) ||
+         json_node_get_value_type(iothread) != G_TYPE_STRING)) {
+        error_setg(errp, "Invalid parameter type for 'iothread', expected: "
+                   "StrOrNull");
+        return;
+    }
+    bs = bdrv_find_node(node_name);
+    if (!bs) {
+        error_setg(errp, "Failed to find node with node-name='%s'",
+                   node_name);
+        return;
+    }
+    if (!force && bdrv_has_root_parents(bs)) {
+        error_setg(errp, "Node %s is associated with a BlockBackend and could "
+                   "be in use (use force=true to override this check)",
+                   node_name);
+        return;
+    }
+    if (JSON_NODE_HOLDS_VALUE(iothread)) {
+        IOThread *t = iothread_find(json_node_get_string(iothread), NULL);
+
+        if (!t) {
+            error_setg(errp, "Cannot find iothread %s",
+                       json_node_get_string(iothread));
+            return;
+        }
+        ctx = iothread_get_aio_context(t);
+    }
+    bdrv_try_change_aio_context(bs, ctx, NULL, errp);
+}
+
+/* ---- x-blockdev-change ---- */
+
+static void qmp_x_blockdev_change(JsonObject *args, JsonNode **ret,
+                                  Error **errp)
+{
+    const char *parent_name = qmp_arg_str(args, "parent");
+    const char *child = qmp_arg_str(args, "child");
+    const char *node = qmp_arg_str(args, "node");
+    BlockDriverState *parent, *new_child;
+
+    parent = blockdev_lookup_bs(parent_name, parent_name, errp);
+    if (!parent) {
+        return;
+    }
+    if (child && node) {
+        error_setg(errp, "The parameters child and node are in conflict");
+    } else if (node) {
+        new_child = bdrv_find_node(node);
+        if (!new_child) {
+            error_setg(errp, "Node '%s' not found", node);
+            return;
+        }
+        bdrv_add_child(parent, new_child, errp);
+    } else if (child) {
+        bdrv_del_child(parent, child, errp);
+    } else {
+        error_setg(errp, "Either child or node must be specified");
+    }
+}
+
 void blockdev_ops_register_commands(void)
 {
     qmp_register_command("block_resize", qmp_block_resize);
     qmp_register_command("change-backing-file", qmp_change_backing_file);
     qmp_register_command("x-blockdev-change", qmp_x_blockdev_change);
+    qmp_register_command("x-blockdev-set-iothread",
+                         qmp_x_blockdev_set_iothread);
     qmp_register_command("blockdev-snapshot-sync",
                          qmp_blockdev_snapshot_sync);
     qmp_register_command("blockdev-snapshot", qmp_blockdev_snapshot);

@@ -4,6 +4,7 @@
 #include "object.h"
 
 #include "qmp-dispatch.h"
+#include "block/block.h"
 #include "util/iothread.h"
 #include "util/user-object.h"
 
@@ -17,9 +18,36 @@ static void qmp_object_add(JsonObject *args, JsonNode **ret, Error **errp)
     user_object_add(args, errp);
 }
 
+/*
+ * An iothread that nodes were moved into (x-blockdev-set-iothread) holds
+ * no reference for them: deleting it would stop the thread their
+ * requests run in.  Refused as an object in use, in QEMU's words.
+ */
+static bool object_iothread_has_nodes(const char *id, Error **errp)
+{
+    IOThread *t = iothread_find(id, NULL);
+
+    if (!t) {
+        return false;
+    }
+    for (BlockDriverState *bs = bdrv_next_node(NULL); bs;
+         bs = bdrv_next_node(bs)) {
+        if (bdrv_get_aio_context(bs) == iothread_get_aio_context(t)) {
+            error_setg(errp, "object '%s' is in use, can not be deleted",
+                       id);
+            return true;
+        }
+    }
+    return false;
+}
+
 static void qmp_object_del(JsonObject *args, JsonNode **ret, Error **errp)
 {
-    user_object_del(json_object_get_string_member(args, "id"), errp);
+    const char *id = json_object_get_string_member(args, "id");
+
+    if (!object_iothread_has_nodes(id, errp)) {
+        user_object_del(id, errp);
+    }
 }
 
 static void qmp_qom_set(JsonObject *args, JsonNode **ret, Error **errp)

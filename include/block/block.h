@@ -207,6 +207,8 @@ bool bdrv_is_filter(BlockDriverState *bs);
  * (QEMU's bdrv_is_root_node()).
  */
 bool bdrv_is_root_node(BlockDriverState *bs);
+/* True if a user that is no node uses @bs: a BlockBackend, a job. */
+bool bdrv_has_root_parents(BlockDriverState *bs);
 /* The union of the permissions its users hold (BLK_PERM_*). */
 uint64_t bdrv_get_cumulative_perm(BlockDriverState *bs);
 /*

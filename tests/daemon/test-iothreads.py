@@ -11,7 +11,9 @@ and daemon shutdown with clients active, NBD multi-conn, qom-set of the
 poll properties, the main-loop object (one at most, its poll properties
 set and changed), and vhost-user-blk data verified byte for byte through
 a busy-polling iothread and a busy-polling main loop while polling is
-switched off and on."""
+switched off and on; x-blockdev-set-iothread with QEMU's checks and
+messages, moving a node whose NBD export then serves I/O from the
+iothread and back."""
 import os
 import subprocess
 import sys
@@ -355,8 +357,70 @@ def test_vhost_user_blk_polling(loop):
     t.check('the image checks clean with qemu-img', rc == 0, out + err)
 
 
+def test_set_iothread():
+    a = t.create_image('s.qcow2', '1M')
+    b = t.create_image('u.qcow2', '1M')
+    d, c = t.start([{'driver': 'qcow2', 'node-name': 'q',
+                     'file': {'driver': 'file', 'filename': a}},
+                    {'driver': 'qcow2', 'node-name': 'r',
+                     'file': {'driver': 'file', 'node-name': 'rf',
+                              'filename': b}}], export='q')
+    c.ok('object-add', {'qom-type': 'iothread', 'id': 'io0'})
+
+    def move(**args):
+        r = c.cmd('x-blockdev-set-iothread', args)
+        return r.get('return', error_of(r))
+
+    t.equal('an exported node needs force', move(**{'node-name': 'q',
+                                                    'iothread': 'io0'}),
+            generic('Node q is associated with a BlockBackend and could be '
+                    'in use (use force=true to override this check)'))
+    t.equal('an unknown node', move(**{'node-name': 'nope',
+                                       'iothread': 'io0'}),
+            generic("Failed to find node with node-name='nope'"))
+    t.equal('an unknown iothread', move(**{'node-name': 'r',
+                                           'iothread': 'nope'}),
+            generic('Cannot find iothread nope'))
+    t.equal('a number for iothread', move(**{'node-name': 'r',
+                                             'iothread': 5}),
+            generic("Invalid parameter type for 'iothread', expected: "
+                    "StrOrNull"))
+    t.equal('no iothread', move(**{'node-name': 'r'}),
+            generic("Parameter 'iothread' is missing"))
+    t.equal('a node below another moves, with it',
+            move(**{'node-name': 'rf', 'iothread': 'io0'}), {})
+    t.equal('and back to the main loop with null',
+            move(**{'node-name': 'r', 'iothread': None}), {})
+    # QEMU's NBD export follows; qblock's exports stay where they began
+    t.equal('with force, an export refuses to follow',
+            move(**{'node-name': 'q', 'iothread': 'io0', 'force': True}),
+            generic('Cannot change iothread of active block backend'))
+    t.equal('a node moved into an iothread',
+            move(**{'node-name': 'r', 'iothread': 'io0'}), {})
+    t.equal('holds the iothread: object-del is refused',
+            error_of(c.cmd('object-del', {'id': 'io0'})),
+            generic("object 'io0' is in use, can not be deleted"))
+    c.ok('block-export-add', {'type': 'nbd', 'id': 'e1', 'node-name': 'r',
+                              'name': 'r', 'writable': True})
+    uri = qsd.nbd_uri(t.path('nbd.sock'), 'r')
+    rc, out = qsd.qemu_io(t, uri, 'write -P 7 0 64k', 'read -P 7 0 64k')
+    t.equal('an export added then serves it from the iothread', rc, 0)
+    c.ok('block-export-del', {'id': 'e1'})
+    c.event('BLOCK_EXPORT_DELETED', timeout=10)
+    t.equal('it moves back', move(**{'node-name': 'r', 'iothread': None}),
+            {})
+    t.equal('then the iothread can go',
+            c.cmd('object-del', {'id': 'io0'}), {'return': {}})
+    c.ok('object-add', {'qom-type': 'iothread', 'id': 'io1'})
+    t.equal('a node left in an iothread',
+            move(**{'node-name': 'r', 'iothread': 'io1'}), {})
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+
+
 test_objects()
 test_main_loop_object()
+test_set_iothread()
 test_nbd_concurrent()
 test_multi_conn()
 test_vhost_user_blk()
