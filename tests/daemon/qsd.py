@@ -214,8 +214,19 @@ class QmpClient:
     """Raw QMP: bytes in, one JSON object per "\\r\\n" line out."""
 
     def __init__(self, path):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.connect(path)
+        # a server's socket file appears at bind(), before its listen():
+        # a connect in between is refused, more often on a loaded machine
+        end = time.monotonic() + TIMEOUT
+        while True:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.connect(path)
+                break
+            except ConnectionRefusedError:
+                self.sock.close()
+                if time.monotonic() >= end:
+                    raise
+                time.sleep(0.02)
         self.buf = b''
         self.events = []
         self.eof = False

@@ -9,7 +9,6 @@ restart of the daemon, and across a SIGKILL after a flush (the flush's
 checkpoint), which a write to a new granule undoes."""
 import json
 import os
-import time
 import qsd
 from qsd import error_of, generic
 
@@ -22,17 +21,6 @@ def start(daemon_bin, img):
                   '--blockdev', 'driver=qcow2,file=f0,node-name=fmt0'])
     t.daemon_bin = os.path.join(t.build, 'qblock-storage-daemon')
     return d
-
-
-def qmp_of(d):
-    """The daemon's monitor: QEMU's creates its socket file a moment
-    before it listens, so a refused connection is tried again."""
-    for _ in range(200):
-        try:
-            return d.qmp()
-        except ConnectionRefusedError:
-            time.sleep(0.05)
-    return d.qmp()
 
 
 def bitmaps_of(c, node):
@@ -90,7 +78,7 @@ def test_errors(c):
 # The scenario run against qblock's daemon and, for the SHA-256 values,
 # QEMU's: bitmaps, writes through an NBD export, merges.
 def scenario(d, sock):
-    c = qmp_of(d)
+    c = d.qmp()
     c.ok('block-dirty-bitmap-add', {'node': 'fmt0', 'name': 'b0'})
     c.ok('block-dirty-bitmap-add', {'node': 'fmt0', 'name': 'fine',
                                     'granularity': 4096})
@@ -201,7 +189,7 @@ def test_scenario():
             bms, [{'flags': ['auto'], 'name': 'keep',
                    'granularity': 65536}])
     d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
-    c = qmp_of(d)
+    c = d.qmp()
     t.equal('and loaded by the next daemon, with the same bits',
             c.ok('x-debug-block-dirty-bitmap-sha256',
                  {'node': 'fmt0', 'name': 'keep'})['sha256'], sums['keep'])
@@ -233,7 +221,7 @@ def test_sigkill_after_flush():
     sock = t.path('k.sock')
     t.run([t.img_bin, 'bitmap', '--add', img, 'keep'])
     d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
-    c = qmp_of(d)
+    c = d.qmp()
     c.ok('nbd-server-start', {'addr': {'type': 'unix',
                                        'data': {'path': sock}}})
     c.ok('block-export-add', {'type': 'nbd', 'id': 'e0', 'node-name': 'fmt0',
@@ -254,7 +242,7 @@ def test_sigkill_after_flush():
     rc, out, err = t.run(['qemu-img', 'check', img])
     t.check('qemu-img check after SIGKILL', rc == 0, out + err)
     d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
-    c = qmp_of(d)
+    c = d.qmp()
     keep = [b for b in bitmaps_of(c, 'fmt0') if b['name'] == 'keep']
     t.equal('the next daemon loads it consistent, recording',
             [(b.get('inconsistent', False), b['recording'], b['count'])
@@ -288,7 +276,7 @@ def test_sigkill_after_flush():
             disk_flags(img), ['in-use', 'auto'])
     d.kill()
     d = start(os.path.join(t.build, 'qblock-storage-daemon'), img)
-    c = qmp_of(d)
+    c = d.qmp()
     t.equal('killed then, the next daemon finds it inconsistent',
             [b.get('inconsistent', False) for b in bitmaps_of(c, 'fmt0')],
             [True])
