@@ -96,11 +96,15 @@ check-interop: test-deps all
 check-daemon: test-deps all
 	bash tests/run-all.sh $(BUILD) daemon
 
-# QEMU 7.2's own qemu-iotests against the tools just built (QEMU=1: against
-# the real QEMU tools, for the other column of docs/compatibility.md).  The
-# tests are fetched from Debian's source package on first use and cached.
+# The comparisons with QEMU that run no code of qblock's: our own iotests
+# against the real QEMU tools (their reference output must be QEMU's
+# behaviour, check-iotests-qemu), then QEMU 7.2's own qemu-iotests against
+# the tools just built (QEMU=1: against the real QEMU tools, for the other
+# column of docs/compatibility.md).  The tests are fetched from Debian's
+# source package on first use and cached.
 check-upstream: test-deps all
 	$(call install_missing,$(UPSTREAM_DEPS))
+	bash tests/run-all.sh $(BUILD) iotests-qemu
 	QEMU=$(QEMU) bash tests/upstream/run.sh $(BUILD) $(UPSTREAM_SETS)
 
 # The real Linux guest (also part of check); its kernel is fetched with

@@ -288,7 +288,13 @@ class QmpClient:
         return r['return']
 
     def negotiate(self):
-        self.ok('qmp_capabilities')
+        r = self.cmd('qmp_capabilities')
+        # qemu-storage-daemon on a loaded machine once sent its greeting
+        # a second time (seen in reopen-vs-qsd): it is no reply
+        while r is not None and 'QMP' in r:
+            r = self.reply()
+        if r is None or 'return' not in r:
+            raise RuntimeError('qmp_capabilities failed: %r' % (r,))
 
     def event(self, name, timeout=TIMEOUT):
         """Waits for event @name (kept ones first); None on timeout."""
