@@ -274,8 +274,10 @@ static int coroutine_fn quorum_vote(QuorumRequest *req)
 static int coroutine_fn quorum_read_all(QuorumRequest *req)
 {
     BDRVQuorumState *s = req->bs->opaque;
+    g_autofree int *rets = g_new0(int, s->num_children);
     int ret;
 
+    req->ret = rets;
     req->bufs = g_new0(uint8_t *, s->num_children);
     req->qiovs = g_new0(QEMUIOVector, s->num_children);
     for (int i = 0; i < s->num_children; i++) {
@@ -291,6 +293,19 @@ static int coroutine_fn quorum_read_all(QuorumRequest *req)
     }
     g_free(req->bufs);
     g_free(req->qiovs);
+    return ret;
+}
+
+/* Writes (or zeroes) on every child; fewer than threshold successes fail. */
+static int coroutine_fn quorum_write_all(QuorumRequest *req)
+{
+    BDRVQuorumState *s = req->bs->opaque;
+    g_autofree int *rets = g_new0(int, s->num_children);
+    int ret = 0;
+
+    req->ret = rets;
+    quorum_run_children(req);
+    quorum_too_many_failed(req, &ret);
     return ret;
 }
 
@@ -318,10 +333,9 @@ static int coroutine_fn quorum_co_preadv(BlockDriverState *bs,
                                          BdrvRequestFlags flags)
 {
     BDRVQuorumState *s = bs->opaque;
-    g_autofree int *rets = g_new0(int, s->num_children);
     QuorumRequest req = {
         .bs = bs, .offset = offset, .bytes = bytes, .qiov = qiov,
-        .is_read = true, .ret = rets,
+        .is_read = true,
     };
 
     if (s->read_pattern == QUORUM_READ_PATTERN_FIFO) {
@@ -335,17 +349,12 @@ static int coroutine_fn quorum_co_pwritev(BlockDriverState *bs,
                                           QEMUIOVector *qiov,
                                           BdrvRequestFlags flags)
 {
-    BDRVQuorumState *s = bs->opaque;
-    g_autofree int *rets = g_new0(int, s->num_children);
     QuorumRequest req = {
         .bs = bs, .offset = offset, .bytes = bytes, .qiov = qiov,
-        .flags = flags, .ret = rets,
+        .flags = flags,
     };
-    int ret = 0;
 
-    quorum_run_children(&req);
-    quorum_too_many_failed(&req, &ret);
-    return ret;
+    return quorum_write_all(&req);
 }
 
 static int coroutine_fn quorum_co_pwrite_zeroes(BlockDriverState *bs,
