@@ -167,14 +167,16 @@ int block_crypto_parse_amend(QemuOpts *opts, const char *prefix,
     g_autofree char *new_key = g_strconcat(prefix, "new-secret", NULL);
     g_autofree char *old_key = g_strconcat(prefix, "old-secret", NULL);
     g_autofree char *iter_key = g_strconcat(prefix, "iter-time", NULL);
+    /* x-blockdev-amend's only (qemu-img's opts never hold it) */
+    g_autofree char *secret_key = g_strconcat(prefix, "secret", NULL);
     const char *state = qemu_opt_get(opts, state_key);
+    uint64_t slot = qemu_opt_get_number(opts, slot_key, 0);
 
     *a = (CryptoLuksAmendOptions) {
-        .keyslot = qemu_opt_has(opts, slot_key) ?
-                   (int)MIN(qemu_opt_get_number(opts, slot_key, 0),
-                            INT_MAX) : -1,
+        .keyslot = qemu_opt_has(opts, slot_key) ? (int)slot : -1,
         .new_secret = qemu_opt_get(opts, new_key),
         .old_secret = qemu_opt_get(opts, old_key),
+        .secret = qemu_opt_get(opts, secret_key),
         .iter_time_ms = qemu_opt_get_number(opts, iter_key, 2000),
     };
     if (!state) {
@@ -184,6 +186,12 @@ int block_crypto_parse_amend(QemuOpts *opts, const char *prefix,
     if (strcmp(state, "active") && strcmp(state, "inactive")) {
         error_setg(errp, "Parameter '%s' does not accept value '%s'",
                    state_key, state);
+        return -EINVAL;
+    }
+    if (qemu_opt_has(opts, slot_key) && slot >= CRYPTO_LUKS_NUM_SLOTS) {
+        /* QEMU's words, the number as its C int printed unsigned */
+        error_setg(errp, "Invalid keyslot %u specified, must be between 0 "
+                   "and %d", (unsigned)slot, CRYPTO_LUKS_NUM_SLOTS - 1);
         return -EINVAL;
     }
     a->active = !strcmp(state, "active");

@@ -21,6 +21,11 @@ struct CryptoLuks {
     LuksHeader hdr;             /* host byte order */
     LuksParams p;
     uint8_t *master_key;        /* NULL when opened without I/O */
+    /*
+     * The id of the secret object the volume was opened with: an amend
+     * that adds a slot proves a passphrase again, by default this one
+     */
+    char *key_secret;
     CryptoIvgen *ivgen;
     bool legacy;                /* qcow2 AES: no header at all */
 
@@ -327,6 +332,7 @@ void crypto_luks_free(CryptoLuks *luks)
     g_mutex_clear(&luks->pool_lock);
     crypto_ivgen_free(luks->ivgen);
     crypto_secret_free(luks->master_key, luks->hdr.key_bytes);
+    g_free(luks->key_secret);
     g_free(luks);
 }
 
@@ -370,6 +376,7 @@ CryptoLuks *crypto_luks_open(const char *key_secret, const CryptoLuksIO *io,
         goto fail;
     }
     crypto_secret_free_str(passphrase);
+    luks->key_secret = g_strdup(key_secret);
     return luks;
 
 fail:
@@ -637,6 +644,35 @@ static int crypto_luks_count_active(const LuksHeader *hdr)
     return n;
 }
 
+/*
+ * Adding a slot first proves that the passphrase of @secret opens one of
+ * the slots as they are now, as QEMU does (it reads the master key back
+ * that way): a daemon that still holds the key of a passphrase erased
+ * since does not hand it out to a new one without the proof.
+ */
+static int crypto_luks_prove_passphrase(CryptoLuks *luks,
+                                        const CryptoLuksIO *io,
+                                        const char *secret, Error **errp)
+{
+    char *passphrase = crypto_luks_passphrase(secret, errp);
+    g_autofree uint8_t *key = NULL;
+    int slot;
+
+    if (!passphrase) {
+        return -EINVAL;
+    }
+    key = g_malloc(luks->hdr.key_bytes);
+    slot = crypto_luks_find_slot(&luks->hdr, &luks->p, 0, passphrase, io,
+                                 key, errp);
+    crypto_secret_free_str(passphrase);
+    explicit_bzero(key, luks->hdr.key_bytes);
+    if (slot == -1) {
+        error_setg(errp, "Invalid password, cannot unlock any keyslot");
+        return -EINVAL;
+    }
+    return slot < 0 ? -EIO : 0;
+}
+
 static int crypto_luks_amend_add(CryptoLuks *luks, const CryptoLuksIO *io,
                                  const CryptoLuksAmendOptions *opts,
                                  bool force, Error **errp)
@@ -647,6 +683,11 @@ static int crypto_luks_amend_add(CryptoLuks *luks, const CryptoLuksIO *io,
 
     if (!opts->new_secret) {
         error_setg(errp, "'new-secret' is required to activate a keyslot");
+        return -EINVAL;
+    }
+    if (opts->old_secret) {
+        error_setg(errp, "'old-secret' must not be given when activating "
+                   "keyslots");
         return -EINVAL;
     }
     /* --force overwrites it: the passphrase it had no longer opens */
@@ -664,6 +705,12 @@ static int crypto_luks_amend_add(CryptoLuks *luks, const CryptoLuksIO *io,
     if (slot < 0) {
         error_setg(errp, "Can't add a keyslot - all keyslots are in use");
         return -ENOSPC;
+    }
+    ret = crypto_luks_prove_passphrase(luks, io, opts->secret ?
+                                       opts->secret : luks->key_secret,
+                                       errp);
+    if (ret < 0) {
+        return ret;
     }
     passphrase = crypto_secret_lookup_as_utf8(opts->new_secret, errp);
     if (!passphrase) {
@@ -684,6 +731,11 @@ static int crypto_luks_amend_erase(CryptoLuks *luks, const CryptoLuksIO *io,
     bool erase[CRYPTO_LUKS_NUM_SLOTS] = { false };
     int n = 0;
 
+    if (opts->new_secret) {
+        error_setg(errp, "'new-secret' must not be given when erasing "
+                   "keyslots");
+        return -EINVAL;
+    }
     if (opts->keyslot >= 0) {
         if (hdr->slots[opts->keyslot].active != LUKS_SLOT_ACTIVE) {
             if (force) {
@@ -728,8 +780,9 @@ static int crypto_luks_amend_erase(CryptoLuks *luks, const CryptoLuksIO *io,
             return -EINVAL;
         }
     } else {
-        error_setg(errp, "'keyslot' or 'old-secret' is required to erase "
-                   "a keyslot");
+        error_setg(errp, "To erase keyslot(s), either explicit keyslot "
+                   "index or the password currently contained in them must "
+                   "be given");
         return -EINVAL;
     }
     if (!force && n == crypto_luks_count_active(hdr)) {

@@ -117,6 +117,8 @@ typedef struct CryptoLuksAmendOptions {
     int keyslot;                /* -1: any */
     const char *new_secret;
     const char *old_secret;
+    /* adding: the secret that must open a slot; NULL: the one opened with */
+    const char *secret;
     uint64_t iter_time_ms;
 } CryptoLuksAmendOptions;
 
