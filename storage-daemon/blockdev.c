@@ -457,6 +457,12 @@ static void qmp_block_set_write_threshold(JsonObject *args, JsonNode **ret,
                                      args, "write-threshold"));
 }
 
+static void qmp_x_debug_query_block_graph(JsonObject *args, JsonNode **ret,
+                                          Error **errp)
+{
+    *ret = bdrv_debug_block_graph();
+}
+
 void blockdev_register_commands(void)
 {
     qmp_register_command("blockdev-add", qmp_blockdev_add);
@@ -465,6 +471,8 @@ void blockdev_register_commands(void)
                          qmp_query_named_block_nodes);
     qmp_register_command("query-blockstats", qmp_query_blockstats);
     qmp_register_command("query-block", qmp_query_block);
+    qmp_register_command("x-debug-query-block-graph",
+                         qmp_x_debug_query_block_graph);
     qmp_register_command("block-set-write-threshold",
                          qmp_block_set_write_threshold);
     qmp_register_command("x-blockdev-set-write-cache",

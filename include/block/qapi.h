@@ -67,6 +67,12 @@ JsonNode *bdrv_block_device_info(BlockDriverState *bs, bool flat,
  */
 bool bdrv_users_write_cache(BlockDriverState *bs);
 
+/*
+ * XDbgBlockGraph of x-debug-query-block-graph: every BlockBackend, block
+ * job and node and the edges between them (block/qapi-graph.c).
+ */
+JsonNode *bdrv_debug_block_graph(void);
+
 /* BlockStats of a node and, below it, of its file and backing nodes. */
 JsonNode *bdrv_query_node_stats(BlockDriverState *bs);
 /* BlockDeviceStats of a BlockBackend's own accounting. */
