@@ -64,10 +64,10 @@ static const JobDriver amend_job_driver = {
     .free = amend_job_free,
 };
 
-static bool amend_job_has_desc(AmendJob *s, const char *name)
+static bool amend_job_has_desc(const GArray *descs, const char *name)
 {
-    for (guint i = 0; i < s->descs->len; i++) {
-        if (!strcmp(g_array_index(s->descs, QemuOptDesc, i).name, name)) {
+    for (guint i = 0; i < descs->len; i++) {
+        if (!strcmp(g_array_index(descs, QemuOptDesc, i).name, name)) {
             return true;
         }
     }
@@ -75,98 +75,40 @@ static bool amend_job_has_desc(AmendJob *s, const char *name)
 }
 
 /*
- * The option table: the driver's amend options and, as strings, the
- * names of @options that only QMP gives (invariant 1: built before
- * qemu_opts_create, never changed after).
+ * The options, flattened as qemu-img amend's -o names them, absorbed into
+ * a table of the driver's amend options and, as strings, the QMP-only
+ * names among them (invariant 1: the table is complete first).
  */
-static void amend_job_add_descs(AmendJob *s, JsonObject *options,
-                                const char *prefix)
-{
-    g_autoptr(GList) members = json_object_get_members(options);
-
-    for (GList *l = members; l; l = l->next) {
-        JsonNode *value = json_object_get_member(options, l->data);
-        g_autofree char *name = g_strconcat(prefix, l->data, NULL);
-
-        if (!strcmp(l->data, "driver") && !*prefix) {
-            continue;
-        }
-        if (JSON_NODE_HOLDS_OBJECT(value)) {
-            g_autofree char *nested = g_strconcat(name, ".", NULL);
-
-            amend_job_add_descs(s, json_node_get_object(value), nested);
-        } else if (!amend_job_has_desc(s, name)) {
-            /* the table's life: the job's (its names are interned) */
-            QemuOptDesc d = {
-                .name = g_intern_string(name),
-                .type = QEMU_OPT_STRING,
-            };
-
-            g_array_append_val(s->descs, d);
-        }
-    }
-}
-
-/* Each member of @options as the amend option qemu-img knows it by. */
-static bool amend_job_set_opts(AmendJob *s, JsonObject *options,
-                               const char *prefix, Error **errp)
-{
-    g_autoptr(GList) members = json_object_get_members(options);
-
-    for (GList *l = members; l; l = l->next) {
-        JsonNode *value = json_object_get_member(options, l->data);
-        g_autofree char *name = g_strconcat(prefix, l->data, NULL);
-        g_autofree char *text = NULL;
-
-        if (!strcmp(l->data, "driver") && !*prefix) {
-            continue;
-        }
-        if (JSON_NODE_HOLDS_OBJECT(value)) {
-            g_autofree char *nested = g_strconcat(name, ".", NULL);
-
-            if (!amend_job_set_opts(s, json_node_get_object(value), nested,
-                                    errp)) {
-                return false;
-            }
-            continue;
-        }
-        switch (json_node_get_value_type(value)) {
-        case G_TYPE_BOOLEAN:
-            text = g_strdup(json_node_get_boolean(value) ? "on" : "off");
-            break;
-        case G_TYPE_INT64:
-            /* a negative keyslot: QEMU's C int, which its check prints */
-            text = g_strdup_printf("%" PRIu64,
-                                   (uint64_t)json_node_get_int(value));
-            break;
-        default:
-            text = g_strdup(json_node_get_string(value));
-            break;
-        }
-        if (!qemu_opt_set(s->opts, name, text, errp)) {
-            return false;
-        }
-    }
-    return true;
-}
-
 static bool amend_job_setup(AmendJob *s, JsonObject *options, Error **errp)
 {
     const QemuOptsList *amend_opts = bdrv_driver_amend_opts(s->bs->drv);
+    g_autoptr(QDict) flat = qdict_from_json_object(options);
     QemuOptDesc end = { 0 };
 
+    qdict_del(flat, "driver");
     s->descs = g_array_new(false, true, sizeof(QemuOptDesc));
     for (const QemuOptDesc *d = amend_opts->desc; d->name; d++) {
         g_array_append_val(s->descs, *d);
     }
-    amend_job_add_descs(s, options, "");
+    for (const QDictEntry *e = qdict_first(flat); e;
+         e = qdict_next(flat, e)) {
+        QemuOptDesc d = {
+            /* interned: the table's names live as long as the job */
+            .name = g_intern_string(qdict_entry_key(e)),
+            .type = QEMU_OPT_STRING,
+        };
+
+        if (!amend_job_has_desc(s->descs, d.name)) {
+            g_array_append_val(s->descs, d);
+        }
+    }
     g_array_append_val(s->descs, end);
     s->list = (QemuOptsList) {
         .name = amend_opts->name,
         .desc = (const QemuOptDesc *)s->descs->data,
     };
-    s->opts = qemu_opts_create(&s->list);
-    return amend_job_set_opts(s, options, "", errp);
+    s->opts = qemu_opts_absorb_qdict(&s->list, flat, errp);
+    return s->opts != NULL;
 }
 
 bool blockdev_amend_start(const char *job_id, const char *node_name,
