@@ -126,11 +126,6 @@ static bool backup_qmp_options(JsonObject *args, BlockDriverState *bs,
 
 typedef struct BackupAction {
     BlockJob *job;              /* created by prepare, started by commit */
-    /*
-     * The source, drained from prepare to clean as QEMU drains it: the
-     * job starts paused and runs once the transaction is over.
-     */
-    BlockDriverState *drained;
 } BackupAction;
 
 static int backup_action_prepare(TransactionAction *action,
@@ -150,8 +145,8 @@ static int backup_action_prepare(TransactionAction *action,
     if (!target) {
         return -ENOENT;
     }
-    bdrv_drained_begin(bs);
-    st->drained = bs;
+    /* as QEMU: the job starts paused and runs once the drain is over */
+    transaction_action_drain(action, bs);
     if (!backup_qmp_options(data, bs, &opts, errp)) {
         return -EINVAL;
     }
@@ -194,15 +189,6 @@ static void backup_action_abort(TransactionAction *action)
     }
 }
 
-static void backup_action_clean(TransactionAction *action)
-{
-    BackupAction *st = action->opaque;
-
-    if (st->drained) {
-        bdrv_drained_end(st->drained);
-    }
-}
-
 const TransactionActionDriver transaction_action_blockdev_backup = {
     .type           = "blockdev-backup",
     .instance_size  = sizeof(BackupAction),
@@ -210,16 +196,9 @@ const TransactionActionDriver transaction_action_blockdev_backup = {
     .prepare        = backup_action_prepare,
     .commit         = backup_action_commit,
     .abort          = backup_action_abort,
-    .clean          = backup_action_clean,
 };
-
-static void qmp_blockdev_backup(JsonObject *args, JsonNode **ret,
-                                Error **errp)
-{
-    transaction_run_single("blockdev-backup", args, errp);
-}
 
 void backup_register_commands(void)
 {
-    qmp_register_command("blockdev-backup", qmp_blockdev_backup);
+    transaction_register_single_command(&transaction_action_blockdev_backup);
 }

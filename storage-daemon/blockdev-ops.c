@@ -90,7 +90,7 @@ static void qmp_block_resize(JsonObject *args, JsonNode **ret, Error **errp)
 /* ---- external snapshots: blockdev-snapshot-sync, blockdev-snapshot ---- */
 
 typedef struct ExternalSnapshotState {
-    BlockDriverState *old_bs;   /* drained from prepare to clean */
+    BlockDriverState *old_bs;   /* drained till the transaction ends */
     BlockDriverState *new_bs;   /* a reference, from prepare to clean */
     bool overlay_appended;
 } ExternalSnapshotState;
@@ -206,11 +206,16 @@ static int blockdev_ops_check_overlay(BlockDriverState *bs, Error **errp)
     return 0;
 }
 
+/*
+ * The prepare of both external snapshots, which differ in their
+ * arguments: blockdev-snapshot-sync names the node and creates the
+ * overlay, blockdev-snapshot is given both nodes.
+ */
 static int blockdev_ops_external_prepare(TransactionAction *action,
-                                         JsonObject *data, bool sync,
-                                         Error **errp)
+                                         JsonObject *data, Error **errp)
 {
     ExternalSnapshotState *st = action->opaque;
+    bool sync = action->drv == &transaction_action_blockdev_snapshot_sync;
     const char *device = sync ? qmp_arg_str(data, "device")
                               : json_object_get_string_member(data, "node");
     const char *node_name = sync ? qmp_arg_str(data, "node-name")
@@ -226,8 +231,8 @@ static int blockdev_ops_external_prepare(TransactionAction *action,
     if (!st->old_bs) {
         return -ENOENT;
     }
-    /* paired with clean: the users wait until the overlay is in place */
-    bdrv_drained_begin(st->old_bs);
+    /* the users wait until the overlay is in place */
+    transaction_action_drain(action, st->old_bs);
     if (bdrv_op_is_blocked(st->old_bs, BLOCK_OP_TYPE_EXTERNAL_SNAPSHOT,
                            errp)) {
         return -EBUSY;
@@ -260,18 +265,6 @@ static int blockdev_ops_external_prepare(TransactionAction *action,
     }
     st->overlay_appended = true;
     return 0;
-}
-
-static int blockdev_ops_snapshot_sync_prepare(TransactionAction *action,
-                                              JsonObject *data, Error **errp)
-{
-    return blockdev_ops_external_prepare(action, data, true, errp);
-}
-
-static int blockdev_ops_snapshot_prepare(TransactionAction *action,
-                                         JsonObject *data, Error **errp)
-{
-    return blockdev_ops_external_prepare(action, data, false, errp);
 }
 
 /* The old node only backs the overlay now: nobody writes it again. */
@@ -309,9 +302,6 @@ static void blockdev_ops_external_clean(TransactionAction *action)
 {
     ExternalSnapshotState *st = action->opaque;
 
-    if (st->old_bs) {
-        bdrv_drained_end(st->old_bs);
-    }
     /* as in QEMU, an overlay that no user took is closed here */
     bdrv_unref(st->new_bs);
 }
@@ -319,7 +309,7 @@ static void blockdev_ops_external_clean(TransactionAction *action)
 const TransactionActionDriver transaction_action_blockdev_snapshot_sync = {
     .type               = "blockdev-snapshot-sync",
     .instance_size      = sizeof(ExternalSnapshotState),
-    .prepare            = blockdev_ops_snapshot_sync_prepare,
+    .prepare            = blockdev_ops_external_prepare,
     .commit             = blockdev_ops_external_commit,
     .abort              = blockdev_ops_external_abort,
     .clean              = blockdev_ops_external_clean,
@@ -328,23 +318,11 @@ const TransactionActionDriver transaction_action_blockdev_snapshot_sync = {
 const TransactionActionDriver transaction_action_blockdev_snapshot = {
     .type               = "blockdev-snapshot",
     .instance_size      = sizeof(ExternalSnapshotState),
-    .prepare            = blockdev_ops_snapshot_prepare,
+    .prepare            = blockdev_ops_external_prepare,
     .commit             = blockdev_ops_external_commit,
     .abort              = blockdev_ops_external_abort,
     .clean              = blockdev_ops_external_clean,
 };
-
-static void qmp_blockdev_snapshot_sync(JsonObject *args, JsonNode **ret,
-                                       Error **errp)
-{
-    transaction_run_single("blockdev-snapshot-sync", args, errp);
-}
-
-static void qmp_blockdev_snapshot(JsonObject *args, JsonNode **ret,
-                                  Error **errp)
-{
-    transaction_run_single("blockdev-snapshot", args, errp);
-}
 
 /* ---- internal snapshots ---- */
 
@@ -387,7 +365,7 @@ static int blockdev_ops_find_snapshot(BlockDriverState *bs, const char *id,
 }
 
 typedef struct InternalSnapshotState {
-    BlockDriverState *bs;       /* drained from prepare to clean */
+    BlockDriverState *bs;       /* drained till the transaction ends */
     const char *device;         /* the action's data: lives as long */
     QEMUSnapshotInfo sn;
     bool created;
@@ -407,8 +385,8 @@ static int blockdev_ops_internal_prepare(TransactionAction *action,
     if (!st->bs) {
         return -ENOENT;
     }
-    /* paired with clean: no export request sees half a snapshot */
-    bdrv_drained_begin(st->bs);
+    /* no export request sees half a snapshot */
+    transaction_action_drain(action, st->bs);
     if (bdrv_op_is_blocked(st->bs, BLOCK_OP_TYPE_INTERNAL_SNAPSHOT, errp)) {
         return -EBUSY;
     }
@@ -467,29 +445,13 @@ static void blockdev_ops_internal_abort(TransactionAction *action)
     }
 }
 
-static void blockdev_ops_internal_clean(TransactionAction *action)
-{
-    InternalSnapshotState *st = action->opaque;
-
-    if (st->bs) {
-        bdrv_drained_end(st->bs);
-    }
-}
-
 const TransactionActionDriver
     transaction_action_blockdev_snapshot_internal_sync = {
     .type               = "blockdev-snapshot-internal-sync",
     .instance_size      = sizeof(InternalSnapshotState),
     .prepare            = blockdev_ops_internal_prepare,
     .abort              = blockdev_ops_internal_abort,
-    .clean              = blockdev_ops_internal_clean,
 };
-
-static void qmp_blockdev_snapshot_internal_sync(JsonObject *args,
-                                                JsonNode **ret, Error **errp)
-{
-    transaction_run_single("blockdev-snapshot-internal-sync", args, errp);
-}
 
 /* A SnapshotInfo object, icount only where it is known. */
 static JsonNode *blockdev_ops_snapshot_info(const QEMUSnapshotInfo *sn)
@@ -722,11 +684,11 @@ void blockdev_ops_register_commands(void)
     qmp_register_command("x-blockdev-change", qmp_x_blockdev_change);
     qmp_register_command("x-blockdev-set-iothread",
                          qmp_x_blockdev_set_iothread);
-    qmp_register_command("blockdev-snapshot-sync",
-                         qmp_blockdev_snapshot_sync);
-    qmp_register_command("blockdev-snapshot", qmp_blockdev_snapshot);
-    qmp_register_command("blockdev-snapshot-internal-sync",
-                         qmp_blockdev_snapshot_internal_sync);
+    transaction_register_single_command(
+        &transaction_action_blockdev_snapshot_sync);
+    transaction_register_single_command(&transaction_action_blockdev_snapshot);
+    transaction_register_single_command(
+        &transaction_action_blockdev_snapshot_internal_sync);
     qmp_register_command("blockdev-snapshot-delete-internal-sync",
                          qmp_blockdev_snapshot_delete_internal_sync);
 }

@@ -45,54 +45,49 @@ static void qmp_block_dirty_bitmap_add(JsonObject *args, JsonNode **ret,
                           errp);
 }
 
-/* The commands that name one bitmap and change it. */
+/* What a command that names one bitmap does to it. */
 typedef int DirtyBitmapCmdFn(BlockDriverState *bs, const char *name,
                              Error **errp);
 
-static void dirty_bitmap_qmp_simple(JsonObject *args, DirtyBitmapCmdFn *fn,
+/* enable and disable, in the shape of the other DirtyBitmapCmdFn */
+static int dirty_bitmap_qmp_enable(BlockDriverState *bs, const char *name,
+                                   Error **errp)
+{
+    return bdrv_dirty_bitmap_switch_cmd(bs, name, true, errp);
+}
+
+static int dirty_bitmap_qmp_disable(BlockDriverState *bs, const char *name,
                                     Error **errp)
 {
+    return bdrv_dirty_bitmap_switch_cmd(bs, name, false, errp);
+}
+
+/*
+ * The commands that name one bitmap ("node", "name") and change it, all
+ * served by dirty_bitmap_qmp_change(): they differ only in the change.
+ */
+typedef struct DirtyBitmapQmpCommand {
+    const char *name;
+    DirtyBitmapCmdFn *fn;
+} DirtyBitmapQmpCommand;
+
+static const DirtyBitmapQmpCommand dirty_bitmap_qmp_commands[] = {
+    { "block-dirty-bitmap-remove",  bdrv_dirty_bitmap_remove },
+    { "block-dirty-bitmap-clear",   bdrv_dirty_bitmap_clear_cmd },
+    { "block-dirty-bitmap-enable",  dirty_bitmap_qmp_enable },
+    { "block-dirty-bitmap-disable", dirty_bitmap_qmp_disable },
+};
+
+/* @opaque: the DirtyBitmapQmpCommand of the command. */
+static void dirty_bitmap_qmp_change(JsonObject *args, const void *opaque,
+                                    JsonNode **ret, Error **errp)
+{
+    const DirtyBitmapQmpCommand *cmd = opaque;
     BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
 
     if (bs) {
-        fn(bs, qmp_arg_str(args, "name"), errp);
+        cmd->fn(bs, qmp_arg_str(args, "name"), errp);
     }
-}
-
-static void qmp_block_dirty_bitmap_remove(JsonObject *args, JsonNode **ret,
-                                          Error **errp)
-{
-    dirty_bitmap_qmp_simple(args, bdrv_dirty_bitmap_remove, errp);
-}
-
-static void qmp_block_dirty_bitmap_clear(JsonObject *args, JsonNode **ret,
-                                         Error **errp)
-{
-    dirty_bitmap_qmp_simple(args, bdrv_dirty_bitmap_clear_cmd, errp);
-}
-
-/* enable and disable: @enable is what the command makes of the bitmap */
-static void dirty_bitmap_qmp_switch(JsonObject *args, bool enable,
-                                    Error **errp)
-{
-    BlockDriverState *bs = bdrv_lookup_node(qmp_arg_str(args, "node"), errp);
-
-    if (bs) {
-        bdrv_dirty_bitmap_switch_cmd(bs, qmp_arg_str(args, "name"), enable,
-                                     errp);
-    }
-}
-
-static void qmp_block_dirty_bitmap_enable(JsonObject *args, JsonNode **ret,
-                                          Error **errp)
-{
-    dirty_bitmap_qmp_switch(args, true, errp);
-}
-
-static void qmp_block_dirty_bitmap_disable(JsonObject *args, JsonNode **ret,
-                                           Error **errp)
-{
-    dirty_bitmap_qmp_switch(args, false, errp);
 }
 
 /*
@@ -384,12 +379,15 @@ const TransactionActionDriver transaction_action_block_dirty_bitmap_merge = {
     .clean          = dirty_bitmap_backup_clean,
 };
 
-/* enable and disable: @enable is what prepare makes of the bitmap */
+/*
+ * The prepare of enable and of disable; which of the two the action is
+ * says what it makes of the bitmap.
+ */
 static int dirty_bitmap_switch_prepare(TransactionAction *action,
-                                       JsonObject *data, bool enable,
-                                       Error **errp)
+                                       JsonObject *data, Error **errp)
 {
     DirtyBitmapAction *st = action->opaque;
+    bool enable = action->drv == &transaction_action_block_dirty_bitmap_enable;
     int ret = dirty_bitmap_prepare_change(st, data, BDRV_BITMAP_ALLOW_RO,
                                           errp);
 
@@ -399,18 +397,6 @@ static int dirty_bitmap_switch_prepare(TransactionAction *action,
     st->was_enabled = bdrv_dirty_bitmap_enabled(st->bitmap);
     bdrv_dirty_bitmap_switch(st->bitmap, enable);
     return 0;
-}
-
-static int dirty_bitmap_enable_prepare(TransactionAction *action,
-                                       JsonObject *data, Error **errp)
-{
-    return dirty_bitmap_switch_prepare(action, data, true, errp);
-}
-
-static int dirty_bitmap_disable_prepare(TransactionAction *action,
-                                        JsonObject *data, Error **errp)
-{
-    return dirty_bitmap_switch_prepare(action, data, false, errp);
 }
 
 static void dirty_bitmap_switch_abort(TransactionAction *action)
@@ -426,7 +412,7 @@ static void dirty_bitmap_switch_abort(TransactionAction *action)
 const TransactionActionDriver transaction_action_block_dirty_bitmap_enable = {
     .type           = "block-dirty-bitmap-enable",
     .instance_size  = sizeof(DirtyBitmapAction),
-    .prepare        = dirty_bitmap_enable_prepare,
+    .prepare        = dirty_bitmap_switch_prepare,
     .abort          = dirty_bitmap_switch_abort,
 };
 
@@ -434,7 +420,7 @@ const TransactionActionDriver
     transaction_action_block_dirty_bitmap_disable = {
     .type           = "block-dirty-bitmap-disable",
     .instance_size  = sizeof(DirtyBitmapAction),
-    .prepare        = dirty_bitmap_disable_prepare,
+    .prepare        = dirty_bitmap_switch_prepare,
     .abort          = dirty_bitmap_switch_abort,
 };
 
@@ -442,14 +428,11 @@ void dirty_bitmap_register_commands(void)
 {
     qmp_register_command("block-dirty-bitmap-add",
                          qmp_block_dirty_bitmap_add);
-    qmp_register_command("block-dirty-bitmap-remove",
-                         qmp_block_dirty_bitmap_remove);
-    qmp_register_command("block-dirty-bitmap-clear",
-                         qmp_block_dirty_bitmap_clear);
-    qmp_register_command("block-dirty-bitmap-enable",
-                         qmp_block_dirty_bitmap_enable);
-    qmp_register_command("block-dirty-bitmap-disable",
-                         qmp_block_dirty_bitmap_disable);
+    for (size_t i = 0; i < G_N_ELEMENTS(dirty_bitmap_qmp_commands); i++) {
+        qmp_register_command_data(dirty_bitmap_qmp_commands[i].name,
+                                  dirty_bitmap_qmp_change,
+                                  &dirty_bitmap_qmp_commands[i]);
+    }
     qmp_register_command("block-dirty-bitmap-merge",
                          qmp_block_dirty_bitmap_merge);
     qmp_register_command("x-debug-block-dirty-bitmap-sha256",

@@ -23,16 +23,17 @@ static Job *job_qmp_find(const char *id, Error **errp)
     return job;
 }
 
-static BlockJob *job_qmp_find_block_job(const char *id, Error **errp)
+/* The job of the block job @id (a job of another kind is not found). */
+static Job *job_qmp_find_block_job(const char *id, Error **errp)
 {
     Job *job = job_get(id);
-    BlockJob *bjob = job ? block_job_from_job(job) : NULL;
 
-    if (!bjob) {
+    if (!job || !block_job_from_job(job)) {
         error_set(errp, ERROR_CLASS_DEVICE_NOT_ACTIVE,
                   "Block job '%s' not found", id);
+        return NULL;
     }
-    return bjob;
+    return job;
 }
 
 static JsonNode *job_qmp_info(Job *job)
@@ -116,128 +117,83 @@ static bool job_qmp_resume(Job *job, Error **errp)
     return true;
 }
 
+/* job-cancel: QEMU's has no force argument and always forces. */
+static bool job_qmp_cancel(Job *job, Error **errp)
+{
+    return job_user_cancel(job, true, errp);
+}
+
 /* What a job-* or block-job-* command does to the job it names. */
 typedef bool JobQmpAction(Job *job, Error **errp);
 
-/* job-*: the job named by "id" (QEMU's "Job not found"). */
-static void job_qmp_act(JsonObject *args, JobQmpAction *act, Error **errp)
+/*
+ * The commands that name one job and do one thing to it, all served by
+ * job_qmp_act(): they differ only in the argument that names the job,
+ * how it is looked up (job-* among all jobs, block-job-* among the
+ * block jobs, each with QEMU's message) and the action.
+ */
+typedef struct JobQmpActCommand {
+    const char *name;
+    const char *arg;                            /* names the job */
+    Job *(*find)(const char *id, Error **errp); /* looks it up */
+    JobQmpAction *act;
+} JobQmpActCommand;
+
+static const JobQmpActCommand job_qmp_act_commands[] = {
+    { "job-pause",          "id",     job_qmp_find,           job_user_pause },
+    { "job-resume",         "id",     job_qmp_find,           job_qmp_resume },
+    { "job-cancel",         "id",     job_qmp_find,           job_qmp_cancel },
+    { "job-complete",       "id",     job_qmp_find,           job_complete },
+    { "job-dismiss",        "id",     job_qmp_find,           job_dismiss },
+    { "job-finalize",       "id",     job_qmp_find,           job_finalize },
+    { "block-job-pause",    "device", job_qmp_find_block_job, job_user_pause },
+    { "block-job-resume",   "device", job_qmp_find_block_job, job_qmp_resume },
+    { "block-job-complete", "device", job_qmp_find_block_job, job_complete },
+    { "block-job-finalize", "id",     job_qmp_find_block_job, job_finalize },
+    { "block-job-dismiss",  "id",     job_qmp_find_block_job, job_dismiss },
+};
+
+/* @opaque: the JobQmpActCommand of the command. */
+static void job_qmp_act(JsonObject *args, const void *opaque, JsonNode **ret,
+                        Error **errp)
 {
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
+    const JobQmpActCommand *cmd = opaque;
+    Job *job = cmd->find(json_object_get_string_member(args, cmd->arg),
+                         errp);
 
     if (job) {
-        act(job, errp);
-    }
-}
-
-static void qmp_job_pause(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    job_qmp_act(args, job_user_pause, errp);
-}
-
-static void qmp_job_resume(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    job_qmp_act(args, job_qmp_resume, errp);
-}
-
-static void qmp_job_cancel(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    Job *job = job_qmp_find(json_object_get_string_member(args, "id"), errp);
-
-    if (job) {
-        job_user_cancel(job, true, errp);
-    }
-}
-
-static void qmp_job_complete(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    job_qmp_act(args, job_complete, errp);
-}
-
-static void qmp_job_dismiss(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    job_qmp_act(args, job_dismiss, errp);
-}
-
-static void qmp_job_finalize(JsonObject *args, JsonNode **ret, Error **errp)
-{
-    job_qmp_act(args, job_finalize, errp);
-}
-
-static BlockJob *job_qmp_block_job_arg(JsonObject *args, const char *name,
-                                       Error **errp)
-{
-    return job_qmp_find_block_job(json_object_get_string_member(args, name),
-                                  errp);
-}
-
-/* block-job-*: the block job named by the argument @name. */
-static void job_qmp_act_block_job(JsonObject *args, const char *name,
-                                  JobQmpAction *act, Error **errp)
-{
-    BlockJob *bjob = job_qmp_block_job_arg(args, name, errp);
-
-    if (bjob) {
-        act(&bjob->job, errp);
+        cmd->act(job, errp);
     }
 }
 
 static void qmp_block_job_set_speed(JsonObject *args, JsonNode **ret,
                                     Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+    Job *job = job_qmp_find_block_job(
+                   json_object_get_string_member(args, "device"), errp);
 
-    if (bjob) {
-        job_set_speed(&bjob->job, json_object_get_int_member(args, "speed"),
-                      errp);
+    if (job) {
+        job_set_speed(job, json_object_get_int_member(args, "speed"), errp);
     }
 }
 
 static void qmp_block_job_cancel(JsonObject *args, JsonNode **ret,
                                  Error **errp)
 {
-    BlockJob *bjob = job_qmp_block_job_arg(args, "device", errp);
+    Job *job = job_qmp_find_block_job(
+                   json_object_get_string_member(args, "device"), errp);
     bool force = json_object_get_boolean_member_with_default(args, "force",
                                                              false);
 
-    if (!bjob) {
+    if (!job) {
         return;
     }
-    if (bjob->job.user_paused && !force) {
+    if (job->user_paused && !force) {
         error_setg(errp, "The block job for device '%s' is currently paused",
-                   bjob->job.id);
+                   job->id);
         return;
     }
-    job_user_cancel(&bjob->job, force, errp);
-}
-
-static void qmp_block_job_pause(JsonObject *args, JsonNode **ret,
-                                Error **errp)
-{
-    job_qmp_act_block_job(args, "device", job_user_pause, errp);
-}
-
-static void qmp_block_job_resume(JsonObject *args, JsonNode **ret,
-                                 Error **errp)
-{
-    job_qmp_act_block_job(args, "device", job_qmp_resume, errp);
-}
-
-static void qmp_block_job_complete(JsonObject *args, JsonNode **ret,
-                                   Error **errp)
-{
-    job_qmp_act_block_job(args, "device", job_complete, errp);
-}
-
-static void qmp_block_job_finalize(JsonObject *args, JsonNode **ret,
-                                   Error **errp)
-{
-    job_qmp_act_block_job(args, "id", job_finalize, errp);
-}
-
-static void qmp_block_job_dismiss(JsonObject *args, JsonNode **ret,
-                                  Error **errp)
-{
-    job_qmp_act_block_job(args, "id", job_dismiss, errp);
+    job_user_cancel(job, force, errp);
 }
 
 static void qmp_blockdev_create(JsonObject *args, JsonNode **ret,
@@ -490,37 +446,63 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
     mirror_start(qmp_arg_str(args, "job-id"), bs, target_bs, &opts, errp);
 }
 
+/*
+ * What block-commit's top and base have in common: each is given by a
+ * file name (@file_arg) or a node name (@node_arg), not both, and a node
+ * name must name a node of the chain from @from.  Returns false with
+ * @errp set where they are wrong.  Otherwise *@node is the node that the
+ * node name names, or NULL where there is none; then *@file is the file
+ * name, or NULL where there is none either (the default applies).
+ */
+static bool job_qmp_commit_end(JsonObject *args, const char *file_arg,
+                               const char *node_arg, BlockDriverState *from,
+                               BlockDriverState **node, const char **file,
+                               Error **errp)
+{
+    const char *node_name = qmp_arg_str(args, node_arg);
+
+    *node = NULL;
+    *file = qmp_arg_str(args, file_arg);
+    if (*file && node_name) {
+        error_setg(errp, "'%s' and '%s' are mutually exclusive", node_arg,
+                   file_arg);
+        return false;
+    }
+    if (!node_name) {
+        return true;
+    }
+    *node = blockdev_lookup_bs(NULL, node_name, errp);
+    if (*node && !job_qmp_chain_contains(from, *node)) {
+        error_setg(errp, "'%s' is not in this backing file chain",
+                   node_name);
+        *node = NULL;
+    }
+    return *node != NULL;
+}
+
 /* block-commit's top (default: the active layer @bs) */
 static BlockDriverState *job_qmp_commit_top(JsonObject *args,
                                             BlockDriverState *bs,
                                             Error **errp)
 {
-    const char *top = qmp_arg_str(args, "top");
-    const char *top_node = qmp_arg_str(args, "top-node");
-    BlockDriverState *top_bs = bs;
+    BlockDriverState *top_bs;
+    const char *top;
 
-    if (top && top_node) {
-        error_setg(errp, "'top-node' and 'top' are mutually exclusive");
+    if (!job_qmp_commit_end(args, "top", "top-node", bs, &top_bs, &top,
+                            errp)) {
         return NULL;
     }
-    if (top_node) {
-        top_bs = blockdev_lookup_bs(NULL, top_node, errp);
-        if (!top_bs) {
-            return NULL;
-        }
-        if (!job_qmp_chain_contains(bs, top_bs)) {
-            error_setg(errp, "'%s' is not in this backing file chain",
-                       top_node);
-            return NULL;
-        }
-    } else if (top) {
-        /* the active layer's own name, or a backing file's */
-        top_bs = strcmp(bdrv_get_filename(bs), top) ?
-                 block_job_find_backing(bs, top) : bs;
-        if (!top_bs) {
-            error_setg(errp, "Top image file %s not found", top);
-            return NULL;
-        }
+    if (top_bs) {
+        return top_bs;
+    }
+    if (!top) {
+        return bs;
+    }
+    /* the active layer's own name, or a backing file's */
+    top_bs = strcmp(bdrv_get_filename(bs), top) ?
+             block_job_find_backing(bs, top) : bs;
+    if (!top_bs) {
+        error_setg(errp, "Top image file %s not found", top);
     }
     return top_bs;
 }
@@ -530,39 +512,30 @@ static BlockDriverState *job_qmp_commit_base(JsonObject *args,
                                              BlockDriverState *top_bs,
                                              Error **errp)
 {
-    const char *base = qmp_arg_str(args, "base");
-    const char *base_node = qmp_arg_str(args, "base-node");
     BlockDriverState *base_bs;
+    const char *base;
 
-    if (base && base_node) {
-        error_setg(errp, "'base-node' and 'base' are mutually exclusive");
+    if (!job_qmp_commit_end(args, "base", "base-node", top_bs, &base_bs,
+                            &base, errp)) {
         return NULL;
     }
-    if (base_node) {
-        base_bs = blockdev_lookup_bs(NULL, base_node, errp);
-        if (!base_bs) {
-            return NULL;
-        }
-        if (!job_qmp_chain_contains(top_bs, base_bs)) {
-            error_setg(errp, "'%s' is not in this backing file chain",
-                       base_node);
-            return NULL;
-        }
-    } else if (base) {
+    if (base_bs) {
+        return base_bs;
+    }
+    if (base) {
         base_bs = block_job_find_backing(top_bs, base);
         if (!base_bs) {
             error_setg(errp, "Can't find '%s' in the backing chain", base);
-            return NULL;
         }
-    } else {
-        base_bs = top_bs;
-        while (bdrv_backing_chain_next(base_bs)) {
-            base_bs = bdrv_backing_chain_next(base_bs);
-        }
-        if (base_bs == top_bs) {
-            error_setg(errp, "There is no backimg image");
-            return NULL;
-        }
+        return base_bs;
+    }
+    base_bs = top_bs;
+    while (bdrv_backing_chain_next(base_bs)) {
+        base_bs = bdrv_backing_chain_next(base_bs);
+    }
+    if (base_bs == top_bs) {
+        error_setg(errp, "There is no backimg image");
+        return NULL;
     }
     return base_bs;
 }
@@ -645,18 +618,11 @@ void job_register_commands(void)
     qmp_register_command("block-stream", qmp_block_stream);
     qmp_register_command("blockdev-create", qmp_blockdev_create);
     qmp_register_command("query-jobs", qmp_query_jobs);
-    qmp_register_command("job-pause", qmp_job_pause);
-    qmp_register_command("job-resume", qmp_job_resume);
-    qmp_register_command("job-cancel", qmp_job_cancel);
-    qmp_register_command("job-complete", qmp_job_complete);
-    qmp_register_command("job-dismiss", qmp_job_dismiss);
-    qmp_register_command("job-finalize", qmp_job_finalize);
     qmp_register_command("query-block-jobs", qmp_query_block_jobs);
     qmp_register_command("block-job-set-speed", qmp_block_job_set_speed);
     qmp_register_command("block-job-cancel", qmp_block_job_cancel);
-    qmp_register_command("block-job-pause", qmp_block_job_pause);
-    qmp_register_command("block-job-resume", qmp_block_job_resume);
-    qmp_register_command("block-job-complete", qmp_block_job_complete);
-    qmp_register_command("block-job-finalize", qmp_block_job_finalize);
-    qmp_register_command("block-job-dismiss", qmp_block_job_dismiss);
+    for (size_t i = 0; i < G_N_ELEMENTS(job_qmp_act_commands); i++) {
+        qmp_register_command_data(job_qmp_act_commands[i].name, job_qmp_act,
+                                  &job_qmp_act_commands[i]);
+    }
 }

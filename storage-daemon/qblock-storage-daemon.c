@@ -291,6 +291,17 @@ static int qsd_monitor_add(const char *arg, Error **errp)
     return node ? monitor_add(json_node_get_object(node), errp) : -EINVAL;
 }
 
+/*
+ * The next option of the command line, -1 after the last.  Both passes
+ * read the options through this, so that they agree on what each
+ * argument is.
+ */
+static int qsd_next_option(int argc, char **argv)
+{
+    return getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
+                       NULL);
+}
+
 /* Pass 1: what must be known before anything is opened. */
 static void qsd_process_early_options(int argc, char **argv)
 {
@@ -298,8 +309,7 @@ static void qsd_process_early_options(int argc, char **argv)
 
     opterr = 1;
     optind = 1;
-    while ((c = getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
-                            NULL)) != -1) {
+    while ((c = qsd_next_option(argc, argv)) != -1) {
         switch (c) {
         case 'h':
             qsd_usage();
@@ -405,8 +415,7 @@ static void qsd_process_options(int argc, char **argv)
 
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, QSD_SHORT_OPTIONS, qsd_long_options,
-                            NULL)) != -1) {
+    while ((c = qsd_next_option(argc, argv)) != -1) {
         QsdCreateFunc *create = qsd_creator(c);
         Error *err = NULL;
 

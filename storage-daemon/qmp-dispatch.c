@@ -6,18 +6,49 @@
 
 #include "util/iothread.h"
 
-/* command name -> QmpCommandFunc, for the commands implemented */
+/* An implementation: exactly one of @fn and @data_fn is set. */
+typedef struct QmpCommand {
+    QmpCommandFunc *fn;
+    QmpCommandDataFunc *data_fn;
+    const void *opaque;         /* what @data_fn gets */
+} QmpCommand;
+
+/* command name -> QmpCommand (owned), for the commands implemented */
 static GHashTable *qmp_commands;
 
-void qmp_register_command(const char *name, QmpCommandFunc *fn)
+/* Both kinds of registration: one registry, so one set of checks. */
+static void qmp_add_command(const char *name, const QmpCommand *cmd)
 {
     /* an implementation without a declaration would escape all checks */
     assert(qapi_find_command(name));
     if (!qmp_commands) {
-        qmp_commands = g_hash_table_new(g_str_hash, g_str_equal);
+        qmp_commands = g_hash_table_new_full(g_str_hash, g_str_equal, NULL,
+                                             g_free);
     }
     assert(!g_hash_table_contains(qmp_commands, name));
-    g_hash_table_insert(qmp_commands, (gpointer)name, fn);
+    g_hash_table_insert(qmp_commands, (gpointer)name,
+                        g_memdup2(cmd, sizeof(*cmd)));
+}
+
+void qmp_register_command(const char *name, QmpCommandFunc *fn)
+{
+    qmp_add_command(name, &(QmpCommand) { .fn = fn });
+}
+
+void qmp_register_command_data(const char *name, QmpCommandDataFunc *fn,
+                               const void *opaque)
+{
+    qmp_add_command(name, &(QmpCommand) { .data_fn = fn, .opaque = opaque });
+}
+
+static void qmp_command_run(const QmpCommand *cmd, JsonObject *args,
+                            JsonNode **ret, Error **errp)
+{
+    if (cmd->fn) {
+        cmd->fn(args, ret, errp);
+    } else {
+        cmd->data_fn(args, cmd->opaque, ret, errp);
+    }
 }
 
 static const char *qmp_error_class_name(ErrorClass cls)
@@ -115,11 +146,11 @@ static const char *qmp_check_envelope(JsonNode *request, Error **errp)
     return json_node_get_string(execute);
 }
 
-static QmpCommandFunc *qmp_find_command(const char *name,
-                                        QmpDispatchMode mode, Error **errp)
+static const QmpCommand *qmp_find_command(const char *name,
+                                          QmpDispatchMode mode, Error **errp)
 {
-    QmpCommandFunc *fn = qmp_commands ?
-                         g_hash_table_lookup(qmp_commands, name) : NULL;
+    const QmpCommand *cmd = qmp_commands ?
+                            g_hash_table_lookup(qmp_commands, name) : NULL;
 
     if (mode == QMP_DISPATCH_NEGOTIATION) {
         if (strcmp(name, "qmp_capabilities")) {
@@ -134,11 +165,11 @@ static QmpCommandFunc *qmp_find_command(const char *name,
                   "ignored");
         return NULL;
     }
-    if (!fn) {
+    if (!cmd) {
         error_set(errp, ERROR_CLASS_COMMAND_NOT_FOUND,
                   "The command %s has not been found", name);
     }
-    return fn;
+    return cmd;
 }
 
 /*
@@ -160,7 +191,7 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
     JsonNode *ret = NULL;
     g_autoptr(JsonNode) empty = NULL;
     const char *name;
-    QmpCommandFunc *fn;
+    const QmpCommand *cmd;
 
     if (!request) {
         return qmp_error_response(parse_err, NULL);
@@ -172,8 +203,8 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
     if (!name) {
         return qmp_error_response(err, id);
     }
-    fn = qmp_find_command(name, mode, &err);
-    if (!fn) {
+    cmd = qmp_find_command(name, mode, &err);
+    if (!cmd) {
         return qmp_error_response(err, id);
     }
     args_node = json_object_get_member(json_node_get_object(request),
@@ -187,7 +218,7 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
         return qmp_error_response(err, id);
     }
     if (qmp_command_creates_iothreads(name)) {
-        fn(json_node_get_object(args_node), &ret, &err);
+        qmp_command_run(cmd, json_node_get_object(args_node), &ret, &err);
     } else {
         /*
          * A command may touch nodes and exports of any iothread: they
@@ -195,7 +226,7 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
          * docs/architecture.md's threading rules).
          */
         iothread_acquire_all();
-        fn(json_node_get_object(args_node), &ret, &err);
+        qmp_command_run(cmd, json_node_get_object(args_node), &ret, &err);
         iothread_release_all();
     }
     if (err) {

@@ -36,8 +36,19 @@ static inline const char *qmp_arg_str(JsonObject *args, const char *name)
     return json_object_get_string_member_with_default(args, name, NULL);
 }
 
+/*
+ * An implementation that serves several commands, which differ only in
+ * data: @opaque is what its command was registered with (a row of the
+ * table of those commands), the rest as for QmpCommandFunc.
+ */
+typedef void QmpCommandDataFunc(JsonObject *args, const void *opaque,
+                                JsonNode **ret, Error **errp);
+
 /* Registers @fn for the schema's command @name (once per name). */
 void qmp_register_command(const char *name, QmpCommandFunc *fn);
+/* The same for @fn, which gets @opaque (not copied: it must stay). */
+void qmp_register_command_data(const char *name, QmpCommandDataFunc *fn,
+                               const void *opaque);
 /* Registers query-commands, which lists the registry. */
 void qmp_register_dispatch_commands(void);
 

@@ -7,7 +7,8 @@
  *     prepare that fails half way still gets its abort and its clean.
  *  2. Abort runs only after some prepare failed, on every listed action,
  *     last first; commit only when every prepare succeeded, in order;
- *     clean always, in order, once per action.
+ *     clean always, in order, once per action, right after the end of
+ *     the action's drain (transaction_action_drain).
  *  3. Before the first prepare, every request in flight anywhere has
  *     completed (bdrv_drain_all), so that what the actions see of their
  *     nodes is what the clients were answered.
@@ -43,6 +44,14 @@ static const TransactionActionDriver *transaction_find_action(
     }
     /* the schema admits only the kinds it declares: all are listed */
     g_assert_not_reached();
+}
+
+void transaction_action_drain(TransactionAction *action,
+                              BlockDriverState *bs)
+{
+    assert(!action->drained);
+    bdrv_drained_begin(bs);
+    action->drained = bs;
 }
 
 /* One action and its data, as the request gave them. */
@@ -110,6 +119,9 @@ static int transaction_run(const TransactionItem *items, size_t n,
     for (guint i = 0; i < actions->len; i++) {
         TransactionAction *action = actions->pdata[i];
 
+        if (action->drained) {
+            bdrv_drained_end(action->drained);
+        }
         if (action->drv->clean) {
             action->drv->clean(action);
         }
@@ -121,11 +133,23 @@ static int transaction_run(const TransactionItem *items, size_t n,
     return ret;
 }
 
-int transaction_run_single(const char *type, JsonObject *data, Error **errp)
+/*
+ * The one implementation of every command that is also an action
+ * (transaction_register_single_command): @opaque is the action's driver,
+ * whose type is the command's name and whose data are its arguments.
+ */
+static void transaction_qmp_single(JsonObject *args, const void *opaque,
+                                   JsonNode **ret, Error **errp)
 {
-    TransactionItem item = { .type = type, .data = data };
+    const TransactionActionDriver *drv = opaque;
+    TransactionItem item = { .type = drv->type, .data = args };
 
-    return transaction_run(&item, 1, false, errp);
+    transaction_run(&item, 1, false, errp);
+}
+
+void transaction_register_single_command(const TransactionActionDriver *drv)
+{
+    qmp_register_command_data(drv->type, transaction_qmp_single, drv);
 }
 
 static void qmp_transaction(JsonObject *args, JsonNode **ret, Error **errp)

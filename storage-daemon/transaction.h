@@ -11,7 +11,8 @@
  *                                   v              first; the error is
  *     all prepared:              commit each,      the reply
  *                                in order
- *     then, either way:          clean each, in order
+ *     then, either way:          end each one's drain and
+ *                                clean it, in order
  *
  * ADDING AN ACTION.  An action is a TransactionActionDriver, defined in
  * the file of the command it groups (storage-daemon/blockdev-ops.c for
@@ -19,8 +20,9 @@
  * transaction.c; its type goes into the schema (qapi/block-ops.json):
  * a value of TransactionActionKind and a variant of TransactionAction
  * whose "data" member is the command's argument struct.  Nothing else
- * changes.  A command that is also an action runs through
- * transaction_run_single(), so that its errors are the action's.
+ * changes.  A command that is also an action is registered with
+ * transaction_register_single_command(), so that its errors are the
+ * action's.
  *
  * Everything runs in the main loop thread outside coroutine context (a
  * QMP command).
@@ -28,6 +30,7 @@
 #ifndef QBLOCK_TRANSACTION_H
 #define QBLOCK_TRANSACTION_H
 
+#include "block/block-common.h"
 #include "util/json.h"
 
 typedef struct Transaction Transaction;
@@ -61,10 +64,11 @@ typedef struct TransactionActionDriver {
     /*
      * Required.  Checks the action and does it so that it can still be
      * undone: takes the snapshot, appends the overlay, drains what must
-     * stay quiet until clean.  @data is the action's "data" object,
-     * checked against the schema.  Returns 0, or -errno with @errp set;
-     * abort and clean run after a failure too, so state it left half
-     * done must tell them what there is to undo.
+     * stay quiet until the end (transaction_action_drain()).  @data is
+     * the action's "data" object, checked against the schema.  Returns
+     * 0, or -errno with @errp set; abort and clean run after a failure
+     * too, so state it left half done must tell them what there is to
+     * undo.
      */
     int (*prepare)(TransactionAction *action, JsonObject *data,
                    Error **errp);
@@ -75,7 +79,10 @@ typedef struct TransactionActionDriver {
      * what prepare did.  Cannot fail; what it cannot undo it reports.
      */
     void (*abort)(TransactionAction *action);
-    /* Optional.  After commit or abort: release what prepare held. */
+    /*
+     * Optional.  After commit or abort: release what prepare held.  The
+     * drain of transaction_action_drain() has ended already.
+     */
     void (*clean)(TransactionAction *action);
 } TransactionActionDriver;
 
@@ -83,7 +90,16 @@ struct TransactionAction {
     const TransactionActionDriver *drv;
     Transaction *txn;
     void *opaque;               /* drv->instance_size bytes, zeroed */
+    BlockDriverState *drained;  /* transaction_action_drain()'s node */
 };
+
+/*
+ * For a prepare: drains @bs (once per action) until the transaction is
+ * over, so that no request of its users runs across the action; the
+ * transaction ends the drain after commit or abort, before clean.
+ */
+void transaction_action_drain(TransactionAction *action,
+                              BlockDriverState *bs);
 
 /* The actions of this daemon (transaction_actions[] lists them). */
 extern const TransactionActionDriver transaction_action_abort;
@@ -109,12 +125,12 @@ extern const TransactionActionDriver
     transaction_action_blockdev_snapshot_internal_sync;
 
 /*
- * Runs the one action @type with @data (a command's arguments, checked
- * against the schema as the action's data) as a transaction of its own.
- * Returns 0 or -errno with @errp set.
+ * Registers the command named as the action of @drv, which runs that
+ * action alone, with the command's arguments (checked against the
+ * schema, the same as the action's data) as its data, as a transaction
+ * of its own.
  */
-int transaction_run_single(const char *type, JsonObject *data,
-                           Error **errp);
+void transaction_register_single_command(const TransactionActionDriver *drv);
 
 /* Registers the transaction command. */
 void transaction_register_commands(void);
