@@ -10,6 +10,7 @@
 #include "qblock/block-node.h"
 #include "job/block-jobs.h"
 #include "job/blockjob.h"
+#include "job/amend.h"
 #include "job/create.h"
 #include "qmp-dispatch.h"
 
@@ -202,6 +203,17 @@ static void qmp_blockdev_create(JsonObject *args, JsonNode **ret,
     blockdev_create_start(json_object_get_string_member(args, "job-id"),
                           json_object_get_object_member(args, "options"),
                           errp);
+}
+
+static void qmp_x_blockdev_amend(JsonObject *args, JsonNode **ret,
+                                 Error **errp)
+{
+    blockdev_amend_start(json_object_get_string_member(args, "job-id"),
+                         json_object_get_string_member(args, "node-name"),
+                         json_object_get_object_member(args, "options"),
+                         json_object_get_boolean_member_with_default(
+                             args, "force", false),
+                         errp);
 }
 
 static bool job_qmp_chain_contains(BlockDriverState *top,
@@ -617,6 +629,7 @@ void job_register_commands(void)
     qmp_register_command("block-commit", qmp_block_commit);
     qmp_register_command("block-stream", qmp_block_stream);
     qmp_register_command("blockdev-create", qmp_blockdev_create);
+    qmp_register_command("x-blockdev-amend", qmp_x_blockdev_amend);
     qmp_register_command("query-jobs", qmp_query_jobs);
     qmp_register_command("query-block-jobs", qmp_query_block_jobs);
     qmp_register_command("block-job-set-speed", qmp_block_job_set_speed);
