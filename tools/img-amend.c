@@ -148,11 +148,7 @@ int img_amend(int argc, char **argv)
 
 out:
     img_progress_end(&progress);
-    if (opts) {
-        qemu_opts_del(opts);
-    }
-    if (blk) {
-        blk_unref(blk);
-    }
+    qemu_opts_del(opts);
+    blk_unref(blk);
     return ret;
 }

@@ -203,9 +203,7 @@ int img_bitmap(int argc, char **argv)
     }
     ret = 0;
 out:
-    if (src_blk) {
-        blk_unref(src_blk);
-    }
+    blk_unref(src_blk);
     blk_unref(blk);
     return ret;
 }

@@ -58,21 +58,10 @@ static void img_dump_human_check(const ImgCheck *check)
     }
 }
 
-static void img_json_add_int(JsonBuilder *b, const char *name, int64_t val,
-                             bool optional)
-{
-    if (optional && !val) {
-        return;
-    }
-    json_builder_set_member_name(b, name);
-    json_builder_add_int_value(b, val);
-}
-
 static void img_dump_json_check(const ImgCheck *check)
 {
     const BdrvCheckResult *r = &check->r;
     g_autoptr(JsonBuilder) b = json_builder_new();
-    g_autoptr(JsonNode) root = NULL;
 
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "filename");
@@ -92,9 +81,7 @@ static void img_dump_json_check(const ImgCheck *check)
                      true);
     img_json_add_int(b, "compressed-clusters", r->bfi.compressed_clusters,
                      true);
-    json_builder_end_object(b);
-    root = json_builder_get_root(b);
-    img_json_print(root);
+    img_json_print_object(b);
 }
 
 int img_check(int argc, char **argv)

@@ -230,12 +230,8 @@ int img_commit(int argc, char **argv)
 
 out:
     img_progress_end(&progress);
-    if (c.base) {
-        blk_unref(c.base);
-    }
-    if (c.top) {
-        blk_unref(c.top);
-    }
+    blk_unref(c.base);
+    blk_unref(c.top);
     if (ret == 0 && !co.quiet) {
         printf("Image committed.\n");
     }

@@ -67,6 +67,25 @@ void img_json_print(JsonNode *node)
     printf("%s\n", text);
 }
 
+void img_json_add_int(JsonBuilder *b, const char *name, int64_t val,
+                      bool optional)
+{
+    if (optional && !val) {
+        return;
+    }
+    json_builder_set_member_name(b, name);
+    json_builder_add_int_value(b, val);
+}
+
+void img_json_print_object(JsonBuilder *b)
+{
+    g_autoptr(JsonNode) root = NULL;
+
+    json_builder_end_object(b);
+    root = json_builder_get_root(b);
+    img_json_print(root);
+}
+
 bool img_has_help_option(const char *options)
 {
     const char *p = options;
@@ -187,12 +206,8 @@ int img_getopt(int argc, char **argv, const char *shortopts,
 
     for (;;) {
         c = getopt_long(argc, argv, shortopts, longopts, NULL);
+        img_handle_exit_option(c, argv);
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'f':
             co->open.fmt = optarg;
             break;

@@ -281,9 +281,7 @@ int img_compare(int argc, char **argv)
 out:
     for (int i = 0; i < 2; i++) {
         qemu_vfree(img[i].buf);
-        if (img[i].blk) {
-            blk_unref(img[i].blk);
-        }
+        blk_unref(img[i].blk);
     }
     img_progress_end(&meter);
     return ret;

@@ -429,9 +429,7 @@ static int img_convert_run(ImgConvertState *s, ImgConvertArgs *a,
     }
 
 out:
-    if (opts) {
-        qemu_opts_del(opts);
-    }
+    qemu_opts_del(opts);
     qemu_opts_free(list);
     return ret;
 }
@@ -632,13 +630,9 @@ int img_convert(int argc, char **argv)
         img_progress_print(&s.progress, 100, 0);
     }
     img_progress_end(&s.progress);
-    if (s.target) {
-        blk_unref(s.target);
-    }
+    blk_unref(s.target);
     for (int i = 0; i < s.src_num; i++) {
-        if (s.src[i]) {
-            blk_unref(s.src[i]);
-        }
+        blk_unref(s.src[i]);
     }
     g_free(s.src);
     g_free(s.src_sectors);

@@ -21,24 +21,17 @@ int img_print_create_help(const char *filename, const char *fmt)
                      fmt);
         return 1;
     }
-    list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
     if (filename) {
-        const BlockDriver *proto = bdrv_find_protocol(filename, true, &err);
-
-        if (!proto) {
+        /* the format's options passed the check above: only the
+         * protocol's can fail here */
+        list = img_create_opts_list(drv, filename, &err);
+        if (!list) {
             error_report_err(err);
-            qemu_opts_free(list);
             return 1;
         }
-        if (!bdrv_driver_create_opts(proto)) {
-            error_report("Protocol driver '%s' does not support image "
-                         "creation", bdrv_driver_name(proto));
-            qemu_opts_free(list);
-            return 1;
-        }
-        list = qemu_opts_append(list, bdrv_driver_create_opts(proto));
         printf("Supported options:\n");
     } else {
+        list = qemu_opts_append(NULL, bdrv_driver_create_opts(drv));
         printf("Supported %s options:\n", fmt);
     }
     qemu_opts_print_help(list, false);
@@ -273,9 +266,7 @@ static int img_create_image(const char *filename, const char *fmt,
     }
 
 out:
-    if (opts) {
-        qemu_opts_del(opts);
-    }
+    qemu_opts_del(opts);
     qemu_opts_free(list);
     return ret < 0 ? ret : 0;
 }

@@ -170,9 +170,7 @@ int img_dd(int argc, char **argv)
     }
     ret = 0;
 out:
-    if (blk_out) {
-        blk_unref(blk_out);
-    }
+    blk_unref(blk_out);
     blk_unref(blk_in);
     return ret < 0 ? 1 : 0;
 }

@@ -10,20 +10,14 @@ static void img_measure_print(const BlockMeasureInfo *info, bool json)
 {
     if (json) {
         g_autoptr(JsonBuilder) b = json_builder_new();
-        g_autoptr(JsonNode) root = NULL;
 
         json_builder_begin_object(b);
-        json_builder_set_member_name(b, "required");
-        json_builder_add_int_value(b, info->required);
-        json_builder_set_member_name(b, "fully-allocated");
-        json_builder_add_int_value(b, info->fully_allocated);
+        img_json_add_int(b, "required", info->required, false);
+        img_json_add_int(b, "fully-allocated", info->fully_allocated, false);
         if (info->has_bitmaps) {
-            json_builder_set_member_name(b, "bitmaps");
-            json_builder_add_int_value(b, info->bitmaps);
+            img_json_add_int(b, "bitmaps", info->bitmaps, false);
         }
-        json_builder_end_object(b);
-        root = json_builder_get_root(b);
-        img_json_print(root);
+        img_json_print_object(b);
         return;
     }
     printf("required size: %" PRIu64 "\n", info->required);
@@ -176,13 +170,9 @@ int img_measure(int argc, char **argv)
     ret = 0;
 
 out:
-    if (opts) {
-        qemu_opts_del(opts);
-    }
+    qemu_opts_del(opts);
     qemu_opts_free(list);
     tool_snapshot_arg_free(&sn);
-    if (blk) {
-        blk_unref(blk);
-    }
+    blk_unref(blk);
     return ret;
 }

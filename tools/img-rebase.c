@@ -359,14 +359,8 @@ int img_rebase(int argc, char **argv)
 
 out:
     img_progress_end(&progress);
-    if (r.old_backing) {
-        blk_unref(r.old_backing);
-    }
-    if (r.new_backing) {
-        blk_unref(r.new_backing);
-    }
-    if (r.blk) {
-        blk_unref(r.blk);
-    }
+    blk_unref(r.old_backing);
+    blk_unref(r.new_backing);
+    blk_unref(r.blk);
     return ret ? 1 : 0;
 }

@@ -24,17 +24,33 @@ static void qio_aio_ctx_free(QioAioCtx *ctx)
     g_free(ctx);
 }
 
-/*
- * -i: counts an invalid request of @type without issuing one (the stats
- * tests), and drops @ctx.
- */
-static int qio_aio_inject_invalid(QioAioCtx *ctx, BlockAcctType type)
+/* A request of aio_read or aio_write on @blk, with the options @o. */
+static QioAioCtx *qio_aio_ctx_new(BlockBackend *blk, const QioReqOpts *o)
 {
-    blk_get_stats(ctx->blk)->invalid_ops[type]++;
-    printf("injecting invalid %s request\n",
-           type == BLOCK_ACCT_READ ? "read" : "write");
-    qio_aio_ctx_free(ctx);
-    return 0;
+    QioAioCtx *ctx = g_new0(QioAioCtx, 1);
+
+    ctx->blk = blk;
+    ctx->o = *o;
+    return ctx;
+}
+
+/*
+ * What aio_read and aio_write do once their request @ctx is ready: with
+ * -i (@invalid), count an invalid request of @type without issuing one
+ * (the stats tests), drop @ctx and return false; otherwise note the start
+ * time for the report and return true: the caller submits @ctx.
+ */
+static bool qio_aio_begin(QioAioCtx *ctx, bool invalid, BlockAcctType type)
+{
+    if (invalid) {
+        blk_get_stats(ctx->blk)->invalid_ops[type]++;
+        printf("injecting invalid %s request\n",
+               type == BLOCK_ACCT_READ ? "read" : "write");
+        qio_aio_ctx_free(ctx);
+        return false;
+    }
+    ctx->start_ns = get_clock_ns();
+    return true;
 }
 
 static void qio_aio_write_done(void *opaque, int ret)
@@ -44,9 +60,8 @@ static void qio_aio_write_done(void *opaque, int ret)
 
     if (ret < 0) {
         printf("aio_write failed: %s\n", strerror(-ret));
-    } else if (!ctx->o.qflag) {
-        qio_print_report("wrote", elapsed, ctx->offset, ctx->bytes,
-                         ctx->bytes, 1, ctx->o.Cflag);
+    } else {
+        qio_write_report(&ctx->o, "wrote", ctx->offset, ctx->bytes, elapsed);
     }
     qio_aio_ctx_free(ctx);
 }
@@ -104,9 +119,7 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
     if (first < 0) {
         return first;
     }
-    ctx = g_new0(QioAioCtx, 1);
-    ctx->blk = blk;
-    ctx->o = o;
+    ctx = qio_aio_ctx_new(blk, &o);
     ctx->buf = qio_parse_offset_vector(blk, &argv[first], argc - first,
                                        QIO_READ_FILL, &ctx->offset,
                                        &ctx->qiov);
@@ -116,12 +129,10 @@ static int qio_aio_read_f(BlockBackend *blk, int argc, char **argv)
     }
     ctx->bytes = ctx->qiov.size;
 
-    if (iflag) {
-        return qio_aio_inject_invalid(ctx, BLOCK_ACCT_READ);
+    if (qio_aio_begin(ctx, iflag, BLOCK_ACCT_READ)) {
+        blk_aio_preadv(blk, ctx->offset, &ctx->qiov, 0, qio_aio_read_done,
+                       ctx);
     }
-
-    ctx->start_ns = get_clock_ns();
-    blk_aio_preadv(blk, ctx->offset, &ctx->qiov, 0, qio_aio_read_done, ctx);
     return 0;
 }
 
@@ -179,9 +190,7 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
         return -EINVAL;
     }
 
-    ctx = g_new0(QioAioCtx, 1);
-    ctx->blk = blk;
-    ctx->o = o;
+    ctx = qio_aio_ctx_new(blk, &o);
     ret = qio_parse_number(argv[first], &ctx->offset);
     if (ret < 0) {
         g_free(ctx);
@@ -210,11 +219,9 @@ static int qio_aio_write_f(BlockBackend *blk, int argc, char **argv)
         ctx->bytes = ctx->qiov.size;
     }
 
-    if (iflag) {
-        return qio_aio_inject_invalid(ctx, BLOCK_ACCT_WRITE);
+    if (!qio_aio_begin(ctx, iflag, BLOCK_ACCT_WRITE)) {
+        return 0;
     }
-
-    ctx->start_ns = get_clock_ns();
     if (zflag) {
         blk_aio_pwrite_zeroes(blk, ctx->offset, ctx->bytes, o.flags,
                               qio_aio_write_done, ctx);

@@ -155,23 +155,20 @@ typedef struct QioReqOpts {
 } QioReqOpts;
 
 /*
- * Takes option @c of command @cmd, as getopt() returned it, into @o if it
- * is one of C, f, n, p, P, q, u, v (getopt() returns only those that the
- * command's option string names).  Returns 0, or -EINVAL after printing
- * why: a bad pattern, or the synopsis for any other option.
- */
-int qio_req_opt(int c, QioReqOpts *o, const char *cmd);
-
-/*
- * An option that a request command has besides those of QioReqOpts: what
- * getopt() found for it goes where the entry points.  Tables end with an
- * entry whose letter is 0.
+ * One option of a request command and where what getopt() found for it
+ * goes: every field that is not NULL gets its share.  The options that
+ * all request commands share (QioReqOpts) and those that a command has
+ * besides take this one form, so that one routine, qio_cmd_opt(), takes
+ * them all.  Tables end with an entry whose letter is 0.
  */
 typedef struct QioCmdOpt {
     int letter;
     bool *given;                /* set when the option is given */
-    const char **arg;           /* if not NULL: its argument as typed */
-    int64_t *number;            /* if not NULL: its argument as a size */
+    const char **arg;           /* its argument as typed */
+    int64_t *number;            /* its argument as a size */
+    int *pattern;               /* its argument as a pattern byte */
+    BdrvRequestFlags *flags;    /* gets @flag set */
+    BdrvRequestFlags flag;
 } QioCmdOpt;
 
 /* The operands that follow a request command's options. */
@@ -183,7 +180,7 @@ typedef enum QioOperands {
 /*
  * Parses the options of request command @argv[0] with getopt() and
  * @optstring: those in @extra (may be NULL) as their entries say, the
- * others into @o (qio_req_opt()); then checks that the @operands follow.
+ * others into @o; then checks that the @operands follow.
  * Returns the index in @argv of the first operand, or -errno after
  * printing why (a bad number or pattern, else the synopsis), stopping at
  * the first bad option as qemu-io does.
@@ -191,6 +188,14 @@ typedef enum QioOperands {
 int qio_parse_req_args(int argc, char **argv, const char *optstring,
                        const QioCmdOpt *extra, QioReqOpts *o,
                        QioOperands operands);
+
+/*
+ * Ends a completed write or discard of @bytes at @offset as qemu-io does:
+ * unless -q, the statistics, under @op ("wrote", "discard").  The
+ * counterpart of qio_read_report() for requests that bring no data back.
+ */
+void qio_write_report(const QioReqOpts *o, const char *op, int64_t offset,
+                      int64_t bytes, int64_t elapsed_ns);
 
 /*
  * Ends a completed read of @bytes at @offset into @buf as qemu-io does:

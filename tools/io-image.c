@@ -485,9 +485,7 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
     ret = 0;
 
 out:
-    if (opts) {
-        qdict_unref(opts);
-    }
+    qdict_unref(opts);
     return ret;
 }
 

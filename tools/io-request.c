@@ -7,58 +7,40 @@
 
 #include <getopt.h>
 
-int qio_req_opt(int c, QioReqOpts *o, const char *cmd)
+/*
+ * Stores option @c as its entry in @opts says, if @opts has it; returns
+ * 1 if it did, 0 if @opts lacks @c, -errno after printing why the
+ * argument is bad.
+ */
+static int qio_cmd_opt(int c, const QioCmdOpt *opts)
 {
-    switch (c) {
-    case 'C':
-        o->Cflag = true;
-        return 0;
-    case 'f':
-        o->flags |= BDRV_REQ_FUA;
-        return 0;
-    case 'n':
-        o->flags |= BDRV_REQ_NO_FALLBACK;
-        return 0;
-    case 'p':
-        /* accepted for compatibility: it changed nothing for years */
-        return 0;
-    case 'P':
-        o->Pflag = true;
-        o->pattern = qio_parse_pattern(optarg);
-        return o->pattern < 0 ? -EINVAL : 0;
-    case 'q':
-        o->qflag = true;
-        return 0;
-    case 'u':
-        o->flags |= BDRV_REQ_MAY_UNMAP;
-        return 0;
-    case 'v':
-        o->vflag = true;
-        return 0;
-    default:
-        return qio_usage_error(cmd);
-    }
-}
-
-/* Stores option @c of @extra, if it is one; 1 if it was, 0 if not. */
-static int qio_cmd_opt(int c, const QioCmdOpt *extra)
-{
-    for (; extra && extra->letter; extra++) {
-        if (extra->letter != c) {
+    for (; opts && opts->letter; opts++) {
+        if (opts->letter != c) {
             continue;
         }
-        if (extra->given) {
-            *extra->given = true;
+        if (opts->given) {
+            *opts->given = true;
         }
-        if (extra->arg) {
-            *extra->arg = optarg;
+        if (opts->arg) {
+            *opts->arg = optarg;
         }
-        if (extra->number) {
-            int ret = qio_parse_number(optarg, extra->number);
+        if (opts->number) {
+            int ret = qio_parse_number(optarg, opts->number);
 
             if (ret < 0) {
                 return ret;
             }
+        }
+        if (opts->pattern) {
+            int pattern = qio_parse_pattern(optarg);
+
+            if (pattern < 0) {
+                return -EINVAL;
+            }
+            *opts->pattern = pattern;
+        }
+        if (opts->flags) {
+            *opts->flags |= opts->flag;
         }
         return 1;
     }
@@ -69,12 +51,28 @@ int qio_parse_req_args(int argc, char **argv, const char *optstring,
                        const QioCmdOpt *extra, QioReqOpts *o,
                        QioOperands operands)
 {
+    /* getopt() returns only those of these that @optstring names */
+    const QioCmdOpt shared[] = {
+        { 'C', &o->Cflag },
+        { 'f', .flags = &o->flags, .flag = BDRV_REQ_FUA },
+        { 'n', .flags = &o->flags, .flag = BDRV_REQ_NO_FALLBACK },
+        /* -p is accepted for compatibility: it changed nothing for years */
+        { 'p' },
+        { 'P', &o->Pflag, .pattern = &o->pattern },
+        { 'q', &o->qflag },
+        { 'u', .flags = &o->flags, .flag = BDRV_REQ_MAY_UNMAP },
+        { 'v', &o->vflag },
+        { 0 },
+    };
     int c, ret;
 
     while ((c = getopt(argc, argv, optstring)) != -1) {
         ret = qio_cmd_opt(c, extra);
         if (ret == 0) {
-            ret = qio_req_opt(c, o, argv[0]);
+            ret = qio_cmd_opt(c, shared);
+        }
+        if (ret == 0) {
+            return qio_usage_error(argv[0]);
         }
         if (ret < 0) {
             return ret;
@@ -85,6 +83,14 @@ int qio_parse_req_args(int argc, char **argv, const char *optstring,
         return qio_usage_error(argv[0]);
     }
     return optind;
+}
+
+void qio_write_report(const QioReqOpts *o, const char *op, int64_t offset,
+                      int64_t bytes, int64_t elapsed_ns)
+{
+    if (!o->qflag) {
+        qio_print_report(op, elapsed_ns, offset, bytes, bytes, 1, o->Cflag);
+    }
 }
 
 int qio_read_report(const QioReqOpts *o, const uint8_t *buf, int64_t offset,

@@ -264,9 +264,7 @@ static int qio_write_f(BlockBackend *blk, int argc, char **argv)
     }
     ret = 0;
 
-    if (!o.qflag) {
-        qio_print_report("wrote", start, offset, count, count, 1, o.Cflag);
-    }
+    qio_write_report(&o, "wrote", offset, count, start);
 
 out:
     qio_free(buf);
@@ -330,10 +328,7 @@ static int qio_writev_f(BlockBackend *blk, int argc, char **argv)
     }
     ret = 0;
 
-    if (!o.qflag) {
-        qio_print_report("wrote", start, offset, qiov.size, qiov.size, 1,
-                         o.Cflag);
-    }
+    qio_write_report(&o, "wrote", offset, qiov.size, start);
 
 out:
     qemu_iovec_destroy(&qiov);
@@ -402,9 +397,7 @@ static int qio_discard_f(BlockBackend *blk, int argc, char **argv)
         printf("discard failed: %s\n", strerror(-ret));
         return ret;
     }
-    if (!o.qflag) {
-        qio_print_report("discard", start, offset, bytes, bytes, 1, o.Cflag);
-    }
+    qio_write_report(&o, "discard", offset, bytes, start);
     return 0;
 }
 

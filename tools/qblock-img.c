@@ -244,12 +244,16 @@ void img_error_exit(const char *fmt, ...)
     exit(EXIT_FAILURE);
 }
 
-void img_bad_option(int c, char **argv)
+void img_handle_exit_option(int c, char **argv)
 {
-    if (c == ':') {
+    switch (c) {
+    case ':':
         img_error_exit("missing argument for option '%s'", argv[optind - 1]);
+    case '?':
+        img_error_exit("unrecognized option '%s'", argv[optind - 1]);
+    case 'h':
+        img_help();
     }
-    img_error_exit("unrecognized option '%s'", argv[optind - 1]);
 }
 
 int main(int argc, char **argv)
@@ -269,12 +273,8 @@ int main(int argc, char **argv)
     /* '+': stop at the sub-command; ':': report missing arguments. */
     while ((c = getopt_long(argc, argv, "+:hVT:", long_options,
                             NULL)) != -1) {
+        img_handle_exit_option(c, argv);
         switch (c) {
-        case ':':
-        case '?':
-            img_bad_option(c, argv);
-        case 'h':
-            img_help();
         case 'V':
             img_print_version();
             return EXIT_SUCCESS;

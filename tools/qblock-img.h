@@ -36,11 +36,13 @@ QEMU_NORETURN void img_help(void);
  */
 QEMU_NORETURN void img_error_exit(const char *fmt, ...) QEMU_PRINTF(1, 2);
 /*
- * Handles getopt_long's ':' (missing argument) and '?' (unknown option)
- * results, which every sub-command reports the same way; exits.  @c is
- * the value getopt_long returned.
+ * Handles the getopt_long() results that end the program alike on every
+ * qemu-img command line, the tool's own and each sub-command's: ':'
+ * (missing argument) and '?' (unknown option) print the complaint and
+ * exit with status 1, 'h' prints the help and exits with 0.  Returns for
+ * any other @c, the value getopt_long() returned.
  */
-QEMU_NORETURN void img_bad_option(int c, char **argv);
+void img_handle_exit_option(int c, char **argv);
 
 /*
  * Parses a size for option @name as qemu-img's cvtnum does: negative
@@ -59,6 +61,19 @@ bool img_parse_output(const char *arg, bool *json);
  * QDict order, and a final newline.
  */
 void img_json_print(JsonNode *node);
+/*
+ * Adds member @name with the value @val to the object that @b builds;
+ * nothing if @optional and @val is 0 (the counters that qemu-img's JSON
+ * reports leave out when they are zero).
+ */
+void img_json_add_int(JsonBuilder *b, const char *name, int64_t val,
+                      bool optional);
+/*
+ * Ends the object that @b builds and prints it with img_json_print(): the
+ * last step of each JSON report that a sub-command builds member by
+ * member.
+ */
+void img_json_print_object(JsonBuilder *b);
 
 /* True if a -o string asks for the option list ("help" or "?" element). */
 bool img_has_help_option(const char *options);

@@ -101,9 +101,7 @@ int qio_open(const char *name, const QioOpenOpts *o, QDict *opts)
 
     if (qio_blk) {
         error_report("file open already, try 'help close'");
-        if (opts) {
-            qdict_unref(opts);
-        }
+        qdict_unref(opts);
         return -EINVAL;
     }
 
@@ -131,9 +129,7 @@ int qio_open(const char *name, const QioOpenOpts *o, QDict *opts)
      */
     if ((flags & BDRV_O_COPY_ON_READ) && qio_opens_read_only(flags, opts)) {
         error_setg(&local_err, "Can't use copy-on-read on read-only device");
-        if (opts) {
-            qdict_unref(opts);
-        }
+        qdict_unref(opts);
     } else {
         qio_blk = blk_new_open(name, NULL, opts, flags, &local_err);
     }
@@ -156,9 +152,7 @@ void qio_close(void)
 
     /* Requests completing during the drain still see the image open. */
     qio_blk = NULL;
-    if (blk) {
-        blk_unref(blk);
-    }
+    blk_unref(blk);
 }
 
 /*

@@ -207,6 +207,48 @@ static bool qnbd_is_per_device_option(int c)
     }
 }
 
+/*
+ * An option that only stores its argument, or only records that it was
+ * given: a row of a table each, so that the switch in qnbd_parse_args()
+ * keeps only the options that check or convert what they are given.
+ */
+typedef struct QnbdPlainOpt {
+    int c;                      /* what getopt_long() returns for it */
+    /* exactly one of these is set */
+    const char **arg;           /* gets the argument */
+    bool *given;                /* set to true */
+} QnbdPlainOpt;
+
+/* Takes option @c if one of the @n rows of @plain has it; true if so. */
+static bool qnbd_take_plain_opt(int c, const QnbdPlainOpt *plain, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (plain[i].c == c) {
+            if (plain[i].arg) {
+                *plain[i].arg = optarg;
+            } else {
+                *plain[i].given = true;
+            }
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * NBD carries export names and descriptions as strings of at most
+ * NBD_MAX_STRING_SIZE bytes; @what names which one @arg is, for the
+ * complaint.  False after the complaint.
+ */
+static bool qnbd_check_nbd_string(const char *what, const char *arg)
+{
+    if (strlen(arg) > NBD_MAX_STRING_SIZE) {
+        error_report("%s '%s' too long", what, arg);
+        return false;
+    }
+    return true;
+}
+
 static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
 {
     static const struct option long_options[] = {
@@ -246,11 +288,34 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
         { "selinux-label", required_argument, NULL, QNBD_OPT_SELINUX_LABEL },
         { NULL, 0, NULL, 0 }
     };
+    const QnbdPlainOpt plain[] = {
+        { 'b', .arg = &o->bind },
+        { 'p', .arg = &o->port },
+        { 'k', .arg = &o->socket_path },
+        { 'c', .arg = &o->device },
+        { 'f', .arg = &o->format },
+        { QNBD_OPT_TLSCREDS, .arg = &o->tls_creds },
+        { QNBD_OPT_TLSHOSTNAME, .arg = &o->tls_hostname },
+        { QNBD_OPT_TLSAUTHZ, .arg = &o->tls_authz },
+        { QNBD_OPT_PID_FILE, .arg = &o->pid_file },
+        { 'r', .given = &o->readonly },
+        { 'A', .given = &o->allocation_depth },
+        { 'd', .given = &o->disconnect },
+        { 'L', .given = &o->list },
+        { 's', .given = &o->snapshot },
+        { 't', .given = &o->persistent },
+        { 'v', .given = &o->verbose },
+        { QNBD_OPT_IMAGE_OPTS, .given = &o->image_opts },
+        { QNBD_OPT_FORK, .given = &o->fork },
+    };
     int c;
 
     while ((c = getopt_long(argc, argv, "hVb:o:p:rsnc:dvk:e:f:tl:x:T:D:AB:L",
                             long_options, NULL)) != -1) {
         o->per_device |= qnbd_is_per_device_option(c);
+        if (qnbd_take_plain_opt(c, plain, ARRAY_SIZE(plain))) {
+            continue;
+        }
         switch (c) {
         case 'h':
             qnbd_usage(qemu_get_progname());
@@ -259,15 +324,6 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             printf("%s version %s (qblock, compatible with qemu-nbd 7.2)\n",
                    qemu_get_progname(), QBLOCK_VERSION);
             exit(EXIT_SUCCESS);
-        case 'b':
-            o->bind = optarg;
-            break;
-        case 'p':
-            o->port = optarg;
-            break;
-        case 'k':
-            o->socket_path = optarg;
-            break;
         case 'o':
             if (qemu_strtou64(optarg, NULL, 0, &o->offset) < 0 ||
                 o->offset > INT64_MAX) {
@@ -276,29 +332,11 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             }
             o->per_device |= o->offset != 0;
             break;
-        case 'r':
-            o->readonly = true;
-            break;
-        case 'A':
-            o->allocation_depth = true;
-            break;
         case 'B':
             if (!o->bitmaps) {
                 o->bitmaps = g_ptr_array_new();
             }
             g_ptr_array_add(o->bitmaps, optarg);
-            break;
-        case 'c':
-            o->device = optarg;
-            break;
-        case 'd':
-            o->disconnect = true;
-            break;
-        case 'L':
-            o->list = true;
-            break;
-        case 's':
-            o->snapshot = true;
             break;
         case 'l':
             if (!tool_snapshot_arg_parse(&o->load_snapshot, optarg)) {
@@ -356,28 +394,17 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             }
             break;
         }
-        case 'f':
-            o->format = optarg;
-            break;
-        case 't':
-            o->persistent = true;
-            break;
-        case 'v':
-            o->verbose = true;
-            break;
         case 'x':
-            o->export_name = optarg;
-            if (strlen(optarg) > NBD_MAX_STRING_SIZE) {
-                error_report("export name '%s' too long", optarg);
+            if (!qnbd_check_nbd_string("export name", optarg)) {
                 return -1;
             }
+            o->export_name = optarg;
             break;
         case 'D':
-            o->description = optarg;
-            if (strlen(optarg) > NBD_MAX_STRING_SIZE) {
-                error_report("export description '%s' too long", optarg);
+            if (!qnbd_check_nbd_string("export description", optarg)) {
                 return -1;
             }
+            o->description = optarg;
             break;
         case 'T':
             warn_report("tracing is not supported, ignoring -T %s", optarg);
@@ -392,26 +419,8 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             }
             break;
         }
-        case QNBD_OPT_TLSCREDS:
-            o->tls_creds = optarg;
-            break;
-        case QNBD_OPT_TLSHOSTNAME:
-            o->tls_hostname = optarg;
-            break;
-        case QNBD_OPT_TLSAUTHZ:
-            o->tls_authz = optarg;
-            break;
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
-            break;
-        case QNBD_OPT_IMAGE_OPTS:
-            o->image_opts = true;
-            break;
-        case QNBD_OPT_FORK:
-            o->fork = true;
-            break;
-        case QNBD_OPT_PID_FILE:
-            o->pid_file = optarg;
             break;
         default:
             /* getopt_long already said what was wrong */
@@ -614,6 +623,29 @@ static void qnbd_dump_stats(BlockBackend *blk)
     fclose(f);
 }
 
+/*
+ * The --tls-creds object for @endpoint into *@creds, or NULL there
+ * without --tls-creds: what serving and --list both begin with.  False
+ * after reporting why the object cannot be used.
+ */
+static bool qnbd_get_tls_creds(const QnbdOptions *o,
+                               QCryptoTLSCredsEndpoint endpoint,
+                               QCryptoTLSCreds **creds)
+{
+    Error *err = NULL;
+
+    *creds = NULL;
+    if (!o->tls_creds) {
+        return true;
+    }
+    *creds = qcrypto_tls_creds_get(o->tls_creds, endpoint, &err);
+    if (!*creds) {
+        error_report_err(err);
+        return false;
+    }
+    return true;
+}
+
 static SocketAddress *qnbd_listen_address(QnbdOptions *o)
 {
     if (o->socket_path) {
@@ -651,15 +683,12 @@ static int qnbd_serve(QnbdOptions *o)
         /* unlike qemu-nbd's parent, it takes no warning for a failure */
         qemu_daemon_fork(&daemon);
     }
+    if (!qnbd_get_tls_creds(o, QCRYPTO_TLS_CREDS_ENDPOINT_SERVER,
+                            &scfg.tls_creds)) {
+        return EXIT_FAILURE;
+    }
     if (o->tls_creds) {
         scfg.tls_authz = o->tls_authz;
-        scfg.tls_creds = qcrypto_tls_creds_get(o->tls_creds,
-                                               QCRYPTO_TLS_CREDS_ENDPOINT_SERVER,
-                                               &err);
-        if (!scfg.tls_creds) {
-            error_report_err(err);
-            return EXIT_FAILURE;
-        }
     }
     /* listening comes first, as in qemu-nbd: a bad address is reported
      * before the image is even probed */
@@ -718,17 +747,13 @@ static int qnbd_list(QnbdOptions *o)
     Error *err = NULL;
     int ret;
 
-    if (o->tls_creds) {
-        tls.creds = qcrypto_tls_creds_get(o->tls_creds,
-                                          QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT,
-                                          &err);
-        if (!tls.creds) {
-            error_report_err(err);
-            return EXIT_FAILURE;
-        }
-        if (!tls.hostname && addr->type == SOCKET_ADDRESS_TYPE_INET) {
-            tls.hostname = addr->host;
-        }
+    if (!qnbd_get_tls_creds(o, QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT,
+                            &tls.creds)) {
+        return EXIT_FAILURE;
+    }
+    if (tls.creds && !tls.hostname &&
+        addr->type == SOCKET_ADDRESS_TYPE_INET) {
+        tls.hostname = addr->host;
     }
     ret = qnbd_list_exports(addr, &tls, &err);
     qcrypto_tls_creds_put(tls.creds);
