@@ -11,9 +11,11 @@
  *  2. A move is one permission update of @to's subtree (which holds
  *     @from by then), checked before anything is committed: refused, the
  *     edges go back and nothing changed.
- *  3. An edge whose parent is @to itself is never moved, so that the
- *     overlay's own backing edge keeps pointing at the node below it and
- *     no cycle can form.
+ *  3. An edge whose parent is @to, or lies below @to, is never moved:
+ *     pointing it at @to would make a cycle.  So the overlay's own
+ *     backing edge keeps pointing at the node below it, and so does the
+ *     backing edge of a backup target over its source, below the filter
+ *     that takes the source's place (as QEMU's should_update_child()).
  *
  * All of this runs in the main loop thread outside coroutine context; the
  * caller drains the nodes concerned, so no request is in flight across
@@ -55,7 +57,8 @@ int bdrv_replace_node_moving(BlockDriverState *from, BlockDriverState *to,
         BdrvChild *c = l->data;
 
         /* invariant 3 */
-        if (c->parent != to && (!moves || moves(c))) {
+        if ((!c->parent || !bdrv_in_subtree(to, c->parent)) &&
+            (!moves || moves(c))) {
             g_ptr_array_add(edges, c);
         }
     }

@@ -66,6 +66,8 @@ int bdrv_absorb_common_opts(QDict *options, BdrvCommonOpts *c,
 void bdrv_store_own_options(BlockDriverState *bs, QDict *all);
 /* Merges the children's limits into @bs's, then lets the driver refine. */
 void bdrv_refresh_limits(BlockDriverState *bs);
+/* Whether @bs is @top or lies below it (block.c). */
+bool bdrv_in_subtree(BlockDriverState *top, BlockDriverState *bs);
 
 /* ---- file names (block.c, block-filename.c) ---- */
 

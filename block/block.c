@@ -341,8 +341,7 @@ static BdrvChild *bdrv_new_edge(BlockDriverState *child_bs, const char *name,
     return c;
 }
 
-/* Whether @bs is @top or lies below it. */
-static bool bdrv_in_subtree(BlockDriverState *top, BlockDriverState *bs)
+bool bdrv_in_subtree(BlockDriverState *top, BlockDriverState *bs)
 {
     if (top == bs) {
         return true;
