@@ -1,5 +1,6 @@
 /*
- * blockdev-backup (qapi/block-backup.json): the command, and its action
+ * blockdev-backup and drive-backup (qapi/block-backup.json): the
+ * commands, and their actions
  * of the transaction command, which the command runs as a transaction of
  * its own (transaction.h).  The arguments are checked here in QEMU's
  * order and with its messages; the job is block/backup.c's.
@@ -10,6 +11,7 @@
  * filter out and gives the bitmap back.
  */
 #include "backup-qmp.h"
+#include "blockdev-ops.h"
 #include "job-qmp.h"
 
 #include "block/block.h"
@@ -126,12 +128,75 @@ static bool backup_qmp_options(JsonObject *args, BlockDriverState *bs,
 
 typedef struct BackupAction {
     BlockJob *job;              /* created by prepare, started by commit */
+    /* drive-backup: the target it opened (a reference, until clean) */
+    BlockDriverState *opened_target;
 } BackupAction;
 
+/*
+ * drive-backup's target, as QEMU's drive-backup makes it: the image is
+ * created (unless mode is existing) as large as @bs, of @bs's format
+ * unless format says otherwise, over @bs's backing file for sync top and
+ * over @bs itself for sync none; then it is opened (discard and zero
+ * detection unmap, as QEMU opens it), for sync none without its own
+ * backing file but over the node @bs, so that it reads through to what
+ * the job never copies.  Returns a new reference.
+ */
+static BlockDriverState *backup_qmp_drive_target(JsonObject *data,
+                                                 BlockDriverState *bs,
+                                                 Error **errp)
+{
+    const char *filename = json_object_get_string_member(data, "target");
+    const char *sync = json_object_get_string_member(data, "sync");
+    bool existing = !strcmp(json_object_get_string_member_with_default(
+                                data, "mode", "absolute-paths"),
+                            "existing");
+    const char *format = qmp_arg_str(data, "format");
+    bool over_source = !strcmp(sync, "none");
+    BlockDriverState *backing = over_source ? bs :
+                                !strcmp(sync, "top") ?
+                                bdrv_backing_chain_next(bs) : NULL;
+    int flags = (bdrv_get_open_flags(bs) & ~(BDRV_O_SNAPSHOT |
+                                             BDRV_O_COPY_ON_READ)) |
+                BDRV_O_RDWR | (over_source ? BDRV_O_NO_BACKING : 0);
+    int64_t size = bdrv_getlength(bs);
+    BlockDriverState *target;
+    QDict *options;
+
+    if (!format && !existing) {
+        format = bdrv_get_format_name(bs);
+    }
+    if (size < 0) {
+        error_setg_errno(errp, -size, "bdrv_getlength failed");
+        return NULL;
+    }
+    if (!existing &&
+        blockdev_create_image(filename, format, size, backing, errp) < 0) {
+        return NULL;
+    }
+    options = qdict_new();
+    qdict_put_str(options, "discard", "unmap");
+    qdict_put_str(options, "detect-zeroes", "unmap");
+    if (format) {
+        qdict_put_str(options, "driver", format);
+    }
+    target = bdrv_open(filename, NULL, options, flags, errp);
+    if (target && over_source && bdrv_set_backing_hd(target, bs, errp) < 0) {
+        bdrv_unref(target);
+        return NULL;
+    }
+    return target;
+}
+
+/*
+ * The prepare of blockdev-backup, given the target node, and of
+ * drive-backup, which makes it: backup_qmp_drive_target().
+ */
 static int backup_action_prepare(TransactionAction *action,
                                  JsonObject *data, Error **errp)
 {
     BackupAction *st = action->opaque;
+    bool drive = action->drv == &transaction_action_drive_backup;
+    const char *target_name = json_object_get_string_member(data, "target");
     BlockDriverState *bs, *target;
     BackupOptions opts;
 
@@ -140,8 +205,15 @@ static int backup_action_prepare(TransactionAction *action,
     if (!bs) {
         return -ENOENT;
     }
-    target = bdrv_lookup_node(json_object_get_string_member(data, "target"),
-                              errp);
+    if (drive) {
+        /* QEMU's early check, before the target is created */
+        if (bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_BACKUP_SOURCE, errp)) {
+            return -EBUSY;
+        }
+        target = st->opened_target = backup_qmp_drive_target(data, bs, errp);
+    } else {
+        target = bdrv_lookup_node(target_name, errp);
+    }
     if (!target) {
         return -ENOENT;
     }
@@ -189,6 +261,16 @@ static void backup_action_abort(TransactionAction *action)
     }
 }
 
+/* The job holds the target drive-backup opened: ours goes. */
+static void backup_action_clean(TransactionAction *action)
+{
+    BackupAction *st = action->opaque;
+
+    if (st->opened_target) {
+        bdrv_unref(st->opened_target);
+    }
+}
+
 const TransactionActionDriver transaction_action_blockdev_backup = {
     .type           = "blockdev-backup",
     .instance_size  = sizeof(BackupAction),
@@ -198,7 +280,18 @@ const TransactionActionDriver transaction_action_blockdev_backup = {
     .abort          = backup_action_abort,
 };
 
+const TransactionActionDriver transaction_action_drive_backup = {
+    .type           = "drive-backup",
+    .instance_size  = sizeof(BackupAction),
+    .supports_grouped = true,
+    .prepare        = backup_action_prepare,
+    .commit         = backup_action_commit,
+    .abort          = backup_action_abort,
+    .clean          = backup_action_clean,
+};
+
 void backup_register_commands(void)
 {
     transaction_register_single_command(&transaction_action_blockdev_backup);
+    transaction_register_single_command(&transaction_action_drive_backup);
 }

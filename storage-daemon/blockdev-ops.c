@@ -95,44 +95,40 @@ typedef struct ExternalSnapshotState {
     bool overlay_appended;
 } ExternalSnapshotState;
 
-/*
- * Creates the overlay image @filename of @format over @old_bs: its size,
- * and its file name and format as the backing file and format the new
- * image records (QEMU's bdrv_img_create with the node's filename).
- */
-static int blockdev_ops_create_overlay(const char *filename,
-                                       const char *format,
-                                       BlockDriverState *old_bs,
-                                       Error **errp)
+int blockdev_create_image(const char *filename, const char *format,
+                          int64_t size, BlockDriverState *backing,
+                          Error **errp)
 {
     const BlockDriver *drv = bdrv_find_format(format);
     const QemuOptsList *list;
-    int64_t size = bdrv_getlength(old_bs);
     QemuOpts *opts;
     int ret;
 
-    if (size < 0) {
-        error_setg_errno(errp, -size, "bdrv_getlength failed");
-        return size;
-    }
     if (!drv) {
         error_setg(errp, "Unknown file format '%s'", format);
         return -ENOENT;
     }
     list = bdrv_driver_create_opts(drv);
-    if (!list || !qemu_opts_find_desc(list, "backing_file")) {
+    if (!list) {
+        error_setg(errp, "Format driver '%s' does not support image "
+                   "creation", format);
+        return -ENOTSUP;
+    }
+    if (backing && !qemu_opts_find_desc(list, "backing_file")) {
         error_setg(errp, "Backing file not supported for file format '%s'",
                    format);
         return -ENOTSUP;
     }
-    bdrv_refresh_filename(old_bs);
     opts = qemu_opts_create(list);
     qemu_opt_set_number(opts, "size", size, &error_abort);
-    qemu_opt_set(opts, "backing_file", bdrv_get_filename(old_bs),
-                 &error_abort);
-    if (qemu_opts_find_desc(list, "backing_fmt")) {
-        qemu_opt_set(opts, "backing_fmt", bdrv_get_format_name(old_bs),
+    if (backing) {
+        bdrv_refresh_filename(backing);
+        qemu_opt_set(opts, "backing_file", bdrv_get_filename(backing),
                      &error_abort);
+        if (qemu_opts_find_desc(list, "backing_fmt")) {
+            qemu_opt_set(opts, "backing_fmt", bdrv_get_format_name(backing),
+                         &error_abort);
+        }
     }
     ret = bdrv_create(drv, filename, opts, errp);
     qemu_opts_del(opts);
@@ -168,9 +164,15 @@ static int blockdev_ops_sync_overlay(JsonObject *data, const char *node_name,
     *flags = (bdrv_get_open_flags(old_bs) &
               ~(BDRV_O_SNAPSHOT | BDRV_O_COPY_ON_READ)) | BDRV_O_NO_BACKING;
     if (strcmp(mode, "existing")) {
-        ret = blockdev_ops_create_overlay(
+        int64_t size = bdrv_getlength(old_bs);
+
+        if (size < 0) {
+            error_setg_errno(errp, -size, "bdrv_getlength failed");
+            return size;
+        }
+        ret = blockdev_create_image(
                   json_object_get_string_member(data, "snapshot-file"),
-                  format, old_bs, errp);
+                  format, size, old_bs, errp);
         if (ret < 0) {
             return ret;
         }

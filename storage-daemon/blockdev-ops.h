@@ -23,6 +23,16 @@ BlockDriverState *blockdev_lookup_bs(const char *device,
  */
 BlockDriverState *blockdev_lookup_root_bs(const char *name, Error **errp);
 
+/*
+ * Creates the image @filename of @format and @size bytes, which records
+ * @backing's file name and format as its backing file, if @backing is
+ * not NULL: QEMU's bdrv_img_create() for blockdev-snapshot-sync's overlay
+ * and drive-backup's target, with its messages.
+ */
+int blockdev_create_image(const char *filename, const char *format,
+                          int64_t size, BlockDriverState *backing,
+                          Error **errp);
+
 /* Registers block_resize and the snapshot commands. */
 void blockdev_ops_register_commands(void);
 

@@ -32,6 +32,7 @@ static const TransactionActionDriver *const transaction_actions[] = {
     &transaction_action_blockdev_snapshot,
     &transaction_action_blockdev_snapshot_internal_sync,
     &transaction_action_blockdev_snapshot_sync,
+    &transaction_action_drive_backup,
 };
 
 static const TransactionActionDriver *transaction_find_action(

@@ -104,6 +104,7 @@ void transaction_action_drain(TransactionAction *action,
 /* The actions of this daemon (transaction_actions[] lists them). */
 extern const TransactionActionDriver transaction_action_abort;
 /* storage-daemon/backup-qmp.c */
+extern const TransactionActionDriver transaction_action_drive_backup;
 extern const TransactionActionDriver transaction_action_blockdev_backup;
 /* storage-daemon/dirty-bitmap-qmp.c */
 extern const TransactionActionDriver
