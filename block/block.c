@@ -939,6 +939,17 @@ static int bdrv_open_backing(BlockDriverState *bs, QDict *options,
     return 0;
 }
 
+int bdrv_open_backing_file(BlockDriverState *bs, Error **errp)
+{
+    g_autoptr(QDict) options = qdict_new();
+
+    if (bs->backing) {
+        return 0;
+    }
+    bs->open_flags &= ~BDRV_O_NO_BACKING;
+    return bdrv_open_backing(bs, options, errp);
+}
+
 static int bdrv_check_unused_options(BlockDriverState *bs, QDict *options,
                                      Error **errp)
 {

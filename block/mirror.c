@@ -213,6 +213,7 @@ static int64_t coroutine_fn mirror_copy(MirrorJob *s, int64_t offset,
     *is_read = false;
     if ((ret & BDRV_BLOCK_ZERO) || buffer_is_zero(buf, bytes)) {
         ret = blk_co_pwrite_zeroes(s->target_blk, offset, bytes,
+                                   s->opts.no_unmap ? 0 :
                                    BDRV_REQ_MAY_UNMAP);
     } else {
         ret = blk_co_pwritev(s->target_blk, offset, bytes, &qiov, 0);
@@ -367,7 +368,8 @@ static int coroutine_fn mirror_dirty_init(MirrorJob *s)
     if (s->opts.sync == MIRROR_SYNC_NONE) {
         return 0;
     }
-    if (!s->base && !bdrv_has_zero_init(s->target)) {
+    if (!s->base &&
+        (s->opts.zero_target || !bdrv_has_zero_init(s->target))) {
         /* every range, zeroes included, must reach the target */
         mirror_set_dirty(s, 0, s->len);
         return 0;
@@ -535,6 +537,34 @@ static void mirror_drop_intermediate(MirrorJob *s)
     }
 }
 
+/*
+ * The target's backing node as opts.backing_mode wants it, before its
+ * users come (QEMU's mirror_exit_common()).
+ */
+static int mirror_target_backing(MirrorJob *s, Error **errp)
+{
+    BlockDriverState *backing;
+
+    switch (s->opts.backing_mode) {
+    case MIRROR_SOURCE_BACKING_CHAIN:
+        backing = s->opts.sync == MIRROR_SYNC_NONE ? s->source : s->base;
+        if (bdrv_backing_bs(s->target) == backing) {
+            return 0;
+        }
+        /*
+         * The source is drained (invariant 4); once the target is its
+         * parent, the end of that drain passes through the target to the
+         * job's own edge on it, which its beginning never paused.
+         */
+        block_job_remove_bdrv(&s->common, s->target);
+        return bdrv_set_backing_hd(s->target, backing, errp);
+    case MIRROR_OPEN_BACKING_CHAIN:
+        return bdrv_open_backing_file(s->target, errp);
+    default:
+        return 0;
+    }
+}
+
 /* The pivot, inside the drained section of invariant 4. */
 static int mirror_prepare(Job *job)
 {
@@ -554,8 +584,9 @@ static int mirror_prepare(Job *job)
     g_clear_pointer(&s->filter, job_filter_drop);
     if (s->should_complete && s->in_drain) {
         ret = bdrv_flush(s->target);
-        if (ret == 0 &&
-            block_job_replace_node(s->to_replace, s->target, &err) < 0) {
+        if (ret == 0 && (mirror_target_backing(s, &err) < 0 ||
+                         block_job_replace_node(s->to_replace, s->target,
+                                                &err) < 0)) {
             error_report_err(err);
             ret = -EPERM;
         }

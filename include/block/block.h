@@ -190,6 +190,13 @@ int bdrv_set_backing_hd(BlockDriverState *bs, BlockDriverState *backing_hd,
 int bdrv_append(BlockDriverState *bs_new, BlockDriverState *bs_top,
                 Error **errp);
 /*
+ * Opens the backing file the image of @bs names, as an open without
+ * BDRV_O_NO_BACKING would have (drive-mirror's target of mode existing,
+ * at the pivot); nothing if @bs has a backing node or its image names
+ * none.  0 or -errno with QEMU's "Could not open backing file: ...".
+ */
+int bdrv_open_backing_file(BlockDriverState *bs, Error **errp);
+/*
  * x-blockdev-change: @child_bs, a node no one uses, becomes a new child
  * of @parent, which names it; the child of @parent named @child_name is
  * removed.  Only drivers whose children are a list (quorum) allow it;

@@ -57,8 +57,30 @@ typedef enum MirrorSyncMode {
     MIRROR_SYNC_NONE,       /* only what is written from now on */
 } MirrorSyncMode;
 
+/* What the target's backing node is once the job completes. */
+typedef enum MirrorBackingMode {
+    /* as it is (blockdev-mirror: the caller built the target) */
+    MIRROR_LEAVE_BACKING_CHAIN,
+    /*
+     * the node below what the job copied: the source's backing node for
+     * sync=top, the source itself for sync=none, none for sync=full
+     * (drive-mirror's new image, opened without its backing file)
+     */
+    MIRROR_SOURCE_BACKING_CHAIN,
+    /* the backing file its image names (drive-mirror mode=existing) */
+    MIRROR_OPEN_BACKING_CHAIN,
+} MirrorBackingMode;
+
 typedef struct MirrorOptions {
     MirrorSyncMode sync;
+    MirrorBackingMode backing_mode;
+    /*
+     * sync=full onto an image that may hold data: every range reaches
+     * the target, the source's zeroes as zero writes
+     */
+    bool zero_target;
+    /* drive-mirror unmap=false: zeroes stay allocated in the target */
+    bool no_unmap;
     /* copy-mode=write-blocking: guest writes reach the target at once */
     bool write_blocking;
     int64_t granularity;        /* bytes per dirty bit; 0: default */
