@@ -13,6 +13,7 @@
 #include "job/amend.h"
 #include "job/create.h"
 #include "qmp-dispatch.h"
+#include "util/cutils.h"
 
 static Job *job_qmp_find(const char *id, Error **errp)
 {
@@ -402,45 +403,26 @@ static bool job_qmp_mirror_sizes(JsonObject *args, MirrorOptions *opts,
     return true;
 }
 
-static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
-                                Error **errp)
+/*
+ * What blockdev-mirror and drive-mirror share once both nodes are there,
+ * in QEMU's order: the sizes, the op blockers, the sync mode, the nodes
+ * themselves; then the job starts.
+ */
+static void job_qmp_mirror_start(JsonObject *args, BlockDriverState *bs,
+                                 BlockDriverState *target_bs,
+                                 MirrorOptions *opts, Error **errp)
 {
-    const char *device = json_object_get_string_member(args, "device");
-    const char *target = json_object_get_string_member(args, "target");
     const char *sync = json_object_get_string_member(args, "sync");
-    const char *mode = qmp_arg_str(args, "copy-mode");
     const char *replaces = qmp_arg_str(args, "replaces");
-    MirrorOptions opts = {
-        .write_blocking = mode && !strcmp(mode, "write-blocking"),
-        .on_source_error = job_qmp_on_error(args, "on-source-error"),
-        .on_target_error = job_qmp_on_error(args, "on-target-error"),
-        .speed = json_object_get_int_member_with_default(args, "speed", 0),
-        .job_flags = job_qmp_flags(args),
-        .filter_node_name = qmp_arg_str(args, "filter-node-name"),
-    };
-    BlockDriverState *bs, *target_bs;
 
-    bs = blockdev_lookup_root_bs(device, errp);
-    if (!bs) {
-        return;
-    }
-    target_bs = blockdev_lookup_bs(target, target, errp);
-    if (!target_bs) {
-        return;
-    }
-    /* QEMU's order: the sizes, the op blockers, then the sync mode */
-    if (!job_qmp_mirror_sizes(args, &opts, errp) ||
+    if (!job_qmp_mirror_sizes(args, opts, errp) ||
         bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_MIRROR_SOURCE, errp) ||
         bdrv_op_is_blocked(target_bs, BLOCK_OP_TYPE_MIRROR_TARGET, errp)) {
         return;
     }
-    opts.sync = -1;
-    for (size_t i = 0; i < G_N_ELEMENTS(job_qmp_sync_names); i++) {
-        if (!strcmp(sync, job_qmp_sync_names[i])) {
-            opts.sync = i;
-        }
-    }
-    if (opts.sync == (MirrorSyncMode)-1) {
+    opts->sync = qemu_name_index(job_qmp_sync_names,
+                                 G_N_ELEMENTS(job_qmp_sync_names), sync);
+    if (opts->sync == (MirrorSyncMode)-1) {
         /* incremental and bitmap need a dirty bitmap to start from */
         error_setg(errp, "Sync mode '%s' not supported", sync);
         return;
@@ -450,12 +432,132 @@ static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
         return;
     }
     if (replaces) {
-        opts.replaces = blockdev_lookup_bs(replaces, replaces, errp);
-        if (!opts.replaces) {
+        opts->replaces = blockdev_lookup_bs(replaces, replaces, errp);
+        if (!opts->replaces) {
             return;
         }
     }
-    mirror_start(qmp_arg_str(args, "job-id"), bs, target_bs, &opts, errp);
+    mirror_start(qmp_arg_str(args, "job-id"), bs, target_bs, opts, errp);
+}
+
+/* The options both mirror commands take alike. */
+static MirrorOptions job_qmp_mirror_options(JsonObject *args)
+{
+    const char *mode = qmp_arg_str(args, "copy-mode");
+
+    return (MirrorOptions) {
+        .write_blocking = mode && !strcmp(mode, "write-blocking"),
+        .on_source_error = job_qmp_on_error(args, "on-source-error"),
+        .on_target_error = job_qmp_on_error(args, "on-target-error"),
+        .speed = json_object_get_int_member_with_default(args, "speed", 0),
+        .job_flags = job_qmp_flags(args),
+        .filter_node_name = qmp_arg_str(args, "filter-node-name"),
+    };
+}
+
+static void qmp_blockdev_mirror(JsonObject *args, JsonNode **ret,
+                                Error **errp)
+{
+    const char *target = json_object_get_string_member(args, "target");
+    MirrorOptions opts = job_qmp_mirror_options(args);
+    BlockDriverState *bs, *target_bs;
+
+    bs = blockdev_lookup_root_bs(json_object_get_string_member(args,
+                                                               "device"),
+                                 errp);
+    if (!bs) {
+        return;
+    }
+    target_bs = blockdev_lookup_bs(target, target, errp);
+    if (target_bs) {
+        job_qmp_mirror_start(args, bs, target_bs, &opts, errp);
+    }
+}
+
+/*
+ * drive-mirror's target, as QEMU makes it: a new image (mode
+ * absolute-paths, the default) of the source's size and format (or
+ * format), over the source's backing file for sync top and over the
+ * source for sync none; or the image there (mode existing).  It is
+ * opened without its backing file: the job gives it its backing node
+ * when it completes (opts->backing_mode).  Returns a new reference.
+ */
+static BlockDriverState *job_qmp_drive_mirror_target(JsonObject *args,
+                                                     BlockDriverState *bs,
+                                                     MirrorOptions *opts,
+                                                     Error **errp)
+{
+    const char *filename = json_object_get_string_member(args, "target");
+    const char *sync = json_object_get_string_member(args, "sync");
+    bool existing = !strcmp(json_object_get_string_member_with_default(
+                                args, "mode", "absolute-paths"),
+                            "existing");
+    const char *format = qmp_arg_str(args, "format");
+    const char *node_name = qmp_arg_str(args, "node-name");
+    BlockDriverState *backing = !strcmp(sync, "none") ? bs :
+                                bdrv_backing_chain_next(bs);
+    int flags = (bdrv_get_open_flags(bs) & ~(BDRV_O_SNAPSHOT |
+                                             BDRV_O_COPY_ON_READ)) |
+                BDRV_O_RDWR | BDRV_O_NO_BACKING;
+    int64_t size = bdrv_getlength(bs);
+    BlockDriverState *target;
+    QDict *options;
+
+    if (!format && !existing) {
+        format = bdrv_get_format_name(bs);
+    }
+    if (size < 0) {
+        error_setg_errno(errp, -size, "bdrv_getlength failed");
+        return NULL;
+    }
+    if (qmp_arg_str(args, "replaces") && !node_name) {
+        error_setg(errp, "a node-name must be provided when replacing a "
+                   "named node of the graph");
+        return NULL;
+    }
+    opts->backing_mode = existing ? MIRROR_OPEN_BACKING_CHAIN
+                                  : MIRROR_SOURCE_BACKING_CHAIN;
+    opts->no_unmap = !json_object_get_boolean_member_with_default(
+                         args, "unmap", true);
+    if (!existing &&
+        blockdev_create_image(filename, format, size,
+                              strcmp(sync, "full") ? backing : NULL,
+                              errp) < 0) {
+        return NULL;
+    }
+    options = qdict_new();
+    if (node_name) {
+        qdict_put_str(options, "node-name", node_name);
+    }
+    if (format) {
+        qdict_put_str(options, "driver", format);
+    }
+    target = bdrv_open(filename, NULL, options, flags, errp);
+    /* an image that may hold data gets the source's zeroes too */
+    opts->zero_target = target && !strcmp(sync, "full") &&
+                        (existing || !bdrv_has_zero_init(target));
+    return target;
+}
+
+static void qmp_drive_mirror(JsonObject *args, JsonNode **ret,
+                             Error **errp)
+{
+    MirrorOptions opts = job_qmp_mirror_options(args);
+    BlockDriverState *bs, *target_bs;
+
+    bs = blockdev_lookup_root_bs(json_object_get_string_member(args,
+                                                               "device"),
+                                 errp);
+    /* QEMU's early check, before the target is created */
+    if (!bs || bdrv_op_is_blocked(bs, BLOCK_OP_TYPE_MIRROR_SOURCE, errp)) {
+        return;
+    }
+    target_bs = job_qmp_drive_mirror_target(args, bs, &opts, errp);
+    if (target_bs) {
+        job_qmp_mirror_start(args, bs, target_bs, &opts, errp);
+        /* the job holds it, or it closes */
+        bdrv_unref(target_bs);
+    }
 }
 
 /*
@@ -626,6 +728,7 @@ static void qmp_block_commit(JsonObject *args, JsonNode **ret, Error **errp)
 void job_register_commands(void)
 {
     qmp_register_command("blockdev-mirror", qmp_blockdev_mirror);
+    qmp_register_command("drive-mirror", qmp_drive_mirror);
     qmp_register_command("block-commit", qmp_block_commit);
     qmp_register_command("block-stream", qmp_block_stream);
     qmp_register_command("blockdev-create", qmp_blockdev_create);
