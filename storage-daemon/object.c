@@ -70,6 +70,22 @@ static void qmp_qom_list(JsonObject *args, JsonNode **ret, Error **errp)
                json_object_get_string_member(args, "path"), errp);
 }
 
+static void qmp_qom_list_types(JsonObject *args, JsonNode **ret,
+                               Error **errp)
+{
+    *ret = user_object_list_types(
+               qmp_arg_str(args, "implements"),
+               json_object_get_boolean_member_with_default(args, "abstract",
+                                                           false));
+}
+
+static void qmp_qom_list_properties(JsonObject *args, JsonNode **ret,
+                                    Error **errp)
+{
+    *ret = user_object_type_properties(
+               json_object_get_string_member(args, "typename"), errp);
+}
+
 static void qmp_query_iothreads(JsonObject *args, JsonNode **ret,
                                 Error **errp)
 {
@@ -84,4 +100,6 @@ void object_register_commands(void)
     qmp_register_command("qom-set", qmp_qom_set);
     qmp_register_command("qom-get", qmp_qom_get);
     qmp_register_command("qom-list", qmp_qom_list);
+    qmp_register_command("qom-list-types", qmp_qom_list_types);
+    qmp_register_command("qom-list-properties", qmp_qom_list_properties);
 }

@@ -390,6 +390,16 @@ static const char *user_object_qom_type(const QapiType *type)
     }
 }
 
+/* The properties @type_name's schema declares, as qom-list names them. */
+static void user_object_list_schema(JsonArray *list, const char *type_name)
+{
+    const QapiType *props = user_object_schema(type_name);
+
+    for (const QapiMember *m = props->members; m && m->name; m++) {
+        user_object_list_add(list, m->name, user_object_qom_type(m->type));
+    }
+}
+
 JsonNode *user_object_list_properties(const char *path, Error **errp)
 {
     g_autoptr(JsonArray) list = json_array_new();
@@ -416,13 +426,95 @@ JsonNode *user_object_list_properties(const char *path, Error **errp)
         if (!obj) {
             return NULL;
         }
-        const QapiType *props = user_object_schema(obj->type->name);
+        user_object_list_schema(list, obj->type->name);
+    }
+    return json_node_init_array(json_node_alloc(), list);
+}
 
-        for (const QapiMember *m = props->members; m->name; m++) {
-            user_object_list_add(list, m->name,
-                                 user_object_qom_type(m->type));
+/*
+ * QEMU's parent of each type (its type hierarchy, which qom-list-types
+ * shows); the parents are abstract and derive from "object".
+ */
+static const char *const user_object_parents[][2] = {
+    { "authz-simple", "authz" },
+    { "iothread", "event-loop-base" },
+    { "main-loop", "event-loop-base" },
+    { "secret", "secret_common" },
+    { "throttle-group", "object" },
+    { "tls-creds-psk", "tls-creds" },
+    { "tls-creds-x509", "tls-creds" },
+};
+
+static const char *user_object_parent(const char *type_name)
+{
+    for (size_t i = 0; i < G_N_ELEMENTS(user_object_parents); i++) {
+        if (!strcmp(user_object_parents[i][0], type_name)) {
+            return user_object_parents[i][1];
         }
     }
+    return "object";
+}
+
+static void user_object_list_type(JsonArray *list, const char *name,
+                                  const char *parent, bool abstract)
+{
+    JsonObject *entry = json_object_new();
+
+    json_object_set_string_member(entry, "name", name);
+    if (abstract) {
+        json_object_set_boolean_member(entry, "abstract", true);
+    }
+    json_object_set_string_member(entry, "parent", parent);
+    json_array_add_object_element(list, entry);
+}
+
+/*
+ * Whether @type_name is or derives from @implements; every type here
+ * is user-creatable (QEMU's interface of --object's types).
+ */
+static bool user_object_implements(const char *type_name,
+                                   const char *implements)
+{
+    return !implements || !strcmp(implements, type_name) ||
+           !strcmp(implements, user_object_parent(type_name)) ||
+           !strcmp(implements, "object") ||
+           !strcmp(implements, "user-creatable");
+}
+
+JsonNode *user_object_list_types(const char *implements, bool abstract)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+    g_autoptr(GHashTable) parents = g_hash_table_new(g_str_hash,
+                                                     g_str_equal);
+
+    for (guint i = 0; user_object_types && i < user_object_types->len; i++) {
+        const UserObjectType *type = g_ptr_array_index(user_object_types, i);
+        const char *parent = user_object_parent(type->name);
+
+        if (!user_object_implements(type->name, implements)) {
+            continue;
+        }
+        user_object_list_type(list, type->name, parent, false);
+        if (abstract && strcmp(parent, "object") &&
+            (!implements || strcmp(implements, type->name)) &&
+            g_hash_table_add(parents, (gpointer)parent)) {
+            user_object_list_type(list, parent, "object", true);
+        }
+    }
+    return json_node_init_array(json_node_alloc(), list);
+}
+
+JsonNode *user_object_type_properties(const char *type_name, Error **errp)
+{
+    g_autoptr(JsonArray) list = json_array_new();
+
+    if (!user_object_find_type(type_name)) {
+        error_set(errp, ERROR_CLASS_DEVICE_NOT_FOUND,
+                  "Class '%s' not found", type_name);
+        return NULL;
+    }
+    user_object_list_add(list, "type", "string");
+    user_object_list_schema(list, type_name);
     return json_node_init_array(json_node_alloc(), list);
 }
 

@@ -109,6 +109,17 @@ JsonNode *user_object_get_property(const char *path, const char *name,
  * "type" first, as QEMU lists them.
  */
 JsonNode *user_object_list_properties(const char *path, Error **errp);
+/*
+ * qom-list-types: the types (ObjectTypeInfo list) that are or derive from
+ * @implements (NULL: all), each with QEMU's parent type; with @abstract,
+ * those parents too.
+ */
+JsonNode *user_object_list_types(const char *implements, bool abstract);
+/*
+ * qom-list-properties: the properties of objects of @type_name ("type"
+ * first), or NULL with QEMU's DeviceNotFound "Class 'x' not found".
+ */
+JsonNode *user_object_type_properties(const char *type_name, Error **errp);
 
 /* Deletes every object, in the reverse order of creation (at exit). */
 void user_object_del_all(void);

@@ -320,8 +320,47 @@ def test_blockdev(d):
     c.close()
 
 
+def test_object_types(c):
+    """qom-list-types and qom-list-properties: qblock's types with QEMU's
+    parents and the properties the schema declares (QEMU lists more types
+    and a few more properties, such as a secret's 'loaded')."""
+    types = {(x['name'], x.get('parent')) for x in
+             c.ok('qom-list-types', {'implements': 'user-creatable'})}
+    t.check('qom-list-types: the object types with QEMU\'s parents',
+            {('authz-simple', 'authz'), ('iothread', 'event-loop-base'),
+             ('main-loop', 'event-loop-base'), ('secret', 'secret_common'),
+             ('throttle-group', 'object'), ('tls-creds-psk', 'tls-creds'),
+             ('tls-creds-x509', 'tls-creds')} <= types, types)
+    t.equal('qom-list-types: implements one type',
+            c.ok('qom-list-types', {'implements': 'secret'}),
+            [{'name': 'secret', 'parent': 'secret_common'}])
+    abstract = c.ok('qom-list-types', {'implements': 'secret_common',
+                                       'abstract': True})
+    t.check('qom-list-types: abstract parents on request',
+            {'name': 'secret_common', 'parent': 'object',
+             'abstract': True} in abstract, abstract)
+    props = c.ok('qom-list-properties', {'typename': 'authz-simple'})
+    t.equal('qom-list-properties of authz-simple',
+            sorted((p['name'], p['type']) for p in props),
+            [('identity', 'string'), ('type', 'string')])
+    props = {(p['name'], p['type']) for p in
+             c.ok('qom-list-properties', {'typename': 'iothread'})}
+    t.check('qom-list-properties of iothread: its poll properties',
+            {('type', 'string'), ('poll-max-ns', 'int'), ('poll-grow', 'int'),
+             ('poll-shrink', 'int'), ('aio-max-batch', 'int')} <= props,
+            props)
+    props = {(p['name'], p['type']) for p in
+             c.ok('qom-list-properties', {'typename': 'secret'})}
+    t.check('qom-list-properties of secret: enums by their type name',
+            ('format', 'QCryptoSecretFormat') in props, props)
+    t.equal('qom-list-properties of an unknown type',
+            error_of(c.cmd('qom-list-properties', {'typename': 'nosuch'})),
+            ('DeviceNotFound', "Class 'nosuch' not found"))
+
+
 def test_objects(d):
     c = d.qmp()
+    test_object_types(c)
     secret = {'qom-type': 'secret', 'id': 'sec0', 'data': 'pw'}
     t.equal('object-add secret', c.cmd('object-add', secret), {'return': {}})
     t.equal('object-add: a duplicate id',
