@@ -216,6 +216,22 @@ static bool savevm_drive_writable(SaveVMDrive *d)
     return bs && !bdrv_is_read_only(bs);
 }
 
+/*
+ * The writable drives in turn, the ones a snapshot goes on (invariant 1):
+ * the first at or after index *@i, which moves past it; NULL at the end.
+ */
+static SaveVMDrive *savevm_next_writable(SaveState *s, guint *i)
+{
+    while (*i < s->drives->len) {
+        SaveVMDrive *d = g_ptr_array_index(s->drives, (*i)++);
+
+        if (savevm_drive_writable(d)) {
+            return d;
+        }
+    }
+    return NULL;
+}
+
 /* Invariant 1: every writable drive can take snapshots. */
 static int savevm_check_drives(SaveState *s, Error **errp)
 {
@@ -683,15 +699,12 @@ static int savevm_check_snapshot(SaveState *s, const char *name,
                                  SaveVMDrive *vmd, QEMUSnapshotInfo *vm_sn,
                                  Error **errp)
 {
-    for (guint i = 0; i < s->drives->len; i++) {
-        SaveVMDrive *d = g_ptr_array_index(s->drives, i);
-        QEMUSnapshotInfo sn;
-        int ret;
+    SaveVMDrive *d;
 
-        if (!savevm_drive_writable(d)) {
-            continue;
-        }
-        ret = savevm_find_snapshot(blk_bs(d->blk), name, &sn);
+    for (guint i = 0; (d = savevm_next_writable(s, &i));) {
+        QEMUSnapshotInfo sn;
+        int ret = savevm_find_snapshot(blk_bs(d->blk), name, &sn);
+
         if (ret == -ENOENT) {
             error_setg(errp, "Snapshot '%s' does not exist on drive '%s'",
                        name, d->name);
@@ -725,15 +738,12 @@ static int savevm_check_snapshot(SaveState *s, const char *name,
 /* Reverts every writable drive to its snapshot @name. */
 static int savevm_goto_all(SaveState *s, const char *name, Error **errp)
 {
-    for (guint i = 0; i < s->drives->len; i++) {
-        SaveVMDrive *d = g_ptr_array_index(s->drives, i);
-        QEMUSnapshotInfo sn;
-        int ret;
+    SaveVMDrive *d;
 
-        if (!savevm_drive_writable(d)) {
-            continue;
-        }
-        ret = savevm_find_snapshot(blk_bs(d->blk), name, &sn);
+    for (guint i = 0; (d = savevm_next_writable(s, &i));) {
+        QEMUSnapshotInfo sn;
+        int ret = savevm_find_snapshot(blk_bs(d->blk), name, &sn);
+
         if (ret == 0) {
             /* by its ID: the very snapshot the checks looked at */
             ret = bdrv_snapshot_goto(blk_bs(d->blk), sn.id_str, errp);
