@@ -399,7 +399,16 @@ def gen_qmp_c(schema, h_name):
                 tsym = c_type_sym(ref)
             else:
                 tsym = 'anon_%s_%s' % (table[:-1], c_ident(name))
-            out.append('    { %s, &%s },' % (c_str(name), tsym))
+            if table == 'events':
+                out.append('    { %s, &%s },' % (c_str(name), tsym))
+                continue
+            # the return type, for query-qmp-schema
+            ret = d.get('returns')
+            is_list = isinstance(ret, list)
+            rsym = '&' + c_type_sym(ret[0] if is_list else ret) \
+                if ret else 'NULL'
+            out.append('    { %s, &%s, %s, %s },' % (
+                c_str(name), tsym, rsym, 'true' if is_list else 'false'))
         out.append('    { NULL, NULL },')
         out.append('};')
         out.append('')

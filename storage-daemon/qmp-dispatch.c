@@ -269,7 +269,19 @@ static void qmp_query_commands(JsonObject *args, JsonNode **ret,
     *ret = json_node_init_array(json_node_alloc(), list);
 }
 
+static bool qmp_is_registered(const char *name)
+{
+    return qmp_commands && g_hash_table_contains(qmp_commands, name);
+}
+
+static void qmp_query_qmp_schema(JsonObject *args, JsonNode **ret,
+                                 Error **errp)
+{
+    *ret = qapi_introspect(qmp_is_registered);
+}
+
 void qmp_register_dispatch_commands(void)
 {
     qmp_register_command("query-commands", qmp_query_commands);
+    qmp_register_command("query-qmp-schema", qmp_query_qmp_schema);
 }

@@ -65,6 +65,8 @@ struct QapiType {
 typedef struct QapiCommand {
     const char *name;           /* NULL ends qapi_commands */
     const QapiType *args;       /* a struct or union */
+    const QapiType *ret;        /* what it returns; NULL: an empty object */
+    bool ret_list;              /* a JSON array of @ret */
 } QapiCommand;
 
 typedef struct QapiEvent {
@@ -77,6 +79,15 @@ extern const QapiCommand qapi_commands[];
 extern const QapiEvent qapi_events[];
 
 const QapiCommand *qapi_find_command(const char *name);
+
+/*
+ * query-qmp-schema: the commands, events and every type they use as
+ * QEMU's SchemaInfo list (util/qapi-introspect.c).  The names of the
+ * schema's own types are masked as numbers, as QEMU masks them, so that
+ * clients look at structure, not names.  Only the commands for which
+ * @has_command says true are listed (those implemented).
+ */
+JsonNode *qapi_introspect(bool (*has_command)(const char *name));
 const QapiEvent *qapi_find_event(const char *name);
 
 typedef enum QapiInputMode {

@@ -358,9 +358,45 @@ def test_object_types(c):
             ('DeviceNotFound', "Class 'nosuch' not found"))
 
 
+def test_schema(c):
+    """query-qmp-schema: QEMU's SchemaInfo list, closed under the type
+    references, with a command entry for each command the daemon runs."""
+    r = c.ok('query-qmp-schema')
+    ents = {e['name']: e for e in r}
+    commands = {e['name'] for e in r if e['meta-type'] == 'command'}
+    t.equal('query-qmp-schema: one command entry per command it runs',
+            commands, {x['name'] for x in c.ok('query-commands')})
+
+    def refs(e):
+        out = [e.get(k) for k in ('arg-type', 'ret-type', 'element-type')]
+        out += [m['type'] for m in e.get('members', []) if 'type' in m]
+        out += [v['type'] for v in e.get('variants', [])]
+        return [x for x in out if x]
+    dangling = [(e['name'], x) for e in r for x in refs(e) if x not in ents]
+    t.equal('query-qmp-schema: every type it refers to is described',
+            dangling, [])
+    t.check('query-qmp-schema: builtins have their JSON type',
+            ents.get('str', {}).get('json-type') == 'string' and
+            ents.get('int', {}).get('json-type') == 'int', ents.get('str'))
+    args = ents[ents['blockdev-mirror']['arg-type']]
+    t.equal('query-qmp-schema: blockdev-mirror\'s arguments, required '
+            'and optional', sorted((m['name'], 'default' in m)
+                                   for m in args['members']),
+            [('auto-dismiss', True), ('auto-finalize', True),
+             ('buf-size', True), ('copy-mode', True), ('device', False),
+             ('filter-node-name', True), ('granularity', True),
+             ('job-id', True), ('on-source-error', True),
+             ('on-target-error', True), ('replaces', True), ('speed', True),
+             ('sync', False), ('target', False)])
+    ret = ents[ents['query-jobs']['ret-type']]
+    t.equal('query-qmp-schema: query-jobs returns an array',
+            ret['meta-type'], 'array')
+
+
 def test_objects(d):
     c = d.qmp()
     test_object_types(c)
+    test_schema(c)
     secret = {'qom-type': 'secret', 'id': 'sec0', 'data': 'pw'}
     t.equal('object-add secret', c.cmd('object-add', secret), {'return': {}})
     t.equal('object-add: a duplicate id',
