@@ -201,32 +201,33 @@ BlockDriverState *bdrv_lookup_node(const char *name, Error **errp)
     return bs;
 }
 
-BlockDriverState *bdrv_next_node(BlockDriverState *bs)
+/*
+ * The one walk behind bdrv_next_node() and bdrv_prev_node(): the first
+ * node with a name from @l on, towards the tail or (@backwards) the head
+ * of all_bdrv_states; NULL past the end.
+ */
+static BlockDriverState *bdrv_named_node_from(GList *l, bool backwards)
 {
-    GList *l = bs ? bs->all_link->next : all_bdrv_states.head;
+    for (; l; l = backwards ? l->prev : l->next) {
+        BlockDriverState *bs = l->data;
 
-    for (; l; l = l->next) {
-        BlockDriverState *next = l->data;
-
-        if (next->node_name[0]) {
-            return next;
+        if (bs->node_name[0]) {
+            return bs;
         }
     }
     return NULL;
 }
 
+BlockDriverState *bdrv_next_node(BlockDriverState *bs)
+{
+    return bdrv_named_node_from(bs ? bs->all_link->next
+                                   : all_bdrv_states.head, false);
+}
+
 BlockDriverState *bdrv_prev_node(BlockDriverState *bs)
 {
-    GList *l = bs ? bs->all_link->prev : all_bdrv_states.tail;
-
-    for (; l; l = l->prev) {
-        BlockDriverState *prev = l->data;
-
-        if (prev->node_name[0]) {
-            return prev;
-        }
-    }
-    return NULL;
+    return bdrv_named_node_from(bs ? bs->all_link->prev
+                                   : all_bdrv_states.tail, true);
 }
 
 static int bdrv_assign_node_name(BlockDriverState *bs, const char *node_name,

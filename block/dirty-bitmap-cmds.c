@@ -128,6 +128,27 @@ BdrvDirtyBitmap *bdrv_dirty_bitmap_lookup_checked(BlockDriverState *bs,
     return bitmap;
 }
 
+/*
+ * The bitmap that clear, enable/disable and merge (as target) change:
+ * looked up and checked against @flags, with the format told first when it
+ * is persistent (bdrv_dirty_bitmap_before_change()).  NULL, with @errp set,
+ * when any step fails.
+ */
+static BdrvDirtyBitmap *bdrv_dirty_bitmap_for_change(
+    BlockDriverState *bs, const char *name, BdrvDirtyBitmapFlags flags,
+    Error **errp)
+{
+    BdrvDirtyBitmap *bitmap =
+        bdrv_dirty_bitmap_lookup_checked(bs, name, flags, errp);
+
+    if (!bitmap || bdrv_dirty_bitmap_before_change(
+                       bs, bdrv_dirty_bitmap_get_persistence(bitmap),
+                       errp) < 0) {
+        return NULL;
+    }
+    return bitmap;
+}
+
 BdrvDirtyBitmap *bdrv_dirty_bitmap_add(BlockDriverState *bs,
                                        const char *name,
                                        uint32_t granularity,
@@ -195,11 +216,9 @@ int bdrv_dirty_bitmap_clear_cmd(BlockDriverState *bs, const char *name,
                                 Error **errp)
 {
     BdrvDirtyBitmap *bitmap =
-        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_DEFAULT, errp);
+        bdrv_dirty_bitmap_for_change(bs, name, BDRV_BITMAP_DEFAULT, errp);
 
-    if (!bitmap || bdrv_dirty_bitmap_before_change(
-                       bs, bdrv_dirty_bitmap_get_persistence(bitmap),
-                       errp) < 0) {
+    if (!bitmap) {
         return -1;
     }
     bdrv_clear_dirty_bitmap(bitmap, NULL);
@@ -210,11 +229,9 @@ int bdrv_dirty_bitmap_switch_cmd(BlockDriverState *bs, const char *name,
                                  bool enable, Error **errp)
 {
     BdrvDirtyBitmap *bitmap =
-        bdrv_dirty_bitmap_lookup_checked(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
+        bdrv_dirty_bitmap_for_change(bs, name, BDRV_BITMAP_ALLOW_RO, errp);
 
-    if (!bitmap || bdrv_dirty_bitmap_before_change(
-                       bs, bdrv_dirty_bitmap_get_persistence(bitmap),
-                       errp) < 0) {
+    if (!bitmap) {
         return -1;
     }
     bdrv_dirty_bitmap_switch(bitmap, enable);
@@ -226,13 +243,11 @@ int bdrv_dirty_bitmap_merge_cmd(BlockDriverState *bs, const char *target,
                                 HBitmap **backup, Error **errp)
 {
     BdrvDirtyBitmap *dst =
-        bdrv_dirty_bitmap_lookup_checked(bs, target, BDRV_BITMAP_DEFAULT,
-                                         errp);
+        bdrv_dirty_bitmap_for_change(bs, target, BDRV_BITMAP_DEFAULT, errp);
     BdrvDirtyBitmap *anon;
     bool ok = true;
 
-    if (!dst || bdrv_dirty_bitmap_before_change(
-                    bs, bdrv_dirty_bitmap_get_persistence(dst), errp) < 0) {
+    if (!dst) {
         return -1;
     }
     /* all sources into a scratch bitmap first: a failure changes nothing */

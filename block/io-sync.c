@@ -117,12 +117,16 @@ static BlockDriverState *bdrv_child_bs(BdrvChild *child)
     return child ? child->bs : NULL;
 }
 
-int bdrv_pread(BdrvChild *child, int64_t offset, int64_t bytes, void *buf,
-               BdrvRequestFlags flags)
+/*
+ * bdrv_pread() and bdrv_pwrite(): @op (BDRV_SYNC_READ or BDRV_SYNC_WRITE)
+ * of one flat buffer, which both wrap in a vector the same way.
+ */
+static int bdrv_sync_buf(BdrvChild *child, BdrvSyncOp op, int64_t offset,
+                         int64_t bytes, void *buf, BdrvRequestFlags flags)
 {
     QEMUIOVector qiov;
     BdrvSyncCo s = {
-        .op = BDRV_SYNC_READ, .child = child, .offset = offset,
+        .op = op, .child = child, .offset = offset,
         .bytes = bytes, .qiov = &qiov, .flags = flags,
     };
 
@@ -133,20 +137,17 @@ int bdrv_pread(BdrvChild *child, int64_t offset, int64_t bytes, void *buf,
     return bdrv_run_co(bdrv_child_bs(child), bdrv_sync_co_entry, &s);
 }
 
+int bdrv_pread(BdrvChild *child, int64_t offset, int64_t bytes, void *buf,
+               BdrvRequestFlags flags)
+{
+    return bdrv_sync_buf(child, BDRV_SYNC_READ, offset, bytes, buf, flags);
+}
+
 int bdrv_pwrite(BdrvChild *child, int64_t offset, int64_t bytes,
                 const void *buf, BdrvRequestFlags flags)
 {
-    QEMUIOVector qiov;
-    BdrvSyncCo s = {
-        .op = BDRV_SYNC_WRITE, .child = child, .offset = offset,
-        .bytes = bytes, .qiov = &qiov, .flags = flags,
-    };
-
-    if (bytes < 0) {
-        return -EIO;
-    }
-    qemu_iovec_init_buf(&qiov, (void *)buf, bytes);
-    return bdrv_run_co(bdrv_child_bs(child), bdrv_sync_co_entry, &s);
+    return bdrv_sync_buf(child, BDRV_SYNC_WRITE, offset, bytes, (void *)buf,
+                         flags);
 }
 
 int bdrv_pwrite_sync(BdrvChild *child, int64_t offset, int64_t bytes,

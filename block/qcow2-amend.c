@@ -110,11 +110,8 @@ static int qcow2_amend_parse(BlockDriverState *bs, QemuOpts *opts,
         } else if (!strcmp(name, "compat")) {
             const char *compat = qemu_opt_get(opts, name);
 
-            if (!strcmp(compat, "0.10") || !strcmp(compat, "v2")) {
-                r->version = 2;
-            } else if (!strcmp(compat, "1.1") || !strcmp(compat, "v3")) {
-                r->version = 3;
-            } else {
+            r->version = qcow2_compat_version(compat);
+            if (!r->version) {
                 error_setg(errp, "Unknown compatibility level %s", compat);
                 return -EINVAL;
             }

@@ -653,6 +653,25 @@ static bool qcow2_rebuild_range_used(BDRVQcow2State *s, Qcow2CheckRefs *r,
 }
 
 /*
+ * Grows the refcount table that qcow2_rebuild_refcounts() builds to @want
+ * entries, the new ones empty: while blocks are added, and at the end to
+ * fill its clusters.  -ENOMEM leaves the table as it was.
+ */
+static int qcow2_rebuild_grow_table(uint64_t **table, uint64_t *entries,
+                                    uint64_t want)
+{
+    uint64_t *n = g_try_renew(uint64_t, *table, want);
+
+    if (!n) {
+        return -ENOMEM;
+    }
+    memset(n + *entries, 0, (want - *entries) * 8);
+    *table = n;
+    *entries = want;
+    return 0;
+}
+
+/*
  * Writes a whole new refcount structure from @r: refcount blocks and a
  * table in free clusters (Qcow2RebuildAlloc says which), then switches the
  * header to the new table.  The old structure is left alone; it is
@@ -680,15 +699,9 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
         uint64_t need_clusters;
         bool changed = false;
 
-        if (need > entries) {
-            uint64_t *n = g_try_renew(uint64_t, table, need);
-
-            if (!n) {
-                return -ENOMEM;
-            }
-            memset(n + entries, 0, (need - entries) * 8);
-            table = n;
-            entries = need;
+        if (need > entries &&
+            qcow2_rebuild_grow_table(&table, &entries, need) < 0) {
+            return -ENOMEM;
         }
         for (i = 0; i < entries; i++) {
             if (!table[i] && qcow2_rebuild_range_used(s, r, i)) {
@@ -759,16 +772,10 @@ static int qcow2_rebuild_refcounts(BlockDriverState *bs, Qcow2CheckRefs *r)
     }
 
     /* The table fills its clusters: pad with empty entries. */
-    {
-        uint64_t full = table_clusters * s->cluster_size / 8;
-        uint64_t *n = g_try_renew(uint64_t, table, full);
-
-        if (!n) {
-            return -ENOMEM;
-        }
-        memset(n + entries, 0, (full - entries) * 8);
-        table = n;
-        entries = full;
+    ret = qcow2_rebuild_grow_table(&table, &entries,
+                                   table_clusters * s->cluster_size / 8);
+    if (ret < 0) {
+        return ret;
     }
     ret = qcow2_write_reftable(bs, table_offset, 0, table, entries);
     if (ret < 0) {

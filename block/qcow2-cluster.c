@@ -339,23 +339,13 @@ static int coroutine_fn qcow2_write_l1_header_fields(BlockDriverState *bs,
         .l1_size = GUINT32_TO_BE(l1_size),
         .l1_table_offset = GUINT64_TO_BE(l1_offset),
     };
-    QEMUIOVector qiov;
     int ret;
 
     _Static_assert(offsetof(QCowHeader, l1_table_offset) ==
                    offsetof(QCowHeader, l1_size) + sizeof(uint32_t),
                    "l1_size and l1_table_offset are adjacent");
-    qemu_iovec_init_buf(&qiov, &fields, sizeof(fields));
-    ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER,
-                                        offsetof(QCowHeader, l1_size),
-                                        sizeof(fields));
-    if (ret >= 0) {
-        ret = bdrv_co_pwritev(bs->file, offsetof(QCowHeader, l1_size),
-                              sizeof(fields), &qiov, 0);
-    }
-    if (ret >= 0) {
-        ret = bdrv_co_flush(bs->file->bs);
-    }
+    ret = qcow2_header_write(bs, offsetof(QCowHeader, l1_size), &fields,
+                             sizeof(fields));
     return ret < 0 ? ret : 0;
 }
 
@@ -1269,6 +1259,17 @@ enum {
 };
 
 /*
+ * What rewrite_l2_range() does to each entry: one set of options, which it
+ * hands unchanged to rewrite_l2_slice() for every slice of the range.
+ */
+typedef struct L2Rewrite {
+    int op;                         /* L2_OP_DISCARD or L2_OP_ZEROIZE */
+    bool full_discard;              /* discard: see discarded_entry() */
+    int flags;                      /* zeroize: see zeroized_entry() */
+    Qcow2DiscardType discard_type;  /* for the clusters it frees */
+} L2Rewrite;
+
+/*
  * Rewrites the entries of the clusters that [offset, offset + bytes)
  * touches, all within one L2 slice (subclusters of the first and last
  * cluster only, for zeroize with subclusters), and frees what the
@@ -1276,9 +1277,7 @@ enum {
  */
 static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
-                                         int op, bool full_discard,
-                                         int flags,
-                                         Qcow2DiscardType discard_type)
+                                         const L2Rewrite *rw)
 {
     BDRVQcow2State *s = bs->opaque;
     int l1_index = offset_to_l1_index(s, offset);
@@ -1302,15 +1301,15 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
         !(s->l1_table[l1_index] & L1E_OFFSET_MASK)) {
         uint64_t new = 0, new_bitmap = 0;
 
-        if (op == L2_OP_DISCARD) {
-            discarded_entry(bs, &new, &new_bitmap, full_discard);
+        if (rw->op == L2_OP_DISCARD) {
+            discarded_entry(bs, &new, &new_bitmap, rw->full_discard);
         } else {
             bool no_table_unmap;
             int first, end;
 
             /* every entry is the same (0): the first cluster tells */
             cluster_write_range(s, &w, 0, &first, &end);
-            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, flags,
+            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, rw->flags,
                                  &no_table_unmap);
             if (ret < 0) {
                 return ret;
@@ -1335,18 +1334,18 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
 
         /* a discard drops an unaligned host offset with the entry, and
          * qcow2_free_any_cluster() reports it as non-fatal, as in QEMU */
-        if ((op != L2_OP_DISCARD && !l2_entry_is_valid(s, old, type)) ||
+        if ((rw->op != L2_OP_DISCARD && !l2_entry_is_valid(s, old, type)) ||
             !l2_bitmap_is_valid(bs, old, old_bitmap)) {
             qcow2_cache_put(s->l2_table_cache, (void **)&slice);
             return l2_entry_corrupt(bs, l2_offset,
                                     offset_to_l2_index(s, offset) + i, old,
                                     type, L2_ENTRY_MET_ALLOCATING);
         }
-        if (op == L2_OP_DISCARD) {
-            discarded_entry(bs, &new, &new_bitmap, full_discard);
+        if (rw->op == L2_OP_DISCARD) {
+            discarded_entry(bs, &new, &new_bitmap, rw->full_discard);
         } else {
             cluster_write_range(s, &w, i, &first, &end);
-            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, flags,
+            ret = zeroized_entry(bs, &new, &new_bitmap, first, end, rw->flags,
                                  &unmap);
             if (ret < 0) {
                 qcow2_cache_put(s->l2_table_cache, (void **)&slice);
@@ -1362,7 +1361,7 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
         }
         qcow2_cache_entry_mark_dirty(s->l2_table_cache, slice);
         if (unmap && new != old && cluster_type_is_allocated(type)) {
-            qcow2_free_any_cluster(bs, old, 1, discard_type);
+            qcow2_free_any_cluster(bs, old, 1, rw->discard_type);
         }
     }
     qcow2_cache_put(s->l2_table_cache, (void **)&slice);
@@ -1382,9 +1381,7 @@ static int coroutine_fn rewrite_l2_slice(BlockDriverState *bs,
  */
 static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
                                          uint64_t offset, uint64_t bytes,
-                                         int op, bool full_discard,
-                                         int flags,
-                                         Qcow2DiscardType discard_type)
+                                         const L2Rewrite *rw)
 {
     BDRVQcow2State *s = bs->opaque;
     bool batching = s->cache_discards;
@@ -1397,8 +1394,7 @@ static int coroutine_fn rewrite_l2_range(BlockDriverState *bs,
         uint64_t slice_end = ROUND_UP(offset + 1, l2_slice_bytes_mapped(s));
         uint64_t n = MIN(bytes, slice_end - offset);
 
-        ret = rewrite_l2_slice(bs, offset, n, op, full_discard, flags,
-                               discard_type);
+        ret = rewrite_l2_slice(bs, offset, n, rw);
         if (ret < 0) {
             break;
         }
@@ -1418,8 +1414,10 @@ int coroutine_fn qcow2_cluster_discard(BlockDriverState *bs, uint64_t offset,
                                        uint64_t bytes, bool full_discard,
                                        Qcow2DiscardType type)
 {
-    return rewrite_l2_range(bs, offset, bytes, L2_OP_DISCARD, full_discard,
-                            0, type);
+    L2Rewrite rw = { .op = L2_OP_DISCARD, .full_discard = full_discard,
+                     .discard_type = type };
+
+    return rewrite_l2_range(bs, offset, bytes, &rw);
 }
 
 int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
@@ -1427,6 +1425,8 @@ int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
                                           int flags)
 {
     BDRVQcow2State *s = bs->opaque;
+    L2Rewrite rw = { .op = L2_OP_ZEROIZE, .flags = flags,
+                     .discard_type = QCOW2_DISCARD_REQUEST };
 
     /*
      * v2 has no zero flag.  Without a backing file unallocated clusters
@@ -1440,8 +1440,7 @@ int coroutine_fn qcow2_subcluster_zeroize(BlockDriverState *bs,
         return qcow2_cluster_discard(bs, offset, bytes, false,
                                      QCOW2_DISCARD_REQUEST);
     }
-    return rewrite_l2_range(bs, offset, bytes, L2_OP_ZEROIZE, false, flags,
-                            QCOW2_DISCARD_REQUEST);
+    return rewrite_l2_range(bs, offset, bytes, &rw);
 }
 
 int coroutine_fn qcow2_write_l1_table(BlockDriverState *bs)

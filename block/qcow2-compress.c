@@ -13,6 +13,20 @@
 /* ---------------------------------------------------------------------- */
 /* Compression */
 
+/*
+ * Points a zlib stream at the whole of @src and @dest: inflate and deflate
+ * both run in one Z_FINISH call over a single buffer each way.
+ */
+static void qcow2_zlib_set_buffers(z_stream *strm, void *dest,
+                                   size_t dest_size, const void *src,
+                                   size_t src_size)
+{
+    strm->next_in = (Bytef *)src;
+    strm->avail_in = src_size;
+    strm->next_out = dest;
+    strm->avail_out = dest_size;
+}
+
 /* Inflates raw deflate data (no zlib header, 4 KiB window) into @dest. */
 static int qcow2_zlib_decompress(void *dest, size_t dest_size,
                                  const void *src, size_t src_size)
@@ -23,10 +37,7 @@ static int qcow2_zlib_decompress(void *dest, size_t dest_size,
     if (inflateInit2(&strm, -12) != Z_OK) {
         return -EIO;
     }
-    strm.next_in = (Bytef *)src;
-    strm.avail_in = src_size;
-    strm.next_out = dest;
-    strm.avail_out = dest_size;
+    qcow2_zlib_set_buffers(&strm, dest, dest_size, src, src_size);
     ret = inflate(&strm, Z_FINISH);
     /* the compressed size is rounded up to sectors: trailing bytes after
      * a full cluster are padding */
@@ -97,10 +108,7 @@ static ssize_t qcow2_compress(BDRVQcow2State *s, void *dest,
                          Z_DEFAULT_STRATEGY) != Z_OK) {
             return -EIO;
         }
-        strm.next_in = (Bytef *)src;
-        strm.avail_in = src_size;
-        strm.next_out = dest;
-        strm.avail_out = dest_size;
+        qcow2_zlib_set_buffers(&strm, dest, dest_size, src, src_size);
         ret = deflate(&strm, Z_FINISH);
         ret = ret == Z_STREAM_END ? (ssize_t)(dest_size - strm.avail_out)
                                   : -ENOSPC;

@@ -39,6 +39,17 @@ static int qcow2_create_need_v3(const Qcow2CreateOpts *c, bool condition,
     return 0;
 }
 
+int qcow2_compat_version(const char *compat)
+{
+    if (!compat || !strcmp(compat, "1.1") || !strcmp(compat, "v3")) {
+        return 3;
+    }
+    if (!strcmp(compat, "0.10") || !strcmp(compat, "v2")) {
+        return 2;
+    }
+    return 0;
+}
+
 int qcow2_check_cluster_size(uint64_t cluster_size, Error **errp)
 {
     if (!is_power_of_2(cluster_size) ||
@@ -71,11 +82,8 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     c->refcount_bits = qemu_opt_get_number(opts, "refcount_bits",
                                            1 << QCOW2_DEFAULT_REFCOUNT_ORDER);
 
-    if (!compat || !strcmp(compat, "v3") || !strcmp(compat, "1.1")) {
-        c->version = 3;
-    } else if (!strcmp(compat, "v2") || !strcmp(compat, "0.10")) {
-        c->version = 2;
-    } else {
+    c->version = qcow2_compat_version(compat);
+    if (!c->version) {
         error_setg(errp, "Parameter 'version' does not accept value '%s'",
                    compat);
         return -EINVAL;

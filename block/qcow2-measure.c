@@ -124,11 +124,8 @@ static int qcow2_measure_parse(QemuOpts *opts, Qcow2MeasureOpts *m,
                    QCOW2_MEASURE_MIN_EXTL2_CLUSTER);
         return -EINVAL;
     }
-    if (!compat || !strcmp(compat, "1.1") || !strcmp(compat, "v3")) {
-        m->version = 3;
-    } else if (!strcmp(compat, "0.10") || !strcmp(compat, "v2")) {
-        m->version = 2;
-    } else {
+    m->version = qcow2_compat_version(compat);
+    if (!m->version) {
         error_setg(errp, "Invalid compatibility level: '%s'", compat);
         return -EINVAL;
     }

@@ -49,6 +49,30 @@ typedef struct Qcow2DiscardRegion {
 /* ---------------------------------------------------------------------- */
 /* Refcount block entries */
 
+/*
+ * Where entry @index of a refcount block lies when entries are narrower
+ * than a byte (refcount orders 0 to 2) and share bytes, lowest bits first;
+ * get and set both find such an entry this way.
+ */
+typedef struct Qcow2RefblockBits {
+    uint64_t byte;      /* the byte that holds the entry */
+    int shift;          /* the entry's first bit in that byte */
+    unsigned max;       /* the largest value it holds: its mask unshifted */
+} Qcow2RefblockBits;
+
+static Qcow2RefblockBits qcow2_refblock_bits(int refcount_order,
+                                             uint64_t index)
+{
+    int bits = 1 << refcount_order;
+    int per_byte = 8 / bits;
+
+    return (Qcow2RefblockBits) {
+        .byte = index / per_byte,
+        .shift = (index % per_byte) * bits,
+        .max = (1u << bits) - 1,
+    };
+}
+
 uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
                                   uint64_t index)
 {
@@ -58,11 +82,9 @@ uint64_t qcow2_refblock_get_entry(int refcount_order, const void *block,
     case 0:
     case 1:
     case 2: {
-        int bits = 1 << refcount_order;
-        int per_byte = 8 / bits;
-        int shift = (index % per_byte) * bits;
+        Qcow2RefblockBits e = qcow2_refblock_bits(refcount_order, index);
 
-        return (p[index / per_byte] >> shift) & ((1u << bits) - 1);
+        return (p[e.byte] >> e.shift) & e.max;
     }
     case 3:
         return p[index];
@@ -86,14 +108,11 @@ void qcow2_refblock_set_entry(int refcount_order, void *block, uint64_t index,
     case 0:
     case 1:
     case 2: {
-        int bits = 1 << refcount_order;
-        int per_byte = 8 / bits;
-        int shift = (index % per_byte) * bits;
-        uint8_t mask = ((1u << bits) - 1) << shift;
+        Qcow2RefblockBits e = qcow2_refblock_bits(refcount_order, index);
+        uint8_t mask = e.max << e.shift;
 
-        assert(value < (1u << bits));
-        p[index / per_byte] = (p[index / per_byte] & ~mask) |
-                              (uint8_t)(value << shift);
+        assert(value <= e.max);
+        p[e.byte] = (p[e.byte] & ~mask) | (uint8_t)(value << e.shift);
         break;
     }
     case 3:

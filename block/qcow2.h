@@ -693,6 +693,13 @@ int coroutine_fn qcow2_co_create_target(const BlockDriver *drv,
  */
 int qcow2_check_cluster_size(uint64_t cluster_size, Error **errp);
 
+/*
+ * The image version a compat option names: 3 for "1.1" or "v3" (and for
+ * NULL, the default), 2 for "0.10" or "v2", 0 for any other value.  Create,
+ * measure and amend each reject an unknown one with their own message.
+ */
+int qcow2_compat_version(const char *compat);
+
 /* qcow2-header.c */
 int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename);
 /*
