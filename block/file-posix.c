@@ -80,8 +80,8 @@ typedef struct BDRVRawState {
     bool is_blk;                /* a block device, not a regular file */
     BlockdevAioOptions aio;
     unsigned aio_max_batch;
-    FileAioState *laio;
-    FileAioState *luring;
+    /* aio=native's or aio=io_uring's instance for the node's context */
+    FileAioState *aio_backend;
     bool use_lock;
     /* O_DIRECT needs */
     uint32_t request_alignment;
@@ -228,28 +228,39 @@ static int raw_check_aio_mode(BlockdevAioOptions aio, int flags,
     return 0;
 }
 
+/*
+ * The instance for @ctx of the backend that aio= names, which open and a
+ * move to another context both take: aio is fixed for the node's lifetime
+ * (raw_reopen_check_options()), so one slot, s->aio_backend, holds it.
+ * NULL without an error for aio=threads, which needs none.
+ */
+static FileAioState *raw_aio_backend_get(BDRVRawState *s, AioContext *ctx,
+                                         Error **errp)
+{
+    switch (s->aio) {
+    case BLOCKDEV_AIO_OPTIONS_NATIVE:
+        return laio_get(ctx, errp);
+    case BLOCKDEV_AIO_OPTIONS_IO_URING:
+        return luring_get(ctx, errp);
+    case BLOCKDEV_AIO_OPTIONS_THREADS:
+        break;
+    }
+    return NULL;
+}
+
 static int raw_init_aio(BlockDriverState *bs, Error **errp)
 {
     BDRVRawState *s = bs->opaque;
-    AioContext *ctx = bdrv_get_aio_context(bs);
 
-    switch (s->aio) {
-    case BLOCKDEV_AIO_OPTIONS_NATIVE:
-        s->laio = laio_get(ctx, errp);
-        if (!s->laio) {
-            error_prepend(errp, "Unable to use native AIO: ");
-            return -EINVAL;
-        }
-        break;
-    case BLOCKDEV_AIO_OPTIONS_IO_URING:
-        s->luring = luring_get(ctx, errp);
-        if (!s->luring) {
-            error_prepend(errp, "Unable to use io_uring: ");
-            return -EINVAL;
-        }
-        break;
-    case BLOCKDEV_AIO_OPTIONS_THREADS:
-        break;
+    if (s->aio == BLOCKDEV_AIO_OPTIONS_THREADS) {
+        return 0;
+    }
+    s->aio_backend = raw_aio_backend_get(s, bdrv_get_aio_context(bs), errp);
+    if (!s->aio_backend) {
+        error_prepend(errp, s->aio == BLOCKDEV_AIO_OPTIONS_NATIVE
+                            ? "Unable to use native AIO: "
+                            : "Unable to use io_uring: ");
+        return -EINVAL;
     }
     return 0;
 }
@@ -424,20 +435,19 @@ int raw_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
                            Error **errp)
 {
     BDRVRawState *s = bs->opaque;
-    FileAioState **slot = s->laio ? &s->laio : s->luring ? &s->luring : NULL;
     FileAioState *fresh;
 
-    if (!slot) {
+    if (!s->aio_backend) {
         return 0;   /* aio=threads: the pool of the current context */
     }
-    fresh = s->laio ? laio_get(new_ctx, errp) : luring_get(new_ctx, errp);
+    fresh = raw_aio_backend_get(s, new_ctx, errp);
     if (!fresh) {
         error_prepend(errp, "Cannot move node '%s' to the iothread: ",
                       bs->node_name);
         return -EINVAL;
     }
-    file_aio_put(*slot);
-    *slot = fresh;
+    file_aio_put(s->aio_backend);
+    s->aio_backend = fresh;
     return 0;
 }
 
@@ -445,13 +455,9 @@ void raw_close(BlockDriverState *bs)
 {
     BDRVRawState *s = bs->opaque;
 
-    if (s->laio) {
-        file_aio_put(s->laio);
-        s->laio = NULL;
-    }
-    if (s->luring) {
-        file_aio_put(s->luring);
-        s->luring = NULL;
+    if (s->aio_backend) {
+        file_aio_put(s->aio_backend);
+        s->aio_backend = NULL;
     }
     if (s->fd >= 0) {
         /* Closing the open file description drops its locks too. */
@@ -919,11 +925,11 @@ static int coroutine_fn raw_co_submit_rest_io_uring(BDRVRawState *s,
     int ret;
 
     if (!w->done) {
-        return file_aio_co_submit(s->luring, s->fd, w->offset, w->qiov,
+        return file_aio_co_submit(s->aio_backend, s->fd, w->offset, w->qiov,
                                   type, s->aio_max_batch);
     }
     qemu_iovec_init_slice(&rest, w->qiov, w->done, w->qiov->size - w->done);
-    ret = file_aio_co_submit(s->luring, s->fd, w->offset + w->done, &rest,
+    ret = file_aio_co_submit(s->aio_backend, s->fd, w->offset + w->done, &rest,
                              type, s->aio_max_batch);
     qemu_iovec_destroy(&rest);
     return ret;
@@ -942,7 +948,7 @@ static int coroutine_fn raw_co_rw_direct(BlockDriverState *bs,
     };
 
     if (s->aio == BLOCKDEV_AIO_OPTIONS_NATIVE) {
-        return file_aio_co_submit(s->laio, s->fd, offset, qiov, type,
+        return file_aio_co_submit(s->aio_backend, s->fd, offset, qiov, type,
                                   s->aio_max_batch);
     }
     w.done = raw_try_in_place(s, offset, qiov, w.is_write);
@@ -1030,7 +1036,7 @@ int coroutine_fn raw_co_flush_to_disk(BlockDriverState *bs)
         return s->flush_error;
     }
     if (s->aio == BLOCKDEV_AIO_OPTIONS_IO_URING) {
-        ret = file_aio_co_submit(s->luring, s->fd, 0, NULL, FILE_AIO_FLUSH,
+        ret = file_aio_co_submit(s->aio_backend, s->fd, 0, NULL, FILE_AIO_FLUSH,
                                  s->aio_max_batch);
     } else {
         ret = raw_thread_pool_co(bs, raw_work_flush, &w);

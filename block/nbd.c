@@ -223,47 +223,58 @@ static int coroutine_fn nbd_co_pwritev(BlockDriverState *bs, int64_t offset,
     return nbd_co_request(bs, &cmd, NULL);
 }
 
-static int coroutine_fn nbd_co_pwrite_zeroes(BlockDriverState *bs,
-                                             int64_t offset, int64_t bytes,
-                                             BdrvRequestFlags flags)
+/*
+ * Zero writes and trims are commands the server need not offer (@offered,
+ * its NBD_FLAG_SEND_* bit), and the generic layer passes them on unsplit
+ * (no max_pwrite_zeroes or max_pdiscard here) although the command's
+ * length field has 32 bits.  Both decline either case with -ENOTSUP, after
+ * which the generic layer writes zeroes instead or skips the discard.
+ */
+static int coroutine_fn nbd_co_optional_request(BlockDriverState *bs,
+                                                uint16_t offered,
+                                                uint16_t type,
+                                                uint16_t cmd_flags,
+                                                int64_t offset, int64_t bytes)
 {
     BDRVNBDState *s = bs->opaque;
     NBDClientCmd cmd = {
-        .type = NBD_CMD_WRITE_ZEROES,
+        .type = type,
+        .flags = cmd_flags,
         .offset = offset,
         .length = bytes,
     };
 
-    if (!(s->info.flags & NBD_FLAG_SEND_WRITE_ZEROES) ||
-        bytes > UINT32_MAX) {
+    if (!(s->info.flags & offered) || bytes > UINT32_MAX) {
         return -ENOTSUP;
     }
+    return nbd_co_request(bs, &cmd, NULL);
+}
+
+static int coroutine_fn nbd_co_pwrite_zeroes(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             BdrvRequestFlags flags)
+{
+    uint16_t cmd_flags = 0;
+
     if (flags & BDRV_REQ_FUA) {
-        cmd.flags |= NBD_CMD_FLAG_FUA;
+        cmd_flags |= NBD_CMD_FLAG_FUA;
     }
     if (!(flags & BDRV_REQ_MAY_UNMAP)) {
-        cmd.flags |= NBD_CMD_FLAG_NO_HOLE;
+        cmd_flags |= NBD_CMD_FLAG_NO_HOLE;
     }
     if (flags & BDRV_REQ_NO_FALLBACK) {
-        cmd.flags |= NBD_CMD_FLAG_FAST_ZERO;
+        cmd_flags |= NBD_CMD_FLAG_FAST_ZERO;
     }
-    return nbd_co_request(bs, &cmd, NULL);
+    return nbd_co_optional_request(bs, NBD_FLAG_SEND_WRITE_ZEROES,
+                                   NBD_CMD_WRITE_ZEROES, cmd_flags, offset,
+                                   bytes);
 }
 
 static int coroutine_fn nbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
                                         int64_t bytes)
 {
-    BDRVNBDState *s = bs->opaque;
-    NBDClientCmd cmd = {
-        .type = NBD_CMD_TRIM,
-        .offset = offset,
-        .length = bytes,
-    };
-
-    if (!(s->info.flags & NBD_FLAG_SEND_TRIM) || bytes > UINT32_MAX) {
-        return -ENOTSUP;
-    }
-    return nbd_co_request(bs, &cmd, NULL);
+    return nbd_co_optional_request(bs, NBD_FLAG_SEND_TRIM, NBD_CMD_TRIM, 0,
+                                   offset, bytes);
 }
 
 static int coroutine_fn nbd_co_flush(BlockDriverState *bs)

@@ -148,17 +148,29 @@ static int64_t coroutine_fn qrbd_co_request(BlockDriverState *bs,
 /* ---------------------------------------------------------------------- */
 /* Data path */
 
-static int coroutine_fn qrbd_co_preadv(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvRequestFlags flags)
+/*
+ * A read and a write are the same command but for its type: @qiov's data
+ * at @offset.  librbd's result (for a read, the bytes read) or -errno.
+ */
+static int64_t coroutine_fn qrbd_co_rw(BlockDriverState *bs, RBDAioType type,
+                                       int64_t offset, int64_t bytes,
+                                       QEMUIOVector *qiov)
 {
     RBDAioCmd cmd = {
-        .type = RBD_AIO_READ,
+        .type = type,
         .offset = offset,
         .bytes = bytes,
         .qiov = qiov,
     };
-    int64_t ret = qrbd_co_request(bs, &cmd);
+
+    return qrbd_co_request(bs, &cmd);
+}
+
+static int coroutine_fn qrbd_co_preadv(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
+{
+    int64_t ret = qrbd_co_rw(bs, RBD_AIO_READ, offset, bytes, qiov);
 
     if (ret < 0) {
         return ret;
@@ -174,14 +186,23 @@ static int coroutine_fn qrbd_co_pwritev(BlockDriverState *bs, int64_t offset,
                                         int64_t bytes, QEMUIOVector *qiov,
                                         BdrvRequestFlags flags)
 {
-    RBDAioCmd cmd = {
-        .type = RBD_AIO_WRITE,
-        .offset = offset,
-        .bytes = bytes,
-        .qiov = qiov,
-    };
-    int64_t ret = qrbd_co_request(bs, &cmd);
+    int64_t ret = qrbd_co_rw(bs, RBD_AIO_WRITE, offset, bytes, qiov);
 
+    return ret < 0 ? ret : 0;
+}
+
+/*
+ * A zero write or a discard, after which the objects of its range may be
+ * gone, even after a failure: the allocation cache forgets the range
+ * (alloc cache invariant 3) in this one place for both.
+ */
+static int coroutine_fn qrbd_co_unmapping_request(BlockDriverState *bs,
+                                                  const RBDAioCmd *cmd)
+{
+    BDRVRBDState *s = bs->opaque;
+    int64_t ret = qrbd_co_request(bs, cmd);
+
+    qrbd_alloc_cache_forget(&s->alloc, cmd->offset, cmd->bytes);
     return ret < 0 ? ret : 0;
 }
 
@@ -197,12 +218,8 @@ static int coroutine_fn qrbd_co_pwrite_zeroes(BlockDriverState *bs,
         .zero_flags = (flags & BDRV_REQ_MAY_UNMAP) ? 0 :
                       RBD_WRITE_ZEROES_FLAG_THICK_PROVISION,
     };
-    int64_t ret = qrbd_co_request(bs, &cmd);
-    BDRVRBDState *s = bs->opaque;
 
-    /* objects may be gone, even after a failure (alloc cache inv. 3) */
-    qrbd_alloc_cache_forget(&s->alloc, offset, bytes);
-    return ret < 0 ? ret : 0;
+    return qrbd_co_unmapping_request(bs, &cmd);
 }
 
 static int coroutine_fn qrbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
@@ -213,12 +230,8 @@ static int coroutine_fn qrbd_co_pdiscard(BlockDriverState *bs, int64_t offset,
         .offset = offset,
         .bytes = bytes,
     };
-    int64_t ret = qrbd_co_request(bs, &cmd);
-    BDRVRBDState *s = bs->opaque;
 
-    /* objects may be gone, even after a failure (alloc cache inv. 3) */
-    qrbd_alloc_cache_forget(&s->alloc, offset, bytes);
-    return ret < 0 ? ret : 0;
+    return qrbd_co_unmapping_request(bs, &cmd);
 }
 
 static int coroutine_fn qrbd_co_flush(BlockDriverState *bs)

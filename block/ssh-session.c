@@ -16,37 +16,53 @@
 /* SFTP extension for fsync(2) on the server: OpenSSH 6.3 and later */
 #define QSSH_FSYNC_EXT "fsync@openssh.com"
 
+/* Which libssh layer's error codes a message ends with. */
+typedef enum QsshErrorLayer {
+    QSSH_ERROR_SESSION,         /* the session's code */
+    QSSH_ERROR_SFTP,            /* the session's and the SFTP channel's */
+} QsshErrorLayer;
+
+/*
+ * The body of both error helpers below, so that the message is formatted
+ * and worded in one place: @fmt's text, then libssh's reason and the codes
+ * of @layer, each only if that layer is up (an SFTP error before SFTP
+ * opened reads as a session error, one before the session as bare text).
+ */
+static void G_GNUC_PRINTF(4, 0) qssh_verror(Error **errp, SSHConn *c,
+                                             QsshErrorLayer layer,
+                                             const char *fmt, va_list ap)
+{
+    g_autofree char *what = g_strdup_vprintf(fmt, ap);
+
+    if (!c->session) {
+        error_setg(errp, "%s", what);
+    } else if (layer == QSSH_ERROR_SESSION || !c->sftp) {
+        error_setg(errp, "%s: %s (libssh error code: %d)", what,
+                   ssh_get_error(c->session),
+                   ssh_get_error_code(c->session));
+    } else {
+        error_setg(errp, "%s: %s (libssh error code: %d, sftp error code: "
+                   "%d)", what, ssh_get_error(c->session),
+                   ssh_get_error_code(c->session), sftp_get_error(c->sftp));
+    }
+}
+
 void qssh_session_error(Error **errp, SSHConn *c, const char *fmt, ...)
 {
-    g_autofree char *what = NULL;
     va_list ap;
 
     va_start(ap, fmt);
-    what = g_strdup_vprintf(fmt, ap);
+    qssh_verror(errp, c, QSSH_ERROR_SESSION, fmt, ap);
     va_end(ap);
-    if (!c->session) {
-        error_setg(errp, "%s", what);
-        return;
-    }
-    error_setg(errp, "%s: %s (libssh error code: %d)", what,
-               ssh_get_error(c->session), ssh_get_error_code(c->session));
 }
 
 void qssh_sftp_error(Error **errp, SSHConn *c, const char *fmt, ...)
 {
-    g_autofree char *what = NULL;
     va_list ap;
 
     va_start(ap, fmt);
-    what = g_strdup_vprintf(fmt, ap);
+    qssh_verror(errp, c, QSSH_ERROR_SFTP, fmt, ap);
     va_end(ap);
-    if (!c->sftp) {
-        qssh_session_error(errp, c, "%s", what);
-        return;
-    }
-    error_setg(errp, "%s: %s (libssh error code: %d, sftp error code: %d)",
-               what, ssh_get_error(c->session),
-               ssh_get_error_code(c->session), sftp_get_error(c->sftp));
 }
 
 /* ---------------------------------------------------------------------- */

@@ -668,32 +668,44 @@ static int coroutine_fn vu_set_vring_kick(VuServer *s, VuMsg *m,
     return 0;
 }
 
-static int coroutine_fn vu_set_vring_call(VuServer *s, VuMsg *m,
-                                          VuMsg *reply, Error **errp)
+/* Which of a vring's notifiers a SET_VRING_CALL or SET_VRING_ERR sets. */
+typedef enum VuVringNotifier {
+    VU_VRING_CALL,              /* q->call_fd: used buffers are ready */
+    VU_VRING_ERR,               /* q->err_fd: the ring is broken */
+} VuVringNotifier;
+
+/*
+ * SET_VRING_CALL and SET_VRING_ERR do the same to different notifiers: the
+ * descriptor the message carries (or none) takes the place of the vring's,
+ * whose old descriptor is closed.
+ */
+static int coroutine_fn vu_set_vring_notifier(VuServer *s, VuMsg *m,
+                                              VuVringNotifier which,
+                                              Error **errp)
 {
     int fd;
     VuVirtq *q = vu_msg_vring_fd(s, m, &fd, errp);
+    int *slot;
 
     if (!q) {
         return -EINVAL;
     }
-    vu_close_fd(&q->call_fd);
-    q->call_fd = fd;
+    slot = which == VU_VRING_CALL ? &q->call_fd : &q->err_fd;
+    vu_close_fd(slot);
+    *slot = fd;
     return 0;
+}
+
+static int coroutine_fn vu_set_vring_call(VuServer *s, VuMsg *m,
+                                          VuMsg *reply, Error **errp)
+{
+    return vu_set_vring_notifier(s, m, VU_VRING_CALL, errp);
 }
 
 static int coroutine_fn vu_set_vring_err(VuServer *s, VuMsg *m,
                                          VuMsg *reply, Error **errp)
 {
-    int fd;
-    VuVirtq *q = vu_msg_vring_fd(s, m, &fd, errp);
-
-    if (!q) {
-        return -EINVAL;
-    }
-    vu_close_fd(&q->err_fd);
-    q->err_fd = fd;
-    return 0;
+    return vu_set_vring_notifier(s, m, VU_VRING_ERR, errp);
 }
 
 static int coroutine_fn vu_get_queue_num(VuServer *s, VuMsg *m, VuMsg *reply,
