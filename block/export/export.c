@@ -224,7 +224,7 @@ static IOThread **blk_exp_find_iothreads(JsonObject *opts, unsigned int *n,
 /*
  * iothread=ID or a list: moves the export's nodes into the first
  * iothread's context; the others serve the export's queues or
- * connections (the export type spreads them, blk_exp_spread_context()).
+ * connections (the export type spreads them, blk_exp_spread_contexts()).
  * As QEMU, a node that cannot move (another user of it stays in the
  * main loop) fails the export only with fixed-iothread=on; otherwise the
  * export serves everything from where the node is.
@@ -263,12 +263,16 @@ static int blk_exp_enter_iothread(BlockExport *exp, JsonObject *opts,
     return 0;
 }
 
-AioContext *blk_exp_spread_context(BlockExport *exp, unsigned int k)
+AioContext **blk_exp_spread_contexts(BlockExport *exp, unsigned int n)
 {
-    if (!exp->nr_iothreads) {
-        return exp->ctx;
+    AioContext **ctxs = g_new(AioContext *, n);
+
+    for (unsigned int k = 0; k < n; k++) {
+        ctxs[k] = exp->nr_iothreads ?
+                  iothread_get_aio_context(
+                      exp->iothreads[k % exp->nr_iothreads]) : exp->ctx;
     }
-    return iothread_get_aio_context(exp->iothreads[k % exp->nr_iothreads]);
+    return ctxs;
 }
 
 BlockExport *blk_exp_add(JsonObject *opts, Error **errp)
@@ -329,9 +333,9 @@ void blk_exp_ref(BlockExport *exp)
     exp->refcount++;
 }
 
-static void blk_exp_unref_bh(void *opaque)
+void blk_exp_unref_cb(void *exp)
 {
-    blk_exp_unref(opaque);
+    blk_exp_unref(exp);
 }
 
 void blk_exp_unref(BlockExport *exp)
@@ -344,7 +348,7 @@ void blk_exp_unref(BlockExport *exp)
          * export list and the events are the main loop's (invariant 8
          * of docs/architecture.md's threading rules).
          */
-        aio_bh_schedule_oneshot(qemu_get_aio_context(), blk_exp_unref_bh,
+        aio_bh_schedule_oneshot(qemu_get_aio_context(), blk_exp_unref_cb,
                                 exp);
         return;
     }

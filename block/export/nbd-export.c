@@ -196,20 +196,12 @@ static int nbd_block_export_create(BlockExport *exp, JsonObject *opts,
     }
     if (exp->nr_iothreads > 1) {
         /* invariant 10 of nbd-server.c: connection k in iothread k mod n */
-        conn_ctxs = g_new(AioContext *, exp->nr_iothreads);
-        for (unsigned int i = 0; i < exp->nr_iothreads; i++) {
-            conn_ctxs[i] = blk_exp_spread_context(exp, i);
-        }
+        conn_ctxs = blk_exp_spread_contexts(exp, exp->nr_iothreads);
         cfg.conn_ctxs = conn_ctxs;
         cfg.nr_conn_ctxs = exp->nr_iothreads;
     }
     e->nbd = nbd_export_new(nbd_export_server, exp->blk, &cfg, errp);
     return e->nbd ? 0 : -EINVAL;
-}
-
-static void nbd_block_export_removed(void *opaque)
-{
-    blk_exp_unref(opaque);
 }
 
 static void nbd_block_export_request_shutdown(BlockExport *exp)
@@ -218,7 +210,7 @@ static void nbd_block_export_request_shutdown(BlockExport *exp)
 
     /* held until the NBD export's last client is gone (invariant 1) */
     blk_exp_ref(exp);
-    nbd_export_remove(e->nbd, nbd_block_export_removed, exp);
+    nbd_export_remove(e->nbd, blk_exp_unref_cb, exp);
 }
 
 static unsigned int nbd_block_export_client_count(BlockExport *exp)

@@ -44,19 +44,11 @@ static int vu_blk_block_export_create(BlockExport *exp, JsonObject *opts,
     cfg.path = json_object_get_string_member(addr, "path");
     if (exp->nr_iothreads > 1 && cfg.num_queues >= 1) {
         /* the export's references keep the iothreads while it lives */
-        queue_ctxs = g_new(AioContext *, cfg.num_queues);
-        for (unsigned int i = 0; i < cfg.num_queues; i++) {
-            queue_ctxs[i] = blk_exp_spread_context(exp, i);
-        }
+        queue_ctxs = blk_exp_spread_contexts(exp, cfg.num_queues);
         cfg.queue_ctxs = queue_ctxs;
     }
     e->vub = vhost_user_blk_export_new(exp->blk, &cfg, errp);
     return e->vub ? 0 : -EINVAL;
-}
-
-static void vu_blk_block_export_shut_down(void *opaque)
-{
-    blk_exp_unref(opaque);
 }
 
 static void vu_blk_block_export_request_shutdown(BlockExport *exp)
@@ -65,8 +57,7 @@ static void vu_blk_block_export_request_shutdown(BlockExport *exp)
 
     /* held until the front-end's connection has ended */
     blk_exp_ref(exp);
-    vhost_user_blk_export_shutdown(e->vub, vu_blk_block_export_shut_down,
-                                   exp);
+    vhost_user_blk_export_shutdown(e->vub, blk_exp_unref_cb, exp);
 }
 
 static unsigned int vu_blk_block_export_client_count(BlockExport *exp)

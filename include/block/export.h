@@ -26,7 +26,7 @@
  *
  * Everything here runs in the main loop thread; an export's clients run
  * in its BlockBackend's context (BlockExport.ctx), or spread over the
- * contexts of blk_exp_spread_context().
+ * contexts of blk_exp_spread_contexts().
  */
 #ifndef QBLOCK_EXPORT_H
 #define QBLOCK_EXPORT_H
@@ -119,16 +119,18 @@ BlockExport *blk_exp_find(const char *id);
 BlockExport *blk_exp_next(BlockExport *exp);
 
 /*
- * The context that queue or connection @k of @exp runs in: the k-th (mod
- * their number) iothread of its "iothread" list, the first being ctx, the
- * nodes' own; ctx when the export has no iothread.  Code running there
- * that is not ctx hands requests to ctx (threading rule 13 of
- * docs/architecture.md).
+ * The contexts that the @n queues or connections of @exp run in, a new
+ * array (the caller frees it): the k-th is the k-th (mod their number)
+ * iothread of its "iothread" list, the first being ctx, the nodes' own;
+ * ctx when the export has no iothread.  Code running there that is not
+ * ctx hands requests to ctx (threading rule 13 of docs/architecture.md).
  */
-AioContext *blk_exp_spread_context(BlockExport *exp, unsigned int k);
+AioContext **blk_exp_spread_contexts(BlockExport *exp, unsigned int n);
 
 void blk_exp_ref(BlockExport *exp);
 void blk_exp_unref(BlockExport *exp);
+/* blk_exp_unref() as a callback: the end of a driver's shutdown. */
+void blk_exp_unref_cb(void *exp);
 /* Begins removal (invariant 2); does nothing if it has begun already. */
 void blk_exp_request_shutdown(BlockExport *exp);
 
