@@ -145,41 +145,25 @@ static BlockDriverState *backup_qmp_drive_target(JsonObject *data,
                                                  BlockDriverState *bs,
                                                  Error **errp)
 {
-    const char *filename = json_object_get_string_member(data, "target");
     const char *sync = json_object_get_string_member(data, "sync");
-    bool existing = !strcmp(json_object_get_string_member_with_default(
-                                data, "mode", "absolute-paths"),
-                            "existing");
-    const char *format = qmp_arg_str(data, "format");
     bool over_source = !strcmp(sync, "none");
-    BlockDriverState *backing = over_source ? bs :
-                                !strcmp(sync, "top") ?
-                                bdrv_backing_chain_next(bs) : NULL;
-    int flags = (bdrv_get_open_flags(bs) & ~(BDRV_O_SNAPSHOT |
-                                             BDRV_O_COPY_ON_READ)) |
-                BDRV_O_RDWR | (over_source ? BDRV_O_NO_BACKING : 0);
-    int64_t size = bdrv_getlength(bs);
     BlockDriverState *target;
+    BlockdevDriveTarget t;
     QDict *options;
 
-    if (!format && !existing) {
-        format = bdrv_get_format_name(bs);
-    }
-    if (size < 0) {
-        error_setg_errno(errp, -size, "bdrv_getlength failed");
-        return NULL;
-    }
-    if (!existing &&
-        blockdev_create_image(filename, format, size, backing, errp) < 0) {
+    if (blockdev_drive_target_create(data, bs,
+                                     over_source ? bs :
+                                     !strcmp(sync, "top") ?
+                                     bdrv_backing_chain_next(bs) : NULL,
+                                     &t, errp) < 0) {
         return NULL;
     }
     options = qdict_new();
     qdict_put_str(options, "discard", "unmap");
     qdict_put_str(options, "detect-zeroes", "unmap");
-    if (format) {
-        qdict_put_str(options, "driver", format);
-    }
-    target = bdrv_open(filename, NULL, options, flags, errp);
+    target = blockdev_drive_target_open(&t, options,
+                                        over_source ? BDRV_O_NO_BACKING : 0,
+                                        errp);
     if (target && over_source && bdrv_set_backing_hd(target, bs, errp) < 0) {
         bdrv_unref(target);
         return NULL;

@@ -135,6 +135,46 @@ int blockdev_create_image(const char *filename, const char *format,
     return ret;
 }
 
+int blockdev_drive_target_create(JsonObject *args, BlockDriverState *bs,
+                                 BlockDriverState *backing,
+                                 BlockdevDriveTarget *t, Error **errp)
+{
+    int64_t size = bdrv_getlength(bs);
+
+    *t = (BlockdevDriveTarget) {
+        .filename = json_object_get_string_member(args, "target"),
+        .format = qmp_arg_str(args, "format"),
+        .existing = !strcmp(json_object_get_string_member_with_default(
+                                args, "mode", "absolute-paths"),
+                            "existing"),
+        .flags = (bdrv_get_open_flags(bs) & ~(BDRV_O_SNAPSHOT |
+                                               BDRV_O_COPY_ON_READ)) |
+                 BDRV_O_RDWR,
+    };
+    if (!t->format && !t->existing) {
+        t->format = bdrv_get_format_name(bs);
+    }
+    if (size < 0) {
+        error_setg_errno(errp, -size, "bdrv_getlength failed");
+        return size;
+    }
+    if (t->existing) {
+        return 0;
+    }
+    return blockdev_create_image(t->filename, t->format, size, backing,
+                                 errp);
+}
+
+BlockDriverState *blockdev_drive_target_open(const BlockdevDriveTarget *t,
+                                             QDict *options, int flags,
+                                             Error **errp)
+{
+    if (t->format) {
+        qdict_put_str(options, "driver", t->format);
+    }
+    return bdrv_open(t->filename, NULL, options, t->flags | flags, errp);
+}
+
 /*
  * blockdev-snapshot-sync's own part of the prepare: the checks of its
  * names, and the overlay's image.  Returns the options and flags to open

@@ -33,6 +33,34 @@ int blockdev_create_image(const char *filename, const char *format,
                           int64_t size, BlockDriverState *backing,
                           Error **errp);
 
+/*
+ * drive-backup's and drive-mirror's target, from their "target",
+ * "format" and "mode" arguments as QEMU reads them.
+ */
+typedef struct BlockdevDriveTarget {
+    const char *filename;
+    /* the format; NULL with mode existing and no format: probed */
+    const char *format;
+    bool existing;              /* mode existing: opened, not created */
+    int flags;                  /* the source's open flags, writable */
+} BlockdevDriveTarget;
+
+/*
+ * Fills @t for a copy of @bs and, unless the image exists, creates it as
+ * large as @bs, of @bs's format unless format says otherwise, over
+ * @backing (NULL: none).  0, or -errno with QEMU's messages.
+ */
+int blockdev_drive_target_create(JsonObject *args, BlockDriverState *bs,
+                                 BlockDriverState *backing,
+                                 BlockdevDriveTarget *t, Error **errp);
+/*
+ * Opens @t's image with @options (taken over; its format added) and
+ * @t's flags plus @flags.  Returns a new reference, or NULL.
+ */
+BlockDriverState *blockdev_drive_target_open(const BlockdevDriveTarget *t,
+                                             QDict *options, int flags,
+                                             Error **errp);
+
 /* Registers block_resize and the snapshot commands. */
 void blockdev_ops_register_commands(void);
 

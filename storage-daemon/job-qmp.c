@@ -487,55 +487,37 @@ static BlockDriverState *job_qmp_drive_mirror_target(JsonObject *args,
                                                      MirrorOptions *opts,
                                                      Error **errp)
 {
-    const char *filename = json_object_get_string_member(args, "target");
     const char *sync = json_object_get_string_member(args, "sync");
-    bool existing = !strcmp(json_object_get_string_member_with_default(
-                                args, "mode", "absolute-paths"),
-                            "existing");
-    const char *format = qmp_arg_str(args, "format");
     const char *node_name = qmp_arg_str(args, "node-name");
-    BlockDriverState *backing = !strcmp(sync, "none") ? bs :
-                                bdrv_backing_chain_next(bs);
-    int flags = (bdrv_get_open_flags(bs) & ~(BDRV_O_SNAPSHOT |
-                                             BDRV_O_COPY_ON_READ)) |
-                BDRV_O_RDWR | BDRV_O_NO_BACKING;
-    int64_t size = bdrv_getlength(bs);
     BlockDriverState *target;
+    BlockdevDriveTarget t;
     QDict *options;
 
-    if (!format && !existing) {
-        format = bdrv_get_format_name(bs);
-    }
-    if (size < 0) {
-        error_setg_errno(errp, -size, "bdrv_getlength failed");
-        return NULL;
-    }
     if (qmp_arg_str(args, "replaces") && !node_name) {
         error_setg(errp, "a node-name must be provided when replacing a "
                    "named node of the graph");
         return NULL;
     }
-    opts->backing_mode = existing ? MIRROR_OPEN_BACKING_CHAIN
-                                  : MIRROR_SOURCE_BACKING_CHAIN;
-    opts->no_unmap = !json_object_get_boolean_member_with_default(
-                         args, "unmap", true);
-    if (!existing &&
-        blockdev_create_image(filename, format, size,
-                              strcmp(sync, "full") ? backing : NULL,
-                              errp) < 0) {
+    if (blockdev_drive_target_create(args, bs,
+                                     !strcmp(sync, "full") ? NULL :
+                                     !strcmp(sync, "none") ? bs :
+                                     bdrv_backing_chain_next(bs),
+                                     &t, errp) < 0) {
         return NULL;
     }
+    opts->backing_mode = t.existing ? MIRROR_OPEN_BACKING_CHAIN
+                                    : MIRROR_SOURCE_BACKING_CHAIN;
+    opts->no_unmap = !json_object_get_boolean_member_with_default(
+                         args, "unmap", true);
     options = qdict_new();
     if (node_name) {
         qdict_put_str(options, "node-name", node_name);
     }
-    if (format) {
-        qdict_put_str(options, "driver", format);
-    }
-    target = bdrv_open(filename, NULL, options, flags, errp);
+    target = blockdev_drive_target_open(&t, options, BDRV_O_NO_BACKING,
+                                        errp);
     /* an image that may hold data gets the source's zeroes too */
     opts->zero_target = target && !strcmp(sync, "full") &&
-                        (existing || !bdrv_has_zero_init(target));
+                        (t.existing || !bdrv_has_zero_init(target));
     return target;
 }
 

@@ -42,21 +42,19 @@ static JsonObject *introspect_entry(Introspect *in, const char *name,
 /* The JSON type of a builtin, NULL for the schema's own types. */
 static const char *introspect_json_type(const QapiType *type)
 {
-    switch (type->kind) {
-    case QAPI_KIND_STR:
-        return "string";
-    case QAPI_KIND_INT:
-    case QAPI_KIND_SIZE:
-        return "int";
-    case QAPI_KIND_BOOL:
-        return "boolean";
-    case QAPI_KIND_NUMBER:
-        return "number";
-    case QAPI_KIND_ANY:
-        return "value";
-    default:
-        return NULL;
-    }
+    static const char *const json_types[] = {
+        [QAPI_KIND_STR] = "string",
+        [QAPI_KIND_INT] = "int",
+        [QAPI_KIND_SIZE] = "int",
+        [QAPI_KIND_BOOL] = "boolean",
+        [QAPI_KIND_NUMBER] = "number",
+        [QAPI_KIND_ANY] = "value",
+        [QAPI_KIND_ENUM] = NULL,
+        [QAPI_KIND_STRUCT] = NULL,
+        [QAPI_KIND_UNION] = NULL,
+    };
+
+    return json_types[type->kind];
 }
 
 /* @type's name in the answer; described once, when first met. */
