@@ -73,6 +73,13 @@ class Tests:
         return p.returncode, p.stdout.decode(errors='replace'), \
             p.stderr.decode(errors='replace')
 
+    def image_info(self, name):
+        """The real qemu-img's info --output=json of NAME (without a
+        lock: the daemon may hold the image), or {'error': stderr}."""
+        rc, out, err = self.run(['qemu-img', 'info', '-U', '--output=json',
+                                 self.path(name)])
+        return json.loads(out) if rc == 0 else {'error': err}
+
     def create_image(self, name, size='64M', fmt='qcow2'):
         path = self.path(name)
         rc, out, err = self.run([self.img_bin, 'create', '-q', '-f', fmt,

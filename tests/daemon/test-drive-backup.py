@@ -16,12 +16,6 @@ t = qsd.Tests('test-drive-backup')
 MiB = 1 << 20
 
 
-def info(name):
-    rc, out, err = t.run(['qemu-img', 'info', '-U', '--output=json',
-                          t.path(name)])
-    return json.loads(out) if rc == 0 else {'error': err}
-
-
 def same(a, b):
     """qemu-img compare: the guest sees the same data in both."""
     rc, out, err = t.run(['qemu-img', 'compare', '-U', t.path(a), t.path(b)])
@@ -58,7 +52,7 @@ def test_full_and_top(c):
     t.equal('sync full: the job completes', (r, done and done['type'],
                                             done and done.get('error')),
             ({'return': {}}, 'backup', None))
-    i = info('full.qcow2')
+    i = t.image_info('full.qcow2')
     t.equal('sync full: the target is qcow2 (the source\'s format), as '
             'large, without a backing file',
             (i.get('format'), i.get('virtual-size'),
@@ -71,7 +65,7 @@ def test_full_and_top(c):
                          'target': t.path('top-copy.qcow2')})
     t.equal('sync top: the job completes', done and done.get('error'),
             None)
-    i = info('top-copy.qcow2')
+    i = t.image_info('top-copy.qcow2')
     t.equal('sync top: the target records the source\'s backing file',
             (i.get('backing-filename'), i.get('backing-filename-format')),
             (t.path('base.qcow2'), 'qcow2'))
@@ -87,7 +81,7 @@ def test_full_and_top(c):
                          'format': 'raw', 'target': t.path('full.raw')})
     t.equal('format raw: the job completes', done and done.get('error'),
             None)
-    t.equal('format raw: a raw target', info('full.raw').get('format'),
+    t.equal('format raw: a raw target', t.image_info('full.raw').get('format'),
             'raw')
     t.check('format raw: it holds the data', *same('top.qcow2', 'full.raw'))
 
@@ -103,7 +97,7 @@ def test_none(c):
                                'sync': 'none',
                                'target': t.path('none.qcow2')})
     t.equal('sync none: the job starts', r, {'return': {}})
-    i = info('none.qcow2')
+    i = t.image_info('none.qcow2')
     t.equal('sync none: the target records the source as its backing file',
             (i.get('backing-filename'), i.get('backing-filename-format')),
             (t.path('top.qcow2'), 'qcow2'))

@@ -5,7 +5,6 @@ sync none) or opened (mode existing), opened without its backing file,
 and given its backing node when the job completes, before the export
 moves to it; the data reads back through the export after the pivot; the
 refusals are QEMU's."""
-import json
 import os
 import sys
 
@@ -15,12 +14,6 @@ from qsd import error_of, generic, nbd_uri, qemu_io     # noqa: E402
 
 t = qsd.Tests('test-drive-mirror')
 MiB = 1 << 20
-
-
-def info(name):
-    rc, out, err = t.run(['qemu-img', 'info', '-U', '--output=json',
-                          t.path(name)])
-    return json.loads(out) if rc == 0 else {'error': err}
 
 
 def fresh_chain():
@@ -85,13 +78,13 @@ def mirror(args, expect_backing, prepare=None, at_2m=0):
 def test_modes():
     mirror({'sync': 'full', 'target': t.path('full.qcow2'),
             'node-name': 'tgt'}, None)
-    i = info('full.qcow2')
+    i = t.image_info('full.qcow2')
     t.equal('full: a qcow2 image as large, without backing file',
             (i.get('format'), i.get('virtual-size'),
              i.get('backing-filename')), ('qcow2', 4 * MiB, None))
     mirror({'sync': 'top', 'target': t.path('top-copy.qcow2')},
            t.path('base.qcow2'))
-    i = info('top-copy.qcow2')
+    i = t.image_info('top-copy.qcow2')
     t.equal('top: the image records the source\'s backing file',
             (i.get('backing-filename'), i.get('backing-filename-format')),
             (t.path('base.qcow2'), 'qcow2'))
