@@ -7,8 +7,8 @@
  * JsonStreamer, its limits and resynchronisation, output queueing) and
  * qmp_dispatch() with the schema's argument checks for every command.
  *
- * The monitor's own commands (qmp_capabilities, query-version) and
- * query-commands are the real ones.  Every other command of the schema
+ * The monitor's own commands (qmp_capabilities, query-version),
+ * query-commands and query-qmp-schema are the real ones.  Every other command of the schema
  * gets a stub that returns {}: its arguments are checked as for the real
  * command, but nothing runs, because blockdev-add, nbd-server-start and
  * the like would open host files or bind sockets at the fuzzer's whim.
@@ -35,7 +35,8 @@ static bool fuzz_qmp_is_real(const char *name)
 {
     return !strcmp(name, "qmp_capabilities") ||
            !strcmp(name, "query-version") ||
-           !strcmp(name, "query-commands");
+           !strcmp(name, "query-commands") ||
+           !strcmp(name, "query-qmp-schema");
 }
 
 static void fuzz_qmp_cleanup(void)
