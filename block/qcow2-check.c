@@ -426,9 +426,18 @@ static int qcow2_check_refblocks(BlockDriverState *bs, BdrvCheckResult *res,
              * past what a file length holds, or wrap to a small number (a
              * truncate to it would destroy the image).
              */
-            ret = offset > BDRV_MAX_LENGTH - s->cluster_size ? -EINVAL :
-                  bdrv_truncate(bs->file, offset + s->cluster_size, false,
-                                PREALLOC_MODE_OFF, 0, NULL);
+            if (offset > BDRV_MAX_LENGTH - s->cluster_size) {
+                ret = -EINVAL;
+            } else {
+                Error *local_err = NULL;
+
+                /* the file driver's reason first, as QEMU prints it */
+                ret = bdrv_truncate(bs->file, offset + s->cluster_size, false,
+                                    PREALLOC_MODE_OFF, 0, &local_err);
+                if (ret < 0) {
+                    error_report_err(local_err);
+                }
+            }
             if (ret < 0) {
                 fprintf(stderr, "ERROR could not resize image: %s\n",
                         strerror(-ret));
@@ -525,6 +534,31 @@ static int qcow2_check_calculate(BlockDriverState *bs, BdrvCheckResult *res,
 }
 
 /*
+ * The refcount of @cluster as check reads it.  A refcount table entry
+ * whose block lies past the largest host offset (a table overwritten with
+ * other data, one at offset 0 that holds the header) gives 0, as in QEMU,
+ * which reads such a block from past the end of the file, as zeroes:
+ * qcow2_check_refblocks() has reported the entry and asked for a rebuild.
+ * qcow2_get_refcount() would mark the image corrupt instead, and every
+ * cluster the entry covers would be an error of its own.  An unaligned
+ * entry fails here as in QEMU (reported as corruption; the rebuild of
+ * check -r all replaces it).
+ */
+static int qcow2_check_get_refcount(BlockDriverState *bs, int64_t cluster,
+                                    uint64_t *refcount)
+{
+    BDRVQcow2State *s = bs->opaque;
+    uint64_t rt_index = (uint64_t)cluster >> s->refcount_block_bits;
+
+    if (rt_index < s->refcount_table_size &&
+        (s->refcount_table[rt_index] & REFT_OFFSET_MASK & ~L1E_OFFSET_MASK)) {
+        *refcount = 0;
+        return 0;
+    }
+    return qcow2_get_refcount(bs, cluster, refcount);
+}
+
+/*
  * Compares stored refcounts with @r; repairs what @fix allows.  A cluster
  * in use whose refcount is 0 cannot be repaired in place (its refcount
  * block may be missing or broken): it asks for a rebuild instead.
@@ -540,7 +574,7 @@ static void qcow2_check_compare(BlockDriverState *bs, BdrvCheckResult *res,
         uint64_t stored, counted = r->refs[i];
         int *num_fixed = NULL;
 
-        ret = qcow2_get_refcount(bs, i, &stored);
+        ret = qcow2_check_get_refcount(bs, i, &stored);
         if (ret < 0) {
             fprintf(stderr, "Can't get refcount for cluster %" PRId64 ": %s\n",
                     i, strerror(-ret));
@@ -823,7 +857,8 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
         if (!l2_offset) {
             continue;
         }
-        ret = qcow2_get_refcount(bs, l2_offset >> s->cluster_bits, &refcount);
+        ret = qcow2_check_get_refcount(bs, l2_offset >> s->cluster_bits,
+                                       &refcount);
         if (ret < 0) {
             /* reported by the comparison already */
             continue;
@@ -866,8 +901,9 @@ static int qcow2_check_oflag_copied(BlockDriverState *bs,
             }
             if (ext_data) {
                 refcount = 1;
-            } else if (qcow2_get_refcount(bs, (entry & L2E_OFFSET_MASK) >>
-                                          s->cluster_bits, &refcount) < 0) {
+            } else if (qcow2_check_get_refcount(
+                           bs, (entry & L2E_OFFSET_MASK) >> s->cluster_bits,
+                           &refcount) < 0) {
                 continue;
             }
             if ((refcount == 1) == !!(entry & QCOW_OFLAG_COPIED)) {

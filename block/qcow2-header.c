@@ -316,13 +316,13 @@ static int qcow2_header_pwrite(BlockDriverState *bs, uint64_t offset,
                                const void *buf, size_t len,
                                bool marking_corrupt)
 {
+    int ign = QCOW2_OL_MAIN_HEADER | qcow2_overlap_in_header(bs->opaque);
     int ret;
 
     if (marking_corrupt) {
-        ret = qcow2_overlap_check_write(bs, QCOW2_OL_MAIN_HEADER, offset, len);
+        ret = qcow2_overlap_check_write(bs, ign, offset, len);
     } else {
-        ret = qcow2_pre_write_overlap_check(bs, QCOW2_OL_MAIN_HEADER, offset,
-                                            len);
+        ret = qcow2_pre_write_overlap_check(bs, ign, offset, len);
     }
     if (ret < 0) {
         return ret;

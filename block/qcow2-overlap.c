@@ -724,6 +724,12 @@ static inline int ol_check_single_ranges(BDRVQcow2State *s, int chk,
     return hits;
 }
 
+int qcow2_overlap_in_header(BDRVQcow2State *s)
+{
+    return ol_check_single_ranges(s, QCOW2_OL_CONSTANT & ~QCOW2_OL_MAIN_HEADER,
+                                  0, s->cluster_size);
+}
+
 #define OL_LANE(set) (OL_COUNT_MAX << ((set) * OL_COUNT_BITS))
 
 /* The counts of the sets that @chk selects, as a mask over packed counts. */

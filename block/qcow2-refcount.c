@@ -170,8 +170,14 @@ int qcow2_refcount_init(BlockDriverState *bs)
     if (bytes > QCOW_MAX_REFTABLE_SIZE) {
         return -EFBIG;
     }
-    /* an empty table (opened for check to rebuild it) may be anywhere */
-    if (bytes && (s->refcount_table_offset <= 0 ||
+    /*
+     * An empty table (opened for check to rebuild it) may be anywhere.  A
+     * table at offset 0 is the header's bytes: like QEMU, open it all the
+     * same, so that reads still work and check can rebuild it (its
+     * entries are reported, and the header's writes ignore it:
+     * qcow2_overlap_in_header()).
+     */
+    if (bytes && (s->refcount_table_offset < 0 ||
                   offset_into_cluster(s, s->refcount_table_offset) ||
                   (uint64_t)s->refcount_table_offset > INT64_MAX - bytes)) {
         return -EINVAL;

@@ -1176,6 +1176,16 @@ uint64_t qcow2_overlap_index_size(BDRVQcow2State *s);
  * was rolled back): called right after the fields are assigned.
  */
 void qcow2_overlap_singles_changed(BDRVQcow2State *s);
+/*
+ * The structures with one range each (a QCOW2_OL_* mask) that lie, at
+ * least in part, in the header cluster, where only the header can be: an
+ * image whose refcount table offset was overwritten with 0, say.  Such a
+ * structure is read from the header's bytes and holds nothing valid, so
+ * the header's own writes are not checked against it: refused, they would
+ * keep the image from being marked corrupt, and check -r all from
+ * installing the refcount table it rebuilt elsewhere.
+ */
+int qcow2_overlap_in_header(BDRVQcow2State *s);
 /* The message name of a QCOW2_OL_* structure ("active L1 table"). */
 const char *qcow2_overlap_name(int type);
 /*
