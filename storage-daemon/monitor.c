@@ -34,6 +34,7 @@
 #include "qmp-dispatch.h"
 #include "util/aio.h"
 #include "util/qapi-event.h"
+#include "util/sockets.h"
 
 /* Bytes read per read(2); the streamer takes them all at once. */
 #define MONITOR_READ_CHUNK      (64 * KiB)
@@ -210,7 +211,10 @@ static void monitor_session_process(MonitorSession *s)
             monitor_session_update(l->data);
         }
         monitor_cur_session = s;
+        /* fd addresses name a monitor's descriptors here, as in QEMU */
+        socket_set_fd_names_only(true);
         reply = qmp_dispatch(request, err, s->mode);
+        socket_set_fd_names_only(false);
         monitor_cur_session = NULL;
         err = NULL;
         monitor_busy--;

@@ -19,6 +19,10 @@ static SocketAddress *nbd_socket_address(JsonObject *addr)
         return socket_address_new_unix(
                    json_object_get_string_member(addr, "path"));
     }
+    if (!strcmp(type, "fd")) {
+        return socket_address_new_fd(json_object_get_string_member(addr,
+                                                                   "str"));
+    }
     return socket_address_new_inet(json_object_get_string_member(addr, "host"),
                                    json_object_get_string_member(addr, "port"));
 }

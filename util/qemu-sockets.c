@@ -4,6 +4,9 @@
 #include "util/osdep.h"
 #include "util/sockets.h"
 
+#include "util/cutils.h"
+
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +34,15 @@ SocketAddress *socket_address_new_unix(const char *path)
     return addr;
 }
 
+SocketAddress *socket_address_new_fd(const char *str)
+{
+    SocketAddress *addr = g_new0(SocketAddress, 1);
+
+    addr->type = SOCKET_ADDRESS_TYPE_FD;
+    addr->str = g_strdup(str);
+    return addr;
+}
+
 void socket_address_free(SocketAddress *addr)
 {
     if (!addr) {
@@ -39,6 +51,7 @@ void socket_address_free(SocketAddress *addr)
     g_free(addr->host);
     g_free(addr->port);
     g_free(addr->path);
+    g_free(addr->str);
     g_free(addr);
 }
 
@@ -46,6 +59,9 @@ char *socket_address_to_string(const SocketAddress *addr)
 {
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         return g_strdup(addr->path);
+    }
+    if (addr->type == SOCKET_ADDRESS_TYPE_FD) {
+        return g_strdup_printf("fd:%s", addr->str);
     }
     /* IPv6 literals keep their brackets, as in URLs */
     if (strchr(addr->host, ':')) {
@@ -271,12 +287,82 @@ static int socket_listen_inet(const char *host, const char *port,
     return -last_err;
 }
 
+static bool socket_fd_names_only;
+
+void socket_set_fd_names_only(bool on)
+{
+    socket_fd_names_only = on;
+}
+
+/*
+ * The socket an fd address names, in QEMU's words when it names none.
+ * One that is not a socket is left open: it is not ours to close.
+ */
+static int socket_get_fd(const char *str, Error **errp)
+{
+    struct stat st;
+    int fd;
+
+    if (socket_fd_names_only) {
+        error_setg(errp, "only QEMU supports file descriptor passing");
+        return -EINVAL;
+    }
+    if (qemu_strtoi(str, NULL, 10, &fd) < 0) {
+        error_setg(errp, "Unable to parse FD number %s", str);
+        return -EINVAL;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        error_setg(errp, "File descriptor '%s' is not a socket", str);
+        return -ENOTSOCK;
+    }
+    return fd;
+}
+
+static int socket_listen_fd(const char *str, int backlog, Error **errp)
+{
+    int fd = socket_get_fd(str, errp);
+    int flags;
+
+    if (fd < 0) {
+        return fd;
+    }
+    /* harmless on a socket that listens already (socket activation) */
+    if (listen(fd, backlog) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Failed to listen on fd socket");
+        return ret;
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "File descriptor '%s'", str);
+        return ret;
+    }
+    return fd;
+}
+
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
 {
-    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+    switch (addr->type) {
+    case SOCKET_ADDRESS_TYPE_UNIX:
         return socket_listen_unix(addr->path, backlog, NULL, errp);
+    case SOCKET_ADDRESS_TYPE_FD:
+        return socket_listen_fd(addr->str, backlog, errp);
+    case SOCKET_ADDRESS_TYPE_INET:
+        break;
     }
     return socket_listen_inet(addr->host, addr->port, backlog, errp);
+}
+
+/* Connections are made to inet and unix addresses only. */
+static int socket_connect_refuse_fd(const SocketAddress *addr, Error **errp)
+{
+    error_setg(errp, "Cannot connect to file descriptor '%s': only a socket "
+               "to listen on can be given by number", addr->str);
+    return -EINVAL;
 }
 
 static int socket_connect_unix(const char *path, Error **errp)
@@ -332,6 +418,9 @@ static int socket_connect_inet(const char *host, const char *port,
 
 int socket_connect(const SocketAddress *addr, Error **errp)
 {
+    if (addr->type == SOCKET_ADDRESS_TYPE_FD) {
+        return socket_connect_refuse_fd(addr, errp);
+    }
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         return socket_connect_unix(addr->path, errp);
     }
@@ -415,6 +504,10 @@ int socket_connect_start(SocketConnect *c, const SocketAddress *addr,
         .fd = -1,
         .last_err = ECONNREFUSED,
     };
+    if (addr->type == SOCKET_ADDRESS_TYPE_FD) {
+        socket_connect_abort(c);
+        return socket_connect_refuse_fd(addr, errp);
+    }
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         struct sockaddr_un un;
         int fd = socket_new_unix(addr->path, SOCK_NONBLOCK, &un, errp);

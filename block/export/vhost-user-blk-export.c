@@ -36,12 +36,16 @@ static int vu_blk_block_export_create(BlockExport *exp, JsonObject *opts,
                                   opts, "logical-block-size", 512),
     };
 
-    if (strcmp(type, "unix")) {
-        error_setg(errp, "vhost-user-blk export '%s': addr.type '%s': only "
-                   "unix sockets are supported", exp->id, type);
+    if (!strcmp(type, "unix")) {
+        cfg.path = json_object_get_string_member(addr, "path");
+    } else if (!strcmp(type, "fd")) {
+        cfg.fd_str = json_object_get_string_member(addr, "str");
+    } else {
+        /* QEMU's words */
+        error_setg(errp, "Only socket address types 'unix' and 'fd' are "
+                   "supported");
         return -EINVAL;
     }
-    cfg.path = json_object_get_string_member(addr, "path");
     if (exp->nr_iothreads > 1 && cfg.num_queues >= 1) {
         /* the export's references keep the iothreads while it lives */
         queue_ctxs = blk_exp_spread_contexts(exp, cfg.num_queues);

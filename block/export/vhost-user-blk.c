@@ -219,15 +219,16 @@ VhostUserBlkExport *vhost_user_blk_export_new(
     vcfg = (VuServerConfig) {
         .name = name,
         .path = cfg->path,
+        .fd_str = cfg->fd_str,
         .num_queues = cfg->num_queues,
         .queue_ctxs = cfg->queue_ctxs,
         .ops = &vu_blk_ops,
         .opaque = exp,
         .client_changed = vu_blk_client_changed,
     };
+    /* its errors are the socket's, in QEMU's words, or name the export */
     exp->server = vu_server_new(blk_get_aio_context(blk), &vcfg, errp);
     if (!exp->server) {
-        error_prepend(errp, "vhost-user-blk export '%s': ", exp->id);
         blk_unref(exp->blk);
         g_free(exp->id);
         g_free(exp);

@@ -1180,7 +1180,9 @@ static void vu_server_update_accepting(VuServer *s)
 VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
                         Error **errp)
 {
-    g_autoptr(SocketAddress) addr = socket_address_new_unix(cfg->path);
+    g_autoptr(SocketAddress) addr = cfg->fd_str ?
+                                    socket_address_new_fd(cfg->fd_str) :
+                                    socket_address_new_unix(cfg->path);
     VuServer *s;
     int fd, fault_fd;
 
@@ -1199,7 +1201,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s = g_new0(VuServer, 1);
     s->ctx = ctx;
     s->name = g_strdup(cfg->name);
-    s->path = g_strdup(cfg->path);
+    s->path = cfg->fd_str ? NULL : g_strdup(cfg->path);
     s->ops = cfg->ops;
     s->opaque = cfg->opaque;
     s->client_changed = cfg->client_changed;
@@ -1239,7 +1241,9 @@ void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
     vu_server_update_accepting(s);
     close(s->listen_fd);
     s->listen_fd = -1;
-    unlink(s->path);
+    if (s->path) {
+        unlink(s->path);
+    }
     if (s->connected) {
         /* vu_client_end() completes the shutdown */
         co_socket_shutdown(&s->sock);

@@ -92,7 +92,8 @@ typedef struct VuDeviceOps {
 
 typedef struct VuServerConfig {
     const char *name;           /* for messages: "vhost-user-blk export 'x'" */
-    const char *path;           /* the unix socket to listen on */
+    const char *path;           /* the unix socket to listen on, or */
+    const char *fd_str;         /* an inherited socket's number (not both) */
     unsigned int num_queues;    /* 1 to VU_MAX_QUEUES */
     /*
      * Optional: num_queues contexts, the one whose thread runs each ring
@@ -111,7 +112,7 @@ typedef struct VuServerConfig {
 
 /*
  * Listens on @cfg->path (replacing a stale socket there, never another
- * kind of file).  Returns NULL with @errp set on failure.
+ * kind of file) or on the inherited socket @cfg->fd_str.  Returns NULL with @errp set on failure.
  */
 VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
                         Error **errp);

@@ -31,7 +31,8 @@ typedef struct VhostUserBlkExport VhostUserBlkExport;
 typedef struct VhostUserBlkExportConfig {
     /* the export id: names it in messages; the guest's serial (GET_ID) */
     const char *id;
-    const char *path;           /* the unix socket to listen on */
+    const char *path;           /* the unix socket to listen on, or */
+    const char *fd_str;         /* an inherited socket's number (not both) */
     /* accept writes; the BlockBackend must have the WRITE permission */
     bool writable;
     unsigned int num_queues;    /* 1 to VHOST_USER_BLK_MAX_QUEUES */
@@ -53,7 +54,8 @@ typedef struct VhostUserBlkExportConfig {
 } VhostUserBlkExportConfig;
 
 /*
- * Starts listening on cfg->path for front-ends, taking a reference to
+ * Starts listening on cfg->path or cfg->fd_str for front-ends, taking a
+ * reference to
  * @blk.  Errors name the export and the setting that is wrong.
  */
 VhostUserBlkExport *vhost_user_blk_export_new(

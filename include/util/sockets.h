@@ -1,5 +1,6 @@
 /*
- * Stream sockets: addresses, listening and connecting (TCP and unix).
+ * Stream sockets: addresses, listening and connecting (TCP and unix), and
+ * listening on a socket the process inherited (an fd address).
  *
  * Sockets are created close-on-exec.  Listening sockets are non-blocking
  * (the event loop accepts from them); connected client sockets are
@@ -16,6 +17,8 @@
 typedef enum SocketAddressType {
     SOCKET_ADDRESS_TYPE_INET,
     SOCKET_ADDRESS_TYPE_UNIX,
+    /* a socket the process was given, by number (to listen on only) */
+    SOCKET_ADDRESS_TYPE_FD,
 } SocketAddressType;
 
 typedef struct SocketAddress {
@@ -23,10 +26,12 @@ typedef struct SocketAddress {
     char *host;                 /* inet: name or numeric address */
     char *port;                 /* inet: number or service name */
     char *path;                 /* unix */
+    char *str;                  /* fd: the descriptor's number */
 } SocketAddress;
 
 SocketAddress *socket_address_new_inet(const char *host, const char *port);
 SocketAddress *socket_address_new_unix(const char *path);
+SocketAddress *socket_address_new_fd(const char *str);
 void socket_address_free(SocketAddress *addr);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SocketAddress, socket_address_free)
 /* "host:port" or the path, for messages (caller frees). */
@@ -38,9 +43,23 @@ char *socket_address_to_string(const SocketAddress *addr);
  * bound (as QEMU does); unix replaces a stale socket at the path, but
  * never a file of another kind, and makes the path appear only once the
  * socket listens (a client that waits for the path is never refused).
+ * An fd address is a socket the process inherited (bound by whoever
+ * started it, listening or not): it must be one, and is made to listen;
+ * the caller owns it from then on, as any listening socket.
  * Returns the fd or -errno.
  */
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp);
+
+/*
+ * While a monitor command runs, QEMU takes an fd address's string as the
+ * name of a descriptor the monitor was handed (getfd), never as a number:
+ * a command may not pick up any descriptor of the process by guessing its
+ * number.  The storage daemon sets this around each command; it has no
+ * named descriptors (nor has qemu-storage-daemon), so such an address
+ * then fails, with qemu-storage-daemon's "only QEMU supports file
+ * descriptor passing".
+ */
+void socket_set_fd_names_only(bool on);
 
 /*
  * What a listening unix socket's file was when it was bound, so that it

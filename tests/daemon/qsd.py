@@ -160,9 +160,10 @@ class Daemon:
     """A qblock-storage-daemon with a QMP socket (unless qmp=False)."""
 
     def __init__(self, tests, args, qmp=True, stdin=None, nofile=None,
-                 stderr_path=None):
+                 stderr_path=None, pass_fds=()):
         """@nofile: RLIMIT_NOFILE of the daemon; @stderr_path: a file for
-        its standard error, readable while it runs (self.stderr_path)."""
+        its standard error, readable while it runs (self.stderr_path);
+        @pass_fds: descriptors the daemon inherits, by the same numbers."""
         self.tests = tests
         self.qmp_path = tests.path('qmp-%d.sock' % len(tests.daemons))
         cmd = [tests.daemon_bin]
@@ -177,7 +178,7 @@ class Daemon:
             if nofile else None
         self.proc = subprocess.Popen(cmd, cwd=tests.dir, stdin=stdin,
                                      stdout=subprocess.PIPE, stderr=err,
-                                     preexec_fn=limit)
+                                     preexec_fn=limit, pass_fds=pass_fds)
         if stderr_path:
             err.close()
         self.stderr = ''

@@ -463,8 +463,7 @@ def test_exports(d):
          'iothread "io0" not found'),
         ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
           'addr': {'type': 'inet', 'host': '127.0.0.1', 'port': '0'}},
-         "vhost-user-blk export 'e1': addr.type 'inet': only unix sockets "
-         "are supported"),
+         "Only socket address types 'unix' and 'fd' are supported"),
         ({'type': 'vhost-user-blk', 'id': 'e1', 'node-name': 'fmt0',
           'addr': {'type': 'unix', 'path': t.path('vhost.sock')},
           'logical-block-size': 1000},

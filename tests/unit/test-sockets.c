@@ -1,5 +1,6 @@
 /*
- * Connecting with a time limit (socket_connect_deadline) and without
+ * Listening on an inherited socket (fd addresses), and connecting with a
+ * time limit (socket_connect_deadline) and without
  * blocking (socket_connect_start/continue), against listeners on this
  * host: a healthy one, a closed port, and listeners whose backlog is
  * full, which is how a host that drops the SYNs looks to TCP (the kernel
@@ -8,6 +9,7 @@
  */
 #include "util/sockets.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -217,6 +219,107 @@ static void test_tcp_in_progress(void)
     listener_close(&l);
 }
 
+/*
+ * An fd address: a bound unix socket, not listening yet, is made to
+ * listen, non-blocking and close-on-exec, and accepts; connecting to an
+ * fd address is refused.
+ */
+static void test_fd_listen(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("test-sockets-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "s", NULL);
+    struct sockaddr_un un = { .sun_family = AF_UNIX };
+    g_autofree char *str = NULL, *name = NULL, *want = NULL;
+    g_autoptr(SocketAddress) addr = NULL;
+    g_autoptr(SocketAddress) unix_addr = socket_address_new_unix(path);
+    Error *err = NULL;
+    int fd, lfd, client, conn;
+
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    g_strlcpy(un.sun_path, path, sizeof(un.sun_path));
+    g_assert_cmpint(bind(fd, (struct sockaddr *)&un, sizeof(un)), ==, 0);
+    str = g_strdup_printf("%d", fd);
+    addr = socket_address_new_fd(str);
+    name = socket_address_to_string(addr);
+    want = g_strdup_printf("fd:%d", fd);
+    g_assert_cmpstr(name, ==, want);
+
+    lfd = socket_listen(addr, 1, &error_abort);
+    g_assert_cmpint(lfd, ==, fd);
+    g_assert_true(fcntl(lfd, F_GETFL) & O_NONBLOCK);
+    g_assert_true(fcntl(lfd, F_GETFD) & FD_CLOEXEC);
+    client = socket_connect(unix_addr, &error_abort);
+    g_assert_cmpint(client, >=, 0);
+    conn = socket_accept(lfd);
+    g_assert_cmpint(conn, >=, 0);
+
+    g_assert_cmpint(socket_connect(addr, &err), ==, -EINVAL);
+    g_assert_nonnull(strstr(error_get_pretty(err), "Cannot connect to file "
+                                                    "descriptor"));
+    error_free(err);
+    close(conn);
+    close(client);
+    close(lfd);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* Not a number, not a socket, not in the monitor's names; nothing closed. */
+static void test_fd_errors(void)
+{
+    int pipefd[2];
+    g_autofree char *str = NULL;
+    struct {
+        const char *str;
+        const char *msg;
+    } cases[] = {
+        { "abc", "Unable to parse FD number abc" },
+        { "3x", "Unable to parse FD number 3x" },
+        { "-1", "File descriptor '-1' is not a socket" },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+        g_autoptr(SocketAddress) addr = socket_address_new_fd(cases[i].str);
+        Error *err = NULL;
+
+        g_assert_cmpint(socket_listen(addr, 1, &err), <, 0);
+        g_assert_cmpstr(error_get_pretty(err), ==, cases[i].msg);
+        error_free(err);
+    }
+
+    g_assert_cmpint(pipe(pipefd), ==, 0);
+    str = g_strdup_printf("%d", pipefd[0]);
+    {
+        g_autoptr(SocketAddress) addr = socket_address_new_fd(str);
+        g_autofree char *msg = g_strdup_printf(
+            "File descriptor '%d' is not a socket", pipefd[0]);
+        Error *err = NULL;
+        int sv[2];
+
+        g_assert_cmpint(socket_listen(addr, 1, &err), ==, -ENOTSOCK);
+        g_assert_cmpstr(error_get_pretty(err), ==, msg);
+        g_clear_pointer(&err, error_free);
+        /* the descriptor is not ours: still open */
+        g_assert_cmpint(fcntl(pipefd[0], F_GETFD), >=, 0);
+
+        /* a real socket, but a command may not name it by number */
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        g_free(addr->str);
+        addr->str = g_strdup_printf("%d", sv[0]);
+        socket_set_fd_names_only(true);
+        g_assert_cmpint(socket_listen(addr, 1, &err), ==, -EINVAL);
+        socket_set_fd_names_only(false);
+        g_assert_cmpstr(error_get_pretty(err), ==,
+                        "only QEMU supports file descriptor passing");
+        error_free(err);
+        g_assert_cmpint(fcntl(sv[0], F_GETFD), >=, 0);
+        close(sv[0]);
+        close(sv[1]);
+    }
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -226,5 +329,7 @@ int main(int argc, char **argv)
     g_test_add_func("/sockets/unix/healthy", test_unix_healthy);
     g_test_add_func("/sockets/tcp/refused", test_tcp_refused);
     g_test_add_func("/sockets/tcp/in-progress", test_tcp_in_progress);
+    g_test_add_func("/sockets/fd/listen", test_fd_listen);
+    g_test_add_func("/sockets/fd/errors", test_fd_errors);
     return g_test_run();
 }
