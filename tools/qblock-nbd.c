@@ -35,6 +35,7 @@
 #include "util/error.h"
 #include "util/main-loop.h"
 #include "util/qdict.h"
+#include "util/socket-activation.h"
 #include "util/user-object.h"
 #include "qblock-nbd.h"
 
@@ -46,6 +47,10 @@ typedef struct QnbdOptions {
     const char *bind;
     const char *port;
     const char *socket_path;
+    bool socket_activation;     /* listen on the socket handed over */
+    /* socket_activation_check()'s result, and its error if negative */
+    int socket_activation_fds;
+    Error *socket_activation_err;
     long shared;                /* -e: clients at once, 0 for any number */
     bool persistent;
     bool verbose;
@@ -431,6 +436,44 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
 }
 
 /* The checks qemu-nbd makes once the whole command line is known. */
+/*
+ * Socket activation (util/socket-activation.h): the server listens on the
+ * one socket it was handed instead of an address of its own; in
+ * qemu-nbd's words, what conflicts with that.
+ */
+static int qnbd_check_socket_activation(QnbdOptions *o)
+{
+    const char *conflict = NULL;
+    int n = o->socket_activation_fds;
+
+    if (n < 0) {
+        error_report_err(o->socket_activation_err);
+        return -1;
+    }
+    if (!n) {
+        return 0;
+    }
+    if (o->socket_path) {
+        conflict = "Unix socket can't be set when using socket activation";
+    } else if (o->bind) {
+        conflict = "The interface can't be set when using socket activation";
+    } else if (o->port) {
+        conflict = "TCP port number can't be set when using socket "
+                   "activation";
+    } else if (o->list) {
+        conflict = "List mode is incompatible with socket activation";
+    } else if (n > 1) {
+        conflict = "qemu-nbd does not support socket activation with "
+                   "LISTEN_FDS > 1";
+    }
+    if (conflict) {
+        error_report("%s", conflict);
+        return -1;
+    }
+    o->socket_activation = true;
+    return 0;
+}
+
 static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
 {
     if (o->list) {
@@ -472,6 +515,9 @@ static int qnbd_check_args(int argc, char **argv, QnbdOptions *o)
         error_report("Kernel NBD devices (-c/-d%s%s) are not supported; "
                      "export over a socket and connect a client instead",
                      o->device ? " " : "", o->device ? o->device : "");
+        return -1;
+    }
+    if (qnbd_check_socket_activation(o) < 0) {
         return -1;
     }
     if (o->image_opts && o->format) {
@@ -648,6 +694,12 @@ static bool qnbd_get_tls_creds(const QnbdOptions *o,
 
 static SocketAddress *qnbd_listen_address(QnbdOptions *o)
 {
+    if (o->socket_activation) {
+        g_autofree char *fd = g_strdup_printf("%d",
+                                              SOCKET_ACTIVATION_FIRST_FD);
+
+        return socket_address_new_fd(fd);
+    }
     if (o->socket_path) {
         return socket_address_new_unix(o->socket_path);
     }
@@ -695,6 +747,9 @@ static int qnbd_serve(QnbdOptions *o)
     qnbd_ctx = qemu_get_aio_context();
     qnbd_server = nbd_server_new(qnbd_ctx, &scfg);
     if (nbd_server_listen(qnbd_server, addr, &err) < 0) {
+        if (o->socket_activation) {
+            error_prepend(&err, "Failed to use socket activation: ");
+        }
         goto fail;
     }
     blk = qnbd_open_image(o, &err);
@@ -769,6 +824,12 @@ int main(int argc, char **argv)
     QnbdOptions *o = &qnbd_opts;
 
     qemu_init_progname(argv[0]);
+    /*
+     * Before anything opens a descriptor: one opened while a handed-over
+     * one is missing would take its number and pass for it.
+     */
+    o->socket_activation_fds = socket_activation_check(
+                                   &o->socket_activation_err);
     /*
      * The server's loop polls as the storage daemon's (docs/iothreads.md);
      * before --object, so that a main-loop object starts from that.

@@ -8,6 +8,7 @@
  * that stopped accepting looks.
  */
 #include "util/sockets.h"
+#include "util/socket-activation.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -320,6 +321,57 @@ static void test_fd_errors(void)
     close(pipefd[1]);
 }
 
+static void set_activation_env(const char *pid, const char *fds)
+{
+    g_setenv("LISTEN_PID", pid, true);
+    g_setenv("LISTEN_FDS", fds, true);
+    g_setenv("LISTEN_FDNAMES", "nbd", true);
+}
+
+/*
+ * socket_activation_check(), in a subprocess that owns descriptors 3 and
+ * 4: the variables must name this process; the handed-over descriptors
+ * become close-on-exec and the variables go; a missing one fails.
+ */
+static void test_socket_activation(void)
+{
+    if (g_test_subprocess()) {
+        g_autofree char *self = g_strdup_printf("%d", (int)getpid());
+        Error *err = NULL;
+        int sv[2];
+
+        g_assert_cmpint(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        g_assert_cmpint(dup2(sv[0], 3), ==, 3);
+        close(4);
+
+        g_unsetenv("LISTEN_PID");
+        g_assert_cmpint(socket_activation_check(&error_abort), ==, 0);
+        set_activation_env("1", "1");
+        g_assert_cmpint(socket_activation_check(&error_abort), ==, 0);
+        g_assert_cmpstr(g_getenv("LISTEN_FDS"), ==, "1");
+        set_activation_env(self, "1x");
+        g_assert_cmpint(socket_activation_check(&error_abort), ==, 0);
+
+        set_activation_env(self, "1");
+        g_assert_false(fcntl(3, F_GETFD) & FD_CLOEXEC);
+        g_assert_cmpint(socket_activation_check(&error_abort), ==, 1);
+        g_assert_true(fcntl(3, F_GETFD) & FD_CLOEXEC);
+        g_assert_null(g_getenv("LISTEN_PID"));
+        g_assert_null(g_getenv("LISTEN_FDS"));
+        g_assert_null(g_getenv("LISTEN_FDNAMES"));
+
+        set_activation_env(self, "2");
+        g_assert_cmpint(socket_activation_check(&err), ==, -EBADF);
+        g_assert_cmpstr(error_get_pretty(err), ==,
+                        "Socket activation failed: invalid file descriptor "
+                        "fd = 4: Bad file descriptor");
+        error_free(err);
+        return;
+    }
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -331,5 +383,6 @@ int main(int argc, char **argv)
     g_test_add_func("/sockets/tcp/in-progress", test_tcp_in_progress);
     g_test_add_func("/sockets/fd/listen", test_fd_listen);
     g_test_add_func("/sockets/fd/errors", test_fd_errors);
+    g_test_add_func("/sockets/activation", test_socket_activation);
     return g_test_run();
 }
