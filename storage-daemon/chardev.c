@@ -7,6 +7,8 @@
  *  2. A listening device removes its socket file at cleanup only if the
  *     path still names the socket it bound (same device and inode), so a
  *     newer daemon's socket at the same path survives an older one's exit.
+ *     One on an inherited socket (fd=) has no path: whoever bound the
+ *     socket owns its file.
  *  3. A listening device's socket is registered with the loop except for
  *     SOCKET_ACCEPT_BACKOFF_NS after an accept that failed for lack of
  *     descriptors or memory (chr->backoff, util/accept-backoff.h), which
@@ -16,6 +18,10 @@
  * chardev's own is who gets a connection and when (wait=on).
  */
 #include "chardev.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include "util/accept-backoff.h"
 #include "util/aio.h"
@@ -30,7 +36,9 @@ typedef enum ChardevKind {
 struct Chardev {
     char *id;
     ChardevKind kind;
-    char *path;                 /* sockets: absolute path */
+    char *path;                 /* sockets: absolute path; NULL with fd= */
+    char *fd_str;               /* sockets: an inherited one's number */
+    char *where;                /* "unix:PATH", "tcp:HOST:PORT": messages */
     int listen_fd;              /* server: -1 once closed */
     SocketUnixFile sock_file;   /* server: what the path named after bind */
     bool wait;                  /* server: wait=on and no client yet */
@@ -100,8 +108,16 @@ static void chardev_accept(void *opaque)
 /* A stale socket at the path is replaced; any other file is not. */
 static int chardev_listen(Chardev *chr, Error **errp)
 {
+    g_autoptr(SocketAddress) addr = NULL;
+    int fd;
+
     /* several clients may connect at once: give them some backlog */
-    int fd = socket_listen_unix(chr->path, 16, &chr->sock_file, errp);
+    if (chr->fd_str) {
+        addr = socket_address_new_fd(chr->fd_str);
+        fd = socket_listen(addr, 16, errp);
+    } else {
+        fd = socket_listen_unix(chr->path, 16, &chr->sock_file, errp);
+    }
 
     if (fd < 0) {
         return fd;
@@ -116,7 +132,9 @@ static int chardev_listen(Chardev *chr, Error **errp)
 
 static int chardev_connect(Chardev *chr, Error **errp)
 {
-    g_autoptr(SocketAddress) addr = socket_address_new_unix(chr->path);
+    g_autoptr(SocketAddress) addr = chr->fd_str ?
+                                    socket_address_new_fd(chr->fd_str) :
+                                    socket_address_new_unix(chr->path);
     int fd = socket_connect(addr, errp);
 
     if (fd < 0) {
@@ -144,7 +162,48 @@ static void chardev_free(Chardev *chr)
     g_array_unref(chr->waiting);
     g_free(chr->id);
     g_free(chr->path);
+    g_free(chr->fd_str);
+    g_free(chr->where);
     g_free(chr);
+}
+
+/* absolute: the daemon may chdir("/") when it daemonizes */
+static void chardev_set_path(Chardev *chr, const char *path)
+{
+    g_autofree char *cwd = NULL;
+
+    if (path) {
+        cwd = g_get_current_dir();
+        chr->path = g_canonicalize_filename(path, cwd);
+    }
+}
+
+/*
+ * Where a listening device listens, as QEMU names it in "waiting for
+ * connection on" (an inherited socket's own address).
+ */
+static char *chardev_local_name(Chardev *chr)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN], port[8];
+
+    if (chr->path) {
+        return g_strdup_printf("unix:%s", chr->path);
+    }
+    if (getsockname(chr->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_UNIX) {
+            return g_strdup_printf("unix:%s",
+                                   ((struct sockaddr_un *)&ss)->sun_path);
+        }
+        if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+            getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host),
+                        port, sizeof(port),
+                        NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+            return g_strdup_printf("tcp:%s:%s", host, port);
+        }
+    }
+    return g_strdup_printf("fd:%s", chr->fd_str);
 }
 
 Chardev *chardev_add(JsonObject *opts, Error **errp)
@@ -166,19 +225,33 @@ Chardev *chardev_add(JsonObject *opts, Error **errp)
         chr->kind = CHARDEV_STDIO;
         chardev_deliver(chr, STDIN_FILENO, STDOUT_FILENO);
     } else {
-        g_autofree char *cwd = g_get_current_dir();
+        const char *path = json_object_get_string_member_with_default(
+                               opts, "path", NULL);
 
-        /* absolute: the daemon may chdir("/") when it daemonizes */
-        chr->path = g_canonicalize_filename(
-                        json_object_get_string_member(opts, "path"), cwd);
-        if (json_object_get_boolean_member_with_default(opts, "server",
-                                                        false)) {
+        chr->fd_str = g_strdup(json_object_get_string_member_with_default(
+                                   opts, "fd", NULL));
+        if (path && chr->fd_str) {
+            /* QEMU's words */
+            error_setg(errp, "None or one of 'path', 'fd' or 'host' option "
+                       "required.");
+            ret = -EINVAL;
+        } else if (!path && !chr->fd_str) {
+            /* QEMU waits on no socket at all, for ever */
+            error_setg(errp, "A socket needs 'path' or 'fd'");
+            ret = -EINVAL;
+        } else if (json_object_get_boolean_member_with_default(opts, "server",
+                                                               false)) {
             chr->kind = CHARDEV_SOCKET_SERVER;
             chr->wait = json_object_get_boolean_member_with_default(
                             opts, "wait", true);
+            chardev_set_path(chr, path);
             ret = chardev_listen(chr, errp);
+            if (ret == 0) {
+                chr->where = chardev_local_name(chr);
+            }
         } else {
             chr->kind = CHARDEV_SOCKET_CLIENT;
+            chardev_set_path(chr, path);
             ret = chardev_connect(chr, errp);
         }
     }
@@ -220,7 +293,7 @@ bool chardev_is_waiting(Chardev *chr)
 
 char *chardev_describe(Chardev *chr)
 {
-    return g_strdup_printf("disconnected:unix:%s,server=on", chr->path);
+    return g_strdup_printf("disconnected:%s,server=on", chr->where);
 }
 
 bool chardev_fd_is_pollable(int fd)
@@ -238,7 +311,9 @@ static void chardev_close(Chardev *chr)
         chr->listen_fd = -1;
         accept_backoff_cleanup(&chr->backoff);
         /* invariant 2 */
-        socket_unlink_unix(chr->path, &chr->sock_file);
+        if (chr->path) {
+            socket_unlink_unix(chr->path, &chr->sock_file);
+        }
     }
     chardev_free(chr);
 }

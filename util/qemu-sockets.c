@@ -357,11 +357,39 @@ int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
     return socket_listen_inet(addr->host, addr->port, backlog, errp);
 }
 
-/* Connections are made to inet and unix addresses only. */
+/* An inherited connection, as socket_connect() returns one. */
+static int socket_connected_fd(const char *str, Error **errp)
+{
+    int fd = socket_get_fd(str, errp);
+    int listening = 0;
+    socklen_t len = sizeof(listening);
+    int flags;
+
+    if (fd < 0) {
+        return fd;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 &&
+        listening) {
+        error_setg(errp, "File descriptor '%s' is a listening socket, not a "
+                   "connection", str);
+        return -EINVAL;
+    }
+    flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "File descriptor '%s'", str);
+        return ret;
+    }
+    return fd;
+}
+
+/* Connections without blocking are made to inet and unix addresses. */
 static int socket_connect_refuse_fd(const SocketAddress *addr, Error **errp)
 {
-    error_setg(errp, "Cannot connect to file descriptor '%s': only a socket "
-               "to listen on can be given by number", addr->str);
+    error_setg(errp, "File descriptor '%s': an inherited connection cannot "
+               "be connected again", addr->str);
     return -EINVAL;
 }
 
@@ -419,7 +447,7 @@ static int socket_connect_inet(const char *host, const char *port,
 int socket_connect(const SocketAddress *addr, Error **errp)
 {
     if (addr->type == SOCKET_ADDRESS_TYPE_FD) {
-        return socket_connect_refuse_fd(addr, errp);
+        return socket_connected_fd(addr->str, errp);
     }
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
         return socket_connect_unix(addr->path, errp);

@@ -17,7 +17,7 @@
 typedef enum SocketAddressType {
     SOCKET_ADDRESS_TYPE_INET,
     SOCKET_ADDRESS_TYPE_UNIX,
-    /* a socket the process was given, by number (to listen on only) */
+    /* a socket the process inherited, by number */
     SOCKET_ADDRESS_TYPE_FD,
 } SocketAddressType;
 
@@ -81,7 +81,11 @@ int socket_listen_unix(const char *path, int backlog, SocketUnixFile *file,
 /* Removes @path if it still names the socket recorded in @file. */
 void socket_unlink_unix(const char *path, const SocketUnixFile *file);
 
-/* Connects to @addr (blocking).  Returns the fd or -errno. */
+/*
+ * Connects to @addr (blocking).  An fd address is a connection the
+ * process inherited, taken as it is (blocking from then on, its caller's).
+ * Returns the fd or -errno.
+ */
 int socket_connect(const SocketAddress *addr, Error **errp);
 
 /*
@@ -99,7 +103,7 @@ int socket_connect(const SocketAddress *addr, Error **errp);
  *                  call socket_connect_continue() after a pause;
  *   another -errno with @errp set (QEMU's message); @c is then done.
  * The addresses @addr resolves to are tried in turn, as socket_connect()
- * does.  socket_connect_abort() ends an attempt still under way (any
+ * does; an fd address is refused (there is nothing to connect).  socket_connect_abort() ends an attempt still under way (any
  * number of times; harmless on one that ended).
  */
 struct addrinfo;

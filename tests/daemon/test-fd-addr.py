@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Sockets the daemon inherits, named by number (addr.type=fd), as
-qemu-storage-daemon takes them on its command line: the NBD server on a
-unix socket that is bound but not listening yet and on a TCP socket that
-listens already, a vhost-user-blk export on an inherited socket; the
+"""Sockets the daemon inherits, named by number (addr.type=fd, a
+chardev's fd=), as qemu-storage-daemon takes them on its command line:
+the NBD server on a unix socket that is bound but not listening yet and
+on a TCP socket that listens already, a vhost-user-blk export on an
+inherited socket, a monitor on an inherited socket or connection; the
 errors in QEMU's words (not a number, not a socket, a datagram socket);
 over QMP a number names no descriptor (QEMU's monitor takes only the
 names of descriptors handed to it, which its daemon has none of: "only
 QEMU supports file descriptor passing")."""
+import json
 import os
 import socket
 import sys
@@ -24,6 +26,88 @@ def raw_node(name, path):
 
 def write_pattern(image):
     t.sh('qemu-io -f raw -c "write -P 0x5a 0 64k" %s' % image)
+
+
+def qmp_over(sock):
+    """qmp_capabilities and query-version over a connected socket."""
+    sock.settimeout(qsd.TIMEOUT)
+    f = sock.makefile('rwb')
+    greeting = json.loads(f.readline())
+    f.write(b'{"execute": "qmp_capabilities"}\n'
+            b'{"execute": "query-version"}\n')
+    f.flush()
+    replies = [json.loads(f.readline()) for _ in range(2)]
+    f.close()
+    return 'QMP' in greeting and replies[0] == {'return': {}} and \
+        'qemu' in replies[1]['return']
+
+
+def test_chardev_server():
+    """--chardev socket,fd=N,server=on: the monitor listens on an
+    inherited socket, unix or TCP."""
+    for kind in ('unix', 'tcp'):
+        if kind == 'unix':
+            path = t.path('mon.sock')
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.bind(path)
+            where = 'unix:' + path
+        else:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(('127.0.0.1', 0))
+            path = s.getsockname()
+            where = 'tcp:127.0.0.1:%d' % path[1]
+        s.listen(1)
+        d = t.daemon(['--chardev', 'socket,id=m,fd=%d,server=on' %
+                      s.fileno(), '--monitor', 'chardev=m'],
+                     qmp=False, pass_fds=(s.fileno(),))
+        s.close()
+        c = socket.socket(socket.AF_UNIX if kind == 'unix' else
+                          socket.AF_INET, socket.SOCK_STREAM)
+        c.connect(path)
+        t.check('a monitor on an inherited %s socket answers' % kind,
+                qmp_over(c))
+        c.close()
+        t.equal('the daemon exits 0', d.stop(), 0)
+        t.check('wait=on named the inherited socket\'s address',
+                'waiting for connection on: disconnected:%s,server=on' %
+                where in d.stderr, d.stderr)
+
+
+def test_chardev_connection():
+    """--chardev socket,fd=N: the monitor talks over an inherited
+    connection (one end of a socket pair)."""
+    ours, theirs = socket.socketpair()
+    d = t.daemon(['--chardev', 'socket,id=m,fd=%d' % theirs.fileno(),
+                  '--monitor', 'chardev=m'], qmp=False,
+                 pass_fds=(theirs.fileno(),))
+    theirs.close()
+    t.check('a monitor on an inherited connection answers', qmp_over(ours))
+    ours.close()
+    t.equal('the daemon exits 0 when the connection is gone', d.stop(), 0)
+
+
+def test_chardev_errors():
+    image = t.create_image('c.raw', size='1M', fmt='raw')
+    with open(image, 'rb') as f:
+        cases = [
+            ('socket,id=m,fd=3,path=%s,server=on' % t.path('x.sock'),
+             "None or one of 'path', 'fd' or 'host' option required."),
+            ('socket,id=m,fd=abc,server=on',
+             'Unable to parse FD number abc'),
+            ('socket,id=m,fd=%d,server=on,wait=off' % f.fileno(),
+             "File descriptor '%d' is not a socket" % f.fileno()),
+            ('socket,id=m,fd=%d' % f.fileno(),
+             "File descriptor '%d' is not a socket" % f.fileno())]
+        if t.daemon_bin.endswith('qblock-storage-daemon'):
+            # qemu-storage-daemon waits on no socket at all, for ever
+            cases.append(('socket,id=m,server=on,wait=off',
+                          "A socket needs 'path' or 'fd'"))
+        for arg, want in cases:
+            d = t.daemon(['--chardev', arg, '--monitor', 'chardev=m'],
+                         qmp=False, pass_fds=(f.fileno(),))
+            rc = d.wait()
+            t.check('--chardev %s: refused, "%s"' % (arg, want),
+                    rc == 1 and want in d.stderr, (rc, d.stderr))
 
 
 def test_nbd_unix_bound():
@@ -164,4 +248,7 @@ test_nbd_tcp_listening()
 test_vhost_user_blk()
 test_errors()
 test_qmp_names()
+test_chardev_server()
+test_chardev_connection()
+test_chardev_errors()
 t.finish()

@@ -222,8 +222,8 @@ static void test_tcp_in_progress(void)
 
 /*
  * An fd address: a bound unix socket, not listening yet, is made to
- * listen, non-blocking and close-on-exec, and accepts; connecting to an
- * fd address is refused.
+ * listen, non-blocking and close-on-exec, and accepts; as a connection,
+ * a listening socket is refused and a connected one taken as it is.
  */
 static void test_fd_listen(void)
 {
@@ -254,10 +254,27 @@ static void test_fd_listen(void)
     conn = socket_accept(lfd);
     g_assert_cmpint(conn, >=, 0);
 
+    /* a listening socket is no connection */
     g_assert_cmpint(socket_connect(addr, &err), ==, -EINVAL);
-    g_assert_nonnull(strstr(error_get_pretty(err), "Cannot connect to file "
-                                                    "descriptor"));
-    error_free(err);
+    g_assert_nonnull(strstr(error_get_pretty(err), "is a listening socket"));
+    g_clear_pointer(&err, error_free);
+    /* an inherited connection is taken as it is, blocking */
+    {
+        g_autofree char *cstr = g_strdup_printf("%d", conn);
+        g_autoptr(SocketAddress) caddr = socket_address_new_fd(cstr);
+        SocketConnect sc;
+        char byte = 'x';
+
+        g_assert_cmpint(socket_connect(caddr, &error_abort), ==, conn);
+        g_assert_false(fcntl(conn, F_GETFL) & O_NONBLOCK);
+        g_assert_cmpint(write(client, &byte, 1), ==, 1);
+        g_assert_cmpint(read(conn, &byte, 1), ==, 1);
+        /* without blocking, there is nothing to connect */
+        g_assert_cmpint(socket_connect_start(&sc, caddr, &err), ==, -EINVAL);
+        g_assert_nonnull(strstr(error_get_pretty(err),
+                                "cannot be connected again"));
+        g_clear_pointer(&err, error_free);
+    }
     close(conn);
     close(client);
     close(lfd);
