@@ -20,40 +20,28 @@ cd "$work" || exit 1
 qemu-img create -q -f raw r.img 1M
 qemu-io -f raw -c "write -P 0x5a 0 64k" r.img >/dev/null
 
-# serves NAME PROG: PROG, activated on a unix socket, serves the image
-serves_unix() {
-    local name=$1 prog=$2 pid out
-    rm -f "$work/act.sock"
-    $activate --unix "$work/act.sock" -- "$prog" -f raw r.img \
-        2> "$work/act.err" &
-    pid=$!
-    server_pids+=("$pid")
-    wait_socket "$work/act.sock" "$pid"
-    out=$(qemu-io -f raw -r -c "read -P 0x5a 0 64k" \
-          "nbd+unix:///?socket=$work/act.sock" 2>&1)
-    if grep -q "read 65536/65536" <<<"$out"; then
-        ok "$name"
+# serves NAME PROG unix|tcp: PROG, activated on a socket of that kind,
+# serves the image
+serves() {
+    local name=$1 prog=$2 kind=$3 pid out uri i
+    rm -f "$work/act.sock" "$work/port"
+    if [ "$kind" = unix ]; then
+        $activate --unix "$work/act.sock" -- "$prog" -f raw r.img \
+            2> "$work/act.err" &
+        uri="nbd+unix:///?socket=$work/act.sock"
     else
-        fail "$name" "$out" "$(cat "$work/act.err")"
+        $activate --tcp "$work/port" -- "$prog" -f raw r.img \
+            2> "$work/act.err" &
     fi
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-}
-
-serves_tcp() {
-    local name=$1 prog=$2 pid out port i
-    rm -f "$work/port"
-    $activate --tcp "$work/port" -- "$prog" -f raw r.img \
-        2> "$work/act.err" &
     pid=$!
     server_pids+=("$pid")
+    # the socket listens before the program runs: wait for it to exist
     for i in $(seq 100); do
-        [ -s "$work/port" ] && break
+        [ -S "$work/act.sock" ] || [ -s "$work/port" ] && break
         sleep 0.1
     done
-    port=$(cat "$work/port")
-    out=$(qemu-io -f raw -r -c "read -P 0x5a 0 64k" \
-          "nbd://127.0.0.1:$port/" 2>&1)
+    [ "$kind" = tcp ] && uri="nbd://127.0.0.1:$(cat "$work/port")/"
+    out=$(qemu-io -f raw -r -c "read -P 0x5a 0 64k" "$uri" 2>&1)
     if grep -q "read 65536/65536" <<<"$out"; then
         ok "$name"
     else
@@ -65,8 +53,8 @@ serves_tcp() {
 
 for prog in qemu-nbd "$qnbd"; do
     tag=$(basename "$prog")
-    serves_unix "$tag serves on an activated unix socket" "$prog"
-    serves_tcp "$tag serves on an activated TCP socket" "$prog"
+    serves "$tag serves on an activated unix socket" "$prog" unix
+    serves "$tag serves on an activated TCP socket" "$prog" tcp
 done
 
 # run ACTIVATE-OPTIONS -- PROG ARGS...: output and exit status, the
