@@ -325,6 +325,7 @@ static void monitor_connect(void *opaque, int in_fd, int out_fd)
     g_autoptr(JsonObject) qmp = json_object_new();
     g_autoptr(JsonObject) greeting = json_object_new();
     g_autoptr(JsonNode) node = NULL;
+    JsonArray *capabilities = json_array_new();
 
     s->mon = opaque;
     s->in_fd = in_fd;
@@ -342,9 +343,13 @@ static void monitor_connect(void *opaque, int in_fd, int out_fd)
     s->link.data = s;
     g_queue_push_tail_link(&monitor_sessions, &s->link);
 
-    /* no capability is offered: out-of-band execution is not supported */
+    /*
+     * oob is offered, as qemu-storage-daemon offers it: a client may
+     * enable it, and then learns that no command runs out of band
+     */
     json_object_set_member(qmp, "version", qmp_version_info());
-    json_object_set_array_member(qmp, "capabilities", json_array_new());
+    json_object_set_array_member(qmp, "capabilities", capabilities);
+    json_array_add_string_element(capabilities, "oob");
     json_object_set_object_member(greeting, "QMP", json_object_ref(qmp));
     node = json_node_init_object(json_node_alloc(), greeting);
     monitor_session_send(s, node);
@@ -406,18 +411,10 @@ static void qmp_qmp_capabilities(JsonObject *args, JsonNode **ret,
     JsonArray *enable = json_object_has_member(args, "enable") ?
                         json_object_get_array_member(args, "enable") : NULL;
 
-    /* the greeting offers nothing, so nothing can be enabled */
-    if (enable && json_array_get_length(enable)) {
-        g_autoptr(GString) names = g_string_new(NULL);
-
-        for (guint i = 0; i < json_array_get_length(enable); i++) {
-            g_string_append_printf(names, "%s%s", i ? ", " : "",
-                                   json_array_get_string_element(enable, i));
-        }
-        error_setg(errp, "Capability %s not available", names->str);
-        return;
-    }
-    monitor_cur_session->mode = QMP_DISPATCH_COMMANDS;
+    /* the schema admits only oob, which the greeting offers */
+    monitor_cur_session->mode = enable && json_array_get_length(enable) ?
+                                QMP_DISPATCH_COMMANDS_OOB :
+                                QMP_DISPATCH_COMMANDS;
 }
 
 /* Sends an event to every session past negotiation (qapi-event.h). */
@@ -453,7 +450,7 @@ static void monitor_event(const char *event, QDict *data, void *opaque)
     for (GList *l = monitor_sessions.head; l; l = l->next) {
         MonitorSession *s = l->data;
 
-        if (s->mode == QMP_DISPATCH_COMMANDS) {
+        if (s->mode != QMP_DISPATCH_NEGOTIATION) {
             monitor_session_send(s, node);
         }
     }

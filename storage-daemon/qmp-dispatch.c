@@ -100,10 +100,13 @@ JsonNode *qmp_error_response(Error *err, JsonNode *id)
 
 /*
  * The envelope: an object with "execute" (a string), optionally
- * "arguments" (an object) and "id" (anything), nothing else.  Returns the
- * command name.
+ * "arguments" (an object) and "id" (anything), nothing else; with the oob
+ * capability, "exec-oob" may stand for "execute" (then *@oob is set).
+ * Returns the command name.
  */
-static const char *qmp_check_envelope(JsonNode *request, Error **errp)
+static const char *qmp_check_envelope(JsonNode *request,
+                                      QmpDispatchMode mode, bool *oob,
+                                      Error **errp)
 {
     g_autoptr(GList) members = NULL;
     JsonObject *obj;
@@ -119,11 +122,13 @@ static const char *qmp_check_envelope(JsonNode *request, Error **errp)
         const char *name = l->data;
         JsonNode *value = json_object_get_member(obj, name);
 
-        if (!strcmp(name, "execute")) {
+        if (!strcmp(name, "execute") ||
+            (!strcmp(name, "exec-oob") &&
+             mode == QMP_DISPATCH_COMMANDS_OOB)) {
             if (!JSON_NODE_HOLDS_VALUE(value) ||
                 json_node_get_value_type(value) != G_TYPE_STRING) {
-                error_setg(errp, "QMP input member 'execute' must be a "
-                           "string");
+                error_setg(errp, "QMP input member '%s' must be a string",
+                           name);
                 return NULL;
             }
         } else if (!strcmp(name, "arguments")) {
@@ -133,12 +138,21 @@ static const char *qmp_check_envelope(JsonNode *request, Error **errp)
                 return NULL;
             }
         } else if (strcmp(name, "id")) {
-            /* exec-oob too: out-of-band execution is not offered */
+            /* exec-oob too, unless the oob capability was enabled */
             error_setg(errp, "QMP input member '%s' is unexpected", name);
             return NULL;
         }
     }
     execute = json_object_get_member(obj, "execute");
+    if (json_object_has_member(obj, "exec-oob")) {
+        if (execute) {
+            error_setg(errp, "QMP input member 'execute' clashes with "
+                       "'exec-oob'");
+            return NULL;
+        }
+        *oob = true;
+        execute = json_object_get_member(obj, "exec-oob");
+    }
     if (!execute) {
         error_setg(errp, "QMP input lacks member 'execute'");
         return NULL;
@@ -192,15 +206,26 @@ JsonNode *qmp_dispatch(JsonNode *request, Error *parse_err,
     g_autoptr(JsonNode) empty = NULL;
     const char *name;
     const QmpCommand *cmd;
+    bool oob = false;
 
     if (!request) {
         return qmp_error_response(parse_err, NULL);
     }
-    name = qmp_check_envelope(request, &err);
+    name = qmp_check_envelope(request, mode, &oob, &err);
     if (JSON_NODE_HOLDS_OBJECT(request)) {
         id = json_object_get_member(json_node_get_object(request), "id");
     }
     if (!name) {
+        return qmp_error_response(err, id);
+    }
+    if (oob) {
+        /* QMP_DISPATCH_COMMANDS_OOB: none runs out of band */
+        if (qmp_commands && g_hash_table_lookup(qmp_commands, name)) {
+            error_setg(&err, "The command %s does not support OOB", name);
+        } else {
+            error_set(&err, ERROR_CLASS_COMMAND_NOT_FOUND,
+                      "The command %s has not been found", name);
+        }
         return qmp_error_response(err, id);
     }
     cmd = qmp_find_command(name, mode, &err);

@@ -57,6 +57,12 @@ typedef enum QmpDispatchMode {
     QMP_DISPATCH_NEGOTIATION,
     /* after it: everything else, and qmp_capabilities is refused */
     QMP_DISPATCH_COMMANDS,
+    /*
+     * The same, with the oob capability enabled: a request may name its
+     * command with exec-oob instead of execute, and is refused, since no
+     * command of the daemon runs out of band (nor of qemu-storage-daemon's)
+     */
+    QMP_DISPATCH_COMMANDS_OOB,
 } QmpDispatchMode;
 
 /*

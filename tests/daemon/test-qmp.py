@@ -41,8 +41,8 @@ def test_greeting_and_negotiation(d):
     v = g['QMP']['version']
     t.equal('greeting version', sorted(v['qemu']), ['major', 'micro', 'minor'])
     t.check('greeting package names qblock', v['package'].startswith('qblock'))
-    t.equal('no capability offered (no out-of-band execution)',
-            g['QMP']['capabilities'], [])
+    t.equal('oob offered, as qemu-storage-daemon offers it',
+            g['QMP']['capabilities'], ['oob'])
 
     r = c.cmd('query-version')
     t.equal('commands are refused before negotiation', error_of(r),
@@ -50,9 +50,6 @@ def test_greeting_and_negotiation(d):
              "Expecting capabilities negotiation with 'qmp_capabilities'"))
     r = c.cmd('nosuch')
     t.equal('unknown commands too', error_of(r)[0], 'CommandNotFound')
-    r = c.cmd('qmp_capabilities', {'enable': ['oob']})
-    t.equal('oob cannot be enabled', error_of(r),
-            generic('Capability oob not available'))
     r = c.cmd('qmp_capabilities', {'enable': 'oob'})
     t.equal('enable must be an array', error_of(r),
             generic("Invalid parameter type for 'enable', expected: array"))
@@ -84,6 +81,43 @@ def test_greeting_and_negotiation(d):
             raw.endswith(b'\r\n') and raw.count(b'\r\n') == 1, raw)
     c.buf = b''
     c.close()
+
+
+def test_oob(d):
+    """With oob enabled a request may say exec-oob; no command of the
+    daemon runs out of band (none of qemu-storage-daemon's does), so each
+    is refused, in QEMU's words and checks; in-band requests go on."""
+    c = d.qmp(negotiate=False)
+    t.equal('qmp_capabilities enables oob',
+            c.cmd('qmp_capabilities', {'enable': ['oob']}, id=1),
+            {'return': {}, 'id': 1})
+    for raw, want in [
+        (b'{"exec-oob":"query-version","id":2}\n',
+         {'id': 2, 'error': {'class': 'GenericError', 'desc':
+                             'The command query-version does not support '
+                             'OOB'}}),
+        (b'{"exec-oob":"nosuch","id":3}\n',
+         {'id': 3, 'error': {'class': 'CommandNotFound', 'desc':
+                             'The command nosuch has not been found'}}),
+        (b'{"exec-oob":"qmp_capabilities"}\n',
+         generic_reply('The command qmp_capabilities does not support '
+                       'OOB')),
+        (b'{"exec-oob":5}\n',
+         generic_reply("QMP input member 'exec-oob' must be a string")),
+        (b'{"exec-oob":"query-version","execute":"query-version"}\n',
+         generic_reply("QMP input member 'execute' clashes with "
+                       "'exec-oob'")),
+    ]:
+        c.send_raw(raw)
+        t.equal('oob: %s' % raw.strip().decode(), c.reply(), want)
+    r = c.cmd('query-version', id=4)
+    t.check('in-band commands still run', 'return' in r and
+            r.get('id') == 4, r)
+    c.close()
+
+
+def generic_reply(desc):
+    return {'error': {'class': 'GenericError', 'desc': desc}}
 
 
 def test_envelope(d):
@@ -775,6 +809,7 @@ def test_quit(d):
 d = t.daemon([])
 test_greeting_and_negotiation(d)
 test_envelope(d)
+test_oob(d)
 test_bad_json(d)
 test_limits(d)
 test_argument_checks(d)
