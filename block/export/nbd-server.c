@@ -95,7 +95,13 @@
 typedef struct NBDListener {
     NBDServer *server;
     int fd;
-    char *unix_path;            /* removed when the listener closes */
+    /*
+     * Removed when the listener closes, if it still names the socket
+     * bound (socket_unlink_unix()): a newer server that replaced it as
+     * stale, while this one was closing, keeps its socket.
+     */
+    char *unix_path;
+    SocketUnixFile unix_file;
 } NBDListener;
 
 static void nbd_server_update_accepting(NBDServer *server);
@@ -504,13 +510,18 @@ static void nbd_server_update_accepting(NBDServer *server)
 int nbd_server_listen(NBDServer *server, const SocketAddress *addr,
                       Error **errp)
 {
-    NBDListener *l;
-    int fd = socket_listen(addr, SOMAXCONN, errp);
+    NBDListener *l = g_new0(NBDListener, 1);
+    int fd;
 
+    if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        fd = socket_listen_unix(addr->path, SOMAXCONN, &l->unix_file, errp);
+    } else {
+        fd = socket_listen(addr, SOMAXCONN, errp);
+    }
     if (fd < 0) {
+        g_free(l);
         return fd;
     }
-    l = g_new0(NBDListener, 1);
     l->server = server;
     l->fd = fd;
     if (addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
@@ -529,7 +540,7 @@ static void nbd_listener_free(NBDListener *l)
     aio_set_fd_handler(l->server->ctx, l->fd, NULL, NULL, NULL);
     close(l->fd);
     if (l->unix_path) {
-        unlink(l->unix_path);
+        socket_unlink_unix(l->unix_path, &l->unix_file);
         g_free(l->unix_path);
     }
     g_free(l);

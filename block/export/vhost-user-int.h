@@ -11,6 +11,7 @@
 #include "vhost-user-server.h"
 #include "util/accept-backoff.h"
 #include "util/co-socket.h"
+#include "util/sockets.h"
 
 /*
  * Buffer pieces a request slot holds without allocating: the header, 32
@@ -101,7 +102,13 @@ struct VuServer {
     /* --- set by vu_server_new, immutable --- */
     AioContext *ctx;
     char *name;
+    /*
+     * The socket's path (NULL on an inherited socket, whose file is its
+     * starter's), removed at shutdown only while it names the socket
+     * bound (unix_file): a newer server that replaced it keeps its own.
+     */
     char *path;
+    SocketUnixFile unix_file;
     const VuDeviceOps *ops;
     void *opaque;
     void (*client_changed)(void *opaque, bool connected);

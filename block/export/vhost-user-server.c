@@ -1180,9 +1180,8 @@ static void vu_server_update_accepting(VuServer *s)
 VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
                         Error **errp)
 {
-    g_autoptr(SocketAddress) addr = cfg->fd_str ?
-                                    socket_address_new_fd(cfg->fd_str) :
-                                    socket_address_new_unix(cfg->path);
+    g_autoptr(SocketAddress) addr = NULL;
+    SocketUnixFile unix_file = { 0 };
     VuServer *s;
     int fd, fault_fd;
 
@@ -1193,7 +1192,12 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
         error_setg_errno(errp, errno, "%s: eventfd", cfg->name);
         return NULL;
     }
-    fd = socket_listen(addr, 1, errp);
+    if (cfg->fd_str) {
+        addr = socket_address_new_fd(cfg->fd_str);
+        fd = socket_listen(addr, 1, errp);
+    } else {
+        fd = socket_listen_unix(cfg->path, 1, &unix_file, errp);
+    }
     if (fd < 0) {
         close(fault_fd);
         return NULL;
@@ -1202,6 +1206,7 @@ VuServer *vu_server_new(AioContext *ctx, const VuServerConfig *cfg,
     s->ctx = ctx;
     s->name = g_strdup(cfg->name);
     s->path = cfg->fd_str ? NULL : g_strdup(cfg->path);
+    s->unix_file = unix_file;
     s->ops = cfg->ops;
     s->opaque = cfg->opaque;
     s->client_changed = cfg->client_changed;
@@ -1242,7 +1247,7 @@ void vu_server_shutdown(VuServer *s, void (*done)(void *opaque),
     close(s->listen_fd);
     s->listen_fd = -1;
     if (s->path) {
-        unlink(s->path);
+        socket_unlink_unix(s->path, &s->unix_file);
     }
     if (s->connected) {
         /* vu_client_end() completes the shutdown */

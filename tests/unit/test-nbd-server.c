@@ -463,6 +463,36 @@ static void test_remove_during_handshake(void)
     blk_unref(blk);
 }
 
+/*
+ * A listener's socket file goes with it, unless the path names another
+ * socket by then: a newer server that replaced this one's as stale (after
+ * this one stopped accepting, before it closed) keeps its own.
+ */
+static void test_listener_unlink(void)
+{
+    g_autofree char *dir = g_dir_make_tmp("test-nbd-server-XXXXXX", NULL);
+    g_autofree char *path = g_build_filename(dir, "nbd.sock", NULL);
+    g_autoptr(SocketAddress) addr = socket_address_new_unix(path);
+    NBDServer *server;
+    int newer;
+
+    server = nbd_server_new(ctx, NULL);
+    g_assert_cmpint(nbd_server_listen(server, addr, &error_abort), ==, 0);
+    g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+    nbd_server_free(server);
+    g_assert_false(g_file_test(path, G_FILE_TEST_EXISTS));
+
+    server = nbd_server_new(ctx, NULL);
+    g_assert_cmpint(nbd_server_listen(server, addr, &error_abort), ==, 0);
+    g_assert_cmpint(unlink(path), ==, 0);
+    newer = socket_listen(addr, 1, &error_abort);
+    nbd_server_free(server);
+    g_assert_true(g_file_test(path, G_FILE_TEST_EXISTS));
+    close(newer);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
     g_test_init(&argc, &argv, NULL);
@@ -477,5 +507,6 @@ int main(int argc, char **argv)
                     test_client_closed_callback);
     g_test_add_func("/nbd-server/remove-during-handshake",
                     test_remove_during_handshake);
+    g_test_add_func("/nbd-server/listener-unlink", test_listener_unlink);
     return g_test_run();
 }

@@ -1843,6 +1843,27 @@ static void test_scattered_chains(void)
     stop_export();
 }
 
+/*
+ * The export's socket file is removed at shutdown only while it is the
+ * export's: a newer server that replaced it keeps its own.
+ */
+static void test_socket_replaced(void)
+{
+    g_autoptr(SocketAddress) addr = socket_address_new_unix(sock_path);
+    int newer;
+
+    start_export(true, true, 1, 512);
+    g_assert_cmpint(unlink(sock_path), ==, 0);
+    newer = socket_listen(addr, 1, &error_abort);
+    vhost_user_blk_export_free(exp);
+    blk_unref(blk);
+    exp = NULL;
+    blk = NULL;
+    g_assert_true(g_file_test(sock_path, G_FILE_TEST_EXISTS));
+    close(newer);
+    unlink(sock_path);
+}
+
 int main(int argc, char **argv)
 {
     g_autofree char *dir = NULL;
@@ -1883,6 +1904,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/free-with-client",
                     test_free_with_client);
     g_test_add_func("/vhost-user-blk/shutdown", test_shutdown);
+    g_test_add_func("/vhost-user-blk/socket-replaced", test_socket_replaced);
     ret = g_test_run();
     rmdir(dir);
     g_free(sock_path);
