@@ -13,6 +13,9 @@
  *     SOCKET_ACCEPT_BACKOFF_NS after an accept that failed for lack of
  *     descriptors or memory (chr->backoff, util/accept-backoff.h), which
  *     is logged once until a connection is accepted again.
+ *  4. A ring buffer holds at most ring_size bytes, a power of 2:
+ *     ring_prod - ring_cons <= ring_size, the oldest bytes overwritten
+ *     first.
  *
  * The sockets themselves are util/qemu-sockets.c's; what is the
  * chardev's own is who gets a connection and when (wait=on).
@@ -31,13 +34,22 @@ typedef enum ChardevKind {
     CHARDEV_SOCKET_SERVER,
     CHARDEV_SOCKET_CLIENT,
     CHARDEV_STDIO,
+    CHARDEV_NULL,
+    CHARDEV_FILE,
+    CHARDEV_RINGBUF,
 } ChardevKind;
+
+#define CHARDEV_RINGBUF_DEFAULT_SIZE (64 * 1024)
+/* QEMU's limit is 1 GiB; one QMP command need not cost that much memory */
+#define CHARDEV_RINGBUF_MAX_SIZE (64 * 1024 * 1024)
 
 struct Chardev {
     char *id;
     ChardevKind kind;
+    const char *backend;        /* its kind's name: "memory" is a ringbuf */
     char *path;                 /* sockets: absolute path; NULL with fd= */
     char *fd_str;               /* sockets: an inherited one's number */
+    SocketAddress *inet;        /* sockets: host and port */
     char *where;                /* "unix:PATH", "tcp:HOST:PORT": messages */
     int listen_fd;              /* server: -1 once closed */
     SocketUnixFile sock_file;   /* server: what the path named after bind */
@@ -46,6 +58,15 @@ struct Chardev {
     GArray *waiting;            /* int pairs (in, out) without a user */
     ChardevConnectFunc *connect;
     void *opaque;
+    /*
+     * ringbuf: invariant 4.  ring_prod and ring_cons count every byte
+     * written and read; the bytes in [ring_cons, ring_prod) are
+     * ring[i & (ring_size - 1)].
+     */
+    uint8_t *ring;
+    uint64_t ring_size;
+    uint64_t ring_prod;
+    uint64_t ring_cons;
 };
 
 /* Chardev *, in creation order */
@@ -94,7 +115,7 @@ static void chardev_accept(void *opaque)
 
     if (accept_backoff_check(&chr->backoff, fd,
                              "chardev '%s': accepting a connection on %s",
-                             chr->id, chr->path)) {
+                             chr->id, chr->where)) {
         return;
     }
     if (fd < 0) {
@@ -112,9 +133,9 @@ static int chardev_listen(Chardev *chr, Error **errp)
     int fd;
 
     /* several clients may connect at once: give them some backlog */
-    if (chr->fd_str) {
-        addr = socket_address_new_fd(chr->fd_str);
-        fd = socket_listen(addr, 16, errp);
+    if (chr->fd_str || chr->inet) {
+        addr = chr->inet ? NULL : socket_address_new_fd(chr->fd_str);
+        fd = socket_listen(chr->inet ? chr->inet : addr, 16, errp);
     } else {
         fd = socket_listen_unix(chr->path, 16, &chr->sock_file, errp);
     }
@@ -132,10 +153,11 @@ static int chardev_listen(Chardev *chr, Error **errp)
 
 static int chardev_connect(Chardev *chr, Error **errp)
 {
-    g_autoptr(SocketAddress) addr = chr->fd_str ?
+    g_autoptr(SocketAddress) addr = chr->inet ? NULL :
+                                    chr->fd_str ?
                                     socket_address_new_fd(chr->fd_str) :
                                     socket_address_new_unix(chr->path);
-    int fd = socket_connect(addr, errp);
+    int fd = socket_connect(chr->inet ? chr->inet : addr, errp);
 
     if (fd < 0) {
         return fd;
@@ -163,7 +185,9 @@ static void chardev_free(Chardev *chr)
     g_free(chr->id);
     g_free(chr->path);
     g_free(chr->fd_str);
+    socket_address_free(chr->inet);
     g_free(chr->where);
+    g_free(chr->ring);
     g_free(chr);
 }
 
@@ -206,57 +230,192 @@ static char *chardev_local_name(Chardev *chr)
     return g_strdup_printf("fd:%s", chr->fd_str);
 }
 
+/* stdio, null, file: one connection, there from the start */
+static int chardev_open_fds(Chardev *chr, JsonObject *opts, Error **errp)
+{
+    const char *out = json_object_get_string_member_with_default(
+                          opts, "path", "/dev/null");
+    const char *in = json_object_get_string_member_with_default(
+                         opts, "input-path", "/dev/null");
+    bool append = json_object_get_boolean_member_with_default(opts, "append",
+                                                              false);
+    int in_fd, out_fd;
+
+    if (chr->kind == CHARDEV_STDIO) {
+        chardev_deliver(chr, STDIN_FILENO, STDOUT_FILENO);
+        return 0;
+    }
+    out_fd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC |
+                  (append ? O_APPEND : O_TRUNC), 0666);
+    if (out_fd < 0) {
+        error_setg_errno(errp, errno, "Could not open '%s'", out);
+        return -errno;
+    }
+    in_fd = open(in, O_RDONLY | O_CLOEXEC);
+    if (in_fd < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "Could not open '%s'", in);
+        close(out_fd);
+        return ret;
+    }
+    chardev_deliver(chr, in_fd, out_fd);
+    return 0;
+}
+
+static int chardev_open_ringbuf(Chardev *chr, JsonObject *opts,
+                                Error **errp)
+{
+    int64_t size = json_object_has_member(opts, "size") ?
+                   json_object_get_int_member(opts, "size") :
+                   CHARDEV_RINGBUF_DEFAULT_SIZE;
+
+    /*
+     * Invariant 4.  QEMU takes 0, and its ring of 0 bytes then writes
+     * outside itself; a size is also bounded, as any allocation a
+     * client asks for.
+     */
+    if (size <= 0 || (size & (size - 1))) {
+        error_setg(errp, "size of ringbuf chardev must be power of two");
+        return -EINVAL;
+    }
+    if (size > CHARDEV_RINGBUF_MAX_SIZE) {
+        error_setg(errp, "size of ringbuf chardev must be at most %d MiB",
+                   CHARDEV_RINGBUF_MAX_SIZE >> 20);
+        return -EINVAL;
+    }
+    chr->ring_size = size;
+    chr->ring = g_try_malloc(size);
+    if (!chr->ring) {
+        error_setg(errp, "Could not allocate a ring buffer of %" PRId64
+                   " bytes", size);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+static int chardev_open_socket(Chardev *chr, JsonObject *opts, Error **errp)
+{
+    const char *path = json_object_get_string_member_with_default(
+                           opts, "path", NULL);
+    const char *host = json_object_get_string_member_with_default(
+                           opts, "host", NULL);
+    const char *port = json_object_get_string_member_with_default(
+                           opts, "port", NULL);
+    int ret;
+
+    chr->fd_str = g_strdup(json_object_get_string_member_with_default(
+                               opts, "fd", NULL));
+    if (!!path + !!chr->fd_str + !!host > 1) {
+        /* QEMU's words */
+        error_setg(errp, "None or one of 'path', 'fd' or 'host' option "
+                   "required.");
+        return -EINVAL;
+    }
+    if (!path && !chr->fd_str && !host) {
+        /* QEMU waits on no socket at all, for ever */
+        error_setg(errp, "A socket needs 'path', 'fd' or 'host'");
+        return -EINVAL;
+    }
+    if (!host != !port) {
+        error_setg(errp, "A TCP socket needs 'host' and 'port'");
+        return -EINVAL;
+    }
+    if (host) {
+        chr->inet = socket_address_new_inet(host, port);
+    }
+    chardev_set_path(chr, path);
+    if (!json_object_get_boolean_member_with_default(opts, "server",
+                                                     false)) {
+        chr->kind = CHARDEV_SOCKET_CLIENT;
+        return chardev_connect(chr, errp);
+    }
+    chr->kind = CHARDEV_SOCKET_SERVER;
+    chr->wait = json_object_get_boolean_member_with_default(opts, "wait",
+                                                            true);
+    ret = chardev_listen(chr, errp);
+    if (ret == 0) {
+        chr->where = chardev_local_name(chr);
+    }
+    return ret;
+}
+
+/* A device from @opts, not yet in the list (chardev-change swaps it in). */
+static Chardev *chardev_new(JsonObject *opts, Error **errp)
+{
+    static const struct {
+        const char *name;
+        ChardevKind kind;
+    } kinds[] = {
+        { "socket", CHARDEV_SOCKET_CLIENT },
+        { "stdio", CHARDEV_STDIO },
+        { "null", CHARDEV_NULL },
+        { "file", CHARDEV_FILE },
+        { "ringbuf", CHARDEV_RINGBUF },
+        { "memory", CHARDEV_RINGBUF },
+    };
+    const char *backend = json_object_get_string_member(opts, "backend");
+    Chardev *chr = g_new0(Chardev, 1);
+    int ret;
+
+    chr->id = g_strdup(json_object_get_string_member(opts, "id"));
+    chr->listen_fd = -1;
+    chr->waiting = g_array_new(false, false, sizeof(int));
+    for (size_t i = 0; i < G_N_ELEMENTS(kinds); i++) {
+        if (!strcmp(backend, kinds[i].name)) {
+            chr->backend = kinds[i].name;
+            chr->kind = kinds[i].kind;
+        }
+    }
+    /* the schema admits no other kind */
+    assert(chr->backend);
+    if (chr->kind == CHARDEV_STDIO && chardev_stdio_in_use()) {
+        /* QEMU's words */
+        error_setg(errp, "cannot use stdio by multiple character devices");
+        chardev_free(chr);
+        return NULL;
+    }
+    switch (chr->kind) {
+    case CHARDEV_SOCKET_CLIENT:
+        ret = chardev_open_socket(chr, opts, errp);
+        break;
+    case CHARDEV_RINGBUF:
+        ret = chardev_open_ringbuf(chr, opts, errp);
+        break;
+    default:
+        ret = chardev_open_fds(chr, opts, errp);
+        break;
+    }
+    if (ret < 0) {
+        chardev_free(chr);
+        return NULL;
+    }
+    return chr;
+}
+
+bool chardev_stdio_in_use(void)
+{
+    for (guint i = 0; chardevs && i < chardevs->len; i++) {
+        Chardev *chr = g_ptr_array_index(chardevs, i);
+
+        if (chr->kind == CHARDEV_STDIO) {
+            return true;
+        }
+    }
+    return false;
+}
+
 Chardev *chardev_add(JsonObject *opts, Error **errp)
 {
     const char *id = json_object_get_string_member(opts, "id");
-    const char *backend = json_object_get_string_member(opts, "backend");
     Chardev *chr;
-    int ret = 0;
 
     if (chardev_find(id, NULL)) {
         error_setg(errp, "Duplicate chardev id '%s'", id);
         return NULL;
     }
-    chr = g_new0(Chardev, 1);
-    chr->id = g_strdup(id);
-    chr->listen_fd = -1;
-    chr->waiting = g_array_new(false, false, sizeof(int));
-    if (!strcmp(backend, "stdio")) {
-        chr->kind = CHARDEV_STDIO;
-        chardev_deliver(chr, STDIN_FILENO, STDOUT_FILENO);
-    } else {
-        const char *path = json_object_get_string_member_with_default(
-                               opts, "path", NULL);
-
-        chr->fd_str = g_strdup(json_object_get_string_member_with_default(
-                                   opts, "fd", NULL));
-        if (path && chr->fd_str) {
-            /* QEMU's words */
-            error_setg(errp, "None or one of 'path', 'fd' or 'host' option "
-                       "required.");
-            ret = -EINVAL;
-        } else if (!path && !chr->fd_str) {
-            /* QEMU waits on no socket at all, for ever */
-            error_setg(errp, "A socket needs 'path' or 'fd'");
-            ret = -EINVAL;
-        } else if (json_object_get_boolean_member_with_default(opts, "server",
-                                                               false)) {
-            chr->kind = CHARDEV_SOCKET_SERVER;
-            chr->wait = json_object_get_boolean_member_with_default(
-                            opts, "wait", true);
-            chardev_set_path(chr, path);
-            ret = chardev_listen(chr, errp);
-            if (ret == 0) {
-                chr->where = chardev_local_name(chr);
-            }
-        } else {
-            chr->kind = CHARDEV_SOCKET_CLIENT;
-            chardev_set_path(chr, path);
-            ret = chardev_connect(chr, errp);
-        }
-    }
-    if (ret < 0) {
-        chardev_free(chr);
+    chr = chardev_new(opts, errp);
+    if (!chr) {
         return NULL;
     }
     if (!chardevs) {
@@ -274,6 +433,11 @@ int chardev_attach(Chardev *chr, ChardevConnectFunc *fn, void *opaque,
     if (chr->connect) {
         error_setg(errp, "Device '%s' is in use", chr->id);
         return -EBUSY;
+    }
+    if (chr->kind == CHARDEV_RINGBUF) {
+        error_setg(errp, "chardev '%s': a %s device cannot carry a monitor",
+                   chr->id, chr->backend);
+        return -ENOTSUP;
     }
     chr->connect = fn;
     chr->opaque = opaque;
@@ -316,6 +480,143 @@ static void chardev_close(Chardev *chr)
         }
     }
     chardev_free(chr);
+}
+
+/* ---- at run time: chardev-add, -change, -remove, ringbufs ---- */
+
+int chardev_remove(const char *id, Error **errp)
+{
+    Chardev *chr = chardev_find(id, NULL);
+
+    if (!chr) {
+        error_setg(errp, "Chardev '%s' not found", id);
+        return -ENOENT;
+    }
+    if (chr->connect) {
+        error_setg(errp, "Chardev '%s' is busy", id);
+        return -EBUSY;
+    }
+    g_ptr_array_remove(chardevs, chr);
+    chardev_close(chr);
+    return 0;
+}
+
+int chardev_change(JsonObject *opts, Error **errp)
+{
+    const char *id = json_object_get_string_member(opts, "id");
+    Chardev *old = chardev_find(id, NULL);
+    Chardev *chr;
+    guint index;
+
+    if (!old) {
+        error_setg(errp, "Chardev '%s' does not exist", id);
+        return -ENOENT;
+    }
+    if (old->connect) {
+        /* QEMU's words: its monitors cannot change devices either */
+        error_setg(errp, "Chardev user does not support chardev hotswap");
+        return -EBUSY;
+    }
+    /* the old device stays if the new one cannot be made (QEMU drops it) */
+    chr = chardev_new(opts, errp);
+    if (!chr) {
+        return -EINVAL;
+    }
+    g_assert(g_ptr_array_find(chardevs, old, &index));
+    g_ptr_array_index(chardevs, index) = chr;
+    chardev_close(old);
+    return 0;
+}
+
+void chardev_foreach(void (*fn)(Chardev *chr, void *opaque), void *opaque)
+{
+    for (guint i = 0; chardevs && i < chardevs->len; i++) {
+        fn(g_ptr_array_index(chardevs, i), opaque);
+    }
+}
+
+const char *chardev_id(Chardev *chr)
+{
+    return chr->id;
+}
+
+char *chardev_filename(Chardev *chr)
+{
+    switch (chr->kind) {
+    case CHARDEV_SOCKET_SERVER:
+        return g_strdup_printf("disconnected:%s,server=on", chr->where);
+    case CHARDEV_SOCKET_CLIENT:
+        return chr->inet ? g_strdup_printf("tcp:%s:%s", chr->inet->host,
+                                           chr->inet->port) :
+               chr->path ? g_strdup_printf("unix:%s", chr->path) :
+                           g_strdup_printf("fd:%s", chr->fd_str);
+    default:
+        /* "stdio", "null", "file", "ringbuf", "memory", as QEMU says */
+        return g_strdup(chr->backend);
+    }
+}
+
+bool chardev_has_user(Chardev *chr)
+{
+    return chr->connect != NULL;
+}
+
+/* The ringbuf device @id, or NULL with QEMU's errors. */
+static Chardev *chardev_find_ringbuf(const char *id, Error **errp)
+{
+    Chardev *chr = chardev_find(id, NULL);
+
+    if (!chr) {
+        error_setg(errp, "Device '%s' not found", id);
+        return NULL;
+    }
+    if (chr->kind != CHARDEV_RINGBUF) {
+        error_setg(errp, "%s is not a ringbuf device", id);
+        return NULL;
+    }
+    return chr;
+}
+
+int chardev_ringbuf_write(const char *id, const uint8_t *buf, size_t len,
+                          Error **errp)
+{
+    Chardev *chr = chardev_find_ringbuf(id, errp);
+
+    if (!chr) {
+        return -EINVAL;
+    }
+    for (size_t i = 0; i < len; i++) {
+        chr->ring[chr->ring_prod++ & (chr->ring_size - 1)] = buf[i];
+        /* invariant 4: a full ring loses its oldest byte */
+        if (chr->ring_prod - chr->ring_cons > chr->ring_size) {
+            chr->ring_cons++;
+        }
+    }
+    assert(chr->ring_prod - chr->ring_cons <= chr->ring_size);
+    return 0;
+}
+
+GByteArray *chardev_ringbuf_read(const char *id, int64_t size, Error **errp)
+{
+    Chardev *chr = chardev_find_ringbuf(id, errp);
+    GByteArray *out;
+
+    if (!chr) {
+        return NULL;
+    }
+    if (size <= 0) {
+        error_setg(errp, "size must be greater than zero");
+        return NULL;
+    }
+    /* invariant 4: never more than the ring holds */
+    size = MIN((uint64_t)size, chr->ring_prod - chr->ring_cons);
+    out = g_byte_array_sized_new(size);
+    for (int64_t i = 0; i < size; i++) {
+        uint8_t c = chr->ring[chr->ring_cons++ & (chr->ring_size - 1)];
+
+        g_byte_array_append(out, &c, 1);
+    }
+    return out;
 }
 
 void chardev_cleanup(void)

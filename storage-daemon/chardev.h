@@ -11,6 +11,10 @@
  *  - socket,server=off: connects to a listening socket when created; one
  *    connection.
  *  - stdio: standard input and output; one connection.
+ *  - null: reads nothing (end of file), discards what is written; file:
+ *    writes to a file, reads from another or nothing; one connection.
+ *  - ringbuf (or memory): a ring buffer that QMP's ringbuf-write and
+ *    ringbuf-read fill and drain; no monitor can use it.
  *
  * A device has at most one user (a monitor).  Connections that come
  * before the user attaches wait for it.  Listening sockets are accepted
@@ -51,6 +55,39 @@ char *chardev_describe(Chardev *chr);
 
 /* True if epoll can watch @fd (not a regular file, not /dev/null). */
 bool chardev_fd_is_pollable(int fd);
+
+/* Whether a device uses standard input and output already. */
+bool chardev_stdio_in_use(void);
+
+/*
+ * chardev-remove: errors are QEMU's ("Chardev 'x' not found", "Chardev
+ * 'x' is busy" while a monitor uses it).
+ */
+int chardev_remove(const char *id, Error **errp);
+/*
+ * chardev-change: @opts as chardev_add()'s, for the device of its id,
+ * which no monitor may use; if the new device cannot be made the old one
+ * stays.
+ */
+int chardev_change(JsonObject *opts, Error **errp);
+
+/* Calls @fn on every device, oldest first (query-chardev). */
+void chardev_foreach(void (*fn)(Chardev *chr, void *opaque), void *opaque);
+const char *chardev_id(Chardev *chr);
+/* What QEMU's query-chardev says it is ("null", "unix:PATH", ...). */
+char *chardev_filename(Chardev *chr);
+/* Whether a monitor uses it (query-chardev's frontend-open). */
+bool chardev_has_user(Chardev *chr);
+
+/*
+ * ringbuf-write and ringbuf-read on the ringbuf device @id: a full ring
+ * loses its oldest bytes; a read takes at most @size (> 0) of the oldest.
+ * Errors are QEMU's ("Device 'x' not found", "x is not a ringbuf device").
+ */
+int chardev_ringbuf_write(const char *id, const uint8_t *buf, size_t len,
+                          Error **errp);
+GByteArray *chardev_ringbuf_read(const char *id, int64_t size,
+                                 Error **errp);
 
 /* Closes every device: listeners stop, socket files are removed. */
 void chardev_cleanup(void);

@@ -41,6 +41,7 @@
 #include "blockdev-reopen.h"
 #include "transaction.h"
 #include "chardev.h"
+#include "chardev-qmp.h"
 #include "job-qmp.h"
 #include "backup-qmp.h"
 #include "job/job.h"
@@ -113,6 +114,9 @@ static void qsd_usage(void)
 "  --chardev socket,id=<id>,path=<path>[,server=on|off][,wait=on|off]\n"
 "  --chardev socket,id=<id>,fd=<n>[,server=on|off][,wait=on|off]\n"
 "  --chardev stdio,id=<id>\n"
+"  --chardev null,id=<id>\n"
+"  --chardev file,id=<id>,path=<path>[,input-path=<path>][,append=on|off]\n"
+"  --chardev ringbuf|memory,id=<id>[,size=<n>]\n"
 "                         configure a character device for a monitor\n"
 "                         (server=off: connect to <path>; wait=on, the\n"
 "                         default, waits for the first client; fd=<n>: an\n"
@@ -448,6 +452,7 @@ static void qsd_register_commands(void)
     job_register_commands();
     backup_register_commands();
     dirty_bitmap_register_commands();
+    chardev_register_commands();
     qmp_register_command("quit", qmp_quit);
 }
 

@@ -101,7 +101,7 @@ def test_chardev_errors():
         if t.daemon_bin.endswith('qblock-storage-daemon'):
             # qemu-storage-daemon waits on no socket at all, for ever
             cases.append(('socket,id=m,server=on,wait=off',
-                          "A socket needs 'path' or 'fd'"))
+                          "A socket needs 'path', 'fd' or 'host'"))
         for arg, want in cases:
             d = t.daemon(['--chardev', arg, '--monitor', 'chardev=m'],
                          qmp=False, pass_fds=(f.fileno(),))
