@@ -56,6 +56,8 @@ struct Chardev {
     bool wait;                  /* server: wait=on and no client yet */
     AcceptBackoff backoff;      /* server: invariant 3 */
     GArray *waiting;            /* int pairs (in, out) without a user */
+    unsigned connections;       /* handed out and not ended (query-chardev) */
+    char *peer;                 /* TCP server: the last client, "HOST:PORT" */
     ChardevConnectFunc *connect;
     void *opaque;
     /*
@@ -87,6 +89,7 @@ Chardev *chardev_find(const char *id, Error **errp)
 
 static void chardev_deliver(Chardev *chr, int in_fd, int out_fd)
 {
+    chr->connections++;
     if (chr->connect) {
         chr->connect(chr->opaque, in_fd, out_fd);
     } else {
@@ -108,6 +111,23 @@ static void chardev_backoff_changed(void *opaque)
                             on ? chardev_accept : NULL, NULL, chr);
 }
 
+/* "HOST:PORT" of a TCP socket's own (getsockname) or peer's address. */
+static char *chardev_sockname(int fd,
+                              int (*get)(int, struct sockaddr *, socklen_t *))
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN], port[8];
+
+    if (get(fd, (struct sockaddr *)&ss, &len) < 0 ||
+        (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+        getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host), port,
+                    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV)) {
+        return NULL;
+    }
+    return g_strdup_printf("%s:%s", host, port);
+}
+
 static void chardev_accept(void *opaque)
 {
     Chardev *chr = opaque;
@@ -123,6 +143,10 @@ static void chardev_accept(void *opaque)
         return;
     }
     chr->wait = false;
+    if (chr->inet) {
+        g_free(chr->peer);
+        chr->peer = chardev_sockname(fd, getpeername);
+    }
     chardev_deliver(chr, fd, fd);
 }
 
@@ -187,6 +211,7 @@ static void chardev_free(Chardev *chr)
     g_free(chr->fd_str);
     socket_address_free(chr->inet);
     g_free(chr->where);
+    g_free(chr->peer);
     g_free(chr->ring);
     g_free(chr);
 }
@@ -208,24 +233,20 @@ static void chardev_set_path(Chardev *chr, const char *path)
  */
 static char *chardev_local_name(Chardev *chr)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof(ss);
-    char host[INET6_ADDRSTRLEN], port[8];
+    struct sockaddr_un un;
+    socklen_t len = sizeof(un);
+    g_autofree char *tcp = NULL;
 
     if (chr->path) {
         return g_strdup_printf("unix:%s", chr->path);
     }
-    if (getsockname(chr->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
-        if (ss.ss_family == AF_UNIX) {
-            return g_strdup_printf("unix:%s",
-                                   ((struct sockaddr_un *)&ss)->sun_path);
-        }
-        if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
-            getnameinfo((struct sockaddr *)&ss, len, host, sizeof(host),
-                        port, sizeof(port),
-                        NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
-            return g_strdup_printf("tcp:%s:%s", host, port);
-        }
+    tcp = chardev_sockname(chr->listen_fd, getsockname);
+    if (tcp) {
+        return g_strdup_printf("tcp:%s", tcp);
+    }
+    if (getsockname(chr->listen_fd, (struct sockaddr *)&un, &len) == 0 &&
+        un.sun_family == AF_UNIX) {
+        return g_strdup_printf("unix:%s", un.sun_path);
     }
     return g_strdup_printf("fd:%s", chr->fd_str);
 }
@@ -544,7 +565,13 @@ char *chardev_filename(Chardev *chr)
 {
     switch (chr->kind) {
     case CHARDEV_SOCKET_SERVER:
-        return g_strdup_printf("disconnected:%s,server=on", chr->where);
+        if (!chr->connections) {
+            return g_strdup_printf("disconnected:%s,server=on", chr->where);
+        }
+        /* QEMU names its one client; here the last of those connected */
+        return chr->peer ? g_strdup_printf("%s,server=on <-> %s", chr->where,
+                                           chr->peer)
+                         : g_strdup_printf("%s,server=on", chr->where);
     case CHARDEV_SOCKET_CLIENT:
         return chr->inet ? g_strdup_printf("tcp:%s:%s", chr->inet->host,
                                            chr->inet->port) :
@@ -554,6 +581,12 @@ char *chardev_filename(Chardev *chr)
         /* "stdio", "null", "file", "ringbuf", "memory", as QEMU says */
         return g_strdup(chr->backend);
     }
+}
+
+void chardev_connection_ended(Chardev *chr)
+{
+    assert(chr->connections > 0);
+    chr->connections--;
 }
 
 bool chardev_has_user(Chardev *chr)

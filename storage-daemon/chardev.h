@@ -76,6 +76,8 @@ void chardev_foreach(void (*fn)(Chardev *chr, void *opaque), void *opaque);
 const char *chardev_id(Chardev *chr);
 /* What QEMU's query-chardev says it is ("null", "unix:PATH", ...). */
 char *chardev_filename(Chardev *chr);
+/* A connection that chardev_attach()'s function got has ended. */
+void chardev_connection_ended(Chardev *chr);
 /* Whether a monitor uses it (query-chardev's frontend-open). */
 bool chardev_has_user(Chardev *chr);
 

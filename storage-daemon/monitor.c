@@ -55,6 +55,7 @@
 #define MONITOR_QEMU_MICRO 0
 
 typedef struct Monitor {
+    Chardev *chr;               /* a monitor's device cannot be removed */
     bool pretty;
 } Monitor;
 
@@ -183,6 +184,7 @@ static void monitor_session_free(MonitorSession *s)
     }
     json_streamer_free(s->streamer);
     g_string_free(s->outbuf, TRUE);
+    chardev_connection_ended(s->mon->chr);
     g_free(s);
 }
 
@@ -372,6 +374,7 @@ int monitor_add(JsonObject *opts, Error **errp)
         return -EINVAL;
     }
     mon = g_new0(Monitor, 1);
+    mon->chr = chr;
     mon->pretty = json_object_get_boolean_member_with_default(opts, "pretty",
                                                               false);
     if (chardev_attach(chr, monitor_connect, mon, errp) < 0) {

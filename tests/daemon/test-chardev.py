@@ -9,6 +9,7 @@ a monitor on a null or file device.  Where qblock differs on purpose
 for its first client, a failed chardev-change) the case says so and runs
 against qblock only."""
 import os
+import re
 import socket
 import sys
 
@@ -36,9 +37,11 @@ def devices(c):
             for d in c.ok('query-chardev')}
 
 
-def test_add_and_query(c):
+def test_add_and_query(c, qmp_path):
     monitor = [k for k, v in devices(c).items() if v[1]]
     t.equal('query-chardev: the monitor\'s socket, in use', len(monitor), 1)
+    t.equal('and connected (this client)', devices(c)[monitor[0]][0],
+            'unix:%s,server=on' % qmp_path)
     t.equal('chardev-add ringbuf', add(c, 'r0', 'ringbuf', size=16),
             {'return': {}})
     t.equal('chardev-add memory (default size)', add(c, 'm1', 'memory'),
@@ -186,7 +189,7 @@ def test_qmp():
     d = t.daemon([])
     c = d.qmp()
     monitor_id = 'qmp0'
-    test_add_and_query(c)
+    test_add_and_query(c, d.qmp_path)
     test_ringbuf(c)
     test_change_remove(c, monitor_id)
     c.close()
@@ -196,7 +199,9 @@ def test_qmp():
 def test_cmdline():
     out = t.path('mon.txt')
     d = t.daemon(['--chardev', 'file,id=f,path=%s' % out,
-                  '--monitor', 'f', '--chardev', 'null,id=n',
+                  '--monitor', 'f', '--chardev',
+                  'socket,id=t,host=127.0.0.1,port=0,server=on,wait=off',
+                  '--monitor', 't', '--chardev', 'null,id=n',
                   '--monitor', 'n', '--chardev', 'memory,id=r,size=4k'])
     c = d.qmp()
     t.equal('chardev-add of a TCP server on port 0', add(
@@ -209,6 +214,18 @@ def test_cmdline():
                                                                 'server=on'),
             where)
     c.ok('chardev-remove', {'id': 't0'})
+    tcp = devices(c)['t'][0]
+    port = int(re.search(r'127\.0\.0\.1:(\d+),', tcp).group(1))
+    cl = socket.create_connection(('127.0.0.1', port))
+    cl.settimeout(qsd.TIMEOUT)
+    t.check('a TCP monitor greets', b'"QMP"' in cl.recv(4096))
+    t.equal('query-chardev names its client', devices(c)['t'][0],
+            'tcp:127.0.0.1:%d,server=on <-> 127.0.0.1:%d' %
+            (port, cl.getsockname()[1]))
+    cl.close()
+    if QBLOCK:
+        t.check('and says when it has gone', qsd.wait_for(
+            lambda: devices(c)['t'][0].startswith('disconnected:')))
     t.check('a monitor on a file device writes its greeting there',
             qsd.wait_for(lambda: os.path.exists(out) and
                          b'"QMP"' in open(out, 'rb').read()))
