@@ -106,8 +106,12 @@ static bool json_parse_unicode_escape(JsonParseState *st, GString *out)
         return false;
     }
     if (cp == 0) {
-        json_error(st, "\\u0000 is not allowed in a string");
-        return false;
+        /*
+         * As QEMU: U+0000 as modified UTF-8 (0xC0 0x80), so that the
+         * string stays a C string; the writer turns it back into \u0000.
+         */
+        g_string_append_len(out, "\xC0\x80", 2);
+        return true;
     }
     g_string_append_unichar(out, cp);
     return true;
@@ -157,6 +161,7 @@ static char *json_parse_string(JsonParseState *st)
 {
     g_autoptr(GString) out = g_string_new(NULL);
     char quote = *st->p++;
+    const char *start = st->p;
 
     for (;;) {
         unsigned char c;
@@ -181,7 +186,11 @@ static char *json_parse_string(JsonParseState *st)
             g_string_append_c(out, c);
         }
     }
-    if (!g_utf8_validate(out->str, out->len, NULL)) {
+    /*
+     * The text must be UTF-8; what escapes make is, but for U+0000 in
+     * modified UTF-8 (json_parse_unicode_escape()).
+     */
+    if (!g_utf8_validate(start, st->p - 1 - start, NULL)) {
         json_error(st, "invalid UTF-8 sequence in string");
         return NULL;
     }

@@ -152,13 +152,18 @@ void json_append_string(GString *out, const char *str)
     while (*p) {
         gunichar c = g_utf8_get_char_validated(p, -1);
 
-        if (c == (gunichar)-1 || c == (gunichar)-2) {
+        if ((guchar)p[0] == 0xC0 && (guchar)p[1] == 0x80) {
+            /* U+0000 as the parser stores it (modified UTF-8), as QEMU */
+            c = 0;
+            p += 2;
+        } else if (c == (gunichar)-1 || c == (gunichar)-2) {
             c = 0xFFFD;
             p++;
         } else {
             p = g_utf8_next_char(p);
         }
-        if (c < ARRAY_SIZE(json_short_escapes) && json_short_escapes[c]) {
+        if (c != 0 && c < ARRAY_SIZE(json_short_escapes) &&
+            json_short_escapes[c]) {
             g_string_append(out, json_short_escapes[c]);
         } else if (c >= 0x10000) {
             c -= 0x10000;

@@ -132,6 +132,14 @@ def test_ringbuf(c):
     c.ok('ringbuf-write', {'device': 'r0', 'data': 'caf\u00e9'})
     t.equal('UTF-8 round trip',
             c.ok('ringbuf-read', {'device': 'r0', 'size': 8}), 'caf\u00e9')
+    c.ok('ringbuf-write', {'device': 'r0', 'data': 'a\u0000b'})
+    t.equal('U+0000 is stored as modified UTF-8 (C0 80), as QEMU does',
+            c.ok('ringbuf-read', {'device': 'r0', 'size': 8,
+                                  'format': 'base64'}), 'YcCAYg==')
+    c.ok('ringbuf-write', {'device': 'r0', 'data': 'YcCAYgBj',
+                           'format': 'base64'})
+    t.equal('and read back as \\u0000; a NUL byte ends the string',
+            c.ok('ringbuf-read', {'device': 'r0', 'size': 8}), 'a\u0000b')
     for args, want in [
         ({'device': 'r0', 'size': 0}, 'size must be greater than zero'),
         ({'device': 'n0', 'size': 1}, 'n0 is not a ringbuf device'),
