@@ -434,8 +434,9 @@ static void qmp_x_blockdev_set_write_cache(JsonObject *args, JsonNode **ret,
         BlockBackend *blk = g_ptr_array_index(blks, i);
 
         if (json_object_has_member(args, "writeback")) {
-            blk_set_enable_write_cache(blk, json_object_get_boolean_member(
-                                                args, "writeback"));
+            /* an export tells its clients */
+            blk_exp_set_write_cache(blk, json_object_get_boolean_member(
+                                             args, "writeback"));
         }
         writeback &= blk_enable_write_cache(blk);
     }

@@ -107,6 +107,19 @@ static void blk_exp_free(BlockExport *exp)
     g_free(exp);
 }
 
+void blk_exp_set_write_cache(BlockBackend *blk, bool writeback)
+{
+    for (GList *l = blk_exp_list.head; l; l = l->next) {
+        BlockExport *exp = l->data;
+
+        if (exp->blk == blk && exp->drv->set_write_cache) {
+            exp->drv->set_write_cache(exp, writeback);
+            return;
+        }
+    }
+    blk_set_enable_write_cache(blk, writeback);
+}
+
 static void blk_exp_resize_cb(void *opaque)
 {
     BlockExport *exp = opaque;

@@ -71,6 +71,14 @@ static unsigned int vu_blk_block_export_client_count(BlockExport *exp)
     return vhost_user_blk_export_has_client(e->vub);
 }
 
+static void vu_blk_block_export_set_write_cache(BlockExport *exp,
+                                                bool writeback)
+{
+    VuBlkBlockExport *e = exp->opaque;
+
+    vhost_user_blk_export_set_write_cache(e->vub, writeback);
+}
+
 static void vu_blk_block_export_resize(BlockExport *exp)
 {
     VuBlkBlockExport *e = exp->opaque;
@@ -92,6 +100,7 @@ static const BlockExportDriver vu_blk_block_export_driver = {
     .request_shutdown   = vu_blk_block_export_request_shutdown,
     .client_count       = vu_blk_block_export_client_count,
     .resize             = vu_blk_block_export_resize,
+    .set_write_cache    = vu_blk_block_export_set_write_cache,
     .delete             = vu_blk_block_export_delete,
 };
 

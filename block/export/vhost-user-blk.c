@@ -13,9 +13,11 @@
  *     front-end that caches the field (QEMU reads it once, at connect)
  *     never believes in writethrough while writes are cached.
  *  2. Only a driver that negotiated CONFIG_WCE and FLUSH changes the
- *     mode, through the writeback field; the export never changes it on
- *     its own, also not at a disconnect or a reconnect, because QEMU
- *     keeps showing the guest the value it read or wrote last.
+ *     mode, through the writeback field, or the operator, and then the
+ *     front-end is sent a config-change notification; the export never
+ *     changes it on its own, also not at a disconnect or a reconnect,
+ *     because QEMU keeps showing the guest the value it read or wrote
+ *     last.
  *  3. Requests in flight are the server's business: it waits for them
  *     before memory goes away and before the export is freed.
  */
@@ -254,6 +256,18 @@ void vhost_user_blk_export_free(VhostUserBlkExport *exp)
     blk_unref(exp->blk);
     g_free(exp->id);
     g_free(exp);
+}
+
+void vhost_user_blk_export_set_write_cache(VhostUserBlkExport *exp,
+                                           bool writeback)
+{
+    /* invariant 1 */
+    if (exp->flush_off) {
+        exp->wce = writeback;
+    } else {
+        blk_set_enable_write_cache(exp->blk, writeback);
+    }
+    vu_server_config_changed(exp->server);
 }
 
 void vhost_user_blk_export_resize(VhostUserBlkExport *exp)

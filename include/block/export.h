@@ -70,6 +70,13 @@ typedef struct BlockExportDriver {
      * coroutine of the truncate; it must not wait.
      */
     void (*resize)(BlockExport *exp);
+    /*
+     * Optional.  The operator sets the write cache of exp->blk
+     * (x-blockdev-set-write-cache): apply @writeback as the driver's
+     * own rules allow and tell the clients what their protocol lets them
+     * learn.  NULL: blk_set_enable_write_cache() alone.
+     */
+    void (*set_write_cache)(BlockExport *exp, bool writeback);
     /* Optional.  Frees the driver state; no reference is left. */
     void (*delete)(BlockExport *exp);
 } BlockExportDriver;

@@ -79,6 +79,14 @@ void vhost_user_blk_export_free(VhostUserBlkExport *exp);
  * config-change notification if it negotiated one.
  */
 void vhost_user_blk_export_resize(VhostUserBlkExport *exp);
+/*
+ * The operator sets the write cache: kept aside while a driver that
+ * cannot flush is connected (invariant 1 of vhost-user-blk.c), and the
+ * front-end is sent a config-change notification, so that a guest sees
+ * the new writeback field.
+ */
+void vhost_user_blk_export_set_write_cache(VhostUserBlkExport *exp,
+                                           bool writeback);
 /* Whether a front-end is connected now. */
 bool vhost_user_blk_export_has_client(VhostUserBlkExport *exp);
 

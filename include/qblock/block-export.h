@@ -17,5 +17,11 @@ const char *blk_exp_get_id(BlockExport *exp);
 const char *blk_exp_get_type(BlockExport *exp);
 /* The BlockBackend it serves; it lives as long as the export does. */
 BlockBackend *blk_exp_get_blk(BlockExport *exp);
+/*
+ * Sets the write cache of @blk, as the operator asks: through the export
+ * that serves it, if one does, so that its clients learn of it (a
+ * vhost-user-blk front-end gets a config-change notification).
+ */
+void blk_exp_set_write_cache(BlockBackend *blk, bool writeback);
 
 #endif

@@ -2,6 +2,7 @@
 """The daemon's vhost-user-blk export type: --export and block-export-add
 with its options, the writeback byte a front-end reads (the export's
 writethrough setting) and writes (seen by x-blockdev-set-write-cache),
+the operator's write cache change announced to the front-end,
 block-export-del refused while a front-end is connected and forced with
 mode=hard, a front-end that breaks the protocol, and shutdown with a
 front-end connected.  The front-end here speaks raw vhost-user messages;
@@ -184,7 +185,53 @@ def test_memory_shrinks():
             'guest memory' in d.stderr, d.stderr)
 
 
+def test_write_cache_announced():
+    """x-blockdev-set-write-cache on the export: the front-end is sent a
+    config-change notification and reads the new writeback byte; while
+    a driver that cannot flush is connected the setting is kept aside
+    (the writes stay writethrough) and still shown and announced."""
+    img = t.create_image('wc.qcow2', size='16M')
+    path = t.path('wc.sock')
+    d = t.daemon(['--blockdev', 'driver=file,filename=%s,node-name=f0' %
+                  img, '--blockdev', 'driver=qcow2,file=f0,node-name=n0',
+                  '--export', 'type=vhost-user-blk,id=v0,node-name=n0,'
+                  'writable=on,addr.type=unix,addr.path=%s' % path])
+    c = d.qmp()
+    fe = FrontEnd(path)
+    features, _ = fe.negotiate(PF_REPLY_ACK | PF_CONFIG | PF_BACKEND_REQ)
+    chan = fe.backend_channel()
+    chan.settimeout(qsd.TIMEOUT)
+    t.equal('writeback to begin with', fe.writeback(), 1)
+    r = c.ok('x-blockdev-set-write-cache', {'id': 'v0', 'writeback': False})
+    t.equal('the operator turns the cache off', r, {'writeback': False})
+    msg = chan.recv(12)
+    t.equal('the front-end is told (CONFIG_CHANGE_MSG)',
+            struct.unpack('<III', msg) if len(msg) == 12 else msg,
+            (2, VERSION, 0))
+    t.equal('and reads writethrough', fe.writeback(), 0)
+    c.ok('x-blockdev-set-write-cache', {'id': 'v0', 'writeback': True})
+    t.check('told again', len(chan.recv(12)) == 12)
+    t.equal('and reads writeback', fe.writeback(), 1)
+    # a driver without VIRTIO_BLK_F_FLUSH cannot flush: writethrough
+    fe.set_u64(SET_FEATURES, features & ~BLK_F_FLUSH & ~BLK_F_CONFIG_WCE,
+               ack=False)
+    t.equal('a driver that cannot flush gets writethrough',
+            export_cache(c, 'v0'), False)
+    r = c.ok('x-blockdev-set-write-cache', {'id': 'v0', 'writeback': True})
+    t.equal('the operator\'s writeback is kept aside meanwhile', r,
+            {'writeback': False})
+    t.check('and announced', len(chan.recv(12)) == 12)
+    t.equal('the field shows the mode kept aside', fe.writeback(), 1)
+    fe.close()
+    chan.close()
+    t.check('the next driver gets it', qsd.wait_for(
+        lambda: export_cache(c, 'v0') is True))
+    c.close()
+    t.equal('the daemon exits 0', d.stop(), 0)
+
+
 test_cmdline_export()
 test_qmp_export_and_shutdown()
+test_write_cache_announced()
 test_memory_shrinks()
 t.finish()
