@@ -229,15 +229,26 @@ static void qmp_ringbuf_read(JsonObject *args, JsonNode **ret,
     *ret = json_node_init_string(json_node_alloc(), text);
 }
 
-void chardev_register_commands(void)
+static const struct {
+    const char *name;
+    QmpCommandFunc *fn;
+} chardev_commands[] = {
+    { "query-chardev", qmp_query_chardev },
+    { "query-chardev-backends", qmp_query_chardev_backends },
+    { "chardev-add", qmp_chardev_add },
+    { "chardev-change", qmp_chardev_change },
+    { "chardev-remove", qmp_chardev_remove },
+    { "chardev-send-break", qmp_chardev_send_break },
+    { "ringbuf-write", qmp_ringbuf_write },
+    { "ringbuf-read", qmp_ringbuf_read },
+};
+
+void chardev_register_commands(bool (*wanted)(const char *name))
 {
-    qmp_register_command("query-chardev", qmp_query_chardev);
-    qmp_register_command("query-chardev-backends",
-                         qmp_query_chardev_backends);
-    qmp_register_command("chardev-add", qmp_chardev_add);
-    qmp_register_command("chardev-change", qmp_chardev_change);
-    qmp_register_command("chardev-remove", qmp_chardev_remove);
-    qmp_register_command("chardev-send-break", qmp_chardev_send_break);
-    qmp_register_command("ringbuf-write", qmp_ringbuf_write);
-    qmp_register_command("ringbuf-read", qmp_ringbuf_read);
+    for (size_t i = 0; i < G_N_ELEMENTS(chardev_commands); i++) {
+        if (!wanted || wanted(chardev_commands[i].name)) {
+            qmp_register_command(chardev_commands[i].name,
+                                 chardev_commands[i].fn);
+        }
+    }
 }

@@ -4,6 +4,12 @@
 #ifndef QBLOCK_SD_CHARDEV_QMP_H
 #define QBLOCK_SD_CHARDEV_QMP_H
 
-void chardev_register_commands(void);
+#include <stdbool.h>
+
+/*
+ * Registers the commands, or those @wanted (NULL: all) returns true for:
+ * fuzz-qmp runs the ones that touch no host file or socket.
+ */
+void chardev_register_commands(bool (*wanted)(const char *name));
 
 #endif

@@ -452,7 +452,7 @@ static void qsd_register_commands(void)
     job_register_commands();
     backup_register_commands();
     dirty_bitmap_register_commands();
-    chardev_register_commands();
+    chardev_register_commands(NULL);
     qmp_register_command("quit", qmp_quit);
 }
 

@@ -8,7 +8,11 @@
  * qmp_dispatch() with the schema's argument checks for every command.
  *
  * The monitor's own commands (qmp_capabilities, query-version),
- * query-commands and query-qmp-schema are the real ones.  Every other command of the schema
+ * query-commands, query-qmp-schema and the character device commands
+ * that touch no host file or socket (ringbuf-write and -read on a ring
+ * made at start, query-chardev, chardev-send-break; not chardev-remove,
+ * which would take the ring away from the inputs after it) are
+ * the real ones.  Every other command of the schema
  * gets a stub that returns {}: its arguments are checked as for the real
  * command, but nothing runs, because blockdev-add, nbd-server-start and
  * the like would open host files or bind sockets at the fuzzer's whim.
@@ -20,6 +24,7 @@
 
 #include "block/block_int.h"
 #include "storage-daemon/chardev.h"
+#include "storage-daemon/chardev-qmp.h"
 #include "storage-daemon/monitor.h"
 #include "storage-daemon/qmp-dispatch.h"
 
@@ -31,12 +36,22 @@ static void fuzz_qmp_stub(JsonObject *args, JsonNode **ret, Error **errp)
 }
 
 /* The real implementations (header comment); the rest are stubs. */
+static bool fuzz_qmp_is_real_chardev(const char *name)
+{
+    return !strcmp(name, "ringbuf-write") ||
+           !strcmp(name, "ringbuf-read") ||
+           !strcmp(name, "query-chardev") ||
+           !strcmp(name, "query-chardev-backends") ||
+           !strcmp(name, "chardev-send-break");
+}
+
 static bool fuzz_qmp_is_real(const char *name)
 {
     return !strcmp(name, "qmp_capabilities") ||
            !strcmp(name, "query-version") ||
            !strcmp(name, "query-commands") ||
-           !strcmp(name, "query-qmp-schema");
+           !strcmp(name, "query-qmp-schema") ||
+           fuzz_qmp_is_real_chardev(name);
 }
 
 static void fuzz_qmp_cleanup(void)
@@ -56,6 +71,7 @@ static void fuzz_qmp_init(void)
     }
     bdrv_init();
     qmp_register_dispatch_commands();
+    chardev_register_commands(fuzz_qmp_is_real_chardev);
     monitor_init();
     for (const QapiCommand *c = qapi_commands; c->name; c++) {
         if (!fuzz_qmp_is_real(c->name)) {
@@ -72,6 +88,17 @@ static void fuzz_qmp_init(void)
     json_object_set_boolean_member(chr, "wait", false);
     if (!chardev_add(chr, &error_abort)) {
         abort();
+    }
+    /* a ring for ringbuf-write and -read: "r0", 4 KiB */
+    {
+        g_autoptr(JsonObject) ring = json_object_new();
+
+        json_object_set_string_member(ring, "id", "r0");
+        json_object_set_string_member(ring, "backend", "ringbuf");
+        json_object_set_int_member(ring, "size", 4096);
+        if (!chardev_add(ring, &error_abort)) {
+            abort();
+        }
     }
     json_object_set_string_member(mon, "chardev", "qmp0");
     if (monitor_add(mon, &error_abort) < 0) {

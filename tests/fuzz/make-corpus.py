@@ -87,6 +87,18 @@ def qmp_seeds():
           '"id": "e", "node-name": "d", "writable": true}}'
           '{"execute": "nbd-server-start", "arguments": {"addr": '
           '{"type": "unix", "data": {"path": "/s"}}}}')
+    write('fuzz-qmp', 'ringbuf',
+          '{"execute": "qmp_capabilities", "arguments": {"enable": ["oob"]}}'
+          '{"execute": "ringbuf-write", "arguments": {"device": "r0", '
+          '"data": "a\\u0000b\\u00e9"}}'
+          '{"execute": "ringbuf-write", "arguments": {"device": "r0", '
+          '"data": "//79YWJj", "format": "base64"}}'
+          '{"execute": "ringbuf-read", "arguments": {"device": "r0", '
+          '"size": 7}}'
+          '{"execute": "ringbuf-read", "arguments": {"device": "r0", '
+          '"size": 100, "format": "base64"}}'
+          '{"execute": "query-chardev"}'
+          '{"exec-oob": "query-chardev"}')
     # 0xff: the byte after which the monitor gets back in step
     write('fuzz-qmp', 'errors-and-resync',
           b'{"execute": "query-version"}\n{"execute": 1}\n'
