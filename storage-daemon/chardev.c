@@ -47,9 +47,8 @@ struct Chardev {
     char *id;
     ChardevKind kind;
     const char *backend;        /* its kind's name: "memory" is a ringbuf */
-    char *path;                 /* sockets: absolute path; NULL with fd= */
-    char *fd_str;               /* sockets: an inherited one's number */
-    SocketAddress *inet;        /* sockets: host and port */
+    /* sockets: unix (an absolute path), inet, or an inherited fd */
+    SocketAddress *addr;
     char *where;                /* "unix:PATH", "tcp:HOST:PORT": messages */
     int listen_fd;              /* server: -1 once closed */
     SocketUnixFile sock_file;   /* server: what the path named after bind */
@@ -143,26 +142,18 @@ static void chardev_accept(void *opaque)
         return;
     }
     chr->wait = false;
-    if (chr->inet) {
-        g_free(chr->peer);
-        chr->peer = chardev_sockname(fd, getpeername);
-    }
+    g_free(chr->peer);
+    chr->peer = chardev_sockname(fd, getpeername);
     chardev_deliver(chr, fd, fd);
 }
 
 /* A stale socket at the path is replaced; any other file is not. */
 static int chardev_listen(Chardev *chr, Error **errp)
 {
-    g_autoptr(SocketAddress) addr = NULL;
-    int fd;
-
     /* several clients may connect at once: give them some backlog */
-    if (chr->fd_str || chr->inet) {
-        addr = chr->inet ? NULL : socket_address_new_fd(chr->fd_str);
-        fd = socket_listen(chr->inet ? chr->inet : addr, 16, errp);
-    } else {
-        fd = socket_listen_unix(chr->path, 16, &chr->sock_file, errp);
-    }
+    int fd = chr->addr->type == SOCKET_ADDRESS_TYPE_UNIX ?
+             socket_listen_unix(chr->addr->path, 16, &chr->sock_file, errp) :
+             socket_listen(chr->addr, 16, errp);
 
     if (fd < 0) {
         return fd;
@@ -177,11 +168,7 @@ static int chardev_listen(Chardev *chr, Error **errp)
 
 static int chardev_connect(Chardev *chr, Error **errp)
 {
-    g_autoptr(SocketAddress) addr = chr->inet ? NULL :
-                                    chr->fd_str ?
-                                    socket_address_new_fd(chr->fd_str) :
-                                    socket_address_new_unix(chr->path);
-    int fd = socket_connect(chr->inet ? chr->inet : addr, errp);
+    int fd = socket_connect(chr->addr, errp);
 
     if (fd < 0) {
         return fd;
@@ -207,24 +194,11 @@ static void chardev_free(Chardev *chr)
     }
     g_array_unref(chr->waiting);
     g_free(chr->id);
-    g_free(chr->path);
-    g_free(chr->fd_str);
-    socket_address_free(chr->inet);
+    socket_address_free(chr->addr);
     g_free(chr->where);
     g_free(chr->peer);
     g_free(chr->ring);
     g_free(chr);
-}
-
-/* absolute: the daemon may chdir("/") when it daemonizes */
-static void chardev_set_path(Chardev *chr, const char *path)
-{
-    g_autofree char *cwd = NULL;
-
-    if (path) {
-        cwd = g_get_current_dir();
-        chr->path = g_canonicalize_filename(path, cwd);
-    }
 }
 
 /*
@@ -237,8 +211,8 @@ static char *chardev_local_name(Chardev *chr)
     socklen_t len = sizeof(un);
     g_autofree char *tcp = NULL;
 
-    if (chr->path) {
-        return g_strdup_printf("unix:%s", chr->path);
+    if (chr->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+        return g_strdup_printf("unix:%s", chr->addr->path);
     }
     tcp = chardev_sockname(chr->listen_fd, getsockname);
     if (tcp) {
@@ -248,7 +222,7 @@ static char *chardev_local_name(Chardev *chr)
         un.sun_family == AF_UNIX) {
         return g_strdup_printf("unix:%s", un.sun_path);
     }
-    return g_strdup_printf("fd:%s", chr->fd_str);
+    return g_strdup_printf("fd:%s", chr->addr->str);
 }
 
 /* stdio, null, file: one connection, there from the start */
@@ -269,8 +243,10 @@ static int chardev_open_fds(Chardev *chr, JsonObject *opts, Error **errp)
     out_fd = open(out, O_WRONLY | O_CREAT | O_CLOEXEC |
                   (append ? O_APPEND : O_TRUNC), 0666);
     if (out_fd < 0) {
-        error_setg_errno(errp, errno, "Could not open '%s'", out);
-        return -errno;
+        int ret = -errno;
+
+        error_setg_errno(errp, -ret, "Could not open '%s'", out);
+        return ret;
     }
     in_fd = open(in, O_RDONLY | O_CLOEXEC);
     if (in_fd < 0) {
@@ -323,17 +299,17 @@ static int chardev_open_socket(Chardev *chr, JsonObject *opts, Error **errp)
                            opts, "host", NULL);
     const char *port = json_object_get_string_member_with_default(
                            opts, "port", NULL);
+    const char *fd = json_object_get_string_member_with_default(opts, "fd",
+                                                                NULL);
     int ret;
 
-    chr->fd_str = g_strdup(json_object_get_string_member_with_default(
-                               opts, "fd", NULL));
-    if (!!path + !!chr->fd_str + !!host > 1) {
+    if (!!path + !!fd + !!host > 1) {
         /* QEMU's words */
         error_setg(errp, "None or one of 'path', 'fd' or 'host' option "
                    "required.");
         return -EINVAL;
     }
-    if (!path && !chr->fd_str && !host) {
+    if (!path && !fd && !host) {
         /* QEMU waits on no socket at all, for ever */
         error_setg(errp, "A socket needs 'path', 'fd' or 'host'");
         return -EINVAL;
@@ -342,10 +318,16 @@ static int chardev_open_socket(Chardev *chr, JsonObject *opts, Error **errp)
         error_setg(errp, "A TCP socket needs 'host' and 'port'");
         return -EINVAL;
     }
-    if (host) {
-        chr->inet = socket_address_new_inet(host, port);
+    if (path) {
+        /* absolute: the daemon may chdir("/") when it daemonizes */
+        g_autofree char *cwd = g_get_current_dir();
+        g_autofree char *abs = g_canonicalize_filename(path, cwd);
+
+        chr->addr = socket_address_new_unix(abs);
+    } else {
+        chr->addr = host ? socket_address_new_inet(host, port)
+                         : socket_address_new_fd(fd);
     }
-    chardev_set_path(chr, path);
     if (!json_object_get_boolean_member_with_default(opts, "server",
                                                      false)) {
         chr->kind = CHARDEV_SOCKET_CLIENT;
@@ -496,8 +478,8 @@ static void chardev_close(Chardev *chr)
         chr->listen_fd = -1;
         accept_backoff_cleanup(&chr->backoff);
         /* invariant 2 */
-        if (chr->path) {
-            socket_unlink_unix(chr->path, &chr->sock_file);
+        if (chr->addr->type == SOCKET_ADDRESS_TYPE_UNIX) {
+            socket_unlink_unix(chr->addr->path, &chr->sock_file);
         }
     }
     chardev_free(chr);
@@ -573,10 +555,16 @@ char *chardev_filename(Chardev *chr)
                                            chr->peer)
                          : g_strdup_printf("%s,server=on", chr->where);
     case CHARDEV_SOCKET_CLIENT:
-        return chr->inet ? g_strdup_printf("tcp:%s:%s", chr->inet->host,
-                                           chr->inet->port) :
-               chr->path ? g_strdup_printf("unix:%s", chr->path) :
-                           g_strdup_printf("fd:%s", chr->fd_str);
+        switch (chr->addr->type) {
+        case SOCKET_ADDRESS_TYPE_INET:
+            return g_strdup_printf("tcp:%s:%s", chr->addr->host,
+                                   chr->addr->port);
+        case SOCKET_ADDRESS_TYPE_UNIX:
+            return g_strdup_printf("unix:%s", chr->addr->path);
+        case SOCKET_ADDRESS_TYPE_FD:
+            break;
+        }
+        return g_strdup_printf("fd:%s", chr->addr->str);
     default:
         /* "stdio", "null", "file", "ringbuf", "memory", as QEMU says */
         return g_strdup(chr->backend);

@@ -318,10 +318,30 @@ static int socket_get_fd(const char *str, Error **errp)
     return fd;
 }
 
+/*
+ * An inherited socket made like the ones created here (sockets.h):
+ * close-on-exec, non-blocking or blocking as @nonblock says.
+ */
+static int socket_adopt_fd(int fd, const char *str, bool nonblock,
+                           Error **errp)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    if (flags < 0 ||
+        fcntl(fd, F_SETFL, nonblock ? flags | O_NONBLOCK
+                                    : flags & ~O_NONBLOCK) < 0 ||
+        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+        int ret = -errno;
+
+        error_setg_errno(errp, errno, "File descriptor '%s'", str);
+        return ret;
+    }
+    return fd;
+}
+
 static int socket_listen_fd(const char *str, int backlog, Error **errp)
 {
     int fd = socket_get_fd(str, errp);
-    int flags;
 
     if (fd < 0) {
         return fd;
@@ -333,15 +353,7 @@ static int socket_listen_fd(const char *str, int backlog, Error **errp)
         error_setg_errno(errp, errno, "Failed to listen on fd socket");
         return ret;
     }
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0 ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-        int ret = -errno;
-
-        error_setg_errno(errp, errno, "File descriptor '%s'", str);
-        return ret;
-    }
-    return fd;
+    return socket_adopt_fd(fd, str, true, errp);
 }
 
 int socket_listen(const SocketAddress *addr, int backlog, Error **errp)
@@ -363,7 +375,6 @@ static int socket_connected_fd(const char *str, Error **errp)
     int fd = socket_get_fd(str, errp);
     int listening = 0;
     socklen_t len = sizeof(listening);
-    int flags;
 
     if (fd < 0) {
         return fd;
@@ -374,15 +385,7 @@ static int socket_connected_fd(const char *str, Error **errp)
                    "connection", str);
         return -EINVAL;
     }
-    flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0 ||
-        fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
-        int ret = -errno;
-
-        error_setg_errno(errp, errno, "File descriptor '%s'", str);
-        return ret;
-    }
-    return fd;
+    return socket_adopt_fd(fd, str, false, errp);
 }
 
 /* Connections without blocking are made to inet and unix addresses. */

@@ -1,6 +1,7 @@
 /*
  * Stream sockets: addresses, listening and connecting (TCP and unix), and
- * listening on a socket the process inherited (an fd address).
+ * sockets the process inherited, named by number (fd addresses): one to
+ * listen on, or a connection.
  *
  * Sockets are created close-on-exec.  Listening sockets are non-blocking
  * (the event loop accepts from them); connected client sockets are
@@ -34,7 +35,7 @@ SocketAddress *socket_address_new_unix(const char *path);
 SocketAddress *socket_address_new_fd(const char *str);
 void socket_address_free(SocketAddress *addr);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(SocketAddress, socket_address_free)
-/* "host:port" or the path, for messages (caller frees). */
+/* "host:port", the path or "fd:N", for messages (caller frees). */
 char *socket_address_to_string(const SocketAddress *addr);
 
 /*
@@ -103,8 +104,9 @@ int socket_connect(const SocketAddress *addr, Error **errp);
  *                  call socket_connect_continue() after a pause;
  *   another -errno with @errp set (QEMU's message); @c is then done.
  * The addresses @addr resolves to are tried in turn, as socket_connect()
- * does; an fd address is refused (there is nothing to connect).  socket_connect_abort() ends an attempt still under way (any
- * number of times; harmless on one that ended).
+ * does; an fd address is refused (there is nothing to connect).
+ * socket_connect_abort() ends an attempt still under way (any number of
+ * times; harmless on one that ended).
  */
 struct addrinfo;
 
