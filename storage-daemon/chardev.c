@@ -606,12 +606,24 @@ int chardev_ringbuf_write(const char *id, const uint8_t *buf, size_t len,
     if (!chr) {
         return -EINVAL;
     }
-    for (size_t i = 0; i < len; i++) {
-        chr->ring[chr->ring_prod++ & (chr->ring_size - 1)] = buf[i];
-        /* invariant 4: a full ring loses its oldest byte */
-        if (chr->ring_prod - chr->ring_cons > chr->ring_size) {
-            chr->ring_cons++;
-        }
+    /* only the last ring_size bytes can stay */
+    if (len > chr->ring_size) {
+        chr->ring_prod += len - chr->ring_size;
+        buf += len - chr->ring_size;
+        len = chr->ring_size;
+    }
+    while (len) {
+        uint64_t at = chr->ring_prod & (chr->ring_size - 1);
+        size_t n = MIN(len, chr->ring_size - at);
+
+        memcpy(chr->ring + at, buf, n);
+        chr->ring_prod += n;
+        buf += n;
+        len -= n;
+    }
+    /* invariant 4: a full ring loses its oldest bytes */
+    if (chr->ring_prod - chr->ring_cons > chr->ring_size) {
+        chr->ring_cons = chr->ring_prod - chr->ring_size;
     }
     assert(chr->ring_prod - chr->ring_cons <= chr->ring_size);
     return 0;
@@ -632,10 +644,13 @@ GByteArray *chardev_ringbuf_read(const char *id, int64_t size, Error **errp)
     /* invariant 4: never more than the ring holds */
     size = MIN((uint64_t)size, chr->ring_prod - chr->ring_cons);
     out = g_byte_array_sized_new(size);
-    for (int64_t i = 0; i < size; i++) {
-        uint8_t c = chr->ring[chr->ring_cons++ & (chr->ring_size - 1)];
+    while (size) {
+        uint64_t at = chr->ring_cons & (chr->ring_size - 1);
+        size_t n = MIN((uint64_t)size, chr->ring_size - at);
 
-        g_byte_array_append(out, &c, 1);
+        g_byte_array_append(out, chr->ring + at, n);
+        chr->ring_cons += n;
+        size -= n;
     }
     return out;
 }
