@@ -345,6 +345,16 @@ def generic(desc):
     return ('GenericError', desc)
 
 
+def refused(tests, c, command, defaults, cases):
+    """Runs @command with @defaults updated by each case's arguments and
+    checks that it fails with the case's GenericError message: @cases
+    is a list of (arguments, message)."""
+    for args, msg in cases:
+        tests.equal('refused: %s' % msg,
+                    error_of(c.cmd(command, dict(defaults, **args))),
+                    generic(msg))
+
+
 def qemu_io(tests, uri, *cmds, fmt='raw', cache='writeback'):
     """Runs the real qemu-io on an NBD URI (qemu-utils is a test
     dependency); returns (status, output).  qemu-io's own default cache

@@ -129,10 +129,7 @@ def test_refusals(c):
         ({'device': 'top', 'target': t.path('x.qcow2'), 'sync': 'bitmap'},
          "must provide a valid bitmap name for 'bitmap' sync mode"),
     ]
-    for args, msg in cases:
-        args = dict({'job-id': 'bad', 'sync': 'full'}, **args)
-        t.equal('refused: %s' % msg, error_of(c.cmd('drive-backup', args)),
-                generic(msg))
+    qsd.refused(t, c, 'drive-backup', {'job-id': 'bad', 'sync': 'full'}, cases)
     t.equal('no job is left', c.ok('query-jobs'), [])
 
 

@@ -126,10 +126,7 @@ def test_refusals():
           'sync': 'incremental'},
          "Sync mode 'incremental' not supported"),
     ]
-    for args, msg in cases:
-        args = dict({'job-id': 'bad', 'sync': 'full'}, **args)
-        t.equal('refused: %s' % msg, error_of(c.cmd('drive-mirror', args)),
-                generic(msg))
+    qsd.refused(t, c, 'drive-mirror', {'job-id': 'bad', 'sync': 'full'}, cases)
     t.equal('no job is left', c.ok('query-jobs'), [])
     c.close()
     t.equal('the daemon exits 0', d.stop(), 0)
