@@ -14,6 +14,9 @@
  *  2. A waiting coroutine is woken only by the fd handler of its
  *     direction (or by co_socket_shutdown()), and the handler clears its
  *     pointer before waking it, so no coroutine is entered twice.
+ *  3. A waiter resumes in s->ctx, where the handler that wakes it runs:
+ *     its own context, except after co_socket_move(), which so takes the
+ *     waiter along to the new one.
  */
 #include "util/osdep.h"
 #include "util/co-socket.h"
@@ -52,7 +55,7 @@ static void co_socket_wake(CoSocket *s, Coroutine **waiter, bool *watch)
         return;
     }
     *waiter = NULL;
-    aio_co_wake(co);
+    aio_co_enter(s->ctx, co);     /* invariant 3 */
 }
 
 static void co_socket_readable(void *opaque)
@@ -115,6 +118,19 @@ void co_socket_set_aio_context(CoSocket *s, AioContext *ctx)
     /* invariant 1: nothing registered, nothing watched */
     s->watch_read = s->watch_write = false;
     s->ctx = ctx;
+}
+
+void co_socket_move(CoSocket *s, AioContext *ctx)
+{
+    bool watched = s->fd >= 0 && (s->watch_read || s->watch_write);
+
+    if (watched) {
+        aio_set_fd_handler(s->ctx, s->fd, NULL, NULL, NULL);
+    }
+    s->ctx = ctx;
+    if (watched) {
+        co_socket_update_handler(s);    /* invariant 1, in @ctx */
+    }
 }
 
 void co_socket_close(CoSocket *s)

@@ -76,6 +76,13 @@ void coroutine_fn co_socket_wait_fd(CoSocket *s, CoSocketDirection dir);
  * in @ctx, from @ctx's thread.  No coroutine may be waiting.
  */
 void co_socket_set_aio_context(CoSocket *s, AioContext *ctx);
+/*
+ * Moves the socket's fd handlers to @ctx with its waiters: a coroutine
+ * waiting on the socket resumes in @ctx (a node's connection moving to an
+ * iothread while its reader waits).  The caller owns both contexts
+ * (aio_context_acquire()), so no handler of either runs meanwhile.
+ */
+void co_socket_move(CoSocket *s, AioContext *ctx);
 /* Unregisters and closes the fd; no coroutine may be waiting. */
 void co_socket_close(CoSocket *s);
 /* Shuts both directions down and wakes the waiters (see above). */
