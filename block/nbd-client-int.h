@@ -103,6 +103,7 @@ typedef struct BDRVNBDState {
     NBDClientTLS tls;           /* creds (a reference held) and hostname */
 
     /* --- event-loop thread only --- */
+    AioContext *ctx;            /* the node's: where conn_co runs */
     NBDExportInfo info;         /* of the current connection */
     NBDClientState state;
     CoSocket sock;
@@ -123,6 +124,7 @@ typedef struct BDRVNBDState {
     int recv_err;               /* a read of the socket failed: lost */
     bool recv_woke;             /* the last reply woke its request */
     QEMUBH *recv_bh;            /* resumes conn_co after the woken ones */
+    bool recv_yielded;          /* conn_co waits for recv_bh */
     /* x-request-timeout: when bytes last came, or the wait began */
     int64_t rx_stamp;           /* QEMU_CLOCK_REALTIME ns */
     QEMUTimer *silence_timer;   /* pending at most once per timeout */
@@ -180,5 +182,9 @@ void nbd_recv_watch_start(BDRVNBDState *s);
  */
 void nbd_recv_init(BlockDriverState *bs);
 void nbd_recv_cleanup(BlockDriverState *bs);
+/* Binds the receive side's timer and bottom half to @ctx (a move). */
+void nbd_recv_move(BlockDriverState *bs, AioContext *ctx);
+/* Binds the reconnection timers to @ctx; none may be pending (a move). */
+void nbd_client_reconnect_move(BlockDriverState *bs, AioContext *ctx);
 
 #endif

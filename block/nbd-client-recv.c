@@ -172,15 +172,18 @@ static void nbd_recv_complete(BDRVNBDState *s, NBDClientRequest *req)
 static void coroutine_fn nbd_recv_yield_to_woken(BDRVNBDState *s)
 {
     s->recv_woke = false;
+    s->recv_yielded = true;
     qemu_bh_schedule(s->recv_bh);
     qemu_coroutine_yield();
 }
 
+/* In s->ctx, which a move may have made another than conn_co's last. */
 static void nbd_recv_resume_bh(void *opaque)
 {
     BDRVNBDState *s = opaque;
 
-    aio_co_wake(s->conn_co);
+    s->recv_yielded = false;
+    aio_co_enter(s->ctx, s->conn_co);
 }
 
 /* The slot a reply's cookie names, or NULL if none may get it (inv. 1). */
@@ -457,14 +460,38 @@ void coroutine_fn nbd_recv_loop(BlockDriverState *bs)
 /* ---------------------------------------------------------------------- */
 /* Setup */
 
-void nbd_recv_init(BlockDriverState *bs)
+static void nbd_recv_bind(BlockDriverState *bs, AioContext *ctx)
 {
     BDRVNBDState *s = bs->opaque;
-    AioContext *ctx = bdrv_get_aio_context(bs);
 
     s->silence_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                      nbd_recv_silence_cb, bs);
     s->recv_bh = aio_bh_new(ctx, nbd_recv_resume_bh, s);
+}
+
+void nbd_recv_init(BlockDriverState *bs)
+{
+    nbd_recv_bind(bs, bdrv_get_aio_context(bs));
+}
+
+/*
+ * Nothing is in flight (a move is drained): an armed silence timer would
+ * find the connection idle and do nothing, so it is dropped; the next
+ * request arms the new one.  A resumption conn_co waits for is handed
+ * over to the new bottom half.
+ */
+void nbd_recv_move(BlockDriverState *bs, AioContext *ctx)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    assert(!s->in_flight);
+    timer_free(s->silence_timer);
+    qemu_bh_cancel(s->recv_bh);
+    qemu_bh_delete(s->recv_bh);
+    nbd_recv_bind(bs, ctx);
+    if (s->recv_yielded) {
+        qemu_bh_schedule(s->recv_bh);
+    }
 }
 
 void nbd_recv_cleanup(BlockDriverState *bs)

@@ -480,13 +480,10 @@ int coroutine_fn nbd_co_wait_connected(BlockDriverState *bs)
 /* ---------------------------------------------------------------------- */
 /* Setup */
 
-void nbd_client_reconnect_init(BlockDriverState *bs)
+static void nbd_client_reconnect_bind(BlockDriverState *bs, AioContext *ctx)
 {
     BDRVNBDState *s = bs->opaque;
-    AioContext *ctx = bdrv_get_aio_context(bs);
 
-    s->state = NBD_CLIENT_CONNECTED;
-    qemu_co_queue_init(&s->reconnect_waiters);
     s->delay_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
                                    nbd_delay_expired, bs);
     s->retry_timer = aio_timer_new(ctx, QEMU_CLOCK_REALTIME, SCALE_NS,
@@ -495,12 +492,38 @@ void nbd_client_reconnect_init(BlockDriverState *bs)
                                      nbd_connect_wake, s);
 }
 
+static void nbd_client_reconnect_unbind(BDRVNBDState *s)
+{
+    timer_free(s->delay_timer);
+    timer_free(s->retry_timer);
+    timer_free(s->connect_timer);
+}
+
+void nbd_client_reconnect_init(BlockDriverState *bs)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    s->state = NBD_CLIENT_CONNECTED;
+    qemu_co_queue_init(&s->reconnect_waiters);
+    nbd_client_reconnect_bind(bs, bdrv_get_aio_context(bs));
+}
+
+void nbd_client_reconnect_move(BlockDriverState *bs, AioContext *ctx)
+{
+    BDRVNBDState *s = bs->opaque;
+
+    /* invariant 6 of nbd.c: no attempt, pause or delay under way */
+    assert(!timer_pending(s->delay_timer) &&
+           !timer_pending(s->retry_timer) &&
+           !timer_pending(s->connect_timer));
+    nbd_client_reconnect_unbind(s);
+    nbd_client_reconnect_bind(bs, ctx);
+}
+
 void nbd_client_reconnect_cleanup(BlockDriverState *bs)
 {
     BDRVNBDState *s = bs->opaque;
 
     assert(!s->conn_co && !s->connecting);
-    timer_free(s->delay_timer);
-    timer_free(s->retry_timer);
-    timer_free(s->connect_timer);
+    nbd_client_reconnect_unbind(s);
 }

@@ -38,8 +38,14 @@
  *     waits for its reply (waiting): a reply or a failure that comes
  *     while it is still sending just marks the slot done, so no wake-up
  *     ever lands in the socket's or the mutex's yield.
+ *  6. (5 is nbd-reconnect.c's.)  The node moves to another AioContext
+ *     (an export's iothread, a job's) only while no attempt to reconnect,
+ *     pause between attempts or reconnect-delay is under way, and while
+ *     the connection coroutine, if there is one, waits on the socket or
+ *     for its bottom half: the places a move can take it along.  Anything
+ *     else is refused, and the caller may try again.
  *
- * Everything runs in the node's AioContext thread.
+ * Everything runs in the node's AioContext thread (s->ctx).
  */
 #include "block/nbd-client-int.h"
 #include "util/co-socket-tls.h"
@@ -623,7 +629,8 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
             bs->supported_zero_flags |= BDRV_REQ_NO_FALLBACK;
         }
     }
-    co_socket_init(&s->sock, fd, bdrv_get_aio_context(bs));
+    s->ctx = bdrv_get_aio_context(bs);
+    co_socket_init(&s->sock, fd, s->ctx);
     if (s->tls_sess) {
         co_socket_set_tls(&s->sock, s->tls_sess);
     }
@@ -633,6 +640,32 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     nbd_recv_init(bs);
     s->conn_co = qemu_coroutine_create(nbd_conn_entry, bs);
     aio_co_enter(bdrv_get_aio_context(bs), s->conn_co);
+    return 0;
+}
+
+/*
+ * Drained, in the thread that holds both contexts (block-aio-context.c):
+ * the socket's handlers, its waiting reader, the timers and the bottom
+ * half go to @new_ctx (invariant 6).
+ */
+static int nbd_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                                  Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    bool conn_co_parked = !s->conn_co || s->recv_yielded ||
+                          s->sock.read_co == s->conn_co;
+
+    if (s->connecting || s->conn_sleeping ||
+        s->state == NBD_CLIENT_CONNECTING_WAIT || !conn_co_parked) {
+        error_setg(errp, "Cannot move node '%s' to another iothread while "
+                   "it reconnects to its NBD server; try again once it is "
+                   "connected", bs->node_name);
+        return -EBUSY;
+    }
+    co_socket_move(&s->sock, new_ctx);
+    nbd_recv_move(bs, new_ctx);
+    nbd_client_reconnect_move(bs, new_ctx);
+    s->ctx = new_ctx;
     return 0;
 }
 
@@ -751,7 +784,7 @@ static const char *const nbd_strong_runtime_opts[] = {
         .bdrv_parse_filename    = nbd_parse_filename,                   \
         .bdrv_open              = nbd_open,                             \
         .bdrv_close             = nbd_close,                            \
-        .bdrv_change_aio_context = bdrv_change_aio_context_unsupported, \
+        .bdrv_change_aio_context = nbd_change_aio_context,           \
         .bdrv_reopen_prepare    = nbd_reopen_prepare,                   \
         .bdrv_refresh_filename  = nbd_refresh_filename,                 \
         .bdrv_refresh_limits    = nbd_refresh_limits,                   \
