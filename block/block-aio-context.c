@@ -150,15 +150,6 @@ int bdrv_try_change_aio_context(BlockDriverState *bs, AioContext *ctx,
     return ret;
 }
 
-int bdrv_change_aio_context_unsupported(BlockDriverState *bs,
-                                        AioContext *new_ctx, Error **errp)
-{
-    error_setg(errp, "Cannot move node '%s' (driver '%s') to an iothread: "
-               "its connection stays with the main loop", bs->node_name,
-               bs->drv->format_name);
-    return -ENOTSUP;
-}
-
 int bdrv_join_children_aio_context(BlockDriverState *bs, Error **errp)
 {
     AioContext *old_ctx = bdrv_get_aio_context(bs);

@@ -526,6 +526,25 @@ static void qrbd_close_node(BlockDriverState *bs)
     qrbd_connect_opts_free(&s->opts);
 }
 
+/*
+ * Drained (invariant 3: nothing in flight, so nothing on s->done): only
+ * the notifier's handler is bound to the context.  A callback still
+ * setting the notifier wakes the new context's handler, which finds
+ * nothing to reap.
+ */
+static int qrbd_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                                   Error **errp)
+{
+    BDRVRBDState *s = bs->opaque;
+    int fd = event_notifier_get_fd(&s->notifier);
+
+    assert(s->in_flight == 0);
+    aio_set_fd_handler(s->ctx, fd, NULL, NULL, NULL);
+    s->ctx = new_ctx;
+    aio_set_fd_handler(s->ctx, fd, qrbd_aio_reap, NULL, s);
+    return 0;
+}
+
 static int qrbd_reopen_prepare(BDRVReopenState *state, Error **errp)
 {
     BDRVRBDState *s = state->bs->opaque;
@@ -619,7 +638,7 @@ static const BlockDriver bdrv_rbd = {
     .bdrv_parse_filename    = qrbd_parse_filename,
     .bdrv_open              = qrbd_open_node,
     .bdrv_close             = qrbd_close_node,
-    .bdrv_change_aio_context = bdrv_change_aio_context_unsupported,
+    .bdrv_change_aio_context = qrbd_change_aio_context,
     .bdrv_reopen_prepare    = qrbd_reopen_prepare,
     .bdrv_refresh_filename  = qrbd_refresh_filename,
     .bdrv_refresh_limits    = qrbd_refresh_limits,

@@ -489,13 +489,6 @@ typedef struct BdrvChildClass {
     void (*set_aio_ctx)(BdrvChild *c, AioContext *ctx);
 } BdrvChildClass;
 
-/*
- * A bdrv_change_aio_context for drivers whose state is bound to the main
- * loop (a connection: nbd, rbd): refuses, naming the node and driver.
- */
-int bdrv_change_aio_context_unsupported(BlockDriverState *bs,
-                                        AioContext *new_ctx, Error **errp);
-
 /* The class of edges whose parent is a node (block.c). */
 extern const BdrvChildClass bdrv_child_of_bds;
 

@@ -454,6 +454,61 @@ check "export over NBD: a discard and a zeroing show as holes at once" \
       "$(nbdmap "$u" | grep -c '"zero": true, "data": false')" -ge 1 -a \
       "$(nbdmap "$u" | grep -c '"data": true')" -eq 0 ]
 
+# --- the node in an iothread ----------------------------------------------
+# An export in an iothread takes the rbd node there (its completions are
+# then reaped in that thread); deleting the export brings it back to the
+# main loop, so the iothread can go.
+rbd create --size 8M rbd/threaded >/dev/null 2>&1
+"$qsd" --object "secret,id=sec0,data=$key,format=base64" \
+    --object iothread,id=io0 \
+    --blockdev "driver=rbd,node-name=r1,pool=rbd,image=threaded,conf=$work/nokey.conf,key-secret=sec0" \
+    --nbd-server addr.type=unix,addr.path=$work/nbd-io.sock \
+    --export type=nbd,id=e1,node-name=r1,name=t,writable=on,iothread=io0,fixed-iothread=on \
+    --chardev socket,id=qmp1,path=$work/qmp-io.sock,server=on,wait=off \
+    --monitor chardev=qmp1 2> qsd-io.err &
+qsd_io_pid=$!
+pids+=("$qsd_io_pid")
+for i in $(seq 100); do
+    [ -S nbd-io.sock ] && [ -S qmp-io.sock ] && break
+    sleep 0.1
+done
+ut="nbd+unix:///t?socket=$work/nbd-io.sock"
+head -c 8M /dev/urandom > threaded.raw
+check "iothread: an export in an iothread writes the whole image" \
+    quiet timeout 60 qemu-img convert -n -f raw -O raw threaded.raw "$ut"
+check "iothread: QEMU's driver reads it back" \
+    quiet timeout 60 qemu-img compare -f raw -F raw threaded.raw "$(img threaded)"
+# qmp_io CMD...: runs each QMP command on the daemon, prints each reply
+qmp_io() {
+    python3 - "$work/qmp-io.sock" "$@" <<'EOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
+s.connect(sys.argv[1])
+f = s.makefile('rw')
+f.readline()
+for cmd in ['{"execute": "qmp_capabilities"}'] + sys.argv[2:]:
+    f.write(cmd + '\n')
+    f.flush()
+    while True:
+        r = json.loads(f.readline())
+        if 'event' not in r:
+            break
+    print(json.dumps(r))
+EOF
+}
+qmp_io '{"execute": "block-export-del", "arguments": {"id": "e1"}}' \
+    '{"execute": "object-del", "arguments": {"id": "io0"}}' \
+    '{"execute": "block-export-add", "arguments": {"type": "nbd", "id": "e2", "node-name": "r1", "name": "m"}}' \
+    > qmp-io.out
+check "iothread: the node comes back to the main loop, the iothread goes" \
+    [ "$(grep -c '"return": {}' qmp-io.out)" = 4 ]
+check "iothread: ... and serves from there" \
+    quiet timeout 60 qemu-img compare -f raw -F raw threaded.raw \
+    "nbd+unix:///m?socket=$work/nbd-io.sock"
+kill "$qsd_io_pid"
+wait "$qsd_io_pid"
+
 # --- faults: the OSD stops under I/O --------------------------------------
 # (last: the cluster does not come back)
 osd_pid=$(cat "$work/ceph/osd.0.pid")
