@@ -3,7 +3,8 @@
  *
  * Open connects (util/qemu-sockets.c), negotiates the export on the
  * blocking socket (block/nbd-handshake.c), retrying for open-timeout
- * seconds (block/nbd-reconnect.c), then hands the socket to the node's
+ * seconds (block/nbd-reconnect.c), all in a worker thread while the
+ * opener's event loop goes on, then hands the socket to the node's
  * AioContext as a CoSocket.  From then on:
  *
  *  - each request coroutine takes a free slot of s->reqs (waiting on
@@ -50,6 +51,7 @@
 #include "block/nbd-client-int.h"
 #include "util/co-socket-tls.h"
 #include "qapi/qapi-opts.h"
+#include "util/thread-pool.h"
 #include <sys/socket.h>
 
 /* ---------------------------------------------------------------------- */
@@ -565,6 +567,58 @@ static void nbd_free_config(BDRVNBDState *s)
     g_free(s->context);
 }
 
+typedef struct NBDOpenConnect {
+    BDRVNBDState *s;            /* only its configuration is read */
+    int fd;
+    QCryptoTLSSession *sess;
+    Error *err;
+    int ret;
+    bool done;
+} NBDOpenConnect;
+
+static int nbd_open_connect_worker(void *opaque)
+{
+    NBDOpenConnect *c = opaque;
+
+    c->ret = nbd_client_connect_retry(c->s, &c->fd, &c->sess, &c->err);
+    return c->ret;
+}
+
+static void nbd_open_connect_done(void *opaque, int ret)
+{
+    NBDOpenConnect *c = opaque;
+
+    c->done = true;
+}
+
+/*
+ * The first connect and handshake (bounded by open-timeout, or by the
+ * handshake's limit) run in a worker thread while the opener's event
+ * loop goes on, as QEMU's: a daemon's other exports and jobs in the main
+ * loop are served meanwhile (its monitor stays busy with the command).
+ * The node is nobody's yet, so nothing else can reach @s.
+ */
+static int nbd_open_connect(BlockDriverState *bs, int *fd, Error **errp)
+{
+    BDRVNBDState *s = bs->opaque;
+    AioContext *ctx = bdrv_get_aio_context(bs);
+    ThreadPool *pool = aio_get_thread_pool(ctx);
+    NBDOpenConnect c = { .s = s, .fd = -1 };
+
+    if (qemu_in_coroutine()) {
+        /* creation on an export opens it from a coroutine */
+        thread_pool_submit_co(pool, nbd_open_connect_worker, &c);
+    } else {
+        thread_pool_submit_aio(pool, nbd_open_connect_worker, &c,
+                               nbd_open_connect_done, &c);
+        AIO_WAIT_WHILE(ctx, !c.done);
+    }
+    *fd = c.fd;
+    s->tls_sess = c.sess;
+    error_propagate(errp, c.err);
+    return c.ret;
+}
+
 static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
                     Error **errp)
 {
@@ -600,7 +654,7 @@ static int nbd_open(BlockDriverState *bs, QDict *options, int flags,
     s->export_name = g_strdup(qemu_opt_get(opts, NBD_OPT_KEY_EXPORT) ?: "");
     qemu_opts_del(opts);
     if (ret == 0) {
-        ret = nbd_client_connect_retry(s, &fd, &s->tls_sess, errp);
+        ret = nbd_open_connect(bs, &fd, errp);
     }
     if (ret == 0) {
         ret = nbd_open_check(bs, flags, errp);
