@@ -6,14 +6,14 @@ BUILD ?= build
 PREFIX ?= /usr/local
 
 # Debian packages needed to build, and the ones only the tests need (the
-# real QEMU tools are the compatibility oracle of tests/interop).  librbd
-# and libssh are optional to meson (the rbd and ssh drivers then say they
-# are missing), but installed here so that the drivers are built and
-# tested.
+# real QEMU tools are the compatibility oracle of tests/interop).  librbd,
+# libssh and libfuse3 are optional to meson (the rbd and ssh drivers then
+# say they are missing, the fuse export is not available), but installed
+# here so that they are built and tested.
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
               zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
               nettle-dev libgnutls28-dev python3 librbd-dev librados-dev \
-              libssh-dev
+              libssh-dev libfuse3-dev
 # The rbd tests run a throw-away Ceph cluster (tests/ceph/: ceph-mon,
 # ceph-osd, ceph-common, uuidgen) and use QEMU's rbd driver as the oracle
 # (qemu-block-extra has block-rbd.so, and block-ssh.so for the ssh tests,
