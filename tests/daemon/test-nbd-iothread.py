@@ -120,17 +120,25 @@ def fresh():
             os.unlink(t.path(f))
 
 
+
+def remote_node(prep, **opts):
+    """A fresh r.qcow2 (made by the shell line @prep) served by a Remote,
+    a daemon, and its nbd node 'remote' with @opts."""
+    fresh()
+    t.sh(prep)
+    remote = Remote('r.qcow2')
+    d, c = daemon()
+    c.ok('blockdev-add', nbd_node('remote', remote, **opts))
+    return remote, d, c
+
+
 # ---------------------------------------------------------------------------
 
 
 def exported_in_iothread():
     what = 'nbd node exported in an iothread'
-    fresh()
-    t.sh('qemu-img create -q -f qcow2 r.qcow2 16M')
-    remote = Remote('r.qcow2')
-    d, c = daemon()
-    c.ok('blockdev-add', nbd_node('remote', remote,
-                                  **{'reconnect-delay': 20}))
+    remote, d, c = remote_node('qemu-img create -q -f qcow2 r.qcow2 16M',
+                               **{'reconnect-delay': 20})
     r = export(c, 'remote')
     t.equal('%s: the export starts' % what, r, {'return': {}})
     writer_done(what, nbd_load.Writer(uri(), n=BLOCKS))
@@ -164,12 +172,8 @@ def exported_in_iothread():
 
 def refused_while_reconnecting():
     what = 'nbd node moved while reconnecting'
-    fresh()
-    t.sh('qemu-img create -q -f qcow2 r.qcow2 16M')
-    remote = Remote('r.qcow2')
-    d, c = daemon()
-    c.ok('blockdev-add', nbd_node('remote', remote,
-                                  **{'reconnect-delay': 60}))
+    remote, d, c = remote_node('qemu-img create -q -f qcow2 r.qcow2 16M',
+                               **{'reconnect-delay': 60})
     remote.kill()
     # the loss is seen when the socket closes; attempts then fail and
     # pause in turn, for the whole minute of reconnect-delay
@@ -196,13 +200,9 @@ def silent_server_in_iothread():
     to: a server that stops answering fails the read, and once it
     answers again the next read reconnects."""
     what = 'nbd node in an iothread, its server silent'
-    fresh()
-    t.sh('qemu-img create -q -f qcow2 r.qcow2 16M && '
-         'qemu-io -f qcow2 -c "write -P 0x33 0 1M" r.qcow2')
-    remote = Remote('r.qcow2')
-    d, c = daemon()
-    c.ok('blockdev-add', nbd_node('remote', remote,
-                                  **{'x-request-timeout': 2}))
+    remote, d, c = remote_node('qemu-img create -q -f qcow2 r.qcow2 16M && '
+                               'qemu-io -f qcow2 -c "write -P 0x33 0 1M" '
+                               'r.qcow2', **{'x-request-timeout': 2})
     t.equal('%s: the export starts' % what, export(c, 'remote'),
             {'return': {}})
     rc, out = qsd.qemu_io(t, uri(), 'read -P 0x33 0 64k')
