@@ -1,6 +1,7 @@
 /*
  * The authz-simple object type: the one identity a TLS server lets in
- * (QEMU's --tls-authz), and the check a session makes of its peer.  The
+ * (QEMU's --tls-authz), and the check a session makes of its peer with
+ * any authorization object (authz-list: crypto/authz-list.c).  The
  * identity is an x509 client certificate's distinguished name as GnuTLS
  * writes it (RFC 4514: "CN=client,O=Example,C=GB"), or a PSK user name.
  */
@@ -13,14 +14,23 @@
 #define AUTHZ_SIMPLE_TYPE "authz-simple"
 
 typedef struct QAuthZSimple {
+    QAuthZ parent;
     char *identity;
 } QAuthZSimple;
+
+static bool authz_simple_is_allowed(QAuthZ *parent, const char *identity)
+{
+    QAuthZSimple *authz = container_of(parent, QAuthZSimple, parent);
+
+    return !strcmp(authz->identity, identity);
+}
 
 static void *authz_simple_create(const char *id, JsonObject *props,
                                  Error **errp)
 {
     QAuthZSimple *authz = g_new0(QAuthZSimple, 1);
 
+    authz->parent.is_allowed = authz_simple_is_allowed;
     authz->identity = g_strdup(json_object_get_string_member(props,
                                                              "identity"));
     return authz;
@@ -34,17 +44,23 @@ static void authz_simple_destroy(void *state)
     g_free(authz);
 }
 
+/* The object types whose state is a QAuthZ. */
+static const char *const qauthz_types[] = {
+    AUTHZ_SIMPLE_TYPE, "authz-list", NULL,
+};
+
 bool qauthz_is_allowed_by_id(const char *authz_id, const char *identity,
                              Error **errp)
 {
-    QAuthZSimple *authz = user_object_find_state(authz_id,
-                                                 AUTHZ_SIMPLE_TYPE);
+    for (const char *const *type = qauthz_types; *type; type++) {
+        QAuthZ *authz = user_object_find_state(authz_id, *type);
 
-    if (!authz) {
-        error_setg(errp, "No authorization object with id '%s'", authz_id);
-        return false;
+        if (authz) {
+            return authz->is_allowed(authz, identity);
+        }
     }
-    return !strcmp(authz->identity, identity);
+    error_setg(errp, "No authorization object with id '%s'", authz_id);
+    return false;
 }
 
 static const UserObjectType authz_simple_type = {

@@ -65,7 +65,7 @@ typedef struct QnbdOptions {
     bool fork;
     const char *pid_file;
     const char *tls_creds;      /* id of a tls-creds-* object */
-    const char *tls_authz;      /* id of an authz-simple object */
+    const char *tls_authz;      /* id of an authz-simple or -list object */
     const char *tls_hostname;   /* --list: the server's certificate name */
     const char *unsupported;    /* an option this tool refuses */
     /* kernel client */

@@ -26,7 +26,7 @@ static GPtrArray *user_objects;
  * than "no such thing" to someone who copied a QEMU command line.
  */
 static const char *const user_object_qemu_types[] = {
-    "authz-list", "authz-list-file", "authz-pam",
+    "authz-list-file", "authz-pam",
     "pr-manager-helper", "secret_keyring",
     "thread-context", "tls-cipher-suites",
     "tls-creds-anon", NULL,

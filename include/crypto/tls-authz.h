@@ -1,6 +1,7 @@
 /*
- * Authorization of a TLS peer: the authz-simple object type (--object
- * authz-simple,id=ID,identity=NAME), looked up by id when a client
+ * Authorization of a TLS peer: the authz-simple (--object
+ * authz-simple,id=ID,identity=NAME) and authz-list (rules matched in
+ * order, crypto/authz-list.c) object types, looked up by id when a client
  * finishes its handshake, as QEMU's servers do (--tls-authz ID).
  */
 #ifndef QBLOCK_CRYPTO_TLS_AUTHZ_H
@@ -16,5 +17,13 @@
  */
 bool qauthz_is_allowed_by_id(const char *authz_id, const char *identity,
                              Error **errp);
+
+/*
+ * What the state of every authorization object type begins with: its
+ * verdict on an identity.
+ */
+typedef struct QAuthZ {
+    bool (*is_allowed)(struct QAuthZ *authz, const char *identity);
+} QAuthZ;
 
 #endif

@@ -97,8 +97,8 @@ def test_errors():
          "does not accept value 'foo'"),
         (['--object', 'secret,id=s0'], "--object secret,id=s0: Either 'file' "
          "or 'data' must be provided"),
-        (['--object', 'authz-list,id=a0'],
-         "--object authz-list,id=a0: Object type 'authz-list' is not "
+        (['--object', 'authz-pam,id=a0'],
+         "--object authz-pam,id=a0: Object type 'authz-pam' is not "
          "supported by qblock (--object help lists the types it has)"),
         (['--pidfile', '/nonexist/p'],
          "cannot create PID file: Could not create '/nonexist/p': No such "

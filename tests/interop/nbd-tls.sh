@@ -11,6 +11,8 @@
 #    client and a TLS server, a certificate of an unknown CA, a server
 #    name the certificate does not carry, a unix socket without
 #    tls-hostname, a wrong pre-shared key;
+#  - --tls-authz with an authz-list object: rules in order, exact and
+#    glob;
 #  - --tls-authz with an authz-simple object: the client it names gets
 #    in, another of the same CA does not;
 #  - qblock-nbd --list over TLS, and its refusals, as qemu-nbd --list;
@@ -76,6 +78,18 @@ same() {
     else
         fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
     fi
+}
+
+# authz_outcome NAME: with the server's authorization object, the real
+# qemu-io as client1 reads and as client3 is refused (what "same" alone
+# would not see: both clients getting in alike would pass it).
+authz_outcome() {
+    local tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
+    check "$1: client1 reads" quiet qemu-io --image-opts \
+        --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
+        "$tcp,tls-creds=tls0"
+    check "$1: client3 is refused" eval '! quiet qemu-img info --image-opts \
+        --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"'
 }
 
 # A free TCP port for a server, from the kernel's ephemeral range.
@@ -165,6 +179,26 @@ for server in qemu-nbd qblock-nbd; do
         "$tcp,tls-creds=tls0"
     same "$server: --tls-authz keeps another client out" qemu-img info \
         --image-opts --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"
+    authz_outcome "$server: --tls-authz"
+    stop_server
+
+    # --tls-authz with an authz-list: the first rule that matches decides
+    # (client3 is denied by name, everyone else of the CA allowed by a
+    # glob), then the list's policy (deny)
+    cp src.raw exp.raw
+    start_tcp $server-authz-list "$prog" -t -f raw \
+        --object "$(x509 server server verify-peer=on)" \
+        --object "authz-list,id=authz0,policy=deny,rules.0.match=O=qblock tests,,CN=client3,rules.0.policy=deny,rules.1.match=O=qblock tests,,CN=*,rules.1.policy=allow,rules.1.format=glob" \
+        --tls-authz authz0 --tls-creds tls0 exp.raw ||
+        { fail "$server: start with an authz-list"; continue; }
+    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
+    same "$server: authz-list: a glob rule lets client1 in" qemu-io \
+        --image-opts --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
+        "$tcp,tls-creds=tls0"
+    same "$server: authz-list: an exact rule before it keeps client3 out" \
+        qemu-img info --image-opts --object "$(x509 client3 client)" \
+        "$tcp,tls-creds=tls0"
+    authz_outcome "$server: authz-list"
     stop_server
 
     # x509 over a unix socket: no host name unless tls-hostname gives one
