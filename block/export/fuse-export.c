@@ -76,7 +76,7 @@ typedef struct FuseRequest {
     int64_t offset;
     int64_t length;
     int mode;                   /* fallocate's, lseek's whence */
-    void *data;                 /* a write's copy (invariant 2) */
+    void *data;                 /* a write's copy (invariant 2), aligned */
 } FuseRequest;
 
 static void fuse_export_co_start(FuseExport *f, fuse_req_t req,
@@ -98,7 +98,7 @@ static void fuse_export_co_end(FuseRequest *r)
 {
     FuseExport *f = r->f;
 
-    g_free(r->data);
+    qemu_vfree(r->data);
     g_free(r);
     assert(f->in_flight > 0);
     if (--f->in_flight == 0 && f->shutting_down) {
@@ -448,7 +448,8 @@ static void fuse_export_op_write(fuse_req_t req, fuse_ino_t ino,
         fuse_reply_err(req, EACCES);
         return;
     }
-    copy = g_try_malloc(size);
+    /* aligned as the node wants it: an O_DIRECT file needs no bounce */
+    copy = blk_try_blockalign(f->exp->blk, size);
     if (!copy && size) {
         fuse_reply_err(req, ENOMEM);
         return;

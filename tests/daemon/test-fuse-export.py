@@ -16,6 +16,7 @@ failed start unmounting, and parallel readers.
 Mounting needs root and /dev/fuse: without them every case is skipped,
 saying why.
 """
+import atexit
 import errno
 import os
 import subprocess
@@ -32,9 +33,9 @@ MIB = 1 << 20
 MNT = t.path('mnt')
 
 
-def mounted():
+def mounted(path=MNT):
     with open('/proc/mounts') as f:
-        return any(line.split()[1] == MNT for line in f)
+        return any(line.split()[1] == path for line in f)
 
 
 def start(daemon_bin, export_opts, node=None, extra=()):
@@ -326,9 +327,7 @@ def errors_and_lifecycle():
     os.close(pwrite2)
     c.ok('block-export-del', {'id': 'e2'})
     c.event('BLOCK_EXPORT_DELETED')
-    t.check('%s: block-export-del unmounts' % what,
-            not any(line.split()[1] == mnt2
-                    for line in open('/proc/mounts')))
+    t.check('%s: block-export-del unmounts' % what, not mounted(mnt2))
     t.equal('%s: the file under it is back, untouched' % what,
             os.path.getsize(mnt2), 0)
     t.equal('%s: then the iothread can go' % what,
@@ -359,6 +358,17 @@ def failed_start_unmounts():
             not mounted())
 
 
+def cleanup():
+    """A daemon that a failure (or a test killed half-way) left running
+    would leave its mount behind."""
+    for d in t.daemons:
+        d.kill()
+    for path in (MNT, t.path('mnt2')):
+        if mounted(path):
+            subprocess.run(['umount', '-l', path])
+
+
+atexit.register(cleanup)
 why = can_mount()
 if why:
     t.skip('the FUSE export', why)
@@ -367,9 +377,5 @@ else:
     data_reaches_image()
     errors_and_lifecycle()
     failed_start_unmounts()
-# a daemon a failure left running would leave its mount behind
-for d in t.daemons:
-    d.kill()
-if mounted():
-    subprocess.run(['umount', '-l', MNT])
+cleanup()
 t.finish()

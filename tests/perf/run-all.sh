@@ -40,3 +40,5 @@ echo "== tail latency of a reader while another client writes (in-place writes o
 bash "$here/bench-tail-latency.sh" "$build"
 echo "== the NBD client: convert to and from an export, bench over NBD, qemu-img vs qblock-img =="
 bash "$here/bench-nbd-client.sh" "$build"
+echo "== the FUSE export: fio on the mounted file, qemu-storage-daemon vs qblock =="
+bash "$here/bench-fuse.sh" "$build"
