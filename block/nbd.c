@@ -594,9 +594,10 @@ static void nbd_open_connect_done(void *opaque, int ret)
 /*
  * The first connect and handshake (bounded by open-timeout, or by the
  * handshake's limit) run in a worker thread while the opener's event
- * loop goes on, as QEMU's: a daemon's other exports and jobs in the main
- * loop are served meanwhile (its monitor stays busy with the command).
- * The node is nobody's yet, so nothing else can reach @s.
+ * loop goes on: a daemon's other exports and jobs in the main loop are
+ * served meanwhile (its monitor stays busy with the command; QEMU 7.2's
+ * daemon stops them all).  The node is nobody's yet, so nothing else can
+ * reach @s.
  */
 static int nbd_open_connect(BlockDriverState *bs, int *fd, Error **errp)
 {
