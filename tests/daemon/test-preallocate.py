@@ -48,8 +48,12 @@ def test_grow_and_give_back():
     rc, out = qemu_io(t, uri, 'write -P 0x5b 2M 1M')
     t.equal('a write inside the preallocation leaves the file as it is',
             os.path.getsize(path), size)
-    # a writable export would refuse a read-only node
-    c.ok('block-export-del', {'id': 'e0'})
+    # a writable export would refuse a read-only node; qemu-io has gone,
+    # but the server may not have seen its connection end yet (a safe
+    # block-export-del refuses while it is there)
+    t.check('the export goes once the client has', qsd.wait_for(
+        lambda: c.cmd('block-export-del', {'id': 'e0'}) == {'return': {}},
+        timeout=10))
     c.event('BLOCK_EXPORT_DELETED', timeout=10)
     r = c.cmd('blockdev-reopen', {'options': [
         dict(nodes(path), **{'read-only': True})]})
