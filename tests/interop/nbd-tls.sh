@@ -80,16 +80,30 @@ same() {
     fi
 }
 
-# authz_outcome NAME: with the server's authorization object, the real
-# qemu-io as client1 reads and as client3 is refused (what "same" alone
+# authz_case NAME OBJECT: $server (run as $prog) with --tls-authz the
+# authorization OBJECT (id authz0), which must let client1 in and keep
+# client3 (same CA) out: the real clients and ours alike, and the real
+# qemu-io reading as client1 and refused as client3 (what "same" alone
 # would not see: both clients getting in alike would pass it).
-authz_outcome() {
-    local tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
-    check "$1: client1 reads" quiet qemu-io --image-opts \
+authz_case() {
+    local name=$1 object=$2 tcp
+    cp src.raw exp.raw
+    start_tcp "$server-$name" "$prog" -t -f raw \
+        --object "$(x509 server server verify-peer=on)" --object "$object" \
+        --tls-authz authz0 --tls-creds tls0 exp.raw ||
+        { fail "$server: start with $name"; return; }
+    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
+    same "$server: $name lets client1 in" qemu-io --image-opts \
         --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
         "$tcp,tls-creds=tls0"
-    check "$1: client3 is refused" eval '! quiet qemu-img info --image-opts \
-        --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"'
+    same "$server: $name keeps client3 out" qemu-img info --image-opts \
+        --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"
+    check "$server: $name: client1 reads" quiet qemu-io --image-opts \
+        --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
+        "$tcp,tls-creds=tls0"
+    check "$server: $name: client3 is refused" eval '! quiet qemu-img info \
+        --image-opts --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"'
+    stop_server
 }
 
 # A free TCP port for a server, from the kernel's ephemeral range.
@@ -167,39 +181,13 @@ for server in qemu-nbd qblock-nbd; do
 
     # --tls-authz: client1's name (as GnuTLS writes a certificate's DN) is
     # let in, client3's (signed by the same CA) is not
-    cp src.raw exp.raw
-    start_tcp $server-authz "$prog" -t -f raw \
-        --object "$(x509 server server verify-peer=on)" \
-        --object "authz-simple,id=authz0,identity=O=qblock tests,,CN=client1" \
-        --tls-authz authz0 --tls-creds tls0 exp.raw ||
-        { fail "$server: start with --tls-authz"; continue; }
-    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
-    same "$server: --tls-authz lets the named client in" qemu-io \
-        --image-opts --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
-        "$tcp,tls-creds=tls0"
-    same "$server: --tls-authz keeps another client out" qemu-img info \
-        --image-opts --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"
-    authz_outcome "$server: --tls-authz"
-    stop_server
-
-    # --tls-authz with an authz-list: the first rule that matches decides
-    # (client3 is denied by name, everyone else of the CA allowed by a
-    # glob), then the list's policy (deny)
-    cp src.raw exp.raw
-    start_tcp $server-authz-list "$prog" -t -f raw \
-        --object "$(x509 server server verify-peer=on)" \
-        --object "authz-list,id=authz0,policy=deny,rules.0.match=O=qblock tests,,CN=client3,rules.0.policy=deny,rules.1.match=O=qblock tests,,CN=*,rules.1.policy=allow,rules.1.format=glob" \
-        --tls-authz authz0 --tls-creds tls0 exp.raw ||
-        { fail "$server: start with an authz-list"; continue; }
-    tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
-    same "$server: authz-list: a glob rule lets client1 in" qemu-io \
-        --image-opts --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
-        "$tcp,tls-creds=tls0"
-    same "$server: authz-list: an exact rule before it keeps client3 out" \
-        qemu-img info --image-opts --object "$(x509 client3 client)" \
-        "$tcp,tls-creds=tls0"
-    authz_outcome "$server: authz-list"
-    stop_server
+    authz_case authz-simple \
+        "authz-simple,id=authz0,identity=O=qblock tests,,CN=client1"
+    # an authz-list: the first rule that matches decides (client3 is
+    # denied by name, everyone else of the CA allowed by a glob), then the
+    # list's policy (deny)
+    authz_case authz-list \
+        "authz-list,id=authz0,policy=deny,rules.0.match=O=qblock tests,,CN=client3,rules.0.policy=deny,rules.1.match=O=qblock tests,,CN=*,rules.1.policy=allow,rules.1.format=glob"
 
     # x509 over a unix socket: no host name unless tls-hostname gives one
     cp src.raw exp.raw
