@@ -436,6 +436,7 @@ JsonNode *user_object_list_properties(const char *path, Error **errp)
  * shows); the parents are abstract and derive from "object".
  */
 static const char *const user_object_parents[][2] = {
+    { "authz-list", "authz" },
     { "authz-simple", "authz" },
     { "iothread", "event-loop-base" },
     { "main-loop", "event-loop-base" },

@@ -361,7 +361,8 @@ def test_object_types(c):
     types = {(x['name'], x.get('parent')) for x in
              c.ok('qom-list-types', {'implements': 'user-creatable'})}
     t.check('qom-list-types: the object types with QEMU\'s parents',
-            {('authz-simple', 'authz'), ('iothread', 'event-loop-base'),
+            {('authz-simple', 'authz'), ('authz-list', 'authz'),
+             ('iothread', 'event-loop-base'),
              ('main-loop', 'event-loop-base'), ('secret', 'secret_common'),
              ('throttle-group', 'object'), ('tls-creds-psk', 'tls-creds'),
              ('tls-creds-x509', 'tls-creds')} <= types, types)
@@ -377,6 +378,11 @@ def test_object_types(c):
     t.equal('qom-list-properties of authz-simple',
             sorted((p['name'], p['type']) for p in props),
             [('identity', 'string'), ('type', 'string')])
+    props = c.ok('qom-list-properties', {'typename': 'authz-list'})
+    t.equal('qom-list-properties of authz-list, as QEMU\'s',
+            props, [{'name': 'type', 'type': 'string'},
+                    {'name': 'policy', 'type': 'QAuthZListPolicy'},
+                    {'name': 'rules', 'type': 'QAuthZListRule'}])
     props = {(p['name'], p['type']) for p in
              c.ok('qom-list-properties', {'typename': 'iothread'})}
     t.check('qom-list-properties of iothread: its poll properties',
