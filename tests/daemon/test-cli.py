@@ -124,6 +124,9 @@ def test_help_version():
                 '--blockdev', '--chardev', '--daemonize', '--export',
                 '--monitor', '--nbd-server', '--object', '--pidfile',
                 '-V, --version', '-h, --help')), out)
+    t.check('--help lists every export type, as QEMU\'s but vduse-blk',
+            all('--export [type=]%s,' % e in out
+                for e in ('nbd', 'fuse', 'vhost-user-blk')), out)
     rc, out, err = t.run([t.daemon_bin, '-V'])
     t.check('-V names the program and the qemu-storage-daemon it follows',
             rc == 0 and out.startswith(PROG + ' version ') and
