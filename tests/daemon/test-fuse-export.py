@@ -285,7 +285,8 @@ def errors_and_lifecycle():
                      % t.path('qmp.sock'), '--monitor', 'chardev=q2'])
     c = qsd.QmpClient(t.path('qmp.sock'))
     c.negotiate()
-    os.mkdir(t.path('dir')) if not os.path.isdir(t.path('dir')) else None
+    if not os.path.isdir(t.path('dir')):
+        os.mkdir(t.path('dir'))
 
     def add(mnt, **kw):
         args = {'type': 'fuse', 'id': 'x', 'node-name': 'n',
