@@ -24,6 +24,10 @@
  *     element's own pieces (the header cut off the front of out_sg, the
  *     status byte off the back of in_sg), its segments are an array of
  *     the request.
+ *  5. The completion callback gets the element as it was popped: the cuts
+ *     of invariant 4 are undone first, so that the transport sees every
+ *     piece the device may have written (the vhost-user export marks
+ *     them in a migration's dirty log).
  */
 
 #include "virtio/virtio-blk-req.h"
@@ -37,6 +41,11 @@ static void virtio_blk_req_complete(VirtIOBlkReq *req, uint8_t status)
     bool allocated = req->allocated;
 
     *req->status = status;
+    /* invariant 5 */
+    req->out_cut->iov_base = (uint8_t *)req->out_cut->iov_base -
+                             req->out_skip;
+    req->out_cut->iov_len += req->out_skip;
+    req->status_piece->iov_len++;
     /* @req is the caller's again once cb has run: nothing to destroy, the
      * vectors are external (invariant 4) */
     req->cb(req->h, req->elem, req->in_len + 1, req->opaque);
@@ -203,6 +212,8 @@ static void virtio_blk_req_map(VirtIOBlkReq *req, VirtQueueElement *elem)
     }
     out->iov_base = (uint8_t *)out->iov_base + skip;
     out->iov_len -= skip;
+    req->out_cut = out;
+    req->out_skip = skip;
     qemu_iovec_init_external(&req->out, out, out_num);
 
     /* the status is the last byte of the last non-empty writable piece */
@@ -212,6 +223,7 @@ static void virtio_blk_req_map(VirtIOBlkReq *req, VirtQueueElement *elem)
     last = &elem->in_sg[in_num - 1];
     req->status = (uint8_t *)last->iov_base + last->iov_len - 1;
     last->iov_len--;
+    req->status_piece = last;
     /*
      * A status byte in its own descriptor, as Linux sends it, leaves an
      * empty piece: not in @req->in, where it would make an aligned read

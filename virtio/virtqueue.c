@@ -22,6 +22,10 @@
  *     (release); the avail ring entry is read after the avail idx that
  *     published it (acquire); with EVENT_IDX, avail_event is written
  *     before the avail idx is read again (a full fence).
+ *  7. With a dirty log (vq->log), every write to the used ring is marked
+ *     in it after the write and before anything that publishes it to
+ *     the front-end (the call, a reply): virtqueue_used_store16() and
+ *     virtqueue_push() are the only writers of the used ring.
  */
 
 #include "virtio/virtqueue.h"
@@ -73,6 +77,25 @@ static bool virtqueue_store16(VirtQueue *vq, uint64_t addr, uint16_t val)
         return false;
     }
     __atomic_store_n(p, GUINT16_TO_LE(val), __ATOMIC_RELEASE);
+    return true;
+}
+
+/* Invariant 7: marks bytes [@off, +@len) of the used ring in the log. */
+static void virtqueue_log_used(VirtQueue *vq, uint64_t off, uint64_t len)
+{
+    if (vq->log && !vhost_log_mark(vq->log, vq->used_log + off, len)) {
+        vq->log_overflow = true;
+    }
+}
+
+/* A 16-bit field of the used ring, at @off (invariants 6 and 7). */
+static bool virtqueue_used_store16(VirtQueue *vq, uint64_t off,
+                                   uint16_t val)
+{
+    if (!virtqueue_store16(vq, vq->used + off, val)) {
+        return false;
+    }
+    virtqueue_log_used(vq, off, sizeof(val));
     return true;
 }
 
@@ -312,8 +335,8 @@ int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
     vq->inuse++;
     if (vq->event_idx && !vq->no_notify) {
         /* ask to be notified when the driver goes past this one */
-        virtqueue_store16(vq, vq->used + VRING_USED_OFF_AVAIL_EVENT(vq->num),
-                          vq->last_avail_idx);
+        virtqueue_used_store16(vq, VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                               vq->last_avail_idx);
         /*
          * The next pop's read of the avail idx must not pass this store:
          * a driver running concurrently (vhost-user) reads avail_event
@@ -372,16 +395,21 @@ int virtqueue_push(VirtQueue *vq, const VirtQueueElement *elem,
     if (vq->broken) {
         return -EIO;
     }
-    slot = vq->used + VRING_USED_OFF_RING +
-           sizeof(u) * (vq->used_idx % vq->num);
-    if (guest_memory_write(vq->mem, slot, &u, sizeof(u)) < 0 ||
-        !virtqueue_store16(vq, vq->used + VRING_USED_OFF_IDX,
-                           vq->used_idx + 1)) {
-        return virtqueue_fail(vq, errp, "used ring at %#" PRIx64 " is not "
-                              "in guest memory", vq->used);
+    slot = VRING_USED_OFF_RING + sizeof(u) * (vq->used_idx % vq->num);
+    if (guest_memory_write(vq->mem, vq->used + slot, &u, sizeof(u)) < 0) {
+        goto fail;
+    }
+    /* invariant 7 */
+    virtqueue_log_used(vq, slot, sizeof(u));
+    if (!virtqueue_used_store16(vq, VRING_USED_OFF_IDX, vq->used_idx + 1)) {
+        goto fail;
     }
     vq->used_idx++;
     return 0;
+
+fail:
+    return virtqueue_fail(vq, errp, "used ring at %#" PRIx64 " is not in "
+                          "guest memory", vq->used);
 }
 
 bool virtqueue_avail_pending(VirtQueue *vq)
@@ -405,14 +433,13 @@ void virtqueue_set_notification(VirtQueue *vq, bool enable)
     }
     if (vq->event_idx) {
         if (enable) {
-            virtqueue_store16(vq, vq->used +
-                              VRING_USED_OFF_AVAIL_EVENT(vq->num),
-                              vq->last_avail_idx);
+            virtqueue_used_store16(vq, VRING_USED_OFF_AVAIL_EVENT(vq->num),
+                                   vq->last_avail_idx);
         }
     } else {
         /* the device owns the used ring's flags: NO_NOTIFY is all of them */
-        virtqueue_store16(vq, vq->used + VRING_USED_OFF_FLAGS,
-                          enable ? 0 : VRING_USED_F_NO_NOTIFY);
+        virtqueue_used_store16(vq, VRING_USED_OFF_FLAGS,
+                               enable ? 0 : VRING_USED_F_NO_NOTIFY);
     }
     if (enable) {
         /* invariant 6: the driver reads it after publishing its idx */

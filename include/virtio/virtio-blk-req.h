@@ -68,6 +68,10 @@ typedef struct VirtIOBlkReq {
     QEMUIOVector out;           /* device-readable bytes after the header */
     QEMUIOVector in;            /* device-writable bytes before the status */
     uint8_t *status;
+    /* the pieces cut for @out and @status (invariants 4 and 5) */
+    struct iovec *out_cut;
+    size_t out_skip;
+    struct iovec *status_piece;
     uint32_t in_len;            /* data bytes written into @in */
     /* discard / write zeroes: the segments and the next one to run */
     VirtIOBlkDiscardWriteZeroes segs[VIRTIO_BLK_MAX_DWZ_SEG];
@@ -88,8 +92,8 @@ int virtio_blk_handle_request(VirtIOBlkHandler *h, VirtQueueElement *elem,
                               Error **errp);
 /*
  * The same in the caller's @req, which is free again once @cb has run.
- * The pieces of @elem may be changed (the header and the status byte cut
- * off): they are the request's until then.
+ * The pieces of @elem are the request's until then (it cuts off the
+ * header and the status byte); @cb gets them back as they were.
  */
 int virtio_blk_handle_request_in(VirtIOBlkHandler *h, VirtIOBlkReq *req,
                                  VirtQueueElement *elem,

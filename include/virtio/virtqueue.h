@@ -19,6 +19,7 @@
 
 #include "util/error.h"
 #include "util/guest-memory.h"
+#include "virtio/vhost-log.h"
 #include "virtio/virtio-ring.h"
 
 /* Most host iovec entries one element may need (UIO_MAXIOV on Linux). */
@@ -45,6 +46,16 @@ typedef struct VirtQueue {
     bool no_notify;             /* the device polls: no kicks wanted */
 
     const GuestMemory *mem;
+    /*
+     * Dirty logging (vhost-log.h), set by a vhost back-end while its
+     * front-end migrates: with a log, every write of the queue to the
+     * used ring marks [used_log + offset, +len) in it.  The log's address
+     * of the used ring is the front-end's (VHOST_VRING_F_LOG).
+     */
+    const VhostLog *log;
+    uint64_t used_log;
+    /* used-ring writes past the log were seen (reported once) */
+    bool log_overflow;
 } VirtQueue;
 
 /*
