@@ -9,6 +9,7 @@
 #define QBLOCK_VHOST_USER_INT_H
 
 #include "vhost-user-server.h"
+#include "block/vhost-user-proto.h"
 #include "util/accept-backoff.h"
 #include "util/co-socket.h"
 #include "util/sockets.h"
@@ -50,6 +51,14 @@ typedef struct VuMemRegion {
     int guard;                  /* invariant 7: vu_sigbus_guard() slot */
 } VuMemRegion;
 
+/* The dirty log as the back-end mapped it (vhost-user-log.c). */
+typedef struct VuLogMap {
+    VhostLog log;
+    void *mmap_addr;
+    size_t mmap_size;
+    int guard;                  /* invariant 7: vu_sigbus_guard() slot */
+} VuLogMap;
+
 struct VuVirtq {
     /* --- set by vu_virtq_init, immutable --- */
     VuServer *s;
@@ -77,6 +86,15 @@ struct VuVirtq {
     bool always_enabled;
     bool started;
     bool paused;                /* SET_MEM_TABLE waits: no pops (inv. 1) */
+    /*
+     * --- dirty logging (vhost-user-log.c, invariant 14): the log the
+     * ring marks the device's writes in (NULL: not logging), and where
+     * it logs its used ring when the front-end asked (VHOST_VRING_F_LOG)
+     */
+    const VhostLog *data_log;
+    bool log_used;
+    uint64_t log_guest_addr;
+    bool log_overflow_reported;
     /* --- requests popped and not completed (invariant 4) --- */
     unsigned int inflight;
     Coroutine *drain_co;        /* the message coroutine, waiting for it */
@@ -134,7 +152,16 @@ struct VuServer {
     int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
     VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
     unsigned int nregions;
+    VuLogMap *log;              /* SET_LOG_BASE; NULL: none */
 };
+
+/* A message and the file descriptors it came with (invariant 5). */
+typedef struct VuMsg {
+    VhostUserHeader hdr;
+    VhostUserPayload payload;
+    int fds[VHOST_USER_MAX_FDS];
+    size_t nfds;
+} VuMsg;
 
 
 /* vhost-user-server.c */
@@ -146,6 +173,37 @@ void vu_close_client_from_ring(VuServer *s, Error *err);
 void vu_close_fd(int *fd);
 /* Invariant 2: the rings of @q, guest-physically, within regions. */
 int vu_virtq_map_rings(VuVirtq *q, Error **errp);
+/* Invariant 7: seals @fd against shrinking where it can be sealed. */
+void vu_mem_seal(int fd);
+/*
+ * Invariant 7: maps bytes [@offset, +@size) of the shared file @fd, which
+ * must be a regular file that long, guarded against SIGBUS.  Sets
+ * *@host to the first byte and *@mmap_addr, *@mmap_size, *@guard to
+ * what vu_mem_unmap_guarded() takes.  @what names it in errors.
+ */
+int vu_mem_map_guarded(VuServer *s, int fd, uint64_t offset, uint64_t size,
+                       const char *what, uint8_t **host, void **mmap_addr,
+                       size_t *mmap_size, int *guard, Error **errp);
+void vu_mem_unmap_guarded(void *mmap_addr, size_t mmap_size, int guard);
+/*
+ * Where host range [@host, +@len) is guest-physically: false if it is not
+ * within one memory region.  In any thread that may touch guest memory
+ * (invariant 1).
+ */
+bool vu_mem_host_to_gpa(VuServer *s, const void *host, uint64_t len,
+                        uint64_t *gpa);
+
+/* vhost-user-log.c: the dirty log (invariant 14) */
+int coroutine_fn vu_set_log_base(VuServer *s, VuMsg *m, VuMsg *reply,
+                                 Error **errp);
+/* Sets @q's logging from the server's state; in @q's thread. */
+void vu_virtq_update_log(VuVirtq *q);
+/* Invariant 14: marks what the device wrote of @elem; in @q's thread. */
+void vu_virtq_log_elem(VuVirtq *q, const VirtQueueElement *elem);
+/* The end of a connection: no ring logs any more. */
+void vu_log_unmap(VuServer *s);
+/* Invariant 7: whether the log's mapping faulted, and where. */
+bool vu_log_take_fault(VuServer *s, uint64_t *offset);
 
 /* vhost-user-vring.c */
 /* @ctx: the ring's thread's context (invariant 11). */

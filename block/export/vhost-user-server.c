@@ -26,7 +26,8 @@
  *     rings (translated from the front-end's addresses to guest-physical
  *     ones) lie entirely within one memory region each: checked when it
  *     starts and again after every SET_MEM_TABLE.  Its size, addresses
- *     and base change only while it is stopped.
+ *     and base change only while it is stopped (a SET_VRING_ADDR of a
+ *     running ring may change only how it logs, invariant 14).
  *  3. A ring is stopped (GET_VRING_BASE) only once its own requests have
  *     completed, so the base it reports is where the front-end resumes
  *     and no completion writes to a ring the front-end has taken back.
@@ -58,6 +59,14 @@
  *     server is s->ctx's: the connection, guest memory (invariant 1),
  *     the device and its requests (vhost-user-vring.c invariant 12).
  *     This is threading rule 13 of docs/architecture.md.
+ * 14. Dirty logging (vhost-user-log.c): while the front-end has set
+ *     VHOST_F_LOG_ALL and given a log (SET_LOG_BASE), every write of the
+ *     back-end to guest memory is marked in the log before the front-end
+ *     can learn of it: a request's device-writable pieces before its push
+ *     publishes it, and, for a ring that asked (VHOST_VRING_F_LOG), each
+ *     write to its used ring as it is made (virtqueue.c invariant 7).  So
+ *     when GET_VRING_BASE replies (invariant 3: nothing in flight), the
+ *     log holds every write of the ring.
  *
  * Everything but the rings runs in the thread of s->ctx.
  */
@@ -76,19 +85,18 @@
 /* Protocol features offered (the export needs no others). */
 #define VU_PROTOCOL_FEATURES                              \
     ((UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |          \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |   \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |   \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) | \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG))
 
+/* The virtio features the server adds to the device's. */
+#define VU_SERVER_FEATURES                          \
+    ((UINT64_C(1) << VHOST_F_LOG_ALL) |             \
+     (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES))
+
 /* Header flags a request may carry. */
 #define VU_REQUEST_FLAGS (VHOST_USER_VERSION_MASK | VHOST_USER_NEED_REPLY_MASK)
-
-typedef struct VuMsg {
-    VhostUserHeader hdr;
-    VhostUserPayload payload;
-    int fds[VHOST_USER_MAX_FDS];
-    size_t nfds;
-} VuMsg;
 
 static void vu_server_update_accepting(VuServer *s);
 static void vu_server_shutdown_done(VuServer *s);
@@ -153,11 +161,35 @@ static bool vu_uva_to_gpa(VuServer *s, uint64_t uva, uint64_t len,
     return false;
 }
 
+bool vu_mem_host_to_gpa(VuServer *s, const void *host, uint64_t len,
+                        uint64_t *gpa)
+{
+    uintptr_t p = (uintptr_t)host;
+
+    for (unsigned int i = 0; i < s->nregions; i++) {
+        VuMemRegion *r = &s->regions[i];
+        uintptr_t start = (uintptr_t)r->host;
+
+        if (p >= start && p - start < r->size &&
+            len <= r->size - (p - start)) {
+            *gpa = r->gpa + (p - start);
+            return true;
+        }
+    }
+    return false;
+}
+
+void vu_mem_unmap_guarded(void *mmap_addr, size_t mmap_size, int guard)
+{
+    vu_sigbus_unguard(guard);
+    munmap(mmap_addr, mmap_size);
+}
+
 static void vu_mem_unmap(VuMemRegion *regions, unsigned int n)
 {
     for (unsigned int i = 0; i < n; i++) {
-        vu_sigbus_unguard(regions[i].guard);
-        munmap(regions[i].mmap_addr, regions[i].mmap_size);
+        vu_mem_unmap_guarded(regions[i].mmap_addr, regions[i].mmap_size,
+                             regions[i].guard);
     }
 }
 
@@ -183,6 +215,15 @@ static void vu_mem_faulted(void *opaque)
             return;
         }
     }
+    if (s->connected && vu_log_take_fault(s, &offset)) {
+        Error *err = NULL;
+
+        error_setg(&err, "the dirty log: SIGBUS at offset %#" PRIx64 " of "
+                   "its %#zx-byte mapping: the front-end shrank the file "
+                   "behind it", offset, s->log->mmap_size);
+        error_append_hint(&err, "Closing the connection\n");
+        vu_close_client(s, err);
+    }
 }
 
 /*
@@ -190,7 +231,7 @@ static void vu_mem_faulted(void *opaque)
  * it is sealed already.  A file that cannot be (no MFD_ALLOW_SEALING, not
  * a memfd) relies on the SIGBUS guard alone.
  */
-static void vu_mem_region_seal(int fd)
+void vu_mem_seal(int fd)
 {
     int seals = fcntl(fd, F_GET_SEALS);
 
@@ -207,11 +248,10 @@ static bool vu_ranges_overlap(uint64_t a, uint64_t alen, uint64_t b,
 
 /* Checks region @i of a new table against its file and those before it. */
 static int vu_mem_region_check(const VhostUserMemoryRegion *regions,
-                               unsigned int i, int fd, Error **errp)
+                               unsigned int i, Error **errp)
 {
     const VhostUserMemoryRegion *d = &regions[i];
     uint64_t size = d->memory_size;
-    struct stat st;
 
     if (size == 0) {
         error_setg(errp, "memory region %u is empty", i);
@@ -237,26 +277,60 @@ static int vu_mem_region_check(const VhostUserMemoryRegion *regions,
             return -EINVAL;
         }
     }
+    return 0;
+}
+
+int vu_mem_map_guarded(VuServer *s, int fd, uint64_t offset, uint64_t size,
+                       const char *what, uint8_t **host, void **mmap_addr,
+                       size_t *mmap_size, int *guard, Error **errp)
+{
+    uint64_t start = QEMU_ALIGN_DOWN(offset, qemu_real_host_page_size());
+    struct stat st;
+    void *p;
+
+    if (offset > UINT64_MAX - size || size > SIZE_MAX / 2) {
+        error_setg(errp, "%s: bytes %#" PRIx64 "+%#" PRIx64 " wrap around",
+                   what, offset, size);
+        return -EINVAL;
+    }
     if (fstat(fd, &st) < 0) {
-        error_setg_errno(errp, errno, "memory region %u: fstat", i);
+        error_setg_errno(errp, errno, "%s: fstat", what);
         return -errno;
     }
     /*
      * Only a regular file (a memfd, a file in tmpfs or hugetlbfs) has a
-     * size to check the region against; touching a mapping past the end
+     * size to check the range against; touching a mapping past the end
      * of its file would kill the process with SIGBUS.
      */
     if (!S_ISREG(st.st_mode)) {
-        error_setg(errp, "memory region %u: the file descriptor is not a "
-                   "regular file (a memfd or a shared memory file)", i);
+        error_setg(errp, "%s: the file descriptor is not a regular file (a "
+                   "memfd or a shared memory file)", what);
         return -EINVAL;
     }
-    if ((uint64_t)st.st_size < d->mmap_offset + size) {
-        error_setg(errp, "memory region %u: bytes %#" PRIx64 "+%#" PRIx64
-                   " are past the end of its %" PRId64 "-byte file", i,
-                   d->mmap_offset, size, (int64_t)st.st_size);
+    if ((uint64_t)st.st_size < offset + size) {
+        error_setg(errp, "%s: bytes %#" PRIx64 "+%#" PRIx64 " are past the "
+                   "end of its %" PRId64 "-byte file", what, offset, size,
+                   (int64_t)st.st_size);
         return -EINVAL;
     }
+    vu_mem_seal(fd);
+    *mmap_size = offset - start + size;
+    p = mmap(NULL, *mmap_size, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_NORESERVE, fd, start);
+    if (p == MAP_FAILED) {
+        error_setg_errno(errp, errno, "%s: mmap of %zu bytes", what,
+                         *mmap_size);
+        return -errno;
+    }
+    *guard = vu_sigbus_guard(p, *mmap_size, s->fault_fd);
+    if (*guard < 0) {
+        munmap(p, *mmap_size);
+        error_setg(errp, "%s: more than %d guest memory mappings in this "
+                   "process", what, VU_SIGBUS_MAX_GUARDS);
+        return -ENOSPC;
+    }
+    *mmap_addr = p;
+    *host = (uint8_t *)p + (offset - start);
     return 0;
 }
 
@@ -264,28 +338,14 @@ static int vu_mem_region_map(VuServer *s, const VhostUserMemoryRegion *d,
                              unsigned int i, int fd, VuMemRegion *r,
                              Error **errp)
 {
-    uint64_t start = QEMU_ALIGN_DOWN(d->mmap_offset,
-                                     qemu_real_host_page_size());
-    size_t skip = d->mmap_offset - start;
-    void *p;
+    g_autofree char *what = g_strdup_printf("memory region %u", i);
+    int ret = vu_mem_map_guarded(s, fd, d->mmap_offset, d->memory_size,
+                                 what, &r->host, &r->mmap_addr,
+                                 &r->mmap_size, &r->guard, errp);
 
-    r->mmap_size = skip + d->memory_size;
-    p = mmap(NULL, r->mmap_size, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_NORESERVE, fd, start);
-    if (p == MAP_FAILED) {
-        error_setg_errno(errp, errno, "memory region %u: mmap of %zu bytes",
-                         i, r->mmap_size);
-        return -errno;
+    if (ret < 0) {
+        return ret;
     }
-    r->guard = vu_sigbus_guard(p, r->mmap_size, s->fault_fd);
-    if (r->guard < 0) {
-        munmap(p, r->mmap_size);
-        error_setg(errp, "memory region %u: more than %d guest memory "
-                   "mappings in this process", i, VU_SIGBUS_MAX_GUARDS);
-        return -ENOSPC;
-    }
-    r->mmap_addr = p;
-    r->host = (uint8_t *)p + skip;
     r->gpa = d->guest_phys_addr;
     r->size = d->memory_size;
     r->uva = d->userspace_addr;
@@ -356,16 +416,14 @@ static void vu_reply_u64(VuMsg *reply, uint64_t val)
 static int coroutine_fn vu_get_features(VuServer *s, VuMsg *m,
                                         VuMsg *reply, Error **errp)
 {
-    vu_reply_u64(reply, s->ops->get_features(s) |
-                        (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+    vu_reply_u64(reply, s->ops->get_features(s) | VU_SERVER_FEATURES);
     return 0;
 }
 
 static int coroutine_fn vu_set_features(VuServer *s, VuMsg *m, VuMsg *reply,
                                         Error **errp)
 {
-    uint64_t offered = s->ops->get_features(s) |
-                       (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES);
+    uint64_t offered = s->ops->get_features(s) | VU_SERVER_FEATURES;
     uint64_t f = m->payload.u64;
 
     if (f & ~offered) {
@@ -374,8 +432,7 @@ static int coroutine_fn vu_set_features(VuServer *s, VuMsg *m, VuMsg *reply,
         return -EINVAL;
     }
     s->features = f;
-    s->ops->set_features(s, f & ~(UINT64_C(1) <<
-                                  VHOST_USER_F_PROTOCOL_FEATURES));
+    s->ops->set_features(s, f & ~VU_SERVER_FEATURES);
     for (unsigned int i = 0; i < s->nvqs; i++) {
         VuVirtq *q = &s->vqs[i];
 
@@ -387,6 +444,8 @@ static int coroutine_fn vu_set_features(VuServer *s, VuMsg *m, VuMsg *reply,
         /* without protocol features, rings are enabled from the start */
         q->always_enabled =
             !(f & (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES));
+        /* invariant 14: VHOST_F_LOG_ALL starts and stops dirty logging */
+        vu_virtq_update_log(q);
         /* a ring that was waiting for protocol features to be decided */
         vu_virtq_process(q);
         vu_virtq_leave(q);
@@ -465,9 +524,8 @@ static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
         return -EINVAL;
     }
     for (unsigned int i = 0; i < n; i++) {
-        ret = vu_mem_region_check(mem->regions, i, m->fds[i], errp);
+        ret = vu_mem_region_check(mem->regions, i, errp);
         if (ret == 0) {
-            vu_mem_region_seal(m->fds[i]);
             ret = vu_mem_region_map(s, &mem->regions[i], i, m->fds[i],
                                     &regions[i], errp);
         }
@@ -523,21 +581,34 @@ static int coroutine_fn vu_set_vring_num(VuServer *s, VuMsg *m, VuMsg *reply,
     return 0;
 }
 
+/*
+ * Invariant 2: a running ring's rings stay where they are; QEMU sends
+ * SET_VRING_ADDR to a running ring with the same addresses to start and
+ * stop logging its used ring (invariant 14).
+ */
 static int coroutine_fn vu_set_vring_addr(VuServer *s, VuMsg *m,
                                           VuMsg *reply, Error **errp)
 {
     const VhostUserVringAddr *a = &m->payload.addr;
-    VuVirtq *q = vu_msg_stopped_vring(s, a->index, errp);
+    VuVirtq *q = vu_msg_vring(s, a->index, errp);
 
     if (!q) {
         return -EINVAL;
     }
-    if (a->flags) {
-        error_setg(errp, "vring %u: flags %#" PRIx32 " (dirty logging was "
-                   "not offered)", q->index, a->flags);
+    if (a->flags & ~(1u << VHOST_VRING_F_LOG)) {
+        error_setg(errp, "vring %u: flags %#" PRIx32 " are unknown",
+                   q->index, a->flags);
         return -EINVAL;
     }
-    if (a->desc_user_addr % VRING_DESC_ALIGN ||
+    if (q->started) {
+        if (a->desc_user_addr != q->desc_uva ||
+            a->avail_user_addr != q->avail_uva ||
+            a->used_user_addr != q->used_uva) {
+            error_setg(errp, "vring %" PRIu32 " is running: its rings "
+                       "cannot move", a->index);
+            return -EINVAL;
+        }
+    } else if (a->desc_user_addr % VRING_DESC_ALIGN ||
         a->avail_user_addr % VRING_AVAIL_ALIGN ||
         a->used_user_addr % VRING_USED_ALIGN) {
         error_setg(errp, "vring %u: the rings at %#" PRIx64 "/%#" PRIx64
@@ -546,11 +617,16 @@ static int coroutine_fn vu_set_vring_addr(VuServer *s, VuMsg *m,
                    a->used_user_addr);
         return -EINVAL;
     }
-    q->desc_uva = a->desc_user_addr;
-    q->avail_uva = a->avail_user_addr;
-    q->used_uva = a->used_user_addr;
-    q->has_addr = true;
-    q->vq.broken = false;
+    if (!q->started) {
+        q->desc_uva = a->desc_user_addr;
+        q->avail_uva = a->avail_user_addr;
+        q->used_uva = a->used_user_addr;
+        q->has_addr = true;
+        q->vq.broken = false;
+    }
+    q->log_used = a->flags & (1u << VHOST_VRING_F_LOG);
+    q->log_guest_addr = a->log_guest_addr;
+    vu_virtq_update_log(q);
     return 0;
 }
 
@@ -849,9 +925,11 @@ typedef struct VuRequestType {
 #define VU_STATE sizeof(VhostUserVringState)
 
 /*
- * The requests the back-end carries out; the others (logging, IOTLB,
- * postcopy, inflight tracking, memory slots, status) belong to features
- * it does not offer, so a front-end that sends them breaks the protocol.
+ * The requests the back-end carries out; the others (IOTLB, postcopy,
+ * inflight tracking, memory slots, status) belong to features it does not
+ * offer, so a front-end that sends them breaks the protocol.  SET_LOG_FD
+ * (an eventfd to signal after logging) is for the kernel's vhost: no
+ * vhost-user front-end sends it, and the log needs no signal.
  */
 static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
     [VHOST_USER_GET_FEATURES] = {
@@ -865,6 +943,9 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
     [VHOST_USER_SET_MEM_TABLE] = {
         "VHOST_USER_SET_MEM_TABLE", vu_set_mem_table, VU_SIZE_ANY, true,
         false },
+    [VHOST_USER_SET_LOG_BASE] = {
+        "VHOST_USER_SET_LOG_BASE", vu_set_log_base, sizeof(VhostUserLog),
+        true, true },
     [VHOST_USER_SET_VRING_NUM] = {
         "VHOST_USER_SET_VRING_NUM", vu_set_vring_num, VU_STATE, false,
         false, VU_VRING_STATE },
@@ -1081,6 +1162,7 @@ static void coroutine_fn vu_client_end(VuServer *s)
         vu_virtq_enter(q);
         vu_virtq_leave(q);
     }
+    vu_log_unmap(s);
     vu_mem_unmap(s->regions, s->nregions);
     s->nregions = 0;
     s->features = 0;

@@ -364,6 +364,10 @@ void vu_virtq_reset(VuVirtq *q)
     q->enabled = false;
     q->always_enabled = false;
     q->paused = false;
+    q->data_log = NULL;
+    q->log_used = false;
+    q->log_guest_addr = 0;
+    q->log_overflow_reported = false;
 }
 
 void coroutine_fn vu_virtq_pause(VuVirtq *q)
@@ -464,6 +468,10 @@ static void vu_virtq_complete_in_ring(VuVirtq *q, VirtQueueElement *elem,
 {
     Error *err = NULL;
 
+    if (q->data_log) {
+        /* invariant 14: marked before the push publishes it */
+        vu_virtq_log_elem(q, elem);
+    }
     if (virtqueue_push(&q->vq, elem, len, &err) < 0) {
         if (err) {
             vu_virtq_broken(q, err);

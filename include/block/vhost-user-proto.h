@@ -81,6 +81,14 @@ typedef enum VhostUserBackendRequest {
 } VhostUserBackendRequest;
 
 /*
+ * Virtio feature bit 26, offered in GET_FEATURES: the back-end marks its
+ * writes to guest memory in the dirty log the front-end gives it with
+ * SET_LOG_BASE (include/virtio/vhost-log.h), so that the guest can be
+ * migrated live.
+ */
+#define VHOST_F_LOG_ALL 26
+
+/*
  * Virtio feature bit 30, offered in GET_FEATURES: the back-end speaks the
  * protocol-feature messages (GET/SET_PROTOCOL_FEATURES, SET_VRING_ENABLE).
  */
@@ -187,13 +195,25 @@ typedef struct VhostUserConfig {
 #define VHOST_USER_CONFIG_HDR_SIZE offsetof(VhostUserConfig, region)
 _Static_assert(VHOST_USER_CONFIG_HDR_SIZE == 12, "config header is 12 bytes");
 
-/* Every payload a back-end without logging, IOTLB or inflight takes. */
+/*
+ * SET_LOG_BASE (with LOG_SHMFD): the dirty log is bytes [mmap_offset,
+ * +mmap_size) of the file descriptor the message carries.  The back-end
+ * replies (any payload; a u64 0 here) once it logs into the new one.
+ */
+typedef struct VhostUserLog {
+    uint64_t mmap_size;
+    uint64_t mmap_offset;
+} VhostUserLog;
+_Static_assert(sizeof(VhostUserLog) == 16, "a log is 16 bytes");
+
+/* Every payload a back-end without IOTLB or inflight tracking takes. */
 typedef union VhostUserPayload {
     uint64_t u64;
     VhostUserVringState state;
     VhostUserVringAddr addr;
     VhostUserMemory memory;
     VhostUserConfig config;
+    VhostUserLog log;
 } VhostUserPayload;
 
 /*

@@ -22,6 +22,7 @@
 #include "test-mem-driver.h"
 #include "block/vhost-user-blk.h"
 #include "block/vhost-user-proto.h"
+#include "virtio/vhost-log.h"
 #include "virtio/virtio-blk-wire.h"
 #include "virtio/virtio-ring.h"
 #include "qblock/block-backend.h"
@@ -346,6 +347,7 @@ static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
     pf = fe_get_u64(fe, VHOST_USER_GET_PROTOCOL_FEATURES);
     g_assert_cmphex(pf, ==,
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG));
@@ -648,6 +650,7 @@ static void test_negotiation(void)
         bool want = bit == VIRTIO_F_VERSION_1 ||
                     bit == VIRTIO_RING_F_INDIRECT_DESC ||
                     bit == VIRTIO_RING_F_EVENT_IDX ||
+                    bit == VHOST_F_LOG_ALL ||
                     bit == VHOST_USER_F_PROTOCOL_FEATURES ||
                     bit == VIRTIO_BLK_F_SEG_MAX ||
                     bit == VIRTIO_BLK_F_BLK_SIZE ||
@@ -1255,7 +1258,7 @@ static void hostile_unoffered_feature(TestFE *fe)
 
 static void hostile_unoffered_protocol_feature(TestFE *fe)
 {
-    uint64_t f = UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD;
+    uint64_t f = UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD;
 
     fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &f, sizeof(f), NULL, 0);
 }
@@ -1269,7 +1272,8 @@ static void hostile_unsupported_request(TestFE *fe)
 {
     uint64_t v = 0;
 
-    fe_send(fe, VHOST_USER_SET_LOG_BASE, 0, &v, sizeof(v), NULL, 0);
+    /* the kernel's log eventfd: no vhost-user front-end sends it */
+    fe_send(fe, VHOST_USER_SET_LOG_FD, 0, &v, sizeof(v), NULL, 0);
 }
 
 static void hostile_fds_on_get_features(TestFE *fe)
@@ -1426,10 +1430,10 @@ static void hostile_vring_addr_align(TestFE *fe)
     fe_send(fe, VHOST_USER_SET_VRING_ADDR, 0, &a, sizeof(a), NULL, 0);
 }
 
-static void hostile_vring_addr_log(TestFE *fe)
+static void hostile_vring_addr_flags(TestFE *fe)
 {
     VhostUserVringAddr a = {
-        .flags = 1u << VHOST_VRING_F_LOG,
+        .flags = 2,
         .desc_user_addr = fe_uva(fe, DESC_OFF(0)),
         .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
         .used_user_addr = fe_uva(fe, USED_OFF(0)),
@@ -1510,6 +1514,90 @@ static void hostile_kick_eof(TestFE *fe)
     close(p[0]);
 }
 
+static void hostile_running_ring_moves(TestFE *fe)
+{
+    VhostUserVringAddr a = {
+        .desc_user_addr = fe_uva(fe, DESC_OFF(1)),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+        .used_user_addr = fe_uva(fe, USED_OFF(0)),
+    };
+
+    fe->nq = 1;
+    fe_negotiate(fe, 0);
+    fe_setup_vring(fe, 0, 0);
+    fe_send(fe, VHOST_USER_SET_VRING_ADDR, 0, &a, sizeof(a), NULL, 0);
+}
+
+/* A dirty log file of @size bytes. */
+static int log_memfd(size_t size)
+{
+    int fd = memfd_create("test-vhost-log", MFD_CLOEXEC);
+
+    g_assert_cmpint(fd, >=, 0);
+    g_assert_cmpint(ftruncate(fd, size), ==, 0);
+    return fd;
+}
+
+static void fe_send_log_base(TestFE *fe, uint64_t offset, uint64_t size,
+                             int fd)
+{
+    VhostUserLog l = { .mmap_size = size, .mmap_offset = offset };
+
+    fe_send(fe, VHOST_USER_SET_LOG_BASE, 0, &l, sizeof(l), &fd, fd >= 0);
+}
+
+static void hostile_log_without_shmfd(TestFE *fe)
+{
+    int fd = log_memfd(8192);
+
+    fe_send_log_base(fe, 0, 8192, fd);
+    close(fd);
+}
+
+static void hostile_log_no_fd(TestFE *fe)
+{
+    fe_negotiate(fe, 0);
+    fe_send_log_base(fe, 0, 8192, -1);
+}
+
+static void hostile_log_empty(TestFE *fe)
+{
+    int fd = log_memfd(8192);
+
+    fe_negotiate(fe, 0);
+    fe_send_log_base(fe, 0, 0, fd);
+    close(fd);
+}
+
+static void hostile_log_past_file(TestFE *fe)
+{
+    int fd = log_memfd(8192);
+
+    fe_negotiate(fe, 0);
+    fe_send_log_base(fe, 4096, 8192, fd);
+    close(fd);
+}
+
+static void hostile_log_wraps(TestFE *fe)
+{
+    int fd = log_memfd(8192);
+
+    fe_negotiate(fe, 0);
+    fe_send_log_base(fe, UINT64_MAX - 4095, 8192, fd);
+    close(fd);
+}
+
+static void hostile_log_pipe(TestFE *fe)
+{
+    int p[2];
+
+    g_assert_cmpint(pipe(p), ==, 0);
+    fe_negotiate(fe, 0);
+    fe_send_log_base(fe, 0, 8192, p[0]);
+    close(p[0]);
+    close(p[1]);
+}
+
 static void hostile_running_ring_num(TestFE *fe)
 {
     fe->nq = 1;
@@ -1564,12 +1652,12 @@ static const struct {
     { "unoffered-feature", hostile_unoffered_feature,
       "VHOST_USER_SET_FEATURES: features 0x8000000000000000 were not offered" },
     { "unoffered-protocol-feature", hostile_unoffered_protocol_feature,
-      "VHOST_USER_SET_PROTOCOL_FEATURES: protocol features 0x2 were "
+      "VHOST_USER_SET_PROTOCOL_FEATURES: protocol features 0x1000 were "
       "not offered" },
     { "unknown-request", hostile_unknown_request,
       "request 200 is not supported" },
     { "unsupported-request", hostile_unsupported_request,
-      "request 6 is not supported" },
+      "request 7 is not supported" },
     { "fds-on-get-features", hostile_fds_on_get_features,
       "VHOST_USER_GET_FEATURES came with file descriptors (1)" },
     { "too-many-fds", hostile_too_many_fds,
@@ -1603,8 +1691,24 @@ static const struct {
       "vring 0: enable value 2, not 0 or 1" },
     { "vring-addr-align", hostile_vring_addr_align,
       "are not aligned as virtio requires" },
-    { "vring-addr-log", hostile_vring_addr_log,
-      "flags 0x1 (dirty logging was not offered)" },
+    { "vring-addr-flags", hostile_vring_addr_flags,
+      "vring 0: flags 0x2 are unknown" },
+    { "running-ring-moves", hostile_running_ring_moves,
+      "VHOST_USER_SET_VRING_ADDR: vring 0 is running: its rings cannot "
+      "move" },
+    { "log-without-shmfd", hostile_log_without_shmfd,
+      "VHOST_USER_SET_LOG_BASE: without LOG_SHMFD negotiated" },
+    { "log-no-fd", hostile_log_no_fd,
+      "VHOST_USER_SET_LOG_BASE: 0 file descriptors, expected 1" },
+    { "log-empty", hostile_log_empty,
+      "VHOST_USER_SET_LOG_BASE: the log is empty" },
+    { "log-past-file", hostile_log_past_file,
+      "the dirty log: bytes 0x1000+0x2000 are past the end of its "
+      "8192-byte file" },
+    { "log-wraps", hostile_log_wraps, "the dirty log: bytes "
+      "0xfffffffffffff000+0x2000 wrap around" },
+    { "log-pipe", hostile_log_pipe, "the dirty log: the file descriptor is "
+      "not a regular file" },
     { "rings-outside", hostile_rings_outside,
       "(128 entries) are not within guest memory" },
     { "kick-before-num", hostile_kick_before_num,
@@ -1704,6 +1808,194 @@ static void test_memory_shrinks(void)
     g_assert_nonnull(strstr(log, "memory region 0: SIGBUS at offset 0x"));
     g_assert_nonnull(strstr(log, "the front-end shrank the file behind "
                              "guest memory"));
+    fe_close(fe);
+
+    fe = fe_start(1, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x44), ==, VIRTIO_BLK_S_OK);
+    fe_close(fe);
+    stop_export();
+}
+
+/* ---- dirty logging (vhost-user-log.c) ---- */
+
+/* A log that covers all of guest memory, as QEMU sizes it. */
+#define LOG_SIZE ((GPA_BASE + MEM_SIZE) / VHOST_LOG_PAGE / 8)
+
+static unsigned int log_marked(const uint8_t *log, size_t size)
+{
+    unsigned int n = 0;
+
+    for (size_t i = 0; i < size; i++) {
+        n += __builtin_popcount(log[i]);
+    }
+    return n;
+}
+
+static bool log_page_marked(const uint8_t *log, uint64_t gpa)
+{
+    uint64_t page = gpa / VHOST_LOG_PAGE;
+
+    return log[page / 8] & (1u << (page % 8));
+}
+
+static void fe_set_log_base(TestFE *fe, int fd, uint64_t size)
+{
+    uint64_t v = 1;
+
+    fe_send_log_base(fe, 0, size, fd);
+    /* the reply says the back-end logs into the new log */
+    fe_recv(fe, VHOST_USER_SET_LOG_BASE, &v, sizeof(v));
+    g_assert_cmpuint(v, ==, 0);
+}
+
+/* QEMU's SET_VRING_ADDR to a running ring, to start or stop its log. */
+static void fe_log_used_ring(TestFE *fe, unsigned int q, bool on)
+{
+    VhostUserVringAddr a = {
+        .index = q,
+        .flags = on ? 1u << VHOST_VRING_F_LOG : 0,
+        .desc_user_addr = fe_uva(fe, DESC_OFF(q)),
+        .avail_user_addr = fe_uva(fe, AVAIL_OFF(q)),
+        .used_user_addr = fe_uva(fe, USED_OFF(q)),
+        .log_guest_addr = fe_gpa(fe, USED_OFF(q)),
+    };
+
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR, &a, sizeof(a),
+                            NULL, 0), ==, 0);
+}
+
+/* A read of @len bytes into slot 1's data, which must succeed. */
+static void fe_read_slot1(TestFE *fe, uint32_t len)
+{
+    g_assert_cmpuint(fe_do_req(fe, 0, 1, VIRTIO_BLK_T_IN, 0, len, true),
+                     ==, VIRTIO_BLK_S_OK);
+}
+
+/*
+ * What QEMU does to migrate a guest live: a log, VHOST_F_LOG_ALL, and
+ * VHOST_VRING_F_LOG on each running ring.  Every page the export writes
+ * is marked (a read's data, every status byte, the used ring), no page
+ * it only reads, and nothing once logging stops.
+ */
+static void test_dirty_log(void)
+{
+    const uint64_t log_all = UINT64_C(1) << VHOST_F_LOG_ALL;
+    int logfd = log_memfd(LOG_SIZE);
+    uint8_t *log = mmap(NULL, LOG_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+                        logfd, 0);
+    uint64_t read_data = GPA_BASE + SLOT_OFF(1) + SLOT_DATA;
+    uint64_t used = GPA_BASE + USED_OFF(0);
+    g_autofree char *err = NULL;
+    TestFE *fe;
+    uint64_t f;
+
+    g_assert_true(log != MAP_FAILED);
+    start_export(true, true, 1, 512);
+    fe = fe_connect();
+    fe->nq = 1;
+    f = fe_negotiate(fe, log_all);
+    fe_setup_vring(fe, 0, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 8192, 0x5a), ==, VIRTIO_BLK_S_OK);
+
+    /* a log, but VHOST_F_LOG_ALL is not set: nothing is marked */
+    fe_set_log_base(fe, logfd, LOG_SIZE);
+    fe_read_slot1(fe, 8192);
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 0);
+
+    /* a read marks its two data pages, its status byte's, the used ring */
+    g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES, f | log_all),
+                     ==, 0);
+    fe_log_used_ring(fe, 0, true);
+    memset(fe_slot_data(fe, 1), 0, 8192);
+    fe_read_slot1(fe, 8192);
+    g_assert_cmpuint(fe_slot_data(fe, 1)[8191], ==, 0x5a);
+    g_assert_true(log_page_marked(log, read_data));
+    g_assert_true(log_page_marked(log, read_data + 4096));
+    g_assert_true(log_page_marked(log, GPA_BASE + SLOT_OFF(1) + 16));
+    g_assert_true(log_page_marked(log, used));
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 4);
+
+    /* a write: the device writes its status byte, not the data */
+    memset(log, 0, LOG_SIZE);
+    g_assert_cmpuint(fe_write(fe, 0, 0, 8192, 0x77), ==, VIRTIO_BLK_S_OK);
+    g_assert_true(log_page_marked(log, GPA_BASE + SLOT_OFF(0) + 16));
+    g_assert_true(log_page_marked(log, used));
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 2);
+
+    /* a ring without VHOST_VRING_F_LOG: its data, not its used ring */
+    fe_log_used_ring(fe, 0, false);
+    memset(log, 0, LOG_SIZE);
+    fe_read_slot1(fe, 8192);
+    g_assert_false(log_page_marked(log, used));
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 3);
+
+    /* the migration is over: VHOST_F_LOG_ALL cleared, nothing marked */
+    g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES, f), ==, 0);
+    memset(log, 0, LOG_SIZE);
+    fe_read_slot1(fe, 8192);
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 0);
+
+    /*
+     * A new, smaller log that does not reach guest memory: the request
+     * completes, the log past its end is left alone, and the export says
+     * once what a migration would miss.
+     */
+    g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES, f | log_all),
+                     ==, 0);
+    fe_log_used_ring(fe, 0, true);
+    fe_set_log_base(fe, logfd, 4096);
+    memset(log, 0, LOG_SIZE);
+    stderr_capture_begin();
+    fe_read_slot1(fe, 8192);
+    fe_read_slot1(fe, 8192);
+    err = stderr_capture_end();
+    g_assert_nonnull(strstr(err, "vring 0: the 4096-byte dirty log does not "
+                                 "cover guest address 0x"));
+    g_assert_null(strstr(strstr(err, "dirty log") + 1, "dirty log"));
+    g_assert_cmpuint(log_marked(log, LOG_SIZE), ==, 0);
+    fe_close(fe);
+    stop_export();
+    munmap(log, LOG_SIZE);
+    close(logfd);
+}
+
+/*
+ * A front-end shrinks its log file under a logging ring: a sealable one
+ * was sealed; one that cannot be ends the connection with SIGBUS named,
+ * and the export serves the next front-end.
+ */
+static void test_dirty_log_shrinks(void)
+{
+    const uint64_t log_all = UINT64_C(1) << VHOST_F_LOG_ALL;
+    g_autofree char *err = NULL;
+    TestFE *fe;
+    int logfd;
+
+    start_export(true, true, 1, 512);
+    fe = fe_start(1, 0);
+    logfd = memfd_create("test-vhost-log", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    g_assert_cmpint(ftruncate(logfd, LOG_SIZE), ==, 0);
+    fe_set_log_base(fe, logfd, LOG_SIZE);
+    g_assert_cmpint(ftruncate(logfd, 0), ==, -1);
+    g_assert_cmpint(errno, ==, EPERM);
+    close(logfd);
+    fe_close(fe);
+
+    fe = fe_start(1, 0);
+    logfd = log_memfd(LOG_SIZE);
+    fe_set_log_base(fe, logfd, LOG_SIZE);
+    g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES,
+                                fe_get_u64(fe, VHOST_USER_GET_FEATURES) |
+                                log_all), ==, 0);
+    g_assert_cmpint(ftruncate(logfd, 0), ==, 0);
+    stderr_capture_begin();
+    fe_blk_req(fe, 0, 1, VIRTIO_BLK_T_IN, 0, 4096, true);
+    fe_make_available(fe, 0, 3);
+    fe_kick(fe, 0);
+    fe_expect_closed(fe);
+    err = stderr_capture_end();
+    g_assert_nonnull(strstr(err, "the dirty log: SIGBUS at offset 0x"));
+    close(logfd);
     fe_close(fe);
 
     fe = fe_start(1, 0);
@@ -1901,6 +2193,9 @@ int main(int argc, char **argv)
                     test_ring_overcommitted);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
     g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
+    g_test_add_func("/vhost-user-blk/dirty-log", test_dirty_log);
+    g_test_add_func("/vhost-user-blk/dirty-log-shrinks",
+                    test_dirty_log_shrinks);
     g_test_add_func("/vhost-user-blk/free-with-client",
                     test_free_with_client);
     g_test_add_func("/vhost-user-blk/shutdown", test_shutdown);
