@@ -90,6 +90,59 @@ set_cache() {
     [ "$got" = "$1" ] || fail "$ATTR reads '$got' after writing '$1'"
 }
 
+# h.mode=migrate: the guest of the live migration scenario, whose
+# steps the host checks (each a checkpoint):
+#   migrate-ready  a background writer keeps dirtying guest memory, so
+#                  that the host's migration cannot converge until the
+#                  host lets it (the host then migrates, and waits for
+#                  the first pass over guest memory to end)
+#   read-during    the first READ_MIB MiB of the disk read through the
+#                  page cache: pages the export writes after the
+#                  migration copied them once (md5 as read)
+#   quiet          the writer stopped (the host lets the migration end)
+#   cached-after   on the destination: the same bytes from the page
+#                  cache, as the source's export wrote them; a page the
+#                  export did not mark in the dirty log reads stale
+#   reread-after   the same read through the destination's export
+#   written        0xe5 written at WRITE_MIB MiB with O_DIRECT, read back
+READ_MIB=48
+WRITE_MIB=56
+migrate() {
+    # not zeroes: a zero page is sent as a marker, at no cost
+    dd if=/dev/zero bs=65536 count=64 2>/dev/null | tr '\000' '\132' \
+        > /tmp/busy
+    (while [ ! -e /tmp/quiet ]; do
+        dd if=/tmp/busy of=/tmp/dirt bs=65536 conv=notrunc 2>/dev/null
+    done) &
+    writer=$!
+    # the page cache of a block device goes at its last close: held open
+    exec 4< /dev/$DEV
+    sync_point migrate-ready
+    echo 3 > /proc/sys/vm/drop_caches
+    sum=$(dd if=/dev/$DEV bs=1048576 count=$READ_MIB 2>/dev/null | md5sum)
+    sync_point read-during "md5=${sum%% *}"
+    touch /tmp/quiet
+    wait $writer
+    sync_point quiet
+    sum=$(dd if=/dev/$DEV bs=1048576 count=$READ_MIB 2>/dev/null | md5sum)
+    sync_point cached-after "md5=${sum%% *}"
+    exec 4<&-
+    echo 3 > /proc/sys/vm/drop_caches
+    sum=$(dd if=/dev/$DEV bs=1048576 count=$READ_MIB 2>/dev/null | md5sum)
+    sync_point reread-after "md5=${sum%% *}"
+    pattern e 345
+    write_direct e $WRITE_MIB
+    want=$(md5sum < /tmp/e)
+    got=$(dd if=/dev/$DEV bs=65536 skip=$((WRITE_MIB * 16)) count=16 \
+          iflag=direct 2>/dev/null | md5sum)
+    [ "$got" = "$want" ] || fail "the write after the migration reads back wrong"
+    sync_point written
+    finish
+}
+case " $(cat /proc/cmdline) " in
+    *" h.mode=migrate "*) migrate ;;
+esac
+
 pattern a 241; pattern b 262; pattern c 303; pattern d 324
 
 sync_point initial "cache_type=$(tr ' ' _ < $ATTR)" \

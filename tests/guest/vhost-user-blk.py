@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A real Linux guest on qblock-storage-daemon's vhost-user-blk export.
 
-    vhost-user-blk.py BUILD_DIR GUEST_DIR
+    vhost-user-blk.py BUILD_DIR GUEST_DIR [SCENARIO...]
 
 QEMU (qemu-system-x86_64, TCG) boots the kernel and initramfs that
 build-guest.py made in GUEST_DIR, with a vhost-user-blk-pci disk whose
@@ -25,10 +25,18 @@ script asks the daemon over QMP for the export's write cache
     qemu-io, the rest of the disk is still zero, and QEMU's qemu-img
     check finds the image clean.
 
+In the migration scenario QEMU migrates the guest live to a second
+QEMU (on a second export of the node) while the guest reads its disk
+through the page cache, into pages the migration has copied once: on
+the destination the guest reads them back from its page cache, and a
+page the export did not mark in the dirty log would read stale (it
+does, with logging switched off).
+
 Prints one line per scenario and "N passed, N failed, N skipped".
 Exit status 0, 1 on a failure, 77 when QEMU is missing.
 """
 
+import hashlib
 import json
 import os
 import select
@@ -123,20 +131,20 @@ class Scenario:
 
     # ---- processes ----
 
-    def start_daemon(self):
+    def start_daemon(self, export_opts='', objects=(), extra=()):
         opts = ('type=vhost-user-blk,id=exp0,node-name=disk0,'
                 'addr.type=unix,addr.path=%s,writable=on,num-queues=%d,'
                 'logical-block-size=%d,writethrough=%s'
                 % (self.path('vub.sock'), self.num_queues, self.lbs,
-                   'on' if self.writethrough else 'off'))
+                   'on' if self.writethrough else 'off')) + export_opts
         argv = [os.path.join(self.build, 'qblock-storage-daemon'),
                 '--chardev', 'socket,id=m0,path=%s,server=on,wait=off'
                 % self.path('qmp.sock'),
-                '--monitor', 'chardev=m0',
+                '--monitor', 'chardev=m0'] + list(objects) + [
                 '--blockdev', 'driver=file,filename=%s,node-name=file0'
                 % self.img,
                 '--blockdev', 'driver=qcow2,file=file0,node-name=disk0',
-                '--export', opts]
+                '--export', opts] + list(extra)
         self.log('daemon: ' + ' '.join(argv))
         log = open(self.path('daemon.log'), 'w')
         self.daemon = subprocess.Popen(argv, stdout=log,
@@ -146,37 +154,41 @@ class Scenario:
         self.wait_for_file('vub.sock', self.daemon)
         self.qmp = Qmp(self.path('qmp.sock'))
 
-    def start_qemu(self):
+    def start_qemu(self, name='qemu', vub='vub.sock', append='',
+                   extra=()):
+        """Starts QEMU (its files named after @name) on the export at
+        @vub; it becomes self.qemu, and its guest's channel self.ctl."""
+        ctl = self.path(name + '-ctl.sock')
         argv = ['qemu-system-x86_64',
                 '-machine', 'q35,accel=tcg', '-cpu', 'max', '-m', '256',
                 # Linux uses at most one queue per CPU
                 '-smp', str(self.num_queues),
                 '-nodefaults', '-no-user-config', '-nographic',
                 '-monitor', 'none', '-no-reboot',
-                '-serial', 'file:' + self.path('console.log'),
+                '-serial', 'file:' + self.path(name + '-console.log'),
                 '-chardev', 'socket,id=ctl,path=%s,server=on,wait=off'
-                % self.path('ctl.sock'),
+                % ctl,
                 '-serial', 'chardev:ctl',
                 '-kernel', os.path.join(self.guest, 'vmlinux'),
                 '-initrd', os.path.join(self.guest, 'initramfs.cpio.gz'),
-                '-append', 'console=ttyS0 panic=-1 quiet',
+                '-append', 'console=ttyS0 panic=-1 quiet' + append,
                 # vhost-user needs guest RAM the daemon can map
                 '-object', 'memory-backend-memfd,id=mem,size=256M,share=on',
                 '-numa', 'node,memdev=mem',
-                '-chardev', 'socket,id=vu0,path=' + self.path('vub.sock'),
+                '-chardev', 'socket,id=vu0,path=' + self.path(vub),
                 '-device', 'vhost-user-blk-pci,chardev=vu0,num-queues=%d'
-                % self.num_queues]
-        self.log('qemu: ' + ' '.join(argv))
-        if os.path.exists(self.path('ctl.sock')):
-            os.unlink(self.path('ctl.sock'))    # left by a killed QEMU
-        log = open(self.path('qemu.log'), 'a')
+                % self.num_queues] + list(extra)
+        self.log('%s: %s' % (name, ' '.join(argv)))
+        if os.path.exists(ctl):
+            os.unlink(ctl)      # left by a killed QEMU
+        log = open(self.path(name + '.log'), 'a')
         self.qemu = subprocess.Popen(argv, stdout=log,
                                      stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL)
         self.procs.append(self.qemu)
-        self.wait_for_file('ctl.sock', self.qemu)
+        self.wait_for_file(os.path.basename(ctl), self.qemu)
         self.ctl = socket.socket(socket.AF_UNIX)
-        connect_unix(self.ctl, self.path('ctl.sock'))
+        connect_unix(self.ctl, ctl)
         self.ctl_buf = b''
 
     def wait_for_file(self, name, proc):
@@ -395,11 +407,147 @@ class Scenario:
               'qemu-img check:\n' + r.stdout)
 
 
+class MigrationScenario(Scenario):
+    """QEMU migrates the guest live to a second QEMU while the export
+    writes into guest memory: the guest's reads through the page cache
+    land in pages that the migration has already copied once, which only
+    the export's dirty log (VHOST_F_LOG_ALL) makes it copy again.  Each
+    QEMU has its own export of the one node (shared storage, as a
+    migration between hosts has), both in an iothread, so the rings log
+    from a thread of their own."""
+
+    READ_MIB = 48       # as guest-init.sh
+    WRITE_MIB = 56
+
+    def __init__(self, name, build, guest):
+        super().__init__(name, build, guest, writethrough=False,
+                         num_queues=1, lbs=512)
+
+    def qmp_wait(self, qmp, what, done, timeout=STEP_TIMEOUT):
+        """Polls @what on @qmp until done(reply) says yes."""
+        deadline = time.time() + timeout
+        while True:
+            reply = qmp.cmd(what)
+            self.log('%s: %r' % (what, reply))
+            if done(reply):
+                return reply
+            check(time.time() < deadline, '%s: still %r after %d s'
+                  % (what, reply, timeout))
+            time.sleep(0.1)
+
+    def migration(self, qmp):
+        st = qmp.cmd('query-migrate')
+        check(st.get('status') not in ('failed', 'cancelled'),
+              'the migration failed: %r' % st)
+        return st
+
+    def expect_md5(self, tag, want):
+        g = self.next_sync(tag)
+        check(g.get('md5') == want, '%s: the guest read %s, the disk holds '
+              '%s' % (tag, g.get('md5'), want))
+
+    def run(self):
+        data = os.urandom(self.READ_MIB << 20)
+        raw = self.path('data.raw')
+        with open(raw, 'wb') as f:
+            f.write(data)
+            f.truncate(DISK_SIZE)
+        subprocess.run(['qemu-img', 'convert', '-q', '-f', 'raw', '-O',
+                        'qcow2', raw, self.img], check=True)
+        want = hashlib.md5(data).hexdigest()
+        self.start_daemon(',iothread=io0', [
+            '--object', 'iothread,id=io0'], [
+            '--export', 'type=vhost-user-blk,id=exp1,node-name=disk0,'
+            'addr.type=unix,addr.path=%s,writable=on,iothread=io0'
+            % self.path('vub-dst.sock')])
+        self.wait_for_file('vub-dst.sock', self.daemon)
+        mig = 'unix:' + self.path('mig.sock')
+
+        # init_on_alloc=0: Debian's kernel zeroes each page it allocates,
+        # which dirties a page cache page by the CPU before the export
+        # writes it, so that the migration copies it again anyway
+        append = ' h.mode=migrate init_on_alloc=0'
+        self.start_qemu('src', append=append, extra=[
+            '-qmp', 'unix:%s,server=on,wait=off' % self.path('src-qmp.sock')])
+        src_qemu, src_ctl = self.qemu, self.ctl
+        src = Qmp(self.path('src-qmp.sock'))
+        self.next_sync('migrate-ready')
+        src_buf = self.ctl_buf
+        self.start_qemu('dst', vub='vub-dst.sock', append=append,
+                        extra=['-qmp', 'unix:%s,server=on,wait=off'
+                               % self.path('dst-qmp.sock'),
+                               '-incoming', mig])
+        dst_qemu, dst_ctl = self.qemu, self.ctl
+        dst = Qmp(self.path('dst-qmp.sock'))
+        self.qemu, self.ctl, self.ctl_buf = src_qemu, src_ctl, src_buf
+
+        # slower than the guest's writer dirties memory under TCG (some
+        # 35 MB/s here), with a short downtime: no convergence until it
+        # stops
+        src.cmd('migrate-set-parameters', **{'max-bandwidth': 16 << 20,
+                                             'downtime-limit': 10})
+        src.cmd('migrate', uri=mig)
+        # the first pass over guest memory is over when it syncs again
+        self.qmp_wait(src, 'query-migrate', lambda st: self.migration(src)
+                      .get('ram', {}).get('dirty-sync-count', 0) >= 2)
+        self.go()
+        self.expect_md5('read-during', want)
+        st = self.migration(src)
+        check(st.get('status') == 'active', 'the migration was over before '
+              'the guest read its disk, which tests nothing: %r' % st)
+        self.log('after the reads: %r' % st)
+        self.go()
+        self.next_sync('quiet')
+        src.cmd('migrate-set-parameters', **{'max-bandwidth': 1 << 30,
+                                             'downtime-limit': 2000})
+        st = self.qmp_wait(src, 'query-migrate', lambda st: self.migration(
+            src).get('status') == 'completed')
+        self.log('migrated: %r' % st)
+        self.qmp_wait(dst, 'query-status', lambda r: r['status'] == 'running')
+        self.qemu, self.ctl, self.ctl_buf = dst_qemu, dst_ctl, b''
+        src.cmd('quit')
+        self.wait_exit(src_qemu, 'the source QEMU')
+        src_ctl.close()
+
+        self.go()
+        self.expect_md5('cached-after', want)
+        self.go()
+        self.expect_md5('reread-after', want)
+        self.go()
+        self.next_sync('written')
+        self.go()
+        line = self.guest_line()
+        check(line == '@@RESULT PASS', 'guest: ' + line)
+        self.wait_exit(self.qemu, 'the destination QEMU')
+        self.ctl.close()
+        self.qmp.cmd('quit')
+        self.wait_exit(self.daemon, 'qblock-storage-daemon')
+        self.check_migrated_image(data)
+
+    def check_migrated_image(self, data):
+        out = self.path('after.raw')
+        subprocess.run(['qemu-img', 'convert', '-q', '-f', 'qcow2', '-O',
+                        'raw', self.img, out], check=True)
+        with open(out, 'rb') as f:
+            check(f.read(len(data)) == data, 'the image lost the data the '
+                  'guest read')
+            f.seek(self.WRITE_MIB << 20)
+            check(f.read(1 << 20) == b'\xe5' * (1 << 20), 'the guest\'s '
+                  'write after the migration is not in the image')
+        r = subprocess.run(['qemu-img', 'check', self.img],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        check(r.returncode == 0 and 'No errors were found' in r.stdout,
+              'qemu-img check:\n' + r.stdout)
+
+
 def main():
-    if len(sys.argv) != 3:
-        print('usage: vhost-user-blk.py BUILD_DIR GUEST_DIR', file=sys.stderr)
+    if len(sys.argv) < 3:
+        print('usage: vhost-user-blk.py BUILD_DIR GUEST_DIR [SCENARIO...]',
+              file=sys.stderr)
         return 2
-    build, guest = sys.argv[1:]
+    build, guest = sys.argv[1:3]
+    only = sys.argv[3:]
     for prog in ('qemu-system-x86_64', 'qemu-img', 'qemu-io'):
         if not shutil.which(prog):
             print('guest: skipped: %s is not installed (qemu-system-x86, '
@@ -415,10 +563,18 @@ def main():
         # which finds the write cache the first guest chose
         ('reconnect', dict(writethrough=False, num_queues=1, lbs=512,
                            reconnect=True)),
+        # QEMU migrates the guest live while the export writes into its
+        # memory (dirty logging)
+        ('migration', None),
     ]
     passed = failed = 0
     for name, kw in scenarios:
-        s = Scenario(name, build, guest, **kw)
+        if only and name not in only:
+            continue
+        if kw is None:
+            s = MigrationScenario(name, build, guest)
+        else:
+            s = Scenario(name, build, guest, **kw)
         t0 = time.time()
         try:
             s.run()
@@ -427,7 +583,9 @@ def main():
             s.cleanup()
             failed += 1
             print('FAIL %s (%.1f s): %s' % (name, time.time() - t0, e))
-            for log in ('test.log', 'console.log', 'qemu.log', 'daemon.log'):
+            for log in ('test.log', 'qemu-console.log', 'qemu.log',
+                        'src-console.log', 'src.log', 'dst-console.log',
+                        'dst.log', 'daemon.log'):
                 p = s.path(log)
                 if os.path.exists(p):
                     print('--- %s ---' % log)
