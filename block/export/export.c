@@ -62,18 +62,16 @@ BlockExport *blk_exp_next(BlockExport *exp)
 /*
  * Moves the export's nodes back to the main loop, so that the iothread
  * can go (invariant 2 of util/iothread.c).  QEMU leaves them where they
- * are; nothing but the iothread's deletion can tell.
+ * are; nothing but the iothread's deletion can tell.  Another user of
+ * the nodes in the iothread (a second export, a block job) refuses the
+ * move, and is the one to move them back when it ends: not an error.
  */
 static void blk_exp_leave_iothread(BlockExport *exp)
 {
     AioContext *ctx = iothread_get_aio_context(exp->iothreads[0]);
-    Error *err = NULL;
 
     aio_context_acquire(ctx);
-    if (blk_set_aio_context(exp->blk, qemu_get_aio_context(), &err) < 0) {
-        error_prepend(&err, "export '%s': ", exp->id);
-        error_report_err(err);
-    }
+    blk_set_aio_context(exp->blk, qemu_get_aio_context(), NULL);
     aio_context_release(ctx);
     for (unsigned int i = 0; i < exp->nr_iothreads; i++) {
         iothread_unref(exp->iothreads[i]);
