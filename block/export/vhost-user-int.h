@@ -1,9 +1,9 @@
 /*
  * What the vhost-user server's files share (vhost-user-server.c: the
- * listener, the connection and its messages, guest memory;
- * vhost-user-vring.c: the rings' request path and the handoff between a
- * ring's thread and the device's).  The invariants are
- * vhost-user-server.c's.
+ * listener, the connection and its messages; vhost-user-mem.c: guest
+ * memory; vhost-user-log.c: the dirty log; vhost-user-vring.c: the
+ * rings' request path and the handoff between a ring's thread and the
+ * device's).  The invariants are vhost-user-server.c's.
  */
 #ifndef QBLOCK_VHOST_USER_INT_H
 #define QBLOCK_VHOST_USER_INT_H
@@ -171,6 +171,15 @@ void vu_close_client(VuServer *s, Error *err);
 /* The same from a ring's thread (invariant 11). */
 void vu_close_client_from_ring(VuServer *s, Error *err);
 void vu_close_fd(int *fd);
+
+/* vhost-user-mem.c: guest memory (invariants 1 and 7) */
+/* GuestMemory's map over the regions (util/guest-memory.h). */
+void *vu_mem_map(void *opaque, uint64_t addr, uint64_t *len);
+int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m, VuMsg *reply,
+                                  Error **errp);
+void vu_mem_unmap(VuMemRegion *regions, unsigned int n);
+/* Invariant 7: s->fault_fd's handler, a guarded mapping faulted. */
+void vu_mem_faulted(void *opaque);
 /* Invariant 2: the rings of @q, guest-physically, within regions. */
 int vu_virtq_map_rings(VuVirtq *q, Error **errp);
 /* Invariant 7: seals @fd against shrinking where it can be sealed. */

@@ -1,7 +1,8 @@
 /*
  * The vhost-user back-end (see vhost-user-server.h): the listener, the
- * connection's message loop, guest memory and the vrings' setup; the
- * rings' request path is vhost-user-vring.c's (invariants 8 and 9 there).
+ * connection's message loop and the vrings' setup; guest memory is
+ * vhost-user-mem.c's, the dirty log vhost-user-log.c's, and the rings'
+ * request path vhost-user-vring.c's (its invariants 8 to 10, 12, 13).
  *
  * A connection's coroutine reads one message at a time, checks it,
  * carries it out and replies.  The rings run beside it: a kick eventfd's
@@ -71,16 +72,12 @@
  * Everything but the rings runs in the thread of s->ctx.
  */
 #include "vhost-user-int.h"
-#include "vhost-user-sigbus.h"
 
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 
 #include "util/co-socket.h"
 #include "util/sockets.h"
-
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 
 /* Protocol features offered (the export needs no others). */
 #define VU_PROTOCOL_FEATURES                              \
@@ -128,230 +125,6 @@ void vu_close_client_from_ring(VuServer *s, Error *err)
     shutdown(s->sock.fd, SHUT_RDWR);
 }
 
-/* ---- guest memory ---- */
-
-static void *vu_mem_map(void *opaque, uint64_t addr, uint64_t *len)
-{
-    VuServer *s = opaque;
-
-    for (unsigned int i = 0; i < s->nregions; i++) {
-        VuMemRegion *r = &s->regions[i];
-
-        if (addr >= r->gpa && addr - r->gpa < r->size) {
-            *len = MIN(*len, r->size - (addr - r->gpa));
-            return r->host + (addr - r->gpa);
-        }
-    }
-    return NULL;
-}
-
-/* Where [@uva, +@len) of the front-end's space is guest-physically. */
-static bool vu_uva_to_gpa(VuServer *s, uint64_t uva, uint64_t len,
-                          uint64_t *gpa)
-{
-    for (unsigned int i = 0; i < s->nregions; i++) {
-        VuMemRegion *r = &s->regions[i];
-
-        if (uva >= r->uva && uva - r->uva < r->size &&
-            len <= r->size - (uva - r->uva)) {
-            *gpa = r->gpa + (uva - r->uva);
-            return true;
-        }
-    }
-    return false;
-}
-
-bool vu_mem_host_to_gpa(VuServer *s, const void *host, uint64_t len,
-                        uint64_t *gpa)
-{
-    uintptr_t p = (uintptr_t)host;
-
-    for (unsigned int i = 0; i < s->nregions; i++) {
-        VuMemRegion *r = &s->regions[i];
-        uintptr_t start = (uintptr_t)r->host;
-
-        if (p >= start && p - start < r->size &&
-            len <= r->size - (p - start)) {
-            *gpa = r->gpa + (p - start);
-            return true;
-        }
-    }
-    return false;
-}
-
-void vu_mem_unmap_guarded(void *mmap_addr, size_t mmap_size, int guard)
-{
-    vu_sigbus_unguard(guard);
-    munmap(mmap_addr, mmap_size);
-}
-
-static void vu_mem_unmap(VuMemRegion *regions, unsigned int n)
-{
-    for (unsigned int i = 0; i < n; i++) {
-        vu_mem_unmap_guarded(regions[i].mmap_addr, regions[i].mmap_size,
-                             regions[i].guard);
-    }
-}
-
-/* Invariant 7: a guarded mapping faulted, the front-end shrank a file. */
-static void vu_mem_faulted(void *opaque)
-{
-    VuServer *s = opaque;
-    uint64_t count, offset;
-
-    if (read(s->fault_fd, &count, sizeof(count)) < 0) {
-        return;                 /* EAGAIN: another wake-up took it */
-    }
-    for (unsigned int i = 0; s->connected && i < s->nregions; i++) {
-        if (vu_sigbus_take_fault(s->regions[i].guard, &offset)) {
-            Error *err = NULL;
-
-            error_setg(&err, "memory region %u: SIGBUS at offset %#" PRIx64
-                       " of its %#zx-byte mapping: the front-end shrank the "
-                       "file behind guest memory", i, offset,
-                       s->regions[i].mmap_size);
-            error_append_hint(&err, "Closing the connection\n");
-            vu_close_client(s, err);
-            return;
-        }
-    }
-    if (s->connected && vu_log_take_fault(s, &offset)) {
-        Error *err = NULL;
-
-        error_setg(&err, "the dirty log: SIGBUS at offset %#" PRIx64 " of "
-                   "its %#zx-byte mapping: the front-end shrank the file "
-                   "behind it", offset, s->log->mmap_size);
-        error_append_hint(&err, "Closing the connection\n");
-        vu_close_client(s, err);
-    }
-}
-
-/*
- * Invariant 7: seals a file that can be sealed against shrinking, unless
- * it is sealed already.  A file that cannot be (no MFD_ALLOW_SEALING, not
- * a memfd) relies on the SIGBUS guard alone.
- */
-void vu_mem_seal(int fd)
-{
-    int seals = fcntl(fd, F_GET_SEALS);
-
-    if (seals >= 0 && !(seals & (F_SEAL_SHRINK | F_SEAL_SEAL))) {
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK);
-    }
-}
-
-static bool vu_ranges_overlap(uint64_t a, uint64_t alen, uint64_t b,
-                              uint64_t blen)
-{
-    return a < b + blen && b < a + alen;
-}
-
-/* Checks region @i of a new table against its file and those before it. */
-static int vu_mem_region_check(const VhostUserMemoryRegion *regions,
-                               unsigned int i, Error **errp)
-{
-    const VhostUserMemoryRegion *d = &regions[i];
-    uint64_t size = d->memory_size;
-
-    if (size == 0) {
-        error_setg(errp, "memory region %u is empty", i);
-        return -EINVAL;
-    }
-    if (d->guest_phys_addr > UINT64_MAX - size ||
-        d->userspace_addr > UINT64_MAX - size ||
-        d->mmap_offset > UINT64_MAX - size || size > SIZE_MAX / 2) {
-        error_setg(errp, "memory region %u (guest %#" PRIx64 ", user %#"
-                   PRIx64 ", offset %#" PRIx64 ", %#" PRIx64 " bytes) "
-                   "wraps around", i, d->guest_phys_addr, d->userspace_addr,
-                   d->mmap_offset, size);
-        return -EINVAL;
-    }
-    for (unsigned int j = 0; j < i; j++) {
-        const VhostUserMemoryRegion *o = &regions[j];
-
-        if (vu_ranges_overlap(d->guest_phys_addr, size, o->guest_phys_addr,
-                              o->memory_size) ||
-            vu_ranges_overlap(d->userspace_addr, size, o->userspace_addr,
-                              o->memory_size)) {
-            error_setg(errp, "memory regions %u and %u overlap", j, i);
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
-int vu_mem_map_guarded(VuServer *s, int fd, uint64_t offset, uint64_t size,
-                       const char *what, uint8_t **host, void **mmap_addr,
-                       size_t *mmap_size, int *guard, Error **errp)
-{
-    uint64_t start = QEMU_ALIGN_DOWN(offset, qemu_real_host_page_size());
-    struct stat st;
-    void *p;
-
-    if (offset > UINT64_MAX - size || size > SIZE_MAX / 2) {
-        error_setg(errp, "%s: bytes %#" PRIx64 "+%#" PRIx64 " wrap around",
-                   what, offset, size);
-        return -EINVAL;
-    }
-    if (fstat(fd, &st) < 0) {
-        error_setg_errno(errp, errno, "%s: fstat", what);
-        return -errno;
-    }
-    /*
-     * Only a regular file (a memfd, a file in tmpfs or hugetlbfs) has a
-     * size to check the range against; touching a mapping past the end
-     * of its file would kill the process with SIGBUS.
-     */
-    if (!S_ISREG(st.st_mode)) {
-        error_setg(errp, "%s: the file descriptor is not a regular file (a "
-                   "memfd or a shared memory file)", what);
-        return -EINVAL;
-    }
-    if ((uint64_t)st.st_size < offset + size) {
-        error_setg(errp, "%s: bytes %#" PRIx64 "+%#" PRIx64 " are past the "
-                   "end of its %" PRId64 "-byte file", what, offset, size,
-                   (int64_t)st.st_size);
-        return -EINVAL;
-    }
-    vu_mem_seal(fd);
-    *mmap_size = offset - start + size;
-    p = mmap(NULL, *mmap_size, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_NORESERVE, fd, start);
-    if (p == MAP_FAILED) {
-        error_setg_errno(errp, errno, "%s: mmap of %zu bytes", what,
-                         *mmap_size);
-        return -errno;
-    }
-    *guard = vu_sigbus_guard(p, *mmap_size, s->fault_fd);
-    if (*guard < 0) {
-        munmap(p, *mmap_size);
-        error_setg(errp, "%s: more than %d guest memory mappings in this "
-                   "process", what, VU_SIGBUS_MAX_GUARDS);
-        return -ENOSPC;
-    }
-    *mmap_addr = p;
-    *host = (uint8_t *)p + (offset - start);
-    return 0;
-}
-
-static int vu_mem_region_map(VuServer *s, const VhostUserMemoryRegion *d,
-                             unsigned int i, int fd, VuMemRegion *r,
-                             Error **errp)
-{
-    g_autofree char *what = g_strdup_printf("memory region %u", i);
-    int ret = vu_mem_map_guarded(s, fd, d->mmap_offset, d->memory_size,
-                                 what, &r->host, &r->mmap_addr,
-                                 &r->mmap_size, &r->guard, errp);
-
-    if (ret < 0) {
-        return ret;
-    }
-    r->gpa = d->guest_phys_addr;
-    r->size = d->memory_size;
-    r->uva = d->userspace_addr;
-    return 0;
-}
-
 /* ---- rings ---- */
 
 void vu_close_fd(int *fd)
@@ -360,26 +133,6 @@ void vu_close_fd(int *fd)
         close(*fd);
         *fd = -1;
     }
-}
-
-/* Invariant 2: the rings of @q, guest-physically, within regions. */
-int vu_virtq_map_rings(VuVirtq *q, Error **errp)
-{
-    VuServer *s = q->s;
-    uint16_t num = q->vq.num;
-
-    if (!vu_uva_to_gpa(s, q->desc_uva, (uint64_t)num * sizeof(VRingDesc),
-                       &q->vq.desc) ||
-        !vu_uva_to_gpa(s, q->avail_uva, VRING_AVAIL_SIZE(num),
-                       &q->vq.avail) ||
-        !vu_uva_to_gpa(s, q->used_uva, VRING_USED_SIZE(num), &q->vq.used)) {
-        error_setg(errp, "vring %u: the rings at %#" PRIx64 "/%#" PRIx64
-                   "/%#" PRIx64 " (%u entries) are not within guest memory",
-                   q->index, q->desc_uva, q->avail_uva, q->used_uva, num);
-        return -EINVAL;
-    }
-    q->vq.ready = true;
-    return 0;
 }
 
 /* ---- messages ---- */
@@ -491,75 +244,6 @@ static int coroutine_fn vu_reset_owner(VuServer *s, VuMsg *m, VuMsg *reply,
                                        Error **errp)
 {
     return 0;
-}
-
-static int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m,
-                                         VuMsg *reply, Error **errp)
-{
-    const VhostUserMemory *mem = &m->payload.memory;
-    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
-    unsigned int n;
-    int ret;
-
-    if (m->hdr.size < offsetof(VhostUserMemory, regions)) {
-        error_setg(errp, "payload of %" PRIu32 " bytes has no region count",
-                   m->hdr.size);
-        return -EINVAL;
-    }
-    n = mem->nregions;
-    if (n == 0 || n > VHOST_MEMORY_BASELINE_NREGIONS) {
-        error_setg(errp, "%u memory regions, not 1 to %d", n,
-                   VHOST_MEMORY_BASELINE_NREGIONS);
-        return -EINVAL;
-    }
-    if (m->hdr.size != offsetof(VhostUserMemory, regions) +
-                       n * sizeof(VhostUserMemoryRegion)) {
-        error_setg(errp, "payload of %" PRIu32 " bytes for %u regions",
-                   m->hdr.size, n);
-        return -EINVAL;
-    }
-    if (m->nfds != n) {
-        error_setg(errp, "%u memory regions came with %zu file descriptors",
-                   n, m->nfds);
-        return -EINVAL;
-    }
-    for (unsigned int i = 0; i < n; i++) {
-        ret = vu_mem_region_check(mem->regions, i, errp);
-        if (ret == 0) {
-            ret = vu_mem_region_map(s, &mem->regions[i], i, m->fds[i],
-                                    &regions[i], errp);
-        }
-        if (ret < 0) {
-            vu_mem_unmap(regions, i);
-            return ret;
-        }
-    }
-
-    /* invariants 1 and 11: every ring paused in its thread */
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_enter(&s->vqs[i]);
-        vu_virtq_pause(&s->vqs[i]);
-        vu_virtq_leave(&s->vqs[i]);
-    }
-    vu_mem_unmap(s->regions, s->nregions);
-    memcpy(s->regions, regions, n * sizeof(regions[0]));
-    s->nregions = n;
-
-    ret = 0;
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        VuVirtq *q = &s->vqs[i];
-
-        vu_virtq_enter(q);
-        if (q->started && ret == 0) {
-            /* invariant 2; on failure the connection ends, rings paused */
-            ret = vu_virtq_map_rings(q, errp);
-        }
-        if (ret == 0) {
-            vu_virtq_resume(q);
-        }
-        vu_virtq_leave(q);
-    }
-    return ret;
 }
 
 static int coroutine_fn vu_set_vring_num(VuServer *s, VuMsg *m, VuMsg *reply,
