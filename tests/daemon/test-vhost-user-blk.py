@@ -17,8 +17,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import qsd                                              # noqa: E402
 from qsd import error_of, generic                       # noqa: E402
 from vu_frontend import (FrontEnd, BLK_F_FLUSH, BLK_F_CONFIG_WCE,  # noqa
-                         BLK_F_RO, F_PROTOCOL_FEATURES, PF_MQ,
+                         BLK_F_RO, F_PROTOCOL_FEATURES, F_LOG_ALL, PF_MQ,
                          PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG,
+                         PF_LOG_SHMFD,
                          GET_FEATURES, SET_FEATURES, GET_QUEUE_NUM,
                          VERSION, NEED_REPLY)
 
@@ -44,13 +45,12 @@ def test_cmdline_export():
 
     fe = FrontEnd(sock)
     features, pf = fe.negotiate()
-    t.check('features offer FLUSH, CONFIG_WCE, protocol features',
-            features & (BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES)
-            == BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES,
-            hex(features))
+    want = BLK_F_FLUSH | BLK_F_CONFIG_WCE | F_PROTOCOL_FEATURES | F_LOG_ALL
+    t.check('features offer FLUSH, CONFIG_WCE, protocol features, '
+            'dirty logging', features & want == want, hex(features))
     t.check('writable: no RO', not features & BLK_F_RO, hex(features))
     t.equal('protocol features', pf,
-            PF_MQ | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG)
+            PF_MQ | PF_LOG_SHMFD | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG)
     t.equal('num-queues=4', fe.get_u64(GET_QUEUE_NUM), 4)
     t.equal('SET_FEATURES with every feature offered',
             fe.set_u64(SET_FEATURES, features), 0)
