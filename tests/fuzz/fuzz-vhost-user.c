@@ -13,7 +13,8 @@
  *     SET_VRING_KICK/CALL/ERR the eventfd of the queue in the payload's
  *     low bits;
  *  1  set-up: what QEMU sends to start the device (features, protocol
- *     features, owner, memory table, queue 0 with the given size),
+ *     features with dirty logging, owner, memory table, queue 0 with the
+ *     given size),
  *     so that the fuzzer reaches the rings without rediscovering it;
  *  2  guest memory write: offset (2 bytes), length (1 byte), bytes;
  *  3  kick: the queue (1 byte).
@@ -194,10 +195,13 @@ static void fuzz_vu_setup(FuzzVuFE *fe, uint16_t num)
         .used_user_addr = FUZZ_VU_UVA + FUZZ_VU_USED,
     };
     VhostUserVringState st = { .index = 0, .num = num };
+    /* dirty logging on: a SET_LOG_BASE of the script's logs at once */
     uint64_t features = (UINT64_C(1) << 32) |       /* VERSION_1 */
                         (UINT64_C(1) << VHOST_USER_F_PROTOCOL_FEATURES) |
+                        (UINT64_C(1) << VHOST_F_LOG_ALL) |
                         (UINT64_C(1) << 9);         /* FLUSH */
     uint64_t pf = (UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG);
 
