@@ -359,11 +359,16 @@ class Scenario:
         check(wr >= 1 and fl >= 1, 'buffered: %d writes and %d flushes'
               % (wr, fl))
         self.go()
-        self.next_sync('readback')
+        self.guest_passes('readback', 'QEMU')
+
+    def guest_passes(self, last, what):
+        """The guest's last checkpoint @last, its verdict, its QEMU's
+        exit (@what)."""
+        self.next_sync(last)
         self.go()
         line = self.guest_line()
         check(line == '@@RESULT PASS', 'guest: ' + line)
-        self.wait_exit(self.qemu, 'QEMU')
+        self.wait_exit(self.qemu, what)
         self.ctl.close()
 
     def kill_qemu(self):
@@ -514,12 +519,7 @@ class MigrationScenario(Scenario):
         self.go()
         self.expect_md5('reread-after', want)
         self.go()
-        self.next_sync('written')
-        self.go()
-        line = self.guest_line()
-        check(line == '@@RESULT PASS', 'guest: ' + line)
-        self.wait_exit(self.qemu, 'the destination QEMU')
-        self.ctl.close()
+        self.guest_passes('written', 'the destination QEMU')
         self.qmp.cmd('quit')
         self.wait_exit(self.daemon, 'qblock-storage-daemon')
         self.check_migrated_image(data)
