@@ -1,7 +1,8 @@
 /*
  * Driver callbacks that pass a request on to the node's file child
  * unchanged (include/block/block_int.h), shared by the filters whose
- * tables would otherwise each carry the same one-line wrappers.
+ * tables would otherwise each carry the same one-line wrappers; and the
+ * formats' read of what their backing file holds.
  * The generic layer below (io.c) checks, aligns and accounts the request
  * again for the child; nothing here keeps state.
  */
@@ -55,4 +56,30 @@ int coroutine_fn bdrv_filter_co_truncate(BlockDriverState *bs,
                                          Error **errp)
 {
     return bdrv_co_truncate(bs->file, offset, exact, prealloc, flags, errp);
+}
+
+int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
+                                      uint64_t bytes, QEMUIOVector *qiov,
+                                      size_t qiov_offset)
+{
+    int64_t backing_len = bdrv_getlength(bs->backing->bs);
+    uint64_t n;
+    QEMUIOVector slice;
+    int ret = 0;
+
+    if (backing_len < 0) {
+        return backing_len;
+    }
+    n = offset < (uint64_t)backing_len ?
+        MIN(bytes, (uint64_t)backing_len - offset) : 0;
+    if (n) {
+        BLKDBG_EVENT(bs->file, BLKDBG_READ_BACKING_AIO);
+        qemu_iovec_init_slice(&slice, qiov, qiov_offset, n);
+        ret = bdrv_co_preadv(bs->backing, offset, n, &slice, 0);
+        qemu_iovec_destroy(&slice);
+    }
+    if (ret == 0 && n < bytes) {
+        qemu_iovec_memset(qiov, qiov_offset + n, 0, bytes - n);
+    }
+    return ret;
 }

@@ -77,35 +77,6 @@ int coroutine_fn qcow2_pool_finish(Qcow2TaskPool *pool, int ret)
 /* ---------------------------------------------------------------------- */
 /* Reading */
 
-/* Reads from the backing file; what lies past its end reads as zeroes. */
-static int coroutine_fn qcow2_co_read_backing(BlockDriverState *bs,
-                                              uint64_t offset,
-                                              uint64_t bytes,
-                                              QEMUIOVector *qiov,
-                                              size_t qiov_offset)
-{
-    int64_t backing_len = bdrv_getlength(bs->backing->bs);
-    uint64_t n;
-    QEMUIOVector slice;
-    int ret = 0;
-
-    if (backing_len < 0) {
-        return backing_len;
-    }
-    n = offset < (uint64_t)backing_len ?
-        MIN(bytes, (uint64_t)backing_len - offset) : 0;
-    if (n) {
-        BLKDBG_EVENT(bs->file, BLKDBG_READ_BACKING_AIO);
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, n);
-        ret = bdrv_co_preadv(bs->backing, offset, n, &slice, 0);
-        qemu_iovec_destroy(&slice);
-    }
-    if (ret == 0 && n < bytes) {
-        qemu_iovec_memset(qiov, qiov_offset + n, 0, bytes - n);
-    }
-    return ret;
-}
-
 static int coroutine_fn qcow2_read_task(Qcow2Task *t)
 {
     BlockDriverState *bs = t->bs;
@@ -114,7 +85,7 @@ static int coroutine_fn qcow2_read_task(Qcow2Task *t)
     case QCOW2_CLUSTER_UNALLOCATED:
     case QCOW2_CLUSTER_UNALLOCATED_ALLOC:
         if (bs->backing) {
-            return qcow2_co_read_backing(bs, t->offset, t->bytes, t->qiov,
+            return bdrv_co_read_backing(bs, t->offset, t->bytes, t->qiov,
                                          t->qiov_offset);
         }
         /* fall through */

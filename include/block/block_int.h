@@ -705,6 +705,15 @@ void bdrv_register(const BlockDriver *bdrv);
         fn(&arg);                                                       \
     }
 
+/*
+ * For a format driver: reads @bytes at @offset of @bs's backing file
+ * (which it must have) into @qiov at @qiov_offset; what lies past the
+ * backing file's end reads as zeroes.
+ */
+int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
+                                      uint64_t bytes, QEMUIOVector *qiov,
+                                      size_t qiov_offset);
+
 /* How bdrv_open_child() opens a child. */
 typedef enum BdrvChildOpenFlags {
     /* the child is the parent's backing file (inherits flags as one) */
