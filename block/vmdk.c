@@ -1,0 +1,990 @@
+/*
+ * vmdk: the read-only format driver for VMware's virtual disks, as
+ * VMware's "Virtual Disk Format 1.1" specification describes them and as
+ * QEMU and VMware products write them: to import a disk (convert it to
+ * qcow2 or raw) or to use it as a read-only disk.
+ *
+ * A disk is a text descriptor and one or more extents, in the order of
+ * the disk's sectors.  The descriptor is a file of its own
+ * (monolithicFlat, twoGbMaxExtentFlat/Sparse, vmfs) or embedded in a
+ * monolithic sparse extent (monolithicSparse, streamOptimized).  An
+ * extent is FLAT (a range of a plain file), ZERO (reads as zeroes) or
+ * SPARSE: a hosted sparse extent, whose 512-byte header ("KDMV") points
+ * to a grain directory of 32-bit sector offsets of grain tables, whose
+ * 32-bit entries give each grain's sector in the file (0: never written,
+ * reads as zeroes; 1: zeroed, with the zeroed-grain flag).  A
+ * stream-optimized extent (flags: compressed grains and markers) keeps
+ * its grain directory at the end, in a footer that repeats the header,
+ * and each grain is deflated (zlib) behind a 12-byte marker (the grain's
+ * first sector, the compressed size).
+ *
+ * A snapshot's delta disk names its parent in the descriptor
+ * (parentFileNameHint), which becomes the node's backing file: what the
+ * delta never wrote reads from there.
+ *
+ * Left out, each refused at open with a message that says so: writing
+ * (and creating), ESX's sparse extents (VMFSSPARSE, "COWD"), raw device
+ * maps.
+ *
+ * Invariants:
+ *  1. After open the extents are immutable; they cover the disk in order
+ *     (end_sector strictly grows, the last one is the disk's size), and
+ *     a sparse extent's grain directory has an entry for every grain of
+ *     the extent, its grain size is a power of two of at most
+ *     VMDK_MAX_GRAIN_SECTORS and a grain table holds at most
+ *     VMDK_MAX_GTES entries: every offset computed from them fits in 64
+ *     bits whatever the file's tables say.
+ *  2. An extent's cached grain table (gt, gt_index) changes only under
+ *     its lock, which a reader holds from the lookup to the copy of the
+ *     entry it needs.
+ *  3. The node is never writable: open refuses read-write unless
+ *     auto-read-only lets it fall back, as for bochs.
+ */
+#include "block/block_int.h"
+#include "util/cutils.h"
+
+#include <zlib.h>
+
+#define VMDK_SECTOR             512
+#define VMDK4_MAGIC             0x564d444bu     /* "KDMV" read LE */
+#define VMDK3_MAGIC             0x44574f43u     /* "COWD": ESX sparse */
+#define VMDK4_FLAG_ZEROED_GRAIN (1u << 2)
+#define VMDK4_FLAG_COMPRESS     (1u << 16)
+#define VMDK4_FLAG_MARKER       (1u << 17)
+#define VMDK4_COMPRESS_DEFLATE  1
+#define VMDK_GD_AT_END          UINT64_C(0xffffffffffffffff)
+#define VMDK_GTE_ZEROED         1u
+/* QEMU's limits: grains of at most 1 MiB, tables of 512 entries */
+#define VMDK_MAX_GRAIN_SECTORS  2048
+#define VMDK_MAX_GTES           512
+/* a grain directory of at most 2^24 entries (64 MiB) */
+#define VMDK_MAX_GD_ENTRIES     (1u << 24)
+/* a descriptor of at most 1 MiB */
+#define VMDK_MAX_DESCRIPTOR     (1u << 20)
+#define VMDK_MAX_EXTENTS        1024
+/* a stream-optimized grain: marker, deflated data */
+#define VMDK_MARKER_SIZE        12
+
+typedef struct QEMU_PACKED VMDK4Header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t flags;
+    uint64_t capacity;
+    uint64_t grain_size;
+    uint64_t desc_offset;
+    uint64_t desc_size;
+    uint32_t num_gtes_per_gt;
+    uint64_t rgd_offset;
+    uint64_t gd_offset;
+    uint64_t grain_offset;
+    uint8_t unclean_shutdown;
+    char check_bytes[4];
+    uint16_t compress_algorithm;
+    uint8_t pad[433];
+} VMDK4Header;
+_Static_assert(sizeof(VMDK4Header) == VMDK_SECTOR, "a sparse header is a "
+               "sector");
+
+typedef enum VmdkExtentType {
+    VMDK_FLAT,
+    VMDK_SPARSE,
+    VMDK_ZERO,
+} VmdkExtentType;
+
+typedef struct VmdkExtent {
+    VmdkExtentType type;
+    char *type_name;            /* as the descriptor says; "" monolithic */
+    BdrvChild *file;            /* NULL for ZERO */
+    bool own_file;              /* a child of its own, not bs->file */
+    uint64_t sectors;
+    uint64_t end_sector;        /* in the disk, exclusive */
+    uint64_t flat_offset;       /* FLAT: bytes into the file */
+    /* --- SPARSE --- */
+    uint64_t grain_sectors;
+    uint32_t gtes;              /* entries per grain table */
+    uint32_t *gd;               /* host-endian sector offsets */
+    uint32_t gd_entries;
+    bool compressed;
+    bool zeroed_grain;
+    /* invariant 2 */
+    CoMutex lock;
+    uint32_t *gt;
+    int64_t gt_index;           /* of the cached table; -1: none */
+} VmdkExtent;
+
+typedef struct BDRVVmdkState {
+    VmdkExtent *extents;
+    unsigned int nextents;
+    uint64_t sectors;
+    /* the descriptor's, for qemu-img info */
+    char *create_type;
+    uint32_t cid;
+    uint32_t parent_cid;
+} BDRVVmdkState;
+
+static bool vmdk_is_descriptor(const char *buf, size_t len)
+{
+    static const char sig[] = "# Disk DescriptorFile";
+
+    return len >= sizeof(sig) - 1 && !memcmp(buf, sig, sizeof(sig) - 1);
+}
+
+static int vmdk_probe(const uint8_t *buf, int buf_size, const char *filename)
+{
+    uint32_t magic;
+
+    if (buf_size < 4) {
+        return 0;
+    }
+    memcpy(&magic, buf, 4);
+    magic = GUINT32_FROM_LE(magic);
+    if (magic == VMDK4_MAGIC || magic == VMDK3_MAGIC) {
+        return 100;
+    }
+    return vmdk_is_descriptor((const char *)buf, buf_size) ? 100 : 0;
+}
+
+/* ---- the descriptor ---- */
+
+/* The value of "@key=..." (quotes stripped), or NULL; caller frees. */
+static char *vmdk_desc_value(const char *desc, const char *key)
+{
+    g_auto(GStrv) lines = g_strsplit(desc, "\n", -1);
+    size_t klen = strlen(key);
+
+    for (char **l = lines; *l; l++) {
+        char *v = g_strstrip(*l);
+
+        if (strncmp(v, key, klen)) {
+            continue;
+        }
+        v = g_strchug(v + klen);
+        if (*v != '=') {
+            continue;
+        }
+        v = g_strstrip(v + 1);
+        if (*v == '"') {
+            char *end = strchr(v + 1, '"');
+
+            return g_strndup(v + 1, end ? end - v - 1 : strlen(v + 1));
+        }
+        return g_strdup(v);
+    }
+    return NULL;
+}
+
+/*
+ * A descriptor's parent (a snapshot's base): parentCID other than
+ * ffffffff names it in parentFileNameHint, which becomes the backing
+ * file, resolved against the image's directory as a backing file is.
+ */
+static int vmdk_desc_parent(BlockDriverState *bs, const char *desc,
+                            Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    g_autofree char *own = vmdk_desc_value(desc, "CID");
+    g_autofree char *cid = vmdk_desc_value(desc, "parentCID");
+    g_autofree char *hint = NULL;
+
+    s->create_type = vmdk_desc_value(desc, "createType");
+    s->cid = own ? strtoul(own, NULL, 16) : 0;
+    s->parent_cid = cid ? strtoul(cid, NULL, 16) : UINT32_MAX;
+    if (!cid || !g_ascii_strcasecmp(cid, "ffffffff")) {
+        return 0;
+    }
+    hint = vmdk_desc_value(desc, "parentFileNameHint");
+    if (!hint || !hint[0]) {
+        error_setg(errp, "The descriptor has a parent (parentCID=%s) but "
+                   "no parentFileNameHint", cid);
+        return -EINVAL;
+    }
+    if (strlen(hint) >= sizeof(bs->backing_file)) {
+        error_setg(errp, "parentFileNameHint is too long");
+        return -EINVAL;
+    }
+    pstrcpy(bs->backing_file, sizeof(bs->backing_file), hint);
+    pstrcpy(bs->backing_format, sizeof(bs->backing_format), "vmdk");
+    return 0;
+}
+
+/* Invariant 1: appends an extent of @sectors after those there are. */
+static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
+                                   const char *type_name, uint64_t sectors,
+                                   Error **errp)
+{
+    uint64_t start = s->nextents ? s->extents[s->nextents - 1].end_sector
+                                 : 0;
+    VmdkExtent *e;
+
+    if (s->nextents == VMDK_MAX_EXTENTS) {
+        error_setg(errp, "More than %d extents", VMDK_MAX_EXTENTS);
+        return NULL;
+    }
+    if (sectors == 0 || sectors > (uint64_t)INT64_MAX / VMDK_SECTOR - start) {
+        error_setg(errp, "Invalid extent size %" PRIu64 " (sectors)",
+                   sectors);
+        return NULL;
+    }
+    s->extents = g_renew(VmdkExtent, s->extents, s->nextents + 1);
+    e = &s->extents[s->nextents++];
+    *e = (VmdkExtent) {
+        .type = type,
+        .type_name = g_strdup(type_name),
+        .sectors = sectors,
+        .end_sector = start + sectors,
+        .gt_index = -1,
+    };
+    qemu_co_mutex_init(&e->lock);
+    return e;
+}
+
+/* ---- sparse extents ---- */
+
+static int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
+                                      int64_t bytes, void *buf)
+{
+    QEMUIOVector qiov;
+
+    qemu_iovec_init_buf(&qiov, buf, bytes);
+    return bdrv_co_preadv(child, offset, bytes, &qiov, 0);
+}
+
+/* Invariant 1: the header's geometry, checked; the GD read. */
+static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
+                            Error **errp)
+{
+    uint32_t flags = GUINT32_FROM_LE(h->flags);
+    uint64_t grain = GUINT64_FROM_LE(h->grain_size);
+    uint32_t gtes = GUINT32_FROM_LE(h->num_gtes_per_gt);
+    uint64_t gd_offset = GUINT64_FROM_LE(h->gd_offset);
+    uint64_t overhead = GUINT64_FROM_LE(h->grain_offset);
+    int64_t file_size = bdrv_getlength(e->file->bs);
+    uint64_t grains, gd_entries;
+    int ret;
+
+    if (GUINT32_FROM_LE(h->version) > 3) {
+        error_setg(errp, "Unsupported VMDK version %" PRIu32,
+                   GUINT32_FROM_LE(h->version));
+        return -ENOTSUP;
+    }
+    if (grain == 0 || grain > VMDK_MAX_GRAIN_SECTORS ||
+        (grain & (grain - 1))) {
+        error_setg(errp, "Invalid granularity %" PRIu64 " (sectors), image "
+                   "may be corrupt", grain);
+        return -EINVAL;
+    }
+    if (gtes == 0 || gtes > VMDK_MAX_GTES) {
+        error_setg(errp, "L2 table size %" PRIu32 " is not 1 to %d",
+                   gtes, VMDK_MAX_GTES);
+        return -EINVAL;
+    }
+    if ((flags & VMDK4_FLAG_COMPRESS) &&
+        GUINT16_FROM_LE(h->compress_algorithm) != VMDK4_COMPRESS_DEFLATE) {
+        error_setg(errp, "Unknown compression algorithm %u",
+                   GUINT16_FROM_LE(h->compress_algorithm));
+        return -ENOTSUP;
+    }
+    /* QEMU's check: the metadata before the first grain is all there */
+    if (file_size >= 0 && overhead <= (uint64_t)INT64_MAX / VMDK_SECTOR &&
+        (uint64_t)file_size < overhead * VMDK_SECTOR) {
+        error_setg(errp, "File truncated, expecting at least %" PRIu64
+                   " bytes", overhead * VMDK_SECTOR);
+        return -EINVAL;
+    }
+    grains = DIV_ROUND_UP(e->sectors, grain);
+    gd_entries = DIV_ROUND_UP(grains, gtes);
+    if (gd_entries > VMDK_MAX_GD_ENTRIES) {
+        error_setg(errp, "Grain directory of %" PRIu64 " entries is too "
+                   "large", gd_entries);
+        return -EFBIG;
+    }
+    if (gd_offset > (uint64_t)INT64_MAX / VMDK_SECTOR) {
+        error_setg(errp, "Grain directory offset %" PRIu64 " (sectors) is "
+                   "beyond any file", gd_offset);
+        return -EINVAL;
+    }
+    e->grain_sectors = grain;
+    e->gtes = gtes;
+    e->compressed = flags & VMDK4_FLAG_COMPRESS;
+    e->zeroed_grain = flags & VMDK4_FLAG_ZEROED_GRAIN;
+    e->gd_entries = gd_entries;
+    e->gd = g_new(uint32_t, gd_entries);
+    e->gt = g_new(uint32_t, gtes);
+    ret = bdrv_pread(e->file, gd_offset * VMDK_SECTOR,
+                     (int64_t)gd_entries * sizeof(uint32_t), e->gd, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the grain directory");
+        return ret;
+    }
+    for (uint32_t i = 0; i < gd_entries; i++) {
+        e->gd[i] = GUINT32_FROM_LE(e->gd[i]);
+    }
+    return 0;
+}
+
+/*
+ * Reads the header of the hosted sparse extent in @file.  A
+ * stream-optimized one has its grain directory in the footer, which
+ * repeats the header two sectors before the end of the file.
+ */
+static int vmdk_read_sparse_header(BdrvChild *file, VMDK4Header *h,
+                                   Error **errp)
+{
+    int64_t size;
+    int ret;
+
+    ret = bdrv_pread(file, 0, sizeof(*h), h, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the VMDK header");
+        return ret;
+    }
+    if (GUINT32_FROM_LE(h->magic) == VMDK3_MAGIC) {
+        error_setg(errp, "VMFS sparse (COWD) extents are not supported");
+        return -ENOTSUP;
+    }
+    if (GUINT32_FROM_LE(h->magic) != VMDK4_MAGIC) {
+        error_setg(errp, "Extent is not a hosted sparse VMDK extent");
+        return -EINVAL;
+    }
+    if (GUINT64_FROM_LE(h->gd_offset) != VMDK_GD_AT_END) {
+        return 0;
+    }
+    size = bdrv_getlength(file->bs);
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get the extent's size");
+        return size;
+    }
+    if (size < 3 * VMDK_SECTOR) {
+        error_setg(errp, "Stream-optimized extent of %" PRId64 " bytes has "
+                   "no footer", size);
+        return -EINVAL;
+    }
+    ret = bdrv_pread(file, size - 2 * VMDK_SECTOR, sizeof(*h), h, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the VMDK footer");
+        return ret;
+    }
+    if (GUINT32_FROM_LE(h->magic) != VMDK4_MAGIC ||
+        GUINT64_FROM_LE(h->gd_offset) == VMDK_GD_AT_END) {
+        error_setg(errp, "Invalid footer of a stream-optimized extent");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/*
+ * The file offset of the grain that holds @sector of sparse extent @e (in
+ * sectors), or 0 (never written) or VMDK_GTE_ZEROED; < 0 on error.
+ */
+static int64_t coroutine_fn vmdk_grain(VmdkExtent *e, uint64_t sector)
+{
+    uint64_t grain = sector / e->grain_sectors;
+    uint64_t gdi = grain / e->gtes;
+    uint32_t gte;
+    int ret;
+
+    /* invariant 1: every grain of the extent has a GD entry */
+    assert(gdi < e->gd_entries);
+    if (e->gd[gdi] == 0) {
+        return 0;
+    }
+    /* invariant 2 */
+    qemu_co_mutex_lock(&e->lock);
+    if (e->gt_index != (int64_t)gdi) {
+        e->gt_index = -1;
+        ret = vmdk_co_pread(e->file, (int64_t)e->gd[gdi] * VMDK_SECTOR,
+                            (int64_t)e->gtes * sizeof(uint32_t), e->gt);
+        if (ret < 0) {
+            qemu_co_mutex_unlock(&e->lock);
+            return ret;
+        }
+        e->gt_index = gdi;
+    }
+    gte = GUINT32_FROM_LE(e->gt[grain % e->gtes]);
+    qemu_co_mutex_unlock(&e->lock);
+    if (gte == VMDK_GTE_ZEROED && !e->zeroed_grain) {
+        error_report("vmdk: grain %" PRIu64 " is at sector 1, inside the "
+                     "header", grain);
+        return -EIO;
+    }
+    return gte;
+}
+
+/*
+ * Reads @bytes at @in_grain of the compressed grain at sector @at of @e
+ * into @qiov at @done: its marker, then the deflated grain.
+ */
+static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
+                                             uint64_t grain_sector,
+                                             uint64_t in_grain,
+                                             uint64_t bytes,
+                                             QEMUIOVector *qiov, size_t done)
+{
+    size_t grain_bytes = e->grain_sectors * VMDK_SECTOR;
+    /* deflate grows incompressible data by a little: twice is plenty */
+    size_t max = VMDK_MARKER_SIZE + 2 * grain_bytes;
+    /* whole sectors are read */
+    g_autofree uint8_t *buf = g_malloc(QEMU_ALIGN_UP(max, VMDK_SECTOR));
+    g_autofree uint8_t *grain = g_malloc(grain_bytes);
+    uint64_t lba;
+    uint32_t size;
+    uLongf out = grain_bytes;
+    int ret;
+
+    ret = vmdk_co_pread(e->file, at * VMDK_SECTOR, VMDK_SECTOR, buf);
+    if (ret < 0) {
+        return ret;
+    }
+    memcpy(&lba, buf, 8);
+    memcpy(&size, buf + 8, 4);
+    lba = GUINT64_FROM_LE(lba);
+    size = GUINT32_FROM_LE(size);
+    if (size == 0 || size > max - VMDK_MARKER_SIZE) {
+        error_report("vmdk: compressed grain at sector %" PRIu64 " has a "
+                     "size of %" PRIu32 " bytes", at, size);
+        return -EIO;
+    }
+    if (lba != grain_sector) {
+        error_report("vmdk: compressed grain at sector %" PRIu64 " is for "
+                     "sector %" PRIu64 ", not %" PRIu64, at, lba,
+                     grain_sector);
+        return -EIO;
+    }
+    if (VMDK_MARKER_SIZE + size > VMDK_SECTOR) {
+        ret = vmdk_co_pread(e->file, at * VMDK_SECTOR + VMDK_SECTOR,
+                            QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size,
+                                          VMDK_SECTOR) - VMDK_SECTOR,
+                            buf + VMDK_SECTOR);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (uncompress(grain, &out, buf + VMDK_MARKER_SIZE, size) != Z_OK ||
+        out != grain_bytes) {
+        error_report("vmdk: compressed grain at sector %" PRIu64 " does not "
+                     "inflate to a grain", at);
+        return -EIO;
+    }
+    qemu_iovec_from_buf(qiov, done, grain + in_grain, bytes);
+    return 0;
+}
+
+/* ---- opening ---- */
+
+static int vmdk_open_desc_extents(BlockDriverState *bs, const char *desc,
+                                  QDict *options, Error **errp);
+
+/* A monolithic sparse image: bs->file is the one extent. */
+static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    VMDK4Header h;
+    VmdkExtent *e;
+    uint64_t desc_offset, desc_size;
+    int ret;
+
+    ret = vmdk_read_sparse_header(bs->file, &h, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    desc_offset = GUINT64_FROM_LE(h.desc_offset);
+    desc_size = GUINT64_FROM_LE(h.desc_size);
+    if (desc_offset && desc_size) {
+        g_autofree char *desc = NULL;
+
+        if (desc_size > VMDK_MAX_DESCRIPTOR / VMDK_SECTOR ||
+            desc_offset > (uint64_t)INT64_MAX / VMDK_SECTOR) {
+            error_setg(errp, "Embedded descriptor of %" PRIu64 " sectors at "
+                       "sector %" PRIu64 " is too large", desc_size,
+                       desc_offset);
+            return -EFBIG;
+        }
+        desc = g_malloc0(desc_size * VMDK_SECTOR + 1);
+        ret = bdrv_pread(bs->file, desc_offset * VMDK_SECTOR,
+                         desc_size * VMDK_SECTOR, desc, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not read the descriptor");
+            return ret;
+        }
+        ret = vmdk_desc_parent(bs, desc, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    e = vmdk_add_extent(s, VMDK_SPARSE, "", GUINT64_FROM_LE(h.capacity),
+                        errp);
+    if (!e) {
+        return -EINVAL;
+    }
+    e->file = bs->file;
+    return vmdk_open_sparse(e, &h, errp);
+}
+
+static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
+                                Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    int64_t size = bdrv_getlength(bs->file->bs);
+    g_autofree char *desc = NULL;
+    int ret;
+
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get the descriptor's size");
+        return size;
+    }
+    if (size > VMDK_MAX_DESCRIPTOR) {
+        error_setg(errp, "Descriptor file of %" PRId64 " bytes is larger "
+                   "than %d", size, VMDK_MAX_DESCRIPTOR);
+        return -EFBIG;
+    }
+    desc = g_malloc0(size + 1);
+    ret = bdrv_pread(bs->file, 0, size, desc, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the descriptor");
+        return ret;
+    }
+    ret = vmdk_desc_parent(bs, desc, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (!s->create_type) {
+        error_setg(errp, "The descriptor has no createType");
+        return -EINVAL;
+    }
+    return vmdk_open_desc_extents(bs, desc, options, errp);
+}
+
+/* One extent line: ACCESS SECTORS TYPE ["FILE" [OFFSET]]. */
+static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
+                                 QDict *options, Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    char access[16], type[16], name[1024] = "";
+    uint64_t sectors, offset = 0;
+    VmdkExtentType t;
+    VmdkExtent *e;
+    int n = sscanf(line, "%15s %" SCNu64 " %15s \"%1023[^\"]\" %" SCNu64,
+                   access, &sectors, type, name, &offset);
+
+    if (n < 3) {
+        error_setg(errp, "Invalid extent line: %s", line);
+        return -EINVAL;
+    }
+    if (!strcmp(type, "FLAT") || !strcmp(type, "VMFS")) {
+        t = VMDK_FLAT;
+    } else if (!strcmp(type, "SPARSE")) {
+        t = VMDK_SPARSE;
+    } else if (!strcmp(type, "ZERO")) {
+        t = VMDK_ZERO;
+    } else {
+        error_setg(errp, "Unsupported extent type '%s'", type);
+        return -ENOTSUP;
+    }
+    if (t != VMDK_ZERO && n < 4) {
+        error_setg(errp, "Extent line names no file: %s", line);
+        return -EINVAL;
+    }
+    if (t == VMDK_FLAT && offset > (uint64_t)INT64_MAX / VMDK_SECTOR) {
+        error_setg(errp, "Invalid extent offset %" PRIu64, offset);
+        return -EINVAL;
+    }
+    e = vmdk_add_extent(s, t, type, sectors, errp);
+    if (!e) {
+        return -EINVAL;
+    }
+    if (t == VMDK_ZERO) {
+        return 0;
+    }
+    e->flat_offset = offset * VMDK_SECTOR;
+    {
+        g_autofree char *path =
+            bdrv_get_full_backing_filename(bs->file->bs, name, errp);
+        g_autofree char *key = g_strdup_printf("extents.%u",
+                                               s->nextents - 1);
+
+        if (!path) {
+            return -EINVAL;
+        }
+        e->file = bdrv_open_child(path, options, key, bs, 0, errp);
+        if (!e->file) {
+            return -EINVAL;
+        }
+        e->own_file = true;
+    }
+    if (t == VMDK_SPARSE) {
+        VMDK4Header h;
+        int ret = vmdk_read_sparse_header(e->file, &h, errp);
+
+        if (ret < 0) {
+            return ret;
+        }
+        return vmdk_open_sparse(e, &h, errp);
+    }
+    return 0;
+}
+
+static int vmdk_open_desc_extents(BlockDriverState *bs, const char *desc,
+                                  QDict *options, Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    g_auto(GStrv) lines = g_strsplit(desc, "\n", -1);
+
+    for (char **l = lines; *l; l++) {
+        char *line = g_strstrip(*l);
+        int ret;
+
+        if (!g_str_has_prefix(line, "RW ") &&
+            !g_str_has_prefix(line, "RDONLY ") &&
+            !g_str_has_prefix(line, "NOACCESS ")) {
+            continue;
+        }
+        ret = vmdk_open_desc_extent(bs, line, options, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (!s->nextents) {
+        error_setg(errp, "The descriptor lists no extent");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static void vmdk_close(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        g_free(s->extents[i].type_name);
+        g_free(s->extents[i].gd);
+        g_free(s->extents[i].gt);
+    }
+    g_clear_pointer(&s->extents, g_free);
+    s->nextents = 0;
+    g_clear_pointer(&s->create_type, g_free);
+}
+
+static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
+                     Error **errp)
+{
+    BDRVVmdkState *s = bs->opaque;
+    char head[64] = "";
+    int64_t size;
+    int ret;
+
+    /* invariant 3 */
+    if (flags & BDRV_O_RDWR) {
+        if (!(flags & BDRV_O_AUTO_RDONLY)) {
+            error_setg(errp, "Format driver 'vmdk' can only open images "
+                       "read-only in qblock");
+            return -EACCES;
+        }
+        bs->read_only = true;
+    }
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
+    if (!bs->file) {
+        return -EINVAL;
+    }
+    size = bdrv_getlength(bs->file->bs);
+    if (size < 0) {
+        error_setg_errno(errp, -size, "Could not get the image's size");
+        return size;
+    }
+    ret = bdrv_pread(bs->file, 0, MIN((int64_t)sizeof(head) - 1, size), head,
+                     0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the VMDK header");
+        return ret;
+    }
+    if (vmdk_is_descriptor(head, strlen(head))) {
+        ret = vmdk_open_descriptor(bs, options, errp);
+    } else {
+        ret = vmdk_open_monolithic(bs, errp);
+    }
+    if (ret < 0) {
+        vmdk_close(bs);
+        return ret;
+    }
+    s->sectors = s->extents[s->nextents - 1].end_sector;
+    return 0;
+}
+
+/* ---- reading ---- */
+
+/* The extent that holds disk sector @sector (invariant 1). */
+static VmdkExtent *vmdk_find_extent(BDRVVmdkState *s, uint64_t sector,
+                                    uint64_t *start)
+{
+    uint64_t begin = 0;
+
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        if (sector < s->extents[i].end_sector) {
+            *start = begin;
+            return &s->extents[i];
+        }
+        begin = s->extents[i].end_sector;
+    }
+    g_assert_not_reached();
+}
+
+/* What a range of the disk is, in its extent. */
+typedef enum VmdkMapKind {
+    VMDK_MAP_UNALLOCATED,       /* never written: reads as zeroes */
+    VMDK_MAP_ZERO,              /* a ZERO extent or a zeroed grain */
+    VMDK_MAP_DATA,              /* at a byte offset of e->file */
+    VMDK_MAP_COMPRESSED,        /* in a compressed grain */
+} VmdkMapKind;
+
+typedef struct VmdkMap {
+    VmdkMapKind kind;
+    VmdkExtent *e;
+    uint64_t offset;            /* DATA: in e->file; COMPRESSED: grain's */
+    uint64_t grain_sector;      /* COMPRESSED: the grain's first sector */
+    uint64_t in_grain;          /* COMPRESSED: bytes into the grain */
+} VmdkMap;
+
+/*
+ * Where @bytes at disk offset @offset are, *@m: at most to the end of a
+ * grain or of the extent.  Returns the bytes it speaks for, < 0 on error.
+ */
+static int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
+                                     int64_t bytes, VmdkMap *m)
+{
+    uint64_t start;
+    VmdkExtent *e = vmdk_find_extent(s, offset / VMDK_SECTOR, &start);
+    uint64_t in_extent = offset - start * VMDK_SECTOR;
+    uint64_t end = e->sectors * VMDK_SECTOR - in_extent;
+    uint64_t grain_bytes, in_grain;
+    int64_t at;
+
+    *m = (VmdkMap) { .e = e };
+    switch (e->type) {
+    case VMDK_ZERO:
+        m->kind = VMDK_MAP_ZERO;
+        return MIN(bytes, end);
+    case VMDK_FLAT:
+        m->kind = VMDK_MAP_DATA;
+        m->offset = e->flat_offset + in_extent;
+        return MIN(bytes, end);
+    default:
+        break;
+    }
+    grain_bytes = e->grain_sectors * VMDK_SECTOR;
+    in_grain = in_extent % grain_bytes;
+    bytes = MIN(MIN(bytes, end), grain_bytes - in_grain);
+    at = vmdk_grain(e, in_extent / VMDK_SECTOR);
+    if (at < 0) {
+        return at;
+    }
+    if (at == 0) {
+        m->kind = VMDK_MAP_UNALLOCATED;
+    } else if (at == VMDK_GTE_ZEROED) {
+        m->kind = VMDK_MAP_ZERO;
+    } else if (e->compressed) {
+        m->kind = VMDK_MAP_COMPRESSED;
+        m->offset = at;
+        m->grain_sector = (in_extent - in_grain) / VMDK_SECTOR;
+        m->in_grain = in_grain;
+    } else {
+        m->kind = VMDK_MAP_DATA;
+        /* invariant 1: a 32-bit sector plus a grain fits in 64 bits */
+        m->offset = at * VMDK_SECTOR + in_grain;
+    }
+    return bytes;
+}
+
+static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvRequestFlags flags)
+{
+    BDRVVmdkState *s = bs->opaque;
+    size_t done = 0;
+
+    while (bytes > 0) {
+        VmdkMap m;
+        int64_t n = vmdk_map(s, offset, bytes, &m);
+        QEMUIOVector part;
+        int ret = 0;
+
+        if (n < 0) {
+            return n;
+        }
+        switch (m.kind) {
+        case VMDK_MAP_UNALLOCATED:
+            if (bs->backing) {
+                ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
+                break;
+            }
+            /* fall through */
+        case VMDK_MAP_ZERO:
+            qemu_iovec_memset(qiov, done, 0, n);
+            break;
+        case VMDK_MAP_COMPRESSED:
+            ret = vmdk_read_compressed(m.e, m.offset, m.grain_sector,
+                                       m.in_grain, n, qiov, done);
+            break;
+        case VMDK_MAP_DATA:
+            qemu_iovec_init_slice(&part, qiov, done, n);
+            ret = bdrv_co_preadv(m.e->file, m.offset, n, &part, 0);
+            qemu_iovec_destroy(&part);
+            break;
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        offset += n;
+        bytes -= n;
+        done += n;
+    }
+    return 0;
+}
+
+static int coroutine_fn vmdk_co_block_status(BlockDriverState *bs,
+                                             bool want_zero, int64_t offset,
+                                             int64_t bytes, int64_t *pnum,
+                                             int64_t *map,
+                                             BlockDriverState **file)
+{
+    VmdkMap m;
+    int64_t n = vmdk_map(bs->opaque, offset, bytes, &m);
+
+    if (n < 0) {
+        return n;
+    }
+    *pnum = n;
+    switch (m.kind) {
+    case VMDK_MAP_UNALLOCATED:
+        return 0;
+    case VMDK_MAP_ZERO:
+        return BDRV_BLOCK_ZERO;
+    case VMDK_MAP_COMPRESSED:
+        return BDRV_BLOCK_DATA;
+    default:
+        *map = m.offset;
+        *file = m.e->file->bs;
+        /* a flat extent's holes are the file's: ask it, as QEMU does */
+        return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID |
+               (m.e->type == VMDK_FLAT ? BDRV_BLOCK_RECURSE : 0);
+    }
+}
+
+/*
+ * As QEMU's check: every grain the tables point to (a compressed grain's
+ * marker included) starts inside its extent's file; the first that does
+ * not is reported and ends the walk.
+ */
+static int coroutine_fn vmdk_co_check(BlockDriverState *bs,
+                                      BdrvCheckResult *result,
+                                      BdrvCheckMode fix)
+{
+    BDRVVmdkState *s = bs->opaque;
+    int64_t offset = 0, end = s->sectors * VMDK_SECTOR;
+
+    while (offset < end) {
+        VmdkMap m;
+        int64_t n = vmdk_map(s, offset, end - offset, &m);
+        int64_t file_len;
+        uint64_t at;
+
+        if (n < 0) {
+            fprintf(stderr, "ERROR: could not read the grain table for "
+                    "sector %" PRId64 ": %s\n", offset / VMDK_SECTOR,
+                    strerror(-n));
+            result->check_errors++;
+            return 0;
+        }
+        if (m.kind == VMDK_MAP_DATA || m.kind == VMDK_MAP_COMPRESSED) {
+            at = m.kind == VMDK_MAP_DATA ? m.offset
+                                         : m.offset * VMDK_SECTOR;
+            file_len = bdrv_getlength(m.e->file->bs);
+            if (file_len >= 0 && at >= (uint64_t)file_len) {
+                fprintf(stderr, "ERROR: cluster offset for sector %" PRId64
+                        " points after EOF\n", offset / VMDK_SECTOR);
+                result->corruptions++;
+                return 0;
+            }
+        }
+        offset += n;
+    }
+    return 0;
+}
+
+static int64_t vmdk_getlength(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+
+    return s->sectors * VMDK_SECTOR;
+}
+
+static int vmdk_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
+{
+    BDRVVmdkState *s = bs->opaque;
+
+    /* as QEMU: the first extent's grain */
+    if (s->extents[0].type == VMDK_SPARSE) {
+        bdi->cluster_size = s->extents[0].grain_sectors * VMDK_SECTOR;
+    }
+    return 0;
+}
+
+/* QEMU's ImageInfoSpecificVmdk, members in its order. */
+static JsonNode *vmdk_get_specific_info(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+    g_autoptr(JsonObject) info = json_object_new();
+    JsonObject *data = json_object_new();
+    JsonArray *extents = json_array_new();
+
+    json_object_set_int_member(data, "cid", s->cid);
+    json_object_set_int_member(data, "parent-cid", s->parent_cid);
+    json_object_set_string_member(data, "create-type",
+                                  s->create_type ? s->create_type : "");
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        VmdkExtent *e = &s->extents[i];
+        JsonObject *x = json_object_new();
+
+        if (e->compressed) {
+            json_object_set_boolean_member(x, "compressed", true);
+        }
+        json_object_set_int_member(x, "virtual-size",
+                                   e->sectors * VMDK_SECTOR);
+        if (e->file) {
+            json_object_set_string_member(x, "filename",
+                                          e->file->bs->filename);
+        }
+        if (e->type == VMDK_SPARSE) {
+            json_object_set_int_member(x, "cluster-size",
+                                       e->grain_sectors * VMDK_SECTOR);
+        }
+        json_object_set_string_member(x, "format", e->type_name);
+        json_array_add_object_element(extents, x);
+    }
+    json_object_set_array_member(data, "extents", extents);
+    json_object_set_string_member(info, "type", "vmdk");
+    json_object_set_object_member(info, "data", data);
+    return json_node_init_object(json_node_alloc(), info);
+}
+
+static void vmdk_refresh_limits(BlockDriverState *bs, Error **errp)
+{
+    bs->bl.request_alignment = VMDK_SECTOR;
+}
+
+static const BlockDriver bdrv_vmdk = {
+    .format_name                    = "vmdk",
+    .instance_size                  = sizeof(BDRVVmdkState),
+    .is_format                      = true,
+    .supports_backing               = true,
+    .bdrv_probe                     = vmdk_probe,
+    .bdrv_open                      = vmdk_open,
+    .bdrv_close                     = vmdk_close,
+    .bdrv_co_preadv                 = vmdk_co_preadv,
+    .bdrv_co_block_status           = vmdk_co_block_status,
+    .bdrv_co_check                  = vmdk_co_check,
+    .bdrv_getlength                 = vmdk_getlength,
+    .bdrv_get_info                  = vmdk_get_info,
+    .bdrv_get_specific_info         = vmdk_get_specific_info,
+    .bdrv_refresh_limits            = vmdk_refresh_limits,
+};
+
+block_init(bdrv_register, bdrv_vmdk)

@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# VMDK images (the read-only vmdk format) against QEMU 7.2.
+#
+#   tests/interop/vmdk-interop.sh BUILD_DIR
+#
+# qemu-img writes one disk (data, zeroes, holes) in every subformat it
+# has (monolithicSparse, monolithicFlat, twoGbMaxExtentSparse and -Flat,
+# streamOptimized), a sparse one with zeroed grains and a snapshot delta
+# on a base; the stream-optimized one is also rewritten with its grain
+# directory in a footer, as VMware writes it; for each, qblock-img info (human and JSON) and map
+# print what qemu-img prints, qblock reads the bytes qemu-img reads, and
+# a qcow2 that qblock-img converts it to holds the same disk for
+# qemu-img.  Then what qblock refuses, each with a message and without
+# a crash: a read-write open, creation, and hostile images (a truncated
+# file, headers with absurd sizes, a corrupted compressed grain, a grain
+# marker for another sector, a descriptor naming a missing file or an
+# unsupported extent type, an ESX sparse extent).  Prints "ok NAME" /
+# "FAIL NAME", ends with "N passed, N failed, N skipped"; exits 77
+# without qemu-img.
+set -u
+
+build=$(cd "${1:?usage: vmdk-interop.sh BUILD_DIR}" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/check-lib.bash"
+QB_IMG=$build/qblock-img
+QB_IO=$build/qblock-io
+if ! command -v qemu-img >/dev/null || ! command -v qemu-io >/dev/null; then
+    echo "skipped: qemu-img/qemu-io are not installed (Debian qemu-utils)"
+    exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work" || exit 1
+
+# same NAME CMD1 -- CMD2: both succeed and print the same
+same() {
+    local name=$1 a=() b=()
+    shift
+    while [ "$1" != -- ]; do a+=("$1"); shift; done
+    shift
+    b=("$@")
+    local out1 out2
+    if ! out1=$("${a[@]}" 2>&1); then
+        fail "$name" "qemu: $out1"
+        return
+    fi
+    if ! out2=$("${b[@]}" 2>&1); then
+        fail "$name" "qblock: $out2"
+        return
+    fi
+    if [ "$out1" = "$out2" ]; then
+        ok "$name"
+    else
+        fail "$name" "$(diff <(echo "$out1") <(echo "$out2"))"
+    fi
+}
+
+# refused NAME WANT CMD...: CMD fails (no crash) saying WANT
+refused() {
+    local name=$1 want=$2 out rc
+    shift 2
+    out=$("$@" 2>&1)
+    rc=$?
+    if [ "$rc" -eq 0 ]; then
+        fail "$name" "succeeded: $out"
+    elif [ "$rc" -ge 128 ]; then
+        fail "$name" "killed by signal $((rc - 128)): $out"
+    elif ! grep -qF -- "$want" <<<"$out"; then
+        fail "$name" "expected '$want' in: $out"
+    else
+        ok "$name"
+    fi
+}
+
+# the disk: random data, a run of one byte, scattered sectors, zeroes
+head -c $((64 << 20)) /dev/zero > src.raw
+dd if=/dev/urandom of=src.raw bs=1M count=1 conv=notrunc 2>/dev/null
+qemu-io -f raw -c 'write -P 0xab 5M 300k' -c 'write -P 0x5c 40M 3584' \
+    -c 'write -P 0x11 64508k 4k' src.raw >/dev/null
+subformats="monolithicSparse monolithicFlat twoGbMaxExtentSparse
+            twoGbMaxExtentFlat streamOptimized"
+for sub in $subformats; do
+    qemu-img convert -f raw -O vmdk -o subformat=$sub src.raw $sub.vmdk
+done
+# zeroed grains: QEMU marks a grain written as zeroes in its table
+qemu-img create -q -f vmdk -o zeroed_grain=on zeroed.vmdk 64M
+qemu-io -f vmdk -c 'write -P 0x21 0 256k' -c 'write -z 64k 64k' \
+    -c 'write -z 1M 1M' zeroed.vmdk >/dev/null
+# VMware's stream-optimized layout: the header says "directory at the
+# end", a footer marker, the footer (the header with the directory's
+# place) and an end-of-stream marker close the file
+python3 - <<'EOF'
+import struct
+d = bytearray(open('streamOptimized.vmdk', 'rb').read())
+footer = bytes(d[:512])
+struct.pack_into('<Q', d, 56, 0xffffffffffffffff)
+marker = struct.pack('<QII', 1, 0, 3).ljust(512, b'\0')
+d += marker + footer + bytes(512)
+open('footer.vmdk', 'wb').write(d)
+EOF
+# a snapshot: the delta names its base in the descriptor
+cp monolithicSparse.vmdk base.vmdk
+qemu-img create -q -f vmdk -b base.vmdk -F vmdk delta.vmdk
+qemu-io -f vmdk -c 'write -P 0x77 64k 64k' -c 'write -P 0x88 63M 4k' \
+    delta.vmdk >/dev/null
+
+for img in $subformats footer zeroed delta; do
+    f=$img.vmdk
+    same "$img: info" qemu-img info "$f" -- "$QB_IMG" info "$f"
+    same "$img: info --output=json" qemu-img info --output=json "$f" -- \
+        "$QB_IMG" info --output=json "$f"
+    same "$img: map --output=json" qemu-img map --output=json "$f" -- \
+        "$QB_IMG" map --output=json "$f"
+    same "$img: check" qemu-img check "$f" -- "$QB_IMG" check "$f"
+    qemu-img convert -f vmdk -O raw "$f" "$img.ref"
+    check "$img: qblock reads what qemu-img reads" \
+        quiet "$QB_IMG" compare -f vmdk -F raw "$f" "$img.ref"
+    check "$img: converted to qcow2 by qblock-img, the same for qemu-img" \
+        quiet sh -c "'$QB_IMG' convert -f vmdk -O qcow2 '$f' '$img.qcow2' &&
+                     qemu-img compare -f vmdk -F qcow2 '$f' '$img.qcow2'"
+done
+check "monolithicSparse: qblock-io reads the pattern" \
+    quiet "$QB_IO" -r -f vmdk -c 'read -P 0xab 5M 300k' \
+    -c 'read -P 0x5c 40M 3584' -c 'read -P 0 41M 1M' monolithicSparse.vmdk
+check "streamOptimized: a read across grains of compressed data" \
+    quiet "$QB_IO" -r -f vmdk -c 'read -P 0xab 5M 300k' \
+    -c 'read -P 0x11 64508k 4k' streamOptimized.vmdk
+check "delta: its own data over the base's" \
+    quiet "$QB_IO" -r -f vmdk -c 'read -P 0x77 64k 64k' \
+    -c 'read -P 0xab 5M 300k' delta.vmdk
+check "the format is probed" \
+    sh -c "'$QB_IMG' info streamOptimized.vmdk | grep -qx 'file format: vmdk'"
+
+# ---- what qblock refuses ----
+
+refused "a read-write open" "read-only" \
+    "$QB_IO" -f vmdk -c 'read 0 512' monolithicSparse.vmdk
+refused "creation" "does not support image creation" \
+    "$QB_IMG" create -f vmdk new.vmdk 1M
+[ ! -e new.vmdk ] && ok "creation leaves no file" ||
+    fail "creation leaves no file"
+
+# patch FILE OFFSET FORMAT VALUE: a little-endian field of a copy
+patch() {
+    python3 - "$@" <<'EOF'
+import struct, sys
+path, off, fmt, val = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4], 0)
+with open(path, 'r+b') as f:
+    f.seek(off)
+    f.write(struct.pack('<' + fmt, val))
+EOF
+}
+hostile() {
+    cp monolithicSparse.vmdk h.vmdk
+    patch h.vmdk "$@"
+}
+
+cp monolithicSparse.vmdk h.vmdk
+truncate -s 1024 h.vmdk
+refused "a truncated sparse file" \
+    "File truncated, expecting at least 65536 bytes" "$QB_IMG" info h.vmdk
+hostile 20 Q 3
+refused "a grain of 3 sectors" "Invalid granularity 3" "$QB_IMG" info h.vmdk
+hostile 20 Q 4096
+refused "a grain of 2 MiB" "Invalid granularity 4096" "$QB_IMG" info h.vmdk
+hostile 44 I 0
+refused "no entries per grain table" "L2 table size 0" "$QB_IMG" info h.vmdk
+hostile 4 I 7
+refused "version 7" "Unsupported VMDK version 7" "$QB_IMG" info h.vmdk
+hostile 12 Q 0x7fffffffffffff
+refused "a capacity of 2^55 sectors" "Invalid extent size" \
+    "$QB_IMG" info h.vmdk
+hostile 12 Q $((1 << 25))
+patch h.vmdk 20 Q 1
+patch h.vmdk 44 I 1
+refused "a grain directory of 2^25 entries" \
+    "Grain directory of 33554432 entries is too large" "$QB_IMG" info h.vmdk
+hostile 56 Q 0x7fffffffffffffff
+refused "a grain directory beyond any file" "Grain directory offset" \
+    "$QB_IMG" info h.vmdk
+# the first grain table entry of the first table: a grain far away
+gt=$(python3 -c "
+import struct
+d = open('monolithicSparse.vmdk', 'rb').read()
+gd = struct.unpack_from('<Q', d, 56)[0]
+print(struct.unpack_from('<I', d, gd * 512)[0] * 512)")
+hostile "$gt" I 0xfffffff0
+out=$("$QB_IO" -r -f vmdk -c 'read 0 64k' h.vmdk 2>&1)
+rc=$?
+[ "$rc" -lt 128 ] && ok "a grain past the end of the file: no crash" ||
+    fail "a grain past the end of the file: no crash" "$out"
+out=$("$QB_IMG" check h.vmdk 2>&1)
+rc=$?
+if [ "$rc" -eq 2 ] && grep -qx "ERROR: cluster offset for sector 0 points \
+after EOF" <<<"$out"; then
+    ok "check: a grain past the end of the file is a corruption"
+else
+    fail "check: a grain past the end of the file is a corruption" \
+        "exit $rc: $out"
+fi
+
+# streamOptimized: the first grain's deflated bytes, then its marker
+first=$(python3 -c "
+import struct
+d = open('streamOptimized.vmdk', 'rb').read()
+gd = struct.unpack_from('<Q', d, 56)[0]
+gt = struct.unpack_from('<I', d, gd * 512)[0]
+print(struct.unpack_from('<I', d, gt * 512)[0] * 512)")
+cp streamOptimized.vmdk s.vmdk
+patch s.vmdk $((first + 20)) Q 0x0123456789abcdef
+refused "a corrupted compressed grain" "does not inflate to a grain" \
+    "$QB_IO" -r -f vmdk -c 'read 0 4k' s.vmdk
+cp streamOptimized.vmdk s.vmdk
+patch s.vmdk "$first" Q 128
+refused "a compressed grain for another sector" "is for sector 128, not 0" \
+    "$QB_IO" -r -f vmdk -c 'read 0 4k' s.vmdk
+cp streamOptimized.vmdk s.vmdk
+patch s.vmdk $((first + 8)) I 0x7fffffff
+refused "a compressed grain of 2 GiB" "has a size of 2147483647 bytes" \
+    "$QB_IO" -r -f vmdk -c 'read 0 4k' s.vmdk
+
+sed 's/monolithicFlat-flat.vmdk/missing-flat.vmdk/' monolithicFlat.vmdk \
+    > d.vmdk
+refused "a descriptor naming a missing file" "missing-flat.vmdk" \
+    "$QB_IMG" info d.vmdk
+sed 's/ FLAT / VMFSSPARSE /' monolithicFlat.vmdk > d.vmdk
+refused "an unsupported extent type" "Unsupported extent type 'VMFSSPARSE'" \
+    "$QB_IMG" info d.vmdk
+sed 's/^RW .*/RW 0 FLAT "monolithicFlat-flat.vmdk" 0/' monolithicFlat.vmdk \
+    > d.vmdk
+refused "an empty extent" "Invalid extent size 0" "$QB_IMG" info d.vmdk
+grep -av '^RW ' monolithicFlat.vmdk > d.vmdk
+refused "a descriptor without extents" "lists no extent" \
+    "$QB_IMG" info d.vmdk
+printf 'COWD' > c.vmdk
+head -c 4092 /dev/zero >> c.vmdk
+sed 's/monolithicFlat-flat.vmdk" 0/c.vmdk"/; s/ FLAT / SPARSE /' \
+    monolithicFlat.vmdk > d.vmdk
+refused "an ESX sparse extent" "VMFS sparse (COWD) extents are not" \
+    "$QB_IMG" info d.vmdk
+sed 's/^parentCID=.*/parentCID=12345678/' monolithicFlat.vmdk > d.vmdk
+refused "a parent without a file name" "no parentFileNameHint" \
+    "$QB_IMG" info d.vmdk
+
+summary
