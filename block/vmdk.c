@@ -303,6 +303,15 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
                    "beyond any file", gd_offset);
         return -EINVAL;
     }
+    /* so that what the directory costs in memory, the file holds */
+    if (file_size >= 0 &&
+        gd_offset * VMDK_SECTOR + gd_entries * sizeof(uint32_t) >
+        (uint64_t)file_size) {
+        error_setg(errp, "Grain directory of %" PRIu64 " entries at sector "
+                   "%" PRIu64 " lies past the end of the file", gd_entries,
+                   gd_offset);
+        return -EINVAL;
+    }
     e->grain_sectors = grain;
     e->gtes = gtes;
     e->compressed = flags & VMDK4_FLAG_COMPRESS;

@@ -178,6 +178,10 @@ refused "a grain directory of 2^25 entries" \
 hostile 56 Q 0x7fffffffffffffff
 refused "a grain directory beyond any file" "Grain directory offset" \
     "$QB_IMG" info h.vmdk
+hostile 56 Q 100000
+refused "a grain directory past the end of the file" \
+    "Grain directory of 2 entries at sector 100000 lies past the end" \
+    "$QB_IMG" info h.vmdk
 # the first grain table entry of the first table: a grain far away
 gt=$(python3 -c "
 import struct
