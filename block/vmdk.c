@@ -437,10 +437,22 @@ static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
     g_autofree uint8_t *grain = g_malloc(grain_bytes);
     uint64_t lba;
     uint32_t size;
+    /*
+     * One read takes the marker and a grain that deflated to no more
+     * than its size, as nearly all do; a longer one needs a second.
+     */
+    size_t first = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + grain_bytes,
+                                 VMDK_SECTOR);
+    int64_t file_len = bdrv_getlength(e->file->bs);
     uLongf out = grain_bytes;
     int ret;
 
-    ret = vmdk_co_pread(e->file, at * VMDK_SECTOR, VMDK_SECTOR, buf);
+    /* not past the end of the file (a protocol may refuse that) */
+    if (file_len > (int64_t)(at * VMDK_SECTOR) &&
+        (uint64_t)file_len - at * VMDK_SECTOR < first) {
+        first = QEMU_ALIGN_UP(file_len - at * VMDK_SECTOR, VMDK_SECTOR);
+    }
+    ret = vmdk_co_pread(e->file, at * VMDK_SECTOR, first, buf);
     if (ret < 0) {
         return ret;
     }
@@ -459,11 +471,11 @@ static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
                      grain_sector);
         return -EIO;
     }
-    if (VMDK_MARKER_SIZE + size > VMDK_SECTOR) {
-        ret = vmdk_co_pread(e->file, at * VMDK_SECTOR + VMDK_SECTOR,
+    if (VMDK_MARKER_SIZE + size > first) {
+        ret = vmdk_co_pread(e->file, at * VMDK_SECTOR + first,
                             QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size,
-                                          VMDK_SECTOR) - VMDK_SECTOR,
-                            buf + VMDK_SECTOR);
+                                          VMDK_SECTOR) - first,
+                            buf + first);
         if (ret < 0) {
             return ret;
         }
