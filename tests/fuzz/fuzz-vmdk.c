@@ -1,0 +1,78 @@
+/*
+ * fuzz-vmdk: a mutated VMDK sparse extent, held in memory (fuzz-mem),
+ * goes through what qblock-img info/convert/map and qblock-io do with
+ * one: probe, open (read-only: the driver never writes), block status
+ * and reads at the start, at an offset the input chooses and at the end
+ * of the disk, the format-specific information, close.  What is fuzzed is
+ * block/vmdk.c's header checks (its invariant 1: every grain has a
+ * directory entry, every offset computed from the tables fits in 64
+ * bits), the embedded descriptor, the footer of a stream-optimized
+ * extent and the inflating of compressed grains.
+ *
+ * The image must not reach a host file: the options forbid a backing
+ * file ("backing": ""), and a descriptor file (which names its extents'
+ * files) is skipped, as it is tested with real files by
+ * tests/interop/vmdk-interop.sh.  The input is the image itself; its
+ * last bytes, read as a little-endian offset, also place the middle read.
+ */
+#include "fuzz-mem.h"
+
+#include "block/block_int.h"
+#include "block/qapi.h"
+#include "qblock/block-backend.h"
+
+/* A read spans a few grains of the smallest size */
+#define FUZZ_VMDK_IO_SIZE  (16 * 1024)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_vmdk_io(BlockBackend *blk, int64_t off, int64_t len)
+{
+    static uint8_t buf[FUZZ_VMDK_IO_SIZE];
+    int64_t n = MIN(len - off, FUZZ_VMDK_IO_SIZE);
+    int64_t pnum;
+
+    blk_pread(blk, off, n, buf, 0);
+    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    QDict *opts;
+    Error *err = NULL;
+    BlockBackend *blk;
+    JsonNode *info;
+    int64_t len;
+
+    if (size >= 1 && data[0] == '#') {
+        return 0;               /* a descriptor file: names host files */
+    }
+    opts = qdict_new();
+    fuzz_mem_register();
+    fuzz_mem_set_image(data, size);
+    qdict_put_str(opts, "driver", "vmdk");
+    qdict_put_str(opts, "file.driver", "fuzz-mem");
+    qdict_put_str(opts, "backing", "");
+    blk = blk_new_open(NULL, NULL, opts, 0, &err);
+    if (!blk) {
+        /* every refusal says why */
+        assert(err && error_get_pretty(err)[0]);
+        error_free(err);
+        return 0;
+    }
+    len = blk_getlength(blk);
+    assert(len >= 0 && len % 512 == 0);
+    if (len > 0) {
+        fuzz_vmdk_io(blk, 0, len);
+        fuzz_vmdk_io(blk, fuzz_mem_io_offset(data, size, len,
+                                             FUZZ_VMDK_IO_SIZE), len);
+        fuzz_vmdk_io(blk, len > FUZZ_VMDK_IO_SIZE ?
+                          len - FUZZ_VMDK_IO_SIZE : 0, len);
+    }
+    info = bdrv_get_specific_info(blk_bs(blk));
+    if (info) {
+        json_node_unref(info);
+    }
+    blk_unref(blk);
+    return 0;
+}
