@@ -430,6 +430,15 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
             }
             s->wait_sector_num[index] = -1;
         }
+        if (s->wr_in_order) {
+            /*
+             * Invariant 2: the next chunk's write may start once this one
+             * has: the woken coroutine runs when this one yields in its
+             * write, so writes start in order and overlap.
+             */
+            s->wr_offs = sector_num + n;
+            img_convert_wake_next_writer(s);
+        }
         if (s->ret == -EINPROGRESS) {
             ret = img_convert_co_write(s, sector_num, n, buf, status);
             if (ret < 0) {
@@ -437,10 +446,6 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
                              sector_num << BDRV_SECTOR_BITS, strerror(-ret));
                 s->ret = ret;
             }
-        }
-        if (s->wr_in_order) {
-            s->wr_offs = sector_num + n;
-            img_convert_wake_next_writer(s);
         }
     }
 

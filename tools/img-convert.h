@@ -7,14 +7,21 @@
  * coroutines (-m) on the main AioContext.  Each takes the next chunk under
  * the state lock: a run of one block status (data, zeroes, or "leave it to
  * the backing file"), at most one buffer long.  Reads run in parallel;
- * writes too with -W, otherwise a coroutine whose chunk is not the next
- * one to be written waits until the chunk before it has been written.
+ * writes too with -W; otherwise a coroutine whose chunk is not the next
+ * one to be written waits until the write of the chunk before it has
+ * started, so that writes start in the order of the disk (what a thinly
+ * provisioned target allocates in) and still overlap.
  *
  * Invariants:
  *  1. sector_num only grows, and only under lock: chunks never overlap.
- *  2. Without -W, wr_offs is the end of the last chunk written; a coroutine
- *     writes only when wr_offs equals its chunk's start, so writes are
- *     sequential.
+ *  2. Without -W, wr_offs is the end of the last chunk whose write has
+ *     started; a coroutine starts its write only when wr_offs equals its
+ *     chunk's start.  It advances wr_offs and wakes the next writer
+ *     just before its own write; the woken one runs from the event loop
+ *     (aio_co_wake() inside a coroutine schedules), so only once this one
+ *     has yielded in its write: by then submitted, unless the target's
+ *     own request path held it (a format's lock), which keeps its
+ *     waiters in order.  So writes start in the order of the disk.
  *  3. A coroutine that waits has wait_sector_num set to its chunk's start;
  *     the owner of the chunk before it wakes it once done, whether it
  *     wrote or gave up after an error, so no waiter is left behind.
