@@ -42,3 +42,5 @@ echo "== the NBD client: convert to and from an export, bench over NBD, qemu-img
 bash "$here/bench-nbd-client.sh" "$build"
 echo "== the FUSE export: fio on the mounted file, qemu-storage-daemon vs qblock =="
 bash "$here/bench-fuse.sh" "$build"
+echo "== importing a VMDK: convert -f vmdk to raw (and the same disk from qcow2), qemu-img vs qblock-img =="
+bash "$here/bench-vmdk.sh" "$build"
