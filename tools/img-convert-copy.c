@@ -430,12 +430,14 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
             }
             s->wait_sector_num[index] = -1;
         }
-        if (s->wr_in_order) {
-            /*
-             * Invariant 2: the next chunk's write may start once this one
-             * has: the woken coroutine runs when this one yields in its
-             * write, so writes start in order and overlap.
-             */
+        /*
+         * Invariant 2: the next chunk's write may start once this one
+         * has (the woken coroutine runs when this one yields in its
+         * write): writes start in order and overlap.  Compressed ones
+         * are stored where they land when they complete, so they go one
+         * at a time, for an image laid out as qemu-img's.
+         */
+        if (s->wr_in_order && !s->compressed) {
             s->wr_offs = sector_num + n;
             img_convert_wake_next_writer(s);
         }
@@ -446,6 +448,10 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
                              sector_num << BDRV_SECTOR_BITS, strerror(-ret));
                 s->ret = ret;
             }
+        }
+        if (s->wr_in_order && s->compressed) {
+            s->wr_offs = sector_num + n;
+            img_convert_wake_next_writer(s);
         }
     }
 

@@ -22,6 +22,9 @@
  *     has yielded in its write: by then submitted, unless the target's
  *     own request path held it (a format's lock), which keeps its
  *     waiters in order.  So writes start in the order of the disk.
+ *     Compressed writes, which a format stores where they land as they
+ *     complete, go one at a time instead: wr_offs advances after the
+ *     write, and the image is laid out as qemu-img's.
  *  3. A coroutine that waits has wait_sector_num set to its chunk's start;
  *     the owner of the chunk before it wakes it once done, whether it
  *     wrote or gave up after an error, so no waiter is left behind.
