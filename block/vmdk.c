@@ -495,6 +495,26 @@ static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
 static int vmdk_open_desc_extents(BlockDriverState *bs, const char *desc,
                                   QDict *options, Error **errp);
 
+/*
+ * Reads the descriptor text at @offset of bs->file (@size bytes, at most
+ * VMDK_MAX_DESCRIPTOR), and what it says of the image and its parent.
+ */
+static char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset,
+                            uint64_t size, Error **errp)
+{
+    g_autofree char *desc = g_malloc0(size + 1);
+    int ret = bdrv_pread(bs->file, offset, size, desc, 0);
+
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the descriptor");
+        return NULL;
+    }
+    if (vmdk_desc_parent(bs, desc, errp) < 0) {
+        return NULL;
+    }
+    return g_steal_pointer(&desc);
+}
+
 /* A monolithic sparse image: bs->file is the one extent. */
 static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
 {
@@ -520,16 +540,10 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
                        desc_offset);
             return -EFBIG;
         }
-        desc = g_malloc0(desc_size * VMDK_SECTOR + 1);
-        ret = bdrv_pread(bs->file, desc_offset * VMDK_SECTOR,
-                         desc_size * VMDK_SECTOR, desc, 0);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Could not read the descriptor");
-            return ret;
-        }
-        ret = vmdk_desc_parent(bs, desc, errp);
-        if (ret < 0) {
-            return ret;
+        desc = vmdk_read_desc(bs, desc_offset * VMDK_SECTOR,
+                              desc_size * VMDK_SECTOR, errp);
+        if (!desc) {
+            return -EINVAL;
         }
     }
     e = vmdk_add_extent(s, VMDK_SPARSE, "", GUINT64_FROM_LE(h.capacity),
@@ -547,7 +561,6 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
     BDRVVmdkState *s = bs->opaque;
     int64_t size = bdrv_getlength(bs->file->bs);
     g_autofree char *desc = NULL;
-    int ret;
 
     if (size < 0) {
         error_setg_errno(errp, -size, "Could not get the descriptor's size");
@@ -558,15 +571,9 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
                    "than %d", size, VMDK_MAX_DESCRIPTOR);
         return -EFBIG;
     }
-    desc = g_malloc0(size + 1);
-    ret = bdrv_pread(bs->file, 0, size, desc, 0);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "Could not read the descriptor");
-        return ret;
-    }
-    ret = vmdk_desc_parent(bs, desc, errp);
-    if (ret < 0) {
-        return ret;
+    desc = vmdk_read_desc(bs, 0, size, errp);
+    if (!desc) {
+        return -EINVAL;
     }
     if (!s->create_type) {
         error_setg(errp, "The descriptor has no createType");

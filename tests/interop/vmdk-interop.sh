@@ -118,6 +118,10 @@ for img in $subformats footer zeroed delta; do
     check "$img: converted to qcow2 by qblock-img, the same for qemu-img" \
         quiet sh -c "'$QB_IMG' convert -f vmdk -O qcow2 '$f' '$img.qcow2' &&
                      qemu-img compare -f vmdk -F qcow2 '$f' '$img.qcow2'"
+    # the copy engine's writes start in order: the layout is qemu-img's
+    check "$img: that qcow2 is byte-identical to qemu-img's" \
+        quiet sh -c "qemu-img convert -f vmdk -O qcow2 '$f' '$img.q.qcow2' &&
+                     cmp '$img.qcow2' '$img.q.qcow2'"
 done
 check "monolithicSparse: qblock-io reads the pattern" \
     quiet "$QB_IO" -r -f vmdk -c 'read -P 0xab 5M 300k' \

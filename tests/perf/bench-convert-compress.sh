@@ -12,6 +12,7 @@ set -u
 build=${1:?usage: bench-convert-compress.sh BUILD_DIR [SIZE_MIB]}
 size_mib=${2:-1024}
 runs=${RUNS:-1}
+. "$(dirname "$0")/lib.sh"
 qblock=$build/qblock-img
 qemu=$(command -v qemu-img) || {
     echo "qemu-img is not installed; nothing to compare against"
@@ -21,20 +22,7 @@ dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 src=$dir/mixed.raw
 
-# Stripes of 64 MiB: random, text (base64 of random bytes: compresses to
-# about three quarters), zeroes (a hole).
-truncate -s "${size_mib}M" "$src"
-stripes=$((size_mib / 64))
-for ((i = 0; i < stripes; i++)); do
-    case $((i % 3)) in
-    0) head -c 64M /dev/urandom ;;
-    1) head -c 48M /dev/urandom | base64 -w 76 | head -c 64M ;;
-    2) continue ;;
-    esac > "$dir/stripe"
-    dd if="$dir/stripe" of="$src" bs=1M seek=$((i * 64)) conv=notrunc \
-        status=none
-done
-rm -f "$dir/stripe"
+perf_mixed_disk "$src" "$size_mib"
 
 seconds() {  # command...: wall-clock seconds of the best of $runs runs
     local best= t i

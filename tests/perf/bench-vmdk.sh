@@ -25,17 +25,7 @@ dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
 src=$dir/mixed.raw
 
-truncate -s "${size_mib}M" "$src"
-for ((i = 0; i < size_mib / 64; i++)); do
-    case $((i % 3)) in
-    0) head -c 64M /dev/urandom ;;
-    1) head -c 48M /dev/urandom | base64 -w 76 | head -c 64M ;;
-    2) continue ;;
-    esac > "$dir/stripe"
-    dd if="$dir/stripe" of="$src" bs=1M seek=$((i * 64)) conv=notrunc \
-        status=none
-done
-rm -f "$dir/stripe"
+perf_mixed_disk "$src" "$size_mib"
 
 secs() {  # command...: wall-clock seconds of one run
     local t

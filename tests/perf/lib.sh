@@ -169,3 +169,21 @@ ratio() {  # a b
 frac() {  # a b
     awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%3.0f%%", 100 * a / b; else print "-" }'
 }
+
+# A disk of mixed data in FILE, SIZE_MIB MiB: 64 MiB stripes of random
+# bytes, base64 text (compresses to about three quarters) and zeroes (a
+# hole), in turn.
+perf_mixed_disk() {  # file size_mib
+    local file=$1 size_mib=$2 i
+    truncate -s "${size_mib}M" "$file"
+    for ((i = 0; i < size_mib / 64; i++)); do
+        case $((i % 3)) in
+        0) head -c 64M /dev/urandom ;;
+        1) head -c 48M /dev/urandom | base64 -w 76 | head -c 64M ;;
+        2) continue ;;
+        esac > "$file.stripe"
+        dd if="$file.stripe" of="$file" bs=1M seek=$((i * 64)) \
+            conv=notrunc status=none
+    done
+    rm -f "$file.stripe"
+}
