@@ -23,20 +23,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t buf[FUZZ_BOCHS_IO_SIZE];
-    QDict *opts = qdict_new();
-    Error *err = NULL;
-    BlockBackend *blk;
+    BlockBackend *blk = fuzz_mem_open_image("bochs", data, size, false);
     int64_t len, off;
 
-    fuzz_mem_register();
-    fuzz_mem_set_image(data, size);
-    qdict_put_str(opts, "driver", "bochs");
-    qdict_put_str(opts, "file.driver", "fuzz-mem");
-    blk = blk_new_open(NULL, NULL, opts, 0, &err);
     if (!blk) {
-        /* every refusal says why */
-        assert(err && error_get_pretty(err)[0]);
-        error_free(err);
         return 0;
     }
     len = blk_getlength(blk);

@@ -7,6 +7,7 @@
 #include "fuzz-mem.h"
 
 #include "block/block_int.h"
+#include "qblock/block-backend.h"
 
 typedef struct FuzzMemState {
     uint8_t *data;
@@ -179,4 +180,27 @@ void fuzz_mem_register(void)
         bdrv_register(&bdrv_fuzz_mem);
         done = true;
     }
+}
+
+BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
+                                  size_t size, bool no_backing)
+{
+    QDict *opts = qdict_new();
+    Error *err = NULL;
+    BlockBackend *blk;
+
+    fuzz_mem_register();
+    fuzz_mem_set_image(data, size);
+    qdict_put_str(opts, "driver", driver);
+    qdict_put_str(opts, "file.driver", "fuzz-mem");
+    if (no_backing) {
+        qdict_put_str(opts, "backing", "");
+    }
+    blk = blk_new_open(NULL, NULL, opts, 0, &err);
+    if (!blk) {
+        /* every refusal says why */
+        assert(err && error_get_pretty(err)[0]);
+        error_free(err);
+    }
+    return blk;
 }

@@ -12,8 +12,7 @@
 #ifndef FUZZ_MEM_H
 #define FUZZ_MEM_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "block/block-common.h"
 
 #define FUZZ_MEM_MAX_SIZE   (64 * 1024 * 1024)
 
@@ -28,5 +27,13 @@ void fuzz_mem_set_image(const uint8_t *data, size_t len);
  */
 int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
                            int64_t io_size);
+/*
+ * Opens @data as an image of format @driver on a "fuzz-mem" node,
+ * read-only, with no backing file when @no_backing (for a format that
+ * has them: no host file is reached).  NULL when the driver refuses the
+ * image, which must say why.
+ */
+BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
+                                  size_t size, bool no_backing);
 
 #endif

@@ -38,8 +38,6 @@ static void fuzz_vmdk_io(BlockBackend *blk, int64_t off, int64_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    QDict *opts;
-    Error *err = NULL;
     BlockBackend *blk;
     JsonNode *info;
     int64_t len;
@@ -47,17 +45,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size >= 1 && data[0] == '#') {
         return 0;               /* a descriptor file: names host files */
     }
-    opts = qdict_new();
-    fuzz_mem_register();
-    fuzz_mem_set_image(data, size);
-    qdict_put_str(opts, "driver", "vmdk");
-    qdict_put_str(opts, "file.driver", "fuzz-mem");
-    qdict_put_str(opts, "backing", "");
-    blk = blk_new_open(NULL, NULL, opts, 0, &err);
+    blk = fuzz_mem_open_image("vmdk", data, size, true);
     if (!blk) {
-        /* every refusal says why */
-        assert(err && error_get_pretty(err)[0]);
-        error_free(err);
         return 0;
     }
     len = blk_getlength(blk);
