@@ -486,11 +486,11 @@ class MigrationScenario(Scenario):
         dst = Qmp(self.path('dst-qmp.sock'))
         self.qemu, self.ctl, self.ctl_buf = src_qemu, src_ctl, src_buf
 
-        # slower than the guest's writer dirties memory under TCG (some
-        # 35 MB/s here), with a short downtime: no convergence until it
-        # stops
-        src.cmd('migrate-set-parameters', **{'max-bandwidth': 16 << 20,
-                                             'downtime-limit': 10})
+        # a quarter of what the guest's writer dirties under TCG (some
+        # 35 MB/s here, half that on a busy host), with a downtime of
+        # 1 ms: no convergence until the writer stops
+        src.cmd('migrate-set-parameters', **{'max-bandwidth': 8 << 20,
+                                             'downtime-limit': 1})
         src.cmd('migrate', uri=mig)
         # the first pass over guest memory is over when it syncs again
         self.qmp_wait(src, 'query-migrate', lambda st: self.migration(src)
