@@ -430,14 +430,8 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
             }
             s->wait_sector_num[index] = -1;
         }
-        /*
-         * Invariant 2: the next chunk's write may start once this one
-         * has (the woken coroutine runs when this one yields in its
-         * write): writes start in order and overlap.  Compressed ones
-         * are stored where they land when they complete, so they go one
-         * at a time, for an image laid out as qemu-img's.
-         */
-        if (s->wr_in_order && !s->compressed) {
+        /* invariant 2: where the target allocates nothing, overlap */
+        if (s->wr_in_order && s->overlap_writes) {
             s->wr_offs = sector_num + n;
             img_convert_wake_next_writer(s);
         }
@@ -449,7 +443,7 @@ static void coroutine_fn img_convert_co_do_copy(void *opaque)
                 s->ret = ret;
             }
         }
-        if (s->wr_in_order && s->compressed) {
+        if (s->wr_in_order && !s->overlap_writes) {
             s->wr_offs = sector_num + n;
             img_convert_wake_next_writer(s);
         }

@@ -204,6 +204,10 @@ static int img_convert_open_target(ImgConvertState *s,
         return -EINVAL;
     }
     out_bs = blk_bs(s->target);
+    /* invariant 2 of img-convert.h */
+    s->overlap_writes = !s->compressed &&
+        (bdrv_driver_is_protocol(bdrv_get_driver(out_bs)) ||
+         !strcmp(bdrv_driver_name(bdrv_get_driver(out_bs)), "raw"));
     if (s->compressed &&
         !bdrv_driver_can_compress(bdrv_get_driver(out_bs))) {
         error_report("Compression not supported for this file format");

@@ -7,24 +7,22 @@
  * coroutines (-m) on the main AioContext.  Each takes the next chunk under
  * the state lock: a run of one block status (data, zeroes, or "leave it to
  * the backing file"), at most one buffer long.  Reads run in parallel;
- * writes too with -W; otherwise a coroutine whose chunk is not the next
- * one to be written waits until the write of the chunk before it has
- * started, so that writes start in the order of the disk (what a thinly
- * provisioned target allocates in) and still overlap.
+ * writes too with -W; otherwise in the order of the disk (invariant 2).
  *
  * Invariants:
  *  1. sector_num only grows, and only under lock: chunks never overlap.
- *  2. Without -W, wr_offs is the end of the last chunk whose write has
+ *  2. Without -W, writes start in the order of the disk.  wr_offs is
+ *     the end of the last chunk whose write completed or, on a target
+ *     that allocates nothing (overlap_writes: raw, or a protocol node),
  *     started; a coroutine starts its write only when wr_offs equals its
- *     chunk's start.  It advances wr_offs and wakes the next writer
- *     just before its own write; the woken one runs from the event loop
- *     (aio_co_wake() inside a coroutine schedules), so only once this one
- *     has yielded in its write: by then submitted, unless the target's
- *     own request path held it (a format's lock), which keeps its
- *     waiters in order.  So writes start in the order of the disk.
- *     Compressed writes, which a format stores where they land as they
- *     complete, go one at a time instead: wr_offs advances after the
- *     write, and the image is laid out as qemu-img's.
+ *     chunk's start.  On such a target a coroutine advances wr_offs and
+ *     wakes the next writer just before its own write; the woken one
+ *     runs from the event loop (aio_co_wake() inside a coroutine
+ *     schedules), so only once this one has yielded in its write, by
+ *     then submitted: writes overlap, and where the data lands (what a
+ *     thinly provisioned device or file allocates) follows their order.
+ *     A format allocates as it writes, piece by piece, so there writes
+ *     go one at a time, and an image is laid out as qemu-img's.
  *  3. A coroutine that waits has wait_sector_num set to its chunk's start;
  *     the owner of the chunk before it wakes it once done, whether it
  *     wrote or gave up after an error, so no waiter is left behind.
@@ -70,6 +68,8 @@ typedef struct ImgConvertState {
     bool salvage;
     bool quiet;
     bool wr_in_order;
+    /* invariant 2: the target allocates nothing (raw, or no format) */
+    bool overlap_writes;
     int min_sparse;
     int alignment;
     int64_t cluster_sectors;
