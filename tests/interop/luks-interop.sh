@@ -16,15 +16,7 @@
 set -u
 
 build=$(cd "${1:?usage: luks-interop.sh BUILD_DIR}" && pwd)
-QB_IMG=$build/qblock-img
-QB_IO=$build/qblock-io
-if ! command -v qemu-img >/dev/null || ! command -v qemu-io >/dev/null; then
-    echo "skipped: qemu-img/qemu-io are not installed (Debian qemu-utils)"
-    exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
+. "$(dirname "$0")/qemu-utils.bash"
 pass=0 fail=0 skip=0
 
 ok() { echo "ok $1"; pass=$((pass + 1)); }

@@ -14,15 +14,7 @@
 set -u
 
 build=$(cd "${1:?usage: qcow2-measure-interop.sh BUILD_DIR}" && pwd)
-QB_IMG=$build/qblock-img
-QB_IO=$build/qblock-io
-if ! Q_IMG=$(command -v qemu-img) || ! Q_IO=$(command -v qemu-io); then
-    echo "skipped: qemu-img/qemu-io are not installed (Debian qemu-utils)"
-    exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
+. "$(dirname "$0")/qemu-utils.bash"
 pass=0 fail=0
 
 # same NAME COMMAND...: COMMAND with qemu-img then qblock-img as $IMG

@@ -22,15 +22,7 @@ set -u
 build=$(cd "${1:?usage: vmdk-interop.sh BUILD_DIR}" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/check-lib.bash"
-QB_IMG=$build/qblock-img
-QB_IO=$build/qblock-io
-if ! command -v qemu-img >/dev/null || ! command -v qemu-io >/dev/null; then
-    echo "skipped: qemu-img/qemu-io are not installed (Debian qemu-utils)"
-    exit 77
-fi
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work" || exit 1
+. "$here/qemu-utils.bash"
 
 # same NAME CMD1 -- CMD2: both succeed and print the same
 same() {

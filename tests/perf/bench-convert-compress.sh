@@ -13,13 +13,10 @@ build=${1:?usage: bench-convert-compress.sh BUILD_DIR [SIZE_MIB]}
 size_mib=${2:-1024}
 runs=${RUNS:-1}
 . "$(dirname "$0")/lib.sh"
+perf_require "convert -c benchmark" qemu-img
 qblock=$build/qblock-img
-qemu=$(command -v qemu-img) || {
-    echo "qemu-img is not installed; nothing to compare against"
-    exit 77
-}
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+qemu=$(command -v qemu-img)
+perf_workdir bench
 src=$dir/mixed.raw
 
 perf_mixed_disk "$src" "$size_mib"

@@ -16,13 +16,10 @@ size_mib=${2:-1024}
 runs=${RUNS:-5}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
+perf_require "VMDK import benchmark" qemu-img
 qblock=$build/qblock-img
-qemu=$(command -v qemu-img) || {
-    echo "qemu-img is not installed; nothing to compare against"
-    exit 77
-}
-dir=$(mktemp -d "${TMPDIR:-/var/tmp}/qblock-bench.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+qemu=$(command -v qemu-img)
+perf_workdir bench
 src=$dir/mixed.raw
 
 perf_mixed_disk "$src" "$size_mib"
