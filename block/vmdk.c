@@ -1,8 +1,8 @@
 /*
- * vmdk: the read-only format driver for VMware's virtual disks, as
- * VMware's "Virtual Disk Format 1.1" specification describes them and as
- * QEMU and VMware products write them: to import a disk (convert it to
- * qcow2 or raw) or to use it as a read-only disk.
+ * vmdk: the format driver for VMware's virtual disks, as VMware's
+ * "Virtual Disk Format 1.1" specification describes them and as QEMU and
+ * VMware products write them.  This file opens and reads them;
+ * block/vmdk-write.c writes them, block/vmdk-create.c creates them.
  *
  * A disk is a text descriptor and one or more extents, in the order of
  * the disk's sectors.  The descriptor is a file of its own
@@ -12,19 +12,20 @@
  * SPARSE: a hosted sparse extent, whose 512-byte header ("KDMV") points
  * to a grain directory of 32-bit sector offsets of grain tables, whose
  * 32-bit entries give each grain's sector in the file (0: never written,
- * reads as zeroes; 1: zeroed, with the zeroed-grain flag).  A
- * stream-optimized extent (flags: compressed grains and markers) keeps
- * its grain directory at the end, in a footer that repeats the header,
- * and each grain is deflated (zlib) behind a 12-byte marker (the grain's
- * first sector, the compressed size).
+ * reads as zeroes; 1: zeroed, with the zeroed-grain flag).  A redundant
+ * directory and tables, when the header has them, repeat the primary
+ * ones.  A stream-optimized extent (flags: compressed grains and
+ * markers) deflates each grain (zlib) behind a 12-byte marker (the
+ * grain's first sector, the compressed size); VMware keeps its grain
+ * directory at the end, in a footer that repeats the header, QEMU where
+ * a sparse extent has it.
  *
  * A snapshot's delta disk names its parent in the descriptor
  * (parentFileNameHint), which becomes the node's backing file: what the
  * delta never wrote reads from there.
  *
- * Left out, each refused at open with a message that says so: writing
- * (and creating), ESX's sparse extents (VMFSSPARSE, "COWD"), raw device
- * maps.
+ * Left out, each refused at open with a message that says so: ESX's
+ * sparse extents (VMFSSPARSE, "COWD"), raw device maps.
  *
  * Invariants:
  *  1. After open the extents are immutable; they cover the disk in order
@@ -34,93 +35,23 @@
  *     VMDK_MAX_GRAIN_SECTORS and a grain table holds at most
  *     VMDK_MAX_GTES entries: every offset computed from them fits in 64
  *     bits whatever the file's tables say.
- *  2. An extent's cached grain table (gt, gt_index) changes only under
- *     its lock, which a reader holds from the lookup to the copy of the
- *     entry it needs.
- *  3. The node is never writable: open refuses read-write unless
- *     auto-read-only lets it fall back, as for bochs.
+ *  2. An extent's tables in memory (the directories gd and rgd, the
+ *     cached grain table gt and gt_index) and its allocation point
+ *     next_sector change only under its lock, which a reader holds from
+ *     the lookup to the copy of the entry it needs, and a writer from the
+ *     lookup that finds a grain unallocated to the table entries that
+ *     point at the grain it allocated.
+ *  3. A node is writable only if every sparse extent keeps its directory
+ *     where the header says (not in a footer): open refuses read-write
+ *     otherwise, unless auto-read-only lets it fall back.
+ *  4. A grain's (or a grain table's) contents are written before the
+ *     table entry (or directory entry) that points at it.
  */
-#include "block/block_int.h"
+#include "block/vmdk.h"
+#include "qapi/qapi-opts.h"
 #include "util/cutils.h"
 
 #include <zlib.h>
-
-#define VMDK_SECTOR             512
-#define VMDK4_MAGIC             0x564d444bu     /* "KDMV" read LE */
-#define VMDK3_MAGIC             0x44574f43u     /* "COWD": ESX sparse */
-#define VMDK4_FLAG_ZEROED_GRAIN (1u << 2)
-#define VMDK4_FLAG_COMPRESS     (1u << 16)
-#define VMDK4_FLAG_MARKER       (1u << 17)
-#define VMDK4_COMPRESS_DEFLATE  1
-#define VMDK_GD_AT_END          UINT64_C(0xffffffffffffffff)
-#define VMDK_GTE_ZEROED         1u
-/* QEMU's limits: grains of at most 1 MiB, tables of 512 entries */
-#define VMDK_MAX_GRAIN_SECTORS  2048
-#define VMDK_MAX_GTES           512
-/* a grain directory of at most 2^24 entries (64 MiB) */
-#define VMDK_MAX_GD_ENTRIES     (1u << 24)
-/* a descriptor of at most 1 MiB */
-#define VMDK_MAX_DESCRIPTOR     (1u << 20)
-#define VMDK_MAX_EXTENTS        1024
-/* a stream-optimized grain: marker, deflated data */
-#define VMDK_MARKER_SIZE        12
-
-typedef struct QEMU_PACKED VMDK4Header {
-    uint32_t magic;
-    uint32_t version;
-    uint32_t flags;
-    uint64_t capacity;
-    uint64_t grain_size;
-    uint64_t desc_offset;
-    uint64_t desc_size;
-    uint32_t num_gtes_per_gt;
-    uint64_t rgd_offset;
-    uint64_t gd_offset;
-    uint64_t grain_offset;
-    uint8_t unclean_shutdown;
-    char check_bytes[4];
-    uint16_t compress_algorithm;
-    uint8_t pad[433];
-} VMDK4Header;
-_Static_assert(sizeof(VMDK4Header) == VMDK_SECTOR, "a sparse header is a "
-               "sector");
-
-typedef enum VmdkExtentType {
-    VMDK_FLAT,
-    VMDK_SPARSE,
-    VMDK_ZERO,
-} VmdkExtentType;
-
-typedef struct VmdkExtent {
-    VmdkExtentType type;
-    char *type_name;            /* as the descriptor says; "" monolithic */
-    BdrvChild *file;            /* NULL for ZERO */
-    bool own_file;              /* a child of its own, not bs->file */
-    uint64_t sectors;
-    uint64_t end_sector;        /* in the disk, exclusive */
-    uint64_t flat_offset;       /* FLAT: bytes into the file */
-    /* --- SPARSE --- */
-    uint64_t grain_sectors;
-    uint32_t gtes;              /* entries per grain table */
-    uint32_t *gd;               /* host-endian sector offsets */
-    uint32_t gd_entries;
-    bool compressed;
-    bool zeroed_grain;
-    /* invariant 2 */
-    CoMutex lock;
-    uint32_t *gt;
-    int64_t gt_index;           /* of the cached table; -1: none */
-} VmdkExtent;
-
-typedef struct BDRVVmdkState {
-    VmdkExtent *extents;
-    unsigned int nextents;
-    uint64_t sectors;
-    /* the descriptor's, for qemu-img info */
-    char *create_type;
-    uint32_t cid;
-    uint32_t parent_cid;
-} BDRVVmdkState;
 
 static bool vmdk_is_descriptor(const char *buf, size_t len)
 {
@@ -240,8 +171,8 @@ static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
 
 /* ---- sparse extents ---- */
 
-static int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
-                                      int64_t bytes, void *buf)
+int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
+                               int64_t bytes, void *buf)
 {
     QEMUIOVector qiov;
 
@@ -314,6 +245,10 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     }
     e->grain_sectors = grain;
     e->gtes = gtes;
+    e->gd_sector = gd_offset;
+    if (flags & VMDK4_FLAG_RGD) {
+        e->rgd_sector = GUINT64_FROM_LE(h->rgd_offset);
+    }
     e->compressed = flags & VMDK4_FLAG_COMPRESS;
     e->zeroed_grain = flags & VMDK4_FLAG_ZEROED_GRAIN;
     e->gd_entries = gd_entries;
@@ -337,7 +272,7 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
  * repeats the header two sectors before the end of the file.
  */
 static int vmdk_read_sparse_header(BdrvChild *file, VMDK4Header *h,
-                                   Error **errp)
+                                   bool *in_footer, Error **errp)
 {
     int64_t size;
     int ret;
@@ -355,7 +290,8 @@ static int vmdk_read_sparse_header(BdrvChild *file, VMDK4Header *h,
         error_setg(errp, "Extent is not a hosted sparse VMDK extent");
         return -EINVAL;
     }
-    if (GUINT64_FROM_LE(h->gd_offset) != VMDK_GD_AT_END) {
+    *in_footer = GUINT64_FROM_LE(h->gd_offset) == VMDK_GD_AT_END;
+    if (!*in_footer) {
         return 0;
     }
     size = bdrv_getlength(file->bs);
@@ -383,9 +319,10 @@ static int vmdk_read_sparse_header(BdrvChild *file, VMDK4Header *h,
 
 /*
  * The file offset of the grain that holds @sector of sparse extent @e (in
- * sectors), or 0 (never written) or VMDK_GTE_ZEROED; < 0 on error.
+ * sectors), or 0 (never written) or VMDK_GTE_ZEROED; < 0 on error.  The
+ * caller holds e->lock (invariant 2).
  */
-static int64_t coroutine_fn vmdk_grain(VmdkExtent *e, uint64_t sector)
+int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector)
 {
     uint64_t grain = sector / e->grain_sectors;
     uint64_t gdi = grain / e->gtes;
@@ -397,26 +334,40 @@ static int64_t coroutine_fn vmdk_grain(VmdkExtent *e, uint64_t sector)
     if (e->gd[gdi] == 0) {
         return 0;
     }
-    /* invariant 2 */
-    qemu_co_mutex_lock(&e->lock);
     if (e->gt_index != (int64_t)gdi) {
         e->gt_index = -1;
         ret = vmdk_co_pread(e->file, (int64_t)e->gd[gdi] * VMDK_SECTOR,
                             (int64_t)e->gtes * sizeof(uint32_t), e->gt);
         if (ret < 0) {
-            qemu_co_mutex_unlock(&e->lock);
             return ret;
         }
         e->gt_index = gdi;
     }
     gte = GUINT32_FROM_LE(e->gt[grain % e->gtes]);
-    qemu_co_mutex_unlock(&e->lock);
     if (gte == VMDK_GTE_ZEROED && !e->zeroed_grain) {
         error_report("vmdk: grain %" PRIu64 " is at sector 1, inside the "
                      "header", grain);
         return -EIO;
     }
     return gte;
+}
+
+static int64_t coroutine_fn vmdk_grain(VmdkExtent *e, uint64_t sector)
+{
+    int64_t ret;
+
+    /* invariant 2 */
+    qemu_co_mutex_lock(&e->lock);
+    ret = vmdk_grain_locked(e, sector);
+    qemu_co_mutex_unlock(&e->lock);
+    return ret;
+}
+
+uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector)
+{
+    /* invariant 1: the grain starts inside the extent */
+    assert(grain_sector < e->sectors);
+    return MIN(e->grain_sectors, e->sectors - grain_sector) * VMDK_SECTOR;
 }
 
 /*
@@ -480,12 +431,18 @@ static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
             return ret;
         }
     }
+    /*
+     * The last grain of an extent that ends inside it holds only what
+     * the extent has (QEMU deflates just that); the rest is never read.
+     */
     if (uncompress(grain, &out, buf + VMDK_MARKER_SIZE, size) != Z_OK ||
-        out != grain_bytes) {
+        out < vmdk_grain_bytes(e, grain_sector)) {
         error_report("vmdk: compressed grain at sector %" PRIu64 " does not "
                      "inflate to a grain", at);
         return -EIO;
     }
+    /* invariant 1: vmdk_map() keeps a piece inside the grain's extent */
+    assert(in_grain + bytes <= out);
     qemu_iovec_from_buf(qiov, done, grain + in_grain, bytes);
     return 0;
 }
@@ -512,6 +469,10 @@ static char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset,
     if (vmdk_desc_parent(bs, desc, errp) < 0) {
         return NULL;
     }
+    /* kept to be written again with a new CID (block/vmdk-write.c) */
+    ((BDRVVmdkState *)bs->opaque)->desc = g_strdup(desc);
+    ((BDRVVmdkState *)bs->opaque)->desc_offset = offset;
+    ((BDRVVmdkState *)bs->opaque)->desc_room = size;
     return g_steal_pointer(&desc);
 }
 
@@ -522,9 +483,10 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
     VMDK4Header h;
     VmdkExtent *e;
     uint64_t desc_offset, desc_size;
+    bool in_footer;
     int ret;
 
-    ret = vmdk_read_sparse_header(bs->file, &h, errp);
+    ret = vmdk_read_sparse_header(bs->file, &h, &in_footer, errp);
     if (ret < 0) {
         return ret;
     }
@@ -552,6 +514,7 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
         return -EINVAL;
     }
     e->file = bs->file;
+    e->gd_in_footer = in_footer;
     return vmdk_open_sparse(e, &h, errp);
 }
 
@@ -641,7 +604,8 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
     }
     if (t == VMDK_SPARSE) {
         VMDK4Header h;
-        int ret = vmdk_read_sparse_header(e->file, &h, errp);
+        int ret = vmdk_read_sparse_header(e->file, &h, &e->gd_in_footer,
+                                          errp);
 
         if (ret < 0) {
             return ret;
@@ -682,14 +646,18 @@ static void vmdk_close(BlockDriverState *bs)
 {
     BDRVVmdkState *s = bs->opaque;
 
+    vmdk_close_writable(s);
+
     for (unsigned int i = 0; i < s->nextents; i++) {
         g_free(s->extents[i].type_name);
         g_free(s->extents[i].gd);
+        g_free(s->extents[i].rgd);
         g_free(s->extents[i].gt);
     }
     g_clear_pointer(&s->extents, g_free);
     s->nextents = 0;
     g_clear_pointer(&s->create_type, g_free);
+    g_clear_pointer(&s->desc, g_free);
 }
 
 static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
@@ -700,15 +668,7 @@ static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
     int64_t size;
     int ret;
 
-    /* invariant 3 */
-    if (flags & BDRV_O_RDWR) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "Format driver 'vmdk' can only open images "
-                       "read-only in qblock");
-            return -EACCES;
-        }
-        bs->read_only = true;
-    }
+    qemu_co_mutex_init(&s->cid_lock);
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
@@ -734,6 +694,21 @@ static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
         return ret;
     }
     s->sectors = s->extents[s->nextents - 1].end_sector;
+    if (flags & BDRV_O_RDWR) {
+        Error *local_err = NULL;
+
+        /* invariant 3 */
+        ret = vmdk_check_writable(s, &local_err);
+        if (ret == -EACCES && (flags & BDRV_O_AUTO_RDONLY)) {
+            error_free(local_err);
+            bs->read_only = true;
+            bs->open_flags &= ~BDRV_O_RDWR;
+        } else if (ret < 0) {
+            error_propagate(errp, local_err);
+            vmdk_close(bs);
+            return ret;
+        }
+    }
     return 0;
 }
 
@@ -755,28 +730,12 @@ static VmdkExtent *vmdk_find_extent(BDRVVmdkState *s, uint64_t sector,
     g_assert_not_reached();
 }
 
-/* What a range of the disk is, in its extent. */
-typedef enum VmdkMapKind {
-    VMDK_MAP_UNALLOCATED,       /* never written: reads as zeroes */
-    VMDK_MAP_ZERO,              /* a ZERO extent or a zeroed grain */
-    VMDK_MAP_DATA,              /* at a byte offset of e->file */
-    VMDK_MAP_COMPRESSED,        /* in a compressed grain */
-} VmdkMapKind;
-
-typedef struct VmdkMap {
-    VmdkMapKind kind;
-    VmdkExtent *e;
-    uint64_t offset;            /* DATA: in e->file; COMPRESSED: grain's */
-    uint64_t grain_sector;      /* COMPRESSED: the grain's first sector */
-    uint64_t in_grain;          /* COMPRESSED: bytes into the grain */
-} VmdkMap;
-
 /*
  * Where @bytes at disk offset @offset are, *@m: at most to the end of a
  * grain or of the extent.  Returns the bytes it speaks for, < 0 on error.
  */
-static int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
-                                     int64_t bytes, VmdkMap *m)
+int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
+                              int64_t bytes, VmdkMap *m)
 {
     uint64_t start;
     VmdkExtent *e = vmdk_find_extent(s, offset / VMDK_SECTOR, &start);
@@ -785,7 +744,7 @@ static int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
     uint64_t grain_bytes, in_grain;
     int64_t at;
 
-    *m = (VmdkMap) { .e = e };
+    *m = (VmdkMap) { .e = e, .extent_start = start };
     switch (e->type) {
     case VMDK_ZERO:
         m->kind = VMDK_MAP_ZERO;
@@ -800,6 +759,8 @@ static int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
     grain_bytes = e->grain_sectors * VMDK_SECTOR;
     in_grain = in_extent % grain_bytes;
     bytes = MIN(MIN(bytes, end), grain_bytes - in_grain);
+    m->grain_sector = (in_extent - in_grain) / VMDK_SECTOR;
+    m->in_grain = in_grain;
     at = vmdk_grain(e, in_extent / VMDK_SECTOR);
     if (at < 0) {
         return at;
@@ -811,8 +772,6 @@ static int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
     } else if (e->compressed) {
         m->kind = VMDK_MAP_COMPRESSED;
         m->offset = at;
-        m->grain_sector = (in_extent - in_grain) / VMDK_SECTOR;
-        m->in_grain = in_grain;
     } else {
         m->kind = VMDK_MAP_DATA;
         /* invariant 1: a 32-bit sector plus a grain fits in 64 bits */
@@ -993,6 +952,23 @@ static JsonNode *vmdk_get_specific_info(BlockDriverState *bs)
     return json_node_init_object(json_node_alloc(), info);
 }
 
+/* Invariant 3 for a node made writable; a node made read-only is closed
+ * for writing as at close. */
+static int vmdk_reopen_prepare(BDRVReopenState *state, Error **errp)
+{
+    if (state->flags & BDRV_O_RDWR) {
+        return vmdk_check_writable(state->bs->opaque, errp);
+    }
+    return 0;
+}
+
+static void vmdk_reopen_commit(BDRVReopenState *state)
+{
+    if (!(state->flags & BDRV_O_RDWR)) {
+        vmdk_close_writable(state->bs->opaque);
+    }
+}
+
 static void vmdk_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     bs->bl.request_alignment = VMDK_SECTOR;
@@ -1006,7 +982,14 @@ static const BlockDriver bdrv_vmdk = {
     .bdrv_probe                     = vmdk_probe,
     .bdrv_open                      = vmdk_open,
     .bdrv_close                     = vmdk_close,
+    .bdrv_reopen_prepare            = vmdk_reopen_prepare,
+    .bdrv_reopen_commit             = vmdk_reopen_commit,
     .bdrv_co_preadv                 = vmdk_co_preadv,
+    .bdrv_co_pwritev                = vmdk_co_pwritev,
+    .bdrv_co_pwrite_zeroes          = vmdk_co_pwrite_zeroes,
+    .bdrv_has_zero_init             = vmdk_has_zero_init,
+    .create_opts                    = &qapi_opts_vmdk_create,
+    .bdrv_co_create_opts            = vmdk_co_create_opts,
     .bdrv_co_block_status           = vmdk_co_block_status,
     .bdrv_co_check                  = vmdk_co_check,
     .bdrv_getlength                 = vmdk_getlength,

@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static uint8_t buf[FUZZ_BOCHS_IO_SIZE];
-    BlockBackend *blk = fuzz_mem_open_image("bochs", data, size, false);
+    BlockBackend *blk = fuzz_mem_open_image("bochs", data, size, false, 0);
     int64_t len, off;
 
     if (!blk) {

@@ -183,7 +183,7 @@ void fuzz_mem_register(void)
 }
 
 BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
-                                  size_t size, bool no_backing)
+                                  size_t size, bool no_backing, int flags)
 {
     QDict *opts = qdict_new();
     Error *err = NULL;
@@ -196,7 +196,7 @@ BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
     if (no_backing) {
         qdict_put_str(opts, "backing", "");
     }
-    blk = blk_new_open(NULL, NULL, opts, 0, &err);
+    blk = blk_new_open(NULL, NULL, opts, flags, &err);
     if (!blk) {
         /* every refusal says why */
         assert(err && error_get_pretty(err)[0]);

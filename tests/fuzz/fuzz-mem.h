@@ -28,12 +28,12 @@ void fuzz_mem_set_image(const uint8_t *data, size_t len);
 int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
                            int64_t io_size);
 /*
- * Opens @data as an image of format @driver on a "fuzz-mem" node,
- * read-only, with no backing file when @no_backing (for a format that
- * has them: no host file is reached).  NULL when the driver refuses the
- * image, which must say why.
+ * Opens @data as an image of format @driver on a "fuzz-mem" node, with
+ * @flags (0: read-only), with no backing file when @no_backing (for a
+ * format that has them: no host file is reached).  NULL when the driver
+ * refuses the image, which must say why.
  */
 BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
-                                  size_t size, bool no_backing);
+                                  size_t size, bool no_backing, int flags);
 
 #endif

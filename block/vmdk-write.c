@@ -1,0 +1,506 @@
+/*
+ * vmdk: writing, as QEMU writes its own VMDK images.
+ *
+ * A FLAT extent is written in place.  A SPARSE extent's grain is written
+ * in place once allocated; a write to a grain never written allocates a
+ * whole grain at the end of the extent's file (what the write does not
+ * cover is filled from the backing file, or zeroes), then points both
+ * grain tables (the redundant one first) at it.  A grain table missing
+ * from the directory (VMware may leave them out) is allocated the same
+ * way.  A stream-optimized (compressed) extent takes each grain once,
+ * deflated behind its marker; a second write to it fails as in QEMU
+ * ("Could not write to allocated cluster for streamOptimized").  A write
+ * of zeroes to whole grains of an image with the zeroed-grain flag marks
+ * them zeroed in the tables instead of writing them.
+ *
+ * Not written: a ZERO extent (a write fails), a stream-optimized extent
+ * whose directory lies in a footer (VMware's: open read-write is refused,
+ * invariant 3).  As in QEMU, the header's unclean-shutdown byte is left
+ * alone and a rewrite of a zeroed grain leaks the grain it had.
+ *
+ * Order (invariant 4 of block/vmdk.c): a new grain's data is written
+ * before any table points at it, so a crash leaves at most a leaked
+ * grain, never a table entry that points at garbage.
+ */
+#include "block/vmdk.h"
+#include "qblock/block-node.h"
+
+#include <zlib.h>
+
+static int coroutine_fn vmdk_co_pwrite(BdrvChild *child, int64_t offset,
+                                       int64_t bytes, const void *buf)
+{
+    QEMUIOVector qiov;
+
+    qemu_iovec_init_buf(&qiov, (void *)buf, bytes);
+    return bdrv_co_pwritev(child, offset, bytes, &qiov, 0);
+}
+
+int vmdk_check_writable(BDRVVmdkState *s, Error **errp)
+{
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        /* invariant 3 */
+        if (s->extents[i].gd_in_footer) {
+            error_setg(errp, "A stream-optimized extent with its grain "
+                       "directory in a footer can only be opened "
+                       "read-only");
+            return -EACCES;
+        }
+    }
+    return 0;
+}
+
+/*
+ * What allocating in @e needs, read at its first allocation since the
+ * node became writable: where the file ends, the redundant directory.
+ * Invariant 2.
+ */
+static int coroutine_fn vmdk_alloc_start(VmdkExtent *e)
+{
+    int64_t len;
+    int ret;
+
+    if (e->alloc_ready) {
+        return 0;
+    }
+    len = bdrv_getlength(e->file->bs);
+    if (len < 0) {
+        return len;
+    }
+    e->next_sector = DIV_ROUND_UP(len, VMDK_SECTOR);
+    if (e->rgd_sector && !e->rgd) {
+        /* as the directory (invariant 1): what it costs, the file holds */
+        if (e->rgd_sector > (uint64_t)len / VMDK_SECTOR ||
+            (uint64_t)len - e->rgd_sector * VMDK_SECTOR <
+            (uint64_t)e->gd_entries * sizeof(uint32_t)) {
+            error_report("vmdk: the redundant grain directory at sector %"
+                         PRIu64 " lies past the end of the file",
+                         e->rgd_sector);
+            return -EINVAL;
+        }
+        e->rgd = g_new(uint32_t, e->gd_entries);
+        ret = vmdk_co_pread(e->file, e->rgd_sector * VMDK_SECTOR,
+                            (int64_t)e->gd_entries * sizeof(uint32_t),
+                            e->rgd);
+        if (ret < 0) {
+            g_clear_pointer(&e->rgd, g_free);
+            return ret;
+        }
+        for (uint32_t j = 0; j < e->gd_entries; j++) {
+            e->rgd[j] = GUINT32_FROM_LE(e->rgd[j]);
+        }
+    }
+    e->alloc_ready = true;
+    return 0;
+}
+
+/*
+ * As QEMU, and as VMware's specification asks: the first write after open
+ * gives the disk's content a new CID, written to the descriptor, so that
+ * a delta made on it can tell that its parent changed.
+ */
+static int coroutine_fn vmdk_update_cid(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+    g_autoptr(GString) desc = NULL;
+    const char *line;
+    uint64_t bytes;
+    int ret = 0;
+
+    qemu_co_mutex_lock(&s->cid_lock);
+    if (s->cid_updated || !s->desc) {
+        goto out;
+    }
+    line = g_str_has_prefix(s->desc, "CID=") ? s->desc
+                                              : strstr(s->desc, "\nCID=");
+    if (!line) {
+        /* nothing to update: a descriptor without a CID keeps none */
+        s->cid_updated = true;
+        goto out;
+    }
+    line += *line == '\n';
+    s->cid = g_random_int();
+    desc = g_string_new_len(s->desc, line - s->desc);
+    g_string_append_printf(desc, "CID=%" PRIx32, s->cid);
+    line += strcspn(line, "\n");
+    g_string_append(desc, line);
+    /* whole sectors, wiping what the old text had beyond the new one */
+    bytes = ROUND_UP(MAX(desc->len, strlen(s->desc)), VMDK_SECTOR);
+    if (s->desc_offset && bytes > s->desc_room) {
+        error_report("vmdk: the descriptor with a new CID does not fit");
+        ret = -ENOSPC;
+        goto out;
+    }
+    g_string_set_size(desc, bytes);
+    memset(desc->str + strlen(desc->str), 0, bytes - strlen(desc->str));
+    ret = vmdk_co_pwrite(bs->file, s->desc_offset, bytes, desc->str);
+    if (ret == 0) {
+        g_free(s->desc);
+        s->desc = g_strdup(desc->str);
+        s->cid_updated = true;
+    }
+out:
+    qemu_co_mutex_unlock(&s->cid_lock);
+    return ret;
+}
+
+/*
+ * As QEMU: the file of a compressed extent written since open ends a
+ * grain's size after the last grain's start (the zeroes at its end are
+ * then also the stream's end-of-stream marker).
+ */
+void vmdk_close_writable(BDRVVmdkState *s)
+{
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        VmdkExtent *e = &s->extents[i];
+        uint64_t end = (e->last_grain + e->grain_sectors) * VMDK_SECTOR;
+        int64_t len;
+
+        if (!e->last_grain) {
+            continue;
+        }
+        len = bdrv_getlength(e->file->bs);
+        if (len >= 0 && (uint64_t)len < end) {
+            Error *local_err = NULL;
+
+            if (bdrv_truncate(e->file, end, false, PREALLOC_MODE_OFF, 0,
+                              &local_err) < 0) {
+                error_report_err(local_err);
+            }
+        }
+        e->last_grain = 0;
+    }
+    /* a node made writable again looks at its files again */
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        s->extents[i].alloc_ready = false;
+    }
+}
+
+/*
+ * @sectors at the end of @e's file, zeroed, at *@at.  Table entries are
+ * 32-bit sector numbers: a file cannot grow past 2 TiB.  Invariant 2.
+ */
+static int coroutine_fn vmdk_alloc(VmdkExtent *e, uint64_t sectors,
+                                   uint64_t *at)
+{
+    int ret = vmdk_alloc_start(e);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (e->next_sector + sectors > UINT32_MAX) {
+        error_report("vmdk: the extent's file is full (its grains must lie "
+                     "in its first 2 TiB)");
+        return -ENOSPC;
+    }
+    *at = e->next_sector;
+    e->next_sector += sectors;
+    return 0;
+}
+
+/* Directory entry @gdi of the directory at @dir_sector (*@dir caches it). */
+static int coroutine_fn vmdk_alloc_gt(VmdkExtent *e, uint32_t *dir,
+                                      uint64_t dir_sector, uint32_t gdi)
+{
+    uint64_t bytes = QEMU_ALIGN_UP((uint64_t)e->gtes * sizeof(uint32_t),
+                                   VMDK_SECTOR);
+    g_autofree void *zeroes = g_malloc0(bytes);
+    uint32_t le;
+    uint64_t at;
+    int ret;
+
+    ret = vmdk_alloc(e, bytes / VMDK_SECTOR, &at);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR, bytes, zeroes);
+    if (ret < 0) {
+        return ret;
+    }
+    /* invariant 4: the table exists before the directory names it */
+    le = GUINT32_TO_LE(at);
+    ret = vmdk_co_pwrite(e->file, dir_sector * VMDK_SECTOR +
+                         (uint64_t)gdi * sizeof(uint32_t), sizeof(le), &le);
+    if (ret < 0) {
+        return ret;
+    }
+    dir[gdi] = at;
+    return 0;
+}
+
+/* Points grain @grain of @e at @value, in both tables.  Invariant 2. */
+static int coroutine_fn vmdk_set_gte(VmdkExtent *e, uint64_t grain,
+                                     uint32_t value)
+{
+    uint32_t gdi = grain / e->gtes;
+    uint64_t in_gt = (grain % e->gtes) * sizeof(uint32_t);
+    uint32_t le = GUINT32_TO_LE(value);
+    int ret;
+
+    /* invariant 1 */
+    assert(gdi < e->gd_entries);
+    ret = vmdk_alloc_start(e);
+    if (ret < 0) {
+        return ret;
+    }
+    if (e->rgd) {
+        if (!e->rgd[gdi]) {
+            ret = vmdk_alloc_gt(e, e->rgd, e->rgd_sector, gdi);
+            if (ret < 0) {
+                return ret;
+            }
+        }
+        ret = vmdk_co_pwrite(e->file, (uint64_t)e->rgd[gdi] * VMDK_SECTOR +
+                             in_gt, sizeof(le), &le);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (!e->gd[gdi]) {
+        ret = vmdk_alloc_gt(e, e->gd, e->gd_sector, gdi);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    ret = vmdk_co_pwrite(e->file, (uint64_t)e->gd[gdi] * VMDK_SECTOR + in_gt,
+                         sizeof(le), &le);
+    if (ret < 0) {
+        e->gt_index = -1;
+        return ret;
+    }
+    if (e->gt_index == gdi) {
+        e->gt[grain % e->gtes] = le;
+    }
+    return 0;
+}
+
+/*
+ * Appends @grain_buf (the @bytes of the disk the grain at @grain_sector
+ * holds) deflated behind its marker, at *@at.  Invariant 2.
+ */
+static int coroutine_fn vmdk_append_compressed(VmdkExtent *e,
+                                               uint64_t grain_sector,
+                                               const uint8_t *grain_buf,
+                                               uint64_t bytes, uint64_t *at)
+{
+    uLongf size = compressBound(bytes);
+    uint64_t total = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size, VMDK_SECTOR);
+    g_autofree uint8_t *buf = g_malloc0(total);
+    uint64_t lba = GUINT64_TO_LE(grain_sector);
+    uint32_t le_size;
+    int ret;
+
+    if (compress(buf + VMDK_MARKER_SIZE, &size, grain_buf, bytes) != Z_OK) {
+        error_report("vmdk: could not deflate a grain");
+        return -EIO;
+    }
+    le_size = GUINT32_TO_LE(size);
+    memcpy(buf, &lba, sizeof(lba));
+    memcpy(buf + sizeof(lba), &le_size, sizeof(le_size));
+    total = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size, VMDK_SECTOR);
+    ret = vmdk_alloc(e, total / VMDK_SECTOR, at);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = vmdk_co_pwrite(e->file, *at * VMDK_SECTOR, total, buf);
+    if (ret == 0) {
+        e->last_grain = *at;
+    }
+    return ret;
+}
+
+/*
+ * Writes @bytes of @qiov at @done to the grain that @m says was never
+ * written (or was zeroed: @zeroed), allocating it.  Invariant 2.
+ */
+static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
+                                             const VmdkMap *m, uint64_t bytes,
+                                             QEMUIOVector *qiov, size_t done,
+                                             bool zeroed)
+{
+    VmdkExtent *e = m->e;
+    uint64_t grain_bytes = vmdk_grain_bytes(e, m->grain_sector);
+    uint64_t disk_offset = (m->extent_start + m->grain_sector) * VMDK_SECTOR;
+    /* a whole grain, zeroes past the extent's end */
+    g_autofree uint8_t *buf = g_malloc0(e->grain_sectors * VMDK_SECTOR);
+    uint64_t at;
+    int ret;
+
+    /* invariant 1: vmdk_map() keeps a piece inside its grain */
+    assert(m->in_grain + bytes <= grain_bytes);
+    if (!zeroed && bs->backing && bytes < grain_bytes) {
+        QEMUIOVector cow;
+
+        qemu_iovec_init_buf(&cow, buf, grain_bytes);
+        ret = bdrv_co_read_backing(bs, disk_offset, grain_bytes, &cow, 0);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    qemu_iovec_to_buf(qiov, done, buf + m->in_grain, bytes);
+    if (e->compressed) {
+        ret = vmdk_append_compressed(e, m->grain_sector, buf, grain_bytes,
+                                     &at);
+    } else {
+        ret = vmdk_alloc(e, e->grain_sectors, &at);
+        if (ret == 0) {
+            ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR,
+                                 e->grain_sectors * VMDK_SECTOR, buf);
+        }
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    /* invariant 4: the data is in the file before a table points at it */
+    return vmdk_set_gte(e, m->grain_sector / e->grain_sectors, at);
+}
+
+static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
+                                          const VmdkMap *m, uint64_t bytes,
+                                          QEMUIOVector *qiov, size_t done)
+{
+    VmdkExtent *e = m->e;
+    QEMUIOVector part;
+    int64_t at;
+    int ret;
+
+    if (m->kind == VMDK_MAP_UNALLOCATED || m->kind == VMDK_MAP_ZERO) {
+        /* invariant 2: look again, under the lock, before allocating */
+        qemu_co_mutex_lock(&e->lock);
+        at = vmdk_grain_locked(e, m->grain_sector);
+        if (at == 0 || at == VMDK_GTE_ZEROED) {
+            ret = vmdk_write_new_grain(bs, m, bytes, qiov, done,
+                                       at == VMDK_GTE_ZEROED);
+            qemu_co_mutex_unlock(&e->lock);
+            return ret;
+        }
+        qemu_co_mutex_unlock(&e->lock);
+        if (at < 0) {
+            return at;
+        }
+    } else {
+        at = m->kind == VMDK_MAP_COMPRESSED ? (int64_t)m->offset
+                                            : (int64_t)(m->offset -
+                                                        m->in_grain) /
+                                              VMDK_SECTOR;
+    }
+    if (e->compressed) {
+        error_report("Could not write to allocated cluster for "
+                     "streamOptimized");
+        return -EIO;
+    }
+    qemu_iovec_init_slice(&part, qiov, done, bytes);
+    ret = bdrv_co_pwritev(e->file, at * VMDK_SECTOR + m->in_grain, bytes,
+                          &part, 0);
+    qemu_iovec_destroy(&part);
+    return ret;
+}
+
+int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags)
+{
+    BDRVVmdkState *s = bs->opaque;
+    size_t done = 0;
+    int ret = vmdk_update_cid(bs);
+
+    if (ret < 0) {
+        return ret;
+    }
+    while (bytes > 0) {
+        VmdkMap m;
+        int64_t n = vmdk_map(s, offset, bytes, &m);
+        QEMUIOVector part;
+
+        if (n < 0) {
+            return n;
+        }
+        switch (m.e->type) {
+        case VMDK_ZERO:
+            error_report("vmdk: sector %" PRId64 " lies in a ZERO extent, "
+                         "which cannot be written", offset / VMDK_SECTOR);
+            return -EINVAL;
+        case VMDK_FLAT:
+            qemu_iovec_init_slice(&part, qiov, done, n);
+            ret = bdrv_co_pwritev(m.e->file, m.offset, n, &part, 0);
+            qemu_iovec_destroy(&part);
+            break;
+        default:
+            ret = vmdk_write_sparse(bs, &m, n, qiov, done);
+            break;
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        offset += n;
+        bytes -= n;
+        done += n;
+    }
+    return 0;
+}
+
+/*
+ * Zeroes: a flat extent's file writes them as it can; whole grains of an
+ * image with the zeroed-grain flag are marked zeroed; anything else is
+ * written as data, as QEMU does (so a sparse image without the flag
+ * allocates what it zeroes).
+ */
+int coroutine_fn vmdk_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes,
+                                       BdrvRequestFlags flags)
+{
+    BDRVVmdkState *s = bs->opaque;
+    int ret = vmdk_update_cid(bs);
+
+    if (ret < 0) {
+        return ret;
+    }
+    while (bytes > 0) {
+        VmdkMap m;
+        int64_t n = vmdk_map(s, offset, bytes, &m);
+        VmdkExtent *e = m.e;
+
+        if (n < 0) {
+            return n;
+        }
+        if (e->type == VMDK_ZERO) {
+            ret = 0;
+        } else if (e->type == VMDK_FLAT) {
+            ret = bdrv_co_pwrite_zeroes(e->file, m.offset, n,
+                                        flags & ~BDRV_REQ_FUA);
+        } else if (e->type == VMDK_SPARSE && e->zeroed_grain &&
+                   m.in_grain == 0 &&
+                   n == (int64_t)vmdk_grain_bytes(e, m.grain_sector)) {
+            qemu_co_mutex_lock(&e->lock);
+            ret = vmdk_set_gte(e, m.grain_sector / e->grain_sectors,
+                               VMDK_GTE_ZEROED);
+            qemu_co_mutex_unlock(&e->lock);
+        } else {
+            g_autofree void *zeroes = g_malloc0(n);
+            QEMUIOVector qiov;
+
+            qemu_iovec_init_buf(&qiov, zeroes, n);
+            ret = vmdk_co_pwritev(bs, offset, n, &qiov, 0);
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        offset += n;
+        bytes -= n;
+    }
+    return 0;
+}
+
+/* A flat extent reads as zeroes where its file does; grains start so. */
+int vmdk_has_zero_init(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+
+    for (unsigned int i = 0; i < s->nextents; i++) {
+        if (s->extents[i].type == VMDK_FLAT &&
+            !bdrv_has_zero_init(s->extents[i].file->bs)) {
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -1,0 +1,145 @@
+/*
+ * The vmdk driver's shared state: what block/vmdk.c (opening, reading),
+ * block/vmdk-write.c (grain allocation) and block/vmdk-create.c
+ * (creation) know of an image.  The invariants are block/vmdk.c's.
+ */
+#ifndef BLOCK_VMDK_H
+#define BLOCK_VMDK_H
+
+#include "block/block_int.h"
+
+#define VMDK_SECTOR             512
+#define VMDK4_MAGIC             0x564d444bu     /* "KDMV" read LE */
+#define VMDK3_MAGIC             0x44574f43u     /* "COWD": ESX sparse */
+#define VMDK4_FLAG_NL_DETECT   (1u << 0)
+#define VMDK4_FLAG_RGD          (1u << 1)
+#define VMDK4_FLAG_ZEROED_GRAIN (1u << 2)
+#define VMDK4_FLAG_COMPRESS     (1u << 16)
+#define VMDK4_FLAG_MARKER       (1u << 17)
+#define VMDK4_COMPRESS_DEFLATE  1
+#define VMDK_GD_AT_END          UINT64_C(0xffffffffffffffff)
+#define VMDK_GTE_ZEROED         1u
+/* QEMU's limits: grains of at most 1 MiB, tables of 512 entries */
+#define VMDK_MAX_GRAIN_SECTORS  2048
+#define VMDK_MAX_GTES           512
+/* a grain directory of at most 2^24 entries (64 MiB) */
+#define VMDK_MAX_GD_ENTRIES     (1u << 24)
+/* a descriptor of at most 1 MiB */
+#define VMDK_MAX_DESCRIPTOR     (1u << 20)
+#define VMDK_MAX_EXTENTS        1024
+/* a stream-optimized grain: marker, deflated data */
+#define VMDK_MARKER_SIZE        12
+
+typedef struct QEMU_PACKED VMDK4Header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t flags;
+    uint64_t capacity;
+    uint64_t grain_size;
+    uint64_t desc_offset;
+    uint64_t desc_size;
+    uint32_t num_gtes_per_gt;
+    uint64_t rgd_offset;
+    uint64_t gd_offset;
+    uint64_t grain_offset;
+    uint8_t unclean_shutdown;
+    char check_bytes[4];
+    uint16_t compress_algorithm;
+    uint8_t pad[433];
+} VMDK4Header;
+_Static_assert(sizeof(VMDK4Header) == VMDK_SECTOR, "a sparse header is a "
+               "sector");
+
+typedef enum VmdkExtentType {
+    VMDK_FLAT,
+    VMDK_SPARSE,
+    VMDK_ZERO,
+} VmdkExtentType;
+
+typedef struct VmdkExtent {
+    VmdkExtentType type;
+    char *type_name;            /* as the descriptor says; "" monolithic */
+    BdrvChild *file;            /* NULL for ZERO */
+    bool own_file;              /* a child of its own, not bs->file */
+    uint64_t sectors;
+    uint64_t end_sector;        /* in the disk, exclusive */
+    uint64_t flat_offset;       /* FLAT: bytes into the file */
+    /* --- SPARSE --- */
+    uint64_t grain_sectors;
+    uint32_t gtes;              /* entries per grain table */
+    uint32_t gd_entries;
+    uint64_t gd_sector;         /* where the directory lies in the file */
+    uint64_t rgd_sector;        /* the redundant one's; 0: none */
+    bool compressed;
+    bool zeroed_grain;
+    bool gd_in_footer;          /* VMware's stream layout: read-only */
+    /* invariant 2 */
+    CoMutex lock;
+    uint32_t *gd;               /* host-endian sector offsets */
+    uint32_t *rgd;              /* the redundant directory; NULL: none */
+    uint32_t *gt;
+    int64_t gt_index;           /* of the cached table; -1: none */
+    bool alloc_ready;           /* next_sector and rgd are read */
+    uint64_t next_sector;       /* where the next grain goes */
+    uint64_t last_grain;        /* compressed: the last one written; 0 */
+} VmdkExtent;
+
+typedef struct BDRVVmdkState {
+    VmdkExtent *extents;
+    unsigned int nextents;
+    uint64_t sectors;
+    /* the descriptor's, for qemu-img info */
+    char *create_type;
+    uint32_t cid;
+    uint32_t parent_cid;
+    /* the descriptor as read; where it lies in bs->file, room for it */
+    char *desc;
+    uint64_t desc_offset;
+    uint64_t desc_room;
+    /* the first write after open gives the content a new CID */
+    CoMutex cid_lock;
+    bool cid_updated;
+} BDRVVmdkState;
+
+/* What a range of the disk is, in its extent. */
+typedef enum VmdkMapKind {
+    VMDK_MAP_UNALLOCATED,       /* never written: reads as zeroes */
+    VMDK_MAP_ZERO,              /* a ZERO extent or a zeroed grain */
+    VMDK_MAP_DATA,              /* at a byte offset of e->file */
+    VMDK_MAP_COMPRESSED,        /* in a compressed grain */
+} VmdkMapKind;
+
+typedef struct VmdkMap {
+    VmdkMapKind kind;
+    VmdkExtent *e;
+    uint64_t extent_start;      /* the extent's first disk sector */
+    uint64_t offset;            /* DATA: in e->file; COMPRESSED: grain's */
+    uint64_t grain_sector;      /* SPARSE: the grain's first, in e */
+    uint64_t in_grain;          /* SPARSE: bytes into the grain */
+} VmdkMap;
+
+int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
+                              int64_t bytes, VmdkMap *m);
+int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector);
+int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
+                               int64_t bytes, void *buf);
+/* The bytes of the disk a grain holds: a whole one, or the extent's rest. */
+uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector);
+
+/* block/vmdk-write.c */
+int vmdk_check_writable(BDRVVmdkState *s, Error **errp);
+void vmdk_close_writable(BDRVVmdkState *s);
+int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags);
+int coroutine_fn vmdk_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes,
+                                       BdrvRequestFlags flags);
+int vmdk_has_zero_init(BlockDriverState *bs);
+
+/* block/vmdk-create.c */
+int coroutine_fn vmdk_co_create_opts(const BlockDriver *drv,
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp);
+
+#endif
