@@ -331,6 +331,10 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
     if (!zeroed && bs->backing && bytes < grain_bytes) {
         QEMUIOVector cow;
 
+        ret = vmdk_check_parent_cid(bs);
+        if (ret < 0) {
+            return ret;
+        }
         qemu_iovec_init_buf(&cow, buf, grain_bytes);
         ret = bdrv_co_read_backing(bs, disk_offset, grain_bytes, &cow, 0);
         if (ret < 0) {

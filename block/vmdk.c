@@ -714,6 +714,35 @@ static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
 
 /* ---- reading ---- */
 
+/*
+ * As QEMU: a delta is read through to its parent only while the parent
+ * has the CID the delta was made on (parentCID); a parent written since
+ * (its CID changed) no longer holds what the delta's holes stood for, so
+ * such a read (or a write that copies from it) fails with EINVAL.  A
+ * parent of another format is not checked.
+ */
+int vmdk_check_parent_cid(BlockDriverState *bs)
+{
+    BDRVVmdkState *s = bs->opaque;
+    BlockDriverState *parent = bs->backing->bs;
+    BDRVVmdkState *ps;
+
+    if (!parent->drv || parent->drv != bs->drv) {
+        return 0;
+    }
+    ps = parent->opaque;
+    if (ps->cid == s->parent_cid) {
+        return 0;
+    }
+    if (!s->parent_cid_reported) {
+        s->parent_cid_reported = true;
+        error_report("vmdk: '%s' was made on a parent of CID %" PRIx32 ", "
+                     "but '%s' has CID %" PRIx32 " (it changed since)",
+                     bs->filename, s->parent_cid, parent->filename, ps->cid);
+    }
+    return -EINVAL;
+}
+
 /* The extent that holds disk sector @sector (invariant 1). */
 static VmdkExtent *vmdk_find_extent(BDRVVmdkState *s, uint64_t sector,
                                     uint64_t *start)
@@ -799,7 +828,10 @@ static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
         switch (m.kind) {
         case VMDK_MAP_UNALLOCATED:
             if (bs->backing) {
-                ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
+                ret = vmdk_check_parent_cid(bs);
+                if (ret == 0) {
+                    ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
+                }
                 break;
             }
             /* fall through */

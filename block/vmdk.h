@@ -96,6 +96,7 @@ typedef struct BDRVVmdkState {
     char *desc;
     uint64_t desc_offset;
     uint64_t desc_room;
+    bool parent_cid_reported;
     /* the first write after open gives the content a new CID */
     CoMutex cid_lock;
     bool cid_updated;
@@ -123,6 +124,7 @@ int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
 int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector);
 int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
                                int64_t bytes, void *buf);
+int vmdk_check_parent_cid(BlockDriverState *bs);
 /* The bytes of the disk a grain holds: a whole one, or the extent's rest. */
 uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector);
 

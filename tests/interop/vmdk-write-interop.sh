@@ -10,7 +10,8 @@
 # grains over a base, zeroes with and without zeroed grains, flat
 # extents) leave the same files; what qblock writes, qemu-img reads and
 # checks clean.  A stream-optimized grain is taken once, as in QEMU; the
-# first write after open gives the disk a new CID; concurrent writes into
+# first write after open gives the disk a new CID, and a delta does not
+# read through to a parent whose CID changed; concurrent writes into
 # grains never written are all kept; a commit reopens a base read-write.  Then what creation and writing
 # refuse, each with a message.  Prints "ok NAME" / "FAIL NAME", ends
 # with "N passed, N failed, N skipped"; exits 77 without qemu-img.
@@ -187,6 +188,16 @@ after=$(cid b/cid.vmdk)
 grep -aqx "parentCID=${after#CID=}" b/child.vmdk &&
     ok "a delta names its base's CID" ||
     fail "a delta names its base's CID" "$(grep -a CID b/child.vmdk)"
+
+"$QB_IO" -f vmdk -c 'write -P 9 0 64k' b/child.vmdk >/dev/null
+"$QB_IO" -f vmdk -c 'write 512k 4k' b/cid.vmdk >/dev/null
+check "a delta's own grains read after its parent changed" \
+    quiet "$QB_IO" -r -f vmdk -c 'read -P 9 0 64k' b/child.vmdk
+refused "... but not its parent's (as in QEMU)" \
+    "was made on a parent of CID ${after#CID=}, but" \
+    "$QB_IO" -r -f vmdk -c 'read 64k 4k' b/child.vmdk
+refused "... nor for qemu-io" "Invalid argument" \
+    "$Q_IO" -r -f vmdk -c 'read 64k 4k' b/child.vmdk
 
 # ---- concurrent writes into new grains ----
 "$QB_IMG" create -q -f vmdk b/aio.vmdk 4M
