@@ -364,7 +364,6 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
                                           QEMUIOVector *qiov, size_t done)
 {
     VmdkExtent *e = m->e;
-    QEMUIOVector part;
     int64_t at;
     int ret;
 
@@ -393,11 +392,8 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
                      "streamOptimized");
         return -EIO;
     }
-    qemu_iovec_init_slice(&part, qiov, done, bytes);
-    ret = bdrv_co_pwritev(e->file, at * VMDK_SECTOR + m->in_grain, bytes,
-                          &part, 0);
-    qemu_iovec_destroy(&part);
-    return ret;
+    return vmdk_co_file_io(e->file, at * VMDK_SECTOR + m->in_grain, bytes,
+                           qiov, done, true);
 }
 
 int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
@@ -414,7 +410,6 @@ int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
     while (bytes > 0) {
         VmdkMap m;
         int64_t n = vmdk_map(s, offset, bytes, &m);
-        QEMUIOVector part;
 
         if (n < 0) {
             return n;
@@ -425,9 +420,7 @@ int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
                          "which cannot be written", offset / VMDK_SECTOR);
             return -EINVAL;
         case VMDK_FLAT:
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_pwritev(m.e->file, m.offset, n, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
             break;
         default:
             ret = vmdk_write_sparse(bs, &m, n, qiov, done);

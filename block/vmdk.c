@@ -171,6 +171,20 @@ static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
 
 /* ---- sparse extents ---- */
 
+int coroutine_fn vmdk_co_file_io(BdrvChild *file, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 size_t done, bool write)
+{
+    QEMUIOVector part;
+    int ret;
+
+    qemu_iovec_init_slice(&part, qiov, done, bytes);
+    ret = write ? bdrv_co_pwritev(file, offset, bytes, &part, 0)
+                : bdrv_co_preadv(file, offset, bytes, &part, 0);
+    qemu_iovec_destroy(&part);
+    return ret;
+}
+
 int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
                                int64_t bytes, void *buf)
 {
@@ -819,7 +833,6 @@ static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
     while (bytes > 0) {
         VmdkMap m;
         int64_t n = vmdk_map(s, offset, bytes, &m);
-        QEMUIOVector part;
         int ret = 0;
 
         if (n < 0) {
@@ -843,9 +856,8 @@ static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
                                        m.in_grain, n, qiov, done);
             break;
         case VMDK_MAP_DATA:
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_preadv(m.e->file, m.offset, n, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done,
+                                  false);
             break;
         }
         if (ret < 0) {

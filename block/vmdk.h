@@ -124,6 +124,10 @@ int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
 int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector);
 int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
                                int64_t bytes, void *buf);
+/* @bytes of @qiov from @done, read from or written to @offset of @file */
+int coroutine_fn vmdk_co_file_io(BdrvChild *file, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 size_t done, bool write);
 int vmdk_check_parent_cid(BlockDriverState *bs);
 /* The bytes of the disk a grain holds: a whole one, or the extent's rest. */
 uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector);
