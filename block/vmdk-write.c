@@ -5,7 +5,7 @@
  * in place once allocated; a write to a grain never written allocates a
  * whole grain at the end of the extent's file (what the write does not
  * cover is filled from the backing file, or zeroes), then points both
- * grain tables (the redundant one first) at it.  A grain table missing
+ * grain tables at it (both entries written at once).  A grain table missing
  * from the directory (VMware may leave them out) is allocated the same
  * way.  A stream-optimized (compressed) extent takes each grain once,
  * deflated behind its marker; a second write to it fails as in QEMU
@@ -24,6 +24,7 @@
  */
 #include "block/vmdk.h"
 #include "qblock/block-node.h"
+#include "util/thread-pool.h"
 
 #include <zlib.h>
 
@@ -228,50 +229,141 @@ static int coroutine_fn vmdk_alloc_gt(VmdkExtent *e, uint32_t *dir,
     return 0;
 }
 
-/* Points grain @grain of @e at @value, in both tables.  Invariant 2. */
-static int coroutine_fn vmdk_set_gte(VmdkExtent *e, uint64_t grain,
-                                     uint32_t value)
+/* Entries of one table written beside the other's (vmdk_set_gtes()). */
+typedef struct VmdkEntriesWrite {
+    BdrvChild *file;
+    uint64_t offset;
+    const uint32_t *entries;
+    uint64_t bytes;
+    int ret;
+    bool done;
+    Coroutine *waiter;
+} VmdkEntriesWrite;
+
+static void coroutine_fn vmdk_entries_write_co(void *opaque)
+{
+    VmdkEntriesWrite *w = opaque;
+
+    w->ret = vmdk_co_pwrite(w->file, w->offset, w->bytes, w->entries);
+    w->done = true;
+    if (w->waiter) {
+        aio_co_wake(w->waiter);
+    }
+}
+
+/*
+ * Points @count grains of @e from @grain (in one grain table) at
+ * @values[0], @values[1], ... in both tables: the two tables' entries are
+ * written at once (each table on its own is consistent with the grains,
+ * written before them: invariant 4).  Invariant 2.
+ */
+static int coroutine_fn vmdk_set_gtes(VmdkExtent *e, uint64_t grain,
+                                      uint32_t count, const uint32_t *values)
 {
     uint32_t gdi = grain / e->gtes;
     uint64_t in_gt = (grain % e->gtes) * sizeof(uint32_t);
-    uint32_t le = GUINT32_TO_LE(value);
+    g_autofree uint32_t *entries = g_new(uint32_t, count);
+    VmdkEntriesWrite redundant = {
+        .file = e->file,
+        .entries = entries,
+        .bytes = (uint64_t)count * sizeof(uint32_t),
+        .done = true,
+    };
     int ret;
 
-    /* invariant 1 */
-    assert(gdi < e->gd_entries);
+    /* invariant 1; one table */
+    assert(gdi < e->gd_entries && count >= 1 &&
+           grain % e->gtes + count <= e->gtes);
+    for (uint32_t i = 0; i < count; i++) {
+        entries[i] = GUINT32_TO_LE(values[i]);
+    }
     ret = vmdk_alloc_start(e);
+    if (ret == 0 && e->rgd && !e->rgd[gdi]) {
+        ret = vmdk_alloc_gt(e, e->rgd, e->rgd_sector, gdi);
+    }
+    if (ret == 0 && !e->gd[gdi]) {
+        ret = vmdk_alloc_gt(e, e->gd, e->gd_sector, gdi);
+    }
     if (ret < 0) {
         return ret;
     }
     if (e->rgd) {
-        if (!e->rgd[gdi]) {
-            ret = vmdk_alloc_gt(e, e->rgd, e->rgd_sector, gdi);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        ret = vmdk_co_pwrite(e->file, (uint64_t)e->rgd[gdi] * VMDK_SECTOR +
-                             in_gt, sizeof(le), &le);
-        if (ret < 0) {
-            return ret;
-        }
-    }
-    if (!e->gd[gdi]) {
-        ret = vmdk_alloc_gt(e, e->gd, e->gd_sector, gdi);
-        if (ret < 0) {
-            return ret;
-        }
+        redundant.offset = (uint64_t)e->rgd[gdi] * VMDK_SECTOR + in_gt;
+        redundant.done = false;
+        qemu_coroutine_enter(qemu_coroutine_create(vmdk_entries_write_co,
+                                                   &redundant));
     }
     ret = vmdk_co_pwrite(e->file, (uint64_t)e->gd[gdi] * VMDK_SECTOR + in_gt,
-                         sizeof(le), &le);
+                         redundant.bytes, entries);
+    if (!redundant.done) {
+        redundant.waiter = qemu_coroutine_self();
+        qemu_coroutine_yield();
+    }
+    if (ret == 0) {
+        ret = redundant.ret;
+    }
     if (ret < 0) {
         e->gt_index = -1;
         return ret;
     }
     if (e->gt_index == gdi) {
-        e->gt[grain % e->gtes] = le;
+        memcpy(&e->gt[grain % e->gtes], entries, redundant.bytes);
     }
     return 0;
+}
+
+/* A grain deflated behind its marker, in a worker thread or not. */
+typedef struct VmdkDeflate {
+    const uint8_t *src;         /* the bytes of the disk the grain holds */
+    uint64_t len;
+    uint64_t lba;               /* the grain's first sector in its extent */
+    uint8_t *out;               /* vmdk_deflate_room(len) bytes */
+    uint64_t out_len;           /* marker and data, zero-padded sectors */
+    struct VmdkDeflateBatch *batch;
+} VmdkDeflate;
+
+/* Grains deflated at once by the thread pool (vmdk_deflate_run()). */
+typedef struct VmdkDeflateBatch {
+    unsigned int pending;
+    int ret;
+    Coroutine *co;
+} VmdkDeflateBatch;
+
+static uint64_t vmdk_deflate_room(uint64_t len)
+{
+    return QEMU_ALIGN_UP(VMDK_MARKER_SIZE + compressBound(len), VMDK_SECTOR);
+}
+
+/* Thread-safe: zlib's compress() keeps no state between calls. */
+static int vmdk_deflate(void *opaque)
+{
+    VmdkDeflate *d = opaque;
+    uLongf size = compressBound(d->len);
+    uint64_t lba = GUINT64_TO_LE(d->lba);
+    uint32_t le_size;
+
+    if (compress(d->out + VMDK_MARKER_SIZE, &size, d->src, d->len) != Z_OK) {
+        return -EIO;
+    }
+    le_size = GUINT32_TO_LE(size);
+    memcpy(d->out, &lba, sizeof(lba));
+    memcpy(d->out + sizeof(lba), &le_size, sizeof(le_size));
+    d->out_len = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size, VMDK_SECTOR);
+    memset(d->out + VMDK_MARKER_SIZE + size, 0,
+           d->out_len - VMDK_MARKER_SIZE - size);
+    return 0;
+}
+
+static void vmdk_deflate_done(void *opaque, int ret)
+{
+    VmdkDeflateBatch *b = ((VmdkDeflate *)opaque)->batch;
+
+    if (ret < 0 && b->ret == 0) {
+        b->ret = ret;
+    }
+    if (--b->pending == 0) {
+        aio_co_wake(b->co);
+    }
 }
 
 /*
@@ -283,30 +375,84 @@ static int coroutine_fn vmdk_append_compressed(VmdkExtent *e,
                                                const uint8_t *grain_buf,
                                                uint64_t bytes, uint64_t *at)
 {
-    uLongf size = compressBound(bytes);
-    uint64_t total = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size, VMDK_SECTOR);
-    g_autofree uint8_t *buf = g_malloc0(total);
-    uint64_t lba = GUINT64_TO_LE(grain_sector);
-    uint32_t le_size;
+    g_autofree uint8_t *out = g_malloc(vmdk_deflate_room(bytes));
+    VmdkDeflate d = {
+        .src = grain_buf, .len = bytes, .lba = grain_sector, .out = out,
+    };
     int ret;
 
-    if (compress(buf + VMDK_MARKER_SIZE, &size, grain_buf, bytes) != Z_OK) {
+    if (vmdk_deflate(&d) < 0) {
         error_report("vmdk: could not deflate a grain");
         return -EIO;
     }
-    le_size = GUINT32_TO_LE(size);
-    memcpy(buf, &lba, sizeof(lba));
-    memcpy(buf + sizeof(lba), &le_size, sizeof(le_size));
-    total = QEMU_ALIGN_UP(VMDK_MARKER_SIZE + size, VMDK_SECTOR);
-    ret = vmdk_alloc(e, total / VMDK_SECTOR, at);
+    ret = vmdk_alloc(e, d.out_len / VMDK_SECTOR, at);
     if (ret < 0) {
         return ret;
     }
-    ret = vmdk_co_pwrite(e->file, *at * VMDK_SECTOR, total, buf);
+    ret = vmdk_co_pwrite(e->file, *at * VMDK_SECTOR, d.out_len, out);
     if (ret == 0) {
         e->last_grain = *at;
     }
     return ret;
+}
+
+/*
+ * The @k whole grains of @qiov from @done, for grains @grain on of @e,
+ * deflated by the thread pool at once and appended one after the other,
+ * as one at a time would append them; their sectors in @values.
+ * Invariant 2.
+ */
+static int coroutine_fn vmdk_deflate_run(BlockDriverState *bs, VmdkExtent *e,
+                                         uint64_t grain, uint64_t k,
+                                         QEMUIOVector *qiov, size_t done,
+                                         uint32_t *values)
+{
+    uint64_t whole = e->grain_sectors * VMDK_SECTOR;
+    uint64_t room = vmdk_deflate_room(whole);
+    g_autofree uint8_t *src = g_malloc(k * whole);
+    g_autofree uint8_t *out = g_malloc(k * room);
+    g_autofree VmdkDeflate *d = g_new0(VmdkDeflate, k);
+    VmdkDeflateBatch batch = { .pending = k, .co = qemu_coroutine_self() };
+    ThreadPool *pool = aio_get_thread_pool(bdrv_get_aio_context(bs));
+    uint64_t pos = 0, at;
+    int ret;
+
+    qemu_iovec_to_buf(qiov, done, src, k * whole);
+    for (uint64_t i = 0; i < k; i++) {
+        d[i] = (VmdkDeflate) {
+            .src = src + i * whole,
+            .len = whole,
+            .lba = (grain + i) * e->grain_sectors,
+            .out = out + i * room,
+            .batch = &batch,
+        };
+        thread_pool_submit_aio(pool, vmdk_deflate, &d[i], vmdk_deflate_done,
+                               &d[i]);
+    }
+    /* the completions run in this thread, so only once this yields */
+    qemu_coroutine_yield();
+    if (batch.ret < 0) {
+        error_report("vmdk: could not deflate a grain");
+        return batch.ret;
+    }
+    /* packed: each grain moves down to where the one before it ends */
+    for (uint64_t i = 0; i < k; i++) {
+        memmove(out + pos, d[i].out, d[i].out_len);
+        values[i] = pos / VMDK_SECTOR;
+        pos += d[i].out_len;
+    }
+    ret = vmdk_alloc(e, pos / VMDK_SECTOR, &at);
+    if (ret == 0) {
+        ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR, pos, out);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    for (uint64_t i = 0; i < k; i++) {
+        values[i] += at;
+    }
+    e->last_grain = values[k - 1];
+    return 0;
 }
 
 /*
@@ -320,14 +466,26 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
 {
     VmdkExtent *e = m->e;
     uint64_t grain_bytes = vmdk_grain_bytes(e, m->grain_sector);
+    uint64_t whole = e->grain_sectors * VMDK_SECTOR;
     uint64_t disk_offset = (m->extent_start + m->grain_sector) * VMDK_SECTOR;
-    /* a whole grain, zeroes past the extent's end */
-    g_autofree uint8_t *buf = g_malloc0(e->grain_sectors * VMDK_SECTOR);
+    g_autofree uint8_t *buf = NULL;
     uint64_t at;
+    uint32_t value;
     int ret;
 
     /* invariant 1: vmdk_map() keeps a piece inside its grain */
     assert(m->in_grain + bytes <= grain_bytes);
+    /* a whole grain of plain data goes to the file as it is (convert's) */
+    if (!e->compressed && bytes == whole) {
+        ret = vmdk_alloc(e, e->grain_sectors, &at);
+        if (ret == 0) {
+            ret = vmdk_co_file_io(e->file, at * VMDK_SECTOR, whole, qiov,
+                                  done, true);
+        }
+        goto written;
+    }
+    /* else a whole grain in memory, zeroes past the extent's end */
+    buf = g_malloc0(whole);
     if (!zeroed && bs->backing && bytes < grain_bytes) {
         QEMUIOVector cow;
 
@@ -348,15 +506,77 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
     } else {
         ret = vmdk_alloc(e, e->grain_sectors, &at);
         if (ret == 0) {
-            ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR,
-                                 e->grain_sectors * VMDK_SECTOR, buf);
+            ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR, whole, buf);
         }
     }
+written:
     if (ret < 0) {
         return ret;
     }
     /* invariant 4: the data is in the file before a table points at it */
-    return vmdk_set_gte(e, m->grain_sector / e->grain_sectors, at);
+    value = at;
+    return vmdk_set_gtes(e, m->grain_sector / e->grain_sectors, 1, &value);
+}
+
+/*
+ * A write of whole grains from @m's, where the first is not allocated:
+ * the grains never written that follow it in its table and that the
+ * write covers are allocated together, their data written in one
+ * request (deflated at once by the thread pool in a compressed extent)
+ * and their entries in one per table.  The layout is the same as grain
+ * by grain: one after the other at the end of the file.  Returns the
+ * bytes written (0: the first grain is allocated by now, the caller
+ * writes it in place), < 0 on error.  Invariant 2.
+ */
+static int64_t coroutine_fn vmdk_write_new_run(BlockDriverState *bs,
+                                               const VmdkMap *m,
+                                               uint64_t bytes,
+                                               QEMUIOVector *qiov,
+                                               size_t done)
+{
+    VmdkExtent *e = m->e;
+    uint64_t whole = e->grain_sectors * VMDK_SECTOR;
+    uint64_t grain = m->grain_sector / e->grain_sectors;
+    /* in the grain's table, covered whole by the write and the extent */
+    uint64_t max = MIN(MIN(bytes / whole, e->gtes - grain % e->gtes),
+                       e->sectors / e->grain_sectors - grain);
+    g_autofree uint32_t *values = NULL;
+    uint64_t k, at;
+    int64_t ret = 0;
+
+    qemu_co_mutex_lock(&e->lock);
+    for (k = 0; k < max; k++) {
+        ret = vmdk_grain_locked(e, (grain + k) * e->grain_sectors);
+        if (ret != 0) {
+            break;
+        }
+    }
+    if (ret < 0 || k == 0) {
+        goto out;
+    }
+    values = g_new(uint32_t, k);
+    if (e->compressed) {
+        ret = vmdk_deflate_run(bs, e, grain, k, qiov, done, values);
+    } else {
+        ret = vmdk_alloc(e, k * e->grain_sectors, &at);
+        if (ret == 0) {
+            ret = vmdk_co_file_io(e->file, at * VMDK_SECTOR, k * whole, qiov,
+                                  done, true);
+        }
+        for (uint64_t i = 0; i < k; i++) {
+            values[i] = at + i * e->grain_sectors;
+        }
+    }
+    /* invariant 4: the data is in the file before a table points at it */
+    if (ret == 0) {
+        ret = vmdk_set_gtes(e, grain, k, values);
+    }
+    if (ret == 0) {
+        ret = k * whole;
+    }
+out:
+    qemu_co_mutex_unlock(&e->lock);
+    return ret;
 }
 
 static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
@@ -423,6 +643,16 @@ int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
             ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
             break;
         default:
+            if (m.kind == VMDK_MAP_UNALLOCATED && m.in_grain == 0 &&
+                bytes >= (int64_t)(m.e->grain_sectors * VMDK_SECTOR)) {
+                int64_t run = vmdk_write_new_run(bs, &m, bytes, qiov, done);
+
+                if (run != 0) {
+                    ret = run < 0 ? run : 0;
+                    n = run < 0 ? n : run;
+                    break;
+                }
+            }
             ret = vmdk_write_sparse(bs, &m, n, qiov, done);
             break;
         }
@@ -468,9 +698,11 @@ int coroutine_fn vmdk_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
         } else if (e->type == VMDK_SPARSE && e->zeroed_grain &&
                    m.in_grain == 0 &&
                    n == (int64_t)vmdk_grain_bytes(e, m.grain_sector)) {
+            uint32_t zeroed = VMDK_GTE_ZEROED;
+
             qemu_co_mutex_lock(&e->lock);
-            ret = vmdk_set_gte(e, m.grain_sector / e->grain_sectors,
-                               VMDK_GTE_ZEROED);
+            ret = vmdk_set_gtes(e, m.grain_sector / e->grain_sectors, 1,
+                                &zeroed);
             qemu_co_mutex_unlock(&e->lock);
         } else {
             g_autofree void *zeroes = g_malloc0(n);
