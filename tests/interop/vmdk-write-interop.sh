@@ -214,6 +214,22 @@ done
 check "... each reads back for qemu-io" \
     quiet "$Q_IO" -r -f vmdk "${reads[@]}" b/aio.vmdk
 check "... and qemu-img check finds no leak" quiet "$Q_IMG" check b/aio.vmdk
+# runs of whole grains, at once, in both kinds of sparse extent
+for sub in monolithicSparse streamOptimized; do
+    "$QB_IMG" create -q -f vmdk -o subformat=$sub b/run.vmdk 8M
+    aio=() reads=()
+    for i in $(seq 0 15); do
+        aio+=(-c "aio_write -P $((i + 1)) $((i * 512))k 512k")
+        reads+=(-c "read -P $((i + 1)) $((i * 512))k 512k")
+    done
+    check "$sub: 16 concurrent writes of 8 grains each" \
+        quiet "$QB_IO" -f vmdk "${aio[@]}" -c aio_flush b/run.vmdk
+    check "... each reads back for qemu-io" \
+        quiet "$Q_IO" -r -f vmdk "${reads[@]}" b/run.vmdk
+    check "... and qemu-img check finds no error" \
+        quiet "$Q_IMG" check b/run.vmdk
+    rm -f b/run.vmdk
+done
 
 # ---- what is refused ----
 refused "create: a flat image with a backing file" \
