@@ -667,6 +667,22 @@ int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
 }
 
 /*
+ * convert -c: as in QEMU, the writes any write makes (a stream-optimized
+ * extent deflates every grain, a sparse one compresses nothing), and
+ * nothing for the empty write that ends the stream (the close pads the
+ * file as it would anyway).
+ */
+int coroutine_fn vmdk_co_pwritev_compressed(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov)
+{
+    if (bytes == 0) {
+        return 0;
+    }
+    return vmdk_co_pwritev(bs, offset, bytes, qiov, 0);
+}
+
+/*
  * Zeroes: a flat extent's file writes them as it can; whole grains of an
  * image with the zeroed-grain flag are marked zeroed; anything else is
  * written as data, as QEMU does (so a sparse image without the flag

@@ -1030,6 +1030,7 @@ static const BlockDriver bdrv_vmdk = {
     .bdrv_reopen_commit             = vmdk_reopen_commit,
     .bdrv_co_preadv                 = vmdk_co_preadv,
     .bdrv_co_pwritev                = vmdk_co_pwritev,
+    .bdrv_co_pwritev_compressed     = vmdk_co_pwritev_compressed,
     .bdrv_co_pwrite_zeroes          = vmdk_co_pwrite_zeroes,
     .bdrv_has_zero_init             = vmdk_has_zero_init,
     .create_opts                    = &qapi_opts_vmdk_create,

@@ -138,6 +138,9 @@ void vmdk_close_writable(BDRVVmdkState *s);
 int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
+int coroutine_fn vmdk_co_pwritev_compressed(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov);
 int coroutine_fn vmdk_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes,
                                        BdrvRequestFlags flags);

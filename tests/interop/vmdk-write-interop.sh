@@ -100,6 +100,22 @@ for sub in $subformats; do
         quiet "$QB_IMG" compare -f raw -F vmdk src.raw q/$sub.vmdk
 done
 
+# convert -c: a sparse extent writes the same file, a stream-optimized
+# one too (every grain is deflated anyway), a flat one has no grains
+for sub in monolithicSparse twoGbMaxExtentSparse streamOptimized; do
+    rm -f q/* b/*
+    "$Q_IMG" convert -c -f raw -O vmdk -o subformat=$sub src.raw q/c.vmdk
+    check "convert -c -O vmdk -o subformat=$sub" \
+        quiet "$QB_IMG" convert -c -f raw -O vmdk -o subformat=$sub \
+        src.raw b/c.vmdk
+    # shellcheck disable=SC2046
+    same_files "$sub: the files qemu-img's convert -c writes" $(files_of c)
+done
+refused "convert -c -O vmdk -o subformat=monolithicFlat" \
+    "invalid cluster size" \
+    "$QB_IMG" convert -c -f raw -O vmdk -o subformat=monolithicFlat \
+    src.raw b/cf.vmdk
+
 # ---- the same writes through both tools ----
 ops=(-c 'write -P 0x11 0 4k' -c 'write -P 0x22 100k 8k'
      -c 'write -P 0x33 1020k 8k' -c 'write -z 2M 64k'
