@@ -178,6 +178,56 @@ void vmdk_close_writable(BDRVVmdkState *s)
 }
 
 /*
+ * Whether @sectors at @sector of @e's file stay clear of its header, its
+ * embedded descriptor and its grain directories: a table that a hostile
+ * image's directory places there, or a grain that its table does, is
+ * not written (a write would destroy the metadata every later read
+ * depends on).  Grains must also lie past the header's first grain.
+ */
+static bool vmdk_clear_of_metadata(const VmdkExtent *e, uint64_t sector,
+                                   uint64_t sectors)
+{
+    uint64_t gd_sectors = DIV_ROUND_UP((uint64_t)e->gd_entries *
+                                       sizeof(uint32_t), VMDK_SECTOR);
+    const uint64_t areas[][2] = {
+        { 0, 1 },
+        { e->desc_sector, e->desc_sectors },
+        { e->gd_sector, gd_sectors },
+        { e->rgd_sector, e->rgd_sector ? gd_sectors : 0 },
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(areas); i++) {
+        if (areas[i][1] && sector < areas[i][0] + areas[i][1] &&
+            areas[i][0] < sector + sectors) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Whether @bytes at @in_gt of the table at @table stay clear of it. */
+static bool vmdk_entries_clear(const VmdkExtent *e, uint64_t table,
+                               uint64_t in_gt, uint64_t bytes)
+{
+    uint64_t first = table + in_gt / VMDK_SECTOR;
+    uint64_t last = table + (in_gt + bytes - 1) / VMDK_SECTOR;
+
+    return vmdk_clear_of_metadata(e, first, last - first + 1);
+}
+
+static int vmdk_check_grain_place(const VmdkExtent *e, uint64_t grain,
+                                  uint64_t at)
+{
+    if (at < e->data_start ||
+        !vmdk_clear_of_metadata(e, at, e->grain_sectors)) {
+        error_report("vmdk: grain %" PRIu64 " lies at sector %" PRIu64
+                     ", in the extent's metadata: not written", grain, at);
+        return -EIO;
+    }
+    return 0;
+}
+
+/*
  * @sectors at the end of @e's file, zeroed, at *@at.  Table entries are
  * 32-bit sector numbers: a file cannot grow past 2 TiB.  Invariant 2.
  */
@@ -286,6 +336,13 @@ static int coroutine_fn vmdk_set_gtes(VmdkExtent *e, uint64_t grain,
     }
     if (ret < 0) {
         return ret;
+    }
+    if (!vmdk_entries_clear(e, e->gd[gdi], in_gt, redundant.bytes) ||
+        (e->rgd && !vmdk_entries_clear(e, e->rgd[gdi], in_gt,
+                                       redundant.bytes))) {
+        error_report("vmdk: grain table %" PRIu32 " lies in the extent's "
+                     "metadata: not written", gdi);
+        return -EIO;
     }
     if (e->rgd) {
         redundant.offset = (uint64_t)e->rgd[gdi] * VMDK_SECTOR + in_gt;
@@ -611,6 +668,10 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
         error_report("Could not write to allocated cluster for "
                      "streamOptimized");
         return -EIO;
+    }
+    ret = vmdk_check_grain_place(e, m->grain_sector / e->grain_sectors, at);
+    if (ret < 0) {
+        return ret;
     }
     return vmdk_co_file_io(e->file, at * VMDK_SECTOR + m->in_grain, bytes,
                            qiov, done, true);

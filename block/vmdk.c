@@ -260,6 +260,13 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     e->grain_sectors = grain;
     e->gtes = gtes;
     e->gd_sector = gd_offset;
+    /* what writes must leave alone (block/vmdk-write.c) */
+    e->data_start = MAX(overhead, 1);
+    if (GUINT64_FROM_LE(h->desc_size) <= VMDK_MAX_DESCRIPTOR / VMDK_SECTOR &&
+        GUINT64_FROM_LE(h->desc_offset) <= UINT32_MAX) {
+        e->desc_sector = GUINT64_FROM_LE(h->desc_offset);
+        e->desc_sectors = GUINT64_FROM_LE(h->desc_size);
+    }
     if (flags & VMDK4_FLAG_RGD) {
         e->rgd_sector = GUINT64_FROM_LE(h->rgd_offset);
     }

@@ -70,6 +70,9 @@ typedef struct VmdkExtent {
     uint32_t gd_entries;
     uint64_t gd_sector;         /* where the directory lies in the file */
     uint64_t rgd_sector;        /* the redundant one's; 0: none */
+    uint64_t data_start;        /* the header's first grain sector, >= 1 */
+    uint64_t desc_sector;       /* the embedded descriptor's room */
+    uint64_t desc_sectors;
     bool compressed;
     bool zeroed_grain;
     bool gd_in_footer;          /* VMware's stream layout: read-only */

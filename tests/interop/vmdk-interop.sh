@@ -95,16 +95,6 @@ refused "VMware's stream layout opened read-write" \
     "directory in a footer can only be opened read-only" \
     "$QB_IO" -f vmdk -c 'read 0 512' footer.vmdk
 
-# patch FILE OFFSET FORMAT VALUE: a little-endian field of a copy
-patch() {
-    python3 - "$@" <<'EOF'
-import struct, sys
-path, off, fmt, val = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4], 0)
-with open(path, 'r+b') as f:
-    f.seek(off)
-    f.write(struct.pack('<' + fmt, val))
-EOF
-}
 hostile() {
     cp monolithicSparse.vmdk h.vmdk
     patch h.vmdk "$@"

@@ -96,3 +96,14 @@ for what, x, y in zip(('size', 'header', 'data', 'descriptor'), a, b):
         sys.exit(1)
 EOF
 }
+
+# patch FILE OFFSET FORMAT VALUE: a little-endian field of FILE
+patch() {
+    python3 - "$@" <<'EOF'
+import struct, sys
+path, off, fmt, val = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4], 0)
+with open(path, 'r+b') as f:
+    f.seek(off)
+    f.write(struct.pack('<' + fmt, val))
+EOF
+}

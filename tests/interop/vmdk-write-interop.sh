@@ -268,6 +268,29 @@ refused "create: a backing file of another format" \
     "$QB_IMG" create -f vmdk -b ../src.raw -F raw b/x.vmdk
 [ ! -e b/x.vmdk ] && ok "a refused creation leaves no file" ||
     fail "a refused creation leaves no file"
+# hostile tables: a grain, or a grain table, placed in the metadata
+"$QB_IMG" create -q -f vmdk b/h.vmdk 1M
+"$QB_IO" -f vmdk -c 'write -P 1 0 64k' b/h.vmdk >/dev/null
+gd=$(python3 -c "
+import struct
+d = open('b/h.vmdk', 'rb').read()
+gd = struct.unpack_from('<Q', d, 56)[0]
+print(gd, struct.unpack_from('<I', d, gd * 512)[0])")
+gt=${gd#* } gd=${gd% *}
+cp b/h.vmdk b/h1.vmdk
+patch b/h1.vmdk $((gt * 512)) I 2
+refused "a grain placed in the descriptor is not written" \
+    "grain 0 lies at sector 2, in the extent's metadata: not written" \
+    "$QB_IO" -f vmdk -c 'write 0 4k' b/h1.vmdk
+cp b/h.vmdk b/h2.vmdk
+patch b/h2.vmdk $((gd * 512)) I "$gd"
+refused "a grain table placed on the directory is not written" \
+    "grain table 0 lies in the extent's metadata: not written" \
+    "$QB_IO" -f vmdk -c 'write 64k 4k' b/h2.vmdk
+check "... neither image's metadata changed" \
+    quiet sh -c "'$QB_IMG' info b/h1.vmdk && '$QB_IMG' info b/h2.vmdk &&
+                 cmp -n 512 b/h.vmdk b/h1.vmdk"
+
 # a ZERO extent reads as zeroes and cannot be written
 head -c 1M /dev/zero > b/zx-flat.vmdk
 printf '%s\n' '# Disk DescriptorFile' version=1 CID=1 parentCID=ffffffff \
