@@ -344,6 +344,7 @@ static int coroutine_fn vmdk_set_gtes(VmdkExtent *e, uint64_t grain,
                      "metadata: not written", gdi);
         return -EIO;
     }
+    BLKDBG_EVENT(e->file, BLKDBG_L2_UPDATE);
     if (e->rgd) {
         redundant.offset = (uint64_t)e->rgd[gdi] * VMDK_SECTOR + in_gt;
         redundant.done = false;
@@ -446,6 +447,7 @@ static int coroutine_fn vmdk_append_compressed(VmdkExtent *e,
     if (ret < 0) {
         return ret;
     }
+    BLKDBG_EVENT(e->file, BLKDBG_WRITE_COMPRESSED);
     ret = vmdk_co_pwrite(e->file, *at * VMDK_SECTOR, d.out_len, out);
     if (ret == 0) {
         e->last_grain = *at;
@@ -500,6 +502,7 @@ static int coroutine_fn vmdk_deflate_run(BlockDriverState *bs, VmdkExtent *e,
     }
     ret = vmdk_alloc(e, pos / VMDK_SECTOR, &at);
     if (ret == 0) {
+        BLKDBG_EVENT(e->file, BLKDBG_WRITE_COMPRESSED);
         ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR, pos, out);
     }
     if (ret < 0) {
@@ -536,6 +539,7 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
     if (!e->compressed && bytes == whole) {
         ret = vmdk_alloc(e, e->grain_sectors, &at);
         if (ret == 0) {
+            BLKDBG_EVENT(e->file, BLKDBG_WRITE_AIO);
             ret = vmdk_co_file_io(e->file, at * VMDK_SECTOR, whole, qiov,
                                   done, true);
         }
@@ -550,6 +554,7 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
         if (ret < 0) {
             return ret;
         }
+        BLKDBG_EVENT(e->file, BLKDBG_COW_READ);
         qemu_iovec_init_buf(&cow, buf, grain_bytes);
         ret = bdrv_co_read_backing(bs, disk_offset, grain_bytes, &cow, 0);
         if (ret < 0) {
@@ -563,6 +568,7 @@ static int coroutine_fn vmdk_write_new_grain(BlockDriverState *bs,
     } else {
         ret = vmdk_alloc(e, e->grain_sectors, &at);
         if (ret == 0) {
+            BLKDBG_EVENT(e->file, BLKDBG_WRITE_AIO);
             ret = vmdk_co_pwrite(e->file, at * VMDK_SECTOR, whole, buf);
         }
     }
@@ -617,6 +623,7 @@ static int64_t coroutine_fn vmdk_write_new_run(BlockDriverState *bs,
     } else {
         ret = vmdk_alloc(e, k * e->grain_sectors, &at);
         if (ret == 0) {
+            BLKDBG_EVENT(e->file, BLKDBG_WRITE_AIO);
             ret = vmdk_co_file_io(e->file, at * VMDK_SECTOR, k * whole, qiov,
                                   done, true);
         }
@@ -673,6 +680,7 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
     if (ret < 0) {
         return ret;
     }
+    BLKDBG_EVENT(e->file, BLKDBG_WRITE_AIO);
     return vmdk_co_file_io(e->file, at * VMDK_SECTOR + m->in_grain, bytes,
                            qiov, done, true);
 }
@@ -701,6 +709,7 @@ int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
                          "which cannot be written", offset / VMDK_SECTOR);
             return -EINVAL;
         case VMDK_FLAT:
+            BLKDBG_EVENT(m.e->file, BLKDBG_WRITE_AIO);
             ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
             break;
         default:

@@ -194,6 +194,50 @@ int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,
     return bdrv_co_preadv(child, offset, bytes, &qiov, 0);
 }
 
+/*
+ * Invariant 1: the geometry of a sparse extent of @sectors whose header
+ * is @h, checked in QEMU's order and with its messages; stricter than
+ * QEMU's for grains (a power of two, at most 1 MiB: QEMU takes any size
+ * up to 1 GiB, which no tool writes).
+ */
+static int vmdk_check_geometry(const VMDK4Header *h, uint64_t sectors,
+                               Error **errp)
+{
+    uint64_t grain = GUINT64_FROM_LE(h->grain_size);
+    uint32_t gtes = GUINT32_FROM_LE(h->num_gtes_per_gt);
+
+    if (GUINT32_FROM_LE(h->version) > 3) {
+        error_setg(errp, "Unsupported VMDK version %" PRIu32,
+                   GUINT32_FROM_LE(h->version));
+        return -ENOTSUP;
+    }
+    if (gtes > VMDK_MAX_GTES) {
+        error_setg(errp, "L2 table size too big");
+        return -EINVAL;
+    }
+    if (gtes == 0 || grain == 0) {
+        error_setg(errp, "L1 entry size is invalid");
+        return -EINVAL;
+    }
+    /* both at most 2^32: their product does not overflow */
+    if (grain <= UINT32_MAX &&
+        DIV_ROUND_UP(sectors, grain * gtes) > VMDK_MAX_GD_ENTRIES) {
+        error_setg(errp, "L1 size too big");
+        return -EFBIG;
+    }
+    if (grain > VMDK_QEMU_MAX_GRAIN_SECTORS) {
+        error_setg(errp, "Invalid granularity, image may be corrupt");
+        return -EINVAL;
+    }
+    if (grain > VMDK_MAX_GRAIN_SECTORS || (grain & (grain - 1))) {
+        error_setg(errp, "Unsupported granularity of %" PRIu64 " sectors "
+                   "(grains of a power of two up to %d sectors are read)",
+                   grain, VMDK_MAX_GRAIN_SECTORS);
+        return -ENOTSUP;
+    }
+    return 0;
+}
+
 /* Invariant 1: the header's geometry, checked; the GD read. */
 static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
                             Error **errp)
@@ -207,21 +251,9 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     uint64_t grains, gd_entries;
     int ret;
 
-    if (GUINT32_FROM_LE(h->version) > 3) {
-        error_setg(errp, "Unsupported VMDK version %" PRIu32,
-                   GUINT32_FROM_LE(h->version));
-        return -ENOTSUP;
-    }
-    if (grain == 0 || grain > VMDK_MAX_GRAIN_SECTORS ||
-        (grain & (grain - 1))) {
-        error_setg(errp, "Invalid granularity %" PRIu64 " (sectors), image "
-                   "may be corrupt", grain);
-        return -EINVAL;
-    }
-    if (gtes == 0 || gtes > VMDK_MAX_GTES) {
-        error_setg(errp, "L2 table size %" PRIu32 " is not 1 to %d",
-                   gtes, VMDK_MAX_GTES);
-        return -EINVAL;
+    ret = vmdk_check_geometry(h, e->sectors, errp);
+    if (ret < 0) {
+        return ret;
     }
     if ((flags & VMDK4_FLAG_COMPRESS) &&
         GUINT16_FROM_LE(h->compress_algorithm) != VMDK4_COMPRESS_DEFLATE) {
@@ -238,11 +270,6 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     }
     grains = DIV_ROUND_UP(e->sectors, grain);
     gd_entries = DIV_ROUND_UP(grains, gtes);
-    if (gd_entries > VMDK_MAX_GD_ENTRIES) {
-        error_setg(errp, "Grain directory of %" PRIu64 " entries is too "
-                   "large", gd_entries);
-        return -EFBIG;
-    }
     if (gd_offset > (uint64_t)INT64_MAX / VMDK_SECTOR) {
         error_setg(errp, "Grain directory offset %" PRIu64 " (sectors) is "
                    "beyond any file", gd_offset);
@@ -357,6 +384,7 @@ int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector)
     }
     if (e->gt_index != (int64_t)gdi) {
         e->gt_index = -1;
+        BLKDBG_EVENT(e->file, BLKDBG_L2_LOAD);
         ret = vmdk_co_pread(e->file, (int64_t)e->gd[gdi] * VMDK_SECTOR,
                             (int64_t)e->gtes * sizeof(uint32_t), e->gt);
         if (ret < 0) {
@@ -424,6 +452,7 @@ static int coroutine_fn vmdk_read_compressed(VmdkExtent *e, uint64_t at,
         (uint64_t)file_len - at * VMDK_SECTOR < first) {
         first = QEMU_ALIGN_UP(file_len - at * VMDK_SECTOR, VMDK_SECTOR);
     }
+    BLKDBG_EVENT(e->file, BLKDBG_READ_COMPRESSED);
     ret = vmdk_co_pread(e->file, at * VMDK_SECTOR, first, buf);
     if (ret < 0) {
         return ret;
@@ -529,6 +558,10 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
             return -EINVAL;
         }
     }
+    ret = vmdk_check_geometry(&h, GUINT64_FROM_LE(h.capacity), errp);
+    if (ret < 0) {
+        return ret;
+    }
     e = vmdk_add_extent(s, VMDK_SPARSE, "", GUINT64_FROM_LE(h.capacity),
                         errp);
     if (!e) {
@@ -566,6 +599,32 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
     return vmdk_open_desc_extents(bs, desc, options, errp);
 }
 
+/*
+ * An extent's file, @name relative to the descriptor's directory.  As in
+ * QEMU, a descriptor known only by a json: name (over quorum, say) has no
+ * directory.
+ */
+static char *vmdk_extent_path(BlockDriverState *bs, const char *name,
+                              Error **errp)
+{
+    BlockDriverState *dir = bs->file->bs;
+    Error *local_err = NULL;
+    char *path = bdrv_get_full_backing_filename(dir, name, &local_err);
+
+    if (path) {
+        return path;
+    }
+    while (g_str_has_prefix(dir->filename, "json:") && dir->file) {
+        dir = dir->file->bs;
+    }
+    error_free(local_err);
+    error_setg(errp, "Cannot use relative paths with VMDK descriptor file "
+               "'%s': Cannot generate a base directory for %s nodes",
+               bs->file->bs->filename,
+               dir->drv ? dir->drv->format_name : "unknown");
+    return NULL;
+}
+
 /* One extent line: ACCESS SECTORS TYPE ["FILE" [OFFSET]]. */
 static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
                                  QDict *options, Error **errp)
@@ -596,6 +655,12 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
         error_setg(errp, "Extent line names no file: %s", line);
         return -EINVAL;
     }
+    /* as QEMU: a FLAT extent gives its offset, VMFS and SPARSE none */
+    if ((!strcmp(type, "FLAT") && n != 5) ||
+        ((!strcmp(type, "VMFS") || t == VMDK_SPARSE) && n != 4)) {
+        error_setg(errp, "Invalid extent line: %s", line);
+        return -EINVAL;
+    }
     if (t == VMDK_FLAT && offset > (uint64_t)INT64_MAX / VMDK_SECTOR) {
         error_setg(errp, "Invalid extent offset %" PRIu64, offset);
         return -EINVAL;
@@ -609,8 +674,7 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
     }
     e->flat_offset = offset * VMDK_SECTOR;
     {
-        g_autofree char *path =
-            bdrv_get_full_backing_filename(bs->file->bs, name, errp);
+        g_autofree char *path = vmdk_extent_path(bs, name, errp);
         g_autofree char *key = g_strdup_printf("extents.%u",
                                                s->nextents - 1);
 
@@ -863,6 +927,7 @@ static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
                                        m.in_grain, n, qiov, done);
             break;
         case VMDK_MAP_DATA:
+            BLKDBG_EVENT(m.e->file, BLKDBG_READ_AIO);
             ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done,
                                   false);
             break;
@@ -961,6 +1026,7 @@ static int vmdk_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     /* as QEMU: the first extent's grain */
     if (s->extents[0].type == VMDK_SPARSE) {
         bdi->cluster_size = s->extents[0].grain_sectors * VMDK_SECTOR;
+        bdi->needs_compressed_writes = s->extents[0].compressed;
     }
     return 0;
 }

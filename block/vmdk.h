@@ -22,8 +22,10 @@
 /* QEMU's limits: grains of at most 1 MiB, tables of 512 entries */
 #define VMDK_MAX_GRAIN_SECTORS  2048
 #define VMDK_MAX_GTES           512
-/* a grain directory of at most 2^24 entries (64 MiB) */
-#define VMDK_MAX_GD_ENTRIES     (1u << 24)
+/* QEMU's: grains of at most 1 GiB (qblock reads up to 1 MiB) */
+#define VMDK_QEMU_MAX_GRAIN_SECTORS 0x200000
+/* QEMU's: a grain directory of at most 2^25 entries (128 MiB) */
+#define VMDK_MAX_GD_ENTRIES     (1u << 25)
 /* a descriptor of at most 1 MiB */
 #define VMDK_MAX_DESCRIPTOR     (1u << 20)
 #define VMDK_MAX_EXTENTS        1024

@@ -204,6 +204,9 @@ static int img_convert_open_target(ImgConvertState *s,
         return -EINVAL;
     }
     out_bs = blk_bs(s->target);
+    if (bdrv_get_info(out_bs, &bdi) == 0 && bdi.needs_compressed_writes) {
+        s->compressed = true;
+    }
     /* invariant 2 of img-convert.h */
     s->overlap_writes = !s->compressed &&
         (bdrv_driver_is_protocol(bdrv_get_driver(out_bs)) ||

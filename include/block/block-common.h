@@ -128,6 +128,12 @@ typedef struct BlockDriverInfo {
     /* offset at which VM state is saved, 0 if unsupported */
     int64_t vm_state_offset;
     bool is_dirty;
+    /*
+     * Every write must be of whole clusters, each written once and
+     * compressed (a stream-optimized VMDK): convert writes to it as with
+     * -c, as qemu-img does.
+     */
+    bool needs_compressed_writes;
 } BlockDriverInfo;
 
 /* I/O accounting: the counters query-blockstats reports. */

@@ -104,22 +104,42 @@ cp monolithicSparse.vmdk h.vmdk
 truncate -s 1024 h.vmdk
 refused "a truncated sparse file" \
     "File truncated, expecting at least 65536 bytes" "$QB_IMG" info h.vmdk
+# both_refuse NAME WANT: qemu-img and qblock-img refuse h.vmdk with WANT
+both_refuse() {
+    refused "$1" "$2" "$QB_IMG" info h.vmdk
+    refused "$1 (qemu-img)" "$2" "$Q_IMG" info h.vmdk
+}
 hostile 20 Q 3
-refused "a grain of 3 sectors" "Invalid granularity 3" "$QB_IMG" info h.vmdk
+refused "a grain of 3 sectors" "Unsupported granularity of 3 sectors" \
+    "$QB_IMG" info h.vmdk
 hostile 20 Q 4096
-refused "a grain of 2 MiB" "Invalid granularity 4096" "$QB_IMG" info h.vmdk
+refused "a grain of 2 MiB" "Unsupported granularity of 4096 sectors" \
+    "$QB_IMG" info h.vmdk
+hostile 20 Q 0x200001
+both_refuse "a grain of 1 GiB and a sector" \
+    "Invalid granularity, image may be corrupt"
 hostile 44 I 0
-refused "no entries per grain table" "L2 table size 0" "$QB_IMG" info h.vmdk
+both_refuse "no entries per grain table" "L1 entry size is invalid"
+hostile 20 Q 0
+both_refuse "grains of no sectors" "L1 entry size is invalid"
+hostile 44 I 513
+both_refuse "513 entries per grain table" "L2 table size too big"
 hostile 4 I 7
 refused "version 7" "Unsupported VMDK version 7" "$QB_IMG" info h.vmdk
+# (QEMU's 32-bit count of entries wraps to 0 here; it then refuses the
+# size, "Could not refresh total sector count")
 hostile 12 Q 0x7fffffffffffff
-refused "a capacity of 2^55 sectors" "Invalid extent size" \
-    "$QB_IMG" info h.vmdk
+refused "a capacity of 2^55 sectors" "L1 size too big" "$QB_IMG" info h.vmdk
+hostile 12 Q $((1 << 26))
+patch h.vmdk 20 Q 1
+patch h.vmdk 44 I 1
+both_refuse "a grain directory of 2^26 entries" "L1 size too big"
 hostile 12 Q $((1 << 25))
 patch h.vmdk 20 Q 1
 patch h.vmdk 44 I 1
-refused "a grain directory of 2^25 entries" \
-    "Grain directory of 33554432 entries is too large" "$QB_IMG" info h.vmdk
+refused "a grain directory of 2^25 entries that the file does not hold" \
+    "Grain directory of 33554432 entries at sector 30 lies past the end" \
+    "$QB_IMG" info h.vmdk
 hostile 56 Q 0x7fffffffffffffff
 refused "a grain directory beyond any file" "Grain directory offset" \
     "$QB_IMG" info h.vmdk
@@ -175,6 +195,16 @@ refused "a descriptor naming a missing file" "missing-flat.vmdk" \
 sed 's/ FLAT / VMFSSPARSE /' monolithicFlat.vmdk > d.vmdk
 refused "an unsupported extent type" "Unsupported extent type 'VMFSSPARSE'" \
     "$QB_IMG" info d.vmdk
+# as QEMU: FLAT gives an offset, VMFS and SPARSE give none
+for line in 'RW 8 FLAT "monolithicFlat-flat.vmdk"' \
+            'RW 8 VMFS "monolithicFlat-flat.vmdk" 1' \
+            'RW 8 SPARSE "monolithicSparse.vmdk" 0'; do
+    sed "s/^RW .*/$line/" monolithicFlat.vmdk > d.vmdk
+    refused "an extent line $line" "Invalid extent line: $line" \
+        "$QB_IMG" info d.vmdk
+    refused "... (qemu-img)" "Invalid extent line: $line" \
+        "$Q_IMG" info d.vmdk
+done
 sed 's/^RW .*/RW 0 FLAT "monolithicFlat-flat.vmdk" 0/' monolithicFlat.vmdk \
     > d.vmdk
 refused "an empty extent" "Invalid extent size 0" "$QB_IMG" info d.vmdk
