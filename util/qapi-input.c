@@ -176,6 +176,14 @@ static bool qapi_check_enum(QapiWalk *w, const QapiType *type,
             return true;
         }
     }
+    /*
+     * QEMU names the member alone ("adapter-type", not
+     * "options.adapter-type"); a list element, which QEMU calls 'null',
+     * by its path ("enable[0]").
+     */
+    if (!g_str_has_suffix(path, "]") && strrchr(path, '.')) {
+        path = strrchr(path, '.') + 1;
+    }
     error_setg(w->errp, "Parameter '%s' does not accept value '%s'", path,
                text);
     return false;

@@ -75,7 +75,7 @@ static void test_json_unions(void)
                "\"data\": {\"path\": \"/x\", \"port\": \"1\"}}}",
                "Parameter 'addr.data.port' is unexpected");
     check_json(start, "{\"addr\": {\"type\": \"vsock\"}}",
-               "Parameter 'addr.type' does not accept value 'vsock'");
+               "Parameter 'type' does not accept value 'vsock'");
     check_json(start, "{\"addr\": {\"type\": \"inet\", \"data\": "
                "{\"host\": \"h\", \"port\": \"1\"}}, \"max-connections\": -1}",
                "Parameter 'max-connections' expects uint32_t");
