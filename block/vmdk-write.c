@@ -627,7 +627,7 @@ static int64_t coroutine_fn vmdk_write_new_run(BlockDriverState *bs,
             ret = vmdk_co_file_io(e->file, at * VMDK_SECTOR, k * whole, qiov,
                                   done, true);
         }
-        for (uint64_t i = 0; i < k; i++) {
+        for (uint64_t i = 0; ret == 0 && i < k; i++) {
             values[i] = at + i * e->grain_sectors;
         }
     }
