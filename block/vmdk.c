@@ -573,7 +573,7 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
 }
 
 static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
-                                Error **errp)
+                                bool head_is_descriptor, Error **errp)
 {
     BDRVVmdkState *s = bs->opaque;
     int64_t size = bdrv_getlength(bs->file->bs);
@@ -583,17 +583,19 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
         error_setg_errno(errp, -size, "Could not get the descriptor's size");
         return size;
     }
-    if (size > VMDK_MAX_DESCRIPTOR) {
+    if (size > VMDK_MAX_DESCRIPTOR && head_is_descriptor) {
         error_setg(errp, "Descriptor file of %" PRId64 " bytes is larger "
                    "than %d", size, VMDK_MAX_DESCRIPTOR);
         return -EFBIG;
     }
-    desc = vmdk_read_desc(bs, 0, size, errp);
+    /* any other file is read as QEMU reads it: its first MiB as text */
+    desc = vmdk_read_desc(bs, 0, MIN(size, VMDK_MAX_DESCRIPTOR), errp);
     if (!desc) {
         return -EINVAL;
     }
     if (!s->create_type) {
-        error_setg(errp, "The descriptor has no createType");
+        /* QEMU's message: the file may be no descriptor at all */
+        error_setg(errp, "invalid VMDK image descriptor");
         return -EINVAL;
     }
     return vmdk_open_desc_extents(bs, desc, options, errp);
@@ -750,6 +752,7 @@ static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVVmdkState *s = bs->opaque;
     char head[64] = "";
+    uint32_t magic;
     int64_t size;
     int ret;
 
@@ -769,10 +772,15 @@ static int vmdk_open(BlockDriverState *bs, QDict *options, int flags,
         error_setg_errno(errp, -ret, "Could not read the VMDK header");
         return ret;
     }
-    if (vmdk_is_descriptor(head, strlen(head))) {
-        ret = vmdk_open_descriptor(bs, options, errp);
-    } else {
+    /* as QEMU: a file without a sparse extent's magic is a descriptor */
+    memcpy(&magic, head, sizeof(magic));
+    magic = GUINT32_FROM_LE(magic);
+    if (magic == VMDK4_MAGIC || magic == VMDK3_MAGIC) {
         ret = vmdk_open_monolithic(bs, errp);
+    } else {
+        ret = vmdk_open_descriptor(bs, options,
+                                   vmdk_is_descriptor(head, strlen(head)),
+                                   errp);
     }
     if (ret < 0) {
         vmdk_close(bs);
@@ -1108,6 +1116,7 @@ static const BlockDriver bdrv_vmdk = {
     .bdrv_has_zero_init             = vmdk_has_zero_init,
     .create_opts                    = &qapi_opts_vmdk_create,
     .bdrv_co_create_opts            = vmdk_co_create_opts,
+    .bdrv_co_create_on_node         = vmdk_co_create_on_node,
     .bdrv_co_block_status           = vmdk_co_block_status,
     .bdrv_co_check                  = vmdk_co_check,
     .bdrv_getlength                 = vmdk_getlength,
