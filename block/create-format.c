@@ -2,7 +2,8 @@
  * What every format's creation does first: creating the protocol-level
  * file that will hold the image (qemu-img create -f qcow2 img.qcow2
  * creates img.qcow2 with the file driver) and opening it for the format
- * to write its metadata.
+ * to write its metadata; or, for blockdev-create, taking a node that is
+ * already open.
  */
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
@@ -56,6 +57,18 @@ BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
                        BDRV_O_RDWR | BDRV_O_RESIZE | BDRV_O_PROTOCOL, errp);
     if (blk) {
         /* the format writes its metadata beyond the empty file's end */
+        blk_set_allow_write_beyond_eof(blk, true);
+    }
+    return blk;
+}
+
+BlockBackend *bdrv_create_format_on_node(BlockDriverState *bs, Error **errp)
+{
+    BlockBackend *blk = blk_new_with_bs(bs, BLK_PERM_CONSISTENT_READ |
+                                        BLK_PERM_WRITE | BLK_PERM_RESIZE,
+                                        BLK_PERM_ALL, errp);
+
+    if (blk) {
         blk_set_allow_write_beyond_eof(blk, true);
     }
     return blk;

@@ -20,11 +20,14 @@ typedef struct CreateJob {
     /* the file protocol: the file to create */
     char *filename;
     /* a format: the references to the nodes it is created on, resolved
-     * when the job runs (as QEMU does), and the nodes (a reference each) */
+     * when the job runs (as QEMU does), and the nodes (a reference each);
+     * extents: a VMDK's extent files, a JSON array of references */
     JsonNode *file_ref;
     JsonNode *data_file_ref;
+    JsonNode *extents_ref;
     BlockDriverState *file;
     BlockDriverState *data_file;
+    GPtrArray *extents;
 } CreateJob;
 
 static BlockDriverState *create_job_node_ref(JsonNode *ref, Error **errp);
@@ -49,6 +52,19 @@ static bool create_job_resolve(CreateJob *s, Error **errp)
             return false;
         }
     }
+    if (s->extents_ref) {
+        JsonArray *refs = json_node_get_array(s->extents_ref);
+
+        for (guint i = 0; i < json_array_get_length(refs); i++) {
+            BlockDriverState *bs =
+                create_job_node_ref(json_array_get_element(refs, i), errp);
+
+            if (!bs) {
+                return false;
+            }
+            g_ptr_array_add(s->extents, bs);
+        }
+    }
     return true;
 }
 
@@ -68,6 +84,8 @@ static int coroutine_fn create_job_run(Job *job, Error **errp)
     } else if (create_job_resolve(s, errp)) {
         tgt.file = s->file;
         tgt.data_file = s->data_file;
+        tgt.extents = (BlockDriverState *const *)s->extents->pdata;
+        tgt.n_extents = s->extents->len;
         ret = s->drv->bdrv_co_create_on_node(s->drv, &tgt, s->opts, errp);
     } else {
         ret = -EINVAL;
@@ -90,6 +108,12 @@ static void create_job_free(Job *job)
     }
     if (s->data_file_ref) {
         json_node_unref(s->data_file_ref);
+    }
+    if (s->extents_ref) {
+        json_node_unref(s->extents_ref);
+    }
+    if (s->extents) {
+        g_ptr_array_free(s->extents, true);
     }
     if (s->file) {
         bdrv_unref(s->file);
@@ -173,6 +197,9 @@ static bool create_job_setup(CreateJob *s, JsonObject *options, Error **errp)
             s->file_ref = json_node_copy(value);
         } else if (!strcmp(member, "data-file")) {
             s->data_file_ref = json_node_copy(value);
+        } else if (!strcmp(member, "extents") &&
+                   JSON_NODE_HOLDS_ARRAY(value)) {
+            s->extents_ref = json_node_copy(value);
         } else if (!strcmp(member, "filename") && !s->drv->protocol_name) {
             continue;
         } else if (!strcmp(member, "filename")) {
@@ -214,6 +241,7 @@ bool blockdev_create_start(const char *job_id, JsonObject *options,
         return false;
     }
     s->drv = drv;
+    s->extents = g_ptr_array_new_with_free_func((GDestroyNotify)bdrv_unref);
     if (!create_job_setup(s, options, errp)) {
         job_early_fail(&s->job);
         return false;

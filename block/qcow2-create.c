@@ -194,19 +194,6 @@ static int qcow2_parse_create_opts(QemuOpts *opts, Qcow2CreateOpts *c,
     return 0;
 }
 
-/* A user of an existing node (blockdev-create), as if just created. */
-static BlockBackend *qcow2_create_on_node(BlockDriverState *bs, Error **errp)
-{
-    BlockBackend *blk = blk_new_with_bs(bs, BLK_PERM_CONSISTENT_READ |
-                                        BLK_PERM_WRITE | BLK_PERM_RESIZE,
-                                        BLK_PERM_ALL, errp);
-
-    if (blk) {
-        blk_set_allow_write_beyond_eof(blk, true);
-    }
-    return blk;
-}
-
 /* The image file, or its data file, created or given as a node. */
 static BlockBackend *qcow2_create_target_blk(const BlockDriver *drv,
                                              const BdrvCreateTarget *tgt,
@@ -215,8 +202,8 @@ static BlockBackend *qcow2_create_target_blk(const BlockDriver *drv,
                                              QemuOpts *opts, Error **errp)
 {
     if (tgt->file) {
-        return qcow2_create_on_node(data_file ? tgt->data_file : tgt->file,
-                                    errp);
+        return bdrv_create_format_on_node(data_file ? tgt->data_file
+                                                    : tgt->file, errp);
     }
     return bdrv_create_format_file(drv,
                                    data_file ? c->data_file : tgt->filename,

@@ -43,6 +43,8 @@ static const char *const vmdk_subformat_names[] = {
 };
 
 typedef struct VmdkCreate {
+    /* blockdev-create: the nodes to write on; NULL: files made by name */
+    const BdrvCreateTarget *tgt;
     const char *filename;
     uint64_t sectors;
     VmdkSubformat subformat;
@@ -52,7 +54,7 @@ typedef struct VmdkCreate {
     bool zeroed_grain;
     const char *backing_file;
     uint32_t parent_cid;
-    /* every file made so far, removed if the creation fails */
+    /* every file opened so far (made by name: removed if creation fails) */
     BlockBackend *files[VMDK_MAX_EXTENTS + 1];
     unsigned int nfiles;
 } VmdkCreate;
@@ -128,7 +130,6 @@ static int vmdk_create_parse(VmdkCreate *c, QemuOpts *opts, Error **errp)
 static int vmdk_create_parent_cid(VmdkCreate *c, Error **errp)
 {
     g_autofree char *path = NULL;
-    QDict *options;
     BlockBackend *blk;
     BlockDriverState *bs;
 
@@ -141,13 +142,18 @@ static int vmdk_create_parent_cid(VmdkCreate *c, Error **errp)
     if (!path) {
         return -EINVAL;
     }
-    options = qdict_new();
-    qdict_put_str(options, "driver", "vmdk");
-    blk = blk_new_open(path, NULL, options, 0, errp);
+    /* probed, as QEMU does: the message names what the file is */
+    blk = blk_new_open(path, NULL, NULL, BDRV_O_NO_BACKING, errp);
     if (!blk) {
         return -EINVAL;
     }
     bs = blk_bs(blk);
+    if (strcmp(bs->drv->format_name, "vmdk")) {
+        error_setg(errp, "Invalid backing file format: %s. Must be vmdk",
+                   bs->drv->format_name);
+        blk_unref(blk);
+        return -EINVAL;
+    }
     c->parent_cid = ((BDRVVmdkState *)bs->opaque)->cid;
     blk_unref(blk);
     return 0;
@@ -166,15 +172,33 @@ static char *vmdk_create_extent_name(const VmdkCreate *c, const char *tag,
     return g_strdup_printf("%s-%s%s%s", prefix, tag, number, dot ? dot : "");
 }
 
+/*
+ * The next file of the image: the descriptor (or monolithic extent) first,
+ * then the extents, named @name beside it; on nodes, the next node, whose
+ * own file name the descriptor then gives (*@name replaced).
+ */
 static BlockBackend *vmdk_create_file(VmdkCreate *c, const BlockDriver *drv,
-                                      const char *name, QemuOpts *opts,
+                                      char **name, QemuOpts *opts,
                                       Error **errp)
 {
     g_autofree char *dir = g_path_get_dirname(c->filename);
-    g_autofree char *path = c->nfiles ? g_build_filename(dir, name, NULL)
+    g_autofree char *path = c->nfiles ? g_build_filename(dir, *name, NULL)
                                       : g_strdup(c->filename);
-    BlockBackend *blk = bdrv_create_format_file(drv, path, opts, errp);
+    BlockDriverState *node = c->tgt ? c->tgt->file : NULL;
+    BlockBackend *blk;
 
+    if (c->tgt && c->nfiles) {
+        /* QEMU's message numbers the extents from 0 */
+        if (c->nfiles > c->tgt->n_extents) {
+            error_setg(errp, "Extent [%u] not specified", c->nfiles - 1);
+            return NULL;
+        }
+        node = c->tgt->extents[c->nfiles - 1];
+        g_free(*name);
+        *name = g_path_get_basename(bdrv_get_filename(node));
+    }
+    blk = node ? bdrv_create_format_on_node(node, errp)
+               : bdrv_create_format_file(drv, path, opts, errp);
     if (blk) {
         assert(c->nfiles < G_N_ELEMENTS(c->files));
         c->files[c->nfiles++] = blk;
@@ -264,8 +288,12 @@ static int vmdk_create_sparse(const VmdkCreate *c, BlockBackend *blk,
                    strlen(desc), sizeof(desc_area));
         return -EINVAL;
     }
-    ret = blk_truncate(blk, overhead * VMDK_SECTOR, false, PREALLOC_MODE_OFF,
-                       0, errp);
+    /* a node given to blockdev-create may hold data: its tables must not */
+    ret = blk_truncate(blk, 0, false, PREALLOC_MODE_OFF, 0, errp);
+    if (ret == 0) {
+        ret = blk_truncate(blk, overhead * VMDK_SECTOR, false,
+                           PREALLOC_MODE_OFF, 0, errp);
+    }
     if (ret < 0) {
         return ret;
     }
@@ -312,13 +340,13 @@ static int vmdk_create_extents(VmdkCreate *c, const BlockDriver *drv,
             error_setg(errp, "More than %d extents", VMDK_MAX_EXTENTS);
             return -EFBIG;
         }
-        g_string_append_printf(lines, "RW %" PRIu64 " %s \"%s\"%s\n",
-                               sectors, sparse ? "SPARSE" : "FLAT", name,
-                               sparse ? "" : " 0");
-        blk = vmdk_create_file(c, drv, name, opts, errp);
+        blk = vmdk_create_file(c, drv, &name, opts, errp);
         if (!blk) {
             return -EIO;
         }
+        g_string_append_printf(lines, "RW %" PRIu64 " %s \"%s\"%s\n",
+                               sectors, sparse ? "SPARSE" : "FLAT", name,
+                               sparse ? "" : " 0");
         ret = sparse ? vmdk_create_sparse(c, blk, sectors, NULL, errp)
                      : blk_truncate(blk, sectors * VMDK_SECTOR, false,
                                     PREALLOC_MODE_OFF, 0, errp);
@@ -366,8 +394,30 @@ static int vmdk_create_image(VmdkCreate *c, const BlockDriver *drv,
     ret = blk_pwrite(desc_blk, 0, strlen(desc), desc, 0);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not write the descriptor");
+        return ret;
     }
-    return ret < 0 ? ret : 0;
+    /* a node given to blockdev-create may have been longer */
+    return blk_truncate(desc_blk, strlen(desc), false, PREALLOC_MODE_OFF, 0,
+                        errp);
+}
+
+/* Creates the image that @c describes, with @c's files; frees @c. */
+static int vmdk_create_run(VmdkCreate *c, const BlockDriver *drv,
+                           QemuOpts *opts, Error **errp)
+{
+    int ret = vmdk_create_parse(c, opts, errp);
+
+    if (ret == 0) {
+        ret = vmdk_create_image(c, drv, opts, errp);
+    }
+    for (unsigned int i = 0; i < c->nfiles; i++) {
+        /* a node given to blockdev-create is the user's: never removed */
+        if (ret < 0 && !c->tgt) {
+            bdrv_delete_format_file(c->files[i]);
+        }
+        blk_unref(c->files[i]);
+    }
+    return ret;
 }
 
 int coroutine_fn vmdk_co_create_opts(const BlockDriver *drv,
@@ -375,16 +425,23 @@ int coroutine_fn vmdk_co_create_opts(const BlockDriver *drv,
                                      Error **errp)
 {
     VmdkCreate c = { .filename = filename };
-    int ret = vmdk_create_parse(&c, opts, errp);
 
-    if (ret == 0) {
-        ret = vmdk_create_image(&c, drv, opts, errp);
+    return vmdk_create_run(&c, drv, opts, errp);
+}
+
+int coroutine_fn vmdk_co_create_on_node(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp)
+{
+    VmdkCreate c = {
+        .tgt = tgt,
+        .filename = bdrv_get_filename(tgt->file),
+    };
+
+    /* qemu-img create rounds the size up; QMP takes it exactly */
+    if (qemu_opt_get_size(opts, "size", 0) % VMDK_SECTOR) {
+        error_setg(errp, "Image size must be a multiple of 512 bytes");
+        return -EINVAL;
     }
-    for (unsigned int i = 0; i < c.nfiles; i++) {
-        if (ret < 0) {
-            bdrv_delete_format_file(c.files[i]);
-        }
-        blk_unref(c.files[i]);
-    }
-    return ret;
+    return vmdk_create_run(&c, drv, opts, errp);
 }

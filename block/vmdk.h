@@ -155,5 +155,8 @@ int vmdk_has_zero_init(BlockDriverState *bs);
 int coroutine_fn vmdk_co_create_opts(const BlockDriver *drv,
                                      const char *filename, QemuOpts *opts,
                                      Error **errp);
+int coroutine_fn vmdk_co_create_on_node(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp);
 
 #endif

@@ -61,12 +61,15 @@ typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
 /*
  * Where a format's creation writes the new image: the file it creates by
  * name (qemu-img create: @filename), or open nodes (blockdev-create:
- * @file, and @data_file when the image has an external data file).
+ * @file, @data_file when the image has an external data file, and
+ * @extents, the @n_extents nodes of a VMDK's extent files in order).
  */
 typedef struct BdrvCreateTarget {
     const char *filename;
     BlockDriverState *file;
     BlockDriverState *data_file;
+    BlockDriverState *const *extents;
+    unsigned int n_extents;
 } BdrvCreateTarget;
 
 struct BlockDriver {
@@ -870,6 +873,13 @@ int64_t bdrv_measure_virtual_size(QemuOpts *opts, BlockDriverState *in_bs,
 BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
                                       const char *filename, QemuOpts *opts,
                                       Error **errp);
+/*
+ * For a format's bdrv_co_create_on_node: a user of the open node @bs that
+ * the image is written on, as if bdrv_create_format_file() had just made
+ * it (writing, resizing, past its end too).  Returns it, or NULL with
+ * @errp set (another user forbids writing).
+ */
+BlockBackend *bdrv_create_format_on_node(BlockDriverState *bs, Error **errp);
 /*
  * Where a format's creation fails after bdrv_create_format_file(): removes
  * the file again (QEMU's luks does: no half-made image is left behind, nor
