@@ -242,19 +242,23 @@ static int luks_blk_init(void *opaque, uint64_t len, Error **errp)
     return blk_truncate(opaque, len, false, PREALLOC_MODE_OFF, 0, errp);
 }
 
-static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
-                                            const char *filename,
-                                            QemuOpts *opts, Error **errp)
+/*
+ * Writes a LUKS image of the size @opts give on @blk, emptied first (a
+ * node given to blockdev-create may hold the data of a former image): the
+ * header, key material and payload, preallocated as "preallocation" (the
+ * file protocol's option, as in QEMU) says.
+ */
+static int luks_create_on(BlockBackend *blk, QemuOpts *opts, uint64_t size,
+                          Error **errp)
 {
     CryptoLuksCreateOptions c;
-    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
-                             CRYPTO_LUKS_SECTOR_SIZE);
+    int prealloc = qemu_opt_get_enum(opts, "preallocation");
     CryptoLuks *luks;
-    BlockBackend *blk;
     CryptoLuksIO io = {
         .read = luks_blk_read,
         .write = luks_blk_write,
         .init = luks_blk_init,
+        .opaque = blk,
     };
     int ret;
 
@@ -262,22 +266,55 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
     if (ret < 0) {
         return ret;
     }
+    ret = blk_truncate(blk, 0, false, PREALLOC_MODE_OFF, 0, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    luks = crypto_luks_create(&c, &io, errp);
+    if (!luks) {
+        return -EINVAL;
+    }
+    ret = blk_truncate(blk, crypto_luks_payload_offset(luks) + size, false,
+                       prealloc < 0 ? PREALLOC_MODE_OFF : prealloc, 0, errp);
+    crypto_luks_free(luks);
+    return ret;
+}
+
+static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
+                                            const char *filename,
+                                            QemuOpts *opts, Error **errp)
+{
+    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
+                             CRYPTO_LUKS_SECTOR_SIZE);
+    BlockBackend *blk;
+    int ret;
+
     blk = bdrv_create_format_file(drv, filename, opts, errp);
     if (!blk) {
         return -EIO;
     }
-    io.opaque = blk;
-    luks = crypto_luks_create(&c, &io, errp);
-    if (!luks) {
-        ret = -EINVAL;
-    } else {
-        ret = blk_truncate(blk, crypto_luks_payload_offset(luks) + size,
-                           false, PREALLOC_MODE_OFF, 0, errp);
-        crypto_luks_free(luks);
-    }
+    ret = luks_create_on(blk, opts, size, errp);
     if (ret < 0) {
         bdrv_delete_format_file(blk);
     }
+    blk_unref(blk);
+    return ret;
+}
+
+/* blockdev-create: the image on the open node tgt->file. */
+static int coroutine_fn luks_co_create_on_node(const BlockDriver *drv,
+                                               const BdrvCreateTarget *tgt,
+                                               QemuOpts *opts, Error **errp)
+{
+    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
+                             CRYPTO_LUKS_SECTOR_SIZE);
+    BlockBackend *blk = bdrv_create_format_on_node(tgt->file, errp);
+    int ret;
+
+    if (!blk) {
+        return -EPERM;
+    }
+    ret = luks_create_on(blk, opts, size, errp);
     blk_unref(blk);
     return ret;
 }
@@ -350,6 +387,7 @@ static const BlockDriver bdrv_luks = {
     .bdrv_open                      = luks_open,
     .bdrv_close                     = luks_close,
     .bdrv_co_create_opts            = luks_co_create_opts,
+    .bdrv_co_create_on_node         = luks_co_create_on_node,
     .bdrv_co_preadv                 = luks_co_preadv,
     .bdrv_co_pwritev                = luks_co_pwritev,
     .bdrv_co_truncate               = luks_co_truncate,

@@ -76,6 +76,13 @@ bool crypto_luks_parse_create_options(CryptoLuksCreateOptions *opts,
     const char *iter_time = get(opaque, "iter-time");
 
     opts->key_secret = get(opaque, "key-secret");
+    /* QEMU knows these by name (QCryptoCipherAlgorithm) and refuses them */
+    if (g_strv_contains((const char *const[]){ "des", "3des", NULL },
+                        get(opaque, "cipher-alg") ?: "")) {
+        error_setg(errp, "Algorithm '%s' not supported",
+                   get(opaque, "cipher-alg"));
+        return false;
+    }
     if (!crypto_luks_parse_enum("cipher-alg", get(opaque, "cipher-alg"),
                                 crypto_cipher_alg_lookup, &cipher, errp) ||
         !crypto_luks_parse_enum("cipher-mode", get(opaque, "cipher-mode"),

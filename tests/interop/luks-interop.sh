@@ -145,6 +145,33 @@ command -v cryptsetup >/dev/null ||
     { echo "skip cryptsetup checks: cryptsetup-bin is not installed"; \
       skip=$((skip + 1)); }
 
+# --- preallocation (the file protocol's option) and QEMU's refusals --------
+for mode in falloc full; do
+    rm -f p.luks
+    expect "preallocation=$mode: qblock-img create" "$QB_IMG" create -q \
+        -f luks $SEC -o key-secret=sec0,iter-time=10,preallocation=$mode \
+        p.luks 16M
+    used=$(du -k p.luks | cut -f1)
+    if [ "$used" -gt 16000 ]; then
+        ok "preallocation=$mode: the payload is allocated ($used KiB)"
+    else
+        bad "preallocation=$mode: the payload is allocated" "$used KiB"
+    fi
+done
+for alg in des 3des; do
+    want=$("${qemu_prio[@]}" qemu-img create -q -f luks $SEC \
+           -o key-secret=sec0,cipher-alg=$alg p.luks 1M 2>&1 |
+           sed 's/^qemu-img: //')
+    got=$("$QB_IMG" create -q -f luks $SEC -o key-secret=sec0,cipher-alg=$alg \
+          p.luks 1M 2>&1 | sed 's/^qblock-img: //')
+    if [ "$want" = "$got" ] && [ -n "$want" ]; then
+        ok "cipher-alg=$alg is refused in QEMU's words: $got"
+    else
+        bad "cipher-alg=$alg is refused in QEMU's words" \
+            "qemu: $want, qblock: $got"
+    fi
+done
+
 # --- hostile headers: refused with a message, nothing written --------------
 "$QB_IMG" create -q -f luks $SEC -o key-secret=sec0,iter-time=10 good.luks 1M
 
