@@ -157,9 +157,9 @@ int qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
     const char *format = qemu_opt_get(opts, "encrypt.format");
 
     if (qemu_opt_get_bool(opts, "encryption", false)) {
-        if (format && strcmp(format, "aes")) {
-            error_setg(errp, "Options \"encryption\" and \"encrypt.format\" "
-                       "are mutually exclusive");
+        if (format) {
+            error_setg(errp, "'encrypt.format' and its alias 'encryption' "
+                       "can't be used at the same time");
             return -EINVAL;
         }
         format = "aes";
@@ -167,7 +167,8 @@ int qcow2_crypt_wanted(QemuOpts *opts, Error **errp)
     if (!format) {
         return QCOW2_CRYPT_NONE;
     }
-    if (!strcmp(format, "aes")) {
+    /* qcow: QEMU's name of the same (QCryptoBlockFormat, blockdev-create) */
+    if (!strcmp(format, "aes") || !strcmp(format, "qcow")) {
         return QCOW2_CRYPT_AES;
     }
     if (!strcmp(format, "luks")) {

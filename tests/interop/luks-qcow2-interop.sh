@@ -106,6 +106,40 @@ for o in "" ",encrypt.cipher-alg=aes-128,encrypt.cipher-mode=cbc,encrypt.ivgen-a
         check_clean qemu-img b.qcow2
 done
 
+# QEMU's legacy AES encryption, by each of its names (qcow is
+# blockdev-create's); encryption=on is an alias that cannot be given with
+# encrypt.format
+for o in encrypt.format=aes encrypt.format=qcow encryption=on; do
+    rm -f b.qcow2
+    name="qcow2 $o"
+    expect "$name: qblock-img create" "$QB_IMG" create -q -f qcow2 $SEC \
+        -o "$o,encrypt.key-secret=sec0" b.qcow2 4M
+    rm -f q.qcow2
+    qemu-img create -q -f qcow2 $SEC -o "$o,encrypt.key-secret=sec0" \
+        q.qcow2 4M
+    want=$(qemu-img info q.qcow2 | sed -n '/^encrypted/,$p')
+    got=$(qemu-img info b.qcow2 | sed -n '/^encrypted/,$p')
+    [ "$want" = "$got" ] && grep -q "format: aes" <<<"$got" &&
+        ok "$name: qemu-img info is that of qemu-img's image (aes)" ||
+        bad "$name: qemu-img info is that of qemu-img's image (aes)" \
+            "$(diff <(echo "$want") <(echo "$got"))"
+    expect "$name: qblock's image, written by qblock, read by qemu" \
+        rw_check "$QB_IO" qemu-io b.qcow2 0x71
+    expect "$name: qblock's image, written by qemu, read by qblock" \
+        rw_check qemu-io "$QB_IO" b.qcow2 0x72
+done
+for f in aes luks; do
+    o="encryption=on,encrypt.format=$f,encrypt.key-secret=sec0"
+    want=$(qemu-img create -q -f qcow2 $SEC -o "$o" q.qcow2 1M 2>&1 |
+           sed 's/^qemu-img: //')
+    got=$("$QB_IMG" create -q -f qcow2 $SEC -o "$o" b.qcow2 1M 2>&1 |
+          sed 's/^qblock-img: //')
+    [ -n "$want" ] && [ "$want" = "${got//b.qcow2/q.qcow2}" ] &&
+        ok "encryption=on with encrypt.format=$f is refused as by qemu-img" ||
+        bad "encryption=on with encrypt.format=$f is refused as by qemu-img" \
+            "qemu: $want, qblock: $got"
+done
+
 # measure
 m="-O qcow2 -o encrypt.format=luks,encrypt.key-secret=sec0 --size 100M"
 want=$(retry_qemu qemu-img measure $SEC $m)
