@@ -16,6 +16,7 @@
 typedef struct CreateJob {
     Job job;
     const BlockDriver *drv;
+    QemuOptsList *opts_list;
     QemuOpts *opts;
     /* the file protocol: the file to create */
     char *filename;
@@ -102,6 +103,7 @@ static void create_job_free(Job *job)
     if (s->opts) {
         qemu_opts_del(s->opts);
     }
+    qemu_opts_free(s->opts_list);
     g_free(s->filename);
     if (s->file_ref) {
         json_node_unref(s->file_ref);
@@ -157,16 +159,41 @@ static BlockDriverState *create_job_node_ref(JsonNode *ref, Error **errp)
     return bs;
 }
 
-/* One QMP member as the create option qemu-img knows it by. */
-static bool create_job_set_opt(QemuOpts *opts, const char *member,
-                               JsonNode *value, Error **errp)
+/*
+ * One QMP member as the create option qemu-img knows it by: the same name
+ * where the driver has it (luks' key-secret, qcow2's encrypt.iter-time),
+ * else with underscores (cluster-size -> cluster_size).  An object's
+ * members are options of its name and a dot (encrypt -> encrypt.format).
+ */
+static bool create_job_set_opt(QemuOpts *opts, const QemuOptsList *list,
+                               const char *member, JsonNode *value,
+                               Error **errp)
 {
-    g_autofree char *name = g_strdelimit(g_strdup(member), "-", '_');
+    g_autofree char *name = NULL;
     g_autofree char *text = NULL;
 
+    if (JSON_NODE_HOLDS_OBJECT(value)) {
+        JsonObject *object = json_node_get_object(value);
+        g_autoptr(GList) members = json_object_get_members(object);
+
+        for (GList *l = members; l; l = l->next) {
+            g_autofree char *sub = g_strdup_printf("%s.%s", member,
+                                                   (char *)l->data);
+
+            if (!create_job_set_opt(opts, list, sub,
+                                    json_object_get_member(object, l->data),
+                                    errp)) {
+                return false;
+            }
+        }
+        return true;
+    }
     if (!strcmp(member, "version")) {
-        g_free(name);
         name = g_strdup("compat");
+    } else if (qemu_opts_find_desc(list, member)) {
+        name = g_strdup(member);
+    } else {
+        name = g_strdelimit(g_strdup(member), "-", '_');
     }
     switch (json_node_get_value_type(value)) {
     case G_TYPE_BOOLEAN:
@@ -186,7 +213,17 @@ static bool create_job_setup(CreateJob *s, JsonObject *options, Error **errp)
 {
     g_autoptr(GList) members = json_object_get_members(options);
 
-    s->opts = qemu_opts_create(s->drv->create_opts);
+    /*
+     * A format takes the file protocol's options too, as qemu-img create
+     * does (luks: preallocation); the schema has let through only those
+     * QEMU's blockdev-create has.
+     */
+    s->opts_list = qemu_opts_append(NULL, s->drv->create_opts);
+    if (!s->drv->protocol_name) {
+        s->opts_list = qemu_opts_append(s->opts_list,
+                                        bdrv_find_format("file")->create_opts);
+    }
+    s->opts = qemu_opts_create(s->opts_list);
     for (GList *l = members; l; l = l->next) {
         const char *member = l->data;
         JsonNode *value = json_object_get_member(options, member);
@@ -205,7 +242,8 @@ static bool create_job_setup(CreateJob *s, JsonObject *options, Error **errp)
         } else if (!strcmp(member, "filename")) {
             s->filename = g_strdup(json_object_get_string_member(options,
                                                                  member));
-        } else if (!create_job_set_opt(s->opts, member, value, errp)) {
+        } else if (!create_job_set_opt(s->opts, s->opts_list, member, value,
+                                       errp)) {
             return false;
         }
     }

@@ -281,31 +281,56 @@ def compare(tests, name, scenario, build, top):
             tests.check('%s: %s (%s)' % (name, what, label),
                         p.returncode == 0, p.stdout.decode())
     for img in scenario.get('images', []):
-        a, b = os.path.join(dq, img), os.path.join(db, img)
-        p = subprocess.run(['qemu-img', 'compare', a, b],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        tests.check('%s: %s compares identical' % (name, img),
-                    p.returncode == 0, p.stdout.decode())
+        a, b = (image_args(scenario, img, x) for x in (dq, db))
+        # (a LUKS payload never written reads as what zeroes decrypt to
+        # under the image's own random key)
+        if not img.endswith('.luks'):
+            p = subprocess.run(['qemu-img', 'compare'] + a + b[-1:],
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT)
+            tests.check('%s: %s compares identical' % (name, img),
+                        p.returncode == 0, p.stdout.decode())
         if img.endswith(('.qcow2', '.vmdk')):
-            p = subprocess.run(['qemu-img', 'check', b],
+            p = subprocess.run(['qemu-img', 'check'] + b,
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
             tests.check('%s: %s passes qemu-img check' % (name, img),
                         p.returncode == 0, p.stdout.decode())
         for key in scenario.get('info_keys', []):
             infos = []
-            for path, d in ((a, dq), (b, db)):
+            for args, d in ((a, dq), (b, db)):
                 out = subprocess.run(['qemu-img', 'info', '-U',
-                                      '--output=json', path],
+                                      '--output=json'] + args,
                                      stdout=subprocess.PIPE).stdout
                 info = normalise(json.loads(out).get(key), d, False)
-                # random by nature (a VMDK's CIDs)
-                if isinstance(info, dict) and 'data' in info:
-                    for k in scenario.get('info_drop', []):
-                        info['data'].pop(k, None)
-                infos.append(info)
+                infos.append(drop_keys(info, scenario.get('info_drop', [])))
             tests.check('%s: %s %s' % (name, img, key), infos[0] == infos[1],
                         'qemu %r, qblock %r' % tuple(infos))
+
+
+SECRET = 'secret,id=sec0,data=foo'
+
+
+def image_args(scenario, img, d):
+    """qemu-img's arguments for image @img of directory @d: its path, or
+    the secret and image options of an encrypted one (image_opts)."""
+    path = os.path.join(d, img)
+    opts = scenario.get('image_opts', {}).get(img)
+    if opts is None:
+        return [path]
+    return ['--object', SECRET, '--image-opts', opts + path]
+
+
+def drop_keys(value, keys):
+    """@value without the members named @keys, at any depth: what is
+    random by nature (a VMDK's CIDs, a LUKS header's UUID and the
+    iteration counts that its benchmark sets)."""
+    if isinstance(value, dict):
+        return {k: drop_keys(v, keys) for k, v in value.items()
+                if k not in keys}
+    if isinstance(value, list):
+        return [drop_keys(v, keys) for v in value]
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -469,6 +494,97 @@ CREATE_VMDK = {
         ('x.img keeps its data as a flat extent',
          'test $(stat -c %s x.img) = 1048576 && sha256sum < x.img | '
          'cmp - x.sum'),
+    ],
+}
+
+LUKS_FILES = ['a.luks', 'b.luks', 'c.qcow2', 'e.qcow2', 'd.luks',
+              'f.qcow2']
+LUKS_OPTS = 'driver=luks,key-secret=sec0,file.filename='
+QCOW2_CRYPT_OPTS = 'driver=qcow2,encrypt.key-secret=sec0,file.filename='
+
+
+def create_job(job, **options):
+    return [('qmp', 'blockdev-create', {'job-id': job, 'options': options}),
+            ('wait', job, 'concluded'),
+            ('qmp', 'query-jobs'),
+            ('qmp', 'job-dismiss', {'id': job})]
+
+
+# LUKS images and encrypted qcow2 ones; the images are random (keys,
+# salts), so what is compared is what qemu-img info shows but for the
+# UUID and the iteration counts, and the data the real qemu-io writes
+# and reads through each.  j.luks held data: qblock empties the node
+# first (no old bytes left in the file), QEMU's daemon does not.
+CREATE_LUKS = {
+    'steps': [
+        ('sh', 'head -c 3M /dev/urandom > j.luks'),
+        ('start',),
+        ('qmp', 'object-add', {'qom-type': 'secret', 'id': 'sec0',
+                               'data': 'foo'}),
+    ] + [step for i, f in enumerate(LUKS_FILES) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[0],
+                                 'filename': '$DIR/' + f}))
+    ] + [
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'j',
+                                 'filename': '$DIR/j.luks'}),
+    ] + create_job('j1', driver='luks', file='a', size=16 << 20,
+                   **{'key-secret': 'sec0', 'iter-time': 10})
+      + create_job('j2', driver='luks', file='b', size=16 << 20,
+                   preallocation='full',
+                   **{'key-secret': 'sec0', 'iter-time': 10,
+                      'cipher-alg': 'aes-128', 'cipher-mode': 'cbc',
+                      'ivgen-alg': 'essiv', 'ivgen-hash-alg': 'sha256',
+                      'hash-alg': 'sha1'})
+      + create_job('j3', driver='qcow2', file='c', size=16 << 20,
+                   encrypt={'format': 'luks', 'key-secret': 'sec0',
+                            'iter-time': 10, 'cipher-alg': 'twofish-256'})
+      + create_job('j4', driver='qcow2', file='e', size=16 << 20,
+                   encrypt={'format': 'qcow', 'key-secret': 'sec0'})
+      + create_job('j5', driver='luks', file='j', size=1 << 20,
+                   **{'key-secret': 'sec0', 'iter-time': 10})
+      # failures: in the job, and before it
+      + create_job('e1', driver='luks', file='d', size=1 << 20)
+      + create_job('e2', driver='luks', file='d', size=1 << 20,
+                   **{'key-secret': 'nosuch'})
+      + create_job('e3', driver='luks', file='d', size=1 << 20,
+                   **{'key-secret': 'sec0', 'cipher-alg': 'des'})
+      + create_job('e4', driver='qcow2', file='f', size=1 << 20,
+                   encrypt={'format': 'luks'})
+      + create_job('e5', driver='luks', file='nonexistent', size=1 << 20,
+                   **{'key-secret': 'sec0'}) + [
+        ('qmp', 'blockdev-create', {'job-id': 'e6', 'options': {
+            'driver': 'luks', 'file': 'd', 'size': 1 << 20,
+            'key-secret': 'sec0', 'cipher-alg': 'rot13'}}),
+        ('qmp', 'blockdev-create', {'job-id': 'e7', 'options': {
+            'driver': 'qcow2', 'file': 'f', 'size': 1 << 20,
+            'encrypt': {'format': 'aes', 'key-secret': 'sec0'}}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.luks', 'b.luks', 'c.qcow2', 'e.qcow2', 'j.luks'],
+    'image_opts': {'a.luks': LUKS_OPTS, 'b.luks': LUKS_OPTS,
+                   'j.luks': LUKS_OPTS, 'c.qcow2': QCOW2_CRYPT_OPTS,
+                   'e.qcow2': QCOW2_CRYPT_OPTS},
+    'info_keys': ['format-specific', 'virtual-size', 'encrypted'],
+    'info_drop': ['uuid', 'iters', 'master-key-iters'],
+    'after': [
+        ('the real qemu-io writes and reads through each image',
+         'for i in a.luks b.luks j.luks; do qemu-io --object %s '
+         '--image-opts %s$i -c "write -P 0x5a 512k 64k" '
+         '-c "read -P 0x5a 512k 64k" || exit 1; done; '
+         'for i in c.qcow2 e.qcow2; do qemu-io --object %s --image-opts '
+         '%s$i -c "write -P 0x5a 512k 64k" -c "read -P 0x5a 512k 64k" '
+         '|| exit 1; done' % (SECRET, LUKS_OPTS, SECRET, QCOW2_CRYPT_OPTS)),
+        ('preallocation=full allocates b.luks',
+         'test $(du -k b.luks | cut -f1) -gt 16000'),
+    ],
+    'qblock_after': [
+        ('j.luks holds nothing of what the node held',
+         'test $(stat -c %s j.luks) = $((2068480 + 1048576)) && '
+         'cmp -n 1M -i 2068480 j.luks /dev/zero'),
     ],
 }
 
@@ -753,6 +869,7 @@ COMMIT_ERRORS = {
 SCENARIOS = {
     'create': CREATE,
     'create-vmdk': CREATE_VMDK,
+    'create-luks': CREATE_LUKS,
     'stream': STREAM,
     'stream-partial': STREAM_PARTIAL,
     'stream-errors': STREAM_ERRORS,
