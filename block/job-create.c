@@ -26,6 +26,8 @@ typedef struct CreateJob {
     JsonNode *file_ref;
     JsonNode *data_file_ref;
     JsonNode *extents_ref;
+    /* ssh, rbd: where the new image goes (the options of a node) */
+    QDict *location;
     BlockDriverState *file;
     BlockDriverState *data_file;
     GPtrArray *extents;
@@ -87,6 +89,7 @@ static int coroutine_fn create_job_run(Job *job, Error **errp)
         tgt.data_file = s->data_file;
         tgt.extents = (BlockDriverState *const *)s->extents->pdata;
         tgt.n_extents = s->extents->len;
+        tgt.location = s->location;
         ret = s->drv->bdrv_co_create_on_node(s->drv, &tgt, s->opts, errp);
     } else {
         ret = -EINVAL;
@@ -116,6 +119,9 @@ static void create_job_free(Job *job)
     }
     if (s->extents) {
         g_ptr_array_free(s->extents, true);
+    }
+    if (s->location) {
+        qdict_unref(s->location);
     }
     if (s->file) {
         bdrv_unref(s->file);
@@ -234,6 +240,9 @@ static bool create_job_setup(CreateJob *s, JsonObject *options, Error **errp)
             s->file_ref = json_node_copy(value);
         } else if (!strcmp(member, "data-file")) {
             s->data_file_ref = json_node_copy(value);
+        } else if (!strcmp(member, "location") &&
+                   JSON_NODE_HOLDS_OBJECT(value)) {
+            s->location = qdict_from_json_object(json_node_get_object(value));
         } else if (!strcmp(member, "extents") &&
                    JSON_NODE_HOLDS_ARRAY(value)) {
             s->extents_ref = json_node_copy(value);
@@ -263,14 +272,14 @@ bool blockdev_create_start(const char *job_id, JsonObject *options,
         return false;
     }
     /*
-     * A protocol creates by file name (not one that only opens what is
-     * there, as qemu-img create on a device does), a format on nodes.
+     * A format creates on nodes, ssh and rbd at a location, the file
+     * protocol by file name (not one that only opens what is there, as
+     * qemu-img create on a device does).
      */
     if (!drv->create_opts ||
-        (drv->protocol_name ?
-         !drv->bdrv_co_create_opts ||
-         drv->bdrv_co_create_opts == bdrv_co_create_opts_simple :
-         !drv->bdrv_co_create_on_node)) {
+        (!drv->bdrv_co_create_on_node &&
+         (!drv->protocol_name || !drv->bdrv_co_create_opts ||
+          drv->bdrv_co_create_opts == bdrv_co_create_opts_simple))) {
         error_setg(errp, "Driver does not support blockdev-create");
         return false;
     }

@@ -31,13 +31,10 @@ static int qrbd_object_order(QemuOpts *opts, Error **errp)
     return ctz64(size);
 }
 
-int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
-                                     const char *filename, QemuOpts *opts,
-                                     Error **errp)
+/* The image the node options @options name, as @opts say. */
+static int qrbd_create(QDict *options, QemuOpts *opts, Error **errp)
 {
-    g_autoptr(QDict) options = qdict_new();
     RBDConnectOpts o = {0};
-    Error *local_err = NULL;
     rados_t cluster;
     rados_ioctx_t io_ctx;
     rbd_image_options_t img_opts;
@@ -53,17 +50,18 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
     if (order < 0) {
         return -EINVAL;
     }
-    qrbd_parse_filename(filename, options, &local_err);
-    if (local_err) {
-        error_propagate(errp, local_err);
-        return -EINVAL;
-    }
     if (qemu_opt_get(opts, RBD_OPT_PASSWORD_SECRET)) {
         /* the file name cannot name key-secret: no clash here */
         qdict_put_str(options, RBD_OPT_PASSWORD_SECRET,
                       qemu_opt_get(opts, RBD_OPT_PASSWORD_SECRET));
     }
     if (!qrbd_connect_opts_parse(options, &o, true, errp)) {
+        qrbd_connect_opts_free(&o);
+        return -EINVAL;
+    }
+    if (qdict_first(options)) {
+        error_setg(errp, "Parameter '%s' is unexpected",
+                   qdict_entry_key(qdict_first(options)));
         qrbd_connect_opts_free(&o);
         return -EINVAL;
     }
@@ -91,4 +89,31 @@ int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
     qrbd_disconnect(cluster, io_ctx);
     qrbd_connect_opts_free(&o);
     return ret;
+}
+
+/* qemu-img create: the image rbd:POOL/IMAGE[:OPTIONS] names. */
+int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp)
+{
+    g_autoptr(QDict) options = qdict_new();
+    Error *local_err = NULL;
+
+    qrbd_parse_filename(filename, options, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    return qrbd_create(options, opts, errp);
+}
+
+/* blockdev-create: the image QMP's location (BlockdevOptionsRbd) names. */
+int coroutine_fn qrbd_co_create_on_node(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp)
+{
+    /* the parser takes what it knows out of its copy */
+    g_autoptr(QDict) options = qdict_clone(tgt->location);
+
+    return qrbd_create(options, opts, errp);
 }

@@ -647,6 +647,7 @@ static const BlockDriver bdrv_rbd = {
     .bdrv_co_truncate       = qrbd_co_truncate,
     .create_opts            = &qapi_opts_rbd_create,
     .bdrv_co_create_opts    = qrbd_co_create_opts,
+    .bdrv_co_create_on_node = qrbd_co_create_on_node,
     .bdrv_co_preadv         = qrbd_co_preadv,
     .bdrv_co_pwritev        = qrbd_co_pwritev,
     .bdrv_co_pwrite_zeroes  = qrbd_co_pwrite_zeroes,

@@ -188,10 +188,13 @@ void qrbd_disconnect(rados_t cluster, rados_ioctx_t io_ctx);
 /* bdrv_parse_filename: the legacy rbd: syntax into options (rbd-filename.c) */
 void qrbd_parse_filename(const char *filename, QDict *options, Error **errp);
 
-/* bdrv_co_create_opts (rbd-create.c) */
+/* bdrv_co_create_opts, bdrv_co_create_on_node (rbd-create.c) */
 int coroutine_fn qrbd_co_create_opts(const BlockDriver *drv,
                                      const char *filename, QemuOpts *opts,
                                      Error **errp);
+int coroutine_fn qrbd_co_create_on_node(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp);
 
 /*
  * librbd's LUKS (rbd-encrypt.c).  load: at open, @format "luks" or

@@ -469,27 +469,25 @@ static int qssh_reopen_prepare(BDRVReopenState *state, Error **errp)
 }
 
 /*
- * qemu-img create: a new file (an old one is truncated, as QEMU does) of
- * the size asked for.
+ * A new file (an old one is truncated, as QEMU does) of the size @opts ask
+ * for, where the node options @options say.
  */
-static int coroutine_fn qssh_co_create_opts(const BlockDriver *drv,
-                                            const char *filename,
-                                            QemuOpts *opts, Error **errp)
+static int qssh_create(QDict *options, QemuOpts *opts, Error **errp)
 {
-    g_autoptr(QDict) options = qdict_new();
     uint64_t size = qemu_opt_get_size(opts, "size", 0);
     SSHConnectOpts o = {0};
-    Error *local_err = NULL;
     SSHConn c;
     int ret;
 
     qssh_lib_init();
-    qssh_parse_filename(filename, options, &local_err);
-    if (local_err) {
-        error_propagate(errp, local_err);
+    if (!qssh_opts_parse(options, &o, errp)) {
+        qssh_opts_free(&o);
         return -EINVAL;
     }
-    if (!qssh_opts_parse(options, &o, errp)) {
+    /* before connecting, as for open: a typo is said without a server */
+    if (qdict_first(options)) {
+        error_setg(errp, "Parameter '%s' is unexpected",
+                   qdict_entry_key(qdict_first(options)));
         qssh_opts_free(&o);
         return -EINVAL;
     }
@@ -505,6 +503,33 @@ static int coroutine_fn qssh_co_create_opts(const BlockDriver *drv,
     }
     qssh_opts_free(&o);
     return ret;
+}
+
+/* qemu-img create: the file ssh://[USER@]HOST[:PORT]/PATH names. */
+static int coroutine_fn qssh_co_create_opts(const BlockDriver *drv,
+                                            const char *filename,
+                                            QemuOpts *opts, Error **errp)
+{
+    g_autoptr(QDict) options = qdict_new();
+    Error *local_err = NULL;
+
+    qssh_parse_filename(filename, options, &local_err);
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    return qssh_create(options, opts, errp);
+}
+
+/* blockdev-create: the file QMP's location (BlockdevOptionsSsh) names. */
+static int coroutine_fn qssh_co_create_on_node(const BlockDriver *drv,
+                                               const BdrvCreateTarget *tgt,
+                                               QemuOpts *opts, Error **errp)
+{
+    /* the parser takes what it knows out of its copy */
+    g_autoptr(QDict) options = qdict_clone(tgt->location);
+
+    return qssh_create(options, opts, errp);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -561,6 +586,7 @@ static const BlockDriver bdrv_ssh = {
     .bdrv_co_truncate       = qssh_co_truncate,
     .create_opts            = &qapi_opts_ssh_create,
     .bdrv_co_create_opts    = qssh_co_create_opts,
+    .bdrv_co_create_on_node = qssh_co_create_on_node,
     .bdrv_co_preadv         = qssh_co_preadv,
     .bdrv_co_pwritev        = qssh_co_pwritev,
     .bdrv_co_flush_to_disk  = qssh_co_flush,

@@ -62,10 +62,13 @@ typedef void BlockDriverAmendStatusCB(BlockDriverState *bs, int64_t done,
  * Where a format's creation writes the new image: the file it creates by
  * name (qemu-img create: @filename), or open nodes (blockdev-create:
  * @file, @data_file when the image has an external data file, and
- * @extents, the @n_extents nodes of a VMDK's extent files in order).
+ * @extents, the @n_extents nodes of a VMDK's extent files in order); or,
+ * for a protocol whose images are not files (ssh, rbd), @location: the
+ * options of a node that would open the image (blockdev-create).
  */
 typedef struct BdrvCreateTarget {
     const char *filename;
+    QDict *location;
     BlockDriverState *file;
     BlockDriverState *data_file;
     BlockDriverState *const *extents;
@@ -183,9 +186,10 @@ struct BlockDriver {
      */
     int (*bdrv_delete_file)(BlockDriverState *bs, Error **errp);
     /*
-     * Optional, formats: creates the image on the open nodes of @tgt
-     * (blockdev-create), with the same @opts and checks as
-     * bdrv_co_create_opts.  NULL: blockdev-create refuses the driver.
+     * Optional: creates the image (blockdev-create) on the open nodes of
+     * @tgt (formats), or at @tgt->location (ssh, rbd), with the same
+     * @opts and checks as bdrv_co_create_opts.  NULL: blockdev-create
+     * refuses the driver, but a protocol that creates files by name.
      */
     int coroutine_fn (*bdrv_co_create_on_node)(const BlockDriver *drv,
                                                const BdrvCreateTarget *tgt,

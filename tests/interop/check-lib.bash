@@ -27,3 +27,26 @@ summary() {
     echo "$passed passed, $failed failed, $skipped skipped"
     [ "$failed" -eq 0 ]
 }
+
+# qsd_scenario BUILD SCENARIO: a scenario of jobs-vs-qsd.py that runs only
+# when named (the same QMP script against qemu-storage-daemon and ours),
+# its checks counted here
+check_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+qsd_scenario() {
+    local out line
+    if ! command -v qemu-storage-daemon >/dev/null; then
+        skip "$2 against qemu-storage-daemon" \
+            "not installed (Debian qemu-system-common)"
+        return
+    fi
+    out=$(python3 "$check_lib_dir/jobs-vs-qsd.py" "$1" "$2" 2>&1)
+    sed '$d' <<<"$out"
+    line=$(tail -n 1 <<<"$out")
+    if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+        skipped=$((skipped + BASH_REMATCH[3]))
+    else
+        fail "$2 against qemu-storage-daemon" "$out"
+    fi
+}

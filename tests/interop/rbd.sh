@@ -385,6 +385,9 @@ same "error: bad conf file" qemu-img info -f raw "rbd:rbd/conv:conf=/nonexist"
 same "error: no namespace" qemu-img info -f raw "rbd:rbd/ns/conv:conf=$conf"
 same "error: no snapshot" qemu-img info -f raw "rbd:rbd/conv@nosnap:conf=$conf"
 
+# --- blockdev-create at an rbd location, against qemu-storage-daemon -------
+qsd_scenario "$build" create-rbd
+
 # --- bench ----------------------------------------------------------------
 check "bench: writes, 16 in flight" quiet timeout 60 "$qimg" bench -w \
     -c 2000 -d 16 -s 4k -f raw "$(img conv)"

@@ -189,6 +189,10 @@ check "... and kept its data" quiet qemu-io -f raw -r \
 same_error "resize: shrinking refused as qemu-img does" \
     resize --shrink -f raw "$(url a.raw)" 1M
 
+# --- blockdev-create at an ssh location, against qemu-storage-daemon -------
+# (jobs-vs-qsd.py makes a directory for each daemon, which the path names)
+QSSH_PORT=$port QSSH_USER=$user qsd_scenario "$build" create-ssh
+
 # --- options and file names -----------------------------------------------
 opts="driver=ssh,server.host=127.0.0.1,server.port=$port,path=$work/a.raw"
 check "--image-opts with server.host and server.port" quiet "$qio" \
