@@ -248,9 +248,10 @@ static int luks_blk_init(void *opaque, uint64_t len, Error **errp)
  * header, key material and payload, preallocated as "preallocation" (the
  * file protocol's option, as in QEMU) says.
  */
-static int luks_create_on(BlockBackend *blk, QemuOpts *opts, uint64_t size,
-                          Error **errp)
+static int luks_create_on(BlockBackend *blk, QemuOpts *opts, Error **errp)
 {
+    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
+                             CRYPTO_LUKS_SECTOR_SIZE);
     CryptoLuksCreateOptions c;
     int prealloc = qemu_opt_get_enum(opts, "preallocation");
     CryptoLuks *luks;
@@ -284,8 +285,6 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
                                             const char *filename,
                                             QemuOpts *opts, Error **errp)
 {
-    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
-                             CRYPTO_LUKS_SECTOR_SIZE);
     BlockBackend *blk;
     int ret;
 
@@ -293,7 +292,7 @@ static int coroutine_fn luks_co_create_opts(const BlockDriver *drv,
     if (!blk) {
         return -EIO;
     }
-    ret = luks_create_on(blk, opts, size, errp);
+    ret = luks_create_on(blk, opts, errp);
     if (ret < 0) {
         bdrv_delete_format_file(blk);
     }
@@ -306,15 +305,13 @@ static int coroutine_fn luks_co_create_on_node(const BlockDriver *drv,
                                                const BdrvCreateTarget *tgt,
                                                QemuOpts *opts, Error **errp)
 {
-    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
-                             CRYPTO_LUKS_SECTOR_SIZE);
     BlockBackend *blk = bdrv_create_format_on_node(tgt->file, errp);
     int ret;
 
     if (!blk) {
         return -EPERM;
     }
-    ret = luks_create_on(blk, opts, size, errp);
+    ret = luks_create_on(blk, opts, errp);
     blk_unref(blk);
     return ret;
 }
