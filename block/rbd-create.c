@@ -59,12 +59,6 @@ static int qrbd_create(QDict *options, QemuOpts *opts, Error **errp)
         qrbd_connect_opts_free(&o);
         return -EINVAL;
     }
-    if (qdict_first(options)) {
-        error_setg(errp, "Parameter '%s' is unexpected",
-                   qdict_entry_key(qdict_first(options)));
-        qrbd_connect_opts_free(&o);
-        return -EINVAL;
-    }
     ret = qrbd_connect(&o, true, &cluster, &io_ctx, errp);
     if (ret < 0) {
         qrbd_connect_opts_free(&o);

@@ -484,13 +484,6 @@ static int qssh_create(QDict *options, QemuOpts *opts, Error **errp)
         qssh_opts_free(&o);
         return -EINVAL;
     }
-    /* before connecting, as for open: a typo is said without a server */
-    if (qdict_first(options)) {
-        error_setg(errp, "Parameter '%s' is unexpected",
-                   qdict_entry_key(qdict_first(options)));
-        qssh_opts_free(&o);
-        return -EINVAL;
-    }
     ret = qssh_connect(&o, O_RDWR | O_CREAT | O_TRUNC, 0644, &c, errp);
     if (ret == 0) {
         if (size > 0) {
