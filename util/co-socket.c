@@ -341,15 +341,28 @@ int coroutine_fn co_socket_read_fds(CoSocket *s, void *buf, size_t len,
     return ret;
 }
 
-int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
-                                      unsigned int iovcnt)
+int coroutine_fn co_socket_writev_fds(CoSocket *s, const struct iovec *iov,
+                                      unsigned int iovcnt, const int *fds,
+                                      size_t nfds)
 {
     struct iovec local[8];
     struct iovec *v = iovcnt <= ARRAY_SIZE(local) ? local
                                                   : g_new(struct iovec, iovcnt);
+    union {
+        char buf[CMSG_SPACE(sizeof(int) * CO_SOCKET_MAX_SEND_FDS)];
+        struct cmsghdr align;
+    } control;
     unsigned int first = 0;
     int ret = 0;
 
+    assert(nfds <= CO_SOCKET_MAX_SEND_FDS);
+    if (nfds && s->filter) {
+        /* a filter (TLS) carries bytes only */
+        if (v != local) {
+            g_free(v);
+        }
+        return -EINVAL;
+    }
     memcpy(v, iov, iovcnt * sizeof(*iov));
     while (first < iovcnt) {
         struct msghdr msg = {
@@ -357,6 +370,20 @@ int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
             .msg_iovlen = iovcnt - first,
         };
         ssize_t n;
+
+        if (nfds) {
+            /* the descriptors travel with the first byte sent */
+            struct cmsghdr *c;
+
+            memset(&control, 0, sizeof(control));
+            msg.msg_control = control.buf;
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+            c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+            memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+        }
 
         if (v[first].iov_len == 0) {
             first++;
@@ -378,6 +405,7 @@ int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
             ret = -errno;
             break;
         }
+        nfds = 0;
         while (n > 0) {
             size_t step = MIN((size_t)n, v[first].iov_len);
 
@@ -393,6 +421,12 @@ int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
         g_free(v);
     }
     return ret;
+}
+
+int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
+                                      unsigned int iovcnt)
+{
+    return co_socket_writev_fds(s, iov, iovcnt, NULL, 0);
 }
 
 int coroutine_fn co_socket_write_all(CoSocket *s, const void *buf,

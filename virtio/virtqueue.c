@@ -272,10 +272,77 @@ static int virtqueue_walk(VirtQueue *vq, VirtQueueChain *c, uint16_t head,
     }
 }
 
+/* Maps the chain at @head (checked) into @elem, as the pops do. */
+static int virtqueue_map_head(VirtQueue *vq, VirtQueueElement *elem,
+                              struct iovec *sg, unsigned int sg_cap,
+                              uint16_t head, Error **errp)
+{
+    VirtQueueChain c = { .sg = sg, .cap = sg_cap };
+    int ret;
+
+    if (head >= vq->num) {
+        return virtqueue_fail(vq, errp, "available ring names descriptor %u "
+                              "of %u", head, vq->num);
+    }
+    ret = virtqueue_walk(vq, &c, head, errp);
+    if (ret < 0) {
+        if (c.heap) {
+            g_free(c.sg);
+        }
+        return ret;
+    }
+    *elem = (VirtQueueElement) {
+        .head = head,
+        .out_num = c.out_num,
+        .in_num = c.n - c.out_num,
+        .out_sg = c.sg,
+        .in_sg = c.sg + c.out_num,
+        .heap_sg = c.heap ? c.sg : NULL,
+    };
+    return 1;
+}
+
+int virtqueue_pop_head(VirtQueue *vq, uint16_t head, VirtQueueElement *elem,
+                       struct iovec *sg, unsigned int sg_cap, Error **errp)
+{
+    int ret;
+
+    *elem = (VirtQueueElement) { 0 };
+    if (vq->broken) {
+        return -EIO;
+    }
+    ret = virtqueue_check_layout(vq, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    if (vq->inuse >= vq->num) {
+        return virtqueue_fail(vq, errp, "%u requests in flight already, as "
+                              "many as the queue has entries", vq->inuse);
+    }
+    ret = virtqueue_map_head(vq, elem, sg, sg_cap, head, errp);
+    if (ret > 0) {
+        vq->inuse++;
+    }
+    return ret;
+}
+
+int virtqueue_load_used_idx(VirtQueue *vq, uint16_t *idx, Error **errp)
+{
+    int ret = virtqueue_check_layout(vq, errp);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (!virtqueue_load16(vq, vq->used + VRING_USED_OFF_IDX, idx)) {
+        return virtqueue_fail(vq, errp, "used ring at %#" PRIx64
+                              " is not in guest memory", vq->used);
+    }
+    return 0;
+}
+
 int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
                        struct iovec *sg, unsigned int sg_cap, Error **errp)
 {
-    VirtQueueChain c = { .sg = sg, .cap = sg_cap };
     uint16_t avail_idx, head;
     uint64_t slot;
     int ret;
@@ -312,25 +379,10 @@ int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
         return virtqueue_fail(vq, errp, "available ring entry at %#" PRIx64
                               " is not in guest memory", slot);
     }
-    if (head >= vq->num) {
-        return virtqueue_fail(vq, errp, "available ring names descriptor %u "
-                              "of %u", head, vq->num);
-    }
-    ret = virtqueue_walk(vq, &c, head, errp);
+    ret = virtqueue_map_head(vq, elem, sg, sg_cap, head, errp);
     if (ret < 0) {
-        if (c.heap) {
-            g_free(c.sg);
-        }
         return ret;
     }
-    *elem = (VirtQueueElement) {
-        .head = head,
-        .out_num = c.out_num,
-        .in_num = c.n - c.out_num,
-        .out_sg = c.sg,
-        .in_sg = c.sg + c.out_num,
-        .heap_sg = c.heap ? c.sg : NULL,
-    };
     vq->last_avail_idx++;
     vq->inuse++;
     if (vq->event_idx && !vq->no_notify) {

@@ -1,9 +1,10 @@
 /*
  * What the vhost-user server's files share (vhost-user-server.c: the
  * listener, the connection and its messages; vhost-user-mem.c: guest
- * memory; vhost-user-log.c: the dirty log; vhost-user-vring.c: the
- * rings' request path and the handoff between a ring's thread and the
- * device's).  The invariants are vhost-user-server.c's.
+ * memory; vhost-user-log.c: the dirty log; vhost-user-inflight.c: the
+ * requests in flight, tracked for a back-end that restarts;
+ * vhost-user-vring.c: the rings' request path and the handoff between a
+ * ring's thread and the device's).  The invariants are vhost-user-server.c's.
  */
 #ifndef QBLOCK_VHOST_USER_INT_H
 #define QBLOCK_VHOST_USER_INT_H
@@ -51,6 +52,11 @@ typedef struct VuMemRegion {
     int guard;                  /* invariant 7: vu_sigbus_guard() slot */
 } VuMemRegion;
 
+/* vhost-user-inflight.c: a ring's region of the inflight buffer, and it */
+typedef struct VuInflightQueue VuInflightQueue;
+typedef struct VuInflightMap VuInflightMap;
+typedef struct VuResubmit VuResubmit;
+
 /* The dirty log as the back-end mapped it (vhost-user-log.c). */
 typedef struct VuLogMap {
     VhostLog log;
@@ -95,6 +101,16 @@ struct VuVirtq {
     bool log_used;
     uint64_t log_guest_addr;
     bool log_overflow_reported;
+    /*
+     * --- inflight tracking (vhost-user-inflight.c, invariants 15, 16):
+     * the ring's region (NULL: untracked), the next pop's counter, and
+     * the requests a dead back-end left, popped again first ---
+     */
+    VuInflightQueue *track;
+    uint64_t track_counter;
+    VuResubmit *resubmit;
+    unsigned int nresubmit;
+    unsigned int next_resubmit;
     /* --- requests popped and not completed (invariant 4) --- */
     unsigned int inflight;
     Coroutine *drain_co;        /* the message coroutine, waiting for it */
@@ -153,6 +169,7 @@ struct VuServer {
     VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
     unsigned int nregions;
     VuLogMap *log;              /* SET_LOG_BASE; NULL: none */
+    VuInflightMap *inflight_map; /* GET/SET_INFLIGHT_FD; NULL: none */
 };
 
 /* A message and the file descriptors it came with (invariant 5). */
@@ -214,6 +231,29 @@ void vu_log_unmap(VuServer *s);
 /* Invariant 7: whether the log's mapping faulted, and where. */
 bool vu_log_take_fault(VuServer *s, uint64_t *offset);
 
+/* vhost-user-inflight.c: inflight tracking (invariants 15 and 16) */
+int coroutine_fn vu_get_inflight_fd(VuServer *s, VuMsg *m, VuMsg *reply,
+                                    Error **errp);
+int coroutine_fn vu_set_inflight_fd(VuServer *s, VuMsg *m, VuMsg *reply,
+                                    Error **errp);
+/* The end of a connection, its rings stopped: the buffer goes. */
+void vu_inflight_unmap(VuServer *s);
+/* Invariant 7: whether the buffer's mapping faulted, and where. */
+bool vu_inflight_take_fault(VuServer *s, uint64_t *offset);
+/*
+ * A ring starts (its rings mapped, in its thread): tracked if the buffer
+ * has a region for it, and what a dead back-end left in flight there is
+ * to be popped again first (vu_virtq_take_resubmit()), the ring's
+ * indexes set past it.
+ */
+int vu_virtq_track_start(VuVirtq *q, Error **errp);
+/* The next head to pop again; false when there is none (left). */
+bool vu_virtq_take_resubmit(VuVirtq *q, uint16_t *head);
+/* Invariant 15, for a tracked ring: a pop, a push begun, a push done. */
+void vu_inflight_popped(VuVirtq *q, uint16_t head);
+void vu_inflight_pushing(VuVirtq *q, uint16_t head);
+void vu_inflight_pushed(VuVirtq *q, uint16_t head);
+
 /* vhost-user-vring.c */
 /* @ctx: the ring's thread's context (invariant 11). */
 void vu_virtq_init(VuServer *s, VuVirtq *q, unsigned int index,
@@ -232,9 +272,11 @@ bool vu_virtq_runs(VuVirtq *q);
 void vu_virtq_process(VuVirtq *q);
 /*
  * Starts @q (its rings mapped) with @kick_fd, which it owns from now:
- * request slots for its size, the kick handler, and a first look.
+ * request slots for its size, its inflight tracking, the kick handler,
+ * and a first look.  Fails (closing @kick_fd) if the inflight buffer
+ * does not fit the ring.
  */
-void vu_virtq_start(VuVirtq *q, int kick_fd);
+int vu_virtq_start(VuVirtq *q, int kick_fd, Error **errp);
 /* Stops popping; requests in flight go on (invariant 3 waits for them). */
 void vu_virtq_stop(VuVirtq *q);
 /* Back to the state of a new connection; nothing may be in flight. */

@@ -104,6 +104,15 @@ void vu_mem_faulted(void *opaque)
                    "behind it", offset, s->log->mmap_size);
         error_append_hint(&err, "Closing the connection\n");
         vu_close_client(s, err);
+        return;
+    }
+    if (s->connected && vu_inflight_take_fault(s, &offset)) {
+        Error *err = NULL;
+
+        error_setg(&err, "the inflight buffer: SIGBUS at offset %#" PRIx64
+                   ": the front-end shrank the file behind it", offset);
+        error_append_hint(&err, "Closing the connection\n");
+        vu_close_client(s, err);
     }
 }
 

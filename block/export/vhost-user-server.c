@@ -1,8 +1,9 @@
 /*
  * The vhost-user back-end (see vhost-user-server.h): the listener, the
  * connection's message loop and the vrings' setup; guest memory is
- * vhost-user-mem.c's, the dirty log vhost-user-log.c's, and the rings'
- * request path vhost-user-vring.c's (its invariants 8 to 10, 12, 13).
+ * vhost-user-mem.c's, the dirty log vhost-user-log.c's, inflight tracking
+ * vhost-user-inflight.c's (its invariants 15, 16), and the rings' request
+ * path vhost-user-vring.c's (its invariants 8 to 10, 12, 13).
  *
  * A connection's coroutine reads one message at a time, checks it,
  * carries it out and replies.  The rings run beside it: a kick eventfd's
@@ -85,7 +86,8 @@
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |   \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |   \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) | \
-     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG))
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |      \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
 
 /* The virtio features the server adds to the device's. */
 #define VU_SERVER_FEATURES                          \
@@ -424,8 +426,7 @@ static int coroutine_fn vu_set_vring_kick(VuServer *s, VuMsg *m,
             return ret;
         }
     }
-    vu_virtq_start(q, fd);
-    return 0;
+    return vu_virtq_start(q, fd, errp);
 }
 
 /* Which of a vring's notifiers a SET_VRING_CALL or SET_VRING_ERR sets. */
@@ -610,7 +611,7 @@ typedef struct VuRequestType {
 
 /*
  * The requests the back-end carries out; the others (IOTLB, postcopy,
- * inflight tracking, memory slots, status) belong to features it does not
+ * memory slots, status) belong to features it does not
  * offer, so a front-end that sends them breaks the protocol.  SET_LOG_FD
  * (an eventfd to signal after logging) is for the kernel's vhost: no
  * vhost-user front-end sends it, and the log needs no signal.
@@ -669,6 +670,12 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
         "VHOST_USER_GET_CONFIG", vu_get_config, VU_SIZE_ANY, false, true },
     [VHOST_USER_SET_CONFIG] = {
         "VHOST_USER_SET_CONFIG", vu_set_config, VU_SIZE_ANY, false, false },
+    [VHOST_USER_GET_INFLIGHT_FD] = {
+        "VHOST_USER_GET_INFLIGHT_FD", vu_get_inflight_fd,
+        sizeof(VhostUserInflight), false, true },
+    [VHOST_USER_SET_INFLIGHT_FD] = {
+        "VHOST_USER_SET_INFLIGHT_FD", vu_set_inflight_fd,
+        sizeof(VhostUserInflight), true, false },
 };
 
 static void vu_msg_close_fds(VuMsg *m)
@@ -731,6 +738,7 @@ static int coroutine_fn vu_read_msg(VuServer *s, VuMsg *m, Error **errp)
     return 0;
 }
 
+/* Sends @reply and the descriptors it holds, which it closes. */
 static int coroutine_fn vu_send_reply(VuServer *s, const VuMsg *m,
                                       VuMsg *reply, Error **errp)
 {
@@ -742,7 +750,9 @@ static int coroutine_fn vu_send_reply(VuServer *s, const VuMsg *m,
 
     reply->hdr.request = m->hdr.request;
     reply->hdr.flags = VHOST_USER_VERSION | VHOST_USER_REPLY_MASK;
-    ret = co_socket_writev_all(&s->sock, iov, ARRAY_SIZE(iov));
+    ret = co_socket_writev_fds(&s->sock, iov, ARRAY_SIZE(iov), reply->fds,
+                               reply->nfds);
+    vu_msg_close_fds(reply);
     if (ret < 0 && ret != -EPIPE && ret != -ESHUTDOWN) {
         error_setg_errno(errp, -ret, "sending a reply");
     }
@@ -807,6 +817,7 @@ static int coroutine_fn vu_dispatch(VuServer *s, VuMsg *m, Error **errp)
         vu_virtq_leave(q);
     }
     if (ret < 0) {
+        vu_msg_close_fds(&reply);
         error_prepend(errp, "%s: ", t->name);
         return ret;
     }
@@ -847,6 +858,7 @@ static void coroutine_fn vu_client_end(VuServer *s)
         vu_virtq_leave(q);
     }
     vu_log_unmap(s);
+    vu_inflight_unmap(s);
     vu_mem_unmap(s->regions, s->nregions);
     s->nregions = 0;
     s->features = 0;

@@ -323,8 +323,12 @@ static const AioPollHandlers vu_virtq_poll_handlers = {
     .end    = vu_virtq_poll_end,
 };
 
-void vu_virtq_start(VuVirtq *q, int kick_fd)
+int vu_virtq_start(VuVirtq *q, int kick_fd, Error **errp)
 {
+    if (!q->started && vu_virtq_track_start(q, errp) < 0) {
+        close(kick_fd);
+        return -EINVAL;
+    }
     if (q->kick_fd >= 0) {
         aio_set_fd_handler(q->ctx, q->kick_fd, NULL, NULL, NULL);
         vu_close_fd(&q->kick_fd);
@@ -338,8 +342,12 @@ void vu_virtq_start(VuVirtq *q, int kick_fd)
     aio_set_fd_poll(q->ctx, q->kick_fd, &vu_virtq_poll_handlers);
     /* invariant 10: kicks on, whatever a poll of the last start left */
     virtqueue_set_notification(&q->vq, true);
-    /* the driver may have made requests available before the kick fd */
+    /*
+     * the driver may have made requests available before the kick fd, and
+     * a back-end before this one may have left some in flight
+     */
     vu_virtq_process(q);
+    return 0;
 }
 
 void vu_virtq_stop(VuVirtq *q)
@@ -355,6 +363,9 @@ void vu_virtq_stop(VuVirtq *q)
 void vu_virtq_reset(VuVirtq *q)
 {
     vu_virtq_stop(q);
+    q->track = NULL;
+    g_clear_pointer(&q->resubmit, g_free);
+    q->nresubmit = q->next_resubmit = 0;
     vu_virtq_free_slots(q);
     vu_close_fd(&q->call_fd);
     vu_close_fd(&q->err_fd);
@@ -413,20 +424,28 @@ static int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
     VuReqSlot *slot = q->free_slots;
     VirtQueueElement none;
     Error *err = NULL;
+    uint16_t head;
     int ret;
 
     *elem = NULL;
     if (!q->started || !vu_virtq_enabled(q) || q->paused) {
         return 0;
     }
-    /*
-     * Invariant 8: with no slot free, the ring has vq.num requests in
-     * flight, and the pop finds nothing or breaks the ring for a driver
-     * that offers more (virtqueue.c invariant 1): it never fills @none.
-     */
-    ret = virtqueue_pop_into(&q->vq, slot ? &slot->elem : &none,
-                             slot ? slot->sg : NULL, slot ? VU_SLOT_SG : 0,
-                             &err);
+    if (slot && vu_virtq_take_resubmit(q, &head)) {
+        /* invariant 16: what a dead back-end left, oldest first */
+        ret = virtqueue_pop_head(&q->vq, head, &slot->elem, slot->sg,
+                                 VU_SLOT_SG, &err);
+    } else {
+        /*
+         * Invariant 8: with no slot free, the ring has vq.num requests in
+         * flight, and the pop finds nothing or breaks the ring for a
+         * driver that offers more (virtqueue.c invariant 1): it never
+         * fills @none.
+         */
+        ret = virtqueue_pop_into(&q->vq, slot ? &slot->elem : &none,
+                                 slot ? slot->sg : NULL,
+                                 slot ? VU_SLOT_SG : 0, &err);
+    }
     if (ret < 0) {
         vu_virtq_broken(q, err);
         return ret;
@@ -436,6 +455,9 @@ static int vu_virtq_pop(VuVirtq *q, VirtQueueElement **elem)
         q->free_slots = slot->next_free;
         q->inflight++;
         *elem = &slot->elem;
+        if (q->track) {
+            vu_inflight_popped(q, slot->elem.head);
+        }
     }
     return ret;
 }
@@ -472,13 +494,21 @@ static void vu_virtq_complete_in_ring(VuVirtq *q, VirtQueueElement *elem,
         /* invariant 14: marked before the push publishes it */
         vu_virtq_log_elem(q, elem);
     }
+    if (q->track) {
+        vu_inflight_pushing(q, elem->head);
+    }
     if (virtqueue_push(&q->vq, elem, len, &err) < 0) {
         if (err) {
             vu_virtq_broken(q, err);
         }
-    } else if (virtqueue_should_notify(&q->vq)) {
-        /* invariant 9 */
-        vu_virtq_signal(q->call_fd);
+    } else {
+        if (q->track) {
+            vu_inflight_pushed(q, elem->head);
+        }
+        if (virtqueue_should_notify(&q->vq)) {
+            /* invariant 9 */
+            vu_virtq_signal(q->call_fd);
+        }
     }
     vu_virtq_request_done(q, elem);
 }

@@ -206,7 +206,25 @@ typedef struct VhostUserLog {
 } VhostUserLog;
 _Static_assert(sizeof(VhostUserLog) == 16, "a log is 16 bytes");
 
-/* Every payload a back-end without IOTLB or inflight tracking takes. */
+/*
+ * GET_INFLIGHT_FD and SET_INFLIGHT_FD (with INFLIGHT_SHMFD): the shared
+ * buffer where the back-end tracks the requests it has in flight, bytes
+ * [mmap_offset, +mmap_size) of the file descriptor, one region per queue
+ * of queue_size descriptors.  The front-end asks for it with num_queues
+ * and queue_size set and keeps the descriptor of the reply; it gives it
+ * back with SET_INFLIGHT_FD to a back-end that restarted.  Its layout is
+ * the specification's (vhost-user.rst, "Inflight I/O tracking").
+ */
+typedef struct VhostUserInflight {
+    uint64_t mmap_size;
+    uint64_t mmap_offset;
+    uint16_t num_queues;
+    uint16_t queue_size;
+    uint32_t padding;           /* as the front-end's C struct has it */
+} VhostUserInflight;
+_Static_assert(sizeof(VhostUserInflight) == 24, "inflight is 24 bytes");
+
+/* Every payload a back-end without IOTLB takes. */
 typedef union VhostUserPayload {
     uint64_t u64;
     VhostUserVringState state;
@@ -214,6 +232,7 @@ typedef union VhostUserPayload {
     VhostUserMemory memory;
     VhostUserConfig config;
     VhostUserLog log;
+    VhostUserInflight inflight;
 } VhostUserPayload;
 
 /*

@@ -120,6 +120,16 @@ int coroutine_fn co_socket_read_fds(CoSocket *s, void *buf, size_t len,
 /* Writes all of @iov.  Returns 0 or -errno (-EPIPE: the peer is gone). */
 int coroutine_fn co_socket_writev_all(CoSocket *s, const struct iovec *iov,
                                       unsigned int iovcnt);
+/* Most descriptors co_socket_writev_fds() sends at once. */
+#define CO_SOCKET_MAX_SEND_FDS 8
+/*
+ * The same, and @nfds (at most CO_SOCKET_MAX_SEND_FDS) file descriptors
+ * with the first byte (SCM_RIGHTS); the caller keeps its own copies.
+ * -EINVAL with a filter, which carries bytes only.
+ */
+int coroutine_fn co_socket_writev_fds(CoSocket *s, const struct iovec *iov,
+                                      unsigned int iovcnt, const int *fds,
+                                      size_t nfds);
 int coroutine_fn co_socket_write_all(CoSocket *s, const void *buf,
                                      size_t len);
 

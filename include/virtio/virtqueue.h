@@ -91,6 +91,19 @@ int virtqueue_pop(VirtQueue *vq, VirtQueueElement **elem, Error **errp);
  */
 int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
                        struct iovec *sg, unsigned int sg_cap, Error **errp);
+/*
+ * Pops the chain at descriptor @head again, as virtqueue_pop_into() would
+ * have, without reading the available ring: for a back-end that restarted
+ * and resubmits what its predecessor had popped (inflight tracking).  The
+ * caller has set last_avail_idx past it.  Returns as virtqueue_pop().
+ */
+int virtqueue_pop_head(VirtQueue *vq, uint16_t head, VirtQueueElement *elem,
+                       struct iovec *sg, unsigned int sg_cap, Error **errp);
+/*
+ * Reads the used ring's idx, as the driver sees it.  Returns 0, or -EIO
+ * (the queue is now broken) with @errp set.
+ */
+int virtqueue_load_used_idx(VirtQueue *vq, uint16_t *idx, Error **errp);
 /* Frees what virtqueue_pop_into() allocated for @elem, if anything. */
 void virtqueue_element_release(VirtQueueElement *elem);
 /* Returns @elem through the used ring with @len bytes written into it. */

@@ -19,7 +19,7 @@ from qsd import error_of, generic                       # noqa: E402
 from vu_frontend import (FrontEnd, BLK_F_FLUSH, BLK_F_CONFIG_WCE,  # noqa
                          BLK_F_RO, F_PROTOCOL_FEATURES, F_LOG_ALL, PF_MQ,
                          PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG,
-                         PF_LOG_SHMFD,
+                         PF_LOG_SHMFD, PF_INFLIGHT_SHMFD,
                          GET_FEATURES, SET_FEATURES, GET_QUEUE_NUM,
                          VERSION, NEED_REPLY)
 
@@ -50,7 +50,8 @@ def test_cmdline_export():
             'dirty logging', features & want == want, hex(features))
     t.check('writable: no RO', not features & BLK_F_RO, hex(features))
     t.equal('protocol features', pf,
-            PF_MQ | PF_LOG_SHMFD | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG)
+            PF_MQ | PF_LOG_SHMFD | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG |
+            PF_INFLIGHT_SHMFD)
     t.equal('num-queues=4', fe.get_u64(GET_QUEUE_NUM), 4)
     t.equal('SET_FEATURES with every feature offered',
             fe.set_u64(SET_FEATURES, features), 0)

@@ -16,6 +16,7 @@ F_LOG_ALL = 1 << 26             # dirty logging, for live migration
 BLK_F_FLUSH, BLK_F_CONFIG_WCE, BLK_F_RO = 1 << 9, 1 << 11, 1 << 5
 PF_MQ, PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG = 1 << 0, 1 << 3, 1 << 5, 1 << 9
 PF_LOG_SHMFD = 1 << 1
+PF_INFLIGHT_SHMFD = 1 << 12     # requests in flight tracked for a restart
 SET_BACKEND_REQ_FD = 21
 BACKEND_CONFIG_CHANGE_MSG = 2    # on the backend channel
 CAPACITY_OFFSET = 0             # virtio_blk_config.capacity, in sectors

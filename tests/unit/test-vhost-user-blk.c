@@ -350,7 +350,8 @@ static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) |
-                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG));
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD));
     fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf),
             NULL, 0);
     g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0), ==,
@@ -361,7 +362,8 @@ static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
     return f;
 }
 
-static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
+/* Sets vring @q up from @base, its rings in guest memory as they are. */
+static void fe_resume_vring(TestFE *fe, unsigned int q, uint16_t base)
 {
     VhostUserVringAddr a = {
         .index = q,
@@ -370,12 +372,6 @@ static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
         .used_user_addr = fe_uva(fe, USED_OFF(q)),
     };
 
-    uint16_t le_base = GUINT16_TO_LE(base);
-
-    /* the driver's rings stand where the ring is resumed */
-    memcpy(fe->mem + AVAIL_OFF(q) + VRING_AVAIL_OFF_IDX, &le_base, 2);
-    memcpy(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX, &le_base, 2);
-    fe->avail_idx[q] = fe->used_idx[q] = base;
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, q,
                                   queue_size), ==, 0);
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_BASE, q, base),
@@ -390,6 +386,17 @@ static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
                                      fe->kick[q]), ==, 0);
     g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_ENABLE, q, 1),
                      ==, 0);
+}
+
+static void fe_setup_vring(TestFE *fe, unsigned int q, uint16_t base)
+{
+    uint16_t le_base = GUINT16_TO_LE(base);
+
+    /* the driver's rings stand where the ring is resumed */
+    memcpy(fe->mem + AVAIL_OFF(q) + VRING_AVAIL_OFF_IDX, &le_base, 2);
+    memcpy(fe->mem + USED_OFF(q) + VRING_USED_OFF_IDX, &le_base, 2);
+    fe->avail_idx[q] = fe->used_idx[q] = base;
+    fe_resume_vring(fe, q, base);
 }
 
 static TestFE *fe_start(unsigned int nq, uint64_t drop_features)
@@ -1258,7 +1265,7 @@ static void hostile_unoffered_feature(TestFE *fe)
 
 static void hostile_unoffered_protocol_feature(TestFE *fe)
 {
-    uint64_t f = UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD;
+    uint64_t f = UINT64_C(1) << VHOST_USER_PROTOCOL_F_PAGEFAULT;
 
     fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &f, sizeof(f), NULL, 0);
 }
@@ -1652,7 +1659,7 @@ static const struct {
     { "unoffered-feature", hostile_unoffered_feature,
       "VHOST_USER_SET_FEATURES: features 0x8000000000000000 were not offered" },
     { "unoffered-protocol-feature", hostile_unoffered_protocol_feature,
-      "VHOST_USER_SET_PROTOCOL_FEATURES: protocol features 0x1000 were "
+      "VHOST_USER_SET_PROTOCOL_FEATURES: protocol features 0x100 were "
       "not offered" },
     { "unknown-request", hostile_unknown_request,
       "request 200 is not supported" },
@@ -1734,6 +1741,250 @@ static const struct {
  * Each malformed message ends its connection, and the export goes on:
  * the next front-end negotiates and does I/O.
  */
+/* ---- inflight tracking (vhost-user-inflight.c) ---- */
+
+/* The specification's layout, as a front-end sees the buffer. */
+typedef struct TestInflightDesc {
+    uint8_t inflight;
+    uint8_t padding[5];
+    uint16_t next;
+    uint64_t counter;
+} TestInflightDesc;
+
+typedef struct TestInflightQueue {
+    uint64_t features;
+    uint16_t version;
+    uint16_t desc_num;
+    uint16_t last_batch_head;
+    uint16_t used_idx;
+    TestInflightDesc desc[QUEUE_SIZE];
+} TestInflightQueue;
+
+/* GET_INFLIGHT_FD for one queue; returns the buffer's fd, its size. */
+static int fe_get_inflight(TestFE *fe, uint64_t *size)
+{
+    VhostUserInflight in = { .num_queues = 1, .queue_size = QUEUE_SIZE };
+    VhostUserHeader hdr;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = &hdr, .iov_len = sizeof(hdr) };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+    };
+    struct cmsghdr *c;
+    int fd;
+
+    fe_send(fe, VHOST_USER_GET_INFLIGHT_FD, 0, &in, sizeof(in), NULL, 0);
+    poll_until_readable(fe->fd);
+    /* the descriptor comes with the header's first byte */
+    g_assert_cmpint(recvmsg(fe->fd, &msg, MSG_WAITALL), ==, sizeof(hdr));
+    g_assert_cmpuint(hdr.request, ==, VHOST_USER_GET_INFLIGHT_FD);
+    g_assert_cmpuint(hdr.size, ==, sizeof(in));
+    c = CMSG_FIRSTHDR(&msg);
+    g_assert_nonnull(c);
+    g_assert_cmpint(c->cmsg_type, ==, SCM_RIGHTS);
+    memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+    read_full(fe->fd, &in, sizeof(in));
+    g_assert_cmpuint(in.num_queues, ==, 1);
+    g_assert_cmpuint(in.queue_size, ==, QUEUE_SIZE);
+    g_assert_cmpuint(in.mmap_offset, ==, 0);
+    g_assert_cmpuint(in.mmap_size, >=, sizeof(TestInflightQueue));
+    *size = in.mmap_size;
+    return fd;
+}
+
+static uint64_t fe_set_inflight(TestFE *fe, int fd, uint64_t size)
+{
+    VhostUserInflight in = {
+        .mmap_size = size, .num_queues = 1, .queue_size = QUEUE_SIZE,
+    };
+
+    return fe_set(fe, VHOST_USER_SET_INFLIGHT_FD, &in, sizeof(in), &fd, 1);
+}
+
+/* Holds the next write at blkdebug's break point @tag. */
+static void fe_write_held(TestFE *fe, unsigned int slot, uint64_t sector,
+                          uint8_t pattern, const char *tag)
+{
+    g_assert_cmpint(bdrv_debug_breakpoint(blk_bs(blk), "pwritev", tag), ==,
+                    0);
+    memset(fe_slot_data(fe, slot), pattern, 512);
+    fe_make_available(fe, 0, fe_blk_req(fe, 0, slot, VIRTIO_BLK_T_OUT,
+                                        sector, 512, false));
+    fe_kick(fe, 0);
+    while (!bdrv_debug_is_suspended(blk_bs(blk), tag)) {
+        aio_poll(ctx, true);
+    }
+}
+
+static uint8_t sector_byte(uint64_t sector)
+{
+    uint8_t buf[512];
+
+    g_assert_cmpint(blk_pread(blk, sector * 512, 512, buf, 0), ==, 0);
+    return buf[0];
+}
+
+/*
+ * Invariant 15: a back-end that dies with requests in flight leaves them
+ * in the buffer, and one that takes its place over the same buffer and
+ * guest memory runs them again, and only them.  The death is staged:
+ * the buffer and guest memory are copied while two writes are held at
+ * break points and a third has just been pushed, and the copy of the
+ * buffer is set as if the process died between that push's used idx and
+ * clearing its entry.  The new connection gets the copies, as QEMU's
+ * reconnect would, with the held writes' data changed, so that running
+ * them again shows.
+ */
+static void test_inflight_resubmit(void)
+{
+    TestFE *fe;
+    TestInflightQueue *r, dead;
+    uint8_t *mem_at_death;
+    uint64_t size;
+    int fd;
+
+    export_blkdebug = true;
+    start_export(true, true, 1, 512);
+    fe = fe_connect();
+    fe_negotiate(fe, 0);
+    fd = fe_get_inflight(fe, &size);
+    r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert_true(r != MAP_FAILED);
+    g_assert_cmpuint(r->version, ==, 0);
+    fe_setup_vring(fe, 0, 0);
+    g_assert_cmpuint(r->version, ==, 1);
+    g_assert_cmpuint(r->desc_num, ==, QUEUE_SIZE);
+
+    /* two writes done: nothing in flight, used_idx follows the ring */
+    g_assert_cmpuint(fe_write(fe, 0, 1, 512, 0x11), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(fe_write(fe, 0, 2, 512, 0x22), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(r->used_idx, ==, 2);
+    g_assert_cmpuint(r->desc[0].inflight, ==, 0);
+    g_assert_cmpuint(r->desc[0].counter, ==, 1);
+    g_assert_cmpuint(r->last_batch_head, ==, 0);
+
+    /* A (head 3) and B (head 6) held, in flight; C (head 9) done */
+    fe_write_held(fe, 1, 10, 0xa1, "held-a");
+    fe_write_held(fe, 2, 11, 0xb1, "held-b");
+    g_assert_cmpuint(r->desc[3].inflight, ==, 1);
+    g_assert_cmpuint(r->desc[6].inflight, ==, 1);
+    g_assert_cmpuint(r->desc[3].counter, <, r->desc[6].counter);
+    memset(fe_slot_data(fe, 3), 0xc1, 512);
+    g_assert_cmpuint(fe_do_req(fe, 0, 3, VIRTIO_BLK_T_OUT, 12, 512, false),
+                     ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(r->used_idx, ==, 3);
+    g_assert_cmpuint(r->desc[9].inflight, ==, 0);
+
+    /* the death: C's push published, its entry not cleared yet */
+    dead = *r;
+    dead.desc[9].inflight = 1;
+    dead.last_batch_head = 9;
+    dead.used_idx = 2;
+    mem_at_death = g_memdup2(fe->mem, MEM_SIZE);
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held-a"), ==, 0);
+    g_assert_cmpint(bdrv_debug_resume(blk_bs(blk), "held-b"), ==, 0);
+    fe_wait_used(fe, 0, 2);
+    fe_close(fe);
+
+    /* the new back-end's connection, over what the dead one left */
+    *r = dead;
+    fe = fe_connect();
+    memcpy(fe->mem, mem_at_death, MEM_SIZE);
+    memset(fe_slot_data(fe, 1), 0xa2, 512);
+    memset(fe_slot_data(fe, 2), 0xb2, 512);
+    memset(fe_slot_data(fe, 3), 0xc2, 512);
+    fe->avail_idx[0] = 5;
+    fe->used_idx[0] = 3;
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_set_inflight(fe, fd, size), ==, 0);
+    /* QEMU resumes at the used idx: it could not ask the dead back-end */
+    fe_resume_vring(fe, 0, 3);
+    fe_wait_used(fe, 0, 2);
+    g_assert_cmpuint(sector_byte(10), ==, 0xa2);
+    g_assert_cmpuint(sector_byte(11), ==, 0xb2);
+    /* C completed before the death: not run again */
+    g_assert_cmpuint(sector_byte(12), ==, 0xc1);
+    g_assert_cmpuint(fe_slot_status(fe, 1), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(fe_slot_status(fe, 2), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(r->used_idx, ==, 5);
+    for (int i = 0; i < QUEUE_SIZE; i++) {
+        g_assert_cmpuint(r->desc[i].inflight, ==, 0);
+    }
+    /* the ring goes on after the resubmitted requests, at avail 5 */
+    g_assert_cmpuint(fe_write(fe, 0, 13, 512, 0x33), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(sector_byte(13), ==, 0x33);
+    g_assert_cmpuint(r->used_idx, ==, 6);
+    fe_close(fe);
+    g_free(mem_at_death);
+    munmap(r, size);
+    close(fd);
+    stop_export();
+}
+
+/*
+ * Invariant 16: a buffer whose region names a descriptor past the ring
+ * ends the connection with a message; a buffer too small for its queues
+ * is refused.
+ */
+static void test_inflight_hostile(void)
+{
+    TestFE *fe;
+    TestInflightQueue *r;
+    uint64_t size;
+    char *log;
+    int fd;
+
+    start_export(true, true, 1, 512);
+    fe = fe_connect();
+    fe_negotiate(fe, 0);
+    fd = fe_get_inflight(fe, &size);
+    stderr_capture_begin();
+    fe_send(fe, VHOST_USER_SET_INFLIGHT_FD, 0,
+            &(VhostUserInflight) { .mmap_size = 64, .num_queues = 1,
+                                   .queue_size = QUEUE_SIZE },
+            sizeof(VhostUserInflight), &fd, 1);
+    fe_expect_closed(fe);
+    fe_close(fe);
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "a buffer of 64 bytes"));
+    g_free(log);
+
+    r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    g_assert_true(r != MAP_FAILED);
+    r->version = 1;
+    r->desc_num = QUEUE_SIZE;
+    queue_size = 64;
+    r->desc[100].inflight = 1;
+    fe = fe_connect();
+    fe_negotiate(fe, 0);
+    g_assert_cmpuint(fe_set_inflight(fe, fd, size), ==, 0);
+    stderr_capture_begin();
+    g_assert_cmpuint(fe_set_state(fe, VHOST_USER_SET_VRING_NUM, 0, 64), ==,
+                     0);
+    g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_VRING_ADDR,
+                            &(VhostUserVringAddr) {
+                                .desc_user_addr = fe_uva(fe, DESC_OFF(0)),
+                                .avail_user_addr = fe_uva(fe, AVAIL_OFF(0)),
+                                .used_user_addr = fe_uva(fe, USED_OFF(0)),
+                            }, sizeof(VhostUserVringAddr), NULL, 0), ==, 0);
+    fe_send(fe, VHOST_USER_SET_VRING_KICK, 0, &(uint64_t){ 0 }, 8,
+            &fe->kick[0], 1);
+    fe_expect_closed(fe);
+    fe_close(fe);
+    log = stderr_capture_end();
+    queue_size = QUEUE_SIZE;
+    g_assert_nonnull(strstr(log, "inflight region names descriptor 100 "
+                                 "of 64"));
+    g_free(log);
+    munmap(r, size);
+    close(fd);
+    stop_export();
+}
+
 static void test_hostile(void)
 {
     start_export(true, true, 1, 512);
@@ -2192,6 +2443,10 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/ring-overcommitted",
                     test_ring_overcommitted);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
+    g_test_add_func("/vhost-user-blk/inflight-resubmit",
+                    test_inflight_resubmit);
+    g_test_add_func("/vhost-user-blk/inflight-hostile",
+                    test_inflight_hostile);
     g_test_add_func("/vhost-user-blk/memory-shrinks", test_memory_shrinks);
     g_test_add_func("/vhost-user-blk/dirty-log", test_dirty_log);
     g_test_add_func("/vhost-user-blk/dirty-log-shrinks",
