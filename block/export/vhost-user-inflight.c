@@ -315,6 +315,11 @@ int vu_virtq_track_start(VuVirtq *q, Error **errp)
     }
     qsort(q->resubmit, n, sizeof(q->resubmit[0]), vu_resubmit_cmp);
     q->nresubmit = n;
+    if (n) {
+        info_report("%s: vring %u: running again the %u requests a back-end "
+                    "before this one left in flight", q->s->name, q->index,
+                    n);
+    }
     /*
      * The front-end set the base to the used idx (it could not ask a dead
      * back-end for it); the requests in flight lie between the two.

@@ -139,8 +139,61 @@ migrate() {
     sync_point written
     finish
 }
+# h.mode=restart: the guest of the daemon restart scenario.  WRITERS
+# writers in parallel, each its own byte value over its own WRITER_MIB
+# MiB with O_DIRECT, so that the export has requests in flight when the
+# host kills the daemon (and completes them in any order); checkpoints:
+#   restart-ready  the patterns are made (the host throttles the export)
+#   written        every writer finished without an error (the host
+#                  killed the daemon and started it again meanwhile)
+#   readback       every writer's range read back with O_DIRECT
+WRITERS=8
+WRITER_MIB=2
+restart() {
+    i=1
+    while [ $i -le $WRITERS ]; do
+        pattern w$i $(printf '%o' $((0x30 + i)))
+        i=$((i + 1))
+    done
+    sync_point restart-ready
+    i=1
+    while [ $i -le $WRITERS ]; do
+        (m=0
+         while [ $m -lt $WRITER_MIB ]; do
+             dd if=/tmp/w$i of=/dev/$DEV bs=65536 oflag=direct conv=notrunc \
+                 seek=$((((i - 1) * WRITER_MIB + m) * 16)) 2>/tmp/err$i ||
+                 cp /tmp/err$i /tmp/fail$i
+             m=$((m + 1))
+         done) &
+        i=$((i + 1))
+    done
+    wait
+    i=1
+    while [ $i -le $WRITERS ]; do
+        [ -e /tmp/fail$i ] && fail "writer $i: $(cat /tmp/fail$i)"
+        i=$((i + 1))
+    done
+    sync_point written
+    i=1
+    while [ $i -le $WRITERS ]; do
+        want=$(md5sum < /tmp/w$i)
+        m=0
+        while [ $m -lt $WRITER_MIB ]; do
+            got=$(dd if=/dev/$DEV bs=65536 count=16 iflag=direct \
+                  skip=$((((i - 1) * WRITER_MIB + m) * 16)) 2>/dev/null |
+                  md5sum)
+            [ "$got" = "$want" ] ||
+                fail "writer $i's MiB $m reads back wrong"
+            m=$((m + 1))
+        done
+        i=$((i + 1))
+    done
+    sync_point readback
+    finish
+}
 case " $(cat /proc/cmdline) " in
     *" h.mode=migrate "*) migrate ;;
+    *" h.mode=restart "*) restart ;;
 esac
 
 pattern a 241; pattern b 262; pattern c 303; pattern d 324

@@ -32,6 +32,13 @@ the destination the guest reads them back from its page cache, and a
 page the export did not mark in the dirty log would read stale (it
 does, with logging switched off).
 
+In the restart scenario the daemon is killed (SIGKILL) while eight of
+the guest's writers have requests in flight and started again on the
+same socket: QEMU reconnects and hands the new daemon the buffer where
+the export tracked its requests in flight, the new daemon runs them
+again (and says so), every writer finishes without an error, and the
+image holds what they wrote.
+
 Prints one line per scenario and "N passed, N failed, N skipped".
 Exit status 0, 1 on a failure, 77 when QEMU is missing.
 """
@@ -131,11 +138,14 @@ class Scenario:
 
     # ---- processes ----
 
-    def start_daemon(self, export_opts='', objects=(), extra=()):
-        opts = ('type=vhost-user-blk,id=exp0,node-name=disk0,'
+    def start_daemon(self, export_opts='', objects=(), extra=(),
+                     node='disk0', log_name='daemon.log'):
+        """The daemon, its export exp0 of @node; @extra goes between the
+        image's nodes and the export."""
+        opts = ('type=vhost-user-blk,id=exp0,node-name=%s,'
                 'addr.type=unix,addr.path=%s,writable=on,num-queues=%d,'
                 'logical-block-size=%d,writethrough=%s'
-                % (self.path('vub.sock'), self.num_queues, self.lbs,
+                % (node, self.path('vub.sock'), self.num_queues, self.lbs,
                    'on' if self.writethrough else 'off')) + export_opts
         argv = [os.path.join(self.build, 'qblock-storage-daemon'),
                 '--chardev', 'socket,id=m0,path=%s,server=on,wait=off'
@@ -143,10 +153,10 @@ class Scenario:
                 '--monitor', 'chardev=m0'] + list(objects) + [
                 '--blockdev', 'driver=file,filename=%s,node-name=file0'
                 % self.img,
-                '--blockdev', 'driver=qcow2,file=file0,node-name=disk0',
-                '--export', opts] + list(extra)
+                '--blockdev', 'driver=qcow2,file=file0,node-name=disk0'
+                ] + list(extra) + ['--export', opts]
         self.log('daemon: ' + ' '.join(argv))
-        log = open(self.path('daemon.log'), 'w')
+        log = open(self.path(log_name), 'w')
         self.daemon = subprocess.Popen(argv, stdout=log,
                                        stderr=subprocess.STDOUT)
         self.procs.append(self.daemon)
@@ -155,7 +165,7 @@ class Scenario:
         self.qmp = Qmp(self.path('qmp.sock'))
 
     def start_qemu(self, name='qemu', vub='vub.sock', append='',
-                   extra=()):
+                   extra=(), vu_opts=''):
         """Starts QEMU (its files named after @name) on the export at
         @vub; it becomes self.qemu, and its guest's channel self.ctl."""
         ctl = self.path(name + '-ctl.sock')
@@ -175,7 +185,7 @@ class Scenario:
                 # vhost-user needs guest RAM the daemon can map
                 '-object', 'memory-backend-memfd,id=mem,size=256M,share=on',
                 '-numa', 'node,memdev=mem',
-                '-chardev', 'socket,id=vu0,path=' + self.path(vub),
+                '-chardev', 'socket,id=vu0,path=' + self.path(vub) + vu_opts,
                 '-device', 'vhost-user-blk-pci,chardev=vu0,num-queues=%d'
                 % self.num_queues] + list(extra)
         self.log('%s: %s' % (name, ' '.join(argv)))
@@ -412,6 +422,90 @@ class Scenario:
               'qemu-img check:\n' + r.stdout)
 
 
+class RestartScenario(Scenario):
+    """qblock-storage-daemon is killed (SIGKILL) while the guest's writers
+    have requests in flight, and started again on the same socket and
+    image: QEMU's vhost-user-blk device reconnects (reconnect=1) and hands
+    the new daemon the buffer where the export tracked what it had in
+    flight (INFLIGHT_SHMFD); the new daemon runs those requests again, so
+    every writer finishes without an error and its data is in the image.
+    A throttle on the export's node keeps the writers' requests queued in
+    the daemon, so that some are in flight when it dies; the new daemon
+    says how many it ran again.  The export writes through (each write
+    flushed before it completes) into an image whose metadata is
+    preallocated, so that what completed before the death is on disk and
+    the image stays clean."""
+
+    WRITERS = 8         # as guest-init.sh
+    WRITER_MIB = 2
+
+    def __init__(self, name, build, guest):
+        super().__init__(name, build, guest, writethrough=True,
+                         num_queues=1, lbs=512)
+
+    def start_throttled(self, log_name):
+        self.start_daemon(
+            objects=['--object', 'throttle-group,id=tg0,x-iops-total=40'],
+            extra=['--blockdev', 'driver=throttle,throttle-group=tg0,'
+                   'file=disk0,node-name=thr0'],
+            node='thr0', log_name=log_name)
+
+    def run(self):
+        subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', '-o',
+                        'preallocation=metadata', self.img, str(DISK_SIZE)],
+                       check=True)
+        self.start_throttled('daemon-first.log')
+        self.start_qemu(append=' h.mode=restart', vu_opts=',reconnect=1')
+        self.next_sync('restart-ready')
+        self.stats = {'wr_operations': 0}
+        self.go()
+        deadline = time.time() + STEP_TIMEOUT
+        while self.qmp_writes() < 16:
+            check(time.time() < deadline, 'the guest\'s writers wrote '
+                  'nothing')
+            time.sleep(0.05)
+        self.daemon.kill()
+        self.daemon.wait()
+        self.qmp.close()
+        # a killed daemon leaves its sockets' files behind
+        for name in ('vub.sock', 'qmp.sock'):
+            os.unlink(self.path(name))
+        self.start_throttled('daemon.log')
+        self.next_sync('written')
+        with open(self.path('daemon.log')) as f:
+            log = f.read()
+        check('running again the' in log, 'the new daemon ran nothing '
+              'again (no request was in flight when the first died?):\n'
+              + log)
+        self.log('the new daemon: ' + log)
+        self.go()
+        self.guest_passes('readback', 'QEMU')
+        self.qmp.cmd('quit')
+        self.wait_exit(self.daemon, 'qblock-storage-daemon')
+        self.check_written()
+
+    def check_written(self):
+        for tool in (os.path.join(self.build, 'qblock-io'), 'qemu-io'):
+            argv = [tool, '-r', '-f', 'qcow2']
+            for i in range(1, self.WRITERS + 1):
+                argv += ['-c', 'read -P 0x%02x %dM %dM'
+                         % (0x30 + i, (i - 1) * self.WRITER_MIB,
+                            self.WRITER_MIB)]
+            r = subprocess.run(argv + [self.img], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+            self.log('%s:\n%s' % (' '.join(argv), r.stdout))
+            check(r.returncode == 0 and 'Pattern verification failed'
+                  not in r.stdout and r.stdout.count('read ') ==
+                  self.WRITERS, '%s: the image does not hold what the '
+                  'writers wrote:\n%s' % (os.path.basename(tool), r.stdout))
+        r = subprocess.run(['qemu-img', 'check', self.img],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True)
+        self.log('qemu-img check:\n' + r.stdout)
+        check(r.returncode == 0 and 'No errors were found' in r.stdout,
+              'qemu-img check:\n' + r.stdout)
+
+
 class MigrationScenario(Scenario):
     """QEMU migrates the guest live to a second QEMU while the export
     writes into guest memory: the guest's reads through the page cache
@@ -566,6 +660,9 @@ def main():
         # QEMU migrates the guest live while the export writes into its
         # memory (dirty logging)
         ('migration', None),
+        # the daemon is killed with the guest's writes in flight and
+        # started again: QEMU reconnects, the new daemon runs them again
+        ('restart', 'restart'),
     ]
     passed = failed = 0
     for name, kw in scenarios:
@@ -573,6 +670,8 @@ def main():
             continue
         if kw is None:
             s = MigrationScenario(name, build, guest)
+        elif kw == 'restart':
+            s = RestartScenario(name, build, guest)
         else:
             s = Scenario(name, build, guest, **kw)
         t0 = time.time()
@@ -584,6 +683,7 @@ def main():
             failed += 1
             print('FAIL %s (%.1f s): %s' % (name, time.time() - t0, e))
             for log in ('test.log', 'qemu-console.log', 'qemu.log',
+                        'daemon-first.log',
                         'src-console.log', 'src.log', 'dst-console.log',
                         'dst.log', 'daemon.log'):
                 p = s.path(log)
