@@ -13,8 +13,10 @@
  *     SET_VRING_KICK/CALL/ERR the eventfd of the queue in the payload's
  *     low bits;
  *  1  set-up: what QEMU sends to start the device (features, protocol
- *     features with dirty logging, owner, memory table, queue 0 with the
- *     given size),
+ *     features with dirty logging and inflight tracking, owner, memory
+ *     table, the inflight buffer at FUZZ_VU_INFLIGHT of guest memory, so
+ *     that memory writes before the set-up fill what a "dead back-end"
+ *     left there, queue 0 with the given size),
  *     so that the fuzzer reaches the rings without rediscovering it;
  *  2  guest memory write: offset (2 bytes), length (1 byte), bytes;
  *  3  kick: the queue (1 byte).
@@ -42,6 +44,8 @@
 #define FUZZ_VU_DESC        0x0000
 #define FUZZ_VU_AVAIL       0x1000
 #define FUZZ_VU_USED        0x2000
+/* the set-up's inflight buffer: guest memory too, so the script writes it */
+#define FUZZ_VU_INFLIGHT    0x8000
 /* how often the loop runs after a step before the harness moves on */
 #define FUZZ_VU_POLLS       64
 
@@ -203,7 +207,14 @@ static void fuzz_vu_setup(FuzzVuFE *fe, uint16_t num)
     uint64_t pf = (UINT64_C(1) << VHOST_USER_PROTOCOL_F_MQ) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
-                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG);
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD);
+    VhostUserInflight in = {
+        .mmap_size = FUZZ_VU_MEM_SIZE - FUZZ_VU_INFLIGHT,
+        .mmap_offset = FUZZ_VU_INFLIGHT,
+        .num_queues = 1,
+        .queue_size = num,
+    };
 
     fuzz_vu_send(fe, VHOST_USER_GET_FEATURES, VHOST_USER_VERSION, NULL, 0,
                  -1);
@@ -213,6 +224,8 @@ static void fuzz_vu_setup(FuzzVuFE *fe, uint16_t num)
     fuzz_vu_send(fe, VHOST_USER_SET_MEM_TABLE, VHOST_USER_VERSION, &m,
                  offsetof(VhostUserMemory, regions) + sizeof(m.regions[0]),
                  fe->memfd);
+    fuzz_vu_send(fe, VHOST_USER_SET_INFLIGHT_FD, VHOST_USER_VERSION, &in,
+                 sizeof(in), fe->memfd);
     fuzz_vu_send(fe, VHOST_USER_SET_VRING_NUM, VHOST_USER_VERSION, &st,
                  sizeof(st), -1);
     fuzz_vu_send(fe, VHOST_USER_SET_VRING_ADDR, VHOST_USER_VERSION, &a,

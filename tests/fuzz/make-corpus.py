@@ -299,6 +299,17 @@ def vhost_user_seeds():
           + vu_msg(24, 0x09, struct.pack('<III', 0, 60, 0) + bytes(60))
           + vu_msg(25, 0x09, struct.pack('<III', 20, 1, 0) + b'\x00')
           + vu_msg(11, 0x01, struct.pack('<II', 0, 0)))
+    # what a dead back-end left in the inflight buffer (set-up puts it at
+    # 0x8000 of guest memory): requests 0 and 1 in flight, 1 the older
+    inflight = struct.pack('<QHHHH', 0, 1, 16, 0, 0)
+    entries = bytearray(16 * 16)
+    entries[0:16] = struct.pack('<B5xHQ', 1, 0, 5)
+    entries[48:64] = struct.pack('<B5xHQ', 1, 0, 2)
+    write('fuzz-vhost-user', 'inflight-resubmit',
+          vu_blk_req(0, BLK_OUT, 0, 512, False)
+          + vu_blk_req(1, BLK_IN, 8, 512, True) + vu_avail([0, 3])
+          + vu_mem(0x8000, inflight + bytes(entries)) + vu_setup(4)
+          + vu_kick(0))
     write('fuzz-vhost-user', 'messages',
           vu_msg(1, 1) + vu_msg(15, 1) + vu_msg(16, 1, struct.pack('<Q', 0x209))
           + vu_msg(3, 9) + vu_msg(2, 9, struct.pack('<Q', (1 << 32) | (1 << 30)))
