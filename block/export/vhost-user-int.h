@@ -42,6 +42,14 @@ typedef struct VuReqSlot {
     max_align_t dev[];
 } VuReqSlot;
 
+/*
+ * Guest memory regions held at once (GET_MAX_MEM_SLOTS), added one by
+ * one with CONFIGURE_MEM_SLOTS; SET_MEM_TABLE gives at most
+ * VHOST_MEMORY_BASELINE_NREGIONS.  As libvhost-user's: QEMU offers a
+ * vhost-user device no more memory slots than its back-end has.
+ */
+#define VU_MAX_MEM_SLOTS 32
+
 typedef struct VuMemRegion {
     uint64_t gpa;               /* guest-physical start */
     uint64_t size;
@@ -166,7 +174,7 @@ struct VuServer {
     uint64_t features;          /* SET_FEATURES */
     uint64_t protocol_features; /* SET_PROTOCOL_FEATURES */
     int backend_fd;             /* SET_BACKEND_REQ_FD; -1: none */
-    VuMemRegion regions[VHOST_MEMORY_BASELINE_NREGIONS];
+    VuMemRegion regions[VU_MAX_MEM_SLOTS];
     unsigned int nregions;
     VuLogMap *log;              /* SET_LOG_BASE; NULL: none */
     VuInflightMap *inflight_map; /* GET/SET_INFLIGHT_FD; NULL: none */
@@ -194,6 +202,12 @@ void vu_close_fd(int *fd);
 void *vu_mem_map(void *opaque, uint64_t addr, uint64_t *len);
 int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m, VuMsg *reply,
                                   Error **errp);
+int coroutine_fn vu_get_max_mem_slots(VuServer *s, VuMsg *m, VuMsg *reply,
+                                      Error **errp);
+int coroutine_fn vu_add_mem_reg(VuServer *s, VuMsg *m, VuMsg *reply,
+                                Error **errp);
+int coroutine_fn vu_rem_mem_reg(VuServer *s, VuMsg *m, VuMsg *reply,
+                                Error **errp);
 void vu_mem_unmap(VuMemRegion *regions, unsigned int n);
 /* Invariant 7: s->fault_fd's handler, a guarded mapping faulted. */
 void vu_mem_faulted(void *opaque);

@@ -1,6 +1,7 @@
 /*
  * The vhost-user server's view of guest memory (see vhost-user-int.h):
- * the regions of SET_MEM_TABLE, each a front-end's file mapped shared,
+ * the regions of SET_MEM_TABLE, or of ADD_MEM_REG and REM_MEM_REG one at
+ * a time (CONFIGURE_MEM_SLOTS), each a front-end's file mapped shared,
  * checked, sealed where it can be and guarded against SIGBUS
  * (invariants 1 and 7 of vhost-user-server.c), and the translations
  * between guest-physical, front-end and host addresses.
@@ -262,6 +263,42 @@ int vu_virtq_map_rings(VuVirtq *q, Error **errp)
     return 0;
 }
 
+/*
+ * Invariants 1 and 11: every ring paused in its thread (no pops, nothing
+ * in flight), so that the regions can change under none.
+ */
+static void coroutine_fn vu_mem_change_begin(VuServer *s)
+{
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        vu_virtq_enter(&s->vqs[i]);
+        vu_virtq_pause(&s->vqs[i]);
+        vu_virtq_leave(&s->vqs[i]);
+    }
+}
+
+/*
+ * The regions changed: invariant 2 for every started ring, then every
+ * ring resumed.  On failure the connection ends with the rings paused.
+ */
+static int coroutine_fn vu_mem_change_end(VuServer *s, Error **errp)
+{
+    int ret = 0;
+
+    for (unsigned int i = 0; i < s->nvqs; i++) {
+        VuVirtq *q = &s->vqs[i];
+
+        vu_virtq_enter(q);
+        if (q->started && ret == 0) {
+            ret = vu_virtq_map_rings(q, errp);
+        }
+        if (ret == 0) {
+            vu_virtq_resume(q);
+        }
+        vu_virtq_leave(q);
+    }
+    return ret;
+}
+
 int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m, VuMsg *reply,
                                   Error **errp)
 {
@@ -304,29 +341,112 @@ int coroutine_fn vu_set_mem_table(VuServer *s, VuMsg *m, VuMsg *reply,
         }
     }
 
-    /* invariants 1 and 11: every ring paused in its thread */
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        vu_virtq_enter(&s->vqs[i]);
-        vu_virtq_pause(&s->vqs[i]);
-        vu_virtq_leave(&s->vqs[i]);
-    }
+    vu_mem_change_begin(s);
     vu_mem_unmap(s->regions, s->nregions);
     memcpy(s->regions, regions, n * sizeof(regions[0]));
     s->nregions = n;
+    return vu_mem_change_end(s, errp);
+}
 
-    ret = 0;
-    for (unsigned int i = 0; i < s->nvqs; i++) {
-        VuVirtq *q = &s->vqs[i];
-
-        vu_virtq_enter(q);
-        if (q->started && ret == 0) {
-            /* invariant 2; on failure the connection ends, rings paused */
-            ret = vu_virtq_map_rings(q, errp);
-        }
-        if (ret == 0) {
-            vu_virtq_resume(q);
-        }
-        vu_virtq_leave(q);
+static bool vu_mem_slots_negotiated(VuServer *s, Error **errp)
+{
+    if (!(s->protocol_features &
+          (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS))) {
+        error_setg(errp, "the front-end did not negotiate "
+                   "CONFIGURE_MEM_SLOTS");
+        return false;
     }
-    return ret;
+    return true;
+}
+
+int coroutine_fn vu_get_max_mem_slots(VuServer *s, VuMsg *m, VuMsg *reply,
+                                      Error **errp)
+{
+    reply->hdr.size = sizeof(reply->payload.u64);
+    reply->payload.u64 = VU_MAX_MEM_SLOTS;
+    return 0;
+}
+
+/* The region's fields as a message gives them, for the checks. */
+static VhostUserMemoryRegion vu_mem_region_desc(const VuMemRegion *r)
+{
+    return (VhostUserMemoryRegion) {
+        .guest_phys_addr = r->gpa,
+        .memory_size = r->size,
+        .userspace_addr = r->uva,
+    };
+}
+
+int coroutine_fn vu_add_mem_reg(VuServer *s, VuMsg *m, VuMsg *reply,
+                                Error **errp)
+{
+    VhostUserMemoryRegion table[VU_MAX_MEM_SLOTS];
+    unsigned int n = s->nregions;
+    VuMemRegion r;
+    int ret;
+
+    if (!vu_mem_slots_negotiated(s, errp)) {
+        return -EINVAL;
+    }
+    if (m->nfds != 1) {
+        error_setg(errp, "%zu file descriptors, expected 1", m->nfds);
+        return -EINVAL;
+    }
+    if (n == VU_MAX_MEM_SLOTS) {
+        error_setg(errp, "all %d memory slots are in use", VU_MAX_MEM_SLOTS);
+        return -EINVAL;
+    }
+    /* checked as the last region of a table of those there are */
+    for (unsigned int i = 0; i < n; i++) {
+        table[i] = vu_mem_region_desc(&s->regions[i]);
+    }
+    table[n] = m->payload.mem_reg.region;
+    ret = vu_mem_region_check(table, n, errp);
+    if (ret == 0) {
+        ret = vu_mem_region_map(s, &table[n], n, m->fds[0], &r, errp);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    vu_mem_change_begin(s);
+    s->regions[n] = r;
+    s->nregions = n + 1;
+    return vu_mem_change_end(s, errp);
+}
+
+int coroutine_fn vu_rem_mem_reg(VuServer *s, VuMsg *m, VuMsg *reply,
+                                Error **errp)
+{
+    const VhostUserMemoryRegion *d = &m->payload.mem_reg.region;
+    unsigned int i;
+
+    if (!vu_mem_slots_negotiated(s, errp)) {
+        return -EINVAL;
+    }
+    /* QEMU sends the region's descriptor again; nothing needs it */
+    if (m->nfds > 1) {
+        error_setg(errp, "%zu file descriptors, expected 0 or 1", m->nfds);
+        return -EINVAL;
+    }
+    for (i = 0; i < s->nregions; i++) {
+        VuMemRegion *r = &s->regions[i];
+
+        if (r->gpa == d->guest_phys_addr && r->size == d->memory_size &&
+            r->uva == d->userspace_addr) {
+            break;
+        }
+    }
+    if (i == s->nregions) {
+        error_setg(errp, "no memory region at guest %#" PRIx64 ", user %#"
+                   PRIx64 ", of %#" PRIx64 " bytes", d->guest_phys_addr,
+                   d->userspace_addr, d->memory_size);
+        return -EINVAL;
+    }
+    vu_mem_change_begin(s);
+    vu_mem_unmap(&s->regions[i], 1);
+    memmove(&s->regions[i], &s->regions[i + 1],
+            (s->nregions - i - 1) * sizeof(s->regions[0]));
+    s->nregions--;
+    /* a started ring whose rings were there ends the connection */
+    return vu_mem_change_end(s, errp);
 }

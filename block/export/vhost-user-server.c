@@ -87,7 +87,8 @@
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |   \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) | \
      (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |      \
-     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD))
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) | \
+     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS))
 
 /* The virtio features the server adds to the device's. */
 #define VU_SERVER_FEATURES                          \
@@ -611,7 +612,7 @@ typedef struct VuRequestType {
 
 /*
  * The requests the back-end carries out; the others (IOTLB, postcopy,
- * memory slots, status) belong to features it does not
+ * status) belong to features it does not
  * offer, so a front-end that sends them breaks the protocol.  SET_LOG_FD
  * (an eventfd to signal after logging) is for the kernel's vhost: no
  * vhost-user front-end sends it, and the log needs no signal.
@@ -676,6 +677,15 @@ static const VuRequestType vu_requests[VHOST_USER_MAX_REQUEST] = {
     [VHOST_USER_SET_INFLIGHT_FD] = {
         "VHOST_USER_SET_INFLIGHT_FD", vu_set_inflight_fd,
         sizeof(VhostUserInflight), true, false },
+    [VHOST_USER_GET_MAX_MEM_SLOTS] = {
+        "VHOST_USER_GET_MAX_MEM_SLOTS", vu_get_max_mem_slots, 0, false,
+        true },
+    [VHOST_USER_ADD_MEM_REG] = {
+        "VHOST_USER_ADD_MEM_REG", vu_add_mem_reg,
+        sizeof(VhostUserMemRegMsg), true, false },
+    [VHOST_USER_REM_MEM_REG] = {
+        "VHOST_USER_REM_MEM_REG", vu_rem_mem_reg,
+        sizeof(VhostUserMemRegMsg), true, false },
 };
 
 static void vu_msg_close_fds(VuMsg *m)

@@ -12,9 +12,9 @@
 
 #include "util/osdep.h"
 
-/* Mappings guarded at once: VHOST_MEMORY_BASELINE_NREGIONS for each of
- * this many connected front-ends; a mapping that finds no slot is
- * refused, with an error that says so. */
+/* Mappings guarded at once, over every connection (memory regions, up
+ * to VU_MAX_MEM_SLOTS each, dirty logs, inflight buffers); a mapping
+ * that finds no slot is refused, with an error that says so. */
 #define VU_SIGBUS_MAX_GUARDS 256
 
 /*

@@ -207,6 +207,19 @@ typedef struct VhostUserLog {
 _Static_assert(sizeof(VhostUserLog) == 16, "a log is 16 bytes");
 
 /*
+ * ADD_MEM_REG and REM_MEM_REG (with CONFIGURE_MEM_SLOTS): one region of
+ * guest memory added, with its file descriptor, or removed (QEMU sends
+ * the descriptor then too); GET_MAX_MEM_SLOTS says how many the
+ * back-end holds at once.
+ */
+typedef struct VhostUserMemRegMsg {
+    uint64_t padding;
+    VhostUserMemoryRegion region;
+} VhostUserMemRegMsg;
+_Static_assert(sizeof(VhostUserMemRegMsg) == 40, "a region message is 40 "
+               "bytes");
+
+/*
  * GET_INFLIGHT_FD and SET_INFLIGHT_FD (with INFLIGHT_SHMFD): the shared
  * buffer where the back-end tracks the requests it has in flight, bytes
  * [mmap_offset, +mmap_size) of the file descriptor, one region per queue
@@ -233,6 +246,7 @@ typedef union VhostUserPayload {
     VhostUserConfig config;
     VhostUserLog log;
     VhostUserInflight inflight;
+    VhostUserMemRegMsg mem_reg;
 } VhostUserPayload;
 
 /*

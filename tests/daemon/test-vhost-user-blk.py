@@ -19,7 +19,7 @@ from qsd import error_of, generic                       # noqa: E402
 from vu_frontend import (FrontEnd, BLK_F_FLUSH, BLK_F_CONFIG_WCE,  # noqa
                          BLK_F_RO, F_PROTOCOL_FEATURES, F_LOG_ALL, PF_MQ,
                          PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG,
-                         PF_LOG_SHMFD, PF_INFLIGHT_SHMFD,
+                         PF_LOG_SHMFD, PF_INFLIGHT_SHMFD, PF_CONFIGURE_MEM_SLOTS,
                          GET_FEATURES, SET_FEATURES, GET_QUEUE_NUM,
                          VERSION, NEED_REPLY)
 
@@ -51,7 +51,7 @@ def test_cmdline_export():
     t.check('writable: no RO', not features & BLK_F_RO, hex(features))
     t.equal('protocol features', pf,
             PF_MQ | PF_LOG_SHMFD | PF_REPLY_ACK | PF_BACKEND_REQ | PF_CONFIG |
-            PF_INFLIGHT_SHMFD)
+            PF_INFLIGHT_SHMFD | PF_CONFIGURE_MEM_SLOTS)
     t.equal('num-queues=4', fe.get_u64(GET_QUEUE_NUM), 4)
     t.equal('SET_FEATURES with every feature offered',
             fe.set_u64(SET_FEATURES, features), 0)

@@ -17,6 +17,7 @@ BLK_F_FLUSH, BLK_F_CONFIG_WCE, BLK_F_RO = 1 << 9, 1 << 11, 1 << 5
 PF_MQ, PF_REPLY_ACK, PF_BACKEND_REQ, PF_CONFIG = 1 << 0, 1 << 3, 1 << 5, 1 << 9
 PF_LOG_SHMFD = 1 << 1
 PF_INFLIGHT_SHMFD = 1 << 12     # requests in flight tracked for a restart
+PF_CONFIGURE_MEM_SLOTS = 1 << 15  # memory regions added one by one
 SET_BACKEND_REQ_FD = 21
 BACKEND_CONFIG_CHANGE_MSG = 2    # on the backend channel
 CAPACITY_OFFSET = 0             # virtio_blk_config.capacity, in sectors

@@ -337,6 +337,27 @@ static uint64_t fe_set_vring_fd(TestFE *fe, uint32_t req, unsigned int q,
     return fe_set(fe, req, &v, sizeof(v), &fd, 1);
 }
 
+/* fe_negotiate() gives guest memory as two halves, by ADD_MEM_REG. */
+static bool fe_mem_by_slots;
+
+/* Half @half (0 or 1) of guest memory as one region. */
+static VhostUserMemRegMsg fe_half(TestFE *fe, unsigned int half)
+{
+    size_t off = half * (MEM_SIZE / 2);
+
+    return (VhostUserMemRegMsg) {
+        .region = { GPA_BASE + off, MEM_SIZE / 2, fe_uva(fe, off), off },
+    };
+}
+
+/* ADD_MEM_REG or REM_MEM_REG of half @half; returns the ack. */
+static uint64_t fe_mem_reg(TestFE *fe, uint32_t req, unsigned int half)
+{
+    VhostUserMemRegMsg r = fe_half(fe, half);
+
+    return fe_set(fe, req, &r, sizeof(r), &fe->memfd, 1);
+}
+
 /* Features, protocol features and memory, as QEMU sends them. */
 static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
 {
@@ -351,14 +372,23 @@ static uint64_t fe_negotiate(TestFE *fe, uint64_t drop_features)
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_BACKEND_REQ) |
                     (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |
-                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD));
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) |
+                    (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS));
     fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf),
             NULL, 0);
     g_assert_cmpuint(fe_set(fe, VHOST_USER_SET_OWNER, NULL, 0, NULL, 0), ==,
                      0);
     f &= ~drop_features;
     g_assert_cmpuint(fe_set_u64(fe, VHOST_USER_SET_FEATURES, f), ==, 0);
-    g_assert_cmpuint(fe_set_mem_table(fe), ==, 0);
+    if (fe_mem_by_slots) {
+        /* as QEMU with CONFIGURE_MEM_SLOTS: region by region */
+        g_assert_cmpuint(fe_get_u64(fe, VHOST_USER_GET_MAX_MEM_SLOTS), ==,
+                         32);
+        g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_ADD_MEM_REG, 0), ==, 0);
+        g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_ADD_MEM_REG, 1), ==, 0);
+    } else {
+        g_assert_cmpuint(fe_set_mem_table(fe), ==, 0);
+    }
     return f;
 }
 
@@ -1307,6 +1337,71 @@ static void hostile_truncated(TestFE *fe)
     shutdown(fe->fd, SHUT_WR);
 }
 
+/* Memory slots and replies negotiated, nothing else. */
+static void fe_slots_only(TestFE *fe)
+{
+    uint64_t pf = (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS);
+
+    fe_send(fe, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf), NULL,
+            0);
+}
+
+static void hostile_mem_reg_overlap(TestFE *fe)
+{
+    VhostUserMemRegMsg r = fe_half(fe, 0);
+
+    fe_slots_only(fe);
+    g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_ADD_MEM_REG, 0), ==, 0);
+    r.region.guest_phys_addr += 4096;
+    r.region.userspace_addr += 4096;
+    r.region.memory_size = 4096;
+    fe_send(fe, VHOST_USER_ADD_MEM_REG, 0, &r, sizeof(r), &fe->memfd, 1);
+}
+
+static void hostile_mem_reg_too_many(TestFE *fe)
+{
+    fe_slots_only(fe);
+    for (unsigned int i = 0; i <= 32; i++) {
+        VhostUserMemRegMsg r = {
+            .region = { GPA_BASE + i * 4096, 4096, fe_uva(fe, i * 4096),
+                        i * 4096 },
+        };
+
+        if (i < 32) {
+            g_assert_cmpuint(fe_set(fe, VHOST_USER_ADD_MEM_REG, &r,
+                                    sizeof(r), &fe->memfd, 1), ==, 0);
+        } else {
+            fe_send(fe, VHOST_USER_ADD_MEM_REG, 0, &r, sizeof(r),
+                    &fe->memfd, 1);
+        }
+    }
+}
+
+static void hostile_mem_reg_unknown(TestFE *fe)
+{
+    VhostUserMemRegMsg r = fe_half(fe, 1);
+
+    fe_slots_only(fe);
+    g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_ADD_MEM_REG, 0), ==, 0);
+    fe_send(fe, VHOST_USER_REM_MEM_REG, 0, &r, sizeof(r), NULL, 0);
+}
+
+static void hostile_mem_reg_not_negotiated(TestFE *fe)
+{
+    VhostUserMemRegMsg r = fe_half(fe, 0);
+
+    fe_send(fe, VHOST_USER_ADD_MEM_REG, 0, &r, sizeof(r), &fe->memfd, 1);
+}
+
+static void hostile_mem_reg_no_fd(TestFE *fe)
+{
+    VhostUserMemRegMsg r = fe_half(fe, 0);
+
+    fe_slots_only(fe);
+    fe_send(fe, VHOST_USER_ADD_MEM_REG, 0, &r, sizeof(r), NULL, 0);
+}
+
 /* One region of the memfd, which the case then spoils. */
 static void hostile_mem(TestFE *fe, VhostUserMemory *m, unsigned int n,
                         const int *fds, int nfds)
@@ -1682,6 +1777,17 @@ static const struct {
       "its 4194304-byte file" },
     { "mem-wraps", hostile_mem_wraps, "wraps around" },
     { "mem-overlap", hostile_mem_overlap, "memory regions 0 and 1 overlap" },
+    { "mem-reg-overlap", hostile_mem_reg_overlap,
+      "VHOST_USER_ADD_MEM_REG: memory regions 0 and 1 overlap" },
+    { "mem-reg-too-many", hostile_mem_reg_too_many,
+      "VHOST_USER_ADD_MEM_REG: all 32 memory slots are in use" },
+    { "mem-reg-unknown", hostile_mem_reg_unknown,
+      "VHOST_USER_REM_MEM_REG: no memory region at guest 0x40200000" },
+    { "mem-reg-not-negotiated", hostile_mem_reg_not_negotiated,
+      "VHOST_USER_ADD_MEM_REG: the front-end did not negotiate "
+      "CONFIGURE_MEM_SLOTS" },
+    { "mem-reg-no-fd", hostile_mem_reg_no_fd,
+      "VHOST_USER_ADD_MEM_REG: 0 file descriptors, expected 1" },
     { "mem-pipe", hostile_mem_pipe,
       "memory region 0: the file descriptor is not a regular file" },
     { "mem-size-mismatch", hostile_mem_size_mismatch,
@@ -1982,6 +2088,63 @@ static void test_inflight_hostile(void)
     g_free(log);
     munmap(r, size);
     close(fd);
+    stop_export();
+}
+
+/*
+ * CONFIGURE_MEM_SLOTS: memory given region by region (ADD_MEM_REG), a
+ * request whose buffers lie in the second one, the second removed
+ * (REM_MEM_REG) while the rings in the first go on, and added again.
+ */
+static void test_mem_slots(void)
+{
+    TestFE *fe;
+    uint8_t buf[512];
+
+    start_export(true, true, 1, 512);
+    fe_mem_by_slots = true;
+    fe = fe_start(1, 0);
+    fe_mem_by_slots = false;
+    g_assert_cmpuint(fe_write(fe, 0, 0, 512, 0x61), ==, VIRTIO_BLK_S_OK);
+    /* slot 30's header and data are in the second half */
+    g_assert_cmpuint(SLOT_OFF(30), >, MEM_SIZE / 2);
+    memset(fe_slot_data(fe, 30), 0x62, 512);
+    g_assert_cmpuint(fe_do_req(fe, 0, 30, VIRTIO_BLK_T_OUT, 1, 512, false),
+                     ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(blk_pread(blk, 512, 512, buf, 0), ==, 0);
+    g_assert_cmphex(buf[0], ==, 0x62);
+
+    g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_REM_MEM_REG, 1), ==, 0);
+    g_assert_cmpuint(fe_write(fe, 0, 2, 512, 0x63), ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpuint(fe_mem_reg(fe, VHOST_USER_ADD_MEM_REG, 1), ==, 0);
+    memset(fe_slot_data(fe, 30), 0x64, 512);
+    g_assert_cmpuint(fe_do_req(fe, 0, 30, VIRTIO_BLK_T_OUT, 3, 512, false),
+                     ==, VIRTIO_BLK_S_OK);
+    g_assert_cmpint(blk_pread(blk, 3 * 512, 512, buf, 0), ==, 0);
+    g_assert_cmphex(buf[0], ==, 0x64);
+    fe_close(fe);
+    stop_export();
+}
+
+/* Removing the region that holds a running ring ends the connection. */
+static void test_mem_slots_remove_rings(void)
+{
+    TestFE *fe;
+    char *log;
+
+    start_export(true, true, 1, 512);
+    fe_mem_by_slots = true;
+    fe = fe_start(1, 0);
+    fe_mem_by_slots = false;
+    stderr_capture_begin();
+    fe_send(fe, VHOST_USER_REM_MEM_REG, 0,
+            &(VhostUserMemRegMsg) { .region = fe_half(fe, 0).region },
+            sizeof(VhostUserMemRegMsg), &fe->memfd, 1);
+    fe_expect_closed(fe);
+    fe_close(fe);
+    log = stderr_capture_end();
+    g_assert_nonnull(strstr(log, "are not within guest memory"));
+    g_free(log);
     stop_export();
 }
 
@@ -2443,6 +2606,9 @@ int main(int argc, char **argv)
     g_test_add_func("/vhost-user-blk/ring-overcommitted",
                     test_ring_overcommitted);
     g_test_add_func("/vhost-user-blk/hostile", test_hostile);
+    g_test_add_func("/vhost-user-blk/mem-slots", test_mem_slots);
+    g_test_add_func("/vhost-user-blk/mem-slots-remove-rings",
+                    test_mem_slots_remove_rings);
     g_test_add_func("/vhost-user-blk/inflight-resubmit",
                     test_inflight_resubmit);
     g_test_add_func("/vhost-user-blk/inflight-hostile",
