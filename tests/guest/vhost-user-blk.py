@@ -32,6 +32,11 @@ the destination the guest reads them back from its page cache, and a
 page the export did not mark in the dirty log would read stale (it
 does, with logging switched off).
 
+In the hotplug scenario a 128 MiB DIMM is plugged into the running guest
+before it writes: QEMU gives the export one more memory region
+(ADD_MEM_REG, the rings running), and the guest's steps pass as in the
+first scenario.
+
 In the restart scenario the daemon is killed (SIGKILL) while eight of
 the guest's writers have requests in flight and started again on the
 same socket: QEMU reconnects and hands the new daemon the buffer where
@@ -115,9 +120,10 @@ class Qmp:
 
 class Scenario:
     def __init__(self, name, build, guest, writethrough, num_queues, lbs,
-                 reconnect=False):
+                 reconnect=False, hotplug=False):
         self.name = name
         self.reconnect = reconnect
+        self.hotplug = hotplug
         self.build = build
         self.guest = guest
         self.writethrough = writethrough
@@ -169,8 +175,10 @@ class Scenario:
         """Starts QEMU (its files named after @name) on the export at
         @vub; it becomes self.qemu, and its guest's channel self.ctl."""
         ctl = self.path(name + '-ctl.sock')
+        # room for a DIMM plugged in while the guest runs
+        mem = '256M,slots=2,maxmem=512M' if self.hotplug else '256'
         argv = ['qemu-system-x86_64',
-                '-machine', 'q35,accel=tcg', '-cpu', 'max', '-m', '256',
+                '-machine', 'q35,accel=tcg', '-cpu', 'max', '-m', mem,
                 # Linux uses at most one queue per CPU
                 '-smp', str(self.num_queues),
                 '-nodefaults', '-no-user-config', '-nographic',
@@ -311,7 +319,9 @@ class Scenario:
         subprocess.run(['qemu-img', 'create', '-q', '-f', 'qcow2', self.img,
                         str(DISK_SIZE)], check=True)
         self.start_daemon()
-        if self.reconnect:
+        if self.hotplug:
+            self.boot(True, hotplug=True)
+        elif self.reconnect:
             # the front-end dies with the guest's writes in flight
             self.boot(not self.writethrough, kill_after='set-wt')
             self.boot(False)
@@ -321,10 +331,18 @@ class Scenario:
         self.wait_exit(self.daemon, 'qblock-storage-daemon')
         self.check_image()
 
-    def boot(self, wb, kill_after=None):
-        """One QEMU through the guest's steps; @wb: the mode it finds."""
-        self.start_qemu()
+    def boot(self, wb, kill_after=None, hotplug=False):
+        """One QEMU through the guest's steps; @wb: the mode it finds;
+        @hotplug: a DIMM is plugged in before the guest writes."""
+        if hotplug:
+            self.start_qemu(append=' memhp_default_state=online', extra=[
+                '-qmp', 'unix:%s,server=on,wait=off'
+                % self.path('qemu-qmp.sock')])
+        else:
+            self.start_qemu()
         g = self.next_sync('initial')
+        if hotplug:
+            self.plug_dimm()
         self.expect_mode('initial', g, wb)
         check(g.get('size') == str(DISK_SIZE // 512),
               'the guest sees %s sectors' % g.get('size'))
@@ -370,6 +388,21 @@ class Scenario:
               % (wr, fl))
         self.go()
         self.guest_passes('readback', 'QEMU')
+
+    def plug_dimm(self):
+        """A 128 MiB DIMM of shared memory plugged into the running guest:
+        QEMU gives it to the export as one more region (ADD_MEM_REG),
+        with the rings running."""
+        qmp = Qmp(self.path('qemu-qmp.sock'))
+        qmp.cmd('object-add', **{'qom-type': 'memory-backend-memfd',
+                                 'id': 'mem1', 'size': 128 << 20,
+                                 'share': True})
+        qmp.cmd('device_add', driver='pc-dimm', id='dimm1', memdev='mem1')
+        devs = qmp.cmd('query-memory-devices')
+        self.log('memory devices: %r' % devs)
+        check(any(d.get('data', {}).get('id') == 'dimm1' for d in devs),
+              'QEMU lists no dimm1 after device_add: %r' % devs)
+        qmp.close()
 
     def guest_passes(self, last, what):
         """The guest's last checkpoint @last, its verdict, its QEMU's
@@ -653,6 +686,9 @@ def main():
         ('writeback', dict(writethrough=False, num_queues=1, lbs=512)),
         # writethrough=on, two queues, 4 KiB blocks
         ('writethrough', dict(writethrough=True, num_queues=2, lbs=4096)),
+        # a DIMM plugged in while the guest runs: one more memory region
+        ('hotplug', dict(writethrough=False, num_queues=1, lbs=512,
+                         hotplug=True)),
         # a QEMU killed during writes, then another on the same export,
         # which finds the write cache the first guest chose
         ('reconnect', dict(writethrough=False, num_queues=1, lbs=512,
