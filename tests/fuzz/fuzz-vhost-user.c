@@ -13,7 +13,8 @@
  *     SET_VRING_KICK/CALL/ERR the eventfd of the queue in the payload's
  *     low bits;
  *  1  set-up: what QEMU sends to start the device (features, protocol
- *     features with dirty logging and inflight tracking, owner, memory
+ *     features with dirty logging, inflight tracking and memory slots,
+ *     owner, memory
  *     table, the inflight buffer at FUZZ_VU_INFLIGHT of guest memory, so
  *     that memory writes before the set-up fill what a "dead back-end"
  *     left there, queue 0 with the given size),
@@ -208,7 +209,8 @@ static void fuzz_vu_setup(FuzzVuFE *fe, uint16_t num)
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_LOG_SHMFD) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_REPLY_ACK) |
                   (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIG) |
-                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD);
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD) |
+                  (UINT64_C(1) << VHOST_USER_PROTOCOL_F_CONFIGURE_MEM_SLOTS);
     VhostUserInflight in = {
         .mmap_size = FUZZ_VU_MEM_SIZE - FUZZ_VU_INFLIGHT,
         .mmap_offset = FUZZ_VU_INFLIGHT,

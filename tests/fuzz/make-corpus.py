@@ -310,6 +310,14 @@ def vhost_user_seeds():
           + vu_blk_req(1, BLK_IN, 8, 512, True) + vu_avail([0, 3])
           + vu_mem(0x8000, inflight + bytes(entries)) + vu_setup(4)
           + vu_kick(0))
+    # a second region (the memfd's first half again, higher up) added
+    # and removed (ADD_MEM_REG, REM_MEM_REG) with the ring running, then
+    # a request
+    region = struct.pack('<QQQQQ', 0, 0x100000, 32768, 0x7f0000100000, 0)
+    write('fuzz-vhost-user', 'mem-slots',
+          vu_setup(4) + vu_msg(37, 0x09, region) + vu_msg(38, 0x09, region)
+          + vu_blk_req(0, BLK_OUT, 0, 512, False) + vu_avail([0])
+          + vu_kick(0))
     write('fuzz-vhost-user', 'messages',
           vu_msg(1, 1) + vu_msg(15, 1) + vu_msg(16, 1, struct.pack('<Q', 0x209))
           + vu_msg(3, 9) + vu_msg(2, 9, struct.pack('<Q', (1 << 32) | (1 << 30)))
