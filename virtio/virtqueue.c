@@ -302,16 +302,22 @@ static int virtqueue_map_head(VirtQueue *vq, VirtQueueElement *elem,
     return 1;
 }
 
-int virtqueue_pop_head(VirtQueue *vq, uint16_t head, VirtQueueElement *elem,
-                       struct iovec *sg, unsigned int sg_cap, Error **errp)
+/* What every pop checks first: an empty @elem, a queue that can pop. */
+static int virtqueue_pop_begin(VirtQueue *vq, VirtQueueElement *elem,
+                               Error **errp)
 {
-    int ret;
-
     *elem = (VirtQueueElement) { 0 };
     if (vq->broken) {
         return -EIO;
     }
-    ret = virtqueue_check_layout(vq, errp);
+    return virtqueue_check_layout(vq, errp);
+}
+
+int virtqueue_pop_head(VirtQueue *vq, uint16_t head, VirtQueueElement *elem,
+                       struct iovec *sg, unsigned int sg_cap, Error **errp)
+{
+    int ret = virtqueue_pop_begin(vq, elem, errp);
+
     if (ret < 0) {
         return ret;
     }
@@ -345,13 +351,8 @@ int virtqueue_pop_into(VirtQueue *vq, VirtQueueElement *elem,
 {
     uint16_t avail_idx, head;
     uint64_t slot;
-    int ret;
+    int ret = virtqueue_pop_begin(vq, elem, errp);
 
-    *elem = (VirtQueueElement) { 0 };
-    if (vq->broken) {
-        return -EIO;
-    }
-    ret = virtqueue_check_layout(vq, errp);
     if (ret < 0) {
         return ret;
     }

@@ -436,6 +436,12 @@ class Scenario:
     def check_image(self):
         reads = ['read -P 0x%02x %dM 1M' % (b, mib) for b, mib in PATTERNS]
         reads.append('read -P 0 4M %dM' % (DISK_SIZE // (1 << 20) - 4))
+        self.check_reads(reads)
+        self.check_clean()
+
+    def check_reads(self, reads):
+        """qblock-io and qemu-io find in the image what @reads (qemu-io
+        read -P commands) say."""
         for tool in (os.path.join(self.build, 'qblock-io'), 'qemu-io'):
             argv = [tool, '-r', '-f', 'qcow2']
             for r in reads:
@@ -447,6 +453,8 @@ class Scenario:
                   not in r.stdout and r.stdout.count('read ') == len(reads),
                   '%s: the image does not hold what the guest wrote:\n%s'
                   % (os.path.basename(tool), r.stdout))
+
+    def check_clean(self):
         r = subprocess.run(['qemu-img', 'check', self.img],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            text=True)
@@ -518,25 +526,11 @@ class RestartScenario(Scenario):
         self.check_written()
 
     def check_written(self):
-        for tool in (os.path.join(self.build, 'qblock-io'), 'qemu-io'):
-            argv = [tool, '-r', '-f', 'qcow2']
-            for i in range(1, self.WRITERS + 1):
-                argv += ['-c', 'read -P 0x%02x %dM %dM'
-                         % (0x30 + i, (i - 1) * self.WRITER_MIB,
-                            self.WRITER_MIB)]
-            r = subprocess.run(argv + [self.img], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
-            self.log('%s:\n%s' % (' '.join(argv), r.stdout))
-            check(r.returncode == 0 and 'Pattern verification failed'
-                  not in r.stdout and r.stdout.count('read ') ==
-                  self.WRITERS, '%s: the image does not hold what the '
-                  'writers wrote:\n%s' % (os.path.basename(tool), r.stdout))
-        r = subprocess.run(['qemu-img', 'check', self.img],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
-        self.log('qemu-img check:\n' + r.stdout)
-        check(r.returncode == 0 and 'No errors were found' in r.stdout,
-              'qemu-img check:\n' + r.stdout)
+        self.check_reads(['read -P 0x%02x %dM %dM'
+                          % (0x30 + i, (i - 1) * self.WRITER_MIB,
+                             self.WRITER_MIB)
+                          for i in range(1, self.WRITERS + 1)])
+        self.check_clean()
 
 
 class MigrationScenario(Scenario):
@@ -661,11 +655,7 @@ class MigrationScenario(Scenario):
             f.seek(self.WRITE_MIB << 20)
             check(f.read(1 << 20) == b'\xe5' * (1 << 20), 'the guest\'s '
                   'write after the migration is not in the image')
-        r = subprocess.run(['qemu-img', 'check', self.img],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True)
-        check(r.returncode == 0 and 'No errors were found' in r.stdout,
-              'qemu-img check:\n' + r.stdout)
+        self.check_clean()
 
 
 def main():
