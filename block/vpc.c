@@ -223,29 +223,32 @@ static int vpc_read_bat(BlockDriverState *bs, uint64_t file_len,
     meta_end = MAX(s->bat_offset + bat_len, header_offset +
                    VPC_DYN_HEADER_SIZE);
     s->free_offset = ROUND_UP(meta_end, VPC_SECTOR);
+    /* QEMU's check first, then qblock's (invariant 1) */
     for (uint32_t i = 0; i < s->bat_entries; i++) {
-        uint64_t at;
-
         s->bat[i] = GUINT32_FROM_BE(s->bat[i]);
-        if (s->bat[i] == VPC_BAT_UNALLOCATED) {
-            continue;
+        if (s->bat[i] != VPC_BAT_UNALLOCATED) {
+            s->free_offset = MAX(s->free_offset, (uint64_t)s->bat[i] *
+                                 VPC_SECTOR + block_len);
         }
-        at = (uint64_t)s->bat[i] * VPC_SECTOR;
-        if (vpc_overlaps(at, block_len, 0, VPC_FOOTER_SIZE) ||
-            vpc_overlaps(at, block_len, header_offset,
-                         VPC_DYN_HEADER_SIZE) ||
-            vpc_overlaps(at, block_len, s->bat_offset, bat_len)) {
-            error_setg(errp, "BAT entry %" PRIu32 " (sector %" PRIu32
-                       ") puts its block over the image's metadata", i,
-                       s->bat[i]);
-            return -EINVAL;
-        }
-        s->free_offset = MAX(s->free_offset, at + block_len);
     }
     if (s->free_offset > rounded) {
         error_setg(errp, "block-vpc: free_data_block_offset points after "
                    "the end of file. The image has been truncated.");
         return -EINVAL;
+    }
+    for (uint32_t i = 0; i < s->bat_entries; i++) {
+        uint64_t at = (uint64_t)s->bat[i] * VPC_SECTOR;
+
+        if (s->bat[i] != VPC_BAT_UNALLOCATED &&
+            (vpc_overlaps(at, block_len, 0, VPC_FOOTER_SIZE) ||
+             vpc_overlaps(at, block_len, header_offset,
+                          VPC_DYN_HEADER_SIZE) ||
+             vpc_overlaps(at, block_len, s->bat_offset, bat_len))) {
+            error_setg(errp, "BAT entry %" PRIu32 " (sector %" PRIu32
+                       ") puts its block over the image's metadata", i,
+                       s->bat[i]);
+            return -EINVAL;
+        }
     }
     return 0;
 }
