@@ -21,7 +21,8 @@
  * I/O (fixed: disk offset = file offset; any other, differencing
  * included: through the BAT, the parent never read).  The size comes
  * from the CHS geometry unless the creator application is one known to
- * use the byte count, or the geometry is the largest one.
+ * use the byte count, or the geometry is the largest one; the runtime
+ * option force_size_calc (chs, current_size) overrides the creator.
  *
  * Invariants:
  *  1. After open, footer, fixed, disk_size, bat_offset, bat_entries,
@@ -169,7 +170,8 @@ static int vpc_disk_size(BlockDriverState *bs, Error **errp)
     for (size_t i = 0; i < G_N_ELEMENTS(size_creators); i++) {
         use_chs &= memcmp(f->creator_app, size_creators[i], 4) != 0;
     }
-    if (!use_chs || sectors == VPC_MAX_GEOMETRY) {
+    use_chs |= s->force_chs;
+    if (!use_chs || sectors == VPC_MAX_GEOMETRY || s->force_current_size) {
         sectors = GUINT64_FROM_BE(f->current_size) / VPC_SECTOR;
     }
     if (sectors > VPC_MAX_SECTORS) {
@@ -178,6 +180,29 @@ static int vpc_disk_size(BlockDriverState *bs, Error **errp)
     }
     s->disk_size = sectors * VPC_SECTOR;
     return 0;
+}
+
+static int vpc_read_options(BDRVVpcState *s, QDict *options, Error **errp)
+{
+    QemuOpts *opts = qemu_opts_absorb_qdict(&qapi_opts_vpc_runtime, options,
+                                            errp);
+    const char *calc;
+    int ret = 0;
+
+    if (!opts) {
+        return -EINVAL;
+    }
+    calc = qemu_opt_get(opts, "force_size_calc");
+    if (calc && !strcmp(calc, "chs")) {
+        s->force_chs = true;
+    } else if (calc && !strcmp(calc, "current_size")) {
+        s->force_current_size = true;
+    } else if (calc) {
+        error_setg(errp, "Invalid size calculation mode: '%s'", calc);
+        ret = -EINVAL;
+    }
+    qemu_opts_del(opts);
+    return ret;
 }
 
 static bool vpc_overlaps(uint64_t a, uint64_t a_len, uint64_t b,
@@ -317,6 +342,10 @@ static int vpc_open(BlockDriverState *bs, QDict *options, int flags,
 
     qemu_co_mutex_init(&s->lock);
     s->last_bitmap = VPC_NO_OFFSET;
+    ret = vpc_read_options(s, options, errp);
+    if (ret < 0) {
+        return ret;
+    }
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
@@ -496,10 +525,17 @@ static void vpc_refresh_limits(BlockDriverState *bs, Error **errp)
     bs->bl.request_alignment = VPC_SECTOR;
 }
 
+static const char *const vpc_strong_runtime_opts[] = {
+    "force_size_calc",
+    NULL,
+};
+
 static const BlockDriver bdrv_vpc = {
     .format_name                    = "vpc",
     .instance_size                  = sizeof(BDRVVpcState),
     .is_format                      = true,
+    .runtime_opts                   = &qapi_opts_vpc_runtime,
+    .strong_runtime_opts            = vpc_strong_runtime_opts,
     .bdrv_probe                     = vpc_probe,
     .bdrv_open                      = vpc_open,
     .bdrv_close                     = vpc_close,

@@ -81,6 +81,9 @@ typedef struct BDRVVpcState {
     /* immutable after open (invariant 1) */
     VpcFooter footer;           /* as read, rewritten verbatim */
     bool fixed;
+    /* force_size_calc: the geometry (chs), the byte count (current_size) */
+    bool force_chs;
+    bool force_current_size;
     uint64_t disk_size;         /* bytes, a multiple of the sector */
     uint64_t fixed_data_end;    /* fixed: where the footer lies */
     uint64_t bat_offset;
