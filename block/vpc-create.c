@@ -154,15 +154,29 @@ static int vpc_create_fixed(const VpcCreate *c, BlockBackend *blk,
     return ret;
 }
 
-/* Writes the image on @blk, emptied first (a node may have held data). */
-static int vpc_create_on(BlockBackend *blk, QemuOpts *opts, Error **errp)
+/*
+ * Writes the image on @blk, emptied first (a node may have held data).
+ * With @exact (blockdev-create), as QEMU: a size that its geometry would
+ * round is refused, unless force_size keeps it.
+ */
+static int vpc_create_on(BlockBackend *blk, QemuOpts *opts, bool exact,
+                         Error **errp)
 {
+    uint64_t requested = qemu_opt_get_size(opts, "size", 0);
     VpcCreate c;
     VpcFooter f;
     int ret = vpc_create_parse(&c, opts, errp);
 
     if (ret < 0) {
         return ret;
+    }
+    if (exact && !c.force_size && c.size != requested) {
+        error_setg(errp, "The requested image size cannot be represented "
+                   "in CHS geometry");
+        error_append_hint(errp, "Try size=%" PRIu64 " or force-size=on (the "
+                          "latter makes the image incompatible with "
+                          "Virtual PC)\n", c.size);
+        return -EINVAL;
     }
     ret = blk_truncate(blk, 0, false, PREALLOC_MODE_OFF, 0, errp);
     if (ret < 0) {
@@ -184,7 +198,7 @@ int coroutine_fn vpc_co_create_opts(const BlockDriver *drv,
         return -EIO;
     }
     /* as QEMU: the file stays, emptied, if the options are refused */
-    ret = vpc_create_on(blk, opts, errp);
+    ret = vpc_create_on(blk, opts, false, errp);
     blk_unref(blk);
     return ret;
 }
@@ -199,7 +213,7 @@ int coroutine_fn vpc_co_create_on_node(const BlockDriver *drv,
     if (!blk) {
         return -EIO;
     }
-    ret = vpc_create_on(blk, opts, errp);
+    ret = vpc_create_on(blk, opts, true, errp);
     blk_unref(blk);
     return ret;
 }

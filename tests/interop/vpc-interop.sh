@@ -10,10 +10,13 @@
 # qblock reads the bytes qemu-img reads and converts them to the qcow2
 # qemu-img writes.  The size a footer gives, by creator application and
 # geometry, is the one qemu-img shows; a differencing disk reads as
-# QEMU reads it (its own blocks only).  qblock-img create and convert
-# -O vpc write qemu-img's files byte for byte but for the footer's
-# timestamp and UUID (the clock and random in both: they are masked,
-# with the checksum that covers them, which qemu-img then verifies);
+# QEMU reads it (its own blocks only); the runtime option
+# force_size_calc overrides the creator as in QEMU.  qblock-img create
+# and convert -O vpc write qemu-img's files byte for byte but for the
+# footer's timestamp and UUID (the clock and random in both: they are
+# masked, with the checksum that covers them, which qemu-img then
+# verifies); blockdev-create makes the disks, sizes and errors
+# qemu-storage-daemon makes (jobs-vs-qsd.py's create-vpc scenario);
 # the same writes through qblock-io and qemu-io leave the same files,
 # and each tool reads what the other wrote.  Then what both refuse,
 # each with QEMU's message (hostile footers, headers, BATs, sizes), and
@@ -200,6 +203,16 @@ both_say "a fixed disk larger than its file: info" \
     "$Q_IMG" info -f vpc --output=json c.vhd
 check "... reads zeroes past the file" \
     quiet "$QB_IO" -r -f vpc -c 'read -P 0 40M 1M' c.vhd
+for calc in chs current_size foo; do
+    for creator in qemu 'win '; do
+        cp small.vhd c.vhd
+        vhd_patch c.vhd 0 28 4s "$creator"
+        vhd_patch c.vhd 0 48 Q 50000000
+        both_say "force_size_calc=$calc, creator '$creator'" \
+            "$Q_IMG" info --output=json --image-opts \
+            "driver=vpc,force_size_calc=$calc,file.filename=c.vhd"
+    done
+done
 for bs in 0x40000000 0x80000000; do
     cp small.vhd c.vhd
     vhd_patch c.vhd 512 32 I $bs
@@ -257,6 +270,9 @@ for sub in dynamic fixed; do
             vhd_same q/c.vhd b/c.vhd
     done
 done
+
+# blockdev-create over QMP, against qemu-storage-daemon
+qsd_scenario "$build" create-vpc
 
 # ---- writing ----
 
