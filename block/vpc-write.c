@@ -28,9 +28,15 @@ static int coroutine_fn vpc_set_bitmap(BlockDriverState *bs,
                                        uint64_t bitmap_offset)
 {
     BDRVVpcState *s = bs->opaque;
-    g_autofree uint8_t *bitmap = g_try_malloc(s->bitmap_size);
+    g_autofree uint8_t *bitmap = NULL;
     int ret;
 
+    /* blocks under 4 KiB have no bitmap (QEMU's rounding down) */
+    if (!s->bitmap_size) {
+        s->last_bitmap = bitmap_offset;
+        return 0;
+    }
+    bitmap = g_try_malloc(s->bitmap_size);
     if (!bitmap) {
         return -ENOMEM;
     }
