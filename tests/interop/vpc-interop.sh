@@ -313,6 +313,21 @@ qemu-io -f vpc -c 'write -P 2 3M 512' q/m.vhd >/dev/null
 "$QB_IO" -f vpc -c 'write -P 2 3M 512' b/m.vhd >/dev/null
 check "a partial bitmap is set whole by a write" cmp q/m.vhd b/m.vhd
 
+# what vpc does not have, said as qemu-img says it
+qemu-img create -q -f vpc n.vhd 10M
+for cmd in "measure -O vpc --size 1G" "resize -f vpc n.vhd 20M" \
+           "amend -f vpc -o force_size=on n.vhd" "snapshot -l n.vhd"; do
+    # shellcheck disable=SC2086
+    both_say "$cmd" "$Q_IMG" $cmd
+done
+# discard keeps the data (VHD cannot free a block)
+for tool in "$Q_IO" "$QB_IO"; do
+    qemu-img create -q -f vpc n.vhd 10M
+    "$tool" -f vpc -c 'write -P 9 0 1M' -c 'discard 0 1M' n.vhd >/dev/null
+    check "discard by $(basename "$tool") keeps the data" \
+        quiet qemu-io -r -f vpc -c 'read -P 9 0 1M' n.vhd
+done
+
 # ---- refused by both, with QEMU's message ----
 
 # hostile NAME WANT SOURCE PATCH...: SOURCE patched (vhd_patch
