@@ -896,10 +896,55 @@ COMMIT_ERRORS = {
     ],
 }
 
+# blockdev-create of VHD images on file nodes: both subformats, sizes
+# that are a CHS geometry, past the largest one, a forced one, a node
+# that held data; then the errors (a size that is no geometry among
+# them: QMP does not round it as qemu-img create does).  The footers' timestamps and UUIDs differ (clock, random):
+# the images are compared as disks, and qemu-img info must agree.
+VPC_FILES = ['a.vhd', 'b.vhd', 'c.vhd', 'd.vhd', 'h.vhd']
+CREATE_VPC = {
+    'steps': [
+        ('sh', 'head -c 300000 /dev/urandom > d.vhd'),
+        ('start',),
+    ] + [step for i, f in enumerate(VPC_FILES) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
+                                 'filename': '$DIR/' + f}))
+    ] + create_job('j1', driver='vpc', file='a', size=104865792)
+      + create_job('j2', driver='vpc', file='b', size=10514432,
+                   subformat='fixed')
+      + create_job('j3', driver='vpc', file='c', size=(10 << 20) + 512,
+                   subformat='fixed', **{'force-size': True})
+      + create_job('j4', driver='vpc', file='d', size=200 << 30,
+                   **{'force-size': False, 'subformat': 'dynamic'})
+      + create_job('e0', driver='vpc', file='h', size=64 << 20)
+      + create_job('e1', driver='vpc', file='h', size=2041 << 30)
+      + create_job('e2', driver='vpc', file='nonexistent', size=1 << 20)
+      + [
+        ('qmp', 'blockdev-create', {'job-id': 'e3', 'options': {
+            'driver': 'vpc', 'file': 'h', 'size': 1 << 20,
+            'subformat': 'sparse'}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.vhd', 'b.vhd', 'c.vhd', 'd.vhd'],
+    'image_opts': {f: 'driver=vpc,file.filename=' for f in VPC_FILES},
+    'info_keys': ['virtual-size', 'cluster-size', 'format'],
+    'after': [
+        # d.vhd held 300000 bytes: emptied first
+        ('the files have qemu-img create\'s sizes',
+         'test "$(stat -c %s a.vhd b.vhd c.vhd d.vhd | tr "\\n" " ")" = '
+         '"2560 10514944 10486784 411648 "'),
+    ],
+}
+
 SCENARIOS = {
     'create': CREATE,
     'create-vmdk': CREATE_VMDK,
     'create-luks': CREATE_LUKS,
+    'create-vpc': CREATE_VPC,
     'stream': STREAM,
     'stream-partial': STREAM_PARTIAL,
     'stream-errors': STREAM_ERRORS,

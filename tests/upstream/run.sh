@@ -3,11 +3,12 @@
 # test time and cached; nothing of QEMU's is kept in this repository) run
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
-#   tests/upstream/run.sh BUILD_DIR [SET...]     SET: qcow2 raw nbd-raw vmdk
+#   tests/upstream/run.sh BUILD_DIR [SET...]     SET: qcow2 raw nbd-raw vmdk vpc
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
-# tools in this harness too); shared/'s list covers qcow2 and raw.
+# tools in this harness too); the vpc set likewise (not 099).  shared/'s
+# list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -25,16 +26,17 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
+vpc_tests="072 088 135 146"
 
 shared=$src/../shared/upstream-iotests
 if [ ! -x "$shared/run-upstream.sh" ]; then
@@ -93,6 +95,7 @@ for set in "${sets[@]}"; do
     raw) fmt=raw proto=() ;;
     nbd-raw) fmt=raw proto=(--proto nbd) ;;
     vmdk) fmt=vmdk proto=() tests=${UPSTREAM_TESTS:-$vmdk_tests} ;;
+    vpc) fmt=vpc proto=() tests=${UPSTREAM_TESTS:-$vpc_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
