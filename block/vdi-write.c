@@ -70,7 +70,7 @@ static int coroutine_fn vdi_allocate_block(BlockDriverState *bs,
     int ret;
 
     qemu_co_mutex_lock(&s->alloc_lock);
-    entry = GUINT32_FROM_LE(s->bmap[block]);
+    entry = vdi_entry(s, block);
     if (VDI_IS_ALLOCATED(entry)) {
         QEMUIOVector part;
 
@@ -100,6 +100,8 @@ static int coroutine_fn vdi_allocate_block(BlockDriverState *bs,
     if (ret < 0) {
         goto out;
     }
+    /* the entries past the loaded map read as 0, allocated: not here */
+    assert(block < s->bmap_entries);
     s->bmap[block] = GUINT32_TO_LE(entry);
     s->blocks_allocated++;
     ret = vdi_write_metadata(bs, block);
@@ -123,8 +125,7 @@ int coroutine_fn vdi_co_pwritev(BlockDriverState *bs, int64_t offset,
         int ret;
 
         /* inv. 1: every offset of the disk has an entry */
-        assert(block < s->blocks_in_image);
-        entry = GUINT32_FROM_LE(s->bmap[block]);
+        entry = vdi_entry(s, block);
         if (VDI_IS_ALLOCATED(entry)) {
             QEMUIOVector part;
 

@@ -59,12 +59,18 @@ static int vdi_check_header(const VdiHeader *h, Error **errp)
     uint32_t sector_size = GUINT32_FROM_LE(h->sector_size);
     uint32_t block_size = GUINT32_FROM_LE(h->block_size);
     uint32_t blocks = GUINT32_FROM_LE(h->blocks_in_image);
-    uint64_t disk_size = ROUND_UP(GUINT64_FROM_LE(h->disk_size) >
-                                  UINT64_MAX - VDI_SECTOR ?
-                                  UINT64_MAX - VDI_SECTOR :
-                                  GUINT64_FROM_LE(h->disk_size), VDI_SECTOR);
+    uint64_t disk_size = GUINT64_FROM_LE(h->disk_size);
     uint64_t room = (uint64_t)blocks * block_size;
 
+    /* QEMU looks at the size first, before the signature */
+    if (disk_size > VDI_DISK_SIZE_MAX) {
+        error_setg(errp, "Unsupported VDI image size (size is 0x%" PRIx64
+                   ", max supported is 0x%" PRIx64 ")", disk_size,
+                   VDI_DISK_SIZE_MAX);
+        return -ENOTSUP;
+    }
+    /* 'VBoxManage convertfromraw' writes sizes that are no whole sectors */
+    disk_size = ROUND_UP(disk_size, VDI_SECTOR);
     if (GUINT32_FROM_LE(h->signature) != VDI_SIGNATURE) {
         error_setg(errp, "Image not in VDI format (bad signature %08" PRIx32
                    ")", GUINT32_FROM_LE(h->signature));
@@ -105,6 +111,8 @@ static int vdi_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVVdiState *s = bs->opaque;
     VdiHeader *h = &s->header;
+    int64_t file_len;
+    uint64_t in_file;
     int ret;
 
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
@@ -120,7 +128,7 @@ static int vdi_open(BlockDriverState *bs, QDict *options, int flags,
     if (ret < 0) {
         return ret;
     }
-    /* 'VBoxManage convertfromraw' writes sizes that are no whole sectors */
+    /* as QEMU, the rounded size is the one written back */
     s->disk_size = ROUND_UP(GUINT64_FROM_LE(h->disk_size), VDI_SECTOR);
     h->disk_size = GUINT64_TO_LE(s->disk_size);
     s->blocks_in_image = GUINT32_FROM_LE(h->blocks_in_image);
@@ -132,15 +140,26 @@ static int vdi_open(BlockDriverState *bs, QDict *options, int flags,
     s->is_static = GUINT32_FROM_LE(h->image_type) == VDI_TYPE_STATIC;
     qemu_co_mutex_init(&s->alloc_lock);
 
-    /* inv. 1: at most 2 GiB, the format's own limit; a sector at least */
-    s->bmap = g_try_malloc(MAX(s->bmap_bytes, VDI_SECTOR));
+    /*
+     * inv. 1: the part of the map the file holds, in whole sectors (at most
+     * 2 GiB, the format's own limit); QEMU reads the rest as zeroes too
+     */
+    file_len = bdrv_getlength(bs->file->bs);
+    if (file_len < 0) {
+        error_setg_errno(errp, -file_len, "Could not get the file's length");
+        return file_len;
+    }
+    in_file = (uint64_t)file_len > s->bmap_offset ?
+              ROUND_UP((uint64_t)file_len - s->bmap_offset, VDI_SECTOR) : 0;
+    in_file = MIN(in_file, s->bmap_bytes);
+    s->bmap_entries = MIN(in_file / sizeof(uint32_t), s->blocks_in_image);
+    s->bmap = g_try_malloc0(MAX(in_file, VDI_SECTOR));
     if (!s->bmap) {
         error_setg(errp, "Could not allocate the VDI block map of %" PRIu32
                    " entries", s->blocks_in_image);
         return -ENOMEM;
     }
-    /* a map past the end of the file reads as zeroes there, as in QEMU */
-    ret = bdrv_pread(bs->file, s->bmap_offset, s->bmap_bytes, s->bmap, 0);
+    ret = bdrv_pread(bs->file, s->bmap_offset, in_file, s->bmap, 0);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read the VDI block map");
         g_clear_pointer(&s->bmap, g_free);
@@ -183,16 +202,14 @@ static int vdi_reopen_prepare(BDRVReopenState *state, Error **errp)
  * of its block (at most @bytes) and sets *@at to the file offset, or to -1
  * where the block reads as zeroes.
  */
-static int64_t vdi_map(BDRVVdiState *s, int64_t offset, int64_t bytes,
+static int64_t vdi_map(const BDRVVdiState *s, int64_t offset, int64_t bytes,
                        int64_t *at)
 {
     uint64_t block = (uint64_t)offset / VDI_BLOCK_SIZE;
     uint64_t in_block = (uint64_t)offset % VDI_BLOCK_SIZE;
-    uint32_t entry;
-
     /* inv. 1: every offset of the disk has an entry */
-    assert(block < s->blocks_in_image);
-    entry = GUINT32_FROM_LE(s->bmap[block]);
+    uint32_t entry = vdi_entry(s, block);
+
     *at = VDI_IS_ALLOCATED(entry) ?
           (int64_t)(s->data_offset + (uint64_t)entry * VDI_BLOCK_SIZE +
                     in_block) : -1;
@@ -271,7 +288,7 @@ static int coroutine_fn vdi_co_check(BlockDriverState *bs,
         return -ENOMEM;
     }
     for (uint32_t block = 0; block < s->blocks_in_image; block++) {
-        uint32_t entry = GUINT32_FROM_LE(s->bmap[block]);
+        uint32_t entry = vdi_entry(s, block);
 
         if (!VDI_IS_ALLOCATED(entry)) {
             continue;

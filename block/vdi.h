@@ -59,7 +59,9 @@ _Static_assert(sizeof(VdiHeader) == VDI_SECTOR, "the header is a sector");
 typedef struct BDRVVdiState {
     /* the header as read, little-endian; only blocks_allocated changes */
     VdiHeader header;
-    uint32_t *bmap;             /* little-endian, as in the file */
+    /* little-endian, as in the file: the sectors of the map the file held */
+    uint32_t *bmap;
+    uint32_t bmap_entries;      /* in bmap; the rest read as 0 (inv. 1) */
     uint32_t blocks_in_image;
     uint32_t blocks_allocated;
     uint64_t bmap_offset;
@@ -70,6 +72,14 @@ typedef struct BDRVVdiState {
     /* invariant 3: allocation and the block map's writes */
     CoMutex alloc_lock;
 } BDRVVdiState;
+
+/* The block map's entry for @block (inv. 1: the map past the file's end
+ * reads as zeroes, as QEMU's whole-map read of it gives). */
+static inline uint32_t vdi_entry(const BDRVVdiState *s, uint64_t block)
+{
+    assert(block < s->blocks_in_image);
+    return block < s->bmap_entries ? GUINT32_FROM_LE(s->bmap[block]) : 0;
+}
 
 /* block/vdi-write.c */
 int vdi_check_writable(BlockDriverState *bs, Error **errp);
