@@ -93,15 +93,17 @@ int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
     BlockBackend *blk;
     int ret;
 
+    blk = bdrv_create_format_file(drv, filename, opts, errp);
+    if (!blk) {
+        return -EIO;
+    }
+    /* as QEMU: after the file is made, which stays, empty */
     if (size > VDI_DISK_SIZE_MAX) {
         error_setg(errp, "Unsupported VDI image size (size is 0x%" PRIx64
                    ", max supported is 0x%" PRIx64 ")", size,
                    VDI_DISK_SIZE_MAX);
+        blk_unref(blk);
         return -ENOTSUP;
-    }
-    blk = bdrv_create_format_file(drv, filename, opts, errp);
-    if (!blk) {
-        return -EIO;
     }
     ret = vdi_create_write(blk, size, is_static, errp);
     if (ret < 0) {
