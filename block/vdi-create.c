@@ -83,20 +83,12 @@ static int vdi_create_write(BlockBackend *blk, uint64_t disk_size,
                         PREALLOC_MODE_OFF, 0, errp);
 }
 
-int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
-                                    const char *filename, QemuOpts *opts,
-                                    Error **errp)
+/* Checks @size, then writes the image on @blk; unrefs @blk. */
+static int vdi_create_on(BlockBackend *blk, uint64_t size, bool is_static,
+                         bool delete_on_failure, Error **errp)
 {
-    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
-                             VDI_SECTOR);
-    bool is_static = qemu_opt_get_bool(opts, "static", false);
-    BlockBackend *blk;
     int ret;
 
-    blk = bdrv_create_format_file(drv, filename, opts, errp);
-    if (!blk) {
-        return -EIO;
-    }
     /* as QEMU: after the file is made, which stays, empty */
     if (size > VDI_DISK_SIZE_MAX) {
         error_setg(errp, "Unsupported VDI image size (size is 0x%" PRIx64
@@ -106,9 +98,48 @@ int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
         return -ENOTSUP;
     }
     ret = vdi_create_write(blk, size, is_static, errp);
-    if (ret < 0) {
+    if (ret < 0 && delete_on_failure) {
         bdrv_delete_format_file(blk);
     }
     blk_unref(blk);
     return ret < 0 ? ret : 0;
+}
+
+int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
+                                    const char *filename, QemuOpts *opts,
+                                    Error **errp)
+{
+    uint64_t size = ROUND_UP(qemu_opt_get_size(opts, "size", 0),
+                             VDI_SECTOR);
+    bool is_static = qemu_opt_get_bool(opts, "static", false);
+    BlockBackend *blk;
+
+    blk = bdrv_create_format_file(drv, filename, opts, errp);
+    if (!blk) {
+        return -EIO;
+    }
+    return vdi_create_on(blk, size, is_static, true, errp);
+}
+
+/* blockdev-create: QEMU's BlockdevCreateOptionsVdi (static is
+ * preallocation=metadata there). */
+int coroutine_fn vdi_co_create_on_node(const BlockDriver *drv,
+                                       const BdrvCreateTarget *tgt,
+                                       QemuOpts *opts, Error **errp)
+{
+    const char *prealloc = qemu_opt_get(opts, "preallocation");
+    bool is_static = prealloc && !strcmp(prealloc, "metadata");
+    BlockBackend *blk;
+
+    if (prealloc && !is_static && strcmp(prealloc, "off")) {
+        error_setg(errp, "Preallocation mode not supported for vdi");
+        return -EINVAL;
+    }
+    blk = bdrv_create_format_on_node(tgt->file, errp);
+    if (!blk) {
+        return -EIO;
+    }
+    /* a node given to blockdev-create is the user's: never removed */
+    return vdi_create_on(blk, qemu_opt_get_size(opts, "size", 0), is_static,
+                         false, errp);
 }

@@ -347,6 +347,7 @@ static const BlockDriver bdrv_vdi = {
     .bdrv_has_zero_init             = vdi_has_zero_init,
     .create_opts                    = &qapi_opts_vdi_create,
     .bdrv_co_create_opts            = vdi_co_create_opts,
+    .bdrv_co_create_on_node         = vdi_co_create_on_node,
     .bdrv_co_block_status           = vdi_co_block_status,
     .bdrv_co_check                  = vdi_co_check,
     .bdrv_getlength                 = vdi_getlength,

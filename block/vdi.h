@@ -92,6 +92,9 @@ int vdi_has_zero_init(BlockDriverState *bs);
 int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
                                     const char *filename, QemuOpts *opts,
                                     Error **errp);
+int coroutine_fn vdi_co_create_on_node(const BlockDriver *drv,
+                                       const BdrvCreateTarget *tgt,
+                                       QemuOpts *opts, Error **errp);
 /* A random UUID in the GUID byte order VirtualBox stores. */
 void vdi_random_uuid(uint8_t uuid[16]);
 
