@@ -3,9 +3,10 @@
  * what qblock-img info/convert/map/check and qblock-io do with one:
  * probe, open read-write (else read-only, as an image whose data area
  * overlaps its block map must be), block status and reads at the start,
- * at an offset the input chooses and at the end of the disk, a write of
- * part of a block there and one at the start (allocating blocks whose
- * indices come from the header's count), a flush, check, close.  What is
+ * at an offset the input chooses and at the end of the disk, writes of
+ * part of a block there, at the start and in the middle (allocating
+ * blocks whose indices come from the header's count), a flush, check,
+ * close.  What is
  * fuzzed is block/vdi.c's header checks (its invariant 1: every block has
  * a map entry, every offset computed from one fits), the block map that
  * lies past the end of the file, and block/vdi-write.c's allocation in a
@@ -38,10 +39,14 @@ static void fuzz_vdi_io(BlockBackend *blk, int64_t off, int64_t len)
     bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
 }
 
-/* Part of a block at @off, a sector at the start; a flush. */
+/*
+ * Part of a block at @off, a sector at the start and across the middle of
+ * the disk (a block boundary where there is one); a flush.
+ */
 static void fuzz_vdi_write(BlockBackend *blk, int64_t off, int64_t len)
 {
     static uint8_t buf[4096];
+    int64_t mid = QEMU_ALIGN_DOWN(len / 2, 512);
 
     if (bdrv_is_read_only(blk_bs(blk))) {
         return;
@@ -49,6 +54,7 @@ static void fuzz_vdi_write(BlockBackend *blk, int64_t off, int64_t len)
     memset(buf, 0x5a, sizeof(buf));
     blk_pwrite(blk, off, MIN(len - off, (int64_t)sizeof(buf)), buf, 0);
     blk_pwrite(blk, 0, MIN(len, 512), buf, 0);
+    blk_pwrite(blk, mid, MIN(len - mid, (int64_t)sizeof(buf)), buf, 0);
     blk_flush(blk);
 }
 
@@ -59,10 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t blocks = 0;
     int64_t len;
 
-    blk = fuzz_mem_open_image("vdi", data, size, true, BDRV_O_RDWR);
+    bdrv_find_format("vdi")->bdrv_probe(data, size, NULL);
+    blk = fuzz_mem_open_image("vdi", data, size, false, BDRV_O_RDWR);
     if (!blk) {
         /* an overlapping layout is read-only; a bad one fails again */
-        blk = fuzz_mem_open_image("vdi", data, size, true, 0);
+        blk = fuzz_mem_open_image("vdi", data, size, false, 0);
     }
     if (!blk) {
         return 0;

@@ -42,7 +42,7 @@ def bmap(entries):
 
 
 def dynamic():
-    entries = [1, UNALLOCATED, 0, DISCARDED, 2, UNALLOCATED, UNALLOCATED, 3]
+    entries = [1, UNALLOCATED, 0, DISCARDED, UNALLOCATED, 2, UNALLOCATED, 3]
     img = header(len(entries), 4) + bmap(entries)
     # the first bytes of blocks 0 and 1 of the data area
     return img + bytes([0x11]) * 4096 + bytes([0x22]) * 4096
