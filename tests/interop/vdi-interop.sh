@@ -162,6 +162,13 @@ check "each reads what the other wrote after it" \
                      -c 'read -P 0x77 6M 64k' ours.vdi &&
                  qemu-io -r -f vdi -c 'read -P 0x66 5M 64k' \
                      -c 'read -P 0x77 6M 64k' ours.vdi"
+# an odd size: the header written back holds the rounded one, as QEMU's
+cp odd.vdi odd-q.vdi
+cp odd.vdi odd-b.vdi
+qemu-io -f vdi -c 'write -P 0x66 6M 4k' odd-q.vdi >/dev/null
+"$QB_IO" -f vdi -c 'write -P 0x66 6M 4k' odd-b.vdi >/dev/null
+check "a write to an image of an odd size: qemu-io's file" \
+    cmp odd-q.vdi odd-b.vdi
 for opts in "" "-o static=on"; do
     qemu-img convert -f raw -O vdi $opts dynamic.ref q.vdi
     "$QB_IMG" convert -f raw -O vdi $opts dynamic.ref b.vdi
