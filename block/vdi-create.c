@@ -83,26 +83,18 @@ static int vdi_create_write(BlockBackend *blk, uint64_t disk_size,
                         PREALLOC_MODE_OFF, 0, errp);
 }
 
-/* Checks @size, then writes the image on @blk; unrefs @blk. */
+/* Checks @size, then writes the image on @blk. */
 static int vdi_create_on(BlockBackend *blk, uint64_t size, bool is_static,
-                         bool delete_on_failure, Error **errp)
+                         Error **errp)
 {
-    int ret;
-
     /* as QEMU: after the file is made, which stays, empty */
     if (size > VDI_DISK_SIZE_MAX) {
         error_setg(errp, "Unsupported VDI image size (size is 0x%" PRIx64
                    ", max supported is 0x%" PRIx64 ")", size,
                    VDI_DISK_SIZE_MAX);
-        blk_unref(blk);
         return -ENOTSUP;
     }
-    ret = vdi_create_write(blk, size, is_static, errp);
-    if (ret < 0 && delete_on_failure) {
-        bdrv_delete_format_file(blk);
-    }
-    blk_unref(blk);
-    return ret < 0 ? ret : 0;
+    return vdi_create_write(blk, size, is_static, errp);
 }
 
 int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
@@ -113,12 +105,19 @@ int coroutine_fn vdi_co_create_opts(const BlockDriver *drv,
                              VDI_SECTOR);
     bool is_static = qemu_opt_get_bool(opts, "static", false);
     BlockBackend *blk;
+    int ret;
 
     blk = bdrv_create_format_file(drv, filename, opts, errp);
     if (!blk) {
         return -EIO;
     }
-    return vdi_create_on(blk, size, is_static, true, errp);
+    ret = vdi_create_on(blk, size, is_static, errp);
+    /* a failed write removes the file; a refused size leaves it, empty */
+    if (ret < 0 && ret != -ENOTSUP) {
+        bdrv_delete_format_file(blk);
+    }
+    blk_unref(blk);
+    return ret < 0 ? ret : 0;
 }
 
 /* blockdev-create: QEMU's BlockdevCreateOptionsVdi (static is
@@ -130,6 +129,7 @@ int coroutine_fn vdi_co_create_on_node(const BlockDriver *drv,
     const char *prealloc = qemu_opt_get(opts, "preallocation");
     bool is_static = prealloc && !strcmp(prealloc, "metadata");
     BlockBackend *blk;
+    int ret;
 
     if (prealloc && !is_static && strcmp(prealloc, "off")) {
         error_setg(errp, "Preallocation mode not supported for vdi");
@@ -140,6 +140,8 @@ int coroutine_fn vdi_co_create_on_node(const BlockDriver *drv,
         return -EIO;
     }
     /* a node given to blockdev-create is the user's: never removed */
-    return vdi_create_on(blk, qemu_opt_get_size(opts, "size", 0), is_static,
-                         false, errp);
+    ret = vdi_create_on(blk, qemu_opt_get_size(opts, "size", 0), is_static,
+                        errp);
+    blk_unref(blk);
+    return ret < 0 ? ret : 0;
 }
