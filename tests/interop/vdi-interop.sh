@@ -14,7 +14,8 @@
 # JSON) and check, and qblock reads the bytes qemu-img reads.  Writing:
 # the same qemu-io commands run by qemu-io and by qblock-io on new images
 # leave the same files; each tool reads what the other wrote; convert -O
-# vdi (dynamic and static) gives qemu-img's file.  Check: a block used
+# vdi (dynamic and static) gives qemu-img's file; resize, amend and
+# measure are refused as by qemu-img.  Check: a block used
 # twice, an index past the blocks of the disk, a wrong count, each the
 # errors and the exit status qemu-img gives; -r refused as by qemu-img.
 # Hostile headers: each of QEMU's refusals with QEMU's message, compared
@@ -179,6 +180,12 @@ refused "resize" "Image format driver does not support resize" \
     "$QB_IMG" resize ours.vdi 20M
 refused "resize (qemu-img)" "Image format driver does not support resize" \
     qemu-img resize ours.vdi 20M
+
+for cmd in "amend -o static=on ours.vdi" "measure -O vdi --size 10M"; do
+    same "$cmd: refused as by qemu-img" \
+        sh -c "qemu-img $cmd 2>&1 | sed 's/^qemu-img: //'; true" -- \
+        sh -c "'$QB_IMG' $cmd 2>&1 | sed 's/^qblock-img: //'; true"
+done
 
 # ---- check ----
 
