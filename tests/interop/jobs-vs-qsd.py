@@ -240,6 +240,12 @@ def vmdk_without_cids(data):
             data[end:])
 
 
+def vdi_without_uuids(data):
+    """A VDI file with the image and modification UUIDs (bytes 0x188 to
+    0x1a7) masked: random in both tools."""
+    return data[:0x188] + bytes(32) + data[0x1a8:]
+
+
 def qemu_flaked(label, run):
     """QEMU 7.2 sometimes fails to calibrate PBKDF2 on a loaded machine
     (it times its calibration with the thread's CPU ticks, which a thread
@@ -296,6 +302,12 @@ def compare(tests, name, scenario, build, top):
                   for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
                     '%d bytes against %d' % (len(fa), len(fb)))
+    # VDI files alike byte for byte but for their random UUIDs
+    for f in scenario.get('same_vdi', []):
+        fa, fb = (vdi_without_uuids(open(os.path.join(x, f), 'rb').read())
+                  for x in (dq, db))
+        tests.check('%s: %s is the same' % (name, f), fa == fb,
+                    '%d bytes against %d' % (len(fa), len(fb)))
     # where qblock does better than QEMU (the scenario says why)
     for what, line in scenario.get('qblock_after', []):
         p = subprocess.run(line, shell=True, cwd=db, stdout=subprocess.PIPE,
@@ -320,7 +332,7 @@ def compare(tests, name, scenario, build, top):
                                stderr=subprocess.STDOUT)
             tests.check('%s: %s compares identical' % (name, img),
                         p.returncode == 0, p.stdout.decode())
-        if img.endswith(('.qcow2', '.vmdk')):
+        if img.endswith(('.qcow2', '.vmdk', '.vdi')):
             p = subprocess.run(['qemu-img', 'check'] + b,
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
@@ -539,6 +551,50 @@ def create_job(job, **options):
             ('qmp', 'query-jobs'),
             ('qmp', 'job-dismiss', {'id': job})]
 
+
+VDI_FILES = ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi']
+
+# Dynamic and static (preallocation=metadata), an odd size, a node that
+# held data, and the errors; the files must be qemu-img's but for the
+# UUIDs.  junk.vdi held data: QEMU's daemon writes the image over it and
+# leaves the rest (never read: blocks are written whole), qblock's
+# empties the node first, so only the disks are compared.
+CREATE_VDI = {
+    'steps': [
+        ('sh', 'head -c 3000000 /dev/urandom > junk.vdi'),
+        ('start',),
+    ] + [step for i, f in enumerate(VDI_FILES) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
+                                 'filename': '$DIR/' + f}))
+    ] + [
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
+                                 'filename': '$DIR/junk.vdi'}),
+    ] + create_job('j1', driver='vdi', file='a', size=64 << 20)
+      + create_job('j2', driver='vdi', file='b', size=5 << 20,
+                   preallocation='metadata')
+      + create_job('j3', driver='vdi', file='c', size=1000)
+      + create_job('j4', driver='vdi', file='d', size=3 << 20,
+                   preallocation='off')
+      + create_job('j5', driver='vdi', file='junk', size=1 << 20)
+      # failures: in the job, and before it
+      + create_job('e1', driver='vdi', file='h', size=1 << 20,
+                   preallocation='full')
+      + create_job('e2', driver='vdi', file='h', size=0x1fffff8000001)
+      + create_job('e3', driver='vdi', file='nonexistent', size=1 << 20)
+      + [
+        ('qmp', 'blockdev-create', {'job-id': 'e4', 'options': {
+            'driver': 'vdi', 'file': 'h', 'size': 1 << 20,
+            'static': True}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'junk.vdi'],
+    'same_vdi': ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi'],
+    'info_keys': ['virtual-size', 'cluster-size'],
+}
 
 # LUKS images and encrypted qcow2 ones; the images are random (keys,
 # salts), so what is compared is what qemu-img info shows but for the
@@ -943,6 +999,7 @@ CREATE_VPC = {
 SCENARIOS = {
     'create': CREATE,
     'create-vmdk': CREATE_VMDK,
+    'create-vdi': CREATE_VDI,
     'create-luks': CREATE_LUKS,
     'create-vpc': CREATE_VPC,
     'stream': STREAM,

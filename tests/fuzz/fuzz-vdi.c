@@ -1,0 +1,96 @@
+/*
+ * fuzz-vdi: a mutated VDI image, held in memory (fuzz-mem), goes through
+ * what qblock-img info/convert/map/check and qblock-io do with one:
+ * probe, open read-write (else read-only, as an image whose data area
+ * overlaps its block map must be), block status and reads at the start,
+ * at an offset the input chooses and at the end of the disk, writes of
+ * part of a block there, at the start and in the middle (allocating
+ * blocks whose indices come from the header's count), a flush, check,
+ * close.  What is
+ * fuzzed is block/vdi.c's header checks (its invariant 1: every block has
+ * a map entry, every offset computed from one fits), the block map that
+ * lies past the end of the file, and block/vdi-write.c's allocation in a
+ * file whose count and map lie.
+ *
+ * check runs only for a map of at most 2^16 blocks: QEMU's check, which
+ * qblock follows, prints a line per block that shares an index, and a
+ * hostile header may claim 2^29 blocks.  The input is the image itself;
+ * its last bytes, read as a little-endian offset, also place the middle
+ * read.
+ */
+#include "fuzz-mem.h"
+
+#include "block/block_int.h"
+#include "qblock/block-backend.h"
+
+/* A read spans a block boundary when it can */
+#define FUZZ_VDI_IO_SIZE    (16 * 1024)
+#define FUZZ_VDI_CHECK_MAX  (1u << 16)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void fuzz_vdi_io(BlockBackend *blk, int64_t off, int64_t len)
+{
+    static uint8_t buf[FUZZ_VDI_IO_SIZE];
+    int64_t n = MIN(len - off, FUZZ_VDI_IO_SIZE);
+    int64_t pnum;
+
+    blk_pread(blk, off, n, buf, 0);
+    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
+}
+
+/*
+ * Part of a block at @off, a sector at the start and across the middle of
+ * the disk (a block boundary where there is one); a flush.
+ */
+static void fuzz_vdi_write(BlockBackend *blk, int64_t off, int64_t len)
+{
+    static uint8_t buf[4096];
+    int64_t mid = QEMU_ALIGN_DOWN(len / 2, 512);
+
+    if (bdrv_is_read_only(blk_bs(blk))) {
+        return;
+    }
+    memset(buf, 0x5a, sizeof(buf));
+    blk_pwrite(blk, off, MIN(len - off, (int64_t)sizeof(buf)), buf, 0);
+    blk_pwrite(blk, 0, MIN(len, 512), buf, 0);
+    blk_pwrite(blk, mid, MIN(len - mid, (int64_t)sizeof(buf)), buf, 0);
+    blk_flush(blk);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    BlockBackend *blk;
+    BdrvCheckResult result = { 0 };
+    uint32_t blocks = 0;
+    int64_t len;
+
+    bdrv_find_format("vdi")->bdrv_probe(data, size, NULL);
+    blk = fuzz_mem_open_image("vdi", data, size, false, BDRV_O_RDWR);
+    if (!blk) {
+        /* an overlapping layout is read-only; a bad one fails again */
+        blk = fuzz_mem_open_image("vdi", data, size, false, 0);
+    }
+    if (!blk) {
+        return 0;
+    }
+    len = blk_getlength(blk);
+    assert(len >= 0 && len % 512 == 0);
+    if (len > 0) {
+        fuzz_vdi_io(blk, 0, len);
+        fuzz_vdi_io(blk, fuzz_mem_io_offset(data, size, len,
+                                            FUZZ_VDI_IO_SIZE), len);
+        fuzz_vdi_io(blk, len > FUZZ_VDI_IO_SIZE ?
+                         len - FUZZ_VDI_IO_SIZE : 0, len);
+        fuzz_vdi_write(blk, fuzz_mem_io_offset(data, size, len, 4096), len);
+    }
+    /* the header's blocks_in_image, at 0x180 (zero past a short input) */
+    if (size >= 0x180 + sizeof(blocks)) {
+        memcpy(&blocks, data + 0x180, sizeof(blocks));
+    }
+    if (GUINT32_FROM_LE(blocks) <= FUZZ_VDI_CHECK_MAX) {
+        bdrv_check(blk_bs(blk), &result, 0);
+    }
+    blk_unref(blk);
+    return 0;
+}
