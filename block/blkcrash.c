@@ -190,11 +190,7 @@ static int coroutine_fn blkcrash_co_preadv(BlockDriverState *bs,
     /* the part past the file's end exists only in the cache */
     in_file = MAX(0, MIN(bytes, file_len - offset));
     if (in_file > 0) {
-        QEMUIOVector part;
-
-        qemu_iovec_init_slice(&part, qiov, 0, in_file);
-        ret = bdrv_co_preadv(bs->file, offset, in_file, &part, 0);
-        qemu_iovec_destroy(&part);
+        ret = bdrv_co_preadv_part(bs->file, offset, in_file, qiov, 0, 0);
         if (ret < 0) {
             goto out;
         }

@@ -236,16 +236,14 @@ static int coroutine_fn bochs_co_preadv(BlockDriverState *bs, int64_t offset,
     assert(QEMU_IS_ALIGNED(offset | bytes, BOCHS_SECTOR));
     while (bytes > 0) {
         int64_t at = bochs_sector_offset(bs, offset / BOCHS_SECTOR);
-        QEMUIOVector part;
         int ret;
 
         if (at < 0) {
             return at;
         }
         if (at) {
-            qemu_iovec_init_slice(&part, qiov, done, BOCHS_SECTOR);
-            ret = bdrv_co_preadv(bs->file, at, BOCHS_SECTOR, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = bdrv_co_preadv_part(bs->file, at, BOCHS_SECTOR, qiov,
+                                      done, 0);
             if (ret < 0) {
                 return ret;
             }

@@ -159,7 +159,6 @@ static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
 
     while (done < bytes) {
         BdrvRequestFlags f = flags & ~BDRV_REQ_COPY_ON_READ;
-        QEMUIOVector part;
         int64_t n;
         int ret;
 
@@ -170,9 +169,7 @@ static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
         if (ret) {
             f |= BDRV_REQ_COPY_ON_READ;
         }
-        qemu_iovec_init_slice(&part, qiov, done, n);
-        ret = bdrv_co_preadv(bs->file, offset + done, n, &part, f);
-        qemu_iovec_destroy(&part);
+        ret = bdrv_co_preadv_part(bs->file, offset + done, n, qiov, done, f);
         if (ret < 0) {
             return ret;
         }

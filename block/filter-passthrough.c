@@ -64,7 +64,6 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
 {
     int64_t backing_len = bdrv_getlength(bs->backing->bs);
     uint64_t n;
-    QEMUIOVector slice;
     int ret = 0;
 
     if (backing_len < 0) {
@@ -74,9 +73,8 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
         MIN(bytes, (uint64_t)backing_len - offset) : 0;
     if (n) {
         BLKDBG_EVENT(bs->file, BLKDBG_READ_BACKING_AIO);
-        qemu_iovec_init_slice(&slice, qiov, qiov_offset, n);
-        ret = bdrv_co_preadv(bs->backing, offset, n, &slice, 0);
-        qemu_iovec_destroy(&slice);
+        ret = bdrv_co_preadv_part(bs->backing, offset, n, qiov, qiov_offset,
+                                  0);
     }
     if (ret == 0 && n < bytes) {
         qemu_iovec_memset(qiov, qiov_offset + n, 0, bytes - n);

@@ -1118,6 +1118,45 @@ int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
     return ret;
 }
 
+typedef int coroutine_fn BdrvVectorRequest(BdrvChild *child, int64_t offset,
+                                           int64_t bytes, QEMUIOVector *qiov,
+                                           BdrvRequestFlags flags);
+
+/* @request on the @bytes of @qiov from byte @qiov_offset on. */
+static int coroutine_fn bdrv_co_request_part(BdrvVectorRequest *request,
+                                             BdrvChild *child,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov,
+                                             size_t qiov_offset,
+                                             BdrvRequestFlags flags)
+{
+    QEMUIOVector part;
+    int ret;
+
+    qemu_iovec_init_slice(&part, qiov, qiov_offset, bytes);
+    ret = request(child, offset, bytes, &part, flags);
+    qemu_iovec_destroy(&part);
+    return ret;
+}
+
+int coroutine_fn bdrv_co_preadv_part(BdrvChild *child, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov,
+                                     size_t qiov_offset,
+                                     BdrvRequestFlags flags)
+{
+    return bdrv_co_request_part(bdrv_co_preadv, child, offset, bytes, qiov,
+                                qiov_offset, flags);
+}
+
+int coroutine_fn bdrv_co_pwritev_part(BdrvChild *child, int64_t offset,
+                                      int64_t bytes, QEMUIOVector *qiov,
+                                      size_t qiov_offset,
+                                      BdrvRequestFlags flags)
+{
+    return bdrv_co_request_part(bdrv_co_pwritev, child, offset, bytes, qiov,
+                                qiov_offset, flags);
+}
+
 int coroutine_fn bdrv_co_pwrite_zeroes(BdrvChild *child, int64_t offset,
                                        int64_t bytes, BdrvRequestFlags flags)
 {
@@ -1382,72 +1421,3 @@ out:
     bdrv_dec_in_flight(bs);
     return ret;
 }
-
-/* ---- the VM state area ---- */
-
-/*
- * The node that keeps the VM state for @bs: @bs itself if its driver has
- * a VM state area, else the one below a filter; NULL if there is none.
- */
-static BlockDriverState *bdrv_vmstate_bs(BlockDriverState *bs, bool save)
-{
-    while (bs && bs->drv) {
-        if (save ? bs->drv->bdrv_co_save_vmstate != NULL
-                 : bs->drv->bdrv_co_load_vmstate != NULL) {
-            return bs;
-        }
-        if (!bs->drv->is_filter || !bs->file) {
-            return NULL;
-        }
-        bs = bs->file->bs;
-    }
-    return NULL;
-}
-
-/*
- * The area is not guest data: no request tracking or alignment applies,
- * but the request counts as in flight so that drain waits for it.
- */
-static int coroutine_fn bdrv_co_vmstate(BlockDriverState *bs,
-                                        QEMUIOVector *qiov, int64_t pos,
-                                        bool save)
-{
-    BlockDriverState *target = bdrv_vmstate_bs(bs, save);
-    int ret;
-
-    if (!bs->drv) {
-        return -ENOMEDIUM;
-    }
-    if (!target) {
-        return -ENOTSUP;
-    }
-    if (pos < 0 || qiov->size > INT64_MAX - (uint64_t)pos) {
-        return -EINVAL;
-    }
-    if (save && !bdrv_is_writable(target)) {
-        return -EACCES;
-    }
-    bdrv_inc_in_flight(target);
-    if (save) {
-        BLKDBG_EVENT(target->file, BLKDBG_VMSTATE_SAVE);
-        ret = target->drv->bdrv_co_save_vmstate(target, qiov, pos);
-    } else {
-        BLKDBG_EVENT(target->file, BLKDBG_VMSTATE_LOAD);
-        ret = target->drv->bdrv_co_load_vmstate(target, qiov, pos);
-    }
-    bdrv_dec_in_flight(target);
-    return ret < 0 ? ret : 0;
-}
-
-int coroutine_fn bdrv_co_writev_vmstate(BlockDriverState *bs,
-                                        QEMUIOVector *qiov, int64_t pos)
-{
-    return bdrv_co_vmstate(bs, qiov, pos, true);
-}
-
-int coroutine_fn bdrv_co_readv_vmstate(BlockDriverState *bs,
-                                       QEMUIOVector *qiov, int64_t pos)
-{
-    return bdrv_co_vmstate(bs, qiov, pos, false);
-}
-

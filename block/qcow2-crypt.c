@@ -339,16 +339,15 @@ static int coroutine_fn qcow2_crypt_co_plain(BlockDriverState *bs,
                                              BlockCryptoDirection dir)
 {
     BDRVQcow2State *s = bs->opaque;
-    QEMUIOVector slice;
     int ret;
 
-    qemu_iovec_init_slice(&slice, qiov, qiov_offset, bytes);
     if (dir == BLOCK_CRYPTO_ENCRYPT) {
-        ret = bdrv_co_pwritev(s->data_file, host_offset, bytes, &slice, 0);
+        ret = bdrv_co_pwritev_part(s->data_file, host_offset, bytes, qiov,
+                                   qiov_offset, 0);
     } else {
-        ret = bdrv_co_preadv(s->data_file, host_offset, bytes, &slice, 0);
+        ret = bdrv_co_preadv_part(s->data_file, host_offset, bytes, qiov,
+                                  qiov_offset, 0);
     }
-    qemu_iovec_destroy(&slice);
     return ret;
 }
 

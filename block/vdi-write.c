@@ -72,15 +72,10 @@ static int coroutine_fn vdi_allocate_block(BlockDriverState *bs,
     qemu_co_mutex_lock(&s->alloc_lock);
     entry = vdi_entry(s, block);
     if (VDI_IS_ALLOCATED(entry)) {
-        QEMUIOVector part;
-
         qemu_co_mutex_unlock(&s->alloc_lock);
-        qemu_iovec_init_slice(&part, qiov, done, n);
-        ret = bdrv_co_pwritev(bs->file, s->data_offset +
-                              (uint64_t)entry * VDI_BLOCK_SIZE + in_block, n,
-                              &part, 0);
-        qemu_iovec_destroy(&part);
-        return ret;
+        return bdrv_co_pwritev_part(bs->file, s->data_offset +
+                                    (uint64_t)entry * VDI_BLOCK_SIZE +
+                                    in_block, n, qiov, done, 0);
     }
     if (s->blocks_allocated >= VDI_BLOCKS_IN_IMAGE_MAX) {
         error_report("vdi: the header counts %" PRIu32 " blocks allocated: "
@@ -127,13 +122,9 @@ int coroutine_fn vdi_co_pwritev(BlockDriverState *bs, int64_t offset,
         /* inv. 1: every offset of the disk has an entry */
         entry = vdi_entry(s, block);
         if (VDI_IS_ALLOCATED(entry)) {
-            QEMUIOVector part;
-
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_pwritev(bs->file, s->data_offset +
-                                  (uint64_t)entry * VDI_BLOCK_SIZE +
-                                  in_block, n, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = bdrv_co_pwritev_part(bs->file, s->data_offset +
+                                       (uint64_t)entry * VDI_BLOCK_SIZE +
+                                       in_block, n, qiov, done, 0);
         } else {
             ret = vdi_allocate_block(bs, block, in_block, n, qiov, done);
         }

@@ -228,12 +228,8 @@ static int coroutine_fn vdi_co_preadv(BlockDriverState *bs, int64_t offset,
         int64_t n = vdi_map(s, offset, bytes, &at);
 
         if (at >= 0) {
-            QEMUIOVector part;
-            int ret;
+            int ret = bdrv_co_preadv_part(bs->file, at, n, qiov, done, 0);
 
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_preadv(bs->file, at, n, &part, 0);
-            qemu_iovec_destroy(&part);
             if (ret < 0) {
                 return ret;
             }

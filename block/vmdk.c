@@ -175,14 +175,8 @@ int coroutine_fn vmdk_co_file_io(BdrvChild *file, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  size_t done, bool write)
 {
-    QEMUIOVector part;
-    int ret;
-
-    qemu_iovec_init_slice(&part, qiov, done, bytes);
-    ret = write ? bdrv_co_pwritev(file, offset, bytes, &part, 0)
-                : bdrv_co_preadv(file, offset, bytes, &part, 0);
-    qemu_iovec_destroy(&part);
-    return ret;
+    return write ? bdrv_co_pwritev_part(file, offset, bytes, qiov, done, 0)
+                 : bdrv_co_preadv_part(file, offset, bytes, qiov, done, 0);
 }
 
 int coroutine_fn vmdk_co_pread(BdrvChild *child, int64_t offset,

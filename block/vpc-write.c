@@ -131,15 +131,12 @@ int coroutine_fn vpc_co_pwritev(BlockDriverState *bs, int64_t offset,
         int64_t n = MIN(bytes, (int64_t)(s->block_size -
                                          offset % s->block_size));
         int64_t at = vpc_write_offset(bs, offset);
-        QEMUIOVector part;
 
         if (at < 0) {
             ret = at;
             break;
         }
-        qemu_iovec_init_slice(&part, qiov, done, n);
-        ret = bdrv_co_pwritev(bs->file, at, n, &part, 0);
-        qemu_iovec_destroy(&part);
+        ret = bdrv_co_pwritev_part(bs->file, at, n, qiov, done, 0);
         if (ret < 0) {
             break;
         }

@@ -394,7 +394,6 @@ static int coroutine_fn vpc_co_read_fixed(BlockDriverState *bs,
 {
     int64_t file_len = bdrv_getlength(bs->file->bs);
     int64_t in_file;
-    QEMUIOVector part;
     int ret;
 
     if (file_len < 0) {
@@ -402,9 +401,7 @@ static int coroutine_fn vpc_co_read_fixed(BlockDriverState *bs,
     }
     in_file = offset < file_len ? MIN(bytes, file_len - offset) : 0;
     if (in_file > 0) {
-        qemu_iovec_init_slice(&part, qiov, done, in_file);
-        ret = bdrv_co_preadv(bs->file, offset, in_file, &part, 0);
-        qemu_iovec_destroy(&part);
+        ret = bdrv_co_preadv_part(bs->file, offset, in_file, qiov, done, 0);
         if (ret < 0) {
             return ret;
         }
@@ -435,11 +432,7 @@ static int coroutine_fn vpc_co_preadv(BlockDriverState *bs, int64_t offset,
         at = vpc_block_offset(s, offset);
         qemu_co_mutex_unlock(&s->lock);
         if (at) {
-            QEMUIOVector part;
-
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_preadv(bs->file, at, n, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = bdrv_co_preadv_part(bs->file, at, n, qiov, done, 0);
             if (ret < 0) {
                 return ret;
             }

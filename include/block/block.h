@@ -69,6 +69,18 @@ int coroutine_fn bdrv_co_preadv(BdrvChild *child, int64_t offset,
 int coroutine_fn bdrv_co_pwritev(BdrvChild *child, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags);
+/*
+ * The same on the @bytes of @qiov from byte @qiov_offset on: for a driver
+ * that splits a request into pieces of its file.
+ */
+int coroutine_fn bdrv_co_preadv_part(BdrvChild *child, int64_t offset,
+                                     int64_t bytes, QEMUIOVector *qiov,
+                                     size_t qiov_offset,
+                                     BdrvRequestFlags flags);
+int coroutine_fn bdrv_co_pwritev_part(BdrvChild *child, int64_t offset,
+                                      int64_t bytes, QEMUIOVector *qiov,
+                                      size_t qiov_offset,
+                                      BdrvRequestFlags flags);
 int coroutine_fn bdrv_co_pwrite_zeroes(BdrvChild *child, int64_t offset,
                                        int64_t bytes, BdrvRequestFlags flags);
 int coroutine_fn bdrv_co_pdiscard(BdrvChild *child, int64_t offset,
