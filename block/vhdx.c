@@ -231,12 +231,6 @@ static int vhdx_open_regions(BlockDriverState *bs, BDRVVhdxState *s,
         if (ret < 0) {
             return ret;
         }
-        if (e.file_offset % VHDX_MIB || e.length % VHDX_MIB || !e.length) {
-            error_setg(errp, "VHDX %s region at %" PRIu64 " of %" PRIu32
-                       " bytes is not aligned to 1 MiB",
-                       is_bat ? "BAT" : "metadata", e.file_offset, e.length);
-            return -EINVAL;
-        }
         if (is_bat) {
             have_bat = true;
             s->bat_offset = e.file_offset;
@@ -250,6 +244,16 @@ static int vhdx_open_regions(BlockDriverState *bs, BDRVVhdxState *s,
     if (!have_bat || !have_metadata) {
         error_setg(errp, "VHDX region table has no %s region",
                    have_bat ? "metadata" : "BAT");
+        return -EINVAL;
+    }
+    /* after the overlaps, which QEMU reports first */
+    if (s->bat_offset % VHDX_MIB || s->bat_length % VHDX_MIB ||
+        !s->bat_length || s->metadata_offset % VHDX_MIB ||
+        s->metadata_length % VHDX_MIB || !s->metadata_length) {
+        error_setg(errp, "VHDX BAT region (%" PRIu64 ", %" PRIu32 " bytes) "
+                   "or metadata region (%" PRIu64 ", %" PRIu32 " bytes) is "
+                   "not aligned to 1 MiB", s->bat_offset, s->bat_length,
+                   s->metadata_offset, s->metadata_length);
         return -EINVAL;
     }
     return 0;
