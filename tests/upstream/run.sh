@@ -3,11 +3,13 @@
 # test time and cached; nothing of QEMU's is kept in this repository) run
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
-#   tests/upstream/run.sh BUILD_DIR [SET...]     SET: qcow2 raw nbd-raw vmdk
+#   tests/upstream/run.sh BUILD_DIR [SET...]  SET: qcow2 raw nbd-raw vmdk vhdx
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
-# tools in this harness too); shared/'s list covers qcow2 and raw.
+# tools in this harness too); shared/'s list covers qcow2 and raw.  The
+# vhdx set is the tests that name vhdx and drive only the tools (not
+# 099), less those QEMU's own tools fail in this harness.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -25,7 +27,7 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vhdx]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +37,9 @@ sets=("$@")
 [ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
+vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
+            072 094 104 105 120 140 143 145 157 159 162 170 181 192 197 215
+            226 227 231 232 251 308"
 
 shared=$src/../shared/upstream-iotests
 if [ ! -x "$shared/run-upstream.sh" ]; then
@@ -93,6 +98,7 @@ for set in "${sets[@]}"; do
     raw) fmt=raw proto=() ;;
     nbd-raw) fmt=raw proto=(--proto nbd) ;;
     vmdk) fmt=vmdk proto=() tests=${UPSTREAM_TESTS:-$vmdk_tests} ;;
+    vhdx) fmt=vhdx proto=() tests=${UPSTREAM_TESTS:-$vhdx_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
