@@ -581,6 +581,43 @@ static int coroutine_fn vhdx_co_preadv(BlockDriverState *bs, int64_t offset,
     return 0;
 }
 
+/*
+ * As QEMU's check without a log to replay: every fully present block
+ * lies inside the file (open checked it against the file's length then;
+ * this sees a file cut since).  Nothing is repaired: the node is never
+ * writable (invariant 1).
+ */
+static int coroutine_fn vhdx_co_check(BlockDriverState *bs,
+                                      BdrvCheckResult *result,
+                                      BdrvCheckMode fix)
+{
+    BDRVVhdxState *s = bs->opaque;
+    int64_t file_len = bdrv_getlength(bs->file->bs);
+
+    if (file_len < 0) {
+        fprintf(stderr, "ERROR: could not get the image file's size: %s\n",
+                strerror(-file_len));
+        result->check_errors++;
+        return 0;
+    }
+    for (uint64_t i = 0; i < s->bat_entries; i++) {
+        uint64_t offset = s->bat[i] & VHDX_BAT_OFFSET_MASK;
+
+        if ((i + 1) % (s->chunk_ratio + 1) == 0 ||
+            (s->bat[i] & VHDX_BAT_STATE_MASK) != VHDX_BLOCK_FULLY_PRESENT) {
+            continue;
+        }
+        /* invariant 3 held at open: offset + block_size does not wrap */
+        if (offset + s->block_size > (uint64_t)file_len) {
+            fprintf(stderr, "ERROR: VHDX BAT entry %" PRIu64 " (offset %"
+                    PRIu64 ") points after end of file (%" PRIi64 ")\n",
+                    i, offset, file_len);
+            result->corruptions++;
+        }
+    }
+    return 0;
+}
+
 static int64_t vhdx_getlength(BlockDriverState *bs)
 {
     BDRVVhdxState *s = bs->opaque;
@@ -613,6 +650,7 @@ static const BlockDriver bdrv_vhdx = {
     .bdrv_open                      = vhdx_open,
     .bdrv_close                     = vhdx_close,
     .bdrv_co_preadv                 = vhdx_co_preadv,
+    .bdrv_co_check                  = vhdx_co_check,
     .bdrv_getlength                 = vhdx_getlength,
     .bdrv_get_info                  = vhdx_get_info,
     .bdrv_refresh_limits            = vhdx_refresh_limits,

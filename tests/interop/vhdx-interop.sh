@@ -15,7 +15,8 @@
 # check -r all replays it.  Then hostile images, edited with
 # vhdx-craft.py (checksums recomputed): each is refused by both tools,
 # with QEMU's message where QEMU has one, and never crashes qblock.
-# Writing, creating and read-write opens are refused.  Prints "ok NAME"
+# check prints what qemu-img check prints.  Writing, creating and
+# read-write opens are refused.  Prints "ok NAME"
 # / "FAIL NAME", ends with "N passed, N failed, N skipped"; exits 77
 # without qemu-img.
 set -u
@@ -55,6 +56,9 @@ for img in $images big; do
     same "$img: info" qemu-img info "$f" -- "$QB_IMG" info "$f"
     same "$img: info --output=json" qemu-img info --output=json "$f" -- \
         "$QB_IMG" info --output=json "$f"
+    same "$img: check" qemu-img check "$f" -- "$QB_IMG" check "$f"
+    same "$img: check --output=json" qemu-img check --output=json "$f" -- \
+        "$QB_IMG" check --output=json "$f"
     refused "$img: map (no offsets, as qemu-img)" \
         "File contains external, encrypted or compressed clusters" \
         "$QB_IMG" map "$f"
