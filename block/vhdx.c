@@ -13,10 +13,12 @@
  * when the header names a log GUID that valid log entries carry.
  *
  * Invariants:
- *  1. After open the state is immutable: reads only read it.  The node
- *     is never writable (open refuses read-write unless auto-read-only
- *     lets it fall back, as for bochs), so a dirty log is never replayed:
- *     it makes the open fail with QEMU's read-only message.
+ *  1. After open the state is immutable: reads only read it.  There is
+ *     no guest write path: open refuses read-write (unless auto-read-only
+ *     lets it fall back, as for bochs) but for qemu-img check's open
+ *     (BDRV_O_CHECK), which replays a dirty log (vhdx-log.c) and writes
+ *     nothing else.  A read-only open of a dirty log fails with QEMU's
+ *     message.
  *  2. block_size is a power of two in [1 MiB, 256 MiB], the logical
  *     sector is 512 bytes, disk_size is a non-zero multiple of 512 of at
  *     most 64 TiB, so chunk_ratio >= 16 and data_blocks, bat_entries and
@@ -155,8 +157,9 @@ static int vhdx_open_headers(BlockDriverState *bs, BDRVVhdxState *s,
         error_setg(errp, "No valid VHDX header found");
         return -EINVAL;
     }
-    s->header = ok1 && (!ok2 || h1.sequence_number >= h2.sequence_number)
-                ? h1 : h2;
+    s->current_header_slot = !(ok1 && (!ok2 || h1.sequence_number >=
+                                          h2.sequence_number));
+    s->header = s->current_header_slot ? h2 : h1;
     if (s->header.log_version != 0) {
         error_setg(errp, "VHDX log version %u is not supported",
                    s->header.log_version);
@@ -482,7 +485,7 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
     int ret;
 
     /* invariant 1 */
-    if (flags & BDRV_O_RDWR) {
+    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
         if (!(flags & BDRV_O_AUTO_RDONLY)) {
             error_setg(errp, "vhdx: qblock reads VHDX images only; open it "
                        "read-only");
@@ -507,10 +510,10 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     ret = vhdx_open_headers(bs, s, errp);
-    if (ret == 0) {
-        ret = vhdx_open_regions(bs, s, errp);
-    }
-    if (ret == 0) {
+    /* as QEMU: the log before the region table, which it may update */
+    if (ret == 0 && (bs->open_flags & BDRV_O_RDWR)) {
+        ret = vhdx_log_replay(bs, s, errp);
+    } else if (ret == 0) {
         ret = vhdx_log_is_dirty(bs, s, errp);
         if (ret > 0) {
             error_setg(errp, "VHDX image file '%s' opened read-only, but "
@@ -520,6 +523,9 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
                               "qemu-img check -r all '%s'\n", bs->filename);
             ret = -EPERM;
         }
+    }
+    if (ret == 0) {
+        ret = vhdx_open_regions(bs, s, errp);
     }
     if (ret == 0) {
         ret = vhdx_open_metadata(bs, s, errp);
@@ -582,10 +588,10 @@ static int coroutine_fn vhdx_co_preadv(BlockDriverState *bs, int64_t offset,
 }
 
 /*
- * As QEMU's check without a log to replay: every fully present block
- * lies inside the file (open checked it against the file's length then;
- * this sees a file cut since).  Nothing is repaired: the node is never
- * writable (invariant 1).
+ * As QEMU's check: a log replayed by this (read-write) open counts as a
+ * corruption repaired; every fully present block lies inside the file
+ * (open checked it against the file's length then; this sees a file cut
+ * since).  Nothing else is repaired.
  */
 static int coroutine_fn vhdx_co_check(BlockDriverState *bs,
                                       BdrvCheckResult *result,
@@ -594,6 +600,10 @@ static int coroutine_fn vhdx_co_check(BlockDriverState *bs,
     BDRVVhdxState *s = bs->opaque;
     int64_t file_len = bdrv_getlength(bs->file->bs);
 
+    if (s->log_replayed) {
+        result->corruptions_fixed++;
+        s->log_replayed = false;
+    }
     if (file_len < 0) {
         fprintf(stderr, "ERROR: could not get the image file's size: %s\n",
                 strerror(-file_len));

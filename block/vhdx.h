@@ -1,6 +1,7 @@
 /*
  * The vhdx driver's shared state and on-disk layout: what block/vhdx.c
- * (probing, opening, reading) and block/vhdx-log.c (the log's scan) know
+ * (probing, opening, reading) and block/vhdx-log.c (the log's scan and
+ * replay) know
  * of a Hyper-V VHDX image, after Microsoft's VHDX specification v1.0.
  * All on-disk integers are little-endian; GUIDs are stored as Microsoft
  * lays them out (the first three fields little-endian), and are compared
@@ -124,6 +125,8 @@ typedef struct VhdxRange {
 
 typedef struct BDRVVhdxState {
     VhdxHeader header;      /* the current one, host-endian */
+    int current_header_slot;    /* 0: at 64 KiB, 1: at 128 KiB */
+    bool log_replayed;      /* by this open (check counts it repaired) */
     uint64_t bat_offset;
     uint32_t bat_length;
     uint64_t metadata_offset;
@@ -155,5 +158,13 @@ int vhdx_claim_range(BDRVVhdxState *s, uint64_t start, uint64_t length,
  * wrong.
  */
 int vhdx_log_is_dirty(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
+
+/*
+ * Replays the log's active sequence into the file and rewrites both
+ * headers without the log GUID (vhdx-log.c): 0 when done or when there
+ * was nothing to replay, a negative errno with @errp set when the log is
+ * bad (nothing is written then) or a write failed.
+ */
+int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
 
 #endif

@@ -11,8 +11,10 @@
 # prints (map: both refuse, as QEMU's driver gives no offsets), qblock
 # reads the bytes qemu-img reads, and convert to raw and qcow2 gives
 # qemu-img's bytes.  A dirty log (the header names the GUID of a valid
-# log entry) is refused with QEMU's message, and read after qemu-img
-# check -r all replays it.  Then hostile images, edited with
+# log entry) is refused read-only with QEMU's message; qblock-img check
+# -r all replays it as qemu-img's does (same output, same file but for
+# the random GUIDs), and refuses a log entry that would write into the
+# header section (which qemu-img replays, over its header).  Then hostile images, edited with
 # vhdx-craft.py (checksums recomputed): each is refused by both tools,
 # with QEMU's message where QEMU has one, and never crashes qblock.
 # check prints what qemu-img check prints.  Writing, creating and
@@ -111,10 +113,48 @@ refused "a dirty log: refused read-only, QEMU's message" "$msg" \
     "$QB_IMG" info dirty.vhdx
 refused "... with QEMU's hint" "qemu-img check -r all 'dirty.vhdx'" \
     "$QB_IMG" info dirty.vhdx
-qemu-img check -q -r all dirty.vhdx >/dev/null 2>&1
-check "a dirty log replayed by qemu-img: qblock reads the disk" \
+refused "a dirty log: check without -r refused too" "$msg" \
+    "$QB_IMG" check dirty.vhdx
+cp dirty.vhdx dirty-q.vhdx
+same "check -r all replays the log, as qemu-img check -r all" \
+    qemu-img check -r all dirty-q.vhdx -- "$QB_IMG" check -r all dirty.vhdx
+check "the replayed file is qemu-img's but for GUIDs and checksums" \
+    python3 - dirty.vhdx dirty-q.vhdx <<'PY'
+import sys
+a, b = (bytearray(open(f, 'rb').read()) for f in sys.argv[1:])
+for h in (0x10000, 0x20000):
+    for x in (a, b):
+        x[h + 4:h + 8] = bytes(4)           # checksum
+        x[h + 16:h + 48] = bytes(32)        # file and data write GUIDs
+sys.exit(a != b)
+PY
+same "the replayed file: qemu-img check" qemu-img check dirty-q.vhdx -- \
+    qemu-img check dirty.vhdx
+check "the replayed file: qblock reads the disk" \
     quiet sh -c "'$QB_IMG' convert -O raw dirty.vhdx dirty.raw &&
                  cmp dirty.raw dynamic.ref"
+cp dynamic.vhdx clean.vhdx
+check "check -r all on a clean image writes nothing" \
+    quiet sh -c "'$QB_IMG' check -r all clean.vhdx && cmp clean.vhdx dynamic.vhdx"
+# a log entry whose data descriptor writes into the header section
+cp dynamic.vhdx bad.vhdx && craft_dirty bad.vhdx
+entry=$(python3 -c "
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+guid = d[0x10030:0x10040]
+off = struct.unpack_from('<Q', d, 0x10048)[0]
+for pos in range(off, off + 0x100000, 4096):
+    if d[pos:pos + 4] == b'loge' and d[pos + 32:pos + 48] == guid:
+        print(pos, struct.unpack_from('<I', d, pos + 8)[0])
+        break" bad.vhdx)
+set -- $entry
+craft bad.vhdx $(($1 + 64 + 16)):Q=0x10000 crc:$1:$2
+# (qemu-img replays it, over its own header 1: qblock refuses)
+cp bad.vhdx bad-before.vhdx
+refused "a log entry writing into the header section: replay refused" \
+    "outside the image's structures and blocks" \
+    "$QB_IMG" check -r all bad.vhdx
+check "... and nothing written" cmp bad.vhdx bad-before.vhdx
 # a log GUID with no entry of it: nothing to replay, both open it
 cp dynamic.vhdx h.vhdx
 craft h.vhdx 0x10030:Q=0x1234 crc:0x10000:4096 0x20030:Q=0x1234 \
