@@ -8,9 +8,9 @@
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
 # tools in this harness too); shared/'s list covers qcow2 and raw.  The
-# vhdx set is the tests that name vhdx and drive only the tools (not
-# 099), less those QEMU's own tools fail in this harness (120, 140, 143,
-# 145, 157, 192, 227, 308).
+# vhdx set is the tests whose formats include vhdx (by name or as
+# "generic") and that drive only the tools (not 099), less those QEMU's
+# own tools fail in this harness (120, 140, 143, 145, 157, 192, 227, 308).
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -35,7 +35,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vhdx)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
