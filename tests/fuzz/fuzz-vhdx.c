@@ -5,14 +5,15 @@
  * offset the input chooses and at the end of the disk, close.  What is
  * fuzzed is block/vhdx.c's checks of the headers, region table, metadata
  * and BAT (its invariants 2 to 4) and block/vhdx-log.c's scan of a
- * dirty log.
+ * dirty log; with a flag, the open is qemu-img check -r's (read-write,
+ * BDRV_O_CHECK), which replays that log into the in-memory image.
  *
  * A VHDX image is megabytes of mostly zeroes with its structures at
  * fixed places (QEMU's layout), so the input is not the image: it is the
  * structures' first bytes, one after the other (vhdx_fuzz_segments), put
  * at their places in a 6 MiB image of zeroes; then a byte of flags that
  * say which checksums the harness recomputes (so that mutations get past
- * them), then bytes for the data area at 4 MiB.  The input's last bytes,
+ * them) and how to open, then bytes for the data area at 4 MiB.  The input's last bytes,
  * read as a little-endian offset, also place the middle read.
  * tests/fuzz/make-corpus-vhdx.py writes inputs of this shape.
  */
@@ -29,6 +30,7 @@
 #define FUZZ_VHDX_FIX_HEADERS   1
 #define FUZZ_VHDX_FIX_REGIONS   2
 #define FUZZ_VHDX_FIX_LOG       4
+#define FUZZ_VHDX_CHECK_OPEN    8
 
 /* Where the input's bytes go; make-corpus-vhdx.py has the same table. */
 static const struct {
@@ -39,7 +41,7 @@ static const struct {
     { 0x010000, 0x100 },    /* header 1 */
     { 0x020000, 0x100 },    /* header 2 */
     { 0x030000, 0x200 },    /* region table 1: 15 entries */
-    { 0x100000, 0x1000 },   /* the log's first sector */
+    { 0x100000, 0x2000 },   /* the log's first two sectors */
     { 0x200000, 0x200 },    /* the BAT: 64 entries */
     { 0x300000, 0x200 },    /* the metadata table: 15 entries */
     { 0x310000, 0x100 },    /* the metadata items */
@@ -95,7 +97,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           MIN(entry_length, 0x100000u));
     }
 
-    blk = fuzz_mem_open_image("vhdx", image, sizeof(image), false, 0);
+    blk = fuzz_mem_open_image("vhdx", image, sizeof(image), false,
+                              flags & FUZZ_VHDX_CHECK_OPEN ?
+                              BDRV_O_RDWR | BDRV_O_CHECK : 0);
     if (!blk) {
         return 0;
     }

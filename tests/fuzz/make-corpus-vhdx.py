@@ -5,8 +5,9 @@ SEGMENTS, a byte of checksum-fixing flags, then the data area at 4 MiB),
 with QEMU's layout: log at 1 MiB, BAT at 2 MiB, metadata at 3 MiB.
 Seeds: 1 MiB blocks with two blocks present (4 and 5 MiB), zero and
 absent blocks; 8 MiB blocks with none present; a dirty log (the header
-names the GUID of a valid log entry); a second header with a higher
-sequence number.  Usage: make-corpus-vhdx.py DIR
+names the GUID of a valid log entry), opened read-only and as check -r
+opens it (which replays it); a second header with a higher sequence
+number.  Usage: make-corpus-vhdx.py DIR
        make-corpus-vhdx.py --expand INPUT IMAGE  (the image fuzz-vhdx
        makes of INPUT, to try it with qemu-img)"""
 import os
@@ -15,9 +16,10 @@ import sys
 
 # (file offset, length): fuzz-vhdx.c's vhdx_fuzz_segments
 SEGMENTS = [(0x000000, 0x10), (0x010000, 0x100), (0x020000, 0x100),
-            (0x030000, 0x200), (0x100000, 0x1000), (0x200000, 0x200),
+            (0x030000, 0x200), (0x100000, 0x2000), (0x200000, 0x200),
             (0x300000, 0x200), (0x310000, 0x100)]
 FIX_ALL = 7
+CHECK_OPEN = 8      # open as qemu-img check -r does: replays the log
 
 BAT_GUID = bytes.fromhex('6677c22d23f600429d64115e9bfd4a08')
 METADATA_GUID = bytes.fromhex('06a27c8b90479a4bb8fe575f050f886e')
@@ -52,22 +54,27 @@ def metadata(block_size, disk_size):
 
 
 def log_entry(guid):
-    """An entry with one zero descriptor: 4 KiB, its CRC fixed by the
+    """An 8 KiB entry: a zero descriptor over the block at 4 MiB and a
+    data descriptor that rewrites the BAT's first sector (blocks at 4
+    and 5 MiB present), then that data sector; its CRC is fixed by the
     harness (flag 4)."""
-    hdr = b'loge' + bytes(4) + struct.pack('<IIQII', 4096, 0, 1, 1, 0)
+    hdr = b'loge' + bytes(4) + struct.pack('<IIQII', 8192, 0, 1, 2, 0)
     hdr += guid + struct.pack('<QQ', 0x600000, 0x600000)
-    desc = b'zero' + bytes(4) + struct.pack('<QQQ', 0x100000, 0x400000, 1)
-    return hdr + desc
+    zero = b'zero' + bytes(4) + struct.pack('<QQQ', 0x100000, 0x400000, 1)
+    bat = struct.pack('<QQ', 0x400006, 0x500006).ljust(4096, b'\0')
+    desc = b'desc' + bat[-4:] + bat[:8] + struct.pack('<QQ', 0x200000, 1)
+    data = b'data' + struct.pack('<I', 0) + bat[8:-4] + struct.pack('<I', 1)
+    return (hdr + zero + desc).ljust(4096, b'\0') + data
 
 
-def seed(block_size, disk_size, bat, h1, h2, log=b'', data=b''):
+def seed(block_size, disk_size, bat, h1, h2, log=b'', data=b'', flags=FIX_ALL):
     table, items = metadata(block_size, disk_size)
     parts = [b'vhdxfile', h1, h2, region_table(), log,
              b''.join(struct.pack('<Q', e) for e in bat), table, items]
     out = b''
     for (_, length), part in zip(SEGMENTS, parts):
         out += part[:length].ljust(length, b'\0')
-    return out + bytes([FIX_ALL]) + data
+    return out + bytes([flags]) + data
 
 
 TABLE = []
@@ -131,6 +138,10 @@ def main():
         'dirty-log': seed(mib, 8 * mib, [0x400006, 2],
                           header(1, LOG_GUID), header(0),
                           log=log_entry(LOG_GUID), data=data),
+        'dirty-log-replayed': seed(mib, 8 * mib, [0x400006, 2],
+                                   header(1, LOG_GUID), header(0),
+                                   log=log_entry(LOG_GUID), data=data,
+                                   flags=FIX_ALL | CHECK_OPEN),
         'odd-size': seed(mib, 3 * mib + 1536, [0x400006, 0, 0, 0x500006],
                          header(2), header(1), data=data),
     }

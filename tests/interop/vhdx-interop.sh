@@ -133,6 +133,23 @@ same "the replayed file: qemu-img check" qemu-img check dirty-q.vhdx -- \
 check "the replayed file: qblock reads the disk" \
     quiet sh -c "'$QB_IMG' convert -O raw dirty.vhdx dirty.raw &&
                  cmp dirty.raw dynamic.ref"
+# a log of two descriptors, zero and data (fuzz-vhdx's seed, expanded)
+python3 "$here/../fuzz/make-corpus-vhdx.py" seeds
+python3 "$here/../fuzz/make-corpus-vhdx.py" --expand seeds/dirty-log \
+    two.vhdx
+cp two.vhdx two-q.vhdx
+same "a zero and a data descriptor: check -r all as qemu-img's" \
+    qemu-img check -r all two-q.vhdx -- "$QB_IMG" check -r all two.vhdx
+check "... the same file but for GUIDs and checksums" \
+    python3 - two.vhdx two-q.vhdx <<'PY'
+import sys
+a, b = (bytearray(open(f, 'rb').read()) for f in sys.argv[1:])
+for h in (0x10000, 0x20000):
+    for x in (a, b):
+        x[h + 4:h + 8] = bytes(4)
+        x[h + 16:h + 48] = bytes(32)
+sys.exit(a != b)
+PY
 cp dynamic.vhdx clean.vhdx
 check "check -r all on a clean image writes nothing" \
     quiet sh -c "'$QB_IMG' check -r all clean.vhdx && cmp clean.vhdx dynamic.vhdx"
