@@ -55,13 +55,16 @@ def metadata(block_size, disk_size):
 
 def log_entry(guid):
     """An 8 KiB entry: a zero descriptor over the block at 4 MiB and a
-    data descriptor that rewrites the BAT's first sector (blocks at 4
-    and 5 MiB present), then that data sector; its CRC is fixed by the
+    data descriptor that rewrites the BAT's first sector (blocks 0 and 1
+    at 5 and 4 MiB), then that data sector; its CRC is fixed by the
     harness (flag 4)."""
     hdr = b'loge' + bytes(4) + struct.pack('<IIQII', 8192, 0, 1, 2, 0)
     hdr += guid + struct.pack('<QQ', 0x600000, 0x600000)
     zero = b'zero' + bytes(4) + struct.pack('<QQQ', 0x100000, 0x400000, 1)
-    bat = struct.pack('<QQ', 0x400006, 0x500006).ljust(4096, b'\0')
+    # blocks 0 and 1 swapped; bytes past the BAT's 8 entries (unused)
+    # make the whole sector count, the descriptor's trailing bytes too
+    bat = struct.pack('<QQ', 0x500006, 0x400006).ljust(4080, b'\0')
+    bat += bytes(range(0xa0, 0xb0))
     desc = b'desc' + bat[-4:] + bat[:8] + struct.pack('<QQ', 0x200000, 1)
     data = b'data' + struct.pack('<I', 0) + bat[8:-4] + struct.pack('<I', 1)
     return (hdr + zero + desc).ljust(4096, b'\0') + data

@@ -150,6 +150,11 @@ for h in (0x10000, 0x20000):
         x[h + 16:h + 48] = bytes(32)
 sys.exit(a != b)
 PY
+same "... and read as qemu-io reads it (blocks 0 and 1 swapped)" \
+    qemu-io -r -c 'read -q -v 0 512' -c 'read -q -v 1M 512' two-q.vhdx -- \
+    "$QB_IO" -r -c 'read -q -v 0 512' -c 'read -q -v 1M 512' two.vhdx
+check "... block 1 now the zeroed one" \
+    quiet "$QB_IO" -r -c 'read -P 0 1M 1M' -c 'read -P 0 0 512' two.vhdx
 cp dynamic.vhdx clean.vhdx
 check "check -r all on a clean image writes nothing" \
     quiet sh -c "'$QB_IMG' check -r all clean.vhdx && cmp clean.vhdx dynamic.vhdx"
