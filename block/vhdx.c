@@ -116,7 +116,7 @@ static bool vhdx_checksum_ok(uint8_t *buf, size_t size)
     return crc == GUINT32_FROM_LE(stored);
 }
 
-/* Reads header @n; false if it is not a valid version 1 header. */
+/* Reads the header at @offset; false if it is not a valid version 1 one. */
 static bool vhdx_read_header(BlockDriverState *bs, int64_t offset,
                              VhdxHeader *h, int *err)
 {

@@ -123,6 +123,11 @@ typedef struct VhdxRange {
     uint64_t end;           /* exclusive */
 } VhdxRange;
 
+/*
+ * All of it is set by open and immutable after (block/vhdx.c inv. 1),
+ * but for the header and log_replayed, which only the replay of a
+ * read-write (check) open changes, before any request.
+ */
 typedef struct BDRVVhdxState {
     VhdxHeader header;      /* the current one, host-endian */
     int current_header_slot;    /* 0: at 64 KiB, 1: at 128 KiB */
