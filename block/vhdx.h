@@ -125,8 +125,9 @@ typedef struct VhdxRange {
 
 /*
  * All of it is set by open and immutable after (block/vhdx.c inv. 1),
- * but for the header and log_replayed, which only the replay of a
- * read-write (check) open changes, before any request.
+ * but for the header, which only the replay of a read-write (check)
+ * open changes, before any request, and log_replayed, which check
+ * clears once it has counted the replay.
  */
 typedef struct BDRVVhdxState {
     VhdxHeader header;      /* the current one, host-endian */

@@ -184,6 +184,15 @@ craft h.vhdx 0x10030:Q=0x1234 crc:0x10000:4096 0x20030:Q=0x1234 \
 same "a log GUID without entries: opened" qemu-img info h.vhdx -- \
     "$QB_IMG" info h.vhdx
 
+# Hyper-V's usual physical sector of 4096 bytes (QEMU writes 512)
+cp dynamic.vhdx phys4k.vhdx
+craft phys4k.vhdx 0x310024:I=4096
+same "physical sectors of 4096 bytes: info" qemu-img info phys4k.vhdx -- \
+    "$QB_IMG" info phys4k.vhdx
+check "physical sectors of 4096 bytes: read as before" \
+    quiet sh -c "'$QB_IMG' convert -O raw phys4k.vhdx phys4k.raw &&
+                 cmp phys4k.raw dynamic.ref"
+
 # hostile DESC WANT EDIT...: dynamic.vhdx edited; both tools refuse it,
 # qblock saying WANT (QEMU's message where it has one) without a crash
 hostile() {
