@@ -184,6 +184,7 @@ craft h.vhdx 0x10030:Q=0x1234 crc:0x10000:4096 0x20030:Q=0x1234 \
 same "a log GUID without entries: opened" qemu-img info h.vhdx -- \
     "$QB_IMG" info h.vhdx
 
+h1=crc:0x10000:4096 h2=crc:0x20000:4096
 # Hyper-V's usual physical sector of 4096 bytes (QEMU writes 512)
 cp dynamic.vhdx phys4k.vhdx
 craft phys4k.vhdx 0x310024:I=4096
@@ -192,6 +193,19 @@ same "physical sectors of 4096 bytes: info" qemu-img info phys4k.vhdx -- \
 check "physical sectors of 4096 bytes: read as before" \
     quiet sh -c "'$QB_IMG' convert -O raw phys4k.vhdx phys4k.raw &&
                  cmp phys4k.raw dynamic.ref"
+
+# a log GUID whose every log sector starts an entry of the whole log's
+# length with a bad checksum: the scan stops at its budget (16 times the
+# log) instead of checksumming 256 MiB (QEMU opens it: no valid entry)
+cp dynamic.vhdx h.vhdx
+edits=(0x10030:Q=0x77 $h1 0x20030:Q=0x77 $h2)
+for ((pos = 0x100000; pos < 0x200000; pos += 4096)); do
+    edits+=($pos:4s=x6c6f6765 $((pos + 8)):I=0x100000 $((pos + 32)):Q=0x77)
+done
+craft h.vhdx "${edits[@]}"
+refused "a log of corrupt entries: the scan is bounded" \
+    "VHDX log holds too many corrupt entries to scan" \
+    timeout 20 "$QB_IMG" info h.vhdx
 
 # hostile DESC WANT EDIT...: dynamic.vhdx edited; both tools refuse it,
 # qblock saying WANT (QEMU's message where it has one) without a crash
@@ -203,7 +217,6 @@ hostile() {
     refused "$desc (qemu-img)" "" qemu-img info -f vhdx h.vhdx
     refused "$desc" "$want" "$QB_IMG" info -f vhdx h.vhdx
 }
-h1=crc:0x10000:4096 h2=crc:0x20000:4096
 r1=crc:0x30000:65536
 hostile "no file identifier" "no \"vhdxfile\" identifier" 0:8s=x00
 hostile "both headers' signatures" "No valid VHDX header found" \
