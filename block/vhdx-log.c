@@ -254,51 +254,48 @@ static int vhdx_log_read_in_entry(BlockDriverState *bs, BDRVVhdxState *s,
                       (uint8_t *)buf + n, 0);
 }
 
-/* One write a replay makes: @len bytes at @offset, zeroes if !@data. */
-typedef struct VhdxLogWrite {
-    uint64_t offset;
-    uint64_t len;
-    uint8_t *data;          /* a 4 KiB sector, or NULL */
-} VhdxLogWrite;
-
-static void vhdx_log_write_clear(gpointer p)
-{
-    g_free(((VhdxLogWrite *)p)->data);
-}
-
 /*
- * The writes of entry @e, appended to @writes after their checks (see
- * the comment at the top); -EINVAL with @errp set on a bad descriptor.
+ * Walks the descriptors of entry @e.  Without @apply it only checks them
+ * (see the comment at the top): -EINVAL with @errp set on the first bad
+ * one.  With @apply, after every entry of the sequence passed, it makes
+ * their writes.  Descriptors and data sectors are read a 4 KiB sector at
+ * a time, so an entry of any size takes two sectors of memory.
  */
-static int vhdx_log_entry_writes(BlockDriverState *bs, BDRVVhdxState *s,
-                                 const VhdxLogEntry *e, int64_t file_len,
-                                 GArray *writes, Error **errp)
+static int vhdx_log_entry_walk(BlockDriverState *bs, BDRVVhdxState *s,
+                               const VhdxLogEntry *e, int64_t file_len,
+                               bool apply, Error **errp)
 {
+    g_autofree uint8_t *desc_sector = g_malloc(VHDX_LOG_SECTOR);
+    g_autofree uint8_t *sector = g_malloc(VHDX_LOG_SECTOR);
+    int64_t cached = -1;    /* which sector of the entry desc_sector is */
     uint32_t data_at = ROUND_UP(sizeof(VhdxLogEntryHeader) +
                                 e->descriptor_count * VHDX_LOG_DESCRIPTOR,
                                 VHDX_LOG_SECTOR);
 
     for (uint32_t i = 0; i < e->descriptor_count; i++) {
-        uint8_t d[VHDX_LOG_DESCRIPTOR];
+        uint32_t at = sizeof(VhdxLogEntryHeader) + i * VHDX_LOG_DESCRIPTOR;
         uint64_t len, offset, seq, end;
-        VhdxLogWrite w = { 0 };
-        int ret = vhdx_log_read_in_entry(bs, s, e,
-                                         sizeof(VhdxLogEntryHeader) +
-                                         i * VHDX_LOG_DESCRIPTOR,
-                                         sizeof(d), d);
+        const uint8_t *d;
+        bool is_data;
+        int ret;
 
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Could not read the VHDX log");
-            return ret;
+        /* a descriptor never spans sectors: 4096 is a multiple of 32 */
+        if (at / VHDX_LOG_SECTOR != cached) {
+            cached = at / VHDX_LOG_SECTOR;
+            ret = vhdx_log_read_in_entry(bs, s, e, cached * VHDX_LOG_SECTOR,
+                                         VHDX_LOG_SECTOR, desc_sector);
+            if (ret < 0) {
+                error_setg_errno(errp, -ret, "Could not read the VHDX log");
+                return ret;
+            }
         }
+        d = desc_sector + at % VHDX_LOG_SECTOR;
         memcpy(&offset, d + 16, 8);
         memcpy(&seq, d + 24, 8);
         offset = GUINT64_FROM_LE(offset);
-        if (!memcmp(d, "zero", 4)) {
-            memcpy(&len, d + 8, 8);
-            len = GUINT64_FROM_LE(len);
-        } else if (!memcmp(d, "desc", 4)) {
-            uint8_t *sector;
+        is_data = !memcmp(d, "desc", 4);
+        if (is_data) {
+            uint32_t hi, lo;
 
             len = VHDX_LOG_SECTOR;
             if (data_at > e->length - VHDX_LOG_SECTOR) {
@@ -307,42 +304,33 @@ static int vhdx_log_entry_writes(BlockDriverState *bs, BDRVVhdxState *s,
                            e->sequence_number);
                 return -EINVAL;
             }
-            sector = g_malloc(VHDX_LOG_SECTOR);
             ret = vhdx_log_read_in_entry(bs, s, e, data_at, VHDX_LOG_SECTOR,
                                          sector);
             data_at += VHDX_LOG_SECTOR;
             if (ret < 0) {
-                g_free(sector);
                 error_setg_errno(errp, -ret, "Could not read the VHDX log");
                 return ret;
             }
-            {
-                uint32_t hi, lo;
-
-                memcpy(&hi, sector + 4, 4);
-                memcpy(&lo, sector + VHDX_LOG_SECTOR - 4, 4);
-                if (memcmp(sector, "data", 4) ||
-                    GUINT32_FROM_LE(hi) != (uint32_t)(e->sequence_number >>
-                                                      32) ||
-                    GUINT32_FROM_LE(lo) != (uint32_t)e->sequence_number) {
-                    g_free(sector);
-                    error_setg(errp, "VHDX log entry %" PRIu64 " has a bad "
-                               "data sector", e->sequence_number);
-                    return -EINVAL;
-                }
+            memcpy(&hi, sector + 4, 4);
+            memcpy(&lo, sector + VHDX_LOG_SECTOR - 4, 4);
+            if (memcmp(sector, "data", 4) ||
+                GUINT32_FROM_LE(hi) != (uint32_t)(e->sequence_number >> 32) ||
+                GUINT32_FROM_LE(lo) != (uint32_t)e->sequence_number) {
+                error_setg(errp, "VHDX log entry %" PRIu64 " has a bad data "
+                           "sector", e->sequence_number);
+                return -EINVAL;
             }
             /* the sector's first 8 and last 4 bytes are the descriptor's */
             memcpy(sector, d + 8, 8);
             memcpy(sector + VHDX_LOG_SECTOR - 4, d + 4, 4);
-            w.data = sector;
+        } else if (!memcmp(d, "zero", 4)) {
+            memcpy(&len, d + 8, 8);
+            len = GUINT64_FROM_LE(len);
         } else {
             error_setg(errp, "VHDX log entry %" PRIu64 " has a descriptor "
                        "of unknown type", e->sequence_number);
             return -EINVAL;
         }
-        w.offset = offset;
-        w.len = len;
-        g_array_append_val(writes, w);
         if (GUINT64_FROM_LE(seq) != e->sequence_number ||
             offset % VHDX_LOG_SECTOR || len % VHDX_LOG_SECTOR ||
             __builtin_add_overflow(offset, len, &end) ||
@@ -354,6 +342,15 @@ static int vhdx_log_entry_writes(BlockDriverState *bs, BDRVVhdxState *s,
                        "the image's structures and blocks, or of another "
                        "sequence", e->sequence_number, len, offset);
             return -EINVAL;
+        }
+        if (!apply) {
+            continue;
+        }
+        ret = is_data ? bdrv_pwrite(bs->file, offset, len, sector, 0)
+                      : bdrv_pwrite_zeroes(bs->file, offset, len, 0);
+        if (ret < 0) {
+            error_setg_errno(errp, -ret, "Could not replay the VHDX log");
+            return ret;
         }
     }
     return 0;
@@ -419,12 +416,9 @@ int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
 {
     g_autoptr(GArray) entries = g_array_new(false, false,
                                             sizeof(VhdxLogEntry));
-    g_autoptr(GArray) writes = g_array_new(false, false,
-                                           sizeof(VhdxLogWrite));
     int64_t head = -1, start, file_len;
     int ret = vhdx_log_scan(bs, s, false, entries, errp);
 
-    g_array_set_clear_func(writes, vhdx_log_write_clear);
     if (ret < 0 || entries->len == 0) {
         return ret;
     }
@@ -463,27 +457,21 @@ int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
            g_array_index(entries, VhdxLogEntry, start).prev >= 0) {
         start = g_array_index(entries, VhdxLogEntry, start).prev;
     }
-    for (int64_t i = start; ; i = vhdx_log_next(s, entries, i)) {
-        /* the chain from start leads to head */
-        assert(i >= 0);
-        ret = vhdx_log_entry_writes(bs, s,
-                                    &g_array_index(entries, VhdxLogEntry, i),
-                                    file_len, writes, errp);
-        if (ret < 0) {
-            return ret;
-        }
-        if (i == head) {
-            break;
-        }
-    }
-    for (guint i = 0; i < writes->len; i++) {
-        VhdxLogWrite *w = &g_array_index(writes, VhdxLogWrite, i);
-
-        ret = w->data ? bdrv_pwrite(bs->file, w->offset, w->len, w->data, 0)
-                      : bdrv_pwrite_zeroes(bs->file, w->offset, w->len, 0);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Could not replay the VHDX log");
-            return ret;
+    /* every descriptor of the sequence checked before the first write */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int64_t i = start; ; i = vhdx_log_next(s, entries, i)) {
+            /* the chain from start leads to head */
+            assert(i >= 0);
+            ret = vhdx_log_entry_walk(bs, s,
+                                      &g_array_index(entries, VhdxLogEntry,
+                                                     i),
+                                      file_len, pass == 1, errp);
+            if (ret < 0) {
+                return ret;
+            }
+            if (i == head) {
+                break;
+            }
         }
     }
     ret = bdrv_flush(bs->file->bs);
