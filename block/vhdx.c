@@ -26,9 +26,12 @@
  *  3. The header section, the log, the BAT and the metadata region are
  *     pairwise disjoint, and every fully present payload block lies
  *     inside the file and outside them (QEMU's checks and messages).
- *  4. The BAT array holds bat_entries entries, and bat_entries covers
- *     every payload block of the disk: every offset below disk_size has
- *     an entry.
+ *  4. bat_entries covers every payload block of the disk: every offset
+ *     below disk_size has an entry.  The BAT array holds the first
+ *     bat_loaded <= bat_entries of them, those inside the file; the
+ *     others read as 0 (not present), as the file's end reads as zeroes
+ *     in QEMU, so that a small file claiming a huge BAT allocates no
+ *     more than its own size.
  *  5. Differencing images (has_parent) are refused, as QEMU does.
  */
 #include "block/vhdx.h"
@@ -417,19 +420,23 @@ static int vhdx_open_bat(BlockDriverState *bs, BDRVVhdxState *s,
                    "for %" PRIu64 " entries", s->bat_length, s->bat_entries);
         return -EINVAL;
     }
-    s->bat = g_try_new(uint64_t, s->bat_entries);
+    /* invariant 4 */
+    s->bat_loaded = s->bat_offset >= (uint64_t)file_len ? 0 :
+                    MIN(s->bat_entries, ((uint64_t)file_len - s->bat_offset) /
+                                        sizeof(uint64_t));
+    s->bat = g_try_new(uint64_t, MAX(s->bat_loaded, 1));
     if (!s->bat) {
         error_setg(errp, "Could not allocate the BAT of %" PRIu64
-                   " entries", s->bat_entries);
+                   " entries", s->bat_loaded);
         return -ENOMEM;
     }
     ret = bdrv_pread(bs->file, s->bat_offset,
-                     s->bat_entries * sizeof(uint64_t), s->bat, 0);
+                     s->bat_loaded * sizeof(uint64_t), s->bat, 0);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read the VHDX BAT");
         return ret;
     }
-    for (uint64_t i = 0; i < s->bat_entries; i++) {
+    for (uint64_t i = 0; i < s->bat_loaded; i++) {
         uint64_t offset;
 
         s->bat[i] = GUINT64_FROM_LE(s->bat[i]);
@@ -466,6 +473,12 @@ static int vhdx_open_bat(BlockDriverState *bs, BDRVVhdxState *s,
         }
     }
     return 0;
+}
+
+/* BAT entry @i (< bat_entries): 0 past the file's end (invariant 4). */
+static uint64_t vhdx_bat_entry(BDRVVhdxState *s, uint64_t i)
+{
+    return i < s->bat_loaded ? s->bat[i] : 0;
 }
 
 static void vhdx_close(BlockDriverState *bs)
@@ -555,7 +568,7 @@ static int coroutine_fn vhdx_co_preadv(BlockDriverState *bs, int64_t offset,
 
         /* invariant 4 */
         assert(block + block / s->chunk_ratio < s->bat_entries);
-        entry = s->bat[block + block / s->chunk_ratio];
+        entry = vhdx_bat_entry(s, block + block / s->chunk_ratio);
         switch (entry & VHDX_BAT_STATE_MASK) {
         case VHDX_BLOCK_FULLY_PRESENT: {
             QEMUIOVector part;
@@ -610,7 +623,7 @@ static int coroutine_fn vhdx_co_check(BlockDriverState *bs,
         result->check_errors++;
         return 0;
     }
-    for (uint64_t i = 0; i < s->bat_entries; i++) {
+    for (uint64_t i = 0; i < s->bat_loaded; i++) {
         uint64_t offset = s->bat[i] & VHDX_BAT_OFFSET_MASK;
 
         if ((i + 1) % (s->chunk_ratio + 1) == 0 ||

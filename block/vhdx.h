@@ -145,7 +145,8 @@ typedef struct BDRVVhdxState {
     uint64_t chunk_ratio;   /* payload blocks per sector bitmap block */
     uint64_t data_blocks;
     uint64_t bat_entries;
-    uint64_t *bat;          /* host-endian */
+    uint64_t bat_loaded;    /* the entries inside the file (inv. 4) */
+    uint64_t *bat;          /* bat_loaded entries, host-endian */
     VhdxRange *ranges;      /* newest first: QEMU's order of report */
     unsigned int nranges;
 } BDRVVhdxState;

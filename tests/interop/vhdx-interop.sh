@@ -185,6 +185,17 @@ same "a log GUID without entries: opened" qemu-img info h.vhdx -- \
     "$QB_IMG" info h.vhdx
 
 h1=crc:0x10000:4096 h2=crc:0x20000:4096
+# a BAT region past the end of the file: every block reads as absent in
+# QEMU, and qblock allocates none of it; 1 TiB over a 4 MiB BAT region
+cp dynamic.vhdx h.vhdx
+craft h.vhdx 0x30020:Q=0x4000000 0x30028:I=0x400000 crc:0x30000:65536 \
+    0x310008:Q=0x10000000000
+same "a BAT past the end of the file: info" qemu-img info h.vhdx -- \
+    "$QB_IMG" info h.vhdx
+same "a BAT past the end of the file: reads zeroes" \
+    qemu-io -r -c 'read -q -P 0 0 1M' -c 'read -q -P 0 1023G 1M' h.vhdx -- \
+    "$QB_IO" -r -c 'read -q -P 0 0 1M' -c 'read -q -P 0 1023G 1M' h.vhdx
+
 # Hyper-V's usual physical sector of 4096 bytes (QEMU writes 512)
 cp dynamic.vhdx phys4k.vhdx
 craft phys4k.vhdx 0x310024:I=4096
