@@ -155,6 +155,11 @@ same "... and read as qemu-io reads it (blocks 0 and 1 swapped)" \
     "$QB_IO" -r -c 'read -q -v 0 512' -c 'read -q -v 1M 512' two.vhdx
 check "... block 1 now the zeroed one" \
     quiet "$QB_IO" -r -c 'read -P 0 1M 1M' -c 'read -P 0 0 512' two.vhdx
+cp dynamic.vhdx leaks.vhdx && craft_dirty leaks.vhdx
+cp leaks.vhdx leaks-q.vhdx
+same "check -r leaks replays it too, as qemu-img's" \
+    qemu-img check -r leaks leaks-q.vhdx -- \
+    "$QB_IMG" check -r leaks leaks.vhdx
 cp dynamic.vhdx clean.vhdx
 check "check -r all on a clean image writes nothing" \
     quiet sh -c "'$QB_IMG' check -r all clean.vhdx && cmp clean.vhdx dynamic.vhdx"
