@@ -7,20 +7,25 @@
 # (dynamic with its default, 1 MiB and 256 MiB blocks, block_state_zero
 # off, fixed, a 4 MiB log, a size that is not a whole block, a 5 GiB disk
 # whose BAT has a sector bitmap entry) holding data, zeroes and holes; for
-# each, qblock-img info (human and JSON) and map print what qemu-img
-# prints (map: both refuse, as QEMU's driver gives no offsets), qblock
-# reads the bytes qemu-img reads, and convert to raw and qcow2 gives
-# qemu-img's bytes.  A dirty log (the header names the GUID of a valid
-# log entry) is refused read-only with QEMU's message; qblock-img check
-# -r all replays it as qemu-img's does (same output, same file but for
-# the random GUIDs), and refuses a log entry that would write into the
-# header section (which qemu-img replays, over its header).  Then hostile images, edited with
-# vhdx-craft.py (checksums recomputed): each is refused by both tools,
-# with QEMU's message where QEMU has one, and never crashes qblock.
-# check prints what qemu-img check prints.  Writing, creating and
-# read-write opens are refused.  Prints "ok NAME"
-# / "FAIL NAME", ends with "N passed, N failed, N skipped"; exits 77
-# without qemu-img.
+# each, qblock-img info (human and JSON) and check print what qemu-img
+# prints, map refuses as qemu-img's does (QEMU's driver gives no
+# offsets), qblock reads the bytes qemu-img reads, and convert to raw and
+# qcow2 gives qemu-img's bytes.
+#
+# The log: a dirty log (the header names the GUID of a valid log entry)
+# is refused read-only with QEMU's message; qblock-img check -r all (and
+# -r leaks) replays it as qemu-img's does (same output, same file but for
+# the random GUIDs), also a log of a zero and a data descriptor
+# (fuzz-vhdx's seed); it refuses a log entry that would write into the
+# header section (which qemu-img replays, over its header), and a log of
+# corrupt entries in bounded time.
+#
+# Then images edited with vhdx-craft.py (checksums recomputed): a
+# physical sector of 4096 bytes and a BAT past the end of the file read
+# as QEMU reads them; hostile images are refused by both tools, qblock
+# with QEMU's message where QEMU has one, never crashing.  Creating and
+# read-write opens are refused.  Prints "ok NAME" / "FAIL NAME", ends
+# with "N passed, N failed, N skipped"; exits 77 without qemu-img.
 set -u
 
 build=$(cd "${1:?usage: vhdx-interop.sh BUILD_DIR}" && pwd)
