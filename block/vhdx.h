@@ -1,0 +1,177 @@
+/*
+ * The vhdx driver's shared state and on-disk layout: what block/vhdx.c
+ * (probing, opening, reading) and block/vhdx-log.c (the log's scan and
+ * replay) know
+ * of a Hyper-V VHDX image, after Microsoft's VHDX specification v1.0.
+ * All on-disk integers are little-endian; GUIDs are stored as Microsoft
+ * lays them out (the first three fields little-endian), and are compared
+ * here as 16 raw bytes.  The invariants are block/vhdx.c's.
+ */
+#ifndef BLOCK_VHDX_H
+#define BLOCK_VHDX_H
+
+#include "block/block_int.h"
+
+#define VHDX_FILE_SIGNATURE     "vhdxfile"
+#define VHDX_HEADER_SIGNATURE   "head"
+#define VHDX_REGION_SIGNATURE   "regi"
+#define VHDX_METADATA_SIGNATURE "metadata"
+#define VHDX_LOG_SIGNATURE      "loge"
+
+#define VHDX_HEADER1_OFFSET     (64 * 1024)
+#define VHDX_HEADER2_OFFSET     (128 * 1024)
+#define VHDX_HEADER_SIZE        4096
+#define VHDX_REGION1_OFFSET     (192 * 1024)
+#define VHDX_REGION2_OFFSET     (256 * 1024)
+#define VHDX_REGION_TABLE_SIZE  (64 * 1024)
+#define VHDX_MAX_REGION_ENTRIES 2047
+#define VHDX_METADATA_TABLE_SIZE (64 * 1024)
+#define VHDX_MAX_METADATA_ENTRIES 2047
+/* the header section, file identifier to region tables */
+#define VHDX_HEADER_SECTION_END (1024 * 1024)
+#define VHDX_MIB                (1024 * 1024)
+
+#define VHDX_BLOCK_SIZE_MIN     (1u << 20)
+#define VHDX_BLOCK_SIZE_MAX     (256u << 20)
+/* QEMU's: at most 64 TiB */
+#define VHDX_MAX_DISK_SIZE      (UINT64_C(64) << 40)
+#define VHDX_SECTOR             512
+/* sectors one sector bitmap block (1 MiB) describes */
+#define VHDX_SECTORS_PER_BITMAP (UINT64_C(1) << 23)
+
+/* BAT entry: state in bits 0-2, file offset in MiB from bit 20 */
+#define VHDX_BAT_STATE_MASK     UINT64_C(7)
+#define VHDX_BAT_OFFSET_MASK    (~UINT64_C(0xfffff))
+enum {
+    VHDX_BLOCK_NOT_PRESENT      = 0,
+    VHDX_BLOCK_UNDEFINED        = 1,
+    VHDX_BLOCK_ZERO             = 2,
+    VHDX_BLOCK_UNMAPPED         = 3,
+    /* 4 is no state at all: reading such a block fails, as in QEMU */
+    VHDX_BLOCK_UNMAPPED_V095    = 5,    /* draft spec's UNMAPPED */
+    VHDX_BLOCK_FULLY_PRESENT    = 6,
+    VHDX_BLOCK_PARTIALLY_PRESENT = 7,   /* differencing images only */
+};
+
+#define VHDX_PARAMS_LEAVE_BLOCKS_ALLOCATED 1u
+#define VHDX_PARAMS_HAS_PARENT  2u
+
+typedef struct QEMU_PACKED VhdxHeader {
+    char signature[4];
+    uint32_t checksum;
+    uint64_t sequence_number;
+    uint8_t file_write_guid[16];
+    uint8_t data_write_guid[16];
+    uint8_t log_guid[16];
+    uint16_t log_version;
+    uint16_t version;
+    uint32_t log_length;
+    uint64_t log_offset;
+} VhdxHeader;
+
+typedef struct QEMU_PACKED VhdxRegionTableHeader {
+    char signature[4];
+    uint32_t checksum;
+    uint32_t entry_count;
+    uint32_t reserved;
+} VhdxRegionTableHeader;
+
+typedef struct QEMU_PACKED VhdxRegionEntry {
+    uint8_t guid[16];
+    uint64_t file_offset;
+    uint32_t length;
+    uint32_t required;      /* bit 0 */
+} VhdxRegionEntry;
+
+typedef struct QEMU_PACKED VhdxMetadataTableHeader {
+    char signature[8];
+    uint16_t reserved;
+    uint16_t entry_count;
+    uint32_t reserved2[5];
+} VhdxMetadataTableHeader;
+
+typedef struct QEMU_PACKED VhdxMetadataEntry {
+    uint8_t item_id[16];
+    uint32_t offset;        /* from the metadata region's start */
+    uint32_t length;
+    uint32_t flags;         /* bit 0 user, bit 1 virtual disk, 2 required */
+    uint32_t reserved;
+} VhdxMetadataEntry;
+
+typedef struct QEMU_PACKED VhdxLogEntryHeader {
+    char signature[4];
+    uint32_t checksum;      /* over the whole entry */
+    uint32_t entry_length;
+    uint32_t tail;
+    uint64_t sequence_number;
+    uint32_t descriptor_count;
+    uint32_t reserved;
+    uint8_t log_guid[16];
+    uint64_t flushed_file_offset;
+    uint64_t last_file_offset;
+} VhdxLogEntryHeader;
+
+_Static_assert(sizeof(VhdxHeader) == 80, "vhdx header");
+_Static_assert(sizeof(VhdxRegionEntry) == 32, "vhdx region entry");
+_Static_assert(sizeof(VhdxMetadataEntry) == 32, "vhdx metadata entry");
+_Static_assert(sizeof(VhdxMetadataTableHeader) == 32, "vhdx metadata");
+_Static_assert(sizeof(VhdxLogEntryHeader) == 64, "vhdx log entry");
+
+/* A byte range of the file that one structure owns (invariant 3). */
+typedef struct VhdxRange {
+    uint64_t start;
+    uint64_t end;           /* exclusive */
+} VhdxRange;
+
+/*
+ * All of it is set by open and immutable after (block/vhdx.c inv. 1),
+ * but for the header, which only the replay of a read-write (check)
+ * open changes, before any request, and log_replayed, which check
+ * clears once it has counted the replay.
+ */
+typedef struct BDRVVhdxState {
+    VhdxHeader header;      /* the current one, host-endian */
+    int current_header_slot;    /* 0: at 64 KiB, 1: at 128 KiB */
+    bool log_replayed;      /* by this open (check counts it repaired) */
+    uint64_t bat_offset;
+    uint32_t bat_length;
+    uint64_t metadata_offset;
+    uint32_t metadata_length;
+    uint32_t block_size;
+    uint32_t params_flags;
+    uint32_t logical_sector_size;
+    uint32_t physical_sector_size;
+    uint64_t disk_size;     /* whole sectors, as QEMU */
+    uint64_t chunk_ratio;   /* payload blocks per sector bitmap block */
+    uint64_t data_blocks;
+    uint64_t bat_entries;
+    uint64_t bat_loaded;    /* the entries inside the file (inv. 4) */
+    uint64_t *bat;          /* bat_loaded entries, host-endian */
+    VhdxRange *ranges;      /* newest first: QEMU's order of report */
+    unsigned int nranges;
+} BDRVVhdxState;
+
+/*
+ * Claims [start, start + length) of the file for one structure; fails,
+ * with QEMU's message, where it overlaps one already claimed.
+ */
+int vhdx_claim_range(BDRVVhdxState *s, uint64_t start, uint64_t length,
+                     Error **errp);
+
+/*
+ * Whether the log holds entries to replay (vhdx-log.c): 1 if so, 0 if
+ * the log is clean or holds no valid entry of the header's log GUID, a
+ * negative errno with @errp set when the log's place in the file is
+ * wrong.
+ */
+int vhdx_log_is_dirty(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
+
+/*
+ * Replays the log's active sequence into the file and rewrites both
+ * headers without the log GUID (vhdx-log.c): 0 when done or when there
+ * was nothing to replay, a negative errno with @errp set when the log is
+ * bad (nothing is written then) or a write failed.
+ */
+int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
+
+#endif
