@@ -570,19 +570,14 @@ static int coroutine_fn vhdx_co_preadv(BlockDriverState *bs, int64_t offset,
         assert(block + block / s->chunk_ratio < s->bat_entries);
         entry = vhdx_bat_entry(s, block + block / s->chunk_ratio);
         switch (entry & VHDX_BAT_STATE_MASK) {
-        case VHDX_BLOCK_FULLY_PRESENT: {
-            QEMUIOVector part;
-
+        case VHDX_BLOCK_FULLY_PRESENT:
             /* invariant 3: the block is inside the file */
-            qemu_iovec_init_slice(&part, qiov, done, n);
-            ret = bdrv_co_preadv(bs->file,
-                                 (entry & VHDX_BAT_OFFSET_MASK) + in_block,
-                                 n, &part, 0);
-            qemu_iovec_destroy(&part);
+            ret = bdrv_co_preadv_part(bs->file,
+                                      (entry & VHDX_BAT_OFFSET_MASK) +
+                                      in_block, n, qiov, done, 0);
             break;
-        }
         case VHDX_BLOCK_PARTIALLY_PRESENT:
-        case 4:
+        case VHDX_BLOCK_RESERVED:
             /* a parent's data (refused at open) or no state: as QEMU */
             ret = -EIO;
             break;

@@ -47,7 +47,8 @@ enum {
     VHDX_BLOCK_UNDEFINED        = 1,
     VHDX_BLOCK_ZERO             = 2,
     VHDX_BLOCK_UNMAPPED         = 3,
-    /* 4 is no state at all: reading such a block fails, as in QEMU */
+    /* no state of the specification: reading such a block fails, as QEMU's */
+    VHDX_BLOCK_RESERVED         = 4,
     VHDX_BLOCK_UNMAPPED_V095    = 5,    /* draft spec's UNMAPPED */
     VHDX_BLOCK_FULLY_PRESENT    = 6,
     VHDX_BLOCK_PARTIALLY_PRESENT = 7,   /* differencing images only */
