@@ -226,35 +226,26 @@ static int64_t coroutine_fn bochs_sector_offset(BlockDriverState *bs,
     return bitmap_offset + BOCHS_SECTOR * (s->bitmap_sectors + in_extent);
 }
 
+/* The map bdrv_co_preadv_mapped() reads by: a sector at a time. */
+static int64_t coroutine_fn bochs_piece(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, int64_t *host)
+{
+    int64_t at = bochs_sector_offset(bs, offset / BOCHS_SECTOR);
+
+    if (at < 0) {
+        return at;
+    }
+    *host = at ? at : -1;
+    return BOCHS_SECTOR;
+}
+
 static int coroutine_fn bochs_co_preadv(BlockDriverState *bs, int64_t offset,
                                         int64_t bytes, QEMUIOVector *qiov,
                                         BdrvRequestFlags flags)
 {
-    size_t done = 0;
-
     /* request_alignment is a sector: whole sectors only */
     assert(QEMU_IS_ALIGNED(offset | bytes, BOCHS_SECTOR));
-    while (bytes > 0) {
-        int64_t at = bochs_sector_offset(bs, offset / BOCHS_SECTOR);
-        int ret;
-
-        if (at < 0) {
-            return at;
-        }
-        if (at) {
-            ret = bdrv_co_preadv_part(bs->file, at, BOCHS_SECTOR, qiov,
-                                      done, 0);
-            if (ret < 0) {
-                return ret;
-            }
-        } else {
-            qemu_iovec_memset(qiov, done, 0, BOCHS_SECTOR);
-        }
-        offset += BOCHS_SECTOR;
-        bytes -= BOCHS_SECTOR;
-        done += BOCHS_SECTOR;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, bochs_piece);
 }
 
 static int64_t bochs_getlength(BlockDriverState *bs)

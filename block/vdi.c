@@ -216,31 +216,18 @@ static int64_t vdi_map(const BDRVVdiState *s, int64_t offset, int64_t bytes,
     return MIN((int64_t)(VDI_BLOCK_SIZE - in_block), bytes);
 }
 
+/* The map bdrv_co_preadv_mapped() reads by. */
+static int64_t coroutine_fn vdi_piece(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, int64_t *host)
+{
+    return vdi_map(bs->opaque, offset, bytes, host);
+}
+
 static int coroutine_fn vdi_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    BDRVVdiState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        int64_t at;
-        int64_t n = vdi_map(s, offset, bytes, &at);
-
-        if (at >= 0) {
-            int ret = bdrv_co_preadv_part(bs->file, at, n, qiov, done, 0);
-
-            if (ret < 0) {
-                return ret;
-            }
-        } else {
-            qemu_iovec_memset(qiov, done, 0, n);
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, vdi_piece);
 }
 
 static int coroutine_fn vdi_co_block_status(BlockDriverState *bs,

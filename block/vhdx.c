@@ -552,47 +552,39 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
     return ret;
 }
 
+/* The map bdrv_co_preadv_mapped() reads by: a block at a time. */
+static int64_t coroutine_fn vhdx_piece(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, int64_t *host)
+{
+    BDRVVhdxState *s = bs->opaque;
+    uint64_t block = offset / s->block_size;
+    uint64_t in_block = offset % s->block_size;
+    uint64_t entry;
+
+    /* invariant 4 */
+    assert(block + block / s->chunk_ratio < s->bat_entries);
+    entry = vhdx_bat_entry(s, block + block / s->chunk_ratio);
+    switch (entry & VHDX_BAT_STATE_MASK) {
+    case VHDX_BLOCK_FULLY_PRESENT:
+        /* invariant 3: the block is inside the file */
+        *host = (entry & VHDX_BAT_OFFSET_MASK) + in_block;
+        break;
+    case VHDX_BLOCK_PARTIALLY_PRESENT:
+    case VHDX_BLOCK_RESERVED:
+        /* a parent's data (refused at open) or no state: as QEMU */
+        return -EIO;
+    default:
+        *host = -1;
+        break;
+    }
+    return MIN(bytes, (int64_t)(s->block_size - in_block));
+}
+
 static int coroutine_fn vhdx_co_preadv(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvRequestFlags flags)
 {
-    BDRVVhdxState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t block = offset / s->block_size;
-        uint64_t in_block = offset % s->block_size;
-        int64_t n = MIN(bytes, (int64_t)(s->block_size - in_block));
-        uint64_t entry;
-        int ret = 0;
-
-        /* invariant 4 */
-        assert(block + block / s->chunk_ratio < s->bat_entries);
-        entry = vhdx_bat_entry(s, block + block / s->chunk_ratio);
-        switch (entry & VHDX_BAT_STATE_MASK) {
-        case VHDX_BLOCK_FULLY_PRESENT:
-            /* invariant 3: the block is inside the file */
-            ret = bdrv_co_preadv_part(bs->file,
-                                      (entry & VHDX_BAT_OFFSET_MASK) +
-                                      in_block, n, qiov, done, 0);
-            break;
-        case VHDX_BLOCK_PARTIALLY_PRESENT:
-        case VHDX_BLOCK_RESERVED:
-            /* a parent's data (refused at open) or no state: as QEMU */
-            ret = -EIO;
-            break;
-        default:
-            qemu_iovec_memset(qiov, done, 0, n);
-            break;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, vhdx_piece);
 }
 
 /*

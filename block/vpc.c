@@ -412,38 +412,30 @@ static int coroutine_fn vpc_co_read_fixed(BlockDriverState *bs,
     return 0;
 }
 
+/* The map of a dynamic disk, by which bdrv_co_preadv_mapped() reads. */
+static int64_t coroutine_fn vpc_piece(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, int64_t *host)
+{
+    BDRVVpcState *s = bs->opaque;
+    uint64_t at;
+
+    qemu_co_mutex_lock(&s->lock);
+    at = vpc_block_offset(s, offset);
+    qemu_co_mutex_unlock(&s->lock);
+    *host = at ? (int64_t)at : -1;
+    return MIN(bytes, (int64_t)(s->block_size - offset % s->block_size));
+}
+
 static int coroutine_fn vpc_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
     BDRVVpcState *s = bs->opaque;
-    size_t done = 0;
 
     if (s->fixed) {
         return vpc_co_read_fixed(bs, offset, bytes, qiov, 0);
     }
-    while (bytes > 0) {
-        int64_t n = MIN(bytes, (int64_t)(s->block_size -
-                                         offset % s->block_size));
-        uint64_t at;
-        int ret;
-
-        qemu_co_mutex_lock(&s->lock);
-        at = vpc_block_offset(s, offset);
-        qemu_co_mutex_unlock(&s->lock);
-        if (at) {
-            ret = bdrv_co_preadv_part(bs->file, at, n, qiov, done, 0);
-            if (ret < 0) {
-                return ret;
-            }
-        } else {
-            qemu_iovec_memset(qiov, done, 0, n);
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, vpc_piece);
 }
 
 /*

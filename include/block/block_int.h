@@ -721,6 +721,23 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
                                       uint64_t bytes, QEMUIOVector *qiov,
                                       size_t qiov_offset);
 
+/*
+ * A format driver's map of the disk: how many bytes from @offset (1 to
+ * @bytes) lie together, with *@host their offset in bs->file, or -1
+ * where they read as zeroes; or a negative errno.
+ */
+typedef int64_t coroutine_fn BdrvPieceMap(BlockDriverState *bs,
+                                          int64_t offset, int64_t bytes,
+                                          int64_t *host);
+/*
+ * For a format whose disk lies in its file or reads as zeroes: reads
+ * @bytes at @offset into @qiov, piece by piece as @map gives them
+ * (block/read-mapped.c).
+ */
+int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvPieceMap *map);
+
 /* How bdrv_open_child() opens a child. */
 typedef enum BdrvChildOpenFlags {
     /* the child is the parent's backing file (inherits flags as one) */
