@@ -19,7 +19,9 @@
  * It negotiates as a Linux guest behind QEMU's vhost-user-blk-pci does
  * (the back-end's features less INDIRECT_DESC, which this driver does not
  * use; EVENT_IDX kept, as QEMU offers it to the guest; protocol features
- * REPLY_ACK, CONFIG and MQ when QUEUES > 1), shares a memfd as guest
+ * REPLY_ACK, CONFIG and MQ when QUEUES > 1, and INFLIGHT_SHMFD where the
+ * back-end offers it, with its buffer asked for and handed back as QEMU's
+ * vhost-user-blk does, unless VUB_NO_INFLIGHT=1), shares a memfd as guest
  * memory, sets up QUEUES queues (default 1), each driven by a thread of
  * its own, and keeps DEPTH requests of BLOCK_SIZE bytes available on
  * each: each completion is replaced by a new request at once, and the
@@ -98,6 +100,7 @@ struct Bench {
     bool random;
     bool verify;
     bool event_idx;             /* VIRTIO_RING_F_EVENT_IDX negotiated */
+    bool inflight;              /* INFLIGHT_SHMFD negotiated */
     uint64_t blocks;            /* capacity in BLOCK_SIZE units */
     uint64_t verify_count;      /* blocks each queue verifies */
     uint64_t seed;
@@ -203,6 +206,40 @@ static void bench_set(Bench *b, uint32_t req, const void *payload,
     if (ack) {
         die("the back-end refused message %" PRIu32, req);
     }
+}
+
+/*
+ * QEMU's vhost-user-blk before it starts the rings: the inflight buffer
+ * asked for (GET_INFLIGHT_FD, whose reply carries its descriptor) and
+ * handed back (SET_INFLIGHT_FD), so that the back-end tracks requests.
+ */
+static void bench_setup_inflight(Bench *b)
+{
+    VhostUserInflight in = { .num_queues = b->nq, .queue_size = QUEUE_SIZE };
+    VhostUserHeader hdr;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = { .iov_base = &hdr, .iov_len = sizeof(hdr) };
+    struct msghdr msg = {
+        .msg_iov = &iov, .msg_iovlen = 1,
+        .msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+    };
+    struct cmsghdr *c;
+    int fd;
+
+    bench_send(b, VHOST_USER_GET_INFLIGHT_FD, 0, &in, sizeof(in), -1);
+    if (recvmsg(b->fd, &msg, MSG_WAITALL) != sizeof(hdr) ||
+        hdr.request != VHOST_USER_GET_INFLIGHT_FD ||
+        hdr.size != sizeof(in) || !(c = CMSG_FIRSTHDR(&msg)) ||
+        c->cmsg_type != SCM_RIGHTS) {
+        die("GET_INFLIGHT_FD: no buffer in the reply");
+    }
+    memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+    bench_read_full(b, &in, sizeof(in));
+    bench_set(b, VHOST_USER_SET_INFLIGHT_FD, &in, sizeof(in), fd);
+    close(fd);
 }
 
 static void bench_set_state(Bench *b, uint32_t req, unsigned int index,
@@ -323,7 +360,12 @@ static uint64_t bench_negotiate(Bench *b)
     if ((pf & want) != want) {
         die("the back-end offers no REPLY_ACK, CONFIG or MQ");
     }
-    pf &= want;
+    if (!g_strcmp0(getenv("VUB_NO_INFLIGHT"), "1")) {
+        pf &= ~(UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD);
+    }
+    b->inflight = pf & (UINT64_C(1) << VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD);
+    pf &= want | (b->inflight ? UINT64_C(1) <<
+                                VHOST_USER_PROTOCOL_F_INFLIGHT_SHMFD : 0);
     bench_send(b, VHOST_USER_SET_PROTOCOL_FEATURES, 0, &pf, sizeof(pf), -1);
     if (b->nq > 1 && bench_get_u64(b, VHOST_USER_GET_QUEUE_NUM) < b->nq) {
         die("the back-end has fewer than %u queues", b->nq);
@@ -679,6 +721,9 @@ int main(int argc, char **argv)
             b.bs);
     }
     bench_setup_memory(&b);
+    if (b.inflight) {
+        bench_setup_inflight(&b);
+    }
     for (unsigned int i = 0; i < b.nq; i++) {
         BenchQueue *q = &b.q[i];
 
