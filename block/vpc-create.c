@@ -109,7 +109,8 @@ static int vpc_create_dynamic(const VpcCreate *c, BlockBackend *blk,
 {
     uint64_t blocks = DIV_ROUND_UP(c->size, VPC_CREATE_BLOCK_SIZE);
     uint64_t bat_len = ROUND_UP(blocks * sizeof(uint32_t), VPC_SECTOR);
-    g_autofree uint8_t *bat = g_malloc(bat_len);
+    /* a disk of no block has an empty BAT, and g_malloc(0) gives NULL */
+    g_autofree uint8_t *bat = g_malloc(MAX(bat_len, 1));
     VpcDynHeader h = { 0 };
     int ret;
 
