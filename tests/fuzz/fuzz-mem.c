@@ -204,3 +204,24 @@ BlockBackend *fuzz_mem_open_image(const char *driver, const uint8_t *data,
     }
     return blk;
 }
+
+/* Reads at @off and asks its block status. */
+static void fuzz_mem_read_at(BlockBackend *blk, int64_t off, int64_t len)
+{
+    static uint8_t buf[FUZZ_MEM_IO_SIZE];
+    int64_t n = MIN(len - off, FUZZ_MEM_IO_SIZE);
+    int64_t pnum;
+
+    blk_pread(blk, off, n, buf, 0);
+    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
+}
+
+void fuzz_mem_read_spots(BlockBackend *blk, const uint8_t *data, size_t size,
+                         int64_t len)
+{
+    fuzz_mem_read_at(blk, 0, len);
+    fuzz_mem_read_at(blk, fuzz_mem_io_offset(data, size, len,
+                                             FUZZ_MEM_IO_SIZE), len);
+    fuzz_mem_read_at(blk, len > FUZZ_MEM_IO_SIZE ? len - FUZZ_MEM_IO_SIZE : 0,
+                     len);
+}

@@ -28,6 +28,14 @@ void fuzz_mem_set_image(const uint8_t *data, size_t len);
 int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
                            int64_t io_size);
 /*
+ * Reads up to FUZZ_MEM_IO_SIZE bytes of @blk's disk (@len bytes) and asks
+ * their block status at three places: the start, the offset the input
+ * chooses (fuzz_mem_io_offset()) and the end.
+ */
+#define FUZZ_MEM_IO_SIZE (16 * 1024)
+void fuzz_mem_read_spots(BlockBackend *blk, const uint8_t *data, size_t size,
+                         int64_t len);
+/*
  * Opens @data as an image of format @driver on a "fuzz-mem" node, with
  * @flags (0: read-only), with no backing file when @no_backing (for a
  * format that has them: no host file is reached).  NULL when the driver

@@ -23,21 +23,9 @@
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
 
-/* A read spans a block boundary when it can */
-#define FUZZ_VDI_IO_SIZE    (16 * 1024)
 #define FUZZ_VDI_CHECK_MAX  (1u << 16)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_vdi_io(BlockBackend *blk, int64_t off, int64_t len)
-{
-    static uint8_t buf[FUZZ_VDI_IO_SIZE];
-    int64_t n = MIN(len - off, FUZZ_VDI_IO_SIZE);
-    int64_t pnum;
-
-    blk_pread(blk, off, n, buf, 0);
-    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
-}
 
 /*
  * Part of a block at @off, a sector at the start and across the middle of
@@ -77,11 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = blk_getlength(blk);
     assert(len >= 0 && len % 512 == 0);
     if (len > 0) {
-        fuzz_vdi_io(blk, 0, len);
-        fuzz_vdi_io(blk, fuzz_mem_io_offset(data, size, len,
-                                            FUZZ_VDI_IO_SIZE), len);
-        fuzz_vdi_io(blk, len > FUZZ_VDI_IO_SIZE ?
-                         len - FUZZ_VDI_IO_SIZE : 0, len);
+        fuzz_mem_read_spots(blk, data, size, len);
         fuzz_vdi_write(blk, fuzz_mem_io_offset(data, size, len, 4096), len);
     }
     /* the header's blocks_in_image, at 0x180 (zero past a short input) */

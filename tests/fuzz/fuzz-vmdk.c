@@ -25,20 +25,7 @@
 #include "block/qapi.h"
 #include "qblock/block-backend.h"
 
-/* A read spans a few grains of the smallest size */
-#define FUZZ_VMDK_IO_SIZE  (16 * 1024)
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_vmdk_io(BlockBackend *blk, int64_t off, int64_t len)
-{
-    static uint8_t buf[FUZZ_VMDK_IO_SIZE];
-    int64_t n = MIN(len - off, FUZZ_VMDK_IO_SIZE);
-    int64_t pnum;
-
-    blk_pread(blk, off, n, buf, 0);
-    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
-}
 
 /* Part of a grain at @off, then zeroes over the first grain; a flush. */
 static void fuzz_vmdk_write(BlockBackend *blk, int64_t off, int64_t len)
@@ -74,11 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = blk_getlength(blk);
     assert(len >= 0 && len % 512 == 0);
     if (len > 0) {
-        fuzz_vmdk_io(blk, 0, len);
-        fuzz_vmdk_io(blk, fuzz_mem_io_offset(data, size, len,
-                                             FUZZ_VMDK_IO_SIZE), len);
-        fuzz_vmdk_io(blk, len > FUZZ_VMDK_IO_SIZE ?
-                          len - FUZZ_VMDK_IO_SIZE : 0, len);
+        fuzz_mem_read_spots(blk, data, size, len);
         fuzz_vmdk_write(blk, fuzz_mem_io_offset(data, size, len, 4096),
                         len);
     }

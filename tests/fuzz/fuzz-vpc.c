@@ -18,20 +18,7 @@
 #include "block/block_int.h"
 #include "qblock/block-backend.h"
 
-/* A read spans a few blocks of the smallest size (512 bytes) */
-#define FUZZ_VPC_IO_SIZE  (16 * 1024)
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static void fuzz_vpc_io(BlockBackend *blk, int64_t off, int64_t len)
-{
-    static uint8_t buf[FUZZ_VPC_IO_SIZE];
-    int64_t n = MIN(len - off, FUZZ_VPC_IO_SIZE);
-    int64_t pnum;
-
-    blk_pread(blk, off, n, buf, 0);
-    bdrv_block_status(blk_bs(blk), off, n, &pnum, NULL, NULL);
-}
 
 /* Part of a block at @off, then zeroes over the first 64 KiB; a flush. */
 static void fuzz_vpc_write(BlockBackend *blk, int64_t off, int64_t len)
@@ -57,11 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     len = blk_getlength(blk);
     assert(len >= 0 && len % 512 == 0);
     if (len > 0) {
-        fuzz_vpc_io(blk, 0, len);
-        fuzz_vpc_io(blk, fuzz_mem_io_offset(data, size, len,
-                                            FUZZ_VPC_IO_SIZE), len);
-        fuzz_vpc_io(blk, len > FUZZ_VPC_IO_SIZE ?
-                         len - FUZZ_VPC_IO_SIZE : 0, len);
+        fuzz_mem_read_spots(blk, data, size, len);
         fuzz_vpc_write(blk, fuzz_mem_io_offset(data, size, len, 4096),
                        len);
     }
