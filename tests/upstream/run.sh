@@ -4,7 +4,7 @@
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
 #   tests/upstream/run.sh BUILD_DIR [SET...]
-#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx
+#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
@@ -14,8 +14,11 @@
 # need a VM or fail for QEMU too: 120 140 143 145 157 192 227 308).  The
 # vhdx set is the tests whose formats include vhdx (by name or as
 # "generic") and that drive only the tools (not 099), less those QEMU's
-# own tools fail in this harness (the same eight).  shared/'s list covers
-# qcow2 and raw.
+# own tools fail in this harness (the same eight).  The luks set is the
+# tests that name luks or "generic" and pass for QEMU's own tools here (the
+# others skip, need a VM or the storage daemon, or fail for QEMU too: 094
+# 120 140 143 145 149 157 159 170 181 192 197 208 210 215 226 227 231 232
+# 236 251 295 296 307 308).  shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -33,14 +36,14 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
@@ -48,6 +51,8 @@ vdi_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 072 084 104
            159 162 170 197 215 226"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
             072 094 104 105 159 162 170 181 197 215 226 231 232 251"
+luks_tests="001 002 003 004 005 008 009 010 011 012 021 025 032 033 048 052 162
+            282 288 293 294"
 
 shared=$src/../shared/upstream-iotests
 if [ ! -x "$shared/run-upstream.sh" ]; then
@@ -109,6 +114,7 @@ for set in "${sets[@]}"; do
     vpc) fmt=vpc proto=() tests=${UPSTREAM_TESTS:-$vpc_tests} ;;
     vdi) fmt=vdi proto=() tests=${UPSTREAM_TESTS:-$vdi_tests} ;;
     vhdx) fmt=vhdx proto=() tests=${UPSTREAM_TESTS:-$vhdx_tests} ;;
+    luks) fmt=luks proto=() tests=${UPSTREAM_TESTS:-$luks_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
