@@ -37,7 +37,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
-                  fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-vmdk \
+                  fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop fuzz-vmdk \
                   fuzz-vpc fuzz-vdi fuzz-vhdx
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \

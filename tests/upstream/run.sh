@@ -4,7 +4,7 @@
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
 #   tests/upstream/run.sh BUILD_DIR [SET...]
-#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks
+#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
@@ -18,7 +18,9 @@
 # tests that name luks or "generic" and pass for QEMU's own tools here (the
 # others skip, need a VM or the storage daemon, or fail for QEMU too: 094
 # 120 140 143 145 149 157 159 170 181 192 197 208 210 215 226 227 231 232
-# 236 251 295 296 307 308).  shared/'s list covers qcow2 and raw.
+# 236 251 295 296 307 308).  The bochs and cloop sets are the one test
+# each that names them (078, 075: hostile headers of QEMU's sample
+# images).  shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -36,14 +38,14 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
@@ -115,6 +117,8 @@ for set in "${sets[@]}"; do
     vdi) fmt=vdi proto=() tests=${UPSTREAM_TESTS:-$vdi_tests} ;;
     vhdx) fmt=vhdx proto=() tests=${UPSTREAM_TESTS:-$vhdx_tests} ;;
     luks) fmt=luks proto=() tests=${UPSTREAM_TESTS:-$luks_tests} ;;
+    bochs) fmt=bochs proto=() tests=${UPSTREAM_TESTS:-078} ;;
+    cloop) fmt=cloop proto=() tests=${UPSTREAM_TESTS:-075} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
