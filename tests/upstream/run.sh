@@ -4,7 +4,7 @@
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
 #   tests/upstream/run.sh BUILD_DIR [SET...]
-#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop
+#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
@@ -20,7 +20,9 @@
 # 120 140 143 145 149 157 159 170 181 192 197 208 210 215 226 227 231 232
 # 236 251 295 296 307 308).  The bochs and cloop sets are the one test
 # each that names them (078, 075: hostile headers of QEMU's sample
-# images).  shared/'s list covers qcow2 and raw.
+# images); the parallels set the two tools-only ones that name it (076,
+# 131; 118 and 212 start a VM, parallels-read-bitmap needs the format
+# extension's bitmaps, which qblock does not load).  shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -38,14 +40,14 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop|parallels]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
@@ -119,6 +121,7 @@ for set in "${sets[@]}"; do
     luks) fmt=luks proto=() tests=${UPSTREAM_TESTS:-$luks_tests} ;;
     bochs) fmt=bochs proto=() tests=${UPSTREAM_TESTS:-078} ;;
     cloop) fmt=cloop proto=() tests=${UPSTREAM_TESTS:-075} ;;
+    parallels) fmt=parallels proto=() tests=${UPSTREAM_TESTS:-076 131} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
