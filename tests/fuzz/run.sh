@@ -17,7 +17,8 @@ seconds=$2
 shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
      fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls
-     fuzz-bochs fuzz-cloop fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx"
+     fuzz-bochs fuzz-cloop fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi
+     fuzz-vhdx"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
@@ -25,7 +26,7 @@ max_len() {
     case $1 in
     fuzz-qcow2) echo 131072 ;;
     fuzz-vmstate) echo 32768 ;;
-    fuzz-nbd-client|fuzz-bochs|fuzz-cloop|fuzz-vmdk|fuzz-vpc|fuzz-vdi|fuzz-vhdx) echo 16384 ;;
+    fuzz-nbd-client|fuzz-bochs|fuzz-cloop|fuzz-parallels|fuzz-vmdk|fuzz-vpc|fuzz-vdi|fuzz-vhdx) echo 16384 ;;
     *) echo 4096 ;;
     esac
 }
