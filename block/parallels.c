@@ -126,43 +126,22 @@ void parallels_find_data_end(BDRVParallelsState *s)
 }
 
 /*
- * The format extension (dirty bitmaps) is checked read-only as QEMU
- * checks it, by its magic, and not loaded; read-write it is ignored, as by
- * QEMU.
+ * The format extension (dirty bitmaps) is loaded read-only
+ * (parallels-ext.c); read-write it is ignored, as by QEMU.
  */
-static int parallels_check_extension(BlockDriverState *bs, int flags,
-                                     Error **errp)
+static int parallels_open_extension(BlockDriverState *bs, int flags,
+                                    Error **errp)
 {
     BDRVParallelsState *s = bs->opaque;
-    uint64_t ext = GUINT64_FROM_LE(s->header.ext_off);
-    uint64_t magic;
-    int ret;
 
-    if (!ext) {
+    if (!s->header.ext_off) {
         return 0;
     }
     if (flags & BDRV_O_RDWR) {
         warn_report("Format Extension ignored in RW mode");
         return 0;
     }
-    if (ext > INT64_MAX / PARALLELS_SECTOR - 1) {
-        error_setg(errp, "Format Extension offset %" PRIu64 " is past the "
-                   "largest file offset", ext);
-        return -EINVAL;
-    }
-    ret = bdrv_pread(bs->file, ext * PARALLELS_SECTOR, sizeof(magic), &magic,
-                     0);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "Could not read the Format Extension");
-        return ret;
-    }
-    if (GUINT64_FROM_LE(magic) != PARALLELS_EXT_MAGIC) {
-        error_setg(errp, "Wrong parallels Format Extension magic: 0x%" PRIx64
-                   ", expected: 0x%" PRIx64, GUINT64_FROM_LE(magic),
-                   (uint64_t)PARALLELS_EXT_MAGIC);
-        return -EINVAL;
-    }
-    return 0;
+    return parallels_load_extension(bs, errp);
 }
 
 static void parallels_close(BlockDriverState *bs)
@@ -203,7 +182,7 @@ static int parallels_open(BlockDriverState *bs, QDict *options, int flags,
         ret = parallels_read_bat(bs, errp);
     }
     if (ret == 0) {
-        ret = parallels_check_extension(bs, flags, errp);
+        ret = parallels_open_extension(bs, flags, errp);
     }
     if (ret == 0 && (flags & BDRV_O_RDWR)) {
         if (s->found_inuse && !(flags & BDRV_O_CHECK)) {

@@ -100,6 +100,9 @@ int coroutine_fn parallels_co_check(BlockDriverState *bs,
                                     BdrvCheckResult *result,
                                     BdrvCheckMode fix);
 
+/* parallels-ext.c */
+int parallels_load_extension(BlockDriverState *bs, Error **errp);
+
 /* parallels-create.c */
 int coroutine_fn parallels_co_create_opts(const BlockDriver *drv,
                                           const char *filename,

@@ -158,6 +158,35 @@ if [ -f "$samples/parallels-v1.bz2" ]; then
         "$QB_IMG" convert -O raw $v.img b.raw
         check "sample $v: qemu-img's bytes" cmp -s q.raw b.raw
     done
+    # the format extension's dirty bitmap, exported by each NBD server
+    bzcat "$samples/parallels-with-bitmap.bz2" > wb.img
+    uuid=e4f2eed0-37fe-4539-b50b-85d2e7fd235f
+    for who in qemu qblock; do
+        srv=qemu-nbd
+        [ $who = qblock ] && srv=$build/qblock-nbd
+        rm -f "$work/$who.sock"
+        "$srv" --read-only --socket="$work/$who.sock" --bitmap=$uuid \
+            -f parallels wb.img 2>"$who-nbd.err" &
+        pid=$!
+        for _ in $(seq 100); do
+            [ -S "$work/$who.sock" ] && break
+            sleep 0.1
+        done
+        "$Q_IMG" map --output=json --image-opts "driver=nbd,server.type=unix,server.path=$work/$who.sock,x-dirty-bitmap=qemu:dirty-bitmap:$uuid" \
+            > "map-$who.json" 2>&1
+        kill $pid 2>/dev/null
+        wait $pid 2>/dev/null
+    done
+    if cmp -s map-qemu.json map-qblock.json && grep -q '"data": false' map-qblock.json; then
+        ok "sample with a bitmap: qemu-nbd's dirty map over NBD"
+    else
+        fail "sample with a bitmap: qemu-nbd's dirty map over NBD" \
+            "$(diff map-qemu.json map-qblock.json)" "$(cat qblock-nbd.err)"
+    fi
+    cp wb.img h.img
+    poke h.img 0x200060 01
+    both_say "sample with a bitmap: a wrong extension checksum" \
+        io -r -c 'read 0 512' h.img
 else
     skip "QEMU's sample images" "the upstream tests are not fetched"
 fi

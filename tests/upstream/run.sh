@@ -20,9 +20,8 @@
 # 120 140 143 145 149 157 159 170 181 192 197 208 210 215 226 227 231 232
 # 236 251 295 296 307 308).  The bochs and cloop sets are the one test
 # each that names them (078, 075: hostile headers of QEMU's sample
-# images); the parallels set the two tools-only ones that name it (076,
-# 131; 118 and 212 start a VM, parallels-read-bitmap needs the format
-# extension's bitmaps, which qblock does not load).  shared/'s list covers qcow2 and raw.
+# images); the parallels set the three tools-only ones that name it (076,
+# 131, parallels-read-bitmap; 118 and 212 start a VM).  shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -121,7 +120,8 @@ for set in "${sets[@]}"; do
     luks) fmt=luks proto=() tests=${UPSTREAM_TESTS:-$luks_tests} ;;
     bochs) fmt=bochs proto=() tests=${UPSTREAM_TESTS:-078} ;;
     cloop) fmt=cloop proto=() tests=${UPSTREAM_TESTS:-075} ;;
-    parallels) fmt=parallels proto=() tests=${UPSTREAM_TESTS:-076 131} ;;
+    parallels) fmt=parallels proto=()
+               tests=${UPSTREAM_TESTS:-076 131 tests/parallels-read-bitmap} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
