@@ -164,16 +164,9 @@ static int cloop_open(BlockDriverState *bs, QDict *options, int flags,
     int ret;
 
     /* inv. 3 */
-    if (flags & BDRV_O_RDWR) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "Image is read-only");
-            return -EACCES;
-        }
-        bs->read_only = true;
-    }
-    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
-    if (!bs->file) {
-        return -EINVAL;
+    ret = bdrv_open_read_only_format(bs, options, flags, errp);
+    if (ret < 0) {
+        return ret;
     }
     ret = bdrv_pread(bs->file, CLOOP_PREAMBLE_SIZE, sizeof(sizes), sizes, 0);
     if (ret < 0) {

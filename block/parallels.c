@@ -247,41 +247,29 @@ static bool parallels_host_ok(const BDRVParallelsState *s, int64_t at)
     return at < 0 || (uint64_t)at <= INT64_MAX - s->cluster_size;
 }
 
+/* The map bdrv_co_preadv_mapped() reads by: a cluster at a time. */
+static int64_t coroutine_fn parallels_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            int64_t *host)
+{
+    BDRVParallelsState *s = bs->opaque;
+    int64_t n = parallels_map(s, offset, bytes, host);
+
+    if (!parallels_host_ok(s, *host)) {
+        error_report("parallels: the entry of cluster %" PRIu64 " puts it "
+                     "past the largest file offset",
+                     (uint64_t)offset / s->cluster_size);
+        return -EIO;
+    }
+    return n;
+}
+
 static int coroutine_fn parallels_co_preadv(BlockDriverState *bs,
                                             int64_t offset, int64_t bytes,
                                             QEMUIOVector *qiov,
                                             BdrvRequestFlags flags)
 {
-    BDRVParallelsState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        int64_t at;
-        int64_t n = parallels_map(s, offset, bytes, &at);
-        int ret;
-
-        if (!parallels_host_ok(s, at)) {
-            error_report("parallels: the entry of cluster %" PRIu64 " puts "
-                         "it past the largest file offset",
-                         (uint64_t)offset / s->cluster_size);
-            return -EIO;
-        }
-        if (at >= 0) {
-            ret = bdrv_co_preadv_part(bs->file, at, n, qiov, done, 0);
-        } else if (bs->backing) {
-            ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
-        } else {
-            qemu_iovec_memset(qiov, done, 0, n);
-            ret = 0;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, parallels_piece);
 }
 
 static int coroutine_fn parallels_co_block_status(BlockDriverState *bs,

@@ -1,8 +1,10 @@
 /*
- * The read path of the formats whose every piece of the disk either lies
- * in their file or reads as zeroes (bochs, vdi, vpc, vhdx): a request
- * split where the driver's map says, each piece read from the file or
- * zeroed.
+ * The read side the simple format drivers share: the read path of the
+ * formats whose every piece of the disk lies in their file, in their
+ * backing node or reads as zeroes (bochs, vdi, vpc, vhdx, parallels), a
+ * request split where the driver's map says, each piece read from the
+ * file or the backing node or zeroed; and the open of those that only
+ * read.
  */
 
 #include "block/block_int.h"
@@ -25,6 +27,8 @@ int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
         assert(n > 0 && n <= bytes);
         if (host >= 0) {
             ret = bdrv_co_preadv_part(bs->file, host, n, qiov, done, 0);
+        } else if (bs->backing) {
+            ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
         } else {
             qemu_iovec_memset(qiov, done, 0, n);
         }
@@ -36,4 +40,18 @@ int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
         done += n;
     }
     return 0;
+}
+
+int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
+                               int flags, Error **errp)
+{
+    if (flags & BDRV_O_RDWR) {
+        if (!(flags & BDRV_O_AUTO_RDONLY)) {
+            error_setg(errp, "Image is read-only");
+            return -EACCES;
+        }
+        bs->read_only = true;
+    }
+    bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
+    return bs->file ? 0 : -EINVAL;
 }

@@ -724,19 +724,27 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
 /*
  * A format driver's map of the disk: how many bytes from @offset (1 to
  * @bytes) lie together, with *@host their offset in bs->file, or -1
- * where they read as zeroes; or a negative errno.
+ * where the image has no data for them (they read from the backing node
+ * when there is one, else as zeroes); or a negative errno.
  */
 typedef int64_t coroutine_fn BdrvPieceMap(BlockDriverState *bs,
                                           int64_t offset, int64_t bytes,
                                           int64_t *host);
 /*
- * For a format whose disk lies in its file or reads as zeroes: reads
- * @bytes at @offset into @qiov, piece by piece as @map gives them
- * (block/read-mapped.c).
+ * For a format whose disk lies in its file, its backing node or reads as
+ * zeroes: reads @bytes at @offset into @qiov, piece by piece as @map
+ * gives them (block/read-mapped.c).
  */
 int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvPieceMap *map);
+/*
+ * For the open of a format driver that only reads (bochs, cloop): refuses
+ * a read-write open unless auto-read-only lets the node fall back to
+ * read-only, as QEMU does ("Image is read-only"), then opens bs->file.
+ */
+int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
+                               int flags, Error **errp);
 
 /* How bdrv_open_child() opens a child. */
 typedef enum BdrvChildOpenFlags {

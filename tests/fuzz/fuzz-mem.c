@@ -225,3 +225,20 @@ void fuzz_mem_read_spots(BlockBackend *blk, const uint8_t *data, size_t size,
     fuzz_mem_read_at(blk, len > FUZZ_MEM_IO_SIZE ? len - FUZZ_MEM_IO_SIZE : 0,
                      len);
 }
+
+void fuzz_mem_write_spots(BlockBackend *blk, const uint8_t *data, size_t size,
+                          int64_t len)
+{
+    static uint8_t buf[FUZZ_MEM_WRITE_SIZE];
+    int64_t off = fuzz_mem_io_offset(data, size, len, FUZZ_MEM_WRITE_SIZE);
+    int64_t mid = QEMU_ALIGN_DOWN(len / 2, 512);
+
+    if (bdrv_is_read_only(blk_bs(blk))) {
+        return;
+    }
+    memset(buf, 0x5a, sizeof(buf));
+    blk_pwrite(blk, off, MIN(len - off, FUZZ_MEM_WRITE_SIZE), buf, 0);
+    blk_pwrite(blk, 0, MIN(len, 512), buf, 0);
+    blk_pwrite(blk, mid, MIN(len - mid, FUZZ_MEM_WRITE_SIZE), buf, 0);
+    blk_flush(blk);
+}

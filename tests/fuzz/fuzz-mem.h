@@ -36,6 +36,15 @@ int64_t fuzz_mem_io_offset(const uint8_t *data, size_t size, int64_t len,
 void fuzz_mem_read_spots(BlockBackend *blk, const uint8_t *data, size_t size,
                          int64_t len);
 /*
+ * Unless @blk is read-only, writes up to FUZZ_MEM_WRITE_SIZE bytes of
+ * 0x5a at the offset the input chooses, a sector at the start and across
+ * the middle of the disk (where formats put a block boundary), then
+ * flushes: what allocates in an image whose tables lie.
+ */
+#define FUZZ_MEM_WRITE_SIZE 4096
+void fuzz_mem_write_spots(BlockBackend *blk, const uint8_t *data,
+                          size_t size, int64_t len);
+/*
  * Opens @data as an image of format @driver on a "fuzz-mem" node, with
  * @flags (0: read-only), with no backing file when @no_backing (for a
  * format that has them: no host file is reached).  NULL when the driver

@@ -26,21 +26,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz_parallels_write(BlockBackend *blk, int64_t off, int64_t len)
-{
-    static uint8_t buf[4096];
-    int64_t mid = QEMU_ALIGN_DOWN(len / 2, 512);
-
-    if (bdrv_is_read_only(blk_bs(blk))) {
-        return;
-    }
-    memset(buf, 0x5a, sizeof(buf));
-    blk_pwrite(blk, off, MIN(len - off, (int64_t)sizeof(buf)), buf, 0);
-    blk_pwrite(blk, 0, MIN(len, 512), buf, 0);
-    blk_pwrite(blk, mid, MIN(len - mid, (int64_t)sizeof(buf)), buf, 0);
-    blk_flush(blk);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     BlockBackend *blk;
@@ -64,8 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     len = blk_getlength(blk);
     if (len > 0) {
-        fuzz_parallels_write(blk, fuzz_mem_io_offset(data, size, len, 4096),
-                             len);
+        fuzz_mem_write_spots(blk, data, size, len);
     }
     /* the header's bat_entries, at 0x20 (zero past a short input) */
     if (size >= 0x20 + sizeof(entries)) {

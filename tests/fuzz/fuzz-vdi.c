@@ -27,25 +27,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/*
- * Part of a block at @off, a sector at the start and across the middle of
- * the disk (a block boundary where there is one); a flush.
- */
-static void fuzz_vdi_write(BlockBackend *blk, int64_t off, int64_t len)
-{
-    static uint8_t buf[4096];
-    int64_t mid = QEMU_ALIGN_DOWN(len / 2, 512);
-
-    if (bdrv_is_read_only(blk_bs(blk))) {
-        return;
-    }
-    memset(buf, 0x5a, sizeof(buf));
-    blk_pwrite(blk, off, MIN(len - off, (int64_t)sizeof(buf)), buf, 0);
-    blk_pwrite(blk, 0, MIN(len, 512), buf, 0);
-    blk_pwrite(blk, mid, MIN(len - mid, (int64_t)sizeof(buf)), buf, 0);
-    blk_flush(blk);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     BlockBackend *blk;
@@ -66,7 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     assert(len >= 0 && len % 512 == 0);
     if (len > 0) {
         fuzz_mem_read_spots(blk, data, size, len);
-        fuzz_vdi_write(blk, fuzz_mem_io_offset(data, size, len, 4096), len);
+        fuzz_mem_write_spots(blk, data, size, len);
     }
     /* the header's blocks_in_image, at 0x180 (zero past a short input) */
     if (size >= 0x180 + sizeof(blocks)) {
