@@ -46,6 +46,11 @@ vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
 vpc_tests="072 088 135 146"
 vdi_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 072 084 104
            159 162 170 197 215 226"
+qed_tests="001 002 003 004 005 008 009 010 011 012 017 018 019 020 021 024 025
+           027 028 030 032 033 034 037 038 040 041 042 043 048 050 052 056 063
+           069 072 094 099 104 105 110 111 116 118 120 126 140 141 143 145 156
+           157 159 161 162 170 181 183 192 194 197 200 208 215 216 224 226 227
+           228 229 231 232 236 247 249 251 258 279 307 308"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
             072 094 104 105 159 162 170 181 197 215 226 231 232 251"
 
@@ -109,6 +114,7 @@ for set in "${sets[@]}"; do
     vpc) fmt=vpc proto=() tests=${UPSTREAM_TESTS:-$vpc_tests} ;;
     vdi) fmt=vdi proto=() tests=${UPSTREAM_TESTS:-$vdi_tests} ;;
     vhdx) fmt=vhdx proto=() tests=${UPSTREAM_TESTS:-$vhdx_tests} ;;
+    qed) fmt=qed proto=() tests=${UPSTREAM_TESTS:-$qed_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
