@@ -24,7 +24,9 @@
 # same report and exit status, and -r all the same repaired file.
 # rebase (-u and safe), commit, resize (grow; shrink and bad sizes
 # refused) and amend (refused) as qemu-img.  Hostile headers: each of
-# QEMU's refusals with QEMU's message.  Prints "ok NAME" / "FAIL NAME",
+# QEMU's refusals with QEMU's message.  blockdev-create: the files and
+# replies qemu-storage-daemon gives (jobs-vs-qsd.py's create-qed
+# scenario).  Prints "ok NAME" / "FAIL NAME",
 # ends with "N passed, N failed, N skipped"; exits 77 without qemu-img.
 set -u
 
@@ -313,5 +315,7 @@ cp h0.qed h.qed
 patch h.qed $((0x10000)) Q 0x7fff0000
 both_img "an L1 entry past the file: map" map --output=json h.qed
 both_img "... and check" check h.qed
+
+qsd_scenario "$build" create-qed
 
 summary
