@@ -20,8 +20,7 @@
 # skip for the file protocol, 232 as root; the rest need a VM or fail for
 # QEMU too: 028 030 040 041 056 099 118 120 140 141 143 145 156 157 161
 # 181 183 192 194 200 208 216 224 227 228 229 236 247 249 258 307 308).
-# shared/'s list covers
-# qcow2 and raw.
+# shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
