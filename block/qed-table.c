@@ -171,3 +171,16 @@ int qed_find_cluster(BlockDriverState *bs, uint64_t pos, uint64_t *len,
     *host = first;
     return QED_FOUND;
 }
+
+/* qed_find_cluster() for a reader: the lock held for the lookup only. */
+int coroutine_fn qed_co_find_cluster(BlockDriverState *bs, uint64_t pos,
+                                     uint64_t *len, uint64_t *host)
+{
+    BDRVQedState *s = bs->opaque;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qed_find_cluster(bs, pos, len, host);
+    qemu_co_mutex_unlock(&s->lock);
+    return ret;
+}

@@ -298,9 +298,7 @@ static int coroutine_fn qed_co_preadv(BlockDriverState *bs, int64_t offset,
         uint64_t host;
         int ret;
 
-        qemu_co_mutex_lock(&s->lock);
-        ret = qed_find_cluster(bs, offset, &len, &host);
-        qemu_co_mutex_unlock(&s->lock);
+        ret = qed_co_find_cluster(bs, offset, &len, &host);
         switch (ret) {
         case QED_FOUND:
             ret = bdrv_co_preadv_part(bs->file, host +
@@ -343,9 +341,7 @@ static int coroutine_fn qed_co_block_status(BlockDriverState *bs,
     uint64_t host;
     int ret;
 
-    qemu_co_mutex_lock(&s->lock);
-    ret = qed_find_cluster(bs, offset, &len, &host);
-    qemu_co_mutex_unlock(&s->lock);
+    ret = qed_co_find_cluster(bs, offset, &len, &host);
     *pnum = len;
     switch (ret) {
     case QED_FOUND:

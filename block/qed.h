@@ -152,6 +152,8 @@ int qed_write_table(BlockDriverState *bs, uint64_t offset,
                     const uint64_t *table, uint32_t index, uint32_t n);
 int qed_find_cluster(BlockDriverState *bs, uint64_t pos, uint64_t *len,
                      uint64_t *host);
+int coroutine_fn qed_co_find_cluster(BlockDriverState *bs, uint64_t pos,
+                                     uint64_t *len, uint64_t *host);
 
 /* block/qed-write.c */
 int coroutine_fn qed_co_pwritev(BlockDriverState *bs, int64_t offset,

@@ -557,6 +557,19 @@ def create_job(job, **options):
             ('qmp', 'job-dismiss', {'id': job})]
 
 
+def file_nodes(files):
+    """Steps that create each of @files empty and add it as a file node
+    named after it less its extension."""
+    return [step for i, f in enumerate(files) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file',
+                                 'node-name': f.rsplit('.', 1)[0],
+                                 'filename': '$DIR/' + f}))]
+
+
 VDI_FILES = ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi']
 
 # Dynamic and static (preallocation=metadata), an odd size, a node that
@@ -568,14 +581,7 @@ CREATE_VDI = {
     'steps': [
         ('sh', 'head -c 3000000 /dev/urandom > junk.vdi'),
         ('start',),
-    ] + [step for i, f in enumerate(VDI_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(VDI_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.vdi'}),
     ] + create_job('j1', driver='vdi', file='a', size=64 << 20)
@@ -613,14 +619,7 @@ CREATE_QED = {
     'steps': [
         ('sh', 'head -c 3000000 /dev/urandom > junk.qed'),
         ('start',),
-    ] + [step for i, f in enumerate(QED_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(QED_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.qed'}),
     ] + create_job('j1', driver='qed', file='a', size=64 << 20)
