@@ -88,7 +88,8 @@ int qed_write_table(BlockDriverState *bs, uint64_t offset,
 
 /*
  * As QEMU: how many of the @n entries from @table[0] map alike (all
- * unallocated, all zero, or clusters each right after the last).
+ * unallocated, all zero, or clusters each right after the last, each
+ * inside the file).
  */
 static uint32_t qed_count_contiguous(const BDRVQedState *s,
                                      const uint64_t *table, uint32_t n)
@@ -106,7 +107,10 @@ static uint32_t qed_count_contiguous(const BDRVQedState *s,
                 break;
             }
         } else {
-            if (table[i] != last + s->header.cluster_size) {
+            /* inv. 2: QEMU checks only the first; a run that leaves the
+             * file stops here, and the next lookup fails on it */
+            if (table[i] != last + s->header.cluster_size ||
+                !qed_check_cluster_offset(s, table[i])) {
                 break;
             }
             last = table[i];

@@ -22,7 +22,8 @@
 # QEMU's does, a read-only one and check without -r leave it.
 # Check: invalid L1 and L2 entries, a cluster used twice, leaks: the
 # same report and exit status, and -r all the same repaired file.
-# rebase (-u and safe), commit, resize (grow; shrink and bad sizes
+# A run of clusters that leaves the file fails where it leaves (QEMU reads
+# on past the end).  rebase (-u and safe), commit, resize (grow; shrink and bad sizes
 # refused) and amend (refused) as qemu-img.  Hostile headers: each of
 # QEMU's refusals with QEMU's message.  blockdev-create: the files and
 # replies qemu-storage-daemon gives (jobs-vs-qsd.py's create-qed
@@ -239,6 +240,14 @@ repair_same "errors and leaks"
 damaged $((0x7000)) Q 0x100000
 refused "reading through a bad L2 entry fails" "Invalid argument" \
     "$QB_IO" -r -c 'read 0 4k' x.qed
+# a run of contiguous clusters whose last lies past the file (48 KiB):
+# QEMU checks only the first and reads on past the end; qblock stops
+# there (inv. 2) and fails on that cluster alone
+damaged $((0x7400)) Q 0xa000 $((0x7408)) Q 0xb000 $((0x7410)) Q 0xc000
+check "a run of clusters leaving the file: the ones inside read" \
+    quiet "$QB_IO" -r -c 'read 512k 8k' x.qed
+refused "... the one past the end fails (QEMU reads it)" "Invalid argument" \
+    "$QB_IO" -r -c 'read 512k 12k' x.qed
 
 # ---- rebase, commit, resize, amend ----
 
