@@ -196,6 +196,22 @@ static int coroutine_fn qed_write_alloc(BlockDriverState *bs, int kind,
                          cluster);
 }
 
+/*
+ * Whether the data clusters from @host that hold the first @len bytes
+ * (counted from @host) of a write lie on the L1 table: a damaged L2
+ * table (check counts the cluster as used twice) would have the write
+ * land on the table QEMU keeps in memory and the next open reads.  QEMU
+ * writes there; qblock fails the write.
+ */
+static bool qed_overlaps_l1(const BDRVQedState *s, uint64_t host,
+                            uint64_t len)
+{
+    uint64_t l1 = s->header.l1_table_offset;
+    uint64_t l1_end = l1 + ((uint64_t)s->header.table_size << s->l2_shift);
+
+    return host < l1_end && l1 < host + ROUND_UP(len, s->header.cluster_size);
+}
+
 static int coroutine_fn qed_co_write(BlockDriverState *bs, uint64_t offset,
                                      uint64_t bytes, QEMUIOVector *qiov,
                                      QedWriteFlags flags)
@@ -210,6 +226,11 @@ static int coroutine_fn qed_co_write(BlockDriverState *bs, uint64_t offset,
 
         qemu_co_mutex_lock(&s->lock);
         ret = qed_find_cluster(bs, offset, &len, &host);
+        if (ret == QED_FOUND &&
+            qed_overlaps_l1(s, host, qed_offset_into_cluster(s, offset) +
+                            len)) {
+            ret = -EINVAL;
+        }
         if (ret == QED_FOUND) {
             qemu_co_mutex_unlock(&s->lock);
             host += qed_offset_into_cluster(s, offset);

@@ -23,7 +23,8 @@
 # Check: invalid L1 and L2 entries, a cluster used twice, leaks: the
 # same report and exit status, and -r all the same repaired file.
 # A run of clusters that leaves the file fails where it leaves (QEMU reads
-# on past the end).  rebase (-u and safe), commit, resize (grow; shrink and bad sizes
+# on past the end); a write to a data cluster on the L1 table fails (QEMU
+# overwrites the table).  rebase (-u and safe), commit, resize (grow; shrink and bad sizes
 # refused) and amend (refused) as qemu-img.  Hostile headers: each of
 # QEMU's refusals with QEMU's message.  blockdev-create: the files and
 # replies qemu-storage-daemon gives (jobs-vs-qsd.py's create-qed
@@ -248,6 +249,13 @@ check "a run of clusters leaving the file: the ones inside read" \
     quiet "$QB_IO" -r -c 'read 512k 8k' x.qed
 refused "... the one past the end fails (QEMU reads it)" "Invalid argument" \
     "$QB_IO" -r -c 'read 512k 12k' x.qed
+# a data cluster on the L1 table (0x1000-0x4fff): QEMU writes over the
+# table; qblock refuses the write and leaves the file as it was
+damaged $((0x7000)) Q 0x2000
+cp x.qed y.qed
+refused "a write to a data cluster on the L1 table fails" "Invalid argument" \
+    "$QB_IO" -c 'write -P 9 0 4k' x.qed
+check "... and the table stays as it was" cmp x.qed y.qed
 
 # ---- rebase, commit, resize, amend ----
 
