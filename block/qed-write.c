@@ -134,6 +134,22 @@ static int coroutine_fn qed_update_l2(BlockDriverState *bs, uint64_t l2,
 }
 
 /*
+ * Whether the clusters from @host that hold the first @len bytes (counted
+ * from @host) lie on the L1 table: a damaged table (check counts such a
+ * cluster as used twice) would have a write of data or of L2 entries land
+ * on the L1 table QEMU keeps in memory and the next open reads.  QEMU
+ * writes there; qblock fails the write.
+ */
+static bool qed_overlaps_l1(const BDRVQedState *s, uint64_t host,
+                            uint64_t len)
+{
+    uint64_t l1 = s->header.l1_table_offset;
+    uint64_t l1_end = l1 + ((uint64_t)s->header.table_size << s->l2_shift);
+
+    return host < l1_end && l1 < host + ROUND_UP(len, s->header.cluster_size);
+}
+
+/*
  * The allocating part of a write at @pos of @len bytes (one lookup's
  * worth, @kind what it found), s->lock held throughout (inv. 3).
  */
@@ -149,10 +165,16 @@ static int coroutine_fn qed_write_alloc(BlockDriverState *bs, int kind,
     uint64_t cluster;
     int ret;
 
+    if ((flags & QED_WRITE_ZERO) && kind == QED_ZERO) {
+        return 0;
+    }
+    /* an L2 table on the L1 table: its update would write over the L1 */
+    if (kind != QED_UNALLOC_L1 &&
+        qed_overlaps_l1(s, s->l1[l1_index],
+                        (uint64_t)s->header.table_size << s->l2_shift)) {
+        return -EINVAL;
+    }
     if (flags & QED_WRITE_ZERO) {
-        if (kind == QED_ZERO) {
-            return 0;
-        }
         cluster = QED_CLUSTER_ZERO;
     } else {
         cluster = qed_alloc_clusters(s, n);
@@ -194,22 +216,6 @@ static int coroutine_fn qed_write_alloc(BlockDriverState *bs, int kind,
     }
     return qed_update_l2(bs, s->l1[l1_index], qed_l2_index(s, pos), n,
                          cluster);
-}
-
-/*
- * Whether the data clusters from @host that hold the first @len bytes
- * (counted from @host) of a write lie on the L1 table: a damaged L2
- * table (check counts the cluster as used twice) would have the write
- * land on the table QEMU keeps in memory and the next open reads.  QEMU
- * writes there; qblock fails the write.
- */
-static bool qed_overlaps_l1(const BDRVQedState *s, uint64_t host,
-                            uint64_t len)
-{
-    uint64_t l1 = s->header.l1_table_offset;
-    uint64_t l1_end = l1 + ((uint64_t)s->header.table_size << s->l2_shift);
-
-    return host < l1_end && l1 < host + ROUND_UP(len, s->header.cluster_size);
 }
 
 static int coroutine_fn qed_co_write(BlockDriverState *bs, uint64_t offset,

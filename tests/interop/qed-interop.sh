@@ -23,8 +23,8 @@
 # Check: invalid L1 and L2 entries, a cluster used twice, leaks: the
 # same report and exit status, and -r all the same repaired file.
 # A run of clusters that leaves the file fails where it leaves (QEMU reads
-# on past the end); a write to a data cluster on the L1 table fails (QEMU
-# overwrites the table).  rebase (-u and safe), commit, resize (grow; shrink and bad sizes
+# on past the end); a write to a data cluster or through an L2 table on
+# the L1 table fails (QEMU overwrites the table).  rebase (-u and safe), commit, resize (grow; shrink and bad sizes
 # refused) and amend (refused) as qemu-img.  Hostile headers: each of
 # QEMU's refusals with QEMU's message.  blockdev-create: the files and
 # replies qemu-storage-daemon gives (jobs-vs-qsd.py's create-qed
@@ -255,6 +255,13 @@ damaged $((0x7000)) Q 0x2000
 cp x.qed y.qed
 refused "a write to a data cluster on the L1 table fails" "Invalid argument" \
     "$QB_IO" -c 'write -P 9 0 4k' x.qed
+check "... and the table stays as it was" cmp x.qed y.qed
+# an L1 entry naming the L1 table itself as an L2 table: an allocating
+# write would write its entries over the L1 table; refused the same way
+damaged $((0x1000)) Q 0x1000
+cp x.qed y.qed
+refused "an allocating write through an L2 table on the L1 table fails" \
+    "Invalid argument" "$QB_IO" -c 'write -P 9 64k 4k' x.qed
 check "... and the table stays as it was" cmp x.qed y.qed
 
 # ---- rebase, commit, resize, amend ----
