@@ -38,7 +38,8 @@ FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop \
-                  fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx
+                  fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx \
+                  fuzz-qed
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \

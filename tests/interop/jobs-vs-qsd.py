@@ -308,7 +308,7 @@ def compare(tests, name, scenario, build, top):
                   for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
                     '%d bytes against %d' % (len(fa), len(fb)))
-    # files alike byte for byte (a format with nothing random in it)
+    # files alike byte for byte (qed and parallels have nothing random)
     for f in scenario.get('same_bytes', []):
         fa, fb = (open(os.path.join(x, f), 'rb').read() for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
@@ -337,7 +337,7 @@ def compare(tests, name, scenario, build, top):
                                stderr=subprocess.STDOUT)
             tests.check('%s: %s compares identical' % (name, img),
                         p.returncode == 0, p.stdout.decode())
-        if img.endswith(('.qcow2', '.vmdk', '.vdi')):
+        if img.endswith(('.qcow2', '.vmdk', '.vdi', '.qed')):
             p = subprocess.run(['qemu-img', 'check'] + b,
                                stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
@@ -557,6 +557,19 @@ def create_job(job, **options):
             ('qmp', 'job-dismiss', {'id': job})]
 
 
+def file_nodes(files):
+    """Steps that create each of @files empty and add it as a file node
+    named after it less its extension."""
+    return [step for i, f in enumerate(files) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file',
+                                 'node-name': f.rsplit('.', 1)[0],
+                                 'filename': '$DIR/' + f}))]
+
+
 VDI_FILES = ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi']
 
 # Dynamic and static (preallocation=metadata), an odd size, a node that
@@ -568,14 +581,7 @@ CREATE_VDI = {
     'steps': [
         ('sh', 'head -c 3000000 /dev/urandom > junk.vdi'),
         ('start',),
-    ] + [step for i, f in enumerate(VDI_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(VDI_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.vdi'}),
     ] + create_job('j1', driver='vdi', file='a', size=64 << 20)
@@ -599,6 +605,50 @@ CREATE_VDI = {
     'images': ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'junk.vdi'],
     'same_vdi': ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi'],
     'info_keys': ['virtual-size', 'cluster-size'],
+}
+
+QED_FILES = ['a.qed', 'b.qed', 'c.qed', 'd.qed', 'h.qed']
+
+# Default and small clusters and tables, backing files (raw, recorded as
+# such, and qcow2, only named), a node that held data (emptied first by
+# both daemons), and the errors: QEMU's checks in the job (a size no
+# sector, bad cluster and table sizes, a size past the tables' reach), a
+# missing node, a backing format that is no driver.  The files must be
+# qemu's byte for byte.
+CREATE_QED = {
+    'steps': [
+        ('sh', 'head -c 3000000 /dev/urandom > junk.qed'),
+        ('start',),
+    ] + file_nodes(QED_FILES) + [
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
+                                 'filename': '$DIR/junk.qed'}),
+    ] + create_job('j1', driver='qed', file='a', size=64 << 20)
+      + create_job('j2', driver='qed', file='b', size=5 << 20,
+                   **{'cluster-size': 4096, 'table-size': 2})
+      + create_job('j3', driver='qed', file='c', size=1 << 20,
+                   **{'backing-file': 'base.raw', 'backing-fmt': 'raw'})
+      + create_job('j4', driver='qed', file='d', size=3 << 20,
+                   **{'backing-file': 'x.qcow2', 'backing-fmt': 'qcow2',
+                      'cluster-size': 1 << 20})
+      + create_job('j5', driver='qed', file='junk', size=1 << 20)
+      # failures: in the job, and before it
+      + create_job('e1', driver='qed', file='h', size=1000)
+      + create_job('e2', driver='qed', file='h', size=1 << 20,
+                   **{'cluster-size': 1000})
+      + create_job('e3', driver='qed', file='h', size=1 << 20,
+                   **{'table-size': 3})
+      + create_job('e4', driver='qed', file='h', size=1 << 50,
+                   **{'cluster-size': 4096})
+      + create_job('e5', driver='qed', file='nonexistent', size=1 << 20)
+      + [
+        ('qmp', 'blockdev-create', {'job-id': 'e6', 'options': {
+            'driver': 'qed', 'file': 'h', 'size': 1 << 20,
+            'backing-file': 'b', 'backing-fmt': 'nonsense'}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.qed', 'b.qed', 'junk.qed'],
+    'same_bytes': ['a.qed', 'b.qed', 'c.qed', 'd.qed', 'h.qed', 'junk.qed'],
+    'info_keys': ['virtual-size', 'cluster-size', 'format'],
 }
 
 # LUKS images and encrypted qcow2 ones; the images are random (keys,
@@ -1046,6 +1096,7 @@ SCENARIOS = {
     'create-parallels': CREATE_PARALLELS,
     'create-vmdk': CREATE_VMDK,
     'create-vdi': CREATE_VDI,
+    'create-qed': CREATE_QED,
     'create-luks': CREATE_LUKS,
     'create-vpc': CREATE_VPC,
     'stream': STREAM,

@@ -4,7 +4,7 @@
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
 #   tests/upstream/run.sh BUILD_DIR [SET...]
-#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels
+#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels qed
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
@@ -21,7 +21,13 @@
 # 236 251 295 296 307 308).  The bochs and cloop sets are the one test
 # each that names them (078, 075: hostile headers of QEMU's sample
 # images); the parallels set the three tools-only ones that name it (076,
-# 131, parallels-read-bitmap; 118 and 212 start a VM).  shared/'s list covers qcow2 and raw.
+# 131, parallels-read-bitmap; 118 and 212 start a VM).  The qed set is
+# the 45 tests, of the 80 numbered ones whose formats include qed (by name
+# or as "generic"), that QEMU's own tools pass in this harness (094 and
+# 231 skip for the file protocol, 232 as root; the rest need a VM or fail
+# for QEMU too: 028 030 040 041 056 099 118 120 140 141 143 145 156 157 161
+# 181 183 192 194 200 208 216 224 227 228 229 236 247 249 258 307 308).
+# shared/'s list covers qcow2 and raw.
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
@@ -39,19 +45,23 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop|parallels]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop|parallels|qed]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels
+                                qed)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
 vdi_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 072 084 104
            159 162 170 197 215 226"
+qed_tests="001 002 003 004 005 008 009 010 011 012 017 018 019 020 021 024 025
+           027 032 033 034 037 038 042 043 048 050 052 063 069 072 104 105 110
+           111 116 126 159 162 170 197 215 226 251 279"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
             072 094 104 105 159 162 170 181 197 215 226 231 232 251"
 luks_tests="001 002 003 004 005 008 009 010 011 012 021 025 032 033 048 052 162
@@ -122,6 +132,7 @@ for set in "${sets[@]}"; do
     cloop) fmt=cloop proto=() tests=${UPSTREAM_TESTS:-075} ;;
     parallels) fmt=parallels proto=()
                tests=${UPSTREAM_TESTS:-076 131 tests/parallels-read-bitmap} ;;
+    qed) fmt=qed proto=() tests=${UPSTREAM_TESTS:-$qed_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
