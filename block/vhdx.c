@@ -1,6 +1,8 @@
 /*
- * vhdx: the read-only format driver for Microsoft Hyper-V VHDX images
- * (Microsoft's VHDX specification v1.0), as QEMU 7.2 reads them.
+ * vhdx: the format driver for Microsoft Hyper-V VHDX images
+ * (Microsoft's VHDX specification v1.0), as QEMU 7.2 reads them; writing
+ * in block/vhdx-write.c, the log in block/vhdx-log.c, creation in
+ * block/vhdx-create.c.
  *
  * Layout: the file identifier "vhdxfile" at 0; two headers at 64 and
  * 128 KiB, each with a CRC-32C, the valid one with the higher sequence
@@ -13,12 +15,11 @@
  * when the header names a log GUID that valid log entries carry.
  *
  * Invariants:
- *  1. After open the state is immutable: reads only read it.  There is
- *     no guest write path: open refuses read-write (unless auto-read-only
- *     lets it fall back, as for bochs) but for qemu-img check's open
- *     (BDRV_O_CHECK), which replays a dirty log (vhdx-log.c) and writes
- *     nothing else.  A read-only open of a dirty log fails with QEMU's
- *     message.
+ *  1. After open only the write path (block/vhdx-write.c, under
+ *     s->lock) changes the state: the headers, the BAT entries of blocks
+ *     it allocates, the log's place.  A read-write open (and qemu-img
+ *     check's) replays a dirty log first (vhdx-log.c); a read-only open
+ *     of a dirty log fails with QEMU's message.
  *  2. block_size is a power of two in [1 MiB, 256 MiB], the logical
  *     sector is 512 bytes, disk_size is a non-zero multiple of 512 of at
  *     most 64 TiB, so chunk_ratio >= 16 and data_blocks, bat_entries and
@@ -35,6 +36,7 @@
  *  5. Differencing images (has_parent) are refused, as QEMU does.
  */
 #include "block/vhdx.h"
+#include "qapi/qapi-opts.h"
 #include "util/crc32c.h"
 
 /* the region GUIDs */
@@ -163,6 +165,10 @@ static int vhdx_open_headers(BlockDriverState *bs, BDRVVhdxState *s,
     s->current_header_slot = !(ok1 && (!ok2 || h1.sequence_number >=
                                           h2.sequence_number));
     s->header = s->current_header_slot ? h2 : h1;
+    memcpy(s->data_write_guid[0], (ok1 ? &h1 : &s->header)->data_write_guid,
+           16);
+    memcpy(s->data_write_guid[1], (ok2 ? &h2 : &s->header)->data_write_guid,
+           16);
     if (s->header.log_version != 0) {
         error_setg(errp, "VHDX log version %u is not supported",
                    s->header.log_version);
@@ -497,16 +503,10 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
     char signature[8];
     int ret;
 
-    /* invariant 1 */
-    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "vhdx: qblock reads VHDX images only; open it "
-                       "read-only");
-            return -EACCES;
-        }
-        bs->read_only = true;
-        bs->open_flags &= ~BDRV_O_RDWR;
-    }
+    qemu_co_mutex_init(&s->lock);
+    vhdx_random_guid(s->session_guid);
+    s->first_visible_write = true;
+    s->log_sequence = 1;
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
@@ -523,7 +523,8 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     ret = vhdx_open_headers(bs, s, errp);
-    /* as QEMU: the log before the region table, which it may update */
+    /* invariant 1; as QEMU: the log before the region table, which it
+     * may update */
     if (ret == 0 && (bs->open_flags & BDRV_O_RDWR)) {
         ret = vhdx_log_replay(bs, s, errp);
     } else if (ret == 0) {
@@ -643,6 +644,21 @@ static int vhdx_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
+/*
+ * As QEMU: the first BAT entry tells a fixed image (its blocks the
+ * file's) from a dynamic one (unallocated blocks read as zeroes).
+ */
+static int vhdx_has_zero_init(BlockDriverState *bs)
+{
+    BDRVVhdxState *s = bs->opaque;
+
+    if (s->bat_loaded &&
+        (s->bat[0] & VHDX_BAT_STATE_MASK) == VHDX_BLOCK_FULLY_PRESENT) {
+        return bdrv_has_zero_init(bs->file->bs);
+    }
+    return 1;
+}
+
 static void vhdx_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     bs->bl.request_alignment = VHDX_SECTOR;
@@ -660,6 +676,11 @@ static const BlockDriver bdrv_vhdx = {
     .bdrv_open                      = vhdx_open,
     .bdrv_close                     = vhdx_close,
     .bdrv_co_preadv                 = vhdx_co_preadv,
+    .bdrv_co_pwritev                = vhdx_co_pwritev,
+    .bdrv_has_zero_init             = vhdx_has_zero_init,
+    .create_opts                    = &qapi_opts_vhdx_create,
+    .bdrv_co_create_opts            = vhdx_co_create_opts,
+    .bdrv_co_create_on_node         = vhdx_co_create_on_node,
     .bdrv_co_check                  = vhdx_co_check,
     .bdrv_getlength                 = vhdx_getlength,
     .bdrv_get_info                  = vhdx_get_info,
