@@ -366,6 +366,11 @@ int coroutine_fn vhdx_co_create_on_node(const BlockDriver *drv,
     if (ret < 0) {
         return ret;
     }
+    /* QAPI's block-size is optional: given, 0 is refused, as in QEMU */
+    if (qemu_opt_has(opts, "block_size") && !c.block_size) {
+        error_setg(errp, "Block size must be a multiple of 1 MB");
+        return -EINVAL;
+    }
     blk = bdrv_create_format_on_node(tgt->file, errp);
     if (!blk) {
         return -EIO;
