@@ -29,40 +29,40 @@ def layout(d):
     return regions[b'\x06\xa2'][0], lo, ll, s1 < s2
 
 
-def masked(d, meta, lo, ll):
-    d = bytearray(d)
-    d[8:8 + 512] = b'\0' * 512                      # creator
+def mask_ranges(f, meta, lo, ll):
+    """The byte ranges of file f that may differ (absolute offsets)."""
+    ranges = [(8, 8 + 512)]                          # creator
     for h in (64 * 1024, 128 * 1024):
-        d[h + 4:h + 64] = b'\0' * 60                # crc, seq, GUIDs
-    d[meta + 64 * 1024 + 16:meta + 64 * 1024 + 32] = b'\0' * 16  # page 83
-    for p in range(lo, min(lo + ll, len(d)), 4096):
-        if d[p:p + 4] == b'loge':
-            d[p + 4:p + 8] = b'\0' * 4
-            d[p + 32:p + 48] = b'\0' * 16
-    return d
+        ranges.append((h + 4, h + 64))              # crc, seq, GUIDs
+    ranges.append((meta + 64 * 1024 + 16, meta + 64 * 1024 + 32))  # page 83
+    f.seek(lo)
+    log = f.read(ll)
+    for p in range(0, len(log), 4096):
+        if log[p:p + 4] == b'loge':
+            ranges += [(lo + p + 4, lo + p + 8), (lo + p + 32, lo + p + 48)]
+    return ranges
 
 
 def main():
     a, b = (open(p, 'rb') for p in sys.argv[1:3])
-    ha, hb = a.read(8 * MIB), b.read(8 * MIB)
-    la, lb = layout(ha), layout(hb)
+    la, lb = layout(a.read(8 * MIB)), layout(b.read(8 * MIB))
     if la != lb:
         print('layouts differ: %s vs %s' % (la, lb))
         return 1
     meta, lo, ll, _ = la
+    ranges = mask_ranges(a, *la[:3]) + mask_ranges(b, *lb[:3])
     a.seek(0)
     b.seek(0)
     pos = 0
     while True:
-        ca, cb = a.read(64 * MIB), b.read(64 * MIB)
+        ca, cb = bytearray(a.read(64 * MIB)), bytearray(b.read(64 * MIB))
         if not ca and not cb:
             return 0
-        if pos == 0 or pos <= lo + ll or pos <= meta + MIB:
-            # the structures are all in the first chunks
-            ca = bytes(masked(ha[:0] + ca, meta - pos, lo - pos, ll)) \
-                if pos == 0 else ca
-            cb = bytes(masked(hb[:0] + cb, meta - pos, lo - pos, ll)) \
-                if pos == 0 else cb
+        for start, end in ranges:
+            for c in (ca, cb):
+                s, e = max(start - pos, 0), min(end - pos, len(c))
+                if s < e:
+                    c[s:e] = bytes(e - s)
         if ca != cb:
             i = next((k for k in range(min(len(ca), len(cb)))
                       if ca[k] != cb[k]), min(len(ca), len(cb)))
