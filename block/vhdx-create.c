@@ -156,12 +156,6 @@ static int vhdx_create_headers(BlockBackend *blk, const VhdxCreate *c,
 static int vhdx_create_regions(BlockBackend *blk, const VhdxCreate *c,
                                Error **errp)
 {
-    static const uint8_t bat_guid[16] = {
-        0x66, 0x77, 0xc2, 0x2d, 0x23, 0xf6, 0x00, 0x42,
-        0x9d, 0x64, 0x11, 0x5e, 0x9b, 0xfd, 0x4a, 0x08 };
-    static const uint8_t metadata_guid[16] = {
-        0x06, 0xa2, 0x7c, 0x8b, 0x90, 0x47, 0x9a, 0x4b,
-        0xb8, 0xfe, 0x57, 0x5f, 0x05, 0x0f, 0x88, 0x6e };
     g_autofree uint8_t *buf = g_malloc0(VHDX_REGION_TABLE_SIZE);
     VhdxRegionTableHeader th = {
         .signature = "regi",
@@ -175,8 +169,8 @@ static int vhdx_create_regions(BlockBackend *blk, const VhdxCreate *c,
     };
     int ret = 0;
 
-    memcpy(e[0].guid, bat_guid, 16);
-    memcpy(e[1].guid, metadata_guid, 16);
+    memcpy(e[0].guid, vhdx_bat_guid, 16);
+    memcpy(e[1].guid, vhdx_metadata_guid, 16);
     memcpy(buf, &th, sizeof(th));
     memcpy(buf + sizeof(th), e, sizeof(e));
     vhdx_create_crc(buf, VHDX_REGION_TABLE_SIZE);
@@ -193,26 +187,13 @@ static int vhdx_create_regions(BlockBackend *blk, const VhdxCreate *c,
 static int vhdx_create_metadata(BlockBackend *blk, const VhdxCreate *c,
                                 Error **errp)
 {
-    static const uint8_t guids[5][16] = {
-        { 0x37, 0x67, 0xa1, 0xca, 0x36, 0xfa, 0x43, 0x4d,
-          0xb3, 0xb6, 0x33, 0xf0, 0xaa, 0x44, 0xe7, 0x6b },
-        { 0x24, 0x42, 0xa5, 0x2f, 0x1b, 0xcd, 0x76, 0x48,
-          0xb2, 0x11, 0x5d, 0xbe, 0xd8, 0x3b, 0xf4, 0xb8 },
-        { 0xab, 0x12, 0xca, 0xbe, 0xe6, 0xb2, 0x23, 0x45,
-          0x93, 0xef, 0xc3, 0x09, 0xe0, 0x00, 0xc7, 0x46 },
-        { 0x1d, 0xbf, 0x41, 0x81, 0x6f, 0xa9, 0x09, 0x47,
-          0xba, 0x47, 0xf2, 0x33, 0xa8, 0xfa, 0xab, 0x5f },
-        { 0xc7, 0x48, 0xa3, 0xcd, 0x5d, 0x44, 0x71, 0x44,
-          0x9c, 0xc9, 0xe9, 0x88, 0x52, 0x51, 0xc5, 0x56 },
-    };
-    /* item sizes; flags: bit 1 virtual disk, bit 2 required */
-    static const uint32_t sizes[5] = { 8, 8, 16, 4, 4 };
-    static const uint32_t flags[5] = { 4, 6, 6, 6, 6 };
+    /* flags: bit 1 virtual disk, bit 2 required */
+    static const uint32_t flags[VHDX_ITEM_PARENT_LOCATOR] = { 4, 6, 6, 6, 6 };
     g_autofree uint8_t *buf = g_malloc0(VHDX_METADATA_ITEMS_AT + 64);
     uint8_t *items = buf + VHDX_METADATA_ITEMS_AT;
     VhdxMetadataTableHeader th = {
         .signature = "metadata",
-        .entry_count = GUINT16_TO_LE(5),
+        .entry_count = GUINT16_TO_LE(VHDX_ITEM_PARENT_LOCATOR),
     };
     uint32_t params[2] = {
         GUINT32_TO_LE(c->block_size),
@@ -223,16 +204,16 @@ static int vhdx_create_metadata(BlockBackend *blk, const VhdxCreate *c,
     uint32_t at = 0;
 
     memcpy(buf, &th, sizeof(th));
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < VHDX_ITEM_PARENT_LOCATOR; i++) {
         VhdxMetadataEntry e = {
             .offset = GUINT32_TO_LE(VHDX_METADATA_ITEMS_AT + at),
-            .length = GUINT32_TO_LE(sizes[i]),
+            .length = GUINT32_TO_LE(vhdx_items[i].size),
             .flags = GUINT32_TO_LE(flags[i]),
         };
 
-        memcpy(e.item_id, guids[i], 16);
+        memcpy(e.item_id, vhdx_items[i].guid, 16);
         memcpy(buf + sizeof(th) + i * sizeof(e), &e, sizeof(e));
-        at += sizes[i];
+        at += vhdx_items[i].size;
     }
     memcpy(items, params, 8);
     memcpy(items + 8, &size, 8);
@@ -310,17 +291,12 @@ static int vhdx_create_on(BlockBackend *blk, VhdxCreate *c, Error **errp)
 /* The subformat and block_state_zero, as both paths name them. */
 static int vhdx_create_parse(VhdxCreate *c, QemuOpts *opts, Error **errp)
 {
-    const char *sub = qemu_opt_get(opts, "subformat");
+    int fixed = bdrv_create_opt_fixed(opts, errp);
 
-    if (!sub || !strcmp(sub, "dynamic")) {
-        c->fixed = false;
-    } else if (!strcmp(sub, "fixed")) {
-        c->fixed = true;
-    } else {
-        error_setg(errp, "Parameter 'subformat' does not accept value '%s'",
-                   sub);
-        return -EINVAL;
+    if (fixed < 0) {
+        return fixed;
     }
+    c->fixed = fixed;
     c->zero_blocks = qemu_opt_get_bool(opts, "block_state_zero", true);
     c->size = qemu_opt_get_size(opts, "size", 0);
     c->log_size = qemu_opt_get_size(opts, "log_size",

@@ -509,7 +509,8 @@ int coroutine_fn vhdx_log_write_bat(BlockDriverState *bs, BDRVVhdxState *s,
 {
     g_autofree uint8_t *sector = g_malloc0(VHDX_LOG_SECTOR);
     g_autofree uint8_t *entry = g_malloc(2 * VHDX_LOG_SECTOR);
-    uint64_t in_bat = QEMU_ALIGN_DOWN(index * sizeof(uint64_t), VHDX_LOG_SECTOR);
+    uint64_t in_bat = QEMU_ALIGN_DOWN(index * sizeof(uint64_t),
+                                      VHDX_LOG_SECTOR);
     uint64_t file_offset = s->bat_offset + in_bat;
     uint64_t value = GUINT64_TO_LE(s->bat[index]);
     uint8_t guid[16];

@@ -39,28 +39,14 @@
 #include "qapi/qapi-opts.h"
 #include "util/crc32c.h"
 
-/* the region GUIDs */
-static const uint8_t vhdx_bat_guid[16] = {
+const uint8_t vhdx_bat_guid[16] = {
     0x66, 0x77, 0xc2, 0x2d, 0x23, 0xf6, 0x00, 0x42,
     0x9d, 0x64, 0x11, 0x5e, 0x9b, 0xfd, 0x4a, 0x08 };
-static const uint8_t vhdx_metadata_guid[16] = {
+const uint8_t vhdx_metadata_guid[16] = {
     0x06, 0xa2, 0x7c, 0x8b, 0x90, 0x47, 0x9a, 0x4b,
     0xb8, 0xfe, 0x57, 0x5f, 0x05, 0x0f, 0x88, 0x6e };
 
-/* the metadata items qblock reads, by GUID, and their sizes */
-enum {
-    VHDX_ITEM_FILE_PARAMETERS,
-    VHDX_ITEM_DISK_SIZE,
-    VHDX_ITEM_PAGE83,
-    VHDX_ITEM_LOGICAL_SECTOR,
-    VHDX_ITEM_PHYSICAL_SECTOR,
-    VHDX_ITEM_PARENT_LOCATOR,
-    VHDX_ITEMS
-};
-static const struct {
-    uint8_t guid[16];
-    uint32_t size;
-} vhdx_items[VHDX_ITEMS] = {
+const VhdxItemKind vhdx_items[VHDX_ITEMS] = {
     [VHDX_ITEM_FILE_PARAMETERS] = { { 0x37, 0x67, 0xa1, 0xca, 0x36, 0xfa,
         0x43, 0x4d, 0xb3, 0xb6, 0x33, 0xf0, 0xaa, 0x44, 0xe7, 0x6b }, 8 },
     [VHDX_ITEM_DISK_SIZE] = { { 0x24, 0x42, 0xa5, 0x2f, 0x1b, 0xcd, 0x76,

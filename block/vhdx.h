@@ -121,6 +121,26 @@ _Static_assert(sizeof(VhdxMetadataEntry) == 32, "vhdx metadata entry");
 _Static_assert(sizeof(VhdxMetadataTableHeader) == 32, "vhdx metadata");
 _Static_assert(sizeof(VhdxLogEntryHeader) == 64, "vhdx log entry");
 
+/* the region GUIDs (block/vhdx.c) */
+extern const uint8_t vhdx_bat_guid[16];
+extern const uint8_t vhdx_metadata_guid[16];
+
+/* the metadata items qblock reads and writes, in QEMU's order */
+enum {
+    VHDX_ITEM_FILE_PARAMETERS,
+    VHDX_ITEM_DISK_SIZE,
+    VHDX_ITEM_PAGE83,
+    VHDX_ITEM_LOGICAL_SECTOR,
+    VHDX_ITEM_PHYSICAL_SECTOR,
+    VHDX_ITEM_PARENT_LOCATOR,
+    VHDX_ITEMS
+};
+typedef struct VhdxItemKind {
+    uint8_t guid[16];
+    uint32_t size;
+} VhdxItemKind;
+extern const VhdxItemKind vhdx_items[VHDX_ITEMS];
+
 /* A byte range of the file that one structure owns (invariant 3). */
 typedef struct VhdxRange {
     uint64_t start;

@@ -467,6 +467,19 @@ def create_vmdk_job(job, **options):
             ('qmp', 'job-dismiss', {'id': job})]
 
 
+def file_nodes(files):
+    """For each of @files: blockdev-create of an empty file, then a file
+    node named after it, less its extension."""
+    return [step for i, f in enumerate(files) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file',
+                                 'node-name': f.rsplit('.', 1)[0],
+                                 'filename': '$DIR/' + f}))]
+
+
 VMDK_FILES = ['a.vmdk', 'b.vmdk', 'c.vmdk', 's1.vmdk', 's2.vmdk', 'd.vmdk',
               'f1.vmdk', 'f2.vmdk', 'g.vmdk', 'h.vmdk', 's3.vmdk', 'i.vmdk']
 
@@ -482,14 +495,7 @@ CREATE_VMDK = {
                'head -c 3000000 /dev/urandom > x.img && '
                'head -c 1M x.img | sha256sum > x.sum'),
         ('start',),
-    ] + [step for i, f in enumerate(VMDK_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-5],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(VMDK_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.vmdk'}),
     ] + create_vmdk_job('j1', file='a', size=64 << 20)
@@ -572,14 +578,7 @@ CREATE_VDI = {
     'steps': [
         ('sh', 'head -c 3000000 /dev/urandom > junk.vdi'),
         ('start',),
-    ] + [step for i, f in enumerate(VDI_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(VDI_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.vdi'}),
     ] + create_job('j1', driver='vdi', file='a', size=64 << 20)
@@ -971,14 +970,8 @@ CREATE_VPC = {
     'steps': [
         ('sh', 'head -c 300000 /dev/urandom > d.vhd'),
         ('start',),
-    ] + [step for i, f in enumerate(VPC_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + create_job('j1', driver='vpc', file='a', size=104865792)
+    ] + file_nodes(VPC_FILES)
+      + create_job('j1', driver='vpc', file='a', size=104865792)
       + create_job('j2', driver='vpc', file='b', size=10514432,
                    subformat='fixed')
       + create_job('j3', driver='vpc', file='c', size=(10 << 20) + 512,
@@ -1016,14 +1009,8 @@ CREATE_VHDX = {
     'steps': [
         ('sh', 'head -c 3000000 /dev/urandom > e.vhdx'),
         ('start',),
-    ] + [step for i, f in enumerate(VHDX_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-5],
-                                 'filename': '$DIR/' + f}))
-    ] + create_job('j1', driver='vhdx', file='a', size=64 << 20)
+    ] + file_nodes(VHDX_FILES)
+      + create_job('j1', driver='vhdx', file='a', size=64 << 20)
       + create_job('j2', driver='vhdx', file='b', size=20 << 20,
                    subformat='fixed', **{'block-state-zero': False})
       + create_job('j3', driver='vhdx', file='c', size=5 << 30,
