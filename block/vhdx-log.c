@@ -438,6 +438,10 @@ int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
         return ret;
     }
     s->log_replayed = true;
+    /* as QEMU: the next entry at the log's start, numbered after these */
+    s->log_write_pos = 0;
+    s->log_sequence = g_array_index(entries, VhdxLogEntry,
+                                    head).sequence_number + 1;
     return 0;
 }
 

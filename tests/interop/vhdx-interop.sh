@@ -458,6 +458,15 @@ same "crash: a read-write open replays the log, as qemu-io's" \
     qemu-io -c 'read -q -P 0x77 3M 64k' crq.vhdx -- \
     "$QB_IO" -c 'read -q -P 0x77 3M 64k' crb.vhdx
 check "crash: ... leaving qemu-io's file" vsame crq.vhdx crb.vhdx
+# a write in the open that replayed: its log entry numbered after the
+# replayed ones, at the log's start, as QEMU's
+qemu-img create -q -f vhdx -o block_size=1M crq.vhdx 64M
+qemu-io -c 'write -P 0x77 3M 64k' blkdebug:bat.conf:crq.vhdx >/dev/null 2>&1
+cp crq.vhdx crb.vhdx
+qemu-io -c 'write -q -P 0x79 5M 64k' crq.vhdx
+"$QB_IO" -c 'write -q -P 0x79 5M 64k' crb.vhdx
+check "crash: a write after the replay of a read-write open: qemu-io's file" \
+    vsame crq.vhdx crb.vhdx
 # a crash before the log entry is complete: the headers name a log GUID
 # no entry carries, so there is nothing to replay and the BAT is the old
 qemu-img create -q -f vhdx -o block_size=1M crb.vhdx 64M
