@@ -21,8 +21,9 @@
  *     check's) replays a dirty log first (vhdx-log.c); a read-only open
  *     of a dirty log fails with QEMU's message.
  *  2. block_size is a power of two in [1 MiB, 256 MiB], the logical
- *     sector is 512 bytes, disk_size is a non-zero multiple of 512 of at
- *     most 64 TiB, so chunk_ratio >= 16 and data_blocks, bat_entries and
+ *     sector is 512 bytes, disk_size is a multiple of 512 of at most
+ *     64 TiB (0 only when the size item says 0: QEMU creates and opens
+ *     such disks), so chunk_ratio >= 16 and data_blocks, bat_entries and
  *     every computed file offset fit in 64 bits.
  *  3. The header section, the log, the BAT and the metadata region are
  *     pairwise disjoint, and every fully present payload block lies
@@ -377,14 +378,14 @@ static int vhdx_open_metadata(BlockDriverState *bs, BDRVVhdxState *s,
                    "supported (only 512)", s->logical_sector_size);
         return -ENOTSUP;
     }
-    if (size == 0 || size > VHDX_MAX_DISK_SIZE) {
-        error_setg(errp, "VHDX virtual disk size %" PRIu64 " is not between "
-                   "1 byte and 64 TiB", size);
+    if (size > VHDX_MAX_DISK_SIZE) {
+        error_setg(errp, "VHDX virtual disk size %" PRIu64 " is more than "
+                   "64 TiB", size);
         return -EINVAL;
     }
     /* as QEMU: whole sectors */
     s->disk_size = QEMU_ALIGN_DOWN(size, VHDX_SECTOR);
-    if (!s->disk_size) {
+    if (!s->disk_size && size) {
         error_setg(errp, "VHDX virtual disk size %" PRIu64 " is less than a "
                    "sector", size);
         return -EINVAL;
@@ -406,7 +407,10 @@ static int vhdx_open_bat(BlockDriverState *bs, BDRVVhdxState *s,
     s->chunk_ratio = VHDX_SECTORS_PER_BITMAP * s->logical_sector_size /
                      s->block_size;
     s->data_blocks = DIV_ROUND_UP(s->disk_size, s->block_size);
-    s->bat_entries = s->data_blocks + (s->data_blocks - 1) / s->chunk_ratio;
+    /* an empty disk: QEMU's 32-bit count of 2^32 - 1 / chunk_ratio */
+    s->bat_entries = s->data_blocks ?
+                     s->data_blocks + (s->data_blocks - 1) / s->chunk_ratio :
+                     UINT32_MAX / s->chunk_ratio;
     if (s->bat_entries > s->bat_length / sizeof(uint64_t)) {
         error_setg(errp, "VHDX BAT region of %" PRIu32 " bytes is too small "
                    "for %" PRIu64 " entries", s->bat_length, s->bat_entries);

@@ -292,9 +292,9 @@ hostile "a parent without a locator" "has a parent but no parent locator" \
 hostile "a differencing image" "differencing images (with a parent) are" \
     0x310004:I=2 0x30000a:H=6 0x3000c0:Q=0x454db30ba8d35f2d \
     0x3000c8:Q=0x0cab3448d8d3f7ab 0x3000d0:I=0x10100 0x3000d4:I=0x100
-hostile "a virtual disk size of 0" "is not between 1 byte and 64 TiB" \
-    0x310008:Q=0
-hostile "a virtual disk size over 64 TiB" "is not between" \
+hostile "a virtual disk size of 0 with a 1 MiB BAT (QEMU's: 64 MiB)" \
+    "is too small for" 0x310008:Q=0
+hostile "a virtual disk size over 64 TiB" "is more than 64 TiB" \
     0x310008:Q=0x400000000001
 hostile "a BAT too small for the disk" "is too small for" \
     0x310008:Q=0x3ffffffffe00
@@ -349,6 +349,12 @@ for spec in ":64M" "block_size=1M:64M" "block_size=256M:300M" \
     check "create ${o:-default} $sz: qemu-img's file" \
         vsame cq/n.vhdx cb/n.vhdx
 done
+"$QB_IMG" create -q -f vhdx cb/z.vhdx 0
+same "an empty disk (size 0): info as qemu-img's" \
+    qemu-img info --output=json cb/z.vhdx -- \
+    "$QB_IMG" info --output=json cb/z.vhdx
+same "an empty disk (size 0): check as qemu-img's" \
+    qemu-img check cb/z.vhdx -- "$QB_IMG" check cb/z.vhdx
 for spec in "block_size=3M:Block size must be a power of two" \
     "log_size=0:Log size must be a multiple of 1 MB" \
     "log_size=8G:Log size must be smaller than 4 GB" \
