@@ -88,3 +88,18 @@ void bdrv_delete_format_file(BlockBackend *blk)
         error_report_err(local_err);
     }
 }
+
+int bdrv_create_opt_fixed(QemuOpts *opts, Error **errp)
+{
+    const char *sub = qemu_opt_get(opts, "subformat");
+
+    if (!sub || !strcmp(sub, "dynamic")) {
+        return 0;
+    }
+    if (!strcmp(sub, "fixed")) {
+        return 1;
+    }
+    error_setg(errp, "Parameter 'subformat' does not accept value '%s'",
+               sub);
+    return -EINVAL;
+}

@@ -24,21 +24,24 @@
  * the log (block/vhdx.c inv. 3); a descriptor that asks otherwise, or
  * whose sequence numbers disagree with its entry's, stops the replay
  * before anything is written.  Then both headers are rewritten without
- * the log GUID (vhdx_log_clear_headers).
+ * the log GUID (vhdx_update_headers), after the update of an open's
+ * first visible write: QEMU's four header writes.
+ *
+ * Writing (vhdx_log_write_bat): each BAT update is one entry of one data
+ * descriptor, the BAT's 4 KiB sector, under a new log GUID, applied and
+ * the GUID cleared at once, as QEMU 7.2 writes it.
  */
 #include "block/vhdx.h"
 #include "util/crc32c.h"
 
-#define VHDX_LOG_SECTOR         4096
-#define VHDX_LOG_DESCRIPTOR     32
 #define VHDX_LOG_SCAN_BUDGET    16
 #define VHDX_LOG_CHUNK          (64 * 1024)
 
+static const uint8_t zero_guid[16];
+
 static bool vhdx_guid_is_zero(const uint8_t *guid)
 {
-    static const uint8_t zero[16];
-
-    return !memcmp(guid, zero, 16);
+    return !memcmp(guid, zero_guid, 16);
 }
 
 /*
@@ -356,62 +359,6 @@ static int vhdx_log_entry_walk(BlockDriverState *bs, BDRVVhdxState *s,
     return 0;
 }
 
-/* A random (version 4) GUID. */
-static void vhdx_random_guid(uint8_t *guid)
-{
-    for (int w = 0; w < 4; w++) {
-        uint32_t r = g_random_int();
-
-        memcpy(guid + 4 * w, &r, 4);
-    }
-    guid[7] = (guid[7] & 0x0f) | 0x40;
-    guid[8] = (guid[8] & 0x3f) | 0x80;
-}
-
-/*
- * Rewrites both headers without the log GUID, the slot not current
- * first so that one good header is always on disk.  The result is what
- * QEMU's replay leaves: sequence numbers 3 and 4 above the current one
- * (QEMU writes both headers twice), one new file write GUID for both and
- * a new data write GUID for each.
- */
-static int vhdx_log_clear_headers(BlockDriverState *bs, BDRVVhdxState *s,
-                                  Error **errp)
-{
-    g_autofree uint8_t *buf = g_malloc0(VHDX_HEADER_SIZE);
-
-    memset(s->header.log_guid, 0, 16);
-    vhdx_random_guid(s->header.file_write_guid);
-    s->header.sequence_number += 2;
-    for (int i = 0; i < 2; i++) {
-        VhdxHeader h;
-        uint32_t crc;
-        int ret;
-
-        s->header.sequence_number++;
-        vhdx_random_guid(s->header.data_write_guid);
-        h = s->header;
-        h.checksum = 0;
-        h.sequence_number = GUINT64_TO_LE(h.sequence_number);
-        h.log_version = GUINT16_TO_LE(h.log_version);
-        h.version = GUINT16_TO_LE(h.version);
-        h.log_length = GUINT32_TO_LE(h.log_length);
-        h.log_offset = GUINT64_TO_LE(h.log_offset);
-        memcpy(buf, &h, sizeof(h));
-        crc = GUINT32_TO_LE(crc32c(0, buf, VHDX_HEADER_SIZE));
-        memcpy(buf + 4, &crc, 4);
-        ret = bdrv_pwrite_sync(bs->file, s->current_header_slot ?
-                               VHDX_HEADER1_OFFSET : VHDX_HEADER2_OFFSET,
-                               VHDX_HEADER_SIZE, buf, 0);
-        if (ret < 0) {
-            error_setg_errno(errp, -ret, "Could not write the VHDX header");
-            return ret;
-        }
-        s->current_header_slot ^= 1;
-    }
-    return 0;
-}
-
 int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
 {
     g_autoptr(GArray) entries = g_array_new(false, false,
@@ -459,6 +406,11 @@ int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
     }
     /* every descriptor of the sequence checked before the first write */
     for (int pass = 0; pass < 2; pass++) {
+        /* as QEMU: the replay is the open's first visible write */
+        if (pass == 1 && (ret = vhdx_user_visible_write(bs, s)) < 0) {
+            error_setg_errno(errp, -ret, "Could not write the VHDX header");
+            return ret;
+        }
         for (int64_t i = start; ; i = vhdx_log_next(s, entries, i)) {
             /* the chain from start leads to head */
             assert(i >= 0);
@@ -479,9 +431,150 @@ int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp)
         error_setg_errno(errp, -ret, "Could not flush the replayed log");
         return ret;
     }
-    ret = vhdx_log_clear_headers(bs, s, errp);
-    if (ret == 0) {
-        s->log_replayed = true;
+    /* as QEMU: the log GUID cleared, both headers rewritten again */
+    ret = vhdx_update_headers(bs, s, VHDX_HEADER_SET_LOG, zero_guid);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not write the VHDX header");
+        return ret;
     }
-    return ret;
+    s->log_replayed = true;
+    /* as QEMU: the next entry at the log's start, numbered after these */
+    s->log_write_pos = 0;
+    s->log_sequence = g_array_index(entries, VhdxLogEntry,
+                                    head).sequence_number + 1;
+    return 0;
+}
+
+/* Writes the @n-byte entry @buf at @pos of the log, wrapping at its end. */
+static int coroutine_fn vhdx_log_put(BlockDriverState *bs, BDRVVhdxState *s,
+                                     uint32_t pos, uint8_t *buf, uint32_t n)
+{
+    for (uint32_t done = 0; done < n; done += VHDX_LOG_SECTOR) {
+        uint32_t at = (uint32_t)(((uint64_t)pos + done) %
+                                 s->header.log_length);
+        QEMUIOVector qiov;
+        int ret;
+
+        qemu_iovec_init_buf(&qiov, buf + done, VHDX_LOG_SECTOR);
+        ret = bdrv_co_pwritev(bs->file, s->header.log_offset + at,
+                              VHDX_LOG_SECTOR, &qiov, 0);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return 0;
+}
+
+/*
+ * The log entry that writes @sector at @file_offset: the header sector
+ * with one data descriptor (the sector's first 8 and last 4 bytes), then
+ * the data sector ("data", the sequence number's halves around the
+ * sector's other 4084 bytes).
+ */
+static void vhdx_log_build(BDRVVhdxState *s, const uint8_t *guid,
+                           uint32_t pos, uint64_t file_len,
+                           const uint8_t *sector, uint64_t file_offset,
+                           uint8_t *entry)
+{
+    VhdxLogEntryHeader h = {
+        .signature = "loge",
+        .entry_length = GUINT32_TO_LE(2 * VHDX_LOG_SECTOR),
+        .tail = GUINT32_TO_LE(pos),
+        .sequence_number = GUINT64_TO_LE(s->log_sequence),
+        .descriptor_count = GUINT32_TO_LE(1),
+        .flushed_file_offset = GUINT64_TO_LE(file_len),
+        .last_file_offset = GUINT64_TO_LE(file_len),
+    };
+    uint8_t *d = entry + sizeof(h), *data = entry + VHDX_LOG_SECTOR;
+    uint64_t offset_le = GUINT64_TO_LE(file_offset);
+    uint64_t seq_le = GUINT64_TO_LE(s->log_sequence);
+    uint32_t hi = GUINT32_TO_LE((uint32_t)(s->log_sequence >> 32));
+    uint32_t lo = GUINT32_TO_LE((uint32_t)s->log_sequence);
+    uint32_t crc;
+
+    memset(entry, 0, 2 * VHDX_LOG_SECTOR);
+    memcpy(h.log_guid, guid, 16);
+    memcpy(entry, &h, sizeof(h));
+    memcpy(d, "desc", 4);
+    memcpy(d + 4, sector + VHDX_LOG_SECTOR - 4, 4);
+    memcpy(d + 8, sector, 8);
+    memcpy(d + 16, &offset_le, 8);
+    memcpy(d + 24, &seq_le, 8);
+    memcpy(data, "data", 4);
+    memcpy(data + 4, &hi, 4);
+    memcpy(data + 8, sector + 8, VHDX_LOG_SECTOR - 12);
+    memcpy(data + VHDX_LOG_SECTOR - 4, &lo, 4);
+    crc = GUINT32_TO_LE(crc32c(0, entry, 2 * VHDX_LOG_SECTOR));
+    memcpy(entry + 4, &crc, 4);
+}
+
+int coroutine_fn vhdx_log_write_bat(BlockDriverState *bs, BDRVVhdxState *s,
+                                    uint64_t index)
+{
+    g_autofree uint8_t *sector = g_malloc0(VHDX_LOG_SECTOR);
+    g_autofree uint8_t *entry = g_malloc(2 * VHDX_LOG_SECTOR);
+    uint64_t in_bat = QEMU_ALIGN_DOWN(index * sizeof(uint64_t),
+                                      VHDX_LOG_SECTOR);
+    uint64_t file_offset = s->bat_offset + in_bat;
+    uint64_t value = GUINT64_TO_LE(s->bat[index]);
+    uint8_t guid[16];
+    int64_t file_len;
+    QEMUIOVector qiov;
+    int ret;
+
+    /* the BAT was read whole from the file (inv. 4): so is the entry */
+    assert(index < s->bat_loaded);
+    if (s->header.log_length < 2 * VHDX_LOG_SECTOR ||
+        s->header.log_length % VHDX_LOG_SECTOR) {
+        error_report("vhdx: a log of %" PRIu32 " bytes cannot hold an entry",
+                     s->header.log_length);
+        return -EINVAL;
+    }
+    /* the data the new entry points to is stable before the log names it */
+    ret = bdrv_co_flush(bs);
+    if (ret < 0) {
+        return ret;
+    }
+    file_len = bdrv_getlength(bs->file->bs);
+    if (file_len < 0) {
+        return file_len;
+    }
+    /* the sector as on disk, past the file's end as zeroes (inv. 4) */
+    ret = bdrv_pread(bs->file, file_offset,
+                        MIN((uint64_t)VHDX_LOG_SECTOR,
+                            (uint64_t)file_len - file_offset), sector, 0);
+    if (ret < 0) {
+        return ret;
+    }
+    memcpy(sector + index * sizeof(uint64_t) - in_bat, &value, 8);
+
+    vhdx_random_guid(guid);
+    ret = vhdx_update_headers(bs, s, VHDX_HEADER_SET_LOG, guid);
+    if (ret < 0) {
+        return ret;
+    }
+    vhdx_log_build(s, guid, s->log_write_pos, file_len, sector, file_offset,
+                   entry);
+    ret = vhdx_log_put(bs, s, s->log_write_pos, entry,
+                       2 * VHDX_LOG_SECTOR);
+    if (ret == 0) {
+        ret = bdrv_co_flush(bs);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    s->log_write_pos = (uint32_t)(((uint64_t)s->log_write_pos +
+                                   2 * VHDX_LOG_SECTOR) %
+                                  s->header.log_length);
+    s->log_sequence++;
+    /* the log now replays the update: the sector goes in place */
+    qemu_iovec_init_buf(&qiov, sector, VHDX_LOG_SECTOR);
+    ret = bdrv_co_pwritev(bs->file, file_offset, VHDX_LOG_SECTOR, &qiov, 0);
+    if (ret == 0) {
+        ret = bdrv_co_flush(bs);
+    }
+    if (ret < 0) {
+        return ret;
+    }
+    return vhdx_update_headers(bs, s, VHDX_HEADER_SET_LOG, zero_guid);
 }

@@ -1,6 +1,8 @@
 /*
- * vhdx: the read-only format driver for Microsoft Hyper-V VHDX images
- * (Microsoft's VHDX specification v1.0), as QEMU 7.2 reads them.
+ * vhdx: the format driver for Microsoft Hyper-V VHDX images
+ * (Microsoft's VHDX specification v1.0), as QEMU 7.2 reads them; writing
+ * in block/vhdx-write.c, the log in block/vhdx-log.c, creation in
+ * block/vhdx-create.c.
  *
  * Layout: the file identifier "vhdxfile" at 0; two headers at 64 and
  * 128 KiB, each with a CRC-32C, the valid one with the higher sequence
@@ -13,15 +15,15 @@
  * when the header names a log GUID that valid log entries carry.
  *
  * Invariants:
- *  1. After open the state is immutable: reads only read it.  There is
- *     no guest write path: open refuses read-write (unless auto-read-only
- *     lets it fall back, as for bochs) but for qemu-img check's open
- *     (BDRV_O_CHECK), which replays a dirty log (vhdx-log.c) and writes
- *     nothing else.  A read-only open of a dirty log fails with QEMU's
- *     message.
+ *  1. After open only the write path (block/vhdx-write.c, under
+ *     s->lock) changes the state: the headers, the BAT entries of blocks
+ *     it allocates, the log's place.  A read-write open (and qemu-img
+ *     check's) replays a dirty log first (vhdx-log.c); a read-only open
+ *     of a dirty log fails with QEMU's message.
  *  2. block_size is a power of two in [1 MiB, 256 MiB], the logical
- *     sector is 512 bytes, disk_size is a non-zero multiple of 512 of at
- *     most 64 TiB, so chunk_ratio >= 16 and data_blocks, bat_entries and
+ *     sector is 512 bytes, disk_size is a multiple of 512 of at most
+ *     64 TiB (0 only when the size item says 0: QEMU creates and opens
+ *     such disks), so chunk_ratio >= 16 and data_blocks, bat_entries and
  *     every computed file offset fit in 64 bits.
  *  3. The header section, the log, the BAT and the metadata region are
  *     pairwise disjoint, and every fully present payload block lies
@@ -35,30 +37,17 @@
  *  5. Differencing images (has_parent) are refused, as QEMU does.
  */
 #include "block/vhdx.h"
+#include "qapi/qapi-opts.h"
 #include "util/crc32c.h"
 
-/* the region GUIDs */
-static const uint8_t vhdx_bat_guid[16] = {
+const uint8_t vhdx_bat_guid[16] = {
     0x66, 0x77, 0xc2, 0x2d, 0x23, 0xf6, 0x00, 0x42,
     0x9d, 0x64, 0x11, 0x5e, 0x9b, 0xfd, 0x4a, 0x08 };
-static const uint8_t vhdx_metadata_guid[16] = {
+const uint8_t vhdx_metadata_guid[16] = {
     0x06, 0xa2, 0x7c, 0x8b, 0x90, 0x47, 0x9a, 0x4b,
     0xb8, 0xfe, 0x57, 0x5f, 0x05, 0x0f, 0x88, 0x6e };
 
-/* the metadata items qblock reads, by GUID, and their sizes */
-enum {
-    VHDX_ITEM_FILE_PARAMETERS,
-    VHDX_ITEM_DISK_SIZE,
-    VHDX_ITEM_PAGE83,
-    VHDX_ITEM_LOGICAL_SECTOR,
-    VHDX_ITEM_PHYSICAL_SECTOR,
-    VHDX_ITEM_PARENT_LOCATOR,
-    VHDX_ITEMS
-};
-static const struct {
-    uint8_t guid[16];
-    uint32_t size;
-} vhdx_items[VHDX_ITEMS] = {
+const VhdxItemKind vhdx_items[VHDX_ITEMS] = {
     [VHDX_ITEM_FILE_PARAMETERS] = { { 0x37, 0x67, 0xa1, 0xca, 0x36, 0xfa,
         0x43, 0x4d, 0xb3, 0xb6, 0x33, 0xf0, 0xaa, 0x44, 0xe7, 0x6b }, 8 },
     [VHDX_ITEM_DISK_SIZE] = { { 0x24, 0x42, 0xa5, 0x2f, 0x1b, 0xcd, 0x76,
@@ -163,6 +152,10 @@ static int vhdx_open_headers(BlockDriverState *bs, BDRVVhdxState *s,
     s->current_header_slot = !(ok1 && (!ok2 || h1.sequence_number >=
                                           h2.sequence_number));
     s->header = s->current_header_slot ? h2 : h1;
+    memcpy(s->data_write_guid[0], (ok1 ? &h1 : &s->header)->data_write_guid,
+           16);
+    memcpy(s->data_write_guid[1], (ok2 ? &h2 : &s->header)->data_write_guid,
+           16);
     if (s->header.log_version != 0) {
         error_setg(errp, "VHDX log version %u is not supported",
                    s->header.log_version);
@@ -385,14 +378,14 @@ static int vhdx_open_metadata(BlockDriverState *bs, BDRVVhdxState *s,
                    "supported (only 512)", s->logical_sector_size);
         return -ENOTSUP;
     }
-    if (size == 0 || size > VHDX_MAX_DISK_SIZE) {
-        error_setg(errp, "VHDX virtual disk size %" PRIu64 " is not between "
-                   "1 byte and 64 TiB", size);
+    if (size > VHDX_MAX_DISK_SIZE) {
+        error_setg(errp, "VHDX virtual disk size %" PRIu64 " is more than "
+                   "64 TiB", size);
         return -EINVAL;
     }
     /* as QEMU: whole sectors */
     s->disk_size = QEMU_ALIGN_DOWN(size, VHDX_SECTOR);
-    if (!s->disk_size) {
+    if (!s->disk_size && size) {
         error_setg(errp, "VHDX virtual disk size %" PRIu64 " is less than a "
                    "sector", size);
         return -EINVAL;
@@ -414,7 +407,10 @@ static int vhdx_open_bat(BlockDriverState *bs, BDRVVhdxState *s,
     s->chunk_ratio = VHDX_SECTORS_PER_BITMAP * s->logical_sector_size /
                      s->block_size;
     s->data_blocks = DIV_ROUND_UP(s->disk_size, s->block_size);
-    s->bat_entries = s->data_blocks + (s->data_blocks - 1) / s->chunk_ratio;
+    /* an empty disk: QEMU's 32-bit count of 2^32 - 1 / chunk_ratio */
+    s->bat_entries = s->data_blocks ?
+                     s->data_blocks + (s->data_blocks - 1) / s->chunk_ratio :
+                     UINT32_MAX / s->chunk_ratio;
     if (s->bat_entries > s->bat_length / sizeof(uint64_t)) {
         error_setg(errp, "VHDX BAT region of %" PRIu32 " bytes is too small "
                    "for %" PRIu64 " entries", s->bat_length, s->bat_entries);
@@ -497,16 +493,10 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
     char signature[8];
     int ret;
 
-    /* invariant 1 */
-    if ((flags & BDRV_O_RDWR) && !(flags & BDRV_O_CHECK)) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "vhdx: qblock reads VHDX images only; open it "
-                       "read-only");
-            return -EACCES;
-        }
-        bs->read_only = true;
-        bs->open_flags &= ~BDRV_O_RDWR;
-    }
+    qemu_co_mutex_init(&s->lock);
+    vhdx_random_guid(s->session_guid);
+    s->first_visible_write = true;
+    s->log_sequence = 1;
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     if (!bs->file) {
         return -EINVAL;
@@ -523,7 +513,8 @@ static int vhdx_open(BlockDriverState *bs, QDict *options, int flags,
         return -EINVAL;
     }
     ret = vhdx_open_headers(bs, s, errp);
-    /* as QEMU: the log before the region table, which it may update */
+    /* invariant 1; as QEMU: the log before the region table, which it
+     * may update */
     if (ret == 0 && (bs->open_flags & BDRV_O_RDWR)) {
         ret = vhdx_log_replay(bs, s, errp);
     } else if (ret == 0) {
@@ -643,6 +634,21 @@ static int vhdx_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
+/*
+ * As QEMU: the first BAT entry tells a fixed image (its blocks the
+ * file's) from a dynamic one (unallocated blocks read as zeroes).
+ */
+static int vhdx_has_zero_init(BlockDriverState *bs)
+{
+    BDRVVhdxState *s = bs->opaque;
+
+    if (s->bat_loaded &&
+        (s->bat[0] & VHDX_BAT_STATE_MASK) == VHDX_BLOCK_FULLY_PRESENT) {
+        return bdrv_has_zero_init(bs->file->bs);
+    }
+    return 1;
+}
+
 static void vhdx_refresh_limits(BlockDriverState *bs, Error **errp)
 {
     bs->bl.request_alignment = VHDX_SECTOR;
@@ -660,6 +666,11 @@ static const BlockDriver bdrv_vhdx = {
     .bdrv_open                      = vhdx_open,
     .bdrv_close                     = vhdx_close,
     .bdrv_co_preadv                 = vhdx_co_preadv,
+    .bdrv_co_pwritev                = vhdx_co_pwritev,
+    .bdrv_has_zero_init             = vhdx_has_zero_init,
+    .create_opts                    = &qapi_opts_vhdx_create,
+    .bdrv_co_create_opts            = vhdx_co_create_opts,
+    .bdrv_co_create_on_node         = vhdx_co_create_on_node,
     .bdrv_co_check                  = vhdx_co_check,
     .bdrv_getlength                 = vhdx_getlength,
     .bdrv_get_info                  = vhdx_get_info,

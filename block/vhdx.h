@@ -54,6 +54,9 @@ enum {
     VHDX_BLOCK_PARTIALLY_PRESENT = 7,   /* differencing images only */
 };
 
+#define VHDX_LOG_SECTOR         4096
+#define VHDX_LOG_DESCRIPTOR     32
+
 #define VHDX_PARAMS_LEAVE_BLOCKS_ALLOCATED 1u
 #define VHDX_PARAMS_HAS_PARENT  2u
 
@@ -118,6 +121,26 @@ _Static_assert(sizeof(VhdxMetadataEntry) == 32, "vhdx metadata entry");
 _Static_assert(sizeof(VhdxMetadataTableHeader) == 32, "vhdx metadata");
 _Static_assert(sizeof(VhdxLogEntryHeader) == 64, "vhdx log entry");
 
+/* the region GUIDs (block/vhdx.c) */
+extern const uint8_t vhdx_bat_guid[16];
+extern const uint8_t vhdx_metadata_guid[16];
+
+/* the metadata items qblock reads and writes, in QEMU's order */
+enum {
+    VHDX_ITEM_FILE_PARAMETERS,
+    VHDX_ITEM_DISK_SIZE,
+    VHDX_ITEM_PAGE83,
+    VHDX_ITEM_LOGICAL_SECTOR,
+    VHDX_ITEM_PHYSICAL_SECTOR,
+    VHDX_ITEM_PARENT_LOCATOR,
+    VHDX_ITEMS
+};
+typedef struct VhdxItemKind {
+    uint8_t guid[16];
+    uint32_t size;
+} VhdxItemKind;
+extern const VhdxItemKind vhdx_items[VHDX_ITEMS];
+
 /* A byte range of the file that one structure owns (invariant 3). */
 typedef struct VhdxRange {
     uint64_t start;
@@ -125,15 +148,22 @@ typedef struct VhdxRange {
 } VhdxRange;
 
 /*
- * All of it is set by open and immutable after (block/vhdx.c inv. 1),
- * but for the header, which only the replay of a read-write (check)
- * open changes, before any request, and log_replayed, which check
- * clears once it has counted the replay.
+ * Set by open; after it, only the write path (block/vhdx-write.c, under
+ * lock) changes the headers, the BAT entries and the log's place
+ * (block/vhdx.c inv. 1); check clears log_replayed once it has counted
+ * the replay.
  */
 typedef struct BDRVVhdxState {
     VhdxHeader header;      /* the current one, host-endian */
     int current_header_slot;    /* 0: at 64 KiB, 1: at 128 KiB */
+    /* each slot keeps its own data write GUID, as QEMU's updates do */
+    uint8_t data_write_guid[2][16];
+    uint8_t session_guid[16];   /* the file write GUID of this open */
+    bool first_visible_write;   /* no header update made yet */
     bool log_replayed;      /* by this open (check counts it repaired) */
+    uint32_t log_write_pos; /* where the next log entry goes */
+    uint64_t log_sequence;  /* the next log entry's sequence number */
+    CoMutex lock;           /* allocation, the log, the headers */
     uint64_t bat_offset;
     uint32_t bat_length;
     uint64_t metadata_offset;
@@ -174,5 +204,54 @@ int vhdx_log_is_dirty(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
  * bad (nothing is written then) or a write failed.
  */
 int vhdx_log_replay(BlockDriverState *bs, BDRVVhdxState *s, Error **errp);
+
+/* vhdx-write.c */
+
+/* A random (version 4) GUID, in Microsoft's byte order. */
+void vhdx_random_guid(uint8_t *guid);
+
+/* What vhdx_update_headers changes besides the sequence and file GUID. */
+typedef enum VhdxHeaderUpdate {
+    VHDX_HEADER_KEEP        = 0,
+    VHDX_HEADER_NEW_DATA    = 1,    /* a new data write GUID per slot */
+    VHDX_HEADER_SET_LOG     = 2,    /* the log GUID to @log_guid */
+} VhdxHeaderUpdate;
+
+/*
+ * QEMU's header update, made twice: the slot not current is rewritten
+ * (sequence number one above the current, the session's file write
+ * GUID), synced, and becomes current; so both slots end up rewritten.
+ * In or out of a coroutine (open's replay calls it).
+ */
+int vhdx_update_headers(BlockDriverState *bs, BDRVVhdxState *s,
+                        VhdxHeaderUpdate what, const uint8_t *log_guid);
+
+/*
+ * The first guest-visible change of an open (a write, or open's replay)
+ * updates the headers once, with new data write GUIDs.
+ */
+int vhdx_user_visible_write(BlockDriverState *bs, BDRVVhdxState *s);
+
+int coroutine_fn vhdx_co_pwritev(BlockDriverState *bs, int64_t offset,
+                                 int64_t bytes, QEMUIOVector *qiov,
+                                 BdrvRequestFlags flags);
+
+/*
+ * vhdx-log.c: writes BAT entry @index through the log as QEMU does: the
+ * data flushed, a new log GUID in the headers, a log entry holding the
+ * BAT's 4 KiB sector, flushed, the sector in place, flushed, the log GUID
+ * cleared.  A crash at any point leaves an image whose log replays to a
+ * consistent BAT.
+ */
+int coroutine_fn vhdx_log_write_bat(BlockDriverState *bs, BDRVVhdxState *s,
+                                    uint64_t index);
+
+/* vhdx-create.c */
+int coroutine_fn vhdx_co_create_opts(const BlockDriver *drv,
+                                     const char *filename, QemuOpts *opts,
+                                     Error **errp);
+int coroutine_fn vhdx_co_create_on_node(const BlockDriver *drv,
+                                        const BdrvCreateTarget *tgt,
+                                        QemuOpts *opts, Error **errp);
 
 #endif

@@ -59,17 +59,12 @@ static int vpc_create_size(VpcCreate *c, uint64_t requested, Error **errp)
 
 static int vpc_create_parse(VpcCreate *c, QemuOpts *opts, Error **errp)
 {
-    const char *sub = qemu_opt_get(opts, "subformat");
+    int fixed = bdrv_create_opt_fixed(opts, errp);
 
-    if (!sub || !strcmp(sub, "dynamic")) {
-        c->fixed = false;
-    } else if (!strcmp(sub, "fixed")) {
-        c->fixed = true;
-    } else {
-        error_setg(errp, "Parameter 'subformat' does not accept value '%s'",
-                   sub);
-        return -EINVAL;
+    if (fixed < 0) {
+        return fixed;
     }
+    c->fixed = fixed;
     c->force_size = qemu_opt_get_bool(opts, "force_size", false);
     return vpc_create_size(c, qemu_opt_get_size(opts, "size", 0), errp);
 }

@@ -910,6 +910,11 @@ BlockBackend *bdrv_create_format_file(const BlockDriver *fmt,
  */
 BlockBackend *bdrv_create_format_on_node(BlockDriverState *bs, Error **errp);
 /*
+ * The "subformat" creation option of vpc and vhdx: 1 for fixed, 0 for
+ * dynamic or none given, -EINVAL with QEMU's message for another.
+ */
+int bdrv_create_opt_fixed(QemuOpts *opts, Error **errp);
+/*
  * Where a format's creation fails after bdrv_create_format_file(): removes
  * the file again (QEMU's luks does: no half-made image is left behind, nor
  * the file that was there before, which creation emptied).  A protocol

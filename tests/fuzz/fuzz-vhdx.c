@@ -6,7 +6,11 @@
  * fuzzed is block/vhdx.c's checks of the headers, region table, metadata
  * and BAT (its invariants 2 to 4) and block/vhdx-log.c's scan of a
  * dirty log; with a flag, the open is qemu-img check -r's (read-write,
- * BDRV_O_CHECK), which replays that log into the in-memory image.
+ * BDRV_O_CHECK), which replays that log into the in-memory image; with
+ * another, a read-write open (which replays it too) and allocating
+ * writes at the three places (block/vhdx-write.c, and the log entries of
+ * vhdx-log.c), each read back: what a write that succeeded wrote must
+ * read back (fuzz-mem bounds the file's growth, so a huge block fails).
  *
  * A VHDX image is megabytes of mostly zeroes with its structures at
  * fixed places (QEMU's layout), so the input is not the image: it is the
@@ -31,6 +35,7 @@
 #define FUZZ_VHDX_FIX_REGIONS   2
 #define FUZZ_VHDX_FIX_LOG       4
 #define FUZZ_VHDX_CHECK_OPEN    8
+#define FUZZ_VHDX_WRITE         16
 
 /* Where the input's bytes go; make-corpus-vhdx.py has the same table. */
 static const struct {
@@ -48,6 +53,21 @@ static const struct {
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Writes a pattern of @n bytes at @off; if that worked, reads it back. */
+static void vhdx_fuzz_write(BlockBackend *blk, int64_t off, int64_t n,
+                            uint8_t pattern)
+{
+    static uint8_t out[FUZZ_VHDX_IO_SIZE], in[FUZZ_VHDX_IO_SIZE];
+
+    memset(out, pattern, n);
+    if (blk_pwrite(blk, off, n, out, 0) < 0) {
+        return;
+    }
+    if (blk_pread(blk, off, n, in, 0) >= 0) {
+        assert(!memcmp(in, out, n));
+    }
+}
 
 /* Recomputes the CRC-32C at @at + 4 over @len bytes of @image. */
 static void vhdx_fuzz_fix_crc(uint8_t *image, uint32_t at, uint32_t len)
@@ -99,7 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     blk = fuzz_mem_open_image("vhdx", image, sizeof(image), false,
                               flags & FUZZ_VHDX_CHECK_OPEN ?
-                              BDRV_O_RDWR | BDRV_O_CHECK : 0);
+                              BDRV_O_RDWR | BDRV_O_CHECK :
+                              flags & FUZZ_VHDX_WRITE ? BDRV_O_RDWR : 0);
     if (!blk) {
         return 0;
     }
@@ -111,6 +132,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         blk_pread(blk, off, MIN(len - off, FUZZ_VHDX_IO_SIZE), buf, 0);
         off = len > FUZZ_VHDX_IO_SIZE ? len - FUZZ_VHDX_IO_SIZE : 0;
         blk_pread(blk, off, len - off, buf, 0);
+    }
+    if (len > 0 && (flags & FUZZ_VHDX_WRITE) &&
+        !(flags & FUZZ_VHDX_CHECK_OPEN)) {
+        int64_t n = MIN(len, FUZZ_VHDX_IO_SIZE);
+
+        vhdx_fuzz_write(blk, 0, n, 0xa1);
+        off = fuzz_mem_io_offset(data, size, len, FUZZ_VHDX_IO_SIZE);
+        vhdx_fuzz_write(blk, off, MIN(len - off, FUZZ_VHDX_IO_SIZE), 0xb2);
+        vhdx_fuzz_write(blk, len - n, n, 0xc3);
+        blk_flush(blk);
     }
     blk_unref(blk);
     return 0;

@@ -7,7 +7,8 @@ Seeds: 1 MiB blocks with two blocks present (4 and 5 MiB), zero and
 absent blocks; 8 MiB blocks with none present; a dirty log (the header
 names the GUID of a valid log entry), opened read-only and as check -r
 opens it (which replays it); a second header with a higher sequence
-number.  Usage: make-corpus-vhdx.py DIR
+number; each of 1 MiB blocks, the dirty log and the odd size again
+opened read-write and written.  Usage: make-corpus-vhdx.py DIR
        make-corpus-vhdx.py --expand INPUT IMAGE  (the image fuzz-vhdx
        makes of INPUT, to try it with qemu-img)"""
 import os
@@ -20,6 +21,7 @@ SEGMENTS = [(0x000000, 0x10), (0x010000, 0x100), (0x020000, 0x100),
             (0x300000, 0x200), (0x310000, 0x100)]
 FIX_ALL = 7
 CHECK_OPEN = 8      # open as qemu-img check -r does: replays the log
+WRITE = 16          # open read-write, write at three places, read back
 
 BAT_GUID = bytes.fromhex('6677c22d23f600429d64115e9bfd4a08')
 METADATA_GUID = bytes.fromhex('06a27c8b90479a4bb8fe575f050f886e')
@@ -148,6 +150,15 @@ def main():
         'odd-size': seed(mib, 3 * mib + 1536, [0x400006, 0, 0, 0x500006],
                          header(2), header(1), data=data),
     }
+    seeds['write-blocks-1m'] = seed(
+        mib, 8 * mib, [0x400006, 2, 0, 0x500006, 3, 1], header(1),
+        header(2), data=data, flags=FIX_ALL | WRITE)
+    seeds['write-dirty-log'] = seed(
+        mib, 8 * mib, [0x400006, 2], header(1, LOG_GUID), header(0),
+        log=log_entry(LOG_GUID), data=data, flags=FIX_ALL | WRITE)
+    seeds['write-odd-size'] = seed(
+        mib, 3 * mib + 1536, [0x400006, 0, 0, 0x500006], header(2),
+        header(1), data=data, flags=FIX_ALL | WRITE)
     for name, blob in seeds.items():
         with open(os.path.join(out, name), 'wb') as f:
             f.write(blob)

@@ -313,6 +313,15 @@ def compare(tests, name, scenario, build, top):
         fa, fb = (open(os.path.join(x, f), 'rb').read() for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
                     '%d bytes against %d' % (len(fa), len(fb)))
+    # VHDX files alike but for what QEMU makes random (vhdx-same.py)
+    for f in scenario.get('same_vhdx', []):
+        p = subprocess.run([sys.executable,
+                            os.path.join(os.path.dirname(
+                                os.path.abspath(__file__)), 'vhdx-same.py'),
+                            os.path.join(dq, f), os.path.join(db, f)],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        tests.check('%s: %s is the same' % (name, f), p.returncode == 0,
+                    p.stdout.decode())
     # where qblock does better than QEMU (the scenario says why)
     for what, line in scenario.get('qblock_after', []):
         p = subprocess.run(line, shell=True, cwd=db, stdout=subprocess.PIPE,
@@ -463,6 +472,19 @@ def create_vmdk_job(job, **options):
             ('qmp', 'job-dismiss', {'id': job})]
 
 
+def file_nodes(files):
+    """For each of @files: blockdev-create of an empty file, then a file
+    node named after it, less its extension."""
+    return [step for i, f in enumerate(files) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file',
+                                 'node-name': f.rsplit('.', 1)[0],
+                                 'filename': '$DIR/' + f}))]
+
+
 VMDK_FILES = ['a.vmdk', 'b.vmdk', 'c.vmdk', 's1.vmdk', 's2.vmdk', 'd.vmdk',
               'f1.vmdk', 'f2.vmdk', 'g.vmdk', 'h.vmdk', 's3.vmdk', 'i.vmdk']
 
@@ -478,14 +500,7 @@ CREATE_VMDK = {
                'head -c 3000000 /dev/urandom > x.img && '
                'head -c 1M x.img | sha256sum > x.sum'),
         ('start',),
-    ] + [step for i, f in enumerate(VMDK_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-5],
-                                 'filename': '$DIR/' + f}))
-    ] + [
+    ] + file_nodes(VMDK_FILES) + [
         ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': 'junk',
                                  'filename': '$DIR/junk.vmdk'}),
     ] + create_vmdk_job('j1', file='a', size=64 << 20)
@@ -555,19 +570,6 @@ def create_job(job, **options):
             ('wait', job, 'concluded'),
             ('qmp', 'query-jobs'),
             ('qmp', 'job-dismiss', {'id': job})]
-
-
-def file_nodes(files):
-    """Steps that create each of @files empty and add it as a file node
-    named after it less its extension."""
-    return [step for i, f in enumerate(files) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file',
-                                 'node-name': f.rsplit('.', 1)[0],
-                                 'filename': '$DIR/' + f}))]
 
 
 VDI_FILES = ['a.vdi', 'b.vdi', 'c.vdi', 'd.vdi', 'h.vdi']
@@ -1017,14 +1019,8 @@ CREATE_VPC = {
     'steps': [
         ('sh', 'head -c 300000 /dev/urandom > d.vhd'),
         ('start',),
-    ] + [step for i, f in enumerate(VPC_FILES) for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-4],
-                                 'filename': '$DIR/' + f}))
-    ] + create_job('j1', driver='vpc', file='a', size=104865792)
+    ] + file_nodes(VPC_FILES)
+      + create_job('j1', driver='vpc', file='a', size=104865792)
       + create_job('j2', driver='vpc', file='b', size=10514432,
                    subformat='fixed')
       + create_job('j3', driver='vpc', file='c', size=(10 << 20) + 512,
@@ -1059,15 +1055,8 @@ PARALLELS_FILES = ['a.parallels', 'b.parallels', 'c.parallels',
 # (qemu-img check is not asked: QEMU's reports a leak in its own new
 # image when the table takes more than one cluster.)
 CREATE_PARALLELS = {
-    'steps': [('start',)] + [step for i, f in enumerate(PARALLELS_FILES)
-                             for step in (
-        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
-            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
-        ('wait', 'f%d' % i, 'concluded'),
-        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
-        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-10],
-                                 'filename': '$DIR/' + f}))
-    ] + create_job('j1', driver='parallels', file='a', size=64 << 20)
+    'steps': [('start',)] + file_nodes(PARALLELS_FILES)
+      + create_job('j1', driver='parallels', file='a', size=64 << 20)
       + create_job('j2', driver='parallels', file='b', size=5 << 20,
                    **{'cluster-size': 4096})
       + create_job('j3', driver='parallels', file='c', size=1024,
@@ -1091,9 +1080,57 @@ CREATE_PARALLELS = {
     'info_keys': ['virtual-size'],
 }
 
+VHDX_FILES = ['a.vhdx', 'b.vhdx', 'c.vhdx', 'd.vhdx', 'e.vhdx', 'h.vhdx']
+
+# Dynamic with its automatic block size, fixed with and without
+# block-state-zero, explicit log and block sizes, a node that held data,
+# and QEMU's refusals (QAPI's sizes are not rounded, unlike qemu-img's);
+# the files must be qemu-img's but for GUIDs, sequence numbers and the
+# creator (vhdx-same.py).
+CREATE_VHDX = {
+    'steps': [
+        ('sh', 'head -c 3000000 /dev/urandom > e.vhdx'),
+        ('start',),
+    ] + file_nodes(VHDX_FILES)
+      + create_job('j1', driver='vhdx', file='a', size=64 << 20)
+      + create_job('j2', driver='vhdx', file='b', size=20 << 20,
+                   subformat='fixed', **{'block-state-zero': False})
+      + create_job('j3', driver='vhdx', file='c', size=5 << 30,
+                   subformat='fixed')
+      + create_job('j4', driver='vhdx', file='d', size=100 << 20,
+                   **{'log-size': 4 << 20, 'block-size': 1 << 20,
+                      'subformat': 'dynamic', 'block-state-zero': False})
+      + create_job('j5', driver='vhdx', file='e', size=1 << 20)
+      # failures
+      + create_job('e1', driver='vhdx', file='h', size=1 << 20,
+                   **{'block-size': 3 << 20})
+      + create_job('e2', driver='vhdx', file='h', size=1 << 20,
+                   **{'block-size': 1536 << 10})
+      + create_job('e3', driver='vhdx', file='h', size=1 << 20,
+                   **{'block-size': 512 << 20})
+      + create_job('e4', driver='vhdx', file='h', size=1 << 20,
+                   **{'log-size': 1536 << 10})
+      + create_job('e5', driver='vhdx', file='h', size=1 << 20,
+                   **{'log-size': 8 << 30})
+      + create_job('e6', driver='vhdx', file='h', size=65 << 40)
+      + create_job('e7', driver='vhdx', file='h', size=1 << 20,
+                   **{'block-size': 0})
+      + create_job('e8', driver='vhdx', file='nonexistent', size=1 << 20)
+      + [
+        ('qmp', 'blockdev-create', {'job-id': 'e9', 'options': {
+            'driver': 'vhdx', 'file': 'h', 'size': 1 << 20,
+            'subformat': 'sparse'}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'images': ['a.vhdx', 'b.vhdx', 'c.vhdx', 'd.vhdx', 'e.vhdx'],
+    'same_vhdx': ['a.vhdx', 'b.vhdx', 'c.vhdx', 'd.vhdx', 'e.vhdx'],
+    'info_keys': ['virtual-size', 'cluster-size', 'format'],
+}
+
 SCENARIOS = {
     'create': CREATE,
     'create-parallels': CREATE_PARALLELS,
+    'create-vhdx': CREATE_VHDX,
     'create-vmdk': CREATE_VMDK,
     'create-vdi': CREATE_VDI,
     'create-qed': CREATE_QED,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reading VHDX images against QEMU 7.2 (qblock's vhdx driver only reads).
+# VHDX images against QEMU 7.2: reading, writing, creating.
 #
 #   tests/interop/vhdx-interop.sh BUILD_DIR
 #
@@ -23,8 +23,19 @@
 # Then images edited with vhdx-craft.py (checksums recomputed): a
 # physical sector of 4096 bytes and a BAT past the end of the file read
 # as QEMU reads them; hostile images are refused by both tools, qblock
-# with QEMU's message where QEMU has one, never crashing.  Creating and
-# read-write opens are refused.  Prints "ok NAME" / "FAIL NAME", ends
+# with QEMU's message where QEMU has one, never crashing.
+#
+# Writing and creating: qblock-img create -f vhdx writes qemu-img's file
+# (vhdx-same.py: but for GUIDs, sequence numbers and the creator) for
+# every kind and refuses what qemu-img refuses with its messages; the
+# same writes through qemu-io and qblock-io on copies of an image give
+# the same file, log entries included; images each side wrote are read
+# and checked by the other; convert -O vhdx gives qemu-img's file.  A
+# crash in the middle (blkdebug fails the BAT's sector write, after the
+# log entry holding it) leaves the file QEMU leaves; qemu-img check -r
+# all replays ours and qblock-img check -r all QEMU's, a read-write open
+# replays as qemu-io's; a crash before the log entry leaves the old BAT.
+# Prints "ok NAME" / "FAIL NAME", ends
 # with "N passed, N failed, N skipped"; exits 77 without qemu-img.
 set -u
 
@@ -281,9 +292,9 @@ hostile "a parent without a locator" "has a parent but no parent locator" \
 hostile "a differencing image" "differencing images (with a parent) are" \
     0x310004:I=2 0x30000a:H=6 0x3000c0:Q=0x454db30ba8d35f2d \
     0x3000c8:Q=0x0cab3448d8d3f7ab 0x3000d0:I=0x10100 0x3000d4:I=0x100
-hostile "a virtual disk size of 0" "is not between 1 byte and 64 TiB" \
-    0x310008:Q=0
-hostile "a virtual disk size over 64 TiB" "is not between" \
+hostile "a virtual disk size of 0 with a 1 MiB BAT (QEMU's: 64 MiB)" \
+    "is too small for" 0x310008:Q=0
+hostile "a virtual disk size over 64 TiB" "is more than 64 TiB" \
     0x310008:Q=0x400000000001
 hostile "a BAT too small for the disk" "is too small for" \
     0x310008:Q=0x3ffffffffe00
@@ -313,12 +324,166 @@ craft h.vhdx trunc:0x300000
 refused "a file cut inside the metadata region" "" \
     "$QB_IMG" info h.vhdx
 
-# only reading
-refused "read-write open" "reads VHDX images only" \
-    "$QB_IO" -c 'write 0 512' dynamic.vhdx
-refused "create" "does not support image creation" \
-    "$QB_IMG" create -f vhdx new.vhdx 64M
-refused "convert -O vhdx" "does not support image creation" \
-    "$QB_IMG" convert -O vhdx dynamic.vhdx new.vhdx
+# ---- writing and creating ----
+vsame() { python3 "$here/vhdx-same.py" "$@"; }
+# refusal CMD...: CMD fails; its output with the tool's name taken out
+refusal() {
+    local out
+    out=$("$@" 2>&1) && { echo "succeeded: $out"; return 1; }
+    sed 's/^\(qemu-img\|qblock-img\): /IMG: /' <<<"$out"
+}
+mkdir -p cq cb
+# creation: the Formatting line and the file (but for GUIDs, sequence
+# numbers and the creator) as qemu-img's, for each kind QEMU makes
+for spec in ":64M" "block_size=1M:64M" "block_size=256M:300M" \
+    "log_size=4M:64M" "subformat=fixed:48M" "block_state_zero=off:64M" \
+    "subformat=fixed,block_state_zero=off:20M" ":5G" ":200G" \
+    "block_size=1M:1T" "log_size=1536K,block_size=1536K:100M" \
+    "block_size=512M:1G" "subformat=dynamic:1000" ":0" \
+    "block_size=1M,subformat=fixed,block_state_zero=off:5G"; do
+    o=${spec%:*} sz=${spec#*:}
+    rm -f cq/n.vhdx cb/n.vhdx
+    same "create ${o:-default} $sz: qemu-img's Formatting line" \
+        sh -c "cd cq && qemu-img create -f vhdx ${o:+-o $o} n.vhdx $sz" -- \
+        sh -c "cd cb && '$QB_IMG' create -f vhdx ${o:+-o $o} n.vhdx $sz"
+    check "create ${o:-default} $sz: qemu-img's file" \
+        vsame cq/n.vhdx cb/n.vhdx
+done
+"$QB_IMG" create -q -f vhdx cb/z.vhdx 0
+same "an empty disk (size 0): info as qemu-img's" \
+    qemu-img info --output=json cb/z.vhdx -- \
+    "$QB_IMG" info --output=json cb/z.vhdx
+same "an empty disk (size 0): check as qemu-img's" \
+    qemu-img check cb/z.vhdx -- "$QB_IMG" check cb/z.vhdx
+for spec in "block_size=3M:Block size must be a power of two" \
+    "log_size=0:Log size must be a multiple of 1 MB" \
+    "log_size=8G:Log size must be smaller than 4 GB" \
+    "subformat=foo:Parameter 'subformat' does not accept value 'foo'"; do
+    o=${spec%%:*}
+    same "create -o $o refused as qemu-img" \
+        refusal sh -c "cd cq && qemu-img create -q -f vhdx -o $o n.vhdx 64M" \
+        -- refusal sh -c "cd cb && '$QB_IMG' create -q -f vhdx -o $o n.vhdx 64M"
+done
+same "a size over 64 TiB refused as qemu-img" \
+    refusal sh -c "cd cq && qemu-img create -q -f vhdx n.vhdx 65T" -- \
+    refusal sh -c "cd cb && '$QB_IMG' create -q -f vhdx n.vhdx 65T"
+same "resize refused as qemu-img (QEMU's vhdx cannot)" \
+    refusal qemu-img resize dynamic.vhdx 128M -- \
+    refusal "$QB_IMG" resize dynamic.vhdx 128M
+
+# writes: the same requests through qemu-io and qblock-io on copies of
+# one new image give the same file (log entries included), for each kind
+wcmds=(-c 'write -q -P 0xab 0 4k' -c 'write -q -P 0xcd 1M 4k'
+       -c 'write -q -P 0x5c 5M 300k' -c 'write -q -z 9M 1M'
+       -c 'write -q -P 0x11 40M 3584' -c 'write -q -P 0x22 20M 12M'
+       -c 'write -q -P 0x33 63M 1M' -c 'read -q -P 0x22 20M 12M')
+for o in "" block_size=1M block_size=256M block_state_zero=off \
+    subformat=fixed "subformat=fixed,block_state_zero=off" log_size=4M; do
+    qemu-img create -q -f vhdx ${o:+-o $o} wq.vhdx 64M
+    cp wq.vhdx wb.vhdx
+    same "writes (${o:-default}): qblock-io prints what qemu-io prints" \
+        qemu-io -f vhdx "${wcmds[@]}" wq.vhdx -- \
+        "$QB_IO" -f vhdx "${wcmds[@]}" wb.vhdx
+    check "writes (${o:-default}): the file is qemu-io's" vsame wq.vhdx wb.vhdx
+    same "writes (${o:-default}): qemu-img check of both" \
+        qemu-img check wq.vhdx -- qemu-img check wb.vhdx
+    check "writes (${o:-default}): qemu-img compare" \
+        quiet qemu-img compare wq.vhdx wb.vhdx
+done
+# 256 MiB blocks over 5 GiB: block 17 has the sector bitmap entry before
+qemu-img create -q -f vhdx -o block_size=256M wq.vhdx 5G
+cp wq.vhdx wb.vhdx
+bcmds=(-c 'write -P 0x42 4352M 64k' -c 'write -P 0x43 4095M 2M')
+qemu-io -f vhdx "${bcmds[@]}" wq.vhdx >/dev/null
+"$QB_IO" -f vhdx "${bcmds[@]}" wb.vhdx >/dev/null
+check "writes past a sector bitmap entry: the file is qemu-io's" \
+    vsame wq.vhdx wb.vhdx
+# each side's images read and checked by the other
+qemu-img create -q -f vhdx -o block_size=1M x1.vhdx 64M
+"$QB_IO" -f vhdx -c 'write -P 0x61 3M 1536k' -c 'write -P 0x62 32M 512' \
+    x1.vhdx >/dev/null
+qemu-io -f vhdx -c 'write -P 0x63 33M 4k' x1.vhdx >/dev/null
+"$QB_IMG" create -q -f vhdx x2.vhdx 64M
+qemu-io -f vhdx -c 'write -P 0x61 3M 1536k' -c 'write -P 0x62 32M 512' \
+    x2.vhdx >/dev/null
+"$QB_IO" -f vhdx -c 'write -P 0x63 33M 4k' x2.vhdx >/dev/null
+for x in x1 x2; do
+    same "$x: both tools' writes: qemu-img check" \
+        qemu-img check $x.vhdx -- "$QB_IMG" check $x.vhdx
+    same "$x: both tools' writes: read alike" \
+        qemu-io -r -c 'read -q -P 0x61 3M 1536k' \
+        -c 'read -q -P 0x62 32M 512' -c 'read -q -P 0x63 33M 4k' \
+        -c 'read -q -P 0 0 3M' -c 'read -q -v 32M 1k' $x.vhdx -- \
+        "$QB_IO" -r -c 'read -q -P 0x61 3M 1536k' \
+        -c 'read -q -P 0x62 32M 512' -c 'read -q -P 0x63 33M 4k' \
+        -c 'read -q -P 0 0 3M' -c 'read -q -v 32M 1k' $x.vhdx
+done
+# convert -O vhdx: qemu-img's file, and its disk
+qemu-img convert -O vhdx dynamic.vhdx cq.vhdx
+"$QB_IMG" convert -O vhdx dynamic.vhdx cb.vhdx
+check "convert -O vhdx: qemu-img's file" vsame cq.vhdx cb.vhdx
+check "convert -O vhdx: the same disk" quiet qemu-img compare cb.vhdx \
+    dynamic.vhdx
+qemu-img convert -O vhdx -o subformat=fixed,block_state_zero=off \
+    dynamic.vhdx cq.vhdx
+"$QB_IMG" convert -O vhdx -o subformat=fixed,block_state_zero=off \
+    dynamic.vhdx cb.vhdx
+check "convert -O vhdx fixed: qemu-img's file" vsame cq.vhdx cb.vhdx
+
+# a crash in the middle: the BAT's sector write fails (blkdebug) after
+# the log entry holding it is flushed, so the log is left to replay
+printf '[inject-error]\nevent = "pwritev"\niotype = "write"\nsector = "4096"\n' \
+    >bat.conf
+qemu-img create -q -f vhdx -o block_size=1M crq.vhdx 64M
+cp crq.vhdx crb.vhdx
+refused "crash: qemu-io's BAT write fails" "Input/output error" \
+    qemu-io -c 'write -P 0x77 3M 64k' blkdebug:bat.conf:crq.vhdx
+refused "crash: qblock-io's BAT write fails" "Input/output error" \
+    "$QB_IO" -c 'write -P 0x77 3M 64k' blkdebug:bat.conf:crb.vhdx
+check "crash: the same file, log and headers, as QEMU leaves" \
+    vsame crq.vhdx crb.vhdx
+refused "crash: qemu-img refuses our dirty image read-only" \
+    "contains a log that needs to be replayed" qemu-img info crb.vhdx
+cp crq.vhdx crq2.vhdx
+cp crb.vhdx crb2.vhdx
+same "crash: check -r all replays the other's log, as each its own" \
+    qemu-img check -r all crb.vhdx -- "$QB_IMG" check -r all crq.vhdx
+check "crash: ... both replayed files the same" vsame crq.vhdx crb.vhdx
+same "crash: qemu-img check -r all of QEMU's: as ours of QEMU's" \
+    qemu-img check -r all crq2.vhdx -- "$QB_IMG" check -r all crb2.vhdx
+for f in crq crb; do
+    check "crash: $f: the write's data is there after the replay" \
+        quiet "$QB_IO" -r -c 'read -P 0x77 3M 64k' -c 'read -P 0 0 3M' \
+        $f.vhdx
+done
+# a read-write open replays, as qemu-io's (upstream test 070)
+qemu-img create -q -f vhdx -o block_size=1M crq.vhdx 64M
+qemu-io -c 'write -P 0x77 3M 64k' blkdebug:bat.conf:crq.vhdx >/dev/null 2>&1
+cp crq.vhdx crb.vhdx
+same "crash: a read-write open replays the log, as qemu-io's" \
+    qemu-io -c 'read -q -P 0x77 3M 64k' crq.vhdx -- \
+    "$QB_IO" -c 'read -q -P 0x77 3M 64k' crb.vhdx
+check "crash: ... leaving qemu-io's file" vsame crq.vhdx crb.vhdx
+# a write in the open that replayed: its log entry numbered after the
+# replayed ones, at the log's start, as QEMU's
+qemu-img create -q -f vhdx -o block_size=1M crq.vhdx 64M
+qemu-io -c 'write -P 0x77 3M 64k' blkdebug:bat.conf:crq.vhdx >/dev/null 2>&1
+cp crq.vhdx crb.vhdx
+qemu-io -c 'write -q -P 0x79 5M 64k' crq.vhdx
+"$QB_IO" -c 'write -q -P 0x79 5M 64k' crb.vhdx
+check "crash: a write after the replay of a read-write open: qemu-io's file" \
+    vsame crq.vhdx crb.vhdx
+# a crash before the log entry is complete: the headers name a log GUID
+# no entry carries, so there is nothing to replay and the BAT is the old
+qemu-img create -q -f vhdx -o block_size=1M crb.vhdx 64M
+printf '[inject-error]\nevent = "pwritev"\niotype = "write"\nsector = "2048"\n' \
+    >log.conf
+refused "crash before the log entry: the write fails" "Input/output error" \
+    "$QB_IO" -c 'write -P 0x77 3M 64k' blkdebug:log.conf:crb.vhdx
+same "crash before the log entry: info as qemu-img's" \
+    qemu-img info crb.vhdx -- "$QB_IMG" info crb.vhdx
+same "crash before the log entry: the block reads as before" \
+    qemu-io -r -c 'read -q -P 0 3M 64k' crb.vhdx -- \
+    "$QB_IO" -r -c 'read -q -P 0 3M 64k' crb.vhdx
 
 summary

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Compares two VHDX images byte for byte but for what QEMU makes random
+or its own: the creator string of the file identifier, the headers'
+sequence numbers, GUIDs and checksums (their other fields must match,
+and the sequence numbers of each file must be in the same order), the
+page 83 data item, and the log's GUIDs and checksums (entries of the same
+place, length and descriptors).  Exits 0 when the same, else 1 with the
+first difference.
+
+  vhdx-same.py A B
+"""
+import struct
+import sys
+
+MIB = 1 << 20
+
+
+def layout(d):
+    """(metadata offset, log offset, log length, seq order) of image d."""
+    regions = {}
+    n = struct.unpack_from('<I', d, 192 * 1024 + 8)[0]
+    for i in range(min(n, 2047)):
+        g, off, length, _ = struct.unpack_from('<16sQII', d,
+                                                192 * 1024 + 16 + 32 * i)
+        regions[g[:2]] = (off, length)
+    s1 = struct.unpack_from('<Q', d, 64 * 1024 + 8)[0]
+    s2 = struct.unpack_from('<Q', d, 128 * 1024 + 8)[0]
+    ll, lo = struct.unpack_from('<IQ', d, 64 * 1024 + 68)
+    return regions[b'\x06\xa2'][0], lo, ll, s1 < s2
+
+
+def mask_ranges(f, meta, lo, ll):
+    """The byte ranges of file f that may differ (absolute offsets)."""
+    ranges = [(8, 8 + 512)]                          # creator
+    for h in (64 * 1024, 128 * 1024):
+        ranges.append((h + 4, h + 64))              # crc, seq, GUIDs
+    ranges.append((meta + 64 * 1024 + 16, meta + 64 * 1024 + 32))  # page 83
+    f.seek(lo)
+    log = f.read(ll)
+    for p in range(0, len(log), 4096):
+        if log[p:p + 4] == b'loge':
+            ranges += [(lo + p + 4, lo + p + 8), (lo + p + 32, lo + p + 48)]
+    return ranges
+
+
+def main():
+    a, b = (open(p, 'rb') for p in sys.argv[1:3])
+    la, lb = layout(a.read(8 * MIB)), layout(b.read(8 * MIB))
+    if la != lb:
+        print('layouts differ: %s vs %s' % (la, lb))
+        return 1
+    meta, lo, ll, _ = la
+    ranges = mask_ranges(a, *la[:3]) + mask_ranges(b, *lb[:3])
+    a.seek(0)
+    b.seek(0)
+    pos = 0
+    while True:
+        ca, cb = bytearray(a.read(64 * MIB)), bytearray(b.read(64 * MIB))
+        if not ca and not cb:
+            return 0
+        for start, end in ranges:
+            for c in (ca, cb):
+                s, e = max(start - pos, 0), min(end - pos, len(c))
+                if s < e:
+                    c[s:e] = bytes(e - s)
+        if ca != cb:
+            i = next((k for k in range(min(len(ca), len(cb)))
+                      if ca[k] != cb[k]), min(len(ca), len(cb)))
+            print('differ at byte %d (lengths %d, %d)'
+                  % (pos + i, len(ca), len(cb)))
+            return 1
+        pos += len(ca)
+
+
+sys.exit(main())
