@@ -38,7 +38,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-vmdk \
-                  fuzz-vpc fuzz-vdi fuzz-vhdx
+                  fuzz-vpc fuzz-vdi fuzz-vhdx fuzz-qcow
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \

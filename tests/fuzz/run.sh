@@ -17,7 +17,7 @@ seconds=$2
 shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
      fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls
-     fuzz-bochs fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx"
+     fuzz-bochs fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx fuzz-qcow"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
@@ -25,7 +25,8 @@ max_len() {
     case $1 in
     fuzz-qcow2) echo 131072 ;;
     fuzz-vmstate) echo 32768 ;;
-    fuzz-nbd-client|fuzz-bochs|fuzz-vmdk|fuzz-vpc|fuzz-vdi|fuzz-vhdx) echo 16384 ;;
+    fuzz-nbd-client|fuzz-bochs|fuzz-vmdk|fuzz-vpc|fuzz-vdi|fuzz-vhdx|\
+    fuzz-qcow) echo 16384 ;;
     *) echo 4096 ;;
     esac
 }
