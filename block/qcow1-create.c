@@ -111,10 +111,16 @@ int coroutine_fn qcow1_co_create_opts(const BlockDriver *drv,
                                       const char *filename, QemuOpts *opts,
                                       Error **errp)
 {
+    const char *backing_fmt = qemu_opt_get(opts, "backing_fmt");
     Qcow1CreateOpts c;
     BlockBackend *blk;
     int ret;
 
+    /* as QEMU: not stored, but it must name a driver (before the file) */
+    if (backing_fmt && !bdrv_find_format(backing_fmt)) {
+        error_setg(errp, "unrecognized backing format '%s'", backing_fmt);
+        return -EINVAL;
+    }
     qcow1_parse_create_opts(opts, &c);
     /* as QEMU: silently rounded up to a sector */
     c.size = ROUND_UP(c.size, QCOW1_SECTOR);

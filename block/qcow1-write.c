@@ -251,41 +251,35 @@ static int coroutine_fn qcow1_write_in_place(BlockDriverState *bs,
     return ret;
 }
 
+static int coroutine_fn qcow1_write_piece(BlockDriverState *bs,
+                                          uint64_t offset, uint64_t n,
+                                          QEMUIOVector *qiov, size_t done)
+{
+    BDRVQcow1State *s = bs->opaque;
+    uint64_t in_cluster = offset & (s->cluster_size - 1);
+    Qcow1Map m;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    /* as QEMU: a write forgets the last compressed cluster read */
+    s->cluster_cache_offset = UINT64_MAX;
+    ret = qcow1_map(bs, offset, &m);
+    if (ret == 0 && (!m.entry || qcow1_is_compressed(m.entry))) {
+        ret = qcow1_allocate(bs, &m, offset, n, qiov, done);
+        qemu_co_mutex_unlock(&s->lock);
+        return ret;
+    }
+    qemu_co_mutex_unlock(&s->lock);
+    return ret < 0 ? ret : qcow1_write_in_place(bs, offset,
+                                                m.entry + in_cluster, n,
+                                                qiov, done);
+}
+
 int coroutine_fn qcow1_co_pwritev(BlockDriverState *bs, int64_t offset,
                                   int64_t bytes, QEMUIOVector *qiov,
                                   BdrvRequestFlags flags)
 {
-    BDRVQcow1State *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t in_cluster = offset & (s->cluster_size - 1);
-        uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
-        Qcow1Map m;
-        int ret;
-
-        qemu_co_mutex_lock(&s->lock);
-        /* as QEMU: a write forgets the last compressed cluster read */
-        s->cluster_cache_offset = UINT64_MAX;
-        ret = qcow1_map(bs, offset, &m);
-        if (ret == 0 && (!m.entry || qcow1_is_compressed(m.entry))) {
-            ret = qcow1_allocate(bs, &m, offset, n, qiov, done);
-            qemu_co_mutex_unlock(&s->lock);
-        } else {
-            qemu_co_mutex_unlock(&s->lock);
-            if (ret == 0) {
-                ret = qcow1_write_in_place(bs, offset, m.entry + in_cluster,
-                                           n, qiov, done);
-            }
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return qcow1_each_cluster(bs, offset, bytes, qiov, qcow1_write_piece);
 }
 
 /*
@@ -348,8 +342,8 @@ static int coroutine_fn qcow1_append_compressed(BlockDriverState *bs,
 
 /* One cluster (or the disk's last, partial one) from @qiov at @done. */
 static int coroutine_fn qcow1_write_compressed_cluster(BlockDriverState *bs,
-                                                       int64_t offset,
-                                                       int64_t bytes,
+                                                       uint64_t offset,
+                                                       uint64_t bytes,
                                                        QEMUIOVector *qiov,
                                                        size_t done)
 {
@@ -387,7 +381,6 @@ int coroutine_fn qcow1_co_pwritev_compressed(BlockDriverState *bs,
                                              QEMUIOVector *qiov)
 {
     BDRVQcow1State *s = bs->opaque;
-    size_t done = 0;
 
     /* the end of a stream of compressed writes: nothing to align here */
     if (bytes == 0) {
@@ -401,18 +394,9 @@ int coroutine_fn qcow1_co_pwritev_compressed(BlockDriverState *bs,
     if (s->crypto) {
         return qcow1_co_pwritev(bs, offset, bytes, qiov, 0);
     }
-    while (bytes > 0) {
-        int64_t n = MIN(bytes, (int64_t)s->cluster_size);
-        int ret = qcow1_write_compressed_cluster(bs, offset, n, qiov, done);
-
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    /* the offset is aligned: each piece is a whole cluster or the last */
+    return qcow1_each_cluster(bs, offset, bytes, qiov,
+                              qcow1_write_compressed_cluster);
 }
 
 static int coroutine_fn qcow1_make_empty_co(BlockDriverState *bs,

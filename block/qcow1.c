@@ -432,7 +432,8 @@ static int coroutine_fn qcow1_read_piece(BlockDriverState *bs,
 {
     BDRVQcow1State *s = bs->opaque;
     uint64_t in_cluster = offset & (s->cluster_size - 1);
-    g_autofree uint8_t *buf = NULL;
+    QEMUIOVector bounce;
+    uint8_t *buf;
     Qcow1Map m;
     int ret;
 
@@ -465,8 +466,11 @@ static int coroutine_fn qcow1_read_piece(BlockDriverState *bs,
     if (!buf) {
         return -ENOMEM;
     }
-    ret = bdrv_pread(bs->file, m.entry + in_cluster, n, buf, 0);
+    qemu_iovec_init_buf(&bounce, buf, n);
+    BLKDBG_EVENT(bs->file, BLKDBG_READ_AIO);
+    ret = bdrv_co_preadv(bs->file, m.entry + in_cluster, n, &bounce, 0);
     if (ret < 0) {
+        qemu_vfree(buf);
         return ret;
     }
     ret = block_crypto_co_run(bs, s->crypto, BLOCK_CRYPTO_DECRYPT, offset,
@@ -474,14 +478,13 @@ static int coroutine_fn qcow1_read_piece(BlockDriverState *bs,
     if (ret == 0) {
         qemu_iovec_from_buf(qiov, done, buf, n);
     }
-    qemu_vfree(g_steal_pointer(&buf));
+    qemu_vfree(buf);
     return ret;
 }
 
-static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,
-                                        int64_t offset, int64_t bytes,
-                                        QEMUIOVector *qiov,
-                                        BdrvRequestFlags flags)
+int coroutine_fn qcow1_each_cluster(BlockDriverState *bs, int64_t offset,
+                                    int64_t bytes, QEMUIOVector *qiov,
+                                    Qcow1PieceFn *fn)
 {
     BDRVQcow1State *s = bs->opaque;
     size_t done = 0;
@@ -489,7 +492,7 @@ static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,
     while (bytes > 0) {
         uint64_t in_cluster = offset & (s->cluster_size - 1);
         uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
-        int ret = qcow1_read_piece(bs, offset, n, qiov, done);
+        int ret = fn(bs, offset, n, qiov, done);
 
         if (ret < 0) {
             return ret;
@@ -499,6 +502,14 @@ static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,
         done += n;
     }
     return 0;
+}
+
+static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,
+                                        int64_t offset, int64_t bytes,
+                                        QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags)
+{
+    return qcow1_each_cluster(bs, offset, bytes, qiov, qcow1_read_piece);
 }
 
 static int coroutine_fn qcow1_co_block_status(BlockDriverState *bs,

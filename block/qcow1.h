@@ -101,7 +101,16 @@ static inline bool qcow1_is_compressed(uint64_t entry)
     return entry & QCOW1_OFLAG_COMPRESSED;
 }
 
+/* A request's piece within one cluster: @n bytes of @qiov from @done. */
+typedef int coroutine_fn Qcow1PieceFn(BlockDriverState *bs, uint64_t offset,
+                                      uint64_t n, QEMUIOVector *qiov,
+                                      size_t done);
+
 /* block/qcow1.c */
+/* Runs @fn on each cluster's piece of the request, in order. */
+int coroutine_fn qcow1_each_cluster(BlockDriverState *bs, int64_t offset,
+                                    int64_t bytes, QEMUIOVector *qiov,
+                                    Qcow1PieceFn *fn);
 int coroutine_fn qcow1_map(BlockDriverState *bs, uint64_t offset,
                            Qcow1Map *m);
 uint64_t *coroutine_fn qcow1_l2_load(BlockDriverState *bs,

@@ -92,7 +92,7 @@ for opts in "x.qcow 0" "-o encryption=on x.qcow 1M" \
             "-o encrypt.format=foo x.qcow 1M" \
             "-o encrypt.format=aes,encrypt.key-secret=s9 x.qcow 1M" \
             "-o encryption=on,encrypt.format=aes x.qcow 1M" \
-            "-b base.raw x.qcow 1M"; do
+            "-b base.raw x.qcow 1M" "-u -b base.raw -F garbage x.qcow 1M"; do
     rm -f x.qcow
     q=$(qemu-img create -f qcow $opts 2>&1; echo "exit $?"; ls x.qcow 2>&1 &&
         wc -c < x.qcow)

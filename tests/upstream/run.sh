@@ -4,7 +4,7 @@
 # against the tools just built, or with QEMU=1 against the real QEMU tools.
 #
 #   tests/upstream/run.sh BUILD_DIR [SET...]
-#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx
+#       SET: qcow2 raw nbd-raw vmdk vpc vdi vhdx qcow
 #
 # The vmdk set is the tests that name vmdk among their formats and drive
 # only the tools (not a VM: 099, 216, 225 and 237 fail for QEMU's own
@@ -14,7 +14,9 @@
 # need a VM or fail for QEMU too: 120 140 143 145 157 192 227 308).  The
 # vhdx set is the tests whose formats include vhdx (by name or as
 # "generic") and that drive only the tools (not 099), less those QEMU's
-# own tools fail in this harness (the same eight).  shared/'s list covers
+# own tools fail in this harness (the same eight).  The qcow set is the
+# tests that name qcow (version 1) among their formats, less 099, which
+# QEMU's own tools fail here too.  shared/'s list covers
 # qcow2 and raw.
 #
 # Environment:
@@ -33,19 +35,21 @@
 # distance to QEMU.  A listed test that now passes is reported, so that the
 # list is kept short.
 set -u
-build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx]...}
+build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|qcow]...}
 shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 . "$src/tests/python.bash"
 sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx)
+[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx qcow)
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
 vdi_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 072 084 104
            159 162 170 197 215 226"
+qcow_tests="004 013 017 018 019 020 023 027 034 037 053 063 069 072 092 097
+            104 110 111 126 134 158 279 301"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
             072 094 104 105 159 162 170 181 197 215 226 231 232 251"
 
@@ -109,6 +113,7 @@ for set in "${sets[@]}"; do
     vpc) fmt=vpc proto=() tests=${UPSTREAM_TESTS:-$vpc_tests} ;;
     vdi) fmt=vdi proto=() tests=${UPSTREAM_TESTS:-$vdi_tests} ;;
     vhdx) fmt=vhdx proto=() tests=${UPSTREAM_TESTS:-$vhdx_tests} ;;
+    qcow) fmt=qcow proto=() tests=${UPSTREAM_TESTS:-$qcow_tests} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
