@@ -54,11 +54,12 @@ def mixed():
 
 def backing():
     """512-byte clusters and 4096-entry L2 tables, as with a backing file:
-    the L2 table lies past the end of the input and reads as zeroes."""
+    cluster 0 at 512, the L2 table at 1024, most of it past the end of
+    the input (reading as zeroes)."""
     img = bytearray(header(1 << 20, 9, 12, 56, b'base.raw'))
     put(img, 56, struct.pack('>Q', 1024))
-    put(img, 1024, struct.pack('>Q', 4096))
-    put(img, 4096, bytes([0x33]) * 512)
+    put(img, 512, bytes([0x33]) * 512)
+    put(img, 1024, struct.pack('>Q', 512))
     return bytes(img)
 
 
