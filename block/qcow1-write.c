@@ -40,25 +40,15 @@ static int64_t coroutine_fn qcow1_file_end(BlockDriverState *bs)
     return end;
 }
 
-/* Inv. 1: the L1 table in memory holds entry @index. */
-static int qcow1_l1_reserve(BDRVQcow1State *s, uint64_t index)
+/* Inv. 1: sets the L1 entry @index in memory. */
+static void qcow1_l1_set(BDRVQcow1State *s, uint64_t index, uint64_t value)
 {
-    uint64_t want;
-    uint64_t *grown;
-
     if (index < s->l1_loaded) {
-        return 0;
+        s->l1_table[index] = value;
+    } else {
+        g_hash_table_insert(s->l1_extra, GUINT_TO_POINTER(index),
+                            g_memdup2(&value, sizeof(value)));
     }
-    want = MIN(ROUND_UP(index + 1, 4096), s->l1_size);
-    grown = g_try_renew(uint64_t, s->l1_table, want);
-    if (!grown) {
-        return -ENOMEM;
-    }
-    memset(grown + s->l1_loaded, 0,
-           (want - s->l1_loaded) * sizeof(uint64_t));
-    s->l1_table = grown;
-    s->l1_loaded = want;
-    return 0;
 }
 
 /* A new, zeroed L2 table for @m's L1 entry (inv. 3: s->lock held). */
@@ -72,10 +62,6 @@ static int coroutine_fn qcow1_alloc_l2(BlockDriverState *bs, Qcow1Map *m)
     if (end < 0) {
         return end;
     }
-    ret = qcow1_l1_reserve(s, m->l1_index);
-    if (ret < 0) {
-        return ret;
-    }
     l2_offset = ROUND_UP((uint64_t)end, s->cluster_size);
     if (!qcow1_l2_load(bs, l2_offset, true, &ret)) {
         return ret;
@@ -88,7 +74,7 @@ static int coroutine_fn qcow1_alloc_l2(BlockDriverState *bs, Qcow1Map *m)
     if (ret < 0) {
         return ret;
     }
-    s->l1_table[m->l1_index] = l2_offset;
+    qcow1_l1_set(s, m->l1_index, l2_offset);
     m->l2_offset = l2_offset;
     return 0;
 }
@@ -415,6 +401,7 @@ static int coroutine_fn qcow1_make_empty_co(BlockDriverState *bs,
     }
     if (ret == 0) {
         memset(s->l1_table, 0, s->l1_loaded * sizeof(uint64_t));
+        g_hash_table_remove_all(s->l1_extra);
         memset(s->l2_cache_offsets, 0, sizeof(s->l2_cache_offsets));
         memset(s->l2_cache_counts, 0, sizeof(s->l2_cache_counts));
         s->cluster_cache_offset = UINT64_MAX;

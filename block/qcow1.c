@@ -146,6 +146,9 @@ static int qcow1_read_l1(BlockDriverState *bs, Error **errp)
         in_file = DIV_ROUND_UP((uint64_t)file_len - s->l1_table_offset,
                                sizeof(uint64_t));
     }
+    /* l1_size <= INT_MAX / 8: an index is a guint */
+    s->l1_extra = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL,
+                                        g_free);
     s->l1_loaded = MIN(in_file, s->l1_size);
     s->l1_table = g_try_new0(uint64_t, MAX(s->l1_loaded, 1));
     if (!s->l1_table) {
@@ -169,6 +172,7 @@ static void qcow1_close(BlockDriverState *bs)
     BDRVQcow1State *s = bs->opaque;
 
     g_clear_pointer(&s->l1_table, g_free);
+    g_clear_pointer(&s->l1_extra, g_hash_table_destroy);
     g_clear_pointer(&s->l2_cache, g_free);
     g_clear_pointer(&s->cluster_cache, g_free);
     crypto_luks_free(s->crypto);
@@ -334,11 +338,7 @@ int coroutine_fn qcow1_map(BlockDriverState *bs, uint64_t offset,
         .l1_index = offset >> (s->l2_bits + s->cluster_bits),
         .l2_index = (offset >> s->cluster_bits) & (s->l2_size - 1),
     };
-    /* inv. 1: the entries past what the file held read as 0 */
-    assert(m->l1_index < s->l1_size);
-    if (m->l1_index < s->l1_loaded) {
-        m->l2_offset = s->l1_table[m->l1_index];
-    }
+    m->l2_offset = qcow1_l1_get(s, m->l1_index);
     if (!m->l2_offset) {
         return 0;
     }

@@ -18,7 +18,9 @@
  *     l2_bits 6..13, size >= 2, l1_size <= INT_MAX / 8), and l1_table
  *     holds l1_loaded <= l1_size entries in host order: the entries the
  *     file holds.  The rest read as 0 (QEMU reads a file's end as
- *     zeroes) until an allocation grows the table (qcow1_l1_reserve).
+ *     zeroes) unless an allocation since open set them: those are in
+ *     l1_extra, so that memory grows with the tables allocated, not with
+ *     the index a hostile header lets a write reach (up to 2^28).
  *  2. Every offset read from the image is checked before use: an L2
  *     table or a cluster must lie below QCOW1_OFFSET_MAX, a data cluster
  *     must be sector-aligned (QEMU's -EIO otherwise), a compressed
@@ -77,6 +79,7 @@ typedef struct BDRVQcow1State {
     uint64_t l1_size;               /* entries the disk needs */
     uint64_t l1_loaded;             /* entries in l1_table (inv. 1) */
     uint64_t *l1_table;             /* host order */
+    GHashTable *l1_extra;           /* index -> uint64_t *, inv. 1 */
     /* inv. 3: QEMU's 16 most used L2 tables, big-endian as on disk */
     uint64_t *l2_cache;
     uint64_t l2_cache_offsets[QCOW1_L2_CACHE_SIZE];
@@ -105,6 +108,19 @@ static inline bool qcow1_is_compressed(uint64_t entry)
 typedef int coroutine_fn Qcow1PieceFn(BlockDriverState *bs, uint64_t offset,
                                       uint64_t n, QEMUIOVector *qiov,
                                       size_t done);
+
+/* The L1 entry @index (inv. 1), host order; 0: no L2 table. */
+static inline uint64_t qcow1_l1_get(const BDRVQcow1State *s, uint64_t index)
+{
+    const uint64_t *extra;
+
+    assert(index < s->l1_size);
+    if (index < s->l1_loaded) {
+        return s->l1_table[index];
+    }
+    extra = g_hash_table_lookup(s->l1_extra, GUINT_TO_POINTER(index));
+    return extra ? *extra : 0;
+}
 
 /* block/qcow1.c */
 /* Runs @fn on each cluster's piece of the request, in order. */

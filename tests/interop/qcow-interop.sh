@@ -271,6 +271,11 @@ else
 fi
 check "a huge L1 table is read in bounded memory" \
     sh -c "$bound '$QB_IO' -r -c 'read 0 1M' h.qcow >/dev/null"
+check "... and written at its last entry, bounded too" \
+    sh -c "$bound '$QB_IO' -c 'write -P 0x11 1125899906777088 64k' \
+           h.qcow >/dev/null"
+check "... which qemu-io reads back" quiet qemu-io -r \
+    -c 'read -P 0x11 1125899906777088 64k' h.qcow
 # entries pointing nowhere sensible: an error, not a crash
 cp plain.qcow h.qcow
 bepatch h.qcow 48 Q 0x7fffffffffffff00

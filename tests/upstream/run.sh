@@ -15,8 +15,10 @@
 # vhdx set is the tests whose formats include vhdx (by name or as
 # "generic") and that drive only the tools (not 099), less those QEMU's
 # own tools fail in this harness (the same eight).  The qcow set is the
-# tests that name qcow (version 1) among their formats, less 099, which
-# QEMU's own tools fail here too.  shared/'s list covers
+# 24 tests that name qcow (version 1) among their formats, less 099,
+# which QEMU's own tools fail here too, and the 20 "generic" ones that
+# drive only the tools and that QEMU's tools pass with qcow (094, 231
+# and 232 skip, 181 excludes qcow).  shared/'s list covers
 # qcow2 and raw.
 #
 # Environment:
@@ -48,8 +50,9 @@ vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
 vpc_tests="072 088 135 146"
 vdi_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 072 084 104
            159 162 170 197 215 226"
-qcow_tests="004 013 017 018 019 020 023 027 034 037 053 063 069 072 092 097
-            104 110 111 126 134 158 279 301"
+qcow_tests="001 002 003 004 005 008 009 010 011 012 013 017 018 019 020 021
+            023 027 032 033 034 037 052 053 063 069 072 092 097 104 110 111
+            126 134 158 159 162 170 197 215 226 251 279 301"
 vhdx_tests="001 002 003 004 005 008 009 010 011 012 021 032 033 052 064 070
             072 094 104 105 159 162 170 181 197 215 226 231 232 251"
 
