@@ -28,6 +28,17 @@ static int coroutine_fn qcow1_pwrite(BdrvChild *child, uint64_t offset,
     return bdrv_co_pwritev(child, offset, bytes, &qiov, 0);
 }
 
+/* Inv. 5: a write of @what at @host must not land on the header. */
+static int qcow1_check_target(uint64_t host, const char *what)
+{
+    if (host < sizeof(Qcow1Header)) {
+        error_report("qcow: %s at 0x%" PRIx64 " lies on the header: not "
+                     "written", what, host);
+        return -EIO;
+    }
+    return 0;
+}
+
 /* The file's end, where the next table or cluster goes (inv. 2). */
 static int64_t coroutine_fn qcow1_file_end(BlockDriverState *bs)
 {
@@ -56,7 +67,7 @@ static int coroutine_fn qcow1_alloc_l2(BlockDriverState *bs, Qcow1Map *m)
 {
     BDRVQcow1State *s = bs->opaque;
     int64_t end = qcow1_file_end(bs);
-    uint64_t l2_offset, be;
+    uint64_t l2_offset, be, at;
     int ret;
 
     if (end < 0) {
@@ -68,9 +79,13 @@ static int coroutine_fn qcow1_alloc_l2(BlockDriverState *bs, Qcow1Map *m)
     }
     /* inv. 3: the table is in the file before the L1 entry names it */
     be = GUINT64_TO_BE(l2_offset);
+    at = s->l1_table_offset + m->l1_index * sizeof(uint64_t);
+    ret = qcow1_check_target(at, "the L1 entry");
+    if (ret < 0) {
+        return ret;
+    }
     BLKDBG_EVENT(bs->file, BLKDBG_L1_UPDATE);
-    ret = qcow1_pwrite(bs->file, s->l1_table_offset +
-                       m->l1_index * sizeof(uint64_t), sizeof(be), &be);
+    ret = qcow1_pwrite(bs->file, at, sizeof(be), &be);
     if (ret < 0) {
         return ret;
     }
@@ -86,6 +101,11 @@ static int coroutine_fn qcow1_set_l2(BlockDriverState *bs,
     uint64_t *table;
     int ret;
 
+    ret = qcow1_check_target(m->l2_offset + m->l2_index * sizeof(uint64_t),
+                             "the L2 entry");
+    if (ret < 0) {
+        return ret;
+    }
     table = qcow1_l2_load(bs, m->l2_offset, false, &ret);
     if (!table) {
         return ret;
@@ -218,6 +238,8 @@ static int coroutine_fn qcow1_write_in_place(BlockDriverState *bs,
     uint8_t *buf;
     int ret;
 
+    /* inv. 5 by inv. 2: a data cluster is at a non-zero sector */
+    assert(host >= QCOW1_SECTOR);
     BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
     if (!s->crypto) {
         return bdrv_co_pwritev_part(bs->file, host, n, qiov, done, 0);

@@ -34,6 +34,11 @@
  *  4. An encrypted image (crypt_method 1, legacy AES) has s->crypto set
  *     unless opened without I/O; guest data is encrypted in a bounce
  *     buffer, never in the caller's, and the request alignment is 512.
+ *  5. No write lands on the header: an L1 or L2 entry that a hostile
+ *     image places in its first 48 bytes is refused for writing with EIO
+ *     (qcow1_check_target; QEMU writes over its own header there); a
+ *     data cluster is at a non-zero sector by invariant 2.  Reading them
+ *     is harmless and stays allowed, as in QEMU.
  */
 #ifndef BLOCK_QCOW1_H
 #define BLOCK_QCOW1_H

@@ -290,6 +290,25 @@ check "... as in QEMU" \
     sh -c "! qemu-io -r -c 'read 0 4k' h.qcow 2>&1 | grep -q '^read [0-9]'"
 refused "an unaligned data cluster: writing" "Input/output error" \
     "$QB_IO" -c 'write 0 4k' h.qcow
+# tables on the header: QEMU would write over it; refused, the header kept
+cp plain.qcow h.qcow
+bepatch h.qcow 40 Q 0
+cp h.qcow h0.qcow
+refused "an L1 table on the header: writing a new table" "lies on the header" \
+    "$QB_IO" -c 'write 3M 4k' h.qcow
+check "... the header unchanged" cmp -n 48 h0.qcow h.qcow
+# the L2 table at 8: cluster 1's entry is bytes 16-23 (zero: unallocated)
+cp plain.qcow h.qcow
+bepatch h.qcow 48 Q 8
+cp h.qcow h0.qcow
+refused "an L2 table on the header: writing a new cluster" \
+    "lies on the header" "$QB_IO" -c 'write 4k 4k' h.qcow
+check "... the header unchanged" cmp -n 48 h0.qcow h.qcow
+check "... which reads as QEMU reads it" \
+    bash -c "qemu-io -r -c 'read -v 0 8k' h.qcow > q.out 2>&1;
+           '$QB_IO' -r -c 'read -v 0 8k' h.qcow > b.out 2>&1;
+           diff <(sed '/ops/d' q.out) <(sed '/ops/d' b.out)"
+
 # 2M: the first entry of the second L2 table
 l2b=$(python3 -c "import struct;print(struct.unpack('>Q',open('plain.qcow','rb').read()[56:64])[0])")
 cp plain.qcow h.qcow
