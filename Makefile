@@ -39,7 +39,7 @@ FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop \
                   fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx \
-                  fuzz-qed
+                  fuzz-qed fuzz-qcow
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \

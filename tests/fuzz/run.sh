@@ -18,7 +18,7 @@ shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
      fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls
      fuzz-bochs fuzz-cloop fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi
-     fuzz-vhdx fuzz-qed"
+     fuzz-vhdx fuzz-qed fuzz-qcow"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
@@ -27,7 +27,8 @@ max_len() {
     fuzz-qcow2) echo 131072 ;;
     fuzz-qed) echo 32768 ;;
     fuzz-vmstate) echo 32768 ;;
-    fuzz-nbd-client|fuzz-bochs|fuzz-cloop|fuzz-parallels|fuzz-vmdk|fuzz-vpc|fuzz-vdi|fuzz-vhdx) echo 16384 ;;
+    fuzz-nbd-client|fuzz-bochs|fuzz-cloop|fuzz-parallels|fuzz-vmdk|\
+    fuzz-vpc|fuzz-vdi|fuzz-vhdx|fuzz-qcow) echo 16384 ;;
     *) echo 4096 ;;
     esac
 }

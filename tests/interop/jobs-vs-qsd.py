@@ -308,7 +308,8 @@ def compare(tests, name, scenario, build, top):
                   for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
                     '%d bytes against %d' % (len(fa), len(fb)))
-    # files alike byte for byte (qed and parallels have nothing random)
+    # files alike byte for byte (qed, parallels and qcow have nothing
+    # random in them)
     for f in scenario.get('same_bytes', []):
         fa, fb = (open(os.path.join(x, f), 'rb').read() for x in (dq, db))
         tests.check('%s: %s is the same' % (name, f), fa == fb,
@@ -651,6 +652,45 @@ CREATE_QED = {
     'images': ['a.qed', 'b.qed', 'junk.qed'],
     'same_bytes': ['a.qed', 'b.qed', 'c.qed', 'd.qed', 'h.qed', 'junk.qed'],
     'info_keys': ['virtual-size', 'cluster-size', 'format'],
+}
+
+QCOW_FILES = ['a.qcow', 'b.qcow', 'c.qcow', 'd.qcow', 'h.qcow']
+
+# qcow (version 1): plain, with a backing file (512-byte clusters), an
+# odd size (kept as it is, unlike qemu-img create's), encrypted with the
+# legacy AES method, and QEMU's refusals; nothing in the files is random.
+CREATE_QCOW = {
+    'steps': [
+        ('start',),
+        ('qmp', 'object-add', {'qom-type': 'secret', 'id': 'sec0',
+                               'data': 'passw0rd'}),
+    ] + [step for i, f in enumerate(QCOW_FILES) for step in (
+        ('qmp', 'blockdev-create', {'job-id': 'f%d' % i, 'options': {
+            'driver': 'file', 'filename': '$DIR/' + f, 'size': 0}}),
+        ('wait', 'f%d' % i, 'concluded'),
+        ('qmp', 'job-dismiss', {'id': 'f%d' % i}),
+        ('qmp', 'blockdev-add', {'driver': 'file', 'node-name': f[:-5],
+                                 'filename': '$DIR/' + f}))
+    ] + create_job('j1', driver='qcow', file='a', size=64 << 20)
+      + create_job('j2', driver='qcow', file='b', size=5 << 20,
+                   **{'backing-file': 'a.qcow'})
+      + create_job('j3', driver='qcow', file='c', size=1000)
+      + create_job('j4', driver='qcow', file='d', size=3 << 20,
+                   encrypt={'format': 'qcow', 'key-secret': 'sec0'})
+      # failures: in the job, and before it
+      + create_job('e1', driver='qcow', file='h', size=0)
+      + create_job('e2', driver='qcow', file='h', size=1 << 20,
+                   encrypt={'format': 'luks', 'key-secret': 'sec0'})
+      + create_job('e3', driver='qcow', file='h', size=1 << 20,
+                   encrypt={'format': 'qcow', 'key-secret': 'nosuch'})
+      + create_job('e4', driver='qcow', file='nonexistent', size=1 << 20)
+      + [
+        ('qmp', 'blockdev-create', {'job-id': 'e5', 'options': {
+            'driver': 'qcow', 'file': 'h', 'size': 1 << 20,
+            'cluster-size': 512}}),
+        ('qmp', 'query-jobs'),
+    ],
+    'same_bytes': QCOW_FILES,
 }
 
 # LUKS images and encrypted qcow2 ones; the images are random (keys,
@@ -1134,6 +1174,7 @@ SCENARIOS = {
     'create-vmdk': CREATE_VMDK,
     'create-vdi': CREATE_VDI,
     'create-qed': CREATE_QED,
+    'create-qcow': CREATE_QCOW,
     'create-luks': CREATE_LUKS,
     'create-vpc': CREATE_VPC,
     'stream': STREAM,
