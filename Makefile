@@ -11,7 +11,7 @@ PREFIX ?= /usr/local
 # say they are missing, the fuse export is not available), but installed
 # here so that they are built and tested.
 BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
-              zlib1g-dev libzstd-dev libaio-dev liburing-dev libgcrypt20-dev \
+              zlib1g-dev libzstd-dev libbz2-dev libaio-dev liburing-dev libgcrypt20-dev \
               nettle-dev libgnutls28-dev python3 librbd-dev librados-dev \
               libssh-dev libfuse3-dev
 # The rbd tests run a throw-away Ceph cluster (tests/ceph/: ceph-mon,
@@ -39,7 +39,7 @@ FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop \
                   fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx \
-                  fuzz-qed fuzz-qcow
+                  fuzz-qed fuzz-qcow fuzz-dmg
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \
