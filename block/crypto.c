@@ -197,3 +197,26 @@ int block_crypto_parse_amend(QemuOpts *opts, const char *prefix,
     a->active = !strcmp(state, "active");
     return 0;
 }
+
+int block_crypto_open_legacy_aes(BlockDriverState *bs, const char *format,
+                                 const char *secret, int flags,
+                                 CryptoLuks **crypto, Error **errp)
+{
+    if (format && strcmp(format, "aes")) {
+        error_setg(errp, "Header reported 'aes' encryption format but "
+                   "options specify '%s'", format);
+        return -EINVAL;
+    }
+    bs->encrypted = true;
+    *crypto = NULL;
+    if (flags & BDRV_O_NO_IO) {
+        return 0;
+    }
+    if (!secret) {
+        error_setg(errp, "Parameter 'encrypt.key-secret' is required for "
+                   "cipher");
+        return -EINVAL;
+    }
+    *crypto = crypto_luks_new_qcow_aes(secret, errp);
+    return *crypto ? 0 : -EINVAL;
+}

@@ -56,4 +56,15 @@ int coroutine_fn block_crypto_co_run(BlockDriverState *bs, CryptoLuks *luks,
 int block_crypto_parse_amend(QemuOpts *opts, const char *prefix,
                              CryptoLuksAmendOptions *a, Error **errp);
 
+/*
+ * The open of qcow's and qcow2's legacy AES encryption, with QEMU's
+ * messages: @format (encrypt.format, may be NULL) must be "aes", and
+ * unless @flags has BDRV_O_NO_IO the passphrase of secret @secret
+ * becomes the key (*@crypto; NULL with BDRV_O_NO_IO).  Marks @bs
+ * encrypted.  Returns 0 or -EINVAL.
+ */
+int block_crypto_open_legacy_aes(BlockDriverState *bs, const char *format,
+                                 const char *secret, int flags,
+                                 CryptoLuks **crypto, Error **errp);
+
 #endif

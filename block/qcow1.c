@@ -82,22 +82,8 @@ static int qcow1_open_crypto(BlockDriverState *bs, uint32_t method,
         error_setg(errp, "invalid encryption method in qcow header");
         return -EINVAL;
     }
-    if (format && strcmp(format, "aes")) {
-        error_setg(errp, "Header reported 'aes' encryption format but "
-                   "options specify '%s'", format);
-        return -EINVAL;
-    }
-    bs->encrypted = true;
-    if (flags & BDRV_O_NO_IO) {
-        return 0;
-    }
-    if (!secret) {
-        error_setg(errp, "Parameter 'encrypt.key-secret' is required for "
-                   "cipher");
-        return -EINVAL;
-    }
-    s->crypto = crypto_luks_new_qcow_aes(secret, errp);
-    return s->crypto ? 0 : -EINVAL;
+    return block_crypto_open_legacy_aes(bs, format, secret, flags,
+                                        &s->crypto, errp);
 }
 
 /* The backing file's name, as QEMU reads it (no format: it is probed). */
