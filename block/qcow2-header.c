@@ -66,12 +66,11 @@ int qcow2_probe(const uint8_t *buf, int buf_size, const char *filename)
      * Versions past 3 are claimed, so that open refuses them by name
      * ("Unsupported qcow2 version 4") instead of their being opened as raw
      * images, whose first sector a write could then destroy, as QEMU does
-     * too.  So is version 1, the older qcow format, which QEMU opens with
-     * a driver of its own that qblock does not have: open refuses it.
-     * (Version 0 is no format; QEMU probes it as raw.)
+     * too.  Version 1 is the older qcow format, the qcow driver's
+     * (qcow1.c); version 0 is no format (QEMU probes it as raw).
      */
     if (GUINT32_FROM_BE(magic) == QCOW_MAGIC &&
-        GUINT32_FROM_BE(version) >= 1) {
+        GUINT32_FROM_BE(version) >= 2) {
         return 100;
     }
     return 0;
@@ -674,12 +673,6 @@ int qcow2_read_header(BlockDriverState *bs, int flags,
     if (h.magic != QCOW_MAGIC) {
         error_setg(errp, "Image is not in qcow2 format");
         return -EINVAL;
-    }
-    if (h.version == 1 && bs->probed) {
-        error_setg(errp, "Image is in the qcow (version 1) format, which "
-                   "qblock does not support; convert it to qcow2 with "
-                   "'qemu-img convert -f qcow -O qcow2'");
-        return -ENOTSUP;
     }
     if (h.version < 2 || h.version > 3) {
         error_setg(errp, "Unsupported qcow2 version %" PRIu32, h.version);

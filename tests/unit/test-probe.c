@@ -53,10 +53,11 @@ static void test_probe_raw_warns(void)
 
 /*
  * An image in the older qcow format (version 1: magic "QFI\xfb", version
- * 1, the size at byte 24) is refused by name, never opened as raw, where
- * a write could destroy its header; with -f qcow2, QEMU's message.
+ * 1, the size at byte 24) is probed as qcow, never as qcow2 or raw (where
+ * a write could destroy its header); with -f qcow2, QEMU's message, and
+ * the file is left as it was.
  */
-static void test_probe_qcow_v1_refused(void)
+static void test_probe_qcow_v1(void)
 {
     g_autofree char *path = g_build_filename(test_dir, "v1.qcow", NULL);
     static const uint8_t header[48] = {
@@ -65,15 +66,17 @@ static void test_probe_qcow_v1_refused(void)
         [32] = 12, 9,                           /* cluster and L2 bits */
     };
     g_autofree char *after = NULL;
+    BlockDriverState *bs;
     gsize len;
     Error *err = NULL;
 
     g_assert_true(g_file_set_contents(path, (const char *)header,
                                       sizeof(header), NULL));
-    g_assert_null(bdrv_open(path, NULL, NULL, BDRV_O_RDWR, &err));
-    assert_error(&err, "Image is in the qcow (version 1) format, which "
-                 "qblock does not support; convert it to qcow2 with "
-                 "'qemu-img convert -f qcow -O qcow2'");
+    bs = bdrv_open(path, NULL, NULL, 0, &error_abort);
+    g_assert_true(bs->probed);
+    g_assert_cmpstr(bdrv_get_format_name(bs), ==, "qcow");
+    g_assert_cmpint(bdrv_getlength(bs), ==, 1 << 20);
+    bdrv_unref(bs);
     g_assert_null(bdrv_open(path, NULL, opts("driver=qcow2"), BDRV_O_RDWR,
                             &err));
     assert_error(&err, "Unsupported qcow2 version 1");
@@ -300,7 +303,7 @@ int main(int argc, char **argv)
     g_assert_true(g_file_set_contents(empty_path, "", 0, NULL));
 
     g_test_add_func("/probe/raw-warns", test_probe_raw_warns);
-    g_test_add_func("/probe/qcow-v1-refused", test_probe_qcow_v1_refused);
+    g_test_add_func("/probe/qcow-v1", test_probe_qcow_v1);
     g_test_add_func("/probe/raw-read-only-silent",
                     test_probe_raw_read_only_silent);
     g_test_add_func("/probe/explicit-format-silent",
