@@ -468,7 +468,6 @@ static int coroutine_fn dmg_co_preadv(BlockDriverState *bs, int64_t offset,
     size_t done = 0;
     int ret = 0;
 
-    qemu_co_mutex_lock(&s->lock);
     while (bytes > 0 && ret == 0) {
         guint i = dmg_find_chunk(s, offset / DMG_SECTOR);
         const DmgChunk *c = &g_array_index(s->chunks, DmgChunk, i);
@@ -484,10 +483,13 @@ static int coroutine_fn dmg_co_preadv(BlockDriverState *bs, int64_t offset,
             break;
         case DMG_CHUNK_ZLIB:
         case DMG_CHUNK_BZIP2:
+            /* inv. 2: only the cache needs the lock, not a raw read */
+            qemu_co_mutex_lock(&s->lock);
             ret = dmg_load_chunk(bs, i);
             if (ret == 0) {
                 qemu_iovec_from_buf(qiov, done, s->chunk_buf + in_chunk, n);
             }
+            qemu_co_mutex_unlock(&s->lock);
             break;
         case DMG_CHUNK_END:
             error_report("dmg: sector %" PRIu64 " lies in no chunk",
@@ -501,7 +503,6 @@ static int coroutine_fn dmg_co_preadv(BlockDriverState *bs, int64_t offset,
         bytes -= n;
         done += n;
     }
-    qemu_co_mutex_unlock(&s->lock);
     return ret;
 }
 

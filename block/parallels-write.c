@@ -141,8 +141,8 @@ static int coroutine_fn parallels_write_new(BlockDriverState *bs,
     s->data_end = host + s->cluster_size;
     entry = GUINT32_TO_LE(host / unit);
     ret = bdrv_pwrite(bs->file, PARALLELS_HEADER_SIZE +
-                         (int64_t)index * sizeof(uint32_t), sizeof(entry),
-                         &entry, 0);
+                      (int64_t)index * sizeof(uint32_t), sizeof(entry),
+                      &entry, 0);
     if (ret == 0) {
         s->bat[index] = entry;
     }
@@ -282,8 +282,8 @@ int coroutine_fn parallels_co_check(BlockDriverState *bs,
     }
     if (bat_changed) {
         ret = bdrv_pwrite(bs->file, PARALLELS_HEADER_SIZE,
-                             (int64_t)s->bat_entries * sizeof(uint32_t),
-                             s->bat, 0);
+                          (int64_t)s->bat_entries * sizeof(uint32_t),
+                          s->bat, 0);
         if (ret < 0) {
             result->check_errors++;
             return ret;
