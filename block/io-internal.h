@@ -1,24 +1,12 @@
 /*
  * What the request path's files (io.c, block-status.c, drain.c,
- * io-sync.c) and block-backend.c share beyond the headers of include/: the
- * node's in-flight counter (io.c's invariant 1) and the drain barrier.
+ * io-sync.c) and block-backend.c share beyond the headers of include/:
+ * the request alignment and the drain barrier.
  */
 #ifndef QBLOCK_IO_INTERNAL_H
 #define QBLOCK_IO_INTERNAL_H
 
 #include "block/block_int.h"
-
-/* io.c's invariant 1: counted from a request's entry to its completion. */
-static inline void bdrv_inc_in_flight(BlockDriverState *bs)
-{
-    bs->in_flight++;
-}
-
-static inline void bdrv_dec_in_flight(BlockDriverState *bs)
-{
-    assert(bs->in_flight > 0);
-    bs->in_flight--;
-}
 
 static inline int64_t bdrv_request_align(BlockDriverState *bs)
 {

@@ -253,6 +253,9 @@ static int coroutine_fn qed_co_write(BlockDriverState *bs, uint64_t offset,
                 ret = qed_write_alloc(bs, ret, offset, len, qiov, done,
                                       flags);
             }
+            if (ret >= 0) {
+                qed_need_check_timer_arm(bs);
+            }
             qemu_co_mutex_unlock(&s->lock);
         }
         if (ret < 0) {

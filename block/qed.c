@@ -250,25 +250,6 @@ fail:
     return ret;
 }
 
-/*
- * A clean stop: the data and tables on stable storage, then the
- * need-check flag off (inv. 4).  Only a node that may write does it.
- */
-static void qed_mark_clean(BlockDriverState *bs)
-{
-    BDRVQedState *s = bs->opaque;
-
-    if (!(bs->open_flags & BDRV_O_RDWR) ||
-        !(s->header.features & QED_F_NEED_CHECK)) {
-        return;
-    }
-    bdrv_flush(bs->file->bs);
-    s->header.features &= ~(uint64_t)QED_F_NEED_CHECK;
-    if (qed_write_header(bs) == 0) {
-        bdrv_flush(bs->file->bs);
-    }
-}
-
 static void qed_close(BlockDriverState *bs)
 {
     BDRVQedState *s = bs->opaque;
@@ -441,6 +422,9 @@ static const BlockDriver bdrv_qed = {
     .bdrv_open                      = qed_open,
     .bdrv_close                     = qed_close,
     .bdrv_reopen_prepare            = qed_reopen_prepare,
+    .bdrv_change_aio_context        = qed_change_aio_context,
+    .bdrv_drained_begin             = qed_drained_begin,
+    .bdrv_drained_end               = qed_drained_end,
     .bdrv_co_preadv                 = qed_co_preadv,
     .bdrv_co_pwritev                = qed_co_pwritev,
     .bdrv_co_pwrite_zeroes          = qed_co_pwrite_zeroes,

@@ -37,7 +37,13 @@
  *     table entry that an allocation changes, unless the image has a
  *     backing file (then the data is flushed before the table write, as
  *     QEMU does); it is cleared only with no allocation in flight, after
- *     a flush (close) or a check that found nothing unfixed.
+ *     a flush: 5 s after the last allocating write (the need-check timer,
+ *     as QEMU's), when a drained section begins with the timer pending,
+ *     at close, on going read-only, or by a check that found nothing
+ *     unfixed.
+ *  5. The need-check timer is armed only on a writable node outside a
+ *     drained section (s->drained == 0), so that no metadata write starts
+ *     while the node is drained; its coroutine is counted in flight.
  */
 #ifndef BLOCK_QED_H
 #define BLOCK_QED_H
@@ -104,6 +110,10 @@ typedef struct BDRVQedState {
     QedHeader header;
     uint64_t *l1;
     uint64_t file_size;
+
+    /* clears the need-check flag (inv. 4, 5); NULL until a write */
+    QEMUTimer *need_check_timer;
+    unsigned int drained;       /* nested drained sections of the node */
 } BDRVQedState;
 
 static inline uint64_t qed_offset_into_cluster(const BDRVQedState *s,
@@ -164,6 +174,15 @@ int coroutine_fn qed_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
 int coroutine_fn qed_co_truncate(BlockDriverState *bs, int64_t offset,
                                  bool exact, PreallocMode prealloc,
                                  BdrvRequestFlags flags, Error **errp);
+
+/* block/qed-clean.c */
+void qed_mark_clean(BlockDriverState *bs);
+void qed_need_check_timer_free(BlockDriverState *bs);
+void qed_need_check_timer_arm(BlockDriverState *bs);
+int qed_change_aio_context(BlockDriverState *bs, AioContext *new_ctx,
+                           Error **errp);
+void qed_drained_begin(BlockDriverState *bs);
+void qed_drained_end(BlockDriverState *bs);
 
 /* block/qed-check.c */
 int qed_check(BlockDriverState *bs, BdrvCheckResult *result, bool fix);

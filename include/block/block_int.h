@@ -944,4 +944,20 @@ void bdrv_default_perms(BlockDriverState *bs, BdrvChild *child,
                         uint64_t parent_perm, uint64_t parent_shared,
                         uint64_t *nperm, uint64_t *nshared);
 
+/*
+ * io.c's invariant 1: a request is counted in flight from its entry to its
+ * completion, and so is a driver's own background work on the node (a
+ * timer's coroutine that writes metadata), so that a drain waits for it.
+ */
+static inline void bdrv_inc_in_flight(BlockDriverState *bs)
+{
+    bs->in_flight++;
+}
+
+static inline void bdrv_dec_in_flight(BlockDriverState *bs)
+{
+    assert(bs->in_flight > 0);
+    bs->in_flight--;
+}
+
 #endif

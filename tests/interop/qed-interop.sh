@@ -19,7 +19,9 @@
 # qemu's images agree; each tool reads what the other wrote.  Need-check:
 # a writer killed after an allocating write leaves the same flagged file
 # (which info does not report, as QEMU); a read-write open repairs as
-# QEMU's does, a read-only one and check without -r leave it.
+# QEMU's does, a read-only one and check without -r leave it; served by
+# qblock-nbd, the flag goes off 5 s after the last allocating write and
+# when the client leaves (qemu-nbd: only the latter).
 # Check: invalid L1 and L2 entries, a cluster used twice, leaks: the
 # same report and exit status, and -r all the same repaired file.
 # A run of clusters that leaves the file fails where it leaves (QEMU reads
@@ -202,6 +204,51 @@ patch d.qed $((0x60010)) Q 0x7000000
 check "a read-only open leaves the flag" cmp q.qed d.qed
 both_img "check (no -r) leaves it too" check d.qed
 check "... and the file" cmp q.qed d.qed
+
+# ---- the need-check timer ----
+# An image served by a long-running process: the flag goes off 5 s after
+# the last allocating write (the timer QEMU arms; it fires in qemu-system,
+# whose virtual clock runs, but never in qemu-nbd, whose clock stands
+# still), and at once when the node is drained (the client going away),
+# which both servers do.
+
+# need_check FILE: the need-check bit of FILE's header features
+need_check() {
+    python3 -c 'import struct,sys; f=open(sys.argv[1],"rb"); f.seek(16); print(struct.unpack("<Q", f.read(8))[0] >> 1 & 1)' "$1"
+}
+# serve TOOL FILE SOCKET: TOOL (qemu-nbd or qblock-nbd) exports FILE
+serve() {
+    "$1" -f qed -k "$PWD/$3" "$2" >/dev/null 2>&1 &
+    server=$!
+    for _ in $(seq 50); do [ -S "$3" ] && return; sleep 0.1; done
+}
+qemu-img create -q -f qed t.qed 4M
+serve "$build/qblock-nbd" t.qed t.sock
+qemu-io -f raw -c 'write -P 1 0 100k' -c 'sleep 8000' \
+    "nbd+unix:///?socket=$PWD/t.sock" >/dev/null 2>&1 &
+client=$!
+sleep 2
+flag_early=$(need_check t.qed)
+sleep 5
+flag_late=$(need_check t.qed)
+check "an allocating write through qblock-nbd sets the flag at once" \
+    [ "$flag_early" = 1 ]
+check "... and 5 s later it is off, the client still connected" \
+    [ "$flag_late" = 0 ]
+wait $client
+kill $server 2>/dev/null; wait $server 2>/dev/null
+check "... and the image is clean" quiet "$QB_IMG" check t.qed
+for tool in qemu-nbd "$build/qblock-nbd"; do
+    rm -f d.qed d.sock
+    qemu-img create -q -f qed d.qed 4M
+    serve "$tool" d.qed d.sock
+    qemu-io -f raw -c 'write -P 1 0 100k' \
+        "nbd+unix:///?socket=$PWD/d.sock" >/dev/null 2>&1
+    sleep 0.5
+    flag=$(need_check d.qed)
+    kill -9 $server 2>/dev/null; wait $server 2>/dev/null
+    check "${tool##*/}: the client's leaving clears the flag" [ "$flag" = 0 ]
+done
 
 # ---- check ----
 
