@@ -120,36 +120,21 @@ static bool json_parse_unicode_escape(JsonParseState *st, GString *out)
 static bool json_parse_escape(JsonParseState *st, GString *out)
 {
     char c;
+    int decoded;
 
     if (json_at_end(st)) {
         json_error(st, "premature EOI");
         return false;
     }
     c = *st->p++;
-    switch (c) {
-    case '"':
-    case '\'':
-    case '\\':
-    case '/':
-        g_string_append_c(out, c);
-        return true;
-    case 'b':
-        g_string_append_c(out, '\b');
-        return true;
-    case 'f':
-        g_string_append_c(out, '\f');
-        return true;
-    case 'n':
-        g_string_append_c(out, '\n');
-        return true;
-    case 'r':
-        g_string_append_c(out, '\r');
-        return true;
-    case 't':
-        g_string_append_c(out, '\t');
-        return true;
-    case 'u':
+    if (c == 'u') {
         return json_parse_unicode_escape(st, out);
+    }
+    /* \' (QEMU's single-quoted strings) and \/ are read, never written */
+    decoded = c == '\'' || c == '/' ? c : json_short_escape_decode(c);
+    if (decoded >= 0) {
+        g_string_append_c(out, decoded);
+        return true;
     }
     st->p--;    /* the offset of the error names the bad character */
     json_error(st, "invalid escape sequence in string");
