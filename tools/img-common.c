@@ -7,7 +7,7 @@
 
 #include "block/snapshot.h"
 #include "qblock/block-driver.h"
-#include "util/user-object.h"
+#include "tool-opts.h"
 
 int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
                         int64_t max)
@@ -223,15 +223,11 @@ int img_getopt(int argc, char **argv, const char *shortopts,
         case IMG_OPTION_IMAGE_OPTS:
             co->open.image_opts = true;
             break;
-        case IMG_OPTION_OBJECT: {
-            Error *err = NULL;
-
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case IMG_OPTION_OBJECT:
+            if (!tool_object_option(optarg)) {
                 exit(1);
             }
             break;
-        }
         default:
             return c;
         }

@@ -25,8 +25,8 @@
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
-#include "util/user-object.h"
 #include "qblock-io.h"
+#include "tool-opts.h"
 
 /* The prompt scripts written for qemu-io match; keep the text as is. */
 #define QIO_PROMPT "qemu-io> "
@@ -446,21 +446,16 @@ int main(int argc, char **argv)
             qio_misalign = true;
             break;
         case 'T':
-            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            tool_trace_option(optarg);
             break;
         case QIO_OPT_IMAGE_OPTS:
             qio_image_opts = true;
             break;
-        case QIO_OPT_OBJECT: {
-            Error *err = NULL;
-
-            /* at once, as qemu-io: the image opened below may name it */
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case QIO_OPT_OBJECT:
+            if (!tool_object_option(optarg)) {
                 return 1;
             }
             break;
-        }
         default:
             qio_usage(qemu_get_progname());
             return 1;

@@ -26,6 +26,7 @@
 #include "crypto/tls-creds.h"
 #include "io-stats.h"
 #include "snapshot-arg.h"
+#include "tool-opts.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
 #include "qblock/block-backend.h"
@@ -36,7 +37,6 @@
 #include "util/main-loop.h"
 #include "util/qdict.h"
 #include "util/socket-activation.h"
-#include "util/user-object.h"
 #include "qblock-nbd.h"
 
 #define QNBD_DEFAULT_PORT "10809"
@@ -412,18 +412,13 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             o->description = optarg;
             break;
         case 'T':
-            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            tool_trace_option(optarg);
             break;
-        case QNBD_OPT_OBJECT: {
-            Error *err = NULL;
-
-            /* at once, as qemu-nbd: later options may name the object */
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case QNBD_OPT_OBJECT:
+            if (!tool_object_option(optarg)) {
                 return -1;
             }
             break;
-        }
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
             break;
