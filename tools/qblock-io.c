@@ -94,6 +94,17 @@ int qio_open_opt(int c, const char *arg, QioOpenOpts *o)
     }
 }
 
+QDict *qio_parse_options(const char *str)
+{
+    Error *local_err = NULL;
+    QDict *opts = keyval_parse_flat(str, NULL, &local_err);
+
+    if (!opts) {
+        error_report_err(local_err);
+    }
+    return opts;
+}
+
 int qio_open(const char *name, const QioOpenOpts *o, QDict *opts)
 {
     int flags = o->flags | (o->read_only ? 0 : BDRV_O_RDWR);
@@ -472,12 +483,9 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         if (qio_image_opts) {
-            Error *local_err = NULL;
-            QDict *opts = keyval_parse_flat(argv[optind], NULL,
-                                            &local_err);
+            QDict *opts = qio_parse_options(argv[optind]);
 
             if (!opts) {
-                error_report_err(local_err);
                 return 1;
             }
             ret = qio_open(NULL, &open_opts, opts);
