@@ -256,21 +256,14 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
     BlockBackend *blk;
     int flags = o->flags;
 
-    if (o->image_opts) {
-        if (o->fmt) {
-            error_report("--image-opts and --format are mutually exclusive");
-            return NULL;
-        }
-        options = keyval_parse_flat(name, "file", &err);
-        if (!options) {
-            error_report_err(err);
-            return NULL;
-        }
-    } else {
-        options = qdict_new();
-        if (o->fmt) {
-            qdict_put_str(options, "driver", o->fmt);
-        }
+    if (o->image_opts && o->fmt) {
+        error_report("--image-opts and --format are mutually exclusive");
+        return NULL;
+    }
+    options = tool_image_options(name, o->image_opts, o->fmt, &err);
+    if (!options) {
+        error_report_err(err);
+        return NULL;
     }
     if (o->extra) {
         qdict_join(options, o->extra, true);

@@ -576,16 +576,9 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
     BlockBackend *blk;
     QDict *opts;
 
-    if (o->image_opts) {
-        opts = keyval_parse(o->filename, NULL, errp);
-        if (!opts) {
-            return NULL;
-        }
-    } else {
-        opts = qdict_new();
-        if (o->format) {
-            qdict_put_str(opts, "driver", o->format);
-        }
+    opts = tool_image_options(o->filename, o->image_opts, o->format, errp);
+    if (!opts) {
+        return NULL;
     }
     if (o->detect_zeroes) {
         qdict_put_str(opts, "detect-zeroes", o->detect_zeroes);

@@ -22,3 +22,18 @@ void tool_trace_option(const char *arg)
 {
     warn_report("tracing is not supported, ignoring -T %s", arg);
 }
+
+QDict *tool_image_options(const char *name, bool image_opts, const char *fmt,
+                          Error **errp)
+{
+    QDict *options;
+
+    if (image_opts) {
+        return keyval_parse_flat(name, "file", errp);
+    }
+    options = qdict_new();
+    if (fmt) {
+        qdict_put_str(options, "driver", fmt);
+    }
+    return options;
+}

@@ -7,6 +7,7 @@
 #define QBLOCK_TOOL_OPTS_H
 
 #include "util/osdep.h"
+#include "util/qdict.h"
 
 /*
  * --object OBJECTDEF: creates the object at once, as QEMU's tools do,
@@ -21,5 +22,15 @@ bool tool_object_option(const char *arg);
  * option is accepted with a warning and does nothing.
  */
 void tool_trace_option(const char *arg);
+
+/*
+ * The options that open the image @name of the command line, as
+ * qemu-img and qemu-nbd read it: with --image-opts (@image_opts) @name
+ * is itself "key=value,..." in QemuOpts syntax, a bare first value naming
+ * the file; otherwise the options only name the format @fmt, if given.
+ * NULL with @errp set if @name does not parse.
+ */
+QDict *tool_image_options(const char *name, bool image_opts, const char *fmt,
+                          Error **errp);
 
 #endif
