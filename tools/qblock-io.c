@@ -19,7 +19,6 @@
 
 #include <getopt.h>
 
-#include "config-host.h"
 #include "qblock/block-backend.h"
 #include "util/aio.h"
 #include "util/cutils.h"
@@ -444,8 +443,7 @@ int main(int argc, char **argv)
             qio_usage(qemu_get_progname());
             return 0;
         case 'V':
-            printf("%s version %s (qblock, compatible with qemu-io 7.2)\n",
-                   qemu_get_progname(), QBLOCK_VERSION);
+            qemu_print_version("qemu-io");
             return 0;
         case 'c':
             g_ptr_array_add(cmds, optarg);

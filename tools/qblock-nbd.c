@@ -22,7 +22,6 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "config-host.h"
 #include "crypto/tls-creds.h"
 #include "io-stats.h"
 #include "snapshot-arg.h"
@@ -326,8 +325,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             qnbd_usage(qemu_get_progname());
             exit(EXIT_SUCCESS);
         case 'V':
-            printf("%s version %s (qblock, compatible with qemu-nbd 7.2)\n",
-                   qemu_get_progname(), QBLOCK_VERSION);
+            qemu_print_version("qemu-nbd");
             exit(EXIT_SUCCESS);
         case 'o':
             if (qemu_strtou64(optarg, NULL, 0, &o->offset) < 0 ||
