@@ -298,6 +298,21 @@ static JsonNode *json_parse_keyword(JsonParseState *st)
 }
 
 /*
+ * Steps over the bracket that opens an object or array at st->p: true,
+ * past @close as well, if @close follows (the object or array is empty).
+ */
+static bool json_parse_open(JsonParseState *st, char close)
+{
+    st->p++;
+    json_skip_ws(st);
+    if (!json_at_end(st) && *st->p == close) {
+        st->p++;
+        return true;
+    }
+    return false;
+}
+
+/*
  * Takes what follows a member of an object or array (@what, for the
  * message) that @close ends: 1 after a ',' (another member follows), 0
  * after @close, -1 with the error set.
@@ -321,10 +336,7 @@ static JsonNode *json_parse_object(JsonParseState *st)
 {
     g_autoptr(JsonObject) obj = json_object_new();
 
-    st->p++;
-    json_skip_ws(st);
-    if (!json_at_end(st) && *st->p == '}') {
-        st->p++;
+    if (json_parse_open(st, '}')) {
         return json_node_init_object(json_node_alloc(), obj);
     }
     for (;;) {
@@ -375,10 +387,7 @@ static JsonNode *json_parse_array(JsonParseState *st)
 {
     g_autoptr(JsonArray) arr = json_array_new();
 
-    st->p++;
-    json_skip_ws(st);
-    if (!json_at_end(st) && *st->p == ']') {
-        st->p++;
+    if (json_parse_open(st, ']')) {
         return json_node_init_array(json_node_alloc(), arr);
     }
     for (;;) {
