@@ -37,6 +37,20 @@ static char *luks_header_text(const char *field, size_t len)
     return g_strndup(field, len);
 }
 
+/*
+ * @found, what looking up the header's @name returned, or -ENOTSUP after
+ * saying which @what ("cipher mode", "hash algorithm") is unknown here.
+ */
+static int luks_header_known(int found, const char *what, const char *name,
+                             Error **errp)
+{
+    if (found < 0) {
+        error_setg(errp, "Unsupported %s '%s' in LUKS header", what, name);
+        return -ENOTSUP;
+    }
+    return found;
+}
+
 /* "xts-plain64", "cbc-essiv:sha256": mode, ivgen and its hash. */
 static int luks_parse_cipher_mode(const char *text, LuksParams *p,
                                   Error **errp)
@@ -51,32 +65,30 @@ static int luks_parse_cipher_mode(const char *text, LuksParams *p,
         return -EINVAL;
     }
     *ivgen++ = '\0';
-    mode = crypto_cipher_mode_lookup(copy);
+    mode = luks_header_known(crypto_cipher_mode_lookup(copy), "cipher mode",
+                             copy, errp);
     if (mode < 0) {
-        error_setg(errp, "Unsupported cipher mode '%s' in LUKS header",
-                   copy);
-        return -ENOTSUP;
+        return mode;
     }
     p->cipher_mode = mode;
     hash = strchr(ivgen, ':');
     if (hash) {
         *hash++ = '\0';
     }
-    alg = crypto_ivgen_lookup(ivgen);
+    alg = luks_header_known(crypto_ivgen_lookup(ivgen), "ivgen algorithm",
+                            ivgen, errp);
     if (alg < 0) {
-        error_setg(errp, "Unsupported ivgen algorithm '%s' in LUKS header",
-                   ivgen);
-        return -ENOTSUP;
+        return alg;
     }
     p->ivgen_alg = alg;
     p->ivgen_hash_alg = CRYPTO_HASH_SHA256;
     if (alg == CRYPTO_IVGEN_ESSIV) {
-        int h = hash ? crypto_hash_lookup(hash) : -1;
+        int h = luks_header_known(hash ? crypto_hash_lookup(hash) : -1,
+                                  "ivgen hash algorithm", hash ? hash : "",
+                                  errp);
 
         if (h < 0) {
-            error_setg(errp, "Unsupported ivgen hash algorithm '%s' in LUKS "
-                       "header", hash ? hash : "");
-            return -ENOTSUP;
+            return h;
         }
         p->ivgen_hash_alg = h;
     }
@@ -117,11 +129,10 @@ static int luks_parse_params(const LuksHeader *hdr, LuksParams *p,
     if (!crypto_cipher_supports(alg, p->cipher_mode, errp)) {
         return -ENOTSUP;
     }
-    h = crypto_hash_lookup(hash);
+    h = luks_header_known(crypto_hash_lookup(hash), "hash algorithm", hash,
+                          errp);
     if (h < 0) {
-        error_setg(errp, "Unsupported hash algorithm '%s' in LUKS header",
-                   hash);
-        return -ENOTSUP;
+        return h;
     }
     p->hash_alg = h;
     return 0;

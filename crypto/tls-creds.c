@@ -74,6 +74,32 @@ static int tls_creds_load_key_pair(QCryptoTLSCreds *creds, const char *dir,
     return 0;
 }
 
+/* A gnutls loader of a PEM file into x509 credentials (CA, CRL). */
+typedef int TlsCredsPemLoader(gnutls_certificate_credentials_t x509,
+                              const char *path, gnutls_x509_crt_fmt_t type);
+
+/*
+ * Loads @path, unless it is NULL (an optional file that is absent), with
+ * @load; @what names the file in the error ("CA certificate").
+ */
+static int tls_creds_load_pem(QCryptoTLSCreds *creds, TlsCredsPemLoader *load,
+                              const char *what, const char *path,
+                              Error **errp)
+{
+    int ret;
+
+    if (!path) {
+        return 0;
+    }
+    ret = load(creds->x509, path, GNUTLS_X509_FMT_PEM);
+    if (ret < 0) {
+        error_setg(errp, "Cannot load %s '%s': %s", what, path,
+                   gnutls_strerror(ret));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
                                Error **errp)
 {
@@ -99,23 +125,11 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
         error_propagate(errp, local_err);
         return -EINVAL;
     }
-    if (ca) {
-        ret = gnutls_certificate_set_x509_trust_file(creds->x509, ca,
-                                                     GNUTLS_X509_FMT_PEM);
-        if (ret < 0) {
-            error_setg(errp, "Cannot load CA certificate '%s': %s", ca,
-                       gnutls_strerror(ret));
-            return -EINVAL;
-        }
-    }
-    if (crl) {
-        ret = gnutls_certificate_set_x509_crl_file(creds->x509, crl,
-                                                   GNUTLS_X509_FMT_PEM);
-        if (ret < 0) {
-            error_setg(errp, "Cannot load CRL '%s': %s", crl,
-                       gnutls_strerror(ret));
-            return -EINVAL;
-        }
+    if (tls_creds_load_pem(creds, gnutls_certificate_set_x509_trust_file,
+                           "CA certificate", ca, errp) < 0 ||
+        tls_creds_load_pem(creds, gnutls_certificate_set_x509_crl_file,
+                           "CRL", crl, errp) < 0) {
+        return -EINVAL;
     }
     if (server) {
         return tls_creds_load_key_pair(creds, dir, TLS_SERVER_CERT,

@@ -31,7 +31,6 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-#include "config-host.h"
 #include "block/block.h"
 #include "block/export.h"
 #include "block/nbd-export.h"
@@ -172,10 +171,8 @@ static void qsd_usage(void)
 
 static void qsd_print_version(void)
 {
-    printf("%s version %s (qblock, compatible with qemu-storage-daemon "
-           "7.2)\n"
-           "Copyright (c) the qblock authors\n",
-           qemu_get_progname(), QBLOCK_VERSION);
+    qemu_print_version("qemu-storage-daemon");
+    printf("Copyright (c) the qblock authors\n");
 }
 
 static void qsd_request_shutdown(const char *reason)

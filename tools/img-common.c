@@ -7,7 +7,7 @@
 
 #include "block/snapshot.h"
 #include "qblock/block-driver.h"
-#include "util/user-object.h"
+#include "tool-opts.h"
 
 int64_t img_cvtnum_full(const char *name, const char *value, int64_t min,
                         int64_t max)
@@ -223,15 +223,11 @@ int img_getopt(int argc, char **argv, const char *shortopts,
         case IMG_OPTION_IMAGE_OPTS:
             co->open.image_opts = true;
             break;
-        case IMG_OPTION_OBJECT: {
-            Error *err = NULL;
-
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case IMG_OPTION_OBJECT:
+            if (!tool_object_option(optarg)) {
                 exit(1);
             }
             break;
-        }
         default:
             return c;
         }
@@ -260,21 +256,14 @@ BlockBackend *img_open(const char *name, const ImgOpenOptions *o)
     BlockBackend *blk;
     int flags = o->flags;
 
-    if (o->image_opts) {
-        if (o->fmt) {
-            error_report("--image-opts and --format are mutually exclusive");
-            return NULL;
-        }
-        options = keyval_parse_flat(name, "file", &err);
-        if (!options) {
-            error_report_err(err);
-            return NULL;
-        }
-    } else {
-        options = qdict_new();
-        if (o->fmt) {
-            qdict_put_str(options, "driver", o->fmt);
-        }
+    if (o->image_opts && o->fmt) {
+        error_report("--image-opts and --format are mutually exclusive");
+        return NULL;
+    }
+    options = tool_image_options(name, o->image_opts, o->fmt, &err);
+    if (!options) {
+        error_report_err(err);
+        return NULL;
     }
     if (o->extra) {
         qdict_join(options, o->extra, true);

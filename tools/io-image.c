@@ -265,13 +265,11 @@ const QioCmd qio_cmd_map = {
 };
 
 /* Adds the "key=value,..." options of @str to @opts. */
-static bool qio_parse_options(QDict *opts, const char *str)
+static bool qio_join_options(QDict *opts, const char *str)
 {
-    Error *local_err = NULL;
-    QDict *parsed = keyval_parse_flat(str, NULL, &local_err);
+    QDict *parsed = qio_parse_options(str);
 
     if (!parsed) {
-        error_report_err(local_err);
         return false;
     }
     qdict_join(opts, parsed, true);
@@ -315,7 +313,7 @@ static int qio_open_f(BlockBackend *blk, int argc, char **argv)
         }
         switch (c) {
         case 'o':
-            if (!qio_parse_options(opts, optarg)) {
+            if (!qio_join_options(opts, optarg)) {
                 goto fail;
             }
             break;
@@ -328,7 +326,7 @@ static int qio_open_f(BlockBackend *blk, int argc, char **argv)
     /* with --image-opts, the path is an option string as on the command
      * line */
     if (qio_image_opts && optind == argc - 1) {
-        if (!qio_parse_options(opts, argv[optind])) {
+        if (!qio_join_options(opts, argv[optind])) {
             goto fail;
         }
         optind++;
@@ -414,7 +412,7 @@ static int qio_reopen_f(BlockBackend *blk, int argc, char **argv)
             }
             break;
         case 'o':
-            if (!qio_parse_options(opts, optarg)) {
+            if (!qio_join_options(opts, optarg)) {
                 ret = -EINVAL;
                 goto out;
             }

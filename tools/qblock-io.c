@@ -19,14 +19,13 @@
 
 #include <getopt.h>
 
-#include "config-host.h"
 #include "qblock/block-backend.h"
 #include "util/aio.h"
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
-#include "util/user-object.h"
 #include "qblock-io.h"
+#include "tool-opts.h"
 
 /* The prompt scripts written for qemu-io match; keep the text as is. */
 #define QIO_PROMPT "qemu-io> "
@@ -92,6 +91,17 @@ int qio_open_opt(int c, const char *arg, QioOpenOpts *o)
     default:
         return 0;
     }
+}
+
+QDict *qio_parse_options(const char *str)
+{
+    Error *local_err = NULL;
+    QDict *opts = keyval_parse_flat(str, NULL, &local_err);
+
+    if (!opts) {
+        error_report_err(local_err);
+    }
+    return opts;
 }
 
 int qio_open(const char *name, const QioOpenOpts *o, QDict *opts)
@@ -433,8 +443,7 @@ int main(int argc, char **argv)
             qio_usage(qemu_get_progname());
             return 0;
         case 'V':
-            printf("%s version %s (qblock, compatible with qemu-io 7.2)\n",
-                   qemu_get_progname(), QBLOCK_VERSION);
+            qemu_print_version("qemu-io");
             return 0;
         case 'c':
             g_ptr_array_add(cmds, optarg);
@@ -446,21 +455,16 @@ int main(int argc, char **argv)
             qio_misalign = true;
             break;
         case 'T':
-            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            tool_trace_option(optarg);
             break;
         case QIO_OPT_IMAGE_OPTS:
             qio_image_opts = true;
             break;
-        case QIO_OPT_OBJECT: {
-            Error *err = NULL;
-
-            /* at once, as qemu-io: the image opened below may name it */
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case QIO_OPT_OBJECT:
+            if (!tool_object_option(optarg)) {
                 return 1;
             }
             break;
-        }
         default:
             qio_usage(qemu_get_progname());
             return 1;
@@ -477,12 +481,9 @@ int main(int argc, char **argv)
     }
     if (optind < argc) {
         if (qio_image_opts) {
-            Error *local_err = NULL;
-            QDict *opts = keyval_parse_flat(argv[optind], NULL,
-                                            &local_err);
+            QDict *opts = qio_parse_options(argv[optind]);
 
             if (!opts) {
-                error_report_err(local_err);
                 return 1;
             }
             ret = qio_open(NULL, &open_opts, opts);

@@ -76,6 +76,13 @@ typedef struct QioOpenOpts {
 int qio_open_opt(int c, const char *arg, QioOpenOpts *o);
 
 /*
+ * The "key=value,..." options of an image as --image-opts and the open
+ * command's -o take them (QemuOpts syntax, keys not checked as a tree);
+ * NULL after reporting why they do not parse.
+ */
+QDict *qio_parse_options(const char *str);
+
+/*
  * Opens @name (NULL: everything is in @opts) as the current image; takes
  * over @opts.  Prints the reason and returns -EINVAL if an image is open
  * already or the open fails.

@@ -22,10 +22,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "config-host.h"
 #include "crypto/tls-creds.h"
 #include "io-stats.h"
 #include "snapshot-arg.h"
+#include "tool-opts.h"
 #include "block/nbd.h"
 #include "block/nbd-proto.h"
 #include "qblock/block-backend.h"
@@ -36,7 +36,6 @@
 #include "util/main-loop.h"
 #include "util/qdict.h"
 #include "util/socket-activation.h"
-#include "util/user-object.h"
 #include "qblock-nbd.h"
 
 #define QNBD_DEFAULT_PORT "10809"
@@ -326,8 +325,7 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             qnbd_usage(qemu_get_progname());
             exit(EXIT_SUCCESS);
         case 'V':
-            printf("%s version %s (qblock, compatible with qemu-nbd 7.2)\n",
-                   qemu_get_progname(), QBLOCK_VERSION);
+            qemu_print_version("qemu-nbd");
             exit(EXIT_SUCCESS);
         case 'o':
             if (qemu_strtou64(optarg, NULL, 0, &o->offset) < 0 ||
@@ -412,18 +410,13 @@ static int qnbd_parse_args(int argc, char **argv, QnbdOptions *o)
             o->description = optarg;
             break;
         case 'T':
-            warn_report("tracing is not supported, ignoring -T %s", optarg);
+            tool_trace_option(optarg);
             break;
-        case QNBD_OPT_OBJECT: {
-            Error *err = NULL;
-
-            /* at once, as qemu-nbd: later options may name the object */
-            if (!user_object_add_cmdline(optarg, &err)) {
-                error_report_err(err);
+        case QNBD_OPT_OBJECT:
+            if (!tool_object_option(optarg)) {
                 return -1;
             }
             break;
-        }
         case QNBD_OPT_SELINUX_LABEL:
             o->unsupported = "--selinux-label";
             break;
@@ -581,16 +574,9 @@ static BlockBackend *qnbd_open_image(QnbdOptions *o, Error **errp)
     BlockBackend *blk;
     QDict *opts;
 
-    if (o->image_opts) {
-        opts = keyval_parse(o->filename, NULL, errp);
-        if (!opts) {
-            return NULL;
-        }
-    } else {
-        opts = qdict_new();
-        if (o->format) {
-            qdict_put_str(opts, "driver", o->format);
-        }
+    opts = tool_image_options(o->filename, o->image_opts, o->format, errp);
+    if (!opts) {
+        return NULL;
     }
     if (o->detect_zeroes) {
         qdict_put_str(opts, "detect-zeroes", o->detect_zeroes);

@@ -120,36 +120,21 @@ static bool json_parse_unicode_escape(JsonParseState *st, GString *out)
 static bool json_parse_escape(JsonParseState *st, GString *out)
 {
     char c;
+    int decoded;
 
     if (json_at_end(st)) {
         json_error(st, "premature EOI");
         return false;
     }
     c = *st->p++;
-    switch (c) {
-    case '"':
-    case '\'':
-    case '\\':
-    case '/':
-        g_string_append_c(out, c);
-        return true;
-    case 'b':
-        g_string_append_c(out, '\b');
-        return true;
-    case 'f':
-        g_string_append_c(out, '\f');
-        return true;
-    case 'n':
-        g_string_append_c(out, '\n');
-        return true;
-    case 'r':
-        g_string_append_c(out, '\r');
-        return true;
-    case 't':
-        g_string_append_c(out, '\t');
-        return true;
-    case 'u':
+    if (c == 'u') {
         return json_parse_unicode_escape(st, out);
+    }
+    /* \' (QEMU's single-quoted strings) and \/ are read, never written */
+    decoded = c == '\'' || c == '/' ? c : json_short_escape_decode(c);
+    if (decoded >= 0) {
+        g_string_append_c(out, decoded);
+        return true;
     }
     st->p--;    /* the offset of the error names the bad character */
     json_error(st, "invalid escape sequence in string");
@@ -313,6 +298,21 @@ static JsonNode *json_parse_keyword(JsonParseState *st)
 }
 
 /*
+ * Steps over the bracket that opens an object or array at st->p: true,
+ * past @close as well, if @close follows (the object or array is empty).
+ */
+static bool json_parse_open(JsonParseState *st, char close)
+{
+    st->p++;
+    json_skip_ws(st);
+    if (!json_at_end(st) && *st->p == close) {
+        st->p++;
+        return true;
+    }
+    return false;
+}
+
+/*
  * Takes what follows a member of an object or array (@what, for the
  * message) that @close ends: 1 after a ',' (another member follows), 0
  * after @close, -1 with the error set.
@@ -336,10 +336,7 @@ static JsonNode *json_parse_object(JsonParseState *st)
 {
     g_autoptr(JsonObject) obj = json_object_new();
 
-    st->p++;
-    json_skip_ws(st);
-    if (!json_at_end(st) && *st->p == '}') {
-        st->p++;
+    if (json_parse_open(st, '}')) {
         return json_node_init_object(json_node_alloc(), obj);
     }
     for (;;) {
@@ -390,10 +387,7 @@ static JsonNode *json_parse_array(JsonParseState *st)
 {
     g_autoptr(JsonArray) arr = json_array_new();
 
-    st->p++;
-    json_skip_ws(st);
-    if (!json_at_end(st) && *st->p == ']') {
-        st->p++;
+    if (json_parse_open(st, ']')) {
         return json_node_init_array(json_node_alloc(), arr);
     }
     for (;;) {

@@ -144,6 +144,16 @@ static const char *const json_short_escapes[] = {
     ['\t'] = "\\t",
 };
 
+int json_short_escape_decode(char letter)
+{
+    for (size_t c = 0; c < ARRAY_SIZE(json_short_escapes); c++) {
+        if (json_short_escapes[c] && json_short_escapes[c][1] == letter) {
+            return c;
+        }
+    }
+    return -1;
+}
+
 void json_append_string(GString *out, const char *str)
 {
     const char *p = str;

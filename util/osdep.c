@@ -1,8 +1,10 @@
 /*
  * Small platform helpers: aligned buffers, the monotonic clock and the
- * program name used as the prefix of every error message.
+ * program name used as the prefix of every error message and in the
+ * version line.
  */
 #include "util/osdep.h"
+#include "config-host.h"
 
 #include <time.h>
 
@@ -68,4 +70,10 @@ void qemu_init_progname(const char *argv0)
 const char *qemu_get_progname(void)
 {
     return progname;
+}
+
+void qemu_print_version(const char *qemu_tool)
+{
+    printf("%s version %s (qblock, compatible with %s 7.2)\n", progname,
+           QBLOCK_VERSION, qemu_tool);
 }

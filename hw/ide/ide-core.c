@@ -676,10 +676,38 @@ static bool ide_bus_empty(IDEBus *bus)
     return !bus->ifs[0].blk && !bus->ifs[1].blk;
 }
 
+/*
+ * The registers that keep a high-order byte for 48-bit commands: the
+ * current byte of @reg in @s, with *@hob the previous one, so that reads
+ * and writes name the pairs once; NULL for the other registers.  (The
+ * feature register reads as the error register.)
+ */
+static uint8_t *ide_reg_pair(IDEState *s, unsigned reg, uint8_t **hob)
+{
+    switch (reg) {
+    case ATA_REG_FEATURE:
+        *hob = &s->hob_feature;
+        return &s->feature;
+    case ATA_REG_NSECTOR:
+        *hob = &s->hob_nsector;
+        return &s->nsector;
+    case ATA_REG_LBAL:
+        *hob = &s->hob_lbal;
+        return &s->lbal;
+    case ATA_REG_LBAM:
+        *hob = &s->hob_lbam;
+        return &s->lbam;
+    case ATA_REG_LBAH:
+        *hob = &s->hob_lbah;
+        return &s->lbah;
+    }
+    return NULL;
+}
+
 uint8_t ide_cmd_read(IDEBus *bus, unsigned reg)
 {
     IDEState *s = ide_selected(bus);
-    bool hob = bus->devctl & ATA_DEVCTL_HOB;
+    uint8_t *cur, *hob;
 
     if (ide_bus_empty(bus)) {
         /* nothing drives the lines: they float high */
@@ -689,13 +717,11 @@ uint8_t ide_cmd_read(IDEBus *bus, unsigned reg)
     case ATA_REG_ERROR:
         return s->blk ? s->error : 0;
     case ATA_REG_NSECTOR:
-        return hob ? s->hob_nsector : s->nsector;
     case ATA_REG_LBAL:
-        return hob ? s->hob_lbal : s->lbal;
     case ATA_REG_LBAM:
-        return hob ? s->hob_lbam : s->lbam;
     case ATA_REG_LBAH:
-        return hob ? s->hob_lbah : s->lbah;
+        cur = ide_reg_pair(s, reg, &hob);
+        return bus->devctl & ATA_DEVCTL_HOB ? *hob : *cur;
     case ATA_REG_DEVICE:
         return s->device;
     case ATA_REG_STATUS:
@@ -711,13 +737,6 @@ uint8_t ide_cmd_read(IDEBus *bus, unsigned reg)
     }
 }
 
-/* A register write latches into both drives; the old value becomes HOB. */
-static void ide_latch(uint8_t *cur, uint8_t *hob, uint8_t val)
-{
-    *hob = *cur;
-    *cur = val;
-}
-
 void ide_cmd_write(IDEBus *bus, unsigned reg, uint8_t val)
 {
     IDEState *sel = ide_selected(bus);
@@ -731,28 +750,17 @@ void ide_cmd_write(IDEBus *bus, unsigned reg, uint8_t val)
     }
     /* writing any command block register clears HOB */
     bus->devctl &= ~ATA_DEVCTL_HOB;
+    /* a register write latches into both drives; the old value is HOB */
     for (int i = 0; i < 2; i++) {
         IDEState *s = &bus->ifs[i];
+        uint8_t *hob;
+        uint8_t *cur = ide_reg_pair(s, reg, &hob);
 
-        switch (reg) {
-        case ATA_REG_FEATURE:
-            ide_latch(&s->feature, &s->hob_feature, val);
-            break;
-        case ATA_REG_NSECTOR:
-            ide_latch(&s->nsector, &s->hob_nsector, val);
-            break;
-        case ATA_REG_LBAL:
-            ide_latch(&s->lbal, &s->hob_lbal, val);
-            break;
-        case ATA_REG_LBAM:
-            ide_latch(&s->lbam, &s->hob_lbam, val);
-            break;
-        case ATA_REG_LBAH:
-            ide_latch(&s->lbah, &s->hob_lbah, val);
-            break;
-        case ATA_REG_DEVICE:
+        if (cur) {
+            *hob = *cur;
+            *cur = val;
+        } else if (reg == ATA_REG_DEVICE) {
             s->device = val;
-            break;
         }
     }
     /* selecting the other drive changes whose interrupt the line shows */

@@ -112,6 +112,12 @@ char *json_to_text(JsonNode *node, JsonWriteFlags flags);
  */
 void json_append_string(GString *out, const char *str);
 /*
+ * The character that the two-character escape backslash-@letter stands
+ * for (\n: newline), from the table json_append_string() writes with, so
+ * that the parser reads exactly what the writer writes; -1 if none.
+ */
+int json_short_escape_decode(char letter);
+/*
  * The member names of @obj in the order the writer prints them with
  * @flags, NULL-terminated; the array is the caller's, the names @obj's.
  * For renderings of a tree that must list members as the JSON does.

@@ -101,6 +101,12 @@ int64_t get_clock_ns(void);
 /* Name under which the program was invoked (basename of argv[0]). */
 void qemu_init_progname(const char *argv0);
 const char *qemu_get_progname(void);
+/*
+ * The -V/--version line of qblock-io, qblock-nbd and qblock-storage-daemon:
+ * the program's name, qblock's version and the QEMU tool (@qemu_tool) it
+ * stands in for.
+ */
+void qemu_print_version(const char *qemu_tool);
 
 static inline bool is_power_of_2(uint64_t value)
 {

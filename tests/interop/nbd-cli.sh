@@ -61,6 +61,10 @@ same "unknown format" -f foo r.img
 same "wrong format" -f qcow2 r.img
 same "missing image" nonexistent.img
 same "bad image option" --image-opts driver=raw,file.filename=r.img,foo=bar
+# QemuOpts syntax: a bare first value is the file, keys are not a tree
+same "--image-opts with a bare file name" --image-opts nonexistent.img
+same "--image-opts with a key also a prefix" \
+    --image-opts driver=raw,file.filename=nonexistent.img,a.b=1,a=2
 same "--image-opts with -f" --image-opts -f raw r.img
 same "--list with a file" -L r.img
 same "--list with -x" -L -x foo
