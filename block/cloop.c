@@ -266,11 +266,6 @@ static int64_t cloop_getlength(BlockDriverState *bs)
     return (int64_t)s->n_blocks * s->block_size;
 }
 
-static void cloop_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = CLOOP_SECTOR;
-}
-
 static const BlockDriver bdrv_cloop = {
     .format_name                    = "cloop",
     .instance_size                  = sizeof(BDRVCloopState),
@@ -280,7 +275,7 @@ static const BlockDriver bdrv_cloop = {
     .bdrv_close                     = cloop_close,
     .bdrv_co_preadv                 = cloop_co_preadv,
     .bdrv_getlength                 = cloop_getlength,
-    .bdrv_refresh_limits            = cloop_refresh_limits,
+    .request_alignment              = CLOOP_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_cloop)

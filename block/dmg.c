@@ -513,11 +513,6 @@ static int64_t dmg_getlength(BlockDriverState *bs)
     return s->sectors * DMG_SECTOR;
 }
 
-static void dmg_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = DMG_SECTOR;
-}
-
 static const BlockDriver bdrv_dmg = {
     .format_name                    = "dmg",
     .instance_size                  = sizeof(BDRVDmgState),
@@ -527,7 +522,7 @@ static const BlockDriver bdrv_dmg = {
     .bdrv_close                     = dmg_close,
     .bdrv_co_preadv                 = dmg_co_preadv,
     .bdrv_getlength                 = dmg_getlength,
-    .bdrv_refresh_limits            = dmg_refresh_limits,
+    .request_alignment              = DMG_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_dmg)

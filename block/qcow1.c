@@ -528,12 +528,6 @@ static int coroutine_fn qcow1_co_block_status(BlockDriverState *bs,
     return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
 }
 
-/* A new cluster reads as zeroes: the file grows by truncation. */
-static int qcow1_has_zero_init(BlockDriverState *bs)
-{
-    return 1;
-}
-
 static int64_t qcow1_getlength(BlockDriverState *bs)
 {
     BDRVQcow1State *s = bs->opaque;
@@ -549,12 +543,6 @@ static int qcow1_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
-/* As QEMU: sectors whole, which encryption needs (inv. 4). */
-static void qcow1_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = QCOW1_SECTOR;
-}
-
 static const BlockDriver bdrv_qcow1 = {
     .format_name                    = "qcow",
     .instance_size                  = sizeof(BDRVQcow1State),
@@ -567,7 +555,6 @@ static const BlockDriver bdrv_qcow1 = {
     .bdrv_co_preadv                 = qcow1_co_preadv,
     .bdrv_co_pwritev                = qcow1_co_pwritev,
     .bdrv_co_pwritev_compressed     = qcow1_co_pwritev_compressed,
-    .bdrv_has_zero_init             = qcow1_has_zero_init,
     .runtime_opts                   = &qapi_opts_qcow_runtime,
     .create_opts                    = &qapi_opts_qcow_create,
     .bdrv_co_create_opts            = qcow1_co_create_opts,
@@ -575,7 +562,8 @@ static const BlockDriver bdrv_qcow1 = {
     .bdrv_co_block_status           = qcow1_co_block_status,
     .bdrv_getlength                 = qcow1_getlength,
     .bdrv_get_info                  = qcow1_get_info,
-    .bdrv_refresh_limits            = qcow1_refresh_limits,
+    /* as QEMU: whole sectors, which encryption needs (inv. 4) */
+    .request_alignment              = QCOW1_SECTOR,
     .bdrv_make_empty                = qcow1_make_empty,
 };
 

@@ -1088,11 +1088,6 @@ static void vmdk_reopen_commit(BDRVReopenState *state)
     }
 }
 
-static void vmdk_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = VMDK_SECTOR;
-}
-
 static const BlockDriver bdrv_vmdk = {
     .format_name                    = "vmdk",
     .instance_size                  = sizeof(BDRVVmdkState),
@@ -1116,7 +1111,7 @@ static const BlockDriver bdrv_vmdk = {
     .bdrv_getlength                 = vmdk_getlength,
     .bdrv_get_info                  = vmdk_get_info,
     .bdrv_get_specific_info         = vmdk_get_specific_info,
-    .bdrv_refresh_limits            = vmdk_refresh_limits,
+    .request_alignment              = VMDK_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_vmdk)

@@ -301,6 +301,14 @@ struct BlockDriver {
      */
     void (*bdrv_refresh_filename)(BlockDriverState *bs);
 
+    /*
+     * The alignment every request to this driver has (a format that
+     * reads and writes whole sectors); 0: none of its own.
+     * bdrv_refresh_limits() sets bs->bl.request_alignment to it before it
+     * calls the callback below, so a driver that needs nothing else has
+     * no callback.
+     */
+    uint32_t request_alignment;
     /* Fills bs->bl; the generic layer has merged the children's first. */
     void (*bdrv_refresh_limits)(BlockDriverState *bs, Error **errp);
     int (*bdrv_get_info)(BlockDriverState *bs, BlockDriverInfo *bdi);
