@@ -468,26 +468,27 @@ static int coroutine_fn qcow1_read_piece(BlockDriverState *bs,
     return ret;
 }
 
+/* One piece of qcow1_each_cluster(): @opaque points to its Qcow1PieceFn. */
+static int64_t coroutine_fn qcow1_cluster_piece(BlockDriverState *bs,
+                                                int64_t offset, int64_t bytes,
+                                                QEMUIOVector *qiov,
+                                                size_t done, void *opaque)
+{
+    BDRVQcow1State *s = bs->opaque;
+    Qcow1PieceFn **fn = opaque;
+    uint64_t in_cluster = offset & (s->cluster_size - 1);
+    uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
+    int ret = (*fn)(bs, offset, n, qiov, done);
+
+    return ret < 0 ? ret : (int64_t)n;
+}
+
 int coroutine_fn qcow1_each_cluster(BlockDriverState *bs, int64_t offset,
                                     int64_t bytes, QEMUIOVector *qiov,
                                     Qcow1PieceFn *fn)
 {
-    BDRVQcow1State *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t in_cluster = offset & (s->cluster_size - 1);
-        uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
-        int ret = fn(bs, offset, n, qiov, done);
-
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, qcow1_cluster_piece,
+                              &fn);
 }
 
 static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,

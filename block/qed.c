@@ -286,48 +286,47 @@ static int qed_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
+/* One piece of a read: what of the request one lookup covers. */
+static int64_t coroutine_fn qed_read_piece(BlockDriverState *bs,
+                                           int64_t offset, int64_t bytes,
+                                           QEMUIOVector *qiov, size_t done,
+                                           void *opaque)
+{
+    BDRVQedState *s = bs->opaque;
+    uint64_t len = bytes;
+    uint64_t host;
+    int ret;
+
+    ret = qed_co_find_cluster(bs, offset, &len, &host);
+    switch (ret) {
+    case QED_FOUND:
+        ret = bdrv_co_preadv_part(bs->file, host +
+                                  qed_offset_into_cluster(s, offset),
+                                  len, qiov, done, 0);
+        break;
+    case QED_UNALLOC_L1:
+    case QED_UNALLOC_L2:
+        if (bs->backing) {
+            ret = bdrv_co_read_backing(bs, offset, len, qiov, done);
+            break;
+        }
+        /* fall through */
+    case QED_ZERO:
+        qemu_iovec_memset(qiov, done, 0, len);
+        ret = 0;
+        break;
+    default:
+        assert(ret < 0);
+        break;
+    }
+    return ret < 0 ? ret : (int64_t)len;
+}
+
 static int coroutine_fn qed_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    BDRVQedState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t len = bytes;
-        uint64_t host;
-        int ret;
-
-        ret = qed_co_find_cluster(bs, offset, &len, &host);
-        switch (ret) {
-        case QED_FOUND:
-            ret = bdrv_co_preadv_part(bs->file, host +
-                                      qed_offset_into_cluster(s, offset),
-                                      len, qiov, done, 0);
-            break;
-        case QED_UNALLOC_L1:
-        case QED_UNALLOC_L2:
-            if (bs->backing) {
-                ret = bdrv_co_read_backing(bs, offset, len, qiov, done);
-                break;
-            }
-            /* fall through */
-        case QED_ZERO:
-            qemu_iovec_memset(qiov, done, 0, len);
-            ret = 0;
-            break;
-        default:
-            assert(ret < 0);
-            break;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += len;
-        bytes -= len;
-        done += len;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, qed_read_piece, NULL);
 }
 
 static int coroutine_fn qed_co_block_status(BlockDriverState *bs,

@@ -730,6 +730,24 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
                                       size_t qiov_offset);
 
 /*
+ * One piece of a request (bdrv_co_each_piece()): does the first part of
+ * the @bytes at @offset, whose data stands at @qiov_offset of @qiov (when
+ * the request has a @qiov), as far as the driver can at once.  Returns
+ * how many bytes it did, 1 to @bytes, or a negative errno.
+ */
+typedef int64_t coroutine_fn BdrvPieceFn(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes,
+                                         QEMUIOVector *qiov,
+                                         size_t qiov_offset, void *opaque);
+/*
+ * The request loop of a format driver: calls @fn on what is left of the
+ * request until it is all done, or returns the first error
+ * (block/read-mapped.c).
+ */
+int coroutine_fn bdrv_co_each_piece(BlockDriverState *bs, int64_t offset,
+                                    int64_t bytes, QEMUIOVector *qiov,
+                                    BdrvPieceFn *fn, void *opaque);
+/*
  * A format driver's map of the disk: how many bytes from @offset (1 to
  * @bytes) lie together, with *@host their offset in bs->file, or -1
  * where the image has no data for them (they read from the backing node
