@@ -3,7 +3,7 @@
  * piece, where the driver's map says (bdrv_co_each_piece()); the read
  * path of the formats whose every piece of the disk lies in their file,
  * in their backing node or reads as zeroes (bochs, vdi, vpc, vhdx,
- * parallels), each piece read from the file or the backing node or
+ * parallels, qed), each piece read from the file or the backing node or
  * zeroed; and the open of those that only read.
  */
 
@@ -47,7 +47,7 @@ static int64_t coroutine_fn bdrv_read_mapped_piece(BlockDriverState *bs,
     }
     if (host >= 0) {
         ret = bdrv_co_preadv_part(bs->file, host, n, qiov, done, 0);
-    } else if (bs->backing) {
+    } else if (host != BDRV_PIECE_ZERO && bs->backing) {
         ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
     } else {
         qemu_iovec_memset(qiov, done, 0, n);

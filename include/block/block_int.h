@@ -751,8 +751,10 @@ int coroutine_fn bdrv_co_each_piece(BlockDriverState *bs, int64_t offset,
  * A format driver's map of the disk: how many bytes from @offset (1 to
  * @bytes) lie together, with *@host their offset in bs->file, or -1
  * where the image has no data for them (they read from the backing node
- * when there is one, else as zeroes); or a negative errno.
+ * when there is one, else as zeroes), or BDRV_PIECE_ZERO where the image
+ * says they read as zeroes, backing node or not; or a negative errno.
  */
+#define BDRV_PIECE_ZERO (-2)
 typedef int64_t coroutine_fn BdrvPieceMap(BlockDriverState *bs,
                                           int64_t offset, int64_t bytes,
                                           int64_t *host);
