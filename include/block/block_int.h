@@ -740,8 +740,9 @@ typedef int64_t coroutine_fn BdrvPieceFn(BlockDriverState *bs,
                                          QEMUIOVector *qiov,
                                          size_t qiov_offset, void *opaque);
 /*
- * The request loop of a format driver: calls @fn on what is left of the
- * request until it is all done, or returns the first error
+ * The request loop of a driver that splits a request (a format at its
+ * clusters, copy-on-read at what it copies): calls @fn on what is left
+ * of the request until it is all done, or returns the first error
  * (block/read-mapped.c).
  */
 int coroutine_fn bdrv_co_each_piece(BlockDriverState *bs, int64_t offset,
