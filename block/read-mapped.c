@@ -1,10 +1,11 @@
 /*
- * The request loop the format drivers share: a request done piece by
- * piece, where the driver's map says (bdrv_co_each_piece()); the read
- * path of the formats whose every piece of the disk lies in their file,
- * in their backing node or reads as zeroes (bochs, vdi, vpc, vhdx,
- * parallels, qed), each piece read from the file or the backing node or
- * zeroed; and the open of those that only read.
+ * The request loop that the drivers which split a request share (the
+ * formats at their clusters, copy-on-read at what it copies): a request
+ * done piece by piece (bdrv_co_each_piece()); the read path of the
+ * formats whose every piece of the disk lies in their file, in their
+ * backing node or reads as zeroes (bochs, vdi, vpc, vhdx, parallels,
+ * qed), each piece read from the file or the backing node or zeroed; and
+ * the open of those that only read.
  */
 
 #include "block/block_int.h"
