@@ -622,6 +622,9 @@ void bdrv_refresh_limits(BlockDriverState *bs)
             bl->max_iov = MIN(bl->max_iov, cbl->max_iov);
         }
     }
+    if (bs->drv->request_alignment) {
+        bl->request_alignment = bs->drv->request_alignment;
+    }
     if (bs->drv->bdrv_refresh_limits) {
         bs->drv->bdrv_refresh_limits(bs, NULL);
     }

@@ -248,11 +248,6 @@ static int64_t bochs_getlength(BlockDriverState *bs)
     return s->disk_size;
 }
 
-static void bochs_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = BOCHS_SECTOR;
-}
-
 static const BlockDriver bdrv_bochs = {
     .format_name                    = "bochs",
     .instance_size                  = sizeof(BDRVBochsState),
@@ -262,7 +257,7 @@ static const BlockDriver bdrv_bochs = {
     .bdrv_close                     = bochs_close,
     .bdrv_co_preadv                 = bochs_co_preadv,
     .bdrv_getlength                 = bochs_getlength,
-    .bdrv_refresh_limits            = bochs_refresh_limits,
+    .request_alignment              = BOCHS_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_bochs)

@@ -232,29 +232,35 @@ static int coroutine_fn cloop_load_block(BlockDriverState *bs, uint32_t index)
     return 0;
 }
 
+/* One piece of a read: what of the request lies in one block. */
+static int64_t coroutine_fn cloop_read_piece(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov, size_t done,
+                                             void *opaque)
+{
+    BDRVCloopState *s = bs->opaque;
+    uint32_t index = offset / s->block_size;
+    uint32_t in_block = offset % s->block_size;
+    int64_t n = MIN(bytes, (int64_t)(s->block_size - in_block));
+    int ret = cloop_load_block(bs, index);
+
+    if (ret < 0) {
+        return ret;
+    }
+    qemu_iovec_from_buf(qiov, done, s->block + in_block, n);
+    return n;
+}
+
 static int coroutine_fn cloop_co_preadv(BlockDriverState *bs, int64_t offset,
                                         int64_t bytes, QEMUIOVector *qiov,
                                         BdrvRequestFlags flags)
 {
     BDRVCloopState *s = bs->opaque;
-    size_t done = 0;
-    int ret = 0;
+    int ret;
 
+    /* the pieces share the cache of one inflated block */
     qemu_co_mutex_lock(&s->lock);
-    while (bytes > 0) {
-        uint32_t index = offset / s->block_size;
-        uint32_t in_block = offset % s->block_size;
-        int64_t n = MIN(bytes, (int64_t)(s->block_size - in_block));
-
-        ret = cloop_load_block(bs, index);
-        if (ret < 0) {
-            break;
-        }
-        qemu_iovec_from_buf(qiov, done, s->block + in_block, n);
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
+    ret = bdrv_co_each_piece(bs, offset, bytes, qiov, cloop_read_piece, NULL);
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }
@@ -266,11 +272,6 @@ static int64_t cloop_getlength(BlockDriverState *bs)
     return (int64_t)s->n_blocks * s->block_size;
 }
 
-static void cloop_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = CLOOP_SECTOR;
-}
-
 static const BlockDriver bdrv_cloop = {
     .format_name                    = "cloop",
     .instance_size                  = sizeof(BDRVCloopState),
@@ -280,7 +281,7 @@ static const BlockDriver bdrv_cloop = {
     .bdrv_close                     = cloop_close,
     .bdrv_co_preadv                 = cloop_co_preadv,
     .bdrv_getlength                 = cloop_getlength,
-    .bdrv_refresh_limits            = cloop_refresh_limits,
+    .request_alignment              = CLOOP_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_cloop)

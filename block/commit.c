@@ -126,8 +126,6 @@ static int commit_prepare(Job *job)
 {
     CommitJob *s = (CommitJob *)job;
     BlockDriverState *overlay;
-    Error *err = NULL;
-    int ret;
 
     /* invariant 3: the overlay reads the top directly again */
     g_clear_pointer(&s->filter, job_filter_drop);
@@ -135,19 +133,7 @@ static int commit_prepare(Job *job)
     if (!overlay) {
         return 0;
     }
-    bdrv_drained_begin(overlay);
-    ret = bdrv_set_backing_hd(overlay, s->base, &err);
-    if (ret == 0) {
-        ret = bdrv_change_backing_file(overlay,
-                                       s->backing_file ? s->backing_file :
-                                       bdrv_get_filename(s->base),
-                                       bdrv_get_format_name(s->base), false);
-    }
-    bdrv_drained_end(overlay);
-    if (err) {
-        error_report_err(err);
-    }
-    return ret < 0 ? -EPERM : 0;
+    return block_job_change_backing(overlay, s->base, s->backing_file);
 }
 
 static void commit_clean(Job *job)

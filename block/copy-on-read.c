@@ -151,31 +151,32 @@ static int coroutine_fn cor_should_copy(BlockDriverState *bs, int64_t offset,
     return !!(ret & BDRV_BLOCK_ALLOCATED);
 }
 
+/* One piece of a read; @opaque points to the request's flags. */
+static int64_t coroutine_fn cor_read_piece(BlockDriverState *bs,
+                                           int64_t offset, int64_t bytes,
+                                           QEMUIOVector *qiov, size_t done,
+                                           void *opaque)
+{
+    BdrvRequestFlags f = *(BdrvRequestFlags *)opaque & ~BDRV_REQ_COPY_ON_READ;
+    int64_t n;
+    int ret = cor_should_copy(bs, offset, bytes, &n);
+
+    if (ret < 0) {
+        return ret;
+    }
+    if (ret) {
+        f |= BDRV_REQ_COPY_ON_READ;
+    }
+    ret = bdrv_co_preadv_part(bs->file, offset, n, qiov, done, f);
+    return ret < 0 ? ret : n;
+}
+
 static int coroutine_fn cor_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    int64_t done = 0;
-
-    while (done < bytes) {
-        BdrvRequestFlags f = flags & ~BDRV_REQ_COPY_ON_READ;
-        int64_t n;
-        int ret;
-
-        ret = cor_should_copy(bs, offset + done, bytes - done, &n);
-        if (ret < 0) {
-            return ret;
-        }
-        if (ret) {
-            f |= BDRV_REQ_COPY_ON_READ;
-        }
-        ret = bdrv_co_preadv_part(bs->file, offset + done, n, qiov, done, f);
-        if (ret < 0) {
-            return ret;
-        }
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, cor_read_piece,
+                              &flags);
 }
 
 static const BlockDriver bdrv_copy_on_read = {

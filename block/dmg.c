@@ -460,50 +460,52 @@ static int coroutine_fn dmg_load_chunk(BlockDriverState *bs, guint i)
     return 0;
 }
 
+/* One piece of a read: what of the request lies in one chunk. */
+static int64_t coroutine_fn dmg_read_piece(BlockDriverState *bs,
+                                           int64_t offset, int64_t bytes,
+                                           QEMUIOVector *qiov, size_t done,
+                                           void *opaque)
+{
+    BDRVDmgState *s = bs->opaque;
+    guint i = dmg_find_chunk(s, offset / DMG_SECTOR);
+    const DmgChunk *c = &g_array_index(s->chunks, DmgChunk, i);
+    uint64_t in_chunk = offset - c->sector * DMG_SECTOR;
+    int64_t n = MIN(bytes, (int64_t)(c->count * DMG_SECTOR - in_chunk));
+    int ret = 0;
+
+    /* inv. 1: the chunks cover the disk without gaps */
+    assert(in_chunk < c->count * DMG_SECTOR);
+    switch (c->type) {
+    case DMG_CHUNK_RAW:
+        ret = bdrv_co_preadv_part(bs->file, c->offset + in_chunk, n,
+                                  qiov, done, 0);
+        break;
+    case DMG_CHUNK_ZLIB:
+    case DMG_CHUNK_BZIP2:
+        /* inv. 2: only the cache needs the lock, not a raw read */
+        qemu_co_mutex_lock(&s->lock);
+        ret = dmg_load_chunk(bs, i);
+        if (ret == 0) {
+            qemu_iovec_from_buf(qiov, done, s->chunk_buf + in_chunk, n);
+        }
+        qemu_co_mutex_unlock(&s->lock);
+        break;
+    case DMG_CHUNK_END:
+        error_report("dmg: sector %" PRIu64 " lies in no chunk",
+                     (uint64_t)offset / DMG_SECTOR);
+        ret = -EIO;
+        break;
+    default:
+        qemu_iovec_memset(qiov, done, 0, n);
+    }
+    return ret < 0 ? ret : n;
+}
+
 static int coroutine_fn dmg_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    BDRVDmgState *s = bs->opaque;
-    size_t done = 0;
-    int ret = 0;
-
-    while (bytes > 0 && ret == 0) {
-        guint i = dmg_find_chunk(s, offset / DMG_SECTOR);
-        const DmgChunk *c = &g_array_index(s->chunks, DmgChunk, i);
-        uint64_t in_chunk = offset - c->sector * DMG_SECTOR;
-        int64_t n = MIN(bytes, (int64_t)(c->count * DMG_SECTOR - in_chunk));
-
-        /* inv. 1: the chunks cover the disk without gaps */
-        assert(in_chunk < c->count * DMG_SECTOR);
-        switch (c->type) {
-        case DMG_CHUNK_RAW:
-            ret = bdrv_co_preadv_part(bs->file, c->offset + in_chunk, n,
-                                      qiov, done, 0);
-            break;
-        case DMG_CHUNK_ZLIB:
-        case DMG_CHUNK_BZIP2:
-            /* inv. 2: only the cache needs the lock, not a raw read */
-            qemu_co_mutex_lock(&s->lock);
-            ret = dmg_load_chunk(bs, i);
-            if (ret == 0) {
-                qemu_iovec_from_buf(qiov, done, s->chunk_buf + in_chunk, n);
-            }
-            qemu_co_mutex_unlock(&s->lock);
-            break;
-        case DMG_CHUNK_END:
-            error_report("dmg: sector %" PRIu64 " lies in no chunk",
-                         (uint64_t)offset / DMG_SECTOR);
-            ret = -EIO;
-            break;
-        default:
-            qemu_iovec_memset(qiov, done, 0, n);
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return ret;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, dmg_read_piece, NULL);
 }
 
 static int64_t dmg_getlength(BlockDriverState *bs)
@@ -511,11 +513,6 @@ static int64_t dmg_getlength(BlockDriverState *bs)
     BDRVDmgState *s = bs->opaque;
 
     return s->sectors * DMG_SECTOR;
-}
-
-static void dmg_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = DMG_SECTOR;
 }
 
 static const BlockDriver bdrv_dmg = {
@@ -527,7 +524,7 @@ static const BlockDriver bdrv_dmg = {
     .bdrv_close                     = dmg_close,
     .bdrv_co_preadv                 = dmg_co_preadv,
     .bdrv_getlength                 = dmg_getlength,
-    .bdrv_refresh_limits            = dmg_refresh_limits,
+    .request_alignment              = DMG_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_dmg)

@@ -1,5 +1,6 @@
 /*
- * The copy loop of block-stream and block-commit (include/job/job-copy.h).
+ * The copy loop of block-stream and block-commit (include/job/job-copy.h),
+ * and the change of backing node both end with.
  *
  * The job's coroutine walks the length; for each range the job wants
  * copied it starts a copy in a coroutine of its own, up to
@@ -204,4 +205,27 @@ int coroutine_fn block_job_copy_loop(BlockJob *job,
     job_copy_wait_all(&s);                          /* invariant 2 */
     g_slist_free_full(s.retry, g_free);
     return s.error;
+}
+
+int block_job_change_backing(BlockDriverState *bs, BlockDriverState *base,
+                             const char *backing_file)
+{
+    const char *base_id = NULL, *base_fmt = NULL;
+    Error *err = NULL;
+    int ret;
+
+    if (base) {
+        base_id = backing_file ? backing_file : bdrv_get_filename(base);
+        base_fmt = bdrv_get_format_name(base);
+    }
+    bdrv_drained_begin(bs);
+    ret = bdrv_set_backing_hd(bs, base, &err);
+    if (ret == 0) {
+        ret = bdrv_change_backing_file(bs, base_id, base_fmt, false);
+    }
+    bdrv_drained_end(bs);
+    if (err) {
+        error_report_err(err);
+    }
+    return ret < 0 ? -EPERM : 0;
 }

@@ -149,55 +149,59 @@ static int coroutine_fn parallels_write_new(BlockDriverState *bs,
     return ret;
 }
 
+/* One piece of a write: what of the request lies in one cluster. */
+static int64_t coroutine_fn parallels_write_piece(BlockDriverState *bs,
+                                                  int64_t offset,
+                                                  int64_t bytes,
+                                                  QEMUIOVector *qiov,
+                                                  size_t done, void *opaque)
+{
+    BDRVParallelsState *s = bs->opaque;
+    uint64_t index = (uint64_t)offset / s->cluster_size;
+    int64_t at;
+    int64_t n = parallels_map(s, offset, bytes, &at);
+    int ret;
+
+    if (index >= s->bat_entries) {
+        error_report("parallels: cluster %" PRIu64 " of the disk has no "
+                     "entry in the %" PRIu32 "-entry allocation table",
+                     index, s->bat_entries);
+        return -EIO;
+    }
+    if (at < 0) {
+        qemu_co_mutex_lock(&s->lock);
+        /* another request may have allocated it meanwhile */
+        parallels_map(s, offset, bytes, &at);
+        ret = at < 0 ? parallels_write_new(bs, index, offset, n, qiov,
+                                           done) : 0;
+        qemu_co_mutex_unlock(&s->lock);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    if (at >= 0) {
+        /* inv. 3 */
+        if ((uint64_t)at - offset % s->cluster_size < s->bat_end ||
+            (uint64_t)at > INT64_MAX - s->cluster_size) {
+            error_report("parallels: the entry of cluster %" PRIu64
+                         " puts it over the header and table or past "
+                         "the largest file offset: not written", index);
+            return -EIO;
+        }
+        ret = bdrv_co_pwritev_part(bs->file, at, n, qiov, done, 0);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    return n;
+}
+
 int coroutine_fn parallels_co_pwritev(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    BDRVParallelsState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t index = (uint64_t)offset / s->cluster_size;
-        int64_t at;
-        int64_t n = parallels_map(s, offset, bytes, &at);
-        int ret;
-
-        if (index >= s->bat_entries) {
-            error_report("parallels: cluster %" PRIu64 " of the disk has no "
-                         "entry in the %" PRIu32 "-entry allocation table",
-                         index, s->bat_entries);
-            return -EIO;
-        }
-        if (at < 0) {
-            qemu_co_mutex_lock(&s->lock);
-            /* another request may have allocated it meanwhile */
-            parallels_map(s, offset, bytes, &at);
-            ret = at < 0 ? parallels_write_new(bs, index, offset, n, qiov,
-                                               done) : 0;
-            qemu_co_mutex_unlock(&s->lock);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        if (at >= 0) {
-            /* inv. 3 */
-            if ((uint64_t)at - offset % s->cluster_size < s->bat_end ||
-                (uint64_t)at > INT64_MAX - s->cluster_size) {
-                error_report("parallels: the entry of cluster %" PRIu64
-                             " puts it over the header and table or past "
-                             "the largest file offset: not written", index);
-                return -EIO;
-            }
-            ret = bdrv_co_pwritev_part(bs->file, at, n, qiov, done, 0);
-            if (ret < 0) {
-                return ret;
-            }
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, parallels_write_piece,
+                              NULL);
 }
 
 /*

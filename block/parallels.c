@@ -298,17 +298,6 @@ static int64_t parallels_getlength(BlockDriverState *bs)
     return s->disk_size;
 }
 
-/* a cluster without an entry reads as zeroes (or from the backing file) */
-static int parallels_has_zero_init(BlockDriverState *bs)
-{
-    return 1;
-}
-
-static void parallels_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = PARALLELS_SECTOR;
-}
-
 static const BlockDriver bdrv_parallels = {
     .format_name                    = "parallels",
     .instance_size                  = sizeof(BDRVParallelsState),
@@ -324,12 +313,11 @@ static const BlockDriver bdrv_parallels = {
     .bdrv_co_pwritev                = parallels_co_pwritev,
     .bdrv_co_block_status           = parallels_co_block_status,
     .bdrv_co_check                  = parallels_co_check,
-    .bdrv_has_zero_init             = parallels_has_zero_init,
     .create_opts                    = &qapi_opts_parallels_create,
     .bdrv_co_create_opts            = parallels_co_create_opts,
     .bdrv_co_create_on_node         = parallels_co_create_on_node,
     .bdrv_getlength                 = parallels_getlength,
-    .bdrv_refresh_limits            = parallels_refresh_limits,
+    .request_alignment              = PARALLELS_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_parallels)

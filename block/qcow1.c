@@ -468,26 +468,27 @@ static int coroutine_fn qcow1_read_piece(BlockDriverState *bs,
     return ret;
 }
 
+/* One piece of qcow1_each_cluster(): @opaque points to its Qcow1PieceFn. */
+static int64_t coroutine_fn qcow1_cluster_piece(BlockDriverState *bs,
+                                                int64_t offset, int64_t bytes,
+                                                QEMUIOVector *qiov,
+                                                size_t done, void *opaque)
+{
+    BDRVQcow1State *s = bs->opaque;
+    Qcow1PieceFn **fn = opaque;
+    uint64_t in_cluster = offset & (s->cluster_size - 1);
+    uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
+    int ret = (*fn)(bs, offset, n, qiov, done);
+
+    return ret < 0 ? ret : (int64_t)n;
+}
+
 int coroutine_fn qcow1_each_cluster(BlockDriverState *bs, int64_t offset,
                                     int64_t bytes, QEMUIOVector *qiov,
                                     Qcow1PieceFn *fn)
 {
-    BDRVQcow1State *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t in_cluster = offset & (s->cluster_size - 1);
-        uint64_t n = MIN(s->cluster_size - in_cluster, (uint64_t)bytes);
-        int ret = fn(bs, offset, n, qiov, done);
-
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, qcow1_cluster_piece,
+                              &fn);
 }
 
 static int coroutine_fn qcow1_co_preadv(BlockDriverState *bs,
@@ -528,12 +529,6 @@ static int coroutine_fn qcow1_co_block_status(BlockDriverState *bs,
     return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
 }
 
-/* A new cluster reads as zeroes: the file grows by truncation. */
-static int qcow1_has_zero_init(BlockDriverState *bs)
-{
-    return 1;
-}
-
 static int64_t qcow1_getlength(BlockDriverState *bs)
 {
     BDRVQcow1State *s = bs->opaque;
@@ -549,12 +544,6 @@ static int qcow1_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
-/* As QEMU: sectors whole, which encryption needs (inv. 4). */
-static void qcow1_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = QCOW1_SECTOR;
-}
-
 static const BlockDriver bdrv_qcow1 = {
     .format_name                    = "qcow",
     .instance_size                  = sizeof(BDRVQcow1State),
@@ -567,7 +556,6 @@ static const BlockDriver bdrv_qcow1 = {
     .bdrv_co_preadv                 = qcow1_co_preadv,
     .bdrv_co_pwritev                = qcow1_co_pwritev,
     .bdrv_co_pwritev_compressed     = qcow1_co_pwritev_compressed,
-    .bdrv_has_zero_init             = qcow1_has_zero_init,
     .runtime_opts                   = &qapi_opts_qcow_runtime,
     .create_opts                    = &qapi_opts_qcow_create,
     .bdrv_co_create_opts            = qcow1_co_create_opts,
@@ -575,7 +563,8 @@ static const BlockDriver bdrv_qcow1 = {
     .bdrv_co_block_status           = qcow1_co_block_status,
     .bdrv_getlength                 = qcow1_getlength,
     .bdrv_get_info                  = qcow1_get_info,
-    .bdrv_refresh_limits            = qcow1_refresh_limits,
+    /* as QEMU: whole sectors, which encryption needs (inv. 4) */
+    .request_alignment              = QCOW1_SECTOR,
     .bdrv_make_empty                = qcow1_make_empty,
 };
 

@@ -218,54 +218,53 @@ static int coroutine_fn qed_write_alloc(BlockDriverState *bs, int kind,
                          cluster);
 }
 
+/* One piece of a write; @opaque points to its QedWriteFlags. */
+static int64_t coroutine_fn qed_write_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov, size_t done,
+                                            void *opaque)
+{
+    BDRVQedState *s = bs->opaque;
+    QedWriteFlags flags = *(QedWriteFlags *)opaque;
+    uint64_t len = bytes;
+    uint64_t host;
+    int ret;
+
+    qemu_co_mutex_lock(&s->lock);
+    ret = qed_find_cluster(bs, offset, &len, &host);
+    if (ret == QED_FOUND &&
+        qed_overlaps_l1(s, host, qed_offset_into_cluster(s, offset) +
+                        len)) {
+        ret = -EINVAL;
+    }
+    if (ret == QED_FOUND) {
+        qemu_co_mutex_unlock(&s->lock);
+        host += qed_offset_into_cluster(s, offset);
+        if (flags & QED_WRITE_ZERO) {
+            /* QEMU writes zeroes there, keeping the clusters */
+            ret = bdrv_co_pwrite_zeroes(bs->file, host, len, 0);
+        } else {
+            BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
+            ret = bdrv_co_pwritev_part(bs->file, host, len, qiov, done, 0);
+        }
+    } else {
+        if (ret >= 0) {
+            ret = qed_write_alloc(bs, ret, offset, len, qiov, done, flags);
+        }
+        if (ret >= 0) {
+            qed_need_check_timer_arm(bs);
+        }
+        qemu_co_mutex_unlock(&s->lock);
+    }
+    return ret < 0 ? ret : (int64_t)len;
+}
+
 static int coroutine_fn qed_co_write(BlockDriverState *bs, uint64_t offset,
                                      uint64_t bytes, QEMUIOVector *qiov,
                                      QedWriteFlags flags)
 {
-    BDRVQedState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t len = bytes;
-        uint64_t host;
-        int ret;
-
-        qemu_co_mutex_lock(&s->lock);
-        ret = qed_find_cluster(bs, offset, &len, &host);
-        if (ret == QED_FOUND &&
-            qed_overlaps_l1(s, host, qed_offset_into_cluster(s, offset) +
-                            len)) {
-            ret = -EINVAL;
-        }
-        if (ret == QED_FOUND) {
-            qemu_co_mutex_unlock(&s->lock);
-            host += qed_offset_into_cluster(s, offset);
-            if (flags & QED_WRITE_ZERO) {
-                /* QEMU writes zeroes there, keeping the clusters */
-                ret = bdrv_co_pwrite_zeroes(bs->file, host, len, 0);
-            } else {
-                BLKDBG_EVENT(bs->file, BLKDBG_WRITE_AIO);
-                ret = bdrv_co_pwritev_part(bs->file, host, len, qiov, done,
-                                           0);
-            }
-        } else {
-            if (ret >= 0) {
-                ret = qed_write_alloc(bs, ret, offset, len, qiov, done,
-                                      flags);
-            }
-            if (ret >= 0) {
-                qed_need_check_timer_arm(bs);
-            }
-            qemu_co_mutex_unlock(&s->lock);
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += len;
-        bytes -= len;
-        done += len;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, qed_write_piece,
+                              &flags);
 }
 
 int coroutine_fn qed_co_pwritev(BlockDriverState *bs, int64_t offset,

@@ -267,48 +267,38 @@ static int qed_reopen_prepare(BDRVReopenState *state, Error **errp)
     return 0;
 }
 
+/* The map bdrv_co_preadv_mapped() reads by: a cluster at a time. */
+static int64_t coroutine_fn qed_piece(BlockDriverState *bs, int64_t offset,
+                                      int64_t bytes, int64_t *host)
+{
+    BDRVQedState *s = bs->opaque;
+    uint64_t len = bytes;
+    uint64_t cluster;
+    int ret = qed_co_find_cluster(bs, offset, &len, &cluster);
+
+    switch (ret) {
+    case QED_FOUND:
+        *host = cluster + qed_offset_into_cluster(s, offset);
+        break;
+    case QED_ZERO:
+        *host = BDRV_PIECE_ZERO;
+        break;
+    case QED_UNALLOC_L1:
+    case QED_UNALLOC_L2:
+        *host = -1;
+        break;
+    default:
+        assert(ret < 0);
+        return ret;
+    }
+    return len;
+}
+
 static int coroutine_fn qed_co_preadv(BlockDriverState *bs, int64_t offset,
                                       int64_t bytes, QEMUIOVector *qiov,
                                       BdrvRequestFlags flags)
 {
-    BDRVQedState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t len = bytes;
-        uint64_t host;
-        int ret;
-
-        ret = qed_co_find_cluster(bs, offset, &len, &host);
-        switch (ret) {
-        case QED_FOUND:
-            ret = bdrv_co_preadv_part(bs->file, host +
-                                      qed_offset_into_cluster(s, offset),
-                                      len, qiov, done, 0);
-            break;
-        case QED_UNALLOC_L1:
-        case QED_UNALLOC_L2:
-            if (bs->backing) {
-                ret = bdrv_co_read_backing(bs, offset, len, qiov, done);
-                break;
-            }
-            /* fall through */
-        case QED_ZERO:
-            qemu_iovec_memset(qiov, done, 0, len);
-            ret = 0;
-            break;
-        default:
-            assert(ret < 0);
-            break;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += len;
-        bytes -= len;
-        done += len;
-    }
-    return 0;
+    return bdrv_co_preadv_mapped(bs, offset, bytes, qiov, qed_piece);
 }
 
 static int coroutine_fn qed_co_block_status(BlockDriverState *bs,
@@ -317,26 +307,19 @@ static int coroutine_fn qed_co_block_status(BlockDriverState *bs,
                                             int64_t *map,
                                             BlockDriverState **file)
 {
-    BDRVQedState *s = bs->opaque;
-    uint64_t len = bytes;
-    uint64_t host;
-    int ret;
+    int64_t host;
+    int64_t n = qed_piece(bs, offset, bytes, &host);
 
-    ret = qed_co_find_cluster(bs, offset, &len, &host);
-    *pnum = len;
-    switch (ret) {
-    case QED_FOUND:
-        *map = host | qed_offset_into_cluster(s, offset);
+    if (n < 0) {
+        return n;
+    }
+    *pnum = n;
+    if (host >= 0) {
+        *map = host;
         *file = bs->file->bs;
         return BDRV_BLOCK_DATA | BDRV_BLOCK_OFFSET_VALID;
-    case QED_ZERO:
-        return BDRV_BLOCK_ZERO;
-    case QED_UNALLOC_L1:
-    case QED_UNALLOC_L2:
-        return 0;
-    default:
-        return ret;
     }
+    return host == BDRV_PIECE_ZERO ? BDRV_BLOCK_ZERO : 0;
 }
 
 static int64_t qed_getlength(BlockDriverState *bs)

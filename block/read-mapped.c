@@ -1,45 +1,67 @@
 /*
- * The read side the simple format drivers share: the read path of the
+ * The request loop that the drivers which split a request share (the
+ * formats at their clusters, copy-on-read at what it copies): a request
+ * done piece by piece (bdrv_co_each_piece()); the read path of the
  * formats whose every piece of the disk lies in their file, in their
- * backing node or reads as zeroes (bochs, vdi, vpc, vhdx, parallels), a
- * request split where the driver's map says, each piece read from the
- * file or the backing node or zeroed; and the open of those that only
- * read.
+ * backing node or reads as zeroes (bochs, vdi, vpc, vhdx, parallels,
+ * qed), each piece read from the file or the backing node or zeroed; and
+ * the open of those that only read.
  */
 
 #include "block/block_int.h"
 
-int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
-                                       int64_t bytes, QEMUIOVector *qiov,
-                                       BdrvPieceMap *map)
+int coroutine_fn bdrv_co_each_piece(BlockDriverState *bs, int64_t offset,
+                                    int64_t bytes, QEMUIOVector *qiov,
+                                    BdrvPieceFn *fn, void *opaque)
 {
     size_t done = 0;
 
     while (bytes > 0) {
-        int64_t host;
-        int64_t n = map(bs, offset, bytes, &host);
-        int ret = 0;
+        int64_t n = fn(bs, offset, bytes, qiov, done, opaque);
 
         if (n < 0) {
             return n;
         }
-        /* a map that gave nothing would never end the request */
+        /* a piece that did nothing would never end the request */
         assert(n > 0 && n <= bytes);
-        if (host >= 0) {
-            ret = bdrv_co_preadv_part(bs->file, host, n, qiov, done, 0);
-        } else if (bs->backing) {
-            ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
-        } else {
-            qemu_iovec_memset(qiov, done, 0, n);
-        }
-        if (ret < 0) {
-            return ret;
-        }
         offset += n;
         bytes -= n;
         done += n;
     }
     return 0;
+}
+
+/* One piece of bdrv_co_preadv_mapped(): @opaque points to the map. */
+static int64_t coroutine_fn bdrv_read_mapped_piece(BlockDriverState *bs,
+                                                   int64_t offset,
+                                                   int64_t bytes,
+                                                   QEMUIOVector *qiov,
+                                                   size_t done, void *opaque)
+{
+    BdrvPieceMap **map = opaque;
+    int64_t host;
+    int64_t n = (*map)(bs, offset, bytes, &host);
+    int ret = 0;
+
+    if (n < 0) {
+        return n;
+    }
+    if (host >= 0) {
+        ret = bdrv_co_preadv_part(bs->file, host, n, qiov, done, 0);
+    } else if (host != BDRV_PIECE_ZERO && bs->backing) {
+        ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
+    } else {
+        qemu_iovec_memset(qiov, done, 0, n);
+    }
+    return ret < 0 ? ret : n;
+}
+
+int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
+                                       int64_t bytes, QEMUIOVector *qiov,
+                                       BdrvPieceMap *map)
+{
+    return bdrv_co_each_piece(bs, offset, bytes, qiov,
+                              bdrv_read_mapped_piece, &map);
 }
 
 int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,

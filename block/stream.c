@@ -118,28 +118,11 @@ static int coroutine_fn stream_run(Job *job, Error **errp)
 static int stream_prepare(Job *job)
 {
     StreamJob *s = (StreamJob *)job;
-    const char *base_id = NULL, *base_fmt = NULL;
-    Error *err = NULL;
-    int ret;
 
     if (!s->top->backing) {
         return 0;
     }
-    if (s->base) {
-        base_id = s->backing_file ? s->backing_file :
-                  bdrv_get_filename(s->base);
-        base_fmt = bdrv_get_format_name(s->base);
-    }
-    bdrv_drained_begin(s->top);
-    ret = bdrv_set_backing_hd(s->top, s->base, &err);
-    if (ret == 0) {
-        ret = bdrv_change_backing_file(s->top, base_id, base_fmt, false);
-    }
-    bdrv_drained_end(s->top);
-    if (err) {
-        error_report_err(err);
-    }
-    return ret < 0 ? -EPERM : 0;
+    return block_job_change_backing(s->top, s->base, s->backing_file);
 }
 
 static void stream_clean(Job *job)

@@ -105,37 +105,36 @@ out:
     return ret;
 }
 
+/* One piece of a write: what of the request lies in one block. */
+static int64_t coroutine_fn vdi_write_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov, size_t done,
+                                            void *opaque)
+{
+    BDRVVdiState *s = bs->opaque;
+    uint64_t block = (uint64_t)offset / VDI_BLOCK_SIZE;
+    uint64_t in_block = (uint64_t)offset % VDI_BLOCK_SIZE;
+    int64_t n = MIN((int64_t)(VDI_BLOCK_SIZE - in_block), bytes);
+    uint32_t entry;
+    int ret;
+
+    /* inv. 1: every offset of the disk has an entry */
+    entry = vdi_entry(s, block);
+    if (VDI_IS_ALLOCATED(entry)) {
+        ret = bdrv_co_pwritev_part(bs->file, s->data_offset +
+                                   (uint64_t)entry * VDI_BLOCK_SIZE +
+                                   in_block, n, qiov, done, 0);
+    } else {
+        ret = vdi_allocate_block(bs, block, in_block, n, qiov, done);
+    }
+    return ret < 0 ? ret : n;
+}
+
 int coroutine_fn vdi_co_pwritev(BlockDriverState *bs, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 BdrvRequestFlags flags)
 {
-    BDRVVdiState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        uint64_t block = (uint64_t)offset / VDI_BLOCK_SIZE;
-        uint64_t in_block = (uint64_t)offset % VDI_BLOCK_SIZE;
-        int64_t n = MIN((int64_t)(VDI_BLOCK_SIZE - in_block), bytes);
-        uint32_t entry;
-        int ret;
-
-        /* inv. 1: every offset of the disk has an entry */
-        entry = vdi_entry(s, block);
-        if (VDI_IS_ALLOCATED(entry)) {
-            ret = bdrv_co_pwritev_part(bs->file, s->data_offset +
-                                       (uint64_t)entry * VDI_BLOCK_SIZE +
-                                       in_block, n, qiov, done, 0);
-        } else {
-            ret = vdi_allocate_block(bs, block, in_block, n, qiov, done);
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, vdi_write_piece, NULL);
 }
 
 /* As QEMU: a dynamic image reads as zeroes; a static one as its file. */

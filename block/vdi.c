@@ -312,11 +312,6 @@ static int vdi_get_info(BlockDriverState *bs, BlockDriverInfo *bdi)
     return 0;
 }
 
-static void vdi_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = VDI_SECTOR;
-}
-
 static const BlockDriver bdrv_vdi = {
     .format_name                    = "vdi",
     .instance_size                  = sizeof(BDRVVdiState),
@@ -335,7 +330,7 @@ static const BlockDriver bdrv_vdi = {
     .bdrv_co_check                  = vdi_co_check,
     .bdrv_getlength                 = vdi_getlength,
     .bdrv_get_info                  = vdi_get_info,
-    .bdrv_refresh_limits            = vdi_refresh_limits,
+    .request_alignment              = VDI_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_vdi)

@@ -203,26 +203,33 @@ static int coroutine_fn vhdx_write_block(BlockDriverState *bs,
     return ret;
 }
 
+/* One piece of a write: what of the request lies in one block. */
+static int64_t coroutine_fn vhdx_write_piece(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov, size_t done,
+                                             void *opaque)
+{
+    BDRVVhdxState *s = bs->opaque;
+    uint64_t block = (uint64_t)offset / s->block_size;
+    uint64_t in_block = (uint64_t)offset % s->block_size;
+    int64_t n = MIN((int64_t)(s->block_size - in_block), bytes);
+    int ret = vhdx_write_block(bs, block, in_block, n, qiov, done);
+
+    return ret < 0 ? ret : n;
+}
+
 int coroutine_fn vhdx_co_pwritev(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags)
 {
     BDRVVhdxState *s = bs->opaque;
-    size_t done = 0;
     int ret;
 
     qemu_co_mutex_lock(&s->lock);
     ret = vhdx_user_visible_write(bs, s);
     qemu_co_mutex_unlock(&s->lock);
-    while (ret == 0 && bytes > 0) {
-        uint64_t block = (uint64_t)offset / s->block_size;
-        uint64_t in_block = (uint64_t)offset % s->block_size;
-        int64_t n = MIN((int64_t)(s->block_size - in_block), bytes);
-
-        ret = vhdx_write_block(bs, block, in_block, n, qiov, done);
-        offset += n;
-        bytes -= n;
-        done += n;
+    if (ret < 0) {
+        return ret;
     }
-    return ret;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, vhdx_write_piece, NULL);
 }

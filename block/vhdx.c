@@ -649,11 +649,6 @@ static int vhdx_has_zero_init(BlockDriverState *bs)
     return 1;
 }
 
-static void vhdx_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = VHDX_SECTOR;
-}
-
 /*
  * No block_status, as QEMU's driver: every byte reads as allocated data
  * at no known offset, so `map` refuses the image as qemu-img's does.
@@ -674,7 +669,7 @@ static const BlockDriver bdrv_vhdx = {
     .bdrv_co_check                  = vhdx_co_check,
     .bdrv_getlength                 = vhdx_getlength,
     .bdrv_get_info                  = vhdx_get_info,
-    .bdrv_refresh_limits            = vhdx_refresh_limits,
+    .request_alignment              = VHDX_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_vhdx)

@@ -685,55 +685,56 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
                            qiov, done, true);
 }
 
+/* One piece of a write: what of the request one map entry covers. */
+static int64_t coroutine_fn vmdk_write_piece(BlockDriverState *bs,
+                                             int64_t offset, int64_t bytes,
+                                             QEMUIOVector *qiov, size_t done,
+                                             void *opaque)
+{
+    BDRVVmdkState *s = bs->opaque;
+    VmdkMap m;
+    int64_t n = vmdk_map(s, offset, bytes, &m);
+    int ret;
+
+    if (n < 0) {
+        return n;
+    }
+    switch (m.e->type) {
+    case VMDK_ZERO:
+        error_report("vmdk: sector %" PRId64 " lies in a ZERO extent, "
+                     "which cannot be written", offset / VMDK_SECTOR);
+        return -EINVAL;
+    case VMDK_FLAT:
+        BLKDBG_EVENT(m.e->file, BLKDBG_WRITE_AIO);
+        ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
+        break;
+    default:
+        if (m.kind == VMDK_MAP_UNALLOCATED && m.in_grain == 0 &&
+            bytes >= (int64_t)(m.e->grain_sectors * VMDK_SECTOR)) {
+            int64_t run = vmdk_write_new_run(bs, &m, bytes, qiov, done);
+
+            if (run != 0) {
+                ret = run < 0 ? run : 0;
+                n = run < 0 ? n : run;
+                break;
+            }
+        }
+        ret = vmdk_write_sparse(bs, &m, n, qiov, done);
+        break;
+    }
+    return ret < 0 ? ret : n;
+}
+
 int coroutine_fn vmdk_co_pwritev(BlockDriverState *bs, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  BdrvRequestFlags flags)
 {
-    BDRVVmdkState *s = bs->opaque;
-    size_t done = 0;
     int ret = vmdk_update_cid(bs);
 
     if (ret < 0) {
         return ret;
     }
-    while (bytes > 0) {
-        VmdkMap m;
-        int64_t n = vmdk_map(s, offset, bytes, &m);
-
-        if (n < 0) {
-            return n;
-        }
-        switch (m.e->type) {
-        case VMDK_ZERO:
-            error_report("vmdk: sector %" PRId64 " lies in a ZERO extent, "
-                         "which cannot be written", offset / VMDK_SECTOR);
-            return -EINVAL;
-        case VMDK_FLAT:
-            BLKDBG_EVENT(m.e->file, BLKDBG_WRITE_AIO);
-            ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
-            break;
-        default:
-            if (m.kind == VMDK_MAP_UNALLOCATED && m.in_grain == 0 &&
-                bytes >= (int64_t)(m.e->grain_sectors * VMDK_SECTOR)) {
-                int64_t run = vmdk_write_new_run(bs, &m, bytes, qiov, done);
-
-                if (run != 0) {
-                    ret = run < 0 ? run : 0;
-                    n = run < 0 ? n : run;
-                    break;
-                }
-            }
-            ret = vmdk_write_sparse(bs, &m, n, qiov, done);
-            break;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, vmdk_write_piece, NULL);
 }
 
 /*
@@ -752,6 +753,46 @@ int coroutine_fn vmdk_co_pwritev_compressed(BlockDriverState *bs,
     return vmdk_co_pwritev(bs, offset, bytes, qiov, 0);
 }
 
+/* One piece of a zero write; @opaque points to the request's flags. */
+static int64_t coroutine_fn vmdk_zero_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *unused, size_t done,
+                                            void *opaque)
+{
+    BDRVVmdkState *s = bs->opaque;
+    BdrvRequestFlags flags = *(BdrvRequestFlags *)opaque;
+    VmdkMap m;
+    int64_t n = vmdk_map(s, offset, bytes, &m);
+    VmdkExtent *e = m.e;
+    int ret;
+
+    if (n < 0) {
+        return n;
+    }
+    if (e->type == VMDK_ZERO) {
+        ret = 0;
+    } else if (e->type == VMDK_FLAT) {
+        ret = bdrv_co_pwrite_zeroes(e->file, m.offset, n,
+                                    flags & ~BDRV_REQ_FUA);
+    } else if (e->type == VMDK_SPARSE && e->zeroed_grain &&
+               m.in_grain == 0 &&
+               n == (int64_t)vmdk_grain_bytes(e, m.grain_sector)) {
+        uint32_t zeroed = VMDK_GTE_ZEROED;
+
+        qemu_co_mutex_lock(&e->lock);
+        ret = vmdk_set_gtes(e, m.grain_sector / e->grain_sectors, 1,
+                            &zeroed);
+        qemu_co_mutex_unlock(&e->lock);
+    } else {
+        g_autofree void *zeroes = g_malloc0(n);
+        QEMUIOVector qiov;
+
+        qemu_iovec_init_buf(&qiov, zeroes, n);
+        ret = vmdk_co_pwritev(bs, offset, n, &qiov, 0);
+    }
+    return ret < 0 ? ret : n;
+}
+
 /*
  * Zeroes: a flat extent's file writes them as it can; whole grains of an
  * image with the zeroed-grain flag are marked zeroed; anything else is
@@ -762,48 +803,13 @@ int coroutine_fn vmdk_co_pwrite_zeroes(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes,
                                        BdrvRequestFlags flags)
 {
-    BDRVVmdkState *s = bs->opaque;
     int ret = vmdk_update_cid(bs);
 
     if (ret < 0) {
         return ret;
     }
-    while (bytes > 0) {
-        VmdkMap m;
-        int64_t n = vmdk_map(s, offset, bytes, &m);
-        VmdkExtent *e = m.e;
-
-        if (n < 0) {
-            return n;
-        }
-        if (e->type == VMDK_ZERO) {
-            ret = 0;
-        } else if (e->type == VMDK_FLAT) {
-            ret = bdrv_co_pwrite_zeroes(e->file, m.offset, n,
-                                        flags & ~BDRV_REQ_FUA);
-        } else if (e->type == VMDK_SPARSE && e->zeroed_grain &&
-                   m.in_grain == 0 &&
-                   n == (int64_t)vmdk_grain_bytes(e, m.grain_sector)) {
-            uint32_t zeroed = VMDK_GTE_ZEROED;
-
-            qemu_co_mutex_lock(&e->lock);
-            ret = vmdk_set_gtes(e, m.grain_sector / e->grain_sectors, 1,
-                                &zeroed);
-            qemu_co_mutex_unlock(&e->lock);
-        } else {
-            g_autofree void *zeroes = g_malloc0(n);
-            QEMUIOVector qiov;
-
-            qemu_iovec_init_buf(&qiov, zeroes, n);
-            ret = vmdk_co_pwritev(bs, offset, n, &qiov, 0);
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, NULL, vmdk_zero_piece,
+                              &flags);
 }
 
 /* A flat extent reads as zeroes where its file does; grains start so. */

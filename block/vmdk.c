@@ -896,52 +896,50 @@ int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
     return bytes;
 }
 
+/* One piece of a read: what of the request one map entry covers. */
+static int64_t coroutine_fn vmdk_read_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov, size_t done,
+                                            void *opaque)
+{
+    BDRVVmdkState *s = bs->opaque;
+    VmdkMap m;
+    int64_t n = vmdk_map(s, offset, bytes, &m);
+    int ret = 0;
+
+    if (n < 0) {
+        return n;
+    }
+    switch (m.kind) {
+    case VMDK_MAP_UNALLOCATED:
+        if (bs->backing) {
+            ret = vmdk_check_parent_cid(bs);
+            if (ret == 0) {
+                ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
+            }
+            break;
+        }
+        /* fall through */
+    case VMDK_MAP_ZERO:
+        qemu_iovec_memset(qiov, done, 0, n);
+        break;
+    case VMDK_MAP_COMPRESSED:
+        ret = vmdk_read_compressed(m.e, m.offset, m.grain_sector,
+                                   m.in_grain, n, qiov, done);
+        break;
+    case VMDK_MAP_DATA:
+        BLKDBG_EVENT(m.e->file, BLKDBG_READ_AIO);
+        ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, false);
+        break;
+    }
+    return ret < 0 ? ret : n;
+}
+
 static int coroutine_fn vmdk_co_preadv(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvRequestFlags flags)
 {
-    BDRVVmdkState *s = bs->opaque;
-    size_t done = 0;
-
-    while (bytes > 0) {
-        VmdkMap m;
-        int64_t n = vmdk_map(s, offset, bytes, &m);
-        int ret = 0;
-
-        if (n < 0) {
-            return n;
-        }
-        switch (m.kind) {
-        case VMDK_MAP_UNALLOCATED:
-            if (bs->backing) {
-                ret = vmdk_check_parent_cid(bs);
-                if (ret == 0) {
-                    ret = bdrv_co_read_backing(bs, offset, n, qiov, done);
-                }
-                break;
-            }
-            /* fall through */
-        case VMDK_MAP_ZERO:
-            qemu_iovec_memset(qiov, done, 0, n);
-            break;
-        case VMDK_MAP_COMPRESSED:
-            ret = vmdk_read_compressed(m.e, m.offset, m.grain_sector,
-                                       m.in_grain, n, qiov, done);
-            break;
-        case VMDK_MAP_DATA:
-            BLKDBG_EVENT(m.e->file, BLKDBG_READ_AIO);
-            ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done,
-                                  false);
-            break;
-        }
-        if (ret < 0) {
-            return ret;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
-    return 0;
+    return bdrv_co_each_piece(bs, offset, bytes, qiov, vmdk_read_piece, NULL);
 }
 
 static int coroutine_fn vmdk_co_block_status(BlockDriverState *bs,
@@ -1088,11 +1086,6 @@ static void vmdk_reopen_commit(BDRVReopenState *state)
     }
 }
 
-static void vmdk_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = VMDK_SECTOR;
-}
-
 static const BlockDriver bdrv_vmdk = {
     .format_name                    = "vmdk",
     .instance_size                  = sizeof(BDRVVmdkState),
@@ -1116,7 +1109,7 @@ static const BlockDriver bdrv_vmdk = {
     .bdrv_getlength                 = vmdk_getlength,
     .bdrv_get_info                  = vmdk_get_info,
     .bdrv_get_specific_info         = vmdk_get_specific_info,
-    .bdrv_refresh_limits            = vmdk_refresh_limits,
+    .request_alignment              = VMDK_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_vmdk)

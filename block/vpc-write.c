@@ -108,13 +108,30 @@ static int64_t coroutine_fn vpc_write_offset(BlockDriverState *bs,
     return at;
 }
 
+/* One piece of a write on a dynamic disk: what lies in one block. */
+static int64_t coroutine_fn vpc_write_piece(BlockDriverState *bs,
+                                            int64_t offset, int64_t bytes,
+                                            QEMUIOVector *qiov, size_t done,
+                                            void *opaque)
+{
+    BDRVVpcState *s = bs->opaque;
+    int64_t n = MIN(bytes, (int64_t)(s->block_size - offset % s->block_size));
+    int64_t at = vpc_write_offset(bs, offset);
+    int ret;
+
+    if (at < 0) {
+        return at;
+    }
+    ret = bdrv_co_pwritev_part(bs->file, at, n, qiov, done, 0);
+    return ret < 0 ? ret : n;
+}
+
 int coroutine_fn vpc_co_pwritev(BlockDriverState *bs, int64_t offset,
                                 int64_t bytes, QEMUIOVector *qiov,
                                 BdrvRequestFlags flags)
 {
     BDRVVpcState *s = bs->opaque;
-    size_t done = 0;
-    int ret = 0;
+    int ret;
 
     if (s->fixed) {
         /* invariant 4 */
@@ -127,23 +144,7 @@ int coroutine_fn vpc_co_pwritev(BlockDriverState *bs, int64_t offset,
         return bdrv_co_pwritev(bs->file, offset, bytes, qiov, 0);
     }
     qemu_co_mutex_lock(&s->lock);
-    while (bytes > 0) {
-        int64_t n = MIN(bytes, (int64_t)(s->block_size -
-                                         offset % s->block_size));
-        int64_t at = vpc_write_offset(bs, offset);
-
-        if (at < 0) {
-            ret = at;
-            break;
-        }
-        ret = bdrv_co_pwritev_part(bs->file, at, n, qiov, done, 0);
-        if (ret < 0) {
-            break;
-        }
-        offset += n;
-        bytes -= n;
-        done += n;
-    }
+    ret = bdrv_co_each_piece(bs, offset, bytes, qiov, vpc_write_piece, NULL);
     qemu_co_mutex_unlock(&s->lock);
     return ret;
 }

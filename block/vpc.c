@@ -505,11 +505,6 @@ static int vpc_has_zero_init(BlockDriverState *bs)
     return s->fixed ? bdrv_has_zero_init(bs->file->bs) : 1;
 }
 
-static void vpc_refresh_limits(BlockDriverState *bs, Error **errp)
-{
-    bs->bl.request_alignment = VPC_SECTOR;
-}
-
 static const char *const vpc_strong_runtime_opts[] = {
     "force_size_calc",
     NULL,
@@ -533,7 +528,7 @@ static const BlockDriver bdrv_vpc = {
     .bdrv_co_block_status           = vpc_co_block_status,
     .bdrv_getlength                 = vpc_getlength,
     .bdrv_get_info                  = vpc_get_info,
-    .bdrv_refresh_limits            = vpc_refresh_limits,
+    .request_alignment              = VPC_SECTOR,
 };
 
 block_init(bdrv_register, bdrv_vpc)

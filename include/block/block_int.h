@@ -301,6 +301,14 @@ struct BlockDriver {
      */
     void (*bdrv_refresh_filename)(BlockDriverState *bs);
 
+    /*
+     * The alignment every request to this driver has (a format that
+     * reads and writes whole sectors); 0: none of its own.
+     * bdrv_refresh_limits() sets bs->bl.request_alignment to it before it
+     * calls the callback below, so a driver that needs nothing else has
+     * no callback.
+     */
+    uint32_t request_alignment;
     /* Fills bs->bl; the generic layer has merged the children's first. */
     void (*bdrv_refresh_limits)(BlockDriverState *bs, Error **errp);
     int (*bdrv_get_info)(BlockDriverState *bs, BlockDriverInfo *bdi);
@@ -722,11 +730,32 @@ int coroutine_fn bdrv_co_read_backing(BlockDriverState *bs, uint64_t offset,
                                       size_t qiov_offset);
 
 /*
+ * One piece of a request (bdrv_co_each_piece()): does the first part of
+ * the @bytes at @offset, whose data stands at @qiov_offset of @qiov (when
+ * the request has a @qiov), as far as the driver can at once.  Returns
+ * how many bytes it did, 1 to @bytes, or a negative errno.
+ */
+typedef int64_t coroutine_fn BdrvPieceFn(BlockDriverState *bs,
+                                         int64_t offset, int64_t bytes,
+                                         QEMUIOVector *qiov,
+                                         size_t qiov_offset, void *opaque);
+/*
+ * The request loop of a driver that splits a request (a format at its
+ * clusters, copy-on-read at what it copies): calls @fn on what is left
+ * of the request until it is all done, or returns the first error
+ * (block/read-mapped.c).
+ */
+int coroutine_fn bdrv_co_each_piece(BlockDriverState *bs, int64_t offset,
+                                    int64_t bytes, QEMUIOVector *qiov,
+                                    BdrvPieceFn *fn, void *opaque);
+/*
  * A format driver's map of the disk: how many bytes from @offset (1 to
  * @bytes) lie together, with *@host their offset in bs->file, or -1
  * where the image has no data for them (they read from the backing node
- * when there is one, else as zeroes); or a negative errno.
+ * when there is one, else as zeroes), or BDRV_PIECE_ZERO where the image
+ * says they read as zeroes, backing node or not; or a negative errno.
  */
+#define BDRV_PIECE_ZERO (-2)
 typedef int64_t coroutine_fn BdrvPieceMap(BlockDriverState *bs,
                                           int64_t offset, int64_t bytes,
                                           int64_t *host);

@@ -1,8 +1,8 @@
 /*
- * The copy loop that block-stream and block-commit share
- * (block/job-copy.c): walks a node's length in chunks, asks the job
- * which ranges to copy, runs several copies at once, applies the job's
- * error policy and rate limit.
+ * What block-stream and block-commit share (block/job-copy.c): the copy
+ * loop, which walks a node's length in chunks, asks the job which ranges
+ * to copy, runs several copies at once, applies the job's error policy
+ * and rate limit; and the change of backing node that ends both jobs.
  */
 #ifndef QBLOCK_JOB_COPY_H
 #define QBLOCK_JOB_COPY_H
@@ -39,5 +39,15 @@ int coroutine_fn block_job_copy_loop(BlockJob *job,
                                      const BlockJobCopyDriver *drv,
                                      BlockBackend *blk, int64_t len,
                                      int64_t chunk, BlockdevOnError on_error);
+
+/*
+ * The end of stream and commit (their prepare): @base (NULL: none)
+ * becomes the backing node of @bs in the graph and in @bs's image, which
+ * names it @backing_file when given, else by its filename; @bs is
+ * drained meanwhile.  Reports a failure of the graph change; returns 0
+ * or -EPERM, as QEMU's jobs do.
+ */
+int block_job_change_backing(BlockDriverState *bs, BlockDriverState *base,
+                             const char *backing_file);
 
 #endif
