@@ -3,9 +3,10 @@
 or its own: the creator string of the file identifier, the headers'
 sequence numbers, GUIDs and checksums (their other fields must match,
 and the sequence numbers of each file must be in the same order), the
-page 83 data item, and the log's GUIDs and checksums (entries of the same
-place, length and descriptors).  Exits 0 when the same, else 1 with the
-first difference.
+page 83 data item, and the log's GUIDs and checksums and the padding
+after an entry's descriptors, which QEMU leaves unset (entries of the
+same place, length and descriptors).  Exits 0 when the same, else 1 with
+the first difference.
 
   vhdx-same.py A B
 """
@@ -40,6 +41,12 @@ def mask_ranges(f, meta, lo, ll):
     for p in range(0, len(log), 4096):
         if log[p:p + 4] == b'loge':
             ranges += [(lo + p + 4, lo + p + 8), (lo + p + 32, lo + p + 48)]
+            # the padding after the descriptors, up to the next 4 KiB:
+            # QEMU leaves whatever its buffer held there (it differs from
+            # one qemu-io run to the next)
+            n = struct.unpack_from('<I', log, p + 24)[0]
+            end = 64 + 32 * min(n, 1 << 20)
+            ranges.append((lo + p + end, lo + p + (end + 4095) // 4096 * 4096))
     return ranges
 
 
