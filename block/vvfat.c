@@ -23,6 +23,8 @@
 #define VVFAT_OPT_LABEL         "label"
 #define VVFAT_OPT_RW            "rw"
 
+/* the most of a host file one read holds in memory at once */
+#define VVFAT_READ_CHUNK        (1u << 20)
 #define VVFAT_ROOT_SECTORS \
     (VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent) / VVFAT_SECTOR)
 
@@ -264,15 +266,20 @@ static void vvfat_copy(QEMUIOVector *qiov, size_t done, const void *src,
     qemu_iovec_memset(qiov, done + have, 0, n - have);
 }
 
-/* A file's bytes [off, off + n) from the host, zeroes past its end. */
+/*
+ * A file's bytes [off, off + n) from the host, zeroes past its end, read
+ * through a buffer of at most VVFAT_READ_CHUNK bytes.  The reads block
+ * the coroutine's thread, as QEMU's vvfat does: the host file is opened
+ * and read when the guest reads it (inv. 1 holds no file descriptor).
+ */
 static int coroutine_fn vvfat_read_file(const VvfatNode *node,
                                         QEMUIOVector *qiov, size_t done,
                                         uint64_t off, uint64_t n)
 {
-    g_autofree uint8_t *buf = NULL;
     uint64_t have = off < node->size ? MIN(n, node->size - off) : 0;
-    uint64_t got = 0;
-    int fd;
+    g_autofree uint8_t *buf = NULL;
+    uint64_t pos = 0;
+    int fd = -1, ret = 0;
 
     if (have) {
         fd = open(node->path, O_RDONLY | O_CLOEXEC);
@@ -281,23 +288,33 @@ static int coroutine_fn vvfat_read_file(const VvfatNode *node,
                          strerror(errno));
             return -EIO;
         }
-        buf = g_malloc(have);
-        while (got < have) {
-            ssize_t r = pread(fd, buf + got, have - got, off + got);
+        buf = g_malloc(MIN(have, VVFAT_READ_CHUNK));
+    }
+    while (pos < have) {
+        ssize_t r = pread(fd, buf, MIN(have - pos, VVFAT_READ_CHUNK),
+                          off + pos);
 
-            if (r < 0 && errno == EINTR) {
-                continue;
-            }
-            if (r <= 0) {
-                /* a file that shrank since open reads as zeroes */
-                break;
-            }
-            got += r;
+        if (r < 0 && errno == EINTR) {
+            continue;
         }
+        if (r < 0) {
+            error_report("vvfat: could not read %s: %s", node->path,
+                         strerror(errno));
+            ret = -EIO;
+            break;
+        }
+        if (r == 0) {
+            /* a file that shrank since open reads as zeroes */
+            break;
+        }
+        qemu_iovec_from_buf(qiov, done + pos, buf, r);
+        pos += r;
+    }
+    if (fd >= 0) {
         close(fd);
     }
-    vvfat_copy(qiov, done, buf, got, 0, n);
-    return 0;
+    qemu_iovec_memset(qiov, done + pos, 0, n - pos);
+    return ret;
 }
 
 /* Reads from the data area, at most up to the end of one node's run. */
