@@ -175,6 +175,21 @@ check "a file changed after open reads as it is now" \
     cmp -s <(fat extract n.raw /a.txt) tree/a.txt
 kill "$nbd_pid" 2>/dev/null
 wait "$nbd_pid" 2>/dev/null
+# blockdev-add's options through qblock-storage-daemon's NBD export
+qsock=$work/qsd.sock
+"$build/qblock-storage-daemon" \
+    --blockdev driver=vvfat,dir=tree,node-name=v,read-only=on \
+    --nbd-server addr.type=unix,addr.path="$qsock" \
+    --export type=nbd,id=e,node-name=v,name=v 2> qsd.err &
+qsd_pid=$!
+for i in $(seq 100); do [ -S "$qsock" ] && break; sleep 0.1; done
+"$Q_IMG" convert -f raw -O raw "nbd+unix:///v?socket=$qsock" n.raw
+# a.txt's change time moved: compared with a convert of the tree as now
+"$QB_IMG" convert -O raw fat:tree hd16.raw
+check "driver=vvfat in qblock-storage-daemon, read through NBD" \
+    cmp -s n.raw hd16.raw
+kill "$qsd_pid" 2>/dev/null
+wait "$qsd_pid" 2>/dev/null
 rm -f n.raw hd16.raw
 
 # refusals, with QEMU's messages where QEMU refuses alike
