@@ -338,6 +338,8 @@ static int coroutine_fn vvfat_read_data(BDRVVvfatState *s, uint64_t off,
     *n = MIN(bytes, run);
     if (node->is_dir) {
         /* inv. 3 */
+        assert((uint64_t)node->dir_count * sizeof(VvfatDirent) <=
+               (uint64_t)node->n_clusters * VVFAT_CLUSTER_SIZE);
         vvfat_copy(qiov, done, s->dirents + node->dir_first,
                    (uint64_t)node->dir_count * sizeof(VvfatDirent),
                    in_node, *n);
@@ -369,6 +371,7 @@ static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
     } else if (off < data_start) {
         *n = MIN(bytes, data_start - off);
         /* inv. 3: the root's entries fit the root directory */
+        assert(s->nodes[0].dir_count <= VVFAT_ROOT_ENTRIES);
         vvfat_copy(qiov, done, s->dirents, (uint64_t)s->nodes[0].dir_count *
                    sizeof(VvfatDirent), off - root_start, *n);
     } else {

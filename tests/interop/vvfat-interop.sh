@@ -203,6 +203,12 @@ same_msg "auto-read-only, then qemu-io's write permission" \
     driver=vvfat,dir=small,auto-read-only=on -- \
     "$QB_IO" --image-opts -c "read 0 512" \
     driver=vvfat,dir=small,auto-read-only=on
+same_msg "map, human: no offsets to show" "$Q_IMG" map fat:small -- \
+    "$QB_IMG" map fat:small
+same_msg "check: not for this driver" "$Q_IMG" check fat:small -- \
+    "$QB_IMG" check fat:small
+same_msg "compare of the same tree" "$Q_IMG" compare fat:small fat:small -- \
+    "$QB_IMG" compare fat:small fat:small
 for spec in fat:nonexistent fat:small/file fat:floppy:big fat:floppy:12:big \
             fat:root 'json:{"driver":"vvfat","dir":"small","fat-type":13}' \
             'json:{"driver":"vvfat","dir":"small","label":"twelve bytes"}' \
