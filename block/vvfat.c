@@ -94,7 +94,13 @@ static void vvfat_geometry(VvfatGeometry *g, int64_t asked_type)
                 VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER + 2;
     fat_bytes = DIV_ROUND_UP(clusters * g->fat_type, 8);
     g->sectors_per_fat = DIV_ROUND_UP(fat_bytes, VVFAT_SECTOR);
-    g->cluster_count = (g->volume_sectors - VVFAT_RESERVED_SECTORS -
+    /*
+     * The clusters a tree may fill: QEMU takes the first track off a hard
+     * disk's volume once more (4 clusters fewer than the volume holds),
+     * and refuses a tree past that, so qblock does too.
+     */
+    g->cluster_count = (g->volume_sectors - g->volume_start -
+                        VVFAT_RESERVED_SECTORS -
                         VVFAT_NUM_FATS * g->sectors_per_fat -
                         VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER;
     /* the cluster numbers the type reserves (0xff0 up) stay unused */

@@ -109,7 +109,7 @@ typedef struct VvfatGeometry {
     uint32_t volume_start;      /* sectors before the boot sector */
     uint32_t volume_sectors;
     uint32_t sectors_per_fat;
-    uint32_t cluster_count;     /* data clusters the volume holds */
+    uint32_t cluster_count;     /* data clusters a tree may fill */
 } VvfatGeometry;
 
 typedef struct BDRVVvfatState {

@@ -215,6 +215,18 @@ for spec in fat:nonexistent fat:small/file fat:floppy:big fat:floppy:12:big \
             'json:{"driver":"vvfat"}'; do
     same_msg "refused: $spec" "$Q_IMG" info "$spec" -- "$QB_IMG" info "$spec"
 done
+# the most clusters a tree may fill, and one more: QEMU's limits (a hard
+# disk's is 4 clusters below what its volume holds); sparse files
+for edge in "floppy:12: 177" "floppy: 357" "12: 4020" "16: 64470"; do
+    set -- $edge
+    rm -rf edge && mkdir edge
+    truncate -s $(($2 * 8192)) edge/f
+    same "fat:${1}DIR: a tree of $2 clusters fits" "$Q_IMG" info "fat:${1}edge" \
+        -- "$QB_IMG" info "fat:${1}edge"
+    truncate -s $((($2 + 1) * 8192)) edge/f
+    same_msg "fat:${1}DIR: a tree of $(($2 + 1)) clusters does not" \
+        "$Q_IMG" info "fat:${1}edge" -- "$QB_IMG" info "fat:${1}edge"
+done
 refused "rw refused: writing is not supported" \
     "Writing to a vvfat directory (rw) is not supported by qblock" \
     "$QB_IMG" info fat:rw:small
