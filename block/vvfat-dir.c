@@ -408,10 +408,12 @@ static void vvfat_build_fat(BDRVVvfatState *s, uint8_t media)
     }
 }
 
-int vvfat_build_tree(BDRVVvfatState *s, Error **errp)
+int vvfat_build_tree(BDRVVvfatState *s, const char *dir, Error **errp)
 {
     int ret;
 
+    assert(!s->n_nodes && !s->n_dirents);
+    vvfat_new_node(s, g_strdup(dir), true, 0);
     s->next_cluster = VVFAT_FIRST_CLUSTER;
     ret = vvfat_read_dir(s, 0, errp);
     for (uint32_t i = 1; ret == 0 && i < s->n_nodes; i++) {

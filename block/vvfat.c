@@ -231,7 +231,7 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
                       Error **errp)
 {
     BDRVVvfatState *s = bs->opaque;
-    char *dir = NULL;
+    g_autofree char *dir = NULL;
     int ret;
 
     /* inv. 4: as a read-only format does */
@@ -244,13 +244,9 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
     }
     ret = vvfat_read_opts(s, options, &dir, errp);
     if (ret < 0) {
-        g_free(dir);
         return ret;
     }
-    s->nodes = g_new0(VvfatNode, 2);
-    s->nodes[0] = (VvfatNode) { .path = dir, .is_dir = true };
-    s->n_nodes = 1;
-    ret = vvfat_build_tree(s, errp);
+    ret = vvfat_build_tree(s, dir, errp);
     if (ret < 0) {
         vvfat_free_tree(s);
         return ret;
@@ -378,8 +374,9 @@ static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
         *n = MIN(bytes, data_start - off);
         /* inv. 3: the root's entries fit the root directory */
         assert(s->nodes[0].dir_count <= VVFAT_ROOT_ENTRIES);
-        vvfat_copy(qiov, done, s->dirents, (uint64_t)s->nodes[0].dir_count *
-                   sizeof(VvfatDirent), off - root_start, *n);
+        vvfat_copy(qiov, done, s->dirents + s->nodes[0].dir_first,
+                   (uint64_t)s->nodes[0].dir_count * sizeof(VvfatDirent),
+                   off - root_start, *n);
     } else {
         return vvfat_read_data(s, off - data_start, bytes, qiov, done, n);
     }

@@ -137,8 +137,11 @@ bool vvfat_short_name(const char *name, uint8_t out[11]);
 void vvfat_short_name_tail(uint8_t sn[11], unsigned n);
 uint8_t vvfat_lfn_checksum(const uint8_t sn[11]);
 
-/* Walks s->nodes[0].path into nodes, directory entries, clusters, FAT. */
-int vvfat_build_tree(BDRVVvfatState *s, Error **errp);
+/*
+ * Walks @dir into nodes (the root is node 0), directory entries, clusters
+ * and the FAT, for the geometry and label already in @s.
+ */
+int vvfat_build_tree(BDRVVvfatState *s, const char *dir, Error **errp);
 void vvfat_free_tree(BDRVVvfatState *s);
 /* The node owning @cluster, or NULL for a free cluster (inv. 2). */
 const VvfatNode *vvfat_find_cluster(const BDRVVvfatState *s,

@@ -78,10 +78,7 @@ static int build(BDRVVvfatState *s, const char *dir, Error **errp)
         .volume_sectors = 2880, .cluster_count = 177,
     };
     memcpy(s->label, VVFAT_DEFAULT_LABEL, VVFAT_LABEL_LEN + 1);
-    s->nodes = g_new0(VvfatNode, 2);
-    s->nodes[0] = (VvfatNode) { .path = g_strdup(dir), .is_dir = true };
-    s->n_nodes = 1;
-    return vvfat_build_tree(s, errp);
+    return vvfat_build_tree(s, dir, errp);
 }
 
 static bool has_short(BDRVVvfatState *s, const char *want)
