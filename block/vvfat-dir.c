@@ -178,39 +178,70 @@ static void vvfat_add_lfn(BDRVVvfatState *s, const char *name,
     }
 }
 
-/* Whether @sn is already the short name of an entry of this directory. */
-static bool vvfat_short_taken(BDRVVvfatState *s, uint32_t first,
-                              const uint8_t sn[11])
+/*
+ * The 8.3 names a directory has given out, and per base name the lowest
+ * ~N tail that may still be free: the names only accumulate, so every
+ * tail below it stays taken, and numbering resumes there instead of at
+ * ~1 (a directory of many similar names is linear, not quadratic).
+ */
+typedef struct VvfatShortNames {
+    GHashTable *taken;          /* 11-byte names, NUL-terminated copies */
+    GHashTable *next_tail;      /* base name -> GUINT_TO_POINTER(n) */
+} VvfatShortNames;
+
+static void vvfat_short_names_init(VvfatShortNames *names)
 {
-    for (uint32_t i = first; i < s->n_dirents; i++) {
-        if (s->dirents[i].attributes != VVFAT_ATTR_LFN &&
-            !memcmp(s->dirents[i].name, sn, 11)) {
-            return true;
-        }
-    }
-    return false;
+    names->taken = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                         NULL);
+    names->next_tail = g_hash_table_new_full(g_str_hash, g_str_equal,
+                                             g_free, NULL);
 }
 
-static int vvfat_unique_short(BDRVVvfatState *s, uint32_t first,
-                              const char *name, uint8_t sn[11], Error **errp)
+static void vvfat_short_names_free(VvfatShortNames *names)
+{
+    g_hash_table_destroy(names->taken);
+    g_hash_table_destroy(names->next_tail);
+}
+
+static bool vvfat_short_taken(VvfatShortNames *names, const uint8_t sn[11])
+{
+    g_autofree char *key = g_strndup((const char *)sn, 11);
+
+    return g_hash_table_contains(names->taken, key);
+}
+
+/* @name's 8.3 name, unique in its directory, in @sn; then taken. */
+static int vvfat_unique_short(VvfatShortNames *names, const char *name,
+                              uint8_t sn[11], Error **errp)
 {
     uint8_t base[11];
     bool lossy = vvfat_short_name(name, base);
+    char *base_key = g_strndup((const char *)base, 11);
+    unsigned n = GPOINTER_TO_UINT(g_hash_table_lookup(names->next_tail,
+                                                      base_key));
 
     memcpy(sn, base, 11);
-    if (!lossy && !vvfat_short_taken(s, first, sn)) {
-        return 0;
-    }
-    /* ~1 onwards, as QEMU numbers them, the first free one */
-    for (unsigned n = 1; n < 1000000; n++) {
-        memcpy(sn, base, 11);
-        vvfat_short_name_tail(sn, n);
-        if (!vvfat_short_taken(s, first, sn)) {
-            return 0;
+    if (lossy || vvfat_short_taken(names, sn)) {
+        /* ~1 onwards, as QEMU numbers them: the first free one */
+        for (n = MAX(n, 1); ; n++) {
+            if (n >= 1000000) {
+                error_setg(errp, "vvfat: no free short name for '%s'", name);
+                g_free(base_key);
+                return -ENOSPC;
+            }
+            memcpy(sn, base, 11);
+            vvfat_short_name_tail(sn, n);
+            if (!vvfat_short_taken(names, sn)) {
+                break;
+            }
         }
+        g_hash_table_replace(names->next_tail, base_key,
+                             GUINT_TO_POINTER(n + 1));
+    } else {
+        g_free(base_key);
     }
-    error_setg(errp, "vvfat: no free short name for '%s'", name);
-    return -ENOSPC;
+    g_hash_table_add(names->taken, g_strndup((const char *)sn, 11));
+    return 0;
 }
 
 static void vvfat_capacity_error(BDRVVvfatState *s, Error **errp)
@@ -288,7 +319,8 @@ static void vvfat_add_dots(BDRVVvfatState *s, uint32_t idx)
 }
 
 /* One child of directory @idx: its entries and its node. */
-static int vvfat_add_child(BDRVVvfatState *s, uint32_t idx, const char *name,
+static int vvfat_add_child(BDRVVvfatState *s, uint32_t idx,
+                           VvfatShortNames *names, const char *name,
                            const struct stat *st, Error **errp)
 {
     uint8_t sn[11];
@@ -299,7 +331,7 @@ static int vvfat_add_child(BDRVVvfatState *s, uint32_t idx, const char *name,
         vvfat_capacity_error(s, errp);
         return -EFBIG;
     }
-    ret = vvfat_unique_short(s, s->nodes[idx].dir_first, name, sn, errp);
+    ret = vvfat_unique_short(names, name, sn, errp);
     if (ret < 0) {
         return ret;
     }
@@ -323,13 +355,16 @@ static int vvfat_read_dir(BDRVVvfatState *s, uint32_t idx, Error **errp)
     uint64_t max_dirents = VVFAT_ROOT_ENTRIES + (uint64_t)
         s->geo.cluster_count * (VVFAT_CLUSTER_SIZE / sizeof(VvfatDirent));
     DIR *dir = opendir(s->nodes[idx].path);
+    VvfatShortNames names;
     struct dirent *de;
     int ret = 0;
 
     if (!dir) {
+        ret = -errno;
         error_setg(errp, "Could not read directory %s", s->nodes[idx].path);
-        return -errno;
+        return ret;
     }
+    vvfat_short_names_init(&names);
     s->nodes[idx].dir_first = s->n_dirents;
     if (idx == 0) {
         VvfatDirent *e = vvfat_new_dirent(s);
@@ -356,9 +391,10 @@ static int vvfat_read_dir(BDRVVvfatState *s, uint32_t idx, Error **errp)
             ret = -ENOSPC;
             break;
         }
-        ret = vvfat_add_child(s, idx, de->d_name, &st, errp);
+        ret = vvfat_add_child(s, idx, &names, de->d_name, &st, errp);
     }
     closedir(dir);
+    vvfat_short_names_free(&names);
     s->nodes[idx].dir_count = s->n_dirents - s->nodes[idx].dir_first;
     if (ret == 0 && idx == 0 &&
         s->nodes[0].dir_count > VVFAT_ROOT_ENTRIES) {
