@@ -97,10 +97,10 @@ static void vvfat_fat_time(time_t t, uint16_t *date, uint16_t *time_out)
 
     localtime_r(&t, &tm);
     *date = GUINT16_TO_LE(((MAX(tm.tm_year - 80, 0) & 0x7f) << 9) |
-                        ((tm.tm_mon + 1) << 5) | tm.tm_mday);
+                          ((tm.tm_mon + 1) << 5) | tm.tm_mday);
     if (time_out) {
         *time_out = GUINT16_TO_LE((tm.tm_hour << 11) | (tm.tm_min << 5) |
-                                (tm.tm_sec / 2));
+                                  (tm.tm_sec / 2));
     }
 }
 
@@ -327,8 +327,13 @@ static int vvfat_add_child(BDRVVvfatState *s, uint32_t idx,
     uint32_t child, e;
     int ret;
 
-    if (!S_ISDIR(st->st_mode) && st->st_size > UINT32_MAX) {
-        vvfat_capacity_error(s, errp);
+    if (!S_ISDIR(st->st_mode) && st->st_size > INT32_MAX) {
+        /* QEMU's two messages: the file, then the directory that failed */
+        g_autofree char *path = g_build_filename(s->nodes[idx].path, name,
+                                                 NULL);
+
+        error_report("File %s is larger than 2GB", path);
+        error_setg(errp, "Could not read directory %s", s->nodes[idx].path);
         return -EFBIG;
     }
     ret = vvfat_unique_short(names, name, sn, errp);

@@ -227,6 +227,9 @@ for edge in "floppy:12: 177" "floppy: 357" "12: 4020" "16: 64470"; do
     same_msg "fat:${1}DIR: a tree of $(($2 + 1)) clusters does not" \
         "$Q_IMG" info "fat:${1}edge" -- "$QB_IMG" info "fat:${1}edge"
 done
+rm -rf edge && mkdir -p edge/sub && truncate -s 2147483648 edge/sub/f
+same_msg "a file of 2 GiB" "$Q_IMG" info fat:edge -- "$QB_IMG" info fat:edge
+rm -rf edge
 refused "rw refused: writing is not supported" \
     "Writing to a vvfat directory (rw) is not supported by qblock" \
     "$QB_IMG" info fat:rw:small
