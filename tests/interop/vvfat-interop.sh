@@ -6,9 +6,10 @@
 #
 # A tree with small files, a file of several clusters, an empty file, long
 # names, names that need a long-name entry for their case or characters,
-# 8.3 clashes up to ~12, hidden files, nested directories and a directory
-# of 300 entries (several clusters), a symbolic link, is shown by both
-# tools as a hard disk (FAT16, FAT12) and as floppies, and:
+# 8.3 clashes up to ~12 and a plain name a tail would give, hidden files,
+# nested directories and a directory of 1100 entries (several clusters,
+# tails up to ~1100), a symbolic link, is shown by both tools as a hard
+# disk (FAT16, FAT12) and as floppies, and:
 #  - qemu-img info (human, JSON) and map are the same on both sides;
 #  - both converted to raw hold, read by fat-read.py (a FAT reader of its
 #    own), the same MBR and boot sector fields, the same tree with the
@@ -55,10 +56,13 @@ make_tree() {
     echo abc > "$d/abc.TXT"
     echo ABC > "$d/ABC.txt"
     for i in $(seq 1 12); do echo "$i" > "$d/longprefix$i.txt"; done
+    # a plain name that a ~N tail would also give
+    echo literal > "$d/LONGPR~2.TXT"
     echo nested > "$d/sub/deeper/deepest/file"
     head -c 20000 /dev/urandom > "$d/sub/deeper/mid.bin"
     echo spaced > "$d/Dir With Spaces/inner file"
-    for i in $(seq 1 300); do echo "$i" > "$d/many/entry-number-$i"; done
+    # tails up to ~1000, where the base keeps 2 characters
+    for i in $(seq 1 1100); do echo "$i" > "$d/many/entry-number-$i"; done
     ln -s ../a.txt "$d/sub/link-to-a"
     # an access time ahead of the change time: reading the tree does not
     # move it (relatime), so both tools see the same dates
