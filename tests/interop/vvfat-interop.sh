@@ -196,6 +196,22 @@ kill "$qsd_pid" 2>/dev/null
 wait "$qsd_pid" 2>/dev/null
 rm -f n.raw hd16.raw
 
+# a qcow2 overlay over the directory: the writable disk the read-only
+# driver leaves room for (the host directory is not written)
+"$Q_IMG" create -q -f qcow2 -F vvfat -b "fat:$work/small" oq.qcow2
+"$QB_IMG" create -q -f qcow2 -F vvfat -b "fat:$work/small" ob.qcow2
+check "a qcow2 overlay over fat:DIR: the file qemu-img creates" \
+    cmp -s oq.qcow2 ob.qcow2
+same_msg "the overlay reads the boot sector from the directory" \
+    "$Q_IO" -r -c "read -v 0 512" oq.qcow2 -- \
+    "$QB_IO" -r -c "read -v 0 512" ob.qcow2
+check "the overlay takes writes, the directory stays as it was" \
+    quiet "$QB_IO" -c "write -P 7 0 64k" -c "read -P 7 0 64k" ob.qcow2
+same "the directory after the overlay's write" fat host small -- \
+    bash -c "'$QB_IMG' convert -O raw 'fat:small' s.raw &&
+             python3 '$here/fat-read.py' tree s.raw"
+rm -f oq.qcow2 ob.qcow2 s.raw
+
 # refusals, with QEMU's messages where QEMU refuses alike
 same_msg "a write to a read-only open" \
     "$Q_IO" -r -c "write 0 512" fat:small -- \
