@@ -10,7 +10,8 @@
 # nested directories and a directory of 1100 entries (several clusters,
 # tails up to ~1100), a symbolic link, is shown by both tools as a hard
 # disk (FAT16, FAT12) and as floppies, and:
-#  - qemu-img info (human, JSON) and map are the same on both sides;
+#  - qemu-img info (human, JSON), map and measure are the same on both
+#    sides;
 #  - both converted to raw hold, read by fat-read.py (a FAT reader of its
 #    own), the same MBR and boot sector fields, the same tree with the
 #    same 8.3 names and dates, and the host's names and contents; the two
@@ -97,6 +98,8 @@ for kind in "${kinds[@]}"; do
         -- "$QB_IMG" info --output=json "$spec"
     same "$name: map" "$Q_IMG" map --output=json "$spec" -- \
         "$QB_IMG" map --output=json "$spec"
+    same "$name: measure -O qcow2" "$Q_IMG" measure -O qcow2 "$spec" -- \
+        "$QB_IMG" measure -O qcow2 "$spec"
     "$Q_IMG" convert -O raw "$spec" q.raw
     "$QB_IMG" convert -O raw "$spec" b.raw
     same "$name: MBR and boot sector fields" fat bpb q.raw -- fat bpb b.raw
