@@ -132,20 +132,21 @@ static void vvfat_fill_short(VvfatDirent *e, const uint8_t sn[11],
     }
 }
 
-/* @name as UTF-16 (Latin-1 bytes where it is no UTF-8), in @out. */
+/*
+ * @name as UTF-16 in @out, its length; -1 where it is no UTF-8: QEMU then
+ * says so and gives the entry its 8.3 name alone.
+ */
 static int vvfat_utf16(const char *name, uint16_t *out)
 {
     g_autofree gunichar2 *u = g_utf8_to_utf16(name, -1, NULL, NULL, NULL);
     int n = 0;
 
-    if (u) {
-        for (; u[n] && n < VVFAT_NAME_MAX_UTF16; n++) {
-            out[n] = u[n];
-        }
-        return n;
+    if (!u) {
+        error_report("vvfat: invalid UTF-8 name: %s", name);
+        return -1;
     }
-    for (; name[n] && n < VVFAT_NAME_MAX_UTF16; n++) {
-        out[n] = (uint8_t)name[n];
+    for (; u[n] && n < VVFAT_NAME_MAX_UTF16; n++) {
+        out[n] = u[n];
     }
     return n;
 }
@@ -159,7 +160,7 @@ static void vvfat_add_lfn(BDRVVvfatState *s, const char *name,
     };
     uint16_t u[VVFAT_NAME_MAX_UTF16 + 1];
     int len = vvfat_utf16(name, u);
-    int pieces = DIV_ROUND_UP(len, VVFAT_LFN_CHARS);
+    int pieces = DIV_ROUND_UP(MAX(len, 0), VVFAT_LFN_CHARS);
     uint8_t sum = vvfat_lfn_checksum(sn);
 
     for (int p = pieces; p >= 1; p--) {

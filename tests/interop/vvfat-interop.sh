@@ -148,7 +148,7 @@ same_msg() {
     q=$("${a[@]}" 2>&1 | sed 's/^qemu-\(img\|io\): //; '"$rate")
     b=$("$@" 2>&1 | sed 's/^qblock-\(img\|io\): //; '"$rate")
     if [ -n "$b" ] && [ "$q" = "$b" ]; then
-        ok "$name ($(tail -n 1 <<<"$b"))"
+        ok "$name ($(tail -n 1 <<<"$b" | cat -v))"
     else
         fail "$name" "$(diff <(echo "$q") <(echo "$b"))"
     fi
@@ -198,6 +198,17 @@ check "driver=vvfat in qblock-storage-daemon, read through NBD" \
 kill "$qsd_pid" 2>/dev/null
 wait "$qsd_pid" 2>/dev/null
 rm -f n.raw hd16.raw
+
+# names that are no UTF-8: QEMU says so and gives them no long name
+mkdir latin1
+echo a > "latin1/$(printf 'caf\xe9')"
+echo b > "latin1/$(printf 'x\xffy.txt')"
+same_msg "names that are no UTF-8: the warnings" \
+    "$Q_IMG" convert -O raw fat:floppy:latin1 q.raw -- \
+    "$QB_IMG" convert -O raw fat:floppy:latin1 b.raw
+same "names that are no UTF-8: 8.3 names alone" fat tree q.raw --detail -- \
+    fat tree b.raw --detail
+rm -f q.raw b.raw
 
 # a qcow2 overlay over the directory: the writable disk the read-only
 # driver leaves room for (the host directory is not written)
