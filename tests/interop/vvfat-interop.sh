@@ -50,6 +50,9 @@ make_tree() {
     head -c 8192 /dev/urandom > "$d/one-exact-cluster.bin"
     echo lfn > "$d/A name that is long enough for three pieces.text"
     echo case > "$d/MixedCase.Txt"
+    # long names that fill their last piece: no NUL, no padding
+    echo 13 > "$d/thirteen1.txt"
+    echo 26 > "$d/twenty-six-characters.text"
     echo dots > "$d/a.b.c"
     echo hidden > "$d/.hidden"
     echo chars > "$d/x+y;z=w[1].dat"
