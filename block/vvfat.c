@@ -1,0 +1,466 @@
+/*
+ * vvfat: a host directory shown as a disk holding a FAT file system, read
+ * only (QEMU's "virtual FAT" protocol, fat:[floppy:][12:|16:|32:][rw:]DIR).
+ *
+ * Open walks the tree (block/vvfat-dir.c) and builds every piece of
+ * metadata in memory: the master boot record, the boot sector, the FAT
+ * and the directory entries, all bounded by what the FAT type can hold.
+ * File contents stay on the host: a read of a file's cluster reads the
+ * host file then, so opening a large tree costs its directories only.
+ * The geometry, boot sector fields and layout are those QEMU 7.2's tools
+ * show for the same options (see docs/vvfat.md for what differs).
+ * Invariants: block/vvfat.h.
+ */
+#include <fcntl.h>
+
+#include "block/vvfat.h"
+#include "qapi/qapi-opts.h"
+#include "util/cutils.h"
+
+#define VVFAT_OPT_DIR           "dir"
+#define VVFAT_OPT_FAT_TYPE      "fat-type"
+#define VVFAT_OPT_FLOPPY        "floppy"
+#define VVFAT_OPT_LABEL         "label"
+#define VVFAT_OPT_RW            "rw"
+
+/* the most of a host file one read holds in memory at once */
+#define VVFAT_READ_CHUNK        (1u << 20)
+#define VVFAT_ROOT_SECTORS \
+    (VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent) / VVFAT_SECTOR)
+
+/*
+ * fat:[floppy:][12:|16:|32:][rw:]DIR: the words may come in any order, as
+ * QEMU takes them; what follows the last of them is the directory.
+ */
+static void vvfat_parse_filename(const char *filename, QDict *options,
+                                 Error **errp)
+{
+    const char *p;
+    int64_t fat_type = 0;
+    bool floppy = false, rw = false;
+
+    if (!strstart(filename, "fat:", &p)) {
+        error_setg(errp, "File name string must start with 'fat:'");
+        return;
+    }
+    for (;;) {
+        size_t len = strcspn(p, ":");
+
+        if (p[len] != ':') {
+            break;
+        }
+        if (len == 6 && !strncmp(p, "floppy", 6)) {
+            floppy = true;
+        } else if (len == 2 && !strncmp(p, "rw", 2)) {
+            rw = true;
+        } else if (len == 2 && (!strncmp(p, "12", 2) ||
+                                !strncmp(p, "16", 2) ||
+                                !strncmp(p, "32", 2))) {
+            fat_type = atoi(p);
+        } else {
+            break;
+        }
+        p += len + 1;
+    }
+    qdict_put_str(options, VVFAT_OPT_DIR, p);
+    qdict_put_int(options, VVFAT_OPT_FAT_TYPE, fat_type);
+    qdict_put_bool(options, VVFAT_OPT_FLOPPY, floppy);
+    qdict_put_bool(options, VVFAT_OPT_RW, rw);
+}
+
+/* QEMU's geometries: a 1.44 or 2.88 MB floppy, or a 504 or 31.5 MiB disk. */
+static void vvfat_geometry(VvfatGeometry *g, int64_t asked_type)
+{
+    uint64_t clusters, fat_bytes;
+
+    if (g->floppy) {
+        g->fat_type = asked_type ? asked_type : 12;
+        g->heads = 2;
+        /* only an explicit FAT12 floppy is the 1.44 MB one */
+        g->sectors_per_track = asked_type == 12 ? 18 : 36;
+        g->cylinders = 80;
+        g->volume_start = 0;
+    } else {
+        g->fat_type = asked_type ? asked_type : 16;
+        g->heads = VVFAT_HD_HEADS;
+        g->sectors_per_track = VVFAT_HD_SECTORS;
+        g->cylinders = g->fat_type == 12 ? 64 : 1024;
+        g->volume_start = VVFAT_HD_SECTORS;
+    }
+    g->volume_sectors = g->cylinders * g->heads * g->sectors_per_track -
+                        g->volume_start;
+    /* a FAT with room for every cluster the volume less root could hold */
+    clusters = (g->volume_sectors - VVFAT_RESERVED_SECTORS -
+                VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER + 2;
+    fat_bytes = DIV_ROUND_UP(clusters * g->fat_type, 8);
+    g->sectors_per_fat = DIV_ROUND_UP(fat_bytes, VVFAT_SECTOR);
+    /*
+     * The clusters a tree may fill: QEMU takes the first track off a hard
+     * disk's volume once more (4 clusters fewer than the volume holds),
+     * and refuses a tree past that, so qblock does too.
+     */
+    g->cluster_count = (g->volume_sectors - g->volume_start -
+                        VVFAT_RESERVED_SECTORS -
+                        VVFAT_NUM_FATS * g->sectors_per_fat -
+                        VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER;
+    /* the cluster numbers the type reserves (0xff0 up) stay unused */
+    g->cluster_count = MIN(g->cluster_count, (g->fat_type == 12 ? 0xff0u
+                           : 0xfff0u) - VVFAT_FIRST_CLUSTER);
+}
+
+static uint32_t vvfat_data_start(const VvfatGeometry *g)
+{
+    return VVFAT_RESERVED_SECTORS + VVFAT_NUM_FATS * g->sectors_per_fat +
+           VVFAT_ROOT_SECTORS;
+}
+
+/* A CHS address of the MBR: head, sector and cylinder's high bits, low. */
+static void vvfat_chs(const VvfatGeometry *g, uint32_t lba, uint8_t *out)
+{
+    uint32_t cyl = lba / (g->heads * g->sectors_per_track);
+    uint32_t head = lba / g->sectors_per_track % g->heads;
+    uint32_t sec = lba % g->sectors_per_track + 1;
+
+    if (cyl > 1023) {
+        cyl = 1023;
+        head = g->heads - 1;
+        sec = g->sectors_per_track;
+    }
+    out[0] = head;
+    out[1] = sec | ((cyl >> 8) << 6);
+    out[2] = cyl;
+}
+
+static void vvfat_build_mbr(BDRVVvfatState *s)
+{
+    const VvfatGeometry *g = &s->geo;
+    uint8_t *e = s->mbr + 0x1be;
+    uint32_t last = g->volume_start + g->volume_sectors - 1;
+
+    vvfat_put32(s->mbr + 0x1b8, VVFAT_DISK_SIGNATURE);
+    e[0] = 0x80;                                /* bootable */
+    vvfat_chs(g, g->volume_start, e + 1);
+    e[4] = g->fat_type == 12 ? 0x01 : 0x06;     /* FAT12, FAT16 over 32M */
+    vvfat_chs(g, last, e + 5);
+    vvfat_put32(e + 8, g->volume_start);
+    vvfat_put32(e + 12, g->volume_sectors);
+    s->mbr[510] = 0x55;
+    s->mbr[511] = 0xaa;
+}
+
+static void vvfat_build_boot(BDRVVvfatState *s)
+{
+    const VvfatGeometry *g = &s->geo;
+    uint8_t *b = s->boot;
+
+    memcpy(b, "\xeb\x3e\x90" "MSWIN4.1", 11);
+    vvfat_put16(b + 11, VVFAT_SECTOR);
+    b[13] = VVFAT_SECTORS_PER_CLUSTER;
+    vvfat_put16(b + 14, VVFAT_RESERVED_SECTORS);
+    b[16] = VVFAT_NUM_FATS;
+    vvfat_put16(b + 17, VVFAT_ROOT_ENTRIES);
+    if (g->volume_sectors < 0x10000) {
+        vvfat_put16(b + 19, g->volume_sectors);
+    } else {
+        vvfat_put32(b + 32, g->volume_sectors);
+    }
+    b[21] = g->floppy ? 0xf0 : 0xf8;
+    vvfat_put16(b + 22, g->sectors_per_fat);
+    vvfat_put16(b + 24, g->sectors_per_track);
+    vvfat_put16(b + 26, g->heads);
+    vvfat_put32(b + 28, g->volume_start);
+    b[36] = g->floppy ? 0x00 : 0x80;            /* BIOS drive number */
+    b[38] = 0x29;                               /* extended BPB */
+    vvfat_put32(b + 39, VVFAT_SERIAL);
+    memcpy(b + 43, s->label, VVFAT_LABEL_LEN);
+    memcpy(b + 54, g->fat_type == 12 ? "FAT12   " : "FAT16   ", 8);
+    b[510] = 0x55;
+    b[511] = 0xaa;
+}
+
+/* The options, checked with QEMU's messages where QEMU has them. */
+static int vvfat_read_opts(BDRVVvfatState *s, QDict *options, char **dir,
+                           Error **errp)
+{
+    QemuOpts *opts;
+    int64_t fat_type;
+    const char *label;
+    int ret = -EINVAL;
+
+    opts = qemu_opts_absorb_qdict(&qapi_opts_vvfat_runtime, options, errp);
+    if (!opts) {
+        return -EINVAL;
+    }
+    fat_type = qemu_opt_get_number(opts, VVFAT_OPT_FAT_TYPE, 0);
+    s->geo.floppy = qemu_opt_get_bool(opts, VVFAT_OPT_FLOPPY, false);
+    label = qemu_opt_get(opts, VVFAT_OPT_LABEL);
+    *dir = g_strdup(qemu_opt_get(opts, VVFAT_OPT_DIR));
+    if (!*dir) {
+        error_setg(errp, "vvfat block driver requires a 'dir' option");
+    } else if (qemu_opt_get_bool(opts, VVFAT_OPT_RW, false)) {
+        /* inv. 4 */
+        error_setg(errp, "Writing to a vvfat directory (rw) is not "
+                   "supported by qblock; open it read-only");
+        ret = -ENOTSUP;
+    } else if (fat_type != 0 && fat_type != 12 && fat_type != 16 &&
+               fat_type != 32) {
+        error_setg(errp, "Valid FAT types are only 12, 16 and 32");
+    } else if (fat_type == 32) {
+        error_setg(errp, "FAT32 is not supported by qblock's vvfat "
+                   "(QEMU's is untested); use fat-type 12 or 16");
+        ret = -ENOTSUP;
+    } else if (label && strlen(label) > VVFAT_LABEL_LEN) {
+        error_setg(errp, "vvfat label cannot be longer than 11 bytes");
+    } else {
+        /* QEMU pads the label with spaces and keeps its case */
+        snprintf(s->label, sizeof(s->label), "%-11s",
+                 label ? label : VVFAT_DEFAULT_LABEL);
+        vvfat_geometry(&s->geo, fat_type);
+        ret = 0;
+    }
+    qemu_opts_del(opts);
+    return ret;
+}
+
+static void vvfat_close(BlockDriverState *bs)
+{
+    vvfat_free_tree(bs->opaque);
+}
+
+static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
+                      Error **errp)
+{
+    BDRVVvfatState *s = bs->opaque;
+    g_autofree char *dir = NULL;
+    int ret;
+
+    /* inv. 4: as a read-only format does */
+    if (flags & BDRV_O_RDWR) {
+        if (!(flags & BDRV_O_AUTO_RDONLY)) {
+            error_setg(errp, "Image is read-only");
+            return -EACCES;
+        }
+        bs->read_only = true;
+    }
+    ret = vvfat_read_opts(s, options, &dir, errp);
+    if (ret < 0) {
+        return ret;
+    }
+    ret = vvfat_build_tree(s, dir, errp);
+    if (ret < 0) {
+        vvfat_free_tree(s);
+        return ret;
+    }
+    if (!s->geo.floppy) {
+        vvfat_build_mbr(s);
+    }
+    vvfat_build_boot(s);
+    return 0;
+}
+
+/* @n bytes of @src (@len long, zeroes past it) from @off into @qiov. */
+static void vvfat_copy(QEMUIOVector *qiov, size_t done, const void *src,
+                       uint64_t len, uint64_t off, uint64_t n)
+{
+    uint64_t have = off < len ? MIN(n, len - off) : 0;
+
+    qemu_iovec_from_buf(qiov, done, (const uint8_t *)src + off, have);
+    qemu_iovec_memset(qiov, done + have, 0, n - have);
+}
+
+/*
+ * A file's bytes [off, off + n) from the host, zeroes past its end, read
+ * through a buffer of at most VVFAT_READ_CHUNK bytes.  The reads block
+ * the coroutine's thread, as QEMU's vvfat does: the host file is opened
+ * and read when the guest reads it (inv. 1 holds no file descriptor).
+ */
+static int coroutine_fn vvfat_read_file(const VvfatNode *node,
+                                        QEMUIOVector *qiov, size_t done,
+                                        uint64_t off, uint64_t n)
+{
+    uint64_t have = off < node->size ? MIN(n, node->size - off) : 0;
+    g_autofree uint8_t *buf = NULL;
+    uint64_t pos = 0;
+    int fd = -1, ret = 0;
+
+    if (have) {
+        fd = open(node->path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+            error_report("vvfat: could not open %s: %s", node->path,
+                         strerror(errno));
+            return -EIO;
+        }
+        buf = g_malloc(MIN(have, VVFAT_READ_CHUNK));
+    }
+    while (pos < have) {
+        ssize_t r = pread(fd, buf, MIN(have - pos, VVFAT_READ_CHUNK),
+                          off + pos);
+
+        if (r < 0 && errno == EINTR) {
+            continue;
+        }
+        if (r < 0) {
+            error_report("vvfat: could not read %s: %s", node->path,
+                         strerror(errno));
+            ret = -EIO;
+            break;
+        }
+        if (r == 0) {
+            /* a file that shrank since open reads as zeroes */
+            break;
+        }
+        qemu_iovec_from_buf(qiov, done + pos, buf, r);
+        pos += r;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    qemu_iovec_memset(qiov, done + pos, 0, n - pos);
+    return ret;
+}
+
+/* Reads from the data area, at most up to the end of one node's run. */
+static int coroutine_fn vvfat_read_data(BDRVVvfatState *s, uint64_t off,
+                                        uint64_t bytes, QEMUIOVector *qiov,
+                                        size_t done, uint64_t *n)
+{
+    uint32_t cluster = off / VVFAT_CLUSTER_SIZE + VVFAT_FIRST_CLUSTER;
+    const VvfatNode *node = vvfat_find_cluster(s, cluster);
+    uint64_t in_node, run;
+
+    if (!node) {
+        /* free clusters and the tail past the last one read as zeroes */
+        *n = MIN(bytes, VVFAT_CLUSTER_SIZE - off % VVFAT_CLUSTER_SIZE);
+        qemu_iovec_memset(qiov, done, 0, *n);
+        return 0;
+    }
+    in_node = off - (uint64_t)(node->first_cluster - VVFAT_FIRST_CLUSTER) *
+              VVFAT_CLUSTER_SIZE;
+    run = (uint64_t)node->n_clusters * VVFAT_CLUSTER_SIZE - in_node;
+    *n = MIN(bytes, run);
+    if (node->is_dir) {
+        /* inv. 3 */
+        assert((uint64_t)node->dir_count * sizeof(VvfatDirent) <=
+               (uint64_t)node->n_clusters * VVFAT_CLUSTER_SIZE);
+        vvfat_copy(qiov, done, s->dirents + node->dir_first,
+                   (uint64_t)node->dir_count * sizeof(VvfatDirent),
+                   in_node, *n);
+        return 0;
+    }
+    return vvfat_read_file(node, qiov, done, in_node, *n);
+}
+
+/* Reads from the volume at @off: boot sector, FATs, root, data. */
+static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
+                                          uint64_t bytes, QEMUIOVector *qiov,
+                                          size_t done, uint64_t *n)
+{
+    const VvfatGeometry *g = &s->geo;
+    uint64_t fat_start = VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
+    uint64_t fat_bytes = (uint64_t)g->sectors_per_fat * VVFAT_SECTOR;
+    uint64_t root_start = fat_start + VVFAT_NUM_FATS * fat_bytes;
+    uint64_t data_start = (uint64_t)vvfat_data_start(g) * VVFAT_SECTOR;
+
+    if (off < fat_start) {
+        *n = MIN(bytes, fat_start - off);
+        vvfat_copy(qiov, done, s->boot, sizeof(s->boot), off, *n);
+    } else if (off < root_start) {
+        /* both FATs are the one built at open */
+        uint64_t in_fat = (off - fat_start) % fat_bytes;
+
+        *n = MIN(bytes, fat_bytes - in_fat);
+        vvfat_copy(qiov, done, s->fat, fat_bytes, in_fat, *n);
+    } else if (off < data_start) {
+        *n = MIN(bytes, data_start - off);
+        /* inv. 3: the root's entries fit the root directory */
+        assert(s->nodes[0].dir_count <= VVFAT_ROOT_ENTRIES);
+        vvfat_copy(qiov, done, s->dirents + s->nodes[0].dir_first,
+                   (uint64_t)s->nodes[0].dir_count * sizeof(VvfatDirent),
+                   off - root_start, *n);
+    } else {
+        return vvfat_read_data(s, off - data_start, bytes, qiov, done, n);
+    }
+    return 0;
+}
+
+static int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
+                                        int64_t bytes, QEMUIOVector *qiov,
+                                        BdrvRequestFlags flags)
+{
+    BDRVVvfatState *s = bs->opaque;
+    uint64_t volume = (uint64_t)s->geo.volume_start * VVFAT_SECTOR;
+    size_t done = 0;
+
+    while (bytes > 0) {
+        uint64_t n;
+        int ret = 0;
+
+        if ((uint64_t)offset < volume) {
+            /* the MBR, then the rest of the first track: zeroes */
+            n = MIN((uint64_t)bytes, volume - offset);
+            vvfat_copy(qiov, done, s->mbr, sizeof(s->mbr), offset, n);
+        } else {
+            ret = vvfat_read_volume(s, offset - volume, bytes, qiov, done,
+                                    &n);
+        }
+        if (ret < 0) {
+            return ret;
+        }
+        assert(n > 0 && n <= (uint64_t)bytes);
+        offset += n;
+        bytes -= n;
+        done += n;
+    }
+    return 0;
+}
+
+/* All data, at no offset of a file: QEMU's map shows the same. */
+static int coroutine_fn vvfat_co_block_status(BlockDriverState *bs,
+                                              bool want_zero, int64_t offset,
+                                              int64_t bytes, int64_t *pnum,
+                                              int64_t *map,
+                                              BlockDriverState **file)
+{
+    *pnum = bytes;
+    return BDRV_BLOCK_DATA;
+}
+
+static int64_t vvfat_getlength(BlockDriverState *bs)
+{
+    BDRVVvfatState *s = bs->opaque;
+
+    return ((int64_t)s->geo.volume_start + s->geo.volume_sectors) *
+           VVFAT_SECTOR;
+}
+
+static void vvfat_refresh_limits(BlockDriverState *bs, Error **errp)
+{
+    bs->bl.request_alignment = VVFAT_SECTOR;
+}
+
+static const char *const vvfat_strong_runtime_opts[] = {
+    VVFAT_OPT_DIR,
+    VVFAT_OPT_FAT_TYPE,
+    VVFAT_OPT_FLOPPY,
+    VVFAT_OPT_LABEL,
+    VVFAT_OPT_RW,
+    NULL
+};
+
+static const BlockDriver bdrv_vvfat = {
+    .format_name                    = "vvfat",
+    .protocol_name                  = "fat",
+    .instance_size                  = sizeof(BDRVVvfatState),
+    .runtime_opts                   = &qapi_opts_vvfat_runtime,
+    .strong_runtime_opts            = vvfat_strong_runtime_opts,
+    .bdrv_needs_filename            = false,
+    .bdrv_parse_filename            = vvfat_parse_filename,
+    .bdrv_open                      = vvfat_open,
+    .bdrv_close                     = vvfat_close,
+    .bdrv_co_preadv                 = vvfat_co_preadv,
+    .bdrv_co_block_status           = vvfat_co_block_status,
+    .bdrv_getlength                 = vvfat_getlength,
+    .bdrv_refresh_limits            = vvfat_refresh_limits,
+};
+
+block_init(bdrv_register, bdrv_vvfat)

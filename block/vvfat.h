@@ -1,0 +1,150 @@
+/*
+ * The vvfat driver's shared state: what block/vvfat.c (options, geometry,
+ * boot sector, reading) and block/vvfat-dir.c (the host tree walked into
+ * directory entries, clusters and a FAT) know of a synthesised FAT disk.
+ *
+ * The disk is, in order: for a hard disk, a master boot record and the
+ * rest of the first track (63 sectors), then the FAT volume: one boot
+ * sector, two identical FATs, the root directory (512 entries) and the
+ * data area of 8 KiB clusters numbered from 2.  A floppy is the volume
+ * alone.  Every cluster in use belongs to one node of the host tree: a
+ * directory's clusters hold its entries, a file's its content, read from
+ * the host file when the guest reads them.
+ *
+ * Invariants:
+ *  1. After open everything here is immutable: the nodes, the directory
+ *     entries, the FAT and the boot sector are built once at open, and a
+ *     read only looks at them (any number of reads may run at once).
+ *  2. The nodes that own clusters come in increasing first_cluster order
+ *     and their cluster ranges do not overlap; every cluster from
+ *     VVFAT_FIRST_CLUSTER to next_cluster - 1 belongs to exactly one of
+ *     them, and next_cluster - VVFAT_FIRST_CLUSTER <= the volume's
+ *     cluster count (the tree fits the FAT type, checked at open).
+ *  3. A directory node's entries are dirents[dir_first, dir_first +
+ *     dir_count); dir_count * 32 fits in its clusters (root: in the
+ *     fixed root directory of VVFAT_ROOT_ENTRIES entries).
+ *  4. The node is never writable: rw=on is refused, and a read-write open
+ *     without auto-read-only is refused (writing is not implemented).
+ */
+#ifndef BLOCK_VVFAT_H
+#define BLOCK_VVFAT_H
+
+#include "block/block_int.h"
+
+#define VVFAT_SECTOR            512
+#define VVFAT_SECTORS_PER_CLUSTER 16
+#define VVFAT_CLUSTER_SIZE      (VVFAT_SECTOR * VVFAT_SECTORS_PER_CLUSTER)
+#define VVFAT_FIRST_CLUSTER     2
+#define VVFAT_ROOT_ENTRIES      512
+#define VVFAT_NUM_FATS          2
+#define VVFAT_RESERVED_SECTORS  1
+/* a hard disk's geometry, as QEMU gives it: its volume starts at track 1 */
+#define VVFAT_HD_HEADS          16
+#define VVFAT_HD_SECTORS        63
+#define VVFAT_LABEL_LEN         11
+#define VVFAT_DEFAULT_LABEL     "QEMU VVFAT "
+/* the volume serial number and the MBR's disk signature QEMU writes */
+#define VVFAT_SERIAL            0xfabe1afdu
+#define VVFAT_DISK_SIGNATURE    0xbe1afdfau
+
+#define VVFAT_ATTR_VOLUME       0x08
+#define VVFAT_ATTR_DIR          0x10
+#define VVFAT_ATTR_ARCHIVE      0x20
+#define VVFAT_ATTR_LFN          0x0f
+#define VVFAT_LFN_LAST          0x40
+#define VVFAT_LFN_CHARS         13
+#define VVFAT_NAME_MAX_UTF16    255
+
+/* Little-endian stores into the synthesised sectors. */
+static inline void vvfat_put16(uint8_t *p, uint16_t v)
+{
+    p[0] = v;
+    p[1] = v >> 8;
+}
+
+static inline void vvfat_put32(uint8_t *p, uint32_t v)
+{
+    vvfat_put16(p, v);
+    vvfat_put16(p + 2, v >> 16);
+}
+
+/* One 32-byte directory entry: a short (8.3) entry or a long-name piece. */
+/* every field is naturally aligned, so the struct needs no packing */
+typedef struct VvfatDirent {
+    uint8_t name[11];
+    uint8_t attributes;
+    uint8_t reserved;
+    uint8_t ctime_tenth;
+    uint16_t ctime;
+    uint16_t cdate;
+    uint16_t adate;
+    uint16_t cluster_high;
+    uint16_t mtime;
+    uint16_t mdate;
+    uint16_t cluster;
+    uint32_t size;
+} VvfatDirent;
+_Static_assert(sizeof(VvfatDirent) == 32, "a directory entry is 32 bytes");
+
+/* A host file or directory, and the clusters it owns. */
+typedef struct VvfatNode {
+    char *path;                 /* host path, opened when read */
+    bool is_dir;
+    uint32_t size;              /* file: bytes shown (host size at open) */
+    uint32_t first_cluster;     /* 0: owns no cluster (inv. 2) */
+    uint32_t n_clusters;
+    uint32_t dirent;            /* index of its short entry (not the root) */
+    uint32_t parent;            /* node index of its directory */
+    uint32_t dir_first;         /* directory: its entries (inv. 3) */
+    uint32_t dir_count;
+} VvfatNode;
+
+/* What the FAT type and the disk kind make of the volume. */
+typedef struct VvfatGeometry {
+    int fat_type;               /* 12 or 16 */
+    bool floppy;
+    uint32_t heads;
+    uint32_t sectors_per_track;
+    uint32_t cylinders;
+    uint32_t volume_start;      /* sectors before the boot sector */
+    uint32_t volume_sectors;
+    uint32_t sectors_per_fat;
+    uint32_t cluster_count;     /* data clusters a tree may fill */
+} VvfatGeometry;
+
+typedef struct BDRVVvfatState {
+    VvfatGeometry geo;
+    char label[VVFAT_LABEL_LEN + 1];
+    VvfatNode *nodes;           /* node 0 is the root (inv. 2) */
+    uint32_t n_nodes;
+    VvfatDirent *dirents;       /* every directory's entries (inv. 3) */
+    uint32_t n_dirents;
+    uint32_t next_cluster;      /* first cluster no node owns */
+    uint8_t *fat;               /* one FAT, sectors_per_fat sectors */
+    uint32_t *owner;            /* per data cluster: node index + 1, 0 */
+    uint8_t mbr[VVFAT_SECTOR];
+    uint8_t boot[VVFAT_SECTOR];
+} BDRVVvfatState;
+
+/*
+ * Makes the 8.3 name of host name @name in @out (space-padded, base then
+ * extension) as QEMU does: invalid characters dropped, upper case, base up
+ * to the first dot and extension after the last.  Returns true when the
+ * conversion lost something (then a ~N tail is due even without clash).
+ */
+bool vvfat_short_name(const char *name, uint8_t out[11]);
+/* Puts the tail ~@n into @sn after its base, shortening the base to fit. */
+void vvfat_short_name_tail(uint8_t sn[11], unsigned n);
+uint8_t vvfat_lfn_checksum(const uint8_t sn[11]);
+
+/*
+ * Walks @dir into nodes (the root is node 0), directory entries, clusters
+ * and the FAT, for the geometry and label already in @s.
+ */
+int vvfat_build_tree(BDRVVvfatState *s, const char *dir, Error **errp);
+void vvfat_free_tree(BDRVVvfatState *s);
+/* The node owning @cluster, or NULL for a free cluster (inv. 2). */
+const VvfatNode *vvfat_find_cluster(const BDRVVvfatState *s,
+                                    uint32_t cluster);
+
+#endif
