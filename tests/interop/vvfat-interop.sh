@@ -209,8 +209,17 @@ echo b > "latin1/$(printf 'x\xffy.txt')"
 same_msg "names that are no UTF-8: the warnings" \
     "$Q_IMG" convert -O raw fat:floppy:latin1 q.raw -- \
     "$QB_IMG" convert -O raw fat:floppy:latin1 b.raw
-same "names that are no UTF-8: 8.3 names alone" fat tree q.raw --detail -- \
-    fat tree b.raw --detail
+# QEMU's short name for such a name takes characters from memory it
+# never set (CAF~1, CAF@~1 or CAFA~1 from one run to the next), so only
+# the rest of the entries is compared with QEMU's, and qblock's names
+# with what it documents: the valid characters, then ~1
+fat_but_names() {
+    fat tree "$1" --detail | awk -F'\t' '{ print $2 "\t" $3 "\t" substr($4, 13) }'
+}
+same "names that are no UTF-8: entries and contents as QEMU's" \
+    fat_but_names q.raw -- fat_but_names b.raw
+check "names that are no UTF-8: 8.3 names alone, of the valid characters" \
+    [ "$(fat tree b.raw | cut -f1 | tr '\n' ' ')" = "/CAF~1 /XY~1.TXT " ]
 rm -f q.raw b.raw
 
 # a qcow2 overlay over the directory: the writable disk the read-only
