@@ -64,8 +64,7 @@ int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
                               bdrv_read_mapped_piece, &map);
 }
 
-int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
-                               int flags, Error **errp)
+int bdrv_open_read_only(BlockDriverState *bs, int flags, Error **errp)
 {
     if (flags & BDRV_O_RDWR) {
         if (!(flags & BDRV_O_AUTO_RDONLY)) {
@@ -73,6 +72,17 @@ int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
             return -EACCES;
         }
         bs->read_only = true;
+    }
+    return 0;
+}
+
+int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
+                               int flags, Error **errp)
+{
+    int ret = bdrv_open_read_only(bs, flags, errp);
+
+    if (ret < 0) {
+        return ret;
     }
     bs->file = bdrv_open_child(NULL, options, "file", bs, 0, errp);
     return bs->file ? 0 : -EINVAL;

@@ -235,12 +235,9 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
     int ret;
 
     /* inv. 4: as a read-only format does */
-    if (flags & BDRV_O_RDWR) {
-        if (!(flags & BDRV_O_AUTO_RDONLY)) {
-            error_setg(errp, "Image is read-only");
-            return -EACCES;
-        }
-        bs->read_only = true;
+    ret = bdrv_open_read_only(bs, flags, errp);
+    if (ret < 0) {
+        return ret;
     }
     ret = vvfat_read_opts(s, options, &dir, errp);
     if (ret < 0) {

@@ -768,9 +768,14 @@ int coroutine_fn bdrv_co_preadv_mapped(BlockDriverState *bs, int64_t offset,
                                        int64_t bytes, QEMUIOVector *qiov,
                                        BdrvPieceMap *map);
 /*
- * For the open of a format driver that only reads (bochs, cloop): refuses
- * a read-write open unless auto-read-only lets the node fall back to
- * read-only, as QEMU does ("Image is read-only"), then opens bs->file.
+ * For the open of a driver that only reads (vvfat): refuses a read-write
+ * open unless auto-read-only lets the node fall back to read-only, as
+ * QEMU does ("Image is read-only").
+ */
+int bdrv_open_read_only(BlockDriverState *bs, int flags, Error **errp);
+/*
+ * The same for a format driver that only reads (bochs, cloop, dmg), which
+ * then opens bs->file.
  */
 int bdrv_open_read_only_format(BlockDriverState *bs, QDict *options,
                                int flags, Error **errp);
