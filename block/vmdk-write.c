@@ -68,7 +68,9 @@ static int coroutine_fn vmdk_alloc_start(VmdkExtent *e)
     if (len < 0) {
         return len;
     }
-    e->next_sector = DIV_ROUND_UP(len, VMDK_SECTOR);
+    /* as QEMU: a grain's multiple past the end (grains stay aligned) */
+    e->next_sector = ROUND_UP(DIV_ROUND_UP(len, VMDK_SECTOR),
+                              e->grain_sectors);
     if (e->rgd_sector && !e->rgd) {
         /* as the directory (invariant 1): what it costs, the file holds */
         if (e->rgd_sector > (uint64_t)len / VMDK_SECTOR ||
