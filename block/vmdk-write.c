@@ -127,15 +127,35 @@ static int coroutine_fn vmdk_update_cid(BlockDriverState *bs)
     g_string_append_printf(desc, "CID=%" PRIx32, s->cid);
     line += strcspn(line, "\n");
     g_string_append(desc, line);
-    /* whole sectors, wiping what the old text had beyond the new one */
-    bytes = ROUND_UP(MAX(desc->len, strlen(s->desc)), VMDK_SECTOR);
+    /*
+     * Whole sectors.  A descriptor file's text ends where the file does:
+     * what the old text had beyond the new one is wiped.  An embedded
+     * one's ends at a NUL, past which the sectors keep their bytes, as
+     * in QEMU (an ESX header's fields share its last sector).
+     */
+    bytes = ROUND_UP(MAX(desc->len + (s->desc_offset != 0),
+                         strlen(s->desc)), VMDK_SECTOR);
     if (s->desc_offset && bytes > s->desc_room) {
         error_report("vmdk: the descriptor with a new CID does not fit");
         ret = -ENOSPC;
         goto out;
     }
-    g_string_set_size(desc, bytes);
-    memset(desc->str + strlen(desc->str), 0, bytes - strlen(desc->str));
+    {
+        size_t len = desc->len;
+
+        g_string_set_size(desc, bytes);
+        memset(desc->str + len, 0, bytes - len);
+        if (s->desc_offset) {
+            g_autofree char *old = g_malloc(bytes);
+
+            ret = vmdk_co_pread(bs->file, s->desc_offset, bytes, old);
+            if (ret < 0) {
+                goto out;
+            }
+            memcpy(old, desc->str, len + 1);
+            memcpy(desc->str, old, bytes);
+        }
+    }
     ret = vmdk_co_pwrite(bs->file, s->desc_offset, bytes, desc->str);
     if (ret == 0) {
         g_free(s->desc);
