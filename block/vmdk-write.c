@@ -366,6 +366,15 @@ static int coroutine_fn vmdk_set_gtes(VmdkExtent *e, uint64_t grain,
                      "metadata: not written", gdi);
         return -EIO;
     }
+    /* nor past the file's end (QEMU writes there, terabytes away) */
+    if (e->gd[gdi] + (in_gt + redundant.bytes - 1) / VMDK_SECTOR >=
+        e->next_sector ||
+        (e->rgd && e->rgd[gdi] + (in_gt + redundant.bytes - 1) /
+         VMDK_SECTOR >= e->next_sector)) {
+        error_report("vmdk: grain table %" PRIu32 " lies past the end of "
+                     "the file: not written", gdi);
+        return -EIO;
+    }
     BLKDBG_EVENT(e->file, BLKDBG_L2_UPDATE);
     if (e->rgd) {
         redundant.offset = (uint64_t)e->rgd[gdi] * VMDK_SECTOR + in_gt;
