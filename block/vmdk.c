@@ -566,6 +566,27 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
     return vmdk_open_sparse(e, &h, errp);
 }
 
+/*
+ * The create types of a descriptor file that QEMU opens (case counts):
+ * the sparse ones that embed their descriptor, VMware's thin and device
+ * types and raw device maps (vmfsRaw, vmfsRDM, vmfsRawDeviceMap,
+ * vmfsPassthroughRawDeviceMap) it refuses.
+ */
+static bool vmdk_known_create_type(const char *type)
+{
+    static const char *const known[] = {
+        "monolithicFlat", "twoGbMaxExtentFlat", "twoGbMaxExtentSparse",
+        "vmfs", "vmfsSparse", "seSparse",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(known); i++) {
+        if (!strcmp(type, known[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
                                 bool head_is_descriptor, Error **errp)
 {
@@ -591,6 +612,10 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
         /* QEMU's message: the file may be no descriptor at all */
         error_setg(errp, "invalid VMDK image descriptor");
         return -EINVAL;
+    }
+    if (!vmdk_known_create_type(s->create_type)) {
+        error_setg(errp, "Unsupported image type '%s'", s->create_type);
+        return -ENOTSUP;
     }
     return vmdk_open_desc_extents(bs, desc, options, errp);
 }
