@@ -212,7 +212,7 @@ static bool vmdk_clear_of_metadata(const VmdkExtent *e, uint64_t sector,
     uint64_t gd_sectors = DIV_ROUND_UP((uint64_t)e->gd_entries *
                                        sizeof(uint32_t), VMDK_SECTOR);
     const uint64_t areas[][2] = {
-        { 0, 1 },
+        { 0, e->header_sectors },
         { e->desc_sector, e->desc_sectors },
         { e->gd_sector, gd_sectors },
         { e->rgd_sector, e->rgd_sector ? gd_sectors : 0 },
@@ -686,9 +686,9 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
         /* invariant 2: look again, under the lock, before allocating */
         qemu_co_mutex_lock(&e->lock);
         at = vmdk_grain_locked(e, m->grain_sector);
-        if (at == 0 || at == VMDK_GTE_ZEROED) {
+        if (at == 0 || vmdk_is_zeroed(e, at)) {
             ret = vmdk_write_new_grain(bs, m, bytes, qiov, done,
-                                       at == VMDK_GTE_ZEROED);
+                                       vmdk_is_zeroed(e, at));
             qemu_co_mutex_unlock(&e->lock);
             return ret;
         }
@@ -740,6 +740,14 @@ static int64_t coroutine_fn vmdk_write_piece(BlockDriverState *bs,
         ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
         break;
     default:
+        if (m.kind == VMDK_MAP_BEYOND_GD) {
+            /* as QEMU (EINVAL): no directory entry to allocate under */
+            error_report("vmdk: sector %" PRId64 " lies past the last entry "
+                         "of the extent's grain directory (%" PRIu32 "), "
+                         "which cannot be written", offset / VMDK_SECTOR,
+                         m.e->gd_entries);
+            return -EINVAL;
+        }
         if (m.kind == VMDK_MAP_UNALLOCATED && m.in_grain == 0 &&
             bytes >= (int64_t)(m.e->grain_sectors * VMDK_SECTOR)) {
             int64_t run = vmdk_write_new_run(bs, &m, bytes, qiov, done);
