@@ -52,7 +52,6 @@ int vmdk_cowd_open(VmdkExtent *e, const VMDK3Header *h, Error **errp)
     uint32_t entries = GUINT32_FROM_LE(h->num_gd_entries);
     uint64_t gd_sector = GUINT32_FROM_LE(h->gd_offset);
     int64_t file_size = bdrv_getlength(e->file->bs);
-    int ret;
 
     /* QEMU's message above 1 GiB; below it a grain of 0 crashes QEMU */
     if (grain == 0 || grain > VMDK_QEMU_MAX_GRAIN_SECTORS) {
@@ -74,14 +73,6 @@ int vmdk_cowd_open(VmdkExtent *e, const VMDK3Header *h, Error **errp)
                          "size");
         return file_size;
     }
-    /* so that what the directory costs in memory, the file holds */
-    if (gd_sector * VMDK_SECTOR + (uint64_t)entries * sizeof(uint32_t) >
-        (uint64_t)file_size) {
-        error_setg(errp, "Grain directory of %" PRIu32 " entries at sector "
-                   "%" PRIu64 " lies past the end of the file", entries,
-                   gd_sector);
-        return -EINVAL;
-    }
     e->cowd = true;
     e->header_sectors = VMDK3_HEADER_SECTORS;
     e->grain_sectors = grain;
@@ -90,21 +81,7 @@ int vmdk_cowd_open(VmdkExtent *e, const VMDK3Header *h, Error **errp)
     e->gd_entries = entries;
     /* what writes must leave alone (block/vmdk-write.c) */
     e->data_start = VMDK3_HEADER_SECTORS;
-    e->gd = g_new(uint32_t, MAX(entries, 1));
-    e->gt = g_new(uint32_t, VMDK3_GTES);
-    if (entries == 0) {
-        return 0;
-    }
-    ret = bdrv_pread(e->file, gd_sector * VMDK_SECTOR,
-                     (int64_t)entries * sizeof(uint32_t), e->gd, 0);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "Could not read the grain directory");
-        return ret;
-    }
-    for (uint32_t i = 0; i < entries; i++) {
-        e->gd[i] = GUINT32_FROM_LE(e->gd[i]);
-    }
-    return 0;
+    return vmdk_read_gd(e, file_size, errp);
 }
 
 /*

@@ -303,15 +303,6 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
                    "beyond any file", gd_offset);
         return -EINVAL;
     }
-    /* so that what the directory costs in memory, the file holds */
-    if (file_size >= 0 &&
-        gd_offset * VMDK_SECTOR + gd_entries * sizeof(uint32_t) >
-        (uint64_t)file_size) {
-        error_setg(errp, "Grain directory of %" PRIu64 " entries at sector "
-                   "%" PRIu64 " lies past the end of the file", gd_entries,
-                   gd_offset);
-        return -EINVAL;
-    }
     e->grain_sectors = grain;
     e->gtes = gtes;
     e->gd_sector = gd_offset;
@@ -328,15 +319,39 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     e->compressed = flags & VMDK4_FLAG_COMPRESS;
     e->zeroed_grain = flags & VMDK4_FLAG_ZEROED_GRAIN;
     e->gd_entries = gd_entries;
-    e->gd = g_new(uint32_t, gd_entries);
-    e->gt = g_new(uint32_t, gtes);
-    ret = bdrv_pread(e->file, gd_offset * VMDK_SECTOR,
-                     (int64_t)gd_entries * sizeof(uint32_t), e->gd, 0);
+    return vmdk_read_gd(e, file_size, errp);
+}
+
+/*
+ * Invariant 1: allocates the grain table cache and reads the directory
+ * of @e (e->gd_entries at e->gd_sector, e->gtes set), which the file (of
+ * @file_size bytes; < 0: unknown) must hold: what the directory costs in
+ * memory, the file holds.
+ */
+int vmdk_read_gd(VmdkExtent *e, int64_t file_size, Error **errp)
+{
+    uint64_t bytes = (uint64_t)e->gd_entries * sizeof(uint32_t);
+    int ret;
+
+    if (file_size >= 0 &&
+        e->gd_sector * VMDK_SECTOR + bytes > (uint64_t)file_size) {
+        error_setg(errp, "Grain directory of %" PRIu32 " entries at sector "
+                   "%" PRIu64 " lies past the end of the file",
+                   e->gd_entries, e->gd_sector);
+        return -EINVAL;
+    }
+    /* an ESX extent's may have no entry: nothing to read */
+    e->gd = g_new(uint32_t, MAX(e->gd_entries, 1));
+    e->gt = g_new(uint32_t, e->gtes);
+    if (bytes == 0) {
+        return 0;
+    }
+    ret = bdrv_pread(e->file, e->gd_sector * VMDK_SECTOR, bytes, e->gd, 0);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read the grain directory");
         return ret;
     }
-    for (uint32_t i = 0; i < gd_entries; i++) {
+    for (uint32_t i = 0; i < e->gd_entries; i++) {
         e->gd[i] = GUINT32_FROM_LE(e->gd[i]);
     }
     return 0;
@@ -408,7 +423,10 @@ int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector)
     uint32_t gte;
     int ret;
 
-    /* invariant 1: every grain of the extent has a GD entry */
+    /*
+     * invariant 1: every grain of the extent has a GD entry, but for an
+     * ESX extent's past its directory, which vmdk_map() stops at
+     */
     assert(gdi < e->gd_entries);
     if (e->gd[gdi] == 0) {
         return 0;

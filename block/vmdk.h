@@ -166,6 +166,7 @@ VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
                             Error **errp);
 char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset, uint64_t size,
                      Error **errp);
+int vmdk_read_gd(VmdkExtent *e, int64_t file_size, Error **errp);
 /* The bytes of the disk a grain holds: a whole one, or the extent's rest. */
 uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector);
 
