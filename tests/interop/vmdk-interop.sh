@@ -94,6 +94,12 @@ check "the format is probed" \
 refused "VMware's stream layout opened read-write" \
     "directory in a footer can only be opened read-only" \
     "$QB_IO" -f vmdk -c 'read 0 512' footer.vmdk
+# why: qemu-io writes a grain past the footer, and the file is lost to
+# both tools
+cp footer.vmdk qfooter.vmdk
+qemu-io -f vmdk -c 'write -P 0x33 63M 64k' qfooter.vmdk >/dev/null 2>&1
+refused "... which QEMU writes into a file it cannot open" "Invalid footer" \
+    "$Q_IMG" info qfooter.vmdk
 
 hostile() {
     cp monolithicSparse.vmdk h.vmdk
