@@ -7,7 +7,8 @@
 # make-vmdk-cowd.py writes COWD extents (grains in two grain tables, a
 # disk that ends inside a grain) named by a vmfsSparse descriptor, and
 # a COWD file opened alone (descriptor text at byte 512, as QEMU reads
-# one).  For each, qblock-img info (human and JSON), map and check print
+# one), and an ESX snapshot (a vmfsSparse delta on a vmfs base).  For
+# each, qblock-img info (human and JSON), map and check print
 # what qemu-img prints, both tools convert it to the same raw file, and
 # the same writes by qemu-io and qblock-io leave the same files byte for
 # byte (but for the random CID), each read back by the other tool.  Then
@@ -129,6 +130,33 @@ sys.exit(not (len(cid(a)) == len(cid(b)) and len(a) == len(b) and
               b[512 + len(cid(b)):]))"
 check "... qemu-io reads what qblock-io wrote" \
     quiet qemu-io -r "${reads[@]}" b/s.vmdk
+
+# ---- an ESX snapshot: a vmfsSparse delta on a vmfs base ----
+
+mkdir qs bs
+head -c 32M /dev/urandom > qs/base-flat.vmdk
+printf '# Disk DescriptorFile\nversion=1\nCID=11111111\n%s\n%s\n\n%s\n' \
+    'parentCID=ffffffff' 'createType="vmfs"' 'RW 65536 VMFS "base-flat.vmdk"' \
+    > qs/base.vmdk
+make qs/delta-delta.vmdk --sectors 65536 --grains 0:0x11,4096:0x33 \
+    --descriptor qs/delta.vmdk
+sed -i 's/^parentCID=.*/parentCID=11111111\nparentFileNameHint="base.vmdk"/' \
+    qs/delta.vmdk
+cp qs/* bs/
+for c in info "info --output=json" "map --output=json" check; do
+    same "a delta on its base: $c" qemu-img $c qs/delta.vmdk -- \
+        "$QB_IMG" $c qs/delta.vmdk
+done
+check "... converted to raw, the same as qemu-img's" \
+    quiet sh -c "qemu-img convert -O raw qs/delta.vmdk q.raw &&
+                 '$QB_IMG' convert -O raw qs/delta.vmdk b.raw && cmp q.raw b.raw"
+cow=(-c 'write -P 0x55 8k 1k' -c 'write -P 0x56 20M 4k')
+check "... written by qemu-io (part of a grain: the rest from the base)" \
+    quiet qemu-io "${cow[@]}" qs/delta.vmdk
+check "... and by qblock-io" quiet "$QB_IO" "${cow[@]}" bs/delta.vmdk
+check "... the same deltas byte for byte" \
+    cmp qs/delta-delta.vmdk bs/delta-delta.vmdk
+check "... the base untouched" cmp qs/base-flat.vmdk bs/base-flat.vmdk
 
 # ---- QEMU's odd cases, done as QEMU does them ----
 

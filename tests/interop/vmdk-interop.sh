@@ -213,6 +213,11 @@ for line in 'RW 8 FLAT "monolithicFlat-flat.vmdk"' \
     refused "... (qemu-img)" "Invalid extent line: $line" \
         "$Q_IMG" info d.vmdk
 done
+# as QEMU: a sparse extent has its header's size, not its line's
+sed 's/^RW .*/RW 2048 SPARSE "monolithicSparse.vmdk"/' monolithicFlat.vmdk \
+    > d.vmdk
+same "a SPARSE line of another size than the header's" \
+    qemu-img info d.vmdk -- "$QB_IMG" info d.vmdk
 sed 's/^RW .*/RW 0 FLAT "monolithicFlat-flat.vmdk" 0/' monolithicFlat.vmdk \
     > d.vmdk
 refused "an empty extent" "Invalid extent size 0" "$QB_IMG" info d.vmdk
