@@ -68,7 +68,9 @@ static int coroutine_fn vmdk_alloc_start(VmdkExtent *e)
     if (len < 0) {
         return len;
     }
-    e->next_sector = DIV_ROUND_UP(len, VMDK_SECTOR);
+    /* as QEMU: a grain's multiple past the end (grains stay aligned) */
+    e->next_sector = ROUND_UP(DIV_ROUND_UP(len, VMDK_SECTOR),
+                              e->grain_sectors);
     if (e->rgd_sector && !e->rgd) {
         /* as the directory (invariant 1): what it costs, the file holds */
         if (e->rgd_sector > (uint64_t)len / VMDK_SECTOR ||
@@ -125,15 +127,35 @@ static int coroutine_fn vmdk_update_cid(BlockDriverState *bs)
     g_string_append_printf(desc, "CID=%" PRIx32, s->cid);
     line += strcspn(line, "\n");
     g_string_append(desc, line);
-    /* whole sectors, wiping what the old text had beyond the new one */
-    bytes = ROUND_UP(MAX(desc->len, strlen(s->desc)), VMDK_SECTOR);
+    /*
+     * Whole sectors.  A descriptor file's text ends where the file does:
+     * what the old text had beyond the new one is wiped.  An embedded
+     * one's ends at a NUL, past which the sectors keep their bytes, as
+     * in QEMU (an ESX header's fields share its last sector).
+     */
+    bytes = ROUND_UP(MAX(desc->len + (s->desc_offset != 0),
+                         strlen(s->desc)), VMDK_SECTOR);
     if (s->desc_offset && bytes > s->desc_room) {
         error_report("vmdk: the descriptor with a new CID does not fit");
         ret = -ENOSPC;
         goto out;
     }
-    g_string_set_size(desc, bytes);
-    memset(desc->str + strlen(desc->str), 0, bytes - strlen(desc->str));
+    {
+        size_t len = desc->len;
+
+        g_string_set_size(desc, bytes);
+        memset(desc->str + len, 0, bytes - len);
+        if (s->desc_offset) {
+            g_autofree char *old = g_malloc(bytes);
+
+            ret = vmdk_co_pread(bs->file, s->desc_offset, bytes, old);
+            if (ret < 0) {
+                goto out;
+            }
+            memcpy(old, desc->str, len + 1);
+            memcpy(desc->str, old, bytes);
+        }
+    }
     ret = vmdk_co_pwrite(bs->file, s->desc_offset, bytes, desc->str);
     if (ret == 0) {
         g_free(s->desc);
@@ -190,7 +212,7 @@ static bool vmdk_clear_of_metadata(const VmdkExtent *e, uint64_t sector,
     uint64_t gd_sectors = DIV_ROUND_UP((uint64_t)e->gd_entries *
                                        sizeof(uint32_t), VMDK_SECTOR);
     const uint64_t areas[][2] = {
-        { 0, 1 },
+        { 0, e->header_sectors },
         { e->desc_sector, e->desc_sectors },
         { e->gd_sector, gd_sectors },
         { e->rgd_sector, e->rgd_sector ? gd_sectors : 0 },
@@ -342,6 +364,15 @@ static int coroutine_fn vmdk_set_gtes(VmdkExtent *e, uint64_t grain,
                                        redundant.bytes))) {
         error_report("vmdk: grain table %" PRIu32 " lies in the extent's "
                      "metadata: not written", gdi);
+        return -EIO;
+    }
+    /* nor past the file's end (QEMU writes there, terabytes away) */
+    if (e->gd[gdi] + (in_gt + redundant.bytes - 1) / VMDK_SECTOR >=
+        e->next_sector ||
+        (e->rgd && e->rgd[gdi] + (in_gt + redundant.bytes - 1) /
+         VMDK_SECTOR >= e->next_sector)) {
+        error_report("vmdk: grain table %" PRIu32 " lies past the end of "
+                     "the file: not written", gdi);
         return -EIO;
     }
     BLKDBG_EVENT(e->file, BLKDBG_L2_UPDATE);
@@ -655,9 +686,9 @@ static int coroutine_fn vmdk_write_sparse(BlockDriverState *bs,
         /* invariant 2: look again, under the lock, before allocating */
         qemu_co_mutex_lock(&e->lock);
         at = vmdk_grain_locked(e, m->grain_sector);
-        if (at == 0 || at == VMDK_GTE_ZEROED) {
+        if (at == 0 || vmdk_is_zeroed(e, at)) {
             ret = vmdk_write_new_grain(bs, m, bytes, qiov, done,
-                                       at == VMDK_GTE_ZEROED);
+                                       vmdk_is_zeroed(e, at));
             qemu_co_mutex_unlock(&e->lock);
             return ret;
         }
@@ -709,6 +740,14 @@ static int64_t coroutine_fn vmdk_write_piece(BlockDriverState *bs,
         ret = vmdk_co_file_io(m.e->file, m.offset, n, qiov, done, true);
         break;
     default:
+        if (m.kind == VMDK_MAP_BEYOND_GD) {
+            /* as QEMU (EINVAL): no directory entry to allocate under */
+            error_report("vmdk: sector %" PRId64 " lies past the last entry "
+                         "of the extent's grain directory (%" PRIu32 "), "
+                         "which cannot be written", offset / VMDK_SECTOR,
+                         m.e->gd_entries);
+            return -EINVAL;
+        }
         if (m.kind == VMDK_MAP_UNALLOCATED && m.in_grain == 0 &&
             bytes >= (int64_t)(m.e->grain_sectors * VMDK_SECTOR)) {
             int64_t run = vmdk_write_new_run(bs, &m, bytes, qiov, done);

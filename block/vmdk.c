@@ -24,17 +24,23 @@
  * (parentFileNameHint), which becomes the node's backing file: what the
  * delta never wrote reads from there.
  *
- * Left out, each refused at open with a message that says so: ESX's
- * sparse extents (VMFSSPARSE, "COWD"), raw device maps.
+ * ESX's sparse extents (VMFSSPARSE, "COWD") are sparse extents of another
+ * header and fixed grain tables of 4096 entries (block/vmdk-cowd.c).  As
+ * in QEMU, a descriptor file of a create type QEMU does not open (raw
+ * device maps among them) is refused, "Unsupported image type"; an
+ * extent type it does not know (VMFSRDM, VMFSRAW) is refused too (QEMU
+ * skips the line, so the disk shrinks, and crashes if none is left).
  *
  * Invariants:
  *  1. After open the extents are immutable; they cover the disk in order
  *     (end_sector strictly grows, the last one is the disk's size), and
  *     a sparse extent's grain directory has an entry for every grain of
- *     the extent, its grain size is a power of two of at most
+ *     the extent (an ESX one's has the header's count, at most
+ *     VMDK_MAX_GD_ENTRIES, and what lies past it is VMDK_MAP_BEYOND_GD),
+ *     its grain size is a power of two of at most
  *     VMDK_MAX_GRAIN_SECTORS and a grain table holds at most
- *     VMDK_MAX_GTES entries: every offset computed from them fits in 64
- *     bits whatever the file's tables say.
+ *     VMDK_MAX_GTES (VMDK3_GTES for ESX) entries: every offset computed
+ *     from them fits in 64 bits whatever the file's tables say.
  *  2. An extent's tables in memory (the directories gd and rgd, the
  *     cached grain table gt and gt_index) and its allocation point
  *     next_sector change only under its lock, which a reader holds from
@@ -138,10 +144,39 @@ static int vmdk_desc_parent(BlockDriverState *bs, const char *desc,
     return 0;
 }
 
-/* Invariant 1: appends an extent of @sectors after those there are. */
-static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
-                                   const char *type_name, uint64_t sectors,
+/* Invariant 1: whether an extent of @sectors may start at @start. */
+static bool vmdk_extent_size_ok(uint64_t start, uint64_t sectors,
+                                Error **errp)
+{
+    if (sectors == 0 || sectors > (uint64_t)INT64_MAX / VMDK_SECTOR - start) {
+        error_setg(errp, "Invalid extent size %" PRIu64 " (sectors)",
+                   sectors);
+        return false;
+    }
+    return true;
+}
+
+/*
+ * Invariant 1: the last extent, @e, has @sectors (as QEMU: a sparse
+ * extent has its header's size, whatever its descriptor line says).
+ */
+static int vmdk_resize_last_extent(VmdkExtent *e, uint64_t sectors,
                                    Error **errp)
+{
+    uint64_t start = e->end_sector - e->sectors;
+
+    if (!vmdk_extent_size_ok(start, sectors, errp)) {
+        return -EINVAL;
+    }
+    e->sectors = sectors;
+    e->end_sector = start + sectors;
+    return 0;
+}
+
+/* Invariant 1: appends an extent of @sectors after those there are. */
+VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
+                            const char *type_name, uint64_t sectors,
+                            Error **errp)
 {
     uint64_t start = s->nextents ? s->extents[s->nextents - 1].end_sector
                                  : 0;
@@ -151,9 +186,7 @@ static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
         error_setg(errp, "More than %d extents", VMDK_MAX_EXTENTS);
         return NULL;
     }
-    if (sectors == 0 || sectors > (uint64_t)INT64_MAX / VMDK_SECTOR - start) {
-        error_setg(errp, "Invalid extent size %" PRIu64 " (sectors)",
-                   sectors);
+    if (!vmdk_extent_size_ok(start, sectors, errp)) {
         return NULL;
     }
     s->extents = g_renew(VmdkExtent, s->extents, s->nextents + 1);
@@ -163,6 +196,7 @@ static VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
         .type_name = g_strdup(type_name),
         .sectors = sectors,
         .end_sector = start + sectors,
+        .header_sectors = 1,
         .gt_index = -1,
     };
     qemu_co_mutex_init(&e->lock);
@@ -269,15 +303,6 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
                    "beyond any file", gd_offset);
         return -EINVAL;
     }
-    /* so that what the directory costs in memory, the file holds */
-    if (file_size >= 0 &&
-        gd_offset * VMDK_SECTOR + gd_entries * sizeof(uint32_t) >
-        (uint64_t)file_size) {
-        error_setg(errp, "Grain directory of %" PRIu64 " entries at sector "
-                   "%" PRIu64 " lies past the end of the file", gd_entries,
-                   gd_offset);
-        return -EINVAL;
-    }
     e->grain_sectors = grain;
     e->gtes = gtes;
     e->gd_sector = gd_offset;
@@ -294,22 +319,47 @@ static int vmdk_open_sparse(VmdkExtent *e, const VMDK4Header *h,
     e->compressed = flags & VMDK4_FLAG_COMPRESS;
     e->zeroed_grain = flags & VMDK4_FLAG_ZEROED_GRAIN;
     e->gd_entries = gd_entries;
-    e->gd = g_new(uint32_t, gd_entries);
-    e->gt = g_new(uint32_t, gtes);
-    ret = bdrv_pread(e->file, gd_offset * VMDK_SECTOR,
-                     (int64_t)gd_entries * sizeof(uint32_t), e->gd, 0);
+    return vmdk_read_gd(e, file_size, errp);
+}
+
+/*
+ * Invariant 1: allocates the grain table cache and reads the directory
+ * of @e (e->gd_entries at e->gd_sector, e->gtes set), which the file (of
+ * @file_size bytes; < 0: unknown) must hold: what the directory costs in
+ * memory, the file holds.
+ */
+int vmdk_read_gd(VmdkExtent *e, int64_t file_size, Error **errp)
+{
+    uint64_t bytes = (uint64_t)e->gd_entries * sizeof(uint32_t);
+    int ret;
+
+    if (file_size >= 0 &&
+        e->gd_sector * VMDK_SECTOR + bytes > (uint64_t)file_size) {
+        error_setg(errp, "Grain directory of %" PRIu32 " entries at sector "
+                   "%" PRIu64 " lies past the end of the file",
+                   e->gd_entries, e->gd_sector);
+        return -EINVAL;
+    }
+    /* an ESX extent's may have no entry: nothing to read */
+    e->gd = g_new(uint32_t, MAX(e->gd_entries, 1));
+    e->gt = g_new(uint32_t, e->gtes);
+    if (bytes == 0) {
+        return 0;
+    }
+    ret = bdrv_pread(e->file, e->gd_sector * VMDK_SECTOR, bytes, e->gd, 0);
     if (ret < 0) {
         error_setg_errno(errp, -ret, "Could not read the grain directory");
         return ret;
     }
-    for (uint32_t i = 0; i < gd_entries; i++) {
+    for (uint32_t i = 0; i < e->gd_entries; i++) {
         e->gd[i] = GUINT32_FROM_LE(e->gd[i]);
     }
     return 0;
 }
 
 /*
- * Reads the header of the hosted sparse extent in @file.  A
+ * Reads the header of the sparse extent in @file: a hosted one's, or the
+ * first bytes of an ESX one's (h->magic says which).  A
  * stream-optimized one has its grain directory in the footer, which
  * repeats the header two sectors before the end of the file.
  */
@@ -324,12 +374,14 @@ static int vmdk_read_sparse_header(BdrvChild *file, VMDK4Header *h,
         error_setg_errno(errp, -ret, "Could not read the VMDK header");
         return ret;
     }
+    /* an ESX sparse extent's fields: the caller's (block/vmdk-cowd.c) */
     if (GUINT32_FROM_LE(h->magic) == VMDK3_MAGIC) {
-        error_setg(errp, "VMFS sparse (COWD) extents are not supported");
-        return -ENOTSUP;
+        *in_footer = false;
+        return 0;
     }
     if (GUINT32_FROM_LE(h->magic) != VMDK4_MAGIC) {
-        error_setg(errp, "Extent is not a hosted sparse VMDK extent");
+        /* QEMU's message */
+        error_setg(errp, "Image not in VMDK format");
         return -EINVAL;
     }
     *in_footer = GUINT64_FROM_LE(h->gd_offset) == VMDK_GD_AT_END;
@@ -371,7 +423,10 @@ int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector)
     uint32_t gte;
     int ret;
 
-    /* invariant 1: every grain of the extent has a GD entry */
+    /*
+     * invariant 1: every grain of the extent has a GD entry, but for an
+     * ESX extent's past its directory, which vmdk_map() stops at
+     */
     assert(gdi < e->gd_entries);
     if (e->gd[gdi] == 0) {
         return 0;
@@ -387,7 +442,8 @@ int64_t coroutine_fn vmdk_grain_locked(VmdkExtent *e, uint64_t sector)
         e->gt_index = gdi;
     }
     gte = GUINT32_FROM_LE(e->gt[grain % e->gtes]);
-    if (gte == VMDK_GTE_ZEROED && !e->zeroed_grain) {
+    /* in an ESX extent, as in QEMU, a grain at sector 1 */
+    if (gte == VMDK_GTE_ZEROED && !e->zeroed_grain && !e->cowd) {
         error_report("vmdk: grain %" PRIu64 " is at sector 1, inside the "
                      "header", grain);
         return -EIO;
@@ -500,8 +556,8 @@ static int vmdk_open_desc_extents(BlockDriverState *bs, const char *desc,
  * Reads the descriptor text at @offset of bs->file (@size bytes, at most
  * VMDK_MAX_DESCRIPTOR), and what it says of the image and its parent.
  */
-static char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset,
-                            uint64_t size, Error **errp)
+char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset, uint64_t size,
+                     Error **errp)
 {
     g_autofree char *desc = g_malloc0(size + 1);
     int ret = bdrv_pread(bs->file, offset, size, desc, 0);
@@ -533,6 +589,12 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
     ret = vmdk_read_sparse_header(bs->file, &h, &in_footer, errp);
     if (ret < 0) {
         return ret;
+    }
+    if (GUINT32_FROM_LE(h.magic) == VMDK3_MAGIC) {
+        VMDK3Header h3;
+
+        memcpy(&h3, &h, sizeof(h3));
+        return vmdk_cowd_open_alone(bs, &h3, errp);
     }
     desc_offset = GUINT64_FROM_LE(h.desc_offset);
     desc_size = GUINT64_FROM_LE(h.desc_size);
@@ -566,6 +628,27 @@ static int vmdk_open_monolithic(BlockDriverState *bs, Error **errp)
     return vmdk_open_sparse(e, &h, errp);
 }
 
+/*
+ * The create types of a descriptor file that QEMU opens (case counts):
+ * the sparse ones that embed their descriptor, VMware's thin and device
+ * types and raw device maps (vmfsRaw, vmfsRDM, vmfsRawDeviceMap,
+ * vmfsPassthroughRawDeviceMap) it refuses.
+ */
+static bool vmdk_known_create_type(const char *type)
+{
+    static const char *const known[] = {
+        "monolithicFlat", "twoGbMaxExtentFlat", "twoGbMaxExtentSparse",
+        "vmfs", "vmfsSparse", "seSparse",
+    };
+
+    for (size_t i = 0; i < G_N_ELEMENTS(known); i++) {
+        if (!strcmp(type, known[i])) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
                                 bool head_is_descriptor, Error **errp)
 {
@@ -591,6 +674,10 @@ static int vmdk_open_descriptor(BlockDriverState *bs, QDict *options,
         /* QEMU's message: the file may be no descriptor at all */
         error_setg(errp, "invalid VMDK image descriptor");
         return -EINVAL;
+    }
+    if (!vmdk_known_create_type(s->create_type)) {
+        error_setg(errp, "Unsupported image type '%s'", s->create_type);
+        return -ENOTSUP;
     }
     return vmdk_open_desc_extents(bs, desc, options, errp);
 }
@@ -639,7 +726,7 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
     }
     if (!strcmp(type, "FLAT") || !strcmp(type, "VMFS")) {
         t = VMDK_FLAT;
-    } else if (!strcmp(type, "SPARSE")) {
+    } else if (!strcmp(type, "SPARSE") || !strcmp(type, "VMFSSPARSE")) {
         t = VMDK_SPARSE;
     } else if (!strcmp(type, "ZERO")) {
         t = VMDK_ZERO;
@@ -651,7 +738,7 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
         error_setg(errp, "Extent line names no file: %s", line);
         return -EINVAL;
     }
-    /* as QEMU: a FLAT extent gives its offset, VMFS and SPARSE none */
+    /* as QEMU: a FLAT extent gives its offset, VMFS and the sparse none */
     if ((!strcmp(type, "FLAT") && n != 5) ||
         ((!strcmp(type, "VMFS") || t == VMDK_SPARSE) && n != 4)) {
         error_setg(errp, "Invalid extent line: %s", line);
@@ -685,13 +772,23 @@ static int vmdk_open_desc_extent(BlockDriverState *bs, const char *line,
     }
     if (t == VMDK_SPARSE) {
         VMDK4Header h;
+        VMDK3Header h3;
         int ret = vmdk_read_sparse_header(e->file, &h, &e->gd_in_footer,
                                           errp);
 
         if (ret < 0) {
             return ret;
         }
-        return vmdk_open_sparse(e, &h, errp);
+        /* as QEMU: the header's magic, not the line, says which */
+        if (GUINT32_FROM_LE(h.magic) == VMDK4_MAGIC) {
+            ret = vmdk_resize_last_extent(e, GUINT64_FROM_LE(h.capacity),
+                                          errp);
+            return ret < 0 ? ret : vmdk_open_sparse(e, &h, errp);
+        }
+        memcpy(&h3, &h, sizeof(h3));
+        ret = vmdk_resize_last_extent(e, GUINT32_FROM_LE(h3.num_sectors),
+                                      errp);
+        return ret < 0 ? ret : vmdk_cowd_open(e, &h3, errp);
     }
     return 0;
 }
@@ -873,6 +970,11 @@ int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
         break;
     }
     grain_bytes = e->grain_sectors * VMDK_SECTOR;
+    /* invariant 1: an ESX extent's directory may end before the extent */
+    if (in_extent / grain_bytes / e->gtes >= e->gd_entries) {
+        m->kind = VMDK_MAP_BEYOND_GD;
+        return MIN(bytes, end);
+    }
     in_grain = in_extent % grain_bytes;
     bytes = MIN(MIN(bytes, end), grain_bytes - in_grain);
     m->grain_sector = (in_extent - in_grain) / VMDK_SECTOR;
@@ -883,7 +985,7 @@ int64_t coroutine_fn vmdk_map(BDRVVmdkState *s, int64_t offset,
     }
     if (at == 0) {
         m->kind = VMDK_MAP_UNALLOCATED;
-    } else if (at == VMDK_GTE_ZEROED) {
+    } else if (vmdk_is_zeroed(e, at)) {
         m->kind = VMDK_MAP_ZERO;
     } else if (e->compressed) {
         m->kind = VMDK_MAP_COMPRESSED;
@@ -911,6 +1013,8 @@ static int64_t coroutine_fn vmdk_read_piece(BlockDriverState *bs,
         return n;
     }
     switch (m.kind) {
+    case VMDK_MAP_BEYOND_GD:
+        /* as QEMU: no table, so nothing of the extent's own */
     case VMDK_MAP_UNALLOCATED:
         if (bs->backing) {
             ret = vmdk_check_parent_cid(bs);
@@ -956,6 +1060,9 @@ static int coroutine_fn vmdk_co_block_status(BlockDriverState *bs,
     }
     *pnum = n;
     switch (m.kind) {
+    case VMDK_MAP_BEYOND_GD:
+        /* as QEMU: "Could not read file metadata" */
+        return -EIO;
     case VMDK_MAP_UNALLOCATED:
         return 0;
     case VMDK_MAP_ZERO:
@@ -995,6 +1102,15 @@ static int coroutine_fn vmdk_co_check(BlockDriverState *bs,
                     strerror(-n));
             result->check_errors++;
             return 0;
+        }
+        if (m.kind == VMDK_MAP_BEYOND_GD) {
+            /*
+             * QEMU's message, and its failure: "Check failed: Operation
+             * not permitted" (its lookup's -1 taken for an errno)
+             */
+            fprintf(stderr, "ERROR: could not get cluster_offset for "
+                    "sector %" PRId64 "\n", offset / VMDK_SECTOR);
+            return -EPERM;
         }
         if (m.kind == VMDK_MAP_DATA || m.kind == VMDK_MAP_COMPRESSED) {
             at = m.kind == VMDK_MAP_DATA ? m.offset

@@ -31,6 +31,17 @@
 #define VMDK_MAX_EXTENTS        1024
 /* a stream-optimized grain: marker, deflated data */
 #define VMDK_MARKER_SIZE        12
+/*
+ * An ESX sparse extent ("COWD", VMFSSPARSE): a header of 4 sectors,
+ * grain tables of a fixed 4096 entries (VMware's specification; QEMU
+ * reads them so).  As QEMU reads it, a standalone one has descriptor
+ * text at sector 1 (inside the header's parent name), of at most
+ * 20 sectors.
+ */
+#define VMDK3_HEADER_SECTORS    4
+#define VMDK3_GTES              4096
+#define VMDK3_DESC_OFFSET       VMDK_SECTOR
+#define VMDK3_DESC_SIZE         (20 * VMDK_SECTOR)
 
 typedef struct QEMU_PACKED VMDK4Header {
     uint32_t magic;
@@ -52,6 +63,19 @@ typedef struct QEMU_PACKED VMDK4Header {
 _Static_assert(sizeof(VMDK4Header) == VMDK_SECTOR, "a sparse header is a "
                "sector");
 
+/* The fields of an ESX sparse extent's header that are read. */
+typedef struct QEMU_PACKED VMDK3Header {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t flags;
+    uint32_t num_sectors;       /* the extent's size */
+    uint32_t grain_size;        /* sectors */
+    uint32_t gd_offset;         /* sector */
+    uint32_t num_gd_entries;
+    uint32_t free_sector;       /* VMware's allocation point; not used */
+} VMDK3Header;
+_Static_assert(sizeof(VMDK3Header) == 32, "the COWD header's first fields");
+
 typedef enum VmdkExtentType {
     VMDK_FLAT,
     VMDK_SPARSE,
@@ -67,9 +91,11 @@ typedef struct VmdkExtent {
     uint64_t end_sector;        /* in the disk, exclusive */
     uint64_t flat_offset;       /* FLAT: bytes into the file */
     /* --- SPARSE --- */
+    bool cowd;                  /* ESX's ("COWD"), not hosted ("KDMV") */
+    uint64_t header_sectors;    /* 1 (hosted), VMDK3_HEADER_SECTORS */
     uint64_t grain_sectors;
     uint32_t gtes;              /* entries per grain table */
-    uint32_t gd_entries;
+    uint32_t gd_entries;        /* invariant 1: COWD's may be too few */
     uint64_t gd_sector;         /* where the directory lies in the file */
     uint64_t rgd_sector;        /* the redundant one's; 0: none */
     uint64_t data_start;        /* the header's first grain sector, >= 1 */
@@ -113,6 +139,7 @@ typedef enum VmdkMapKind {
     VMDK_MAP_ZERO,              /* a ZERO extent or a zeroed grain */
     VMDK_MAP_DATA,              /* at a byte offset of e->file */
     VMDK_MAP_COMPRESSED,        /* in a compressed grain */
+    VMDK_MAP_BEYOND_GD,         /* past a COWD directory's last entry */
 } VmdkMapKind;
 
 typedef struct VmdkMap {
@@ -134,8 +161,30 @@ int coroutine_fn vmdk_co_file_io(BdrvChild *file, int64_t offset,
                                  int64_t bytes, QEMUIOVector *qiov,
                                  size_t done, bool write);
 int vmdk_check_parent_cid(BlockDriverState *bs);
+VmdkExtent *vmdk_add_extent(BDRVVmdkState *s, VmdkExtentType type,
+                            const char *type_name, uint64_t sectors,
+                            Error **errp);
+char *vmdk_read_desc(BlockDriverState *bs, uint64_t offset, uint64_t size,
+                     Error **errp);
+int vmdk_read_gd(VmdkExtent *e, int64_t file_size, Error **errp);
 /* The bytes of the disk a grain holds: a whole one, or the extent's rest. */
 uint64_t vmdk_grain_bytes(const VmdkExtent *e, uint64_t grain_sector);
+
+/*
+ * Whether a grain table entry (or vmdk_grain_locked()'s result) @at
+ * means a zeroed grain: in a hosted extent (where, without the
+ * zeroed-grain flag, vmdk_grain_locked() refuses it); in an ESX one, as
+ * in QEMU, it is a grain at sector 1.
+ */
+static inline bool vmdk_is_zeroed(const VmdkExtent *e, int64_t at)
+{
+    return at == VMDK_GTE_ZEROED && !e->cowd;
+}
+
+/* block/vmdk-cowd.c */
+int vmdk_cowd_open(VmdkExtent *e, const VMDK3Header *h, Error **errp);
+int vmdk_cowd_open_alone(BlockDriverState *bs, const VMDK3Header *h,
+                         Error **errp);
 
 /* block/vmdk-write.c */
 int vmdk_check_writable(BDRVVmdkState *s, Error **errp);

@@ -9,7 +9,10 @@
  * flush, close.  What is fuzzed is block/vmdk.c's header checks (its
  * invariant 1: every grain has a directory entry, every offset computed
  * from the tables fits in 64 bits), the embedded descriptor, the footer
- * of a stream-optimized extent, the inflating of compressed grains, and
+ * of a stream-optimized extent, an ESX sparse ("COWD") file opened alone
+ * (block/vmdk-cowd.c: its header, a directory shorter than the disk,
+ * the descriptor text inside its header), the inflating of compressed
+ * grains, and
  * block/vmdk-write.c's allocation of grains and tables in a file whose
  * tables lie (the CID rewritten in the embedded descriptor).
  *

@@ -2,9 +2,13 @@
 """Writes the seed images of fuzz-vmdk: small hosted sparse extents
 (grains of 4 KiB, grain tables of 4 entries) that reach each part of
 block/vmdk.c: an embedded descriptor, allocated, unallocated and zeroed
-grains in two grain tables, a parent named in the descriptor, and a
+grains in two grain tables, a parent named in the descriptor, a
 stream-optimized extent whose deflated grains and grain directory (in a
-footer) follow VMware's layout.  Every seed stays within fuzz-vmdk's
+footer) follow VMware's layout, and ESX sparse extents ("COWD", opened
+alone: descriptor text at byte 512, as QEMU reads one), one whose
+directory has fewer entries than its grains need.  A COWD grain table
+has 4096 entries (16 KiB): the seeds' tables run past the end of the
+file, whose missing bytes read as zeroes.  Every seed stays within fuzz-vmdk's
 longest input (16 KiB, tests/fuzz/run.sh).
 
 Usage: make-corpus-vmdk.py [DIR]   (default: corpus/fuzz-vmdk)"""
@@ -83,6 +87,23 @@ def stream_optimized():
     return bytes(body)
 
 
+def cowd(gd_entries=2):
+    """Sectors: header (4), GD (1), GT0 (its first sector, the rest past
+    the end), GT1's first sector, then grains 0, 3 and 4100 at 7, 15,
+    23; 8200 grains of 8 sectors, 3 tables' worth."""
+    sectors = 8200 * GRAIN
+    head = struct.pack('<4sIIIIIII', b'COWD', 1, 3, sectors, GRAIN, 4,
+                       gd_entries, 31).ljust(SECTOR, b'\0')
+    desc = b'CID=12345678\nparentCID=ffffffff\n'.ljust(3 * SECTOR, b'\0')
+    gd = struct.pack('<2I', 5, 6)[:4 * gd_entries].ljust(SECTOR, b'\0')
+    gt0 = table([7, 0, 0, 15], GTES)
+    gt1 = table([0, 0, 0, 0, 23], 5)
+    img = head + desc + gd + gt0 + gt1
+    for byte in (0x77, 0x88, 0x99):
+        img += bytes([byte]) * (GRAIN * SECTOR)
+    return img
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.path.dirname(os.path.abspath(__file__)), 'corpus', 'fuzz-vmdk')
@@ -91,6 +112,8 @@ def main():
         'sparse': sparse(),
         'sparse-parent': sparse('base.vmdk'),
         'stream-optimized': stream_optimized(),
+        'cowd': cowd(),
+        'cowd-short-gd': cowd(1),
     }
     for name, img in seeds.items():
         assert len(img) <= 16384, (name, len(img))

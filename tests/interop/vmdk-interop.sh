@@ -15,9 +15,9 @@
 # a crash: VMware's stream layout opened read-write, and hostile images (a truncated
 # file, headers with absurd sizes, a corrupted compressed grain, a grain
 # marker for another sector, a descriptor naming a missing file or an
-# unsupported extent type, an ESX sparse extent).  Prints "ok NAME" /
-# "FAIL NAME", ends with "N passed, N failed, N skipped"; exits 77
-# without qemu-img.
+# unsupported extent type; ESX sparse extents: vmdk-cowd-interop.sh).
+# Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed, N
+# skipped"; exits 77 without qemu-img.
 set -u
 
 build=$(cd "${1:?usage: vmdk-interop.sh BUILD_DIR}" && pwd)
@@ -94,6 +94,12 @@ check "the format is probed" \
 refused "VMware's stream layout opened read-write" \
     "directory in a footer can only be opened read-only" \
     "$QB_IO" -f vmdk -c 'read 0 512' footer.vmdk
+# why: qemu-io writes a grain past the footer, and the file is lost to
+# both tools
+cp footer.vmdk qfooter.vmdk
+qemu-io -f vmdk -c 'write -P 0x33 63M 64k' qfooter.vmdk >/dev/null 2>&1
+refused "... which QEMU writes into a file it cannot open" "Invalid footer" \
+    "$Q_IMG" info qfooter.vmdk
 
 hostile() {
     cp monolithicSparse.vmdk h.vmdk
@@ -192,8 +198,10 @@ sed 's/monolithicFlat-flat.vmdk/missing-flat.vmdk/' monolithicFlat.vmdk \
     > d.vmdk
 refused "a descriptor naming a missing file" "missing-flat.vmdk" \
     "$QB_IMG" info d.vmdk
-sed 's/ FLAT / VMFSSPARSE /' monolithicFlat.vmdk > d.vmdk
-refused "an unsupported extent type" "Unsupported extent type 'VMFSSPARSE'" \
+# (QEMU skips the line: a disk without the extent, or a crash if it was
+# the only one)
+sed 's/ FLAT / VMFSRDM /' monolithicFlat.vmdk > d.vmdk
+refused "an unsupported extent type" "Unsupported extent type 'VMFSRDM'" \
     "$QB_IMG" info d.vmdk
 # as QEMU: FLAT gives an offset, VMFS and SPARSE give none
 for line in 'RW 8 FLAT "monolithicFlat-flat.vmdk"' \
@@ -205,17 +213,16 @@ for line in 'RW 8 FLAT "monolithicFlat-flat.vmdk"' \
     refused "... (qemu-img)" "Invalid extent line: $line" \
         "$Q_IMG" info d.vmdk
 done
+# as QEMU: a sparse extent has its header's size, not its line's
+sed 's/^RW .*/RW 2048 SPARSE "monolithicSparse.vmdk"/' monolithicFlat.vmdk \
+    > d.vmdk
+same "a SPARSE line of another size than the header's" \
+    qemu-img info d.vmdk -- "$QB_IMG" info d.vmdk
 sed 's/^RW .*/RW 0 FLAT "monolithicFlat-flat.vmdk" 0/' monolithicFlat.vmdk \
     > d.vmdk
 refused "an empty extent" "Invalid extent size 0" "$QB_IMG" info d.vmdk
 grep -av '^RW ' monolithicFlat.vmdk > d.vmdk
 refused "a descriptor without extents" "lists no extent" \
-    "$QB_IMG" info d.vmdk
-printf 'COWD' > c.vmdk
-head -c 4092 /dev/zero >> c.vmdk
-sed 's/monolithicFlat-flat.vmdk" 0/c.vmdk"/; s/ FLAT / SPARSE /' \
-    monolithicFlat.vmdk > d.vmdk
-refused "an ESX sparse extent" "VMFS sparse (COWD) extents are not" \
     "$QB_IMG" info d.vmdk
 sed 's/^parentCID=.*/parentCID=12345678/' monolithicFlat.vmdk > d.vmdk
 refused "a parent without a file name" "no parentFileNameHint" \
