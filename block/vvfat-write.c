@@ -232,18 +232,6 @@ int coroutine_fn vvfat_co_pwritev(BlockDriverState *bs, int64_t offset,
     return ret;
 }
 
-int coroutine_fn vvfat_co_flush(BlockDriverState *bs)
-{
-    BDRVVvfatState *s = bs->opaque;
-
-    if (s->rw && s->pending) {
-        /* the guest thinks its writes are safe: say where they are not */
-        error_report("vvfat: writes not yet carried to %s: %s", s->dir,
-                     s->pending);
-    }
-    return 0;
-}
-
 /* Copies node @i's clusters that the overlay lacks into it (inv. 6). */
 static int coroutine_fn vvfat_pin_node(BDRVVvfatState *s, uint32_t i)
 {

@@ -489,7 +489,6 @@ static const BlockDriver bdrv_vvfat = {
     .bdrv_close                     = vvfat_close,
     .bdrv_co_preadv                 = vvfat_co_preadv,
     .bdrv_co_pwritev                = vvfat_co_pwritev,
-    .bdrv_co_flush                  = vvfat_co_flush,
     .bdrv_co_block_status           = vvfat_co_block_status,
     .bdrv_getlength                 = vvfat_getlength,
     .bdrv_refresh_limits            = vvfat_refresh_limits,

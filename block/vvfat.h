@@ -252,7 +252,6 @@ int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
 int coroutine_fn vvfat_co_pwritev(BlockDriverState *bs, int64_t offset,
                                   int64_t bytes, QEMUIOVector *qiov,
                                   BdrvRequestFlags flags);
-int coroutine_fn vvfat_co_flush(BlockDriverState *bs);
 /* The disk (overlay over base) at @off into @buf. */
 int coroutine_fn vvfat_read_buf(BDRVVvfatState *s, uint64_t off, void *buf,
                                 size_t len);
