@@ -19,11 +19,11 @@ BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
 # (qemu-block-extra has block-rbd.so, and block-ssh.so for the ssh tests,
 # which run a throw-away sshd: openssh-server, ssh-keygen and ssh-agent
 # of openssh-client).  fsck.fat (dosfstools) checks the vvfat driver's FAT
-# volumes.
+# volumes; mtools changes them as a guest would for vvfat-rw.sh.
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
               busybox-static strace cryptsetup-bin gnutls-bin fio \
               ceph-mon ceph-osd ceph-common uuid-runtime qemu-block-extra \
-              openssh-server openssh-client dosfstools
+              openssh-server openssh-client dosfstools mtools
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin

@@ -118,22 +118,34 @@ static bool vvfat_path_safe(VvfatCommit *c, const char *path)
     return true;
 }
 
-/* Where old entry @o lies on the host now (g_free it). */
+/*
+ * Where old entry @o lies on the host now (g_free it): up its parents to
+ * the root or to one moved into the temporary directory.  Iterative: a
+ * guest may nest directories as deep as it has clusters, and this runs on
+ * a coroutine's stack.
+ */
 static char *vvfat_old_loc(VvfatCommit *c, uint32_t o)
 {
-    const VvfatEntry *e = &c->old->e[o];
-    g_autofree char *up = NULL;
+    GPtrArray *parts = g_ptr_array_new();
+    GString *path;
 
-    if (o == 0) {
-        return g_strdup(c->s->dir);
+    while (o != 0 && !c->old->e[o].placed) {
+        /* inv. 7: the parent has a lower index, the walk ends */
+        assert(c->old->e[o].parent < o);
+        g_ptr_array_add(parts, c->old->e[o].name);
+        o = c->old->e[o].parent;
     }
-    if (e->placed) {
-        return g_strdup_printf("%s/%u", c->tmpdir, o);
+    path = o == 0 ? g_string_new(c->s->dir)
+                  : g_string_new(NULL);
+    if (o != 0) {
+        g_string_printf(path, "%s/%u", c->tmpdir, o);
     }
-    /* inv. 7: the parent has a lower index, the recursion ends */
-    assert(e->parent < o);
-    up = vvfat_old_loc(c, e->parent);
-    return g_strdup_printf("%s/%s", up, e->name);
+    for (guint k = parts->len; k > 0; k--) {
+        g_string_append_c(path, '/');
+        g_string_append(path, g_ptr_array_index(parts, k - 1));
+    }
+    g_ptr_array_free(parts, true);
+    return g_string_free(path, false);
 }
 
 static bool vvfat_same_chain(VvfatCommit *c, const VvfatEntry *a,

@@ -17,6 +17,12 @@
 
 #define VVFAT_DELETED           0xe5
 #define VVFAT_LFN_SEQ_MASK      0x1f
+/*
+ * The most files and directories a tree may have: the volume alone would
+ * let a guest fill its 504 MiB with empty files' entries (16 million), and
+ * the commit holds two trees in memory at once.
+ */
+#define VVFAT_MAX_ENTRIES       (1u << 20)
 
 typedef struct VvfatParser {
     const VvfatLayout *lay;
@@ -234,6 +240,11 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
             ret = vvfat_fail(p, "%s/%s is there twice", path, name);
             g_free(name);
             return ret;
+        }
+        if (p->t->n >= VVFAT_MAX_ENTRIES) {
+            g_free(name);
+            return vvfat_fail(p, "more than %u files and directories",
+                              VVFAT_MAX_ENTRIES);
         }
         ent = vvfat_new_entry(p);
         ent->parent = dir;
