@@ -16,7 +16,8 @@
 # but for the scenarios where QEMU 7.2 fails (said below and in
 # docs/vvfat.md).  Then hostile writes: a FAT chain that loops, two files
 # sharing a cluster, names with '/' or "..", a directory that is a link
-# out of DIR: no crash, the host left as it was, a message.  And the
+# out of DIR: no crash, the host left as it was, a message (FAT12 hard
+# disks, quicker to read whole).  And the
 # refusals (a write to the boot sector, rw on a read-only open), an
 # overlay that leaves nothing behind, and through qblock-nbd the disk read
 # back after the commits (pinned clusters of moved files included).
@@ -71,9 +72,10 @@ base_tree() {
 # "offset file" line each, their bytes in PREFIX.N
 changed_runs() {
     python3 - "$@" <<'EOF'
-import sys
-a = open(sys.argv[1], 'rb').read()
-b = open(sys.argv[2], 'rb').read()
+import mmap, sys
+fa, fb = open(sys.argv[1], 'rb'), open(sys.argv[2], 'rb')
+a = mmap.mmap(fa.fileno(), 0, access=mmap.ACCESS_READ)
+b = mmap.mmap(fb.fileno(), 0, access=mmap.ACCESS_READ)
 run, n = None, 0
 def flush():
     global n
@@ -82,13 +84,17 @@ def flush():
         open(name, 'wb').write(b[run[0]:run[1]])
         print(run[0], name)
         n += 1
-for i in range(0, len(a), 512):
-    if a[i:i + 512] != b[i:i + 512]:
-        if run and run[1] == i:
-            run[1] = i + 512
-        else:
-            flush()
-            run = [i, i + 512]
+# 1 MiB at a time, sector by sector only where they differ
+for big in range(0, len(a), 1 << 20):
+    if a[big:big + (1 << 20)] == b[big:big + (1 << 20)]:
+        continue
+    for i in range(big, min(len(a), big + (1 << 20)), 512):
+        if a[i:i + 512] != b[i:i + 512]:
+            if run and run[1] == i:
+                run[1] = i + 512
+            else:
+                flush()
+                run = [i, i + 512]
 flush()
 EOF
 }
@@ -260,7 +266,7 @@ hostile() {
     local name=$1 want=$2 code=$3 rc
     rm -rf h h.* && base_tree h
     fat host h > h.before
-    "$QB_IMG" convert -f vvfat -O raw fat:h h.disk
+    "$QB_IMG" convert -f vvfat -O raw fat:12:h h.disk
     cp h.disk h.new
     python3 - h.new <<EOF
 import struct, sys
@@ -275,13 +281,20 @@ def entry(name):
 def cluster(name):
     return struct.unpack_from('<H', img, entry(name) + 26)[0]
 def setfat(c, v):
+    # FAT12: two entries in three bytes
     for f in (fat, fat + spf * 512):
-        struct.pack_into('<H', img, f + 2 * c, v)
+        o = f + c * 3 // 2
+        if c & 1:
+            img[o] = (img[o] & 0x0f) | ((v << 4) & 0xf0)
+            img[o + 1] = (v >> 4) & 0xff
+        else:
+            img[o] = v & 0xff
+            img[o + 1] = (img[o + 1] & 0xf0) | ((v >> 8) & 0x0f)
 $code
 open(sys.argv[1], 'wb').write(img)
 EOF
     changed_runs h.disk h.new h.run > h.runs
-    apply "$QB_IO" h h.runs
+    apply "$QB_IO" h h.runs fat:12:rw:h
     rc=$?
     fat host h > h.after
     if [ $rc -ge 128 ]; then
@@ -316,7 +329,7 @@ ops_links() {
     mcopy -i "$1" evil ::/linkdir/evil.txt &&
     mcopy -o -i "$1" evil ::/linkfile
 }
-prepare_and_apply "$QB_IMG" "$QB_IO" l ops_links
+prepare_and_apply "$QB_IMG" "$QB_IO" l ops_links 12:
 rc=$?
 fat host outside > outside.after
 if [ $rc -ge 128 ]; then
@@ -363,12 +376,12 @@ check "the overlay leaves nothing in TMPDIR" test -z "$(ls -A "$TMPDIR")"
 # Through qblock-nbd: after the commits the disk reads back as written,
 # the clusters of moved and deleted files included (pinned)
 rm -rf n n.* && base_tree n
-"$QB_IMG" convert -f vvfat -O raw fat:n n.disk
+"$QB_IMG" convert -f vvfat -O raw fat:12:n n.disk
 cp n.disk n.new
 ops_nbd() { ops_rename "$1" && ops_rename_dir "$1" && ops_delete_rest "$1"; }
 ops_nbd "n.new@@$OFF" > n.mtools 2>&1
 changed_runs n.disk n.new n.run > n.runs
-"$QB_NBD" -t -k "$w/nbd.sock" -f vvfat fat:rw:n 2> n.nbd.err &
+"$QB_NBD" -t -k "$w/nbd.sock" -f vvfat fat:12:rw:n 2> n.nbd.err &
 nbd_pid=$!
 for _ in $(seq 50); do [ -S "$w/nbd.sock" ] && break; sleep 0.1; done
 uri="nbd+unix:///?socket=$w/nbd.sock"
