@@ -16,10 +16,11 @@
  *      the temporary directory to its new place, new directories are
  *      made, and new or changed files are written;
  *   4. the temporary directory is removed.
- * A file whose size or clusters changed is written whole to a temporary
- * name in its directory and renamed over the old one (a crash leaves the
- * old file or the new one); a file whose clusters stayed the same gets
- * only the clusters the guest wrote, in place.  Every path is DIR and
+ * A new file, or one whose clusters changed but at the end, is written
+ * whole to a temporary name in its directory and renamed over the old
+ * one (a crash leaves the old file or the new one); a file whose chain
+ * stayed the same, or only grew or shrank at its end, gets in place the
+ * clusters the guest wrote and those past its old end, then its size.  Every path is DIR and
  * names the parser checked (inv. 7: no '/', no "." or ".."), and no
  * change goes through a symbolic link below DIR.  A change that fails is
  * reported with its path and reason and the others still go on: nothing
@@ -156,6 +157,14 @@ static bool vvfat_same_chain(VvfatCommit *c, const VvfatEntry *a,
                    a->n_chain * sizeof(uint32_t));
 }
 
+/* Whether one's chain starts with all of the other's. */
+static bool vvfat_chain_prefix(VvfatCommit *c, const VvfatEntry *a,
+                               const VvfatEntry *b)
+{
+    return !memcmp(c->old->chains + a->chain, c->new->chains + b->chain,
+                   MIN(a->n_chain, b->n_chain) * sizeof(uint32_t));
+}
+
 /* Pairs the entries of the two trees, marks what moved. */
 static void vvfat_match(VvfatCommit *c)
 {
@@ -253,9 +262,14 @@ static void coroutine_fn vvfat_remove(VvfatCommit *c)
     }
 }
 
-/* Writes the whole of file @i to @fd, cluster by cluster. */
-static int coroutine_fn vvfat_write_whole(VvfatCommit *c, uint32_t i, int fd,
-                                          const uint8_t *only_dirty)
+/*
+ * Writes file @i to @fd, cluster by cluster: all of it without
+ * @only_dirty, else the clusters from index @from on and those before
+ * that @only_dirty marks.
+ */
+static int coroutine_fn vvfat_write_file(VvfatCommit *c, uint32_t i, int fd,
+                                         const uint8_t *only_dirty,
+                                         uint32_t from)
 {
     const VvfatEntry *e = &c->new->e[i];
     g_autofree uint8_t *buf = g_malloc(VVFAT_CLUSTER_SIZE);
@@ -268,7 +282,7 @@ static int coroutine_fn vvfat_write_whole(VvfatCommit *c, uint32_t i, int fd,
         size_t len = MIN(VVFAT_CLUSTER_SIZE, e->size - pos);
         int ret;
 
-        if (only_dirty && !vvfat_bit(only_dirty, cl)) {
+        if (only_dirty && k < from && !vvfat_bit(only_dirty, cl)) {
             continue;
         }
         ret = vvfat_read_buf(c->s, lay.data_offset + (uint64_t)
@@ -306,11 +320,25 @@ static void coroutine_fn vvfat_put_file(VvfatCommit *c, uint32_t i,
     if (vvfat_pin_path(c->s, path) < 0) {
         return;
     }
-    if (oe && oe->size == e->size && vvfat_same_chain(c, oe, e)) {
+    if (oe && vvfat_chain_prefix(c, oe, e)) {
+        /*
+         * The same clusters, some added or dropped at the end: in place,
+         * so that a guest appending to a file costs what it appends, not
+         * the whole file again at each commit.  From the old last
+         * cluster on when the size changed: what lies past the old end
+         * is the guest's now.
+         */
+        uint32_t from = oe->size == e->size ? e->n_chain
+                                            : MAX(oe->n_chain, 1) - 1;
+
         /* O_NOFOLLOW: a symbolic link is replaced below, not written */
         fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
-            ret = vvfat_write_whole(c, i, fd, c->s->dirty);
+            ret = vvfat_write_file(c, i, fd, c->s->dirty, from);
+            if (ret == 0 && oe->size != e->size &&
+                ftruncate(fd, e->size) < 0) {
+                ret = -errno;
+            }
             close(fd);
             if (ret < 0) {
                 vvfat_host_error(c, "write", path, -ret);
@@ -332,7 +360,7 @@ static void coroutine_fn vvfat_put_file(VvfatCommit *c, uint32_t i,
         return;
     }
     fchmod(fd, oe && stat(path, &st) == 0 ? st.st_mode & 07777 : 0644);
-    ret = vvfat_write_whole(c, i, fd, NULL);
+    ret = vvfat_write_file(c, i, fd, NULL, 0);
     if (ret == 0 && fdatasync(fd) < 0) {
         ret = -errno;
     }

@@ -171,6 +171,43 @@ scenario() {
     fi
 }
 
+# poke IMAGE@@OFFSET PYTHON: a FAT12 volume changed by hand, by PYTHON
+# given img (a bytearray), root, data (offsets), entry(NAME11): a root
+# entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize
+poke() {
+    python3 - "${1%@@*}" "${1#*@@}" <<EOF
+import struct, sys
+img = bytearray(open(sys.argv[1], 'rb').read())
+vol = int(sys.argv[2])
+spf = struct.unpack_from('<H', img, vol + 22)[0]
+fat = vol + 512
+root = fat + 2 * spf * 512
+data = root + 512 * 32
+csize = 8192
+def entry(name):
+    return img.index(name.encode(), root)
+def cluster(name):
+    return struct.unpack_from('<H', img, entry(name) + 26)[0]
+def getfat(c):
+    v = struct.unpack_from('<H', img, fat + c * 3 // 2)[0]
+    return v >> 4 if c & 1 else v & 0xfff
+def setfat(c, v):
+    # FAT12: two entries in three bytes
+    for f in (fat, fat + spf * 512):
+        o = f + c * 3 // 2
+        if c & 1:
+            img[o] = (img[o] & 0x0f) | ((v << 4) & 0xf0)
+            img[o + 1] = (v >> 4) & 0xff
+        else:
+            img[o] = v & 0xff
+            img[o + 1] = (img[o + 1] & 0xf0) | ((v >> 8) & 0x0f)
+def free():
+    return next(c for c in range(2, 4000) if getfat(c) == 0)
+$2
+open(sys.argv[1], 'wb').write(img)
+EOF
+}
+
 # The scenarios: mtools on IMAGE@@OFFSET, the same files for both tools
 head -c 20000 /dev/urandom > big
 head -c 30000 /dev/urandom > grown
@@ -230,6 +267,26 @@ ops_combo() {
     mmove -i "$1" ::/sub/b.txt ::/newdir/b.txt &&
     mren -i "$1" ::/sub ::/sub2
 }
+# in place: a file grown into a new cluster (its chain kept as the start
+# of the new one), one shrunk from three clusters to two
+ops_append() {
+    poke "$1" "
+e = entry('A       TXT'); c = cluster('A       TXT'); f = free()
+setfat(c, f); setfat(f, 0xfff)
+struct.pack_into('<I', img, e + 28, 9000)
+o = data + (c - 2) * csize
+img[o + 6:o + csize] = b'x' * (csize - 6)
+o = data + (f - 2) * csize
+img[o:o + 808] = b'y' * 808
+"
+}
+ops_truncate() {
+    poke "$1" "
+e = entry('THREE-~1BIN'); c = cluster('THREE-~1BIN')
+setfat(c + 1, 0xfff); setfat(c + 2, 0)
+struct.pack_into('<I', img, e + 28, 9000)
+"
+}
 ops_delete_rest() {
     mdel -i "$1" ::/empty ::/sub/deeper/c.txt
 }
@@ -247,6 +304,9 @@ scenario "a file rewritten longer" ops_longer \
 scenario "a file rewritten, the same size" ops_same_size same
 scenario "changed files (shorter, longer, same size)" ops_change \
     "QEMU 7.2 aborts (assertion in commit_one_file)"
+scenario "a file appended to (in place)" ops_append same
+scenario "a file truncated (in place)" ops_truncate \
+    "QEMU 7.2 keeps a truncated file at its old size"
 scenario "deleted files" ops_delete \
     "QEMU 7.2 leaves deleted files on the host"
 scenario "renamed files" ops_rename same
@@ -268,31 +328,7 @@ hostile() {
     fat host h > h.before
     "$QB_IMG" convert -f vvfat -O raw fat:12:h h.disk
     cp h.disk h.new
-    python3 - h.new <<EOF
-import struct, sys
-img = bytearray(open(sys.argv[1], 'rb').read())
-vol = $OFF
-spf = struct.unpack_from('<H', img, vol + 22)[0]
-fat = vol + 512
-root = fat + 2 * spf * 512
-data = root + 512 * 32
-def entry(name):
-    return img.index(name.encode(), root)
-def cluster(name):
-    return struct.unpack_from('<H', img, entry(name) + 26)[0]
-def setfat(c, v):
-    # FAT12: two entries in three bytes
-    for f in (fat, fat + spf * 512):
-        o = f + c * 3 // 2
-        if c & 1:
-            img[o] = (img[o] & 0x0f) | ((v << 4) & 0xf0)
-            img[o + 1] = (v >> 4) & 0xff
-        else:
-            img[o] = v & 0xff
-            img[o + 1] = (img[o + 1] & 0xf0) | ((v >> 8) & 0x0f)
-$code
-open(sys.argv[1], 'wb').write(img)
-EOF
+    poke "h.new@@$OFF" "$code"
     changed_runs h.disk h.new h.run > h.runs
     apply "$QB_IO" h h.runs fat:12:rw:h
     rc=$?
