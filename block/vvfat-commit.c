@@ -45,27 +45,6 @@ static int vvfat_read_cb(void *opaque, uint64_t off, void *buf, size_t len)
     return vvfat_read_buf(opaque, off, buf, len);
 }
 
-void vvfat_layout(const BDRVVvfatState *s, VvfatLayout *lay)
-{
-    const VvfatGeometry *g = &s->geo;
-    uint64_t vol = (uint64_t)g->volume_start * VVFAT_SECTOR;
-    uint64_t data_sectors = VVFAT_RESERVED_SECTORS + VVFAT_NUM_FATS *
-                            g->sectors_per_fat +
-                            VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent) /
-                            VVFAT_SECTOR;
-
-    lay->fat_type = g->fat_type;
-    lay->fat_offset = vol + VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
-    lay->fat_bytes = g->sectors_per_fat * VVFAT_SECTOR;
-    lay->root_offset = lay->fat_offset + VVFAT_NUM_FATS *
-                       (uint64_t)lay->fat_bytes;
-    lay->root_entries = VVFAT_ROOT_ENTRIES;
-    lay->data_offset = vol + data_sectors * VVFAT_SECTOR;
-    /* the clusters the volume holds, a few past the tree's limit */
-    lay->clusters = (g->volume_sectors - data_sectors) /
-                    VVFAT_SECTORS_PER_CLUSTER;
-}
-
 static int coroutine_fn vvfat_parse_disk(BDRVVvfatState *s, VvfatTree **t,
                                          char **why)
 {
@@ -445,6 +424,8 @@ int coroutine_fn vvfat_commit(BDRVVvfatState *s)
     char *why = NULL;
     int ret;
 
+    /* inv. 8: the host's tree, known since open */
+    assert(s->rw && s->committed);
     ret = vvfat_parse_disk(s, &c.new, &why);
     if (ret < 0) {
         /* the guest may be half way through: wait for its next write */

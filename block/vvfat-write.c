@@ -19,12 +19,6 @@
 /* the most one bounce buffer holds */
 #define VVFAT_BOUNCE            (1u << 20)
 
-uint64_t vvfat_disk_bytes(const BDRVVvfatState *s)
-{
-    return ((uint64_t)s->geo.volume_start + s->geo.volume_sectors) *
-           VVFAT_SECTOR;
-}
-
 int vvfat_overlay_open(BDRVVvfatState *s, Error **errp)
 {
     const char *tmpdir = g_getenv("TMPDIR");
@@ -125,6 +119,7 @@ static int coroutine_fn vvfat_read_rw(BDRVVvfatState *s, uint64_t offset,
             n += VVFAT_SECTOR;
         }
         if (in) {
+            /* inv. 5: the overlay's sectors, never the base's */
             if (!bounce) {
                 bounce = g_malloc(VVFAT_BOUNCE);
             }
@@ -178,15 +173,15 @@ int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
 static int vvfat_overlay_put(BDRVVvfatState *s, uint64_t offset,
                              uint8_t *buf, uint64_t len)
 {
-    uint64_t data = ((uint64_t)s->geo.volume_start +
-                     VVFAT_RESERVED_SECTORS + VVFAT_NUM_FATS *
-                     s->geo.sectors_per_fat) * VVFAT_SECTOR +
-                    VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent);
+    VvfatLayout lay;
+    uint64_t data;
     int ret = vvfat_overlay_io(s, true, buf, len, offset);
 
     if (ret < 0) {
         return ret;
     }
+    vvfat_layout(s, &lay);
+    data = lay.data_offset;
     for (uint64_t o = offset; o < offset + len; o += VVFAT_SECTOR) {
         vvfat_set_bit(s->overlay_map, o / VVFAT_SECTOR);
         if (o >= data) {
@@ -236,12 +231,12 @@ int coroutine_fn vvfat_co_pwritev(BlockDriverState *bs, int64_t offset,
 static int coroutine_fn vvfat_pin_node(BDRVVvfatState *s, uint32_t i)
 {
     const VvfatNode *node = &s->nodes[i];
-    uint64_t data = ((uint64_t)s->geo.volume_start +
-                     VVFAT_RESERVED_SECTORS + VVFAT_NUM_FATS *
-                     s->geo.sectors_per_fat) * VVFAT_SECTOR +
-                    VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent);
+    VvfatLayout lay;
+    uint64_t data;
     g_autofree uint8_t *buf = g_malloc(VVFAT_CLUSTER_SIZE);
 
+    vvfat_layout(s, &lay);
+    data = lay.data_offset;
     for (uint32_t k = 0; k < node->n_clusters; k++) {
         uint64_t off = data + (uint64_t)(node->first_cluster + k -
                                          VVFAT_FIRST_CLUSTER) *
@@ -265,6 +260,10 @@ static int coroutine_fn vvfat_pin_node(BDRVVvfatState *s, uint32_t i)
         }
         if (ret < 0) {
             return ret;
+        }
+        /* inv. 6: the whole cluster is the overlay's now */
+        for (uint32_t j = 0; j < VVFAT_SECTORS_PER_CLUSTER; j++) {
+            assert(vvfat_bit(s->overlay_map, off / VVFAT_SECTOR + j));
         }
     }
     s->pinned[i] = true;

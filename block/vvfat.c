@@ -116,6 +116,31 @@ static uint32_t vvfat_data_start(const VvfatGeometry *g)
            VVFAT_ROOT_SECTORS;
 }
 
+uint64_t vvfat_disk_bytes(const BDRVVvfatState *s)
+{
+    return ((uint64_t)s->geo.volume_start + s->geo.volume_sectors) *
+           VVFAT_SECTOR;
+}
+
+/* Where the parts of the volume lie, for the rw parser and overlay. */
+void vvfat_layout(const BDRVVvfatState *s, VvfatLayout *lay)
+{
+    const VvfatGeometry *g = &s->geo;
+    uint64_t vol = (uint64_t)g->volume_start * VVFAT_SECTOR;
+    uint64_t data_sectors = vvfat_data_start(g);
+
+    lay->fat_type = g->fat_type;
+    lay->fat_offset = vol + VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
+    lay->fat_bytes = g->sectors_per_fat * VVFAT_SECTOR;
+    lay->root_offset = lay->fat_offset + VVFAT_NUM_FATS *
+                       (uint64_t)lay->fat_bytes;
+    lay->root_entries = VVFAT_ROOT_ENTRIES;
+    lay->data_offset = vol + data_sectors * VVFAT_SECTOR;
+    /* the clusters the volume holds, a few past the tree's limit */
+    lay->clusters = (g->volume_sectors - data_sectors) /
+                    VVFAT_SECTORS_PER_CLUSTER;
+}
+
 /* A CHS address of the MBR: head, sector and cylinder's high bits, low. */
 static void vvfat_chs(const VvfatGeometry *g, uint32_t lba, uint8_t *out)
 {

@@ -243,7 +243,8 @@ int coroutine_fn vvfat_read_base(BDRVVvfatState *s, uint64_t offset,
 uint64_t vvfat_disk_bytes(const BDRVVvfatState *s);
 void vvfat_layout(const BDRVVvfatState *s, VvfatLayout *lay);
 
-/* block/vvfat-write.c: the overlay and the request path with rw. */
+/* block/vvfat-write.c: the overlay and the request path with rw; any
+ * number of concurrent requests, serialised by s->lock. */
 int vvfat_overlay_open(BDRVVvfatState *s, Error **errp);
 void vvfat_overlay_close(BDRVVvfatState *s);
 int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
