@@ -40,7 +40,7 @@ FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop \
                   fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx \
-                  fuzz-qed fuzz-qcow fuzz-dmg
+                  fuzz-qed fuzz-qcow fuzz-dmg fuzz-vvfat-parse
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \
