@@ -14,7 +14,9 @@
 # QEMU gives it).  The same is done with qemu-io on a copy of the tree
 # (its own disk, its own sectors) and both host trees must be the same,
 # but for the scenarios where QEMU 7.2 fails (said below and in
-# docs/vvfat.md).  Then hostile writes: a FAT chain that loops, two files
+# docs/vvfat.md); twice the runs go last first, so that directory
+# entries come before the FAT that gives them clusters and nothing may be
+# carried until it does.  Then hostile writes: a FAT chain that loops, two files
 # sharing a cluster, names with '/' or "..", a directory that is a link
 # out of DIR: no crash, the host left as it was, a message (FAT12 hard
 # disks, quicker to read whole).  And the
@@ -121,6 +123,10 @@ prepare_and_apply() {
     cp "$dir.disk" "$dir.new"
     "$ops" "$dir.new@@$off" > "$dir.mtools" 2>&1 || return 1
     changed_runs "$dir.disk" "$dir.new" "$dir.run" > "$dir.runs"
+    # REVERSE=1: the last sectors first (data, directories, then the FATs)
+    if [ -n "${REVERSE:-}" ]; then
+        tac "$dir.runs" > "$dir.runs.rev" && mv "$dir.runs.rev" "$dir.runs"
+    fi
     apply "$io" "$dir" "$dir.runs" "fat:${pre}rw:$dir"
 }
 
@@ -293,6 +299,11 @@ ops_delete_rest() {
 
 scenario "new files (several clusters, long name, 8.3, empty)" ops_new same
 scenario "FAT16 hard disk: new files" ops_new same ""
+# a directory entry before the FAT that gives it clusters: nothing is
+# carried until the FAT is written, then all of it
+REVERSE=1 scenario "new files, the FAT written last" ops_new same
+REVERSE=1 scenario "new files in subdirectories, the FAT written last" \
+    ops_subdir same
 scenario "FAT12 floppy: new files" ops_new same floppy:12:
 scenario "new files in a subdirectory and a new one" ops_subdir same
 scenario "a new empty file" ops_new_empty \
