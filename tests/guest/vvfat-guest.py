@@ -74,6 +74,9 @@ def steps(d):
     os.rmdir(p('emptydir'))
     shutil.rmtree(p('full'))
     os.rename(p('sub'), p('Sub Renamed'))
+    line = b'a line of the large file\n'
+    with open(p('large.txt'), 'wb') as f:
+        f.write((line * (3000000 // len(line) + 1))[:3000000])
 
 
 def listing(d):

@@ -37,6 +37,19 @@ if mount -t vfat -o iocharset=utf8 /dev/vda1 /mnt; then
     rmdir emptydir || fail "rmdir"
     rm -r full || fail "rm -r full"
     mv sub "Sub Renamed" || fail "mv sub"
+    # 3 MB through the page cache, written back in large requests
+    yes "a line of the large file" | head -c 3000000 > large.txt ||
+        fail "large"
+    # what the disk now holds, read back past the page cache: the
+    # overlay and the clusters of moved files the commit kept for it
+    sync
+    echo 3 > /proc/sys/vm/drop_caches
+    yes "a line of the large file" | head -c 3000000 > /tmp/large
+    cmp large.txt /tmp/large || fail "large.txt read back"
+    [ "$(cat "New Dir/b.txt")" = "inside sub" ] || fail "b.txt read back"
+    [ "$(tail -n 1 appended.txt)" = "one more line" ] ||
+        fail "appended.txt read back"
+    [ "$(wc -l < "Big File.Txt")" = 3000 ] || fail "Big File.Txt read back"
     cd /
     umount /mnt || fail "umount"
 else
