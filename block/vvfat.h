@@ -1,7 +1,10 @@
 /*
  * The vvfat driver's shared state: what block/vvfat.c (options, geometry,
  * boot sector, reading) and block/vvfat-dir.c (the host tree walked into
- * directory entries, clusters and a FAT) know of a synthesised FAT disk.
+ * directory entries, clusters and a FAT) know of a synthesised FAT disk,
+ * and with rw what block/vvfat-write.c (the overlay of the guest's
+ * sectors), block/vvfat-parse.c (the guest's FAT tree) and
+ * block/vvfat-commit.c (that tree carried to the host) share.
  *
  * The disk is, in order: for a hard disk, a master boot record and the
  * rest of the first track (63 sectors), then the FAT volume: one boot
@@ -156,7 +159,11 @@ typedef struct BDRVVvfatState {
     uint8_t boot[VVFAT_SECTOR];
     char *dir;                  /* the host directory, as given */
 
-    /* rw only (inv. 4-8) */
+    /*
+     * rw only (inv. 4-8): set up at open, then read and changed under
+     * s->lock alone (reads, writes and the commit after each write hold
+     * it; no other lock is taken inside).
+     */
     bool rw;
     CoMutex lock;               /* one request at a time when rw */
     int overlay_fd;             /* unlinked temporary file, disk-sized */
