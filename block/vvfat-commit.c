@@ -20,11 +20,12 @@
  * whole to a temporary name in its directory and renamed over the old
  * one (a crash leaves the old file or the new one); a file whose chain
  * stayed the same, or only grew or shrank at its end, gets in place the
- * clusters the guest wrote and those past its old end, then its size.  Every path is DIR and
- * names the parser checked (inv. 7: no '/', no "." or ".."), and no
- * change goes through a symbolic link below DIR.  A change that fails is
- * reported with its path and reason and the others still go on: nothing
- * is removed or replaced that the new tree does not say to.
+ * clusters the guest wrote and those past its old end, then its size.
+ * Every path is DIR and names the parser checked (inv. 7: no '/', no "."
+ * or ".."), and no change goes through a symbolic link below DIR.  A
+ * change that fails is reported with its path and reason and the others
+ * still go on: nothing is removed or replaced that the new tree does not
+ * say to.
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -143,7 +143,8 @@ static void vvfat_lfn_piece(VvfatLfn *l, const uint8_t *e)
         return;
     }
     for (int i = 0; i < VVFAT_LFN_CHARS; i++) {
-        l->u[(seq - 1) * VVFAT_LFN_CHARS + i] = e[pos[i]] | (e[pos[i] + 1] << 8);
+        l->u[(seq - 1) * VVFAT_LFN_CHARS + i] = e[pos[i]] |
+                                                (e[pos[i] + 1] << 8);
     }
     l->next = seq - 1;
     /* next == 0 now means complete only after piece 1 */
@@ -191,6 +192,15 @@ static bool vvfat_name_ok(const char *name)
            !strchr(name, '/') && g_utf8_validate(name, -1, NULL);
 }
 
+/* Directory @dir's path for a message, built in *@path when first due. */
+static const char *vvfat_where(VvfatParser *p, uint32_t dir, char **path)
+{
+    if (!*path) {
+        *path = vvfat_tree_path(p->t, dir, "");
+    }
+    return *path;
+}
+
 /* Reads the entries of directory entry @dir from @buf (@len bytes). */
 static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
                            size_t len)
@@ -226,7 +236,6 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
             continue;
         }
         name = vvfat_entry_name(l, e);
-        path = vvfat_tree_path(p->t, dir, "");
         if (!name || !vvfat_name_ok(name)) {
             g_autofree char *shown = name ? g_strescape(name, NULL)
                                           : g_strdup("(no UTF-16)");
@@ -234,10 +243,12 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
             g_free(name);
             return vvfat_fail(p, "entry %zu of %s/ is named '%s', which a "
                               "host directory cannot take",
-                              off / sizeof(VvfatDirent), path, shown);
+                              off / sizeof(VvfatDirent),
+                              vvfat_where(p, dir, &path), shown);
         }
         if (g_hash_table_contains(names, name)) {
-            ret = vvfat_fail(p, "%s/%s is there twice", path, name);
+            ret = vvfat_fail(p, "%s/%s is there twice",
+                             vvfat_where(p, dir, &path), name);
             g_free(name);
             return ret;
         }
@@ -255,11 +266,13 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
         ent->size = ent->is_dir ? 0 : e[28] | (e[29] << 8) | (e[30] << 16) |
                                       ((uint32_t)e[31] << 24);
         if (ent->is_dir && ent->cluster == 0) {
-            return vvfat_fail(p, "directory %s/%s has no cluster", path, name);
+            return vvfat_fail(p, "directory %s/%s has no cluster",
+                              vvfat_where(p, dir, &path), name);
         }
         if (!ent->is_dir && (ent->size == 0) != (ent->cluster == 0)) {
             return vvfat_fail(p, "file %s/%s: size %u, first cluster %u",
-                              path, name, ent->size, ent->cluster);
+                              vvfat_where(p, dir, &path), name, ent->size,
+                              ent->cluster);
         }
         if (ent->cluster) {
             uint32_t start, n;
@@ -275,7 +288,8 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
             if (!ent->is_dir &&
                 n != DIV_ROUND_UP((uint64_t)ent->size, VVFAT_CLUSTER_SIZE)) {
                 return vvfat_fail(p, "file %s/%s: %u bytes in %u clusters",
-                                  path, name, ent->size, n);
+                                  vvfat_where(p, dir, &path), name,
+                                  ent->size, n);
             }
         }
     }
