@@ -5,7 +5,8 @@
 #   tests/guest/run.sh BUILD_DIR
 # Builds the guest (kernel + busybox initramfs, see build-guest.py) into
 # BUILD_DIR/tests/guest when it is missing or older than its sources, then
-# runs vhost-user-blk.py.  A missing dependency is a skip, with the reason;
+# runs vhost-user-blk.py, then vvfat-guest.py (which builds its own
+# initramfs from the same kernel), and sums both up.  A missing dependency is a skip, with the reason;
 # where CI is set (CI=true, as CI runs) it is a failure, so that the layer
 # cannot vanish from the runs that are meant to prove it.
 set -u
