@@ -6,9 +6,12 @@
  * tree is consistent it is compared with the tree the host directory had
  * at the last commit: an entry is the same file or directory in both when
  * it starts at the same cluster (an empty file, which has none, when it
- * has the same path), so that a rename or a move is a rename on the host
- * and not a copy.  The differences are applied in an order that never
- * needs a name that is still taken:
+ * has the same name in the same directory), so that a rename or a move
+ * is a rename on the host and not a copy.  A host name that is no UTF-8
+ * is shown by its 8.3 name alone: the tree at open keeps the host's name
+ * beside it (host_name), and so does every later tree while the entry
+ * stays where it is.  The differences are applied in an order that
+ * never needs a name that is still taken:
  *   1. every entry that moved or was renamed goes, deepest first, into a
  *      temporary directory of DIR (its contents with it);
  *   2. what was deleted is removed, deepest first;
@@ -55,6 +58,35 @@ static int coroutine_fn vvfat_parse_disk(BDRVVvfatState *s, VvfatTree **t,
     return vvfat_parse_tree(&lay, vvfat_read_cb, s, t, why);
 }
 
+/*
+ * The host names the base showed otherwise (a name that is no UTF-8 has
+ * its 8.3 name alone).  The parser meets the entries in the order the
+ * tree walk made the nodes (breadth first, in readdir's order, neither
+ * counting labels, dots or deleted entries): entry i is node i, which is
+ * checked before any name is taken.
+ */
+static void vvfat_host_names(BDRVVvfatState *s, VvfatTree *t)
+{
+    if (t->n != s->n_nodes) {
+        return;
+    }
+    for (uint32_t i = 1; i < t->n; i++) {
+        const VvfatNode *n = &s->nodes[i];
+
+        if (n->is_dir != t->e[i].is_dir || n->parent != t->e[i].parent ||
+            n->first_cluster != t->e[i].cluster) {
+            return;
+        }
+    }
+    for (uint32_t i = 1; i < t->n; i++) {
+        g_autofree char *base = g_path_get_basename(s->nodes[i].path);
+
+        if (strcmp(base, t->e[i].name)) {
+            t->e[i].host_name = g_steal_pointer(&base);
+        }
+    }
+}
+
 int coroutine_fn vvfat_commit_init(BDRVVvfatState *s, Error **errp)
 {
     g_autofree char *why = NULL;
@@ -63,8 +95,10 @@ int coroutine_fn vvfat_commit_init(BDRVVvfatState *s, Error **errp)
     if (ret < 0) {
         error_setg(errp, "vvfat: the tree of %s cannot be written back: %s",
                    s->dir, why);
+        return ret;
     }
-    return ret;
+    vvfat_host_names(s, s->committed);
+    return 0;
 }
 
 static void vvfat_host_error(VvfatCommit *c, const char *what,
@@ -113,7 +147,8 @@ static char *vvfat_old_loc(VvfatCommit *c, uint32_t o)
     while (o != 0 && !c->old->e[o].placed) {
         /* inv. 7: the parent has a lower index, the walk ends */
         assert(c->old->e[o].parent < o);
-        g_ptr_array_add(parts, c->old->e[o].name);
+        g_ptr_array_add(parts, c->old->e[o].host_name ?
+                               c->old->e[o].host_name : c->old->e[o].name);
         o = c->old->e[o].parent;
     }
     path = o == 0 ? g_string_new(c->s->dir)
@@ -162,7 +197,9 @@ static void vvfat_match(VvfatCommit *c)
                                 GUINT_TO_POINTER(old->e[o].cluster),
                                 GUINT_TO_POINTER(o));
         } else {
-            g_hash_table_insert(by_path, vvfat_tree_path(old, o, ""),
+            /* its directory and its name on the disk, host names apart */
+            g_hash_table_insert(by_path, g_strdup_printf("%u/%s",
+                                old->e[o].parent, old->e[o].name),
                                 GUINT_TO_POINTER(o));
         }
     }
@@ -175,9 +212,12 @@ static void vvfat_match(VvfatCommit *c)
         if (e->cluster) {
             o = g_hash_table_lookup(by_cluster, GUINT_TO_POINTER(e->cluster));
         } else {
-            g_autofree char *path = vvfat_tree_path(new, i, "");
+            /* a parent has a lower index: its match is known (inv. 7) */
+            g_autofree char *key = g_strdup_printf("%d/%s",
+                                                   new->e[e->parent].match,
+                                                   e->name);
 
-            o = g_hash_table_lookup(by_path, path);
+            o = g_hash_table_lookup(by_path, key);
         }
         if (o && old->e[GPOINTER_TO_UINT(o)].is_dir == e->is_dir) {
             VvfatEntry *oe = &old->e[GPOINTER_TO_UINT(o)];
@@ -187,6 +227,10 @@ static void vvfat_match(VvfatCommit *c)
             /* a parent has a lower index: its match is known (inv. 7) */
             e->moved = new->e[e->parent].match != (int32_t)oe->parent ||
                        strcmp(e->name, oe->name);
+            if (!e->moved) {
+                /* still where the host has it, under the host's name */
+                e->host_name = g_strdup(oe->host_name);
+            }
         }
     }
 }

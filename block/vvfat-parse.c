@@ -372,6 +372,7 @@ void vvfat_tree_free(VvfatTree *t)
     }
     for (uint32_t i = 0; i < t->n; i++) {
         g_free(t->e[i].name);
+        g_free(t->e[i].host_name);
     }
     g_free(t->e);
     g_free(t->chains);
@@ -387,7 +388,8 @@ char *vvfat_tree_path(const VvfatTree *t, uint32_t i, const char *root)
     /* inv. 7: a parent has a lower index, so this ends at the root */
     while (i != 0) {
         assert(t->e[i].parent < i);
-        g_ptr_array_add(parts, t->e[i].name);
+        g_ptr_array_add(parts, t->e[i].host_name ? t->e[i].host_name
+                                                 : t->e[i].name);
         i = t->e[i].parent;
     }
     for (guint k = parts->len; k > 0; k--) {

@@ -47,7 +47,8 @@
  *     unique in their directory.
  *  8. s->committed is the tree the host directory has (as far as the
  *     commits could apply it): the base's tree at open, then each
- *     consistent tree a commit applied.
+ *     consistent tree a commit applied; an entry's path in it (its
+ *     host_name where set) is where the host holds it.
  */
 #ifndef BLOCK_VVFAT_H
 #define BLOCK_VVFAT_H
@@ -177,7 +178,13 @@ typedef struct BDRVVvfatState {
 /* One file or directory of a parsed FAT tree (inv. 7). */
 typedef struct VvfatEntry {
     uint32_t parent;            /* entry index of its directory */
-    char *name;                 /* host name, UTF-8 */
+    char *name;                 /* its name on the disk, UTF-8 */
+    /*
+     * The host's name where it is not @name, else NULL: a host name that
+     * is no UTF-8 is shown by its 8.3 name alone (block/vvfat-dir.c), and
+     * the commit must still find the file (inv. 8).  Paths use it.
+     */
+    char *host_name;
     bool is_dir;
     uint32_t cluster;           /* first cluster, 0: none */
     uint32_t size;

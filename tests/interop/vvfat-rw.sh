@@ -40,7 +40,7 @@ for tool in qemu-io qemu-img mcopy; do
         exit 77
     fi
 done
-export MTOOLS_SKIP_CHECK=1 MTOOLS_NO_VFAT=0
+export MTOOLS_SKIP_CHECK=1 MTOOLS_NO_VFAT=0 LC_ALL=C
 w=$(mktemp -d /tmp/vvfat-rw.XXXXXX)
 export TMPDIR=$w/tmp
 mkdir "$TMPDIR"
@@ -110,7 +110,7 @@ apply() {
     done < "$runs"
     "$io" -f vvfat "${args[@]}" "$spec" > "$dir.out" 2>&1
     local rc=$?
-    grep -v -e '^wrote ' -e ' ops; ' "$dir.out" > "$dir.msg"
+    grep -av -e '^wrote ' -e ' ops; ' "$dir.out" > "$dir.msg"
     return $rc
 }
 
@@ -119,7 +119,9 @@ apply() {
 prepare_and_apply() {
     local img=$1 io=$2 dir=$3 ops=$4 pre=${5:-} off=$OFF
     [[ $pre == floppy* ]] && off=0
-    "$img" convert -f vvfat -O raw "fat:$pre$dir" "$dir.disk" || return 1
+    # (what it says of names that are no UTF-8 is not what is tested)
+    "$img" convert -f vvfat -O raw "fat:$pre$dir" "$dir.disk" \
+        2> "$dir.convert.err" || return 1
     cp "$dir.disk" "$dir.new"
     "$ops" "$dir.new@@$off" > "$dir.mtools" 2>&1 || return 1
     changed_runs "$dir.disk" "$dir.new" "$dir.run" > "$dir.runs"
@@ -329,6 +331,43 @@ scenario "moves between directories" ops_move \
     "QEMU 7.2 moves no file between directories (Error handling renames)"
 scenario "all of it in one disk" ops_combo \
     "QEMU 7.2 aborts (assertion in get_cluster_count_for_direntry)"
+
+# Host names that are no UTF-8 are shown by their 8.3 names alone: the
+# commit still finds the host's files (changed, renamed, removed)
+nonutf8() {
+    local name=$1 ops=$2 want=$3 got
+    rm -rf u u.* && mkdir u
+    echo "old content" > "u/$(printf 'caf\xe9')"
+    : > "u/$(printf 'emp\xe9')"
+    echo x > u/plain.txt
+    prepare_and_apply "$QB_IMG" "$QB_IO" u "$ops" 12:
+    got=$(cd u && for f in *; do printf '%s=%s;' "$f" "$(cat "$f")"; done |
+          od -An -c | tr -s ' \n' ' ')
+    want=$(printf "$want" | od -An -c | tr -s ' \n' ' ')
+    if [ "$got" != "$want" ]; then
+        fail "names no UTF-8: $name" "want: $want" "got:  $got"
+    elif grep -av 'invalid UTF-8 name' u.msg | grep -q .; then
+        fail "names no UTF-8: $name: nothing said" "$(cat u.msg)"
+    else
+        ok "names no UTF-8: $name"
+    fi
+}
+echo "new content" > newcontent
+echo y > yfile
+ops_nonutf8_change() {
+    mcopy -o -i "$1" newcontent ::/CAF~1 && mcopy -o -i "$1" yfile ::/plain.txt
+}
+ops_nonutf8_rename() {
+    mren -i "$1" ::/CAF~1 ::/cafe.txt && mren -i "$1" ::/EMP~1 ::/Empty.Txt
+}
+ops_nonutf8_delete() {
+    mdel -i "$1" ::/CAF~1 ::/EMP~1
+}
+nonutf8 "a file changed in place, another beside it" ops_nonutf8_change \
+    'caf\351=new content;emp\351=;plain.txt=y;'
+nonutf8 "renamed" ops_nonutf8_rename \
+    'Empty.Txt=;cafe.txt=old content;plain.txt=x;'
+nonutf8 "removed" ops_nonutf8_delete 'plain.txt=x;'
 
 # Hostile writes: the host must stay as it was, a message must name why.
 # hostile NAME WANT PYTHON: PYTHON changes the disk d.new (variables:
