@@ -19,7 +19,9 @@
 # carried until it does.  Then hostile writes: a FAT chain that loops, two files
 # sharing a cluster, names with '/' or "..", a directory that is a link
 # out of DIR: no crash, the host left as it was, a message (FAT12 hard
-# disks, quicker to read whole).  And the
+# disks, quicker to read whole).  Host names that are no UTF-8 (shown by
+# their 8.3 names) changed, renamed, removed; a change the host refuses
+# (a directory that holds a dangling link) said with its path.  And the
 # refusals (a write to the boot sector, rw on a read-only open), an
 # overlay that leaves nothing behind, and through qblock-nbd the disk read
 # back after the commits (pinned clusters of moved files included).
@@ -434,6 +436,26 @@ if [ -f l/linkfile ] && [ ! -L l/linkfile ] &&
 else
     fail "links out of DIR: a file link rewritten is replaced, not followed" \
         "$(ls -l l)"
+fi
+
+# A change the host cannot make is said, with its path and reason, and
+# the others still go on: a directory the guest removed that holds what
+# the disk does not show (a dangling link)
+rm -rf x x.* && base_tree x
+ln -s nowhere x/emptydir/dangling
+ops_rmdir_and_more() {
+    mrd -i "$1" ::/emptydir && mdel -i "$1" ::/a.txt
+}
+prepare_and_apply "$QB_IMG" "$QB_IO" x ops_rmdir_and_more 12:
+rc=$?
+if [ $rc -ne 0 ]; then
+    fail "a change the host refuses" "status $rc" "$(cat x.msg)"
+elif ! grep -qF "could not remove x/emptydir: Directory not empty" x.msg; then
+    fail "a change the host refuses: said with path and reason" "$(cat x.msg)"
+elif [ ! -L x/emptydir/dangling ] || [ -e x/a.txt ]; then
+    fail "a change the host refuses: the link kept, the rest done" "$(ls -lR x)"
+else
+    ok "a change the host refuses: said with path and reason, the rest done"
 fi
 
 # Refusals, as QEMU's
