@@ -21,6 +21,7 @@ Prints "ok NAME" / "FAIL NAME" and "N passed, N failed"; exits 77 when
 something it needs is missing (the message says what).
 """
 
+import difflib
 import importlib.util
 import os
 import shutil
@@ -171,7 +172,6 @@ def main():
         nbd.wait()
         nbd_err.close()
     got, expected = listing(host), listing(want)
-    import difflib
     c.check('the host tree is the guest\'s (names, sizes, contents)',
             got == expected,
             ''.join(difflib.unified_diff(expected.splitlines(True),
