@@ -19,11 +19,11 @@ BUILD_DEPS := meson ninja-build pkg-config libglib2.0-dev libjson-glib-dev \
 # (qemu-block-extra has block-rbd.so, and block-ssh.so for the ssh tests,
 # which run a throw-away sshd: openssh-server, ssh-keygen and ssh-agent
 # of openssh-client).  fsck.fat (dosfstools) checks the vvfat driver's FAT
-# volumes.
+# volumes; mtools changes them as a guest would for vvfat-rw.sh.
 TEST_DEPS  := qemu-utils qemu-system-x86 libnbd-bin python3-libnbd nbdkit \
               busybox-static strace cryptsetup-bin gnutls-bin fio \
               ceph-mon ceph-osd ceph-common uuid-runtime qemu-block-extra \
-              openssh-server openssh-client dosfstools
+              openssh-server openssh-client dosfstools mtools
 # What QEMU's iotests need besides the tools: dpkg-source to unpack them,
 # certtool (233).
 UPSTREAM_DEPS := dpkg-dev xz-utils gnutls-bin
@@ -40,7 +40,7 @@ FUZZ_HARNESSES ?= fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp \
                   fuzz-options fuzz-blkdebug fuzz-vmstate fuzz-luks \
                   fuzz-nbd-client fuzz-nbd-tls fuzz-bochs fuzz-cloop \
                   fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi fuzz-vhdx \
-                  fuzz-qed fuzz-qcow fuzz-dmg
+                  fuzz-qed fuzz-qcow fuzz-dmg fuzz-vvfat-parse
 
 .PHONY: all deps test-deps configure check check-unit check-iotests \
         check-iotests-qemu check-interop check-daemon check-guest check-upstream \

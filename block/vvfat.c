@@ -1,6 +1,8 @@
 /*
- * vvfat: a host directory shown as a disk holding a FAT file system, read
- * only (QEMU's "virtual FAT" protocol, fat:[floppy:][12:|16:|32:][rw:]DIR).
+ * vvfat: a host directory shown as a disk holding a FAT file system
+ * (QEMU's "virtual FAT" protocol, fat:[floppy:][12:|16:|32:][rw:]DIR);
+ * with rw the guest's writes go back to the directory (block/vvfat-write.c,
+ * block/vvfat-parse.c, block/vvfat-commit.c).
  *
  * Open walks the tree (block/vvfat-dir.c) and builds every piece of
  * metadata in memory: the master boot record, the boot sector, the FAT
@@ -114,6 +116,31 @@ static uint32_t vvfat_data_start(const VvfatGeometry *g)
            VVFAT_ROOT_SECTORS;
 }
 
+uint64_t vvfat_disk_bytes(const BDRVVvfatState *s)
+{
+    return ((uint64_t)s->geo.volume_start + s->geo.volume_sectors) *
+           VVFAT_SECTOR;
+}
+
+/* Where the parts of the volume lie, for the rw parser and overlay. */
+void vvfat_layout(const BDRVVvfatState *s, VvfatLayout *lay)
+{
+    const VvfatGeometry *g = &s->geo;
+    uint64_t vol = (uint64_t)g->volume_start * VVFAT_SECTOR;
+    uint64_t data_sectors = vvfat_data_start(g);
+
+    lay->fat_type = g->fat_type;
+    lay->fat_offset = vol + VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
+    lay->fat_bytes = g->sectors_per_fat * VVFAT_SECTOR;
+    lay->root_offset = lay->fat_offset + VVFAT_NUM_FATS *
+                       (uint64_t)lay->fat_bytes;
+    lay->root_entries = VVFAT_ROOT_ENTRIES;
+    lay->data_offset = vol + data_sectors * VVFAT_SECTOR;
+    /* the clusters the volume holds, a few past the tree's limit */
+    lay->clusters = (g->volume_sectors - data_sectors) /
+                    VVFAT_SECTORS_PER_CLUSTER;
+}
+
 /* A CHS address of the MBR: head, sector and cylinder's high bits, low. */
 static void vvfat_chs(const VvfatGeometry *g, uint32_t lba, uint8_t *out)
 {
@@ -180,7 +207,7 @@ static void vvfat_build_boot(BDRVVvfatState *s)
 
 /* The options, checked with QEMU's messages where QEMU has them. */
 static int vvfat_read_opts(BDRVVvfatState *s, QDict *options, char **dir,
-                           Error **errp)
+                           bool *rw, Error **errp)
 {
     QemuOpts *opts;
     int64_t fat_type;
@@ -195,13 +222,9 @@ static int vvfat_read_opts(BDRVVvfatState *s, QDict *options, char **dir,
     s->geo.floppy = qemu_opt_get_bool(opts, VVFAT_OPT_FLOPPY, false);
     label = qemu_opt_get(opts, VVFAT_OPT_LABEL);
     *dir = g_strdup(qemu_opt_get(opts, VVFAT_OPT_DIR));
+    *rw = qemu_opt_get_bool(opts, VVFAT_OPT_RW, false);
     if (!*dir) {
         error_setg(errp, "vvfat block driver requires a 'dir' option");
-    } else if (qemu_opt_get_bool(opts, VVFAT_OPT_RW, false)) {
-        /* inv. 4 */
-        error_setg(errp, "Writing to a vvfat directory (rw) is not "
-                   "supported by qblock; open it read-only");
-        ret = -ENOTSUP;
     } else if (fat_type != 0 && fat_type != 12 && fat_type != 16 &&
                fat_type != 32) {
         error_setg(errp, "Valid FAT types are only 12, 16 and 32");
@@ -224,7 +247,25 @@ static int vvfat_read_opts(BDRVVvfatState *s, QDict *options, char **dir,
 
 static void vvfat_close(BlockDriverState *bs)
 {
-    vvfat_free_tree(bs->opaque);
+    BDRVVvfatState *s = bs->opaque;
+
+    vvfat_overlay_close(s);
+    vvfat_free_tree(s);
+    g_clear_pointer(&s->dir, g_free);
+}
+
+/*
+ * The directory the commit builds paths from, without trailing slashes,
+ * so that they are the base nodes' paths (g_build_filename drops them).
+ */
+static char *vvfat_strip_dir(const char *dir)
+{
+    size_t len = strlen(dir);
+
+    while (len > 1 && dir[len - 1] == '/') {
+        len--;
+    }
+    return len == 1 && dir[0] == '/' ? g_strdup("") : g_strndup(dir, len);
 }
 
 static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
@@ -232,17 +273,28 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
 {
     BDRVVvfatState *s = bs->opaque;
     g_autofree char *dir = NULL;
+    bool rw = false;
     int ret;
 
-    /* inv. 4: as a read-only format does */
-    ret = bdrv_open_read_only(bs, flags, errp);
+    s->overlay_fd = -1;
+    ret = vvfat_read_opts(s, options, &dir, &rw, errp);
     if (ret < 0) {
         return ret;
     }
-    ret = vvfat_read_opts(s, options, &dir, errp);
-    if (ret < 0) {
-        return ret;
+    /* inv. 4 */
+    if (rw && !(flags & BDRV_O_RDWR)) {
+        error_setg(errp, "Unable to set VVFAT to 'rw' when drive is "
+                   "read-only");
+        return -EPERM;
     }
+    if (!rw) {
+        /* as a read-only format does */
+        ret = bdrv_open_read_only(bs, flags, errp);
+        if (ret < 0) {
+            return ret;
+        }
+    }
+    s->dir = vvfat_strip_dir(dir);
     ret = vvfat_build_tree(s, dir, errp);
     if (ret < 0) {
         vvfat_free_tree(s);
@@ -252,6 +304,17 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
         vvfat_build_mbr(s);
     }
     vvfat_build_boot(s);
+    if (rw) {
+        ret = vvfat_overlay_open(s, errp);
+        /* the reads behind it block and never yield: fine outside one */
+        if (ret == 0) {
+            ret = vvfat_commit_init(s, errp);
+        }
+        if (ret < 0) {
+            vvfat_close(bs);
+            return ret;
+        }
+    }
     return 0;
 }
 
@@ -380,21 +443,19 @@ static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
     return 0;
 }
 
-static int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
-                                        int64_t bytes, QEMUIOVector *qiov,
-                                        BdrvRequestFlags flags)
+int coroutine_fn vvfat_read_base(BDRVVvfatState *s, uint64_t offset,
+                                 uint64_t bytes, QEMUIOVector *qiov,
+                                 size_t done)
 {
-    BDRVVvfatState *s = bs->opaque;
     uint64_t volume = (uint64_t)s->geo.volume_start * VVFAT_SECTOR;
-    size_t done = 0;
 
     while (bytes > 0) {
         uint64_t n;
         int ret = 0;
 
-        if ((uint64_t)offset < volume) {
+        if (offset < volume) {
             /* the MBR, then the rest of the first track: zeroes */
-            n = MIN((uint64_t)bytes, volume - offset);
+            n = MIN(bytes, volume - offset);
             vvfat_copy(qiov, done, s->mbr, sizeof(s->mbr), offset, n);
         } else {
             ret = vvfat_read_volume(s, offset - volume, bytes, qiov, done,
@@ -403,7 +464,7 @@ static int coroutine_fn vvfat_co_preadv(BlockDriverState *bs, int64_t offset,
         if (ret < 0) {
             return ret;
         }
-        assert(n > 0 && n <= (uint64_t)bytes);
+        assert(n > 0 && n <= bytes);
         offset += n;
         bytes -= n;
         done += n;
@@ -424,10 +485,7 @@ static int coroutine_fn vvfat_co_block_status(BlockDriverState *bs,
 
 static int64_t vvfat_getlength(BlockDriverState *bs)
 {
-    BDRVVvfatState *s = bs->opaque;
-
-    return ((int64_t)s->geo.volume_start + s->geo.volume_sectors) *
-           VVFAT_SECTOR;
+    return vvfat_disk_bytes(bs->opaque);
 }
 
 static void vvfat_refresh_limits(BlockDriverState *bs, Error **errp)
@@ -455,6 +513,7 @@ static const BlockDriver bdrv_vvfat = {
     .bdrv_open                      = vvfat_open,
     .bdrv_close                     = vvfat_close,
     .bdrv_co_preadv                 = vvfat_co_preadv,
+    .bdrv_co_pwritev                = vvfat_co_pwritev,
     .bdrv_co_block_status           = vvfat_co_block_status,
     .bdrv_getlength                 = vvfat_getlength,
     .bdrv_refresh_limits            = vvfat_refresh_limits,

@@ -18,7 +18,7 @@ shift 2
 all="fuzz-qcow2 fuzz-nbd-server fuzz-vhost-user fuzz-qmp fuzz-options
      fuzz-blkdebug fuzz-vmstate fuzz-luks fuzz-nbd-client fuzz-nbd-tls
      fuzz-bochs fuzz-cloop fuzz-parallels fuzz-vmdk fuzz-vpc fuzz-vdi
-     fuzz-vhdx fuzz-qed fuzz-qcow fuzz-dmg"
+     fuzz-vhdx fuzz-qed fuzz-qcow fuzz-dmg fuzz-vvfat-parse"
 harnesses=${*:-$all}
 
 # Longest input per harness: a seed image or stream must fit.
@@ -28,7 +28,8 @@ max_len() {
     fuzz-qed) echo 32768 ;;
     fuzz-vmstate) echo 32768 ;;
     fuzz-nbd-client|fuzz-bochs|fuzz-cloop|fuzz-parallels|fuzz-vmdk|\
-    fuzz-vpc|fuzz-vdi|fuzz-vhdx|fuzz-qcow|fuzz-dmg) echo 16384 ;;
+    fuzz-vpc|fuzz-vdi|fuzz-vhdx|fuzz-qcow|fuzz-dmg|fuzz-vvfat-parse)
+        echo 16384 ;;
     *) echo 4096 ;;
     esac
 }

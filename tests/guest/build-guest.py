@@ -244,7 +244,7 @@ def elf_is_static(elf):
     return True
 
 
-def build_initramfs(mods):
+def build_initramfs(mods, init='guest-init.sh'):
     if not os.path.exists(BUSYBOX):
         raise Skip('busybox-static is not installed (%s)' % BUSYBOX)
     with open(BUSYBOX, 'rb') as f:
@@ -253,7 +253,7 @@ def build_initramfs(mods):
         raise Skip('%s is not static: install busybox-static' % BUSYBOX)
     applets = subprocess.run([BUSYBOX, '--list'], check=True, text=True,
                              stdout=subprocess.PIPE).stdout.split()
-    with open(os.path.join(HERE, 'guest-init.sh'), 'rb') as f:
+    with open(os.path.join(HERE, init), 'rb') as f:
         init = f.read()
 
     c = Cpio()

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The guest layer: a real Linux guest under QEMU (TCG) on
-# qblock-storage-daemon's vhost-user-blk export.
+# qblock-storage-daemon's vhost-user-blk export, and one writing with
+# Linux's vfat driver to a vvfat disk with rw (vvfat-guest.py).
 #   tests/guest/run.sh BUILD_DIR
 # Builds the guest (kernel + busybox initramfs, see build-guest.py) into
 # BUILD_DIR/tests/guest when it is missing or older than its sources, then
-# runs vhost-user-blk.py.  A missing dependency is a skip, with the reason;
+# runs vhost-user-blk.py, then vvfat-guest.py (which builds its own
+# initramfs from the same kernel), and sums both up.  A missing dependency is a skip, with the reason;
 # where CI is set (CI=true, as CI runs) it is a failure, so that the layer
 # cannot vanish from the runs that are meant to prove it.
 set -u
@@ -52,16 +54,39 @@ if [ "$stale" = 1 ]; then
         exit 1
     fi
 fi
+# counts SUMMARY-LINE: its passed and failed counts, "P F"
+counts() {
+    sed -nE 's/^([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' <<<"$1"
+}
 timing_start
 timeout 900 "$py" "$here/vhost-user-blk.py" "$build" "$out" > "$out/run.log" 2>&1
 rc=$?
 timing_stop
-# its summary line, named and timed as the other runners' are
-sed -E "s/^([0-9]+ passed, [0-9]+ failed.*)$/guest: \1 ($timing)/" "$out/run.log"
+# its lines, the summary named and timed as the other runners' are
+sed -E "s/^([0-9]+ passed, [0-9]+ failed.*)$/vhost-user-blk: \1 ($timing)/" \
+    "$out/run.log"
 case $rc in
-124) echo "guest: timed out after 900 s"; echo "0 passed, 1 failed" ;;
+124) echo "guest: timed out after 900 s"; echo "0 passed, 1 failed"; exit 1 ;;
 77) [ -n "${CI:-}" ] && [ "$CI" != false ] &&
         skip "vhost-user-blk.py skipped (see its reason above)"
     exit 0 ;;                   # skipped; it printed why and the counts
 esac
-exit $rc
+read -r p1 f1 <<<"$(counts "$(grep -E '^[0-9]+ passed' "$out/run.log" | tail -n 1)")"
+# vvfat's rw mode under a Linux guest's own vfat driver (its own
+# initramfs, built from the same kernel)
+timing_start
+timeout 900 "$py" "$here/vvfat-guest.py" "$build" "$out" > "$out/vvfat.log" 2>&1
+rc2=$?
+timing_stop
+sed -E "s/^([0-9]+ passed, [0-9]+ failed.*)$/vvfat-guest: \1 ($timing)/" \
+    "$out/vvfat.log"
+p2=0 f2=0
+case $rc2 in
+77) ;;                          # it printed why
+124) echo "vvfat-guest: timed out after 900 s"; f2=1 ;;
+*) read -r p2 f2 <<<"$(counts "$(grep -E '^[0-9]+ passed' "$out/vvfat.log" | tail -n 1)")"
+   [ -z "$p2" ] && p2=0 f2=1
+   [ "$rc2" -ne 0 ] && [ "$f2" -eq 0 ] && f2=1 ;;
+esac
+echo "guest: $((${p1:-0} + p2)) passed, $((${f1:-0} + f2)) failed"
+[ "$rc" -eq 0 ] && [ "$((f2))" -eq 0 ]

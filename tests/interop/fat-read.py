@@ -5,7 +5,10 @@ specification, independent of both qblock and QEMU.
   fat-read.py bpb IMAGE            the MBR and boot sector fields, key=value
   fat-read.py tree IMAGE [--detail] every file and directory: path, size,
                                    sha256 (--detail: 8.3 name, attributes,
-                                   modification date and time too)
+                                   modification date and time too;
+                                   --host-names: a name with no long name
+                                   in lower case, as vvfat's rw gives it to
+                                   the host)
   fat-read.py host DIR             the same listing for a host directory
   fat-read.py extract IMAGE PATH   one file's content on stdout
   fat-read.py masked IMAGE         sha256 of the image with the bytes past
@@ -174,6 +177,8 @@ class Fat:
                 base = short[:8].decode('latin-1').rstrip()
                 ext = short[8:].decode('latin-1').rstrip()
                 name = base + ('.' + ext if ext else '')
+                if self.host_names:
+                    name = name.lower()
             path = prefix + '/' + name
             first = struct.unpack('<H', e[26:28])[0]
             size = struct.unpack('<I', e[28:32])[0]
@@ -250,6 +255,7 @@ def main():
                 print('%s\t%s\t%s' % (p, kind, h))
             return 0
         fat = Fat(arg)
+        fat.host_names = '--host-names' in sys.argv[3:]
         if cmd == 'bpb':
             for k, v in fat.fields():
                 print('%s=%s' % (k, v))

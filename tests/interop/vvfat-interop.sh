@@ -20,7 +20,7 @@
 #  - qemu-io -r reads the same metadata sectors as qblock-io, and through
 #    qblock-nbd qemu-img reads the bytes qblock-img converts;
 #  - fsck.fat -n finds nothing wrong with ours (when dosfstools is here);
-#  - the refusals: rw, a missing directory, a tree too large for a floppy
+#  - the refusals: rw on a read-only open, a missing directory, a tree too large for a floppy
 #    or a root directory, bad options, with QEMU's messages where QEMU
 #    refuses the same way.
 # Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed, N
@@ -276,8 +276,12 @@ done
 rm -rf edge && mkdir -p edge/sub && truncate -s 2147483648 edge/sub/f
 same_msg "a file of 2 GiB" "$Q_IMG" info fat:edge -- "$QB_IMG" info fat:edge
 rm -rf edge
-refused "rw refused: writing is not supported" \
-    "Writing to a vvfat directory (rw) is not supported by qblock" \
+# rw on a node opened read-only (qemu-img info): QEMU's refusal; what rw
+# writes is tests/interop/vvfat-rw.sh's
+same_msg "rw refused on a read-only open" "$Q_IMG" info fat:rw:small -- \
+    "$QB_IMG" info fat:rw:small
+refused "rw refused on a read-only open: the message" \
+    "Unable to set VVFAT to 'rw' when drive is read-only" \
     "$QB_IMG" info fat:rw:small
 refused "FAT32 refused" "FAT32 is not supported by qblock's vvfat" \
     "$QB_IMG" info fat:32:small
