@@ -97,7 +97,8 @@ static const char *user_object_kind_name(const QapiType *type)
     case QAPI_KIND_BOOL:
         return "bool";
     case QAPI_KIND_INT:
-        return "int";
+        /* QEMU's help shows an int32 property's C type (serial) */
+        return !strcmp(type->name, "int32") ? "int32_t" : "int";
     case QAPI_KIND_SIZE:
         return "size";
     case QAPI_KIND_NUMBER:
@@ -381,6 +382,7 @@ static const char *user_object_qom_type(const QapiType *type)
     case QAPI_KIND_STR:
         return "string";
     case QAPI_KIND_INT:
+        return !strcmp(type->name, "int32") ? "int32" : "int";
     case QAPI_KIND_SIZE:
         return "int";
     case QAPI_KIND_BOOL:
