@@ -27,9 +27,8 @@ static GPtrArray *user_objects;
  */
 static const char *const user_object_qemu_types[] = {
     "authz-list-file", "authz-pam",
-    "pr-manager-helper", "secret_keyring",
-    "thread-context", "tls-cipher-suites",
-    "tls-creds-anon", NULL,
+    "pr-manager-helper", "thread-context",
+    "tls-cipher-suites", "tls-creds-anon", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */
@@ -443,6 +442,7 @@ static const char *const user_object_parents[][2] = {
     { "iothread", "event-loop-base" },
     { "main-loop", "event-loop-base" },
     { "secret", "secret_common" },
+    { "secret_keyring", "secret_common" },
     { "throttle-group", "object" },
     { "tls-creds-psk", "tls-creds" },
     { "tls-creds-x509", "tls-creds" },
