@@ -28,7 +28,7 @@ static GPtrArray *user_objects;
 static const char *const user_object_qemu_types[] = {
     "authz-list-file", "authz-pam",
     "pr-manager-helper", "thread-context",
-    "tls-cipher-suites", "tls-creds-anon", NULL,
+    "tls-cipher-suites", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */
@@ -444,6 +444,7 @@ static const char *const user_object_parents[][2] = {
     { "secret", "secret_common" },
     { "secret_keyring", "secret_common" },
     { "throttle-group", "object" },
+    { "tls-creds-anon", "tls-creds" },
     { "tls-creds-psk", "tls-creds" },
     { "tls-creds-x509", "tls-creds" },
 };
