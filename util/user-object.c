@@ -26,9 +26,8 @@ static GPtrArray *user_objects;
  * than "no such thing" to someone who copied a QEMU command line.
  */
 static const char *const user_object_qemu_types[] = {
-    "authz-list-file", "authz-pam",
-    "pr-manager-helper", "thread-context",
-    "tls-cipher-suites", NULL,
+    "authz-pam", "pr-manager-helper",
+    "thread-context", "tls-cipher-suites", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */
@@ -438,6 +437,7 @@ JsonNode *user_object_list_properties(const char *path, Error **errp)
  */
 static const char *const user_object_parents[][2] = {
     { "authz-list", "authz" },
+    { "authz-list-file", "authz" },
     { "authz-simple", "authz" },
     { "iothread", "event-loop-base" },
     { "main-loop", "event-loop-base" },
