@@ -461,6 +461,37 @@ else
         skip "secret_keyring encrypted" "openssl is not installed"
     fi
 
+    # the storage daemon: object-add of both new types over QMP, a LUKS
+    # node opened with the keyring secret, an authz-list-file on a
+    # missing file refused
+    rm -f "$work/qmp-k.sock"
+    "$qsd" --chardev socket,id=m,path="$work/qmp-k.sock",server=on,wait=off \
+        --monitor chardev=m 2> qsd-k.err &
+    qsd_pid=$!
+    server_pids+=($qsd_pid)
+    acl deny "$dn1" allow exact > acl-k.json
+    if wait_socket "$work/qmp-k.sock" $qsd_pid; then
+        qmp "$work/qmp-k.sock" \
+            '{"execute": "object-add", "arguments": {"qom-type": "secret_keyring", "id": "sec0", "serial": '"$serial"'}}' \
+            '{"execute": "blockdev-add", "arguments": {"driver": "luks", "node-name": "l", "key-secret": "sec0", "file": {"driver": "file", "filename": "'"$work/ours.luks"'"}}}' \
+            '{"execute": "object-add", "arguments": {"qom-type": "authz-list-file", "id": "az0", "filename": "'"$work/acl-k.json"'"}}' \
+            '{"execute": "object-add", "arguments": {"qom-type": "authz-list-file", "id": "az1", "filename": "'"$work/none.json"'"}}' \
+            '{"execute": "qom-list-properties", "arguments": {"typename": "secret_keyring"}}' \
+            > qmp-k.out 2>&1
+    fi
+    kill $qsd_pid 2>/dev/null
+    wait $qsd_pid 2>/dev/null
+    check "QMP: object-add secret_keyring" \
+        grep -q '"return": {}' <(sed -n 2p qmp-k.out)
+    check "QMP: blockdev-add of a LUKS node with the keyring secret" \
+        grep -q '"return": {}' <(sed -n 3p qmp-k.out)
+    check "QMP: object-add authz-list-file" \
+        grep -q '"return": {}' <(sed -n 4p qmp-k.out)
+    check "QMP: object-add authz-list-file of a missing file is refused" \
+        grep -q "Unable to read '$work/none.json'" <(sed -n 5p qmp-k.out)
+    check "QMP: qom-list-properties secret_keyring" \
+        grep -q '"name": "serial", "type": "int32"' <(sed -n 6p qmp-k.out)
+
     # QEMU's errors: a key that is not there (serials are random 31-bit
     # numbers: this one is all but certain to be free), 0, out of range,
     # missing
