@@ -380,7 +380,8 @@ static const char *user_object_qom_type(const QapiType *type)
     case QAPI_KIND_STR:
         return "string";
     case QAPI_KIND_INT:
-        return !strcmp(type->name, "int32") ? "int32" : "int";
+        /* QEMU names an int32 property by its C type here too */
+        return !strcmp(type->name, "int32") ? "int32_t" : "int";
     case QAPI_KIND_SIZE:
         return "int";
     case QAPI_KIND_BOOL:

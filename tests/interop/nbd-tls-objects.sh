@@ -19,7 +19,9 @@
 #    file refused at creation;
 #  - secret_keyring: a key added to the user keyring (add_key(2) from
 #    python, so no keyutils needed) as the key-secret of LUKS images that
-#    qblock-img and qemu-img create, read and write; encrypted (keyid=,
+#    qblock-img and qemu-img create, read and write, and of a LUKS node
+#    the storage daemon opens after QMP object-add (with an
+#    authz-list-file too); encrypted (keyid=,
 #    iv=) and base64 payloads; QEMU's errors for a missing serial, serial
 #    0 and a serial out of range.  Skipped, saying why, where the kernel
 #    refuses keyring calls (a seccomp filter, no CONFIG_KEYS).
@@ -490,7 +492,7 @@ else
     check "QMP: object-add authz-list-file of a missing file is refused" \
         grep -q "Unable to read '$work/none.json'" <(sed -n 5p qmp-k.out)
     check "QMP: qom-list-properties secret_keyring" \
-        grep -q '"name": "serial", "type": "int32"' <(sed -n 6p qmp-k.out)
+        grep -q '"name": "serial", "type": "int32_t"' <(sed -n 6p qmp-k.out)
 
     # QEMU's errors: a key that is not there (serials are random 31-bit
     # numbers: this one is all but certain to be free), 0, out of range,
