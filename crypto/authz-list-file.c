@@ -27,8 +27,11 @@
 #include "util/user-object.h"
 
 #define AUTHZ_LIST_FILE_TYPE "authz-list-file"
-/* A rules file is a few lines; a bigger one is a mistake, not an ACL. */
-#define AUTHZ_LIST_FILE_MAX  (16 * 1024 * 1024)
+/*
+ * A rules file is a few lines; a bigger one is a mistake, not an ACL,
+ * and is refused before it is read into memory.
+ */
+#define AUTHZ_LIST_FILE_MAX  (1024 * 1024)
 
 typedef struct QAuthZListFile {
     QAuthZ parent;
@@ -39,23 +42,51 @@ typedef struct QAuthZListFile {
     QAuthZ *list;               /* invariants 1, 2 */
 } QAuthZListFile;
 
+/* The file's bytes (NUL-terminated), at most AUTHZ_LIST_FILE_MAX. */
+static char *authz_list_file_read(const char *filename, size_t *len,
+                                  Error **errp)
+{
+    int fd = open(filename, O_RDONLY | O_CLOEXEC);
+    char *buf;
+    size_t n = 0;
+    ssize_t ret = 0;
+
+    if (fd < 0) {
+        error_setg_errno(errp, errno, "Unable to read '%s'", filename);
+        return NULL;
+    }
+    /* one byte more than allowed, to tell a file that is too long */
+    buf = g_malloc(AUTHZ_LIST_FILE_MAX + 2);
+    while (n <= AUTHZ_LIST_FILE_MAX &&
+           (ret = read(fd, buf + n, AUTHZ_LIST_FILE_MAX + 1 - n)) > 0) {
+        n += ret;
+    }
+    if (ret < 0) {
+        error_setg_errno(errp, errno, "Unable to read '%s'", filename);
+    } else if (n > AUTHZ_LIST_FILE_MAX) {
+        error_setg(errp, "Unable to read '%s': larger than %d bytes",
+                   filename, AUTHZ_LIST_FILE_MAX);
+    }
+    close(fd);
+    if (ret < 0 || n > AUTHZ_LIST_FILE_MAX) {
+        g_free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return g_realloc(buf, n + 1);
+}
+
 /* The file's rules, or NULL with an error naming the file. */
 static QAuthZ *authz_list_file_load(const char *filename, Error **errp)
 {
     g_autofree char *content = NULL;
     g_autoptr(JsonNode) node = NULL;
-    GError *gerr = NULL;
     Error *local_err = NULL;
-    gsize len;
+    size_t len;
 
-    if (!g_file_get_contents(filename, &content, &len, &gerr)) {
-        error_setg(errp, "Unable to read '%s': %s", filename, gerr->message);
-        g_error_free(gerr);
-        return NULL;
-    }
-    if (len > AUTHZ_LIST_FILE_MAX) {
-        error_setg(errp, "Unable to read '%s': larger than %d bytes",
-                   filename, AUTHZ_LIST_FILE_MAX);
+    content = authz_list_file_read(filename, &len, errp);
+    if (!content) {
         return NULL;
     }
     node = json_parse_text(content, len, &local_err);

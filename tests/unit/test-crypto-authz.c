@@ -166,6 +166,17 @@ static void test_list_file_errors(void)
                              "'maybe'", invalid);
     add_fails(arg, expect);
     add_fails("authz-list-file,id=f3", "Parameter 'filename' is missing");
+    /* a file over 1 MiB is refused before it is read whole */
+    {
+        g_autofree char *big = g_malloc(1024 * 1024 + 1);
+
+        memset(big, ' ', 1024 * 1024 + 1);
+        g_assert_true(g_file_set_contents(acl, big, 1024 * 1024 + 1, NULL));
+        g_free(expect);
+        expect = g_strdup_printf("Unable to read '%s': larger than 1048576 "
+                                 "bytes", acl);
+        add_fails(arg, expect);
+    }
     g_assert_null(user_object_find("f2", "authz-list-file"));
     unlink(acl);
 }
