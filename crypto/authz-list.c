@@ -4,8 +4,8 @@
  * or deny; the first rule that matches decides, else the list's own
  * policy (deny by default).  QEMU's --object authz-list,id=ID,
  * policy=deny,rules.0.match=*CN=client1,rules.0.policy=allow,
- * rules.0.format=glob.  (QEMU 7.2 also lists authz-list-file, which its
- * schema cannot create: qblock names it as a type it lacks.)
+ * rules.0.format=glob.  authz-list-file (crypto/authz-list-file.c) reads
+ * the same properties from a file.
  */
 #include "util/osdep.h"
 
@@ -44,9 +44,7 @@ static bool authz_list_is_allowed(QAuthZ *parent, const char *identity)
     return authz->allow;
 }
 
-/* The schema has checked the rules: objects with a match and a policy. */
-static void *authz_list_create(const char *id, JsonObject *props,
-                               Error **errp)
+QAuthZ *qauthz_list_new(JsonObject *props)
 {
     QAuthZList *authz = g_new0(QAuthZList, 1);
     JsonArray *rules = json_object_has_member(props, "rules")
@@ -68,18 +66,29 @@ static void *authz_list_create(const char *id, JsonObject *props,
                                 rule, "format", "exact"), "glob"),
         };
     }
-    return authz;
+    return &authz->parent;
 }
 
-static void authz_list_destroy(void *state)
+void qauthz_list_free(QAuthZ *parent)
 {
-    QAuthZList *authz = state;
+    QAuthZList *authz = container_of(parent, QAuthZList, parent);
 
     for (guint i = 0; i < authz->nr_rules; i++) {
         g_free(authz->rules[i].match);
     }
     g_free(authz->rules);
     g_free(authz);
+}
+
+static void *authz_list_create(const char *id, JsonObject *props,
+                               Error **errp)
+{
+    return qauthz_list_new(props);
+}
+
+static void authz_list_destroy(void *state)
+{
+    qauthz_list_free(state);
 }
 
 static const UserObjectType authz_list_type = {

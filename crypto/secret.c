@@ -18,18 +18,16 @@
 
 #include "crypto/init.h"
 #include "crypto/secret.h"
+#include "secret-int.h"
 #include "util/json.h"
 #include "util/user-object.h"
 
 #define SECRET_TYPE "secret"
+/* secret-keyring.c's type, whose state is a CryptoSecret as well */
+#define SECRET_KEYRING_TYPE "secret_keyring"
 /* AES-256-CBC: a key of 256 bits, blocks and IV of 128 */
 #define SECRET_KEY_LEN 32
 #define SECRET_BLOCK_LEN 16
-
-typedef struct CryptoSecret {
-    uint8_t *data;
-    size_t len;
-} CryptoSecret;
 
 void crypto_secret_free(void *data, size_t len)
 {
@@ -215,19 +213,14 @@ out:
     return ok;
 }
 
-static void *crypto_secret_create(const char *id, JsonObject *props,
-                                  Error **errp)
+void *crypto_secret_new(JsonObject *props, uint8_t *input, size_t len,
+                        Error **errp)
 {
     const char *format = json_object_get_string_member_with_default(
                              props, "format", "raw");
     bool base64 = !strcmp(format, "base64");
     CryptoSecret *secret;
-    uint8_t *input;
-    size_t len;
 
-    if (!crypto_secret_read_input(props, &input, &len, errp)) {
-        return NULL;
-    }
     if (json_object_has_member(props, "keyid")) {
         if (!crypto_secret_decrypt(props, base64, &input, &len, errp)) {
             crypto_secret_free(input, len);
@@ -251,7 +244,19 @@ static void *crypto_secret_create(const char *id, JsonObject *props,
     return secret;
 }
 
-static void crypto_secret_destroy(void *state)
+static void *crypto_secret_create(const char *id, JsonObject *props,
+                                  Error **errp)
+{
+    uint8_t *input;
+    size_t len;
+
+    if (!crypto_secret_read_input(props, &input, &len, errp)) {
+        return NULL;
+    }
+    return crypto_secret_new(props, input, len, errp);
+}
+
+void crypto_secret_destroy(void *state)
 {
     CryptoSecret *secret = state;
 
@@ -261,7 +266,8 @@ static void crypto_secret_destroy(void *state)
 
 uint8_t *crypto_secret_lookup(const char *id, size_t *len, Error **errp)
 {
-    CryptoSecret *secret = user_object_find_state(id, SECRET_TYPE);
+    CryptoSecret *secret = user_object_find_state(id, SECRET_TYPE) ?:
+                           user_object_find_state(id, SECRET_KEYRING_TYPE);
 
     if (!secret) {
         error_setg(errp, "No secret with id '%s'", id);

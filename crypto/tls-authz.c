@@ -46,7 +46,7 @@ static void authz_simple_destroy(void *state)
 
 /* The object types whose state is a QAuthZ. */
 static const char *const qauthz_types[] = {
-    AUTHZ_SIMPLE_TYPE, "authz-list", NULL,
+    AUTHZ_SIMPLE_TYPE, "authz-list", "authz-list-file", NULL,
 };
 
 bool qauthz_is_allowed_by_id(const char *authz_id, const char *identity,

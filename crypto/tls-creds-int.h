@@ -13,6 +13,7 @@
 typedef enum QCryptoTLSCredsKind {
     QCRYPTO_TLS_CREDS_X509,
     QCRYPTO_TLS_CREDS_PSK,
+    QCRYPTO_TLS_CREDS_ANON,     /* no identity: nothing to verify */
 } QCryptoTLSCredsKind;
 
 struct QCryptoTLSCreds {
@@ -26,6 +27,9 @@ struct QCryptoTLSCreds {
     gnutls_certificate_credentials_t x509;
     gnutls_psk_server_credentials_t psk_server;
     gnutls_psk_client_credentials_t psk_client;
+    gnutls_anon_server_credentials_t anon_server;
+    gnutls_anon_client_credentials_t anon_client;
+    gnutls_dh_params_t dh_params;   /* anon server: dh-params.pem, or NULL */
 };
 
 #endif

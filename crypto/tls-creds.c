@@ -1,5 +1,5 @@
 /*
- * The tls-creds-x509 and tls-creds-psk object types (see
+ * The tls-creds-x509, tls-creds-psk and tls-creds-anon object types (see
  * include/crypto/tls-creds.h): GnuTLS credentials loaded once, when the
  * object is created, so that a missing or unreadable file is an error of
  * --object / object-add that names the file, not of a later connection.
@@ -13,6 +13,7 @@
 
 #define TLS_CREDS_X509_TYPE "tls-creds-x509"
 #define TLS_CREDS_PSK_TYPE  "tls-creds-psk"
+#define TLS_CREDS_ANON_TYPE "tls-creds-anon"
 
 /* QEMU's file names in the credentials directory. */
 #define TLS_CA_CERT         "ca-cert.pem"
@@ -22,6 +23,7 @@
 #define TLS_CLIENT_CERT     "client-cert.pem"
 #define TLS_CLIENT_KEY      "client-key.pem"
 #define TLS_PSK_FILE        "keys.psk"
+#define TLS_DH_PARAMS       "dh-params.pem"
 /* QEMU's default PSK user name */
 #define TLS_PSK_DEFAULT_USERNAME "qemu"
 
@@ -212,6 +214,82 @@ static int tls_creds_load_psk(QCryptoTLSCreds *creds, const char *dir,
     return 0;
 }
 
+/* A server's PKCS#3 Diffie-Hellman parameters, QEMU's message. */
+static int tls_creds_load_dh_params(QCryptoTLSCreds *creds, const char *path,
+                                    Error **errp)
+{
+    g_autofree char *content = NULL;
+    GError *gerr = NULL;
+    gnutls_datum_t pem;
+    gsize len;
+    int ret;
+
+    if (!g_file_get_contents(path, &content, &len, &gerr)) {
+        error_setg(errp, "Unable to load DH parameters from %s: %s", path,
+                   gerr->message);
+        g_error_free(gerr);
+        return -EINVAL;
+    }
+    pem.data = (unsigned char *)content;
+    pem.size = len;
+    ret = gnutls_dh_params_init(&creds->dh_params);
+    if (ret == 0) {
+        ret = gnutls_dh_params_import_pkcs3(creds->dh_params, &pem,
+                                            GNUTLS_X509_FMT_PEM);
+    }
+    if (ret < 0) {
+        error_setg(errp, "Unable to load DH parameters from %s: %s", path,
+                   gnutls_strerror(ret));
+        return -EINVAL;
+    }
+    gnutls_anon_set_server_dh_params(creds->anon_server, creds->dh_params);
+    return 0;
+}
+
+/*
+ * A client needs nothing; a server takes DIR/dh-params.pem if it exists.
+ * Without it QEMU generates parameters (seconds of CPU); GnuTLS's known
+ * RFC 7919 groups are as good and cost nothing.
+ */
+static int tls_creds_load_anon(QCryptoTLSCreds *creds, const char *dir,
+                               Error **errp)
+{
+    Error *local_err = NULL;
+    g_autofree char *path = NULL;
+    int ret;
+
+    if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
+        ret = gnutls_anon_allocate_client_credentials(&creds->anon_client);
+    } else {
+        ret = gnutls_anon_allocate_server_credentials(&creds->anon_server);
+    }
+    if (ret < 0) {
+        error_setg(errp, "Cannot allocate credentials: %s",
+                   gnutls_strerror(ret));
+        return -ENOMEM;
+    }
+    if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
+        return 0;
+    }
+    path = dir ? tls_creds_path(dir, TLS_DH_PARAMS, false, &local_err)
+               : NULL;
+    if (local_err) {
+        error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (path) {
+        return tls_creds_load_dh_params(creds, path, errp);
+    }
+    ret = gnutls_anon_set_server_known_dh_params(creds->anon_server,
+                                                 GNUTLS_SEC_PARAM_MEDIUM);
+    if (ret < 0) {
+        error_setg(errp, "Cannot set DH parameters: %s",
+                   gnutls_strerror(ret));
+        return -EINVAL;
+    }
+    return 0;
+}
+
 static void tls_creds_destroy(void *state)
 {
     QCryptoTLSCreds *creds = state;
@@ -224,6 +302,15 @@ static void tls_creds_destroy(void *state)
     }
     if (creds->psk_client) {
         gnutls_psk_free_client_credentials(creds->psk_client);
+    }
+    if (creds->anon_server) {
+        gnutls_anon_free_server_credentials(creds->anon_server);
+    }
+    if (creds->anon_client) {
+        gnutls_anon_free_client_credentials(creds->anon_client);
+    }
+    if (creds->dh_params) {
+        gnutls_dh_params_deinit(creds->dh_params);
     }
     g_free(creds->id);
     g_free(creds->priority);
@@ -252,17 +339,24 @@ static void *tls_creds_create(const char *id, JsonObject *props,
         props, "priority", NULL));
     creds->username = g_strdup(json_object_get_string_member_with_default(
         props, "username", TLS_PSK_DEFAULT_USERNAME));
-    if (!dir) {
+    if (!dir && kind != QCRYPTO_TLS_CREDS_ANON) {
         error_setg(errp, "%s '%s': the credentials directory (dir) is "
                    "required", kind == QCRYPTO_TLS_CREDS_X509 ?
                    TLS_CREDS_X509_TYPE : TLS_CREDS_PSK_TYPE, id);
         tls_creds_destroy(creds);
         return NULL;
     }
-    ret = kind == QCRYPTO_TLS_CREDS_X509 ? tls_creds_load_x509(creds, dir,
-                                                               errp)
-                                         : tls_creds_load_psk(creds, dir,
-                                                              errp);
+    switch (kind) {
+    case QCRYPTO_TLS_CREDS_X509:
+        ret = tls_creds_load_x509(creds, dir, errp);
+        break;
+    case QCRYPTO_TLS_CREDS_PSK:
+        ret = tls_creds_load_psk(creds, dir, errp);
+        break;
+    default:
+        ret = tls_creds_load_anon(creds, dir, errp);
+        break;
+    }
     if (ret < 0) {
         tls_creds_destroy(creds);
         return NULL;
@@ -282,12 +376,19 @@ static void *tls_creds_psk_create(const char *id, JsonObject *props,
     return tls_creds_create(id, props, QCRYPTO_TLS_CREDS_PSK, errp);
 }
 
+static void *tls_creds_anon_create(const char *id, JsonObject *props,
+                                   Error **errp)
+{
+    return tls_creds_create(id, props, QCRYPTO_TLS_CREDS_ANON, errp);
+}
+
 QCryptoTLSCreds *qcrypto_tls_creds_get(const char *id,
                                        QCryptoTLSCredsEndpoint endpoint,
                                        Error **errp)
 {
     UserObject *obj = user_object_find(id, TLS_CREDS_X509_TYPE) ?:
-                      user_object_find(id, TLS_CREDS_PSK_TYPE);
+                      user_object_find(id, TLS_CREDS_PSK_TYPE) ?:
+                      user_object_find(id, TLS_CREDS_ANON_TYPE);
     QCryptoTLSCreds *creds;
 
     if (!obj) {
@@ -332,3 +433,10 @@ static const UserObjectType tls_creds_psk_type = {
     .destroy = tls_creds_destroy,
 };
 user_object_type_init(tls_creds_psk_type)
+
+static const UserObjectType tls_creds_anon_type = {
+    .name = TLS_CREDS_ANON_TYPE,
+    .create = tls_creds_anon_create,
+    .destroy = tls_creds_destroy,
+};
+user_object_type_init(tls_creds_anon_type)

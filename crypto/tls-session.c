@@ -5,7 +5,8 @@
  * scripts and iotest 233 compare them: x509 credentials with verify-peer
  * check the chain against the CA, each certificate's dates, and on the
  * client end the server's name against @hostname; PSK needs no check
- * beyond the handshake itself (a wrong key fails it).
+ * beyond the handshake itself (a wrong key fails it), and anonymous
+ * credentials have nothing to check (verify-peer is a no-op, as QEMU's).
  */
 #include "util/osdep.h"
 
@@ -24,9 +25,14 @@ struct QCryptoTLSSession {
     bool handshake_done;
 };
 
-/* QEMU's priorities: GnuTLS's defaults, and the PSK key exchanges. */
+/*
+ * QEMU's priorities: GnuTLS's defaults, and the PSK key exchanges, or
+ * anonymous Diffie-Hellman (a qemu-nbd anon server refuses a client that
+ * offers only ANON-ECDH: it adds ANON-DH alone).
+ */
 #define TLS_PRIORITY_DEFAULT    "NORMAL"
 #define TLS_PRIORITY_PSK_EXTRA  ":+ECDHE-PSK:+DHE-PSK:+PSK"
+#define TLS_PRIORITY_ANON_EXTRA ":+ANON-DH"
 
 /*
  * GnuTLS's own push is a plain send(): a peer that has gone (an NBD
@@ -61,7 +67,9 @@ QCryptoTLSSession *qcrypto_tls_session_new(QCryptoTLSCreds *creds,
     }
     prio = g_strconcat(creds->priority ?: TLS_PRIORITY_DEFAULT,
                        creds->kind == QCRYPTO_TLS_CREDS_PSK ?
-                       TLS_PRIORITY_PSK_EXTRA : "", NULL);
+                       TLS_PRIORITY_PSK_EXTRA :
+                       creds->kind == QCRYPTO_TLS_CREDS_ANON ?
+                       TLS_PRIORITY_ANON_EXTRA : "", NULL);
     ret = gnutls_priority_set_direct(sess->s, prio, &err_pos);
     if (ret < 0) {
         error_setg(errp, "Unable to set TLS session priority %s: %s", prio,
@@ -75,6 +83,10 @@ QCryptoTLSSession *qcrypto_tls_session_new(QCryptoTLSCreds *creds,
             gnutls_certificate_server_set_request(sess->s,
                                                   GNUTLS_CERT_REQUEST);
         }
+    } else if (creds->kind == QCRYPTO_TLS_CREDS_ANON) {
+        ret = gnutls_credentials_set(sess->s, GNUTLS_CRD_ANON,
+                                     server ? (void *)creds->anon_server
+                                            : (void *)creds->anon_client);
     } else {
         ret = gnutls_credentials_set(sess->s, GNUTLS_CRD_PSK,
                                      server ? (void *)creds->psk_server
@@ -198,6 +210,9 @@ static int tls_session_check_peer(QCryptoTLSSession *sess, Error **errp)
     unsigned int status, n;
     int ret;
 
+    if (sess->creds->kind == QCRYPTO_TLS_CREDS_ANON) {
+        return 0;   /* QEMU's: no identity, so no authz check either */
+    }
     if (sess->creds->kind == QCRYPTO_TLS_CREDS_PSK) {
         const char *user = gnutls_psk_server_get_username(sess->s);
 

@@ -33,7 +33,8 @@ in QEMU's names:
    "returns": "TypeName" or ["TypeName"]}     # for the reference only
   {"event": "SHUTDOWN", "doc": "...", "data": [members...]}
 
-A member type is a builtin (str, int, uint16, uint32, uint64, size, bool,
+A member type is a builtin (str, int, int32, uint16, uint32, uint64, size,
+bool,
 number, any), a declared name, or a one-element list of either for a JSON
 array.  "open": true lets a struct carry members it does not declare (the
 driver options of blockdev-add, which the block layer checks).  The C
@@ -174,6 +175,7 @@ def gen_doc(groups):
 BUILTINS = {
     'str': ('QAPI_KIND_STR', None, None, None),
     'int': ('QAPI_KIND_INT', 'INT64_MIN', 'INT64_MAX', 'int64_t'),
+    'int32': ('QAPI_KIND_INT', 'INT32_MIN', 'INT32_MAX', 'int32_t'),
     'uint16': ('QAPI_KIND_INT', '0', 'UINT16_MAX', 'uint16_t'),
     'uint32': ('QAPI_KIND_INT', '0', 'UINT32_MAX', 'uint32_t'),
     'uint64': ('QAPI_KIND_INT', '0', 'INT64_MAX', 'uint64_t'),

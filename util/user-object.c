@@ -26,10 +26,8 @@ static GPtrArray *user_objects;
  * than "no such thing" to someone who copied a QEMU command line.
  */
 static const char *const user_object_qemu_types[] = {
-    "authz-list-file", "authz-pam",
-    "pr-manager-helper", "secret_keyring",
-    "thread-context", "tls-cipher-suites",
-    "tls-creds-anon", NULL,
+    "authz-pam", "pr-manager-helper",
+    "thread-context", "tls-cipher-suites", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */
@@ -97,7 +95,8 @@ static const char *user_object_kind_name(const QapiType *type)
     case QAPI_KIND_BOOL:
         return "bool";
     case QAPI_KIND_INT:
-        return "int";
+        /* QEMU's help shows an int32 property's C type (serial) */
+        return !strcmp(type->name, "int32") ? "int32_t" : "int";
     case QAPI_KIND_SIZE:
         return "size";
     case QAPI_KIND_NUMBER:
@@ -381,6 +380,8 @@ static const char *user_object_qom_type(const QapiType *type)
     case QAPI_KIND_STR:
         return "string";
     case QAPI_KIND_INT:
+        /* QEMU names an int32 property by its C type here too */
+        return !strcmp(type->name, "int32") ? "int32_t" : "int";
     case QAPI_KIND_SIZE:
         return "int";
     case QAPI_KIND_BOOL:
@@ -437,11 +438,14 @@ JsonNode *user_object_list_properties(const char *path, Error **errp)
  */
 static const char *const user_object_parents[][2] = {
     { "authz-list", "authz" },
+    { "authz-list-file", "authz" },
     { "authz-simple", "authz" },
     { "iothread", "event-loop-base" },
     { "main-loop", "event-loop-base" },
     { "secret", "secret_common" },
+    { "secret_keyring", "secret_common" },
     { "throttle-group", "object" },
+    { "tls-creds-anon", "tls-creds" },
     { "tls-creds-psk", "tls-creds" },
     { "tls-creds-x509", "tls-creds" },
 };

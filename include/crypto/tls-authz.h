@@ -1,7 +1,8 @@
 /*
  * Authorization of a TLS peer: the authz-simple (--object
- * authz-simple,id=ID,identity=NAME) and authz-list (rules matched in
- * order, crypto/authz-list.c) object types, looked up by id when a client
+ * authz-simple,id=ID,identity=NAME), authz-list (rules matched in
+ * order, crypto/authz-list.c) and authz-list-file (the same rules from a
+ * file, crypto/authz-list-file.c) object types, looked up by id when a client
  * finishes its handshake, as QEMU's servers do (--tls-authz ID).
  */
 #ifndef QBLOCK_CRYPTO_TLS_AUTHZ_H
@@ -9,6 +10,7 @@
 
 #include "util/osdep.h"
 #include "util/error.h"
+#include "util/json.h"
 
 /*
  * Whether the authorization object @authz_id lets @identity in: false
@@ -25,5 +27,12 @@ bool qauthz_is_allowed_by_id(const char *authz_id, const char *identity,
 typedef struct QAuthZ {
     bool (*is_allowed)(struct QAuthZ *authz, const char *identity);
 } QAuthZ;
+
+/*
+ * An authz-list's verdicts from its properties (policy, rules), which
+ * have passed the schema's check (qapi_type_AuthZListProperties).
+ */
+QAuthZ *qauthz_list_new(JsonObject *props);
+void qauthz_list_free(QAuthZ *authz);
 
 #endif

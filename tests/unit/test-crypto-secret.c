@@ -1,12 +1,15 @@
 /*
- * User-creatable objects (util/user-object.c) and the secret type
- * (crypto/secret.c): creation from --object and object-add, lookups,
- * encrypted secrets, the messages QEMU 7.2's qemu-img prints for bad
- * input, and deletion refused while an object is in use.
+ * User-creatable objects (util/user-object.c) and the secret types
+ * (crypto/secret.c, crypto/secret-keyring.c): creation from --object and
+ * object-add, lookups, encrypted secrets, the messages QEMU 7.2's
+ * qemu-img prints for bad input, and deletion refused while an object is
+ * in use.
  */
 #include "util/osdep.h"
 
 #include <gcrypt.h>
+#include <linux/keyctl.h>
+#include <sys/syscall.h>
 
 #include "crypto/init.h"
 #include "crypto/secret.h"
@@ -166,6 +169,57 @@ static void test_secret_errors(void)
     g_assert_null(user_object_find("s", "secret"));
 }
 
+/* A "user" key of @len bytes in the user keyring: its serial, or -errno. */
+static long add_user_key(const char *name, const void *data, size_t len)
+{
+    long serial = syscall(SYS_add_key, "user", name, data, len,
+                          KEY_SPEC_USER_KEYRING);
+
+    return serial < 0 ? -errno : serial;
+}
+
+static void test_secret_keyring(void)
+{
+    g_autofree char *name = g_strdup_printf("qblock-unit-%d", getpid());
+    g_autofree char *arg = NULL;
+    long serial = add_user_key(name, "key\0pass", 8);
+
+    if (serial < 0) {
+        g_test_skip_printf("the kernel refuses add_key(2) here: %s",
+                           strerror(-serial));
+        return;
+    }
+    /* the payload as it is, NUL included; and where lookups find it */
+    arg = g_strdup_printf("secret_keyring,id=k0,serial=%ld", serial);
+    add_ok(arg);
+    assert_secret("k0", "key\0pass", 8);
+    g_free(arg);
+    arg = g_strdup_printf("secret_keyring,id=k1,serial=%ld,format=base64",
+                          serial);
+    add_fails(arg, "Base64 data contains embedded NUL characters");
+    g_free(arg);
+    arg = g_strdup_printf("secret_keyring,id=k1,serial=%ld,keyid=none",
+                          serial);
+    add_fails(arg, "No secret with id 'none'");
+    syscall(SYS_keyctl, KEYCTL_UNLINK, serial, KEY_SPEC_USER_KEYRING);
+
+    /* QEMU's messages; 12345 is all but certain not to be a key */
+    add_fails("secret_keyring,id=k1,serial=12345",
+              "Unable to read serial key 00003039: Required key not "
+              "available");
+    add_fails("secret_keyring,id=k1,serial=-1",
+              "Unable to read serial key ffffffff: Required key not "
+              "available");
+    add_fails("secret_keyring,id=k1,serial=0",
+              "'serial' should not be equal to 0");
+    add_fails("secret_keyring,id=k1,serial=2147483648",
+              "Parameter 'serial' expects int32_t");
+    add_fails("secret_keyring,id=k1", "Parameter 'serial' is missing");
+    add_fails("secret_keyring,id=k1,serial=1,data=x",
+              "Parameter 'data' is unexpected");
+    g_assert_true(user_object_del("k0", &error_abort));
+}
+
 static void test_lookup(void)
 {
     Error *err = NULL;
@@ -225,6 +279,7 @@ int main(int argc, char **argv)
     g_test_add_func("/secret/file", test_secret_file);
     g_test_add_func("/secret/encrypted", test_secret_encrypted);
     g_test_add_func("/secret/errors", test_secret_errors);
+    g_test_add_func("/secret/keyring", test_secret_keyring);
     g_test_add_func("/secret/lookup", test_lookup);
     g_test_add_func("/user-object/registry", test_registry);
     return g_test_run();
