@@ -297,7 +297,7 @@ static int vvfat_open(BlockDriverState *bs, QDict *options, int flags,
     s->dir = vvfat_strip_dir(dir);
     ret = vvfat_build_tree(s, dir, errp);
     if (ret < 0) {
-        vvfat_free_tree(s);
+        vvfat_close(bs);
         return ret;
     }
     if (!s->geo.floppy) {
