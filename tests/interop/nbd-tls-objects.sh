@@ -120,24 +120,7 @@ x509() {    # x509 DIR ENDPOINT [MORE]
 }
 
 # qmp SOCKET CMD...: each command's reply on a line of its own
-qmp() {
-    $py - "$@" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-f = s.makefile('rw')
-f.readline()
-for cmd in ['{"execute": "qmp_capabilities"}'] + sys.argv[2:]:
-    f.write(cmd + '\n')
-    f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if 'event' not in r:
-            break
-    print(json.dumps(r))
-EOF
-}
+qmp() { $py "$here/qmp-each.py" "$@"; }
 
 qemu-img create -q -f raw src.raw 4M
 qemu-io -f raw -c 'write -P 1 0 1M' src.raw >/dev/null

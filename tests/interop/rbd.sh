@@ -483,22 +483,7 @@ check "iothread: QEMU's driver reads it back" \
     quiet timeout 60 qemu-img compare -f raw -F raw threaded.raw "$(img threaded)"
 # qmp_io CMD...: runs each QMP command on the daemon, prints each reply
 qmp_io() {
-    python3 - "$work/qmp-io.sock" "$@" <<'EOF'
-import json, socket, sys
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-f = s.makefile('rw')
-f.readline()
-for cmd in ['{"execute": "qmp_capabilities"}'] + sys.argv[2:]:
-    f.write(cmd + '\n')
-    f.flush()
-    while True:
-        r = json.loads(f.readline())
-        if 'event' not in r:
-            break
-    print(json.dumps(r))
-EOF
+    python3 "$src/tests/interop/qmp-each.py" "$work/qmp-io.sock" "$@"
 }
 qmp_io '{"execute": "block-export-del", "arguments": {"id": "e1"}}' \
     '{"execute": "object-del", "arguments": {"id": "io0"}}' \
