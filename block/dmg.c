@@ -3,9 +3,10 @@
  * QEMU 7.2 reads them: to convert them or to use them as a read-only disk.
  *
  * The last 512 bytes of the file are the "koly" trailer (big-endian):
- * where the data fork starts, where the XML property list lies, and the
- * disk's size in sectors.  The
- * list's "blkx" array holds one base64 "mish" block per partition: its
+ * where the data fork starts, where the XML property list or the resource
+ * fork lies, and the disk's size in sectors.  The list's "blkx" array, or
+ * the fork's "blkx" resources (images older than Mac OS X 10.2 have only
+ * the fork), hold one "mish" block per partition: its
  * first sector, then chunks of sectors each stored one way: zeroes (types
  * 0 and 2), raw bytes (1), zlib (0x80000005) or bzip2 (0x80000006)
  * streams; LZFSE (0x80000007) is refused, as qblock links no LZFSE
@@ -46,8 +47,10 @@
 /* QEMU's bounds: 64 MiB a chunk, stored or inflated */
 #define DMG_MAX_CHUNK_SECTORS   ((64u << 20) / DMG_SECTOR)
 #define DMG_MAX_STREAM          (64u << 20)
-/* what a property list may take before qblock refuses to read it */
-#define DMG_MAX_PLIST           (64u << 20)
+/* what a property list or a fork's data may take: qblock refuses more */
+#define DMG_MAX_TABLES          (64u << 20)
+/* a resource fork's header: data offset, map offset, data and map lengths */
+#define DMG_RSRC_HEADER         16
 
 typedef struct DmgChunk {
     uint32_t type;
@@ -297,10 +300,11 @@ static void dmg_close(BlockDriverState *bs)
 /*
  * Finds the trailer: lengths are whole sectors here (as in QEMU) and a
  * file need not be, so it is the last "koly" of the last two sectors
- * (what lies past the end of the file reads as zeroes).
+ * (what lies past the end of the file reads as zeroes).  Returns its file
+ * offset.
  */
-static int dmg_find_trailer(BlockDriverState *bs, int64_t file_len,
-                            uint8_t *koly, Error **errp)
+static int64_t dmg_find_trailer(BlockDriverState *bs, int64_t file_len,
+                                uint8_t *koly, Error **errp)
 {
     uint8_t tail[2 * DMG_TRAILER_SIZE];
     int64_t start = MAX(file_len - (int64_t)sizeof(tail), 0);
@@ -315,21 +319,125 @@ static int dmg_find_trailer(BlockDriverState *bs, int64_t file_len,
     for (int64_t at = len - DMG_TRAILER_SIZE; at >= 0; at--) {
         if (dmg_be32(tail + at) == DMG_KOLY_MAGIC) {
             memcpy(koly, tail + at, DMG_TRAILER_SIZE);
-            return 0;
+            return start + at;
         }
     }
     error_setg(errp, "Image not in dmg format (no koly trailer)");
     return -EINVAL;
 }
 
-/* Reads the trailer and the property list it names. */
+/* The XML property list of @len bytes at file offset @at. */
+static int dmg_load_plist(BlockDriverState *bs, uint64_t at, uint64_t len,
+                          uint64_t fork, uint64_t file_len, Error **errp)
+{
+    g_autofree char *xml = NULL;
+    int ret;
+
+    if (len > DMG_MAX_TABLES || at > file_len || len > file_len - at) {
+        error_setg(errp, "The property list (%" PRIu64 " bytes at offset %"
+                   PRIu64 ") lies past the end of the file or is larger "
+                   "than %u MiB", len, at, DMG_MAX_TABLES >> 20);
+        return -EINVAL;
+    }
+    xml = g_malloc(len + 1);
+    ret = bdrv_pread(bs->file, at, len, xml, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the property list");
+        return ret;
+    }
+    xml[len] = '\0';
+    return dmg_read_plist(bs->opaque, xml, fork, file_len, errp);
+}
+
+/*
+ * The resource fork of @len bytes at file offset @at, a classic Resource
+ * Manager file: a header (the offsets and lengths, from the fork's start,
+ * of the resource data and of the map), the data (each resource a 4-byte
+ * length and its bytes, end to end), and the map (types, ids, names, and
+ * each resource's offset in the data).  As QEMU 7.2 does, the data is
+ * walked from resource to resource and the map is not read: every
+ * resource that is a mish block counts, whatever its type or id (in the
+ * images hdiutil writes, only the "blkx" ones are), and the others are
+ * skipped as the property list's other <data> are.  Also as in QEMU, a
+ * resource with no bytes or one that runs past the data fails the open.
+ */
+static int dmg_load_rsrc(BlockDriverState *bs, uint64_t at, uint64_t len,
+                         uint64_t fork, uint64_t file_len, Error **errp)
+{
+    uint8_t head[DMG_RSRC_HEADER];
+    g_autofree uint8_t *data = NULL;
+    uint64_t data_at, data_len;
+    int ret;
+
+    if (len < DMG_RSRC_HEADER) {
+        error_setg(errp, "The resource fork (%" PRIu64 " bytes) is shorter "
+                   "than its %u-byte header", len, DMG_RSRC_HEADER);
+        return -EINVAL;
+    }
+    ret = bdrv_pread(bs->file, at, sizeof(head), head, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the resource fork");
+        return ret;
+    }
+    data_at = dmg_be32(head);
+    data_len = dmg_be32(head + 8);
+    if (data_at > len || data_len > len - data_at) {
+        error_setg(errp, "The resource fork's data (%" PRIu64 " bytes at "
+                   "offset %" PRIu64 ") lies past the end of the fork (%"
+                   PRIu64 " bytes)", data_len, data_at, len);
+        return -EINVAL;
+    }
+    if (data_len > DMG_MAX_TABLES) {
+        error_setg(errp, "The resource fork's data (%" PRIu64 " bytes) is "
+                   "larger than %u MiB", data_len, DMG_MAX_TABLES >> 20);
+        return -EINVAL;
+    }
+    data = g_malloc(MAX(data_len, 1));
+    ret = bdrv_pread(bs->file, at + data_at, data_len, data, 0);
+    if (ret < 0) {
+        error_setg_errno(errp, -ret, "Could not read the resource fork");
+        return ret;
+    }
+    /* each step passes at least 5 bytes: the walk ends */
+    for (uint64_t pos = 0, i = 0; pos < data_len; i++) {
+        uint32_t n;
+
+        if (data_len - pos < 4) {
+            error_setg(errp, "Resource %" PRIu64 " of the resource fork has "
+                       "no room for its length (%" PRIu64 " bytes left of "
+                       "the data)", i, data_len - pos);
+            return -EINVAL;
+        }
+        n = dmg_be32(data + pos);
+        pos += 4;
+        if (n == 0 || n > data_len - pos) {
+            error_setg(errp, "Resource %" PRIu64 " of the resource fork (%"
+                       PRIu32 " bytes at offset %" PRIu64 " of the data) is "
+                       "empty or runs past the end of the data (%" PRIu64
+                       " bytes)", i, n, pos, data_len);
+            return -EINVAL;
+        }
+        ret = dmg_read_mish(bs->opaque, data + pos, n, fork, file_len, errp);
+        if (ret < 0) {
+            return ret;
+        }
+        pos += n;
+    }
+    return 0;
+}
+
+/*
+ * Reads the trailer and the tables it names: the resource fork if it has
+ * one, else the property list (QEMU's choice: a fork wins, even an empty
+ * one).
+ */
 static int dmg_read_tables(BlockDriverState *bs, Error **errp)
 {
     BDRVDmgState *s = bs->opaque;
     int64_t file_len = bdrv_getlength(bs->file->bs);
     uint8_t koly[DMG_TRAILER_SIZE];
-    g_autofree char *xml = NULL;
-    uint64_t fork, plist, plist_len, sectors;
+    uint64_t fork, rsrc, rsrc_len, plist, plist_len, sectors;
+    int64_t koly_at;
     int ret;
 
     if (file_len < 0) {
@@ -340,11 +448,13 @@ static int dmg_read_tables(BlockDriverState *bs, Error **errp)
         error_setg(errp, "The file is too short for a dmg trailer");
         return -EINVAL;
     }
-    ret = dmg_find_trailer(bs, file_len, koly, errp);
-    if (ret < 0) {
-        return ret;
+    koly_at = dmg_find_trailer(bs, file_len, koly, errp);
+    if (koly_at < 0) {
+        return koly_at;
     }
     fork = dmg_be64(koly + 0x18);
+    rsrc = dmg_be64(koly + 0x28);
+    rsrc_len = dmg_be64(koly + 0x30);
     plist = dmg_be64(koly + 0xd8);
     plist_len = dmg_be64(koly + 0xe0);
     sectors = dmg_be64(koly + 0x1ec);
@@ -353,27 +463,23 @@ static int dmg_read_tables(BlockDriverState *bs, Error **errp)
                    "too large", sectors);
         return -EFBIG;
     }
-    if (plist_len == 0) {
-        error_setg(errp, "The dmg image has no property list (an image "
-                   "with only a resource fork is not supported)");
-        return -ENOTSUP;
-    }
-    if (plist_len > DMG_MAX_PLIST || plist > (uint64_t)file_len ||
-        plist_len > (uint64_t)file_len - plist) {
-        error_setg(errp, "The property list (%" PRIu64 " bytes at offset %"
-                   PRIu64 ") lies past the end of the file or is larger "
-                   "than %u MiB", plist_len, plist, DMG_MAX_PLIST >> 20);
-        return -EINVAL;
-    }
-    xml = g_malloc(plist_len + 1);
-    ret = bdrv_pread(bs->file, plist, plist_len, xml, 0);
-    if (ret < 0) {
-        error_setg_errno(errp, -ret, "Could not read the property list");
-        return ret;
-    }
-    xml[plist_len] = '\0';
     s->chunks = g_array_new(false, false, sizeof(DmgChunk));
-    ret = dmg_read_plist(s, xml, fork, file_len, errp);
+    if (rsrc_len) {
+        /* QEMU too refuses a fork that runs into the trailer */
+        if (rsrc > (uint64_t)koly_at || rsrc_len > koly_at - rsrc) {
+            error_setg(errp, "The resource fork (%" PRIu64 " bytes at offset "
+                       "%" PRIu64 ") runs past the trailer at offset %" PRId64,
+                       rsrc_len, rsrc, koly_at);
+            return -EINVAL;
+        }
+        ret = dmg_load_rsrc(bs, rsrc, rsrc_len, fork, file_len, errp);
+    } else if (plist_len) {
+        ret = dmg_load_plist(bs, plist, plist_len, fork, file_len, errp);
+    } else {
+        error_setg(errp, "The dmg image has neither a property list nor a "
+                   "resource fork");
+        ret = -EINVAL;
+    }
     return ret < 0 ? ret : dmg_order_chunks(s, sectors, errp);
 }
 

@@ -10,9 +10,14 @@
 # in qemu-io.  bzip2 chunks (which Debian's QEMU reads only with a module
 # qemu-block-extra does not ship) are compared with the disk the generator
 # wrote.  A read-write open, create and check are refused as by QEMU.
-# Hostile tables (LZFSE, an unknown type, overlapping chunks, a chunk past
-# the end of the file or longer than 64 MiB, no trailer, a property list
-# past the file) are refused at open with a message that names them.
+# The same with the tables in a resource fork instead of the property
+# list (images before Mac OS X 10.2) or in both: the fork wins and its map
+# is not read, as in QEMU.  Hostile tables (LZFSE, an unknown type,
+# overlapping chunks, a chunk past the end of the file or longer than 64
+# MiB, no trailer, a property list past the file) and hostile forks (past
+# the trailer, data past the fork, a resource past the data or empty, a
+# mish block that cannot hold its count) are refused at open with a
+# message that names them, and the forks QEMU refuses too.
 # Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed, N
 # skipped"; exits 77 without qemu-img.
 set -u
@@ -62,6 +67,64 @@ for spec in "zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
     check "convert: $spec: qemu-img's bytes" cmp -s q.raw b.raw
     check "convert: $spec: the generator's disk" cmp -s b.raw t.raw
 done
+# the tables in a resource fork, alone or beside the property list
+for spec in "rsrc zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
+            "rsrc raw:1" "rsrc zlib:300 zlib:1 zero:2000" \
+            "both zlib:8 zero:4 raw:3 zlib:2"; do
+    rm -f t.dmg
+    # shellcheck disable=SC2086 # the words are the generator's chunks
+    make_dmg --tables=${spec%% *} t.dmg t.raw ${spec#* }
+    same "info: $spec" sh -c "$Q_IMG info t.dmg 2>&1 | grep -v '^qemu: module'" -- \
+        "$QB_IMG" info t.dmg
+    same "map: $spec" \
+        sh -c "$Q_IMG map --output=json -f dmg t.dmg 2>&1 | grep -v '^qemu: module'" -- \
+        "$QB_IMG" map --output=json -f dmg t.dmg
+    qemu_quiet "$Q_IMG" convert -f dmg -O raw t.dmg q.raw >/dev/null
+    "$QB_IMG" convert -f dmg -O raw t.dmg b.raw
+    check "convert: $spec: qemu-img's bytes" cmp -s q.raw b.raw
+    check "convert: $spec: the generator's disk" cmp -s b.raw t.raw
+    same_io "reads: $spec" t.dmg -c 'read -v 3k 3k' -c 'read -v 7k 2k'
+done
+make_dmg --tables=rsrc t.dmg t.raw zlib:8 bzip2:5 raw:3
+check "bzip2 chunks in a fork: the generator's disk" \
+    quiet "$QB_IMG" compare -f dmg -F raw t.dmg t.raw
+
+# poke BASE OFFSET FORMAT VALUE: a field of t.dmg rewritten in place, at
+# OFFSET from BASE: koly (the trailer), fork (the resource fork's start),
+# data (the fork's resource data) or plist (the property list's start)
+poke() {
+    python3 - t.dmg "$@" <<'PY'
+import struct, sys
+path, base, fmt = sys.argv[1], sys.argv[2], '>' + sys.argv[4]
+off, value = int(sys.argv[3], 0), int(sys.argv[5], 0)
+d = bytearray(open(path, 'rb').read())
+koly = len(d) - 512
+fork = struct.unpack_from('>Q', d, koly + 0x28)[0]
+at = {'koly': koly, 'fork': fork, 'plist': struct.unpack_from('>Q', d, koly + 0xd8)[0],
+      'data': fork + struct.unpack_from('>I', d, fork)[0]}[base]
+struct.pack_into(fmt, d, at + off, value)
+open(path, 'wb').write(bytes(d))
+PY
+}
+# the fork wins: a property list QEMU would refuse (its blkx key renamed)
+# is not read when a fork is there, as in QEMU
+make_dmg --tables=both t.dmg t.raw zlib:8 raw:3 zlib:2
+python3 - <<'PY'
+d = open('t.dmg', 'rb').read()
+open('t.dmg', 'wb').write(d.replace(b'<key>blkx</key>', b'<key>blkz</key>'))
+PY
+same_io "a fork wins over the property list" t.dmg -c 'read -v 0 6k'
+# the map is not read (nor are types and ids), as in QEMU
+make_dmg --tables=rsrc t.dmg t.raw zlib:8 raw:3 zlib:2
+poke fork 4 I 0xfffffff0
+poke fork 12 I 0xfffffff0
+same_io "a fork's map is not read" t.dmg -c 'read -v 0 6k'
+# a fork of no mish block: no chunk, every read fails (QEMU's crashes)
+make_dmg --tables=rsrc t.dmg t.raw zlib:8
+poke data 4 I 0x6d697369
+"$QB_IO" -r -f dmg -c 'read 0 512' t.dmg > out.txt 2>&1
+check "a fork of no mish block: reads fail" grep -q 'lies in no chunk' out.txt
+
 make_dmg t.dmg t.raw zlib:8 zero:4 raw:3 zlib:2
 same_io "reads across chunks" t.dmg -c 'read -v 3k 3k' -c 'read -v 7k 2k'
 same_io "a pattern read of a zero chunk" t.dmg -c 'read -P 0 4k 2k'
@@ -163,6 +226,76 @@ struct.pack_into('>Q', d, len(d) - 512 + 0xd8, 1 << 40)
 open('t.dmg', 'wb').write(d)
 PY
 refused "a property list past the file" "lies past the end of the file" \
+    "$QB_IO" -r -f dmg -c 'read 0 512' t.dmg
+
+# ---- hostile forks ----
+# both_refused NAME WANT: qemu-io refuses to open t.dmg (without a
+# crash), and qblock-io too, with a message holding WANT
+both_refused() {
+    local out rc
+    out=$("$Q_IO" -r -f dmg -c 'read 0 512' t.dmg 2>&1)
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$rc" -lt 128 ] &&
+        grep -q "can't open device" <<<"$out"; then
+        ok "$1: qemu-io refuses it"
+    else
+        fail "$1: qemu-io refuses it" "rc $rc: $out"
+    fi
+    refused "$1" "$2" "$QB_IO" -r -f dmg -c 'read 0 512' t.dmg
+}
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke koly 0x30 Q 0x10000000000
+both_refused "a fork past the end of the file" "runs past the trailer"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke koly 0x30 Q 0x10000
+both_refused "a fork that runs into the trailer" "runs past the trailer"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke koly 0x30 Q 8
+both_refused "a fork shorter than its header" "shorter than its 16-byte header"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke fork 0 I 0x7fffffff
+both_refused "a fork's data offset out of the fork" "lies past the end of the fork"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke fork 8 I 0x7fffffff
+both_refused "a fork's data length out of the fork" "lies past the end of the fork"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke data 0 I 0x7fffffff
+both_refused "a resource past the fork's data" "runs past the end of the data"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke data 0 I 0
+both_refused "an empty resource" "is empty"
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+python3 - <<'PY'
+import struct
+d = bytearray(open('t.dmg', 'rb').read())
+fork = struct.unpack_from('>Q', d, len(d) - 512 + 0x28)[0]
+# the data two bytes longer: the last "resource" has no room for a length
+struct.pack_into('>I', d, fork + 8, struct.unpack_from('>I', d, fork + 8)[0] + 2)
+open('t.dmg', 'wb').write(bytes(d))
+PY
+both_refused "a resource with no room for its length" "no room for its length"
+make_dmg t.dmg t.raw zlib:2
+poke koly 0xe0 Q 0
+both_refused "neither a property list nor a fork" \
+    "neither a property list nor a resource fork"
+# QEMU reads these; qblock refuses them
+make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+poke data 204 I 0x10000000
+refused "a fork's mish block that cannot hold its chunk count" \
+    "cannot hold its 268435456 chunks" "$QB_IO" -r -f dmg -c 'read 0 512' t.dmg
+# fork data of 65 MiB (a sparse resource that is no mish block)
+python3 - <<'PY'
+import struct
+big = 65 << 20
+fork = struct.pack('>IIII', 16, 16 + 4 + big, 4 + big, 0) + struct.pack('>I', big)
+with open('t.dmg', 'wb') as f:
+    f.write(fork)
+    f.seek(16 + 4 + big)
+    koly = struct.pack('>IIII', 0x6b6f6c79, 4, 512, 1) + bytes(24)
+    koly += struct.pack('>QQ', 0, 16 + 4 + big)
+    f.write(koly.ljust(512, b'\0'))
+PY
+refused "a fork's data of more than 64 MiB" "is larger than 64 MiB" \
     "$QB_IO" -r -f dmg -c 'read 0 512' t.dmg
 
 summary
