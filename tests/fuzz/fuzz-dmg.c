@@ -4,7 +4,8 @@
  * open (read-only: the driver never writes), reads at the start, at an
  * offset the input chooses and at the end of the disk, close.  What is
  * fuzzed is block/dmg.c's trailer search, its property list and base64
- * mish blocks, the chunk table's checks (its invariant 1: sorted, no
+ * mish blocks, its resource fork's walk (header, data area, resource
+ * lengths), the chunk table's checks (its invariant 1: sorted, no
  * overlap, every stored chunk bounded and inside the file) and the
  * inflating of zlib and bzip2 chunks the file may garble.
  *
