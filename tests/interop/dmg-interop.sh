@@ -51,24 +51,12 @@ same_io() {
 }
 
 # ---- reading, against qemu-img ----
-for spec in "zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
-            "raw:1" "zlib:300 zlib:1 zero:2000 raw:17" "ignore:5 zlib:64"; do
-    make_dmg t.dmg t.raw $spec
-    same "info: $spec" sh -c "$Q_IMG info t.dmg 2>&1 | grep -v '^qemu: module'" -- \
-        "$QB_IMG" info t.dmg
-    same "info --output=json: $spec" \
-        sh -c "$Q_IMG info --output=json t.dmg 2>&1 | grep -v '^qemu: module'" -- \
-        "$QB_IMG" info --output=json t.dmg
-    same "map: $spec" \
-        sh -c "$Q_IMG map --output=json -f dmg t.dmg 2>&1 | grep -v '^qemu: module'" -- \
-        "$QB_IMG" map --output=json -f dmg t.dmg
-    qemu_quiet "$Q_IMG" convert -f dmg -O raw t.dmg q.raw >/dev/null
-    "$QB_IMG" convert -f dmg -O raw t.dmg b.raw
-    check "convert: $spec: qemu-img's bytes" cmp -s q.raw b.raw
-    check "convert: $spec: the generator's disk" cmp -s b.raw t.raw
-done
-# the tables in a resource fork, alone or beside the property list
-for spec in "rsrc zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
+# each: where the tables are (the property list, a resource fork or
+# both), then the chunks
+for spec in "plist zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
+            "plist raw:1" "plist zlib:300 zlib:1 zero:2000 raw:17" \
+            "plist ignore:5 zlib:64" \
+            "rsrc zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
             "rsrc raw:1" "rsrc zlib:300 zlib:1 zero:2000" \
             "both zlib:8 zero:4 raw:3 zlib:2"; do
     rm -f t.dmg
@@ -76,6 +64,9 @@ for spec in "rsrc zlib:8 zero:4 raw:3 zlib:2 comment ignore:2" \
     make_dmg --tables=${spec%% *} t.dmg t.raw ${spec#* }
     same "info: $spec" sh -c "$Q_IMG info t.dmg 2>&1 | grep -v '^qemu: module'" -- \
         "$QB_IMG" info t.dmg
+    same "info --output=json: $spec" \
+        sh -c "$Q_IMG info --output=json t.dmg 2>&1 | grep -v '^qemu: module'" -- \
+        "$QB_IMG" info --output=json t.dmg
     same "map: $spec" \
         sh -c "$Q_IMG map --output=json -f dmg t.dmg 2>&1 | grep -v '^qemu: module'" -- \
         "$QB_IMG" map --output=json -f dmg t.dmg
@@ -243,27 +234,26 @@ both_refused() {
     fi
     refused "$1" "$2" "$QB_IO" -r -f dmg -c 'read 0 512' t.dmg
 }
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke koly 0x30 Q 0x10000000000
-both_refused "a fork past the end of the file" "runs past the trailer"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke koly 0x30 Q 0x10000
-both_refused "a fork that runs into the trailer" "runs past the trailer"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke koly 0x30 Q 8
-both_refused "a fork shorter than its header" "shorter than its 16-byte header"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke fork 0 I 0x7fffffff
-both_refused "a fork's data offset out of the fork" "lies past the end of the fork"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke fork 8 I 0x7fffffff
-both_refused "a fork's data length out of the fork" "lies past the end of the fork"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke data 0 I 0x7fffffff
-both_refused "a resource past the fork's data" "runs past the end of the data"
-make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
-poke data 0 I 0
-both_refused "an empty resource" "is empty"
+# fork_case NAME WANT BASE OFFSET FORMAT VALUE: a fork-only image with one
+# field poked (see poke), refused by both
+fork_case() {
+    make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
+    poke "$3" "$4" "$5" "$6"
+    both_refused "$1" "$2"
+}
+fork_case "a fork past the end of the file" "runs past the trailer" \
+    koly 0x30 Q 0x10000000000
+fork_case "a fork that runs into the trailer" "runs past the trailer" \
+    koly 0x30 Q 0x10000
+fork_case "a fork shorter than its header" "shorter than its 16-byte header" \
+    koly 0x30 Q 8
+fork_case "a fork's data offset out of the fork" \
+    "lies past the end of the fork" fork 0 I 0x7fffffff
+fork_case "a fork's data length out of the fork" \
+    "lies past the end of the fork" fork 8 I 0x7fffffff
+fork_case "a resource past the fork's data" "runs past the end of the data" \
+    data 0 I 0x7fffffff
+fork_case "an empty resource" "is empty" data 0 I 0
 make_dmg --tables=rsrc t.dmg t.raw zlib:2 zlib:2
 python3 - <<'PY'
 import struct
