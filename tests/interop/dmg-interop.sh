@@ -81,8 +81,8 @@ check "bzip2 chunks in a fork: the generator's disk" \
     quiet "$QB_IMG" compare -f dmg -F raw t.dmg t.raw
 
 # poke BASE OFFSET FORMAT VALUE: a field of t.dmg rewritten in place, at
-# OFFSET from BASE: koly (the trailer), fork (the resource fork's start),
-# data (the fork's resource data) or plist (the property list's start)
+# OFFSET from BASE: koly (the trailer), fork (the resource fork's start)
+# or data (the fork's resource data)
 poke() {
     python3 - t.dmg "$@" <<'PY'
 import struct, sys
@@ -91,7 +91,7 @@ off, value = int(sys.argv[3], 0), int(sys.argv[5], 0)
 d = bytearray(open(path, 'rb').read())
 koly = len(d) - 512
 fork = struct.unpack_from('>Q', d, koly + 0x28)[0]
-at = {'koly': koly, 'fork': fork, 'plist': struct.unpack_from('>Q', d, koly + 0xd8)[0],
+at = {'koly': koly, 'fork': fork,
       'data': fork + struct.unpack_from('>I', d, fork)[0]}[base]
 struct.pack_into(fmt, d, at + off, value)
 open(path, 'wb').write(bytes(d))
@@ -260,7 +260,8 @@ import struct
 d = bytearray(open('t.dmg', 'rb').read())
 fork = struct.unpack_from('>Q', d, len(d) - 512 + 0x28)[0]
 # the data two bytes longer: the last "resource" has no room for a length
-struct.pack_into('>I', d, fork + 8, struct.unpack_from('>I', d, fork + 8)[0] + 2)
+length = struct.unpack_from('>I', d, fork + 8)[0]
+struct.pack_into('>I', d, fork + 8, length + 2)
 open('t.dmg', 'wb').write(bytes(d))
 PY
 both_refused "a resource with no room for its length" "no room for its length"
@@ -277,7 +278,7 @@ refused "a fork's mish block that cannot hold its chunk count" \
 python3 - <<'PY'
 import struct
 big = 65 << 20
-fork = struct.pack('>IIII', 16, 16 + 4 + big, 4 + big, 0) + struct.pack('>I', big)
+fork = struct.pack('>IIIII', 16, 16 + 4 + big, 4 + big, 0, big)
 with open('t.dmg', 'wb') as f:
     f.write(fork)
     f.seek(16 + 4 + big)
