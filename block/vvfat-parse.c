@@ -262,6 +262,9 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
         ent->name = name;
         g_hash_table_add(names, name);
         ent->is_dir = attr & VVFAT_ATTR_DIR;
+        ent->attr = attr;
+        ent->mtime = e[22] | (e[23] << 8);
+        ent->mdate = e[24] | (e[25] << 8);
         ent->cluster = e[26] | (e[27] << 8);
         ent->size = ent->is_dir ? 0 : e[28] | (e[29] << 8) | (e[30] << 16) |
                                       ((uint32_t)e[31] << 24);

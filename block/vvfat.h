@@ -71,6 +71,7 @@
 #define VVFAT_SERIAL            0xfabe1afdu
 #define VVFAT_DISK_SIGNATURE    0xbe1afdfau
 
+#define VVFAT_ATTR_READONLY     0x01
 #define VVFAT_ATTR_VOLUME       0x08
 #define VVFAT_ATTR_DIR          0x10
 #define VVFAT_ATTR_ARCHIVE      0x20
@@ -173,6 +174,7 @@ typedef struct BDRVVvfatState {
     bool *pinned;               /* per node (inv. 6) */
     struct VvfatTree *committed; /* inv. 8 */
     char *pending;              /* why the last parse did not commit */
+    mode_t umask;               /* the process's, read at open */
 } BDRVVvfatState;
 
 /* One file or directory of a parsed FAT tree (inv. 7). */
@@ -188,12 +190,16 @@ typedef struct VvfatEntry {
     bool is_dir;
     uint32_t cluster;           /* first cluster, 0: none */
     uint32_t size;
+    uint8_t attr;               /* the short entry's attributes */
+    uint16_t mdate, mtime;      /* its modification date and time, FAT's */
     uint32_t chain;             /* its clusters: chains[chain, +n_chain) */
     uint32_t n_chain;
     /* scratch of a commit (block/vvfat-commit.c) */
     int32_t match;              /* the same entry in the other tree, -1 */
     bool moved;
     bool placed;                /* old tree: moved into the temp dir */
+    bool left;                  /* new tree: step 3 could not place it */
+    bool touched;               /* new tree: the commit changed it */
 } VvfatEntry;
 
 typedef struct VvfatTree {

@@ -6,7 +6,9 @@
  * each way a tree can be inconsistent or hostile refused with its reason:
  * a chain that loops, two chains that share a cluster, a free or
  * out-of-range cluster in a chain, a size its chain does not hold, names
- * with '/' or "..", a name twice; a read error passed up.
+ * with '/' or "..", a name twice; a read error passed up.  The short
+ * entry's attributes and modification time come with each entry (the
+ * commit carries them), hidden and system ones refusing nothing.
  */
 #include "block/vvfat.h"
 
@@ -113,7 +115,12 @@ static void good_tree(Img *img, int fat_type)
     set_fat(img, 0, 0xfff8);
     set_fat(img, 1, 0xffff);
     put_short(slot(img, 0, 0), "QEMU VVFAT ", VVFAT_ATTR_VOLUME, 0, 0);
-    put_short(slot(img, 0, 1), "A       TXT", VVFAT_ATTR_ARCHIVE, 2, 100);
+    /* read-only, hidden, system: the tree is no less consistent */
+    put_short(slot(img, 0, 1), "A       TXT", VVFAT_ATTR_ARCHIVE |
+              VVFAT_ATTR_READONLY | 0x02 | 0x04, 2, 100);
+    /* 2003-04-05 06:07:08 */
+    vvfat_put16(slot(img, 0, 1) + 22, (6 << 11) | (7 << 5) | 4);
+    vvfat_put16(slot(img, 0, 1) + 24, (23 << 9) | (4 << 5) | 5);
     chain(img, 2, 1);
     put_short(slot(img, 0, 2), "GONE    TXT", VVFAT_ATTR_ARCHIVE, 9, 1);
     slot(img, 0, 2)[0] = 0xe5;
@@ -146,6 +153,10 @@ static void check_good(int fat_type)
     g_assert_cmpstr(t->e[1].name, ==, "a.txt");
     g_assert_cmpuint(t->e[1].size, ==, 100);
     g_assert_cmpuint(t->e[1].n_chain, ==, 1);
+    g_assert_cmphex(t->e[1].attr, ==, 0x27);
+    g_assert_cmphex(t->e[1].mtime, ==, (6 << 11) | (7 << 5) | 4);
+    g_assert_cmphex(t->e[1].mdate, ==, (23 << 9) | (4 << 5) | 5);
+    g_assert_cmphex(t->e[3].attr, ==, VVFAT_ATTR_DIR);
     g_assert_cmpstr(t->e[2].name, ==, "Long Name");
     g_assert_cmpuint(t->e[2].n_chain, ==, 2);
     g_assert_cmpuint(t->chains[t->e[2].chain + 1], ==, 4);
