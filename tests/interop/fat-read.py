@@ -8,8 +8,14 @@ specification, independent of both qblock and QEMU.
                                    modification date and time too;
                                    --host-names: a name with no long name
                                    in lower case, as vvfat's rw gives it to
-                                   the host)
-  fat-read.py host DIR             the same listing for a host directory
+                                   the host; --times: the modification
+                                   time as seconds since the epoch, read
+                                   as local time, and the read-only
+                                   attribute of a file, 'mtime=T ro=0|1')
+  fat-read.py host DIR [--times]   the same listing for a host directory
+                                   (--times: the mtime down to FAT's two
+                                   seconds, ro=1 for a file no one may
+                                   write)
   fat-read.py extract IMAGE PATH   one file's content on stdout
   fat-read.py masked IMAGE         sha256 of the image with the bytes past
                                    each file's end in its last cluster read
@@ -24,8 +30,10 @@ exits 1 with a message naming the entry.
 import hashlib
 import mmap
 import os
+import stat
 import struct
 import sys
+import time
 
 
 class FatError(Exception):
@@ -186,6 +194,7 @@ class Fat:
                 struct.unpack('<H', e[22:24])[0]
             detail = '%s attr=%02x mdate=%04x mtime=%04x' % (
                 short.decode('latin-1'), attr, mdate, mtime)
+            self.times[path] = fat_times(mdate, mtime, attr)
             if attr & 0x10:
                 out.append((path, 'dir', '-', detail))
                 self.walk(self.read_chain(first, path), path, out)
@@ -225,8 +234,25 @@ class Fat:
 
     def tree(self):
         out = []
+        self.times = {}
         self.walk(self.img[self.root_off:self.data_off], '', out)
         return sorted(out)
+
+
+def fat_times(mdate, mtime, attr):
+    try:
+        t = '%d' % time.mktime(((mdate >> 9) + 1980, (mdate >> 5) & 15,
+                                mdate & 31, mtime >> 11, (mtime >> 5) & 63,
+                                (mtime & 31) * 2, 0, 0, -1))
+    except (ValueError, OverflowError):
+        t = '-'
+    return 'mtime=%s ro=%s' % (t, '-' if attr & 0x10 else attr & 1)
+
+
+def host_times(path):
+    st = os.stat(path)
+    ro = '-' if stat.S_ISDIR(st.st_mode) else int(not st.st_mode & 0o222)
+    return 'mtime=%d ro=%s' % (int(st.st_mtime) & ~1, ro)
 
 
 def host_tree(top):
@@ -250,9 +276,11 @@ def host_tree(top):
 def main():
     cmd, arg = sys.argv[1], sys.argv[2]
     try:
+        times = '--times' in sys.argv[3:]
         if cmd == 'host':
             for p, kind, h, _ in host_tree(arg):
-                print('%s\t%s\t%s' % (p, kind, h))
+                print('%s\t%s\t%s%s' % (p, kind, h, '\t' + host_times(
+                    arg + p) if times else ''))
             return 0
         fat = Fat(arg)
         fat.host_names = '--host-names' in sys.argv[3:]
@@ -262,8 +290,10 @@ def main():
         elif cmd == 'tree':
             detail = '--detail' in sys.argv[3:]
             for p, kind, h, d in fat.tree():
-                print('%s\t%s\t%s%s' % (p, kind, h,
-                                        '\t' + d if detail else ''))
+                print('%s\t%s\t%s%s%s' % (p, kind, h,
+                                          '\t' + d if detail else '',
+                                          '\t' + fat.times[p] if times
+                                          else ''))
         elif cmd == 'masked':
             print(fat.masked_sha256())
         elif cmd == 'extract':
