@@ -15,12 +15,16 @@ listing), qblock-nbd must have said nothing, and no temporary file of
 the commit may be left.  This is what the guest's own write order
 (FATs, directories and data through the page cache, in whatever order
 its writeback chooses) makes of the commit, where vvfat-rw.sh has
-mtools' order.
+mtools' order.  The guest also sets a file's time (touch -d) and makes
+files read-only (chmod a-w) and one writable again (chmod u+w): the
+host's mtime and write permission must follow (qblock-nbd runs with
+TZ=UTC0, the guest's time zone).
 
 Prints "ok NAME" / "FAIL NAME" and "N passed, N failed"; exits 77 when
 something it needs is missing (the message says what).
 """
 
+import calendar
 import difflib
 import importlib.util
 import os
@@ -78,6 +82,12 @@ def steps(d):
     line = b'a line of the large file\n'
     with open(p('large.txt'), 'wb') as f:
         f.write((line * (3000000 // len(line) + 1))[:3000000])
+    os.utime(p('newfile.txt'), (GUEST_TIME, GUEST_TIME))
+    os.chmod(p('appended.txt'), 0o444)
+
+
+# touch -d "2001-02-03 04:05:06" in the guest, whose clock is UTC
+GUEST_TIME = calendar.timegm((2001, 2, 3, 4, 5, 6))
 
 
 def listing(d):
@@ -137,7 +147,9 @@ def main():
     shutil.copytree(host, want)
     steps(want)
     sock = os.path.join(work, 'nbd.sock')
-    env = dict(os.environ, TMPDIR=work)
+    env = dict(os.environ, TMPDIR=work, TZ='UTC0')
+    umask = os.umask(0)
+    os.umask(umask)
     nbd_err = open(os.path.join(out, 'qblock-nbd.log'), 'w')
     nbd = subprocess.Popen([os.path.join(build_dir, 'qblock-nbd'), '-t',
                             '-k', sock, '-f', 'vvfat', 'fat:rw:' + host],
@@ -177,6 +189,15 @@ def main():
             ''.join(difflib.unified_diff(expected.splitlines(True),
                                          got.splitlines(True),
                                          'expected', 'host')))
+    mtime = os.stat(os.path.join(host, 'newfile.txt')).st_mtime
+    c.check('a time the guest set (touch -d) is the host file\'s mtime',
+            mtime == GUEST_TIME, '%s, not %s' % (mtime, GUEST_TIME))
+    modes = [os.stat(os.path.join(host, n)).st_mode & 0o777
+             for n in ('appended.txt', 'Renamed.txt')]
+    c.check('chmod a-w in the guest takes the host file\'s write '
+            'permission, u+w gives it back',
+            modes == [0o444 & ~umask, 0o666 & ~umask],
+            ' '.join('%o' % m for m in modes))
     with open(os.path.join(out, 'qblock-nbd.log')) as f:
         said = f.read()
     # Linux marks the volume dirty in its boot sector at mount and clean
