@@ -344,22 +344,23 @@ static int coroutine_fn vvfat_write_file(VvfatCommit *c, uint32_t i, int fd,
                                          uint32_t from)
 {
     const VvfatEntry *e = &c->new->e[i];
-    g_autofree uint8_t *buf = g_malloc(VVFAT_CLUSTER_SIZE);
+    g_autofree uint8_t *buf = NULL;
     VvfatLayout lay;
 
     vvfat_layout(c->s, &lay);
+    buf = g_malloc(lay.cluster_size);
     for (uint32_t k = 0; k < e->n_chain; k++) {
         uint32_t cl = c->new->chains[e->chain + k];
-        uint64_t pos = (uint64_t)k * VVFAT_CLUSTER_SIZE;
-        size_t len = MIN(VVFAT_CLUSTER_SIZE, e->size - pos);
+        uint64_t pos = (uint64_t)k * lay.cluster_size;
+        size_t len = MIN(lay.cluster_size, e->size - pos);
         int ret;
 
         if (only_dirty && k < from && !vvfat_bit(only_dirty, cl)) {
             continue;
         }
         ret = vvfat_read_buf(c->s, lay.data_offset + (uint64_t)
-                             (cl - VVFAT_FIRST_CLUSTER) * VVFAT_CLUSTER_SIZE,
-                             buf, VVFAT_CLUSTER_SIZE);
+                             (cl - VVFAT_FIRST_CLUSTER) * lay.cluster_size,
+                             buf, lay.cluster_size);
         if (ret < 0) {
             return ret;
         }

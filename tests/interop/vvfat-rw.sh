@@ -181,27 +181,39 @@ scenario() {
     fi
 }
 
-# poke IMAGE@@OFFSET PYTHON: a FAT12 volume changed by hand, by PYTHON
-# given img (a bytearray), root, data (offsets), entry(NAME11): a root
-# entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize
+# poke IMAGE@@OFFSET PYTHON: a FAT12 or FAT32 volume changed by hand, by
+# PYTHON given img (a bytearray), root, data (offsets), entry(NAME11): a
+# root entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize,
+# eoc (FAT32: the root is the chain from cluster 2, at data)
 poke() {
     python3 - "${1%@@*}" "${1#*@@}" <<EOF
 import struct, sys
 img = bytearray(open(sys.argv[1], 'rb').read())
 vol = int(sys.argv[2])
-spf = struct.unpack_from('<H', img, vol + 22)[0]
-fat = vol + 512
+fat32 = struct.unpack_from('<H', img, vol + 17)[0] == 0
+spf = struct.unpack_from('<I' if fat32 else '<H', img,
+                         vol + (36 if fat32 else 22))[0]
+fat = vol + struct.unpack_from('<H', img, vol + 14)[0] * 512
 root = fat + 2 * spf * 512
-data = root + 512 * 32
-csize = 8192
+data = root if fat32 else root + 512 * 32
+csize = img[vol + 13] * 512
+eoc = 0x0fffffff if fat32 else 0xfff
 def entry(name):
     return img.index(name.encode(), root)
 def cluster(name):
-    return struct.unpack_from('<H', img, entry(name) + 26)[0]
+    e = entry(name)
+    hi = struct.unpack_from('<H', img, e + 20)[0] if fat32 else 0
+    return struct.unpack_from('<H', img, e + 26)[0] | hi << 16
 def getfat(c):
+    if fat32:
+        return struct.unpack_from('<I', img, fat + c * 4)[0] & 0x0fffffff
     v = struct.unpack_from('<H', img, fat + c * 3 // 2)[0]
     return v >> 4 if c & 1 else v & 0xfff
 def setfat(c, v):
+    if fat32:
+        for f in (fat, fat + spf * 512):
+            struct.pack_into('<I', img, f + c * 4, v)
+        return
     # FAT12: two entries in three bytes
     for f in (fat, fat + spf * 512):
         o = f + c * 3 // 2
@@ -282,8 +294,8 @@ ops_combo() {
 ops_append() {
     poke "$1" "
 e = entry('A       TXT'); c = cluster('A       TXT'); f = free()
-setfat(c, f); setfat(f, 0xfff)
-struct.pack_into('<I', img, e + 28, 9000)
+setfat(c, f); setfat(f, eoc)
+struct.pack_into('<I', img, e + 28, csize + 808)
 o = data + (c - 2) * csize
 img[o + 6:o + csize] = b'x' * (csize - 6)
 o = data + (f - 2) * csize
@@ -293,8 +305,10 @@ img[o:o + 808] = b'y' * 808
 ops_truncate() {
     poke "$1" "
 e = entry('THREE-~1BIN'); c = cluster('THREE-~1BIN')
-setfat(c + 1, 0xfff); setfat(c + 2, 0)
-struct.pack_into('<I', img, e + 28, 9000)
+rest = getfat(c + 1); setfat(c + 1, eoc)
+while rest < eoc - 7:
+    nxt = getfat(rest); setfat(rest, 0); rest = nxt
+struct.pack_into('<I', img, e + 28, csize + 808)
 "
 }
 ops_delete_rest() {
@@ -333,6 +347,26 @@ scenario "moves between directories" ops_move \
     "QEMU 7.2 moves no file between directories (Error handling renames)"
 scenario "all of it in one disk" ops_combo \
     "QEMU 7.2 aborts (assertion in get_cluster_count_for_direntry)"
+
+# FAT32 (fat:32:rw:): the same scenarios on a FAT32 disk (the root a
+# cluster chain, 4 KiB clusters, the entries' high cluster halves, and
+# mtools' FSInfo updates written too), and a root that grows past its
+# first cluster; QEMU 7.2's FAT32 volume is none (its boot sector says
+# FAT16): not compared
+no32="QEMU 7.2's FAT32 volume says FAT16, which mtools cannot write"
+ops_root_grows() {
+    local i
+    for i in $(seq 1 150); do echo "$i" > "root-file-$i"; done
+    mcopy -i "$1" root-file-* ::/
+}
+scenario "FAT32: new files" ops_new "$no32" 32:
+REVERSE=1 scenario "FAT32: new files, the FAT written last" ops_new "$no32" 32:
+scenario "FAT32: the root grows past its first cluster" ops_root_grows \
+    "$no32" 32:
+for ops in ops_subdir ops_new_empty ops_change ops_append ops_truncate \
+    ops_delete ops_rename ops_rename_dir ops_dirs ops_move ops_combo; do
+    scenario "FAT32: ${ops#ops_}" $ops "$no32" 32:
+done
 
 # Host names that are no UTF-8 are shown by their 8.3 names alone: the
 # commit still finds the host's files (changed, renamed, removed)
@@ -459,15 +493,16 @@ fi
 # Hostile writes: the host must stay as it was, a message must name why.
 # hostile NAME WANT PYTHON: PYTHON changes the disk d.new (variables:
 # img, fat, root, data: offsets), its sectors go to fat:rw:h
+# (HPRE=32: on a FAT32 disk)
 hostile() {
-    local name=$1 want=$2 code=$3 rc
+    local name=$1 want=$2 code=$3 rc pre=${HPRE:-12:}
     rm -rf h h.* && base_tree h
     fat host h > h.before
-    "$QB_IMG" convert -f vvfat -O raw fat:12:h h.disk
+    "$QB_IMG" convert -f vvfat -O raw "fat:${pre}h" h.disk
     cp h.disk h.new
     poke "h.new@@$OFF" "$code"
     changed_runs h.disk h.new h.run > h.runs
-    apply "$QB_IO" h h.runs fat:12:rw:h
+    apply "$QB_IO" h h.runs "fat:${pre}rw:h"
     rc=$?
     fat host h > h.after
     if [ $rc -ge 128 ]; then
@@ -490,6 +525,16 @@ hostile "a directory named .." "is named '..'" \
     "e = entry('SUB        '); img[e:e + 11] = b'..         '"
 hostile "a file that outgrows its chain" "bytes in 1 clusters" \
     "struct.pack_into('<I', img, entry('A       TXT') + 28, 9000)"
+HPRE=32: hostile "FAT32: a chain that loops" "a loop or a cross-link" \
+    "c = cluster('THREE-~1BIN'); setfat(c + 2, c)"
+HPRE=32: hostile "FAT32: a file cross-linked into the root's chain" \
+    "cluster 2 is in two chains" \
+    "struct.pack_into('<H', img, entry('OVER    TXT') + 26, 2)"
+HPRE=32: hostile "FAT32: the root's chain loops" "chain from 2" \
+    "setfat(2, 2)"
+HPRE=32: hostile "FAT32: a first cluster's high half past the volume" \
+    "is not a data cluster" \
+    "struct.pack_into('<H', img, entry('A       TXT') + 20, 0x100)"
 
 # A directory (and a file) that are links out of DIR: nothing is written
 # through them
