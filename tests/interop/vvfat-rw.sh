@@ -16,10 +16,13 @@
 # but for the scenarios where QEMU 7.2 fails (said below and in
 # docs/vvfat.md); twice the runs go last first, so that directory
 # entries come before the FAT that gives them clusters and nothing may be
-# carried until it does.  Then hostile writes: a FAT chain that loops, two files
-# sharing a cluster, names with '/' or "..", a directory that is a link
+# carried until it does.  The scenarios again on a FAT32 disk (qblock's
+# own: not compared with QEMU's).  Times and the read-only attribute, the
+# host's mtimes and modes after the commits.  Then hostile writes: a FAT
+# chain that loops, two files sharing a cluster, names with '/' or "..",
+# FAT32's root chain looped or cross-linked, a directory that is a link
 # out of DIR: no crash, the host left as it was, a message (FAT12 hard
-# disks, quicker to read whole).  Host names that are no UTF-8 (shown by
+# disks, quicker to read whole, and FAT32 ones).  Host names that are no UTF-8 (shown by
 # their 8.3 names) changed, renamed, removed; a change the host refuses
 # (a directory that holds a dangling link) said with its path.  And the
 # refusals (a write to the boot sector, rw on a read-only open), an
