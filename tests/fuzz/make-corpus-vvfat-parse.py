@@ -37,6 +37,20 @@ def lfn(name, sn):
     return bytes(e)
 
 
+def entries(sub, long_name, a):
+    """The root's and SUB's entries, given the first clusters of SUB, the
+    long-named file and A.TXT."""
+    root = short('QEMU VVFAT ', 0x08, 0, 0) + \
+        short('SUB        ', 0x10, sub, 0) + \
+        lfn('Long Name', 'LONGNA~1   ') + \
+        short('LONGNA~1   ', 0x20, long_name, 9000) + \
+        b'\xe5' + short('GONE    TXT', 0x20, 9, 1)[1:] + \
+        short('A       TXT', 0x20, a, 100)
+    return root, short('.          ', 0x10, sub, 0) + \
+        short('..         ', 0x10, 0, 0) + \
+        short('X          ', 0x20, 0, 0)
+
+
 def volume(fat_type):
     fat = bytearray(512)
 
@@ -60,16 +74,8 @@ def volume(fat_type):
     setfat(3, 4)                        # the long-named file
     setfat(4, eoc)
     setfat(5, eoc)                      # A.TXT
-    root = short('QEMU VVFAT ', 0x08, 0, 0) + \
-        short('SUB        ', 0x10, 2, 0) + \
-        lfn('Long Name', 'LONGNA~1   ') + \
-        short('LONGNA~1   ', 0x20, 3, 9000) + \
-        b'\xe5' + short('GONE    TXT', 0x20, 9, 1)[1:] + \
-        short('A       TXT', 0x20, 5, 100)
+    root, sub = entries(2, 3, 5)
     root += bytes(512 - len(root))
-    sub = short('.          ', 0x10, 2, 0) + \
-        short('..         ', 0x10, 0, 0) + \
-        short('X          ', 0x20, 0, 0)
     return bytes(fat) + root + sub + bytes(64)
 
 
@@ -82,16 +88,8 @@ def volume32():
                  (3, 0x0fffffff), (4, 5), (5, 0x0fffffff),
                  (6, 0x0fffffff)):
         struct.pack_into('<I', fat, 4 * c, v)
-    root = short('QEMU VVFAT ', 0x08, 0, 0) + \
-        short('SUB        ', 0x10, 3, 0) + \
-        lfn('Long Name', 'LONGNA~1   ') + \
-        short('LONGNA~1   ', 0x20, 4, 9000) + \
-        b'\xe5' + short('GONE    TXT', 0x20, 9, 1)[1:] + \
-        short('A       TXT', 0x20, 6, 100)
+    root, sub = entries(3, 4, 6)
     root += bytes(CLUSTER - len(root))
-    sub = short('.          ', 0x10, 3, 0) + \
-        short('..         ', 0x10, 0, 0) + \
-        short('X          ', 0x20, 0, 0)
     return bytes(fat) + root + sub + bytes(64)
 
 
