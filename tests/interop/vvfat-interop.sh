@@ -20,9 +20,12 @@
 #  - qemu-io -r reads the same metadata sectors as qblock-io, and through
 #    qblock-nbd qemu-img reads the bytes qblock-img converts;
 #  - fsck.fat -n finds nothing wrong with ours (when dosfstools is here);
-#  - the refusals: rw on a read-only open, a missing directory, a tree too large for a floppy
-#    or a root directory, bad options, with QEMU's messages where QEMU
-#    refuses the same way.
+#  - FAT32 (qblock's own volume: QEMU's says FAT16): info, map and the MBR
+#    as QEMU's, the FAT32 boot sector, FSInfo and backup, the host's tree
+#    read back by fat-read.py and copied out by mcopy, fsck.fat -n;
+#  - the refusals: rw on a read-only open, a missing directory, a tree too
+#    large for a floppy or a root directory, a FAT32 floppy, bad options,
+#    with QEMU's messages where QEMU refuses the same way.
 # Prints "ok NAME" / "FAIL NAME", ends with "N passed, N failed, N
 # skipped"; exits 77 without qemu-img.
 set -u
