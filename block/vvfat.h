@@ -13,9 +13,10 @@
  * alone.  FAT32 (a hard disk only) has 32 reserved sectors (the boot
  * sector, the FSInfo sector at 1, their copies at 6 and 7), 4 KiB
  * clusters, so that the volume has FAT32's 65525 and more, and its root
- * directory is a cluster chain from cluster 2, owned by node 0.  Every cluster in use belongs to one node of the host tree: a
- * directory's clusters hold its entries, a file's its content, read from
- * the host file when the guest reads them.
+ * directory is a cluster chain from cluster 2, owned by node 0.  Every
+ * cluster in use belongs to one node of the host tree: a directory's
+ * clusters hold its entries, a file's its content, read from the host
+ * file when the guest reads them.
  *
  * Invariants:
  *  1. After open the generated image (the base) is immutable: the nodes,
