@@ -435,40 +435,46 @@ for n in ('OVER    TXT', 'FULL       '):
 ops_attrs2() {
     mattrib -i "$1" -r ::/same-size.txt
 }
-rm -rf t t.* && base_tree t
-chmod 0640 t/same-size.txt
-"$QB_IMG" convert -f vvfat -O raw fat:12:t t.disk
-cp t.disk t.mid
-ops_attrs1 "t.mid@@$OFF" > t.mtools 2>&1
-cp t.mid t.new
-ops_attrs2 "t.new@@$OFF" >> t.mtools 2>&1
-changed_runs t.disk t.mid t.run1 > t.runs
-changed_runs t.mid t.new t.run2 >> t.runs
-apply "$QB_IO" t t.runs fat:12:rw:t
-rc=$?
-fat tree t.new --host-names --times | cut -f1-2,4 > t.want
-fat host t --times | cut -f1-2,4 > t.got
-if [ $rc -ne 0 ] || [ -s t.msg ]; then
-    fail "times and attributes: qblock-io" "status $rc" "$(cat t.msg t.mtools)"
-elif ! grep -q 'ro=1' t.want || [ "$(wc -l < t.runs)" -lt 2 ]; then
-    fail "times and attributes: mtools changed them" "$(cat t.mtools t.want)"
-elif cmp -s t.want t.got; then
-    ok "times and attributes: each host mtime and read-only file is the disk's"
-else
-    fail "times and attributes: each host mtime and read-only file is the" \
-        "disk's" "$(diff t.want t.got)"
-fi
-modes=$(cd t && stat -c '%n=%a' a.txt same-size.txt New-RO.txt emptydir \
-        sub/b.txt sub/deeper/old.txt | tr '\n' ' ')
-want='a.txt=444 same-size.txt=640 New-RO.txt=444 emptydir=755 sub/b.txt=644 '
-want+='sub/deeper/old.txt=644 '
-if [ "$modes" = "$want" ]; then
-    ok "times and attributes: modes (read-only set, cleared under umask 022)"
-else
-    fail "times and attributes: modes" "want: $want" "got:  $modes"
-fi
-check "times and attributes: a new file has its entry's time (mcopy -m)" \
-    test "$(stat -c %Y t/sub/deeper/old.txt)" = "$(stat -c %Y old)"
+# attrs_test NAME FAT-PREFIX: the two stages on such a disk, checked
+attrs_test() {
+    local name=$1 pre=$2 rc modes want
+    rm -rf t t.* && base_tree t
+    chmod 0640 t/same-size.txt
+    "$QB_IMG" convert -f vvfat -O raw "fat:${pre}t" t.disk
+    cp t.disk t.mid
+    ops_attrs1 "t.mid@@$OFF" > t.mtools 2>&1
+    cp t.mid t.new
+    ops_attrs2 "t.new@@$OFF" >> t.mtools 2>&1
+    changed_runs t.disk t.mid t.run1 > t.runs
+    changed_runs t.mid t.new t.run2 >> t.runs
+    apply "$QB_IO" t t.runs "fat:${pre}rw:t"
+    rc=$?
+    fat tree t.new --host-names --times | cut -f1-2,4 > t.want
+    fat host t --times | cut -f1-2,4 > t.got
+    if [ $rc -ne 0 ] || [ -s t.msg ]; then
+        fail "$name: qblock-io" "status $rc" "$(cat t.msg t.mtools)"
+    elif ! grep -q 'ro=1' t.want || [ "$(wc -l < t.runs)" -lt 2 ]; then
+        fail "$name: mtools changed them" "$(cat t.mtools t.want)"
+    elif cmp -s t.want t.got; then
+        ok "$name: each host mtime and read-only file is the disk's"
+    else
+        fail "$name: each host mtime and read-only file is the disk's" \
+            "$(diff t.want t.got)"
+    fi
+    modes=$(cd t && stat -c '%n=%a' a.txt same-size.txt New-RO.txt emptydir \
+            sub/b.txt sub/deeper/old.txt | tr '\n' ' ')
+    want='a.txt=444 same-size.txt=640 New-RO.txt=444 emptydir=755 '
+    want+='sub/b.txt=644 sub/deeper/old.txt=644 '
+    if [ "$modes" = "$want" ]; then
+        ok "$name: modes (read-only set, cleared under umask 022)"
+    else
+        fail "$name: modes" "want: $want" "got:  $modes"
+    fi
+    check "$name: a new file has its entry's time (mcopy -m)" \
+        test "$(stat -c %Y t/sub/deeper/old.txt)" = "$(stat -c %Y old)"
+}
+attrs_test "times and attributes" 12:
+attrs_test "FAT32: times and attributes" 32:
 skip "times and attributes against qemu-io" \
     "QEMU 7.2 carries no time and aborts on a changed attribute"
 
