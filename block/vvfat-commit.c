@@ -18,7 +18,10 @@
  *   3. in the new tree's order (parents first) each moved entry goes from
  *      the temporary directory to its new place, new directories are
  *      made, and new or changed files are written;
- *   4. the temporary directory is removed.
+ *   4. the temporary directory is removed;
+ *   5. the modification times and read-only attributes the guest set are
+ *      given to the host's files and directories (last: steps 3 and 4
+ *      change the times of the directories they write in).
  * A new file, or one whose clusters changed but at the end, is written
  * whole to a temporary name in its directory and renamed over the old
  * one (a crash leaves the old file or the new one); a file whose chain
@@ -29,6 +32,16 @@
  * change that fails is reported with its path and reason and the others
  * still go on: nothing is removed or replaced that the new tree does not
  * say to.
+ *
+ * Times and attributes: a FAT entry's modification date and time are the
+ * host's mtime (local time, as the disk was built), set when the entry is
+ * new or the guest changed them; its access date (a day alone, which
+ * Linux's vfat changes on reads) and creation time (Linux has no way to
+ * set a file's birth time) are not carried.  The read-only attribute of a
+ * file, when the guest sets or clears it, takes away or gives back the
+ * host file's write permission; a directory's is not carried (Windows
+ * and Linux's vfat do not take it as write protection either).  Hidden,
+ * system and archive have no host equivalent and are left alone.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,6 +56,24 @@ typedef struct VvfatCommit {
     char *tmpdir;               /* step 1's directory, NULL until needed */
     int errors;
 } VvfatCommit;
+
+/*
+ * The process's umask, without changing it (umask(2) would, for a moment,
+ * for every thread): Linux says it in /proc/self/status.  022 otherwise.
+ */
+static mode_t vvfat_umask(void)
+{
+    g_autofree char *status = NULL;
+    const char *line;
+    unsigned int mask;
+
+    if (g_file_get_contents("/proc/self/status", &status, NULL, NULL) &&
+        (line = strstr(status, "\nUmask:")) &&
+        sscanf(line, "\nUmask: %o", &mask) == 1) {
+        return mask & 0777;
+    }
+    return 022;
+}
 
 static int vvfat_read_cb(void *opaque, uint64_t off, void *buf, size_t len)
 {
@@ -98,6 +129,7 @@ int coroutine_fn vvfat_commit_init(BDRVVvfatState *s, Error **errp)
         return ret;
     }
     vvfat_host_names(s, s->committed);
+    s->umask = vvfat_umask();
     return 0;
 }
 
@@ -235,6 +267,19 @@ static void vvfat_match(VvfatCommit *c)
     }
 }
 
+/*
+ * Marks the new tree's directory that held old entry @o as changed on
+ * the host: an entry left it (step 5 gives it the guest's time again).
+ */
+static void vvfat_touch_old_parent(VvfatCommit *c, uint32_t o)
+{
+    int32_t m = c->old->e[c->old->e[o].parent].match;
+
+    if (m >= 0) {
+        c->new->e[m].touched = true;
+    }
+}
+
 /* Step 1: each moved entry, deepest first, into the temporary directory. */
 static void coroutine_fn vvfat_move_out(VvfatCommit *c)
 {
@@ -263,6 +308,7 @@ static void coroutine_fn vvfat_move_out(VvfatCommit *c)
             continue;
         }
         e->placed = true;
+        vvfat_touch_old_parent(c, o);
     }
 }
 
@@ -282,6 +328,8 @@ static void coroutine_fn vvfat_remove(VvfatCommit *c)
         }
         if ((e->is_dir ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT) {
             vvfat_host_error(c, "remove", path, errno);
+        } else {
+            vvfat_touch_old_parent(c, o);
         }
     }
 }
@@ -296,22 +344,23 @@ static int coroutine_fn vvfat_write_file(VvfatCommit *c, uint32_t i, int fd,
                                          uint32_t from)
 {
     const VvfatEntry *e = &c->new->e[i];
-    g_autofree uint8_t *buf = g_malloc(VVFAT_CLUSTER_SIZE);
+    g_autofree uint8_t *buf = NULL;
     VvfatLayout lay;
 
     vvfat_layout(c->s, &lay);
+    buf = g_malloc(lay.cluster_size);
     for (uint32_t k = 0; k < e->n_chain; k++) {
         uint32_t cl = c->new->chains[e->chain + k];
-        uint64_t pos = (uint64_t)k * VVFAT_CLUSTER_SIZE;
-        size_t len = MIN(VVFAT_CLUSTER_SIZE, e->size - pos);
+        uint64_t pos = (uint64_t)k * lay.cluster_size;
+        size_t len = MIN(lay.cluster_size, e->size - pos);
         int ret;
 
         if (only_dirty && k < from && !vvfat_bit(only_dirty, cl)) {
             continue;
         }
         ret = vvfat_read_buf(c->s, lay.data_offset + (uint64_t)
-                             (cl - VVFAT_FIRST_CLUSTER) * VVFAT_CLUSTER_SIZE,
-                             buf, VVFAT_CLUSTER_SIZE);
+                             (cl - VVFAT_FIRST_CLUSTER) * lay.cluster_size,
+                             buf, lay.cluster_size);
         if (ret < 0) {
             return ret;
         }
@@ -383,7 +432,9 @@ static void coroutine_fn vvfat_put_file(VvfatCommit *c, uint32_t i,
         vvfat_host_error(c, "create a temporary file for", path, errno);
         return;
     }
-    fchmod(fd, oe && stat(path, &st) == 0 ? st.st_mode & 07777 : 0644);
+    /* a new file as open(2) would make it, a changed one as it was */
+    fchmod(fd, oe && stat(path, &st) == 0 ? st.st_mode & 07777
+                                          : 0666 & ~c->s->umask);
     ret = vvfat_write_file(c, i, fd, NULL, 0);
     if (ret == 0 && fdatasync(fd) < 0) {
         ret = -errno;
@@ -422,6 +473,8 @@ static void coroutine_fn vvfat_place(VvfatCommit *c)
         VvfatEntry *e = &c->new->e[i];
         g_autofree char *path = vvfat_tree_path(c->new, i, c->s->dir);
 
+        /* left: step 5 gives it no time or attribute either */
+        e->left = true;
         if (!vvfat_path_safe(c, path)) {
             continue;
         }
@@ -440,11 +493,19 @@ static void coroutine_fn vvfat_place(VvfatCommit *c)
                 continue;
             }
         }
+        e->left = false;
+        if (e->match < 0 || e->moved) {
+            /* an entry came into its directory */
+            c->new->e[e->parent].touched = true;
+        }
         if (e->match < 0 && e->is_dir) {
             if (mkdir(path, 0777) < 0) {
                 vvfat_host_error(c, "make directory", path, errno);
             }
         } else if (!e->is_dir && (e->match < 0 || vvfat_changed(c, i))) {
+            /* written, maybe through a temporary name in its directory */
+            e->touched = true;
+            c->new->e[e->parent].touched = true;
             if (e->size == 0 && e->match < 0) {
                 int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                               0666);
@@ -457,6 +518,111 @@ static void coroutine_fn vvfat_place(VvfatCommit *c)
             } else {
                 vvfat_put_file(c, i, path);
             }
+        }
+    }
+}
+
+/*
+ * FAT's date and time (local time, two-second steps) in *@ts; false for
+ * no date (0) or one no calendar has, which are not carried.
+ */
+static bool vvfat_fat_timespec(uint16_t date, uint16_t time,
+                               struct timespec *ts)
+{
+    struct tm tm = {
+        .tm_year = (date >> 9) + 80,
+        .tm_mon = ((date >> 5) & 15) - 1,
+        .tm_mday = date & 31,
+        .tm_hour = time >> 11,
+        .tm_min = (time >> 5) & 63,
+        .tm_sec = (time & 31) * 2,
+        .tm_isdst = -1,         /* as localtime_r gave it at open */
+    };
+    time_t t;
+
+    if (tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 ||
+        tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 59) {
+        return false;
+    }
+    t = mktime(&tm);
+    if (t == (time_t)-1) {
+        return false;
+    }
+    ts->tv_sec = t;
+    ts->tv_nsec = 0;
+    return true;
+}
+
+/*
+ * The read-only attribute @ro to host file @path: no write permission
+ * at all, or the owner's back and the group's and others' where they may
+ * read and the umask lets them (0444 gives 0644 with umask 022, 0400
+ * gives 0600).  Never through a symbolic link: a file the disk showed
+ * through one keeps its mode, and that is said.
+ */
+static void vvfat_set_readonly(VvfatCommit *c, const char *path, bool ro)
+{
+    struct stat st;
+    mode_t mode;
+
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT) {  /* else step 3 failed and said why */
+            vvfat_host_error(c, "set the read-only attribute of", path,
+                             errno);
+        }
+        return;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        vvfat_host_error(c, "set the read-only attribute of", path,
+                         S_ISLNK(st.st_mode) ? ELOOP : EINVAL);
+        return;
+    }
+    mode = st.st_mode & 07777;
+    if (ro) {
+        mode &= ~(mode_t)0222;
+    } else {
+        mode |= S_IWUSR | (((mode & 0044) >> 1) & ~c->s->umask);
+    }
+    if (mode != (st.st_mode & 07777) &&
+        fchmodat(AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW) < 0) {
+        vvfat_host_error(c, "set the read-only attribute of", path, errno);
+    }
+}
+
+/*
+ * Step 5: the times and read-only attributes the guest changed, and the
+ * guest's time again on what the commit changed (a file it wrote, a
+ * directory an entry came into or left), so that after each commit the
+ * host's mtime of all that the guest changed is the guest's.
+ */
+static void vvfat_set_attrs(VvfatCommit *c)
+{
+    for (uint32_t i = 1; i < c->new->n; i++) {
+        const VvfatEntry *e = &c->new->e[i];
+        const VvfatEntry *oe = e->match >= 0 ? &c->old->e[e->match] : NULL;
+        bool ro = !e->is_dir && (e->attr & VVFAT_ATTR_READONLY);
+        bool was_ro = oe && !oe->is_dir &&
+                      (oe->attr & VVFAT_ATTR_READONLY);
+        bool new_time = !oe || e->touched || oe->mdate != e->mdate ||
+                        oe->mtime != e->mtime;
+        struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT } };
+        g_autofree char *path = NULL;
+
+        if (e->left || (ro == was_ro && !new_time)) {
+            continue;
+        }
+        path = vvfat_tree_path(c->new, i, c->s->dir);
+        if (!vvfat_path_safe(c, path)) {
+            continue;
+        }
+        if (ro != was_ro) {
+            vvfat_set_readonly(c, path, ro);
+        }
+        /* the link itself, never its target */
+        if (new_time && vvfat_fat_timespec(e->mdate, e->mtime, &ts[1]) &&
+            utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW) < 0 &&
+            errno != ENOENT) {
+            vvfat_host_error(c, "set the modification time of", path, errno);
         }
     }
 }
@@ -488,6 +654,7 @@ int coroutine_fn vvfat_commit(BDRVVvfatState *s)
                      c.tmpdir);
     }
     g_free(c.tmpdir);
+    vvfat_set_attrs(&c);
     /* inv. 8: the host now has this tree, as far as it could be applied */
     memset(s->dirty, 0, dirty_bytes);
     vvfat_tree_free(s->committed);

@@ -271,7 +271,8 @@ static int vvfat_take_clusters(BDRVVvfatState *s, uint32_t idx,
     node->n_clusters = count;
     s->next_cluster += count;
     if (idx) {
-        s->dirents[node->dirent].cluster = GUINT16_TO_LE(node->first_cluster);
+        vvfat_dirent_set_cluster(&s->dirents[node->dirent],
+                                 node->first_cluster);
     }
     return 0;
 }
@@ -315,8 +316,9 @@ static void vvfat_add_dots(BDRVVvfatState *s, uint32_t idx)
     /* "." gets its cluster when the directory's are known */
     vvfat_add_dot(s, s->nodes[idx].path, dot);
     e = vvfat_add_dot(s, up, dotdot);
-    /* the root is cluster 0 in a ".." entry */
-    e->cluster = GUINT16_TO_LE(s->nodes[s->nodes[idx].parent].first_cluster);
+    /* the root is cluster 0 in a ".." entry, FAT32's too */
+    vvfat_dirent_set_cluster(e, s->nodes[idx].parent == 0 ? 0 :
+                             s->nodes[s->nodes[idx].parent].first_cluster);
 }
 
 /* One child of directory @idx: its entries and its node. */
@@ -358,8 +360,8 @@ static int vvfat_add_child(BDRVVvfatState *s, uint32_t idx,
  */
 static int vvfat_read_dir(BDRVVvfatState *s, uint32_t idx, Error **errp)
 {
-    uint64_t max_dirents = VVFAT_ROOT_ENTRIES + (uint64_t)
-        s->geo.cluster_count * (VVFAT_CLUSTER_SIZE / sizeof(VvfatDirent));
+    uint64_t max_dirents = s->geo.root_entries + (uint64_t)
+        s->geo.cluster_count * (s->geo.cluster_size / sizeof(VvfatDirent));
     DIR *dir = opendir(s->nodes[idx].path);
     VvfatShortNames names;
     struct dirent *de;
@@ -402,8 +404,8 @@ static int vvfat_read_dir(BDRVVvfatState *s, uint32_t idx, Error **errp)
     closedir(dir);
     vvfat_short_names_free(&names);
     s->nodes[idx].dir_count = s->n_dirents - s->nodes[idx].dir_first;
-    if (ret == 0 && idx == 0 &&
-        s->nodes[0].dir_count > VVFAT_ROOT_ENTRIES) {
+    if (ret == 0 && idx == 0 && s->geo.root_entries &&
+        s->nodes[0].dir_count > s->geo.root_entries) {
         /* QEMU's two messages: the cause, then what failed */
         error_report("Too many entries in root directory");
         error_setg(errp, "Could not read directory %s", s->nodes[0].path);
@@ -414,7 +416,9 @@ static int vvfat_read_dir(BDRVVvfatState *s, uint32_t idx, Error **errp)
 
 static void vvfat_set_fat(BDRVVvfatState *s, uint32_t cluster, uint32_t v)
 {
-    if (s->geo.fat_type == 16) {
+    if (s->geo.fat_type == 32) {
+        vvfat_put32(s->fat + cluster * 4, v);
+    } else if (s->geo.fat_type == 16) {
         vvfat_put16(s->fat + cluster * 2, v);
     } else {
         uint8_t *p = s->fat + cluster * 3 / 2;
@@ -432,7 +436,8 @@ static void vvfat_set_fat(BDRVVvfatState *s, uint32_t cluster, uint32_t v)
 /* The FAT: two reserved entries, then one chain per node (inv. 2). */
 static void vvfat_build_fat(BDRVVvfatState *s, uint8_t media)
 {
-    uint32_t eoc = s->geo.fat_type == 16 ? 0xffff : 0xfff;
+    uint32_t eoc = s->geo.fat_type == 32 ? VVFAT32_MASK :
+                   s->geo.fat_type == 16 ? 0xffff : 0xfff;
 
     s->fat = g_malloc0((size_t)s->geo.sectors_per_fat * VVFAT_SECTOR);
     s->owner = g_new0(uint32_t, s->geo.cluster_count);
@@ -458,6 +463,12 @@ int vvfat_build_tree(BDRVVvfatState *s, const char *dir, Error **errp)
     vvfat_new_node(s, g_strdup(dir), true, 0);
     s->next_cluster = VVFAT_FIRST_CLUSTER;
     ret = vvfat_read_dir(s, 0, errp);
+    if (ret == 0 && !s->geo.root_entries) {
+        /* FAT32: the root is a chain, the first (cluster 2) */
+        ret = vvfat_take_clusters(s, 0, DIV_ROUND_UP((uint64_t)
+                                  s->nodes[0].dir_count * sizeof(VvfatDirent),
+                                  s->geo.cluster_size), errp);
+    }
     for (uint32_t i = 1; ret == 0 && i < s->n_nodes; i++) {
         uint64_t bytes;
 
@@ -469,13 +480,13 @@ int vvfat_build_tree(BDRVVvfatState *s, const char *dir, Error **errp)
             /* inv. 3: a directory's entries fill whole clusters */
             bytes = (uint64_t)s->nodes[i].dir_count * sizeof(VvfatDirent);
             ret = vvfat_take_clusters(s, i, DIV_ROUND_UP(bytes,
-                                      VVFAT_CLUSTER_SIZE), errp);
+                                      s->geo.cluster_size), errp);
             /* its "." entry names its own first cluster */
-            s->dirents[s->nodes[i].dir_first].cluster =
-                GUINT16_TO_LE(s->nodes[i].first_cluster);
+            vvfat_dirent_set_cluster(&s->dirents[s->nodes[i].dir_first],
+                                     s->nodes[i].first_cluster);
         } else {
             ret = vvfat_take_clusters(s, i, DIV_ROUND_UP((uint64_t)
-                                      s->nodes[i].size, VVFAT_CLUSTER_SIZE),
+                                      s->nodes[i].size, s->geo.cluster_size),
                                       errp);
         }
     }

@@ -1,5 +1,5 @@
 /*
- * vvfat: a FAT12/16 file system, as a guest left it, parsed into a tree
+ * vvfat: a FAT12/16/32 file system, as a guest left it, parsed into a tree
  * of files and directories (block/vvfat.h, inv. 7), for the rw commit.
  *
  * The parser trusts nothing it reads: every cluster number is checked
@@ -39,7 +39,13 @@ typedef struct VvfatParser {
 
 static uint32_t vvfat_fat_get(const VvfatParser *p, uint32_t c)
 {
-    if (p->lay->fat_type == 16) {
+    if (p->lay->fat_type == 32) {
+        const uint8_t *b = p->fat + c * 4;
+
+        /* the top four bits are reserved: not the chain's */
+        return (b[0] | (b[1] << 8) | (b[2] << 16) |
+                ((uint32_t)b[3] << 24)) & VVFAT32_MASK;
+    } else if (p->lay->fat_type == 16) {
         return p->fat[c * 2] | (p->fat[c * 2 + 1] << 8);
     } else {
         const uint8_t *b = p->fat + c * 3 / 2;
@@ -68,7 +74,8 @@ static int vvfat_fail(VvfatParser *p, const char *fmt, ...)
 static int vvfat_follow(VvfatParser *p, uint32_t first, uint32_t *start,
                         uint32_t *n)
 {
-    uint32_t eoc = p->lay->fat_type == 16 ? 0xfff8 : 0xff8;
+    uint32_t eoc = p->lay->fat_type == 32 ? 0x0ffffff8 :
+                   p->lay->fat_type == 16 ? 0xfff8 : 0xff8;
     uint32_t c = first;
 
     *start = p->t->n_chains;
@@ -262,7 +269,13 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
         ent->name = name;
         g_hash_table_add(names, name);
         ent->is_dir = attr & VVFAT_ATTR_DIR;
+        ent->attr = attr;
+        ent->mtime = e[22] | (e[23] << 8);
+        ent->mdate = e[24] | (e[25] << 8);
         ent->cluster = e[26] | (e[27] << 8);
+        if (p->lay->fat_type == 32) {
+            ent->cluster |= (uint32_t)(e[20] | (e[21] << 8)) << 16;
+        }
         ent->size = ent->is_dir ? 0 : e[28] | (e[29] << 8) | (e[30] << 16) |
                                       ((uint32_t)e[31] << 24);
         if (ent->is_dir && ent->cluster == 0) {
@@ -286,7 +299,8 @@ static int vvfat_parse_dir(VvfatParser *p, uint32_t dir, const uint8_t *buf,
             ent->chain = start;
             ent->n_chain = n;
             if (!ent->is_dir &&
-                n != DIV_ROUND_UP((uint64_t)ent->size, VVFAT_CLUSTER_SIZE)) {
+                n != DIV_ROUND_UP((uint64_t)ent->size,
+                                  p->lay->cluster_size)) {
                 return vvfat_fail(p, "file %s/%s: %u bytes in %u clusters",
                                   vvfat_where(p, dir, &path), name,
                                   ent->size, n);
@@ -304,7 +318,7 @@ static int vvfat_read_dir_entries(VvfatParser *p, uint32_t i)
     size_t len;
     int ret;
 
-    if (i == 0) {
+    if (i == 0 && !lay->root_cluster) {
         len = (size_t)lay->root_entries * sizeof(VvfatDirent);
         buf = g_malloc(len);
         ret = p->read(p->opaque, lay->root_offset, buf, len);
@@ -312,16 +326,16 @@ static int vvfat_read_dir_entries(VvfatParser *p, uint32_t i)
         VvfatEntry *d = &p->t->e[i];
 
         /* bounded by the volume: each cluster is in one chain (inv. 7) */
-        len = (size_t)d->n_chain * VVFAT_CLUSTER_SIZE;
+        len = (size_t)d->n_chain * lay->cluster_size;
         buf = g_malloc(len);
         ret = 0;
         for (uint32_t k = 0; ret == 0 && k < d->n_chain; k++) {
             uint32_t c = p->t->chains[d->chain + k];
 
             ret = p->read(p->opaque, lay->data_offset + (uint64_t)
-                          (c - VVFAT_FIRST_CLUSTER) * VVFAT_CLUSTER_SIZE,
-                          buf + (size_t)k * VVFAT_CLUSTER_SIZE,
-                          VVFAT_CLUSTER_SIZE);
+                          (c - VVFAT_FIRST_CLUSTER) * lay->cluster_size,
+                          buf + (size_t)k * lay->cluster_size,
+                          lay->cluster_size);
         }
     }
     if (ret < 0) {
@@ -345,6 +359,14 @@ int vvfat_parse_tree(const VvfatLayout *lay, VvfatReadFn read, void *opaque,
     vvfat_new_entry(&p)->is_dir = true;
     p.t->e[0].name = g_strdup("");
     ret = read(opaque, lay->fat_offset, p.fat, lay->fat_bytes);
+    if (ret == 0 && lay->root_cluster) {
+        /* FAT32: the root is a chain like any directory's (inv. 7) */
+        VvfatEntry *root = &p.t->e[0];
+
+        root->cluster = lay->root_cluster;
+        ret = vvfat_follow(&p, lay->root_cluster, &root->chain,
+                           &root->n_chain);
+    }
     /* breadth first: a directory's children come after it (inv. 7) */
     for (uint32_t i = 0; ret == 0 && i < p.t->n; i++) {
         if (p.t->e[i].is_dir) {

@@ -185,8 +185,7 @@ static int vvfat_overlay_put(BDRVVvfatState *s, uint64_t offset,
     for (uint64_t o = offset; o < offset + len; o += VVFAT_SECTOR) {
         vvfat_set_bit(s->overlay_map, o / VVFAT_SECTOR);
         if (o >= data) {
-            uint64_t c = (o - data) / VVFAT_CLUSTER_SIZE +
-                         VVFAT_FIRST_CLUSTER;
+            uint64_t c = (o - data) / lay.cluster_size + VVFAT_FIRST_CLUSTER;
 
             /* the volume's last clusters may lie past the tree's limit */
             if (c < (uint64_t)s->geo.cluster_count + VVFAT_FIRST_CLUSTER + 8) {
@@ -195,6 +194,27 @@ static int vvfat_overlay_put(BDRVVvfatState *s, uint64_t offset,
         }
     }
     return 0;
+}
+
+/*
+ * Whether [@offset, +@bytes) touches what the parser takes as fixed: the
+ * MBR's track and the boot sector (FAT32: and its copy).  FAT32's FSInfo
+ * sectors are hints a guest keeps up to date (Linux's vfat at umount,
+ * mtools at each change): they may be written.
+ */
+static bool vvfat_protected(BDRVVvfatState *s, uint64_t offset,
+                            uint64_t bytes)
+{
+    uint64_t boot = (uint64_t)s->geo.volume_start * VVFAT_SECTOR;
+    uint64_t backup = boot + VVFAT32_BACKUP_SECTOR * VVFAT_SECTOR;
+
+    if (offset < boot + VVFAT_SECTOR) {
+        return true;
+    }
+    if (s->geo.fat_type == 32) {
+        return offset < backup + VVFAT_SECTOR && offset + bytes > backup;
+    }
+    return offset < boot + s->geo.reserved_sectors * VVFAT_SECTOR;
 }
 
 int coroutine_fn vvfat_co_pwritev(BlockDriverState *bs, int64_t offset,
@@ -208,7 +228,7 @@ int coroutine_fn vvfat_co_pwritev(BlockDriverState *bs, int64_t offset,
 
     /* inv. 4: the block layer lets no write through to a read-only node */
     assert(s->rw);
-    if ((uint64_t)offset < boot + VVFAT_RESERVED_SECTORS * VVFAT_SECTOR) {
+    if (vvfat_protected(s, offset, bytes)) {
         if ((uint64_t)offset + bytes > boot) {
             /* QEMU's message; it says nothing of the MBR's track */
             error_report("Tried to write to protected bootsector");
@@ -233,21 +253,22 @@ static int coroutine_fn vvfat_pin_node(BDRVVvfatState *s, uint32_t i)
     const VvfatNode *node = &s->nodes[i];
     VvfatLayout lay;
     uint64_t data;
-    g_autofree uint8_t *buf = g_malloc(VVFAT_CLUSTER_SIZE);
+    uint32_t spc = s->geo.sectors_per_cluster;
+    g_autofree uint8_t *buf = g_malloc(s->geo.cluster_size);
 
     vvfat_layout(s, &lay);
     data = lay.data_offset;
     for (uint32_t k = 0; k < node->n_clusters; k++) {
         uint64_t off = data + (uint64_t)(node->first_cluster + k -
                                          VVFAT_FIRST_CLUSTER) *
-                              VVFAT_CLUSTER_SIZE;
+                              s->geo.cluster_size;
         QEMUIOVector qiov;
         int ret;
 
-        qemu_iovec_init_buf(&qiov, buf, VVFAT_CLUSTER_SIZE);
-        ret = vvfat_read_base(s, off, VVFAT_CLUSTER_SIZE, &qiov, 0);
+        qemu_iovec_init_buf(&qiov, buf, s->geo.cluster_size);
+        ret = vvfat_read_base(s, off, s->geo.cluster_size, &qiov, 0);
         qemu_iovec_destroy(&qiov);
-        for (uint32_t j = 0; ret == 0 && j < VVFAT_SECTORS_PER_CLUSTER; j++) {
+        for (uint32_t j = 0; ret == 0 && j < spc; j++) {
             uint64_t o = off + j * VVFAT_SECTOR;
 
             if (!vvfat_bit(s->overlay_map, o / VVFAT_SECTOR)) {
@@ -262,7 +283,7 @@ static int coroutine_fn vvfat_pin_node(BDRVVvfatState *s, uint32_t i)
             return ret;
         }
         /* inv. 6: the whole cluster is the overlay's now */
-        for (uint32_t j = 0; j < VVFAT_SECTORS_PER_CLUSTER; j++) {
+        for (uint32_t j = 0; j < spc; j++) {
             assert(vvfat_bit(s->overlay_map, off / VVFAT_SECTOR + j));
         }
     }

@@ -27,8 +27,12 @@
 
 /* the most of a host file one read holds in memory at once */
 #define VVFAT_READ_CHUNK        (1u << 20)
-#define VVFAT_ROOT_SECTORS \
-    (VVFAT_ROOT_ENTRIES * sizeof(VvfatDirent) / VVFAT_SECTOR)
+
+/* The fixed root directory's sectors (none with FAT32). */
+static uint32_t vvfat_root_sectors(const VvfatGeometry *g)
+{
+    return g->root_entries * sizeof(VvfatDirent) / VVFAT_SECTOR;
+}
 
 /*
  * fat:[floppy:][12:|16:|32:][rw:]DIR: the words may come in any order, as
@@ -70,10 +74,14 @@ static void vvfat_parse_filename(const char *filename, QDict *options,
     qdict_put_bool(options, VVFAT_OPT_RW, rw);
 }
 
-/* QEMU's geometries: a 1.44 or 2.88 MB floppy, or a 504 or 31.5 MiB disk. */
+/*
+ * QEMU's geometries: a 1.44 or 2.88 MB floppy, or a 504 or 31.5 MiB disk
+ * (FAT32: QEMU's 504 MiB one).
+ */
 static void vvfat_geometry(VvfatGeometry *g, int64_t asked_type)
 {
     uint64_t clusters, fat_bytes;
+    uint32_t max;
 
     if (g->floppy) {
         g->fat_type = asked_type ? asked_type : 12;
@@ -91,9 +99,21 @@ static void vvfat_geometry(VvfatGeometry *g, int64_t asked_type)
     }
     g->volume_sectors = g->cylinders * g->heads * g->sectors_per_track -
                         g->volume_start;
+    if (g->fat_type == 32) {
+        g->sectors_per_cluster = VVFAT32_SECTORS_PER_CLUSTER;
+        g->reserved_sectors = VVFAT32_RESERVED_SECTORS;
+        g->root_entries = 0;
+        max = VVFAT32_MASK & ~0xfu;
+    } else {
+        g->sectors_per_cluster = VVFAT_SECTORS_PER_CLUSTER;
+        g->reserved_sectors = VVFAT_RESERVED_SECTORS;
+        g->root_entries = VVFAT_ROOT_ENTRIES;
+        max = g->fat_type == 12 ? 0xff0u : 0xfff0u;
+    }
+    g->cluster_size = g->sectors_per_cluster * VVFAT_SECTOR;
     /* a FAT with room for every cluster the volume less root could hold */
-    clusters = (g->volume_sectors - VVFAT_RESERVED_SECTORS -
-                VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER + 2;
+    clusters = (g->volume_sectors - g->reserved_sectors -
+                vvfat_root_sectors(g)) / g->sectors_per_cluster + 2;
     fat_bytes = DIV_ROUND_UP(clusters * g->fat_type, 8);
     g->sectors_per_fat = DIV_ROUND_UP(fat_bytes, VVFAT_SECTOR);
     /*
@@ -102,18 +122,17 @@ static void vvfat_geometry(VvfatGeometry *g, int64_t asked_type)
      * and refuses a tree past that, so qblock does too.
      */
     g->cluster_count = (g->volume_sectors - g->volume_start -
-                        VVFAT_RESERVED_SECTORS -
+                        g->reserved_sectors -
                         VVFAT_NUM_FATS * g->sectors_per_fat -
-                        VVFAT_ROOT_SECTORS) / VVFAT_SECTORS_PER_CLUSTER;
+                        vvfat_root_sectors(g)) / g->sectors_per_cluster;
     /* the cluster numbers the type reserves (0xff0 up) stay unused */
-    g->cluster_count = MIN(g->cluster_count, (g->fat_type == 12 ? 0xff0u
-                           : 0xfff0u) - VVFAT_FIRST_CLUSTER);
+    g->cluster_count = MIN(g->cluster_count, max - VVFAT_FIRST_CLUSTER);
 }
 
 static uint32_t vvfat_data_start(const VvfatGeometry *g)
 {
-    return VVFAT_RESERVED_SECTORS + VVFAT_NUM_FATS * g->sectors_per_fat +
-           VVFAT_ROOT_SECTORS;
+    return g->reserved_sectors + VVFAT_NUM_FATS * g->sectors_per_fat +
+           vvfat_root_sectors(g);
 }
 
 uint64_t vvfat_disk_bytes(const BDRVVvfatState *s)
@@ -130,15 +149,17 @@ void vvfat_layout(const BDRVVvfatState *s, VvfatLayout *lay)
     uint64_t data_sectors = vvfat_data_start(g);
 
     lay->fat_type = g->fat_type;
-    lay->fat_offset = vol + VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
+    lay->fat_offset = vol + g->reserved_sectors * VVFAT_SECTOR;
     lay->fat_bytes = g->sectors_per_fat * VVFAT_SECTOR;
     lay->root_offset = lay->fat_offset + VVFAT_NUM_FATS *
                        (uint64_t)lay->fat_bytes;
-    lay->root_entries = VVFAT_ROOT_ENTRIES;
+    lay->root_entries = g->root_entries;
     lay->data_offset = vol + data_sectors * VVFAT_SECTOR;
     /* the clusters the volume holds, a few past the tree's limit */
     lay->clusters = (g->volume_sectors - data_sectors) /
-                    VVFAT_SECTORS_PER_CLUSTER;
+                    g->sectors_per_cluster;
+    lay->cluster_size = g->cluster_size;
+    lay->root_cluster = g->fat_type == 32 ? VVFAT_FIRST_CLUSTER : 0;
 }
 
 /* A CHS address of the MBR: head, sector and cylinder's high bits, low. */
@@ -167,7 +188,8 @@ static void vvfat_build_mbr(BDRVVvfatState *s)
     vvfat_put32(s->mbr + 0x1b8, VVFAT_DISK_SIGNATURE);
     e[0] = 0x80;                                /* bootable */
     vvfat_chs(g, g->volume_start, e + 1);
-    e[4] = g->fat_type == 12 ? 0x01 : 0x06;     /* FAT12, FAT16 over 32M */
+    /* FAT12, FAT16 over 32M, FAT32 (CHS, as QEMU's) */
+    e[4] = g->fat_type == 12 ? 0x01 : g->fat_type == 16 ? 0x06 : 0x0b;
     vvfat_chs(g, last, e + 5);
     vvfat_put32(e + 8, g->volume_start);
     vvfat_put32(e + 12, g->volume_sectors);
@@ -175,34 +197,74 @@ static void vvfat_build_mbr(BDRVVvfatState *s)
     s->mbr[511] = 0xaa;
 }
 
+/*
+ * FAT32's FSInfo sector at @f: the free cluster count and the next free
+ * cluster, which a FAT32 reader takes as hints.
+ */
+static void vvfat_build_fsinfo(BDRVVvfatState *s, uint8_t *f)
+{
+    VvfatLayout lay;
+
+    vvfat_layout(s, &lay);
+    vvfat_put32(f, 0x41615252);                 /* "RRaA" */
+    vvfat_put32(f + 484, 0x61417272);           /* "rrAa" */
+    vvfat_put32(f + 488, lay.clusters + VVFAT_FIRST_CLUSTER -
+                         s->next_cluster);
+    vvfat_put32(f + 492, s->next_cluster);
+    vvfat_put32(f + 508, 0xaa550000);
+}
+
+/* The reserved sectors: the boot sector, and FAT32's FSInfo and copies. */
 static void vvfat_build_boot(BDRVVvfatState *s)
 {
     const VvfatGeometry *g = &s->geo;
-    uint8_t *b = s->boot;
+    uint8_t *b;
+    /* the extended BPB: after FAT32's own fields */
+    uint32_t ext = g->fat_type == 32 ? 64 : 36;
 
-    memcpy(b, "\xeb\x3e\x90" "MSWIN4.1", 11);
+    s->reserved = g_malloc0((size_t)g->reserved_sectors * VVFAT_SECTOR);
+    b = s->reserved;
+    memcpy(b, g->fat_type == 32 ? "\xeb\x58\x90" "MSWIN4.1"
+                                : "\xeb\x3e\x90" "MSWIN4.1", 11);
     vvfat_put16(b + 11, VVFAT_SECTOR);
-    b[13] = VVFAT_SECTORS_PER_CLUSTER;
-    vvfat_put16(b + 14, VVFAT_RESERVED_SECTORS);
+    b[13] = g->sectors_per_cluster;
+    vvfat_put16(b + 14, g->reserved_sectors);
     b[16] = VVFAT_NUM_FATS;
-    vvfat_put16(b + 17, VVFAT_ROOT_ENTRIES);
+    vvfat_put16(b + 17, g->root_entries);
     if (g->volume_sectors < 0x10000) {
         vvfat_put16(b + 19, g->volume_sectors);
     } else {
         vvfat_put32(b + 32, g->volume_sectors);
     }
     b[21] = g->floppy ? 0xf0 : 0xf8;
-    vvfat_put16(b + 22, g->sectors_per_fat);
     vvfat_put16(b + 24, g->sectors_per_track);
     vvfat_put16(b + 26, g->heads);
     vvfat_put32(b + 28, g->volume_start);
-    b[36] = g->floppy ? 0x00 : 0x80;            /* BIOS drive number */
-    b[38] = 0x29;                               /* extended BPB */
-    vvfat_put32(b + 39, VVFAT_SERIAL);
-    memcpy(b + 43, s->label, VVFAT_LABEL_LEN);
-    memcpy(b + 54, g->fat_type == 12 ? "FAT12   " : "FAT16   ", 8);
+    if (g->fat_type == 32) {
+        vvfat_put32(b + 36, g->sectors_per_fat);
+        vvfat_put32(b + 44, VVFAT_FIRST_CLUSTER);   /* the root's chain */
+        vvfat_put16(b + 48, VVFAT32_FSINFO_SECTOR);
+        vvfat_put16(b + 50, VVFAT32_BACKUP_SECTOR);
+    } else {
+        vvfat_put16(b + 22, g->sectors_per_fat);
+    }
+    b[ext] = g->floppy ? 0x00 : 0x80;           /* BIOS drive number */
+    b[ext + 2] = 0x29;                          /* extended BPB */
+    vvfat_put32(b + ext + 3, VVFAT_SERIAL);
+    memcpy(b + ext + 7, s->label, VVFAT_LABEL_LEN);
+    memcpy(b + ext + 18, g->fat_type == 12 ? "FAT12   " :
+                         g->fat_type == 16 ? "FAT16   " : "FAT32   ", 8);
     b[510] = 0x55;
     b[511] = 0xaa;
+    if (g->fat_type == 32) {
+        uint8_t *f = b + VVFAT32_FSINFO_SECTOR * VVFAT_SECTOR;
+
+        vvfat_build_fsinfo(s, f);
+        /* the copies: boot sector and FSInfo again from sector 6 */
+        memcpy(b + VVFAT32_BACKUP_SECTOR * VVFAT_SECTOR, b, VVFAT_SECTOR);
+        memcpy(b + (VVFAT32_BACKUP_SECTOR + 1) * VVFAT_SECTOR, f,
+               VVFAT_SECTOR);
+    }
 }
 
 /* The options, checked with QEMU's messages where QEMU has them. */
@@ -228,9 +290,9 @@ static int vvfat_read_opts(BDRVVvfatState *s, QDict *options, char **dir,
     } else if (fat_type != 0 && fat_type != 12 && fat_type != 16 &&
                fat_type != 32) {
         error_setg(errp, "Valid FAT types are only 12, 16 and 32");
-    } else if (fat_type == 32) {
-        error_setg(errp, "FAT32 is not supported by qblock's vvfat "
-                   "(QEMU's is untested); use fat-type 12 or 16");
+    } else if (fat_type == 32 && s->geo.floppy) {
+        error_setg(errp, "vvfat: a floppy cannot hold FAT32's 65525 "
+                   "clusters; use a hard disk or fat-type 12 or 16");
         ret = -ENOTSUP;
     } else if (label && strlen(label) > VVFAT_LABEL_LEN) {
         error_setg(errp, "vvfat label cannot be longer than 11 bytes");
@@ -251,6 +313,7 @@ static void vvfat_close(BlockDriverState *bs)
 
     vvfat_overlay_close(s);
     vvfat_free_tree(s);
+    g_clear_pointer(&s->reserved, g_free);
     g_clear_pointer(&s->dir, g_free);
 }
 
@@ -384,24 +447,25 @@ static int coroutine_fn vvfat_read_data(BDRVVvfatState *s, uint64_t off,
                                         uint64_t bytes, QEMUIOVector *qiov,
                                         size_t done, uint64_t *n)
 {
-    uint32_t cluster = off / VVFAT_CLUSTER_SIZE + VVFAT_FIRST_CLUSTER;
+    uint32_t csize = s->geo.cluster_size;
+    uint32_t cluster = off / csize + VVFAT_FIRST_CLUSTER;
     const VvfatNode *node = vvfat_find_cluster(s, cluster);
     uint64_t in_node, run;
 
     if (!node) {
         /* free clusters and the tail past the last one read as zeroes */
-        *n = MIN(bytes, VVFAT_CLUSTER_SIZE - off % VVFAT_CLUSTER_SIZE);
+        *n = MIN(bytes, csize - off % csize);
         qemu_iovec_memset(qiov, done, 0, *n);
         return 0;
     }
     in_node = off - (uint64_t)(node->first_cluster - VVFAT_FIRST_CLUSTER) *
-              VVFAT_CLUSTER_SIZE;
-    run = (uint64_t)node->n_clusters * VVFAT_CLUSTER_SIZE - in_node;
+              csize;
+    run = (uint64_t)node->n_clusters * csize - in_node;
     *n = MIN(bytes, run);
     if (node->is_dir) {
         /* inv. 3 */
         assert((uint64_t)node->dir_count * sizeof(VvfatDirent) <=
-               (uint64_t)node->n_clusters * VVFAT_CLUSTER_SIZE);
+               (uint64_t)node->n_clusters * csize);
         vvfat_copy(qiov, done, s->dirents + node->dir_first,
                    (uint64_t)node->dir_count * sizeof(VvfatDirent),
                    in_node, *n);
@@ -416,14 +480,14 @@ static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
                                           size_t done, uint64_t *n)
 {
     const VvfatGeometry *g = &s->geo;
-    uint64_t fat_start = VVFAT_RESERVED_SECTORS * VVFAT_SECTOR;
+    uint64_t fat_start = (uint64_t)g->reserved_sectors * VVFAT_SECTOR;
     uint64_t fat_bytes = (uint64_t)g->sectors_per_fat * VVFAT_SECTOR;
     uint64_t root_start = fat_start + VVFAT_NUM_FATS * fat_bytes;
     uint64_t data_start = (uint64_t)vvfat_data_start(g) * VVFAT_SECTOR;
 
     if (off < fat_start) {
         *n = MIN(bytes, fat_start - off);
-        vvfat_copy(qiov, done, s->boot, sizeof(s->boot), off, *n);
+        vvfat_copy(qiov, done, s->reserved, fat_start, off, *n);
     } else if (off < root_start) {
         /* both FATs are the one built at open */
         uint64_t in_fat = (off - fat_start) % fat_bytes;
@@ -433,7 +497,7 @@ static int coroutine_fn vvfat_read_volume(BDRVVvfatState *s, uint64_t off,
     } else if (off < data_start) {
         *n = MIN(bytes, data_start - off);
         /* inv. 3: the root's entries fit the root directory */
-        assert(s->nodes[0].dir_count <= VVFAT_ROOT_ENTRIES);
+        assert(s->nodes[0].dir_count <= g->root_entries);
         vvfat_copy(qiov, done, s->dirents + s->nodes[0].dir_first,
                    (uint64_t)s->nodes[0].dir_count * sizeof(VvfatDirent),
                    off - root_start, *n);

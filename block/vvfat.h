@@ -10,9 +10,13 @@
  * rest of the first track (63 sectors), then the FAT volume: one boot
  * sector, two identical FATs, the root directory (512 entries) and the
  * data area of 8 KiB clusters numbered from 2.  A floppy is the volume
- * alone.  Every cluster in use belongs to one node of the host tree: a
- * directory's clusters hold its entries, a file's its content, read from
- * the host file when the guest reads them.
+ * alone.  FAT32 (a hard disk only) has 32 reserved sectors (the boot
+ * sector, the FSInfo sector at 1, their copies at 6 and 7), 4 KiB
+ * clusters, so that the volume has FAT32's 65525 and more, and its root
+ * directory is a cluster chain from cluster 2, owned by node 0.  Every
+ * cluster in use belongs to one node of the host tree: a directory's
+ * clusters hold its entries, a file's its content, read from the host
+ * file when the guest reads them.
  *
  * Invariants:
  *  1. After open the generated image (the base) is immutable: the nodes,
@@ -25,8 +29,8 @@
  *     them, and next_cluster - VVFAT_FIRST_CLUSTER <= the volume's
  *     cluster count (the tree fits the FAT type, checked at open).
  *  3. A directory node's entries are dirents[dir_first, dir_first +
- *     dir_count); dir_count * 32 fits in its clusters (root: in the
- *     fixed root directory of VVFAT_ROOT_ENTRIES entries).
+ *     dir_count); dir_count * 32 fits in its clusters (root but with
+ *     FAT32: in the fixed root directory of VVFAT_ROOT_ENTRIES entries).
  *  4. The node is writable only with rw=on (then a read-only open is
  *     refused); without it a read-write open is refused unless
  *     auto-read-only, as QEMU does.  s->rw is set iff the overlay exists.
@@ -62,6 +66,18 @@
 #define VVFAT_ROOT_ENTRIES      512
 #define VVFAT_NUM_FATS          2
 #define VVFAT_RESERVED_SECTORS  1
+/*
+ * FAT32: 4 KiB clusters give QEMU's 504 MiB disk 128760 of them (FAT32
+ * needs 65525 and more, 8 KiB would give 64 thousand); the reserved
+ * sectors, FSInfo and backup boot sector where every FAT32 formatter
+ * puts them.
+ */
+#define VVFAT32_SECTORS_PER_CLUSTER 8
+#define VVFAT32_RESERVED_SECTORS 32
+#define VVFAT32_FSINFO_SECTOR   1
+#define VVFAT32_BACKUP_SECTOR   6
+/* FAT32 entries have 28 bits */
+#define VVFAT32_MASK            0x0fffffffu
 /* a hard disk's geometry, as QEMU gives it: its volume starts at track 1 */
 #define VVFAT_HD_HEADS          16
 #define VVFAT_HD_SECTORS        63
@@ -71,6 +87,7 @@
 #define VVFAT_SERIAL            0xfabe1afdu
 #define VVFAT_DISK_SIGNATURE    0xbe1afdfau
 
+#define VVFAT_ATTR_READONLY     0x01
 #define VVFAT_ATTR_VOLUME       0x08
 #define VVFAT_ATTR_DIR          0x10
 #define VVFAT_ATTR_ARCHIVE      0x20
@@ -120,6 +137,13 @@ typedef struct VvfatDirent {
 } VvfatDirent;
 _Static_assert(sizeof(VvfatDirent) == 32, "a directory entry is 32 bytes");
 
+/* An entry's first cluster: its high half is FAT32's (zero below). */
+static inline void vvfat_dirent_set_cluster(VvfatDirent *e, uint32_t c)
+{
+    e->cluster = GUINT16_TO_LE(c & 0xffff);
+    e->cluster_high = GUINT16_TO_LE(c >> 16);
+}
+
 /* A host file or directory, and the clusters it owns. */
 typedef struct VvfatNode {
     char *path;                 /* host path, opened when read */
@@ -135,7 +159,7 @@ typedef struct VvfatNode {
 
 /* What the FAT type and the disk kind make of the volume. */
 typedef struct VvfatGeometry {
-    int fat_type;               /* 12 or 16 */
+    int fat_type;               /* 12, 16 or 32 */
     bool floppy;
     uint32_t heads;
     uint32_t sectors_per_track;
@@ -144,6 +168,10 @@ typedef struct VvfatGeometry {
     uint32_t volume_sectors;
     uint32_t sectors_per_fat;
     uint32_t cluster_count;     /* data clusters a tree may fill */
+    uint32_t sectors_per_cluster;
+    uint32_t cluster_size;      /* bytes */
+    uint32_t reserved_sectors;  /* boot sector on (FAT32: FSInfo, copies) */
+    uint32_t root_entries;      /* the fixed root; 0: FAT32's chain */
 } VvfatGeometry;
 
 typedef struct BDRVVvfatState {
@@ -157,7 +185,7 @@ typedef struct BDRVVvfatState {
     uint8_t *fat;               /* one FAT, sectors_per_fat sectors */
     uint32_t *owner;            /* per data cluster: node index + 1, 0 */
     uint8_t mbr[VVFAT_SECTOR];
-    uint8_t boot[VVFAT_SECTOR];
+    uint8_t *reserved;          /* the reserved sectors: boot sector on */
     char *dir;                  /* the host directory, as given */
 
     /*
@@ -173,6 +201,7 @@ typedef struct BDRVVvfatState {
     bool *pinned;               /* per node (inv. 6) */
     struct VvfatTree *committed; /* inv. 8 */
     char *pending;              /* why the last parse did not commit */
+    mode_t umask;               /* the process's, read at open */
 } BDRVVvfatState;
 
 /* One file or directory of a parsed FAT tree (inv. 7). */
@@ -188,12 +217,16 @@ typedef struct VvfatEntry {
     bool is_dir;
     uint32_t cluster;           /* first cluster, 0: none */
     uint32_t size;
+    uint8_t attr;               /* the short entry's attributes */
+    uint16_t mdate, mtime;      /* its modification date and time, FAT's */
     uint32_t chain;             /* its clusters: chains[chain, +n_chain) */
     uint32_t n_chain;
     /* scratch of a commit (block/vvfat-commit.c) */
     int32_t match;              /* the same entry in the other tree, -1 */
     bool moved;
     bool placed;                /* old tree: moved into the temp dir */
+    bool left;                  /* new tree: step 3 could not place it */
+    bool touched;               /* new tree: the commit changed it */
 } VvfatEntry;
 
 typedef struct VvfatTree {
@@ -212,6 +245,8 @@ typedef struct VvfatLayout {
     uint32_t root_entries;
     uint64_t data_offset;       /* cluster 2 */
     uint32_t clusters;          /* data clusters: 2 .. clusters + 1 */
+    uint32_t cluster_size;      /* bytes, at most VVFAT_CLUSTER_SIZE */
+    uint32_t root_cluster;      /* FAT32: the root's chain; else 0 */
 } VvfatLayout;
 
 /* Reads @len bytes of the disk at @off into @buf: 0 or -errno. */

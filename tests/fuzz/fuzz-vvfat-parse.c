@@ -7,9 +7,11 @@
  * or "..", deep directories.  What comes out must hold inv. 7 of
  * block/vvfat.h, checked here entry by entry.
  *
- * The input is the volume from its FAT on: the first byte picks FAT12 or
- * FAT16, one FAT of 512 bytes, a root directory of 16 entries, then the
- * data clusters (8 KiB each, 20 of them, zeroes past the input's end).
+ * The input is the volume from its FAT on: the first byte picks FAT12
+ * (bit 0 set), FAT32 (bit 1 set) or FAT16, one FAT of 512 bytes, a root
+ * directory of 16 entries (FAT32: none, the root is the chain from
+ * cluster 2), then the data clusters (8 KiB each, 20 of them, zeroes past
+ * the input's end).
  */
 #include "block/vvfat.h"
 
@@ -36,18 +38,21 @@ static void fuzz_check(const VvfatLayout *lay, const VvfatTree *t)
     g_autofree uint8_t *seen = g_malloc0(lay->clusters + 2);
 
     assert(t->n >= 1 && t->e[0].is_dir);
-    for (uint32_t i = 1; i < t->n; i++) {
+    assert(!lay->root_cluster || t->e[0].n_chain >= 1);
+    for (uint32_t i = lay->root_cluster ? 0 : 1; i < t->n; i++) {
         const VvfatEntry *e = &t->e[i];
         g_autofree char *path = vvfat_tree_path(t, i, "");
 
-        assert(e->parent < i && t->e[e->parent].is_dir);
-        assert(e->name[0] && !strchr(e->name, '/'));
-        assert(strcmp(e->name, ".") && strcmp(e->name, ".."));
-        assert(g_utf8_validate(e->name, -1, NULL));
-        assert(path[0] == '/');
+        if (i > 0) {
+            assert(e->parent < i && t->e[e->parent].is_dir);
+            assert(e->name[0] && !strchr(e->name, '/'));
+            assert(strcmp(e->name, ".") && strcmp(e->name, ".."));
+            assert(g_utf8_validate(e->name, -1, NULL));
+            assert(path[0] == '/');
+        }
         if (!e->is_dir) {
             assert(e->n_chain == DIV_ROUND_UP((uint64_t)e->size,
-                                              VVFAT_CLUSTER_SIZE));
+                                              lay->cluster_size));
         }
         assert(e->chain + (uint64_t)e->n_chain <= t->n_chains);
         for (uint32_t k = 0; k < e->n_chain; k++) {
@@ -65,11 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     FuzzImg img = { data, size };
+    int type = !size ? 16 : data[0] & 1 ? 12 : data[0] & 2 ? 32 : 16;
     VvfatLayout lay = {
-        .fat_type = size && (data[0] & 1) ? 12 : 16,
+        .fat_type = type,
         .fat_offset = 0, .fat_bytes = 512,
-        .root_offset = 512, .root_entries = 16,
-        .data_offset = 1024, .clusters = FUZZ_CLUSTERS,
+        .root_offset = 512, .root_entries = type == 32 ? 0 : 16,
+        .data_offset = type == 32 ? 512 : 1024, .clusters = FUZZ_CLUSTERS,
+        .cluster_size = VVFAT_CLUSTER_SIZE,
+        .root_cluster = type == 32 ? VVFAT_FIRST_CLUSTER : 0,
     };
     VvfatTree *t;
     char *why;

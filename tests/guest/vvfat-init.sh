@@ -40,6 +40,12 @@ if mount -t vfat -o iocharset=utf8 /dev/vda1 /mnt; then
     # 3 MB through the page cache, written back in large requests
     yes "a line of the large file" | head -c 3000000 > large.txt ||
         fail "large"
+    # a time and the read-only attribute, set and (after a sync, so
+    # that the host sees both) cleared
+    touch -d "2001-02-03 04:05:06" newfile.txt || fail "touch -d"
+    chmod a-w appended.txt || fail "chmod a-w"
+    chmod a-w Renamed.txt && sync && chmod u+w Renamed.txt ||
+        fail "chmod u+w"
     # what the disk now holds, read back past the page cache: the
     # overlay and the clusters of moved files the commit kept for it
     sync

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A small FAT12/FAT16 reader for the vvfat tests: written from the FAT
+"""A small FAT12/FAT16/FAT32 reader for the vvfat tests: written from the FAT
 specification, independent of both qblock and QEMU.
 
   fat-read.py bpb IMAGE            the MBR and boot sector fields, key=value
@@ -8,8 +8,14 @@ specification, independent of both qblock and QEMU.
                                    modification date and time too;
                                    --host-names: a name with no long name
                                    in lower case, as vvfat's rw gives it to
-                                   the host)
-  fat-read.py host DIR             the same listing for a host directory
+                                   the host; --times: the modification
+                                   time as seconds since the epoch, read
+                                   as local time, and the read-only
+                                   attribute of a file, 'mtime=T ro=0|1')
+  fat-read.py host DIR [--times]   the same listing for a host directory
+                                   (--times: the mtime down to FAT's two
+                                   seconds, ro=1 for a file no one may
+                                   write)
   fat-read.py extract IMAGE PATH   one file's content on stdout
   fat-read.py masked IMAGE         sha256 of the image with the bytes past
                                    each file's end in its last cluster read
@@ -24,8 +30,10 @@ exits 1 with a message naming the entry.
 import hashlib
 import mmap
 import os
+import stat
 import struct
 import sys
+import time
 
 
 class FatError(Exception):
@@ -54,6 +62,15 @@ class Fat:
         self.total = ts16 or ts32
         self.boot = b
         self.fat_type = 12 if b[54:59] == b'FAT12' else 16
+        # FAT32: no fixed root, the FAT's size and the root's cluster in
+        # its own fields, the extended BPB after them
+        self.ext = 36
+        self.root_cluster = 0
+        if self.root_entries == 0 and self.spf == 0:
+            self.fat_type = 32
+            self.spf, = struct.unpack('<I', b[36:40])
+            self.root_cluster, = struct.unpack('<I', b[44:48])
+            self.ext = 64
         self.fat_off = self.part + self.res * self.bps
         self.root_off = self.fat_off + self.nfats * self.spf * self.bps
         self.data_off = self.root_off + self.root_entries * 32
@@ -80,6 +97,7 @@ class Fat:
                     ('mbr.sectors', struct.unpack('<I', m[12:16])[0]),
                     ('mbr.signature', self.img[0x1b8:0x1bc].hex())]
         b = self.boot
+        x = self.ext
         out += [('jump', b[0:3].hex()), ('oem', b[3:11].decode('latin-1')),
                 ('bytes_per_sector', self.bps),
                 ('sectors_per_cluster', self.spc),
@@ -90,14 +108,28 @@ class Fat:
                 ('sectors_per_track', self.spt), ('heads', self.heads),
                 ('hidden_sectors', self.hidden),
                 ('total_sectors32', struct.unpack('<I', b[32:36])[0]),
-                ('drive', hex(b[36])), ('ext_signature', hex(b[38])),
-                ('serial', b[39:43].hex()),
-                ('label', b[43:54].decode('latin-1')),
-                ('fs_type', b[54:62].decode('latin-1')),
+                ('drive', hex(b[x])), ('ext_signature', hex(b[x + 2])),
+                ('serial', b[x + 3:x + 7].hex()),
+                ('label', b[x + 7:x + 18].decode('latin-1')),
+                ('fs_type', b[x + 18:x + 26].decode('latin-1')),
                 ('fat0', self.entry(0)), ('fat1', self.entry(1))]
+        if self.fat_type == 32:
+            f = self.part + struct.unpack('<H', b[48:50])[0] * self.bps
+            fsinfo = self.img[f:f + 512]
+            out += [('root_cluster', self.root_cluster),
+                    ('fsinfo_sector', struct.unpack('<H', b[48:50])[0]),
+                    ('backup_boot_sector', struct.unpack('<H', b[50:52])[0]),
+                    ('fsinfo.signatures', fsinfo[0:4] + fsinfo[484:488] +
+                     fsinfo[508:512]),
+                    ('fsinfo.free', struct.unpack('<I', fsinfo[488:492])[0]),
+                    ('fsinfo.next', struct.unpack('<I', fsinfo[492:496])[0])]
         return out
 
     def entry(self, c):
+        if self.fat_type == 32:
+            return struct.unpack('<I', self.img[self.fat_off + 4 * c:
+                                                self.fat_off + 4 * c + 4]
+                                 )[0] & 0x0fffffff
         if self.fat_type == 16:
             return struct.unpack('<H', self.img[self.fat_off + 2 * c:
                                                 self.fat_off + 2 * c + 2])[0]
@@ -106,7 +138,7 @@ class Fat:
         return v >> 4 if c & 1 else v & 0xfff
 
     def chain(self, first, what):
-        eoc = 0xff8 if self.fat_type == 12 else 0xfff8
+        eoc = {12: 0xff8, 16: 0xfff8, 32: 0x0ffffff8}[self.fat_type]
         out = []
         c = first
         while True:
@@ -181,11 +213,14 @@ class Fat:
                     name = name.lower()
             path = prefix + '/' + name
             first = struct.unpack('<H', e[26:28])[0]
+            if self.fat_type == 32:
+                first |= struct.unpack('<H', e[20:22])[0] << 16
             size = struct.unpack('<I', e[28:32])[0]
             mdate, mtime = struct.unpack('<H', e[24:26])[0], \
                 struct.unpack('<H', e[22:24])[0]
             detail = '%s attr=%02x mdate=%04x mtime=%04x' % (
                 short.decode('latin-1'), attr, mdate, mtime)
+            self.times[path] = fat_times(mdate, mtime, attr)
             if attr & 0x10:
                 out.append((path, 'dir', '-', detail))
                 self.walk(self.read_chain(first, path), path, out)
@@ -225,8 +260,29 @@ class Fat:
 
     def tree(self):
         out = []
-        self.walk(self.img[self.root_off:self.data_off], '', out)
+        self.times = {}
+        if self.root_cluster:
+            root = self.read_chain(self.root_cluster, '/')
+        else:
+            root = self.img[self.root_off:self.data_off]
+        self.walk(root, '', out)
         return sorted(out)
+
+
+def fat_times(mdate, mtime, attr):
+    try:
+        t = '%d' % time.mktime(((mdate >> 9) + 1980, (mdate >> 5) & 15,
+                                mdate & 31, mtime >> 11, (mtime >> 5) & 63,
+                                (mtime & 31) * 2, 0, 0, -1))
+    except (ValueError, OverflowError):
+        t = '-'
+    return 'mtime=%s ro=%s' % (t, '-' if attr & 0x10 else attr & 1)
+
+
+def host_times(path):
+    st = os.stat(path)
+    ro = '-' if stat.S_ISDIR(st.st_mode) else int(not st.st_mode & 0o222)
+    return 'mtime=%d ro=%s' % (int(st.st_mtime) & ~1, ro)
 
 
 def host_tree(top):
@@ -250,9 +306,11 @@ def host_tree(top):
 def main():
     cmd, arg = sys.argv[1], sys.argv[2]
     try:
+        times = '--times' in sys.argv[3:]
         if cmd == 'host':
             for p, kind, h, _ in host_tree(arg):
-                print('%s\t%s\t%s' % (p, kind, h))
+                print('%s\t%s\t%s%s' % (p, kind, h, '\t' + host_times(
+                    arg + p) if times else ''))
             return 0
         fat = Fat(arg)
         fat.host_names = '--host-names' in sys.argv[3:]
@@ -262,8 +320,10 @@ def main():
         elif cmd == 'tree':
             detail = '--detail' in sys.argv[3:]
             for p, kind, h, d in fat.tree():
-                print('%s\t%s\t%s%s' % (p, kind, h,
-                                        '\t' + d if detail else ''))
+                print('%s\t%s\t%s%s%s' % (p, kind, h,
+                                          '\t' + d if detail else '',
+                                          '\t' + fat.times[p] if times
+                                          else ''))
         elif cmd == 'masked':
             print(fat.masked_sha256())
         elif cmd == 'extract':

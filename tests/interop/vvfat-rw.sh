@@ -16,10 +16,13 @@
 # but for the scenarios where QEMU 7.2 fails (said below and in
 # docs/vvfat.md); twice the runs go last first, so that directory
 # entries come before the FAT that gives them clusters and nothing may be
-# carried until it does.  Then hostile writes: a FAT chain that loops, two files
-# sharing a cluster, names with '/' or "..", a directory that is a link
+# carried until it does.  The scenarios again on a FAT32 disk (qblock's
+# own: not compared with QEMU's).  Times and the read-only attribute, the
+# host's mtimes and modes after the commits.  Then hostile writes: a FAT
+# chain that loops, two files sharing a cluster, names with '/' or "..",
+# FAT32's root chain looped or cross-linked, a directory that is a link
 # out of DIR: no crash, the host left as it was, a message (FAT12 hard
-# disks, quicker to read whole).  Host names that are no UTF-8 (shown by
+# disks, quicker to read whole, and FAT32 ones).  Host names that are no UTF-8 (shown by
 # their 8.3 names) changed, renamed, removed; a change the host refuses
 # (a directory that holds a dangling link) said with its path.  And the
 # refusals (a write to the boot sector, rw on a read-only open), an
@@ -181,27 +184,39 @@ scenario() {
     fi
 }
 
-# poke IMAGE@@OFFSET PYTHON: a FAT12 volume changed by hand, by PYTHON
-# given img (a bytearray), root, data (offsets), entry(NAME11): a root
-# entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize
+# poke IMAGE@@OFFSET PYTHON: a FAT12 or FAT32 volume changed by hand, by
+# PYTHON given img (a bytearray), root, data (offsets), entry(NAME11): a
+# root entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize,
+# eoc (FAT32: the root is the chain from cluster 2, at data)
 poke() {
     python3 - "${1%@@*}" "${1#*@@}" <<EOF
 import struct, sys
 img = bytearray(open(sys.argv[1], 'rb').read())
 vol = int(sys.argv[2])
-spf = struct.unpack_from('<H', img, vol + 22)[0]
-fat = vol + 512
+fat32 = struct.unpack_from('<H', img, vol + 17)[0] == 0
+spf = struct.unpack_from('<I' if fat32 else '<H', img,
+                         vol + (36 if fat32 else 22))[0]
+fat = vol + struct.unpack_from('<H', img, vol + 14)[0] * 512
 root = fat + 2 * spf * 512
-data = root + 512 * 32
-csize = 8192
+data = root if fat32 else root + 512 * 32
+csize = img[vol + 13] * 512
+eoc = 0x0fffffff if fat32 else 0xfff
 def entry(name):
     return img.index(name.encode(), root)
 def cluster(name):
-    return struct.unpack_from('<H', img, entry(name) + 26)[0]
+    e = entry(name)
+    hi = struct.unpack_from('<H', img, e + 20)[0] if fat32 else 0
+    return struct.unpack_from('<H', img, e + 26)[0] | hi << 16
 def getfat(c):
+    if fat32:
+        return struct.unpack_from('<I', img, fat + c * 4)[0] & 0x0fffffff
     v = struct.unpack_from('<H', img, fat + c * 3 // 2)[0]
     return v >> 4 if c & 1 else v & 0xfff
 def setfat(c, v):
+    if fat32:
+        for f in (fat, fat + spf * 512):
+            struct.pack_into('<I', img, f + c * 4, v)
+        return
     # FAT12: two entries in three bytes
     for f in (fat, fat + spf * 512):
         o = f + c * 3 // 2
@@ -282,8 +297,8 @@ ops_combo() {
 ops_append() {
     poke "$1" "
 e = entry('A       TXT'); c = cluster('A       TXT'); f = free()
-setfat(c, f); setfat(f, 0xfff)
-struct.pack_into('<I', img, e + 28, 9000)
+setfat(c, f); setfat(f, eoc)
+struct.pack_into('<I', img, e + 28, csize + 808)
 o = data + (c - 2) * csize
 img[o + 6:o + csize] = b'x' * (csize - 6)
 o = data + (f - 2) * csize
@@ -293,8 +308,10 @@ img[o:o + 808] = b'y' * 808
 ops_truncate() {
     poke "$1" "
 e = entry('THREE-~1BIN'); c = cluster('THREE-~1BIN')
-setfat(c + 1, 0xfff); setfat(c + 2, 0)
-struct.pack_into('<I', img, e + 28, 9000)
+rest = getfat(c + 1); setfat(c + 1, eoc)
+while rest < eoc - 7:
+    nxt = getfat(rest); setfat(rest, 0); rest = nxt
+struct.pack_into('<I', img, e + 28, csize + 808)
 "
 }
 ops_delete_rest() {
@@ -334,6 +351,26 @@ scenario "moves between directories" ops_move \
 scenario "all of it in one disk" ops_combo \
     "QEMU 7.2 aborts (assertion in get_cluster_count_for_direntry)"
 
+# FAT32 (fat:32:rw:): the same scenarios on a FAT32 disk (the root a
+# cluster chain, 4 KiB clusters, the entries' high cluster halves, and
+# mtools' FSInfo updates written too), and a root that grows past its
+# first cluster; QEMU 7.2's FAT32 volume is none (its boot sector says
+# FAT16): not compared
+no32="QEMU 7.2's FAT32 volume says FAT16, which mtools cannot write"
+ops_root_grows() {
+    local i
+    for i in $(seq 1 150); do echo "$i" > "root-file-$i"; done
+    mcopy -i "$1" root-file-* ::/
+}
+scenario "FAT32: new files" ops_new "$no32" 32:
+REVERSE=1 scenario "FAT32: new files, the FAT written last" ops_new "$no32" 32:
+scenario "FAT32: the root grows past its first cluster" ops_root_grows \
+    "$no32" 32:
+for ops in ops_subdir ops_new_empty ops_change ops_append ops_truncate \
+    ops_delete ops_rename ops_rename_dir ops_dirs ops_move ops_combo; do
+    scenario "FAT32: ${ops#ops_}" $ops "$no32" 32:
+done
+
 # Host names that are no UTF-8 are shown by their 8.3 names alone: the
 # commit still finds the host's files (changed, renamed, removed)
 nonutf8() {
@@ -371,18 +408,110 @@ nonutf8 "renamed" ops_nonutf8_rename \
     'Empty.Txt=;cafe.txt=old content;plain.txt=x;'
 nonutf8 "removed" ops_nonutf8_delete 'plain.txt=x;'
 
+# Times and the read-only attribute: two stages of changes written in one
+# qblock-io run (each write a commit of its own, the second stage after
+# the first was carried).  The host's mtime of each file and directory
+# must then be its entry's (what the guest changed, and what the commit
+# wrote or made, gets the guest's time; the rest kept its own, which the
+# disk showed down to two seconds), a file is read-only on the host when
+# its entry is, hidden/system/archive change nothing and stop nothing,
+# and a directory's read-only attribute is not carried.  QEMU 7.2 carries
+# no time (a new file has the commit's) and aborts on a changed attribute
+# (an assertion in array_get): not compared.
+umask 022
+echo old > old && touch -d '2003-04-05 06:07:08' old
+ops_attrs1() {
+    mattrib -i "$1" +r ::/a.txt ::/same-size.txt ::/emptydir &&
+    mattrib -i "$1" +h +s -a ::/sub/b.txt &&
+    mcopy -m -i "$1" old ::/sub/deeper/old.txt &&
+    mcopy -m -i "$1" old ::/New-RO.txt && mattrib -i "$1" +r ::/New-RO.txt &&
+    poke "$1" "
+for n in ('OVER    TXT', 'FULL       '):
+    # 2001-02-03 04:05:06
+    struct.pack_into('<HH', img, entry(n) + 22, (4 << 11) | (5 << 5) | 3,
+                     (21 << 9) | (2 << 5) | 3)
+"
+}
+ops_attrs2() {
+    mattrib -i "$1" -r ::/same-size.txt
+}
+# attrs_test NAME FAT-PREFIX: the two stages on such a disk, checked
+attrs_test() {
+    local name=$1 pre=$2 rc modes want
+    rm -rf t t.* && base_tree t
+    chmod 0640 t/same-size.txt
+    "$QB_IMG" convert -f vvfat -O raw "fat:${pre}t" t.disk
+    cp t.disk t.mid
+    ops_attrs1 "t.mid@@$OFF" > t.mtools 2>&1
+    cp t.mid t.new
+    ops_attrs2 "t.new@@$OFF" >> t.mtools 2>&1
+    changed_runs t.disk t.mid t.run1 > t.runs
+    changed_runs t.mid t.new t.run2 >> t.runs
+    apply "$QB_IO" t t.runs "fat:${pre}rw:t"
+    rc=$?
+    fat tree t.new --host-names --times | cut -f1-2,4 > t.want
+    fat host t --times | cut -f1-2,4 > t.got
+    if [ $rc -ne 0 ] || [ -s t.msg ]; then
+        fail "$name: qblock-io" "status $rc" "$(cat t.msg t.mtools)"
+    elif ! grep -q 'ro=1' t.want || [ "$(wc -l < t.runs)" -lt 2 ]; then
+        fail "$name: mtools changed them" "$(cat t.mtools t.want)"
+    elif cmp -s t.want t.got; then
+        ok "$name: each host mtime and read-only file is the disk's"
+    else
+        fail "$name: each host mtime and read-only file is the disk's" \
+            "$(diff t.want t.got)"
+    fi
+    modes=$(cd t && stat -c '%n=%a' a.txt same-size.txt New-RO.txt emptydir \
+            sub/b.txt sub/deeper/old.txt | tr '\n' ' ')
+    want='a.txt=444 same-size.txt=640 New-RO.txt=444 emptydir=755 '
+    want+='sub/b.txt=644 sub/deeper/old.txt=644 '
+    if [ "$modes" = "$want" ]; then
+        ok "$name: modes (read-only set, cleared under umask 022)"
+    else
+        fail "$name: modes" "want: $want" "got:  $modes"
+    fi
+    check "$name: a new file has its entry's time (mcopy -m)" \
+        test "$(stat -c %Y t/sub/deeper/old.txt)" = "$(stat -c %Y old)"
+}
+attrs_test "times and attributes" 12:
+attrs_test "FAT32: times and attributes" 32:
+skip "times and attributes against qemu-io" \
+    "QEMU 7.2 carries no time and aborts on a changed attribute"
+
+# A file shown through a link out of DIR: its read-only attribute and
+# time change nothing outside (the link's own time is DIR's to set)
+rm -rf lr lr.* outside2 && mkdir lr outside2 && echo target > outside2/target
+ln -s ../outside2/target lr/linkfile
+before=$(stat -c '%a %Y' outside2/target)
+ops_link_attrs() {
+    mattrib -i "$1" +r ::/linkfile &&
+    poke "$1" "struct.pack_into('<H', img, entry('LINKFILE   ') + 24,
+                                (21 << 9) | (2 << 5) | 3)"
+}
+prepare_and_apply "$QB_IMG" "$QB_IO" lr ops_link_attrs 12:
+if [ "$(stat -c '%a %Y' outside2/target)" != "$before" ] ||
+   [ ! -L lr/linkfile ]; then
+    fail "attributes through a link: nothing changed outside" \
+        "$before / $(stat -c '%a %Y' outside2/target)" "$(ls -l lr)"
+elif ! grep -qF "read-only attribute of lr/linkfile" lr.msg; then
+    fail "attributes through a link: says why" "$(cat lr.msg)"
+else
+    ok "attributes through a link: nothing changed outside, says why"
+fi
+
 # Hostile writes: the host must stay as it was, a message must name why.
 # hostile NAME WANT PYTHON: PYTHON changes the disk d.new (variables:
 # img, fat, root, data: offsets), its sectors go to fat:rw:h
+# (HPRE=32: on a FAT32 disk)
 hostile() {
-    local name=$1 want=$2 code=$3 rc
+    local name=$1 want=$2 code=$3 rc pre=${HPRE:-12:}
     rm -rf h h.* && base_tree h
     fat host h > h.before
-    "$QB_IMG" convert -f vvfat -O raw fat:12:h h.disk
+    "$QB_IMG" convert -f vvfat -O raw "fat:${pre}h" h.disk
     cp h.disk h.new
     poke "h.new@@$OFF" "$code"
     changed_runs h.disk h.new h.run > h.runs
-    apply "$QB_IO" h h.runs fat:12:rw:h
+    apply "$QB_IO" h h.runs "fat:${pre}rw:h"
     rc=$?
     fat host h > h.after
     if [ $rc -ge 128 ]; then
@@ -405,6 +534,16 @@ hostile "a directory named .." "is named '..'" \
     "e = entry('SUB        '); img[e:e + 11] = b'..         '"
 hostile "a file that outgrows its chain" "bytes in 1 clusters" \
     "struct.pack_into('<I', img, entry('A       TXT') + 28, 9000)"
+HPRE=32: hostile "FAT32: a chain that loops" "a loop or a cross-link" \
+    "c = cluster('THREE-~1BIN'); setfat(c + 2, c)"
+HPRE=32: hostile "FAT32: a file cross-linked into the root's chain" \
+    "cluster 2 is in two chains" \
+    "struct.pack_into('<H', img, entry('OVER    TXT') + 26, 2)"
+HPRE=32: hostile "FAT32: the root's chain loops" "chain from 2" \
+    "setfat(2, 2)"
+HPRE=32: hostile "FAT32: a first cluster's high half past the volume" \
+    "is not a data cluster" \
+    "struct.pack_into('<H', img, entry('A       TXT') + 20, 0x100)"
 
 # A directory (and a file) that are links out of DIR: nothing is written
 # through them

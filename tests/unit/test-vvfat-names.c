@@ -76,6 +76,10 @@ static int build(BDRVVvfatState *s, const char *dir, Error **errp)
     s->geo = (VvfatGeometry) {
         .fat_type = 12, .floppy = true, .sectors_per_fat = 1,
         .volume_sectors = 2880, .cluster_count = 177,
+        .sectors_per_cluster = VVFAT_SECTORS_PER_CLUSTER,
+        .cluster_size = VVFAT_CLUSTER_SIZE,
+        .reserved_sectors = VVFAT_RESERVED_SECTORS,
+        .root_entries = VVFAT_ROOT_ENTRIES,
     };
     memcpy(s->label, VVFAT_DEFAULT_LABEL, VVFAT_LABEL_LEN + 1);
     return vvfat_build_tree(s, dir, errp);

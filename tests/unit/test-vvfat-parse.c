@@ -1,12 +1,15 @@
 /*
  * vvfat's FAT tree parser (block/vvfat-parse.c), which decides what of a
  * guest's writes reaches the host with rw: small FAT16 and FAT12 volumes
- * built here entry by entry, a consistent one read into the expected tree
+ * (and a FAT32 one, its root a chain) built here entry by entry, a
+ * consistent one read into the expected tree
  * (long names, 8.3 names in lower case, chains, breadth-first order), and
  * each way a tree can be inconsistent or hostile refused with its reason:
  * a chain that loops, two chains that share a cluster, a free or
  * out-of-range cluster in a chain, a size its chain does not hold, names
- * with '/' or "..", a name twice; a read error passed up.
+ * with '/' or "..", a name twice; a read error passed up.  The short
+ * entry's attributes and modification time come with each entry (the
+ * commit carries them), hidden and system ones refusing nothing.
  */
 #include "block/vvfat.h"
 
@@ -38,6 +41,7 @@ static void img_init(Img *img, int fat_type)
         .fat_type = fat_type, .fat_offset = 0, .fat_bytes = 512,
         .root_offset = 1024, .root_entries = ROOT_ENTRIES,
         .data_offset = 1024 + ROOT_ENTRIES * 32, .clusters = CLUSTERS,
+        .cluster_size = VVFAT_CLUSTER_SIZE,
     };
     img->len = img->lay.data_offset + CLUSTERS * VVFAT_CLUSTER_SIZE;
     img->buf = g_malloc0(img->len);
@@ -49,6 +53,10 @@ static void set_fat(Img *img, uint32_t c, uint32_t v)
 {
     uint8_t *p;
 
+    if (img->lay.fat_type == 32) {
+        vvfat_put32(img->buf + c * 4, v);
+        return;
+    }
     if (img->lay.fat_type == 16) {
         vvfat_put16(img->buf + c * 2, v);
         return;
@@ -113,7 +121,12 @@ static void good_tree(Img *img, int fat_type)
     set_fat(img, 0, 0xfff8);
     set_fat(img, 1, 0xffff);
     put_short(slot(img, 0, 0), "QEMU VVFAT ", VVFAT_ATTR_VOLUME, 0, 0);
-    put_short(slot(img, 0, 1), "A       TXT", VVFAT_ATTR_ARCHIVE, 2, 100);
+    /* read-only, hidden, system: the tree is no less consistent */
+    put_short(slot(img, 0, 1), "A       TXT", VVFAT_ATTR_ARCHIVE |
+              VVFAT_ATTR_READONLY | 0x02 | 0x04, 2, 100);
+    /* 2003-04-05 06:07:08 */
+    vvfat_put16(slot(img, 0, 1) + 22, (6 << 11) | (7 << 5) | 4);
+    vvfat_put16(slot(img, 0, 1) + 24, (23 << 9) | (4 << 5) | 5);
     chain(img, 2, 1);
     put_short(slot(img, 0, 2), "GONE    TXT", VVFAT_ATTR_ARCHIVE, 9, 1);
     slot(img, 0, 2)[0] = 0xe5;
@@ -146,6 +159,10 @@ static void check_good(int fat_type)
     g_assert_cmpstr(t->e[1].name, ==, "a.txt");
     g_assert_cmpuint(t->e[1].size, ==, 100);
     g_assert_cmpuint(t->e[1].n_chain, ==, 1);
+    g_assert_cmphex(t->e[1].attr, ==, 0x27);
+    g_assert_cmphex(t->e[1].mtime, ==, (6 << 11) | (7 << 5) | 4);
+    g_assert_cmphex(t->e[1].mdate, ==, (23 << 9) | (4 << 5) | 5);
+    g_assert_cmphex(t->e[3].attr, ==, VVFAT_ATTR_DIR);
     g_assert_cmpstr(t->e[2].name, ==, "Long Name");
     g_assert_cmpuint(t->e[2].n_chain, ==, 2);
     g_assert_cmpuint(t->chains[t->e[2].chain + 1], ==, 4);
@@ -276,6 +293,75 @@ static void test_orphan_lfn(void)
     g_free(img.buf);
 }
 
+/*
+ * FAT32: the root is a chain (clusters 2 then 6, the label and a.txt in
+ * the first, SUB in the second), FAT entries' top four bits are not the
+ * chain's, an entry's first cluster has a high half.
+ */
+static void fat32_tree(Img *img)
+{
+    img_init(img, 32);
+    img->lay.root_cluster = 2;
+    img->lay.root_entries = 0;
+    img->lay.data_offset = 512;
+    img->len = img->lay.data_offset + CLUSTERS * VVFAT_CLUSTER_SIZE;
+    set_fat(img, 0, 0x0ffffff8);
+    set_fat(img, 1, 0xffffffff);
+    set_fat(img, 2, 0xf0000006);
+    set_fat(img, 6, 0x0fffffff);
+    put_short(slot(img, 2, 0), "QEMU VVFAT ", VVFAT_ATTR_VOLUME, 0, 0);
+    put_short(slot(img, 2, 1), "A       TXT", VVFAT_ATTR_ARCHIVE, 3, 100);
+    set_fat(img, 3, 0xfffffff8);
+    /* deleted entries to the end of the first cluster: no end mark */
+    for (uint32_t i = 2; i < VVFAT_CLUSTER_SIZE / 32; i++) {
+        slot(img, 2, i)[0] = 0xe5;
+    }
+    put_short(slot(img, 6, 0), "SUB        ", VVFAT_ATTR_DIR, 4, 0);
+    set_fat(img, 4, 0x0ffffff8);
+    put_short(slot(img, 4, 0), ".          ", VVFAT_ATTR_DIR, 4, 0);
+    put_short(slot(img, 4, 1), "..         ", VVFAT_ATTR_DIR, 0, 0);
+    put_short(slot(img, 4, 2), "X          ", VVFAT_ATTR_ARCHIVE, 5, 1);
+    set_fat(img, 5, 0x0fffffff);
+}
+
+static void test_fat32(void)
+{
+    Img img;
+    VvfatTree *t;
+    char *why;
+
+    fat32_tree(&img);
+    g_assert_cmpint(parse(&img, &t, &why), ==, 0);
+    g_assert_cmpuint(t->n, ==, 4);
+    g_assert_cmpuint(t->e[0].n_chain, ==, 2);
+    g_assert_cmpuint(t->chains[t->e[0].chain + 1], ==, 6);
+    g_assert_cmpstr(t->e[1].name, ==, "a.txt");
+    g_assert_cmpuint(t->e[1].cluster, ==, 3);
+    g_assert_cmpstr(t->e[2].name, ==, "sub");
+    g_assert_cmpstr(t->e[3].name, ==, "x");
+    g_assert_cmpuint(t->e[3].parent, ==, 2);
+    vvfat_tree_free(t);
+
+    /* the high half: cluster 0x10003 is past the volume */
+    vvfat_put16(slot(&img, 2, 1) + 20, 1);
+    g_assert_cmpint(parse(&img, &t, &why), ==, -EINVAL);
+    g_assert_nonnull(strstr(why, "cluster 65539 is not a data cluster"));
+    g_free(why);
+    vvfat_put16(slot(&img, 2, 1) + 20, 0);
+
+    /* a file on the root's chain, and the root's chain looping */
+    put_short(slot(&img, 2, 2), "B       TXT", VVFAT_ATTR_ARCHIVE, 6, 1);
+    g_assert_cmpint(parse(&img, &t, &why), ==, -EINVAL);
+    g_assert_nonnull(strstr(why, "cluster 6 is in two chains"));
+    g_free(why);
+    slot(&img, 2, 2)[0] = 0xe5;
+    set_fat(&img, 6, 2);
+    g_assert_cmpint(parse(&img, &t, &why), ==, -EINVAL);
+    g_assert_nonnull(strstr(why, "chain from 2"));
+    g_free(why);
+    g_free(img.buf);
+}
+
 static void test_read_error(void)
 {
     Img img;
@@ -296,6 +382,7 @@ int main(int argc, char **argv)
     g_test_add_func("/vvfat-parse/good-fat16", test_good_fat16);
     g_test_add_func("/vvfat-parse/good-fat12", test_good_fat12);
     g_test_add_func("/vvfat-parse/refused", test_refused);
+    g_test_add_func("/vvfat-parse/fat32", test_fat32);
     g_test_add_func("/vvfat-parse/orphan-lfn", test_orphan_lfn);
     g_test_add_func("/vvfat-parse/read-error", test_read_error);
     return g_test_run();
