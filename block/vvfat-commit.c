@@ -377,6 +377,25 @@ static int coroutine_fn vvfat_write_file(VvfatCommit *c, uint32_t i, int fd,
 }
 
 /*
+ * Whether host file @path, entry @oe of the last commit, is one the guest
+ * may not change: a regular file whose owner has no write permission,
+ * while the disk showed it writable (the disk shows no host file
+ * read-only, as QEMU's: one whose attribute the guest set itself, and
+ * whose permission a commit took away, stays the guest's to write, which
+ * its writes in any order need).  By the mode bits rather than
+ * access(2), so that a daemon running as root keeps a file its owner
+ * marked read-only too: replacing it through a temporary name would
+ * otherwise undo what its mode says.
+ */
+static bool vvfat_host_readonly(const VvfatEntry *oe, const char *path)
+{
+    struct stat st;
+
+    return !(oe->attr & VVFAT_ATTR_READONLY) && lstat(path, &st) == 0 &&
+           S_ISREG(st.st_mode) && !(st.st_mode & S_IWUSR);
+}
+
+/*
  * A new or changed file @i at @path: in place when its clusters are
  * those it had (only what the guest wrote), else whole through a
  * temporary name renamed over it.
@@ -391,6 +410,10 @@ static void coroutine_fn vvfat_put_file(VvfatCommit *c, uint32_t i,
     int fd, ret;
 
     if (vvfat_pin_path(c->s, path) < 0) {
+        return;
+    }
+    if (oe && vvfat_host_readonly(oe, path)) {
+        vvfat_host_error(c, "write", path, EACCES);
         return;
     }
     if (oe && vvfat_chain_prefix(c, oe, e)) {
