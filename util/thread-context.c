@@ -204,7 +204,6 @@ static void *thread_context_create(const char *id, JsonObject *props,
         json_object_get_array_member(props, "cpu-affinity") : NULL;
     JsonArray *nodes = json_object_has_member(props, "node-affinity") ?
         json_object_get_array_member(props, "node-affinity") : NULL;
-    g_autofree char *name = g_strdup_printf("TC %s", id);
     ThreadContext *tc;
 
     /* QEMU's checks, in the order its properties are set */
@@ -221,7 +220,8 @@ static void *thread_context_create(const char *id, JsonObject *props,
     tc = g_new0(ThreadContext, 1);
     g_mutex_init(&tc->lock);
     g_cond_init(&tc->cond);
-    tc->thread = g_thread_new(name, thread_context_run, tc);
+    /* its name in ps -L (QEMU leaves its threads unnamed by default) */
+    tc->thread = g_thread_new(THREAD_CONTEXT_TYPE, thread_context_run, tc);
     g_mutex_lock(&tc->lock);
     while (!tc->tid) {
         g_cond_wait(&tc->cond, &tc->lock);
