@@ -129,12 +129,6 @@ static bool tls_cipher_suites_set_property(void *state, const char *name,
                    TLS_CIPHER_SUITES_TYPE, name);
         return false;
     }
-    if (strcmp(name, "endpoint") && strcmp(name, "dir") &&
-        strcmp(name, "verify-peer") && strcmp(name, "priority")) {
-        error_setg(errp, "Property '%s.%s' not found",
-                   TLS_CIPHER_SUITES_TYPE, name);
-        return false;
-    }
     if (!user_object_check_property(TLS_CIPHER_SUITES_TYPE, name, value,
                                     errp)) {
         return false;

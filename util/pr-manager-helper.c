@@ -181,11 +181,6 @@ static bool pr_helper_set_property(void *state, const char *name,
 {
     PrManagerHelper *s = state;
 
-    if (strcmp(name, "path")) {
-        error_setg(errp, "Property '%s.%s' not found",
-                   PR_MANAGER_HELPER_TYPE, name);
-        return false;
-    }
     if (!user_object_check_property(PR_MANAGER_HELPER_TYPE, name, value,
                                     errp)) {
         return false;

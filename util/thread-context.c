@@ -242,11 +242,6 @@ static bool thread_context_set_property(void *state, const char *name,
     bool cpu = !strcmp(name, "cpu-affinity");
     JsonArray *list;
 
-    if (!cpu && strcmp(name, "node-affinity")) {
-        error_setg(errp, "Property '%s.%s' not found", THREAD_CONTEXT_TYPE,
-                   name);
-        return false;
-    }
     if (!user_object_check_property(THREAD_CONTEXT_TYPE, name, value,
                                     errp)) {
         return false;

@@ -569,7 +569,10 @@ bool user_object_check_property(const char *type_name, const char *name,
             member[0] = *m;
         }
     }
-    assert(member[0].name);
+    if (!member[0].name) {
+        error_setg(errp, "Property '%s.%s' not found", type_name, name);
+        return false;
+    }
     member[0].optional = false;
     json_object_set_member(wrap, name, json_node_copy(value));
     node = json_node_init_object(json_node_alloc(), wrap);

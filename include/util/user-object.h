@@ -140,8 +140,9 @@ JsonNode *user_object_list_types(const char *implements, bool abstract);
 JsonNode *user_object_type_properties(const char *type_name, Error **errp);
 
 /*
- * For a type's set_property: whether @value fits the schema's member
- * @name of @type_name's properties, with the messages object-add gives.
+ * For a type's set_property: whether @name is a property of @type_name's
+ * schema ("Property 'TYPE.NAME' not found" if not, as QEMU) and @value
+ * fits it, with the messages object-add gives.
  */
 bool user_object_check_property(const char *type_name, const char *name,
                                 JsonNode *value, Error **errp);
