@@ -413,7 +413,7 @@ fake_case "a helper with a feature neither knows" "00000001"
 
 if ! command -v qemu-pr-helper >/dev/null 2>&1; then
     skip "pr-manager-helper with qemu-pr-helper" \
-        "it is not installed (Debian qemu-utils)"
+        "it is not installed (Debian qemu-system-common)"
 else
     start_helper() {
         rm -f "$work/pr.sock"
