@@ -132,8 +132,9 @@ static bool pr_helper_connect(PrManagerHelper *s, Error **errp)
 static bool pr_helper_still_up(PrManagerHelper *s)
 {
     struct pollfd pfd = { .fd = s->fd, .events = POLLIN };
+    int ret = poll(&pfd, 1, 0);
 
-    if (poll(&pfd, 1, 0) == 0) {
+    if (ret == 0 || (ret < 0 && errno == EINTR)) {
         return true;
     }
     close(s->fd);
