@@ -19,7 +19,8 @@
 #  - pr-manager-helper: a real qemu-pr-helper (skipped, saying why, if it
 #    does not start here), and fake helpers whose handshake is short or
 #    missing; the bytes each daemon answers a helper with; a reconnection
-#    after the helper went away and came back (ours: qom-get connected).
+#    after the helper went away and came back (ours: qom-get connected);
+#  - the same objects on qemu-img's command line (info).
 #
 #   tests/interop/qsd-objects.sh BUILD_DIR
 #
@@ -35,6 +36,7 @@ if ! command -v qemu-storage-daemon >/dev/null 2>&1; then
     exit 77
 fi
 qsd=$(cd "$build" && pwd)/qblock-storage-daemon
+qimg=$(cd "$build" && pwd)/qblock-img
 py=/usr/bin/python3
 command -v $py >/dev/null || py=python3
 
@@ -462,6 +464,30 @@ else
                 "helper away: $b" "helper back: $c"
         fi
     fi
+fi
+
+# --- the other tools: qemu-img's --object takes the same types ---------
+if ! command -v qemu-img >/dev/null 2>&1; then
+    skip "the objects in qemu-img" "it is not installed (Debian qemu-utils)"
+else
+    qemu-img create -q -f raw "$work/disk.raw" 1M
+    for o in thread-context,id=t0,cpu-affinity.0=0 \
+             thread-context,id=t0,cpu-affinity.0=4095 \
+             "pr-manager-helper,id=p0,path=$work/nosock" \
+             tls-cipher-suites,id=c0,priority=NORMAL \
+             tls-cipher-suites,id=c0; do
+        want=$(qemu-img info --object "$o" "$work/disk.raw" 2>&1 | norm
+               echo "exit ${PIPESTATUS[0]}")
+        got=$("$qimg" info --object "$o" "$work/disk.raw" 2>&1 | norm |
+              sed "s#$qimg#qemu-img#g; s#qblock-img#qemu-img#g"
+              echo "exit ${PIPESTATUS[0]}")
+        if [ "$want" = "$got" ]; then
+            ok "qemu-img info --object ${o%%,*}: $(tail -n 1 <<<"$want")"
+        else
+            fail "qemu-img info --object $o" \
+                "$(diff <(echo "$want") <(echo "$got"))"
+        fi
+    done
 fi
 
 summary
