@@ -69,6 +69,27 @@ static bool qapi_is_int_node(JsonNode *node)
            json_node_get_value_type(node) == G_TYPE_INT64;
 }
 
+/* Whether @path is a list element's ("cpu-affinity[0]"). */
+static bool qapi_is_element(const char *path)
+{
+    return path && g_str_has_suffix(path, "]");
+}
+
+/* @path as QEMU's keyval input names it: "cpu-affinity.0". */
+static char *qapi_keyval_path(const char *path)
+{
+    GString *out = g_string_new(NULL);
+
+    for (const char *p = path; *p; p++) {
+        if (*p == '[') {
+            g_string_append_c(out, '.');
+        } else if (*p != ']') {
+            g_string_append_c(out, *p);
+        }
+    }
+    return g_string_free(out, false);
+}
+
 /* Keyval: the text of an integer or a size into @node, checked. */
 static bool qapi_keyval_int(QapiWalk *w, const QapiType *type,
                             JsonNode *node, const char *path)
@@ -88,7 +109,9 @@ static bool qapi_keyval_int(QapiWalk *w, const QapiType *type,
         }
         v = size;
     } else if (qemu_strtoi64(text, NULL, 10, &v) < 0) {
-        error_setg(w->errp, "Parameter '%s' expects integer", path);
+        g_autofree char *dotted = qapi_keyval_path(path);
+
+        error_setg(w->errp, "Parameter '%s' expects integer", dotted);
         return false;
     }
     json_node_set_int(node, v);
@@ -105,12 +128,18 @@ static bool qapi_check_int(QapiWalk *w, const QapiType *type,
         return false;
     }
     if (!qapi_is_int_node(node)) {
+        /* QEMU's words for an element of a list of unsigned integers */
+        if (qapi_is_element(path) && type->min == 0) {
+            error_setg(w->errp, "Parameter '%s' expects uint64", path);
+            return false;
+        }
         return qapi_type_error(w, path, "integer");
     }
     v = json_node_get_int(node);
     if (v < type->min || v > type->max) {
-        error_setg(w->errp, "Parameter '%s' expects %s", path,
-                   type->range_name);
+        /* QEMU's visitors give a list element no name: 'null' */
+        error_setg(w->errp, "Parameter '%s' expects %s",
+                   qapi_is_element(path) ? "null" : path, type->range_name);
         return false;
     }
     return true;

@@ -26,8 +26,7 @@ static GPtrArray *user_objects;
  * than "no such thing" to someone who copied a QEMU command line.
  */
 static const char *const user_object_qemu_types[] = {
-    "authz-pam", "pr-manager-helper",
-    "thread-context", "tls-cipher-suites", NULL,
+    "authz-pam", NULL,
 };
 
 /* The struct of ObjectOptions' variant @name: the type's properties. */
@@ -317,12 +316,28 @@ static UserObject *user_object_at(const char *path, Error **errp)
     return obj;
 }
 
+static bool user_object_is_read_only(const UserObjectType *type,
+                                     const char *name)
+{
+    for (const UserObjectReadOnly *p = type->read_only; p && p->name; p++) {
+        if (!strcmp(p->name, name)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool user_object_set_property(const char *path, const char *name,
                               JsonNode *value, Error **errp)
 {
     UserObject *obj = user_object_at(path, errp);
 
     if (!obj) {
+        return false;
+    }
+    if (user_object_is_read_only(obj->type, name)) {
+        error_setg(errp, "Property '%s.%s' is not writable", obj->type->name,
+                   name);
         return false;
     }
     if (!obj->type->set_property) {
@@ -344,6 +359,12 @@ JsonNode *user_object_get_property(const char *path, const char *name,
     }
     if (!strcmp(name, "type")) {
         return json_node_init_string(json_node_alloc(), obj->type->name);
+    }
+    if (obj->type->write_only &&
+        g_strv_contains(obj->type->write_only, name)) {
+        error_setg(errp, "Property '%s.%s' is not readable", obj->type->name,
+                   name);
+        return NULL;
     }
     if (obj->type->get_property) {
         value = obj->type->get_property(obj->state, name);
@@ -391,11 +412,18 @@ static const char *user_object_qom_type(const QapiType *type)
     }
 }
 
-/* The properties @type_name's schema declares, as qom-list names them. */
+/*
+ * The properties of @type_name, as qom-list names them: the read-only
+ * ones, then those its schema declares.
+ */
 static void user_object_list_schema(JsonArray *list, const char *type_name)
 {
     const QapiType *props = user_object_schema(type_name);
+    const UserObjectType *type = user_object_find_type(type_name);
 
+    for (const UserObjectReadOnly *p = type->read_only; p && p->name; p++) {
+        user_object_list_add(list, p->name, p->qom_type);
+    }
     for (const QapiMember *m = props->members; m && m->name; m++) {
         user_object_list_add(list, m->name, user_object_qom_type(m->type));
     }
@@ -442,9 +470,11 @@ static const char *const user_object_parents[][2] = {
     { "authz-simple", "authz" },
     { "iothread", "event-loop-base" },
     { "main-loop", "event-loop-base" },
+    { "pr-manager-helper", "pr-manager" },
     { "secret", "secret_common" },
     { "secret_keyring", "secret_common" },
     { "throttle-group", "object" },
+    { "tls-cipher-suites", "tls-creds" },
     { "tls-creds-anon", "tls-creds" },
     { "tls-creds-psk", "tls-creds" },
     { "tls-creds-x509", "tls-creds" },
@@ -521,6 +551,32 @@ JsonNode *user_object_type_properties(const char *type_name, Error **errp)
     user_object_list_add(list, "type", "string");
     user_object_list_schema(list, type_name);
     return json_node_init_array(json_node_alloc(), list);
+}
+
+bool user_object_check_property(const char *type_name, const char *name,
+                                JsonNode *value, Error **errp)
+{
+    const QapiType *props = user_object_schema(type_name);
+    QapiMember member[2] = { { 0 } };
+    QapiType one = { .name = props->name, .kind = QAPI_KIND_STRUCT,
+                     .members = member };
+    g_autoptr(JsonObject) wrap = json_object_new();
+    g_autoptr(JsonNode) node = NULL;
+
+    /* a struct of that member alone: object-add's walk and messages */
+    for (const QapiMember *m = props->members; m && m->name; m++) {
+        if (!strcmp(m->name, name)) {
+            member[0] = *m;
+        }
+    }
+    if (!member[0].name) {
+        error_setg(errp, "Property '%s.%s' not found", type_name, name);
+        return false;
+    }
+    member[0].optional = false;
+    json_object_set_member(wrap, name, json_node_copy(value));
+    node = json_node_init_object(json_node_alloc(), wrap);
+    return qapi_check_input(&one, node, QAPI_INPUT_JSON, errp);
 }
 
 UserObject *user_object_find(const char *id, const char *type_name)

@@ -28,6 +28,12 @@
 
 typedef struct UserObject UserObject;
 
+/* A property qom-get can read but no input sets (thread-context's id). */
+typedef struct UserObjectReadOnly {
+    const char *name;
+    const char *qom_type;       /* as qom-list names its type ("int") */
+} UserObjectReadOnly;
+
 typedef struct UserObjectType {
     /* required: the qom-type, also the variant's name in ObjectOptions */
     const char *name;
@@ -62,6 +68,18 @@ typedef struct UserObjectType {
      * shows (a secret's data and credentials are never shown).
      */
     JsonNode *(*get_property)(void *state, const char *name);
+    /*
+     * Optional, ended by a NULL name: properties beyond the schema's that
+     * qom-get reads, listed by qom-list and qom-list-properties before
+     * the schema's (QEMU's order); qom-set of one is refused as QEMU
+     * does ("Property 'TYPE.NAME' is not writable").
+     */
+    const UserObjectReadOnly *read_only;
+    /*
+     * Optional, NULL-terminated: properties of the schema that qom-get
+     * refuses as QEMU does ("Property 'TYPE.NAME' is not readable").
+     */
+    const char *const *write_only;
 } UserObjectType;
 
 /* Registers @type; the schema must have a variant of the same name. */
@@ -120,6 +138,14 @@ JsonNode *user_object_list_types(const char *implements, bool abstract);
  * first), or NULL with QEMU's DeviceNotFound "Class 'x' not found".
  */
 JsonNode *user_object_type_properties(const char *type_name, Error **errp);
+
+/*
+ * For a type's set_property: whether @name is a property of @type_name's
+ * schema ("Property 'TYPE.NAME' not found" if not, as QEMU) and @value
+ * fits it, with the messages object-add gives.
+ */
+bool user_object_check_property(const char *type_name, const char *name,
+                                JsonNode *value, Error **errp);
 
 /* Deletes every object, in the reverse order of creation (at exit). */
 void user_object_del_all(void);

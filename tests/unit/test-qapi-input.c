@@ -61,6 +61,15 @@ static void test_json_lists_enums(void)
                "Parameter 'enable[0]' does not accept value 'bogus'");
     check_json(args, "{\"enable\": [1]}",
                "Invalid parameter type for 'enable[0]', expected: string");
+    /* QEMU's visitors: a list element out of range is named 'null' */
+    args = &qapi_type_ThreadContextProperties;
+    check_json(args, "{\"cpu-affinity\": [0, 65535]}", NULL);
+    check_json(args, "{\"cpu-affinity\": [0, 65536]}",
+               "Parameter 'null' expects uint16_t");
+    check_json(args, "{\"cpu-affinity\": [-1]}",
+               "Parameter 'null' expects uint16_t");
+    check_json(args, "{\"cpu-affinity\": [\"a\"]}",
+               "Parameter 'cpu-affinity[0]' expects uint64");
 }
 
 static void test_json_unions(void)
@@ -151,6 +160,15 @@ static void test_keyval(void)
                  "Parameter 'max-connections' expects uint32_t");
     check_keyval(&qapi_type_MonitorOptions, "m0,pretty=maybe", "chardev",
                  "Parameter 'pretty' expects 'on' or 'off'");
+    /* a list element by its keyval name, as QEMU's keyval visitor */
+    check_keyval(&qapi_type_ThreadContextProperties,
+                 "cpu-affinity.0=1,cpu-affinity.1=x", NULL,
+                 "Parameter 'cpu-affinity.1' expects integer");
+    check_keyval(&qapi_type_ThreadContextProperties, "cpu-affinity.0=65536",
+                 NULL, "Parameter 'null' expects uint16_t");
+    check_keyval(&qapi_type_ThreadContextProperties,
+                 "node-affinity.0=0,node-affinity.1=3", NULL,
+                 "{\"node-affinity\": [0, 3]}");
 }
 
 static void test_tables(void)
