@@ -28,6 +28,27 @@ summary() {
     [ "$failed" -eq 0 ]
 }
 
+# work_dir [TEMPLATE]: $work, a new temporary directory (mktemp's
+# TEMPLATE), and an exit trap that kills each pid the script added to
+# $pids, waits, runs the script's extra_cleanup if it defines one, and
+# removes the directory
+work_dir() {
+    work=$(mktemp -d ${1:+"$1"}) || exit 1
+    pids=()
+    trap check_lib_cleanup EXIT
+}
+check_lib_cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if declare -F extra_cleanup >/dev/null; then
+        extra_cleanup
+    fi
+    rm -rf "$work"
+}
+
 # qsd_scenario BUILD SCENARIO: a scenario of jobs-vs-qsd.py that runs only
 # when named (the same QMP script against qemu-storage-daemon and ours),
 # its checks counted here

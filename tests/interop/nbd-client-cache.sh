@@ -59,7 +59,7 @@ else
     fail "qemu-nbd saw 3 NBD_CMD_CACHE and no NBD_CMD_READ" \
          "$caches CACHE and $reads READ requests: $(cat back.err)"
 fi
-kill "${server_pids[0]}" 2>/dev/null
+kill "${pids[0]}" 2>/dev/null
 
 # behind qblock-nbd: each CACHE is a prefetch there, which raw over a
 # file does as a read of the file: its statistics count exactly 3
@@ -73,7 +73,7 @@ else
          "$(cat client.err)"
 fi
 stop_server
-kill "${server_pids[-2]}" 2>/dev/null
+kill "${pids[-2]}" 2>/dev/null
 wait 2>/dev/null
 if grep -q '^backend: .* rd_operations=3 ' back.stats 2>/dev/null; then
     ok "qblock-nbd behind saw the 3 prefetches"

@@ -17,8 +17,6 @@ if ! command -v nbdkit >/dev/null 2>&1; then
     exit 77
 fi
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
 cd "$work" || exit 1
 
 norm() {
@@ -34,7 +32,7 @@ start_nbdkit() {
     rm -f "$work/$name.sock"
     nbdkit -f -U "$work/$name.sock" "$@" 2> "$work/$name.err" &
     server_pid=$!
-    server_pids+=("$server_pid")
+    pids+=("$server_pid")
     wait_socket "$work/$name.sock" "$server_pid"
 }
 

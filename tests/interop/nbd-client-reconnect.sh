@@ -22,8 +22,6 @@ set -u
 build=${1:?usage: nbd-client-reconnect.sh BUILD_DIR}
 source "$(dirname "$0")/nbd-lib.bash"
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
 cd "$work" || exit 1
 
 norm() {

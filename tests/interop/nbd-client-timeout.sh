@@ -19,8 +19,6 @@ set -u
 build=${1:?usage: nbd-client-timeout.sh BUILD_DIR}
 source "$(dirname "$0")/nbd-lib.bash"
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
 cd "$work" || exit 1
 
 py=$(command -v python3)
@@ -36,7 +34,7 @@ fi
 serve_tcp_early() {
     local portfile=$work/early.port i
     "$py" "$here/nbd-client-badserver.py" "tcp:$portfile" blackhole &
-    server_pids+=($!)
+    pids+=($!)
     for i in $(seq 100); do
         [ -s "$portfile" ] && break
         sleep 0.1
@@ -57,7 +55,7 @@ serve_tcp_early
 serve() {
     sock=$work/$1-$RANDOM.sock
     "$py" "$here/nbd-client-badserver.py" "$sock" "$1" &
-    server_pids+=($!)
+    pids+=($!)
     wait_socket "$sock" $!
 }
 
@@ -66,7 +64,7 @@ serve() {
 serve_tcp() {
     local portfile=$work/$1-$RANDOM.port i
     "$py" "$here/nbd-client-badserver.py" "tcp:$portfile" "$1" &
-    server_pids+=($!)
+    pids+=($!)
     for i in $(seq 100); do
         [ -s "$portfile" ] && break
         sleep 0.1

@@ -16,8 +16,6 @@ set -u
 build=${1:?usage: nbd-client.sh BUILD_DIR}
 source "$(dirname "$0")/nbd-lib.bash"
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
 cd "$work" || exit 1
 
 # The image every server exports a copy of: data, a zeroed range and
@@ -165,7 +163,7 @@ try:
 except OSError:
     pass
 PYEOF
-    server_pids+=($!)
+    pids+=($!)
     wait_socket "$work/garbage.sock" $!
     out=$(timeout 10 "$qimg" info "nbd+unix:///?socket=$work/garbage.sock" 2>&1)
     rc=$?
@@ -224,7 +222,7 @@ if [ -n "$py" ]; then
         fi
         sock=$work/bad-$fault.sock
         "$py" "$here/nbd-client-badserver.py" "$sock" $fault &
-        server_pids+=($!)
+        pids+=($!)
         wait_socket "$sock" $!
         u="nbd+unix:///?socket=$sock"
         case $cmd in

@@ -247,15 +247,15 @@ truncate -s 64M "$work/conc.raw"
 # data everywhere, so that a full copy takes a while
 qemu-io -f raw -c "write -P 0x99 0 64M" "$work/conc.raw" >/dev/null
 start_server conc "$qnbd" -t -e 0 -f raw "$work/conc.raw"
-pids=()
+client_pids=()
 for i in 1 2 3 4 5 6; do
     qemu-io -f raw -c "write -P $((i * 16)) $((i * 4))M 4M" \
         -c "read -P $((i * 16)) $((i * 4))M 4M" "$(uri conc)" \
         > "$work/conc.$i.out" 2>&1 &
-    pids+=($!)
+    client_pids+=($!)
 done
 bad=0
-for pid in "${pids[@]}"; do
+for pid in "${client_pids[@]}"; do
     wait "$pid" || bad=1
 done
 check "six qemu-io clients writing and reading at once" test $bad = 0
@@ -334,7 +334,7 @@ port=$(python3 -c 'import socket; s = socket.socket()
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$qnbd" -b 127.0.0.1 -p "$port" -f raw "$work/life.raw" 2>/dev/null &
 tcp_pid=$!
-server_pids+=("$tcp_pid")
+pids+=("$tcp_pid")
 for i in $(seq 50); do
     nbdinfo --size "nbd://127.0.0.1:$port" > "$work/tcp.out" 2>/dev/null &&
         break

@@ -1,11 +1,16 @@
 # Shared by the tests/interop/nbd-*.sh scripts (sourced, not run).
 #
-# Before sourcing: build=BUILD_DIR.  Provides $qnbd (our server), $work (a
-# scratch folder removed at exit), ok/fail/check counters, and helpers to
-# start a server in the background and to stop it.  A server's stderr
+# Before sourcing: build=BUILD_DIR.  Provides $qnbd (our server), $qimg,
+# $qio and $qsd (our other tools), $work (a scratch folder removed at
+# exit), ok/fail/check counters, same (one command against QEMU's tool
+# and ours), and helpers to start a server in the background and to stop
+# it.  A server's stderr
 # goes to $work/NAME.err; start_server waits until its socket exists.
 
 qnbd=$(cd "$build" && pwd)/qblock-nbd
+qimg=$(cd "$build" && pwd)/qblock-img
+qio=$(cd "$build" && pwd)/qblock-io
+qsd=$(cd "$build" && pwd)/qblock-storage-daemon
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 for tool in qemu-nbd qemu-img qemu-io nbdinfo nbdcopy; do
@@ -31,19 +36,29 @@ for py in /usr/bin/python3 python3; do
     fi
 done
 
-work=$(mktemp -d)
-server_pids=()
-cleanup() {
-    local pid
-    for pid in "${server_pids[@]}"; do
-        kill "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
 . "$here/check-lib.bash"
+work_dir
+
+# same NAME QEMU_TOOL ARGS...: QEMU's tool and ours given ARGS, the same
+# output and exit status, both passed through the script's norm (which
+# names our tools as QEMU's and drops what differs by run)
+same() {
+    local name=$1 tool=$2 ours want got
+    shift 2
+    case $tool in
+    qemu-img) ours=$qimg ;;
+    qemu-io) ours=$qio ;;
+    qemu-nbd) ours=$qnbd ;;
+    qemu-storage-daemon) ours=$qsd ;;
+    esac
+    want=$(timeout 60 "$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
+    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
+    if [ "$want" = "$got" ]; then
+        ok "$name"
+    else
+        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
+    fi
+}
 
 # Waits (up to 10 s) until unix socket $1 exists or process $2 is gone.
 wait_socket() {
@@ -64,7 +79,7 @@ start_server() {
     rm -f "$work/$name.sock"
     "$prog" -k "$work/$name.sock" "$@" 2> "$work/$name.err" &
     server_pid=$!
-    server_pids+=("$server_pid")
+    pids+=("$server_pid")
     if ! wait_socket "$work/$name.sock" "$server_pid"; then
         echo "server $name did not start:" >&2
         cat "$work/$name.err" >&2

@@ -34,7 +34,7 @@ serves() {
             2> "$work/act.err" &
     fi
     pid=$!
-    server_pids+=("$pid")
+    pids+=("$pid")
     # the socket listens before the program runs: wait for it to exist
     for i in $(seq 100); do
         [ -S "$work/act.sock" ] || [ -s "$work/port" ] && break
@@ -103,7 +103,7 @@ rm -f "$work/own.sock" "$work/act.sock"
 $activate --unix "$work/act.sock" --other-pid -- "$qnbd" -k \
     "$work/own.sock" -f raw r.img 2> "$work/other.err" &
 pid=$!
-server_pids+=("$pid")
+pids+=("$pid")
 if wait_socket "$work/own.sock" "$pid" &&
    qemu-io -f raw -r -c "read -P 0x5a 0 64k" \
        "nbd+unix:///?socket=$work/own.sock" | grep -q "read 65536/65536"

@@ -42,9 +42,6 @@ for tool in certtool qemu-storage-daemon; do
     fi
 done
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
-qsd=$(cd "$build" && pwd)/qblock-storage-daemon
 py=/usr/bin/python3
 command -v $py >/dev/null || py=python3
 cd "$work" || exit 1
@@ -70,27 +67,6 @@ norm() {
         -e 's#qblock-io#qemu-io#g' \
         -e 's#qblock-storage-daemon#qemu-storage-daemon#g' \
         -e "s#$work#WORK#g" -e '/ ops; /d'
-}
-
-# same NAME QEMU_TOOL ARGS...: qemu's tool and ours, same output and
-# exit status.
-same() {
-    local name=$1 tool=$2 ours
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    qemu-nbd) ours=$qnbd ;;
-    qemu-storage-daemon) ours=$qsd ;;
-    esac
-    local want got
-    want=$(timeout 60 "$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
 }
 
 # refused_alike NAME TOOL ARGS...: qemu's tool and ours both fail, with
@@ -212,7 +188,7 @@ rm -f "$work/qsd.sock" "$work/qmp.sock"
     --chardev socket,id=m,path="$work/qmp.sock",server=on,wait=off \
     --monitor chardev=m 2> qsd.err &
 qsd_pid=$!
-server_pids+=($qsd_pid)
+pids+=($qsd_pid)
 qsd_uri="driver=nbd,server.type=unix,server.path=$work/qsd.sock,export=exp"
 if wait_socket "$work/qsd.sock" $qsd_pid &&
    timeout 60 qemu-io --image-opts --object "$(anon client)" "${io[@]}" \
@@ -372,7 +348,7 @@ for k in sys.argv[1:]:
     libc.syscall(SYS_keyctl, KEYCTL_UNLINK, int(k), KEY_SPEC_USER_KEYRING)
 EOF
 }
-trap 'drop_keys; cleanup' EXIT
+extra_cleanup() { drop_keys; }
 
 if [ "$(uname -m)" != x86_64 ]; then
     skip secret_keyring "the add_key(2) call here is x86_64's"
@@ -453,7 +429,7 @@ else
     "$qsd" --chardev socket,id=m,path="$work/qmp-k.sock",server=on,wait=off \
         --monitor chardev=m 2> qsd-k.err &
     qsd_pid=$!
-    server_pids+=($qsd_pid)
+    pids+=($qsd_pid)
     acl deny "$dn1" allow exact > acl-k.json
     if wait_socket "$work/qmp-k.sock" $qsd_pid; then
         qmp "$work/qmp-k.sock" \

@@ -33,9 +33,6 @@ for tool in certtool psktool; do
     fi
 done
 
-qimg=$(cd "$build" && pwd)/qblock-img
-qio=$(cd "$build" && pwd)/qblock-io
-qsd=$(cd "$build" && pwd)/qblock-storage-daemon
 cd "$work" || exit 1
 
 tls_dir=$work/tls
@@ -58,26 +55,6 @@ norm() {
         -e "s#$qnbd#qemu-nbd#g" -e 's#qblock-nbd#qemu-nbd#g' \
         -e 's#qblock-img#qemu-img#g' -e 's#qblock-io#qemu-io#g' \
         -e "s#$work#WORK#g" -e '/ ops; /d' -e 's#:[0-9]\{4,5\}\([/,]\)#:PORT\1#g'
-}
-
-# same NAME QEMU_TOOL ARGS...: qemu's tool and ours, same output and
-# exit status.
-same() {
-    local name=$1 tool=$2 ours
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    qemu-nbd) ours=$qnbd ;;
-    esac
-    local want got
-    want=$("$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
 }
 
 # authz_case NAME OBJECT: $server (run as $prog) with --tls-authz the
@@ -118,7 +95,7 @@ start_tcp() {
     port=$(free_port)
     "$prog" -b 127.0.0.1 -p "$port" "$@" 2> "$work/$name.err" &
     server_pid=$!
-    server_pids+=("$server_pid")
+    pids+=("$server_pid")
     for i in $(seq 100); do
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
             return 0
@@ -245,7 +222,7 @@ rm -f "$work/qsd.sock"
     --nbd-server addr.type=unix,addr.path="$work/qsd.sock",tls-creds=tls0 \
     --export type=nbd,id=e,node-name=f,name=exp 2> qsd.err &
 qsd_pid=$!
-server_pids+=($qsd_pid)
+pids+=($qsd_pid)
 if wait_socket "$work/qsd.sock" $qsd_pid &&
    qemu-io -r --image-opts --object "$(x509 client1 client)" \
        -c 'read -P 1 0 1M' \

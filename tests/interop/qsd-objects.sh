@@ -40,17 +40,7 @@ qimg=$(cd "$build" && pwd)/qblock-img
 py=/usr/bin/python3
 command -v $py >/dev/null || py=python3
 
-work=$(mktemp -d /tmp/qsd-objects.XXXXXX)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
+work_dir /tmp/qsd-objects.XXXXXX
 cd "$work" || exit 1
 
 norm() {
@@ -66,7 +56,7 @@ same_cli() {
     shift
     want=$(timeout 10 qemu-storage-daemon "$@" 2>&1 | norm
            echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 10 "$qsd" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
+    got=$(timeout -k 20 10 "$qsd" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
     if [ "$want" = "$got" ]; then
         ok "$name"
     else
@@ -391,7 +381,7 @@ fake_case() {
     local name=$1 bytes=$2 bin out log want=
     for bin in qemu-storage-daemon "$qsd"; do
         start_fake "$bytes"
-        out=$(timeout 2 "$bin" --object \
+        out=$(timeout -k 20 2 "$bin" --object \
                   "pr-manager-helper,id=pr0,path=$work/fake.sock" 2>&1 |
               norm; echo "exit ${PIPESTATUS[0]}")
         sleep 0.3

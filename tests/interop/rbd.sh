@@ -40,18 +40,12 @@ qemu-img --help | grep -q '^Supported formats:.* rbd' ||
 
 . "$(dirname "${BASH_SOURCE[0]}")/check-lib.bash"
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null
-    done
-    wait 2>/dev/null
-    [ -f "$work/ceph/ceph.conf" ] && bash "$src/tests/ceph/stop.sh" "$work/ceph"
-    rm -rf "$work"
+work_dir
+extra_cleanup() {
+    if [ -f "$work/ceph/ceph.conf" ]; then
+        bash "$src/tests/ceph/stop.sh" "$work/ceph"
+    fi
 }
-trap cleanup EXIT
 cd "$work" || exit 1
 
 if ! bash "$src/tests/ceph/start.sh" "$work/ceph" > start.log 2>&1; then
