@@ -312,6 +312,26 @@ static void coroutine_fn vvfat_move_out(VvfatCommit *c)
     }
 }
 
+/*
+ * Whether host file @path, entry @oe of the last commit, is one the guest
+ * may not rewrite or remove: a regular file whose owner has no write
+ * permission, while the disk showed it writable (the disk shows no host
+ * file read-only, as QEMU's: one whose attribute the guest set itself,
+ * and whose permission a commit took away, stays the guest's to write,
+ * which its writes in any order need).  By the mode bits rather than
+ * access(2), so that a daemon running as root keeps a file its owner
+ * marked read-only too: replacing it through a temporary name, or
+ * unlink(2), which asks only the directory's permission, would otherwise
+ * undo what its mode says.
+ */
+static bool vvfat_host_readonly(const VvfatEntry *oe, const char *path)
+{
+    struct stat st;
+
+    return !(oe->attr & VVFAT_ATTR_READONLY) && lstat(path, &st) == 0 &&
+           S_ISREG(st.st_mode) && !(st.st_mode & S_IWUSR);
+}
+
 /* Step 2: what the new tree lacks, deepest first. */
 static void coroutine_fn vvfat_remove(VvfatCommit *c)
 {
@@ -324,6 +344,10 @@ static void coroutine_fn vvfat_remove(VvfatCommit *c)
         }
         path = vvfat_old_loc(c, o);
         if (!vvfat_path_safe(c, path) || vvfat_pin_path(c->s, path) < 0) {
+            continue;
+        }
+        if (!e->is_dir && vvfat_host_readonly(e, path)) {
+            vvfat_host_error(c, "remove", path, EACCES);
             continue;
         }
         if ((e->is_dir ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT) {
@@ -374,25 +398,6 @@ static int coroutine_fn vvfat_write_file(VvfatCommit *c, uint32_t i, int fd,
         }
     }
     return 0;
-}
-
-/*
- * Whether host file @path, entry @oe of the last commit, is one the guest
- * may not change: a regular file whose owner has no write permission,
- * while the disk showed it writable (the disk shows no host file
- * read-only, as QEMU's: one whose attribute the guest set itself, and
- * whose permission a commit took away, stays the guest's to write, which
- * its writes in any order need).  By the mode bits rather than
- * access(2), so that a daemon running as root keeps a file its owner
- * marked read-only too: replacing it through a temporary name would
- * otherwise undo what its mode says.
- */
-static bool vvfat_host_readonly(const VvfatEntry *oe, const char *path)
-{
-    struct stat st;
-
-    return !(oe->attr & VVFAT_ATTR_READONLY) && lstat(path, &st) == 0 &&
-           S_ISREG(st.st_mode) && !(st.st_mode & S_IWUSR);
 }
 
 /*

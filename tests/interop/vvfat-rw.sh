@@ -500,26 +500,28 @@ else
 fi
 
 # A host file its owner may not write (mode 0444) is kept when the guest
-# rewrites it, in place or through a new chain, even for root; the
-# others in the same commit are written
+# rewrites it, in place or through a new chain, or removes it, even for
+# root; the others in the same commit are written
 rm -rf ro ro.* && mkdir ro && echo "keep me" > ro/keep.txt &&
     head -c 9000 /dev/urandom > ro/moved.bin && echo old > ro/free.txt &&
-    chmod 0444 ro/keep.txt ro/moved.bin
+    echo "not gone" > ro/gone.txt && chmod 0444 ro/keep.txt ro/moved.bin ro/gone.txt
 cp ro/keep.txt ro-keep.want && cp ro/moved.bin ro-moved.want
 ops_ro_rewrite() {
     echo "the guest's" > rw-new && head -c 30000 /dev/urandom > rw-big &&
     mcopy -o -i "$1" rw-new ::/keep.txt && mcopy -o -i "$1" rw-big ::/moved.bin &&
-    mcopy -o -i "$1" rw-new ::/free.txt
+    mcopy -o -i "$1" rw-new ::/free.txt && mdel -i "$1" ::/gone.txt
 }
 prepare_and_apply "$QB_IMG" "$QB_IO" ro ops_ro_rewrite 12:
 if ! cmp -s ro/keep.txt ro-keep.want || ! cmp -s ro/moved.bin ro-moved.want ||
+   [ "$(cat ro/gone.txt 2>&1)" != "not gone" ] ||
    [ "$(stat -c %a ro/keep.txt ro/moved.bin | tr '\n' ' ')" != "444 444 " ]; then
     fail "a host file without write permission: kept" "$(ls -l ro)"
 elif ! cmp -s ro/free.txt rw-new; then
     fail "a host file without write permission: the others written" \
         "$(cat ro/free.txt)"
 elif ! grep -qF "could not write ro/keep.txt: Permission denied" ro.msg ||
-     ! grep -qF "could not write ro/moved.bin: Permission denied" ro.msg; then
+     ! grep -qF "could not write ro/moved.bin: Permission denied" ro.msg ||
+     ! grep -qF "could not remove ro/gone.txt: Permission denied" ro.msg; then
     fail "a host file without write permission: says why" "$(cat ro.msg)"
 else
     ok "a host file without write permission: kept, says why, others written"
