@@ -28,6 +28,29 @@ summary() {
     [ "$failed" -eq 0 ]
 }
 
+# same_as_qemu NAME QEMU_TOOL ARGS...: QEMU's tool and ours given ARGS,
+# the same output and exit status, both passed through the script's norm
+# (which names our tools as QEMU's and drops what differs by run); ours
+# is $qimg, $qio, $qnbd or $qsd, which the script sets; each is stopped
+# after 60 s (SIGKILL 20 s after the SIGTERM)
+same_as_qemu() {
+    local name=$1 tool=$2 ours want got
+    shift 2
+    case $tool in
+    qemu-img) ours=$qimg ;;
+    qemu-io) ours=$qio ;;
+    qemu-nbd) ours=$qnbd ;;
+    qemu-storage-daemon) ours=$qsd ;;
+    esac
+    want=$(timeout -k 20 60 "$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
+    got=$(timeout -k 20 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
+    if [ "$want" = "$got" ]; then
+        ok "$name"
+    else
+        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
+    fi
+}
+
 # work_dir [TEMPLATE]: $work, a new temporary directory (mktemp's
 # TEMPLATE), and an exit trap that kills each pid the script added to
 # $pids, waits, runs the script's extra_cleanup if it defines one, and

@@ -30,25 +30,6 @@ norm() {
         -e "s#$work#WORK#g" -e '/ ops; /d'
 }
 
-# same NAME QEMU_TOOL ARGS...: qemu's tool and ours, same output and
-# exit status.
-same() {
-    local name=$1 tool=$2 ours
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    esac
-    local want got
-    want=$("$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
-}
-
 # The seconds since the epoch, with fractions.
 now() { date +%s.%N; }
 # elapsed_in START MIN MAX: whether now - START lies in [MIN, MAX].
@@ -144,7 +125,7 @@ for server in qemu-nbd qblock-nbd; do
     qemu-io -f qcow2 -c 'write 1M 2M' top.qcow2 >/dev/null
     start_server ad "$prog" -t -r -A -f qcow2 top.qcow2
     ad="driver=nbd,server.type=unix,server.path=$work/ad.sock"
-    same "$server: x-dirty-bitmap=qemu:allocation-depth" qemu-img map \
+    same_as_qemu "$server: x-dirty-bitmap=qemu:allocation-depth" qemu-img map \
         --output=json --image-opts "$ad,x-dirty-bitmap=qemu:allocation-depth"
     # (QEMU 7.2 says only "Could not open image: Invalid argument")
     out=$(timeout 20 "$qimg" map --output=json --image-opts \
@@ -160,9 +141,9 @@ for server in qemu-nbd qblock-nbd; do
     # resize within the export, and beyond it
     cp src.qcow2 rs.qcow2
     start_server rs "$prog" -t -f qcow2 rs.qcow2
-    same "$server: resize --shrink within the export" qemu-img resize \
+    same_as_qemu "$server: resize --shrink within the export" qemu-img resize \
         --shrink -f raw "$(uri rs)" 2M
-    same "$server: resize beyond the export" qemu-img resize -f raw \
+    same_as_qemu "$server: resize beyond the export" qemu-img resize -f raw \
         "$(uri rs)" 8M
     stop_server
 done
@@ -170,7 +151,7 @@ done
 # open-timeout with no server at all: QEMU's message, after the timeout
 rm -f "$work/none.sock"
 start=$(now)
-same "open-timeout=1, no server" qemu-io --image-opts -c 'read 0 4k' \
+same_as_qemu "open-timeout=1, no server" qemu-io --image-opts -c 'read 0 4k' \
     "driver=nbd,server.type=unix,server.path=$work/none.sock,open-timeout=1"
 start=$(now)
 timeout 10 "$qio" --image-opts -c 'read 0 4k' \
@@ -190,7 +171,7 @@ qemu-img create -q -f qcow2 bm.qcow2 4M
 qemu-img bitmap --add bm.qcow2 b0
 qemu-io -f qcow2 -c 'write 1M 64k' -c 'write 3M 1M' bm.qcow2 >/dev/null
 start_server bm qemu-nbd -t -r -B b0 -f qcow2 bm.qcow2
-same "qemu-nbd -B: x-dirty-bitmap=qemu:dirty-bitmap:b0" qemu-img map \
+same_as_qemu "qemu-nbd -B: x-dirty-bitmap=qemu:dirty-bitmap:b0" qemu-img map \
     --output=json --image-opts \
     "driver=nbd,server.type=unix,server.path=$work/bm.sock,x-dirty-bitmap=qemu:dirty-bitmap:b0"
 stop_server

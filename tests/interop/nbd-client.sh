@@ -31,25 +31,6 @@ norm() {
         -e '/ops; [0-9.]* sec/d'
 }
 
-# same NAME QEMU_TOOL ARGS...: qemu's tool and ours, same output and
-# exit status.
-same() {
-    local name=$1 tool=$2 ours
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    esac
-    local want got
-    want=$("$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
-}
-
 # The same write sequence, through the client and on a local reference.
 writes=(-c 'write -P 9 512k 64k' -c 'write -f -P 10 520k 4k'
         -c 'write -z 1M 64k' -c 'write -z -u 1088k 64k' -c 'flush'
@@ -70,23 +51,23 @@ for server in qemu-nbd qblock-nbd; do
         fail "$server: start read-only"; continue; }
     ro=$(uri $server-ro ro)
 
-    same "$server: info" qemu-img info "$u"
-    same "$server: info json" qemu-img info --output=json -f raw "$u"
-    same "$server: map" qemu-img map -f raw "$u"
-    same "$server: map json" qemu-img map --output=json -f raw "$u"
-    same "$server: compare equal" qemu-img compare -f raw -F qcow2 "$u" \
+    same_as_qemu "$server: info" qemu-img info "$u"
+    same_as_qemu "$server: info json" qemu-img info --output=json -f raw "$u"
+    same_as_qemu "$server: map" qemu-img map -f raw "$u"
+    same_as_qemu "$server: map json" qemu-img map --output=json -f raw "$u"
+    same_as_qemu "$server: compare equal" qemu-img compare -f raw -F qcow2 "$u" \
         src.qcow2
-    same "$server: read patterns" qemu-io -f raw -r -c 'read -P 1 0 64k' \
+    same_as_qemu "$server: read patterns" qemu-io -f raw -r -c 'read -P 1 0 64k' \
         -c 'read -P 2 1M 192k' -c 'read -P 0 2M 64k' -c 'read -P 0 3M 1' \
         -c 'read -v 3M 64' "$u"
-    same "$server: legacy name" qemu-io -f raw -r -c 'read -P 3 3M 4k' \
+    same_as_qemu "$server: legacy name" qemu-io -f raw -r -c 'read -P 3 3M 4k' \
         "nbd:unix:$work/$server.sock:exportname=exp"
-    same "$server: image-opts" qemu-io -r --image-opts -c 'read -P 2 1M 4k' \
+    same_as_qemu "$server: image-opts" qemu-io -r --image-opts -c 'read -P 2 1M 4k' \
         "driver=nbd,server.type=unix,server.path=$work/$server.sock,export=exp"
-    same "$server: missing export" qemu-io -f raw -c 'read 0 4k' \
+    same_as_qemu "$server: missing export" qemu-io -f raw -c 'read 0 4k' \
         "$(uri $server nope)"
-    same "$server: read-only export" qemu-io -f raw -c 'write 0 4k' "$ro"
-    same "$server: read past end" qemu-io -f raw -r -c 'read 4M 4k' "$u"
+    same_as_qemu "$server: read-only export" qemu-io -f raw -c 'write 0 4k' "$ro"
+    same_as_qemu "$server: read past end" qemu-io -f raw -r -c 'read 4M 4k' "$u"
 
     # convert from the export: same data, and the holes skipped, so the
     # result maps like qemu-img's own copy
@@ -129,7 +110,7 @@ for server in qemu-nbd qblock-nbd; do
     else
         fail "$server: convert onto export"
     fi
-    same "$server: create that would grow the export" qemu-img \
+    same_as_qemu "$server: create that would grow the export" qemu-img \
         create -f raw "$u" 1G
 
     # the server goes away between two reads: the second fails with EIO,

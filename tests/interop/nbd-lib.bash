@@ -2,10 +2,9 @@
 #
 # Before sourcing: build=BUILD_DIR.  Provides $qnbd (our server), $qimg,
 # $qio and $qsd (our other tools), $work (a scratch folder removed at
-# exit), ok/fail/check counters, same (one command against QEMU's tool
-# and ours), and helpers to start a server in the background and to stop
-# it.  A server's stderr
-# goes to $work/NAME.err; start_server waits until its socket exists.
+# exit), check-lib.bash's counters and same_as_qemu, and helpers to start
+# a server in the background and to stop it.  A server's stderr goes to
+# $work/NAME.err; start_server waits until its socket exists.
 
 qnbd=$(cd "$build" && pwd)/qblock-nbd
 qimg=$(cd "$build" && pwd)/qblock-img
@@ -38,27 +37,6 @@ done
 
 . "$here/check-lib.bash"
 work_dir
-
-# same NAME QEMU_TOOL ARGS...: QEMU's tool and ours given ARGS, the same
-# output and exit status, both passed through the script's norm (which
-# names our tools as QEMU's and drops what differs by run)
-same() {
-    local name=$1 tool=$2 ours want got
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    qemu-nbd) ours=$qnbd ;;
-    qemu-storage-daemon) ours=$qsd ;;
-    esac
-    want=$(timeout 60 "$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
-}
 
 # Waits (up to 10 s) until unix socket $1 exists or process $2 is gone.
 wait_socket() {

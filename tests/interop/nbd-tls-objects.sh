@@ -107,9 +107,9 @@ qemu-io -f raw "${io[@]}" ref.raw >/dev/null 2>&1
 
 # --- tls-creds-anon ------------------------------------------------------
 
-same "tls-creds-anon,help" qemu-storage-daemon --object tls-creds-anon,help
+same_as_qemu "tls-creds-anon,help" qemu-storage-daemon --object tls-creds-anon,help
 echo junk > "$tls_dir/client1/dh-params.pem"
-same "tls-creds-anon: a dh-params.pem that is no PEM" qemu-nbd -t -f raw \
+same_as_qemu "tls-creds-anon: a dh-params.pem that is no PEM" qemu-nbd -t -f raw \
     --object "$(anon server dir=$tls_dir/client1)" --tls-creds tls0 src.raw
 rm "$tls_dir/client1/dh-params.pem"
 
@@ -131,16 +131,16 @@ for server in qemu-nbd qblock-nbd; do
         check "$server: anon: qblock-io over TLS" \
             grep -q '^read 65536/65536 bytes at offset 3145728' anon-io.out
     else
-        same "$server: anon: I/O" qemu-io --image-opts \
+        same_as_qemu "$server: anon: I/O" qemu-io --image-opts \
             --object "$(anon client)" "${io[@]}" "$unix,tls-creds=tls0"
-        same "$server: anon: info" qemu-img info --image-opts \
+        same_as_qemu "$server: anon: info" qemu-img info --image-opts \
             --object "$(anon client)" "$unix,tls-creds=tls0"
-        same "$server: anon: json: filename" qemu-img info \
+        same_as_qemu "$server: anon: json: filename" qemu-img info \
             --object "$(anon client)" \
             "json:{\"driver\": \"nbd\", \"server\": {\"type\": \"unix\", \"path\": \"$work/$server.sock\"}, \"tls-creds\": \"tls0\"}"
-        same "$server: anon: plain client" qemu-img info \
+        same_as_qemu "$server: anon: plain client" qemu-img info \
             "nbd+unix://?socket=$work/$server.sock"
-        same "$server: anon: --list" qemu-nbd -L -k "$work/$server.sock" \
+        same_as_qemu "$server: anon: --list" qemu-nbd -L -k "$work/$server.sock" \
             --object "$(anon client)" --tls-creds tls0
     fi
     refused_alike "$server: anon: x509 client refused" \
@@ -227,7 +227,7 @@ wait $qsd_pid 2>/dev/null
 
 # --- authz-list-file -----------------------------------------------------
 
-same "authz-list-file,help" qemu-storage-daemon --object authz-list-file,help
+same_as_qemu "authz-list-file,help" qemu-storage-daemon --object authz-list-file,help
 dn1="O=qblock tests,CN=client1"
 # acl POLICY [MATCH RULE_POLICY FORMAT]...: the JSON of a rules file
 acl() {
@@ -315,7 +315,7 @@ check "authz-list-file: invalid JSON is refused" \
 
 # --- secret_keyring ------------------------------------------------------
 
-same "secret_keyring,help" qemu-storage-daemon --object secret_keyring,help
+same_as_qemu "secret_keyring,help" qemu-storage-daemon --object secret_keyring,help
 # add_key NAME PAYLOAD: the serial of a new "user" key in the user
 # keyring (@u, which every process of the user possesses), or an error
 # (add_key -x NAME HEX: the payload given in hexadecimal)
@@ -369,9 +369,9 @@ else
             break
     done
     check "secret_keyring: qemu-img create -f luks" [ -s theirs.luks ]
-    same "secret_keyring: info of qblock-img's LUKS image" qemu-img info \
+    same_as_qemu "secret_keyring: info of qblock-img's LUKS image" qemu-img info \
         --object "$ks" --image-opts "$opts,file.filename=ours.luks"
-    same "secret_keyring: info of qemu-img's LUKS image" qemu-img info \
+    same_as_qemu "secret_keyring: info of qemu-img's LUKS image" qemu-img info \
         --object "$ks" --image-opts "$opts,file.filename=theirs.luks"
     check "secret_keyring: qblock-io writes qemu-img's image" quiet \
         "$qio" --object "$ks" --image-opts -c 'write -P 5 0 64k' \
@@ -385,7 +385,7 @@ else
     check "secret_keyring: qemu-io reads it with the same passphrase as a plain secret" \
         quiet qemu-io --object "secret,id=sec0,data=keyring pass" \
         --image-opts -c 'read -P 6 0 64k' "$opts,file.filename=ours.luks"
-    same "secret_keyring: a wrong passphrase" qemu-img info \
+    same_as_qemu "secret_keyring: a wrong passphrase" qemu-img info \
         --object "secret,id=sec0,data=other" --image-opts \
         "$opts,file.filename=ours.luks"
 
@@ -395,7 +395,7 @@ else
     # the payload, which ours does not do; a secret's file= works there)
     serial64=$(add_key "qblock-test64-$$" "$(printf 'keyring pass' | base64)")
     keys+=($serial64)
-    same "secret_keyring: format=base64" qemu-img info \
+    same_as_qemu "secret_keyring: format=base64" qemu-img info \
         --object "secret_keyring,id=sec0,serial=$serial64,format=base64" \
         --image-opts "$opts,file.filename=ours.luks"
     if command -v openssl >/dev/null; then
@@ -410,11 +410,11 @@ else
         serialc=$(add_key -x "qblock-testc-$$" "$ct")
         keys+=($serialc)
         master="secret,id=master,format=base64,data=$keyb"
-        same "secret_keyring: encrypted with keyid and iv" qemu-img info \
+        same_as_qemu "secret_keyring: encrypted with keyid and iv" qemu-img info \
             --object "$master" --object \
             "secret_keyring,id=sec0,serial=$serialc,keyid=master,iv=$ivb" \
             --image-opts "$opts,file.filename=ours.luks"
-        same "secret_keyring: encrypted, without iv" qemu-img info \
+        same_as_qemu "secret_keyring: encrypted, without iv" qemu-img info \
             --object "$master" --object \
             "secret_keyring,id=sec0,serial=$serialc,keyid=master" \
             /dev/null
@@ -456,15 +456,15 @@ else
     # QEMU's errors: a key that is not there (serials are random 31-bit
     # numbers: this one is all but certain to be free), 0, out of range,
     # missing
-    same "secret_keyring: a missing serial" qemu-img info \
+    same_as_qemu "secret_keyring: a missing serial" qemu-img info \
         --object "secret_keyring,id=sec0,serial=12345" /dev/null
-    same "secret_keyring: serial 0" qemu-img info \
+    same_as_qemu "secret_keyring: serial 0" qemu-img info \
         --object "secret_keyring,id=sec0,serial=0" /dev/null
-    same "secret_keyring: serial out of range" qemu-img info \
+    same_as_qemu "secret_keyring: serial out of range" qemu-img info \
         --object "secret_keyring,id=sec0,serial=4294967296" /dev/null
-    same "secret_keyring: no serial" qemu-img info \
+    same_as_qemu "secret_keyring: no serial" qemu-img info \
         --object "secret_keyring,id=sec0" /dev/null
-    same "secret_keyring: an unknown keyid" qemu-img info \
+    same_as_qemu "secret_keyring: an unknown keyid" qemu-img info \
         --object "secret_keyring,id=sec0,serial=$serial,keyid=none" /dev/null
 fi
 

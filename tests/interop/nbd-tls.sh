@@ -70,10 +70,10 @@ authz_case() {
         --tls-authz authz0 --tls-creds tls0 exp.raw ||
         { fail "$server: start with $name"; return; }
     tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
-    same "$server: $name lets client1 in" qemu-io --image-opts \
+    same_as_qemu "$server: $name lets client1 in" qemu-io --image-opts \
         --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
         "$tcp,tls-creds=tls0"
-    same "$server: $name keeps client3 out" qemu-img info --image-opts \
+    same_as_qemu "$server: $name keeps client3 out" qemu-img info --image-opts \
         --object "$(x509 client3 client)" "$tcp,tls-creds=tls0"
     check "$server: $name: client1 reads" quiet qemu-io --image-opts \
         --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
@@ -131,29 +131,29 @@ for server in qemu-nbd qblock-nbd; do
     start_tcp $server "$prog" -t -f raw --object "$(x509 server server)" \
         --tls-creds tls0 exp.raw || { fail "$server: start"; continue; }
     tcp="driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port"
-    same "$server: x509: I/O" qemu-io --image-opts \
+    same_as_qemu "$server: x509: I/O" qemu-io --image-opts \
         --object "$(x509 client1 client)" "${io[@]}" "$tcp,tls-creds=tls0"
-    same "$server: x509: info by host name" qemu-img info --image-opts \
+    same_as_qemu "$server: x509: info by host name" qemu-img info --image-opts \
         --object "$(x509 client1 client)" \
         "driver=nbd,server.type=inet,server.host=localhost,server.port=$port,tls-creds=tls0"
-    same "$server: x509: convert" qemu-img convert -O raw --image-opts \
+    same_as_qemu "$server: x509: convert" qemu-img convert -O raw --image-opts \
         --object "$(x509 client1 client)" "$tcp,tls-creds=tls0" \
         "$work/copy-$server.raw"
-    same "$server: plain client, TLS server" qemu-img info \
+    same_as_qemu "$server: plain client, TLS server" qemu-img info \
         "nbd://127.0.0.1:$port"
-    same "$server: certificate of an unknown CA" qemu-img info \
+    same_as_qemu "$server: certificate of an unknown CA" qemu-img info \
         --image-opts --object "$(x509 client2 client)" "$tcp,tls-creds=tls0"
-    same "$server: name not on the certificate" qemu-img info \
+    same_as_qemu "$server: name not on the certificate" qemu-img info \
         --image-opts --object "$(x509 client1 client)" \
         "$tcp,tls-creds=tls0,tls-hostname=other.example"
-    same "$server: server credentials on the client" qemu-img info \
+    same_as_qemu "$server: server credentials on the client" qemu-img info \
         --image-opts --object "$(x509 server server)" "$tcp,tls-creds=tls0"
-    same "$server: --list over TLS" qemu-nbd -L -b 127.0.0.1 -p $port \
+    same_as_qemu "$server: --list over TLS" qemu-nbd -L -b 127.0.0.1 -p $port \
         --object "$(x509 client1 client)" --tls-creds tls0
-    same "$server: --list over TLS, name not on the certificate" qemu-nbd \
+    same_as_qemu "$server: --list over TLS, name not on the certificate" qemu-nbd \
         -L -b 127.0.0.1 -p $port --object "$(x509 client1 client)" \
         --tls-creds tls0 --tls-hostname other.example
-    same "$server: --list without TLS" qemu-nbd -L -b 127.0.0.1 -p $port
+    same_as_qemu "$server: --list without TLS" qemu-nbd -L -b 127.0.0.1 -p $port
     stop_server
 
     # --tls-authz: client1's name (as GnuTLS writes a certificate's DN) is
@@ -171,9 +171,9 @@ for server in qemu-nbd qblock-nbd; do
     start_server $server "$prog" -t -f raw --object "$(x509 server server)" \
         --tls-creds tls0 exp.raw
     unix="driver=nbd,server.type=unix,server.path=$work/$server.sock"
-    same "$server: unix socket without tls-hostname" qemu-img info \
+    same_as_qemu "$server: unix socket without tls-hostname" qemu-img info \
         --image-opts --object "$(x509 client1 client)" "$unix,tls-creds=tls0"
-    same "$server: unix socket with tls-hostname" qemu-io --image-opts \
+    same_as_qemu "$server: unix socket with tls-hostname" qemu-io --image-opts \
         --object "$(x509 client1 client)" -c 'read -P 1 0 64k' \
         "$unix,tls-creds=tls0,tls-hostname=localhost"
     stop_server
@@ -182,20 +182,20 @@ for server in qemu-nbd qblock-nbd; do
     cp src.raw exp.raw
     start_server $server "$prog" -t -f raw --object "$(psk psk1 server)" \
         --tls-creds tls0 exp.raw
-    same "$server: psk: I/O" qemu-io --image-opts \
+    same_as_qemu "$server: psk: I/O" qemu-io --image-opts \
         --object "$(psk psk1 client username=user1)" "${io[@]}" \
         "$unix,tls-creds=tls0"
-    same "$server: psk: wrong key" qemu-img info --image-opts \
+    same_as_qemu "$server: psk: wrong key" qemu-img info --image-opts \
         --object "$(psk psk2 client username=user1)" "$unix,tls-creds=tls0"
     stop_server
 
     # TLS client, plain server
     cp src.raw exp.raw
     start_server $server "$prog" -t -f raw exp.raw
-    same "$server: TLS client, plain server" qemu-img info --image-opts \
+    same_as_qemu "$server: TLS client, plain server" qemu-img info --image-opts \
         --object "$(x509 client1 client)" \
         "$unix,tls-creds=tls0,tls-hostname=localhost"
-    same "$server: --list with TLS, plain server" qemu-nbd -L \
+    same_as_qemu "$server: --list with TLS, plain server" qemu-nbd -L \
         -k "$work/$server.sock" --object "$(x509 client1 client)" \
         --tls-creds tls0 --tls-hostname localhost
     stop_server

@@ -49,21 +49,6 @@ norm() {
         -e "s#$work#WORK#g"
 }
 
-# same_cli NAME ARGS...: both daemons given ARGS, the same output and exit
-# status (the cases fail, or print help, so neither keeps running).
-same_cli() {
-    local name=$1 want got
-    shift
-    want=$(timeout 10 qemu-storage-daemon "$@" 2>&1 | norm
-           echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout -k 20 10 "$qsd" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
-}
-
 # start_daemon BIN NAME: BIN with a QMP monitor on $work/NAME.sock; sets
 # $daemon_pid.
 start_daemon() {
@@ -148,17 +133,17 @@ types() {
 }
 
 # --- help -------------------------------------------------------------
-same_cli "--object help" --object help
+same_as_qemu "--object help" qemu-storage-daemon --object help
 for t in tls-cipher-suites thread-context pr-manager-helper; do
-    same_cli "--object $t,help" --object "$t,help"
+    same_as_qemu "--object $t,help" qemu-storage-daemon --object "$t,help"
 done
 
 # --- tls-cipher-suites --------------------------------------------------
-same_cli "tls-cipher-suites without priority" \
+same_as_qemu "tls-cipher-suites without priority" qemu-storage-daemon \
     --object tls-cipher-suites,id=c0
-same_cli "tls-cipher-suites: an unknown property" \
+same_as_qemu "tls-cipher-suites: an unknown property" qemu-storage-daemon \
     --object tls-cipher-suites,id=c0,priority=NORMAL,username=x
-same_cli "tls-cipher-suites: a bad endpoint" \
+same_as_qemu "tls-cipher-suites: a bad endpoint" qemu-storage-daemon \
     --object tls-cipher-suites,id=c0,priority=NORMAL,endpoint=both
 qmp_both "tls-cipher-suites over QMP" \
     "$(add tls-cipher-suites c0 '"priority": "NORMAL"')" \
@@ -258,7 +243,7 @@ for opt in cpu-affinity=0 cpu-affinity.0=4095 cpu-affinity.0=65535 \
            cpu-affinity.0=65536 cpu-affinity.0=-1 cpu-affinity.0=abc \
            cpu-affinity.1=1 node-affinity.0=4096 node-affinity.0=65535 \
            node-affinity.0=0,cpu-affinity.0=0 thread-id=5; do
-    same_cli "thread-context,$opt" --object "thread-context,id=tc0,$opt"
+    same_as_qemu "thread-context,$opt" qemu-storage-daemon --object "thread-context,id=tc0,$opt"
 done
 for json in '"cpu-affinity": []' '"node-affinity": []' \
             '"cpu-affinity": [4095], "node-affinity": [0]' \
@@ -266,7 +251,7 @@ for json in '"cpu-affinity": []' '"node-affinity": []' \
             '"node-affinity": [0], "cpu-affinity": []' \
             '"cpu-affinity": ["a"]' '"cpu-affinity": 5' \
             '"cpu-affinity": [0, 70000]'; do
-    same_cli "thread-context {$json}" \
+    same_as_qemu "thread-context {$json}" qemu-storage-daemon \
         --object '{"qom-type": "thread-context", "id": "tc0", '"$json"'}'
 done
 qmp_both "thread-context over QMP" \
@@ -332,7 +317,7 @@ touch "$work/plain"
 long=$work/$(printf 'x%.0s' $(seq 110))
 for opt in "" ",path=$work/nosock" ",path=$work/plain" ",path=$long" \
            ",path=" ",path=$work/pr.sock,verbose=on"; do
-    same_cli "pr-manager-helper${opt:-, no path}" \
+    same_as_qemu "pr-manager-helper${opt:-, no path}" qemu-storage-daemon \
         --object "pr-manager-helper,id=pr0$opt"
 done
 

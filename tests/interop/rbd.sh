@@ -108,23 +108,6 @@ norm() {
         -e 's#qblock-img#qemu-img#g' -e 's#qblock-io#qemu-io#g' \
         -e '/ops; [0-9.]* sec/d' -e '/^Run completed in/d'
 }
-# same NAME TOOL ARGS...: QEMU's tool and ours give the same output and
-# exit status
-same() {
-    local name=$1 tool=$2 ours want got
-    shift 2
-    case $tool in
-    qemu-img) ours=$qimg ;;
-    qemu-io) ours=$qio ;;
-    esac
-    want=$(timeout 60 "$tool" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    got=$(timeout 60 "$ours" "$@" 2>&1 | norm; echo "exit ${PIPESTATUS[0]}")
-    if [ "$want" = "$got" ]; then
-        ok "$name"
-    else
-        fail "$name" "$(diff <(echo "$want") <(echo "$got"))"
-    fi
-}
 
 # A source with data, a zeroed range and holes spread over several 4 MiB
 # objects, so that convert and map have something to skip.
@@ -161,18 +144,18 @@ qemu-img convert -f raw -O qcow2 "$(img qconv)" qback.qcow2
 check "convert rbd -> qcow2 skips what is not allocated" \
     [ "$(qemu-img map --output=json back.qcow2 | sed 's/"offset": [0-9]*//')" = \
       "$(qemu-img map --output=json qback.qcow2 | sed 's/"offset": [0-9]*//')" ]
-same "compare rbd with qcow2" qemu-img compare -f raw -F qcow2 \
+same_as_qemu "compare rbd with qcow2" qemu-img compare -f raw -F qcow2 \
     "$(img conv)" src.qcow2
 qemu-io -f raw -c 'write -P 9 2M 4k' "$(img qconv)" >/dev/null
-same "compare finds a difference" qemu-img compare -f raw -F qcow2 \
+same_as_qemu "compare finds a difference" qemu-img compare -f raw -F qcow2 \
     "$(img qconv)" src.qcow2
 
 # --- info and map ---------------------------------------------------------
-same "info" qemu-img info -f raw "$(img conv)"
-same "info json" qemu-img info --output=json -f raw "$(img conv)"
-same "info, probed" qemu-img info "$(img conv)"
-same "map" qemu-img map -f raw "$(img conv)"
-same "map json" qemu-img map --output=json -f raw "$(img conv)"
+same_as_qemu "info" qemu-img info -f raw "$(img conv)"
+same_as_qemu "info json" qemu-img info --output=json -f raw "$(img conv)"
+same_as_qemu "info, probed" qemu-img info "$(img conv)"
+same_as_qemu "map" qemu-img map -f raw "$(img conv)"
+same_as_qemu "map json" qemu-img map --output=json -f raw "$(img conv)"
 
 # --- create and resize ----------------------------------------------------
 for size in 4M 1M; do
@@ -183,15 +166,15 @@ for size in 4M 1M; do
         [ "$(rbd info rbd/ours$size | grep -E '^\s*(size|order)')" = \
           "$(rbd info rbd/theirs$size | grep -E '^\s*(size|order)')" ]
 done
-same "info of a created image" qemu-img info --output=json -f raw \
+same_as_qemu "info of a created image" qemu-img info --output=json -f raw \
     "$(img ours1M)"
-same "create with a bad object size" qemu-img create -f raw \
+same_as_qemu "create with a bad object size" qemu-img create -f raw \
     -o cluster_size=3000 "$(img bad)" 4M
-same "create over an existing image" qemu-img create -f raw \
+same_as_qemu "create over an existing image" qemu-img create -f raw \
     "$(img ours1M)" 4M
 timeout 60 "$qimg" resize -f raw "$(img ours1M)" 36M >/dev/null
-same "resize: grown" qemu-img info --output=json -f raw "$(img ours1M)"
-same "resize: shrinking needs --shrink" qemu-img resize -f raw \
+same_as_qemu "resize: grown" qemu-img info --output=json -f raw "$(img ours1M)"
+same_as_qemu "resize: shrinking needs --shrink" qemu-img resize -f raw \
     "$(img ours1M)" 4M
 timeout 60 "$qimg" resize -f raw --shrink "$(img ours1M)" 12M >/dev/null
 check "resize: shrunk to 12M (rbd info)" \
@@ -201,18 +184,18 @@ check "resize: shrunk to 12M (rbd info)" \
 qemu-img convert -O raw src.qcow2 "$(img snapimg)"
 rbd snap create rbd/snapimg@s1 >/dev/null 2>&1
 qemu-io -f raw -c 'write -P 7 0 2M' "$(img snapimg)" >/dev/null
-same "snapshot reads the old data" qemu-io -f raw -c 'read -P 1 0 64k' \
+same_as_qemu "snapshot reads the old data" qemu-io -f raw -c 'read -P 1 0 64k' \
     -c 'read -P 2 1M 1M' "rbd:rbd/snapimg@s1:conf=$conf"
-same "the image reads the new data" qemu-io -f raw -c 'read -P 7 0 2M' \
+same_as_qemu "the image reads the new data" qemu-io -f raw -c 'read -P 7 0 2M' \
     "$(img snapimg)"
-same "snapshot opened for writing" qemu-io -f raw -c 'write 0 4k' \
+same_as_qemu "snapshot opened for writing" qemu-io -f raw -c 'write 0 4k' \
     "rbd:rbd/snapimg@s1:conf=$conf"
-same "snapshot compares to the source" qemu-img compare -f raw -F qcow2 \
+same_as_qemu "snapshot compares to the source" qemu-img compare -f raw -F qcow2 \
     "rbd:rbd/snapimg@s1:conf=$conf" src.qcow2
-same "snapshot -l lists RBD's snapshots" qemu-img snapshot -l \
+same_as_qemu "snapshot -l lists RBD's snapshots" qemu-img snapshot -l \
     "$(img snapimg)"
-same "info lists them" qemu-img info -f raw "$(img snapimg)"
-same "info --image-opts: format rbd, specific information" qemu-img info \
+same_as_qemu "info lists them" qemu-img info -f raw "$(img snapimg)"
+same_as_qemu "info --image-opts: format rbd, specific information" qemu-img info \
     --image-opts "driver=rbd,pool=rbd,image=snapimg,conf=$conf"
 timeout 60 "$qimg" snapshot -c s2 "$(img snapimg)" 2>/dev/null
 check "snapshot -c creates an RBD snapshot" \
@@ -224,9 +207,9 @@ check "snapshot -a rolls the image back" quiet qemu-io -f raw -r \
 timeout 60 "$qimg" snapshot -d s2 "$(img snapimg)" 2>/dev/null
 check "snapshot -d removes it" \
     eval '! grep -qw s2 <(rbd snap ls rbd/snapimg)'
-same "snapshot -c over an existing one" qemu-img snapshot -f raw -c s1 \
+same_as_qemu "snapshot -c over an existing one" qemu-img snapshot -f raw -c s1 \
     "$(img snapimg)"
-same "snapshot -d of a missing one" qemu-img snapshot -f raw -d nosuch \
+same_as_qemu "snapshot -d of a missing one" qemu-img snapshot -f raw -d nosuch \
     "$(img snapimg)"
 
 # --- discard and zero writes: same data and same map as QEMU's ----------
@@ -271,13 +254,13 @@ read -r mon_ip mon_port <<<"$mon"
 key=$(awk '/client.admin/ {f = 1} f && /key =/ {print $3; exit}' \
       "$work/ceph/keyring")
 printf '[global]\nkeyring = %s\n' "$work/ceph/keyring" > keyring-only.conf
-same "legacy name: mon_host, key, id" qemu-io -f raw -r \
+same_as_qemu "legacy name: mon_host, key, id" qemu-io -f raw -r \
     -c 'read -P 3 13M 4k' \
     "rbd:rbd/conv:conf=/dev/null:mon_host=$mon_ip\\:$mon_port:id=admin:key=$key"
-same "blockdev options: server.0, user, auth-client-required" qemu-io -r \
+same_as_qemu "blockdev options: server.0, user, auth-client-required" qemu-io -r \
     --image-opts -c 'read -P 2 1M 4k' \
     "driver=rbd,pool=rbd,image=conv,conf=$work/keyring-only.conf,user=admin,server.0.host=$mon_ip,server.0.port=$mon_port,auth-client-required.0=cephx"
-same "blockdev options: a snapshot" qemu-io --image-opts \
+same_as_qemu "blockdev options: a snapshot" qemu-io --image-opts \
     -c 'read -P 1 0 64k' \
     "driver=rbd,pool=rbd,image=snapimg,snapshot=s1,conf=$conf"
 # the key from a secret object, with a configuration that has none
@@ -286,14 +269,14 @@ same "blockdev options: a snapshot" qemu-io --image-opts \
         $((mon_port - 1)) "$mon_ip" "$mon_port"
     sed -n '/^\[client\]/,$p' "$conf"
 } > nokey.conf
-same "key-secret: the key from --object secret" qemu-io -r \
+same_as_qemu "key-secret: the key from --object secret" qemu-io -r \
     --object "secret,id=sec0,data=$key,format=base64" --image-opts \
     -c 'read -P 2 1M 4k' \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,user=admin,key-secret=sec0"
-same "key-secret: a secret that is not the key" qemu-img info \
+same_as_qemu "key-secret: a secret that is not the key" qemu-img info \
     --object "secret,id=sec0,data=$key" --image-opts \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,key-secret=sec0"
-same "key-secret: no such secret" qemu-img info --image-opts \
+same_as_qemu "key-secret: no such secret" qemu-img info --image-opts \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,key-secret=sec0"
 
 # QEMU 7.2's deprecated password-secret: key-secret by its legacy name, a
@@ -310,19 +293,19 @@ then
 else
     fail "password-secret: create with the key of the secret"
 fi
-same "password-secret: create without it, no key" qemu-img create -f raw \
+same_as_qemu "password-secret: create without it, no key" qemu-img create -f raw \
     "rbd:rbd/pw-none:conf=$work/nokey.conf" 16M
-same "password-secret: create, no such secret" qemu-img create -f raw \
+same_as_qemu "password-secret: create, no such secret" qemu-img create -f raw \
     -o password-secret=nosuch "rbd:rbd/pw-none:conf=$work/nokey.conf" 16M
-same "password-secret: open with --image-opts" qemu-io -r \
+same_as_qemu "password-secret: open with --image-opts" qemu-io -r \
     --object "$sec" --image-opts -c 'read -P 2 1M 4k' \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,user=admin,password-secret=sec0"
-same "password-secret: clashes with key-secret" qemu-img info \
+same_as_qemu "password-secret: clashes with key-secret" qemu-img info \
     --object "$sec" --image-opts \
     "driver=rbd,pool=rbd,image=conv,conf=$work/nokey.conf,password-secret=sec0,key-secret=sec0"
-same "password-secret: the schema's checks first" qemu-img info \
+same_as_qemu "password-secret: the schema's checks first" qemu-img info \
     --image-opts "driver=rbd,pool=rbd,conf=$work/nokey.conf,password-secret=a,key-secret=b"
-same "password-secret: not in an rbd: file name" qemu-img info \
+same_as_qemu "password-secret: not in an rbd: file name" qemu-img info \
     --object "$sec" "rbd:rbd/conv:conf=$work/nokey.conf:password-secret=sec0"
 
 # --- librbd's LUKS: each tool reads what the other wrote ------------------
@@ -349,35 +332,35 @@ for f in luks luks2; do
         quiet timeout 60 "$qio" $pw --image-opts -c 'read -P 22 2M 64k' \
         -c 'read -P 0 4M 64k' "$e,image=theirs-$f"
 done
-same "encrypt.format=luks: info" qemu-img info $pw --image-opts \
+same_as_qemu "encrypt.format=luks: info" qemu-img info $pw --image-opts \
     "driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks,encrypt.key-secret=pw0"
 e="driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks"
-same "encryption: a wrong passphrase" qemu-img info \
+same_as_qemu "encryption: a wrong passphrase" qemu-img info \
     --object secret,id=pw0,data=wrong --image-opts "$e,encrypt.key-secret=pw0"
-same "encryption: the wrong format" qemu-img info $pw --image-opts \
+same_as_qemu "encryption: the wrong format" qemu-img info $pw --image-opts \
     "driver=rbd,pool=rbd,image=ours-luks,conf=$conf,encrypt.format=luks2,encrypt.key-secret=pw0"
-same "encryption: no key-secret" qemu-img info --image-opts "$e"
-same "encryption: create without key-secret" qemu-img create -f raw \
+same_as_qemu "encryption: no key-secret" qemu-img info --image-opts "$e"
+same_as_qemu "encryption: create without key-secret" qemu-img create -f raw \
     -o encrypt.format=luks "$(img enc-nokey)" 16M
-same "encryption: a luks2 image too small for its header" qemu-img create \
+same_as_qemu "encryption: a luks2 image too small for its header" qemu-img create \
     -f raw $pw -o encrypt.format=luks2,encrypt.key-secret=pw0 \
     "$(img enc-small)" 4M
 check "... leaves no image behind" eval '! rbd ls | grep -qx enc-small'
 
 # --- QEMU's errors ---------------------------------------------------------
-same "error: bad pool" qemu-img info -f raw "rbd:nopool/conv:conf=$conf"
-same "error: bad image" qemu-img info -f raw "$(img nosuchimage)"
-same "error: bad user" qemu-img info -f raw "$(img conv):id=nobody"
-same "error: bad key" qemu-img info -f raw \
+same_as_qemu "error: bad pool" qemu-img info -f raw "rbd:nopool/conv:conf=$conf"
+same_as_qemu "error: bad image" qemu-img info -f raw "$(img nosuchimage)"
+same_as_qemu "error: bad user" qemu-img info -f raw "$(img conv):id=nobody"
+same_as_qemu "error: bad key" qemu-img info -f raw \
     "$(img conv):key=AQBnUtZnAAAAABAAzzzzzzzzzzzzzzzzzzzzzz=="
-same "error: malformed key" qemu-img info -f raw "$(img conv):key=garbage"
-same "error: no pool" qemu-img info -f raw "rbd:conv"
-same "error: option without value" qemu-img info -f raw "$(img conv):foo"
-same "error: unknown librados option" qemu-img info -f raw \
+same_as_qemu "error: malformed key" qemu-img info -f raw "$(img conv):key=garbage"
+same_as_qemu "error: no pool" qemu-img info -f raw "rbd:conv"
+same_as_qemu "error: option without value" qemu-img info -f raw "$(img conv):foo"
+same_as_qemu "error: unknown librados option" qemu-img info -f raw \
     "$(img conv):no_such_option=1"
-same "error: bad conf file" qemu-img info -f raw "rbd:rbd/conv:conf=/nonexist"
-same "error: no namespace" qemu-img info -f raw "rbd:rbd/ns/conv:conf=$conf"
-same "error: no snapshot" qemu-img info -f raw "rbd:rbd/conv@nosnap:conf=$conf"
+same_as_qemu "error: bad conf file" qemu-img info -f raw "rbd:rbd/conv:conf=/nonexist"
+same_as_qemu "error: no namespace" qemu-img info -f raw "rbd:rbd/ns/conv:conf=$conf"
+same_as_qemu "error: no snapshot" qemu-img info -f raw "rbd:rbd/conv@nosnap:conf=$conf"
 
 # --- blockdev-create at an rbd location, against qemu-storage-daemon -------
 qsd_scenario "$build" create-rbd
