@@ -10,6 +10,7 @@
 #include "qblock-img.h"
 
 #include "config-host.h"
+#include "util/user-object.h"
 
 /* The qemu-img release whose command line and output this tool follows. */
 #define IMG_COMPAT_VERSION "7.2.0"
@@ -269,6 +270,8 @@ int main(int argc, char **argv)
 
     qemu_init_progname(argv[0]);
     bdrv_init();
+    /* nothing here uses one, and qemu-img refuses it (no such class) */
+    user_object_withhold_type("iothread");
 
     /* '+': stop at the sub-command; ':': report missing arguments. */
     while ((c = getopt_long(argc, argv, "+:hVT:", long_options,

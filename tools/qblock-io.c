@@ -24,6 +24,7 @@
 #include "util/cutils.h"
 #include "util/error.h"
 #include "util/qdict.h"
+#include "util/user-object.h"
 #include "qblock-io.h"
 #include "tool-opts.h"
 
@@ -428,6 +429,8 @@ int main(int argc, char **argv)
 
     qemu_init_progname(argv[0]);
     bdrv_init();
+    /* nothing here uses one, and qemu-io refuses it (no such class) */
+    user_object_withhold_type("iothread");
 
     while ((c = getopt_long(argc, argv, "hVc:d:f:rsnCmki:t:T:U",
                             long_options, NULL)) != -1) {

@@ -18,6 +18,8 @@ struct UserObject {
 
 /* const UserObjectType *, in registration order */
 static GPtrArray *user_object_types;
+/* const char *: the names user_object_withhold_type() took out */
+static GPtrArray *user_object_withheld;
 /* UserObject *, in creation order */
 static GPtrArray *user_objects;
 
@@ -50,6 +52,43 @@ void user_object_register_type(const UserObjectType *type)
         user_object_types = g_ptr_array_new();
     }
     g_ptr_array_add(user_object_types, (gpointer)type);
+}
+
+static const UserObjectType *user_object_find_type(const char *name);
+
+void user_object_withhold_type(const char *name)
+{
+    const UserObjectType *type = user_object_find_type(name);
+
+    assert(type);
+    g_ptr_array_remove(user_object_types, (gpointer)type);
+    if (!user_object_withheld) {
+        user_object_withheld = g_ptr_array_new();
+    }
+    g_ptr_array_add(user_object_withheld, (gpointer)type->name);
+}
+
+/*
+ * The error for a type that is not registered: what QEMU says, or for
+ * one of QEMU's that qblock lacks, that it does (with a pointer to
+ * --object help where it came from the command line: @cmdline).
+ */
+static void user_object_missing_type(const char *name, bool cmdline,
+                                     Error **errp)
+{
+    if (user_object_withheld &&
+        g_ptr_array_find_with_equal_func(user_object_withheld, name,
+                                         g_str_equal, NULL)) {
+        /* the schema has it, this program has not (QEMU: no class) */
+        error_setg(errp, "invalid object type: %s", name);
+    } else if (g_strv_contains(user_object_qemu_types, name)) {
+        error_setg(errp, "Object type '%s' is not supported by qblock%s",
+                   name, cmdline ? " (--object help lists the types it has)"
+                   : "");
+    } else {
+        error_setg(errp, "Parameter 'qom-type' does not accept value '%s'",
+                   name);
+    }
 }
 
 static const UserObjectType *user_object_find_type(const char *name)
@@ -127,27 +166,38 @@ static void user_object_print_properties(const char *type_name)
 
 /*
  * Whether one of @optarg's elements is "help" or "?" (the keyval parser
- * would want a value for it).  ",," is a comma inside a value.
+ * would want a value for it); if so, *@type_name is the type the option
+ * names, as the keyval parser would read it (a first element without
+ * '=', or "qom-type=TYPE"), or NULL.  ",," is a comma inside a value.
  */
-static bool user_object_wants_help(const char *optarg)
+static bool user_object_wants_help(const char *optarg, char **type_name)
 {
-    const char *p = optarg;
+    g_autofree char *name = NULL;
+    bool help = false;
 
-    while (*p) {
+    for (const char *p = optarg; *p;) {
         const char *start = p;
+        size_t len;
 
         while (*p && !(*p == ',' && p[1] != ',')) {
             p += (*p == ',') ? 2 : 1;
         }
-        if ((p - start == 4 && !strncmp(start, "help", 4)) ||
-            (p - start == 1 && *start == '?')) {
-            return true;
+        len = p - start;
+        if ((len == 4 && !strncmp(start, "help", 4)) ||
+            (len == 1 && *start == '?')) {
+            help = true;
+        } else if (start == optarg && !memchr(start, '=', len)) {
+            name = g_strndup(start, len);
+        } else if (len > 9 && !strncmp(start, "qom-type=", 9)) {
+            g_free(name);
+            name = g_strndup(start + 9, len - 9);
         }
         if (*p) {
             p++;
         }
     }
-    return false;
+    *type_name = help ? g_steal_pointer(&name) : NULL;
+    return help;
 }
 
 static UserObject *user_object_lookup(const char *id)
@@ -174,20 +224,15 @@ static const UserObjectType *user_object_cmdline_type(const QDict *opts,
         return NULL;
     }
     type = user_object_find_type(name);
-    if (!type && g_strv_contains(user_object_qemu_types, name)) {
-        error_setg(errp, "Object type '%s' is not supported by qblock "
-                   "(--object help lists the types it has)", name);
-        return NULL;
-    }
     if (!type) {
-        error_setg(errp, "Parameter 'qom-type' does not accept value '%s'",
-                   name);
+        user_object_missing_type(name, true, errp);
     }
     return type;
 }
 
 bool user_object_add_cmdline(const char *optarg, Error **errp)
 {
+    g_autofree char *help_type = NULL;
     g_autoptr(QDict) opts = NULL;
     g_autoptr(JsonNode) args = NULL;
     const UserObjectType *type;
@@ -196,14 +241,13 @@ bool user_object_add_cmdline(const char *optarg, Error **errp)
         user_object_print_types();
         exit(0);
     }
-    if (user_object_wants_help(optarg)) {
-        g_autofree char *name = g_strndup(optarg, strcspn(optarg, ","));
-
-        if (!user_object_find_type(name)) {
-            error_setg(errp, "invalid object type: %s", name);
-            return false;
+    if (user_object_wants_help(optarg, &help_type)) {
+        /* as QEMU: a type it lacks, or none, gets the list of types */
+        if (help_type && user_object_find_type(help_type)) {
+            user_object_print_properties(help_type);
+        } else {
+            user_object_print_types();
         }
-        user_object_print_properties(name);
         exit(0);
     }
     /* QEMU's JSON form: '{"qom-type": ..., "id": ..., ...}' */
@@ -237,7 +281,7 @@ bool user_object_add(JsonObject *args, Error **errp)
     void *state;
 
     if (!type) {
-        error_setg(errp, "Object type '%s' is not supported by qblock", name);
+        user_object_missing_type(name, false, errp);
         return false;
     }
     if (!id_wellformed(id)) {

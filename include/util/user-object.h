@@ -85,6 +85,14 @@ typedef struct UserObjectType {
 /* Registers @type; the schema must have a variant of the same name. */
 void user_object_register_type(const UserObjectType *type);
 
+/*
+ * Takes the registered type @name out again, for a program that has no
+ * use for it, as QEMU's tools are built without some types (qemu-img and
+ * qemu-io have no iothread): --object help does not list it, and
+ * creating one fails with QEMU's "invalid object type: NAME".
+ */
+void user_object_withhold_type(const char *name);
+
 #define user_object_type_init(type)                                      \
     static void __attribute__((constructor)) user_object_init_##type(void) \
     {                                                                    \
