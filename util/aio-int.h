@@ -70,7 +70,16 @@ struct AioContext {
     Coroutine *scheduled_coroutines;    /* atomic: LIFO stack */
     QEMUBH *co_schedule_bh;
 
-    ThreadPool *thread_pool;
+    /*
+     * The worker pool, made at its first use (aio_get_thread_pool()), and
+     * the limits it takes (aio_context_set_thread_pool_params()), under
+     * thread_pool_lock: whether the limits are set before the pool is
+     * made or after, the pool ends with the last ones set.
+     */
+    GMutex thread_pool_lock;
+    ThreadPool *thread_pool;        /* atomic; written under the lock */
+    int thread_pool_min;            /* thread_pool_lock */
+    int thread_pool_max;            /* thread_pool_lock */
 
     /*
      * Ownership (aio-wait.c): the thread that polls the context (home,

@@ -349,6 +349,8 @@ AioContext *aio_context_new(Error **errp)
     AioContext *ctx = g_new0(AioContext, 1);
 
     ctx->refcnt = 1;
+    g_mutex_init(&ctx->thread_pool_lock);
+    ctx->thread_pool_max = THREAD_POOL_MAX_DEFAULT;
     TAILQ_INIT(&ctx->bh_slices);
     TAILQ_INIT(&ctx->handlers);
     TAILQ_INIT(&ctx->deleted_handlers);
@@ -356,6 +358,7 @@ AioContext *aio_context_new(Error **errp)
     aio_context_owner_init(ctx);
     if (aio_context_setup(ctx, errp) < 0) {
         aio_context_owner_destroy(ctx);
+        g_mutex_clear(&ctx->thread_pool_lock);
         g_free(ctx);
         return NULL;
     }
@@ -385,6 +388,7 @@ void aio_context_unref(AioContext *ctx)
     aio_timers_cleanup(ctx);
     aio_context_destroy(ctx);
     aio_context_owner_destroy(ctx);
+    g_mutex_clear(&ctx->thread_pool_lock);
     if (aio_get_thread_context() == ctx) {
         aio_set_thread_context(NULL);
     }
@@ -432,8 +436,32 @@ void qemu_set_current_aio_context(AioContext *ctx)
 
 ThreadPool *aio_get_thread_pool(AioContext *ctx)
 {
-    if (!ctx->thread_pool) {
-        ctx->thread_pool = thread_pool_new(ctx);
+    ThreadPool *pool = __atomic_load_n(&ctx->thread_pool, __ATOMIC_ACQUIRE);
+
+    if (pool) {
+        return pool;
     }
-    return ctx->thread_pool;
+    g_mutex_lock(&ctx->thread_pool_lock);
+    pool = ctx->thread_pool;
+    if (!pool) {
+        pool = thread_pool_new(ctx);
+        thread_pool_set_limits(pool, ctx->thread_pool_min,
+                               ctx->thread_pool_max);
+        __atomic_store_n(&ctx->thread_pool, pool, __ATOMIC_RELEASE);
+    }
+    g_mutex_unlock(&ctx->thread_pool_lock);
+    return pool;
+}
+
+void aio_context_set_thread_pool_params(AioContext *ctx, int min_threads,
+                                        int max_threads)
+{
+    assert(0 <= min_threads && min_threads <= max_threads && max_threads > 0);
+    g_mutex_lock(&ctx->thread_pool_lock);
+    ctx->thread_pool_min = min_threads;
+    ctx->thread_pool_max = max_threads;
+    if (ctx->thread_pool) {
+        thread_pool_set_limits(ctx->thread_pool, min_threads, max_threads);
+    }
+    g_mutex_unlock(&ctx->thread_pool_lock);
 }

@@ -10,6 +10,7 @@
 #include "util/osdep.h"
 #include "util/event-loop-base.h"
 #include "util/main-loop.h"
+#include "util/thread-pool.h"
 #include "util/user-object.h"
 
 #define MAIN_LOOP_TYPE "main-loop"
@@ -19,7 +20,9 @@ typedef struct MainLoopObject {
 } MainLoopObject;
 
 /* What the main context has without an object: no polling unless asked. */
-static EventLoopParams main_loop_defaults;
+static EventLoopParams main_loop_defaults = {
+    .thread_pool_max = THREAD_POOL_MAX_DEFAULT,
+};
 /* Invariant 1: the one object, or NULL */
 static MainLoopObject *main_loop_object;
 

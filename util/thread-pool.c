@@ -3,7 +3,9 @@
  *
  * Jobs wait in a FIFO under pool->lock.  Workers are started on demand, up
  * to max_threads, when no idle worker is left to take a new job; a worker
- * that stays idle for THREAD_IDLE_TIMEOUT_US exits.  A finished job is
+ * that stays idle for THREAD_IDLE_TIMEOUT_S exits, unless it is one of the
+ * min_threads the pool keeps (QEMU's thread-pool-min, for a guest whose
+ * requests should not wait for a thread to start).  A finished job is
  * pushed on a lock-free completion stack and the pool's bottom half is
  * scheduled; that bottom half runs in the pool's context and completes
  * every finished job at once, so a burst of completions costs at most one
@@ -15,7 +17,7 @@
  *     submitter that finds idle_threads > 0 claims one and signals.
  *  2. cur_threads counts the started workers that have not exited; while
  *     it exceeds max_threads (lowered at run time), workers retire
- *     instead of taking a job.
+ *     instead of taking a job, idle ones at once.
  *  3. A job is in exactly one place: the request queue, a worker, the
  *     completion stack, or (once completed) nowhere: a submit_co job lives
  *     on the waiting coroutine's stack and is not touched after the wake.
@@ -26,6 +28,10 @@
  *     are served by the workers already awake instead of waking (or
  *     starting) a thread per job, while slow jobs still spread over more
  *     workers, one wake-up latency apart.
+ *  5. While min_threads > 0, at least min_threads workers have started
+ *     (or failed to: there is no retry) since it was set, and an idle
+ *     worker only times out while cur_threads > min_threads.  The workers
+ *     started for the minimum are not "on their way" (invariant 4).
  */
 #include "util/osdep.h"
 #include "util/thread-pool.h"
@@ -36,7 +42,6 @@
 
 /* An idle worker exits after this long, so a burst leaves no threads. */
 #define THREAD_IDLE_TIMEOUT_S 10
-#define THREAD_POOL_DEFAULT_MAX 64
 
 typedef struct ThreadPoolElement ThreadPoolElement;
 
@@ -66,6 +71,7 @@ struct ThreadPool {
     int starting_threads;
     int idle_threads;
     int wakeups;
+    int min_threads;
     int max_threads;
     bool stopping;
 };
@@ -101,21 +107,27 @@ static bool thread_pool_wait_for_work(ThreadPool *pool)
             pool->wakeups--;
             return true;
         }
-        if (pool->stopping || ret == ETIMEDOUT) {
-            pool->idle_threads--;
-            return false;
+        if (pool->stopping || pool->cur_threads > pool->max_threads) {
+            /* Invariant 2 */
+            break;
+        }
+        if (ret == ETIMEDOUT) {
+            if (pool->cur_threads > pool->min_threads) {
+                break;
+            }
+            /* Invariant 5: one of the minimum stays */
+            deadline.tv_sec += THREAD_IDLE_TIMEOUT_S;
         }
     }
+    pool->idle_threads--;
+    return false;
 }
 
 static bool thread_pool_kick(ThreadPool *pool);
 
-static void *thread_pool_worker(void *opaque)
+/* A worker's life, from its start with the lock held to its exit. */
+static void thread_pool_work(ThreadPool *pool)
 {
-    ThreadPool *pool = opaque;
-
-    pthread_mutex_lock(&pool->lock);
-    pool->starting_threads--;
     for (;;) {
         GList *link;
 
@@ -149,11 +161,31 @@ static void *thread_pool_worker(void *opaque)
     }
     pthread_cond_signal(&pool->stopped_cond);
     pthread_mutex_unlock(&pool->lock);
+}
+
+/* A worker started for a job: on its way to the queue (invariant 4). */
+static void *thread_pool_worker(void *opaque)
+{
+    ThreadPool *pool = opaque;
+
+    pthread_mutex_lock(&pool->lock);
+    pool->starting_threads--;
+    thread_pool_work(pool);
     return NULL;
 }
 
-/* Lock held. */
-static void thread_pool_spawn(ThreadPool *pool)
+/* A worker started for the minimum (invariant 5). */
+static void *thread_pool_reserve_worker(void *opaque)
+{
+    ThreadPool *pool = opaque;
+
+    pthread_mutex_lock(&pool->lock);
+    thread_pool_work(pool);
+    return NULL;
+}
+
+/* Lock held.  Starts a worker at @entry: 0, or pthread_create's error. */
+static int thread_pool_start(ThreadPool *pool, void *(*entry)(void *))
 {
     sigset_t all, old;
     pthread_attr_t attr;
@@ -165,11 +197,21 @@ static void thread_pool_spawn(ThreadPool *pool)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    ret = pthread_create(&thread, &attr, thread_pool_worker, pool);
+    ret = pthread_create(&thread, &attr, entry, pool);
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (ret == 0) {
         pool->cur_threads++;
+    }
+    return ret;
+}
+
+/* Lock held.  Starts a worker on its way to the queue (invariant 4). */
+static void thread_pool_spawn(ThreadPool *pool)
+{
+    int ret = thread_pool_start(pool, thread_pool_worker);
+
+    if (ret == 0) {
         pool->starting_threads++;
     } else if (pool->cur_threads == 0) {
         /* Without a single worker the job would never run. */
@@ -256,7 +298,7 @@ ThreadPool *thread_pool_new(AioContext *ctx)
     pthread_condattr_destroy(&attr);
     pthread_cond_init(&pool->stopped_cond, NULL);
     g_queue_init(&pool->requests);
-    pool->max_threads = THREAD_POOL_DEFAULT_MAX;
+    pool->max_threads = THREAD_POOL_MAX_DEFAULT;
     return pool;
 }
 
@@ -313,10 +355,18 @@ void thread_pool_submit_aio(ThreadPool *pool, ThreadPoolFunc *func, void *arg,
     thread_pool_submit(pool, req);
 }
 
-void thread_pool_set_max_threads(ThreadPool *pool, int max_threads)
+void thread_pool_set_limits(ThreadPool *pool, int min_threads,
+                            int max_threads)
 {
-    assert(max_threads > 0);
+    assert(0 <= min_threads && min_threads <= max_threads && max_threads > 0);
     pthread_mutex_lock(&pool->lock);
+    pool->min_threads = min_threads;
     pool->max_threads = max_threads;
+    /* Invariant 5; a worker the system refuses is not tried again */
+    while (pool->cur_threads < pool->min_threads &&
+           thread_pool_start(pool, thread_pool_reserve_worker) == 0) {
+    }
     pthread_mutex_unlock(&pool->lock);
+    /* Invariant 2: the idle ones above the maximum retire now */
+    pthread_cond_broadcast(&pool->request_cond);
 }

@@ -246,6 +246,14 @@ void coroutine_fn aio_co_run_all(CoroutineEntry *fn, void **opaques, int n);
 
 /* The context's thread pool, created on first use. */
 ThreadPool *aio_get_thread_pool(AioContext *ctx);
+/*
+ * The limits of @ctx's worker pool (QEMU's thread-pool-min and
+ * thread-pool-max): workers kept even when idle, and the most there are;
+ * 0 <= @min_threads <= @max_threads, @max_threads > 0.  From any thread;
+ * the pool takes them at once, or when it is made.
+ */
+void aio_context_set_thread_pool_params(AioContext *ctx, int min_threads,
+                                        int max_threads);
 
 /*
  * EventNotifier: an eventfd that other threads signal to wake a context.

@@ -27,7 +27,15 @@ int coroutine_fn thread_pool_submit_co(ThreadPool *pool, ThreadPoolFunc *func,
  * AioContext. */
 void thread_pool_submit_aio(ThreadPool *pool, ThreadPoolFunc *func, void *arg,
                             ThreadPoolCompletionFunc *cb, void *opaque);
-/* Maximum number of worker threads (default 64, as QEMU). */
-void thread_pool_set_max_threads(ThreadPool *pool, int max_threads);
+/* QEMU's default most workers a pool has (the least is 0). */
+#define THREAD_POOL_MAX_DEFAULT 64
+
+/*
+ * The least workers @pool keeps, started now and kept when idle, and the
+ * most it has; 0 <= @min_threads <= @max_threads, @max_threads > 0.
+ * Workers over a lowered maximum exit once they are idle.
+ */
+void thread_pool_set_limits(ThreadPool *pool, int min_threads,
+                            int max_threads);
 
 #endif

@@ -4,6 +4,9 @@
 # daemon never computes what the object is for, qemu-system-x86_64):
 #
 #  - --object TYPE,help and --object help, output and exit status alike;
+#    the same for qemu-io, qemu-nbd and qemu-img, with the type named by
+#    qom-type=, unknown, or one the tool is built without (iothread in
+#    qemu-io and qemu-img, whose creation fails too);
 #  - command-line errors (--object) alike, message for message;
 #  - a QMP session run on both daemons (object-add, qom-get of each
 #    readable property, qom-set, qom-list, qom-list-properties,
@@ -20,6 +23,11 @@
 #    does not start here), and fake helpers whose handshake is short or
 #    missing; the bytes each daemon answers a helper with; a reconnection
 #    after the helper went away and came back (ours: qom-get connected);
+#  - thread-pool-min and thread-pool-max of iothread and main-loop: the
+#    errors for limits no pool can take (command line and QMP), qom-get
+#    and qom-set, and what they do: the workers a daemon's main loop
+#    keeps after a write through its pool and the idle timeout, and how
+#    many are left at once when qom-set lowers the limits;
 #  - the same objects on qemu-img's command line (info).
 #
 #   tests/interop/qsd-objects.sh BUILD_DIR
@@ -37,6 +45,8 @@ if ! command -v qemu-storage-daemon >/dev/null 2>&1; then
 fi
 qsd=$(cd "$build" && pwd)/qblock-storage-daemon
 qimg=$(cd "$build" && pwd)/qblock-img
+qio=$(cd "$build" && pwd)/qblock-io
+qnbd=$(cd "$build" && pwd)/qblock-nbd
 py=/usr/bin/python3
 command -v $py >/dev/null || py=python3
 
@@ -46,6 +56,8 @@ cd "$work" || exit 1
 norm() {
     sed -e "s#$qsd#qemu-storage-daemon#g" \
         -e 's#qblock-storage-daemon#qemu-storage-daemon#g' \
+        -e "s#$qimg#qemu-img#g; s#$qio#qemu-io#g; s#$qnbd#qemu-nbd#g" \
+        -e 's#qblock-\(img\|io\|nbd\)#qemu-\1#g' \
         -e "s#$work#WORK#g"
 }
 
@@ -136,6 +148,25 @@ types() {
 same_as_qemu "--object help" qemu-storage-daemon --object help
 for t in tls-cipher-suites thread-context pr-manager-helper; do
     same_as_qemu "--object $t,help" qemu-storage-daemon --object "$t,help"
+done
+# The type as keyval reads it; a type this tool is built without (QEMU's
+# qemu-io and qemu-img have no iothread class) is left out of the list,
+# and creating one fails.
+qemu-img create -q -f qcow2 "$work/t.qcow2" 1M
+for tool in qemu-io qemu-nbd "qemu-img info" qemu-storage-daemon; do
+    for o in help qom-type=secret,help id=x,qom-type=secret,help \
+             secret,id=x,help foo,help iothread,help iothread,id=io0 \
+             '{"qom-type":"iothread","id":"io0"}'; do
+        case "$tool $o" in
+        # a server that would start: not the point here
+        "qemu-nbd "*io0*|"qemu-storage-daemon "*io0*)
+            continue ;;
+        esac
+        img=$work/t.qcow2
+        [ "$tool" = qemu-storage-daemon ] && img=
+        # shellcheck disable=SC2086 # $tool is a command and its verb
+        same_as_qemu "$tool --object $o" $tool --object "$o" ${img:+"$img"}
+    done
 done
 
 # --- tls-cipher-suites --------------------------------------------------
@@ -465,6 +496,76 @@ else
                 "helper away: $b" "helper back: $c"
         fi
     fi
+fi
+
+# --- thread-pool-min and thread-pool-max (iothread, main-loop) ---------
+for t in iothread main-loop; do
+    for o in thread-pool-max=0 thread-pool-min=5,thread-pool-max=4 \
+             thread-pool-min=-1 thread-pool-max=-1 \
+             thread-pool-max=2147483648 thread-pool-min=x; do
+        same_as_qemu "$t,$o" qemu-storage-daemon --object "$t,id=o0,$o"
+    done
+done
+# A refused qom-set last for each object: QEMU keeps the refused value
+# (qom-get shows it, the pool does not have it), qblock the one before.
+qmp_both "thread pool limits over QMP" \
+    "$(add iothread io0 '"thread-pool-min": 2, "thread-pool-max": 8')" \
+    "$(get io0 thread-pool-min)" "$(get io0 thread-pool-max)" \
+    "$(set_ io0 thread-pool-max 3)" "$(get io0 thread-pool-max)" \
+    "$(set_ io0 thread-pool-min 3)" "$(get io0 thread-pool-min)" \
+    "$(set_ io0 thread-pool-min -1)" "$(set_ io0 thread-pool-max '"x"')" \
+    "$(set_ io0 thread-pool-min 4)" "$(list /objects/io0)" \
+    "$(props iothread)" \
+    "$(add iothread io1 '"thread-pool-min": 3, "thread-pool-max": 2')" \
+    "$(add iothread io1 '"thread-pool-max": 0')" \
+    "$(add main-loop m0 '"thread-pool-max": 2')" \
+    "$(get m0 thread-pool-min)" "$(get m0 thread-pool-max)" \
+    "$(set_ m0 thread-pool-max 1)" "$(set_ m0 thread-pool-max 2147483648)" \
+    "$(del io0)"
+
+# pool_threads BIN NAME: how many threads daemon BIN has more than at its
+# start, whose main loop keeps 4 workers (main-loop thread-pool-min=4):
+# 11 s after a write and a flush through a file node with aio=threads
+# (past the 10 s idle timeout, so what is left is the minimum), then a
+# second after qom-set lowered the limits to 0 and 1 (the idle workers
+# above the maximum exit at once).  Written to $work/NAME.threads.
+pool_threads() {
+    local bin=$1 name=$2 pid base after lowered
+    qemu-img create -q -f raw "$work/$name.img" 1M
+    "$bin" --chardev socket,id=m,path="$work/$name.qmp",server=on,wait=off \
+        --monitor chardev=m \
+        --object main-loop,id=ml,thread-pool-min=4 \
+        --blockdev file,node-name=f,filename="$work/$name.img",aio=threads \
+        --nbd-server addr.type=unix,addr.path="$work/$name.nbd" \
+        --export nbd,id=e,node-name=f,writable=on 2> "$work/$name.err" &
+    pid=$!
+    pids+=($pid)
+    for _ in $(seq 100); do
+        [ -S "$work/$name.nbd" ] && [ -S "$work/$name.qmp" ] && break
+        sleep 0.1
+    done
+    base=$(ls "/proc/$pid/task" | wc -l)
+    qemu-io -f raw -c 'write 0 64k' -c flush \
+        "nbd+unix:///f?socket=$work/$name.nbd" > /dev/null
+    sleep 11
+    after=$(($(ls "/proc/$pid/task" | wc -l) - base))
+    qmp "$work/$name.qmp" "$(set_ ml thread-pool-min 0)" \
+        "$(set_ ml thread-pool-max 1)" > /dev/null
+    sleep 1
+    lowered=$(($(ls "/proc/$pid/task" | wc -l) - base))
+    stop_daemon $pid
+    echo "$after workers kept, $lowered after lowering" > "$work/$name.threads"
+}
+pool_threads qemu-storage-daemon qemu &
+qemu_job=$!
+pool_threads "$qsd" ours &
+wait $qemu_job $!
+want=$(cat "$work/qemu.threads")
+got=$(cat "$work/ours.threads")
+if [ "$want" = "$got" ] && [ "$got" = "4 workers kept, 1 after lowering" ]; then
+    ok "thread-pool-min: $got"
+else
+    fail "thread-pool-min" "qemu: $want" "ours: $got"
 fi
 
 # --- the other tools: qemu-img's --object takes the same types ---------

@@ -154,17 +154,68 @@ static void test_max_threads(void)
 {
     ThreadPool *pool = thread_pool_new(ctx);
 
-    thread_pool_set_max_threads(pool, 2);
+    thread_pool_set_limits(pool, 0, 2);
     reset_concurrency();
     run_concurrency_jobs(pool, 12);
     g_assert_cmpint(max_concurrent, >=, 1);
     g_assert_cmpint(max_concurrent, <=, 2);
 
-    thread_pool_set_max_threads(pool, 1);
+    thread_pool_set_limits(pool, 0, 1);
     reset_concurrency();
     run_concurrency_jobs(pool, 6);
     g_assert_cmpint(max_concurrent, ==, 1);
     thread_pool_free(pool);
+}
+
+/* The threads of this process, as /proc lists them. */
+static int count_threads(void)
+{
+    g_autoptr(GDir) dir = g_dir_open("/proc/self/task", 0, NULL);
+    int n = 0;
+
+    g_assert_nonnull(dir);
+    while (g_dir_read_name(dir)) {
+        n++;
+    }
+    return n;
+}
+
+/* Waits up to two seconds for the process to have @want threads. */
+static int wait_for_threads(int want)
+{
+    int n = count_threads();
+
+    for (int i = 0; i < 200 && n != want; i++) {
+        g_usleep(10 * 1000);
+        n = count_threads();
+    }
+    return n;
+}
+
+/*
+ * A minimum starts its workers at once and they take jobs; a maximum
+ * lowered below the workers there are makes the idle ones exit at once,
+ * not at their idle timeout.
+ */
+static void test_min_threads(void)
+{
+    ThreadPool *pool = thread_pool_new(ctx);
+    int base = count_threads();
+
+    thread_pool_set_limits(pool, 3, 8);
+    g_assert_cmpint(wait_for_threads(base + 3), ==, base + 3);
+    reset_concurrency();
+    run_concurrency_jobs(pool, 12);
+    g_assert_cmpint(max_concurrent, >=, 1);
+    g_assert_cmpint(count_threads(), >=, base + 3);
+
+    thread_pool_set_limits(pool, 0, 1);
+    g_assert_cmpint(wait_for_threads(base + 1), ==, base + 1);
+    reset_concurrency();
+    run_concurrency_jobs(pool, 4);
+    g_assert_cmpint(max_concurrent, ==, 1);
+    thread_pool_free(pool);
+    g_assert_cmpint(wait_for_threads(base), ==, base);
 }
 
 /* submit_aio */
@@ -367,6 +418,7 @@ int main(int argc, char **argv)
     g_test_add_func("/thread-pool/submit-co-many", test_submit_co_many);
     g_test_add_func("/thread-pool/parallel", test_parallel);
     g_test_add_func("/thread-pool/max-threads", test_max_threads);
+    g_test_add_func("/thread-pool/min-threads", test_min_threads);
     g_test_add_func("/thread-pool/submit-aio", test_submit_aio);
     g_test_add_func("/thread-pool/submit-aio-other-context",
                     test_submit_aio_other_context);
