@@ -81,7 +81,8 @@ static const struct option qsd_long_options[] = {
     { "version",    no_argument,       NULL, 'V' },
     { NULL, 0, NULL, 0 },
 };
-#define QSD_SHORT_OPTIONS "+hT:V"
+/* '-': an argument that is no option comes as 1, in its place (QEMU's) */
+#define QSD_SHORT_OPTIONS "-hT:V"
 
 /* NULL while running; the ShutdownCause once shutdown is requested */
 static const char *qsd_shutdown_reason;
@@ -346,10 +347,6 @@ static void qsd_process_early_options(int argc, char **argv)
             exit(1);
         }
     }
-    if (optind < argc) {
-        error_report("%s: Unexpected argument", argv[optind]);
-        exit(1);
-    }
 }
 
 static const char *qsd_option_name(int val)
@@ -441,6 +438,11 @@ static void qsd_process_options(int argc, char **argv)
         if (c == OPTION_PIDFILE) {
             g_free(qsd_pidfile);
             qsd_pidfile = g_strdup(optarg);
+        }
+        if (c == 1) {
+            /* as QEMU: what came before it is done (--object help) */
+            error_report("%s: Unexpected argument", optarg);
+            qsd_startup_failed();
         }
         if (create && qsd_create(c, create, optarg, &err) < 0) {
             error_prepend(&err, "--%s %s: ", qsd_option_name(c), optarg);

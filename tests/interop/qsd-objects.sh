@@ -3,7 +3,8 @@
 # pr-manager-helper, against qemu-storage-daemon (and, where the storage
 # daemon never computes what the object is for, qemu-system-x86_64):
 #
-#  - --object TYPE,help and --object help, output and exit status alike;
+#  - --object TYPE,help and --object help, output and exit status alike,
+#    also before and after an argument that is no option;
 #    the same for qemu-io, qemu-nbd and qemu-img, with the type named by
 #    qom-type=, unknown, or one the tool is built without (iothread in
 #    qemu-io and qemu-img, whose creation fails too);
@@ -148,6 +149,15 @@ types() {
 same_as_qemu "--object help" qemu-storage-daemon --object help
 for t in tls-cipher-suites thread-context pr-manager-helper; do
     same_as_qemu "--object $t,help" qemu-storage-daemon --object "$t,help"
+done
+# An argument that is no option stops the daemon where it stands: what
+# came before it is done (help printed, an error reported), what follows
+# is not.
+for args in "--object help extra" "extra --object help" \
+            "--object foo,id=x extra" "extra --object foo,id=x" \
+            "--blockdev null-co,node-name=n extra --object help"; do
+    # shellcheck disable=SC2086 # the words of $args are the arguments
+    same_as_qemu "$args" qemu-storage-daemon $args
 done
 # The type as keyval reads it; a type this tool is built without (QEMU's
 # qemu-io and qemu-img have no iothread class) is left out of the list,
