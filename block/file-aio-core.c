@@ -152,13 +152,32 @@ static const AioPollHandlers file_aio_poll_handlers = {
 #define FILE_AIO_BATCH_BYTES    (128 * 1024)
 
 /*
- * Queues the request and starts a submission: at once if @max_batch
- * requests wait (0: the default policy above), else from the bottom half.
+ * The most requests a batch of @s holds: the smaller of the node's
+ * @node_max_batch and its context's aio-max-batch that are set, or 0 for
+ * the default policy above.  (QEMU: the context's, or 32, the smaller of
+ * that and the node's; its io_uring knows neither.)
+ */
+static unsigned file_aio_max_batch(FileAioState *s, unsigned node_max_batch)
+{
+    int64_t ctx_max_batch = MIN(aio_context_get_aio_max_batch(s->ctx),
+                                UINT_MAX);
+
+    if (!node_max_batch || !ctx_max_batch) {
+        return node_max_batch ? node_max_batch : ctx_max_batch;
+    }
+    return MIN(node_max_batch, ctx_max_batch);
+}
+
+/*
+ * Queues the request and starts a submission: at once if the batch is
+ * full (file_aio_max_batch(), with the node's @node_max_batch), else from
+ * the bottom half.
  */
 int coroutine_fn file_aio_co_submit(FileAioState *s, int fd, int64_t offset,
                                     QEMUIOVector *qiov, FileAioType type,
-                                    unsigned max_batch)
+                                    unsigned node_max_batch)
 {
+    unsigned max_batch = file_aio_max_batch(s, node_max_batch);
     FileAioReq req = {
         .co = qemu_coroutine_self(),
         .fd = fd,

@@ -47,12 +47,13 @@ FileAioState *luring_get(AioContext *ctx, Error **errp);
 void file_aio_put(FileAioState *s);
 /*
  * Runs one request on @fd through @s's backend and waits for it;
- * @qiov is NULL for a flush, @max_batch 0 means the default batch limit
- * (file-aio-core.c).  Returns 0 or -errno (invariant 2).
+ * @qiov is NULL for a flush, @node_max_batch is the node's aio-max-batch
+ * (0: none; the batch limit is in file-aio-core.c).  Returns 0 or -errno
+ * (invariant 2).
  */
 int coroutine_fn file_aio_co_submit(FileAioState *s, int fd, int64_t offset,
                                     QEMUIOVector *qiov, FileAioType type,
-                                    unsigned max_batch);
+                                    unsigned node_max_batch);
 
 /*
  * A transfer in progress over an iovec array: after a short transfer the

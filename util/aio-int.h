@@ -63,6 +63,9 @@ struct AioContext {
     unsigned int epoll_only_cnt;    /* home: handlers epoll alone sees */
     AioPollStats poll_stats;        /* home */
 
+    /* aio_context_set_aio_params(): 0, or the most requests a batch has */
+    int64_t aio_max_batch;          /* atomic */
+
     /* Timers, earliest first (qemu-timer.c). */
     TAILQ_HEAD(, QEMUTimer) timers; /* home */
 

@@ -453,6 +453,17 @@ ThreadPool *aio_get_thread_pool(AioContext *ctx)
     return pool;
 }
 
+void aio_context_set_aio_params(AioContext *ctx, int64_t max_batch)
+{
+    assert(max_batch >= 0);
+    __atomic_store_n(&ctx->aio_max_batch, max_batch, __ATOMIC_RELAXED);
+}
+
+int64_t aio_context_get_aio_max_batch(AioContext *ctx)
+{
+    return __atomic_load_n(&ctx->aio_max_batch, __ATOMIC_RELAXED);
+}
+
 void aio_context_set_thread_pool_params(AioContext *ctx, int min_threads,
                                         int max_threads)
 {

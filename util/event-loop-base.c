@@ -126,6 +126,7 @@ void event_loop_params_apply(const EventLoopParams *p, AioContext *ctx)
 {
     aio_context_set_poll_params(ctx, p->poll_max_ns, p->poll_grow,
                                 p->poll_shrink);
+    aio_context_set_aio_params(ctx, p->aio_max_batch);
     aio_context_set_thread_pool_params(ctx, p->thread_pool_min,
                                        p->thread_pool_max);
 }

@@ -247,6 +247,16 @@ void coroutine_fn aio_co_run_all(CoroutineEntry *fn, void **opaques, int n);
 /* The context's thread pool, created on first use. */
 ThreadPool *aio_get_thread_pool(AioContext *ctx);
 /*
+ * QEMU's aio-max-batch of an iothread or the main loop: 0, or the most
+ * requests that the Linux AIO and io_uring queues of @ctx hold before
+ * they go to the kernel (block/file-aio-core.c; a node's own
+ * aio-max-batch, if smaller, wins).  Set from any thread; a request
+ * queued later sees it.
+ */
+void aio_context_set_aio_params(AioContext *ctx, int64_t max_batch);
+int64_t aio_context_get_aio_max_batch(AioContext *ctx);
+
+/*
  * The limits of @ctx's worker pool (QEMU's thread-pool-min and
  * thread-pool-max): workers kept even when idle, and the most there are;
  * 0 <= @min_threads <= @max_threads, @max_threads > 0.  From any thread;

@@ -1,9 +1,9 @@
 /*
  * The properties that the iothread and main-loop objects share (QEMU's
  * EventLoopBase): the adaptive busy-poll of the loop's AioContext
- * (aio_context_set_poll_params()), the limits of its worker pool
- * (aio_context_set_thread_pool_params()) and aio-max-batch, which is
- * kept and reported only.  Parsed from --object/object-add, changed by qom-set,
+ * (aio_context_set_poll_params()), the batches of its Linux AIO and
+ * io_uring queues (aio_context_set_aio_params()) and the limits of its
+ * worker pool (aio_context_set_thread_pool_params()).  Parsed from --object/object-add, changed by qom-set,
  * with QEMU's messages.
  */
 #ifndef QBLOCK_EVENT_LOOP_BASE_H

@@ -3,7 +3,8 @@
  * hand queued requests to the kernel: by default as soon as four requests
  * or 128 KiB wait, the rest from the bottom half at the end of the
  * event-loop iteration; with aio-max-batch=N as soon as N requests wait,
- * whatever their size (block/file-aio-core.c).  Coroutines issue requests
+ * whatever their size, N being the node's or its context's (an iothread's
+ * aio-max-batch), the smaller where both are set (block/file-aio-core.c).  Coroutines issue requests
  * one after another without the loop running in between, as an export's
  * handler does for the requests of one kick; the backend's counters show
  * what went to the kernel at once.  Then the loop completes everything
@@ -53,20 +54,26 @@ typedef struct Case {
     const char *name;
     size_t request_bytes;
     unsigned max_batch;         /* aio-max-batch, 0: the default */
+    unsigned ctx_max_batch;     /* the context's, 0: none */
     unsigned requests;
     unsigned expect_at_once;    /* in the kernel before the loop runs */
 } Case;
 
 static const Case cases[] = {
     /* four small requests go at once; two wait for the bottom half */
-    { "default-4k", 4096, 0, 6, 4 },
+    { "default-4k", 4096, 0, 0, 6, 4 },
     /* 128 KiB go at once: two 64 KiB requests */
-    { "default-64k", 64 * 1024, 0, 3, 2 },
+    { "default-64k", 64 * 1024, 0, 0, 3, 2 },
     /* a set limit counts requests only */
-    { "max-batch-3-4k", 4096, 3, 5, 3 },
-    { "max-batch-3-64k", 64 * 1024, 3, 2, 0 },
+    { "max-batch-3-4k", 4096, 3, 0, 5, 3 },
+    { "max-batch-3-64k", 64 * 1024, 3, 0, 2, 0 },
     /* fewer than the limit: nothing before the bottom half */
-    { "default-3x4k", 4096, 0, 3, 0 },
+    { "default-3x4k", 4096, 0, 0, 3, 0 },
+    /* the context's limit, alone, and the smaller of two */
+    { "ctx-max-batch-3-4k", 4096, 0, 3, 5, 3 },
+    { "ctx-max-batch-6-64k", 64 * 1024, 0, 6, 5, 0 },
+    { "max-batch-3-ctx-2", 4096, 3, 2, 5, 4 },
+    { "max-batch-2-ctx-3", 4096, 2, 3, 5, 4 },
 };
 
 typedef struct Params {
@@ -112,6 +119,7 @@ static void test_submission(const void *opaque)
         return;
     }
     g_assert_cmpuint(c->requests, <=, MAX_REQS);
+    aio_context_set_aio_params(ctx, c->ctx_max_batch);
     fd = make_file();
     for (unsigned i = 0; i < c->requests; i++) {
         reads[i] = (Read) {
@@ -153,6 +161,7 @@ static void test_submission(const void *opaque)
     }
     file_aio_put(s);
     close(fd);
+    aio_context_set_aio_params(ctx, 0);
 }
 
 int main(int argc, char **argv)
