@@ -23,6 +23,8 @@ struct QCryptoTLSCreds {
     char *id;
     char *priority;             /* GnuTLS priority string, or NULL */
     char *username;             /* PSK client: whose key */
+    bool sanity_check;          /* x509: tls-creds-x509-check.c at load */
+    char *passwordid;           /* x509: the secret of the key, or NULL */
     UserObject *obj;            /* set while a user holds a reference */
     gnutls_certificate_credentials_t x509;
     gnutls_psk_server_credentials_t psk_server;

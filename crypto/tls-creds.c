@@ -8,7 +8,9 @@
 
 #include <gnutls/x509.h>
 
+#include "crypto/secret.h"
 #include "tls-creds-int.h"
+#include "tls-creds-x509-check.h"
 #include "util/json.h"
 
 #define TLS_CREDS_X509_TYPE "tls-creds-x509"
@@ -47,27 +49,29 @@ static char *tls_creds_path(const char *dir, const char *name,
     return path;
 }
 
-static int tls_creds_load_key_pair(QCryptoTLSCreds *creds, const char *dir,
-                                   const char *cert_name,
-                                   const char *key_name, bool required,
-                                   Error **errp)
+/*
+ * The endpoint's certificate @cert and key @key (NULL: none, a client's
+ * option), the key decrypted with the secret passwordid names, if any.
+ */
+static int tls_creds_load_key_pair(QCryptoTLSCreds *creds, const char *cert,
+                                   const char *key, Error **errp)
 {
-    Error *local_err = NULL;
-    g_autofree char *cert = tls_creds_path(dir, cert_name, required,
-                                           &local_err);
-    g_autofree char *key = cert ? tls_creds_path(dir, key_name, true,
-                                                 &local_err) : NULL;
+    char *password = NULL;
     int ret;
 
-    if (local_err) {
-        error_propagate(errp, local_err);
-        return -EINVAL;
-    }
     if (!cert) {
-        return 0;       /* an optional client certificate */
+        return 0;
     }
-    ret = gnutls_certificate_set_x509_key_file(creds->x509, cert, key,
-                                               GNUTLS_X509_FMT_PEM);
+    if (creds->passwordid) {
+        password = crypto_secret_lookup_as_utf8(creds->passwordid, errp);
+        if (!password) {
+            return -EINVAL;
+        }
+    }
+    ret = gnutls_certificate_set_x509_key_file2(creds->x509, cert, key,
+                                                GNUTLS_X509_FMT_PEM,
+                                                password, 0);
+    crypto_secret_free_str(password);
     if (ret < 0) {
         error_setg(errp, "Cannot load certificate '%s' & key '%s': %s",
                    cert, key, gnutls_strerror(ret));
@@ -108,6 +112,8 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
     bool server = creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_SERVER;
     g_autofree char *ca = NULL;
     g_autofree char *crl = NULL;
+    g_autofree char *cert = NULL;
+    g_autofree char *key = NULL;
     Error *local_err = NULL;
     int ret;
 
@@ -123,8 +129,21 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
     if (!local_err) {
         crl = tls_creds_path(dir, TLS_CA_CRL, false, &local_err);
     }
+    /* a server's certificate is required, a client's is optional */
+    if (!local_err) {
+        cert = tls_creds_path(dir, server ? TLS_SERVER_CERT : TLS_CLIENT_CERT,
+                              server, &local_err);
+    }
+    if (!local_err && cert) {
+        key = tls_creds_path(dir, server ? TLS_SERVER_KEY : TLS_CLIENT_KEY,
+                             true, &local_err);
+    }
     if (local_err) {
         error_propagate(errp, local_err);
+        return -EINVAL;
+    }
+    if (creds->sanity_check &&
+        tls_creds_x509_sanity_check(server, ca, cert, errp) < 0) {
         return -EINVAL;
     }
     if (tls_creds_load_pem(creds, gnutls_certificate_set_x509_trust_file,
@@ -133,12 +152,7 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
                            "CRL", crl, errp) < 0) {
         return -EINVAL;
     }
-    if (server) {
-        return tls_creds_load_key_pair(creds, dir, TLS_SERVER_CERT,
-                                       TLS_SERVER_KEY, true, errp);
-    }
-    return tls_creds_load_key_pair(creds, dir, TLS_CLIENT_CERT,
-                                   TLS_CLIENT_KEY, false, errp);
+    return tls_creds_load_key_pair(creds, cert, key, errp);
 }
 
 /* The client's key: the line "USERNAME:HEXKEY" of keys.psk. */
@@ -315,6 +329,7 @@ static void tls_creds_destroy(void *state)
     g_free(creds->id);
     g_free(creds->priority);
     g_free(creds->username);
+    g_free(creds->passwordid);
     g_free(creds);
 }
 
@@ -339,6 +354,10 @@ static void *tls_creds_create(const char *id, JsonObject *props,
         props, "priority", NULL));
     creds->username = g_strdup(json_object_get_string_member_with_default(
         props, "username", TLS_PSK_DEFAULT_USERNAME));
+    creds->sanity_check = json_object_get_boolean_member_with_default(
+        props, "sanity-check", true);
+    creds->passwordid = g_strdup(json_object_get_string_member_with_default(
+        props, "passwordid", NULL));
     if (!dir && kind != QCRYPTO_TLS_CREDS_ANON) {
         error_setg(errp, "%s '%s': the credentials directory (dir) is "
                    "required", kind == QCRYPTO_TLS_CREDS_X509 ?
