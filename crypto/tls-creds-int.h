@@ -8,6 +8,7 @@
 #include <gnutls/gnutls.h>
 
 #include "crypto/tls-creds.h"
+#include "util/json.h"
 #include "util/user-object.h"
 
 typedef enum QCryptoTLSCredsKind {
@@ -25,6 +26,7 @@ struct QCryptoTLSCreds {
     char *username;             /* PSK client: whose key */
     bool sanity_check;          /* x509: tls-creds-x509-check.c at load */
     char *passwordid;           /* x509: the secret of the key, or NULL */
+    JsonObject *props;          /* as created: what qom-get shows */
     UserObject *obj;            /* set while a user holds a reference */
     gnutls_certificate_credentials_t x509;
     gnutls_psk_server_credentials_t psk_server;

@@ -330,6 +330,9 @@ static void tls_creds_destroy(void *state)
     g_free(creds->priority);
     g_free(creds->username);
     g_free(creds->passwordid);
+    if (creds->props) {
+        json_object_unref(creds->props);
+    }
     g_free(creds);
 }
 
@@ -345,6 +348,7 @@ static void *tls_creds_create(const char *id, JsonObject *props,
 
     creds->kind = kind;
     creds->id = g_strdup(id);
+    creds->props = json_object_ref(props);
     creds->endpoint = strcmp(endpoint, "server") ?
                       QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT :
                       QCRYPTO_TLS_CREDS_ENDPOINT_SERVER;
@@ -439,10 +443,44 @@ const char *qcrypto_tls_creds_id(const QCryptoTLSCreds *creds)
     return creds->id;
 }
 
+/*
+ * qom-get: a property as it was given at creation, or what QEMU shows
+ * where it was not: "client", on, or an empty string.  (QEMU's qom-set
+ * of these changes some of them under a live object; qblock's
+ * credentials stay as they were loaded, so it has none.)
+ */
+static JsonNode *tls_creds_get_property(void *state, const char *name)
+{
+    static const char *const common[] = {
+        "endpoint", "dir", "verify-peer", "priority", NULL,
+    };
+    static const char *const own[][3] = {
+        [QCRYPTO_TLS_CREDS_X509] = { "sanity-check", "passwordid", NULL },
+        [QCRYPTO_TLS_CREDS_PSK] = { "username", NULL },
+        [QCRYPTO_TLS_CREDS_ANON] = { NULL },
+    };
+    QCryptoTLSCreds *creds = state;
+    JsonNode *given = json_object_get_member(creds->props, name);
+
+    if (!g_strv_contains(common, name) &&
+        !g_strv_contains(own[creds->kind], name)) {
+        return NULL;
+    }
+    if (given) {
+        return json_node_copy(given);
+    }
+    if (!strcmp(name, "verify-peer") || !strcmp(name, "sanity-check")) {
+        return json_node_init_boolean(json_node_alloc(), true);
+    }
+    return json_node_init_string(json_node_alloc(),
+                                 strcmp(name, "endpoint") ? "" : "client");
+}
+
 static const UserObjectType tls_creds_x509_type = {
     .name = TLS_CREDS_X509_TYPE,
     .create = tls_creds_x509_create,
     .destroy = tls_creds_destroy,
+    .get_property = tls_creds_get_property,
 };
 user_object_type_init(tls_creds_x509_type)
 
@@ -450,6 +488,7 @@ static const UserObjectType tls_creds_psk_type = {
     .name = TLS_CREDS_PSK_TYPE,
     .create = tls_creds_psk_create,
     .destroy = tls_creds_destroy,
+    .get_property = tls_creds_get_property,
 };
 user_object_type_init(tls_creds_psk_type)
 
@@ -457,5 +496,6 @@ static const UserObjectType tls_creds_anon_type = {
     .name = TLS_CREDS_ANON_TYPE,
     .create = tls_creds_anon_create,
     .destroy = tls_creds_destroy,
+    .get_property = tls_creds_get_property,
 };
 user_object_type_init(tls_creds_anon_type)

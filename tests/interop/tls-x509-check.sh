@@ -14,7 +14,9 @@
 #  - passwordid: an encrypted private key (PKCS#8) loads with the secret
 #    that holds its password, and fails as QEMU's does without it, with a
 #    wrong one or with a secret that does not exist; then our server with
-#    that key serves qemu-io over NBD with TLS.
+#    that key serves qemu-io over NBD with TLS;
+#  - qom-get of each property of tls-creds-x509, -psk and -anon, given
+#    and not, the same in both daemons.
 #
 #   tests/interop/tls-x509-check.sh BUILD_DIR
 #
@@ -259,6 +261,54 @@ else
     else
         fail "encrypted key: qemu-io reads over TLS" "$out" \
             "$(cat qsd.err)"
+    fi
+fi
+
+# --- qom-get --------------------------------------------------------------
+# qom_session BIN NAME: the replies of BIN to object-add of the three
+# kinds of credentials and qom-get of each property
+qom_session() {
+    local cmds=() o p pid
+    rm -f "$work/$2.sock"
+    "$1" --chardev socket,id=m,path="$work/$2.sock",server=on,wait=off \
+        --monitor chardev=m 2> "$work/$2.err" &
+    pid=$!
+    pids+=($pid)
+    for _ in $(seq 100); do
+        [ -S "$work/$2.sock" ] && break
+        sleep 0.1
+    done
+    cmds+=('{"execute": "object-add", "arguments": {"qom-type": "tls-creds-x509", "id": "x", "dir": "'"$work/server/ok"'", "endpoint": "server", "sanity-check": false}}'
+           '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p", "dir": "'"$work/psk"'", "priority": "NORMAL", "username": "u1"}}'
+           '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p2", "dir": "'"$work/psk"'", "endpoint": "server"}}'
+           '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-anon", "id": "a"}}')
+    for o in x p p2 a; do
+        for p in endpoint dir verify-peer priority sanity-check passwordid \
+                 username; do
+            cmds+=('{"execute": "qom-get", "arguments": {"path": "/objects/'$o'", "property": "'$p'"}}')
+        done
+    done
+    $py "$here/qmp-each.py" "$work/$2.sock" "${cmds[@]}" 2>&1 | norm
+    kill $pid
+    wait $pid 2>/dev/null
+}
+py=/usr/bin/python3
+command -v $py >/dev/null || py=python3
+mkdir -p psk
+if ! command -v psktool >/dev/null 2>&1 ||
+        ! psktool -u u1 -p psk/keys.psk >/dev/null 2>&1; then
+    skip "qom-get of the credentials" "psktool (gnutls-bin) cannot make keys"
+else
+    want=$(qom_session qemu-storage-daemon qemu)
+    got=$(qom_session "$qsd" ours)
+    if [ "$(grep -c '"return"' <<<"$want")" -lt 20 ]; then
+        fail "qom-get of the credentials" "qemu-storage-daemon's session:" \
+            "$want"
+    elif [ "$want" = "$got" ]; then
+        ok "qom-get of the credentials' properties"
+    else
+        fail "qom-get of the credentials' properties" \
+            "$(diff <(echo "$want") <(echo "$got"))"
     fi
 fi
 
