@@ -95,21 +95,21 @@ static bool tls_cipher_suites_set_priority(TlsCipherSuites *s,
 static void *tls_cipher_suites_create(const char *id, JsonObject *props,
                                       Error **errp)
 {
-    TlsCipherSuites *s = g_new0(TlsCipherSuites, 1);
+    TlsCipherSuites *s;
     const char *priority = json_object_get_string_member_with_default(
         props, "priority", NULL);
 
+    if (!priority) {
+        error_setg(errp, "'priority' property is not set");     /* QEMU's */
+        return NULL;
+    }
+    s = g_new0(TlsCipherSuites, 1);
     s->endpoint = g_strdup(json_object_get_string_member_with_default(
         props, "endpoint", "client"));
     s->dir = g_strdup(json_object_get_string_member_with_default(
         props, "dir", NULL));
     s->verify_peer = json_object_get_boolean_member_with_default(
         props, "verify-peer", true);
-    if (!priority) {
-        error_setg(errp, "'priority' property is not set");     /* QEMU's */
-        tls_cipher_suites_destroy(s);
-        return NULL;
-    }
     if (!tls_cipher_suites_set_priority(s, priority, errp)) {
         tls_cipher_suites_destroy(s);
         return NULL;
