@@ -51,6 +51,18 @@ same_as_qemu() {
     fi
 }
 
+# wait_socket SOCKET PID: waits (up to 10 s) until unix socket SOCKET
+# exists or process PID is gone; false if it did not appear
+wait_socket() {
+    local i
+    for i in $(seq 100); do
+        [ -S "$1" ] && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 # work_dir [TEMPLATE]: $work, a new temporary directory (mktemp's
 # TEMPLATE), and an exit trap that kills each pid the script added to
 # $pids, waits, runs the script's extra_cleanup if it defines one, and

@@ -38,17 +38,6 @@ done
 . "$here/check-lib.bash"
 work_dir
 
-# Waits (up to 10 s) until unix socket $1 exists or process $2 is gone.
-wait_socket() {
-    local i
-    for i in $(seq 100); do
-        [ -S "$1" ] && return 0
-        kill -0 "$2" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
-
 # start_server NAME PROG ARGS...: runs PROG (qemu-nbd or $qnbd) on the
 # unix socket $work/NAME.sock in the background; sets $server_pid.
 start_server() {

@@ -65,17 +65,12 @@ norm() {
 # start_daemon BIN NAME: BIN with a QMP monitor on $work/NAME.sock; sets
 # $daemon_pid.
 start_daemon() {
-    local i
     rm -f "$work/$2.sock"
     "$1" --chardev socket,id=m,path="$work/$2.sock",server=on,wait=off \
         --monitor chardev=m 2> "$work/$2.err" &
     daemon_pid=$!
     pids+=($daemon_pid)
-    for i in $(seq 100); do
-        [ -S "$work/$2.sock" ] && return 0
-        sleep 0.1
-    done
-    return 1
+    wait_socket "$work/$2.sock" $daemon_pid
 }
 
 stop_daemon() {
@@ -550,10 +545,7 @@ pool_threads() {
         --export nbd,id=e,node-name=f,writable=on 2> "$work/$name.err" &
     pid=$!
     pids+=($pid)
-    for _ in $(seq 100); do
-        [ -S "$work/$name.nbd" ] && [ -S "$work/$name.qmp" ] && break
-        sleep 0.1
-    done
+    wait_socket "$work/$name.nbd" $pid && wait_socket "$work/$name.qmp" $pid
     base=$(ls "/proc/$pid/task" | wc -l)
     qemu-io -f raw -c 'write 0 64k' -c flush \
         "nbd+unix:///f?socket=$work/$name.nbd" > /dev/null

@@ -54,34 +54,13 @@ future=('activation_date = "2030-01-01 00:00:00"'
         'expiration_date = "2031-01-01 00:00:00"')
 ok_days='expiration_days = 2'
 
-# make_ca NAME TEMPLATE-LINE...: self-signed NAME-ca-{key,cert}.pem
-make_ca() {
-    local name=$1
-    shift
-    printf '%s\n' "cn = test CA $name" "$@" > "$name-ca.info"
-    certtool --generate-privkey --outfile "$name-ca-key.pem" \
-        >/dev/null 2>&1 &&
-    certtool --generate-self-signed --load-privkey "$name-ca-key.pem" \
-        --template "$name-ca.info" --outfile "$name-ca-cert.pem" \
-        >/dev/null 2>&1
-}
-
-# make_cert DIR ROLE CA TEMPLATE-LINE...: DIR/ROLE-{key,cert}.pem signed
-# by CA, and CA's certificate as DIR/ca-cert.pem
+# make_cert DIR ROLE CA TEMPLATE-LINE...: DIR/ROLE-{key,cert}.pem for
+# localhost signed by CA, and CA's certificate as DIR/ca-cert.pem
 make_cert() {
     local dir=$1 role=$2 ca=$3
     shift 3
-    mkdir -p "$dir"
-    printf '%s\n' "organization = qblock tests" "cn = localhost" \
-        "dns_name = localhost" "$@" > "$dir/$role.info"
-    cp "$ca-ca-cert.pem" "$dir/ca-cert.pem"
-    certtool --generate-privkey --outfile "$dir/$role-key.pem" \
-        >/dev/null 2>&1 &&
-    certtool --generate-certificate --load-privkey "$dir/$role-key.pem" \
-        --load-ca-certificate "$ca-ca-cert.pem" \
-        --load-ca-privkey "$ca-ca-key.pem" \
-        --template "$dir/$role.info" --outfile "$dir/$role-cert.pem" \
-        >/dev/null 2>&1
+    tls_make_cert "$ca" "$dir" "$role" "organization = qblock tests" \
+        "cn = localhost" "dns_name = localhost" "$@"
 }
 
 # run_daemon BIN DIR ENDPOINT OPTS: BIN's message and exit status
@@ -110,12 +89,12 @@ x509_case() {
 secret_opt=
 
 S="encryption_key signing_key"
-if ! { make_ca good ca cert_signing_key "$ok_days" &&
-       make_ca other ca cert_signing_key "$ok_days" &&
-       make_ca expired ca cert_signing_key "${past[@]}" &&
-       make_ca future ca cert_signing_key "${future[@]}" &&
-       make_ca notca cert_signing_key "$ok_days" &&
-       make_ca nosign ca signing_key "$ok_days"; }; then
+if ! { tls_make_ca good &&
+       tls_make_ca other &&
+       tls_make_ca expired ca cert_signing_key "${past[@]}" &&
+       tls_make_ca future ca cert_signing_key "${future[@]}" &&
+       tls_make_ca notca cert_signing_key "$ok_days" &&
+       tls_make_ca nosign ca signing_key "$ok_days"; }; then
     fail "certtool could not make the CAs"
     summary
     exit 1
@@ -249,10 +228,7 @@ else
         --nbd-server addr.type=unix,addr.path="$work/nbd.sock",tls-creds=t0 \
         --export nbd,id=e0,node-name=disk 2> qsd.err &
     pids+=($!)
-    for _ in $(seq 100); do
-        [ -S nbd.sock ] && break
-        sleep 0.1
-    done
+    wait_socket nbd.sock $!
     out=$(qemu-io --object "tls-creds-x509,id=c0,endpoint=client,dir=$work/client" \
         --image-opts "driver=nbd,path=$work/nbd.sock,export=disk,tls-creds=c0,tls-hostname=localhost" \
         -r -c 'read -P 0x5a 0 64k' 2>&1)
@@ -274,10 +250,7 @@ qom_session() {
         --monitor chardev=m 2> "$work/$2.err" &
     pid=$!
     pids+=($pid)
-    for _ in $(seq 100); do
-        [ -S "$work/$2.sock" ] && break
-        sleep 0.1
-    done
+    wait_socket "$work/$2.sock" $pid
     cmds+=('{"execute": "object-add", "arguments": {"qom-type": "tls-creds-x509", "id": "x", "dir": "'"$work/server/ok"'", "endpoint": "server", "sanity-check": false}}'
            '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p", "dir": "'"$work/psk"'", "priority": "NORMAL", "username": "u1"}}'
            '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p2", "dir": "'"$work/psk"'", "endpoint": "server"}}'
