@@ -63,6 +63,22 @@ wait_socket() {
     return 1
 }
 
+# start_qmp_daemon BIN NAME [ARG...]: starts BIN (a storage daemon) with
+# ARGs and a QMP monitor on $work/NAME.sock, its stderr in $work/NAME.err;
+# sets $daemon_pid (also added to $pids) and waits for the socket; false
+# if it did not appear
+start_qmp_daemon() {
+    local bin=$1 name=$2
+    shift 2
+    rm -f "$work/$name.sock"
+    "$bin" "$@" \
+        --chardev socket,id=qmp0,path="$work/$name.sock",server=on,wait=off \
+        --monitor chardev=qmp0 2> "$work/$name.err" &
+    daemon_pid=$!
+    pids+=($daemon_pid)
+    wait_socket "$work/$name.sock" $daemon_pid
+}
+
 # work_dir [TEMPLATE]: $work, a new temporary directory (mktemp's
 # TEMPLATE), and an exit trap that kills each pid the script added to
 # $pids, waits, runs the script's extra_cleanup if it defines one, and

@@ -425,13 +425,8 @@ else
     # the storage daemon: object-add of both new types over QMP, a LUKS
     # node opened with the keyring secret, an authz-list-file on a
     # missing file refused
-    rm -f "$work/qmp-k.sock"
-    "$qsd" --chardev socket,id=m,path="$work/qmp-k.sock",server=on,wait=off \
-        --monitor chardev=m 2> qsd-k.err &
-    qsd_pid=$!
-    pids+=($qsd_pid)
     acl deny "$dn1" allow exact > acl-k.json
-    if wait_socket "$work/qmp-k.sock" $qsd_pid; then
+    if start_qmp_daemon "$qsd" qmp-k; then
         qmp "$work/qmp-k.sock" \
             '{"execute": "object-add", "arguments": {"qom-type": "secret_keyring", "id": "sec0", "serial": '"$serial"'}}' \
             '{"execute": "blockdev-add", "arguments": {"driver": "luks", "node-name": "l", "key-secret": "sec0", "file": {"driver": "file", "filename": "'"$work/ours.luks"'"}}}' \
@@ -440,8 +435,8 @@ else
             '{"execute": "qom-list-properties", "arguments": {"typename": "secret_keyring"}}' \
             > qmp-k.out 2>&1
     fi
-    kill $qsd_pid 2>/dev/null
-    wait $qsd_pid 2>/dev/null
+    kill $daemon_pid 2>/dev/null
+    wait $daemon_pid 2>/dev/null
     check "QMP: object-add secret_keyring" \
         grep -q '"return": {}' <(sed -n 2p qmp-k.out)
     check "QMP: blockdev-add of a LUKS node with the keyring secret" \

@@ -62,17 +62,6 @@ norm() {
         -e "s#$work#WORK#g"
 }
 
-# start_daemon BIN NAME: BIN with a QMP monitor on $work/NAME.sock; sets
-# $daemon_pid.
-start_daemon() {
-    rm -f "$work/$2.sock"
-    "$1" --chardev socket,id=m,path="$work/$2.sock",server=on,wait=off \
-        --monitor chardev=m 2> "$work/$2.err" &
-    daemon_pid=$!
-    pids+=($daemon_pid)
-    wait_socket "$work/$2.sock" $daemon_pid
-}
-
 stop_daemon() {
     kill "$1" 2>/dev/null
     wait "$1" 2>/dev/null
@@ -104,11 +93,11 @@ for line in sys.stdin:
 qmp_both() {
     local name=$1 want got pid
     shift
-    start_daemon qemu-storage-daemon qemu
+    start_qmp_daemon qemu-storage-daemon qemu
     pid=$daemon_pid
     want=$(qmp "$work/qemu.sock" "$@" 2>&1 | norm_qmp)
     stop_daemon $pid
-    start_daemon "$qsd" ours
+    start_qmp_daemon "$qsd" ours
     pid=$daemon_pid
     got=$(qmp "$work/ours.sock" "$@" 2>&1 | norm_qmp)
     stop_daemon $pid
@@ -230,7 +219,7 @@ if ! command -v qemu-system-x86_64 >/dev/null 2>&1 ||
     skip "cipher-suite lists against qemu-system-x86_64" \
         "it is not installed (Debian qemu-system-x86) or traces nothing"
 else
-    start_daemon "$qsd" ours
+    start_qmp_daemon "$qsd" ours
     pid=$daemon_pid
     for i in "${!priorities[@]}"; do
         want=$(qemu_suites "${priorities[$i]}")
@@ -320,7 +309,7 @@ if [ "$ncpus" -lt 2 ]; then
     skip "thread-context affinity in /proc" "one CPU online: nothing to pin"
 else
     for bin in qemu-storage-daemon "$qsd"; do
-        start_daemon "$bin" aff
+        start_qmp_daemon "$bin" aff
         pid=$daemon_pid
         a=$(thread_cpus $pid "$work/aff.sock" \
                 "$(add thread-context tc0 '"cpu-affinity": ['$last']')")
@@ -481,7 +470,7 @@ else
             "$(del pr0)" "$(list /objects)"
         # ours: connected, then not while the helper is away, then
         # connected again (a new connection) once it is back
-        start_daemon "$qsd" ours
+        start_qmp_daemon "$qsd" ours
         pid=$daemon_pid
         a=$(qmp "$work/ours.sock" \
                 "$(add pr-manager-helper pr0 '"path": "'"$work/pr.sock"'"')" \
@@ -537,21 +526,19 @@ qmp_both "thread pool limits over QMP" \
 pool_threads() {
     local bin=$1 name=$2 pid base after lowered
     qemu-img create -q -f raw "$work/$name.img" 1M
-    "$bin" --chardev socket,id=m,path="$work/$name.qmp",server=on,wait=off \
-        --monitor chardev=m \
+    start_qmp_daemon "$bin" "$name" \
         --object main-loop,id=ml,thread-pool-min=4 \
         --blockdev file,node-name=f,filename="$work/$name.img",aio=threads \
         --nbd-server addr.type=unix,addr.path="$work/$name.nbd" \
-        --export nbd,id=e,node-name=f,writable=on 2> "$work/$name.err" &
-    pid=$!
-    pids+=($pid)
-    wait_socket "$work/$name.nbd" $pid && wait_socket "$work/$name.qmp" $pid
+        --export nbd,id=e,node-name=f,writable=on
+    pid=$daemon_pid
+    wait_socket "$work/$name.nbd" $pid
     base=$(ls "/proc/$pid/task" | wc -l)
     qemu-io -f raw -c 'write 0 64k' -c flush \
         "nbd+unix:///f?socket=$work/$name.nbd" > /dev/null
     sleep 11
     after=$(($(ls "/proc/$pid/task" | wc -l) - base))
-    qmp "$work/$name.qmp" "$(set_ ml thread-pool-min 0)" \
+    qmp "$work/$name.sock" "$(set_ ml thread-pool-min 0)" \
         "$(set_ ml thread-pool-max 1)" > /dev/null
     sleep 1
     lowered=$(($(ls "/proc/$pid/task" | wc -l) - base))

@@ -244,13 +244,8 @@ fi
 # qom_session BIN NAME: the replies of BIN to object-add of the three
 # kinds of credentials and qom-get of each property
 qom_session() {
-    local cmds=() o p pid
-    rm -f "$work/$2.sock"
-    "$1" --chardev socket,id=m,path="$work/$2.sock",server=on,wait=off \
-        --monitor chardev=m 2> "$work/$2.err" &
-    pid=$!
-    pids+=($pid)
-    wait_socket "$work/$2.sock" $pid
+    local cmds=() o p
+    start_qmp_daemon "$1" "$2"
     cmds+=('{"execute": "object-add", "arguments": {"qom-type": "tls-creds-x509", "id": "x", "dir": "'"$work/server/ok"'", "endpoint": "server", "sanity-check": false}}'
            '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p", "dir": "'"$work/psk"'", "priority": "NORMAL", "username": "u1"}}'
            '{"execute": "object-add", "arguments": {"qom-type": "tls-creds-psk", "id": "p2", "dir": "'"$work/psk"'", "endpoint": "server"}}'
@@ -262,8 +257,8 @@ qom_session() {
         done
     done
     $py "$here/qmp-each.py" "$work/$2.sock" "${cmds[@]}" 2>&1 | norm
-    kill $pid
-    wait $pid 2>/dev/null
+    kill $daemon_pid
+    wait $daemon_pid 2>/dev/null
 }
 py=/usr/bin/python3
 command -v $py >/dev/null || py=python3
