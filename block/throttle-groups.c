@@ -247,8 +247,19 @@ static JsonNode *throttle_group_get_property(void *state, const char *name)
     return json_node_init_object(json_node_alloc(), limits);
 }
 
+/* qom-list's order, as QEMU's (the order of its hash table, observed) */
+static const char *const throttle_group_qom_list[] = {
+    "x-bps-write-max-length", "x-iops-total-max-length", "x-iops-size",
+    "limits", "x-bps-total", "x-iops-read-max-length", "x-bps-write",
+    "x-iops-write-max-length", "x-bps-read-max", "x-iops-read-max",
+    "x-bps-total-max", "x-bps-read-max-length", "x-iops-read", "x-bps-read",
+    "x-bps-write-max", "x-iops-total-max", "x-iops-total", "x-iops-write",
+    "x-bps-total-max-length", "x-iops-write-max", NULL,
+};
+
 static const UserObjectType throttle_group_type = {
     .name = THROTTLE_GROUP_TYPE,
+    .qom_list_order = throttle_group_qom_list,
     .create = throttle_group_create,
     .destroy = throttle_group_destroy,
     .set_property = throttle_group_set_property,

@@ -13,6 +13,11 @@
 typedef struct CryptoSecret {
     uint8_t *data;              /* followed by a NUL that len omits */
     size_t len;
+    /*
+     * What qom-get shows: the properties it was created with but data=,
+     * and QEMU's values of those not given
+     */
+    JsonObject *props;
 } CryptoSecret;
 
 /*
@@ -24,5 +29,16 @@ void *crypto_secret_new(JsonObject *props, uint8_t *input, size_t len,
                         Error **errp);
 /* A UserObjectType's destroy: zeroes the secret (secret.c invariant 1). */
 void crypto_secret_destroy(void *state);
+/*
+ * A UserObjectType's get_property: the properties QEMU shows, as QEMU
+ * shows them ("" for a string not given), but never the data.  A type
+ * with a string of its own sets its default in props after
+ * crypto_secret_new().
+ */
+JsonNode *crypto_secret_get_property(void *state, const char *name);
+/* Refused by qom-get ("is not readable"): QEMU shows a secret's data. */
+extern const char *const crypto_secret_hidden[];
+/* qom-list's order of a secret's common properties, as QEMU's */
+#define CRYPTO_SECRET_QOM_LIST_COMMON "iv", "keyid", "loaded", "format"
 
 #endif

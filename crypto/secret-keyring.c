@@ -85,9 +85,15 @@ static void *secret_keyring_create(const char *id, JsonObject *props,
     return crypto_secret_new(props, data, len, errp);
 }
 
+static const char *const secret_keyring_qom_list[] = {
+    CRYPTO_SECRET_QOM_LIST_COMMON, "serial", NULL,
+};
+
 static const UserObjectType secret_keyring_type = {
     .name = SECRET_KEYRING_TYPE,
     .create = secret_keyring_create,
     .destroy = crypto_secret_destroy,
+    .get_property = crypto_secret_get_property,
+    .qom_list_order = secret_keyring_qom_list,
 };
 user_object_type_init(secret_keyring_type)

@@ -219,6 +219,7 @@ void *crypto_secret_new(JsonObject *props, uint8_t *input, size_t len,
     const char *format = json_object_get_string_member_with_default(
                              props, "format", "raw");
     bool base64 = !strcmp(format, "base64");
+    g_autoptr(GList) members = json_object_get_members(props);
     CryptoSecret *secret;
 
     if (json_object_has_member(props, "keyid")) {
@@ -241,8 +242,32 @@ void *crypto_secret_new(JsonObject *props, uint8_t *input, size_t len,
     secret = g_new0(CryptoSecret, 1);
     secret->data = input;
     secret->len = len;
+    /* what qom-get shows: the common properties with QEMU's defaults */
+    secret->props = json_object_new();
+    json_object_set_string_member(secret->props, "format", format);
+    json_object_set_string_member(secret->props, "keyid", "");
+    json_object_set_string_member(secret->props, "iv", "");
+    for (GList *l = members; l; l = l->next) {
+        if (strcmp(l->data, "data")) {
+            json_object_set_member(secret->props, l->data, json_node_copy(
+                json_object_get_member(props, l->data)));
+        }
+    }
     return secret;
 }
+
+JsonNode *crypto_secret_get_property(void *state, const char *name)
+{
+    CryptoSecret *secret = state;
+    JsonNode *shown = json_object_get_member(secret->props, name);
+
+    if (!strcmp(name, "loaded")) {
+        return json_node_init_boolean(json_node_alloc(), true);
+    }
+    return shown ? json_node_copy(shown) : NULL;
+}
+
+const char *const crypto_secret_hidden[] = { "data", NULL };
 
 static void *crypto_secret_create(const char *id, JsonObject *props,
                                   Error **errp)
@@ -250,10 +275,16 @@ static void *crypto_secret_create(const char *id, JsonObject *props,
     uint8_t *input;
     size_t len;
 
+    CryptoSecret *secret;
+
     if (!crypto_secret_read_input(props, &input, &len, errp)) {
         return NULL;
     }
-    return crypto_secret_new(props, input, len, errp);
+    secret = crypto_secret_new(props, input, len, errp);
+    if (secret && !json_object_has_member(secret->props, "file")) {
+        json_object_set_string_member(secret->props, "file", "");
+    }
+    return secret;
 }
 
 void crypto_secret_destroy(void *state)
@@ -261,6 +292,7 @@ void crypto_secret_destroy(void *state)
     CryptoSecret *secret = state;
 
     crypto_secret_free(secret->data, secret->len);
+    json_object_unref(secret->props);
     g_free(secret);
 }
 
@@ -291,9 +323,16 @@ char *crypto_secret_lookup_as_utf8(const char *id, Error **errp)
     return (char *)data;
 }
 
+static const char *const crypto_secret_qom_list[] = {
+    CRYPTO_SECRET_QOM_LIST_COMMON, "file", "data", NULL,
+};
+
 static const UserObjectType crypto_secret_type = {
     .name = SECRET_TYPE,
     .create = crypto_secret_create,
     .destroy = crypto_secret_destroy,
+    .get_property = crypto_secret_get_property,
+    .write_only = crypto_secret_hidden,
+    .qom_list_order = crypto_secret_qom_list,
 };
 user_object_type_init(crypto_secret_type)

@@ -178,8 +178,14 @@ static JsonNode *tls_cipher_suites_get_property(void *state,
     return NULL;
 }
 
+/* qom-list's order, as QEMU's (the schema's is QEMU's declaration order) */
+static const char *const tls_cipher_suites_qom_list[] = {
+    "endpoint", "dir", "verify-peer", "priority", NULL,
+};
+
 static const UserObjectType tls_cipher_suites_type = {
     .name = TLS_CIPHER_SUITES_TYPE,
+    .qom_list_order = tls_cipher_suites_qom_list,
     .create = tls_cipher_suites_create,
     .destroy = tls_cipher_suites_destroy,
     .set_property = tls_cipher_suites_set_property,

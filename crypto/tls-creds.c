@@ -462,6 +462,9 @@ static JsonNode *tls_creds_get_property(void *state, const char *name)
     QCryptoTLSCreds *creds = state;
     JsonNode *given = json_object_get_member(creds->props, name);
 
+    if (!strcmp(name, "loaded")) {
+        return json_node_init_boolean(json_node_alloc(), true);
+    }
     if (!g_strv_contains(common, name) &&
         !g_strv_contains(own[creds->kind], name)) {
         return NULL;
@@ -476,26 +479,44 @@ static JsonNode *tls_creds_get_property(void *state, const char *name)
                                  strcmp(name, "endpoint") ? "" : "client");
 }
 
+/* qom-list's order, as QEMU's: the common properties, the type's own */
+#define TLS_CREDS_QOM_LIST_COMMON "endpoint", "dir", "verify-peer", "priority"
+
+static const char *const tls_creds_x509_qom_list[] = {
+    TLS_CREDS_QOM_LIST_COMMON, "sanity-check", "passwordid", "loaded", NULL,
+};
+
 static const UserObjectType tls_creds_x509_type = {
     .name = TLS_CREDS_X509_TYPE,
     .create = tls_creds_x509_create,
     .destroy = tls_creds_destroy,
     .get_property = tls_creds_get_property,
+    .qom_list_order = tls_creds_x509_qom_list,
 };
 user_object_type_init(tls_creds_x509_type)
+
+static const char *const tls_creds_psk_qom_list[] = {
+    TLS_CREDS_QOM_LIST_COMMON, "username", "loaded", NULL,
+};
 
 static const UserObjectType tls_creds_psk_type = {
     .name = TLS_CREDS_PSK_TYPE,
     .create = tls_creds_psk_create,
     .destroy = tls_creds_destroy,
     .get_property = tls_creds_get_property,
+    .qom_list_order = tls_creds_psk_qom_list,
 };
 user_object_type_init(tls_creds_psk_type)
+
+static const char *const tls_creds_anon_qom_list[] = {
+    TLS_CREDS_QOM_LIST_COMMON, "loaded", NULL,
+};
 
 static const UserObjectType tls_creds_anon_type = {
     .name = TLS_CREDS_ANON_TYPE,
     .create = tls_creds_anon_create,
     .destroy = tls_creds_destroy,
     .get_property = tls_creds_get_property,
+    .qom_list_order = tls_creds_anon_qom_list,
 };
 user_object_type_init(tls_creds_anon_type)

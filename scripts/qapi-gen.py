@@ -25,6 +25,9 @@ in QEMU's names:
   {"struct": "UnixSocketAddress", "doc": "...", "open": false,
    "members": [{"name": "path", "type": "str", "optional": false,
                 "help": "..."}]}
+  # "read-only": true (with "optional"): a member QEMU declares but
+  # whose property cannot be set (a secret's deprecated "loaded"); its
+  # type is checked with the others, then giving it is refused
   {"union": "SocketAddress", "doc": "...", "base": [members...],
    "discriminator": "type",                   # an enum member of the base
    "variants": {"unix": "UnixSocketAddress"}}  # value -> struct adding members
@@ -239,6 +242,8 @@ class QmpSchema:
                     fail('schema', '%s lacks "%s"' % (mw, key))
             if m['name'] in names:
                 fail('schema', '%s defined twice' % mw)
+            if m.get('read-only') and not m.get('optional'):
+                fail('schema', '%s: a read-only member must be optional' % mw)
             names.add(m['name'])
             self.check_type_ref(mw, m['type'])
 
@@ -317,11 +322,12 @@ def gen_qmp_members(out, sym, members):
     for m in members:
         t = m['type']
         is_list = isinstance(t, list)
-        out.append('    { %s, &%s, %s, %s },' % (
+        out.append('    { %s, &%s, %s, %s, %s },' % (
             c_str(m['name']), c_type_sym(t[0] if is_list else t),
             'true' if m.get('optional') else 'false',
-            'true' if is_list else 'false'))
-    out.append('    { NULL, NULL, false, false },')
+            'true' if is_list else 'false',
+            'true' if m.get('read-only') else 'false'))
+    out.append('    { NULL, NULL, false, false, false },')
     out.append('};')
 
 
@@ -449,6 +455,7 @@ def doc_members(schema, out, members):
     for m in members:
         out.append('| `%s` | %s | %s | %s |' % (
             m['name'], doc_type_ref(schema, m['type']),
+            'read-only' if m.get('read-only') else
             'optional' if m.get('optional') else 'required', m['help']))
     out.append('')
 

@@ -43,11 +43,36 @@ static const QapiType *user_object_schema(const char *name)
     return NULL;
 }
 
+/* The member @name of a type's schema @props, or NULL. */
+static const QapiMember *user_object_member(const QapiType *props,
+                                            const char *name)
+{
+    for (const QapiMember *m = props->members; m && m->name; m++) {
+        if (!strcmp(m->name, name)) {
+            return m;
+        }
+    }
+    return NULL;
+}
+
 void user_object_register_type(const UserObjectType *type)
 {
+    const QapiType *props = user_object_schema(type->name);
+
     /* a type the schema does not declare could never be created */
-    assert(user_object_schema(type->name));
+    assert(props);
     assert(type->create && type->destroy);
+    if (type->qom_list_order) {
+        size_t listed = g_strv_length((char **)type->qom_list_order);
+        size_t declared = 0;
+
+        /* the order names every member of the schema, once */
+        for (const QapiMember *m = props->members; m && m->name; m++) {
+            declared++;
+            assert(g_strv_contains(type->qom_list_order, m->name));
+        }
+        assert(listed == declared);
+    }
     if (!user_object_types) {
         user_object_types = g_ptr_array_new();
     }
@@ -150,8 +175,11 @@ static void user_object_print_properties(const char *type_name)
     g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func(g_free);
 
     for (const QapiMember *m = schema->members; m && m->name; m++) {
-        g_ptr_array_add(lines, g_strdup_printf("%s=<%s>", m->name,
-                                               user_object_kind_name(m->type)));
+        /* QEMU lists only what can be set */
+        if (!m->read_only) {
+            g_ptr_array_add(lines, g_strdup_printf(
+                "%s=<%s>", m->name, user_object_kind_name(m->type)));
+        }
     }
     if (!lines->len) {
         printf("There are no options for %s.\n", type_name);
@@ -270,6 +298,24 @@ bool user_object_add_cmdline(const char *optarg, Error **errp)
     return args && user_object_add(json_node_get_object(args), errp);
 }
 
+/*
+ * Whether @name is a property of @type that qom-get reads but nothing
+ * sets: one of its read_only ones, or a read-only member of its schema.
+ */
+static bool user_object_is_read_only(const UserObjectType *type,
+                                     const char *name)
+{
+    const QapiMember *m = user_object_member(user_object_schema(type->name),
+                                             name);
+
+    for (const UserObjectReadOnly *p = type->read_only; p && p->name; p++) {
+        if (!strcmp(p->name, name)) {
+            return true;
+        }
+    }
+    return m && m->read_only;
+}
+
 bool user_object_add(JsonObject *args, Error **errp)
 {
     const char *name = json_object_get_string_member(args, "qom-type");
@@ -290,15 +336,22 @@ bool user_object_add(JsonObject *args, Error **errp)
                           "'-', '.', '_', starting with a letter.\n");
         return false;
     }
+    for (GList *l = members; l; l = l->next) {
+        if (!strcmp(l->data, "qom-type") || !strcmp(l->data, "id")) {
+            continue;
+        }
+        /* QEMU sets each property before it looks at the id's use */
+        if (user_object_is_read_only(type, l->data)) {
+            error_setg(errp, "Property '%s.%s' is not writable", type->name,
+                       (const char *)l->data);
+            return false;
+        }
+        json_object_set_member(props, l->data, json_node_copy(
+            json_object_get_member(args, l->data)));
+    }
     if (user_object_lookup(id)) {
         error_setg(errp, "An object with id '%s' already exists", id);
         return false;
-    }
-    for (GList *l = members; l; l = l->next) {
-        if (strcmp(l->data, "qom-type") && strcmp(l->data, "id")) {
-            json_object_set_member(props, l->data, json_node_copy(
-                json_object_get_member(args, l->data)));
-        }
     }
     state = type->create(id, props, errp);
     if (!state) {
@@ -358,17 +411,6 @@ static UserObject *user_object_at(const char *path, Error **errp)
                   "Device '%s' not found", path);
     }
     return obj;
-}
-
-static bool user_object_is_read_only(const UserObjectType *type,
-                                     const char *name)
-{
-    for (const UserObjectReadOnly *p = type->read_only; p && p->name; p++) {
-        if (!strcmp(p->name, name)) {
-            return true;
-        }
-    }
-    return false;
 }
 
 bool user_object_set_property(const char *path, const char *name,
@@ -458,7 +500,8 @@ static const char *user_object_qom_type(const QapiType *type)
 
 /*
  * The properties of @type_name, as qom-list names them: the read-only
- * ones, then those its schema declares.
+ * ones, then those its schema declares, in the type's qom_list_order if
+ * it has one.
  */
 static void user_object_list_schema(JsonArray *list, const char *type_name)
 {
@@ -467,6 +510,16 @@ static void user_object_list_schema(JsonArray *list, const char *type_name)
 
     for (const UserObjectReadOnly *p = type->read_only; p && p->name; p++) {
         user_object_list_add(list, p->name, p->qom_type);
+    }
+    if (type->qom_list_order) {
+        for (const char *const *n = type->qom_list_order; *n; n++) {
+            const QapiMember *m = user_object_member(props, *n);
+
+            assert(m);
+            user_object_list_add(list, m->name,
+                                 user_object_qom_type(m->type));
+        }
+        return;
     }
     for (const QapiMember *m = props->members; m && m->name; m++) {
         user_object_list_add(list, m->name, user_object_qom_type(m->type));
@@ -601,22 +654,19 @@ bool user_object_check_property(const char *type_name, const char *name,
                                 JsonNode *value, Error **errp)
 {
     const QapiType *props = user_object_schema(type_name);
+    const QapiMember *found = user_object_member(props, name);
     QapiMember member[2] = { { 0 } };
     QapiType one = { .name = props->name, .kind = QAPI_KIND_STRUCT,
                      .members = member };
     g_autoptr(JsonObject) wrap = json_object_new();
     g_autoptr(JsonNode) node = NULL;
 
-    /* a struct of that member alone: object-add's walk and messages */
-    for (const QapiMember *m = props->members; m && m->name; m++) {
-        if (!strcmp(m->name, name)) {
-            member[0] = *m;
-        }
-    }
-    if (!member[0].name) {
+    if (!found) {
         error_setg(errp, "Property '%s.%s' not found", type_name, name);
         return false;
     }
+    /* a struct of that member alone: object-add's walk and messages */
+    member[0] = *found;
     member[0].optional = false;
     json_object_set_member(wrap, name, json_node_copy(value));
     node = json_node_init_object(json_node_alloc(), wrap);

@@ -37,6 +37,12 @@ typedef struct QapiMember {
     const QapiType *type;
     bool optional;
     bool list;                  /* a JSON array of @type */
+    /*
+     * Declared but never set (QEMU's deprecated "loaded" of secrets and
+     * TLS credentials): its type is checked, then the user of the
+     * schema refuses it
+     */
+    bool read_only;
 } QapiMember;
 
 typedef struct QapiVariant {

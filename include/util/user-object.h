@@ -65,7 +65,7 @@ typedef struct UserObjectType {
     /*
      * Optional (NULL: only "type" can be read).  QMP qom-get of the
      * property @name: a new value, or NULL if @name is no property it
-     * shows (a secret's data and credentials are never shown).
+     * shows (a secret's data is never shown).
      */
     JsonNode *(*get_property)(void *state, const char *name);
     /*
@@ -80,6 +80,14 @@ typedef struct UserObjectType {
      * refuses as QEMU does ("Property 'TYPE.NAME' is not readable").
      */
     const char *const *write_only;
+    /*
+     * Optional, NULL-terminated: every property of the schema, in the
+     * order qom-list and qom-list-properties show them, where QEMU's
+     * (observed: the order of its hash table of properties) is not the
+     * schema's.  The schema keeps QEMU's declaration order, which decides
+     * which of two bad values object-add reports.
+     */
+    const char *const *qom_list_order;
 } UserObjectType;
 
 /* Registers @type; the schema must have a variant of the same name. */
@@ -131,8 +139,8 @@ JsonNode *user_object_get_property(const char *path, const char *name,
 
 /*
  * QMP qom-list of "/objects" (the objects, as child<TYPE>) or of one
- * object (its properties, as the schema declares them), each with
- * "type" first, as QEMU lists them.
+ * object (its properties, in the type's qom_list_order or the schema's),
+ * each with "type" first, as QEMU lists them.
  */
 JsonNode *user_object_list_properties(const char *path, Error **errp);
 /*

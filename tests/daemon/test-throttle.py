@@ -137,7 +137,7 @@ def test_errors():
     c.ok('object-add', {'qom-type': 'secret', 'id': 'sec0', 'data': 'pw'})
     t.equal('a secret\'s data is not shown (QEMU shows it)',
             error_of(c.cmd('qom-get', {'path': 'sec0', 'property': 'data'})),
-            generic("Property 'secret.data' not found"))
+            generic("Property 'secret.data' is not readable"))
     c.ok('blockdev-add', throttle_node('t0', 'tg0', 'n0'))
     reply = c.cmd('object-del', {'id': 'tg0'})
     t.check('object-del of a group a node uses is refused',

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The user-creatable objects tls-cipher-suites, thread-context and
-# pr-manager-helper, against qemu-storage-daemon (and, where the storage
+# pr-manager-helper, and the properties of the others (secrets', TLS
+# credentials' and throttle groups' listing, qom-get and the deprecated
+# "loaded"; event loops' thread pools), against qemu-storage-daemon (and, where the storage
 # daemon never computes what the object is for, qemu-system-x86_64):
 #
 #  - --object TYPE,help and --object help, output and exit status alike,
@@ -29,6 +31,11 @@
 #    and qom-set, and what they do: the workers a daemon's main loop
 #    keeps after a write through its pool and the idle timeout, and how
 #    many are left at once when qom-set lowers the limits;
+#  - secrets, secret_keyring, TLS credentials: the deprecated read-only
+#    "loaded" (its type checked in QEMU's order of members, then refused
+#    as not writable; read by qom-get), qom-get of a secret's properties
+#    (not its data), and qom-list-properties of these types and of
+#    throttle-group in QEMU's order;
 #  - the same objects on qemu-img's command line (info).
 #
 #   tests/interop/qsd-objects.sh BUILD_DIR
@@ -556,6 +563,45 @@ if [ "$want" = "$got" ] && [ "$got" = "4 workers kept, 1 after lowering" ]; then
 else
     fail "thread-pool-min" "qemu: $want" "ours: $got"
 fi
+
+# --- secrets' and TLS credentials' properties (loaded) ---------------
+# QEMU's deprecated read-only "loaded": its type is checked with the other
+# members, in QEMU's order, then giving it is refused; qom-get reads it.
+for o in secret,help secret_keyring,help tls-creds-psk,help \
+         secret,id=s0,loaded=bogus,format=bogus \
+         secret,id=s0,loaded=on,data=x,file=y secret_keyring,id=s0,loaded=on \
+         secret_keyring,id=s0,serial=x,format=bogus \
+         tls-creds-x509,id=t0,loaded=bogus,sanity-check=bogus \
+         tls-creds-x509,id=t0,endpoint=bogus,verify-peer=bogus \
+         tls-creds-anon,id=t0,loaded=off \
+         tls-cipher-suites,id=c0,endpoint=bogus,verify-peer=bogus; do
+    same_as_qemu "--object $o" qemu-storage-daemon --object "$o"
+done
+printf 'abcdefghijklmnop' | base64 | tr -d '\n' > "$work/secret.b64"
+secret_props=()
+for p in loaded format keyid iv file serial type; do
+    secret_props+=("$(get s0 $p)" "$(get s2 $p)")
+done
+# qom-get of a secret's data is the one difference, deliberate: QEMU
+# shows it to every client, qblock says it is not readable
+qmp_both "secrets' and TLS credentials' properties over QMP" \
+    "$(add secret s0 '"data": "x"')" \
+    "$(add secret s1 '"data": "12345678901234567890123456789012"')" \
+    "$(add secret s2 '"file": "'"$work/secret.b64"'", "format": "base64", "keyid": "s1", "iv": "AAAAAAAAAAAAAAAAAAAAAA=="')" \
+    "$(add secret s0 '"data": "x", "loaded": true')" \
+    "$(add secret 9s '"data": "x", "loaded": true')" \
+    "$(add secret s3 '"data": "x", "loaded": false')" \
+    "$(add secret s3 '"data": "x", "loaded": "x"')" \
+    "$(add secret s3 '"data": "x", "loaded": true, "format": "bogus"')" \
+    "$(add secret_keyring k0 '"loaded": true')" \
+    "$(add secret_keyring k0 '"loaded": true, "serial": 1')" \
+    "$(add tls-creds-anon t0 '"loaded": true')" \
+    "$(add tls-creds-anon t1)" "$(get t1 loaded)" "$(list /objects/t1)" \
+    "$(set_ s0 loaded true)" "$(set_ t1 loaded false)" \
+    "$(list /objects/s0)" "${secret_props[@]}" \
+    "$(props secret)" "$(props secret_keyring)" "$(props tls-creds-x509)" \
+    "$(props tls-creds-psk)" "$(props tls-creds-anon)" \
+    "$(props throttle-group)"
 
 # --- the other tools: qemu-img's --object takes the same types ---------
 if ! command -v qemu-img >/dev/null 2>&1; then
