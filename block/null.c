@@ -239,45 +239,35 @@ static int coroutine_fn null_co_block_status(BlockDriverState *bs,
     return ret;
 }
 
-static const BlockDriver bdrv_null_co = {
-    .format_name                    = "null-co",
-    .protocol_name                  = "null-co",
-    .instance_size                  = sizeof(BDRVNullState),
-    .runtime_opts                   = &qapi_opts_null_runtime,
-    .strong_runtime_opts            = null_strong_runtime_opts,
-    .bdrv_needs_filename            = false,
-    .bdrv_parse_filename            = null_co_parse_filename,
-    .bdrv_refresh_filename          = null_refresh_filename,
-    .bdrv_open                      = null_co_open,
-    .bdrv_reopen_prepare            = null_reopen_prepare,
-    .bdrv_getlength                 = null_getlength,
-    .bdrv_get_allocated_file_size   = null_get_allocated_file_size,
-    .bdrv_co_preadv                 = null_co_preadv,
-    .bdrv_co_pwritev                = null_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = null_co_pwrite_zeroes,
-    .bdrv_co_flush_to_disk          = null_co_flush,
-    .bdrv_co_block_status           = null_co_block_status,
-};
+/*
+ * The two drivers' tables: only the name differs, and the open and
+ * parse_filename that record which of the two a node is.
+ */
+#define NULL_DRIVER(name, parse_filename, open)                         \
+    {                                                                   \
+        .format_name                    = name,                         \
+        .protocol_name                  = name,                         \
+        .instance_size                  = sizeof(BDRVNullState),        \
+        .runtime_opts                   = &qapi_opts_null_runtime,      \
+        .strong_runtime_opts            = null_strong_runtime_opts,     \
+        .bdrv_needs_filename            = false,                        \
+        .bdrv_parse_filename            = parse_filename,               \
+        .bdrv_refresh_filename          = null_refresh_filename,        \
+        .bdrv_open                      = open,                         \
+        .bdrv_reopen_prepare            = null_reopen_prepare,          \
+        .bdrv_getlength                 = null_getlength,               \
+        .bdrv_get_allocated_file_size   = null_get_allocated_file_size, \
+        .bdrv_co_preadv                 = null_co_preadv,               \
+        .bdrv_co_pwritev                = null_co_pwritev,              \
+        .bdrv_co_pwrite_zeroes          = null_co_pwrite_zeroes,        \
+        .bdrv_co_flush_to_disk          = null_co_flush,                \
+        .bdrv_co_block_status           = null_co_block_status,         \
+    }
 
-static const BlockDriver bdrv_null_aio = {
-    .format_name                    = "null-aio",
-    .protocol_name                  = "null-aio",
-    .instance_size                  = sizeof(BDRVNullState),
-    .runtime_opts                   = &qapi_opts_null_runtime,
-    .strong_runtime_opts            = null_strong_runtime_opts,
-    .bdrv_needs_filename            = false,
-    .bdrv_parse_filename            = null_aio_parse_filename,
-    .bdrv_refresh_filename          = null_refresh_filename,
-    .bdrv_open                      = null_aio_open,
-    .bdrv_reopen_prepare            = null_reopen_prepare,
-    .bdrv_getlength                 = null_getlength,
-    .bdrv_get_allocated_file_size   = null_get_allocated_file_size,
-    .bdrv_co_preadv                 = null_co_preadv,
-    .bdrv_co_pwritev                = null_co_pwritev,
-    .bdrv_co_pwrite_zeroes          = null_co_pwrite_zeroes,
-    .bdrv_co_flush_to_disk          = null_co_flush,
-    .bdrv_co_block_status           = null_co_block_status,
-};
+static const BlockDriver bdrv_null_co =
+    NULL_DRIVER("null-co", null_co_parse_filename, null_co_open);
+static const BlockDriver bdrv_null_aio =
+    NULL_DRIVER("null-aio", null_aio_parse_filename, null_aio_open);
 
 block_init(bdrv_register, bdrv_null_co)
 block_init(bdrv_register, bdrv_null_aio)
