@@ -76,14 +76,29 @@ base_tree() {
 }
 
 # changed_runs ORIG CHANGED PREFIX: the runs of sectors that differ, one
-# "offset file" line each, their bytes in PREFIX.N
+# "offset file" line each, their bytes in PREFIX.N.  Only the MiBs where
+# either file has data are compared: a hole in both reads as zeroes in
+# both (the hard disks are 504 MiB, mostly holes)
 changed_runs() {
     python3 - "$@" <<'EOF'
-import mmap, sys
+import errno, mmap, os, sys
 fa, fb = open(sys.argv[1], 'rb'), open(sys.argv[2], 'rb')
 a = mmap.mmap(fa.fileno(), 0, access=mmap.ACCESS_READ)
 b = mmap.mmap(fb.fileno(), 0, access=mmap.ACCESS_READ)
 run, n = None, 0
+def mibs_with_data(f):
+    fd, pos, out = f.fileno(), 0, set()
+    size = os.fstat(fd).st_size
+    while pos < size:
+        try:
+            start = os.lseek(fd, pos, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                break
+            return set(range(0, size, 1 << 20))
+        pos = os.lseek(fd, start, os.SEEK_HOLE)
+        out.update(range(start >> 20 << 20, pos, 1 << 20))
+    return out
 def flush():
     global n
     if run:
@@ -91,8 +106,9 @@ def flush():
         open(name, 'wb').write(b[run[0]:run[1]])
         print(run[0], name)
         n += 1
+assert len(a) == len(b)
 # 1 MiB at a time, sector by sector only where they differ
-for big in range(0, len(a), 1 << 20):
+for big in sorted(mibs_with_data(fa) | mibs_with_data(fb)):
     if a[big:big + (1 << 20)] == b[big:big + (1 << 20)]:
         continue
     for i in range(big, min(len(a), big + (1 << 20)), 512):
@@ -184,14 +200,16 @@ scenario() {
     fi
 }
 
-# poke IMAGE@@OFFSET PYTHON: a FAT12 or FAT32 volume changed by hand, by
-# PYTHON given img (a bytearray), root, data (offsets), entry(NAME11): a
+# poke IMAGE@@OFFSET PYTHON: a FAT12 or FAT32 volume changed by hand, in
+# place, by PYTHON given img (the file mapped: bytes written stay where
+# they are, holes stay holes), root, data (offsets), entry(NAME11): a
 # root entry's offset, cluster(NAME11), setfat(C, V) (both FATs), csize,
 # eoc (FAT32: the root is the chain from cluster 2, at data)
 poke() {
     python3 - "${1%@@*}" "${1#*@@}" <<EOF
-import struct, sys
-img = bytearray(open(sys.argv[1], 'rb').read())
+import mmap, struct, sys
+img_file = open(sys.argv[1], 'r+b')
+img = mmap.mmap(img_file.fileno(), 0)
 vol = int(sys.argv[2])
 fat32 = struct.unpack_from('<H', img, vol + 17)[0] == 0
 spf = struct.unpack_from('<I' if fat32 else '<H', img,
@@ -202,7 +220,9 @@ data = root if fat32 else root + 512 * 32
 csize = img[vol + 13] * 512
 eoc = 0x0fffffff if fat32 else 0xfff
 def entry(name):
-    return img.index(name.encode(), root)
+    e = img.find(name.encode(), root)
+    assert e >= 0, name
+    return e
 def cluster(name):
     e = entry(name)
     hi = struct.unpack_from('<H', img, e + 20)[0] if fat32 else 0
@@ -229,7 +249,7 @@ def setfat(c, v):
 def free():
     return next(c for c in range(2, 4000) if getfat(c) == 0)
 $2
-open(sys.argv[1], 'wb').write(img)
+img.flush()
 EOF
 }
 
