@@ -5,6 +5,8 @@
 #include "crash-model.h"
 #include <sys/wait.h>
 
+#include "block/qapi.h"
+
 static void crash_sector_free(gpointer p)
 {
     CrashSector *l = p;
@@ -176,6 +178,7 @@ static char *crash_check_data(const char *path, CrashModel *m)
     QDict *opts = qdict_new();
     Error *err = NULL;
     BlockBackend *blk;
+    g_autoptr(ImageInfo) info = NULL;
     GHashTableIter it;
     gpointer value;
     int64_t len;
@@ -187,6 +190,18 @@ static char *crash_check_data(const char *path, CrashModel *m)
         failure = g_strdup_printf("qblock cannot open the image: %s",
                                   error_get_pretty(err));
         error_free(err);
+        return failure;
+    }
+    /*
+     * What qblock-img info shows, computed in this process (a third of a
+     * run's time went to starting qblock-img for it)
+     */
+    info = bdrv_query_image_info(blk_bs(blk), true, &err);
+    if (!info) {
+        failure = g_strdup_printf("qblock cannot read the image's info: %s",
+                                  error_get_pretty(err));
+        error_free(err);
+        blk_unref(blk);
         return failure;
     }
     len = blk_getlength(blk);
@@ -249,8 +264,6 @@ CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow)
 {
     const char *check[] = { "qemu-img", "check", "-f", "qcow2", path, NULL };
     const char *qinfo[] = { "qemu-img", "info", "-f", "qcow2", path, NULL };
-    const char *binfo[] = { crash_qblock_img(), "info", "-f", "qcow2", path,
-                            NULL };
     CrashVerdict v = { 0 };
     g_autofree char *out = NULL;
     CrashHeader h;
@@ -272,11 +285,6 @@ CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow)
     g_free(out);
     if (crash_spawn(qinfo, &out) != 0) {
         v.failure = g_strdup_printf("qemu-img info failed:\n%s", out);
-        return v;
-    }
-    g_free(out);
-    if (crash_spawn(binfo, &out) != 0) {
-        v.failure = g_strdup_printf("qblock-img info failed:\n%s", out);
         return v;
     }
     crash_read_header(path, &h);

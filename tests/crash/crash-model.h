@@ -72,10 +72,10 @@ void crash_model_may_shrink(CrashModel *m, int64_t len);
 
 /*
  * Checks the image at @path after a cut: qemu-img check finds nothing
- * that @allow does not name, qemu-img info and qblock-img info
- * open it, its corrupt bit is clear, and, read through qblock's qcow2
- * (its backing chain included), every sector of @m holds a version it may
- * hold.  @m may be NULL: the image only.
+ * that @allow does not name, qemu-img info opens it, its corrupt bit is
+ * clear, and, opened by qblock's qcow2 (its backing chain included), its
+ * info (what qblock-img info shows) can be read and every sector of @m
+ * holds a version it may hold.  @m may be NULL: the image only.
  */
 CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow);
 /* True if the real qemu-img, the oracle of these tests, is installed. */

@@ -12,7 +12,8 @@
  * of the image runs the operation with the power going as request n
  * arrives; whatever the operation has not done by then fails, and the
  * image is checked (crash-model.h): the real qemu-img check finds no
- * corruption, qemu-img info and qblock-img info open it, and every sector
+ * corruption, qemu-img info opens it, qblock opens it and reads its info
+ * (what qblock-img info shows), and every sector
  * holds what was written to it before the last flush that completed, or
  * something written later.
  *
