@@ -15,7 +15,7 @@ typedef struct CryptoSecret {
     size_t len;
     /*
      * What qom-get shows: the properties it was created with but data=,
-     * and QEMU's values of those not given
+     * QEMU's values of those not given, and loaded (always true)
      */
     JsonObject *props;
 } CryptoSecret;
@@ -36,8 +36,6 @@ void crypto_secret_destroy(void *state);
  * crypto_secret_new().
  */
 JsonNode *crypto_secret_get_property(void *state, const char *name);
-/* Refused by qom-get ("is not readable"): QEMU shows a secret's data. */
-extern const char *const crypto_secret_hidden[];
 /* qom-list's order of a secret's common properties, as QEMU's */
 #define CRYPTO_SECRET_QOM_LIST_COMMON "iv", "keyid", "loaded", "format"
 

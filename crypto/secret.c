@@ -244,6 +244,7 @@ void *crypto_secret_new(JsonObject *props, uint8_t *input, size_t len,
     secret->len = len;
     /* what qom-get shows: the common properties with QEMU's defaults */
     secret->props = json_object_new();
+    json_object_set_boolean_member(secret->props, "loaded", true);
     json_object_set_string_member(secret->props, "format", format);
     json_object_set_string_member(secret->props, "keyid", "");
     json_object_set_string_member(secret->props, "iv", "");
@@ -261,20 +262,14 @@ JsonNode *crypto_secret_get_property(void *state, const char *name)
     CryptoSecret *secret = state;
     JsonNode *shown = json_object_get_member(secret->props, name);
 
-    if (!strcmp(name, "loaded")) {
-        return json_node_init_boolean(json_node_alloc(), true);
-    }
     return shown ? json_node_copy(shown) : NULL;
 }
-
-const char *const crypto_secret_hidden[] = { "data", NULL };
 
 static void *crypto_secret_create(const char *id, JsonObject *props,
                                   Error **errp)
 {
     uint8_t *input;
     size_t len;
-
     CryptoSecret *secret;
 
     if (!crypto_secret_read_input(props, &input, &len, errp)) {
@@ -322,6 +317,9 @@ char *crypto_secret_lookup_as_utf8(const char *id, Error **errp)
     }
     return (char *)data;
 }
+
+/* Refused by qom-get ("is not readable"): QEMU shows a secret's data. */
+static const char *const crypto_secret_hidden[] = { "data", NULL };
 
 static const char *const crypto_secret_qom_list[] = {
     CRYPTO_SECRET_QOM_LIST_COMMON, "file", "data", NULL,
