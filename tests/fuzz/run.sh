@@ -34,17 +34,17 @@ max_len() {
     esac
 }
 
-passed=0
-failed=0
-for h in $harnesses; do
-    bin=$build/tests/fuzz/$h
-    corpus=$build/fuzz-corpus/$h
-    artifacts=$build/artifacts/$h
-    log=$build/fuzz-logs/$h.log
+# fuzz_one HARNESS: runs it, prints its one-line result; exits 0 when it
+# passed.
+fuzz_one() {
+    local h=$1
+    local bin=$build/tests/fuzz/$h
+    local corpus=$build/fuzz-corpus/$h
+    local artifacts=$build/artifacts/$h
+    local log=$build/fuzz-logs/$h.log
     if [ ! -x "$bin" ]; then
         echo "$h: not built ($bin)"
-        failed=$((failed + 1))
-        continue
+        return 1
     fi
     mkdir -p "$corpus" "$artifacts" "$(dirname "$log")"
     # -timeout: one input running longer is a hang; the outer timeout
@@ -57,23 +57,51 @@ for h in $harnesses; do
         -timeout=30 -rss_limit_mb=2560 -print_final_stats=1 \
         -artifact_prefix="$artifacts/" \
         "$corpus" "$src/tests/fuzz/corpus/$h" 2>&1 | tail -n 20000 >"$log"
-    rc=${PIPESTATUS[0]}
+    local rc=${PIPESTATUS[0]} result
+    local runs cov ft units
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
     units=$(find "$corpus" -type f | wc -l)
     if [ "$rc" = 0 ]; then
         result=passed
-        passed=$((passed + 1))
     else
+        local found summary
         found=$(grep -o "Test unit written to .*" "$log" | tail -1 |
                 sed 's/Test unit written to //')
         # the first line that names the failure: an assertion, a sanitizer
         summary=$(grep -m1 -E "Assertion .* failed|runtime error:|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)" "$log")
         result="FAILED (exit $rc): ${summary:-see $log}${found:+; input $found}"
-        failed=$((failed + 1))
     fi
     echo "$h: ${seconds} s, ${runs:-0} runs, cov ${cov:-?}, ft ${ft:-?}, corpus $units: $result"
+    [ "$rc" = 0 ]
+}
+
+# Each harness is one process on one core: FUZZ_JOBS (default: the
+# number of cores) run at once, each to a result file of its own, and
+# the results are printed in the order the harnesses were given.
+jobs=${FUZZ_JOBS:-$(nproc)}
+results=$(mktemp -d)
+trap 'rm -rf "$results"' EXIT
+running=0
+for h in $harnesses; do
+    if [ "$running" -ge "$jobs" ]; then
+        wait -n
+        running=$((running - 1))
+    fi
+    { fuzz_one "$h" > "$results/$h"; echo $? > "$results/$h.rc"; } &
+    running=$((running + 1))
+done
+wait
+passed=0
+failed=0
+for h in $harnesses; do
+    cat "$results/$h"
+    if [ "$(cat "$results/$h.rc")" = 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+    fi
 done
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
