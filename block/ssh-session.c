@@ -38,12 +38,12 @@ static void G_GNUC_PRINTF(4, 0) qssh_verror(Error **errp, SSHConn *c,
         error_setg(errp, "%s", what);
     } else if (layer == QSSH_ERROR_SESSION || !c->sftp) {
         error_setg(errp, "%s: %s (libssh error code: %d)", what,
-                   ssh_get_error(c->session),
-                   ssh_get_error_code(c->session));
+                   qssh_lib.ssh_get_error(c->session),
+                   qssh_lib.ssh_get_error_code(c->session));
     } else {
         error_setg(errp, "%s: %s (libssh error code: %d, sftp error code: "
-                   "%d)", what, ssh_get_error(c->session),
-                   ssh_get_error_code(c->session), sftp_get_error(c->sftp));
+                   "%d)", what, qssh_lib.ssh_get_error(c->session),
+                   qssh_lib.ssh_get_error_code(c->session), qssh_lib.sftp_get_error(c->sftp));
     }
 }
 
@@ -109,20 +109,20 @@ static int qssh_check_hash(SSHConn *c, QSSHHashType type, const char *want,
     size_t len = 0;
     int r;
 
-    if (ssh_get_server_publickey(c->session, &key) != SSH_OK) {
+    if (qssh_lib.ssh_get_server_publickey(c->session, &key) != SSH_OK) {
         qssh_session_error(errp, c, "failed to read remote host key");
         return -EINVAL;
     }
-    key_type = ssh_key_type(key);
-    r = ssh_get_publickey_hash(key, types[type].type, &hash, &len);
-    ssh_key_free(key);
+    key_type = qssh_lib.ssh_key_type(key);
+    r = qssh_lib.ssh_get_publickey_hash(key, types[type].type, &hash, &len);
+    qssh_lib.ssh_key_free(key);
     if (r != 0) {
         qssh_session_error(errp, c, "failed reading the hash of the server "
                            "SSH key");
         return -EINVAL;
     }
     if (qssh_hash_matches(hash, len, want)) {
-        ssh_clean_pubkey_hash(&hash);
+        qssh_lib.ssh_clean_pubkey_hash(&hash);
         return 0;
     }
     hex = g_malloc(len * 2 + 1);
@@ -130,10 +130,10 @@ static int qssh_check_hash(SSHConn *c, QSSHHashType type, const char *want,
         snprintf(hex + 2 * i, 3, "%02x", hash[i]);
     }
     hex[len * 2] = '\0';
-    ssh_clean_pubkey_hash(&hash);
+    qssh_lib.ssh_clean_pubkey_hash(&hash);
     /* QEMU's words, which name the key that the server has */
     error_setg(errp, "remote host %s key fingerprint '%s:%s' does not match "
-               "host_key_check '%s:%s'", ssh_key_type_to_char(key_type),
+               "host_key_check '%s:%s'", qssh_lib.ssh_key_type_to_char(key_type),
                types[type].name, hex, types[type].name, want);
     return -EPERM;
 }
@@ -147,25 +147,25 @@ static char *qssh_describe_key(SSHConn *c)
     char *fingerprint, *desc;
     enum ssh_keytypes_e type;
 
-    if (ssh_get_server_publickey(c->session, &key) != SSH_OK) {
+    if (qssh_lib.ssh_get_server_publickey(c->session, &key) != SSH_OK) {
         return NULL;
     }
-    type = ssh_key_type(key);
-    if (ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
+    type = qssh_lib.ssh_key_type(key);
+    if (qssh_lib.ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
                                &len) != 0) {
-        ssh_key_free(key);
+        qssh_lib.ssh_key_free(key);
         return NULL;
     }
-    ssh_key_free(key);
-    fingerprint = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
+    qssh_lib.ssh_key_free(key);
+    fingerprint = qssh_lib.ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
                                            len);
-    ssh_clean_pubkey_hash(&hash);
+    qssh_lib.ssh_clean_pubkey_hash(&hash);
     if (!fingerprint) {
         return NULL;
     }
     desc = g_strdup_printf("%s key with fingerprint %s",
-                           ssh_key_type_to_char(type), fingerprint);
-    ssh_string_free_char(fingerprint);
+                           qssh_lib.ssh_key_type_to_char(type), fingerprint);
+    qssh_lib.ssh_string_free_char(fingerprint);
     return desc;
 }
 
@@ -173,7 +173,7 @@ static int qssh_check_known_hosts(SSHConn *c, Error **errp)
 {
     g_autofree char *key = NULL;
 
-    switch (ssh_session_is_known_server(c->session)) {
+    switch (qssh_lib.ssh_session_is_known_server(c->session)) {
     case SSH_KNOWN_HOSTS_OK:
         return 0;
     case SSH_KNOWN_HOSTS_CHANGED:
@@ -228,7 +228,7 @@ static int qssh_check_host_key(SSHConn *c, const SSHConnectOpts *o,
  */
 static int qssh_authenticate(SSHConn *c, Error **errp)
 {
-    int r = ssh_userauth_none(c->session, NULL);
+    int r = qssh_lib.ssh_userauth_none(c->session, NULL);
 
     if (r == SSH_AUTH_SUCCESS) {
         return 0;
@@ -238,8 +238,8 @@ static int qssh_authenticate(SSHConn *c, Error **errp)
                            "authentication");
         return -EPERM;
     }
-    if (ssh_userauth_list(c->session, NULL) & SSH_AUTH_METHOD_PUBLICKEY) {
-        r = ssh_userauth_publickey_auto(c->session, NULL, NULL);
+    if (qssh_lib.ssh_userauth_list(c->session, NULL) & SSH_AUTH_METHOD_PUBLICKEY) {
+        r = qssh_lib.ssh_userauth_publickey_auto(c->session, NULL, NULL);
         if (r == SSH_AUTH_SUCCESS) {
             return 0;
         }
@@ -265,12 +265,12 @@ static int qssh_session_setup(SSHConn *c, const SSHConnectOpts *o,
     uint64_t num;
     struct servent *se;
 
-    c->session = ssh_new();
+    c->session = qssh_lib.ssh_new();
     if (!c->session) {
         error_setg(errp, "failed to initialize libssh session");
         return -EINVAL;
     }
-    if (ssh_options_set(c->session, SSH_OPTIONS_FD, &c->fd) < 0) {
+    if (qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_FD, &c->fd) < 0) {
         qssh_session_error(errp, c, "failed to set the socket");
         return -EINVAL;
     }
@@ -280,13 +280,13 @@ static int qssh_session_setup(SSHConn *c, const SSHConnectOpts *o,
     } else if ((se = getservbyname(o->port, "tcp"))) {
         port = ntohs(se->s_port);
     }
-    if (ssh_options_set(c->session, SSH_OPTIONS_HOST, o->host) < 0 ||
-        (port && ssh_options_set(c->session, SSH_OPTIONS_PORT, &port) < 0) ||
-        ssh_options_set(c->session, SSH_OPTIONS_USER, o->user) < 0) {
+    if (qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_HOST, o->host) < 0 ||
+        (port && qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_PORT, &port) < 0) ||
+        qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_USER, o->user) < 0) {
         qssh_session_error(errp, c, "failed to set the session's options");
         return -EINVAL;
     }
-    if (ssh_options_parse_config(c->session, NULL) < 0) {
+    if (qssh_lib.ssh_options_parse_config(c->session, NULL) < 0) {
         qssh_session_error(errp, c, "failed to read ~/.ssh/config");
         return -EINVAL;
     }
@@ -299,29 +299,29 @@ static int qssh_open_file(SSHConn *c, const char *path, int flags, int mode,
 {
     sftp_attributes attrs;
 
-    c->sftp = sftp_new(c->session);
+    c->sftp = qssh_lib.sftp_new(c->session);
     if (!c->sftp) {
         qssh_session_error(errp, c, "failed to initialize sftp handle");
         return -EINVAL;
     }
-    if (sftp_init(c->sftp) < 0) {
+    if (qssh_lib.sftp_init(c->sftp) < 0) {
         qssh_sftp_error(errp, c, "failed to initialize sftp handle");
         return -EINVAL;
     }
-    c->file = sftp_open(c->sftp, path, flags, mode);
+    c->file = qssh_lib.sftp_open(c->sftp, path, flags, mode);
     if (!c->file) {
         qssh_sftp_error(errp, c, "failed to open remote file '%s'", path);
         return -EINVAL;
     }
-    attrs = sftp_fstat(c->file);
+    attrs = qssh_lib.sftp_fstat(c->file);
     if (!attrs) {
         qssh_sftp_error(errp, c, "failed to read file attributes");
         return -EINVAL;
     }
     c->size = attrs->size;
     c->regular = attrs->type == SSH_FILEXFER_TYPE_REGULAR;
-    sftp_attributes_free(attrs);
-    c->has_fsync = sftp_extension_supported(c->sftp, QSSH_FSYNC_EXT, "1");
+    qssh_lib.sftp_attributes_free(attrs);
+    c->has_fsync = qssh_lib.sftp_extension_supported(c->sftp, QSSH_FSYNC_EXT, "1");
     return 0;
 }
 
@@ -332,13 +332,16 @@ int qssh_connect(const SSHConnectOpts *o, int flags, int mode, SSHConn *c,
                                                             o->port);
     int ret;
 
+    if (!qssh_lib_load(errp)) {
+        return -ENOTSUP;
+    }
     memset(c, 0, sizeof(*c));
     c->fd = socket_connect(addr, errp);
     if (c->fd < 0) {
         return c->fd;
     }
     ret = qssh_session_setup(c, o, errp);
-    if (ret == 0 && ssh_connect(c->session) != SSH_OK) {
+    if (ret == 0 && qssh_lib.ssh_connect(c->session) != SSH_OK) {
         qssh_session_error(errp, c, "failed to establish SSH session");
         ret = -EINVAL;
     }
@@ -360,16 +363,16 @@ int qssh_connect(const SSHConnectOpts *o, int flags, int mode, SSHConn *c,
 void qssh_disconnect(SSHConn *c)
 {
     if (c->file) {
-        sftp_close(c->file);
+        qssh_lib.sftp_close(c->file);
     }
     if (c->sftp) {
-        sftp_free(c->sftp);
+        qssh_lib.sftp_free(c->sftp);
     }
     if (c->session) {
-        if (ssh_is_connected(c->session)) {
-            ssh_disconnect(c->session);
+        if (qssh_lib.ssh_is_connected(c->session)) {
+            qssh_lib.ssh_disconnect(c->session);
         }
-        ssh_free(c->session);
+        qssh_lib.ssh_free(c->session);
     }
     if (c->fd >= 0) {
         close(c->fd);
@@ -383,8 +386,8 @@ int qssh_grow(SSHConn *c, uint64_t size)
     static const char zero;
 
     assert(size > 0);
-    if (sftp_seek64(c->file, size - 1) < 0 ||
-        sftp_write(c->file, &zero, 1) != 1) {
+    if (qssh_lib.sftp_seek64(c->file, size - 1) < 0 ||
+        qssh_lib.sftp_write(c->file, &zero, 1) != 1) {
         return -EIO;
     }
     return 0;

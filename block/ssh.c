@@ -36,8 +36,8 @@
 
 /*
  * Reads are pipelined: SFTP lets a client send many read requests before
- * the first answer comes (libssh 0.10: sftp_async_read_begin() and
- * sftp_async_read()), so a large read has up to QSSH_READ_DEPTH pieces of
+ * the first answer comes (libssh 0.10: qssh_lib.sftp_async_read_begin() and
+ * qssh_lib.sftp_async_read()), so a large read has up to QSSH_READ_DEPTH pieces of
  * QSSH_READ_PIECE bytes on the wire at once and costs about one round
  * trip rather than one per piece.  64 KiB is what OpenSSH's sftp-server
  * and most others answer in full; 16 of them (1 MiB) cover a long fat
@@ -94,7 +94,7 @@ typedef struct SSHRequest {
 static int qssh_read_buf(SSHConn *c, char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = sftp_read(c->file, buf, MIN(len, QSSH_MAX_IO));
+        ssize_t n = qssh_lib.sftp_read(c->file, buf, MIN(len, QSSH_MAX_IO));
 
         if (n < 0) {
             return -EIO;
@@ -128,10 +128,10 @@ static int qssh_read_piece_done(SSHConn *c, SSHReadPiece *p)
 {
     int n;
 
-    if (sftp_seek64(c->file, p->offset) < 0) {
+    if (qssh_lib.sftp_seek64(c->file, p->offset) < 0) {
         return -EIO;
     }
-    n = sftp_async_read(c->file, p->buf, p->len, p->id);
+    n = qssh_lib.sftp_async_read(c->file, p->buf, p->len, p->id);
     if (n == SSH_EOF) {
         return 0;
     }
@@ -174,11 +174,11 @@ static int qssh_read_pipelined(SSHConn *c, uint64_t offset,
             p->buf = (char *)iov->iov_base + skip;
             p->len = MIN(iov->iov_len - skip, QSSH_READ_PIECE);
             p->offset = offset + done;
-            if (sftp_seek64(c->file, p->offset) < 0) {
+            if (qssh_lib.sftp_seek64(c->file, p->offset) < 0) {
                 ret = -EIO;
                 break;
             }
-            p->id = sftp_async_read_begin(c->file, p->len);
+            p->id = qssh_lib.sftp_async_read_begin(c->file, p->len);
             if (p->id < 0) {
                 ret = -EIO;
                 break;
@@ -210,7 +210,7 @@ static int qssh_read_pipelined(SSHConn *c, uint64_t offset,
         }
         /* nothing in flight: complete the short pieces */
         for (unsigned i = 0; i < nshort && ret == 0; i++) {
-            if (sftp_seek64(c->file, shorts[i].offset) < 0) {
+            if (qssh_lib.sftp_seek64(c->file, shorts[i].offset) < 0) {
                 ret = -EIO;
                 break;
             }
@@ -226,7 +226,7 @@ static int qssh_read_pipelined(SSHConn *c, uint64_t offset,
 static int qssh_write_buf(SSHConn *c, const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = sftp_write(c->file, buf, MIN(len, QSSH_MAX_IO));
+        ssize_t n = qssh_lib.sftp_write(c->file, buf, MIN(len, QSSH_MAX_IO));
 
         if (n <= 0) {
             return -EIO;
@@ -246,7 +246,7 @@ static int qssh_worker(void *opaque)
 
     switch (req->op) {
     case QSSH_OP_FLUSH:
-        return sftp_fsync(c->file) < 0 ? -EIO : 0;
+        return qssh_lib.sftp_fsync(c->file) < 0 ? -EIO : 0;
     case QSSH_OP_GROW:
         return qssh_grow(c, req->offset);
     case QSSH_OP_READ:
@@ -256,7 +256,7 @@ static int qssh_worker(void *opaque)
     if (req->op == QSSH_OP_READ) {
         return qssh_read_pipelined(c, req->offset, req->qiov);
     }
-    if (sftp_seek64(c->file, req->offset) < 0) {
+    if (qssh_lib.sftp_seek64(c->file, req->offset) < 0) {
         return -EIO;
     }
     for (int i = 0; i < req->qiov->niov && ret == 0; i++) {
@@ -400,24 +400,12 @@ static int qssh_has_zero_init(BlockDriverState *bs)
 /* ---------------------------------------------------------------------- */
 /* Open, create and close */
 
-/* libssh's global state, once per process (it counts its users). */
-static void qssh_lib_init(void)
-{
-    static gsize done;
-
-    if (g_once_init_enter(&done)) {
-        ssh_init();
-        g_once_init_leave(&done, 1);
-    }
-}
-
 static int qssh_open(BlockDriverState *bs, QDict *options, int flags,
                      Error **errp)
 {
     BDRVSSHState *s = bs->opaque;
     int ret;
 
-    qssh_lib_init();
     if (!qssh_opts_parse(options, &s->opts, errp)) {
         qssh_opts_free(&s->opts);
         return -EINVAL;
@@ -479,7 +467,6 @@ static int qssh_create(QDict *options, QemuOpts *opts, Error **errp)
     SSHConn c;
     int ret;
 
-    qssh_lib_init();
     if (!qssh_opts_parse(options, &o, errp)) {
         qssh_opts_free(&o);
         return -EINVAL;

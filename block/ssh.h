@@ -6,11 +6,13 @@
  *                   current ones and its older flat spelling)
  *   ssh-session.c   connecting: the TCP socket, the SSH session, the
  *                   host key check, authentication, SFTP, the remote file
+ *   ssh-lib.c       loading libssh when first needed
  *
  * Functions are prefixed qssh_: libssh owns ssh_ and sftp_.
  *
  * Built only when libssh is found (block/meson.build); without it
- * block/ssh-missing.c registers a driver that says so.
+ * block/ssh-missing.c registers a driver that says so.  The library
+ * itself is loaded at run time.
  */
 #ifndef QBLOCK_BLOCK_SSH_H
 #define QBLOCK_BLOCK_SSH_H
@@ -19,6 +21,43 @@
 #include "util/coroutine.h"
 #include <libssh/libssh.h>
 #include <libssh/sftp.h>
+
+/*
+ * libssh is loaded at the first connection, not linked (ssh-lib.c): with
+ * OpenSSL and Kerberos it cost every start of every tool 200 page
+ * faults.  Every function of libssh that the driver calls is listed
+ * here and called through qssh_lib, e.g. qssh_lib.ssh_connect(...); a
+ * function missing from the list fails to link.
+ */
+#define QSSH_LIB_FUNCS(F) \
+    F(sftp_async_read) F(sftp_async_read_begin) F(sftp_attributes_free) \
+    F(sftp_close) F(sftp_extension_supported) F(sftp_free) F(sftp_fstat) \
+    F(sftp_fsync) F(sftp_get_error) F(sftp_init) F(sftp_new) F(sftp_open) \
+    F(sftp_read) F(sftp_seek64) F(sftp_write) F(ssh_clean_pubkey_hash) \
+    F(ssh_connect) F(ssh_disconnect) F(ssh_free) F(ssh_get_error) \
+    F(ssh_get_error_code) F(ssh_get_fingerprint_hash) \
+    F(ssh_get_publickey_hash) F(ssh_get_server_publickey) F(ssh_init) \
+    F(ssh_is_connected) F(ssh_key_free) F(ssh_key_type) \
+    F(ssh_key_type_to_char) F(ssh_new) F(ssh_options_parse_config) \
+    F(ssh_options_set) F(ssh_session_is_known_server) \
+    F(ssh_string_free_char) F(ssh_userauth_list) F(ssh_userauth_none) \
+    F(ssh_userauth_publickey_auto)
+
+typedef struct QSSHLib {
+#define QSSH_LIB_POINTER(fn) __typeof__(fn) *fn;
+    QSSH_LIB_FUNCS(QSSH_LIB_POINTER)
+#undef QSSH_LIB_POINTER
+} QSSHLib;
+
+/* Valid once qssh_lib_load() has succeeded (in qssh_connect()). */
+extern QSSHLib qssh_lib;
+
+/*
+ * Loads libssh and resolves qssh_lib, and initialises libssh's global
+ * state, the first time; true once that has succeeded, else false with
+ * @errp saying what is missing.
+ */
+bool qssh_lib_load(Error **errp);
 
 /* QEMU's default port, which file names made from options always show */
 #define QSSH_DEFAULT_PORT "22"

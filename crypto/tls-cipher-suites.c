@@ -10,7 +10,7 @@
  */
 #include "crypto/tls-cipher-suites.h"
 
-#include <gnutls/gnutls.h>
+#include "tls-lib.h"
 
 #include "util/json.h"
 #include "util/user-object.h"
@@ -29,20 +29,26 @@ typedef struct TlsCipherSuites {
 GByteArray *qcrypto_tls_cipher_suites_compute(const char *priority,
                                               Error **errp)
 {
-    g_autoptr(GByteArray) suites = g_byte_array_new();
+    g_autoptr(GByteArray) suites = NULL;
     gnutls_priority_t cache;
-    int ret = gnutls_priority_init(&cache, priority, NULL);
+    int ret;
 
-    if (ret < 0) {
-        error_setg(errp, "Syntax error using priority '%s': %s", priority,
-                   gnutls_strerror(ret));
+    if (!qtls_lib_load(errp)) {
         return NULL;
     }
+    ret = qtls_lib.gnutls_priority_init(&cache, priority, NULL);
+    if (ret < 0) {
+        error_setg(errp, "Syntax error using priority '%s': %s", priority,
+                   qtls_lib.gnutls_strerror(ret));
+        return NULL;
+    }
+    suites = g_byte_array_new();
     for (unsigned i = 0;; i++) {
         unsigned char id[2];
         unsigned index;
 
-        ret = gnutls_priority_get_cipher_suite_index(cache, i, &index);
+        ret = qtls_lib.gnutls_priority_get_cipher_suite_index(cache, i,
+                                                              &index);
         if (ret == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) {
             break;          /* past the last suite of the priority */
         }
@@ -51,12 +57,13 @@ GByteArray *qcrypto_tls_cipher_suites_compute(const char *priority,
          * and key exchanges; those no suite has are skipped.
          */
         if (ret < 0 ||
-            !gnutls_cipher_suite_info(index, id, NULL, NULL, NULL, NULL)) {
+            !qtls_lib.gnutls_cipher_suite_info(index, id, NULL, NULL, NULL,
+                                               NULL)) {
             continue;
         }
         g_byte_array_append(suites, id, sizeof(id));
     }
-    gnutls_priority_deinit(cache);
+    qtls_lib.gnutls_priority_deinit(cache);
     return g_steal_pointer(&suites);
 }
 

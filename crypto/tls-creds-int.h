@@ -5,9 +5,8 @@
 #ifndef QBLOCK_CRYPTO_TLS_CREDS_INT_H
 #define QBLOCK_CRYPTO_TLS_CREDS_INT_H
 
-#include <gnutls/gnutls.h>
-
 #include "crypto/tls-creds.h"
+#include "tls-lib.h"
 #include "util/json.h"
 #include "util/user-object.h"
 

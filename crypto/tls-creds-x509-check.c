@@ -19,8 +19,7 @@
  */
 #include "util/osdep.h"
 
-#include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
+#include "tls-lib.h"
 
 #include "tls-creds-x509-check.h"
 
@@ -29,11 +28,11 @@ static bool tls_check_times(gnutls_x509_crt_t cert, const char *what,
 {
     time_t now = time(NULL);
 
-    if (gnutls_x509_crt_get_expiration_time(cert) < now) {
+    if (qtls_lib.gnutls_x509_crt_get_expiration_time(cert) < now) {
         error_setg(errp, "The %s certificate %s has expired", what, path);
         return false;
     }
-    if (gnutls_x509_crt_get_activation_time(cert) > now) {
+    if (qtls_lib.gnutls_x509_crt_get_activation_time(cert) > now) {
         error_setg(errp, "The %s certificate %s is not yet active", what,
                    path);
         return false;
@@ -46,8 +45,8 @@ static unsigned int tls_critical_key_usage(gnutls_x509_crt_t cert)
 {
     unsigned int usage = 0, critical = 0;
 
-    if (gnutls_x509_crt_get_key_usage(cert, &usage, &critical) < 0 ||
-        !critical) {
+    if (qtls_lib.gnutls_x509_crt_get_key_usage(cert, &usage,
+                                               &critical) < 0 || !critical) {
         return ~0u;
     }
     return usage;
@@ -65,8 +64,9 @@ static bool tls_purpose_allows(gnutls_x509_crt_t cert, const char *oid)
         char buf[256];
         size_t size = sizeof(buf);
         unsigned int critical = 0;
-        int ret = gnutls_x509_crt_get_key_purpose_oid(cert, i, buf, &size,
-                                                      &critical);
+        int ret = qtls_lib.gnutls_x509_crt_get_key_purpose_oid(cert, i, buf,
+                                                               &size,
+                                                               &critical);
 
         if (ret < 0) {
             /* the end of the list, or an OID too long to be @oid */
@@ -92,8 +92,8 @@ static bool tls_check_own_cert(gnutls_x509_crt_t cert, bool server,
     if (!tls_check_times(cert, end, path, errp)) {
         return false;
     }
-    if (gnutls_x509_crt_get_basic_constraints(cert, &critical, &ca,
-                                              &pathlen) >= 0 && ca) {
+    if (qtls_lib.gnutls_x509_crt_get_basic_constraints(cert, &critical, &ca,
+                                                       &pathlen) >= 0 && ca) {
         error_setg(errp, "The certificate %s basic constraints show a CA, "
                    "but we need one for a %s", path, end);
         return false;
@@ -121,8 +121,8 @@ static bool tls_check_ca_cert(gnutls_x509_crt_t cert, const char *path,
     if (!tls_check_times(cert, "CA", path, errp)) {
         return false;
     }
-    if (gnutls_x509_crt_get_basic_constraints(cert, &critical, &ca,
-                                              &pathlen) < 0) {
+    if (qtls_lib.gnutls_x509_crt_get_basic_constraints(cert, &critical, &ca,
+                                                       &pathlen) < 0) {
         error_setg(errp, "The certificate %s is missing basic constraints "
                    "for a CA", path);
         return false;
@@ -188,15 +188,16 @@ int tls_creds_x509_sanity_check(bool server, const char *ca_path,
         if (!tls_read_pem(cert_path, &data, errp)) {
             return -EINVAL;
         }
-        ret = gnutls_x509_crt_init(&cert);
+        ret = qtls_lib.gnutls_x509_crt_init(&cert);
         if (ret >= 0) {
-            ret = gnutls_x509_crt_import(cert, &data, GNUTLS_X509_FMT_PEM);
+            ret = qtls_lib.gnutls_x509_crt_import(cert, &data,
+                                                  GNUTLS_X509_FMT_PEM);
         }
         g_free(data.data);
         if (ret < 0) {
             error_setg(errp, "Unable to import %s certificate %s: %s",
                        server ? "server" : "client", cert_path,
-                       gnutls_strerror(ret));
+                       qtls_lib.gnutls_strerror(ret));
             ret = -EINVAL;
             goto out;
         }
@@ -209,8 +210,8 @@ int tls_creds_x509_sanity_check(bool server, const char *ca_path,
         if (!tls_read_pem(ca_path, &data, errp)) {
             goto out;
         }
-        if (gnutls_x509_crt_list_import2(&cas, &ncas, &data,
-                                         GNUTLS_X509_FMT_PEM, 0) < 0) {
+        if (qtls_lib.gnutls_x509_crt_list_import2(&cas, &ncas, &data,
+                                                  GNUTLS_X509_FMT_PEM, 0) < 0) {
             g_free(data.data);
             error_setg(errp, "Unable to import CA certificate list %s",
                        ca_path);
@@ -226,8 +227,9 @@ int tls_creds_x509_sanity_check(bool server, const char *ca_path,
     if (cert && ncas) {
         unsigned int status = 0;
 
-        if (gnutls_x509_crt_list_verify(&cert, 1, cas, ncas, NULL, 0, 0,
-                                        &status) < 0 || status) {
+        if (qtls_lib.gnutls_x509_crt_list_verify(&cert, 1, cas, ncas, NULL,
+                                                 0, 0, &status) < 0 ||
+            status) {
             error_setg(errp, "Our own certificate %s failed validation "
                        "against %s: %s", cert_path, ca_path,
                        tls_verify_reason(status));
@@ -237,11 +239,11 @@ int tls_creds_x509_sanity_check(bool server, const char *ca_path,
     ret = 0;
 out:
     if (cert) {
-        gnutls_x509_crt_deinit(cert);
+        qtls_lib.gnutls_x509_crt_deinit(cert);
     }
     for (unsigned int i = 0; i < ncas; i++) {
-        gnutls_x509_crt_deinit(cas[i]);
+        qtls_lib.gnutls_x509_crt_deinit(cas[i]);
     }
-    gnutls_free(cas);
+    (*qtls_lib.gnutls_free)(cas);
     return ret;
 }

@@ -6,7 +6,6 @@
  */
 #include "util/osdep.h"
 
-#include <gnutls/x509.h>
 
 #include "crypto/secret.h"
 #include "tls-creds-int.h"
@@ -68,13 +67,12 @@ static int tls_creds_load_key_pair(QCryptoTLSCreds *creds, const char *cert,
             return -EINVAL;
         }
     }
-    ret = gnutls_certificate_set_x509_key_file2(creds->x509, cert, key,
-                                                GNUTLS_X509_FMT_PEM,
-                                                password, 0);
+    ret = qtls_lib.gnutls_certificate_set_x509_key_file2(
+        creds->x509, cert, key, GNUTLS_X509_FMT_PEM, password, 0);
     crypto_secret_free_str(password);
     if (ret < 0) {
         error_setg(errp, "Cannot load certificate '%s' & key '%s': %s",
-                   cert, key, gnutls_strerror(ret));
+                   cert, key, qtls_lib.gnutls_strerror(ret));
         return -EINVAL;
     }
     return 0;
@@ -100,7 +98,7 @@ static int tls_creds_load_pem(QCryptoTLSCreds *creds, TlsCredsPemLoader *load,
     ret = load(creds->x509, path, GNUTLS_X509_FMT_PEM);
     if (ret < 0) {
         error_setg(errp, "Cannot load %s '%s': %s", what, path,
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         return -EINVAL;
     }
     return 0;
@@ -117,10 +115,10 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
     Error *local_err = NULL;
     int ret;
 
-    ret = gnutls_certificate_allocate_credentials(&creds->x509);
+    ret = qtls_lib.gnutls_certificate_allocate_credentials(&creds->x509);
     if (ret < 0) {
         error_setg(errp, "Cannot allocate credentials: %s",
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         return -ENOMEM;
     }
     /* a client checks the server, a server only the clients it verifies */
@@ -146,9 +144,11 @@ static int tls_creds_load_x509(QCryptoTLSCreds *creds, const char *dir,
         tls_creds_x509_sanity_check(server, ca, cert, errp) < 0) {
         return -EINVAL;
     }
-    if (tls_creds_load_pem(creds, gnutls_certificate_set_x509_trust_file,
+    if (tls_creds_load_pem(creds,
+                           qtls_lib.gnutls_certificate_set_x509_trust_file,
                            "CA certificate", ca, errp) < 0 ||
-        tls_creds_load_pem(creds, gnutls_certificate_set_x509_crl_file,
+        tls_creds_load_pem(creds,
+                           qtls_lib.gnutls_certificate_set_x509_crl_file,
                            "CRL", crl, errp) < 0) {
         return -EINVAL;
     }
@@ -179,12 +179,12 @@ static int tls_creds_load_psk_client(QCryptoTLSCreds *creds,
         }
         key.data = (unsigned char *)*l + ulen + 1;
         key.size = strlen((char *)key.data);
-        ret = gnutls_psk_set_client_credentials(creds->psk_client,
-                                                creds->username, &key,
-                                                GNUTLS_PSK_KEY_HEX);
+        ret = qtls_lib.gnutls_psk_set_client_credentials(creds->psk_client,
+                                                         creds->username, &key,
+                                                         GNUTLS_PSK_KEY_HEX);
         if (ret < 0) {
             error_setg(errp, "Cannot set PSK client credentials: %s",
-                       gnutls_strerror(ret));
+                       qtls_lib.gnutls_strerror(ret));
             ret = -EINVAL;
         }
     }
@@ -207,22 +207,23 @@ static int tls_creds_load_psk(QCryptoTLSCreds *creds, const char *dir,
         return -EINVAL;
     }
     if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
-        ret = gnutls_psk_allocate_client_credentials(&creds->psk_client);
+        ret = qtls_lib.gnutls_psk_allocate_client_credentials(
+            &creds->psk_client);
         if (ret < 0) {
             error_setg(errp, "Cannot allocate credentials: %s",
-                       gnutls_strerror(ret));
+                       qtls_lib.gnutls_strerror(ret));
             return -ENOMEM;
         }
         return tls_creds_load_psk_client(creds, path, errp);
     }
-    ret = gnutls_psk_allocate_server_credentials(&creds->psk_server);
+    ret = qtls_lib.gnutls_psk_allocate_server_credentials(&creds->psk_server);
     if (ret == 0) {
-        ret = gnutls_psk_set_server_credentials_file(creds->psk_server,
-                                                     path);
+        ret = qtls_lib.gnutls_psk_set_server_credentials_file(
+            creds->psk_server, path);
     }
     if (ret < 0) {
         error_setg(errp, "Cannot set PSK server credentials from %s: %s",
-                   path, gnutls_strerror(ret));
+                   path, qtls_lib.gnutls_strerror(ret));
         return -EINVAL;
     }
     return 0;
@@ -246,17 +247,18 @@ static int tls_creds_load_dh_params(QCryptoTLSCreds *creds, const char *path,
     }
     pem.data = (unsigned char *)content;
     pem.size = len;
-    ret = gnutls_dh_params_init(&creds->dh_params);
+    ret = qtls_lib.gnutls_dh_params_init(&creds->dh_params);
     if (ret == 0) {
-        ret = gnutls_dh_params_import_pkcs3(creds->dh_params, &pem,
-                                            GNUTLS_X509_FMT_PEM);
+        ret = qtls_lib.gnutls_dh_params_import_pkcs3(creds->dh_params, &pem,
+                                                     GNUTLS_X509_FMT_PEM);
     }
     if (ret < 0) {
         error_setg(errp, "Unable to load DH parameters from %s: %s", path,
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         return -EINVAL;
     }
-    gnutls_anon_set_server_dh_params(creds->anon_server, creds->dh_params);
+    qtls_lib.gnutls_anon_set_server_dh_params(creds->anon_server,
+                                              creds->dh_params);
     return 0;
 }
 
@@ -273,13 +275,15 @@ static int tls_creds_load_anon(QCryptoTLSCreds *creds, const char *dir,
     int ret;
 
     if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
-        ret = gnutls_anon_allocate_client_credentials(&creds->anon_client);
+        ret = qtls_lib.gnutls_anon_allocate_client_credentials(
+            &creds->anon_client);
     } else {
-        ret = gnutls_anon_allocate_server_credentials(&creds->anon_server);
+        ret = qtls_lib.gnutls_anon_allocate_server_credentials(
+            &creds->anon_server);
     }
     if (ret < 0) {
         error_setg(errp, "Cannot allocate credentials: %s",
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         return -ENOMEM;
     }
     if (creds->endpoint == QCRYPTO_TLS_CREDS_ENDPOINT_CLIENT) {
@@ -294,11 +298,11 @@ static int tls_creds_load_anon(QCryptoTLSCreds *creds, const char *dir,
     if (path) {
         return tls_creds_load_dh_params(creds, path, errp);
     }
-    ret = gnutls_anon_set_server_known_dh_params(creds->anon_server,
-                                                 GNUTLS_SEC_PARAM_MEDIUM);
+    ret = qtls_lib.gnutls_anon_set_server_known_dh_params(
+        creds->anon_server, GNUTLS_SEC_PARAM_MEDIUM);
     if (ret < 0) {
         error_setg(errp, "Cannot set DH parameters: %s",
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         return -EINVAL;
     }
     return 0;
@@ -309,22 +313,22 @@ static void tls_creds_destroy(void *state)
     QCryptoTLSCreds *creds = state;
 
     if (creds->x509) {
-        gnutls_certificate_free_credentials(creds->x509);
+        qtls_lib.gnutls_certificate_free_credentials(creds->x509);
     }
     if (creds->psk_server) {
-        gnutls_psk_free_server_credentials(creds->psk_server);
+        qtls_lib.gnutls_psk_free_server_credentials(creds->psk_server);
     }
     if (creds->psk_client) {
-        gnutls_psk_free_client_credentials(creds->psk_client);
+        qtls_lib.gnutls_psk_free_client_credentials(creds->psk_client);
     }
     if (creds->anon_server) {
-        gnutls_anon_free_server_credentials(creds->anon_server);
+        qtls_lib.gnutls_anon_free_server_credentials(creds->anon_server);
     }
     if (creds->anon_client) {
-        gnutls_anon_free_client_credentials(creds->anon_client);
+        qtls_lib.gnutls_anon_free_client_credentials(creds->anon_client);
     }
     if (creds->dh_params) {
-        gnutls_dh_params_deinit(creds->dh_params);
+        qtls_lib.gnutls_dh_params_deinit(creds->dh_params);
     }
     g_free(creds->id);
     g_free(creds->priority);
@@ -339,13 +343,17 @@ static void tls_creds_destroy(void *state)
 static void *tls_creds_create(const char *id, JsonObject *props,
                               QCryptoTLSCredsKind kind, Error **errp)
 {
-    QCryptoTLSCreds *creds = g_new0(QCryptoTLSCreds, 1);
+    QCryptoTLSCreds *creds;
     const char *endpoint = json_object_get_string_member_with_default(
         props, "endpoint", "client");
     const char *dir = json_object_get_string_member_with_default(
         props, "dir", NULL);
     int ret;
 
+    if (!qtls_lib_load(errp)) {
+        return NULL;
+    }
+    creds = g_new0(QCryptoTLSCreds, 1);
     creds->kind = kind;
     creds->id = g_strdup(id);
     creds->props = json_object_ref(props);

@@ -10,7 +10,6 @@
  */
 #include "util/osdep.h"
 
-#include <gnutls/x509.h>
 #include <sys/socket.h>
 
 #include "crypto/tls-authz.h"
@@ -57,10 +56,11 @@ QCryptoTLSSession *qcrypto_tls_session_new(QCryptoTLSCreds *creds,
 
     sess->creds = creds;
     sess->hostname = g_strdup(hostname);
-    ret = gnutls_init(&sess->s, server ? GNUTLS_SERVER : GNUTLS_CLIENT);
+    ret = qtls_lib.gnutls_init(&sess->s,
+                               server ? GNUTLS_SERVER : GNUTLS_CLIENT);
     if (ret < 0) {
         error_setg(errp, "Cannot initialize TLS session: %s",
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         g_free(sess->hostname);
         g_free(sess);
         return NULL;
@@ -70,35 +70,36 @@ QCryptoTLSSession *qcrypto_tls_session_new(QCryptoTLSCreds *creds,
                        TLS_PRIORITY_PSK_EXTRA :
                        creds->kind == QCRYPTO_TLS_CREDS_ANON ?
                        TLS_PRIORITY_ANON_EXTRA : "", NULL);
-    ret = gnutls_priority_set_direct(sess->s, prio, &err_pos);
+    ret = qtls_lib.gnutls_priority_set_direct(sess->s, prio, &err_pos);
     if (ret < 0) {
         error_setg(errp, "Unable to set TLS session priority %s: %s", prio,
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         goto fail;
     }
     if (creds->kind == QCRYPTO_TLS_CREDS_X509) {
-        ret = gnutls_credentials_set(sess->s, GNUTLS_CRD_CERTIFICATE,
-                                     creds->x509);
+        ret = qtls_lib.gnutls_credentials_set(sess->s, GNUTLS_CRD_CERTIFICATE,
+                                              creds->x509);
         if (ret >= 0 && server && creds->verify_peer) {
-            gnutls_certificate_server_set_request(sess->s,
-                                                  GNUTLS_CERT_REQUEST);
+            qtls_lib.gnutls_certificate_server_set_request(sess->s,
+                                                           GNUTLS_CERT_REQUEST);
         }
     } else if (creds->kind == QCRYPTO_TLS_CREDS_ANON) {
-        ret = gnutls_credentials_set(sess->s, GNUTLS_CRD_ANON,
-                                     server ? (void *)creds->anon_server
-                                            : (void *)creds->anon_client);
+        ret = qtls_lib.gnutls_credentials_set(
+            sess->s, GNUTLS_CRD_ANON, server ? (void *)creds->anon_server
+                                             : (void *)creds->anon_client);
     } else {
-        ret = gnutls_credentials_set(sess->s, GNUTLS_CRD_PSK,
-                                     server ? (void *)creds->psk_server
+        ret = qtls_lib.gnutls_credentials_set(
+            sess->s, GNUTLS_CRD_PSK, server ? (void *)creds->psk_server
                                             : (void *)creds->psk_client);
     }
     if (ret < 0) {
         error_setg(errp, "Cannot set session credentials: %s",
-                   gnutls_strerror(ret));
+                   qtls_lib.gnutls_strerror(ret));
         goto fail;
     }
-    gnutls_transport_set_ptr(sess->s, (gnutls_transport_ptr_t)(intptr_t)fd);
-    gnutls_transport_set_push_function(sess->s, tls_session_push);
+    qtls_lib.gnutls_transport_set_ptr(sess->s,
+                                      (gnutls_transport_ptr_t)(intptr_t)fd);
+    qtls_lib.gnutls_transport_set_push_function(sess->s, tls_session_push);
     return sess;
 
 fail:
@@ -109,7 +110,7 @@ fail:
 void qcrypto_tls_session_free(QCryptoTLSSession *sess)
 {
     if (sess) {
-        gnutls_deinit(sess->s);
+        qtls_lib.gnutls_deinit(sess->s);
         g_free(sess->hostname);
         g_free(sess->authz_id);
         g_free(sess);
@@ -169,24 +170,24 @@ static int tls_session_check_cert(QCryptoTLSSession *sess,
     time_t now = time(NULL);
     int ret = -EPROTO;
 
-    if (gnutls_x509_crt_init(&cert) < 0) {
+    if (qtls_lib.gnutls_x509_crt_init(&cert) < 0) {
         error_setg(errp, "Cannot initialize certificate");
         return -ENOMEM;
     }
-    if (gnutls_x509_crt_import(cert, der, GNUTLS_X509_FMT_DER) < 0) {
+    if (qtls_lib.gnutls_x509_crt_import(cert, der, GNUTLS_X509_FMT_DER) < 0) {
         error_setg(errp, "Cannot import certificate");
-    } else if (gnutls_x509_crt_get_expiration_time(cert) < now) {
+    } else if (qtls_lib.gnutls_x509_crt_get_expiration_time(cert) < now) {
         error_setg(errp, "The certificate has expired");
-    } else if (gnutls_x509_crt_get_activation_time(cert) > now) {
+    } else if (qtls_lib.gnutls_x509_crt_get_activation_time(cert) > now) {
         error_setg(errp, "The certificate is not yet activated");
     } else if (first && !client && sess->authz_id) {
         g_autofree char *dn = NULL;
         size_t len = 0;
 
         /* the first call says how long the name is */
-        gnutls_x509_crt_get_dn(cert, NULL, &len);
+        qtls_lib.gnutls_x509_crt_get_dn(cert, NULL, &len);
         dn = g_malloc0(len + 1);
-        if (gnutls_x509_crt_get_dn(cert, dn, &len) < 0) {
+        if (qtls_lib.gnutls_x509_crt_get_dn(cert, dn, &len) < 0) {
             error_setg(errp, "Cannot get client distinguished name");
         } else {
             ret = tls_session_check_authz(sess, "x509", dn, errp);
@@ -194,13 +195,13 @@ static int tls_session_check_cert(QCryptoTLSSession *sess,
     } else if (first && client && !sess->hostname) {
         error_setg(errp, "No hostname for certificate validation");
     } else if (first && client &&
-               !gnutls_x509_crt_check_hostname(cert, sess->hostname)) {
+               !qtls_lib.gnutls_x509_crt_check_hostname(cert, sess->hostname)) {
         error_setg(errp, "Certificate does not match the hostname %s",
                    sess->hostname);
     } else {
         ret = 0;
     }
-    gnutls_x509_crt_deinit(cert);
+    qtls_lib.gnutls_x509_crt_deinit(cert);
     return ret;
 }
 
@@ -214,7 +215,7 @@ static int tls_session_check_peer(QCryptoTLSSession *sess, Error **errp)
         return 0;   /* QEMU's: no identity, so no authz check either */
     }
     if (sess->creds->kind == QCRYPTO_TLS_CREDS_PSK) {
-        const char *user = gnutls_psk_server_get_username(sess->s);
+        const char *user = qtls_lib.gnutls_psk_server_get_username(sess->s);
 
         if (!sess->authz_id ||
             sess->creds->endpoint != QCRYPTO_TLS_CREDS_ENDPOINT_SERVER) {
@@ -234,16 +235,16 @@ static int tls_session_check_peer(QCryptoTLSSession *sess, Error **errp)
         }
         return 0;
     }
-    ret = gnutls_certificate_verify_peers2(sess->s, &status);
+    ret = qtls_lib.gnutls_certificate_verify_peers2(sess->s, &status);
     if (ret < 0) {
-        error_setg(errp, "Verify failed: %s", gnutls_strerror(ret));
+        error_setg(errp, "Verify failed: %s", qtls_lib.gnutls_strerror(ret));
         return -EPROTO;
     }
     if (status) {
         error_setg(errp, "%s", tls_session_status_reason(status));
         return -EPROTO;
     }
-    certs = gnutls_certificate_get_peers(sess->s, &n);
+    certs = qtls_lib.gnutls_certificate_get_peers(sess->s, &n);
     if (!certs || !n) {
         error_setg(errp, "No certificate peers");
         return -EPROTO;
@@ -264,12 +265,13 @@ int qcrypto_tls_session_handshake(QCryptoTLSSession *sess, Error **errp)
     if (sess->handshake_done) {
         return 0;
     }
-    ret = gnutls_handshake(sess->s);
+    ret = qtls_lib.gnutls_handshake(sess->s);
     if (ret == GNUTLS_E_AGAIN || ret == GNUTLS_E_INTERRUPTED) {
         return -EAGAIN;
     }
     if (ret < 0) {
-        error_setg(errp, "TLS handshake failed: %s", gnutls_strerror(ret));
+        error_setg(errp, "TLS handshake failed: %s",
+                   qtls_lib.gnutls_strerror(ret));
         return -EPROTO;
     }
     ret = tls_session_check_peer(sess, errp);
@@ -293,7 +295,7 @@ int qcrypto_tls_session_handshake_sync(QCryptoTLSSession *sess,
 
 bool qcrypto_tls_session_wants_write(QCryptoTLSSession *sess)
 {
-    return gnutls_record_get_direction(sess->s) == 1;
+    return qtls_lib.gnutls_record_get_direction(sess->s) == 1;
 }
 
 static ssize_t tls_session_ret(ssize_t ret)
@@ -314,17 +316,17 @@ static ssize_t tls_session_ret(ssize_t ret)
 ssize_t qcrypto_tls_session_read(QCryptoTLSSession *sess, void *buf,
                                  size_t len)
 {
-    return tls_session_ret(gnutls_record_recv(sess->s, buf, len));
+    return tls_session_ret(qtls_lib.gnutls_record_recv(sess->s, buf, len));
 }
 
 ssize_t qcrypto_tls_session_write(QCryptoTLSSession *sess, const void *buf,
                                   size_t len)
 {
-    return tls_session_ret(gnutls_record_send(sess->s, buf, len));
+    return tls_session_ret(qtls_lib.gnutls_record_send(sess->s, buf, len));
 }
 
 void qcrypto_tls_session_bye(QCryptoTLSSession *sess)
 {
     /* GNUTLS_SHUT_WR waits for nothing from the peer */
-    gnutls_bye(sess->s, GNUTLS_SHUT_WR);
+    qtls_lib.gnutls_bye(sess->s, GNUTLS_SHUT_WR);
 }

@@ -105,6 +105,26 @@ io=(-c 'read -P 1 0 1M' -c 'write -P 2 1M 64k' -c 'write -z 3M 64k'
 cp src.raw ref.raw
 qemu-io -f raw "${io[@]}" ref.raw >/dev/null 2>&1
 
+# --- GnuTLS is loaded when the first TLS object is made ------------------
+# (crypto/tls-lib.c): the loader's trace shows it for a command with TLS
+# credentials and not for one without.
+loaded() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -c 'calling init: .*libgnutls\.so'; }
+plain_loads=$(loaded "$qimg" info -f raw src.raw)
+tls_loads=$(loaded "$qimg" info --object tls-creds-anon,id=t0 -f raw src.raw)
+check "GnuTLS loaded only with TLS objects (without $plain_loads, with $tls_loads)" \
+    [ "$plain_loads" -eq 0 -a "$tls_loads" -gt 0 ]
+# A GnuTLS that cannot be loaded is named, not a crash: hidden behind an
+# empty file in a mount namespace of our own.
+lib=$(ldconfig -p | sed -n 's/.*libgnutls\.so\.30 .*=> //p' | head -n 1)
+if [ -n "$lib" ] && unshare -m true 2>/dev/null; then
+    out=$(unshare -m sh -c "mount --bind /dev/null '$lib' &&
+          '$qimg' info --object tls-creds-anon,id=t0 -f raw src.raw" 2>&1)
+    check "GnuTLS missing: named" \
+        grep -q "TLS support could not be loaded: $lib: .*(install Debian's libgnutls30)" <<<"$out"
+else
+    skip "GnuTLS missing" "no libgnutls.so.30 found or no mount namespaces"
+fi
+
 # --- tls-creds-anon ------------------------------------------------------
 
 same_as_qemu "tls-creds-anon,help" qemu-storage-daemon --object tls-creds-anon,help

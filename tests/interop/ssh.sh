@@ -144,6 +144,22 @@ qemu-img create -q -f qcow2 local.qcow2 8M
 qemu-io -f qcow2 -c 'write -P 0x11 0 1M' -c 'write -P 0x22 3M 64k' \
     -c 'write -z 5M 1M' local.qcow2 >/dev/null
 
+# libssh is loaded at the first connection, never at start
+# (block/ssh-lib.c): the loader's trace shows it for an ssh:// image and
+# not for a local one.
+loaded() { LD_DEBUG=libs "$@" 2>&1 >/dev/null | grep -c 'calling init: .*libssh\.so'; }
+local_loads=$(loaded "$qimg" info local.qcow2)
+ssh_loads=$(loaded "$qimg" info -f raw "$(url absent.raw)")
+check "libssh loaded only for ssh:// images (local $local_loads, ssh $ssh_loads)" \
+    [ "$local_loads" -eq 0 -a "$ssh_loads" -gt 0 ]
+# A libssh that cannot be loaded is named, not a crash: hidden behind an
+# empty file in a mount namespace of our own (unshare is checked above).
+lib=$(ldconfig -p | sed -n 's/.*libssh\.so\.4 .*=> //p' | head -n 1)
+out=$(unshare -m sh -c "mount --bind /dev/null '$lib' &&
+      '$qimg' info -f raw '$(url a.raw)'" 2>&1)
+check "libssh missing: named" \
+    grep -q "ssh support could not be loaded: $lib: .*(install Debian's libssh-4)" <<<"$out"
+
 check "create -f raw over ssh" quiet "$qimg" create -f raw "$(url a.raw)" 4M
 check "... the file has the size asked for" \
     [ "$(stat -c %s a.raw)" = $((4 * 1024 * 1024)) ]

@@ -24,6 +24,8 @@ echo "== blockdev-backup: instructions, syscalls, page faults per MiB, qemu-stor
 bash "$here/bench-backup-cost.sh" "$build"
 echo "== rbd: convert to RBD and bench, direct and through an NBD export, QEMU vs qblock =="
 bash "$here/bench-rbd.sh" "$build"
+echo "== start-up: qemu-img vs qblock-img, per run (wall, CPU, page faults) =="
+python3 "$here/bench-startup.py" "$build"
 echo "== the exports end to end: fio (nbd engine) against qblock and QEMU servers =="
 bash "$here/bench-export.sh" "$build"
 echo "== when requests go to the kernel: default vs aio-max-batch=32/256, vhost-user-blk, QEMU =="
