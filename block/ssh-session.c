@@ -43,7 +43,8 @@ static void G_GNUC_PRINTF(4, 0) qssh_verror(Error **errp, SSHConn *c,
     } else {
         error_setg(errp, "%s: %s (libssh error code: %d, sftp error code: "
                    "%d)", what, qssh_lib.ssh_get_error(c->session),
-                   qssh_lib.ssh_get_error_code(c->session), qssh_lib.sftp_get_error(c->sftp));
+                   qssh_lib.ssh_get_error_code(c->session),
+                   qssh_lib.sftp_get_error(c->sftp));
     }
 }
 
@@ -133,7 +134,8 @@ static int qssh_check_hash(SSHConn *c, QSSHHashType type, const char *want,
     qssh_lib.ssh_clean_pubkey_hash(&hash);
     /* QEMU's words, which name the key that the server has */
     error_setg(errp, "remote host %s key fingerprint '%s:%s' does not match "
-               "host_key_check '%s:%s'", qssh_lib.ssh_key_type_to_char(key_type),
+               "host_key_check '%s:%s'",
+               qssh_lib.ssh_key_type_to_char(key_type),
                types[type].name, hex, types[type].name, want);
     return -EPERM;
 }
@@ -151,14 +153,14 @@ static char *qssh_describe_key(SSHConn *c)
         return NULL;
     }
     type = qssh_lib.ssh_key_type(key);
-    if (qssh_lib.ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash,
-                               &len) != 0) {
+    if (qssh_lib.ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256,
+                                        &hash, &len) != 0) {
         qssh_lib.ssh_key_free(key);
         return NULL;
     }
     qssh_lib.ssh_key_free(key);
-    fingerprint = qssh_lib.ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash,
-                                           len);
+    fingerprint = qssh_lib.ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256,
+                                                    hash, len);
     qssh_lib.ssh_clean_pubkey_hash(&hash);
     if (!fingerprint) {
         return NULL;
@@ -238,7 +240,8 @@ static int qssh_authenticate(SSHConn *c, Error **errp)
                            "authentication");
         return -EPERM;
     }
-    if (qssh_lib.ssh_userauth_list(c->session, NULL) & SSH_AUTH_METHOD_PUBLICKEY) {
+    if (qssh_lib.ssh_userauth_list(c->session, NULL) &
+        SSH_AUTH_METHOD_PUBLICKEY) {
         r = qssh_lib.ssh_userauth_publickey_auto(c->session, NULL, NULL);
         if (r == SSH_AUTH_SUCCESS) {
             return 0;
@@ -281,7 +284,8 @@ static int qssh_session_setup(SSHConn *c, const SSHConnectOpts *o,
         port = ntohs(se->s_port);
     }
     if (qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_HOST, o->host) < 0 ||
-        (port && qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_PORT, &port) < 0) ||
+        (port && qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_PORT,
+                                          &port) < 0) ||
         qssh_lib.ssh_options_set(c->session, SSH_OPTIONS_USER, o->user) < 0) {
         qssh_session_error(errp, c, "failed to set the session's options");
         return -EINVAL;
@@ -321,7 +325,8 @@ static int qssh_open_file(SSHConn *c, const char *path, int flags, int mode,
     c->size = attrs->size;
     c->regular = attrs->type == SSH_FILEXFER_TYPE_REGULAR;
     qssh_lib.sftp_attributes_free(attrs);
-    c->has_fsync = qssh_lib.sftp_extension_supported(c->sftp, QSSH_FSYNC_EXT, "1");
+    c->has_fsync = qssh_lib.sftp_extension_supported(c->sftp, QSSH_FSYNC_EXT,
+                                                     "1");
     return 0;
 }
 

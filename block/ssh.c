@@ -36,8 +36,8 @@
 
 /*
  * Reads are pipelined: SFTP lets a client send many read requests before
- * the first answer comes (libssh 0.10: qssh_lib.sftp_async_read_begin() and
- * qssh_lib.sftp_async_read()), so a large read has up to QSSH_READ_DEPTH pieces of
+ * the first answer comes (libssh 0.10: sftp_async_read_begin() and
+ * sftp_async_read()), so a large read has up to QSSH_READ_DEPTH pieces of
  * QSSH_READ_PIECE bytes on the wire at once and costs about one round
  * trip rather than one per piece.  64 KiB is what OpenSSH's sftp-server
  * and most others answer in full; 16 of them (1 MiB) cover a long fat
