@@ -75,14 +75,16 @@ def check(cond, what):
 
 def connect_unix(sock, path):
     """Connects @sock to the server at @path.  The path appears when the
-    server binds, a moment before it listens: a connection refused in
-    between is tried again, up to STEP_TIMEOUT."""
+    server binds, a moment before it listens: a path not there yet or a
+    connection refused in between is tried again, up to STEP_TIMEOUT.
+    (QEMU binds its -qmp socket after the chardevs whose sockets
+    start_qemu() waits for, later still on a loaded machine.)"""
     deadline = time.time() + STEP_TIMEOUT
     while True:
         try:
             sock.connect(path)
             return
-        except ConnectionRefusedError:
+        except (FileNotFoundError, ConnectionRefusedError):
             if time.time() >= deadline:
                 raise
             time.sleep(0.05)
