@@ -28,7 +28,10 @@
  *     and ctx->notified, which the window checks with the handlers.  A
  *     window that finds work skips epoll_wait() as a pending bottom half
  *     does, so at most AIO_MAX_EPOLL_SKIPS times in a row: the fds that
- *     are not polled (aio_poll_rare) still get their turn.
+ *     are not polled (aio_poll_rare) still get their turn.  A round that
+ *     skipped it and made no progress (the bottom half had been
+ *     cancelled) calls it then, without waiting: aio_poll() says "no
+ *     progress" only when no fd was ready.
  *  7. ctx->poll_mode is set from the first window of a run of polls to
  *     the next wait that may sleep; the handlers' begin ran when it was
  *     set (they may have turned their wake-ups off).  Before epoll_wait()
@@ -463,6 +466,7 @@ bool aio_poll(AioContext *ctx, bool blocking)
     int64_t wait_start = 0;
     bool poll_hit = false;
     bool bh_pending;
+    bool epoll_skipped = false;
     bool progress = false;
     int timeout = 0;
     int nready = 0;
@@ -495,6 +499,7 @@ bool aio_poll(AioContext *ctx, bool blocking)
                ctx->epoll_skips < AIO_MAX_EPOLL_SKIPS) {
         /* invariant 6 for the handlers the window found ready */
         ctx->epoll_skips++;
+        epoll_skipped = true;
     } else {
         ctx->epoll_skips = 0;
         ctx->poll_stats.epoll_waits++;
@@ -517,5 +522,17 @@ bool aio_poll(AioContext *ctx, bool blocking)
     progress |= aio_dispatch_handlers(ctx, ready, nready, events, n);
     progress |= aio_bh_poll(ctx);
     progress |= aio_timers_run(ctx);
+    if (epoll_skipped && !progress) {
+        /*
+         * The pending bottom half ran nothing (it had been cancelled) and
+         * the window's handlers found nothing after all: the fds get their
+         * look now, so that "no progress" means that nothing was ready
+         * (a caller's while (aio_poll(ctx, false)) would stop early).
+         */
+        ctx->epoll_skips = 0;
+        ctx->poll_stats.epoll_waits++;
+        n = epoll_wait(ctx->epollfd, events, AIO_MAX_EVENTS, 0);
+        progress = aio_dispatch_handlers(ctx, ready, 0, events, MAX(n, 0));
+    }
     return progress;
 }

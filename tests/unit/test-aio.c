@@ -460,6 +460,35 @@ static void test_fd_read(void)
     pipe_close(&p);
 }
 
+/*
+ * A bottom half scheduled, then cancelled, stays on the list until a poll
+ * takes it, and a pending bottom half lets aio_poll() skip epoll_wait().
+ * The cancelled one runs nothing: the poll must still look at the fds, or
+ * aio_poll(ctx, false) says "no progress" with a handler ready, and a
+ * caller's while (aio_poll(ctx, false)) stops early (seen as a test of
+ * the NBD server that found its client still waiting for data it had).
+ */
+static void test_fd_read_behind_cancelled_bh(void)
+{
+    PipeData p = { .consume = true };
+    BHData d = { 0 };
+
+    pipe_open(&p);
+    aio_set_fd_handler(ctx, p.fds[0], pipe_read_cb, NULL, &p);
+    g_assert_cmpint(write(p.fds[1], "x", 1), ==, 1);
+    d.bh = aio_bh_new(ctx, bh_cb, &d);
+    qemu_bh_schedule(d.bh);
+    qemu_bh_cancel(d.bh);
+    g_assert_true(aio_poll(ctx, false));
+    g_assert_cmpint(p.reads, ==, 1);
+    g_assert_cmpint(d.runs, ==, 0);
+    g_assert_false(aio_poll(ctx, false));
+    qemu_bh_delete(d.bh);
+    drain();
+    aio_set_fd_handler(ctx, p.fds[0], NULL, NULL, NULL);
+    pipe_close(&p);
+}
+
 static void test_fd_level_triggered(void)
 {
     PipeData p = { 0 };
@@ -946,6 +975,8 @@ int main(int argc, char **argv)
     g_test_add_func("/aio/bh/hammer", test_bh_hammer);
     g_test_add_func("/aio/notify-wakes-poll", test_notify_wakes_poll);
     g_test_add_func("/aio/fd/read", test_fd_read);
+    g_test_add_func("/aio/fd/read-behind-cancelled-bh",
+                    test_fd_read_behind_cancelled_bh);
     g_test_add_func("/aio/fd/level-triggered", test_fd_level_triggered);
     g_test_add_func("/aio/fd/write", test_fd_write);
     g_test_add_func("/aio/fd/remove-self", test_fd_remove_self);
