@@ -35,10 +35,7 @@ static LazyLib qrbd_lazy_lib = {
     .what = "rbd support",
     .install_hint = "install Debian's librbd1 and librados2",
     .sonames = qrbd_lib_sonames,
-    .funcs = qrbd_lib_funcs,
-    .n_funcs = G_N_ELEMENTS(qrbd_lib_funcs),
-    .table = &qrbd_lib,
-    .table_size = sizeof(qrbd_lib),
+    LAZY_LIB_TABLE(qrbd_lib, qrbd_lib_funcs),
 };
 
 bool qrbd_lib_load(Error **errp)

@@ -24,10 +24,7 @@ static LazyLib qssh_lazy_lib = {
     .what = "ssh support",
     .install_hint = "install Debian's libssh-4",
     .sonames = qssh_lib_sonames,
-    .funcs = qssh_lib_funcs,
-    .n_funcs = G_N_ELEMENTS(qssh_lib_funcs),
-    .table = &qssh_lib,
-    .table_size = sizeof(qssh_lib),
+    LAZY_LIB_TABLE(qssh_lib, qssh_lib_funcs),
 };
 
 bool qssh_lib_load(Error **errp)

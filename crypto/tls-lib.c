@@ -21,10 +21,7 @@ static LazyLib qtls_lazy_lib = {
     .what = "TLS support",
     .install_hint = "install Debian's libgnutls30",
     .sonames = qtls_lib_sonames,
-    .funcs = qtls_lib_funcs,
-    .n_funcs = G_N_ELEMENTS(qtls_lib_funcs),
-    .table = &qtls_lib,
-    .table_size = sizeof(qtls_lib),
+    LAZY_LIB_TABLE(qtls_lib, qtls_lib_funcs),
 };
 
 bool qtls_lib_load(Error **errp)

@@ -32,6 +32,15 @@ typedef struct LazyLibFunc {
 /* For the array of LazyLibFunc: LAZY_LIB_FUNC(MyTable, ssh_new) */
 #define LAZY_LIB_FUNC(table_type, fn) { #fn, offsetof(table_type, fn) },
 
+/*
+ * For a LazyLib's initialiser: the table @tbl and the array of
+ * LazyLibFunc @funcs that fills it, their sizes taken from them so that
+ * they cannot disagree.
+ */
+#define LAZY_LIB_TABLE(tbl, funcs_array) \
+    .funcs = (funcs_array), .n_funcs = G_N_ELEMENTS(funcs_array), \
+    .table = &(tbl), .table_size = sizeof(tbl)
+
 typedef struct LazyLib {
     /* the subject of the error messages: "rbd support" */
     const char *what;
