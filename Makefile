@@ -135,8 +135,9 @@ check-crash: test-deps all
 	bash tests/run-all.sh $(BUILD) crash
 
 # The whole of check built with AddressSanitizer and UndefinedBehaviorSanitizer
-# in a second build directory; a UBSan report stops the program, so that it
-# fails its test instead of scrolling past.
+# in a second build directory.  A UBSan finding stops the program with a
+# trap (meson.build), so that it fails its test instead of scrolling past;
+# ASan prints the stack of the trap, with its line (util/asan-build.c).
 ASAN_BUILD ?= build-asan
 # Every layer that runs qblock's code; the iotests against the real QEMU
 # tools and the docs check run none of it.
@@ -148,7 +149,6 @@ ASAN_CRASH_STRIDE ?= 2
 check-asan: test-deps
 	./configure --enable-asan --builddir=$(ASAN_BUILD)
 	ninja -C $(ASAN_BUILD)
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	QBLOCK_CRASH_STRIDE=$(ASAN_CRASH_STRIDE) \
 	    bash tests/run-all.sh $(ASAN_BUILD) $(ASAN_LAYERS)
 

@@ -50,7 +50,8 @@
 # "known"; the exit status is non-zero only for a failure that is not
 # listed there, so a regression fails CI while the list documents the
 # distance to QEMU.  A listed test that now passes is reported, so that the
-# list is kept short.
+# list is kept short.  Each set works in a folder under /tmp, removed at
+# the end of the set unless it had such a failure (its logs are there).
 set -u
 build=${1:?usage: run.sh BUILD_DIR [qcow2|raw|nbd-raw|vmdk|vpc|vdi|vhdx|luks|bochs|cloop|parallels|qed|qcow|dmg]...}
 shift
@@ -148,6 +149,7 @@ for set in "${sets[@]}"; do
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
+    unexpected_before=$unexpected
     echo "=== upstream $set: $who ==="
     # shellcheck disable=SC2086
     "$shared/run-upstream.sh" "${names[@]}" "${proto[@]}" -j "$jobs" \
@@ -176,6 +178,13 @@ for set in "${sets[@]}"; do
         cat "$work/results.txt"
         echo "check-upstream: the $set set ran no test"
         f=1 unexpected=$((unexpected + 1))
+    fi
+    # a set's work folder (its copy of the tests, scratch images, logs:
+    # 12 MB and more) is kept only for the failures that need reading
+    if [ "$unexpected" -eq "$unexpected_before" ]; then
+        rm -rf "$work"
+    else
+        echo "$set: logs kept in $work/logs"
     fi
     echo "$set: $p passed, $f failed, $s skipped"
     tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
