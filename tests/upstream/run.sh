@@ -118,29 +118,6 @@ jobs=${UPSTREAM_JOBS:-$(nproc)}
 known=$here/known-failures.txt
 [ "${QEMU:-0}" = 1 ] && known=$here/known-failures-qemu.txt
 
-# The tests that take from 10 s to 90 s each here start first, in this
-# order (the driver starts the tests in the order given), so that a set
-# does not end with one of them running alone on one of the two cores.
-slow_tests="261 271 023 125 122 154 014 197 215 159 064 059 083 013 163 178"
-# slow_first TEST...: the tests, those in slow_tests first
-slow_first() {
-    local t first=() rest=()
-    for t in $slow_tests; do
-        [[ " $* " == *" $t "* ]] && first+=("$t")
-    done
-    for t in "$@"; do
-        [[ " $slow_tests " == *" $t "* ]] || rest+=("$t")
-    done
-    echo "${first[*]}" "${rest[*]}"
-}
-# listed_tests FORMAT: the tests shared/'s list names for FORMAT ("nbd:raw"
-# for raw over NBD), which the driver runs when given none
-listed_tests() {
-    awk -v f="$1" '/^[[:space:]]*(#|$)/ { next }
-        { n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == f) { print $1; break } }' \
-        "$shared/tests.txt"
-}
-
 # known_reason SET TEST: the reason a test is listed as known to fail in
 # SET, empty if it is not listed.
 known_reason() {
@@ -154,9 +131,9 @@ tp=0 tf=0 ts=0 unexpected=0
 for set in "${sets[@]}"; do
     tests=${UPSTREAM_TESTS:-}
     case $set in
-    qcow2) fmt=qcow2 proto=() tests=${UPSTREAM_TESTS:-$(listed_tests qcow2)} ;;
-    raw) fmt=raw proto=() tests=${UPSTREAM_TESTS:-$(listed_tests raw)} ;;
-    nbd-raw) fmt=raw proto=(--proto nbd) tests=${UPSTREAM_TESTS:-$(listed_tests nbd:raw)} ;;
+    qcow2) fmt=qcow2 proto=() ;;
+    raw) fmt=raw proto=() ;;
+    nbd-raw) fmt=raw proto=(--proto nbd) ;;
     vmdk) fmt=vmdk proto=() tests=${UPSTREAM_TESTS:-$vmdk_tests} ;;
     vpc) fmt=vpc proto=() tests=${UPSTREAM_TESTS:-$vpc_tests} ;;
     vdi) fmt=vdi proto=() tests=${UPSTREAM_TESTS:-$vdi_tests} ;;
@@ -171,8 +148,6 @@ for set in "${sets[@]}"; do
     dmg) fmt=dmg proto=() tests=${UPSTREAM_TESTS:-239} ;;
     *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
-    # shellcheck disable=SC2086
-    [ -z "${UPSTREAM_TESTS:-}" ] && tests=$(slow_first $tests)
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
     unexpected_before=$unexpected
     echo "=== upstream $set: $who ==="
