@@ -23,11 +23,10 @@
 
 #ifdef CONFIG_UBSAN_TRAP
 
+#include "util/osdep.h"
+
 #include <link.h>
-#include <stdint.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22
@@ -43,7 +42,7 @@ const char *__asan_default_options(void)
 static int populate_sanitizer_data(struct dl_phdr_info *info, size_t size,
                                    void *opaque)
 {
-    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t page = sysconf(_SC_PAGESIZE);
 
     if (!strstr(info->dlpi_name, "/libasan.so")) {
         return 0;
@@ -55,9 +54,8 @@ static int populate_sanitizer_data(struct dl_phdr_info *info, size_t size,
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W)) {
             continue;
         }
-        start = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)(page - 1);
-        end = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + page - 1) &
-              ~(uintptr_t)(page - 1);
+        start = QEMU_ALIGN_DOWN(info->dlpi_addr + ph->p_vaddr, page);
+        end = QEMU_ALIGN_UP(info->dlpi_addr + ph->p_vaddr + ph->p_memsz, page);
         madvise((void *)start, end - start, MADV_POPULATE_READ);
     }
     return 1;
