@@ -692,6 +692,11 @@ def main():
         # started again: QEMU reconnects, the new daemon runs them again
         ('restart', 'restart'),
     ]
+    unknown = set(only) - {name for name, _ in scenarios}
+    if unknown:
+        print('vhost-user-blk.py: no scenario %s' % ', '.join(sorted(unknown)),
+              file=sys.stderr)
+        return 2
     passed = failed = 0
     for name, kw in scenarios:
         if only and name not in only:
