@@ -37,12 +37,18 @@
 # $QBLOCK_TEST_WAIT_LANES (default 2) beside the others, so that a 60 s
 # wait does not hold one of the lanes the CPU-bound tests share.
 #
+# lanes_default (set before sourcing; 2 when unset): the layer's number
+# of lanes when QBLOCK_TEST_LANES does not say.  A layer whose tests
+# wait on their peers for part of their time (a server's reply, a TLS
+# handshake, a storage daemon's job) but are not waiting ones sets 3:
+# the third lane fills the other two's waits.
+#
 # QBLOCK_TEST_LANES=1 runs one test at a time, as before lanes (and
 # then the waiting ones too, in the same single lane).  The
 # tests of a layer that runs in lanes must share no fixed port, socket
 # or scratch path (each works in a mktemp folder and picks free ports).
 
-lanes=${QBLOCK_TEST_LANES:-2}
+lanes=${QBLOCK_TEST_LANES:-${lanes_default:-2}}
 wait_lanes=${QBLOCK_TEST_WAIT_LANES:-2}
 [ "$lanes" -gt 1 ] || wait_lanes=0
 lanes_first=()

@@ -17,8 +17,8 @@ set -u
 build=${1:?usage: run.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../timing.bash"
+lanes_default=3
 . "$here/../lanes.bash"
-lanes=${QBLOCK_TEST_LANES:-3}
 pass=0 fail=0 skip=0 xfail=0
 
 # The images live in memory (/dev/shm) where there is one: the power cuts
