@@ -23,8 +23,15 @@
 # check prints and exit as it does; both repaired copies must then pass
 # the real qemu-img check alike.
 #
+# QBLOCK_MATRIX_STRIDE=K runs every K-th cluster size only (make
+# check-asan: 2, 512 B to 2 MiB still, all four variants each; the whole
+# matrix runs in make check): under ASan the script looks for memory
+# errors on the paths the matrix takes, and the sizes between take the
+# same ones.  The sizes left out are one skip line.
+#
 # Prints "ok NAME" or "FAIL NAME" (with details) per case and ends with
-# "N passed, N failed"; exits 77 when qemu-img or qemu-io is missing.
+# "N passed, N failed, N skipped"; exits 77 when qemu-img or qemu-io is
+# missing.
 set -u
 
 build=${1:?usage: qcow2-interop.sh BUILD_DIR}
@@ -44,7 +51,7 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
+pass=0 fail=0 skip=0
 
 ok() { echo "ok $1"; pass=$((pass + 1)); }
 not_ok() {
@@ -204,13 +211,22 @@ matrix_case() {
     rm -rf "$ours" "$theirs"
 }
 
+stride=${QBLOCK_MATRIX_STRIDE:-1} i=0 left_out=()
 for cs in 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 \
           1048576 2097152; do
+    if [ $((i++ % stride)) -ne 0 ]; then
+        left_out+=("$cs")
+        continue
+    fi
     for bits in 1 16 64; do
         matrix_case $cs $bits 1.1
     done
     matrix_case $cs 16 0.10
 done
+if [ ${#left_out[@]} -gt 0 ]; then
+    echo "skip cluster sizes ${left_out[*]}: QBLOCK_MATRIX_STRIDE=$stride"
+    skip=$((skip + 1))
+fi
 
 # ---------------------------------------------------------------------------
 # Damaged images: check and repair as qemu-img does them
@@ -264,5 +280,5 @@ damaged "reserved bits in an L1 entry" "l1 0 0x8000000000040002"
 damaged "refcount block outside the file" "reftable 3 0x10000000"
 damaged "refcount block of a cluster past the end" "refcount 40 1"
 
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
