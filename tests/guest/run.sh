@@ -81,7 +81,7 @@ pass=0 fail=0 skipped=0
 # a timeout, or an exit status other than 0 with no failure counted, is
 # a failure, and a skip under CI too (the skip() above).
 lane_report() {
-    local name=$1 p f s
+    local name=$1 p f
     sed -E "s/^([0-9]+ passed, [0-9]+ failed.*)$/$name: \1 ($lane_time)/" \
         "$lane_out"
     case $lane_rc in
