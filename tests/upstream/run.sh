@@ -38,13 +38,15 @@
 #
 # Environment:
 #   QEMU=1          run the real qemu-img/qemu-io/qemu-nbd from /usr/bin
-#   UPSTREAM_JOBS   tests run in parallel (default: the number of CPUs)
+#   UPSTREAM_JOBS   tests of one set run in parallel (default: the number
+#                   of CPUs)
+#   UPSTREAM_SET_JOBS  sets run at once (default 2)
 #   UPSTREAM_CACHE  where the fetched tests are kept
 #                   (default ${XDG_CACHE_HOME:-$HOME/.cache}/qblock)
 #   UPSTREAM_TESTS  run only these tests (space-separated names)
 #
 # Prints one line per test that did not pass with its reason, one
-# "SET: N passed, N failed, N skipped" line per set and a last line
+# "SET: N passed, N failed, N skipped (TIME)" line per set and a last line
 # "N passed, N failed, N skipped" over all sets.  A test that fails and is
 # listed in known-failures.txt (next to this script, with the reason) is
 # "known"; the exit status is non-zero only for a failure that is not
@@ -58,10 +60,17 @@ shift
 build=$(cd "$build" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
-. "$src/tests/python.bash"
-sets=("$@")
-[ ${#sets[@]} -eq 0 ] && sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels
-                                qed qcow dmg)
+. "$src/tests/timing.bash"
+all_sets=(qcow2 raw nbd-raw vmdk vpc vdi vhdx luks bochs cloop parallels qed qcow dmg)
+[ $# -eq 0 ] && set -- "${all_sets[@]}"
+sets=()
+for set in "$@"; do
+    case " ${all_sets[*]} " in
+    *" $set "*) ;;
+    *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
+    esac
+    case " ${sets[*]} " in *" $set "*) ;; *) sets+=("$set") ;; esac
+done
 vmdk_tests="004 017 018 019 020 027 034 037 059 063 069 072 104 105 110 111
             126 279"
 vpc_tests="072 088 135 146"
@@ -127,9 +136,10 @@ known_reason() {
             $1 = ""; $2 = ""; sub(/^  */, ""); print; exit }' "$known"
 }
 
-tp=0 tf=0 ts=0 unexpected=0
-for set in "${sets[@]}"; do
-    tests=${UPSTREAM_TESTS:-}
+# run_set SET: runs one set; prints its lines and "SET: N passed, N
+# failed, N skipped", and last "counts P F S UNEXPECTED" for the sum.
+run_set() {
+    local set=$1 tests=${UPSTREAM_TESTS:-} fmt proto
     case $set in
     qcow2) fmt=qcow2 proto=() ;;
     raw) fmt=raw proto=() ;;
@@ -146,16 +156,16 @@ for set in "${sets[@]}"; do
     qed) fmt=qed proto=() tests=${UPSTREAM_TESTS:-$qed_tests} ;;
     qcow) fmt=qcow proto=() tests=${UPSTREAM_TESTS:-$qcow_tests} ;;
     dmg) fmt=dmg proto=() tests=${UPSTREAM_TESTS:-239} ;;
-    *) echo "check-upstream: unknown set '$set'" >&2; exit 2 ;;
     esac
+    local work p=0 f=0 s=0 unexpected=0 status name reason why
     work=$(mktemp -d "/tmp/qblock_upstream_${set//-/_}_XXXXXX")
-    unexpected_before=$unexpected
     echo "=== upstream $set: $who ==="
+    timing_start
     # shellcheck disable=SC2086
     "$shared/run-upstream.sh" "${names[@]}" "${proto[@]}" -j "$jobs" \
         --retry 1 --timeout 600 --work "$work" \
         "$iotests" "$bindir" "$fmt" $tests > "$work/results.txt" 2>&1
-    p=0 f=0 s=0
+    timing_stop
     while read -r status name reason; do
         case $status in
         pass) p=$((p + 1)) ;;
@@ -177,18 +187,59 @@ for set in "${sets[@]}"; do
     if [ $((p + f + s)) -eq 0 ]; then
         cat "$work/results.txt"
         echo "check-upstream: the $set set ran no test"
-        f=1 unexpected=$((unexpected + 1))
+        f=1 unexpected=1
     fi
     # a set's work folder (its copy of the tests, scratch images, logs:
     # 12 MB and more) is kept only for the failures that need reading
-    if [ "$unexpected" -eq "$unexpected_before" ]; then
+    if [ "$unexpected" -eq 0 ]; then
         rm -rf "$work"
     else
         echo "$set: logs kept in $work/logs"
     fi
-    echo "$set: $p passed, $f failed, $s skipped"
-    tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
+    echo "$set: $p passed, $f failed, $s skipped ($timing)"
+    echo "counts $p $f $s $unexpected"
+}
+
+# A set's last tests leave cores idle while they finish, so
+# UPSTREAM_SET_JOBS sets (default 2) run at once, each with its own work
+# folder and UPSTREAM_JOBS tests; the longest sets (by their CPU time)
+# start first.  Each set's lines are printed whole when it ends.
+set_jobs=${UPSTREAM_SET_JOBS:-2}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+longest_first=(qcow2 qcow raw qed vhdx vdi vmdk luks nbd-raw)
+order=()
+for set in "${longest_first[@]}" "${sets[@]}"; do
+    case " ${sets[*]} " in *" $set "*) ;; *) continue ;; esac
+    case " ${order[*]} " in *" $set "*) continue ;; esac
+    order+=("$set")
 done
+tp=0 tf=0 ts=0 unexpected=0
+# print_ended: prints the sets that have ended since the last call and
+# adds up their counts
+print_ended() {
+    local set p f s u
+    for set in "${order[@]}"; do
+        [ -f "$out/$set.ended" ] && [ ! -f "$out/$set.printed" ] || continue
+        grep -v '^counts ' "$out/$set"
+        read -r _ p f s u < <(grep '^counts ' "$out/$set" | tail -n 1)
+        tp=$((tp + ${p:-0})) tf=$((tf + ${f:-1})) ts=$((ts + ${s:-0}))
+        unexpected=$((unexpected + ${u:-1}))
+        : > "$out/$set.printed"
+    done
+}
+running=0
+for set in "${order[@]}"; do
+    if [ "$running" -ge "$set_jobs" ]; then
+        wait -n
+        running=$((running - 1))
+        print_ended
+    fi
+    { run_set "$set" > "$out/$set" 2>&1; : > "$out/$set.ended"; } &
+    running=$((running + 1))
+done
+wait
+print_ended
 echo "=== upstream total: $who ==="
 echo "$unexpected failed that known-failures.txt does not list"
 echo "upstream: $tp passed, $tf failed, $ts skipped"
