@@ -76,6 +76,8 @@ void crash_model_may_shrink(CrashModel *m, int64_t len);
  * clear, and, opened by qblock's qcow2 (its backing chain included), its
  * info (what qblock-img info shows) can be read and every sector of @m
  * holds a version it may hold.  @m may be NULL: the image only.
+ * qemu-img runs once per distinct image that names no other file; what
+ * it said is reused for the same bytes (crash-model.c).
  */
 CrashVerdict crash_verify(const char *path, CrashModel *m, CrashAllow allow);
 /* True if the real qemu-img, the oracle of these tests, is installed. */

@@ -29,9 +29,11 @@
  *
  * QBLOCK_CRASH_STRIDE=<k> cuts at every k-th request only (a quick run);
  * the default, 1, is the exhaustive matrix.  QBLOCK_CRASH_SHARD=<i>/<n>
- * runs only every n-th of those cut points, from the i-th (0-based), so
- * that processes running at once share a long matrix between them
- * (tests/crash/run.sh adds their crash-matrix lines up).
+ * runs only the i-th (0-based) of n equal runs of consecutive cut points,
+ * so that processes running at once share a long matrix between them
+ * (tests/crash/run.sh adds their crash-matrix lines up); consecutive,
+ * since neighbouring cuts often leave the same image, which a process
+ * has qemu-img check only once (crash-model.c).
  */
 #include "crash-model.h"
 #include "block/blkcrash.h"
@@ -641,7 +643,7 @@ static void crash_test_op(gconstpointer data)
     int stride = crash_stride();
     int shard, shards;
     g_autofree char *label = NULL;
-    uint64_t cuts = 0;
+    uint64_t cuts = 0, points, first, end;
 
     if (!crash_have_qemu_img()) {
         g_test_skip("qemu-img (Debian's qemu-utils) is not installed: it is "
@@ -658,10 +660,12 @@ static void crash_test_op(gconstpointer data)
         op->did(&before, &after);
     }
     crash_shard(&shard, &shards);
-    for (uint64_t n = 1; n <= t.requests + 1; n += stride) {
-        if ((n - 1) / stride % shards != shard) {
-            continue;
-        }
+    /* cut points 1, 1 + stride, ... up to one past the last request:
+     * this shard's are the indices [first, end) */
+    points = t.requests / stride + 1;
+    first = points * shard / shards;
+    end = points * (shard + 1) / shards;
+    for (uint64_t n = 1 + first * stride; n < 1 + end * stride; n += stride) {
         cuts++;
         for (size_t m = 0; m < ARRAY_SIZE(crash_modes); m++) {
             crash_run_once(op, base, n, crash_modes[m], NULL, &v);
